@@ -1,0 +1,652 @@
+"""Automatic differentiation: grad mode, the Function base with all graph bookkeeping, and the backward engine.
+
+Every differentiable op is a small ``Function`` subclass with ``forward`` and ``backward`` side by side.
+``Function.apply`` runs ``forward`` and, when grad mode is on and some input requires grad, records a graph node:
+the ctx object itself, with links to the nodes that produced its inputs (``next_functions``). ``backward`` computes
+with Tensors, so gradients are themselves differentiable when ``create_graph=True``.
+
+The engine (:func:`run_backward`) counts, for every reachable node, how many gradients it waits for, then visits
+each node exactly once in topological order, sums incoming gradients, calls the node's backward and frees its saved
+tensors unless ``retain_graph``.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from typing import Any, Callable, Iterable, Sequence
+
+from genesis.ndarray import NDArray
+
+_state = threading.local()
+
+
+def is_grad_enabled() -> bool:
+    """Whether operations are currently recorded for differentiation."""
+    return getattr(_state, "enabled", True)
+
+
+def _set_enabled(mode: bool) -> None:
+    _state.enabled = mode
+
+
+def is_inference_mode_enabled() -> bool:
+    return getattr(_state, "inference", False)
+
+
+class _GradModeContext:
+    """Base of the grad-mode context managers; each one also works as a function decorator."""
+
+    mode: bool = True
+
+    def __enter__(self) -> None:
+        self._prev = is_grad_enabled()
+        _set_enabled(self.mode)
+
+    def __exit__(self, *exc: object) -> None:
+        _set_enabled(self._prev)
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self.__class__():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Disable gradient recording inside the block (outputs do not require grad)."""
+
+    mode = False
+
+
+class enable_grad(_GradModeContext):
+    """Enable gradient recording inside the block, also within ``no_grad``."""
+
+    mode = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """Set grad mode on or off; takes effect immediately and, used as a context manager, restores it on exit."""
+
+    def __init__(self, mode: bool) -> None:
+        self._prev = is_grad_enabled()
+        self.mode = bool(mode)
+        _set_enabled(self.mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __call__(self, fn: Callable) -> Callable:
+        _set_enabled(self._prev)
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class inference_mode(_GradModeContext):
+    """Like ``no_grad``, for inference code (``inference_mode(False)`` leaves grad mode as it is)."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.enabled_flag = mode
+        self.mode = not mode
+
+    def __enter__(self) -> None:
+        self._prev = is_grad_enabled()
+        self._prev_inference = is_inference_mode_enabled()
+        if self.enabled_flag:
+            _set_enabled(False)
+            _state.inference = True
+
+    def __exit__(self, *exc: object) -> None:
+        _set_enabled(self._prev)
+        _state.inference = self._prev_inference
+
+    def __call__(self, fn: Callable) -> Callable:
+        flag = self.enabled_flag
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(flag):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+# ------------------------------------------------------------------------ graph nodes
+
+class Node:
+    """A node of the backward graph; ``next_functions`` lists ``(node, output_nr)`` per input."""
+
+    next_functions: tuple = ()
+    _released = False
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def register_hook(self, hook: Callable) -> None:
+        """Hook called as ``hook(grad_inputs, grad_outputs)`` after this node's backward (torch semantics)."""
+        hooks = self.__dict__.setdefault("_post_hooks", [])
+        hooks.append(hook)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+
+class AccumulateGrad(Node):
+    """Sink node for a leaf tensor that requires grad: adds incoming gradients into ``variable.grad``."""
+
+    def __init__(self, variable: Any) -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+
+class BackwardCtx(Node):
+    """Context of one recorded op: saved tensors, flags and links to the input nodes."""
+
+    def __init__(self, fn: type) -> None:
+        self._fn = fn
+        self._saved: tuple = ()
+        self._saved_versions: tuple = ()
+        self._inputs: tuple = ()
+        self._outputs: tuple = ()
+        self._output_hooks: dict[int, list[Callable]] | None = None
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self.non_differentiable: tuple = ()
+        self.materialize_grads = True
+
+    def name(self) -> str:
+        return self._fn.__name__ + "Backward"
+
+    def save_for_backward(self, *values: Any) -> None:
+        """Keep tensors (or NDArrays of inputs/outputs) for backward; in-place changes to them are detected."""
+        self._saved = values
+
+    def mark_non_differentiable(self, *outputs: Any) -> None:
+        """Declare outputs that never receive gradients (e.g. indices)."""
+        self.non_differentiable = outputs
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = value
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The saved values as Tensors, after checking none was modified in place since it was saved."""
+        if self._released:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved tensors after they "
+                "have already been freed). Saved intermediate values of the graph are freed when you call "
+                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved tensors after calling backward."
+            )
+        from genesis.tensor import Tensor
+
+        result = []
+        for value, version in zip(self._saved, self._saved_versions):
+            tensor = self._as_tensor(value)
+            if isinstance(tensor, Tensor) and version is not None and tensor._version[0] != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: [{tensor.dtype}{list(tensor.shape)}], which is output 0 of {self.name()}, is at "
+                    f"version {tensor._version[0]}; expected version {version} instead."
+                )
+            result.append(tensor)
+        return tuple(result)
+
+    def _as_tensor(self, value: Any) -> Any:
+        """Map a saved NDArray back to the input or output Tensor holding it, so double backward sees the graph."""
+        from genesis.tensor import Tensor
+
+        if not isinstance(value, NDArray):
+            return value
+        for t in self._inputs:
+            if isinstance(t, Tensor) and t.ndarray is value:
+                return t
+        for ref in self._outputs:
+            t = ref()
+            if t is not None and t.ndarray is value:
+                return t
+        return Tensor._wrap(value)
+
+    def _record_versions(self) -> None:
+        from genesis.tensor import Tensor
+
+        versions = []
+        for value in self._saved:
+            tensor = value
+            if isinstance(value, NDArray):
+                tensor = next((t for t in self._inputs if isinstance(t, Tensor) and t.ndarray is value), None)
+            versions.append(tensor._version[0] if isinstance(tensor, Tensor) else None)
+        self._saved_versions = tuple(versions)
+
+    def _release(self) -> None:
+        self._saved = ()
+        self._inputs = ()
+        self._released = True
+
+
+class _NoGradCtx:
+    """Stand-in ctx for forward passes that record nothing: saving is a no-op."""
+
+    needs_input_grad: tuple = ()
+    materialize_grads = True
+
+    def save_for_backward(self, *values: Any) -> None:
+        pass
+
+    def mark_non_differentiable(self, *outputs: Any) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        pass
+
+
+_NO_GRAD_CTX = _NoGradCtx()
+
+
+class Function:
+    """Base class of differentiable operations (``genesis.autograd.Function``, as ``torch.autograd.Function``).
+
+    Subclasses define static ``forward(ctx, *args)`` and ``backward(ctx, *grads)`` and are called through
+    ``apply``. ``forward`` receives Tensors, runs without recording, and returns Tensors; ``backward`` receives
+    one gradient per output and returns one gradient (or None) per input of ``forward``.
+    """
+
+    #: Built-in primitives set this: their forward receives and returns NDArrays, which is cheaper.
+    takes_ndarrays = False
+    #: View primitives set this: the output shares the input's memory and version counter.
+    is_view = False
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        from genesis.tensor import Tensor
+
+        record = False
+        if is_grad_enabled():
+            for a in args:
+                if isinstance(a, Tensor) and a.requires_grad:
+                    record = True
+                    break
+        if not record:
+            if cls.takes_ndarrays:
+                raw = [a.ndarray if isinstance(a, Tensor) else a for a in args]
+                out = _wrap_outputs(cls.forward(_NO_GRAD_CTX, *raw, **kwargs), None)
+                if cls.is_view:
+                    out._version = args[0]._version
+                    out._base = args[0]._base or args[0]
+                return out
+            with no_grad():
+                out = cls.forward(_NoGradCtx(), *args, **kwargs)
+            return _detach_outputs(out)
+
+        ctx = BackwardCtx(cls)
+        ctx._inputs = args
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        if cls.takes_ndarrays:
+            raw = [a.ndarray if isinstance(a, Tensor) else a for a in args]
+            out = cls.forward(ctx, *raw, **kwargs)
+        else:
+            with no_grad():
+                out = cls.forward(ctx, *args, **kwargs)
+            out = _unwrap_outputs(out)
+        ctx.next_functions = tuple(_edge(a) for a in args)
+        ctx._input_meta = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args)
+        ctx._record_versions()
+        outputs = _wrap_outputs(out, ctx)
+        if cls.is_view:
+            outputs._version = args[0]._version
+            outputs._base = args[0]._base or args[0]
+        return outputs
+
+
+def _edge(a: Any) -> tuple[Node | None, int]:
+    from genesis.tensor import Tensor
+
+    if not isinstance(a, Tensor) or not a.requires_grad:
+        return (None, 0)
+    if a.grad_fn is not None:
+        return (a.grad_fn, a._output_nr)
+    return (a._accumulator(), 0)
+
+
+def _unwrap_outputs(out: Any) -> Any:
+    from genesis.tensor import Tensor
+
+    if isinstance(out, tuple):
+        return tuple(o.ndarray if isinstance(o, Tensor) else o for o in out)
+    return out.ndarray if isinstance(out, Tensor) else out
+
+
+def _detach_outputs(out: Any) -> Any:
+    from genesis.tensor import Tensor
+
+    if isinstance(out, tuple):
+        return tuple(Tensor._wrap(o.ndarray) if isinstance(o, Tensor) else o for o in out)
+    return Tensor._wrap(out.ndarray) if isinstance(out, Tensor) else out
+
+
+def _wrap_outputs(out: Any, ctx: BackwardCtx | None) -> Any:
+    from genesis.tensor import Tensor
+
+    if ctx is None:
+        if isinstance(out, NDArray):
+            return Tensor._wrap(out)
+        return tuple(Tensor._wrap(o) if isinstance(o, NDArray) else o for o in out)
+    single = isinstance(out, NDArray)
+    outs = (out,) if single else out
+    non_diff = ctx.non_differentiable
+    wrapped = []
+    refs = []
+    for i, o in enumerate(outs):
+        if not isinstance(o, NDArray):
+            wrapped.append(o)
+            refs.append(lambda: None)
+            continue
+        differentiable = o.dtype.is_floating_point and not any(o is n or getattr(n, "ndarray", None) is o
+                                                                for n in non_diff)
+        t = Tensor._wrap(o)
+        if differentiable:
+            t.requires_grad = True
+            t.grad_fn = ctx
+            t._output_nr = i
+        wrapped.append(t)
+        refs.append(weakref.ref(t))
+    ctx._outputs = tuple(refs)
+    ctx._n_outputs = len(outs)
+    ctx._output_meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, NDArray) else None for o in outs)
+    return wrapped[0] if single else tuple(wrapped)
+
+
+# ------------------------------------------------------------------------ the engine
+
+def _sum_to_shape(grad: Any, shape: tuple[int, ...]) -> Any:
+    """Sum a broadcast gradient back to ``shape`` (the one unbroadcasting helper)."""
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1)
+    if dims:
+        grad = grad.sum(dim=dims, keepdim=True)
+    if lead:
+        grad = grad.reshape(shape)
+    return grad
+
+
+def _collect(roots: Sequence[Node]) -> dict[Node, int]:
+    """Dependency counts: how many gradients each reachable node waits for."""
+    deps: dict[Node, int] = {}
+    seen = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                deps[nxt] = deps.get(nxt, 0) + 1
+                stack.append(nxt)
+    return deps
+
+
+def _accumulate(buffer: list, i: int, g: Any) -> None:
+    if g is None:
+        return
+    buffer[i] = g if buffer[i] is None else buffer[i] + g
+
+
+def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool, create_graph: bool,
+                 inputs: Sequence[Any] | None = None, allow_unused: bool = False) -> tuple | None:
+    """Propagate ``grad_tensors`` from ``tensors`` to the leaves (or, with ``inputs``, return their gradients)."""
+    from genesis.tensor import Tensor
+
+    roots: list[Node] = []
+    buffers: dict[Node, list] = {}
+    for t, g in zip(tensors, grad_tensors):
+        node = t.grad_fn if t.grad_fn is not None else t._accumulator()
+        n_out = getattr(node, "_n_outputs", 1)
+        buf = buffers.setdefault(node, [None] * n_out)
+        _accumulate(buf, t._output_nr if t.grad_fn is not None else 0, g)
+        if node not in roots:
+            roots.append(node)
+
+    captures: dict[tuple[Node, int], int] = {}
+    results: list = []
+    if inputs is not None:
+        results = [None] * len(inputs)
+        for k, t in enumerate(inputs):
+            key = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._accumulator(), 0)
+            captures[key] = k
+
+    # Buffers of gradients already visible to the caller: a leaf's new .grad must not alias them.
+    handed = {id(g.ndarray.buffer) for g in grad_tensors if g is not None}
+    deps = _collect(roots)
+    ready = [n for n in roots if deps.get(n, 0) == 0]
+    with set_grad_enabled(create_graph):
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node, [None])
+            if captures:
+                for i, g in enumerate(grads):
+                    k = captures.get((node, i))
+                    if k is not None:
+                        g = _run_output_hooks(node, i, g)
+                        grads[i] = g
+                        results[k] = g
+            if isinstance(node, AccumulateGrad):
+                if inputs is None:
+                    _accumulate_leaf(node.variable, grads[0], create_graph, handed)
+                continue
+            if inputs is not None and not _leads_to_capture(node, captures):
+                in_grads: tuple = (None,) * len(node.next_functions)
+            else:
+                in_grads = _call_backward(node, grads, retain_graph, create_graph)
+            for (nxt, idx), g in zip(node.next_functions, in_grads):
+                if nxt is None:
+                    continue
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = [None] * getattr(nxt, "_n_outputs", 1)
+                _accumulate(buf, idx, g)
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    ready.append(nxt)
+    if inputs is None:
+        return None
+    for k, r in enumerate(results):
+        if r is None and not allow_unused:
+            raise RuntimeError(
+                f"One of the differentiated Tensors (input {k}) appears to not have been used in the graph. "
+                "Set allow_unused=True if this is the desired behavior."
+            )
+    return tuple(r if r is None or create_graph else r.detach() for r in results)
+
+
+def _leads_to_capture(node: Node, captures: dict) -> bool:
+    """Whether any capture point is reachable from ``node`` (cached per run on the node set)."""
+    targets = {n for n, _ in captures}
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        for nxt, _ in n.next_functions:
+            if nxt is not None:
+                if nxt in targets:
+                    return True
+                stack.append(nxt)
+    return False
+
+
+def _run_output_hooks(node: Node, i: int, g: Any) -> Any:
+    hooks = node._output_hooks.get(i) if getattr(node, "_output_hooks", None) else None
+    if hooks and g is not None:
+        for hook in hooks:
+            new = hook(g)
+            if new is not None:
+                g = new
+    return g
+
+
+def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_graph: bool) -> tuple:
+    from genesis.tensor import Tensor
+
+    if node._released:
+        raise RuntimeError(
+            "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+            "already been freed). Specify retain_graph=True if you need to backward through the graph a second time."
+        )
+    if node._output_hooks:
+        grads = [_run_output_hooks(node, i, g) for i, g in enumerate(grads)]
+    if node.materialize_grads:
+        for i, g in enumerate(grads):
+            if g is None and node._output_meta[i] is not None:
+                shape, dtype, device = node._output_meta[i]
+                grads[i] = Tensor._wrap(NDArray.full(shape, 0, dtype, device))
+    out = node._fn.backward(node, *grads)
+    if not isinstance(out, tuple):
+        out = (out,)
+    n_in = len(node.next_functions)
+    if len(out) < n_in:
+        raise RuntimeError(
+            f"function {node.name()} returned an incorrect number of gradients (expected {n_in}, got {len(out)})"
+        )
+    result = []
+    for i in range(n_in):
+        g = out[i]
+        if g is None or node.next_functions[i][0] is None:
+            result.append(None)
+            continue
+        if isinstance(g, NDArray):
+            g = Tensor._wrap(g)
+        shape, dtype, device = node._input_meta[i]
+        if g.shape != shape:
+            g = _sum_to_shape(g, shape)
+        if g.dtype is not dtype:
+            g = g.to(dtype)
+        result.append(g)
+    hooks = node.__dict__.get("_post_hooks")
+    if hooks:
+        for hook in hooks:
+            hook(tuple(result), tuple(grads))
+    if not retain_graph:
+        node._release()
+    return tuple(result)
+
+
+def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> None:
+    """Add ``g`` into ``t.grad``. A new ``.grad`` never aliases a gradient handed elsewhere in this run."""
+    if g is None:
+        return
+    for hook in t._hooks or ():
+        new = hook(g)
+        if new is not None:
+            g = new
+    if not create_graph:
+        g = g.detach()
+    if t.grad is None:
+        owned = id(g.ndarray.buffer) not in handed and g.ndarray.is_contiguous()
+        t.grad = g if owned or create_graph else g.clone()
+        handed.add(id(t.grad.ndarray.buffer))
+    elif create_graph:
+        t.grad = t.grad + g
+    else:
+        t.grad.ndarray.binary("add", g.ndarray.astype(t.grad.dtype), out=t.grad.ndarray)
+        t.grad._version[0] += 1
+    for hook in t._post_accumulate_hooks or ():
+        hook(t)
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: Any = None) -> None:
+    """Compute and accumulate gradients of ``tensors`` into the leaves' ``.grad`` (torch.autograd.backward)."""
+    from genesis.tensor import Tensor
+
+    tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
+    grads = _make_grads(tensors, grad_tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+        result = run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused=True)
+        handed = {id(g.ndarray.buffer) for g in grads}
+        for t, g in zip(inputs, result):
+            if g is not None:
+                _accumulate_leaf(t, g, create_graph, handed)
+        return
+    run_backward(tensors, grads, retain_graph, create_graph)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
+    """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``."""
+    from genesis.tensor import Tensor
+
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    inputs_t = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    for t in inputs_t:
+        if not t.requires_grad:
+            raise RuntimeError("grad: one of the differentiated Tensors does not require grad")
+    grads = _make_grads(outputs, grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    allow = bool(allow_unused) or materialize_grads
+    result = run_backward(outputs, grads, retain_graph, create_graph, inputs_t, allow_unused=allow)
+    if materialize_grads:
+        from genesis.tensor import zeros_like
+
+        result = tuple(zeros_like(t) if g is None else g for t, g in zip(inputs_t, result))
+    return result
+
+
+def _make_grads(outputs: Sequence[Any], grad_outputs: Any) -> list:
+    from genesis.tensor import Tensor
+
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    grad_outputs = list(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad: got {len(grad_outputs)} gradients for {len(outputs)} outputs")
+    result = []
+    for out, g in zip(outputs, grad_outputs):
+        if not out.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs (got an output of shape "
+                    f"{tuple(out.shape)})"
+                )
+            g = Tensor._wrap(NDArray.full(out.shape, 1, out.dtype, out.device))
+        elif g.shape != out.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[0] has a shape of {tuple(g.shape)} and output[0] has a shape of "
+                f"{tuple(out.shape)}."
+            )
+        result.append(g)
+    return result
+
+
+__all__ = [
+    "Function", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "grad",
+    "backward", "Node", "AccumulateGrad",
+]
+

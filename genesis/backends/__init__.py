@@ -1,0 +1,79 @@
+"""The backend contract: the one list of primitives every device backend implements.
+
+A backend is a module (``genesis.backends.cpu``, ``genesis.backends.cuda``). It receives and returns
+:class:`genesis.ndarray.NDArray` objects. The NDArray layer has already done the bookkeeping shared by every device,
+so a backend can count on:
+
+- binary operands have broadcast-compatible shapes and the same dtype (type promotion is done above); the second
+  operand may be a Python number, already compatible with the first operand's dtype;
+- dims are normalized (non-negative, tuples sorted), index tensors are int64 and in range,
+  ``out=`` arrays have the result's shape and dtype and may be strided views.
+
+Views (reshape, permute, expand, slicing, diagonal ...) never reach a backend: they change only the NDArray's
+shape, strides and offset over the same buffer. A backend reads strided inputs directly or copies to contiguous.
+
+Primitives (name: what it computes):
+
+memory and creation
+    empty(shape, dtype, device)                     uninitialized contiguous array
+    full(shape, value, dtype, device)               array filled with a Python number
+    arange(start, end, step, dtype, device)         1-D range
+    from_numpy(array, dtype, device)                copy a host numpy array in
+    to_numpy(x)                                     contiguous host numpy array (zero-copy where possible)
+    copy_(dst, src)                                 dst[...] = src, src broadcastable, dtype cast; returns dst
+    cast(x, dtype)                                  new contiguous array of another dtype
+    contiguous(x)                                   new contiguous copy of a strided view
+    to_dlpack(x, stream) / from_dlpack(obj)         zero-copy exchange
+elementwise
+    unary(op, x, out)                               op in UNARY_OPS
+    binary(op, a, b, out)                           op in BINARY_OPS, result dtype of a (bool for comparisons)
+    where(cond, a, b)                               cond bool; a, b same dtype, broadcastable
+reductions
+    reduce(op, x, dims, keepdim)                    op in REDUCE_OPS over the tuple of dims
+    arg_reduce(op, x, dim, keepdim)                 "argmax" / "argmin" (first occurrence), int64
+    cumulative(op, x, dim)                          "cumsum" / "cumprod"
+    softmax(x, dim, log)                            softmax or log_softmax over one dim
+linear algebra
+    matmul(a, b)                                    (..., M, K) @ (..., K, N), batch dims equal
+indexing
+    index(x, indices)                               x[i0, i1, ...]; indices: one entry per dim, None (all) or int64
+                                                    arrays broadcast to one shape; result dims as torch
+    index_put_(x, indices, values, accumulate)      in-place x[i0, i1, ...] = values (or +=, duplicates summed);
+                                                    one int64 array per dim, all broadcast to values' shape
+    gather(x, dim, index)                           torch.gather
+    scatter(x, dim, index, src, mode)               out-of-place torch.scatter; mode "set" or "add"
+    index_select(x, dim, index)                     torch.index_select
+    nonzero(x)                                      (n, ndim) int64 coordinates of non-zero elements
+    sort(x, dim, descending, stable)                (values, int64 indices)
+    unique(x, return_inverse, return_counts)        sorted unique values of the flattened array
+    searchsorted(seq, values, right)                insertion points along the last dim
+random (counter-based: the same seed and offset give the same numbers)
+    uniform(shape, dtype, device, seed, offset)     U[0, 1)
+    normal(shape, dtype, device, seed, offset)      N(0, 1)
+    randint(low, high, shape, dtype, device, seed, offset)
+device
+    synchronize(device)                             wait for all work queued on the device
+"""
+
+UNARY_OPS = (
+    "neg", "abs", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
+    "tan", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "softplus", "erf", "sign", "floor", "ceil",
+    "round", "trunc", "isnan", "isinf", "logical_not", "bitwise_not",
+)
+BINARY_OPS = (
+    "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "atan2",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor",
+)
+COMPARISON_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
+REDUCE_OPS = ("sum", "prod", "amax", "amin", "any", "all")
+
+PRIMITIVES = (
+    "empty", "full", "arange", "from_numpy", "to_numpy", "copy_", "cast", "contiguous", "to_dlpack", "from_dlpack",
+    "unary", "binary", "where",
+    "reduce", "arg_reduce", "cumulative", "softmax",
+    "matmul",
+    "index", "index_put_", "gather", "scatter", "index_select", "nonzero", "sort", "unique", "searchsorted",
+    "uniform", "normal", "randint",
+    "synchronize",
+)

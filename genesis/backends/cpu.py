@@ -1,0 +1,264 @@
+"""CPU backend: the backend contract (see ``genesis.backends``) on PyTorch CPU tensors.
+
+An NDArray's buffer here is a torch tensor that owns (or shares) the storage; the torch view matching the NDArray's
+shape, strides and offset is built once with ``as_strided`` and cached on the NDArray.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from genesis import dtypes
+from genesis.device import cpu as _cpu
+from genesis.ndarray import NDArray
+
+TORCH_DTYPE = {
+    dtypes.bool_: torch.bool, dtypes.uint8: torch.uint8, dtypes.int8: torch.int8, dtypes.int16: torch.int16,
+    dtypes.int32: torch.int32, dtypes.int64: torch.int64, dtypes.float16: torch.float16,
+    dtypes.bfloat16: torch.bfloat16, dtypes.float32: torch.float32, dtypes.float64: torch.float64,
+}
+GENESIS_DTYPE = {v: k for k, v in TORCH_DTYPE.items()}
+
+
+def wrap(t: torch.Tensor) -> NDArray:
+    """Wrap a torch CPU tensor as an NDArray sharing its memory."""
+    return NDArray(t, tuple(t.shape), t.stride(), t.storage_offset(), GENESIS_DTYPE[t.dtype], _cpu, t)
+
+
+def native(x: NDArray) -> torch.Tensor:
+    """The torch view of an NDArray (built on first use, then cached)."""
+    t = x._native
+    if t is None:
+        t = x._native = torch.as_strided(x.buffer, x.shape, x.strides, x.offset)
+    return t
+
+
+def _arg(b: "NDArray | int | float | bool") -> "torch.Tensor | int | float | bool":
+    return native(b) if isinstance(b, NDArray) else b
+
+
+# ---------------------------------------------------------------- memory and creation
+
+def empty(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArray:
+    return wrap(torch.empty(shape, dtype=TORCH_DTYPE[dtype]))
+
+
+def full(shape: tuple[int, ...], value: "int | float | bool", dtype: dtypes.dtype, device: object) -> NDArray:
+    return wrap(torch.full(shape, value, dtype=TORCH_DTYPE[dtype]))
+
+
+def arange(start: float, end: float, step: float, dtype: dtypes.dtype, device: object) -> NDArray:
+    return wrap(torch.arange(start, end, step, dtype=TORCH_DTYPE[dtype]))
+
+
+def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object) -> NDArray:
+    if dtype is dtypes.bfloat16:
+        bits = np.ascontiguousarray(array).view(np.int16)
+        return wrap(torch.from_numpy(bits.copy()).view(torch.bfloat16))
+    return wrap(torch.from_numpy(np.array(array, copy=True)))
+
+
+def from_numpy_shared(array: np.ndarray) -> NDArray:
+    """Wrap a numpy array without copying (``genesis.from_numpy``)."""
+    return wrap(torch.from_numpy(array))
+
+
+def to_numpy(x: NDArray) -> np.ndarray:
+    t = native(x)
+    if t.dtype is torch.bfloat16:
+        import ml_dtypes
+
+        return t.contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def copy_(dst: NDArray, src: "NDArray | int | float | bool") -> NDArray:
+    if isinstance(src, NDArray):
+        native(dst).copy_(native(src))
+    else:
+        native(dst).fill_(src)
+    return dst
+
+
+def cast(x: NDArray, dtype: dtypes.dtype) -> NDArray:
+    return wrap(native(x).to(TORCH_DTYPE[dtype], copy=True))
+
+
+def contiguous(x: NDArray) -> NDArray:
+    return wrap(native(x).clone(memory_format=torch.contiguous_format))
+
+
+def to_dlpack(x: NDArray, stream: object = None) -> object:
+    return native(x).__dlpack__()
+
+
+def from_dlpack(obj: object) -> NDArray:
+    return wrap(torch.from_dlpack(obj))
+
+
+# ---------------------------------------------------------------- elementwise
+
+_F = torch.nn.functional
+_UNARY = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2,
+    "log1p": torch.log1p, "expm1": torch.expm1, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
+    "reciprocal": torch.reciprocal, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid, "relu": torch.relu, "gelu": _F.gelu, "gelu_tanh": lambda t: _F.gelu(t, approximate="tanh"),
+    "silu": _F.silu, "softplus": _F.softplus, "erf": torch.erf, "sign": torch.sign, "floor": torch.floor,
+    "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "isnan": torch.isnan, "isinf": torch.isinf,
+    "logical_not": torch.logical_not, "bitwise_not": torch.bitwise_not,
+}
+
+_BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "floor_divide": torch.floor_divide,
+    "remainder": torch.remainder, "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum,
+    "atan2": torch.atan2, "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
+    "ge": torch.ge, "logical_and": torch.logical_and, "logical_or": torch.logical_or,
+    "logical_xor": torch.logical_xor, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
+}
+_SCALAR_SECOND_UNSUPPORTED = frozenset(("maximum", "minimum", "atan2"))
+
+
+def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
+    result = _UNARY[op](native(x))
+    if out is None:
+        return wrap(result)
+    native(out).copy_(result)
+    return out
+
+
+def binary(op: str, a: NDArray, b: "NDArray | int | float | bool", out: NDArray | None = None) -> NDArray:
+    tb = _arg(b)
+    if not isinstance(b, NDArray) and op in _SCALAR_SECOND_UNSUPPORTED:
+        tb = torch.tensor(b, dtype=TORCH_DTYPE[a.dtype])
+    fn = _BINARY[op]
+    if out is None:
+        return wrap(fn(native(a), tb))
+    fn(native(a), tb, out=native(out))
+    return out
+
+
+def where(cond: NDArray, a: "NDArray | float", b: "NDArray | float") -> NDArray:
+    return wrap(torch.where(native(cond), _arg(a), _arg(b)))
+
+
+# ---------------------------------------------------------------- reductions
+
+def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
+    t = native(x)
+    if op == "sum":
+        return wrap(torch.sum(t, dim=dims, keepdim=keepdim))
+    if op == "amax":
+        return wrap(torch.amax(t, dim=dims, keepdim=keepdim))
+    if op == "amin":
+        return wrap(torch.amin(t, dim=dims, keepdim=keepdim))
+    if op in ("prod", "any", "all"):
+        fn = getattr(torch, op)
+        # torch's prod/any/all reduce one dim at a time; go from the last dim down so indices stay valid.
+        if not dims:
+            return wrap(t.clone())
+        for d in sorted(dims, reverse=True):
+            t = fn(t, dim=d, keepdim=keepdim)
+        return wrap(t)
+    raise ValueError(f"reduce: unknown op {op}")
+
+
+def arg_reduce(op: str, x: NDArray, dim: int, keepdim: bool) -> NDArray:
+    fn = torch.argmax if op == "argmax" else torch.argmin
+    return wrap(fn(native(x), dim=dim, keepdim=keepdim))
+
+
+def cumulative(op: str, x: NDArray, dim: int) -> NDArray:
+    fn = torch.cumsum if op == "cumsum" else torch.cumprod
+    return wrap(fn(native(x), dim=dim))
+
+
+def softmax(x: NDArray, dim: int, log: bool) -> NDArray:
+    fn = torch.log_softmax if log else torch.softmax
+    return wrap(fn(native(x), dim=dim))
+
+
+# ---------------------------------------------------------------- linear algebra
+
+def matmul(a: NDArray, b: NDArray) -> NDArray:
+    return wrap(torch.matmul(native(a), native(b)))
+
+
+# ---------------------------------------------------------------- indexing
+
+def _torch_indices(indices: tuple) -> tuple:
+    return tuple(slice(None) if i is None else native(i) for i in indices)
+
+
+def index(x: NDArray, indices: tuple) -> NDArray:
+    return wrap(native(x)[_torch_indices(indices)])
+
+
+def index_put_(x: NDArray, indices: tuple, values: NDArray, accumulate: bool) -> NDArray:
+    native(x).index_put_(tuple(native(i) for i in indices), native(values), accumulate=accumulate)
+    return x
+
+
+def gather(x: NDArray, dim: int, index: NDArray) -> NDArray:
+    return wrap(torch.gather(native(x), dim, native(index)))
+
+
+def scatter(x: NDArray, dim: int, index: NDArray, src: "NDArray | float", mode: str) -> NDArray:
+    t = native(x).clone()
+    if mode == "add":
+        t.scatter_add_(dim, native(index), native(src))
+    elif isinstance(src, NDArray):
+        t.scatter_(dim, native(index), native(src))
+    else:
+        t.scatter_(dim, native(index), src)
+    return wrap(t)
+
+
+def index_select(x: NDArray, dim: int, index: NDArray) -> NDArray:
+    return wrap(torch.index_select(native(x), dim, native(index)))
+
+
+def nonzero(x: NDArray) -> NDArray:
+    return wrap(torch.nonzero(native(x)))
+
+
+def sort(x: NDArray, dim: int, descending: bool, stable: bool) -> tuple[NDArray, NDArray]:
+    values, indices = torch.sort(native(x), dim=dim, descending=descending, stable=stable)
+    return wrap(values), wrap(indices)
+
+
+def unique(x: NDArray, return_inverse: bool, return_counts: bool) -> tuple[NDArray, NDArray | None, NDArray | None]:
+    values, inverse, counts = torch.unique(native(x), sorted=True, return_inverse=True, return_counts=True)
+    return wrap(values), wrap(inverse) if return_inverse else None, wrap(counts) if return_counts else None
+
+
+def searchsorted(seq: NDArray, values: NDArray, right: bool) -> NDArray:
+    return wrap(torch.searchsorted(native(seq), native(values), right=right))
+
+
+# ---------------------------------------------------------------- random
+
+def _generator(seed: int, offset: int) -> torch.Generator:
+    # Counter-based semantics on top of torch's Mersenne twister: each (seed, offset) pair names its own stream.
+    g = torch.Generator()
+    g.manual_seed((seed * 0x9E3779B97F4A7C15 + offset) % (1 << 63))
+    return g
+
+
+def uniform(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, seed: int, offset: int) -> NDArray:
+    return wrap(torch.rand(shape, generator=_generator(seed, offset), dtype=TORCH_DTYPE[dtype]))
+
+
+def normal(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, seed: int, offset: int) -> NDArray:
+    return wrap(torch.randn(shape, generator=_generator(seed, offset), dtype=TORCH_DTYPE[dtype]))
+
+
+def randint(low: int, high: int, shape: tuple[int, ...], dtype: dtypes.dtype, device: object, seed: int,
+            offset: int) -> NDArray:
+    return wrap(torch.randint(low, high, shape, generator=_generator(seed, offset), dtype=TORCH_DTYPE[dtype]))
+
+
+def synchronize(device: object = None) -> None:
+    """Nothing to wait for: CPU work is synchronous."""

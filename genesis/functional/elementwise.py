@@ -1,0 +1,456 @@
+"""Elementwise primitives with their backward, and the composites built from them.
+
+Forward works on NDArrays (type promotion and broadcasting happen in the NDArray layer); backward works on Tensors
+so it is differentiable again. Gradients of broadcast inputs are summed back to the input shape by
+``Function.apply``'s bookkeeping, never here.
+"""
+
+from __future__ import annotations
+
+import math
+
+from genesis import dtypes
+from genesis.autograd import Function
+from genesis.ndarray import NDArray
+
+
+class Primitive(Function):
+    """A built-in op: forward receives and returns NDArrays."""
+
+    takes_ndarrays = True
+
+
+# ------------------------------------------------------------------ binary
+
+class Add(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+        return a.binary("add", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad
+
+
+class Sub(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+        return a.binary("sub", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, -grad if ctx.needs_input_grad[1] else None
+
+
+class Mul(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.binary("mul", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad * b if ctx.needs_input_grad[0] else None, grad * a if ctx.needs_input_grad[1] else None
+
+
+class Div(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.binary("div", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = grad / b if ctx.needs_input_grad[0] else None
+        grad_b = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class RDiv(Primitive):
+    """``value / x`` for a Python number on the left."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, value: float) -> NDArray:
+        ctx.save_for_backward(x)
+        ctx.value = value
+        return x.rbinary("div", value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return -grad * ctx.value / (x * x), None
+
+
+class RSub(Primitive):
+    """``value - x`` for a Python number on the left."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, value: float) -> NDArray:
+        return x.rbinary("sub", value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad, None
+
+
+class Pow(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+        out = a.binary("pow", b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        from genesis.functional import where
+
+        a, b, out = ctx.saved_tensors
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            if isinstance(b, (int, float)):
+                grad_a = grad * b * a ** (b - 1) if b != 0 else grad * 0
+            else:
+                grad_a = grad * b * a ** (b - 1)
+        if ctx.needs_input_grad[1]:
+            # d(a^b)/db = a^b * log(a), defined as 0 where a == 0 (torch's convention).
+            grad_b = where(a == 0, 0.0, grad * out * a.log())
+        return grad_a, grad_b
+
+
+class RPow(Primitive):
+    """``value ** x`` for a Python number on the left."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, value: float) -> NDArray:
+        out = x.rbinary("pow", value)
+        ctx.save_for_backward(out)
+        ctx.value = value
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * out * math.log(ctx.value) if ctx.value > 0 else grad * 0, None
+
+
+class Maximum(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.binary("maximum", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        # Ties split the gradient evenly, as torch does.
+        mask_a = (a > b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
+        return grad * mask_a, grad * (1 - mask_a)
+
+
+class Minimum(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.binary("minimum", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        mask_a = (a < b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
+        return grad * mask_a, grad * (1 - mask_a)
+
+
+class Atan2(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.binary("atan2", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        denom = a * a + b * b
+        return grad * b / denom, -grad * a / denom
+
+
+class Where(Primitive):
+    @staticmethod
+    def forward(ctx, cond: NDArray, a: "NDArray | float", b: "NDArray | float") -> NDArray:
+        ctx.save_for_backward(cond)
+        return cond.where(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from genesis.functional import where
+
+        (cond,) = ctx.saved_tensors
+        grad_a = where(cond, grad, 0.0) if ctx.needs_input_grad[1] else None
+        grad_b = where(cond, 0.0, grad) if ctx.needs_input_grad[2] else None
+        return None, grad_a, grad_b
+
+
+class NoGradBinary(Primitive):
+    """Binary ops without a useful gradient (comparisons, logic, bitwise, floor_divide, remainder's rounding)."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: "NDArray | float", op: str) -> NDArray:
+        return a.binary(op, b)
+
+
+class Remainder(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.binary("remainder", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_b = -grad * (a / b).floor() if ctx.needs_input_grad[1] else None
+        return grad, grad_b
+
+
+# ------------------------------------------------------------------ unary
+
+class Unary(Primitive):
+    """Unary op; subclasses set ``op`` and write ``derivative(x, out)`` (the local derivative as Tensors)."""
+
+    op = ""
+    saves_output = False
+
+    @classmethod
+    def forward(cls, ctx, x: NDArray) -> NDArray:
+        if not x.dtype.is_floating_point and cls.op not in _INT_SAFE:
+            x = x.astype(dtypes.get_default_dtype())
+        out = x.unary(cls.op)
+        ctx.save_for_backward(out if cls.saves_output else x)
+        return out
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        (saved,) = ctx.saved_tensors
+        return grad * cls.derivative(saved)
+
+
+_INT_SAFE = frozenset(("neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc"))
+
+
+class Neg(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray) -> NDArray:
+        if x.dtype is dtypes.bool_:
+            raise RuntimeError("neg: negation, the `-` operator, on a bool tensor is not supported. "
+                               "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+        return x.unary("neg")
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Exp(Unary):
+    op, saves_output = "exp", True
+
+    @staticmethod
+    def derivative(out):
+        return out
+
+
+class Exp2(Unary):
+    op, saves_output = "exp2", True
+
+    @staticmethod
+    def derivative(out):
+        return out * math.log(2.0)
+
+
+class Expm1(Unary):
+    op, saves_output = "expm1", True
+
+    @staticmethod
+    def derivative(out):
+        return out + 1
+
+
+class Log(Unary):
+    op = "log"
+
+    @staticmethod
+    def derivative(x):
+        return 1 / x
+
+
+class Log2(Unary):
+    op = "log2"
+
+    @staticmethod
+    def derivative(x):
+        return 1 / (x * math.log(2.0))
+
+
+class Log1p(Unary):
+    op = "log1p"
+
+    @staticmethod
+    def derivative(x):
+        return 1 / (x + 1)
+
+
+class Sqrt(Unary):
+    op, saves_output = "sqrt", True
+
+    @staticmethod
+    def derivative(out):
+        return 0.5 / out
+
+
+class Rsqrt(Unary):
+    op, saves_output = "rsqrt", True
+
+    @staticmethod
+    def derivative(out):
+        return -0.5 * out * out * out
+
+
+class Reciprocal(Unary):
+    op, saves_output = "reciprocal", True
+
+    @staticmethod
+    def derivative(out):
+        return -out * out
+
+
+class Sin(Unary):
+    op = "sin"
+
+    @staticmethod
+    def derivative(x):
+        return x.cos()
+
+
+class Cos(Unary):
+    op = "cos"
+
+    @staticmethod
+    def derivative(x):
+        return -x.sin()
+
+
+class Tan(Unary):
+    op, saves_output = "tan", True
+
+    @staticmethod
+    def derivative(out):
+        return 1 + out * out
+
+
+class Tanh(Unary):
+    op, saves_output = "tanh", True
+
+    @staticmethod
+    def derivative(out):
+        return 1 - out * out
+
+
+class Sigmoid(Unary):
+    op, saves_output = "sigmoid", True
+
+    @staticmethod
+    def derivative(out):
+        return out * (1 - out)
+
+
+class Relu(Unary):
+    op, saves_output = "relu", True
+
+    @staticmethod
+    def derivative(out):
+        return (out > 0).to(out.dtype)
+
+
+class Gelu(Unary):
+    op = "gelu"
+
+    @staticmethod
+    def derivative(x):
+        cdf = 0.5 * (1 + (x * (1 / math.sqrt(2.0))).erf())
+        pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
+        return cdf + x * pdf
+
+
+class GeluTanh(Unary):
+    op = "gelu_tanh"
+
+    @staticmethod
+    def derivative(x):
+        k = math.sqrt(2 / math.pi)
+        inner = k * (x + 0.044715 * x * x * x)
+        t = inner.tanh()
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x)
+
+
+class Silu(Unary):
+    op = "silu"
+
+    @staticmethod
+    def derivative(x):
+        s = x.sigmoid()
+        return s * (1 + x * (1 - s))
+
+
+class Softplus(Unary):
+    op = "softplus"
+
+    @staticmethod
+    def derivative(x):
+        return x.sigmoid()
+
+
+class Erf(Unary):
+    op = "erf"
+
+    @staticmethod
+    def derivative(x):
+        return (2 / math.sqrt(math.pi)) * (-x * x).exp()
+
+
+class Abs(Unary):
+    op = "abs"
+
+    @staticmethod
+    def derivative(x):
+        return x.sign()
+
+
+class ZeroGradUnary(Primitive):
+    """Piecewise-constant unary ops (sign, floor, ceil, round, trunc): gradient zero, as in torch."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, op: str) -> NDArray:
+        ctx.shape_dtype = (x.shape, x.dtype)
+        return x.unary(op)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 0, None
+
+
+class NoGradUnary(Primitive):
+    """Unary ops with boolean or integer results (isnan, isinf, logical_not, bitwise_not)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, op: str) -> NDArray:
+        return x.unary(op)
+
+
+class Cast(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray, dtype: dtypes.dtype) -> NDArray:
+        ctx.dtype = x.dtype
+        return x.astype(dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.to(ctx.dtype), None
