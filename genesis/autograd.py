@@ -290,7 +290,7 @@ class Function:
                 out = _wrap_outputs(cls.forward(_NO_GRAD_CTX, *raw, **kwargs), None)
                 if cls.is_view:
                     out._version = args[0]._version
-                    out._base = args[0]._base or args[0]
+                    out._base = args[0] if args[0]._base is None else args[0]._base
                 return out
             with no_grad():
                 out = cls.forward(_NoGradCtx(), *args, **kwargs)
@@ -312,7 +312,7 @@ class Function:
         outputs = _wrap_outputs(out, ctx)
         if cls.is_view:
             outputs._version = args[0]._version
-            outputs._base = args[0]._base or args[0]
+            outputs._base = args[0] if args[0]._base is None else args[0]._base
         return outputs
 
 

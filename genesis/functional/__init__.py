@@ -7,6 +7,7 @@ on top of the primitives (their gradients follow automatically).
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any, Callable, Sequence
 
@@ -892,7 +893,7 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Ten
         sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
     else:
         sizes = list(split_size_or_sections)
-        if builtins_sum(sizes) != n:
+        if builtins.sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={sizes}")
     out, start = [], 0
@@ -900,13 +901,6 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Ten
         out.append(narrow(input, d, start, s))
         start += s
     return tuple(out)
-
-
-def builtins_sum(values: Sequence[int]) -> int:
-    total = 0
-    for v in values:
-        total += v
-    return total
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
@@ -1210,7 +1204,7 @@ def index_put(x: Tensor, indices: tuple, values: Any, accumulate: bool = False) 
     """Out-of-place ``x[indices] = values``; indices are NDArrays/None per dim or a tuple of index Tensors."""
     if not isinstance(values, Tensor):
         values = Tensor._wrap(NDArray.scalar(values, x.dtype, x.device))
-    if any(isinstance(i, Tensor) for i in indices):
+    if builtins.any(isinstance(i, Tensor) for i in indices):
         tensors = [_to_index_tensor("index_put", i, x) for i in indices]
         shape = broadcast_shapes("index_put", *(t.shape for t in tensors))
         checked = [_check_bounds("index_put", t, x.shape[d], d) for d, t in enumerate(tensors)]
@@ -1245,7 +1239,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
         x._assign_inplace(index_put(x, full, value if isinstance(value, Tensor) else x.new_tensor(value)))
         return
     basic, advanced = _split_key(x, key)
-    if basic and any(b is not None and not (isinstance(b, slice) and b == slice(None)) for b in basic):
+    if basic and builtins.any(b is not None and not (isinstance(b, slice) and b == slice(None)) for b in basic):
         raise IndexError("setitem: mixing advanced indices with ints or partial slices is not supported; "
                          "index in two steps")
     indices = _advanced_indices(x, [(d, t) for d, t in advanced])

@@ -1,0 +1,147 @@
+"""Shared test helpers: run the same function in Genesis and PyTorch and compare everything.
+
+``check(fn, *inputs)`` calls ``fn(lib, *tensors)`` once with ``lib=genesis`` and once with ``lib=torch`` on
+tensors holding the same values, then compares shape, dtype and values of every output and, for differentiable
+inputs, the gradient of every input after backpropagating the same random output gradient. Inputs are torch
+tensors (the oracle's copies); Genesis copies are made on ``DEVICE``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+
+DEVICE = os.environ.get("GENESIS_TEST_DEVICE", "cpu")
+
+requires_cuda = pytest.mark.skipif(
+    DEVICE != "cuda" and not genesis.cuda.is_available(), reason="needs a CUDA GPU (set GENESIS_TEST_DEVICE=cuda)"
+)
+
+TORCH_DTYPE = {
+    genesis.float16: torch.float16, genesis.bfloat16: torch.bfloat16, genesis.float32: torch.float32,
+    genesis.float64: torch.float64, genesis.int8: torch.int8, genesis.uint8: torch.uint8,
+    genesis.int16: torch.int16, genesis.int32: torch.int32, genesis.int64: torch.int64, genesis.bool: torch.bool,
+}
+GENESIS_DTYPE = {v: k for k, v in TORCH_DTYPE.items()}
+
+# Default tolerances per dtype (relative, absolute).
+TOLERANCE = {
+    torch.float64: (1e-9, 1e-10), torch.float32: (1e-5, 1e-6), torch.float16: (2e-3, 2e-3),
+    torch.bfloat16: (1.6e-2, 1e-2),
+}
+
+
+def to_genesis(t: torch.Tensor, requires_grad: bool | None = None, device: str = DEVICE) -> genesis.Tensor:
+    """A Genesis copy of a torch tensor on ``device`` (keeps dtype; requires_grad follows ``t`` by default)."""
+    data = t.detach()
+    if data.dtype == torch.bfloat16:
+        out = genesis.tensor(data.float().numpy(), dtype=genesis.bfloat16, device=device)
+    else:
+        out = genesis.tensor(data.numpy(), device=device)
+    if requires_grad if requires_grad is not None else t.requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def to_torch(t: genesis.Tensor) -> torch.Tensor:
+    """A torch CPU copy of a Genesis tensor."""
+    t = t.detach().cpu()
+    if t.dtype is genesis.bfloat16:
+        return torch.from_numpy(np.array(t.float().numpy())).to(torch.bfloat16)
+    return torch.from_numpy(np.array(t.numpy()))
+
+
+def assert_same(g: Any, t: Any, rtol: float | None = None, atol: float | None = None, what: str = "output") -> None:
+    """Shape, dtype and values of a Genesis result equal torch's (within tolerance for floats)."""
+    if isinstance(t, (tuple, list)):
+        assert isinstance(g, (tuple, list)) and len(g) == len(t), f"{what}: {type(g)} vs {type(t)}"
+        for i, (gi, ti) in enumerate(zip(g, t)):
+            assert_same(gi, ti, rtol, atol, f"{what}[{i}]")
+        return
+    if not isinstance(t, torch.Tensor):
+        assert g == t or (isinstance(t, float) and np.isclose(g, t, rtol=rtol or 1e-6)), f"{what}: {g} != {t}"
+        return
+    assert isinstance(g, genesis.Tensor), f"{what}: expected a Tensor, got {type(g).__name__}"
+    assert tuple(g.shape) == tuple(t.shape), f"{what}: shape {tuple(g.shape)} != torch {tuple(t.shape)}"
+    assert TORCH_DTYPE[g.dtype] == t.dtype, f"{what}: dtype {g.dtype} != torch {t.dtype}"
+    assert str(g.device).split(":")[0] == DEVICE.split(":")[0] or g.device.type == "cpu", f"{what}: device {g.device}"
+    got = to_torch(g)
+    if t.dtype.is_floating_point:
+        r, a = TOLERANCE[t.dtype]
+        torch.testing.assert_close(got.double(), t.detach().double(), rtol=rtol or r, atol=atol or a,
+                                   equal_nan=True, msg=lambda m: f"{what}: {m}")
+    else:
+        assert torch.equal(got, t.detach()), f"{what}: values differ\n{got}\n{t}"
+
+
+def _leaves(inputs: tuple) -> tuple[list, list]:
+    g_inputs, t_inputs = [], []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            t_leaf = x.detach().clone().requires_grad_(x.requires_grad)
+            g_inputs.append(to_genesis(x))
+            t_inputs.append(t_leaf)
+        else:
+            g_inputs.append(x)
+            t_inputs.append(x)
+    return g_inputs, t_inputs
+
+
+def check(fn: Callable, *inputs: Any, rtol: float | None = None, atol: float | None = None,
+          grad_rtol: float | None = None, grad_atol: float | None = None, backward: bool = True) -> Any:
+    """Run ``fn(lib, *inputs)`` in Genesis and torch; compare outputs and the gradient of every input."""
+    g_inputs, t_inputs = _leaves(inputs)
+    g_out = fn(genesis, *g_inputs)
+    t_out = fn(torch, *t_inputs)
+    assert_same(g_out, t_out, rtol, atol)
+    t_outs = t_out if isinstance(t_out, (tuple, list)) else (t_out,)
+    g_outs = g_out if isinstance(g_out, (tuple, list)) else (g_out,)
+    needs_grad = [x for x in t_inputs if isinstance(x, torch.Tensor) and x.requires_grad]
+    if not backward or not needs_grad:
+        return g_out
+    pairs = [(g, t) for g, t in zip(g_outs, t_outs) if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not pairs:
+        return g_out
+    gen = torch.Generator().manual_seed(0)
+    t_total, g_total = 0, 0
+    for g, t in pairs:
+        w = torch.randn(t.shape, generator=gen, dtype=torch.float64).to(t.dtype)
+        t_total = t_total + (t * w).sum()
+        g_total = g_total + (g * to_genesis(w, requires_grad=False)).sum()
+    t_total.backward()
+    g_total.backward()
+    for k, (gx, tx) in enumerate(zip(g_inputs, t_inputs)):
+        if isinstance(tx, torch.Tensor) and tx.requires_grad:
+            if tx.grad is None:
+                assert gx.grad is None or not to_torch(gx.grad).any(), f"grad of input {k}: torch has none"
+                continue
+            assert gx.grad is not None, f"grad of input {k}: Genesis produced none"
+            assert_same(gx.grad, tx.grad, grad_rtol or rtol, grad_atol or atol, f"grad of input {k}")
+    return g_out
+
+
+def rand(*shape: int, dtype: torch.dtype = torch.float64, requires_grad: bool = True, low: float = -1.0,
+         high: float = 1.0, seed: int = 0) -> torch.Tensor:
+    """A reproducible random torch tensor (uniform in [low, high))."""
+    gen = torch.Generator().manual_seed(seed + 7919 * len(shape) + sum(shape))
+    t = (torch.rand(shape, generator=gen, dtype=torch.float64) * (high - low) + low).to(dtype)
+    return t.requires_grad_(requires_grad and dtype.is_floating_point)
+
+
+def check_error(exc: type[BaseException], fn: Callable, *inputs: Any, match: str | None = None) -> None:
+    """Genesis raises the same exception type as torch for ``fn(lib, *inputs)``, and inputs stay unchanged."""
+    g_inputs, t_inputs = _leaves(inputs)
+    with pytest.raises(exc):
+        fn(torch, *t_inputs)
+    before = [to_torch(x).clone() if isinstance(x, genesis.Tensor) else None for x in g_inputs]
+    with pytest.raises(exc, match=match):
+        fn(genesis, *g_inputs)
+    for x, b in zip(g_inputs, before):
+        if b is not None:
+            assert torch.equal(to_torch(x), b), "bad input changed an input tensor"
