@@ -5,24 +5,68 @@ Layers, each importing only the one below: Tensor (``genesis.tensor``) → Funct
 (``genesis.backends``).
 """
 
+import builtins as _builtins
+
+from genesis import autograd, cuda
 from genesis import dtypes as _dtypes
 from genesis import tensor_methods as _tensor_methods  # noqa: F401 - binds the Tensor methods
-from genesis import autograd, cuda
 from genesis.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from genesis.device import device
 from genesis.dtypes import (
-    bfloat16, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
-    promote_types, set_default_dtype, uint8,
+    bfloat16,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
 )
 from genesis.functional import *  # noqa: F403 - the torch-style namespace of tensor ops
 from genesis.functional import __all__ as _functional_all
 from genesis.random import (
-    Generator, bernoulli, get_rng_state, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint,
-    randint_like, randn, randn_like, randperm, seed, set_rng_state,
+    Generator,
+    bernoulli,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    multinomial,
+    normal,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    seed,
+    set_rng_state,
 )
 from genesis.tensor import (
-    Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like, linspace,
-    logspace, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like,
+    Size,
+    Tensor,
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    logspace,
+    ones,
+    ones_like,
+    scalar_tensor,
+    tensor,
+    zeros,
+    zeros_like,
 )
 
 __version__ = "0.1.0"
@@ -36,16 +80,16 @@ int = int32  # noqa: A001
 short = int16
 
 
-def is_tensor(obj: object) -> "builtins.bool":  # noqa: F821
+def is_tensor(obj: object) -> _builtins.bool:
     """Whether ``obj`` is a Genesis tensor."""
     return isinstance(obj, Tensor)
 
 
-def is_floating_point(t: Tensor) -> "builtins.bool":  # noqa: F821
+def is_floating_point(t: Tensor) -> _builtins.bool:
     return t.dtype.is_floating_point
 
 
-def numel(t: Tensor) -> "builtins.int":  # noqa: F821
+def numel(t: Tensor) -> _builtins.int:
     return t.numel()
 
 
@@ -60,9 +104,9 @@ def result_type(a: object, b: object) -> dtype:
     return _dtypes.promote_types(_dtypes.scalar_dtype(a), _dtypes.scalar_dtype(b))
 
 
-def synchronize(device: object = None) -> None:
+def synchronize(device: object = None) -> None:  # noqa: F811 - torch names the argument device
     """Wait for queued work on a device (the CPU is always synchronous)."""
     from genesis.device import to_device
 
-    dev = to_device(device)
+    dev = to_device(device if device is not None else "cpu")
     dev.backend.synchronize(dev)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from genesis.ndarray import NDArray
 
@@ -415,7 +415,6 @@ def _accumulate(buffer: list, i: int, g: Any) -> None:
 def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool, create_graph: bool,
                  inputs: Sequence[Any] | None = None, allow_unused: bool = False) -> tuple | None:
     """Propagate ``grad_tensors`` from ``tensors`` to the leaves (or, with ``inputs``, return their gradients)."""
-    from genesis.tensor import Tensor
 
     roots: list[Node] = []
     buffers: dict[Node, list] = {}

@@ -14,9 +14,9 @@ class device:
     """A compute device: ``type`` is "cpu" or "cuda", ``index`` the card number (None on the CPU)."""
 
     __slots__ = ("type", "index", "_backend")
-    _cache: dict[tuple[str, int | None], "device"] = {}
+    _cache: dict[tuple[str, int | None], device] = {}
 
-    def __new__(cls, spec: "str | device | int" = "cpu", index: int | None = None) -> "device":
+    def __new__(cls, spec: str | device | int = "cpu", index: int | None = None) -> device:
         if isinstance(spec, device):
             return spec
         if isinstance(spec, int):
@@ -94,7 +94,7 @@ def _cuda_backend(dev: device) -> ModuleType:
 cpu = device("cpu")
 
 
-def to_device(d: "str | device | int | None") -> device:
+def to_device(d: str | device | int | None) -> device:
     """Normalize a device argument; None means the CPU."""
     if d is None:
         return cpu

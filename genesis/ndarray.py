@@ -12,7 +12,6 @@ import math
 from typing import Sequence
 
 from genesis import dtypes
-from genesis.backends import COMPARISON_OPS
 from genesis.device import device as Device
 
 Shape = tuple[int, ...]
@@ -36,7 +35,7 @@ def normalize_dim(op: str, dim: int, ndim: int) -> int:
     return dim % n
 
 
-def normalize_dims(op: str, dim: "int | Sequence[int] | None", ndim: int) -> tuple[int, ...]:
+def normalize_dims(op: str, dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
     """Normalize a reduction's dim argument (None: all dims) into a sorted tuple without repeats."""
     if dim is None:
         return tuple(range(ndim))
@@ -156,26 +155,26 @@ class NDArray:
 
     # ------------------------------------------------------------ creation
     @staticmethod
-    def empty(shape: Shape, dtype: dtypes.dtype, device: Device) -> "NDArray":
+    def empty(shape: Shape, dtype: dtypes.dtype, device: Device) -> NDArray:
         return device.backend.empty(tuple(shape), dtype, device)
 
     @staticmethod
-    def full(shape: Shape, value: "int | float | bool", dtype: dtypes.dtype, device: Device) -> "NDArray":
+    def full(shape: Shape, value: int | float | bool, dtype: dtypes.dtype, device: Device) -> NDArray:
         return device.backend.full(tuple(shape), value, dtype, device)
 
     @staticmethod
-    def scalar(value: "int | float | bool", dtype: dtypes.dtype, device: Device) -> "NDArray":
+    def scalar(value: int | float | bool, dtype: dtypes.dtype, device: Device) -> NDArray:
         return device.backend.full((), value, dtype, device)
 
     # ------------------------------------------------------------ views (metadata only)
-    def _view(self, shape: Shape, strides: tuple[int, ...], offset: int | None = None) -> "NDArray":
+    def _view(self, shape: Shape, strides: tuple[int, ...], offset: int | None = None) -> NDArray:
         return NDArray(self.buffer, shape, strides, self.offset if offset is None else offset, self.dtype,
                        self.device)
 
-    def as_strided(self, shape: Shape, strides: tuple[int, ...], offset: int) -> "NDArray":
+    def as_strided(self, shape: Shape, strides: tuple[int, ...], offset: int) -> NDArray:
         return self._view(tuple(shape), tuple(strides), offset)
 
-    def view(self, shape: Sequence[int], op: str = "view") -> "NDArray":
+    def view(self, shape: Sequence[int], op: str = "view") -> NDArray:
         shape = infer_shape(op, shape, self.size)
         if shape == self.shape:
             return self
@@ -188,7 +187,7 @@ class NDArray:
             )
         return self._view(shape, strides)
 
-    def reshape(self, shape: Sequence[int]) -> "NDArray":
+    def reshape(self, shape: Sequence[int]) -> NDArray:
         shape = infer_shape("reshape", shape, self.size)
         if shape == self.shape:
             return self
@@ -197,13 +196,13 @@ class NDArray:
             return self.contiguous()._view(shape, contiguous_strides(shape))
         return self._view(shape, strides)
 
-    def permute(self, dims: Sequence[int]) -> "NDArray":
+    def permute(self, dims: Sequence[int]) -> NDArray:
         dims = tuple(normalize_dim("permute", d, self.ndim) for d in dims)
         if sorted(dims) != list(range(self.ndim)):
             raise RuntimeError(f"permute: dims {tuple(dims)} must be a permutation of the {self.ndim} input dims")
         return self._view(tuple(self.shape[d] for d in dims), tuple(self.strides[d] for d in dims))
 
-    def transpose(self, d0: int, d1: int) -> "NDArray":
+    def transpose(self, d0: int, d1: int) -> NDArray:
         d0 = normalize_dim("transpose", d0, self.ndim)
         d1 = normalize_dim("transpose", d1, self.ndim)
         if self.ndim < 2 or d0 == d1:
@@ -213,7 +212,7 @@ class NDArray:
         strides[d0], strides[d1] = strides[d1], strides[d0]
         return self._view(tuple(shape), tuple(strides))
 
-    def expand(self, shape: Sequence[int], op: str = "expand") -> "NDArray":
+    def expand(self, shape: Sequence[int], op: str = "expand") -> NDArray:
         shape = tuple(shape)
         if len(shape) < self.ndim:
             raise RuntimeError(
@@ -249,25 +248,25 @@ class NDArray:
             return self
         return self._view(new_shape, tuple(new_strides))
 
-    def squeeze(self, dims: tuple[int, ...] | None = None) -> "NDArray":
+    def squeeze(self, dims: tuple[int, ...] | None = None) -> NDArray:
         if dims is None:
             keep = [i for i, n in enumerate(self.shape) if n != 1]
         else:
             keep = [i for i, n in enumerate(self.shape) if n != 1 or i not in dims]
         return self._view(tuple(self.shape[i] for i in keep), tuple(self.strides[i] for i in keep))
 
-    def unsqueeze(self, dim: int) -> "NDArray":
+    def unsqueeze(self, dim: int) -> NDArray:
         dim = normalize_dim("unsqueeze", dim, self.ndim + 1)
         stride = self.strides[dim] * self.shape[dim] if dim < self.ndim else 1
         return self._view(self.shape[:dim] + (1,) + self.shape[dim:],
                           self.strides[:dim] + (stride,) + self.strides[dim:])
 
-    def narrow(self, dim: int, start: int, length: int) -> "NDArray":
+    def narrow(self, dim: int, start: int, length: int) -> NDArray:
         shape = list(self.shape)
         shape[dim] = length
         return self._view(tuple(shape), self.strides, self.offset + start * self.strides[dim])
 
-    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> "NDArray":
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> NDArray:
         d1 = normalize_dim("diagonal", dim1, self.ndim)
         d2 = normalize_dim("diagonal", dim2, self.ndim)
         if d1 == d2:
@@ -284,7 +283,7 @@ class NDArray:
         strides = tuple(self.strides[i] for i in keep) + (self.strides[d1] + self.strides[d2],)
         return self._view(shape, strides, start)
 
-    def unfold(self, dim: int, size: int, step: int) -> "NDArray":
+    def unfold(self, dim: int, size: int, step: int) -> NDArray:
         dim = normalize_dim("unfold", dim, self.ndim)
         n = self.shape[dim] if self.ndim else 1
         if size > n:
@@ -297,7 +296,7 @@ class NDArray:
         strides[dim] = self.strides[dim] * step
         return self._view(tuple(shape) + (size,), tuple(strides) + (self.strides[dim],))
 
-    def basic_index(self, key: tuple) -> "NDArray":
+    def basic_index(self, key: tuple) -> NDArray:
         """View for a key of ints, slices (positive steps), None and at most one Ellipsis."""
         n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
         if n_real > self.ndim:
@@ -335,22 +334,22 @@ class NDArray:
         return self._view(tuple(shape), tuple(strides), offset)
 
     # ------------------------------------------------------------ copies and casts
-    def contiguous(self) -> "NDArray":
+    def contiguous(self) -> NDArray:
         if self.is_contiguous():
             return self
         return self.backend.contiguous(self)
 
-    def astype(self, dtype: dtypes.dtype) -> "NDArray":
+    def astype(self, dtype: dtypes.dtype) -> NDArray:
         if dtype is self.dtype:
             return self
         return self.backend.cast(self, dtype)
 
-    def copy_(self, src: "NDArray | int | float | bool") -> "NDArray":
+    def copy_(self, src: NDArray | int | float | bool) -> NDArray:
         if isinstance(src, NDArray) and src.device is not self.device:
             src = src.to(self.device)
         return self.backend.copy_(self, src)
 
-    def to(self, device: Device) -> "NDArray":
+    def to(self, device: Device) -> NDArray:
         """Copy to another device (through host memory), or return self on the same device."""
         if device is self.device:
             return self
@@ -361,10 +360,10 @@ class NDArray:
         return self.backend.to_numpy(self)
 
     # ------------------------------------------------------------ elementwise
-    def unary(self, op: str, out: "NDArray | None" = None) -> "NDArray":
+    def unary(self, op: str, out: NDArray | None = None) -> NDArray:
         return self.backend.unary(op, self, out)
 
-    def binary(self, op: str, other: "NDArray | int | float | bool", out: "NDArray | None" = None) -> "NDArray":
+    def binary(self, op: str, other: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
         """Elementwise ``self op other`` with torch's type promotion (``other`` may be a Python number)."""
         a, b = self, other
         if isinstance(b, NDArray):
@@ -393,7 +392,7 @@ class NDArray:
             a = a.backend.cast(a, dt)
         return a.backend.binary(op, a, b, out)
 
-    def rbinary(self, op: str, value: "int | float | bool") -> "NDArray":
+    def rbinary(self, op: str, value: int | float | bool) -> NDArray:
         """``value op self`` for a Python number on the left."""
         dt = dtypes.result_type_scalar(self.dtype, value)
         return NDArray.scalar(value, dt, self.device).binary(op, self)
@@ -425,13 +424,13 @@ class NDArray:
     def __pow__(self, other):  # noqa: ANN001, ANN204
         return self.binary("pow", other)
 
-    def __neg__(self) -> "NDArray":
+    def __neg__(self) -> NDArray:
         return self.backend.unary("neg", self, None)
 
-    def __matmul__(self, other: "NDArray") -> "NDArray":
+    def __matmul__(self, other: NDArray) -> NDArray:
         return self.matmul(other)
 
-    def where(self, a: "NDArray | float", b: "NDArray | float") -> "NDArray":
+    def where(self, a: NDArray | float, b: NDArray | float) -> NDArray:
         """``a`` where self (a bool array) is true, else ``b``; a and b promoted to one dtype."""
         if isinstance(a, NDArray) and isinstance(b, NDArray):
             dt = dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
@@ -454,7 +453,7 @@ class NDArray:
         return self.backend.where(self, a, b)
 
     # ------------------------------------------------------------ reductions
-    def sum(self, dims: tuple[int, ...], keepdim: bool = False, dtype: dtypes.dtype | None = None) -> "NDArray":
+    def sum(self, dims: tuple[int, ...], keepdim: bool = False, dtype: dtypes.dtype | None = None) -> NDArray:
         x = self
         if dtype is not None:
             x = x.astype(dtype)
@@ -462,17 +461,17 @@ class NDArray:
             x = x.astype(dtypes.int64)
         return x.backend.reduce("sum", x, dims, keepdim)
 
-    def reduce(self, op: str, dims: tuple[int, ...], keepdim: bool = False) -> "NDArray":
+    def reduce(self, op: str, dims: tuple[int, ...], keepdim: bool = False) -> NDArray:
         x = self
         if op == "prod" and x.dtype.category < 2:
             x = x.astype(dtypes.int64)
         return x.backend.reduce(op, x, dims, keepdim)
 
-    def max(self, dims: tuple[int, ...], keepdim: bool = False) -> "NDArray":
+    def max(self, dims: tuple[int, ...], keepdim: bool = False) -> NDArray:
         return self.backend.reduce("amax", self, dims, keepdim)
 
     # ------------------------------------------------------------ linear algebra
-    def matmul(self, other: "NDArray") -> "NDArray":
+    def matmul(self, other: NDArray) -> NDArray:
         """Matrix product with torch's rules for 1-D operands and broadcast batch dims."""
         a, b = self, other
         if a.device is not b.device:

@@ -26,7 +26,7 @@ class Generator:
         self._seed = 67280421310721
         self._offset = 0
 
-    def manual_seed(self, seed: int) -> "Generator":
+    def manual_seed(self, seed: int) -> Generator:
         seed = int(seed)
         if not -(1 << 63) <= seed < (1 << 64):
             raise RuntimeError(f"manual_seed: seed must be within the range [-0x8000_0000_0000_0000, "
@@ -46,7 +46,7 @@ class Generator:
     def get_state(self) -> Tensor:
         return tensor([self._seed % (1 << 63), self._seed >> 63, self._offset], dtype=dtypes.int64)
 
-    def set_state(self, state: Tensor) -> "Generator":
+    def set_state(self, state: Tensor) -> Generator:
         low, high, offset = (int(v) for v in state.tolist())
         self._seed = low + (high << 63)
         self._offset = offset

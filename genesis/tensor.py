@@ -132,7 +132,7 @@ class Tensor:
         self._grad_accumulator = None
 
     @classmethod
-    def _wrap(cls, nd: NDArray) -> "Tensor":
+    def _wrap(cls, nd: NDArray) -> Tensor:
         """A new Tensor around an NDArray (no autograd history)."""
         t = object.__new__(cls)
         t.ndarray = nd
@@ -149,7 +149,7 @@ class Tensor:
         return t
 
     @staticmethod
-    def _scalar_like(value: Any, like: Any) -> "Tensor":
+    def _scalar_like(value: Any, like: Any) -> Tensor:
         """A 0-d tensor for a Python number on the left of an op with ``like`` (promotes like a scalar)."""
         if not isinstance(like, Tensor):
             raise TypeError(f"unsupported operand types: {type(value).__name__} and {type(like).__name__}")
@@ -159,7 +159,7 @@ class Tensor:
 
     # ------------------------------------------------------------ metadata
     @property
-    def shape(self) -> "Size":
+    def shape(self) -> Size:
         return Size(self.ndarray.shape)
 
     def size(self, dim: int | None = None) -> Any:
@@ -248,19 +248,19 @@ class Tensor:
 
     # ------------------------------------------------------------ autograd
     @property
-    def data(self) -> "Tensor":
+    def data(self) -> Tensor:
         """A tensor sharing this one's memory, detached from autograd (assigning replaces the contents)."""
         t = Tensor._wrap(self.ndarray)
         t._version = self._version
         return t
 
     @data.setter
-    def data(self, value: "Tensor") -> None:
+    def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
         self.ndarray = value.ndarray
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if not requires_grad and self.grad_fn is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
@@ -275,13 +275,13 @@ class Tensor:
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients (got {self.dtype})")
         object.__setattr__(self, name, value)
 
-    def detach(self) -> "Tensor":
+    def detach(self) -> Tensor:
         """A tensor sharing memory and version counter with this one, outside the graph."""
         t = Tensor._wrap(self.ndarray)
         t._version = self._version
         return t
 
-    def detach_(self) -> "Tensor":
+    def detach_(self) -> Tensor:
         self.grad_fn = None
         self.requires_grad = False
         return self
@@ -296,14 +296,14 @@ class Tensor:
             self._grad_accumulator = weakref.ref(node)
         return node
 
-    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
         """Accumulate the gradient of this tensor with respect to the graph leaves into their ``.grad``."""
         from genesis.autograd import backward
 
         backward(self, gradient, retain_graph, create_graph, inputs)
 
-    def register_hook(self, hook: Callable) -> "RemovableHandle":
+    def register_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces the gradient."""
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -319,7 +319,7 @@ class Tensor:
         hooks.append(hook)
         return RemovableHandle(hooks, hook)
 
-    def register_post_accumulate_grad_hook(self, hook: Callable) -> "RemovableHandle":
+    def register_post_accumulate_grad_hook(self, hook: Callable) -> RemovableHandle:
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_accumulate_hooks is None:
@@ -337,7 +337,7 @@ class Tensor:
 
         ref = weakref.ref(self)
 
-        def keep(grad: "Tensor") -> None:
+        def keep(grad: Tensor) -> None:
             t = ref()
             if t is not None:
                 g = grad.detach()
@@ -360,7 +360,7 @@ class Tensor:
                 f"{op}: a leaf Variable that requires grad is being used in an in-place operation."
             )
 
-    def _assign_inplace(self, result: "Tensor") -> "Tensor":
+    def _assign_inplace(self, result: Tensor) -> Tensor:
         """Finish an in-place op: write ``result`` into this tensor's memory and take over its history."""
         self._check_inplace("in-place operation")
         if result.shape != self.shape:
@@ -386,7 +386,7 @@ class Tensor:
         self._bump_version()
         return self
 
-    def _inplace_binary(self, op: str, fn: Callable, other: Any) -> "Tensor":
+    def _inplace_binary(self, op: str, fn: Callable, other: Any) -> Tensor:
         """``self op= other``: written straight into memory when no graph is needed, else through ``fn``."""
         if (is_grad_enabled() and (self.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
             return self._assign_inplace(fn(self, other))
@@ -419,7 +419,7 @@ class Tensor:
         return self
 
     # ------------------------------------------------------------ conversion
-    def to(self, *args: Any, **kwargs: Any) -> "Tensor":
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``."""
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
@@ -450,10 +450,10 @@ class Tensor:
             out = self.clone()
         return out
 
-    def cpu(self) -> "Tensor":
+    def cpu(self) -> Tensor:
         return self.to(_cpu)
 
-    def cuda(self, device: Any = None, non_blocking: bool = False) -> "Tensor":
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
         return self.to(Device("cuda", device) if isinstance(device, int) else (device or "cuda"))
 
     def type(self, dtype: Any = None) -> Any:
@@ -461,37 +461,37 @@ class Tensor:
             return f"genesis.{self.dtype.name}"
         return self.to(dtypes.to_dtype(dtype))
 
-    def type_as(self, other: "Tensor") -> "Tensor":
+    def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
 
-    def float(self) -> "Tensor":
+    def float(self) -> Tensor:
         return self.to(dtypes.float32)
 
-    def double(self) -> "Tensor":
+    def double(self) -> Tensor:
         return self.to(dtypes.float64)
 
-    def half(self) -> "Tensor":
+    def half(self) -> Tensor:
         return self.to(dtypes.float16)
 
-    def bfloat16(self) -> "Tensor":
+    def bfloat16(self) -> Tensor:
         return self.to(dtypes.bfloat16)
 
-    def long(self) -> "Tensor":
+    def long(self) -> Tensor:
         return self.to(dtypes.int64)
 
-    def int(self) -> "Tensor":
+    def int(self) -> Tensor:
         return self.to(dtypes.int32)
 
-    def short(self) -> "Tensor":
+    def short(self) -> Tensor:
         return self.to(dtypes.int16)
 
-    def char(self) -> "Tensor":
+    def char(self) -> Tensor:
         return self.to(dtypes.int8)
 
-    def byte(self) -> "Tensor":
+    def byte(self) -> Tensor:
         return self.to(dtypes.uint8)
 
-    def bool(self) -> "Tensor":
+    def bool(self) -> Tensor:
         return self.to(dtypes.bool_)
 
     def numpy(self, force: bool = False) -> np.ndarray:
@@ -549,7 +549,7 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.ndarray.shape[0]
 
-    def __iter__(self) -> Iterator["Tensor"]:
+    def __iter__(self) -> Iterator[Tensor]:
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
@@ -573,7 +573,7 @@ class Tensor:
     def __reduce_ex__(self, protocol: int) -> Any:
         return (_rebuild, (self.detach().cpu().numpy(), self.dtype.name, str(self.device), self.requires_grad))
 
-    def __deepcopy__(self, memo: dict) -> "Tensor":
+    def __deepcopy__(self, memo: dict) -> Tensor:
         out = self.detach().clone()
         out.requires_grad = self.requires_grad
         if self.grad is not None:
@@ -581,20 +581,20 @@ class Tensor:
         memo[id(self)] = out
         return out
 
-    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> "Tensor":
+    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
         """A new tensor from data, on this tensor's device (and with its dtype for data without one)."""
         return tensor(data, dtype=dtype, device=device or self.device, requires_grad=requires_grad)
 
-    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> "Tensor":
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
 
-    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> "Tensor":
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return ones(*size, dtype=dtype or self.dtype, device=device or self.device)
 
-    def new_full(self, size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None) -> "Tensor":
+    def new_full(self, size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device)
 
-    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None) -> "Tensor":
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return empty(*size, dtype=dtype or self.dtype, device=device or self.device)
 
 
@@ -629,7 +629,7 @@ class RemovableHandle:
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
 
-    def __enter__(self) -> "RemovableHandle":
+    def __enter__(self) -> RemovableHandle:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -34,7 +34,7 @@ def native(x: NDArray) -> torch.Tensor:
     return t
 
 
-def _arg(b: "NDArray | int | float | bool") -> "torch.Tensor | int | float | bool":
+def _arg(b: NDArray | int | float | bool) -> torch.Tensor | int | float | bool:
     return native(b) if isinstance(b, NDArray) else b
 
 
@@ -44,7 +44,7 @@ def empty(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArra
     return wrap(torch.empty(shape, dtype=TORCH_DTYPE[dtype]))
 
 
-def full(shape: tuple[int, ...], value: "int | float | bool", dtype: dtypes.dtype, device: object) -> NDArray:
+def full(shape: tuple[int, ...], value: int | float | bool, dtype: dtypes.dtype, device: object) -> NDArray:
     return wrap(torch.full(shape, value, dtype=TORCH_DTYPE[dtype]))
 
 
@@ -73,7 +73,7 @@ def to_numpy(x: NDArray) -> np.ndarray:
     return t.numpy()
 
 
-def copy_(dst: NDArray, src: "NDArray | int | float | bool") -> NDArray:
+def copy_(dst: NDArray, src: NDArray | int | float | bool) -> NDArray:
     if isinstance(src, NDArray):
         native(dst).copy_(native(src))
     else:
@@ -104,7 +104,8 @@ _UNARY = {
     "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2,
     "log1p": torch.log1p, "expm1": torch.expm1, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
     "reciprocal": torch.reciprocal, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "tanh": torch.tanh,
-    "sigmoid": torch.sigmoid, "relu": torch.relu, "gelu": _F.gelu, "gelu_tanh": lambda t: _F.gelu(t, approximate="tanh"),
+    "sigmoid": torch.sigmoid, "relu": torch.relu, "gelu": _F.gelu,
+    "gelu_tanh": lambda t: _F.gelu(t, approximate="tanh"),
     "silu": _F.silu, "softplus": _F.softplus, "erf": torch.erf, "sign": torch.sign, "floor": torch.floor,
     "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "isnan": torch.isnan, "isinf": torch.isinf,
     "logical_not": torch.logical_not, "bitwise_not": torch.bitwise_not,
@@ -129,7 +130,7 @@ def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
     return out
 
 
-def binary(op: str, a: NDArray, b: "NDArray | int | float | bool", out: NDArray | None = None) -> NDArray:
+def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
     tb = _arg(b)
     if not isinstance(b, NDArray) and op in _SCALAR_SECOND_UNSUPPORTED:
         tb = torch.tensor(b, dtype=TORCH_DTYPE[a.dtype])
@@ -140,7 +141,7 @@ def binary(op: str, a: NDArray, b: "NDArray | int | float | bool", out: NDArray 
     return out
 
 
-def where(cond: NDArray, a: "NDArray | float", b: "NDArray | float") -> NDArray:
+def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
     return wrap(torch.where(native(cond), _arg(a), _arg(b)))
 
 
@@ -205,7 +206,7 @@ def gather(x: NDArray, dim: int, index: NDArray) -> NDArray:
     return wrap(torch.gather(native(x), dim, native(index)))
 
 
-def scatter(x: NDArray, dim: int, index: NDArray, src: "NDArray | float", mode: str) -> NDArray:
+def scatter(x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
     t = native(x).clone()
     if mode == "add":
         t.scatter_add_(dim, native(index), native(src))

@@ -13,17 +13,69 @@ from typing import Any, Callable, Sequence
 
 from genesis import dtypes
 from genesis.functional.elementwise import (
-    Abs, Add, Atan2, Cast, Cos, Div, Erf, Exp, Exp2, Expm1, Gelu, GeluTanh, Log, Log1p, Log2, Maximum, Minimum,
-    Mul, Neg, NoGradBinary, NoGradUnary, Pow, RDiv, Reciprocal, Relu, Remainder, RPow, RSub, Rsqrt, Sigmoid, Silu,
-    Sin, Softplus, Sqrt, Sub, Tan, Tanh, Where, ZeroGradUnary,
+    Abs,
+    Add,
+    Atan2,
+    Cast,
+    Cos,
+    Div,
+    Erf,
+    Exp,
+    Exp2,
+    Expm1,
+    Gelu,
+    GeluTanh,
+    Log,
+    Log1p,
+    Log2,
+    Maximum,
+    Minimum,
+    Mul,
+    Neg,
+    NoGradBinary,
+    NoGradUnary,
+    Pow,
+    RDiv,
+    Reciprocal,
+    Relu,
+    Remainder,
+    RPow,
+    Rsqrt,
+    RSub,
+    Sigmoid,
+    Silu,
+    Sin,
+    Softplus,
+    Sqrt,
+    Sub,
+    Tan,
+    Tanh,
+    Where,
+    ZeroGradUnary,
 )
 from genesis.functional.index import (
-    Gather, Index, IndexAdd, IndexPut, IndexSelect, Scatter, Sort, ViewBackwardFill,
+    Gather,
+    Index,
+    IndexAdd,
+    IndexPut,
+    IndexSelect,
+    Scatter,
+    Sort,
+    ViewBackwardFill,
 )
 from genesis.functional.linalg import Matmul
 from genesis.functional.reduce import ArgReduce, Cumprod, Cumsum, Extremum, MaxWithIndices, Prod, Softmax, Sum
 from genesis.functional.shape import (
-    Cat, Clone, Expand, Permute, Reshape, Squeeze, Transpose, Unsqueeze, View, ViewOf,
+    Cat,
+    Clone,
+    Expand,
+    Permute,
+    Reshape,
+    Squeeze,
+    Transpose,
+    Unsqueeze,
+    View,
+    ViewOf,
 )
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim, normalize_dims
 from genesis.tensor import Tensor
@@ -82,7 +134,9 @@ def mul(input: Any, other: Any) -> Tensor:
 def div(input: Any, other: Any, rounding_mode: str | None = None) -> Tensor:
     """True division, or rounded with ``rounding_mode`` "trunc" / "floor" (no gradient through rounding)."""
     if rounding_mode not in (None, "trunc", "floor"):
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+        raise ValueError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+        )
     if not isinstance(input, Tensor):
         if rounding_mode is None:
             return RDiv.apply(other, input)
@@ -796,7 +850,9 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     d = normalize_dim("select", dim, input.ndim)
     n = input.shape[d]
     if not -n <= index < n:
-        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {d}")
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {d}"
+        )
     key = (slice(None),) * d + (index,)
     return view_of(input, lambda x: x.basic_index(key))
 

@@ -24,7 +24,7 @@ class Primitive(Function):
 
 class Add(Primitive):
     @staticmethod
-    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
         return a.binary("add", b)
 
     @staticmethod
@@ -34,7 +34,7 @@ class Add(Primitive):
 
 class Sub(Primitive):
     @staticmethod
-    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
         return a.binary("sub", b)
 
     @staticmethod
@@ -44,7 +44,7 @@ class Sub(Primitive):
 
 class Mul(Primitive):
     @staticmethod
-    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
         ctx.save_for_backward(a, b)
         return a.binary("mul", b)
 
@@ -56,7 +56,7 @@ class Mul(Primitive):
 
 class Div(Primitive):
     @staticmethod
-    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
         ctx.save_for_backward(a, b)
         return a.binary("div", b)
 
@@ -97,7 +97,7 @@ class RSub(Primitive):
 
 class Pow(Primitive):
     @staticmethod
-    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
         out = a.binary("pow", b)
         ctx.save_for_backward(a, b, out)
         return out
@@ -177,7 +177,7 @@ class Atan2(Primitive):
 
 class Where(Primitive):
     @staticmethod
-    def forward(ctx, cond: NDArray, a: "NDArray | float", b: "NDArray | float") -> NDArray:
+    def forward(ctx, cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
         ctx.save_for_backward(cond)
         return cond.where(a, b)
 
@@ -195,13 +195,13 @@ class NoGradBinary(Primitive):
     """Binary ops without a useful gradient (comparisons, logic, bitwise, floor_divide, remainder's rounding)."""
 
     @staticmethod
-    def forward(ctx, a: NDArray, b: "NDArray | float", op: str) -> NDArray:
+    def forward(ctx, a: NDArray, b: NDArray | float, op: str) -> NDArray:
         return a.binary(op, b)
 
 
 class Remainder(Primitive):
     @staticmethod
-    def forward(ctx, a: NDArray, b: "NDArray | float") -> NDArray:
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
         ctx.save_for_backward(a, b)
         return a.binary("remainder", b)
 

@@ -103,7 +103,7 @@ class Scatter(Primitive):
     """Out-of-place scatter: mode "set" (torch.scatter) or "add" (torch.scatter_add)."""
 
     @staticmethod
-    def forward(ctx, x: NDArray, dim: int, index: NDArray, src: "NDArray | float", mode: str) -> NDArray:
+    def forward(ctx, x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
         ctx.meta = (dim, mode)
         ctx.save_for_backward(index)
         if isinstance(src, NDArray):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from genesis.functional.elementwise import Primitive
-from genesis.ndarray import NDArray, cat as nd_cat
+from genesis.ndarray import NDArray
+from genesis.ndarray import cat as nd_cat
 
 
 class View(Primitive):
