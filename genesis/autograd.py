@@ -19,12 +19,23 @@ from typing import Any, Callable, Sequence
 
 from genesis.ndarray import NDArray
 
-_state = threading.local()
+
+class _GradState(threading.local):
+    """Per-thread grad mode flags (plain attributes: read on every op, so kept cheap)."""
+
+    def __init__(self) -> None:
+        self.enabled = True
+        self.inference = False
+
+
+_state = _GradState()
+#: genesis.tensor.Tensor, bound by genesis.tensor when it is imported (it imports this module).
+Tensor: Any = None
 
 
 def is_grad_enabled() -> bool:
     """Whether operations are currently recorded for differentiation."""
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set_enabled(mode: bool) -> None:
@@ -32,7 +43,7 @@ def _set_enabled(mode: bool) -> None:
 
 
 def is_inference_mode_enabled() -> bool:
-    return getattr(_state, "inference", False)
+    return _state.inference
 
 
 class _GradModeContext:
@@ -188,8 +199,6 @@ class BackwardCtx(Node):
                 ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
                 "graph a second time or if you need to access saved tensors after calling backward."
             )
-        from genesis.tensor import Tensor
-
         result = []
         for value, version in zip(self._saved, self._saved_versions):
             tensor = self._as_tensor(value)
@@ -204,8 +213,6 @@ class BackwardCtx(Node):
 
     def _as_tensor(self, value: Any) -> Any:
         """Map a saved NDArray back to the input or output Tensor holding it, so double backward sees the graph."""
-        from genesis.tensor import Tensor
-
         if not isinstance(value, NDArray):
             return value
         for t in self._inputs:
@@ -218,8 +225,6 @@ class BackwardCtx(Node):
         return Tensor._wrap(value)
 
     def _record_versions(self) -> None:
-        from genesis.tensor import Tensor
-
         versions = []
         for value in self._saved:
             tensor = value
@@ -276,18 +281,18 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        from genesis.tensor import Tensor
-
         record = False
-        if is_grad_enabled():
+        if _state.enabled:
             for a in args:
-                if isinstance(a, Tensor) and a.requires_grad:
+                if isinstance(a, Tensor) and a._requires_grad:
                     record = True
                     break
         if not record:
             if cls.takes_ndarrays:
+                # The hot path of every op without autograd: unwrap, compute, wrap; nothing else.
                 raw = [a.ndarray if isinstance(a, Tensor) else a for a in args]
-                out = _wrap_outputs(cls.forward(_NO_GRAD_CTX, *raw, **kwargs), None)
+                out = cls.forward(_NO_GRAD_CTX, *raw, **kwargs)
+                out = Tensor._wrap(out) if out.__class__ is NDArray else _wrap_outputs(out, None)
                 if cls.is_view:
                     out._version = args[0]._version
                     out._base = args[0] if args[0]._base is None else args[0]._base
@@ -317,8 +322,6 @@ class Function:
 
 
 def _edge(a: Any) -> tuple[Node | None, int]:
-    from genesis.tensor import Tensor
-
     if not isinstance(a, Tensor) or not a.requires_grad:
         return (None, 0)
     if a.grad_fn is not None:
@@ -327,24 +330,18 @@ def _edge(a: Any) -> tuple[Node | None, int]:
 
 
 def _unwrap_outputs(out: Any) -> Any:
-    from genesis.tensor import Tensor
-
     if isinstance(out, tuple):
         return tuple(o.ndarray if isinstance(o, Tensor) else o for o in out)
     return out.ndarray if isinstance(out, Tensor) else out
 
 
 def _detach_outputs(out: Any) -> Any:
-    from genesis.tensor import Tensor
-
     if isinstance(out, tuple):
         return tuple(Tensor._wrap(o.ndarray) if isinstance(o, Tensor) else o for o in out)
     return Tensor._wrap(out.ndarray) if isinstance(out, Tensor) else out
 
 
 def _wrap_outputs(out: Any, ctx: BackwardCtx | None) -> Any:
-    from genesis.tensor import Tensor
-
     if ctx is None:
         if isinstance(out, NDArray):
             return Tensor._wrap(out)
@@ -363,7 +360,7 @@ def _wrap_outputs(out: Any, ctx: BackwardCtx | None) -> Any:
                                                                 for n in non_diff)
         t = Tensor._wrap(o)
         if differentiable:
-            t.requires_grad = True
+            t._requires_grad = True
             t.grad_fn = ctx
             t._output_nr = i
         wrapped.append(t)
@@ -506,8 +503,6 @@ def _run_output_hooks(node: Node, i: int, g: Any) -> Any:
 
 
 def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_graph: bool) -> tuple:
-    from genesis.tensor import Tensor
-
     if node._released:
         raise RuntimeError(
             "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -577,8 +572,6 @@ def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> No
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
              create_graph: bool = False, inputs: Any = None) -> None:
     """Compute and accumulate gradients of ``tensors`` into the leaves' ``.grad`` (torch.autograd.backward)."""
-    from genesis.tensor import Tensor
-
     tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
     grads = _make_grads(tensors, grad_tensors)
     if retain_graph is None:
@@ -597,8 +590,6 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
          create_graph: bool = False, allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
     """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``."""
-    from genesis.tensor import Tensor
-
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs_t = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     for t in inputs_t:
@@ -617,8 +608,6 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 
 
 def _make_grads(outputs: Sequence[Any], grad_outputs: Any) -> list:
-    from genesis.tensor import Tensor
-
     if grad_outputs is None or isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
     grad_outputs = list(grad_outputs)

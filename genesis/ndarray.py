@@ -15,6 +15,7 @@ from genesis import dtypes
 from genesis.device import device as Device
 
 Shape = tuple[int, ...]
+_BITWISE_OPS = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor"))
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -377,16 +378,17 @@ class NDArray:
                         f"{op}: expected all tensors to be on the same device, but found at least two devices, "
                         f"{a.device} and {b.device}!"
                     )
-            dt = dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
+            dt = a.dtype if b.dtype is a.dtype else dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
             if b.dtype is not dt:
                 b = b.backend.cast(b, dt)
         else:
             dt = dtypes.result_type_scalar(a.dtype, b)
-        if op == "div" and dt.category < 2:
-            dt = dtypes.get_default_dtype()
-            if isinstance(b, NDArray):
-                b = b.backend.cast(b, dt)
-        if op.startswith("bitwise") and dt.category == 2:
+        if dt.category < 2:
+            if op == "div":
+                dt = dtypes.get_default_dtype()
+                if isinstance(b, NDArray):
+                    b = b.backend.cast(b, dt)
+        elif op in _BITWISE_OPS:
             raise RuntimeError(f"{op}: not implemented for '{dt.name}' (integer or bool tensors only)")
         if a.dtype is not dt:
             a = a.backend.cast(a, dt)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from genesis import dtypes
+from genesis import autograd, dtypes
 from genesis.autograd import AccumulateGrad, is_grad_enabled
 from genesis.device import cpu as _cpu
 from genesis.device import device as Device
@@ -118,35 +118,39 @@ class Tensor:
         if requires_grad:
             self.requires_grad_(True)
 
+    # Autograd fields default at class level so wrapping a result sets only what differs (cheap per op).
+    _requires_grad = False
+    grad: Tensor | None = None
+    grad_fn: Any = None
+    _output_nr = 0
+    _base: Tensor | None = None
+    _hooks: list | None = None
+    _post_accumulate_hooks: list | None = None
+    _retains_grad = False
+    _grad_accumulator: Any = None
+
     def _init(self, nd: NDArray) -> None:
         self.ndarray = nd
-        self.requires_grad = False
-        self.grad = None
-        self.grad_fn = None
-        self._output_nr = 0
         self._version = [0]
-        self._base = None
-        self._hooks = None
-        self._post_accumulate_hooks = None
-        self._retains_grad = False
-        self._grad_accumulator = None
 
     @classmethod
     def _wrap(cls, nd: NDArray) -> Tensor:
         """A new Tensor around an NDArray (no autograd history)."""
         t = object.__new__(cls)
         t.ndarray = nd
-        t.requires_grad = False
-        t.grad = None
-        t.grad_fn = None
-        t._output_nr = 0
         t._version = [0]
-        t._base = None
-        t._hooks = None
-        t._post_accumulate_hooks = None
-        t._retains_grad = False
-        t._grad_accumulator = None
         return t
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether operations on this tensor are recorded for differentiation."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and not self.ndarray.dtype.is_floating_point:
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients (got {self.dtype})")
+        self._requires_grad = bool(value)
 
     @staticmethod
     def _scalar_like(value: Any, like: Any) -> Tensor:
@@ -270,11 +274,6 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "requires_grad" and value and "ndarray" in self.__dict__ and not self.dtype.is_floating_point:
-            raise RuntimeError(f"only Tensors of floating point dtype can require gradients (got {self.dtype})")
-        object.__setattr__(self, name, value)
-
     def detach(self) -> Tensor:
         """A tensor sharing memory and version counter with this one, outside the graph."""
         t = Tensor._wrap(self.ndarray)
@@ -386,10 +385,19 @@ class Tensor:
         self._bump_version()
         return self
 
+    def _inplace_source(self) -> Tensor:
+        """This tensor's values as an op input whose graph records an in-place change of this tensor.
+
+        The op may save its input for backward; the in-place write then overwrites this memory, so the op reads a
+        differentiable copy instead (torch keeps the original values of ``self`` the same way).
+        """
+        self._check_inplace("in-place operation")
+        return F.clone(self)
+
     def _inplace_binary(self, op: str, fn: Callable, other: Any) -> Tensor:
         """``self op= other``: written straight into memory when no graph is needed, else through ``fn``."""
         if (is_grad_enabled() and (self.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
-            return self._assign_inplace(fn(self, other))
+            return self._assign_inplace(fn(self._inplace_source(), other))
         if isinstance(other, Tensor):
             if other.device is not self.device and other.ndim:
                 raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "
@@ -606,6 +614,9 @@ def _cpu_data_ptr(nd: NDArray) -> int:
     from genesis.backends.cpu import native
 
     return native(nd).data_ptr()
+
+
+autograd.Tensor = Tensor
 
 
 class Size(tuple):

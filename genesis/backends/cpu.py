@@ -131,13 +131,16 @@ def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
 
 
 def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
-    tb = _arg(b)
-    if not isinstance(b, NDArray) and op in _SCALAR_SECOND_UNSUPPORTED:
+    ta = a._native if a._native is not None else native(a)
+    if isinstance(b, NDArray):
+        tb = b._native if b._native is not None else native(b)
+    elif op in _SCALAR_SECOND_UNSUPPORTED:
         tb = torch.tensor(b, dtype=TORCH_DTYPE[a.dtype])
-    fn = _BINARY[op]
+    else:
+        tb = b
     if out is None:
-        return wrap(fn(native(a), tb))
-    fn(native(a), tb, out=native(out))
+        return wrap(_BINARY[op](ta, tb))
+    _BINARY[op](ta, tb, out=native(out))
     return out
 
 

@@ -106,7 +106,8 @@ def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting and type promotion."""
     if not isinstance(input, Tensor):
         return add(other, input) if alpha == 1 else add(Tensor._scalar_like(input, other), other, alpha)
-    other = _as_operand("add", other, input)
+    if not isinstance(other, (Tensor, int, float)):
+        other = _as_operand("add", other, input)
     if alpha != 1:
         other = other * alpha
     return Add.apply(input, other)
@@ -128,7 +129,9 @@ def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
 def mul(input: Any, other: Any) -> Tensor:
     if not isinstance(input, Tensor):
         return Mul.apply(other, input)
-    return Mul.apply(input, _as_operand("mul", other, input))
+    if not isinstance(other, (Tensor, int, float)):
+        other = _as_operand("mul", other, input)
+    return Mul.apply(input, other)
 
 
 def div(input: Any, other: Any, rounding_mode: str | None = None) -> Tensor:
@@ -1649,7 +1652,11 @@ __all__ = [
     "silu",
     "softplus",
     "erf",
+    "sign",
+    "floor",
+    "ceil",
     "round",
+    "trunc",
     "clamp",
     "lerp",
     "where",
@@ -1743,6 +1750,7 @@ __all__ = [
     "index_select",
     "index_add",
     "index_copy",
+    "index_put",
     "index_fill",
     "masked_fill",
     "masked_select",
