@@ -1,0 +1,208 @@
+"""The optimizer base class: parameter groups, per-parameter state, hyperparameter checks, state dicts.
+
+A subclass declares its defaults and writes one per-parameter update, ``_update(p, grad, state, group)``; the base
+class walks the groups, skips parameters without a gradient, creates each parameter's state dict on first use and
+runs the update under ``no_grad``. The state dict layout is torch's: ``state`` keyed by the parameter's index
+across all groups, ``param_groups`` holding the hyperparameters and the ``params`` index lists.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Callable, Iterable
+
+from genesis.autograd import enable_grad, no_grad
+from genesis.tensor import Tensor
+
+# Hyperparameter checks: name -> (message prefix, predicate the value must satisfy). torch's wording.
+_CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "lr": ("Invalid learning rate", lambda v: v >= 0.0),
+    "eps": ("Invalid epsilon value", lambda v: v >= 0.0),
+    "momentum": ("Invalid momentum value", lambda v: v >= 0.0),
+    "dampening": ("Invalid dampening value", lambda v: v >= 0.0),
+    "weight_decay": ("Invalid weight_decay value", lambda v: v >= 0.0),
+    "alpha": ("Invalid alpha value", lambda v: v >= 0.0),
+    "lr_decay": ("Invalid lr_decay value", lambda v: v >= 0.0),
+    "initial_accumulator_value": ("Invalid initial_accumulator_value value", lambda v: v >= 0.0),
+}
+
+
+class _Required:
+    """Marks a hyperparameter without a default (``SGD(params)`` with no lr)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+def _check_hyperparameters(group: dict[str, Any]) -> None:
+    """Raise ValueError naming the first invalid hyperparameter value of a group."""
+    for name, value in group.items():
+        if name in _CHECKS and isinstance(value, (int, float)):
+            prefix, ok = _CHECKS[name]
+            if math.isnan(value) or not ok(value):
+                raise ValueError(f"{prefix}: {value}")
+    betas = group.get("betas")
+    if betas is not None:
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
+class Optimizer:
+    """Base class of all optimizers (``genesis.optim.Optimizer``, as ``torch.optim.Optimizer``).
+
+    Args:
+        params: an iterable of tensors, or of dicts each holding ``"params"`` plus per-group hyperparameters.
+        defaults: hyperparameters used where a group does not set its own.
+    """
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got {type(params).__name__}")
+        _check_hyperparameters(defaults)
+        self.defaults = defaults
+        self.state: dict[Tensor, dict[str, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
+        groups = list(params)
+        if len(groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
+        lines.append(")")
+        return "\n".join(lines)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyperparameters (missing ones come from the defaults)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
+                            "tensors in sets will change between runs. Please use a list instead.")
+        params = list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = dict(param_group, params=params)
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            group.setdefault(name, default)
+        _check_hyperparameters(group)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of every parameter: drop them (default) or fill them with zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad = p.grad.detach()
+                    p.grad.zero_()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update every parameter that has a gradient; ``closure`` re-evaluates the loss first (returned)."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state.get(p)
+                    if state is None:
+                        state = self.state[p] = {}
+                    self._update(p, p.grad, state, group)
+        return loss
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        """Update one parameter in place from its gradient, its state and its group's hyperparameters."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ state dicts
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer state in torch's layout: ``{"state": {index: {...}}, "param_groups": [...]}``.
+
+        Parameters are named by their index in the order of the groups; the tensors in ``state`` are the live
+        state tensors (save or clone them to keep a snapshot).
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {key: value for key, value in group.items() if key != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore hyperparameters and per-parameter state from :meth:`state_dict` output.
+
+        Everything is checked before anything is changed. Floating-point state tensors are copied to the dtype
+        and device of their parameter; the step count and other values are copied as they are.
+        """
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups "
+                             f"({len(saved_groups)} != {len(self.param_groups)})")
+        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't match the size of "
+                                 f"optimizer's group: group {i} has {len(saved['params'])} parameters, the "
+                                 f"optimizer's has {len(group['params'])}")
+        by_index = {}
+        for group, saved in zip(self.param_groups, saved_groups):
+            for p, idx in zip(group["params"], saved["params"]):
+                by_index[idx] = p
+        unknown = [idx for idx in state_dict["state"] if idx not in by_index]
+        if unknown:
+            raise ValueError(f"loaded state dict has state for parameter indices {unknown} that no group lists")
+        new_state = {}
+        for idx, saved_state in state_dict["state"].items():
+            p = by_index[idx]
+            new_state[p] = {key: _cast_state(key, value, p) for key, value in saved_state.items()}
+        new_groups = []
+        for group, saved in zip(self.param_groups, saved_groups):
+            restored = copy.deepcopy({key: value for key, value in saved.items() if key != "params"})
+            restored["params"] = group["params"]
+            new_groups.append(restored)
+        self.state = new_state
+        self.param_groups = new_groups
+
+
+def _cast_state(key: str, value: Any, param: Tensor) -> Any:
+    """A private copy of one saved state value, placed like its parameter (the step count stays as it is)."""
+    if not isinstance(value, Tensor):
+        return copy.deepcopy(value)
+    if key != "step" and value.dtype.is_floating_point:
+        return value.detach().to(device=param.device, dtype=param.dtype, copy=True)
+    return value.detach().to(device=param.device, copy=True)

@@ -1,0 +1,43 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from genesis.optim.optimizer import Optimizer
+from genesis.tensor import Tensor
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent (as ``torch.optim.SGD``).
+
+    With ``g`` the gradient (negated when ``maximize``) plus ``weight_decay * p``: the momentum buffer
+    ``b = momentum * b + (1 - dampening) * g`` (``b = g`` on the first step), the direction ``d = g + momentum * b``
+    with Nesterov momentum, else ``d = b``, and ``p -= lr * d``.
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False) -> None:
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
+                    "nesterov": nesterov, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        if group["maximize"]:
+            grad = -grad
+        if group["weight_decay"] != 0:
+            grad = grad.add(p, alpha=group["weight_decay"])
+        momentum = group["momentum"]
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = grad.clone()
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
+            grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+        p.add_(grad, alpha=-group["lr"])
+
+
+__all__ = ["SGD"]

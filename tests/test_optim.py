@@ -1,0 +1,224 @@
+"""Optimizers against torch.optim: parameters after 20 steps, state dicts, param groups, bad hyperparameters."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import genesis
+from genesis import optim
+from tests.helpers import DEVICE, assert_same, to_genesis, to_torch
+
+
+def _make_params(lib: object, device: str | None = None) -> list:
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randn(4, 3, generator=gen, dtype=torch.float64)
+    b = torch.randn(3, generator=gen, dtype=torch.float64)
+    if lib is torch:
+        return [w.requires_grad_(), b.requires_grad_()]
+    return [to_genesis(w, requires_grad=True), to_genesis(b, requires_grad=True)]
+
+
+def _loss(lib: object, params: list, x: object) -> object:
+    w, b = params
+    return ((x @ w + b).tanh() ** 2).sum() + (w * w).sum() * 0.1
+
+
+def _run(lib: object, make_opt, steps: int = 20, groups: bool = False) -> list:
+    params = _make_params(lib)
+    x_t = torch.linspace(-1, 1, 20, dtype=torch.float64).reshape(5, 4)
+    x = x_t if lib is torch else to_genesis(x_t)
+    if groups:
+        opt = make_opt(lib.optim, [{"params": [params[0]]}, {"params": [params[1]], "lr": 0.05}])
+    else:
+        opt = make_opt(lib.optim, params)
+    for _ in range(steps):
+        opt.zero_grad()
+        _loss(lib, params, x).backward()
+        opt.step()
+    return params
+
+
+CONFIGS = {
+    "sgd": lambda o, p: o.SGD(p, lr=0.1),
+    "sgd_momentum": lambda o, p: o.SGD(p, lr=0.1, momentum=0.9),
+    "sgd_dampening": lambda o, p: o.SGD(p, lr=0.1, momentum=0.9, dampening=0.3),
+    "sgd_nesterov": lambda o, p: o.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+    "sgd_weight_decay": lambda o, p: o.SGD(p, lr=0.1, momentum=0.5, weight_decay=0.01),
+    "sgd_maximize": lambda o, p: o.SGD(p, lr=0.01, momentum=0.9, maximize=True),
+    "adam": lambda o, p: o.Adam(p, lr=0.05),
+    "adam_amsgrad": lambda o, p: o.Adam(p, lr=0.05, amsgrad=True),
+    "adam_weight_decay": lambda o, p: o.Adam(p, lr=0.05, weight_decay=0.1, betas=(0.8, 0.99), eps=1e-6),
+    "adam_maximize": lambda o, p: o.Adam(p, lr=0.05, maximize=True),
+    "adamw": lambda o, p: o.AdamW(p, lr=0.05),
+    "adamw_amsgrad": lambda o, p: o.AdamW(p, lr=0.05, weight_decay=0.3, amsgrad=True),
+    "rmsprop": lambda o, p: o.RMSprop(p, lr=0.01),
+    "rmsprop_centered": lambda o, p: o.RMSprop(p, lr=0.01, centered=True),
+    "rmsprop_momentum": lambda o, p: o.RMSprop(p, lr=0.01, momentum=0.9, weight_decay=0.1),
+    "rmsprop_centered_momentum": lambda o, p: o.RMSprop(p, lr=0.01, alpha=0.9, centered=True, momentum=0.5),
+    "rmsprop_maximize": lambda o, p: o.RMSprop(p, lr=0.01, maximize=True),
+    "adagrad": lambda o, p: o.Adagrad(p, lr=0.1),
+    "adagrad_lr_decay": lambda o, p: o.Adagrad(p, lr=0.1, lr_decay=0.05, weight_decay=0.1,
+                                               initial_accumulator_value=0.2),
+    "adagrad_maximize": lambda o, p: o.Adagrad(p, lr=0.1, maximize=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_matches_torch_after_20_steps(name: str) -> None:
+    g_params = _run(genesis, CONFIGS[name])
+    t_params = _run(torch, CONFIGS[name])
+    for g, t in zip(g_params, t_params):
+        assert_same(g, t, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam", "rmsprop_centered", "adagrad"])
+def test_param_groups_match_torch(name: str) -> None:
+    g_params = _run(genesis, CONFIGS[name], groups=True)
+    t_params = _run(torch, CONFIGS[name], groups=True)
+    for g, t in zip(g_params, t_params):
+        assert_same(g, t, rtol=1e-10, atol=1e-12)
+
+
+def test_adamw_is_adam_with_decoupled_weight_decay() -> None:
+    a = _run(genesis, lambda o, p: o.AdamW(p, lr=0.05, weight_decay=0.2), steps=5)
+    b = _run(genesis, lambda o, p: o.Adam(p, lr=0.05, weight_decay=0.2, decoupled_weight_decay=True), steps=5)
+    c = _run(genesis, lambda o, p: o.Adam(p, lr=0.05, weight_decay=0.2), steps=5)
+    assert all(genesis.equal(x, y) for x, y in zip(a, b))
+    assert not genesis.allclose(a[0], c[0])
+    assert issubclass(optim.AdamW, optim.Adam)
+
+
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam_amsgrad", "rmsprop_centered_momentum", "adagrad"])
+def test_state_dict_round_trip_resumes_exactly(name: str) -> None:
+    """10 steps, state_dict, a fresh optimizer loads it and continues: equal to 20 uninterrupted steps."""
+    straight = _run(genesis, CONFIGS[name], steps=20)
+    params = _make_params(genesis)
+    x = to_genesis(torch.linspace(-1, 1, 20, dtype=torch.float64).reshape(5, 4))
+    opt = CONFIGS[name](optim, params)
+    for _ in range(10):
+        opt.zero_grad()
+        _loss(genesis, params, x).backward()
+        opt.step()
+    saved = opt.state_dict()
+    assert sorted(saved["state"]) == [0, 1]
+    assert saved["param_groups"][0]["params"] == [0, 1]
+    resumed = CONFIGS[name](optim, params)
+    resumed.load_state_dict(saved)
+    assert resumed.state[params[0]] is not opt.state[params[0]]
+    for _ in range(10):
+        resumed.zero_grad()
+        _loss(genesis, params, x).backward()
+        resumed.step()
+    for a, b in zip(params, straight):
+        assert genesis.equal(a, b)
+
+
+def test_state_dict_layout_matches_torch() -> None:
+    t_params, g_params = _make_params(torch), _make_params(genesis)
+    t_opt = torch.optim.SGD([{"params": [t_params[0]]}, {"params": [t_params[1]], "lr": 0.5}], lr=0.1, momentum=0.9)
+    g_opt = optim.SGD([{"params": [g_params[0]]}, {"params": [g_params[1]], "lr": 0.5}], lr=0.1, momentum=0.9)
+    for lib, params, opt in ((torch, t_params, t_opt), (genesis, g_params, g_opt)):
+        x = torch.ones(5, 4, dtype=torch.float64) if lib is torch else genesis.ones(5, 4, dtype=genesis.float64,
+                                                                                   device=DEVICE)
+        _loss(lib, params, x).backward()
+        opt.step()
+    t_sd, g_sd = t_opt.state_dict(), g_opt.state_dict()
+    assert [g["params"] for g in g_sd["param_groups"]] == [g["params"] for g in t_sd["param_groups"]]
+    torch_only = {"foreach", "fused", "differentiable"}  # torch's kernel-selection flags
+    assert set(g_sd["param_groups"][1]) == set(t_sd["param_groups"][1]) - torch_only
+    assert g_sd["param_groups"][1]["lr"] == 0.5
+    assert set(g_sd["state"]) == set(t_sd["state"]) == {0, 1}
+    assert_same(g_sd["state"][0]["momentum_buffer"], t_sd["state"][0]["momentum_buffer"])
+
+
+def test_load_state_dict_casts_to_param_and_checks_groups() -> None:
+    params = _make_params(genesis)
+    opt = optim.Adam(params, lr=0.1)
+    _loss(genesis, params, genesis.ones(5, 4, dtype=genesis.float64, device=DEVICE)).backward()
+    opt.step()
+    sd = opt.state_dict()
+    sd["state"][0]["exp_avg"] = sd["state"][0]["exp_avg"].float()
+    other = optim.Adam(_make_params(genesis), lr=0.1)
+    other.load_state_dict(sd)
+    loaded = other.state[other.param_groups[0]["params"][0]]
+    assert loaded["exp_avg"].dtype is genesis.float64 and loaded["step"] == 1
+    one_param = optim.Adam([_make_params(genesis)[0]], lr=0.1)
+    before = one_param.state_dict()
+    with pytest.raises(ValueError, match="doesn't match the size"):
+        one_param.load_state_dict(sd)
+    assert one_param.state_dict() == before
+    two_groups = optim.Adam([{"params": [params[0]]}, {"params": [params[1]]}])
+    with pytest.raises(ValueError, match="different number of parameter groups"):
+        two_groups.load_state_dict(sd)
+
+
+def test_add_param_group_and_defaults() -> None:
+    w, b = _make_params(genesis)
+    opt = optim.SGD([w], lr=0.1, momentum=0.9)
+    opt.add_param_group({"params": b, "lr": 0.01})
+    assert opt.param_groups[1]["lr"] == 0.01 and opt.param_groups[1]["momentum"] == 0.9
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        opt.add_param_group({"params": [w]})
+    with pytest.raises(ValueError, match="Invalid learning rate: -2"):
+        opt.add_param_group({"params": [genesis.zeros(2, requires_grad=True)], "lr": -2})
+    assert len(opt.param_groups) == 2
+    with pytest.raises(ValueError, match="empty parameter list"):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(TypeError):
+        optim.SGD(w, lr=0.1)
+
+
+def test_zero_grad() -> None:
+    w, b = _make_params(genesis)
+    opt = optim.SGD([w, b], lr=0.1)
+    _loss(genesis, [w, b], genesis.ones(5, 4, dtype=genesis.float64, device=DEVICE)).backward()
+    opt.zero_grad(set_to_none=False)
+    assert w.grad is not None and not w.grad.any().item()
+    opt.zero_grad()
+    assert w.grad is None and b.grad is None
+
+
+def test_step_skips_params_without_grad_and_runs_closure() -> None:
+    w, b = _make_params(genesis)
+    before = to_torch(b).clone()
+    opt = optim.Adam([w, b], lr=0.1)
+    x = genesis.ones(5, 4, dtype=genesis.float64, device=DEVICE)
+
+    def closure() -> genesis.Tensor:
+        opt.zero_grad()
+        loss = (x @ w).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert isinstance(loss, genesis.Tensor)
+    assert torch.equal(to_torch(b), before)
+    assert b not in opt.state and w in opt.state
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda o, p: o.SGD(p, lr=-1), "Invalid learning rate: -1"),
+    (lambda o, p: o.SGD(p, lr=0.1, momentum=-0.5), "Invalid momentum value: -0.5"),
+    (lambda o, p: o.SGD(p, lr=0.1, weight_decay=-1e-3), "Invalid weight_decay value: -0.001"),
+    (lambda o, p: o.SGD(p, lr=0.1, nesterov=True), "Nesterov momentum requires"),
+    (lambda o, p: o.Adam(p, lr=0.1, betas=(1.0, 0.999)), "Invalid beta parameter at index 0: 1.0"),
+    (lambda o, p: o.Adam(p, lr=0.1, betas=(0.9, -0.1)), "Invalid beta parameter at index 1: -0.1"),
+    (lambda o, p: o.AdamW(p, eps=-1e-8), "Invalid epsilon value: -1e-08"),
+    (lambda o, p: o.RMSprop(p, alpha=-0.1), "Invalid alpha value: -0.1"),
+    (lambda o, p: o.Adagrad(p, lr_decay=-1), "Invalid lr_decay value: -1"),
+    (lambda o, p: o.Adagrad(p, initial_accumulator_value=-1), "Invalid initial_accumulator_value value: -1"),
+])
+def test_invalid_hyperparameters(make, message: str) -> None:
+    with pytest.raises(ValueError):
+        make(torch.optim, _make_params(torch))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make(optim, _make_params(genesis))
+
+
+def test_non_leaf_param_rejected() -> None:
+    w = genesis.ones(2, requires_grad=True) * 2
+    with pytest.raises(ValueError, match="non-leaf"):
+        optim.SGD([w], lr=0.1)
