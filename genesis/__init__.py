@@ -10,7 +10,14 @@ import builtins as _builtins
 from genesis import autograd, cuda
 from genesis import dtypes as _dtypes
 from genesis import tensor_methods as _tensor_methods  # noqa: F401 - binds the Tensor methods
-from genesis.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from genesis.autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from genesis.device import device
 from genesis.dtypes import (
     bfloat16,

@@ -43,6 +43,7 @@ def _set_enabled(mode: bool) -> None:
 
 
 def is_inference_mode_enabled() -> bool:
+    """Whether an ``inference_mode`` block is active on this thread."""
     return _state.inference
 
 
@@ -67,13 +68,22 @@ class _GradModeContext:
         return wrapper
 
 
-class no_grad(_GradModeContext):
+class _NoParamGradModeContext(_GradModeContext):
+    """A grad-mode context that takes no arguments, so it also decorates without parentheses (``@no_grad``)."""
+
+    def __new__(cls, orig_func: Callable | None = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamGradModeContext):
     """Disable gradient recording inside the block (outputs do not require grad)."""
 
     mode = False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_NoParamGradModeContext):
     """Enable gradient recording inside the block, also within ``no_grad``."""
 
     mode = True
@@ -103,7 +113,12 @@ class set_grad_enabled(_GradModeContext):
 
 
 class inference_mode(_GradModeContext):
-    """Like ``no_grad``, for inference code (``inference_mode(False)`` leaves grad mode as it is)."""
+    """Like ``no_grad``, for inference code; ``inference_mode(False)`` enables grad mode inside the block."""
+
+    def __new__(cls, mode: bool | Callable = True) -> Any:
+        if callable(mode):
+            return cls(True)(mode)
+        return super().__new__(cls)
 
     def __init__(self, mode: bool = True) -> None:
         self.enabled_flag = mode
@@ -112,9 +127,9 @@ class inference_mode(_GradModeContext):
     def __enter__(self) -> None:
         self._prev = is_grad_enabled()
         self._prev_inference = is_inference_mode_enabled()
-        if self.enabled_flag:
-            _set_enabled(False)
-            _state.inference = True
+        # As in torch, inference_mode(False) turns grad mode on even inside no_grad.
+        _set_enabled(not self.enabled_flag)
+        _state.inference = self.enabled_flag
 
     def __exit__(self, *exc: object) -> None:
         _set_enabled(self._prev)
@@ -202,17 +217,21 @@ class BackwardCtx(Node):
         result = []
         for value, version in zip(self._saved, self._saved_versions):
             tensor = self._as_tensor(value)
-            if isinstance(tensor, Tensor) and version is not None and tensor._version[0] != version:
+            if version is not None and version[0][0] != version[1]:
+                producer = f", which is output {tensor._output_nr} of {tensor.grad_fn.name()}," \
+                    if tensor.grad_fn is not None else ","
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by an inplace "
-                    f"operation: [{tensor.dtype}{list(tensor.shape)}], which is output 0 of {self.name()}, is at "
-                    f"version {tensor._version[0]}; expected version {version} instead."
+                    f"operation: [{tensor.dtype}{list(tensor.shape)}]{producer} is at version {version[0][0]}; "
+                    f"expected version {version[1]} instead. (needed by {self.name()})"
                 )
             result.append(tensor)
         return tuple(result)
 
     def _as_tensor(self, value: Any) -> Any:
         """Map a saved NDArray back to the input or output Tensor holding it, so double backward sees the graph."""
+        from genesis.tensor import Tensor
+
         if not isinstance(value, NDArray):
             return value
         for t in self._inputs:
@@ -224,14 +243,44 @@ class BackwardCtx(Node):
                 return t
         return Tensor._wrap(value)
 
-    def _record_versions(self) -> None:
+    def _record_versions(self, outputs: tuple) -> None:
+        """Remember, per saved value, the version counter of the input or output holding it and its version now."""
+        from genesis.tensor import Tensor
+
         versions = []
         for value in self._saved:
-            tensor = value
+            holder = value if isinstance(value, Tensor) else None
             if isinstance(value, NDArray):
-                tensor = next((t for t in self._inputs if isinstance(t, Tensor) and t.ndarray is value), None)
-            versions.append(tensor._version[0] if isinstance(tensor, Tensor) else None)
+                for t in self._inputs + outputs:
+                    if isinstance(t, Tensor) and t.ndarray is value:
+                        holder = t
+                        break
+            versions.append((holder._version, holder._version[0]) if holder is not None else None)
         self._saved_versions = tuple(versions)
+
+    def _snapshot_saved(self, target: Any) -> None:
+        """Before ``target`` is overwritten by this node's own in-place op, keep a copy of it where it was saved.
+
+        The copy carries ``target``'s history, so double backward still differentiates through the old value.
+        """
+        from genesis.tensor import Tensor
+
+        snapshot = None
+        saved = list(self._saved)
+        versions = list(self._saved_versions)
+        for i, value in enumerate(saved):
+            if value is target.ndarray or value is target:
+                if snapshot is None:
+                    nd = target.ndarray
+                    snapshot = Tensor._wrap(nd.backend.contiguous(nd))
+                    snapshot.requires_grad = target.requires_grad
+                    snapshot.grad_fn = target.grad_fn
+                    snapshot._output_nr = target._output_nr
+                saved[i] = snapshot
+                versions[i] = None
+        if snapshot is not None:
+            self._saved = tuple(saved)
+            self._saved_versions = tuple(versions)
 
     def _release(self) -> None:
         self._saved = ()
@@ -311,10 +360,13 @@ class Function:
             with no_grad():
                 out = cls.forward(ctx, *args, **kwargs)
             out = _unwrap_outputs(out)
+            # Tensors created inside forward are saved by memory, so they map to the recorded outputs.
+            ctx._saved = tuple(v.ndarray if isinstance(v, Tensor) and not any(v is a for a in args) else v
+                               for v in ctx._saved)
         ctx.next_functions = tuple(_edge(a) for a in args)
         ctx._input_meta = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args)
-        ctx._record_versions()
         outputs = _wrap_outputs(out, ctx)
+        ctx._record_versions(outputs if isinstance(outputs, tuple) else (outputs,))
         if cls.is_view:
             outputs._version = args[0]._version
             outputs._base = args[0] if args[0]._base is None else args[0]._base
@@ -503,11 +555,6 @@ def _run_output_hooks(node: Node, i: int, g: Any) -> Any:
 
 
 def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_graph: bool) -> tuple:
-    if node._released:
-        raise RuntimeError(
-            "Trying to backward through the graph a second time (or directly access saved tensors after they have "
-            "already been freed). Specify retain_graph=True if you need to backward through the graph a second time."
-        )
     if node._output_hooks:
         grads = [_run_output_hooks(node, i, g) for i, g in enumerate(grads)]
     if node.materialize_grads:

@@ -354,9 +354,14 @@ class Tensor:
         self._version[0] += 1
 
     def _check_inplace(self, op: str) -> None:
-        if self.requires_grad and self.grad_fn is None and is_grad_enabled():
+        if not (self.requires_grad and is_grad_enabled()):
+            return
+        if self.grad_fn is None:
+            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation.")
+        base = self._base
+        if base is not None and base.requires_grad and base.grad_fn is None:
             raise RuntimeError(
-                f"{op}: a leaf Variable that requires grad is being used in an in-place operation."
+                f"{op}: a view of a leaf Variable that requires grad is being used in an in-place operation."
             )
 
     def _assign_inplace(self, result: Tensor) -> Tensor:
@@ -370,6 +375,8 @@ class Tensor:
                 raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired output type "
                                    f"{self.dtype.name}")
             result = result.to(self.dtype)
+        if result.grad_fn is not None:
+            result.grad_fn._snapshot_saved(self)
         self.ndarray.copy_(result.ndarray)
         if result.requires_grad and is_grad_enabled():
             self.grad_fn = result.grad_fn
