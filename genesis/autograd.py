@@ -373,6 +373,25 @@ class Function:
         return outputs
 
 
+class Overwrite(Function):
+    """The history of a tensor whose whole value an in-place op replaced with a constant (``fill_``, ``zero_``...).
+
+    Forward returns the new value; backward sends zeros to the overwritten tensor, as torch does.
+    """
+
+    takes_ndarrays = True
+
+    @staticmethod
+    def forward(ctx: Any, old: NDArray, new: NDArray) -> NDArray:
+        return new
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> tuple:
+        from genesis.tensor import Tensor
+
+        return Tensor._wrap(NDArray.full(grad.shape, 0, grad.dtype, grad.device)), None
+
+
 def _edge(a: Any) -> tuple[Node | None, int]:
     if not isinstance(a, Tensor) or not a.requires_grad:
         return (None, 0)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from genesis import autograd, dtypes
-from genesis.autograd import AccumulateGrad, is_grad_enabled
+from genesis.autograd import AccumulateGrad, Overwrite, is_grad_enabled
 from genesis.device import cpu as _cpu
 from genesis.device import device as Device
 from genesis.device import to_device
@@ -375,6 +375,8 @@ class Tensor:
                 raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired output type "
                                    f"{self.dtype.name}")
             result = result.to(self.dtype)
+        if self.requires_grad and not result.requires_grad and is_grad_enabled():
+            result = Overwrite.apply(self, result)
         if result.grad_fn is not None:
             result.grad_fn._snapshot_saved(self)
         self.ndarray.copy_(result.ndarray)
