@@ -368,6 +368,8 @@ class NDArray:
         """Elementwise ``self op other`` with torch's type promotion (``other`` may be a Python number)."""
         a, b = self, other
         if isinstance(b, NDArray):
+            if a.shape != b.shape:
+                broadcast_shapes(op, a.shape, b.shape)
             if b.device is not a.device:
                 if b.ndim == 0 and b.device.type == "cpu":
                     b = b.to(a.device)

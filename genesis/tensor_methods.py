@@ -112,7 +112,20 @@ Tensor.__rmatmul__ = _reflected(F.matmul)
 Tensor.__neg__ = F.neg
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = F.abs
-Tensor.__invert__ = lambda self: F.logical_not(self) if self.dtype is dtypes.bool_ else F.bitwise_not(self)
+def _invert(self: Tensor) -> Tensor:
+    if self.dtype.is_floating_point:
+        raise TypeError(f"~ (operator.invert) is only implemented on integer and Boolean-type tensors, got "
+                        f"{self.dtype.name}")
+    return F.logical_not(self) if self.dtype is dtypes.bool_ else F.bitwise_not(self)
+
+
+def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
+    """``self`` where ``condition`` holds, else ``other`` (torch's ``Tensor.where``)."""
+    return F.where(condition, self, other)
+
+
+Tensor.__invert__ = _invert
+Tensor.where = _where_method
 Tensor.__and__ = F.bitwise_and
 Tensor.__rand__ = F.bitwise_and
 Tensor.__or__ = F.bitwise_or
@@ -142,7 +155,9 @@ def _make_inplace_binary(op: str, fn: Callable) -> Callable:
         if alpha is not None and alpha != 1:
             other = other * alpha
         if rounding_mode is not None:
-            return self._assign_inplace(F.div(self, other, rounding_mode=rounding_mode))
+            recording = is_grad_enabled() and (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
+            source = self._inplace_source() if recording else self
+            return self._assign_inplace(F.div(source, other, rounding_mode=rounding_mode))
         return self._inplace_binary(op, fn, other)
 
     method.__name__ = f"{op}_"
@@ -193,7 +208,9 @@ for _op in _INPLACE_UNARY:
 
 def _make_inplace_general(fn: Callable) -> Callable:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return self._assign_inplace(fn(self, *args, **kwargs))
+        recording = is_grad_enabled() and (self.requires_grad or any(
+            isinstance(a, Tensor) and a.requires_grad for a in (*args, *kwargs.values())))
+        return self._assign_inplace(fn(self._inplace_source() if recording else self, *args, **kwargs))
 
     method.__name__ = f"{fn.__name__}_"
     method.__doc__ = f"In-place {fn.__name__}."
@@ -246,12 +263,16 @@ def _fill_(self: Tensor, value: Any) -> Tensor:
         if value.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
                                "dimensions.")
-        if value.requires_grad and is_grad_enabled():
-            return self._assign_inplace(value.expand(self.shape).to(self.dtype))
-        value = value.item()
-    if self.requires_grad and self.grad_fn is not None and is_grad_enabled():
-        return self._assign_inplace(F.zeros_like_detached(self) + value)
+        if not (value.requires_grad and is_grad_enabled()):
+            value = value.item()
+    if is_grad_enabled() and (self.requires_grad or isinstance(value, Tensor)):
+        return self._assign_inplace(_overwrite(self, value.to(self.dtype) if isinstance(value, Tensor) else value))
     return self._fill_from(value)
+
+
+def _overwrite(self: Tensor, value: Any) -> Tensor:
+    """``value`` broadcast to ``self`` as a graph node: the old values of ``self`` receive a zero gradient."""
+    return F.where(F.ones_like_bool(self), value, self)
 
 
 def _zero_(self: Tensor) -> Tensor:
@@ -271,8 +292,7 @@ def _copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     needs_graph = is_grad_enabled() and (self.requires_grad or (isinstance(src, Tensor) and src.requires_grad))
     if needs_graph:
         value = src.to(self.device).to(self.dtype) if isinstance(src, Tensor) else src
-        result = value.expand(self.shape) + F.zeros_like_detached(self) if isinstance(value, Tensor) else value
-        return self._assign_inplace(result)
+        return self._assign_inplace(_overwrite(self, value))
     return self._fill_from(src.ndarray if isinstance(src, Tensor) else src)
 
 

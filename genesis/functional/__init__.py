@@ -115,11 +115,12 @@ def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
 
 def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
     """``input - alpha * other``."""
+    for operand in (input, other):
+        if isinstance(operand, bool) or isinstance(operand, Tensor) and operand.dtype is dtypes.bool_:
+            raise RuntimeError("sub: subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     if not isinstance(input, Tensor):
         return RSub.apply(other * alpha if alpha != 1 else other, input)
-    if isinstance(input, Tensor) and input.dtype is dtypes.bool_ and isinstance(other, (Tensor, bool)):
-        raise RuntimeError("sub: subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
     other = _as_operand("sub", other, input)
     if alpha != 1:
         other = other * alpha
@@ -223,7 +224,14 @@ def neg(input: Tensor) -> Tensor:
 negative = neg
 
 
+def _reject_bool(op: str, x: Tensor) -> None:
+    """torch implements some integer-safe ops for every dtype except bool."""
+    if x.dtype is dtypes.bool_:
+        raise NotImplementedError(f"{op}: not implemented for 'bool'")
+
+
 def abs(input: Tensor) -> Tensor:
+    _reject_bool("abs", input)
     if input.dtype.category < 2:
         return NoGradUnary.apply(input, "abs")
     return Abs.apply(input)
@@ -290,6 +298,8 @@ def rsqrt(x: Tensor) -> Tensor:
 
 
 def square(x: Tensor) -> Tensor:
+    if x.dtype is dtypes.bool_:
+        x = x.to(dtypes.int64)
     return Mul.apply(x, x)
 
 
@@ -314,6 +324,8 @@ def sigmoid(x: Tensor) -> Tensor:
 
 
 def relu(x: Tensor) -> Tensor:
+    if x.dtype is dtypes.bool_:
+        raise RuntimeError("relu: Boolean inputs not supported for relu")
     if x.dtype.category < 2:
         return NoGradUnary.apply(x, "relu")
     return Relu.apply(x)
@@ -346,6 +358,8 @@ def erf(x: Tensor) -> Tensor:
 
 def _rounding(op: str):
     def fn(x: Tensor) -> Tensor:
+        if op != "sign":
+            _reject_bool(op, x)
         if x.dtype.category < 2 and op != "sign":
             return x.clone()
         return ZeroGradUnary.apply(x, op)

@@ -42,10 +42,17 @@ class Sub(Primitive):
         return grad, -grad if ctx.needs_input_grad[1] else None
 
 
+def _needs(ctx) -> tuple[bool, ...]:
+    """needs_input_grad, all False when nothing is recorded (so a forward can save only what backward reads)."""
+    return ctx.needs_input_grad or (False,) * 8
+
+
 class Mul(Primitive):
     @staticmethod
     def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
-        ctx.save_for_backward(a, b)
+        # Save an operand only when the other's gradient reads it: `y[0] = y[0] * 2` must not pin y's version.
+        needs = _needs(ctx)
+        ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
         return a.binary("mul", b)
 
     @staticmethod
@@ -57,7 +64,7 @@ class Mul(Primitive):
 class Div(Primitive):
     @staticmethod
     def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
-        ctx.save_for_backward(a, b)
+        ctx.save_for_backward(a if _needs(ctx)[1] else None, b)
         return a.binary("div", b)
 
     @staticmethod
@@ -112,10 +119,11 @@ class Pow(Primitive):
             if isinstance(b, (int, float)):
                 grad_a = grad * b * a ** (b - 1) if b != 0 else grad * 0
             else:
-                grad_a = grad * b * a ** (b - 1)
+                # A zero exponent has a zero derivative even at a zero base, where b * a^(b-1) would be NaN.
+                grad_a = where(b == 0, 0.0, grad * b * a ** (b - 1))
         if ctx.needs_input_grad[1]:
-            # d(a^b)/db = a^b * log(a), defined as 0 where a == 0 (torch's convention).
-            grad_b = where(a == 0, 0.0, grad * out * a.log())
+            # d(a^b)/db = a^b * log(a), defined as 0 where a == 0 and b >= 0 (torch's convention).
+            grad_b = where((a == 0).logical_and(b >= 0), 0.0, grad * out * a.log())
         return grad_a, grad_b
 
 
@@ -125,14 +133,22 @@ class RPow(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray, value: float) -> NDArray:
         out = x.rbinary("pow", value)
-        ctx.save_for_backward(out)
+        ctx.save_for_backward(x, out)
         ctx.value = value
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        (out,) = ctx.saved_tensors
-        return grad * out * math.log(ctx.value) if ctx.value > 0 else grad * 0, None
+        from genesis.functional import where
+
+        x, out = ctx.saved_tensors
+        value = ctx.value
+        if value > 0:
+            return grad * out * math.log(value), None
+        if value == 0:
+            # 0^x: zero derivative for x >= 0; for x < 0 the result is inf and torch gives -inf * grad.
+            return where(x >= 0, 0.0, grad * out * -math.inf), None
+        return grad * math.nan, None
 
 
 class Maximum(Primitive):
@@ -223,6 +239,8 @@ class Unary(Primitive):
     @classmethod
     def forward(cls, ctx, x: NDArray) -> NDArray:
         if not x.dtype.is_floating_point and cls.op not in _INT_SAFE:
+            if cls.op in _FLOAT_ONLY:
+                raise NotImplementedError(f"{cls.op}: not implemented for '{x.dtype.name}'")
             x = x.astype(dtypes.get_default_dtype())
         out = x.unary(cls.op)
         ctx.save_for_backward(out if cls.saves_output else x)
@@ -235,6 +253,8 @@ class Unary(Primitive):
 
 
 _INT_SAFE = frozenset(("neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc"))
+# Activations torch computes for floating inputs only (integer inputs raise rather than promote).
+_FLOAT_ONLY = frozenset(("gelu", "gelu_tanh", "silu", "softplus"))
 
 
 class Neg(Primitive):
