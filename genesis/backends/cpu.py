@@ -54,7 +54,7 @@ def arange(start: float, end: float, step: float, dtype: dtypes.dtype, device: o
 
 def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object) -> NDArray:
     if dtype is dtypes.bfloat16:
-        bits = np.ascontiguousarray(array).view(np.int16)
+        bits = np.ascontiguousarray(array).view(np.int16).reshape(array.shape)  # keeps 0-d arrays 0-d
         return wrap(torch.from_numpy(bits.copy()).view(torch.bfloat16))
     return wrap(torch.from_numpy(np.array(array, copy=True)))
 
