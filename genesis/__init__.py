@@ -7,7 +7,7 @@ Layers, each importing only the one below: Tensor (``genesis.tensor``) → Funct
 
 import builtins as _builtins
 
-from genesis import autograd, cuda
+from genesis import autograd, cuda, optim
 from genesis import dtypes as _dtypes
 from genesis import tensor_methods as _tensor_methods  # noqa: F401 - binds the Tensor methods
 from genesis.autograd import (
@@ -54,6 +54,7 @@ from genesis.random import (
     seed,
     set_rng_state,
 )
+from genesis.serialization import load, load_checkpoint, save, save_checkpoint
 from genesis.tensor import (
     Size,
     Tensor,

@@ -1,0 +1,204 @@
+"""genesis.save / genesis.load (safetensors), sharded indexes, corrupt files, and exact training resumption."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+import safetensors
+import safetensors.numpy
+import safetensors.torch
+import torch
+
+import genesis
+from genesis import optim
+from genesis.serialization import CheckpointError
+from tests.helpers import DEVICE, to_genesis, to_torch
+
+DTYPES = [genesis.float32, genesis.float64, genesis.float16, genesis.bfloat16, genesis.int8, genesis.uint8,
+          genesis.int16, genesis.int32, genesis.int64, genesis.bool]
+
+
+def _bits(t: genesis.Tensor) -> bytes:
+    return t.detach().cpu().numpy().tobytes(order="C")
+
+
+def _sample(dtype: genesis.dtype, shape: tuple[int, ...]) -> genesis.Tensor:
+    values = torch.randn(shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 50
+    if dtype is genesis.bool:
+        return to_genesis(values > 0)
+    if not dtype.is_floating_point:
+        values = values.round().clamp(0 if dtype is genesis.uint8 else -100, 100)
+    return to_genesis(values).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_round_trip_is_exact_for_every_dtype(tmp_path, dtype: genesis.dtype) -> None:
+    tensors = {"matrix": _sample(dtype, (5, 7)), "scalar": _sample(dtype, ()), "empty": _sample(dtype, (0, 3))}
+    if dtype.is_floating_point:
+        tensors["special"] = genesis.tensor([math.inf, -math.inf, math.nan, -0.0, 1e-30], dtype=dtype,
+                                            device=DEVICE)
+    path = tmp_path / "t.safetensors"
+    genesis.save(tensors, path)
+    loaded = genesis.load(path)
+    assert list(loaded) == list(tensors)
+    for key, t in tensors.items():
+        assert loaded[key].dtype is dtype and loaded[key].shape == t.shape
+        assert str(loaded[key].device) == str(t.device)
+        assert _bits(loaded[key]) == _bits(t), key
+
+
+def test_file_opens_with_the_safetensors_library(tmp_path) -> None:
+    state = {"layer.weight": _sample(genesis.float32, (3, 4)), "layer.bias": _sample(genesis.bfloat16, (4,))}
+    path = tmp_path / "model.safetensors"
+    genesis.save(state, path)
+    with safetensors.safe_open(str(path), framework="np") as f:
+        assert sorted(f.keys()) == ["layer.bias", "layer.weight"]
+    arrays = safetensors.numpy.load_file(str(path))
+    np.testing.assert_array_equal(arrays["layer.weight"], state["layer.weight"].numpy())
+    assert arrays["layer.bias"].dtype.name == "bfloat16"
+    loaded = safetensors.torch.load_file(str(path))
+    assert loaded["layer.bias"].dtype == torch.bfloat16
+    assert torch.equal(loaded["layer.bias"], to_torch(state["layer.bias"]))
+
+
+def test_plain_safetensors_file_loads_as_a_dict(tmp_path) -> None:
+    path = tmp_path / "plain.safetensors"
+    safetensors.numpy.save_file({"a": np.arange(6, dtype=np.int32).reshape(2, 3), "b": np.ones(2)}, str(path))
+    loaded = genesis.load(path)
+    assert loaded["a"].dtype is genesis.int32 and loaded["a"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert loaded["b"].dtype is genesis.float64
+
+
+def test_nested_structure_round_trip(tmp_path) -> None:
+    obj = {
+        "state": {0: {"step": 3, "buf": genesis.arange(4, device=DEVICE)}, 1: {}},
+        "groups": [{"lr": 0.1, "betas": (0.9, 0.999), "nesterov": False, "name": None}],
+        "values": [math.inf, -math.inf, 1e-300, "text", True, (1, (2, [3]))],
+        "dtype": genesis.bfloat16,
+        "__private": 1,
+        "device": genesis.device("cpu"),
+        (1, 2): "tuple key",
+    }
+    path = tmp_path / "nested.safetensors"
+    genesis.save(obj, path)
+    loaded = genesis.load(path)
+    assert loaded["state"][0]["step"] == 3 and loaded["state"][1] == {}
+    assert loaded["state"][0]["buf"].tolist() == [0, 1, 2, 3]
+    assert loaded["groups"] == obj["groups"]
+    assert loaded["values"] == obj["values"]
+    assert loaded["dtype"] is genesis.bfloat16 and loaded["__private"] == 1
+    assert loaded["device"] == genesis.device("cpu") and loaded[(1, 2)] == "tuple key"
+
+
+def test_single_tensor_views_and_requires_grad(tmp_path) -> None:
+    base = genesis.arange(12, dtype=genesis.float32, device=DEVICE).reshape(3, 4)
+    view = base.t()[1:]
+    path = tmp_path / "view.safetensors"
+    genesis.save(view, path)
+    loaded = genesis.load(path)
+    assert genesis.equal(loaded, view) and loaded.is_contiguous()
+    w = genesis.ones(2, requires_grad=True)
+    genesis.save({"w": w}, path)
+    assert genesis.load(path)["w"].requires_grad
+
+
+def test_shared_tensor_stored_once_and_stays_shared(tmp_path) -> None:
+    w = genesis.randn(4, 4)
+    path = tmp_path / "tied.safetensors"
+    genesis.save({"embed.weight": w, "lm_head.weight": w}, path)
+    assert len(safetensors.numpy.load_file(str(path))) == 1
+    loaded = genesis.load(path)
+    assert loaded["embed.weight"] is loaded["lm_head.weight"]
+
+
+def test_file_objects(tmp_path) -> None:
+    buffer = io.BytesIO()
+    genesis.save({"x": genesis.arange(3), "n": 7}, buffer)
+    buffer.seek(0)
+    loaded = genesis.load(buffer)
+    assert loaded["n"] == 7 and loaded["x"].tolist() == [0, 1, 2]
+
+
+def test_map_location(tmp_path) -> None:
+    path = tmp_path / "m.safetensors"
+    genesis.save({"x": genesis.ones(2, device=DEVICE)}, path)
+    assert genesis.load(path, map_location="cpu")["x"].device == genesis.device("cpu")
+    assert genesis.load(path, map_location={DEVICE: "cpu"})["x"].device == genesis.device("cpu")
+    if not genesis.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA is not available"):
+            genesis.load(path, map_location="cuda")
+
+
+def test_unsupported_object_raises_and_keeps_the_old_file(tmp_path) -> None:
+    path = tmp_path / "keep.safetensors"
+    genesis.save({"x": genesis.ones(2)}, path)
+    before = path.read_bytes()
+    with pytest.raises(TypeError, match="set at 'bad.1'"):
+        genesis.save({"x": genesis.zeros(2), "bad": [1, {3}]}, path)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["keep.safetensors"]
+
+
+def test_truncated_file_raises_naming_the_file(tmp_path) -> None:
+    path = tmp_path / "trunc.safetensors"
+    genesis.save({"x": genesis.randn(100), "step": 1}, path)
+    data = path.read_bytes()
+    for cut in (4, 20, len(data) - 10):
+        path.write_bytes(data[:cut])
+        with pytest.raises(CheckpointError, match="trunc.safetensors"):
+            genesis.load(path)
+
+
+def test_corrupt_bytes_fail_the_checksum(tmp_path) -> None:
+    path = tmp_path / "flip.safetensors"
+    genesis.save({"x": genesis.randn(100)}, path)
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="checksum mismatch in tensor 'x'"):
+        genesis.load(path)
+    path.write_bytes(b"\x00" * 64)
+    with pytest.raises(CheckpointError, match="flip.safetensors"):
+        genesis.load(path)
+    with pytest.raises(FileNotFoundError):
+        genesis.load(tmp_path / "missing.safetensors")
+
+
+def test_sharded_index_loads(tmp_path) -> None:
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.ones(4, dtype=np.float32)
+    c = np.full((2,), 7, dtype=np.int64)
+    safetensors.numpy.save_file({"model.a": a, "model.b": b}, str(tmp_path / "model-00001-of-00002.safetensors"))
+    safetensors.numpy.save_file({"lm_head.c": c}, str(tmp_path / "model-00002-of-00002.safetensors"))
+    index = {"metadata": {"total_size": 48}, "weight_map": {"model.a": "model-00001-of-00002.safetensors",
+                                                            "model.b": "model-00001-of-00002.safetensors",
+                                                            "lm_head.c": "model-00002-of-00002.safetensors"}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    loaded = genesis.load(tmp_path / "model.safetensors.index.json")
+    assert sorted(loaded) == ["lm_head.c", "model.a", "model.b"]
+    np.testing.assert_array_equal(loaded["model.a"].numpy(), a)
+    assert loaded["lm_head.c"].dtype is genesis.int64
+    index["weight_map"]["model.d"] = "model-00002-of-00002.safetensors"
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(CheckpointError, match="lacks tensors \\['model.d'\\]"):
+        genesis.load(tmp_path / "model.safetensors.index.json")
+
+
+def test_optimizer_state_survives_save_and_load(tmp_path) -> None:
+    w = genesis.randn(3, 3, dtype=genesis.float64, requires_grad=True)
+    opt = optim.Adam([{"params": [w], "lr": 0.01}], betas=(0.8, 0.9), amsgrad=True)
+    for _ in range(3):
+        opt.zero_grad()
+        (w**2).sum().backward()
+        opt.step()
+    path = tmp_path / "opt.safetensors"
+    genesis.save(opt.state_dict(), path)
+    loaded = genesis.load(path)
+    assert loaded["param_groups"][0]["betas"] == (0.8, 0.9)
+    assert set(loaded["state"][0]) == {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
+    assert _bits(loaded["state"][0]["exp_avg"]) == _bits(opt.state[w]["exp_avg"])
