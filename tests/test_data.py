@@ -1,0 +1,248 @@
+"""genesis.utils.data against torch.utils.data: datasets, samplers, collation, DataLoader (incl. workers)."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.data as tdata
+
+import genesis
+from genesis.utils import data as gdata
+from tests.helpers import DEVICE, assert_same, to_genesis
+
+
+def _tensor_datasets(n: int = 10) -> tuple[gdata.TensorDataset, tdata.TensorDataset]:
+    x = torch.arange(n * 3, dtype=torch.float32).reshape(n, 3)
+    y = torch.arange(n) % 3
+    return gdata.TensorDataset(to_genesis(x), to_genesis(y)), tdata.TensorDataset(x, y)
+
+
+def _same_batches(g_loader: gdata.DataLoader, t_loader: tdata.DataLoader) -> None:
+    g_batches, t_batches = list(g_loader), list(t_loader)
+    assert len(g_batches) == len(t_batches) == len(g_loader) == len(t_loader)
+    for g, t in zip(g_batches, t_batches):
+        assert_same(g, t)
+
+
+@pytest.mark.parametrize("batch_size, drop_last", [(1, False), (3, False), (3, True), (10, False), (4, True)])
+def test_sequential_batches_match_torch(batch_size: int, drop_last: bool) -> None:
+    g_ds, t_ds = _tensor_datasets()
+    _same_batches(gdata.DataLoader(g_ds, batch_size=batch_size, drop_last=drop_last),
+                  tdata.DataLoader(t_ds, batch_size=batch_size, drop_last=drop_last))
+
+
+def test_batch_size_none_yields_samples() -> None:
+    g_ds, t_ds = _tensor_datasets(4)
+    _same_batches(gdata.DataLoader(g_ds, batch_size=None), tdata.DataLoader(t_ds, batch_size=None))
+
+
+def test_sampler_and_batch_sampler_match_torch() -> None:
+    g_ds, t_ds = _tensor_datasets()
+    order = [9, 0, 4, 4, 7, 1]
+    _same_batches(gdata.DataLoader(g_ds, batch_size=4, sampler=order),
+                  tdata.DataLoader(t_ds, batch_size=4, sampler=order))
+    batches = [[1, 2], [9], [0, 5, 3]]
+    _same_batches(gdata.DataLoader(g_ds, batch_sampler=batches), tdata.DataLoader(t_ds, batch_sampler=batches))
+    sampler = gdata.BatchSampler(gdata.SequentialSampler(range(10)), 3, drop_last=False)
+    assert list(sampler) == list(tdata.BatchSampler(tdata.SequentialSampler(range(10)), 3, False))
+    assert len(sampler) == 4 and len(gdata.BatchSampler(range(10), 3, True)) == 3
+
+
+def test_shuffle_is_a_permutation_reproducible_with_a_generator() -> None:
+    g_ds, _ = _tensor_datasets(12)
+
+    def epoch_orders(seed: int) -> list[list[int]]:
+        loader = gdata.DataLoader(g_ds, batch_size=5, shuffle=True, generator=genesis.Generator().manual_seed(seed))
+        return [[int(v) for b in loader for v in (b[0][:, 0] / 3).tolist()] for _ in range(2)]
+
+    first, second = epoch_orders(1), epoch_orders(1)
+    assert first == second
+    assert sorted(first[0]) == list(range(12)) and first[0] != first[1]
+    assert epoch_orders(2) != first
+    genesis.manual_seed(5)
+    a = [b[1].tolist() for b in gdata.DataLoader(g_ds, batch_size=12, shuffle=True)]
+    genesis.manual_seed(5)
+    b = [b[1].tolist() for b in gdata.DataLoader(g_ds, batch_size=12, shuffle=True)]
+    assert a == b
+
+
+def test_random_sampler_with_replacement_and_num_samples() -> None:
+    gen = genesis.Generator().manual_seed(0)
+    draws = list(gdata.RandomSampler(range(5), replacement=True, num_samples=50, generator=gen))
+    assert len(draws) == 50 and set(draws) <= set(range(5)) and len(set(draws)) > 1
+    more = list(gdata.RandomSampler(range(4), num_samples=10, generator=gen))
+    assert len(more) == 10 and sorted(more[:4]) == [0, 1, 2, 3] and sorted(more[4:8]) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="num_samples"):
+        gdata.RandomSampler(range(4), num_samples=0)
+    subset = list(gdata.SubsetRandomSampler([3, 5, 7], generator=gen))
+    assert sorted(subset) == [3, 5, 7]
+
+
+Point = collections.namedtuple("Point", ["x", "label"])
+
+
+@pytest.mark.parametrize("batch", [
+    [1.5, 2.0, -3.25],
+    [1, 2, 3],
+    [True, False],
+    [np.arange(3, dtype=np.float32), np.ones(3, dtype=np.float32)],
+    [np.int64(3), np.int64(4)],
+    [{"a": 1, "b": np.zeros(2)}, {"a": 2, "b": np.ones(2)}],
+    [(1, 2.0), (3, 4.0)],
+    [[1, 2], [3, 4]],
+    [Point(np.float32(1.0), 0), Point(np.float32(2.0), 1)],
+    ["a", "b"],
+])
+def test_default_collate_matches_torch(batch: list) -> None:
+    got = gdata.default_collate(batch)
+    expected = tdata.default_collate(batch)
+    _compare_collated(got, expected)
+
+
+def _compare_collated(got: object, expected: object) -> None:
+    if isinstance(expected, torch.Tensor):
+        assert_same(got, expected)
+    elif isinstance(expected, dict):
+        assert got.keys() == expected.keys()
+        for key in expected:
+            _compare_collated(got[key], expected[key])
+    elif isinstance(expected, (list, tuple)):
+        assert type(got) is type(expected) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            _compare_collated(g, e)
+    else:
+        assert got == expected
+
+
+def test_default_collate_tensors_and_errors() -> None:
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    assert_same(gdata.default_collate([to_genesis(a), to_genesis(b)]), tdata.default_collate([a, b]))
+    with pytest.raises(RuntimeError, match="equal size"):
+        gdata.default_collate([[1, 2], [3]])
+    with pytest.raises(TypeError):
+        gdata.default_collate([object(), object()])
+
+
+def test_collate_fn_is_used() -> None:
+    g_ds, _ = _tensor_datasets(6)
+    loader = gdata.DataLoader(g_ds, batch_size=4, collate_fn=lambda samples: len(samples))
+    assert list(loader) == [4, 2]
+
+
+def test_subset_concat_random_split() -> None:
+    g_ds, t_ds = _tensor_datasets(10)
+    g_sub, t_sub = gdata.Subset(g_ds, [7, 2, 5]), tdata.Subset(t_ds, [7, 2, 5])
+    assert len(g_sub) == 3
+    assert_same(list(g_sub[1]), list(t_sub[1]))
+    g_cat = gdata.ConcatDataset([g_sub, g_ds])
+    t_cat = tdata.ConcatDataset([t_sub, t_ds])
+    assert len(g_cat) == len(t_cat) == 13 and g_cat.cumulative_sizes == t_cat.cumulative_sizes
+    for i in (0, 2, 3, 12, -1, -13):
+        assert_same(list(g_cat[i]), list(t_cat[i]))
+    with pytest.raises(ValueError):
+        g_cat[-14]
+    assert len(g_sub + g_ds) == 13
+    parts = gdata.random_split(g_ds, [0.5, 0.3, 0.2], generator=genesis.Generator().manual_seed(0))
+    torch_parts = tdata.random_split(t_ds, [0.5, 0.3, 0.2])
+    assert [len(p) for p in parts] == [len(p) for p in torch_parts]
+    assert sorted(i for p in parts for i in p.indices) == list(range(10))
+    odd = gdata.random_split(range(7), [0.5, 0.5])
+    assert [len(p) for p in odd] == [len(p) for p in tdata.random_split(range(7), [0.5, 0.5])]
+    with pytest.raises(ValueError, match="Sum of input lengths"):
+        gdata.random_split(g_ds, [3, 3])
+
+
+def test_tensor_dataset_size_mismatch() -> None:
+    with pytest.raises(ValueError, match="Size mismatch"):
+        gdata.TensorDataset(genesis.zeros(3, device=DEVICE), genesis.zeros(4, device=DEVICE))
+
+
+class _Squares(gdata.Dataset):
+    def __len__(self) -> int:
+        return 11
+
+    def __getitem__(self, i: int) -> dict:
+        if i == 99:
+            raise KeyError("bad index 99")
+        return {"x": np.full(2, i * i, dtype=np.float32), "i": i}
+
+
+def test_workers_produce_the_same_batches_in_order() -> None:
+    single = list(gdata.DataLoader(_Squares(), batch_size=3))
+    multi = list(gdata.DataLoader(_Squares(), batch_size=3, num_workers=2))
+    assert len(multi) == len(single) == 4
+    for a, b in zip(single, multi):
+        assert genesis.equal(a["x"], b["x"]) and genesis.equal(a["i"], b["i"])
+
+
+def test_worker_error_is_raised_in_the_main_process() -> None:
+    loader = gdata.DataLoader(_Squares(), batch_size=2, sampler=[0, 1, 99, 3], num_workers=2)
+    with pytest.raises(KeyError, match="bad index 99"):
+        list(loader)
+
+
+class _Stream(gdata.IterableDataset):
+    def __iter__(self):
+        info = gdata.get_worker_info()
+        start, step = (0, 1) if info is None else (info.id, info.num_workers)
+        return iter(range(start, 11, step))
+
+    def __len__(self) -> int:
+        return 11
+
+
+class _TorchStream(tdata.IterableDataset):
+    def __iter__(self):
+        info = tdata.get_worker_info()
+        start, step = (0, 1) if info is None else (info.id, info.num_workers)
+        return iter(range(start, 11, step))
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_iterable_dataset_matches_torch(num_workers: int) -> None:
+    got = [b.tolist() for b in gdata.DataLoader(_Stream(), batch_size=2, num_workers=num_workers)]
+    expected = [b.tolist() for b in tdata.DataLoader(_TorchStream(), batch_size=2, num_workers=num_workers)]
+    assert got == expected
+    assert len(gdata.DataLoader(_Stream(), batch_size=2)) == 6
+
+
+def test_worker_info_and_seeds() -> None:
+    assert gdata.get_worker_info() is None
+
+    class Info(gdata.Dataset):
+        def __len__(self) -> int:
+            return 4
+
+        def __getitem__(self, i: int) -> list:
+            info = gdata.get_worker_info()
+            return [info.id, info.num_workers, float(genesis.rand(()).item())]
+
+    loader = gdata.DataLoader(Info(), batch_size=1, num_workers=2, generator=genesis.Generator().manual_seed(3))
+    rows = [b for b in loader]
+    assert [int(r[0]) for r in rows] == [0, 1, 0, 1] and all(int(r[1]) == 2 for r in rows)
+    again = list(gdata.DataLoader(Info(), batch_size=1, num_workers=2, generator=genesis.Generator().manual_seed(3)))
+    assert [float(r[2]) for r in rows] == [float(r[2]) for r in again]
+    assert float(rows[0][2]) != float(rows[1][2])
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"shuffle": True, "sampler": [0, 1]},
+    {"batch_sampler": [[0]], "batch_size": 2},
+    {"batch_sampler": [[0]], "drop_last": True},
+    {"num_workers": -1},
+    {"batch_size": None, "drop_last": True},
+    {"prefetch_factor": 2},
+])
+def test_invalid_loader_arguments(kwargs: dict) -> None:
+    g_ds, t_ds = _tensor_datasets(4)
+    with pytest.raises(ValueError):
+        tdata.DataLoader(t_ds, **kwargs)
+    with pytest.raises(ValueError):
+        gdata.DataLoader(g_ds, **kwargs)
+    with pytest.raises(ValueError, match="shuffle"):
+        gdata.DataLoader(_Stream(), shuffle=True)
+    with pytest.raises(ValueError, match="batch_size"):
+        gdata.BatchSampler(range(3), 0, False)
