@@ -1,0 +1,166 @@
+"""genesis.nn.utils against torch.nn.utils: gradient clipping, vector conversion, activation checkpointing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import genesis
+from genesis.nn.utils import (
+    checkpoint,
+    clip_grad_norm_,
+    clip_grad_value_,
+    parameters_to_vector,
+    vector_to_parameters,
+)
+from tests.helpers import DEVICE, assert_same, rand, to_genesis
+
+
+def _params_with_grads(scale: float = 1.0) -> tuple[list, list]:
+    shapes = [(3, 4), (4,), (2, 2, 2)]
+    t_params, g_params = [], []
+    for i, shape in enumerate(shapes):
+        t = rand(*shape, seed=i)
+        g = to_genesis(t)
+        t.grad = rand(*shape, seed=10 + i, requires_grad=False) * scale
+        g.grad = to_genesis(t.grad)
+        t_params.append(t)
+        g_params.append(g)
+    return g_params, t_params
+
+
+@pytest.mark.parametrize("max_norm, norm_type", [(0.5, 2.0), (100.0, 2.0), (0.3, 1.0), (0.2, math.inf),
+                                                 (1.0, 3.0), (0.1, "inf")])
+def test_clip_grad_norm_matches_torch(max_norm: float, norm_type: float) -> None:
+    g_params, t_params = _params_with_grads()
+    g_total = clip_grad_norm_(g_params, max_norm, norm_type=norm_type)
+    t_total = torch.nn.utils.clip_grad_norm_(t_params, max_norm, norm_type=norm_type)
+    assert_same(g_total, t_total)
+    for g, t in zip(g_params, t_params):
+        assert_same(g.grad, t.grad)
+
+
+def test_clip_grad_norm_single_tensor_missing_grads_and_empty() -> None:
+    g_params, t_params = _params_with_grads()
+    g_params[1].grad = None
+    t_params[1].grad = None
+    assert_same(clip_grad_norm_(g_params, 0.1), torch.nn.utils.clip_grad_norm_(t_params, 0.1))
+    assert_same(clip_grad_norm_(g_params[0], 0.01), torch.nn.utils.clip_grad_norm_(t_params[0], 0.01))
+    assert_same(g_params[0].grad, t_params[0].grad)
+    assert float(clip_grad_norm_([], 1.0).item()) == 0.0
+
+
+def test_clip_grad_norm_nonfinite() -> None:
+    g_params, t_params = _params_with_grads()
+    g_params[0].grad[0, 0] = math.inf
+    t_params[0].grad[0, 0] = math.inf
+    before = g_params[1].grad.clone()
+    with pytest.raises(RuntimeError, match="non-finite"):
+        clip_grad_norm_(g_params, 1.0, error_if_nonfinite=True)
+    assert genesis.equal(g_params[1].grad, before)
+    assert_same(clip_grad_norm_(g_params, 1.0), torch.nn.utils.clip_grad_norm_(t_params, 1.0))
+    for g, t in zip(g_params, t_params):
+        assert_same(g.grad, t.grad)
+
+
+def test_clip_grad_value_matches_torch() -> None:
+    g_params, t_params = _params_with_grads(scale=3.0)
+    assert clip_grad_value_(g_params, 0.7) is None
+    torch.nn.utils.clip_grad_value_(t_params, 0.7)
+    for g, t in zip(g_params, t_params):
+        assert_same(g.grad, t.grad)
+
+
+def test_parameters_to_vector_and_back() -> None:
+    g_params, t_params = _params_with_grads()
+    g_vec = parameters_to_vector(g_params)
+    assert_same(g_vec, torch.nn.utils.parameters_to_vector(t_params))
+    new = rand(g_vec.numel(), seed=42, requires_grad=False)
+    vector_to_parameters(to_genesis(new), g_params)
+    torch.nn.utils.vector_to_parameters(new, t_params)
+    for g, t in zip(g_params, t_params):
+        assert_same(g, t)
+    with pytest.raises(TypeError, match="expected torch.Tensor"):
+        vector_to_parameters([1.0, 2.0], g_params)
+    with pytest.raises(RuntimeError, match="hold 24 elements"):
+        vector_to_parameters(genesis.zeros(5, device=DEVICE), g_params)
+
+
+def test_parameters_to_vector_is_differentiable() -> None:
+    g_params, t_params = _params_with_grads()
+    for p in g_params:
+        p.grad = None
+    for p in t_params:
+        p.grad = None
+    (parameters_to_vector(g_params) ** 2).sum().backward()
+    (torch.nn.utils.parameters_to_vector(t_params) ** 2).sum().backward()
+    for g, t in zip(g_params, t_params):
+        assert_same(g.grad, t.grad)
+
+
+def _block(lib: object, w: object, x: object, noise: bool = False) -> object:
+    h = (x @ w).tanh()
+    if noise:
+        h = h * (lib.rand(h.shape, dtype=h.dtype) > 0.5)
+    return (h @ w.T).sigmoid()
+
+
+def test_checkpoint_gives_the_same_gradients() -> None:
+    w_t = rand(4, 4, seed=1)
+    x_t = rand(3, 4, seed=2)
+    w1, x1 = to_genesis(w_t), to_genesis(x_t)
+    out1 = checkpoint.checkpoint(lambda a: _block(genesis, w1, a), x1)
+    (out1**2).sum().backward()
+    w2, x2 = to_genesis(w_t), to_genesis(x_t)
+    (_block(genesis, w2, x2) ** 2).sum().backward()
+    assert genesis.allclose(w1.grad, w2.grad, rtol=1e-12) and genesis.allclose(x1.grad, x2.grad, rtol=1e-12)
+    (_block(torch, w_t, x_t) ** 2).sum().backward()
+    assert_same(w1.grad, w_t.grad)
+    assert_same(x1.grad, x_t.grad)
+
+
+def test_checkpoint_without_input_grad_still_trains_parameters() -> None:
+    w = genesis.randn(4, 4, dtype=genesis.float64, requires_grad=True)
+    x = genesis.randn(3, 4, dtype=genesis.float64)
+    out = checkpoint.checkpoint(lambda a: _block(genesis, w, a), x)
+    assert out.requires_grad
+    out.sum().backward()
+    expected = w.grad.clone()
+    w.grad = None
+    _block(genesis, w, x).sum().backward()
+    assert genesis.allclose(w.grad, expected, rtol=1e-12)
+
+
+def test_checkpoint_replays_the_random_state() -> None:
+    w = genesis.randn(4, 4, dtype=genesis.float64, requires_grad=True)
+    x = genesis.randn(3, 4, dtype=genesis.float64)
+    genesis.manual_seed(7)
+    out = checkpoint.checkpoint(lambda a: _block(genesis, w, a, noise=True), x)
+    after_forward = genesis.rand(1).item()
+    out.sum().backward()
+    expected = w.grad.clone()
+    w.grad = None
+    genesis.manual_seed(7)
+    _block(genesis, w, x, noise=True).sum().backward()
+    assert genesis.allclose(w.grad, expected, rtol=1e-12)
+    genesis.manual_seed(7)
+    _block(genesis, w, x, noise=True)
+    assert genesis.rand(1).item() == after_forward
+
+
+def test_checkpoint_sequential() -> None:
+    w = [genesis.randn(4, 4, dtype=genesis.float64, requires_grad=True) for _ in range(4)]
+    fns = [lambda h, m=m: (h @ m).tanh() for m in w]
+    x = genesis.randn(2, 4, dtype=genesis.float64, requires_grad=True)
+    checkpoint.checkpoint_sequential(fns, 2, x).sum().backward()
+    grads = [m.grad.clone() for m in w] + [x.grad.clone()]
+    for t in (*w, x):
+        t.grad = None
+    h = x
+    for fn in fns:
+        h = fn(h)
+    h.sum().backward()
+    for a, b in zip(grads, [m.grad for m in w] + [x.grad]):
+        assert genesis.allclose(a, b, rtol=1e-12)
