@@ -145,3 +145,47 @@ def check_error(exc: type[BaseException], fn: Callable, *inputs: Any, match: str
     for x, b in zip(g_inputs, before):
         if b is not None:
             assert torch.equal(to_torch(x), b), "bad input changed an input tensor"
+
+
+def check_module(g_module: Any, t_module: torch.nn.Module, *inputs: Any, rtol: float | None = None,
+                 atol: float | None = None, grad_rtol: float | None = None, grad_atol: float | None = None,
+                 call: Callable | None = None) -> Any:
+    """A Genesis module with a torch module's weights (copied through state_dict) gives torch's results.
+
+    Compares parameter names, outputs, the gradient of every input and every parameter (after backpropagating
+    the same random output gradient), and the buffers afterwards (e.g. batch-norm running statistics).
+    ``call(module, *inputs)`` customizes how the module is invoked.
+    """
+    g_module.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t_module.state_dict().items()})
+    g_params = dict(g_module.named_parameters())
+    t_params = dict(t_module.named_parameters())
+    assert list(g_params) == list(t_params), f"parameter names {list(g_params)} != torch {list(t_params)}"
+    call = call or (lambda m, *xs: m(*xs))
+    g_inputs, t_inputs = _leaves(inputs)
+    g_out = call(g_module, *g_inputs)
+    t_out = call(t_module, *t_inputs)
+    assert_same(g_out, t_out, rtol, atol)
+    t_outs = t_out if isinstance(t_out, (tuple, list)) else (t_out,)
+    g_outs = g_out if isinstance(g_out, (tuple, list)) else (g_out,)
+    pairs = [(g, t) for g, t in zip(g_outs, t_outs) if isinstance(t, torch.Tensor) and t.requires_grad]
+    if pairs:
+        gen = torch.Generator().manual_seed(0)
+        t_total, g_total = 0, 0
+        for g, t in pairs:
+            w = torch.randn(t.shape, generator=gen, dtype=torch.float64).to(t.dtype)
+            t_total = t_total + (t * w).sum()
+            g_total = g_total + (g * to_genesis(w, requires_grad=False)).sum()
+        t_total.backward()
+        g_total.backward()
+        for k, (gx, tx) in enumerate(zip(g_inputs, t_inputs)):
+            if isinstance(tx, torch.Tensor) and tx.requires_grad:
+                assert_same(gx.grad, tx.grad, grad_rtol or rtol, grad_atol or atol, f"grad of input {k}")
+        for name, tp in t_params.items():
+            if tp.grad is None:
+                assert g_params[name].grad is None, f"grad of {name}: torch has none"
+            else:
+                assert g_params[name].grad is not None, f"grad of {name}: Genesis produced none"
+                assert_same(g_params[name].grad, tp.grad, grad_rtol or rtol, grad_atol or atol, f"grad of {name}")
+    for name, tb in t_module.named_buffers():
+        assert_same(dict(g_module.named_buffers())[name], tb, rtol, atol, f"buffer {name}")
+    return g_out

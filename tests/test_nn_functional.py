@@ -1,0 +1,202 @@
+"""nn.functional against torch.nn.functional: values, dtypes and every input gradient (float64 unless noted)."""
+
+import pytest
+import torch
+
+import genesis
+import genesis.nn.functional as F
+from tests.helpers import DEVICE, check, check_error, rand, to_genesis, to_torch
+
+
+def fn(name: str, *args: object, **kwargs: object):
+    """A check() function calling ``name`` from lib.nn.functional with extra arguments."""
+    return lambda lib, *xs: getattr(lib.nn.functional, name)(*xs, *args, **kwargs)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("relu", {}), ("relu6", {}), ("leaky_relu", {"negative_slope": 0.2}), ("elu", {"alpha": 0.7}), ("selu", {}),
+    ("celu", {"alpha": 1.3}), ("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("mish", {}),
+    ("sigmoid", {}), ("tanh", {}), ("hardtanh", {"min_val": -0.5, "max_val": 0.7}), ("hardsigmoid", {}),
+    ("hardswish", {}), ("softplus", {}), ("softplus", {"beta": 2.0, "threshold": 1.0}), ("softsign", {}),
+    ("logsigmoid", {}), ("tanhshrink", {}), ("threshold", {"threshold": 0.1, "value": -2.0}),
+])
+def test_activations(name, kwargs):
+    x = rand(4, 7, low=-3, high=3)
+    # torch's CPU celu and hardsigmoid backward round a coefficient (1/alpha, 1/6) to float32: ~3e-8 relative.
+    check(fn(name, **kwargs), x, grad_rtol=1e-7 if name in ("celu", "hardsigmoid") else None)
+
+
+@pytest.mark.parametrize("name", ["relu", "silu", "leaky_relu", "hardtanh", "elu", "mish"])
+def test_inplace_activations(name):
+    def f(lib, x):
+        y = x * 1.0
+        out = getattr(lib.nn.functional, name)(y, inplace=True)
+        assert out is y
+        return y
+    check(f, rand(3, 5, low=-2, high=2))
+
+
+def test_softmax_family_and_glu_prelu():
+    x = rand(3, 4, 5)
+    for dim in (0, 1, -1):
+        check(fn("softmax", dim=dim), x)
+        check(fn("log_softmax", dim=dim), x)
+        check(fn("softmin", dim=dim), x)
+    check(fn("softmax", dim=-1, dtype=torch.float32), rand(2, 3, dtype=torch.float32))
+    check(lambda lib, x: lib.nn.functional.softmax(x, dim=1, dtype=lib.float64), rand(2, 3, dtype=torch.float32))
+    check(fn("glu", dim=1), rand(3, 6))
+    check(lambda lib, x, w: lib.nn.functional.prelu(x, w), rand(2, 3, 4), rand(3))
+
+
+def test_linear_and_bilinear():
+    check(lambda lib, x, w, b: lib.nn.functional.linear(x, w, b), rand(5, 4), rand(3, 4), rand(3))
+    check(lambda lib, x, w: lib.nn.functional.linear(x, w), rand(2, 5, 4), rand(3, 4))
+    check(lambda lib, x, w, b: lib.nn.functional.linear(x, w, b), rand(4), rand(3, 4), rand(3))
+    check(lambda lib, a, b, w, c: lib.nn.functional.bilinear(a, b, w, c), rand(2, 3, 4), rand(2, 3, 5),
+          rand(6, 4, 5), rand(6))
+    check_error(RuntimeError, lambda lib, x, w: lib.nn.functional.linear(x, w), rand(5, 4), rand(3, 5))
+
+
+def test_out_arguments():
+    x, w = rand(3, 4, requires_grad=False), rand(5, 4, requires_grad=False)
+    gx, gw = to_genesis(x), to_genesis(w)
+    out = genesis.empty(3, 5, dtype=genesis.float64, device=DEVICE)
+    r = F.linear(gx, gw, out=out)
+    assert r is out
+    torch.testing.assert_close(to_torch(out), torch.nn.functional.linear(x, w))
+    out = genesis.empty(3, 4, dtype=genesis.float64, device=DEVICE)
+    assert F.silu(gx, out=out) is out
+    torch.testing.assert_close(to_torch(out), torch.nn.functional.silu(x))
+    assert F.rms_norm(gx, (4,), out=out) is out
+    torch.testing.assert_close(to_torch(out), torch.nn.functional.rms_norm(x, (4,)))
+    up = rand(3, 4, requires_grad=False, seed=3)
+    assert F.swiglu(gx, to_genesis(up), out=out) is out
+    torch.testing.assert_close(to_torch(out), torch.nn.functional.silu(x) * up)
+    with pytest.raises(RuntimeError, match="shape"):
+        F.silu(gx, out=genesis.empty(2, 2, dtype=genesis.float64, device=DEVICE))
+    with pytest.raises(RuntimeError, match="automatic differentiation"):
+        F.linear(gx.requires_grad_(), gw, out=genesis.empty(3, 5, dtype=genesis.float64, device=DEVICE))
+
+
+def test_layer_norm_and_rms_norm():
+    check(lambda lib, x, w, b: lib.nn.functional.layer_norm(x, (5,), w, b), rand(3, 4, 5), rand(5), rand(5))
+    check(lambda lib, x: lib.nn.functional.layer_norm(x, (4, 5), eps=1e-3), rand(3, 4, 5))
+    check(lambda lib, x, w: lib.nn.functional.rms_norm(x, (5,), w, 1e-6), rand(3, 4, 5), rand(5))
+    check(lambda lib, x: lib.nn.functional.rms_norm(x, [5]), rand(2, 5))
+    check(lambda lib, x, w: lib.nn.functional.rms_norm(x, [5], w), rand(2, 5, dtype=torch.float32),
+          rand(5, dtype=torch.float32))
+    check(lambda lib, x, w: lib.nn.functional.rms_norm(x, [5], w), rand(2, 5, dtype=torch.bfloat16),
+          rand(5, dtype=torch.bfloat16), backward=False)
+    check(lambda lib, x, w, b: lib.nn.functional.layer_norm(x, (5,), w, b), rand(3, 5, dtype=torch.bfloat16),
+          rand(5, dtype=torch.bfloat16), rand(5, dtype=torch.bfloat16), backward=False)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.layer_norm(x, (4,)), rand(3, 5))
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm"])
+def test_bfloat16_norm_gradients_match_float64_reference(name):
+    # torch's bf16 CPU backward rounds intermediates to bf16 (errors up to ~15% on small entries); Genesis
+    # accumulates in float32, so its gradient is compared with the float64 result rounded to bf16.
+    x, w = rand(3, 5, dtype=torch.bfloat16), rand(5, dtype=torch.bfloat16)
+    g_out = torch.randn(3, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64).to(torch.bfloat16)
+    xd, wd = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    (getattr(torch.nn.functional, name)(xd, (5,), wd) * g_out.double()).sum().backward()
+    gx, gw = to_genesis(x), to_genesis(w)
+    (getattr(F, name)(gx, (5,), gw) * to_genesis(g_out)).sum().backward()
+    for got, want in ((gx.grad, xd.grad), (gw.grad, wd.grad)):
+        assert got.dtype is genesis.bfloat16
+        torch.testing.assert_close(to_torch(got).double(), want, rtol=1e-2, atol=1e-2)
+
+
+def test_embedding_and_one_hot():
+    idx = torch.tensor([[0, 2, 1], [3, 2, 0]])
+    check(lambda lib, w, i: lib.nn.functional.embedding(i, w), rand(5, 3), idx)
+    check(lambda lib, w, i: lib.nn.functional.embedding(i, w, padding_idx=2), rand(5, 3), idx)
+    check(lambda lib, w, i: lib.nn.functional.embedding(i, w, scale_grad_by_freq=True), rand(5, 3), idx)
+    check(lambda lib, i: lib.nn.functional.one_hot(i, 5), idx)
+    check_error(IndexError, lambda lib, w, i: lib.nn.functional.embedding(i, w), rand(3, 3), idx)
+
+
+def test_embedding_max_norm_renormalizes_in_place():
+    w = rand(5, 3, requires_grad=False) * 4
+    idx = torch.tensor([0, 2, 2])
+    gw = to_genesis(w)
+    out = F.embedding(to_genesis(idx), gw, max_norm=1.0)
+    t_out = torch.nn.functional.embedding(idx, w, max_norm=1.0)
+    torch.testing.assert_close(to_torch(out), t_out, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(to_torch(gw), w, rtol=1e-6, atol=1e-6)
+
+
+def test_dropout_statistics_and_modes():
+    genesis.manual_seed(0)
+    x = genesis.ones(200, 100, device=DEVICE)
+    y = F.dropout(x, 0.3)
+    kept = float((y != 0).float().mean())
+    assert abs(kept - 0.7) < 0.02
+    assert float(y.max()) == pytest.approx(1 / 0.7)
+    assert F.dropout(x, 0.3, training=False) is x
+    assert float(F.dropout(x, 1.0).abs().sum()) == 0
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        F.dropout(x, 1.5)
+    z = F.dropout2d(genesis.ones(4, 50, 3, 3, device=DEVICE), 0.5)
+    per_channel = z.reshape(4, 50, 9)
+    assert bool(((per_channel == 0).all(-1) | (per_channel == 2).all(-1)).all())
+    genesis.manual_seed(1)
+    a = F.dropout(x, 0.5)
+    genesis.manual_seed(1)
+    b = F.dropout(x, 0.5)
+    assert bool((a == b).all())
+    xg = genesis.ones(10, 10, device=DEVICE, requires_grad=True)
+    out = F.dropout(xg, 0.5)
+    out.sum().backward()
+    assert bool(((xg.grad == 0) == (out == 0)).all())
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad(mode):
+    check(lambda lib, x: lib.nn.functional.pad(x, (1, 2, 2, 1), mode=mode), rand(2, 3, 4, 5))
+    check(lambda lib, x: lib.nn.functional.pad(x, (2, 1), mode=mode), rand(2, 3, 4))
+    if mode == "constant":
+        check(lambda lib, x: lib.nn.functional.pad(x, (1, -1, 0, 2), value=3.5), rand(3, 4))
+
+
+def test_normalize_cosine_pairwise():
+    check(fn("normalize"), rand(3, 4))
+    check(fn("normalize", p=1.0, dim=0), rand(3, 4))
+    check(lambda lib, a, b: lib.nn.functional.cosine_similarity(a, b), rand(3, 4), rand(3, 4, seed=1))
+    check(lambda lib, a, b: lib.nn.functional.pairwise_distance(a, b), rand(3, 4), rand(3, 4, seed=1))
+
+
+def test_unfold_fold():
+    check(lambda lib, x: lib.nn.functional.unfold(x, 3), rand(2, 3, 5, 6))
+    check(lambda lib, x: lib.nn.functional.unfold(x, (2, 3), dilation=(2, 1), padding=1, stride=(2, 1)),
+          rand(2, 2, 6, 7))
+    check(lambda lib, x: lib.nn.functional.fold(x, (5, 6), 3), rand(2, 27, 12))
+    check(lambda lib, x: lib.nn.functional.fold(x, (6, 7), (2, 3), dilation=(2, 1), padding=1, stride=(2, 1)),
+          rand(2, 12, 21))
+
+
+def test_scaled_dot_product_attention():
+    q, k, v = rand(2, 3, 5, 4), rand(2, 3, 6, 4, seed=1), rand(2, 3, 6, 4, seed=2)
+    sdpa = "scaled_dot_product_attention"
+    check(fn(sdpa), q, k, v)
+    check(fn(sdpa, scale=0.3), q, k, v)
+    check(fn(sdpa, is_causal=True), q, rand(2, 3, 5, 4, seed=1), rand(2, 3, 5, 4, seed=2))
+    bool_mask = torch.rand(5, 6, generator=torch.Generator().manual_seed(0)) > 0.3
+    bool_mask[:, 0] = True
+    check(lambda lib, q, k, v, m: lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m),
+          q, k, v, bool_mask)
+    check(lambda lib, q, k, v, m: lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m),
+          q, k, v, rand(2, 1, 5, 6, seed=4))
+    kv = rand(2, 1, 6, 4, seed=1), rand(2, 1, 6, 4, seed=2)
+    check(fn(sdpa, enable_gqa=True), rand(2, 4, 5, 4), *kv)
+    square_mask = bool_mask[:, :5]
+    check(lambda lib, q, k, v, m: lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m,
+                                                                                 is_causal=True),
+          q, k[..., :5, :], v[..., :5, :], square_mask)
+
+
+def test_scaled_dot_product_attention_dropout_is_used():
+    q = genesis.randn(1, 1, 8, 4, device=DEVICE)
+    a = F.scaled_dot_product_attention(q, q, q, dropout_p=0.0)
+    b = F.scaled_dot_product_attention(q, q, q, dropout_p=0.9)
+    assert not bool((a == b).all())

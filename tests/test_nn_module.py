@@ -1,0 +1,291 @@
+"""nn.Module semantics: registration, naming, state_dict round trips, modes, device/dtype moves, hooks, repr."""
+
+from collections import OrderedDict
+
+import pytest
+import torch
+
+import genesis
+import genesis.nn as nn
+from tests.helpers import DEVICE, to_genesis, to_torch
+
+
+class Block(nn.Module):
+    def __init__(self, lib: object) -> None:
+        super().__init__()
+        self.fc = lib.nn.Linear(3, 4)
+        self.norm = lib.nn.BatchNorm1d(4)
+        self.register_buffer("scale", lib.ones(4))
+        self.register_buffer("cache", lib.zeros(2), persistent=False)
+
+    def forward(self, x: object) -> object:
+        return self.norm(self.fc(x)) * self.scale
+
+
+class TorchBlock(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 4)
+        self.norm = torch.nn.BatchNorm1d(4)
+        self.register_buffer("scale", torch.ones(4))
+        self.register_buffer("cache", torch.zeros(2), persistent=False)
+
+    def _get_name(self) -> str:
+        return "Block"
+
+
+def make_pair() -> tuple[nn.Module, torch.nn.Module]:
+    g = nn.Sequential(OrderedDict(block=Block(genesis), act=nn.ReLU(), head=nn.ModuleList([nn.Linear(4, 2)])))
+    t = torch.nn.Sequential(OrderedDict(block=TorchBlock(), act=torch.nn.ReLU(),
+                                        head=torch.nn.ModuleList([torch.nn.Linear(4, 2)])))
+    return g.to(DEVICE), t
+
+
+def test_state_dict_names_match_torch():
+    g, t = make_pair()
+    assert list(g.state_dict()) == list(t.state_dict())
+    assert [n for n, _ in g.named_parameters()] == [n for n, _ in t.named_parameters()]
+    assert [n for n, _ in g.named_buffers()] == [n for n, _ in t.named_buffers()]
+    assert [n for n, _ in g.named_modules()] == [n for n, _ in t.named_modules()]
+    assert [n for n, _ in g.named_children()] == [n for n, _ in t.named_children()]
+    assert g.state_dict()["block.norm.num_batches_tracked"].dtype is genesis.int64
+
+
+def test_state_dict_round_trip_shares_and_copies():
+    g, t = make_pair()
+    result = g.load_state_dict({k: to_genesis(v) for k, v in t.state_dict().items()})
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    for k, v in t.state_dict().items():
+        assert torch.equal(to_torch(g.state_dict()[k]), v), k
+    sd = g.state_dict()
+    assert not sd["block.fc.weight"].requires_grad
+    sd["block.fc.weight"].fill_(3.0)  # state_dict shares memory with the module, as in torch
+    assert float(g.block.fc.weight.sum()) == 36.0
+    assert g.state_dict(keep_vars=True)["block.fc.weight"] is g.block.fc.weight
+
+
+def test_load_state_dict_strict_and_non_strict():
+    g, t = make_pair()
+    sd = {k: to_genesis(v) for k, v in t.state_dict().items()}
+    del sd["head.0.bias"]
+    sd["extra.weight"] = genesis.zeros(1)
+    before = {k: to_torch(v).clone() for k, v in g.state_dict().items()}
+    with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: "head.0.bias"') as info:
+        g.load_state_dict(sd)
+    assert 'Unexpected key(s) in state_dict: "extra.weight"' in str(info.value)
+    for k, v in g.state_dict().items():
+        assert torch.equal(to_torch(v), before[k]), f"strict failure changed {k}"
+    result = g.load_state_dict(sd, strict=False)
+    assert result.missing_keys == ["head.0.bias"]
+    assert result.unexpected_keys == ["extra.weight"]
+    assert torch.equal(to_torch(g.block.fc.weight), t.block.fc.weight.detach())
+
+
+def test_load_state_dict_shape_mismatch_names_key_and_shapes_and_changes_nothing():
+    g, t = make_pair()
+    sd = {k: to_genesis(v) for k, v in t.state_dict().items()}
+    sd["head.0.weight"] = genesis.zeros(3, 4)
+    before = {k: to_torch(v).clone() for k, v in g.state_dict().items()}
+    for strict in (True, False):
+        with pytest.raises(RuntimeError, match=r"size mismatch for head\.0\.weight: copying a param with shape "
+                                               r".*\[3, 4\].* the shape in current model is .*\[2, 4\]"):
+            g.load_state_dict(sd, strict=strict)
+        for k, v in g.state_dict().items():
+            assert torch.equal(to_torch(v), before[k]), f"failed load changed {k}"
+
+
+def test_load_state_dict_assign_and_old_batchnorm_checkpoint():
+    bn = nn.BatchNorm1d(3)
+    sd = {"weight": genesis.full((3,), 2.0), "bias": genesis.zeros(3), "running_mean": genesis.ones(3),
+          "running_var": genesis.ones(3)}
+    # A checkpoint without num_batches_tracked loads (as an older torch checkpoint does).
+    assert bn.load_state_dict(sd).missing_keys == []
+    lin = nn.Linear(2, 2)
+    w = genesis.ones(2, 2)
+    lin.load_state_dict({"weight": w, "bias": genesis.zeros(2)}, assign=True)
+    assert isinstance(lin.weight, nn.Parameter) and lin.weight.requires_grad
+    assert lin.weight.data_ptr() == w.data_ptr()
+
+
+def test_registration_semantics():
+    m = nn.Module()
+    m.w = nn.Parameter(genesis.ones(2))
+    assert list(m._parameters) == ["w"]
+    m.sub = nn.Linear(2, 2)
+    m.register_buffer("b", genesis.zeros(1))
+    assert set(dict(m.named_parameters())) == {"w", "sub.weight", "sub.bias"}
+    with pytest.raises(TypeError):
+        m.w = genesis.ones(2)  # a plain tensor cannot replace a parameter
+    m.w = None
+    assert "w" in m._parameters and m._parameters["w"] is None
+    assert "w" not in m.state_dict()
+    m.b = genesis.ones(1)  # assigning a tensor to a buffer name updates the buffer
+    assert float(m.b.item()) == 1.0 and "b" in m._buffers
+    with pytest.raises(KeyError):
+        m.register_buffer("a.b", genesis.zeros(1))
+    with pytest.raises(KeyError):
+        m.register_parameter("sub", nn.Parameter(genesis.ones(1)))
+    with pytest.raises(AttributeError):
+        _ = m.missing
+    del m.sub
+    assert "sub" not in m._modules
+    m.add_module("child", nn.ReLU())
+    assert m.get_submodule("child") is m.child
+    m.w = nn.Parameter(genesis.ones(2))
+    assert m.get_parameter("w") is m.w
+    with pytest.raises(AttributeError):
+        m.get_parameter("child.nothing")
+
+
+def test_shared_parameters_listed_once_and_tied_weights():
+    emb = nn.Embedding(5, 3)
+    head = nn.Linear(3, 5, bias=False)
+    head.weight = emb.weight
+    model = nn.ModuleDict({"emb": emb, "head": head})
+    assert len(list(model.parameters())) == 1
+    assert [n for n, _ in model.named_parameters(remove_duplicate=False)] == ["emb.weight", "head.weight"]
+    assert list(model.state_dict()) == ["emb.weight", "head.weight"]
+    x = genesis.tensor([[0, 1, 4]], device=DEVICE)
+    model.to(DEVICE)
+    out = head(emb(x)).sum()
+    out.backward()
+    assert emb.weight.grad is head.weight.grad
+    shared = nn.Sequential(head, head)
+    assert len(list(shared.modules())) == 2 and len(list(shared.parameters())) == 1
+
+
+def test_train_eval_zero_grad_requires_grad_apply():
+    g, _ = make_pair()
+    g.eval()
+    assert all(not m.training for m in g.modules())
+    g.train()
+    assert all(m.training for m in g.modules())
+    with pytest.raises(ValueError):
+        g.train("yes")
+    out = g.head[0](g.act(g.block(genesis.randn(5, 3, device=DEVICE)))).sum()
+    out.backward()
+    assert all(p.grad is not None for p in g.parameters())
+    g.zero_grad(set_to_none=False)
+    assert all(p.grad is not None and float(p.grad.abs().sum()) == 0 for p in g.parameters())
+    g.zero_grad()
+    assert all(p.grad is None for p in g.parameters())
+    g.requires_grad_(False)
+    assert not any(p.requires_grad for p in g.parameters())
+    seen = []
+    g.apply(lambda m: seen.append(type(m).__name__))
+    assert seen[-1] == "Sequential" and seen[0] == "Linear"
+
+
+def test_to_dtype_keeps_parameter_identity_and_integer_buffers():
+    g, _ = make_pair()
+    weight = g.block.fc.weight
+    g.double()
+    assert g.block.fc.weight is weight and weight.dtype is genesis.float64
+    assert isinstance(weight, nn.Parameter) and weight.requires_grad
+    assert g.block.norm.num_batches_tracked.dtype is genesis.int64
+    assert g.block.norm.running_mean.dtype is genesis.float64
+    g.half()
+    assert weight.dtype is genesis.float16
+    g.bfloat16()
+    assert weight.dtype is genesis.bfloat16
+    g.float()
+    assert weight.dtype is genesis.float32
+    g.to(genesis.float64)
+    assert weight.dtype is genesis.float64
+    g.to(DEVICE, genesis.float32)
+    assert weight.dtype is genesis.float32 and weight.device.type == DEVICE.split(":")[0]
+    with pytest.raises(TypeError):
+        g.to(genesis.int32)
+    g.cpu()
+    assert weight.device.type == "cpu"
+
+
+def test_forward_hooks():
+    lin = nn.Linear(2, 2)
+    calls = []
+    h1 = lin.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+    h2 = lin.register_forward_hook(lambda m, args, out: calls.append(out.shape) or out + 1)
+    out = lin(genesis.ones(1, 2))
+    assert calls == [genesis.Size([1, 2])]
+    assert torch.allclose(to_torch(out), to_torch(lin.bias.detach() + 1).unsqueeze(0))
+    h1.remove()
+    h2.remove()
+    out = lin(genesis.ones(1, 2))
+    assert len(calls) == 1
+    h3 = lin.register_forward_pre_hook(lambda m, args, kwargs: ((args[0] * 2,), kwargs), with_kwargs=True)
+    out2 = lin(genesis.ones(1, 2))
+    h3.remove()
+    assert torch.allclose(to_torch(out2), to_torch(lin(genesis.full((1, 2), 2.0))))
+
+
+def test_repr_matches_torch():
+    g, t = make_pair()
+    assert repr(g).replace("genesis", "torch") == repr(t)
+    layers = [(nn.LayerNorm(8), torch.nn.LayerNorm(8)), (nn.Embedding(10, 4, padding_idx=0),
+                                                          torch.nn.Embedding(10, 4, padding_idx=0)),
+              (nn.Dropout(0.2), torch.nn.Dropout(0.2)), (nn.GELU("tanh"), torch.nn.GELU("tanh")),
+              (nn.Flatten(), torch.nn.Flatten())]
+    for gm, tm in layers:
+        assert repr(gm) == repr(tm)
+
+
+def test_parameter_basics():
+    p = nn.Parameter(genesis.ones(2, 3))
+    assert p.requires_grad and isinstance(p, genesis.Tensor)
+    assert repr(p).startswith("Parameter containing:")
+    y = p * 2
+    assert type(y) is genesis.Tensor
+    q = nn.Parameter(genesis.ones(2), requires_grad=False)
+    assert not q.requires_grad
+    import copy
+
+    c = copy.deepcopy(nn.Linear(2, 3))
+    assert isinstance(c.weight, nn.Parameter)
+    with pytest.raises(RuntimeError):
+        nn.Parameter(genesis.ones(2, dtype=genesis.int64))
+
+
+def test_containers():
+    seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    assert len(seq) == 3 and isinstance(seq[1], nn.ReLU) and isinstance(seq[-1], nn.Linear)
+    sub = seq[1:]
+    assert isinstance(sub, nn.Sequential) and len(sub) == 2 and sub[1] is seq[2]
+    assert list(sub.state_dict()) == list(torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(),
+                                                              torch.nn.Linear(3, 1))[1:].state_dict())
+    with pytest.raises(IndexError):
+        seq[5]
+    seq.append(nn.Sigmoid())
+    assert len(seq) == 4
+    ml = nn.ModuleList([nn.Linear(1, 1) for _ in range(3)])
+    ml.append(nn.ReLU())
+    ml.extend([nn.Tanh()])
+    assert len(ml) == 5 and list(ml.state_dict())[:2] == ["0.weight", "0.bias"]
+    del ml[0]
+    assert list(ml.state_dict())[0] == "0.weight" and len(ml) == 4
+    md = nn.ModuleDict({"b": nn.ReLU(), "a": nn.Linear(1, 1)})
+    assert list(md.keys()) == ["b", "a"] and "a" in md
+    pl = nn.ParameterList([genesis.ones(2), nn.Parameter(genesis.zeros(3))])
+    assert isinstance(pl[0], nn.Parameter) and [n for n, _ in pl.named_parameters()] == ["0", "1"]
+    pd = nn.ParameterDict({"x": genesis.ones(1)})
+    pd["y"] = nn.Parameter(genesis.zeros(1))
+    assert list(pd.state_dict()) == ["x", "y"] and isinstance(pd["x"], nn.Parameter)
+    tpl = torch.nn.ParameterList([torch.nn.Parameter(torch.ones(2))])
+    assert repr(nn.ParameterList([genesis.ones(2)])).replace("genesis.", "torch.") == repr(tpl)
+    ident = nn.Identity(54, unused="x")
+    x = genesis.ones(2)
+    assert ident(x) is x
+
+
+def test_missing_forward_and_init_order():
+    class NoForward(nn.Module):
+        pass
+
+    with pytest.raises(NotImplementedError):
+        NoForward()(genesis.ones(1))
+
+    class Early(nn.Module):
+        def __init__(self) -> None:
+            self.w = nn.Parameter(genesis.ones(1))
+
+    with pytest.raises(AttributeError):
+        Early()
