@@ -41,11 +41,14 @@ def normalize_dims(op: str, dim: int | Sequence[int] | None, ndim: int) -> tuple
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, int):
-        return (normalize_dim(op, dim, ndim),) if ndim else ()
+        d = normalize_dim(op, dim, ndim)
+        return (d,) if ndim else ()
     dims = tuple(normalize_dim(op, d, ndim) for d in dim)
+    if not ndim:
+        return ()
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"{op}: dim {tuple(dim)} appears multiple times in the list of dims")
-    return tuple(sorted(dims)) if ndim else ()
+    return tuple(sorted(dims))
 
 
 def broadcast_shapes(op: str, *shapes: Shape) -> Shape:

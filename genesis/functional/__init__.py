@@ -11,7 +11,7 @@ import builtins
 import math
 from typing import Any, Callable, Sequence
 
-from genesis import dtypes
+from genesis import amp, dtypes
 from genesis.functional.elementwise import (
     Abs,
     Add,
@@ -262,6 +262,7 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
 # ------------------------------------------------------------------ math
 
 def exp(x: Tensor) -> Tensor:
+    (x,) = amp.autocast_args("exp", x)
     return Exp.apply(x)
 
 
@@ -274,6 +275,7 @@ def expm1(x: Tensor) -> Tensor:
 
 
 def log(x: Tensor) -> Tensor:
+    (x,) = amp.autocast_args("log", x)
     return Log.apply(x)
 
 
@@ -572,8 +574,16 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 
 # ------------------------------------------------------------------ reductions
 
+def _reduce_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
+    """Normalized reduction dims; like torch, an empty list of dims means every dim."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        dim = None
+    return normalize_dims(op, dim, ndim)
+
+
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
-    dims = normalize_dims("sum", dim, input.ndim)
+    (input,) = amp.autocast_args("sum", input)
+    dims = _reduce_dims("sum", dim, input.ndim)
     return Sum.apply(input, dims, keepdim, dtypes.to_dtype(dtype) if dtype is not None else None)
 
 
@@ -585,13 +595,14 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = Non
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
             f"Got: {input.dtype.name}"
         )
-    dims = normalize_dims("mean", dim, input.ndim)
+    dims = _reduce_dims("mean", dim, input.ndim)
     count = math.prod(input.shape[d] for d in dims)
     total = Sum.apply(input, dims, keepdim, None)
     return total / count if count else total * math.nan
 
 
 def prod(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    (input,) = amp.autocast_args("prod", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     dims = normalize_dims("prod", dim, input.ndim)
@@ -643,14 +654,14 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     if input.numel() == 0 and dim is None:
-        raise RuntimeError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
+        raise IndexError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
     d = None if dim is None else normalize_dim("argmax", dim, input.ndim)
     return ArgReduce.apply(input, d, keepdim, "argmax")
 
 
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     if input.numel() == 0 and dim is None:
-        raise RuntimeError("argmin(): Expected reduction dim to be specified for input.numel() == 0.")
+        raise IndexError("argmin(): Expected reduction dim to be specified for input.numel() == 0.")
     d = None if dim is None else normalize_dim("argmin", dim, input.ndim)
     return ArgReduce.apply(input, d, keepdim, "argmin")
 
@@ -660,16 +671,24 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     """Variance with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
     if correction is None:
         correction = 0 if unbiased is False else 1
-    dims = normalize_dims("var", dim, input.ndim)
+    dims = _reduce_dims("var", dim, input.ndim)
     n = math.prod(input.shape[d] for d in dims)
     centered = input - mean(input, dims, keepdim=True)
     total = Sum.apply(centered * centered, dims, keepdim, None)
-    return total / (n - correction) if n - correction > 0 else total * math.nan
+    # torch divides by max(0, n - correction): too few samples give inf (or nan for an all-zero sum).
+    return total / builtins.max(0, n - correction)
 
 
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: float | None = None) -> Tensor:
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    return _root(var(input, dim, unbiased, keepdim, correction=correction), 2)
+
+
+def _root(x: Tensor, p: float) -> Tensor:
+    """``x ** (1 / p)`` with a zero gradient where ``x == 0`` (torch's convention for std and norms at zero)."""
+    zero = x == 0
+    safe = where(zero, 1.0, x)
+    return where(zero, 0.0, sqrt(safe) if p == 2 else safe ** (1.0 / p))
 
 
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
@@ -679,11 +698,12 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepd
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (all elements by default): 2 / "fro", 1, inf, -inf, 0 or any real p."""
+    (input,) = amp.autocast_args("norm", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
-    dims = normalize_dims("norm", dim, input.ndim)
+    dims = _reduce_dims("norm", dim, input.ndim)
     if p in ("fro", 2, 2.0):
-        return sqrt(sum(input * input, dims, keepdim))
+        return _root(sum(input * input, dims, keepdim), 2)
     if p == 1:
         return sum(input.abs(), dims, keepdim)
     if p == math.inf:
@@ -694,7 +714,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
         return sum((input != 0).to(input.dtype), dims, keepdim)
     if isinstance(p, str):
         raise ValueError(f"norm: unsupported norm type {p!r}")
-    return sum(input.abs() ** p, dims, keepdim) ** (1.0 / p)
+    return _root(sum(input.abs() ** p, dims, keepdim), p)
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
@@ -702,6 +722,9 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     dims = normalize_dims("logsumexp", dim, input.ndim)
     if not input.dtype.is_floating_point:
         input = input.to(dtypes.get_default_dtype())
+    if input.numel() == 0:
+        # An empty sum is 0 and its log -inf; there is no maximum to subtract.
+        return log(sum(exp(input), dims, keepdim))
     m = amax(input, dims, keepdim=True).detach()
     m = where(isinf(m), 0.0, m)
     out = log(sum(exp(input - m), dims, keepdim=True)) + m
@@ -709,6 +732,7 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
 
 
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    (input,) = amp.autocast_args("softmax", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     if not input.dtype.is_floating_point:
@@ -717,6 +741,7 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    (input,) = amp.autocast_args("log_softmax", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     if not input.dtype.is_floating_point:
@@ -725,6 +750,7 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 
 def cumsum(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    (input,) = amp.autocast_args("cumsum", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     return Cumsum.apply(input, normalize_dim("cumsum", dim, input.ndim))
@@ -1567,6 +1593,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     _check_tensor("matmul", other)
+    input, other = amp.autocast_args("matmul", input, other)
     return Matmul.apply(input, other)
 
 
@@ -1613,11 +1640,13 @@ ger = outer
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta: float = 1, alpha: float = 1) -> Tensor:
+    input, mat1, mat2 = amp.autocast_args("addmm", input, mat1, mat2)
     prod_ = mm(mat1, mat2)
     return input * beta + prod_ * alpha if (alpha, beta) != (1, 1) else input + prod_
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta: float = 1, alpha: float = 1) -> Tensor:
+    input, batch1, batch2 = amp.autocast_args("baddbmm", input, batch1, batch2)
     prod_ = bmm(batch1, batch2)
     return input * beta + prod_ * alpha if (alpha, beta) != (1, 1) else input + prod_
 
