@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from genesis import dtypes
+from genesis import amp, dtypes
 from genesis import functional as T
 from genesis.nn.functional.basic import dropout, linear
 from genesis.tensor import Tensor, arange, zeros
@@ -31,6 +31,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         enable_gqa: keys/values may have fewer heads (dim -3) than queries; each is shared by
             ``Hq / Hkv`` consecutive query heads.
     """
+    query, key, value = amp.autocast_args("scaled_dot_product_attention", query, key, value)
     if query.shape[-1] != key.shape[-1]:
         raise RuntimeError(f"scaled_dot_product_attention: query and key must have the same embedding size, got "
                            f"{query.shape[-1]} and {key.shape[-1]}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from genesis import amp, random
 from genesis import functional as T
-from genesis import random
 from genesis.nn.functional._out import write_out
 from genesis.tensor import Tensor, arange, full, ones_like, tensor, zeros, zeros_like
 
@@ -15,6 +15,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Te
 
     ``out=`` writes the result into a preallocated tensor (inference only, no autograd).
     """
+    input, weight, bias = amp.autocast_args("linear", input, weight, bias)
     if input.shape[-1] != weight.shape[-1]:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, input.shape))} "
                            f"and {weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from genesis import amp
 from genesis import functional as T
 from genesis.tensor import Tensor
 
@@ -68,6 +69,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 
     ``mean`` divides by the summed weights of the non-ignored targets (NaN when every target is ignored).
     """
+    input, target, weight = amp.autocast_args("nll_loss", input, target, weight)
     reduction = _reduction("nll_loss", size_average, reduce, reduction)
     _check_class_target("nll_loss", input, target)
     loss, valid, safe = _pick_classes(input, target, ignore_index)
@@ -117,6 +119,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         weight: a per-class rescaling of shape (C,).
         label_smoothing: mixes the target with the uniform distribution: ``(1 - e) * target + e / C``.
     """
+    input, target, weight = amp.autocast_args("cross_entropy", input, target, weight)
     reduction = _reduction("cross_entropy", size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -157,6 +160,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
     """``-(t log p + (1 - t) log(1 - p))`` for probabilities ``input``; logs are clamped at -100 as in torch."""
+    input, target, weight = amp.autocast_args("binary_cross_entropy", input, target, weight)
     reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
     _check_same_size("binary_cross_entropy", input, target)
     if input.numel() and (float(input.detach().min().item()) < 0 or float(input.detach().max().item()) > 1):
@@ -173,6 +177,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                      size_average: bool | None = None, reduce: bool | None = None,
                                      reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """Sigmoid plus binary cross-entropy in one stable formula; ``pos_weight`` scales the positive term."""
+    input, target, weight, pos_weight = amp.autocast_args("binary_cross_entropy_with_logits", input, target, weight,
+                                                          pos_weight)
     reduction = _reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
     _check_same_size("binary_cross_entropy_with_logits", input, target)
     # log(sigmoid(x)) = -softplus(-x), log(1 - sigmoid(x)) = -softplus(x)
@@ -190,6 +196,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """``target * (log target - input)`` with ``input`` in log space (``batchmean`` divides by the batch size)."""
+    input, target = amp.autocast_args("kl_div", input, target)
     if reduction == "batchmean":
         red = "sum"
     else:
@@ -224,6 +231,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """``(input - target)^2`` (inputs broadcast, as torch does with a warning)."""
+    input, target = amp.autocast_args("mse_loss", input, target)
     reduction = _reduction("mse_loss", size_average, reduce, reduction)
     diff = input - target
     loss = diff * diff
@@ -235,6 +243,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, re
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """``|input - target|``."""
+    input, target = amp.autocast_args("l1_loss", input, target)
     reduction = _reduction("l1_loss", size_average, reduce, reduction)
     loss = T.abs(input - target)
     if weight is not None:
@@ -245,6 +254,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, red
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, ``|d| - 0.5 beta`` elsewhere (``beta=0`` is L1)."""
+    input, target = amp.autocast_args("smooth_l1_loss", input, target)
     reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -258,6 +268,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - 0.5 delta)`` elsewhere."""
+    input, target = amp.autocast_args("huber_loss", input, target)
     reduction = _reduction("huber_loss", None, None, reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")

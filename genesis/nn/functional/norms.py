@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from genesis import dtypes
+from genesis import amp, dtypes
 from genesis import functional as T
 from genesis.autograd import no_grad
 from genesis.nn.functional._out import write_out
@@ -30,6 +30,7 @@ def _norm_dims(op: str, input: Tensor, normalized_shape: int | Sequence[int]) ->
 def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing ``normalized_shape`` dims."""
+    input, weight, bias = amp.autocast_args("layer_norm", input, weight, bias)
     dims = _norm_dims("layer_norm", input, normalized_shape)
     x = _upcast(input)
     mean = x.mean(dims, keepdim=True)
@@ -52,6 +53,7 @@ def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tenso
     HF Qwen casts before the weight).
     ``out=`` writes into a preallocated tensor (inference only).
     """
+    input, weight = amp.autocast_args("rms_norm", input, weight)
     dims = _norm_dims("rms_norm", input, normalized_shape)
     if eps is None:
         eps = _EPS[input.dtype]
@@ -144,6 +146,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
     """Normalize groups of ``C / num_groups`` channels over the channels and spatial dims (Wu & He, 2018)."""
+    input, weight, bias = amp.autocast_args("group_norm", input, weight, bias)
     if input.ndim < 2:
         raise RuntimeError(f"group_norm: expected at least 2 dimensions for input tensor but received {input.ndim}")
     n, c = input.shape[0], input.shape[1]
