@@ -13,6 +13,7 @@ tensors unless ``retain_graph``.
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import weakref
 from typing import Any, Callable, Sequence
@@ -370,6 +371,7 @@ class Function:
         if cls.is_view:
             outputs._version = args[0]._version
             outputs._base = args[0] if args[0]._base is None else args[0]._base
+            outputs._view_version = outputs._version[0]
         return outputs
 
 
@@ -392,9 +394,96 @@ class Overwrite(Function):
         return Tensor._wrap(NDArray.full(grad.shape, 0, grad.dtype, grad.device)), None
 
 
+# ------------------------------------------------------------------------ in-place changes through views
+
+def view_positions(view: NDArray, base: NDArray) -> NDArray:
+    """Flat indices, in ``base``'s logical order, of every element of ``view`` (both over the same buffer)."""
+    from genesis import dtypes
+
+    def last(nd: NDArray) -> int:
+        return nd.offset + sum((n - 1) * abs(st) for n, st in zip(nd.shape, nd.strides))
+
+    extent = max(last(view), last(base)) + 1
+    backend = base.backend
+    buffer_positions = backend.arange(0, extent, 1, dtypes.int64, base.device)
+    base_positions = backend.contiguous(buffer_positions.as_strided(base.shape, base.strides, base.offset))
+    logical = NDArray.full((extent,), 0, dtypes.int64, base.device)
+    order = backend.arange(0, base.size, 1, dtypes.int64, base.device)
+    backend.index_put_(logical, (base_positions.reshape((base.size,)),), order, False)
+    return backend.contiguous(logical.as_strided(view.shape, view.strides, view.offset))
+
+
+class CopySlices(Function):
+    """New history of a base tensor after an in-place op wrote ``value`` into one of its views.
+
+    The memory already holds the new values; backward sends the view's part of the gradient to ``value`` and the
+    rest to the base's previous history.
+    """
+
+    takes_ndarrays = True
+
+    @staticmethod
+    def forward(ctx: Any, base: NDArray, value: NDArray, positions: NDArray) -> NDArray:
+        ctx.positions = positions
+        return base
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> tuple:
+        from genesis.functional import index_put, index_tensor
+
+        flat = grad.reshape(-1)
+        grad_value = index_tensor(flat, (ctx.positions,)) if ctx.needs_input_grad[1] else None
+        grad_base = index_put(flat, (ctx.positions,), 0.0).reshape(grad.shape) if ctx.needs_input_grad[0] else None
+        return grad_base, grad_value, None
+
+
+class ViewOfBase(Function):
+    """History of a view whose base changed in place after the view was made: the view reads the base anew."""
+
+    takes_ndarrays = True
+
+    @staticmethod
+    def forward(ctx: Any, base: NDArray, view: NDArray, positions: NDArray) -> NDArray:
+        ctx.positions = positions
+        return view
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> tuple:
+        from genesis.functional import index_put
+
+        base_shape = ctx._input_meta[0][0]
+        zeros = Tensor._wrap(NDArray.full((math.prod(base_shape),), 0, grad.dtype, grad.device))
+        scattered = index_put(zeros, (ctx.positions,), grad, accumulate=True)
+        return scattered.reshape(base_shape), None, None
+
+
+def take_history(target: Any, result: Any) -> None:
+    """Make ``target`` the output of ``result``'s graph node (an in-place op's tensor keeps its identity)."""
+    node = result.grad_fn
+    target.grad_fn = node
+    target._output_nr = result._output_nr
+    target.requires_grad = True
+    outs = list(node._outputs)
+    outs[result._output_nr] = weakref.ref(target)
+    node._outputs = tuple(outs)
+
+
+def refresh_view_history(view: Any, positions: NDArray | None = None) -> None:
+    """Give a view whose base changed in place since the view's history was recorded a history through the base."""
+    base = view._base
+    if base.ndarray.buffer is not view.ndarray.buffer:
+        return
+    if positions is None:
+        positions = view_positions(view.ndarray, base.ndarray)
+    take_history(view, ViewOfBase.apply(base, view.ndarray, positions))
+    view._view_version = view._version[0]
+
+
 def _edge(a: Any) -> tuple[Node | None, int]:
     if not isinstance(a, Tensor) or not a.requires_grad:
         return (None, 0)
+    if a._base is not None and a._view_version != a._version[0] and a._base.requires_grad:
+        refresh_view_history(a)
     if a.grad_fn is not None:
         return (a.grad_fn, a._output_nr)
     return (a._accumulator(), 0)
@@ -487,6 +576,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     roots: list[Node] = []
     buffers: dict[Node, list] = {}
     for t, g in zip(tensors, grad_tensors):
+        _edge(t)  # refreshes the history of a view whose base changed in place
         node = t.grad_fn if t.grad_fn is not None else t._accumulator()
         n_out = getattr(node, "_n_outputs", 1)
         buf = buffers.setdefault(node, [None] * n_out)
@@ -499,6 +589,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     if inputs is not None:
         results = [None] * len(inputs)
         for k, t in enumerate(inputs):
+            _edge(t)
             key = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._accumulator(), 0)
             captures[key] = k
 

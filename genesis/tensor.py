@@ -128,6 +128,7 @@ class Tensor:
     _post_accumulate_hooks: list | None = None
     _retains_grad = False
     _grad_accumulator: Any = None
+    _view_version = 0  # version of the base when a view's history was recorded (stale histories are rebuilt)
 
     def _init(self, nd: NDArray) -> None:
         self.ndarray = nd
@@ -380,18 +381,19 @@ class Tensor:
         if result.grad_fn is not None:
             result.grad_fn._snapshot_saved(self)
         self.ndarray.copy_(result.ndarray)
-        if result.requires_grad and is_grad_enabled():
-            self.grad_fn = result.grad_fn
-            self._output_nr = result._output_nr
-            self.requires_grad = True
-            # The node's saved output now lives in this tensor's memory; point its output reference here.
-            import weakref
-
-            outs = list(result.grad_fn._outputs)
-            outs[result._output_nr] = weakref.ref(self)
-            result.grad_fn._outputs = tuple(outs)
+        recorded = result.requires_grad and is_grad_enabled()
+        if recorded:
+            # The node's output now lives in this tensor's memory.
+            autograd.take_history(self, result)
             result.ndarray = self.ndarray
         self._bump_version()
+        base = self._base
+        if recorded and base is not None and base.ndarray.buffer is self.ndarray.buffer:
+            self._view_version = self._version[0]  # the history just taken is current
+            # The write changed the base too: its history now runs through this op, and this view reads the base.
+            positions = autograd.view_positions(self.ndarray, base.ndarray)
+            autograd.take_history(base, autograd.CopySlices.apply(base, self, positions))
+            autograd.refresh_view_history(self, positions)
         return self
 
     def _inplace_source(self) -> Tensor:
@@ -406,7 +408,7 @@ class Tensor:
     def _inplace_binary(self, op: str, fn: Callable, other: Any) -> Tensor:
         """``self op= other``: written straight into memory when no graph is needed, else through ``fn``."""
         if (is_grad_enabled() and (self.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
-            return self._assign_inplace(fn(self._inplace_source(), other))
+            return self._assign_inplace(fn(self, other))
         if isinstance(other, Tensor):
             if other.device is not self.device and other.ndim:
                 raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "

@@ -1,0 +1,1364 @@
+"""Autograd semantics, case by case against torch: every scenario runs in Genesis and in torch and must agree."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import threading
+import weakref
+from typing import Any, Callable
+
+import pytest
+import torch
+
+import genesis
+from tests.helpers import DEVICE, assert_same, to_genesis
+
+LIBS = (genesis, torch)
+
+
+def version(x: Any) -> int:
+    """The in-place version counter of a tensor (Genesis keeps it in a shared one-element list)."""
+    return x._version if isinstance(x, torch.Tensor) else x._version[0]
+
+
+def t(lib: Any, data: Any, requires_grad: bool = False, dtype: Any = None) -> Any:
+    """A float64 tensor of ``data`` in ``lib`` (on ``DEVICE`` for Genesis)."""
+    dtype = dtype or lib.float64
+    if lib is genesis:
+        return genesis.tensor(data, dtype=dtype, device=DEVICE, requires_grad=requires_grad)
+    return torch.tensor(data, dtype=dtype, requires_grad=requires_grad)
+
+
+def both(scenario: Callable[[Any], Any], what: str = "result") -> None:
+    """Run ``scenario(lib)`` in Genesis and torch and compare what it returns (tensors, numbers, bools, None)."""
+    g, r = scenario(genesis), scenario(torch)
+    _compare(g, r, what)
+
+
+def _compare(g: Any, r: Any, what: str) -> None:
+    if isinstance(r, (tuple, list)):
+        assert isinstance(g, (tuple, list)) and len(g) == len(r), f"{what}: {g!r} vs {r!r}"
+        for i, (gi, ri) in enumerate(zip(g, r)):
+            _compare(gi, ri, f"{what}[{i}]")
+    elif r is None:
+        assert g is None, f"{what}: expected None, got {g!r}"
+    elif isinstance(r, torch.Tensor):
+        assert_same(g, r, what=what)
+    else:
+        assert g == r, f"{what}: {g!r} != {r!r}"
+
+
+def raises_both(exc: type[BaseException], scenario: Callable[[Any], Any], match: str | None = None) -> None:
+    """``scenario`` raises ``exc`` in torch and in Genesis."""
+    with pytest.raises(exc):
+        scenario(torch)
+    with pytest.raises(exc, match=match):
+        scenario(genesis)
+
+
+X = [[0.5, -1.5, 2.0], [1.0, 0.25, -0.75]]
+Y = [[1.5, 2.0, -0.5], [0.3, -1.2, 0.8]]
+Z = [[-0.4, 0.9, 1.1], [2.2, -0.6, 0.35]]
+
+
+# ------------------------------------------------------------------ requires_grad and leaves
+
+def test_requires_grad_flags_and_leaves() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X)
+        b = t(lib, Y, requires_grad=True)
+        c = a * 2
+        d = a * b
+        e = a.requires_grad_()
+        return [a.requires_grad, a.is_leaf, b.is_leaf, c.requires_grad, c.is_leaf, d.requires_grad, d.is_leaf,
+                e is a, (a * 3).requires_grad, d.grad_fn is None, c.grad_fn is None]
+
+    both(scenario)
+
+
+def test_requires_grad_on_integer_tensor_raises() -> None:
+    raises_both(RuntimeError, lambda lib: lib.tensor([1, 2]).requires_grad_(), match="floating point")
+    raises_both(RuntimeError, lambda lib: lib.tensor([1, 2], requires_grad=True), match="floating point")
+    raises_both(RuntimeError, lambda lib: lib.zeros(3, dtype=lib.int64, requires_grad=True))
+
+    def set_attr(lib: Any) -> None:
+        x = lib.tensor([True, False])
+        x.requires_grad = True
+
+    raises_both(RuntimeError, set_attr)
+
+
+def test_requires_grad_false_on_non_leaf_raises() -> None:
+    raises_both(RuntimeError, lambda lib: (t(lib, X, True) * 2).requires_grad_(False), match="leaf")
+
+
+def test_integer_outputs_do_not_require_grad() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        return [x.argmax().requires_grad, (x > 0).requires_grad, x.max(dim=1)[1].requires_grad,
+                x.max(dim=1)[0].requires_grad, x.sort(dim=1)[1].requires_grad, x.long().requires_grad]
+
+    both(scenario)
+
+
+# ------------------------------------------------------------------ backward and .grad
+
+def test_grad_accumulates_over_backward_calls() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        (x * x).sum().backward()
+        first = x.grad.clone()
+        (x.sin()).sum().backward()
+        (3 * x).sum().backward()
+        return [first, x.grad]
+
+    both(scenario)
+
+
+def test_grad_is_none_before_backward_and_for_unreached_leaves() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        y = t(lib, Y, True)
+        before = x.grad
+        (x * 2).sum().backward()
+        return [before, x.grad, y.grad]
+
+    both(scenario)
+
+
+def test_backward_with_gradient_argument() -> None:
+    def scenario(lib: Any) -> Any:
+        x = t(lib, X, True)
+        (x.exp() * 2).backward(t(lib, Z))
+        return x.grad
+
+    both(scenario)
+
+
+def test_backward_on_non_scalar_without_gradient_raises() -> None:
+    raises_both(RuntimeError, lambda lib: (t(lib, X, True) * 2).backward(), match="scalar")
+
+
+def test_backward_gradient_shape_mismatch_raises() -> None:
+    raises_both(RuntimeError, lambda lib: (t(lib, X, True) * 2).backward(t(lib, [1.0, 2.0])), match="shape")
+
+
+def test_backward_on_tensor_without_grad_raises() -> None:
+    raises_both(RuntimeError, lambda lib: t(lib, X).sum().backward(), match="does not require grad")
+
+
+def test_backward_on_leaf_itself() -> None:
+    def scenario(lib: Any) -> Any:
+        x = t(lib, 2.0, True)
+        x.backward()
+        x.backward()
+        return x.grad
+
+    both(scenario)
+
+
+def test_backward_twice_through_freed_graph_raises() -> None:
+    def scenario(lib: Any) -> None:
+        x = t(lib, X, True)
+        y = (x * x).sum()
+        y.backward()
+        y.backward()
+
+    raises_both(RuntimeError, scenario, match="second time")
+
+
+def test_backward_twice_with_retain_graph() -> None:
+    def scenario(lib: Any) -> Any:
+        x = t(lib, X, True)
+        y = (x * x.exp()).sum()
+        y.backward(retain_graph=True)
+        y.backward()
+        return x.grad
+
+    both(scenario)
+
+
+def test_backward_twice_through_graph_without_saved_tensors() -> None:
+    # Nodes that save nothing (add, sum) can be traversed again; torch allows it too.
+    def scenario(lib: Any) -> Any:
+        x = t(lib, X, True)
+        y = (x + 1).sum()
+        y.backward()
+        y.backward()
+        return x.grad
+
+    both(scenario)
+
+
+def test_backward_of_several_tensors_at_once() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        a = (x * x).sum()
+        b = x.exp()
+        lib.autograd.backward([a, b], [None, t(lib, Z)])
+        return [x.grad]
+
+    both(scenario)
+
+
+def test_backward_inputs_argument_limits_accumulation() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        y = t(lib, Y, True)
+        (x * y).sum().backward(inputs=[y])
+        return [x.grad, y.grad]
+
+    both(scenario)
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_create_graph_grad_has_history() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        (x ** 3).sum().backward(create_graph=True)
+        g = x.grad
+        flags = [g.requires_grad, g.grad_fn is not None]
+        x.grad = None
+        g.sum().backward()
+        return flags + [x.grad]
+
+    both(scenario)
+
+
+def test_grad_is_not_aliased_to_the_incoming_gradient() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        gout = t(lib, Z)
+        (x + 0).backward(gout)
+        gout.mul_(100)
+        x.grad.add_(1)
+        return [x.grad, gout]
+
+    both(scenario)
+
+
+# ------------------------------------------------------------------ autograd.grad
+
+def test_autograd_grad_returns_gradients_and_leaves_grad_untouched() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        y = t(lib, Y, True)
+        out = (x * y.sin()).sum()
+        gx, gy = lib.autograd.grad(out, [x, y])
+        return [gx, gy, x.grad, y.grad, gx.requires_grad]
+
+    both(scenario)
+
+
+def test_autograd_grad_with_grad_outputs_and_single_input() -> None:
+    def scenario(lib: Any) -> Any:
+        x = t(lib, X, True)
+        (gx,) = lib.autograd.grad(x.tanh(), x, grad_outputs=t(lib, Z))
+        return gx
+
+    both(scenario)
+
+
+def test_autograd_grad_of_intermediate() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x.exp()
+        out = (h * h).sum()
+        return list(lib.autograd.grad(out, [h, x]))
+
+    both(scenario)
+
+
+def test_autograd_grad_allow_unused() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        y = t(lib, Y, True)
+        return list(lib.autograd.grad((x * 2).sum(), [x, y], allow_unused=True))
+
+    both(scenario)
+    raises_both(RuntimeError, lambda lib: lib.autograd.grad((t(lib, X, True) * 2).sum(), [t(lib, Y, True)]),
+                match="not have been used")
+
+
+def test_autograd_grad_materialize_grads() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        y = t(lib, Y, True)
+        return list(lib.autograd.grad((x * 2).sum(), [x, y], materialize_grads=True))
+
+    both(scenario)
+
+
+def test_autograd_grad_input_not_requiring_grad_raises() -> None:
+    raises_both(RuntimeError, lambda lib: lib.autograd.grad((t(lib, X, True) * 2).sum(), [t(lib, Y)]))
+
+
+def test_autograd_grad_frees_graph_unless_retained() -> None:
+    def scenario(lib: Any) -> None:
+        x = t(lib, X, True)
+        out = (x * x).sum()
+        lib.autograd.grad(out, x)
+        lib.autograd.grad(out, x)
+
+    raises_both(RuntimeError, scenario, match="second time")
+
+    def retained(lib: Any) -> list:
+        x = t(lib, X, True)
+        out = (x * x).sum()
+        a = lib.autograd.grad(out, x, retain_graph=True)[0]
+        b = lib.autograd.grad(out, x)[0]
+        return [a, b]
+
+    both(retained)
+
+
+def test_autograd_grad_runs_hooks_on_the_way() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x * 2
+        h.register_hook(lambda g: g * 10)
+        (gh,) = lib.autograd.grad((h * h).sum(), h, retain_graph=True)
+        (gx,) = lib.autograd.grad((h * h).sum(), x)
+        return [gh, gx, x.grad]
+
+    both(scenario)
+
+
+# ------------------------------------------------------------------ higher order
+
+@pytest.mark.parametrize("name", ["cube", "tanh", "sigmoid", "exp_sin", "div", "softmax"])
+def test_second_and_third_derivatives(name: str) -> None:
+    fns = {
+        "cube": lambda lib, x: x ** 3,
+        "tanh": lambda lib, x: x.tanh(),
+        "sigmoid": lambda lib, x: x.sigmoid(),
+        "exp_sin": lambda lib, x: x.sin().exp(),
+        "div": lambda lib, x: 1 / (x * x + 1),
+        "softmax": lambda lib, x: x.softmax(dim=1) * t(lib, Z),
+    }
+
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        y = fns[name](lib, x).sum()
+        (g1,) = lib.autograd.grad(y, x, create_graph=True)
+        (g2,) = lib.autograd.grad(g1.sum(), x, create_graph=True)
+        (g3,) = lib.autograd.grad(g2.sum(), x)
+        return [g1, g2, g3]
+
+    both(scenario)
+
+
+def test_hessian_vector_product_of_small_mlp() -> None:
+    w1_data = [[0.3, -0.2, 0.5, 0.1], [-0.4, 0.6, 0.2, -0.3], [0.25, 0.15, -0.35, 0.45]]
+    w2_data = [[0.7], [-0.5], [0.2], [0.9]]
+    x_data = [[1.0, -2.0, 0.5], [0.3, 0.8, -1.2]]
+
+    def scenario(lib: Any) -> list:
+        w1 = t(lib, w1_data, True)
+        w2 = t(lib, w2_data, True)
+        x = t(lib, x_data)
+        loss = ((x @ w1).tanh() @ w2).sigmoid().pow(2).mean()
+        g1, g2 = lib.autograd.grad(loss, [w1, w2], create_graph=True)
+        v1, v2 = lib.ones_like(w1) * 0.5, lib.ones_like(w2) * -0.25
+        dot = (g1 * v1).sum() + (g2 * v2).sum()
+        dot.backward()
+        return [g1, g2, w1.grad, w2.grad]
+
+    both(scenario)
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_double_backward_through_backward_create_graph() -> None:
+    def scenario(lib: Any) -> Any:
+        x = t(lib, X, True)
+        y = t(lib, Y, True)
+        (x * x * y).sum().backward(create_graph=True)
+        gx = x.grad
+        x.grad = None
+        y.grad = None
+        (gx * gx).sum().backward()
+        return [x.grad, y.grad]
+
+    both(scenario)
+
+
+# ------------------------------------------------------------------ grad modes
+
+def test_no_grad_outputs_never_require_grad() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        with lib.no_grad():
+            outs = [x * 2, x + x, x.exp(), x.sum(), x @ x.T, x.clone(), x.detach(), lib.where(x > 0, x, x * 0),
+                    x.max(dim=1)[0], x.reshape(3, 2) * 1]
+            flags = [o.requires_grad for o in outs] + [o.grad_fn is None for o in outs]
+            flags.append(lib.is_grad_enabled())
+        flags.append(lib.is_grad_enabled())
+        return flags
+
+    both(scenario)
+
+
+def test_no_grad_views_do_not_require_grad() -> None:
+    # Genesis departs from torch on purpose: torch marks views made under no_grad as requiring grad (yet no
+    # gradient reaches the base through them); in Genesis nothing made under no_grad requires grad.
+    x = genesis.tensor(X, requires_grad=True, device=DEVICE)
+    with genesis.no_grad():
+        views = [x[0], x.view(3, 2), x.T, x.reshape(6), x.unsqueeze(0), x.expand(2, 2, 3), x.narrow(1, 0, 2)]
+    assert [v.requires_grad for v in views] == [False] * len(views)
+    assert all(v.grad_fn is None for v in views)
+
+
+def test_grad_mode_nesting() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        flags = []
+        with lib.no_grad():
+            flags.append((x * 2).requires_grad)
+            with lib.enable_grad():
+                flags.append((x * 2).requires_grad)
+                with lib.set_grad_enabled(False):
+                    flags.append((x * 2).requires_grad)
+                flags.append(lib.is_grad_enabled())
+            flags.append(lib.is_grad_enabled())
+        flags.append(lib.is_grad_enabled())
+        return flags
+
+    both(scenario)
+
+
+def test_set_grad_enabled_as_function_and_context() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        flags = []
+        lib.set_grad_enabled(False)
+        flags.append((x * 2).requires_grad)
+        lib.set_grad_enabled(True)
+        flags.append((x * 2).requires_grad)
+        with lib.set_grad_enabled(False):
+            flags.append((x * 2).requires_grad)
+        flags.append(lib.is_grad_enabled())
+        return flags
+
+    both(scenario)
+
+
+def test_grad_modes_as_decorators() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+
+        @lib.no_grad()
+        def f1(v: Any) -> Any:
+            return v * 2
+
+        @lib.enable_grad()
+        def f2(v: Any) -> Any:
+            return v * 2
+
+        @lib.set_grad_enabled(False)
+        def f3(v: Any) -> Any:
+            return v * 2
+
+        @lib.inference_mode()
+        def f4(v: Any) -> Any:
+            return v * 2
+
+        flags = [f1(x).requires_grad, lib.is_grad_enabled(), f3(x).requires_grad, lib.is_grad_enabled(),
+                 f4(x).requires_grad, lib.is_grad_enabled()]
+        with lib.no_grad():
+            flags.append(f2(x).requires_grad)
+        return flags
+
+    both(scenario)
+
+
+def test_no_grad_decorator_without_parentheses() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+
+        @lib.no_grad
+        def f(v: Any) -> Any:
+            return v * 2
+
+        return [f(x).requires_grad, lib.is_grad_enabled()]
+
+    both(scenario)
+
+
+def test_grad_mode_restored_after_exception() -> None:
+    def scenario(lib: Any) -> list:
+        try:
+            with lib.no_grad():
+                raise ValueError("boom")
+        except ValueError:
+            pass
+        return [lib.is_grad_enabled()]
+
+    both(scenario)
+
+
+def test_inference_mode() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        with lib.inference_mode():
+            y = x * 2
+            flags = [y.requires_grad, lib.is_grad_enabled(), lib.is_inference_mode_enabled()]
+            with lib.inference_mode(False):
+                flags.append(lib.is_grad_enabled())
+        flags += [lib.is_grad_enabled(), lib.is_inference_mode_enabled()]
+        return flags
+
+    both(scenario)
+
+
+def test_grad_mode_is_thread_local() -> None:
+    seen = {}
+
+    def worker() -> None:
+        x = genesis.ones(2, requires_grad=True)
+        seen["enabled"] = genesis.is_grad_enabled()
+        seen["requires_grad"] = (x * 2).requires_grad
+
+    with genesis.no_grad():
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+        assert not genesis.is_grad_enabled()
+    assert seen == {"enabled": True, "requires_grad": True}
+
+
+# ------------------------------------------------------------------ detach, retain_grad, hooks
+
+def test_detach_shares_memory_and_stops_gradients() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        d = x.detach()
+        flags = [d.requires_grad, d.is_leaf, d.grad_fn is None]
+        d[0, 0] = 7.0
+        y = (x * d).sum()
+        y.backward()
+        return flags + [x.grad, x]
+
+    both(scenario)
+
+
+def test_detach_in_place() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x * 2
+        h.detach_()
+        flags = [h.requires_grad, h.is_leaf, h.grad_fn is None]
+        out = (x * h).sum()
+        out.backward()
+        return flags + [x.grad]
+
+    both(scenario)
+
+
+def test_retain_grad() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x.exp()
+        h.retain_grad()
+        k = h * 3
+        out = (k * h).sum()
+        out.backward(retain_graph=True)
+        first = h.grad.clone()
+        out.backward()
+        return [h.retains_grad, k.retains_grad, first, h.grad, k.grad, x.grad]
+
+    with pytest.warns(UserWarning):
+        k_grad = (torch.ones(1, requires_grad=True) * 2).grad  # torch warns on .grad of a non-leaf
+    assert k_grad is None
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        both(scenario)
+
+
+def test_retain_grad_on_leaf_is_a_no_op() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        x.retain_grad()
+        (x * 2).sum().backward()
+        return [x.grad]
+
+    both(scenario)
+
+
+def test_hook_on_leaf_replaces_gradient() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        seen = []
+        x.register_hook(lambda g: seen.append(g.clone()))
+        x.register_hook(lambda g: g * 2)
+        x.register_hook(lambda g: seen.append(g.clone()))
+        (x * x).sum().backward()
+        return [x.grad] + seen
+
+    both(scenario)
+
+
+def test_hook_on_non_leaf_replaces_gradient_flowing_on() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x.sin()
+        h.register_hook(lambda g: g * 0 + 1)
+        (h * h).sum().backward()
+        return [x.grad]
+
+    both(scenario)
+
+
+def test_hook_handle_remove() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x * 1
+        calls = []
+        handle_leaf = x.register_hook(lambda g: calls.append("leaf"))
+        handle_mid = h.register_hook(lambda g: calls.append("mid"))
+        (h * 2).sum().backward()
+        handle_leaf.remove()
+        handle_mid.remove()
+        (x * 1 * 2).sum().backward()
+        return [calls, x.grad]
+
+    both(scenario)
+
+
+def test_hook_on_tensor_without_grad_raises() -> None:
+    raises_both(RuntimeError, lambda lib: t(lib, X).register_hook(lambda g: g))
+
+
+def test_hook_called_once_with_summed_gradient() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x * 2
+        seen = []
+        h.register_hook(lambda g: seen.append(g.clone()))
+        (h * 3 + h.exp()).sum().backward()
+        return seen + [x.grad]
+
+    both(scenario)
+
+
+def test_post_accumulate_grad_hook() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        seen = []
+        x.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.clone()))
+        (x * 2).sum().backward()
+        (x * 3).sum().backward()
+        return seen
+
+    both(scenario)
+
+
+# ------------------------------------------------------------------ grad_fn graph
+
+def test_grad_fn_next_functions() -> None:
+    def names(node: Any) -> list:
+        return [type(n).__name__ if n is not None else None for n, _ in node.next_functions]
+
+    for lib in LIBS:
+        x = t(lib, X, True)
+        c = t(lib, Y)
+        y = x * c
+        z = y + x
+        assert names(y.grad_fn) == ["AccumulateGrad", None]
+        assert names(z.grad_fn)[1] == "AccumulateGrad"
+        (mul, nr), (acc, _) = z.grad_fn.next_functions
+        assert mul is y.grad_fn and nr == 0
+        assert acc.variable is x
+        assert y.grad_fn.next_functions[0][0] is acc, "a leaf has one AccumulateGrad node"
+        assert "Mul" in y.grad_fn.name() and "Add" in z.grad_fn.name()
+        assert x.grad_fn is None and c.grad_fn is None
+
+
+def test_output_nr_of_multi_output_function() -> None:
+    for lib in LIBS:
+        class Split(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> tuple:
+                return x * 1, x * 2
+
+            @staticmethod
+            def backward(ctx: Any, g1: Any, g2: Any) -> Any:
+                return g1 + 2 * g2
+
+        x = t(lib, X, True)
+        a, b = Split.apply(x)
+        out = b * 3
+        node, nr = out.grad_fn.next_functions[0]
+        assert node is a.grad_fn is b.grad_fn and nr == 1
+        assert a.grad_fn.next_functions[0][0].variable is x
+
+
+# ------------------------------------------------------------------ gradient routing for every requires_grad mix
+
+BINARY = {
+    "add": lambda lib, a, b: a + b,
+    "sub": lambda lib, a, b: a - b,
+    "mul": lambda lib, a, b: a * b,
+    "div": lambda lib, a, b: a / b,
+    "pow": lambda lib, a, b: a.abs() ** b,
+    "maximum": lambda lib, a, b: lib.maximum(a, b),
+    "minimum": lambda lib, a, b: lib.minimum(a, b),
+    "atan2": lambda lib, a, b: lib.atan2(a, b),
+    "matmul": lambda lib, a, b: a @ b.T,
+    "broadcast_mul": lambda lib, a, b: a * b[:1],
+}
+
+
+@pytest.mark.parametrize("mix", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("op", list(BINARY))
+def test_gradients_reach_exactly_the_inputs_that_require_them_binary(op: str, mix: tuple) -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, mix[0])
+        b = t(lib, Y, mix[1])
+        out = BINARY[op](lib, a, b)
+        flags = [out.requires_grad]
+        if out.requires_grad:
+            (out * t(lib, Z)[: out.shape[0], : out.shape[1]]).sum().backward()
+        return flags + [a.grad, b.grad]
+
+    both(scenario)
+
+
+TERNARY = {
+    "where": lambda lib, a, b, c: lib.where(c > 0, a, b) * c,
+    "lerp": lambda lib, a, b, c: lib.lerp(a, b, c),
+    "addcmul": lambda lib, a, b, c: a.addcmul(b, c, value=0.5),
+    "addcdiv": lambda lib, a, b, c: a.addcdiv(b, c + 3, value=2),
+    "clamp": lambda lib, a, b, c: lib.clamp(a, b - 1, c + 1),
+}
+
+
+@pytest.mark.parametrize("mix", list(itertools.product([False, True], repeat=3)))
+@pytest.mark.parametrize("op", list(TERNARY))
+def test_gradients_reach_exactly_the_inputs_that_require_them_ternary(op: str, mix: tuple) -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, mix[0])
+        b = t(lib, Y, mix[1])
+        c = t(lib, Z, mix[2])
+        out = TERNARY[op](lib, a, b, c)
+        flags = [out.requires_grad]
+        if out.requires_grad:
+            (out * out).sum().backward()
+        return flags + [a.grad, b.grad, c.grad]
+
+    both(scenario)
+
+
+def test_same_tensor_on_both_sides() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        (x * x + x / (x + 3) - x).sum().backward()
+        return [x.grad]
+
+    both(scenario)
+
+
+def test_gradient_dtype_follows_input_in_mixed_precision() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True, dtype=lib.float32)
+        b = t(lib, Y, True, dtype=lib.float64)
+        (a * b).sum().backward()
+        return [a.grad, b.grad]
+
+    both(scenario)
+
+
+# ------------------------------------------------------------------ custom Functions
+
+def _custom_functions(lib: Any) -> dict:
+    class ScaledExp(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any, scale: float, y: Any) -> Any:
+            out = (x * scale).exp() + y
+            ctx.save_for_backward(out, y)
+            ctx.scale = scale
+            ctx.flags = tuple(ctx.needs_input_grad)
+            return out
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> tuple:
+            out, y = ctx.saved_tensors
+            gx = grad * (out - y) * ctx.scale if ctx.needs_input_grad[0] else None
+            gy = grad if ctx.needs_input_grad[2] else None
+            return gx, None, gy
+
+    class SortWithIndex(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> tuple:
+            values, idx = x.sort(dim=-1)
+            ctx.mark_non_differentiable(idx)
+            ctx.save_for_backward(idx)
+            return values, idx
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any, grad_idx: Any) -> Any:
+            (idx,) = ctx.saved_tensors
+            return lib.zeros_like(grad).scatter(-1, idx, grad)
+
+    return {"ScaledExp": ScaledExp, "SortWithIndex": SortWithIndex}
+
+
+@pytest.mark.parametrize("mix", list(itertools.product([False, True], repeat=2)))
+def test_custom_function_with_non_tensor_arg_and_needs_input_grad(mix: tuple) -> None:
+    def scenario(lib: Any) -> list:
+        fn = _custom_functions(lib)["ScaledExp"]
+        x = t(lib, X, mix[0])
+        y = t(lib, Y, mix[1])
+        out = fn.apply(x, 0.5, y)
+        result = [out, out.requires_grad]
+        if out.requires_grad:
+            (out * out).sum().backward()
+            result.append(list(out.grad_fn.flags))
+        return result + [x.grad, y.grad]
+
+    both(scenario)
+
+
+def test_custom_function_mark_non_differentiable() -> None:
+    def scenario(lib: Any) -> list:
+        fn = _custom_functions(lib)["SortWithIndex"]
+        x = t(lib, X, True)
+        values, idx = fn.apply(x)
+        (values * t(lib, Z)).sum().backward()
+        return [values, idx, values.requires_grad, idx.requires_grad, x.grad]
+
+    both(scenario)
+
+
+def test_custom_function_double_backward() -> None:
+    def scenario(lib: Any) -> list:
+        class Cube(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                ctx.save_for_backward(x)
+                return x ** 3
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                (x,) = ctx.saved_tensors
+                return grad * 3 * x * x
+
+        x = t(lib, X, True)
+        (g,) = lib.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        return [g, gg]
+
+    both(scenario)
+
+
+def test_custom_function_wrong_number_of_gradients_raises() -> None:
+    def scenario(lib: Any) -> None:
+        class Bad(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any, y: Any) -> Any:
+                return x * y
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                return grad
+
+        Bad.apply(t(lib, X, True), t(lib, Y, True)).sum().backward()
+
+    raises_both(RuntimeError, scenario, match="incorrect number of gradients")
+
+
+def test_custom_function_under_no_grad() -> None:
+    def scenario(lib: Any) -> list:
+        fn = _custom_functions(lib)["ScaledExp"]
+        x = t(lib, X, True)
+        with lib.no_grad():
+            out = fn.apply(x, 2.0, t(lib, Y))
+        return [out, out.requires_grad, out.grad_fn is None]
+
+    both(scenario)
+
+
+def test_custom_function_returning_an_input_view() -> None:
+    def scenario(lib: Any) -> list:
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                return x * 2
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                return grad * 2
+
+        x = t(lib, X, True)
+        y = Double.apply(Double.apply(x)[1:])
+        y.sum().backward()
+        return [y, x.grad]
+
+    both(scenario)
+
+
+# ------------------------------------------------------------------ engine order and memory
+
+def _counting_identity(lib: Any, counter: dict) -> Any:
+    class Count(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            counter["calls"] = counter.get("calls", 0) + 1
+            counter.setdefault("grads", []).append(grad.clone())
+            return grad
+
+    return Count
+
+
+def test_engine_visits_each_node_once_in_a_diamond() -> None:
+    def scenario(lib: Any) -> list:
+        counter: dict = {}
+        count = _counting_identity(lib, counter)
+        x = t(lib, X, True)
+        top = count.apply(x * 2)
+        left = top.sin()
+        right = top * 3
+        bottom = count.apply(left + right)
+        (bottom * top).sum().backward()
+        return [counter["calls"], counter["grads"], x.grad]
+
+    both(scenario)
+
+
+def test_engine_topological_order_on_deep_chain_with_skip_connections() -> None:
+    def scenario(lib: Any) -> list:
+        counter: dict = {}
+        count = _counting_identity(lib, counter)
+        x = t(lib, X, True)
+        h = x
+        skips = []
+        for _ in range(30):
+            h = count.apply(h * 0.9 + (skips[-3] if len(skips) >= 3 else 0))
+            skips.append(h)
+        h.sum().backward()
+        return [counter["calls"], x.grad]
+
+    both(scenario)
+
+
+def test_long_chain_does_not_hit_recursion_limit() -> None:
+    x = genesis.tensor([1.0], requires_grad=True)
+    h = x
+    for _ in range(3000):
+        h = h * 1.0001
+    h.sum().backward()
+    assert abs(x.grad.item() - 1.0001 ** 3000) < 1e-3
+
+
+def test_saved_tensors_are_freed_after_backward() -> None:
+    x = genesis.tensor(X, requires_grad=True, device=DEVICE)
+    h = x.exp()
+    out = (h * h).sum()
+    ref = weakref.ref(h)
+    del h
+    gc.collect()
+    assert ref() is not None, "the graph keeps its saved intermediate alive before backward"
+    out.backward()
+    gc.collect()
+    assert ref() is None, "backward without retain_graph frees saved intermediates"
+
+
+def test_saved_tensors_survive_with_retain_graph() -> None:
+    x = genesis.tensor(X, dtype=genesis.float64, requires_grad=True, device=DEVICE)
+    h = x.exp()
+    out = (h * h).sum()
+    ref = weakref.ref(h)
+    del h
+    out.backward(retain_graph=True)
+    gc.collect()
+    assert ref() is not None
+    out.backward()
+    assert_same(x.grad, 4 * torch.tensor(X, dtype=torch.float64).mul(2).exp())
+
+
+def test_custom_function_saved_tensors_freed_and_access_after_free_raises() -> None:
+    def scenario(lib: Any) -> None:
+        class Keep(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                ctx.save_for_backward(x)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                return grad * 2
+
+        x = t(lib, X, True)
+        out = Keep.apply(x)
+        out.sum().backward()
+        return out.grad_fn.saved_tensors
+
+    raises_both(RuntimeError, scenario, match="freed")
+
+
+def test_graph_is_collected_when_outputs_die() -> None:
+    x = genesis.tensor(X, requires_grad=True, device=DEVICE)
+    h = x.exp()
+    out = (h * 2).sum()
+    ref = weakref.ref(h)
+    del h, out
+    gc.collect()
+    assert ref() is None
+
+
+# ------------------------------------------------------------------ in-place and version counter
+
+def test_inplace_on_leaf_requiring_grad_raises() -> None:
+    raises_both(RuntimeError, lambda lib: t(lib, X, True).add_(1), match="leaf")
+    raises_both(RuntimeError, lambda lib: t(lib, X, True).mul_(t(lib, Y)), match="leaf")
+    raises_both(RuntimeError, lambda lib: t(lib, X, True).exp_(), match="leaf")
+    raises_both(RuntimeError, lambda lib: t(lib, X, True).zero_(), match="leaf")
+
+    def setitem(lib: Any) -> None:
+        x = t(lib, X, True)
+        x[0] = 1.0
+
+    raises_both(RuntimeError, setitem, match="leaf")
+
+    def view_of_leaf(lib: Any) -> None:
+        x = t(lib, X, True)
+        x[0].add_(1)
+
+    raises_both(RuntimeError, view_of_leaf)
+
+
+def test_inplace_on_leaf_allowed_under_no_grad() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        with lib.no_grad():
+            x.mul_(2)
+            x[0, 0] = 5.0
+            x.zero_() if False else x.add_(1)
+        (x * x).sum().backward()
+        return [x, x.requires_grad, x.is_leaf, x.grad]
+
+    both(scenario)
+
+
+def test_inplace_change_of_saved_tensor_raises() -> None:
+    def scenario(lib: Any) -> None:
+        x = t(lib, X, True)
+        h = x * 2
+        out = (h * h).sum()
+        h.add_(1)
+        out.backward()
+
+    raises_both(RuntimeError, scenario, match="modified by an inplace operation")
+
+
+def test_inplace_change_of_saved_output_raises() -> None:
+    def scenario(lib: Any) -> None:
+        x = t(lib, X, True)
+        h = x.exp()
+        h.mul_(2)
+        h.sum().backward()
+
+    raises_both(RuntimeError, scenario, match="modified by an inplace operation")
+
+
+def test_inplace_change_of_saved_leaf_raises() -> None:
+    def scenario(lib: Any) -> None:
+        x = t(lib, X, True)
+        w = t(lib, Y)
+        out = (x * w).sum()
+        w.add_(1)
+        out.backward()
+
+    raises_both(RuntimeError, scenario, match="modified by an inplace operation")
+
+
+def test_inplace_change_of_saved_tensor_through_a_view_raises() -> None:
+    def scenario(lib: Any) -> None:
+        x = t(lib, X, True)
+        w = t(lib, Y)
+        out = (x * w).sum()
+        w[0].add_(1)
+        out.backward()
+
+    raises_both(RuntimeError, scenario, match="modified by an inplace operation")
+
+    def through_base(lib: Any) -> None:
+        x = t(lib, X, True)
+        w = t(lib, Y)
+        out = (x * w[1]).sum()
+        w.mul_(2)
+        out.backward()
+
+    raises_both(RuntimeError, through_base, match="modified by an inplace operation")
+
+    def through_setitem(lib: Any) -> None:
+        x = t(lib, X, True)
+        w = t(lib, Y)
+        out = (x * w.T.T).sum()
+        w[0, 0] = 3.0
+        out.backward()
+
+    raises_both(RuntimeError, through_setitem, match="modified by an inplace operation")
+
+
+def test_inplace_change_through_a_view_of_saved_output_raises() -> None:
+    def scenario(lib: Any) -> None:
+        a = t(lib, X, True)
+        x = a.exp()
+        x[1].add_(2)
+        x.sum().backward()
+
+    raises_both(RuntimeError, scenario, match="modified by an inplace operation")
+
+
+def test_inplace_change_of_unsaved_tensor_is_fine() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        w = t(lib, Y)
+        out = (x + w).sum()
+        w.add_(1)
+        out.backward()
+        return [x.grad]
+
+    both(scenario)
+
+
+def test_views_share_the_version_counter() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X)
+        v = x[0]
+        w = x.view(3, 2)
+        d = x.detach()
+        start = [version(x), version(v), version(w)]
+        v.add_(1)
+        after_view = [version(x), version(v), version(w), version(d)]
+        x.mul_(2)
+        d.sub_(1)
+        return [start, after_view, [version(x), version(v), version(w), version(d)], x]
+
+    both(scenario)
+
+
+def test_inplace_on_non_leaf_in_graph() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        x = a * 2
+        x.add_(1)
+        x.mul_(a)
+        x.div_(a + 2)
+        x.exp_()
+        x.sum().backward()
+        return [x, a.grad, x.is_leaf]
+
+    both(scenario)
+
+
+def test_inplace_using_itself_as_operand() -> None:
+    # torch raises here (it saves `other`, the same tensor, and sees its version change); Genesis saves a copy of
+    # the old value and gives the exact gradient: d/da sum((2a)^2 / (2a + 1)).
+    a = genesis.tensor(X, dtype=genesis.float64, requires_grad=True, device=DEVICE)
+    x = a * 2
+    x.mul_(x)
+    x.div_(a * 2 + 1)
+    x.sum().backward()
+    ta = torch.tensor(X, dtype=torch.float64, requires_grad=True)
+    ((2 * ta) ** 2 / (2 * ta + 1)).sum().backward()
+    assert_same(a.grad, ta.grad)
+
+
+def test_inplace_with_other_requiring_grad_on_plain_tensor() -> None:
+    def scenario(lib: Any) -> list:
+        b = t(lib, Y, True)
+        x = t(lib, X)
+        x.mul_(b)
+        x += b.exp()
+        flags = [x.requires_grad, x.is_leaf]
+        x.sum().backward()
+        return flags + [x, b.grad]
+
+    both(scenario)
+
+
+def test_operators_inplace_keep_identity() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        x = a * 1
+        before = x
+        x += 1
+        x *= a
+        x -= 2
+        x /= 3
+        x **= 2
+        x.sum().backward()
+        return [x is before, x, a.grad]
+
+    both(scenario)
+
+
+def test_setitem_in_graph() -> None:
+    def scenario(lib: Any) -> list:
+        y = t(lib, [1.0, 2.0], True)
+        out = lib.zeros(2, 3, dtype=lib.float64) if lib is torch else genesis.zeros(2, 3, dtype=genesis.float64,
+                                                                                     device=DEVICE)
+        out[:, 1] = y
+        out[0, 2] = y[1] * 3
+        flags = [out.requires_grad, out.is_leaf]
+        (out * t(lib, Z)).sum().backward()
+        return flags + [out, y.grad]
+
+    both(scenario)
+
+
+def test_setitem_overwrites_gradient_path() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        b = t(lib, [5.0, 6.0, 7.0], True)
+        h = a * 3
+        h[1] = b
+        mask = t(lib, [[True, False, True], [False, False, True]], dtype=lib.bool)
+        h[mask] = 0.0
+        (h * t(lib, Z)).sum().backward()
+        return [h, a.grad, b.grad]
+
+    both(scenario)
+
+
+def test_inplace_on_view_of_non_leaf_updates_base_gradient() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        x = a * 2
+        v = x[0]
+        v.mul_(3)
+        x.sum().backward()
+        return [x, a.grad]
+
+    both(scenario)
+
+
+def test_inplace_on_base_seen_through_existing_view() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        x = a * 2
+        v = x[1]
+        x.mul_(a)
+        v.sum().backward()
+        return [v, a.grad]
+
+    both(scenario)
+
+
+def test_inplace_through_view_of_plain_tensor_gives_it_history() -> None:
+    def scenario(lib: Any) -> list:
+        y = t(lib, [1.0, 2.0], True)
+        out = lib.zeros(2, 3, dtype=lib.float64) if lib is torch else genesis.zeros(2, 3, dtype=genesis.float64,
+                                                                                     device=DEVICE)
+        out[:, 1].copy_(y)
+        out.T[2].add_(y * y)
+        flags = [out.requires_grad, out.is_leaf]
+        (out * t(lib, Z)).sum().backward()
+        return flags + [out, y.grad]
+
+    both(scenario)
+
+
+def test_inplace_on_view_of_view_and_later_use_of_both() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        b = t(lib, Y, True)
+        x = a * 1.5 + b
+        row = x[1]
+        part = row[1:]
+        part.mul_(b[0, :2])
+        other = x.T
+        row.add_(2)
+        out = (x * t(lib, Z)).sum() + (part ** 2).sum() + (other[0] * 3).sum()
+        out.backward()
+        return [x, part, other, a.grad, b.grad]
+
+    both(scenario)
+
+
+def test_inplace_on_transposed_and_strided_views() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, [[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [9.0, 10.0, 11.0, 12.0]], True)
+        x = a * 1.5
+        x.T[::2].mul_(a.T[1::2])
+        x[:, 1::2].sigmoid_()
+        (x * x).sum().backward()
+        return [x, a.grad]
+
+    both(scenario)
+
+
+def test_autograd_grad_through_inplace_view_with_create_graph() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        x = a * a
+        x[0].mul_(a[1])
+        (g,) = lib.autograd.grad(x.sum(), a, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g).sum(), a)
+        return [g, gg]
+
+    both(scenario)
+
+
+def test_inplace_ops_bump_version_once() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X)
+        versions = []
+        for op in (lambda: x.add_(1), lambda: x.mul_(2), lambda: x.zero_(), lambda: x.fill_(3.0),
+                   lambda: x.copy_(t(lib, Y)), lambda: x.exp_(), lambda: x.clamp_(0, 1),
+                   lambda: x.__setitem__((0, 0), 4.0)):
+            op()
+            versions.append(version(x))
+        return versions
+
+    both(scenario)
+
+
+def test_data_assignment_and_access() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        d = x.data
+        flags = [d.requires_grad, d.is_leaf]
+        d.mul_(2)  # writes through, not tracked
+        x.data = t(lib, Y)
+        (x * 2).sum().backward()
+        return flags + [x, x.grad]
+
+    both(scenario)
+
+
+def test_grad_setter_checks() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        x.grad = t(lib, Y)
+        (x * 2).sum().backward()
+        return [x.grad]
+
+    both(scenario)
+
+
+def test_zero_grad_pattern() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        (x * x).sum().backward()
+        x.grad.zero_()
+        (x * 3).sum().backward()
+        g = x.grad
+        x.grad = None
+        (x * 5).sum().backward()
+        return [g, x.grad]
+
+    both(scenario)
+
+
+def test_to_genesis_helper_round_trip_keeps_flags() -> None:
+    x = to_genesis(torch.tensor(X, dtype=torch.float64, requires_grad=True))
+    assert x.requires_grad and x.is_leaf
