@@ -1,0 +1,239 @@
+"""Mixed precision against torch: autocast output dtypes op by op, autocast state, GradScaler trajectory."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+import torch
+
+import genesis
+from genesis import amp, optim
+from tests.helpers import DEVICE, assert_same, check, rand, to_genesis
+
+LOOSE = {"rtol": 3e-2, "atol": 3e-2}
+
+
+def _autocast(lib: object) -> object:
+    return lib.autocast(DEVICE, dtype=lib.bfloat16)
+
+
+def _nn_f(lib: object) -> object:
+    return lib.nn.functional
+
+
+OPS = {
+    "matmul": (lambda lib, a, b: a @ b, [(4, 5), (5, 3)]),
+    "mm": (lambda lib, a, b: lib.mm(a, b), [(4, 5), (5, 3)]),
+    "bmm": (lambda lib, a, b: lib.bmm(a, b), [(2, 4, 5), (2, 5, 3)]),
+    "baddbmm": (lambda lib, c, a, b: lib.baddbmm(c, a, b), [(2, 4, 3), (2, 4, 5), (2, 5, 3)]),
+    "addmm": (lambda lib, c, a, b: lib.addmm(c, a, b), [(4, 3), (4, 5), (5, 3)]),
+    "linear": (lambda lib, x, w, b: _nn_f(lib).linear(x, w, b), [(3, 5), (4, 5), (4,)]),
+    "linear_3d": (lambda lib, x, w: _nn_f(lib).linear(x, w), [(2, 3, 5), (4, 5)]),
+    "sdpa": (lambda lib, q, k, v: _nn_f(lib).scaled_dot_product_attention(q, k, v), [(1, 2, 4, 8)] * 3),
+    "softmax": (lambda lib, x: lib.softmax(x, -1), [(3, 5)]),
+    "log_softmax": (lambda lib, x: _nn_f(lib).log_softmax(x, -1), [(3, 5)]),
+    "layer_norm": (lambda lib, x: _nn_f(lib).layer_norm(x, (5,)), [(3, 5)]),
+    "exp": (lambda lib, x: x.exp(), [(3, 5)]),
+    "log": (lambda lib, x: (x.abs() + 1).log(), [(3, 5)]),
+    "sum": (lambda lib, x: x.sum(), [(3, 5)]),
+    "prod": (lambda lib, x: (x * 0.1 + 1).prod(), [(3, 5)]),
+    "mse_loss": (lambda lib, x, y: _nn_f(lib).mse_loss(x, y), [(3, 5), (3, 5)]),
+    "l1_loss": (lambda lib, x, y: _nn_f(lib).l1_loss(x, y), [(3, 5), (3, 5)]),
+    "smooth_l1_loss": (lambda lib, x, y: _nn_f(lib).smooth_l1_loss(x, y), [(3, 5), (3, 5)]),
+    "huber_loss": (lambda lib, x, y: _nn_f(lib).huber_loss(x, y), [(3, 5), (3, 5)]),
+    "kl_div": (lambda lib, x, y: _nn_f(lib).kl_div(x, y.sigmoid(), reduction="batchmean"), [(3, 5), (3, 5)]),
+    "bce_with_logits": (lambda lib, x, y: _nn_f(lib).binary_cross_entropy_with_logits(x, y.sigmoid()),
+                        [(3, 5), (3, 5)]),
+    "bce": (lambda lib, x, y: _nn_f(lib).binary_cross_entropy(x.sigmoid(), y.sigmoid()), [(3, 5), (3, 5)]),
+    "matmul_then_loss": (lambda lib, a, b: _nn_f(lib).mse_loss(a @ b, (a @ b).detach() * 0.5), [(4, 5), (5, 3)]),
+}
+
+
+@pytest.mark.parametrize("input_dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_output_dtypes_match_torch_autocast(name: str, input_dtype: torch.dtype) -> None:
+    fn, shapes = OPS[name]
+
+    def under_autocast(lib: object, *xs: object) -> object:
+        with _autocast(lib):
+            return fn(lib, *xs)
+
+    inputs = [rand(*shape, seed=i, dtype=input_dtype) for i, shape in enumerate(shapes)]
+    check(under_autocast, *inputs, **LOOSE)
+
+
+def test_cross_entropy_and_nll_run_in_float32() -> None:
+    target = torch.tensor([0, 2, 1])
+
+    def ce(lib: object, x: object, t: object) -> object:
+        with _autocast(lib):
+            logits = x @ x.T
+            return _nn_f(lib).cross_entropy(logits, t), _nn_f(lib).nll_loss(logits.log_softmax(1), t)
+
+    check(ce, rand(3, 3, seed=1, dtype=torch.float32), target, **LOOSE)
+
+
+def test_float64_is_never_cast_and_other_devices_are_untouched() -> None:
+    a = genesis.ones(2, 2, dtype=genesis.float64, device=DEVICE)
+    with genesis.autocast(DEVICE):
+        assert (a @ a).dtype is genesis.float64
+    other = "cuda" if DEVICE == "cpu" else "cpu"
+    b = genesis.ones(2, 2, device=DEVICE)
+    with genesis.autocast(other, enabled=other == "cpu" or genesis.cuda.is_available()):
+        assert (b @ b).dtype is genesis.float32
+
+
+def test_nesting_disable_and_decorator() -> None:
+    a = genesis.ones(2, 2, device=DEVICE)
+    assert not amp.is_autocast_enabled(DEVICE)
+    with genesis.autocast(DEVICE):
+        assert amp.is_autocast_enabled(DEVICE) and (a @ a).dtype is genesis.bfloat16
+        with genesis.autocast(DEVICE, enabled=False):
+            assert (a @ a).dtype is genesis.float32
+            with genesis.autocast(DEVICE, dtype=genesis.float16):
+                assert (a @ a).dtype is genesis.float16
+                assert amp.get_autocast_dtype(DEVICE) is genesis.float16
+            assert (a @ a).dtype is genesis.float32
+        assert (a @ a).dtype is genesis.bfloat16
+    assert (a @ a).dtype is genesis.float32 and not amp.is_autocast_enabled(DEVICE)
+
+    @genesis.autocast(DEVICE)
+    def product(x: genesis.Tensor) -> genesis.Tensor:
+        return x @ x
+
+    assert product(a).dtype is genesis.bfloat16
+    assert (a @ a).dtype is genesis.float32
+
+
+def test_autocast_exits_cleanly_on_exceptions() -> None:
+    with pytest.raises(ValueError):
+        with genesis.autocast(DEVICE):
+            raise ValueError("boom")
+    assert not amp.is_autocast_enabled(DEVICE)
+
+
+def test_state_is_thread_local() -> None:
+    a = genesis.ones(2, 2, device=DEVICE)
+    seen = []
+    with genesis.autocast(DEVICE):
+        thread = threading.Thread(target=lambda: seen.append((a @ a).dtype))
+        thread.start()
+        thread.join()
+        assert (a @ a).dtype is genesis.bfloat16
+    assert seen == [genesis.float32]
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(RuntimeError, match="unsupported autocast device_type 'tpu'"):
+        genesis.autocast("tpu")
+    with pytest.raises(RuntimeError):
+        torch.autocast("tpu")
+    with pytest.warns(UserWarning, match="Disabling autocast"):
+        ctx = genesis.autocast("cpu", dtype=genesis.float64)
+    with ctx:
+        assert not amp.is_autocast_enabled("cpu")
+
+
+def test_gradients_reach_float32_parameters_in_float32() -> None:
+    w_t = rand(5, 3, seed=3, dtype=torch.float32)
+    x_t = rand(4, 5, seed=4, dtype=torch.float32, requires_grad=False)
+    w, x = to_genesis(w_t), to_genesis(x_t)
+    with genesis.autocast(DEVICE):
+        loss = genesis.nn.functional.mse_loss(x @ w, genesis.zeros(4, 3, device=DEVICE))
+    loss.backward()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        t_loss = torch.nn.functional.mse_loss(x_t @ w_t, torch.zeros(4, 3))
+    t_loss.backward()
+    assert loss.dtype is genesis.float32
+    assert_same(w.grad, w_t.grad, **LOOSE)
+
+
+# ------------------------------------------------------------------ GradScaler
+
+
+def _scaler_run(lib: object, inf_steps: set[int], steps: int = 14) -> tuple[list, list, object, dict]:
+    w_t = torch.linspace(-1, 1, 6, dtype=torch.float32).reshape(2, 3)
+    w = w_t.clone().requires_grad_() if lib is torch else to_genesis(w_t, requires_grad=True)
+    x_t = torch.linspace(0.5, 1.5, 6, dtype=torch.float32).reshape(3, 2)
+    x = x_t if lib is torch else to_genesis(x_t)
+    opt = lib.optim.SGD([w], lr=0.01, momentum=0.9)
+    scaler = (lib.amp.GradScaler("cpu", init_scale=2.0**10, growth_factor=4.0, backoff_factor=0.25,
+                                 growth_interval=3))
+    scales, skipped = [], []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = ((w @ x) ** 2).mean()
+        if step in inf_steps:
+            loss = loss * math.inf
+        scaler.scale(loss).backward()
+        before = w.detach().clone()
+        scaler.step(opt)
+        skipped.append(bool((w.detach() == before).all()))
+        scaler.update()
+        scales.append(scaler.get_scale())
+    return scales, skipped, w, scaler.state_dict()
+
+
+def test_grad_scaler_follows_torch_trajectory_with_injected_inf() -> None:
+    inf_steps = {2, 7, 8, 12}
+    g_scales, g_skipped, g_w, g_state = _scaler_run(genesis, inf_steps)
+    t_scales, t_skipped, t_w, t_state = _scaler_run(torch, inf_steps)
+    assert g_scales == t_scales
+    assert g_skipped == t_skipped == [s in inf_steps for s in range(14)]
+    assert_same(g_w, t_w)
+    assert g_state == t_state
+
+
+def test_grad_scaler_unscale_then_clip_and_stage_errors() -> None:
+    w = genesis.ones(3, requires_grad=True)
+    opt = optim.SGD([w], lr=0.1)
+    scaler = amp.GradScaler("cpu", init_scale=8.0)
+    scaled = scaler.scale((w * 2).sum())
+    assert scaled.item() == 48.0
+    scaled.backward()
+    assert w.grad.tolist() == [16.0, 16.0, 16.0]
+    scaler.unscale_(opt)
+    assert w.grad.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(RuntimeError, match="unscale_\\(\\) has already been called"):
+        scaler.unscale_(opt)
+    scaler.step(opt)
+    with pytest.raises(RuntimeError, match="step\\(\\) has already been called"):
+        scaler.step(opt)
+    with pytest.raises(RuntimeError, match="after step"):
+        scaler.unscale_(opt)
+    scaler.update()
+    assert w.tolist() == pytest.approx([0.8, 0.8, 0.8])
+    with pytest.raises(RuntimeError, match="Closure"):
+        scaler.step(opt, closure=lambda: None)
+
+
+def test_grad_scaler_state_dict_and_disabled() -> None:
+    scaler = amp.GradScaler("cpu", init_scale=4.0, growth_interval=7)
+    other = amp.GradScaler("cpu")
+    other.load_state_dict(scaler.state_dict())
+    assert other.get_scale() == 4.0 and other.get_growth_interval() == 7
+    off = amp.GradScaler("cpu", enabled=False)
+    loss = genesis.ones((), device=DEVICE)
+    assert off.scale(loss) is loss and off.get_scale() == 1.0 and off.state_dict() == {}
+    with pytest.raises(RuntimeError, match="empty"):
+        other.load_state_dict({})
+    with pytest.raises(ValueError, match="growth factor"):
+        amp.GradScaler("cpu", growth_factor=0.5)
+    w = genesis.ones(2, requires_grad=True)
+    opt = optim.SGD([w], lr=1.0)
+    (w.sum() * 1).backward()
+    off.step(opt)
+    assert w.tolist() == [0.0, 0.0]
+
+
+def test_grad_scaler_rejects_fp16_gradients_and_update_before_scale() -> None:
+    w = genesis.ones(2, dtype=genesis.float16, requires_grad=True)
+    opt = optim.SGD([w], lr=1.0)
+    scaler = amp.GradScaler("cpu")
+    with pytest.raises(RuntimeError, match="before any scale"):
+        scaler.update()
+    scaler.scale(w.float().sum()).backward()
+    with pytest.raises(ValueError, match="FP16 gradients"):
+        scaler.unscale_(opt)
