@@ -202,3 +202,72 @@ def test_optimizer_state_survives_save_and_load(tmp_path) -> None:
     assert loaded["param_groups"][0]["betas"] == (0.8, 0.9)
     assert set(loaded["state"][0]) == {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
     assert _bits(loaded["state"][0]["exp_avg"]) == _bits(opt.state[w]["exp_avg"])
+
+
+# ------------------------------------------------------------------ training checkpoints
+
+
+def _training_setup() -> tuple:
+    genesis.manual_seed(0)
+    model = genesis.nn.Sequential(genesis.nn.Linear(4, 8), genesis.nn.ReLU(), genesis.nn.Dropout(0.3),
+                                  genesis.nn.Linear(8, 3))
+    opt = optim.AdamW(model.parameters(), lr=0.01, amsgrad=True)
+    sched = optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=20)
+    scaler = genesis.amp.GradScaler("cpu", init_scale=64.0, growth_interval=2)
+    return model, opt, sched, scaler
+
+
+def _train(model, opt, sched, scaler, steps: range) -> None:
+    x_all = genesis.linspace(-1, 1, 64).reshape(16, 4)
+    y_all = genesis.arange(16) % 3
+    for _ in steps:
+        idx = genesis.randint(0, 16, (6,))  # batches drawn from the global RNG: resuming must restore it
+        loss = genesis.nn.functional.cross_entropy(model(x_all[idx]), y_all[idx])
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        sched.step()
+
+
+def test_resumed_run_equals_uninterrupted_run_bitwise(tmp_path) -> None:
+    model, opt, sched, scaler = _training_setup()
+    _train(model, opt, sched, scaler, range(20))
+    straight = {k: _bits(v) for k, v in model.state_dict().items()}
+
+    model, opt, sched, scaler = _training_setup()
+    _train(model, opt, sched, scaler, range(8))
+    path = tmp_path / "ckpt.safetensors"
+    genesis.save_checkpoint(path, model=model, optimizer=opt, scheduler=sched, scaler=scaler, step=8, note="hi")
+    genesis.manual_seed(123)  # the resumed process starts from another state
+
+    model, opt, sched, scaler = _training_setup()
+    genesis.manual_seed(999)
+    state = genesis.load_checkpoint(path, model=model, optimizer=opt, scheduler=sched, scaler=scaler)
+    assert state["step"] == 8 and state["extra"] == {"note": "hi"}
+    _train(model, opt, sched, scaler, range(state["step"], 20))
+    resumed = {k: _bits(v) for k, v in model.state_dict().items()}
+    assert resumed == straight
+
+
+def test_failed_checkpoint_load_changes_nothing(tmp_path) -> None:
+    model, opt, sched, scaler = _training_setup()
+    _train(model, opt, sched, scaler, range(3))
+    path = tmp_path / "ckpt.safetensors"
+    genesis.save_checkpoint(path, model=model, optimizer=opt, step=3)
+    _train(model, opt, sched, scaler, range(2))
+    before = ({k: _bits(v) for k, v in model.state_dict().items()}, opt.state_dict()["param_groups"][0]["lr"],
+              genesis.get_rng_state().tolist())
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="ckpt.safetensors"):
+        genesis.load_checkpoint(path, model=model, optimizer=opt)
+    path.write_bytes(data)
+    other_opt = optim.SGD(list(model.parameters())[:2], lr=0.1)  # a different optimizer: restoring it fails
+    with pytest.raises(ValueError):
+        genesis.load_checkpoint(path, model=model, optimizer=other_opt)
+    after = ({k: _bits(v) for k, v in model.state_dict().items()}, opt.state_dict()["param_groups"][0]["lr"],
+             genesis.get_rng_state().tolist())
+    assert after == before
+    with pytest.raises(KeyError, match="scheduler"):
+        genesis.load_checkpoint(path, model=model, scheduler=sched)
