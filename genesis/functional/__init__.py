@@ -946,9 +946,11 @@ def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> tuple[list[Tenso
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dim; dtypes are promoted as in torch."""
-    tensors, d = _check_cat("cat", tensors, dim)
-    dt = tensors[0].dtype
-    for t in tensors[1:]:
+    if not isinstance(tensors, Tensor):
+        tensors = list(tensors)
+    kept, d = _check_cat("cat", tensors, dim)
+    dt = kept[0].dtype
+    for t in kept[1:]:
         dt = dtypes.promote_types(dt, t.dtype)
     tensors = [t.to(dt) for t in tensors]
     if len(tensors) == 1:
@@ -1006,8 +1008,10 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = input.shape[normalize_dim("chunk", dim, input.ndim)]
-    size = -(-n // chunks) if n else 1
-    return split(input, size, dim) if n else split(input, 0, dim)
+    if n == 0:
+        # torch returns `chunks` empty pieces of an empty dim.
+        return split(input, [0] * chunks, dim)
+    return split(input, -(-n // chunks), dim)
 
 
 def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ...]:
@@ -1044,8 +1048,13 @@ def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
     return repeat(input, dims)
 
 
-def repeat_interleave(input: Tensor, repeats: Any, dim: int | None = None) -> Tensor:
-    """Repeat each element ``repeats`` times (an int or one count per element) along ``dim``."""
+def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None) -> Tensor:
+    """Repeat each element ``repeats`` times (an int or one count per element) along ``dim``.
+
+    With only a tensor of counts, ``repeat_interleave(counts)`` repeats each index ``i`` ``counts[i]`` times.
+    """
+    if repeats is None:
+        return repeat_interleave(arange_like(input.numel(), input), input.reshape(-1), 0)
     if dim is None:
         input, dim = input.reshape(-1), 0
     d = normalize_dim("repeat_interleave", dim, input.ndim)
@@ -1124,13 +1133,18 @@ def _band_mask(x: Tensor, diagonal: int, upper: bool) -> Tensor:
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    return where(_band_mask(input, diagonal, True), input, 0)
+    return where(_band_mask(input, diagonal, True), input, _zero_of(input))
 
 
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    return where(_band_mask(input, diagonal, False), input, 0)
+    return where(_band_mask(input, diagonal, False), input, _zero_of(input))
+
+
+def _zero_of(x: Tensor) -> bool | int:
+    """A Python zero that keeps ``x``'s dtype under promotion (False for bool tensors)."""
+    return False if x.dtype is dtypes.bool_ else 0
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:

@@ -13,6 +13,19 @@ def _zeros(shape: tuple[int, ...], dtype: dtypes.dtype, device) -> NDArray:
     return NDArray.full(shape, 0, dtype, device)
 
 
+def _overlaps(view: NDArray) -> bool:
+    """Whether two indices of a strided view can reach the same element (so a plain copy would lose some)."""
+    if view.size == 0:
+        return False
+    # Walking dims from the smallest stride up, each stride must step past everything the smaller ones reach.
+    extent = 0
+    for stride, size in sorted((abs(s), n) for n, s in zip(view.shape, view.strides) if n > 1):
+        if stride <= extent:
+            return True
+        extent += stride * (size - 1)
+    return False
+
+
 class ViewBackwardFill(Primitive):
     """Gradient of a view: zeros of the base shape with the gradient written through the same view."""
 
@@ -21,10 +34,14 @@ class ViewBackwardFill(Primitive):
         ctx.make_view = make_view
         out = _zeros(shape, grad.dtype, grad.device)
         view = make_view(out)
-        if any(s == 0 for s in view.strides) and view.size > 1:
-            # Overlapping views (as_strided, expand-like) accumulate: route through index_put with accumulate.
-            raise RuntimeError("backward through an overlapping strided view is not supported")
-        view.copy_(grad)
+        if not _overlaps(view):
+            view.copy_(grad)
+            return out
+        # Elements seen several times through the view (unfold, as_strided) sum their gradients: find each view
+        # element's position in the base by viewing an arange the same way, then scatter-add there.
+        positions = make_view(out.backend.arange(0, out.size, 1, dtypes.int64, out.device).reshape(shape))
+        flat_grad = grad.contiguous().reshape((-1,))
+        out.backend.index_put_(out.reshape((-1,)), (positions.contiguous().reshape((-1,)),), flat_grad, True)
         return out
 
     @staticmethod

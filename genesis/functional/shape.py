@@ -130,14 +130,20 @@ class ViewOf(Primitive):
 class Cat(Primitive):
     @staticmethod
     def forward(ctx, dim: int, *arrays: NDArray) -> NDArray:
-        ctx.meta = (dim, [a.shape[dim] for a in arrays])
-        return nd_cat(arrays, dim)
+        # torch skips 1-D empty tensors whatever the other shapes (legacy); they only receive an empty gradient.
+        skipped = [a.ndim == 1 and a.size == 0 for a in arrays]
+        kept = [a for a, skip in zip(arrays, skipped) if not skip] or list(arrays[:1])
+        ctx.meta = (dim, [None if skip else a.shape[dim] for a, skip in zip(arrays, skipped)])
+        return nd_cat(kept, dim)
 
     @staticmethod
     def backward(ctx, grad):
         dim, sizes = ctx.meta
         grads, start = [], 0
         for n in sizes:
+            if n is None:
+                grads.append(grad.new_zeros(0))
+                continue
             grads.append(grad.narrow(dim, start, n))
             start += n
         return (None, *grads)
