@@ -221,8 +221,9 @@ def test_forward_hooks():
 def test_repr_matches_torch():
     g, t = make_pair()
     assert repr(g).replace("genesis", "torch") == repr(t)
-    layers = [(nn.LayerNorm(8), torch.nn.LayerNorm(8)), (nn.Embedding(10, 4, padding_idx=0),
-                                                          torch.nn.Embedding(10, 4, padding_idx=0)),
+    layers = [(nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)),
+              (nn.MaxPool2d(2), torch.nn.MaxPool2d(2)), (nn.LayerNorm(8), torch.nn.LayerNorm(8)),
+              (nn.Embedding(10, 4, padding_idx=0), torch.nn.Embedding(10, 4, padding_idx=0)),
               (nn.Dropout(0.2), torch.nn.Dropout(0.2)), (nn.GELU("tanh"), torch.nn.GELU("tanh")),
               (nn.Flatten(), torch.nn.Flatten())]
     for gm, tm in layers:

@@ -23,7 +23,9 @@ memory and creation
     copy_(dst, src)                                 dst[...] = src, src broadcastable, dtype cast; returns dst
     cast(x, dtype)                                  new contiguous array of another dtype
     contiguous(x)                                   new contiguous copy of a strided view
-    to_dlpack(x, stream) / from_dlpack(obj)         zero-copy exchange
+    to_dlpack(x, stream, max_version=None)          zero-copy export: a DLPack capsule, versioned when the
+                                                    consumer passes max_version >= (1, 0)
+    from_dlpack(obj)                                zero-copy import of any DLPack producer
 elementwise
     unary(op, x, out)                               op in UNARY_OPS
     binary(op, a, b, out)                           op in BINARY_OPS, result dtype of a (bool for comparisons)
@@ -47,6 +49,17 @@ indexing
     sort(x, dim, descending, stable)                (values, int64 indices)
     unique(x, return_inverse, return_counts)        sorted unique values of the flattened array
     searchsorted(seq, values, right)                insertion points along the last dim
+neural network (N-d over the trailing spatial dims of (N, C, *spatial) arrays; tuples hold one entry per spatial dim)
+    conv(x, w, bias, stride, padding, dilation, groups, transposed, output_padding)
+                                                    convolution (transposed: its adjoint, "deconvolution"); bias may
+                                                    be None; arguments already validated
+    conv_backward(grad, x, w, stride, padding, dilation, groups, transposed, output_padding, output_mask)
+                                                    (grad_x, grad_w, grad_bias), None where output_mask is False
+    pool(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
+                                                    mode "max": (values, int64 argmax indices into each plane),
+                                                    mode "avg": (values, None); 2 or 3 spatial dims
+    pool_backward(grad, x, indices, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
+                  divisor_override)                 gradient with respect to x
 random (counter-based: the same seed and offset give the same numbers)
     uniform(shape, dtype, device, seed, offset)     U[0, 1)
     normal(shape, dtype, device, seed, offset)      N(0, 1)
@@ -74,6 +87,7 @@ PRIMITIVES = (
     "reduce", "arg_reduce", "cumulative", "softmax",
     "matmul",
     "index", "index_put_", "gather", "scatter", "index_select", "nonzero", "sort", "unique", "searchsorted",
+    "conv", "conv_backward", "pool", "pool_backward",
     "uniform", "normal", "randint",
     "synchronize",
 )

@@ -89,8 +89,9 @@ def contiguous(x: NDArray) -> NDArray:
     return wrap(native(x).clone(memory_format=torch.contiguous_format))
 
 
-def to_dlpack(x: NDArray, stream: object = None) -> object:
-    return native(x).__dlpack__()
+def to_dlpack(x: NDArray, stream: object = None, max_version: tuple[int, int] | None = None) -> object:
+    # A consumer that names max_version reads versioned capsules, which also carry writability.
+    return native(x).__dlpack__(max_version=max_version) if max_version else native(x).__dlpack__()
 
 
 def from_dlpack(obj: object) -> NDArray:
@@ -240,6 +241,49 @@ def unique(x: NDArray, return_inverse: bool, return_counts: bool) -> tuple[NDArr
 
 def searchsorted(seq: NDArray, values: NDArray, right: bool) -> NDArray:
     return wrap(torch.searchsorted(native(seq), native(values), right=right))
+
+
+# ---------------------------------------------------------------- neural network
+
+def conv(x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+         transposed: bool, output_padding: tuple) -> NDArray:
+    b = native(bias) if bias is not None else None
+    return wrap(torch.ops.aten.convolution(native(x), native(w), b, list(stride), list(padding), list(dilation),
+                                           transposed, list(output_padding), groups))
+
+
+def conv_backward(grad: NDArray, x: NDArray, w: NDArray, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+                  transposed: bool, output_padding: tuple, output_mask: tuple) -> tuple:
+    grads = torch.ops.aten.convolution_backward(
+        native(grad), native(x), native(w), [w.shape[1 if transposed else 0] * (groups if transposed else 1)],
+        list(stride), list(padding), list(dilation), transposed, list(output_padding), groups, list(output_mask))
+    return tuple(wrap(g) if m else None for g, m in zip(grads, output_mask))
+
+
+_MAX_POOL = {2: (torch.ops.aten.max_pool2d_with_indices, torch.ops.aten.max_pool2d_with_indices_backward),
+             3: (torch.ops.aten.max_pool3d_with_indices, torch.ops.aten.max_pool3d_with_indices_backward)}
+_AVG_POOL = {2: (torch.ops.aten.avg_pool2d, torch.ops.aten.avg_pool2d_backward),
+             3: (torch.ops.aten.avg_pool3d, torch.ops.aten.avg_pool3d_backward)}
+
+
+def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
+         count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
+    if mode == "max":
+        values, indices = _MAX_POOL[len(kernel)][0](native(x), list(kernel), list(stride), list(padding),
+                                                    list(dilation), ceil_mode)
+        return wrap(values), wrap(indices)
+    return wrap(_AVG_POOL[len(kernel)][0](native(x), list(kernel), list(stride), list(padding), ceil_mode,
+                                          count_include_pad, divisor_override)), None
+
+
+def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str, kernel: tuple, stride: tuple,
+                  padding: tuple, dilation: tuple, ceil_mode: bool, count_include_pad: bool,
+                  divisor_override: int | None) -> NDArray:
+    if mode == "max":
+        return wrap(_MAX_POOL[len(kernel)][1](native(grad), native(x), list(kernel), list(stride), list(padding),
+                                              list(dilation), ceil_mode, native(indices)))
+    return wrap(_AVG_POOL[len(kernel)][1](native(grad), native(x), list(kernel), list(stride), list(padding),
+                                          ceil_mode, count_include_pad, divisor_override))
 
 
 # ---------------------------------------------------------------- random

@@ -49,6 +49,14 @@ from genesis.nn.functional.basic import (
     pairwise_distance,
     unfold,
 )
+from genesis.nn.functional.conv import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+)
 from genesis.nn.functional.llm import causal_softmax, random_sample, rope, rope_tables, rotate_half, swiglu
 from genesis.nn.functional.losses import (
     binary_cross_entropy,
@@ -74,8 +82,26 @@ from genesis.nn.functional.norms import (
     local_response_norm,
     rms_norm,
 )
+from genesis.nn.functional.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    interpolate,
+    lp_pool2d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    pixel_shuffle,
+    upsample,
+)
 
 __all__ = [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "interpolate",
+    "lp_pool2d", "max_pool1d", "max_pool2d", "max_pool3d", "pixel_shuffle", "upsample",
     "alpha_dropout", "batch_norm", "bilinear", "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "causal_softmax", "celu", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
     "dropout2d", "elu", "embedding", "fold", "gaussian_nll_loss", "gelu", "glu", "group_norm", "hardsigmoid",

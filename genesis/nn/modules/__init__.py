@@ -28,6 +28,7 @@ from genesis.nn.modules.activation import (
 )
 from genesis.nn.modules.attention import FeedForwardSwiGLU, MultiheadAttention, RotaryEmbedding
 from genesis.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from genesis.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from genesis.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d
 from genesis.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from genesis.nn.modules.loss import (
@@ -58,9 +59,27 @@ from genesis.nn.modules.normalization import (
     LocalResponseNorm,
     RMSNorm,
 )
+from genesis.nn.modules.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+    PixelShuffle,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 from genesis.nn.modules.sparse import Embedding
 
 __all__ = [
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "Conv1d",
+    "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "MaxPool1d", "MaxPool2d",
+    "MaxPool3d", "PixelShuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
     "AlphaDropout", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Bilinear", "CELU",
     "CosineEmbeddingLoss", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "ELU", "Embedding",
     "FeedForwardSwiGLU", "Flatten", "GELU", "GLU", "GaussianNLLLoss", "GroupNorm", "Hardsigmoid", "Hardswish",

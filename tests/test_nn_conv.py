@@ -1,0 +1,194 @@
+"""Convolution, pooling and resampling against torch: functions, modules (weights copied), argument errors."""
+
+import pytest
+import torch
+
+import genesis
+import genesis.nn as nn
+from tests.helpers import DEVICE, check, check_error, check_module, rand
+
+
+def conv_fn(name: str, **kwargs: object):
+    return lambda lib, x, w, *b: getattr(lib.nn.functional, name)(x, w, *b, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"stride": 2}, {"padding": 1}, {"padding": (2, 0)}, {"dilation": 2}, {"stride": (2, 1), "padding": (1, 2)},
+    {"padding": "same"}, {"padding": "valid"}, {"padding": "same", "dilation": (1, 2)},
+])
+def test_conv2d(kwargs):
+    check(conv_fn("conv2d", **kwargs), rand(2, 3, 7, 8), rand(4, 3, 3, 3, seed=1), rand(4, seed=2))
+
+
+def test_conv2d_groups_even_kernel_same_and_unbatched():
+    check(conv_fn("conv2d", groups=2, padding=1), rand(2, 4, 6, 6), rand(6, 2, 3, 3, seed=1), rand(6, seed=2))
+    check(conv_fn("conv2d", groups=4), rand(1, 4, 5, 5), rand(4, 1, 2, 2, seed=1))
+    check(conv_fn("conv2d", padding="same"), rand(2, 2, 5, 6), rand(3, 2, 2, 4, seed=1))
+    check(conv_fn("conv2d", stride=2), rand(3, 7, 7), rand(2, 3, 3, 3, seed=1))
+
+
+def test_conv1d_conv3d():
+    check(conv_fn("conv1d", stride=2, padding=1), rand(2, 3, 9), rand(4, 3, 3, seed=1), rand(4, seed=2))
+    check(conv_fn("conv1d", groups=3, dilation=2), rand(2, 3, 9), rand(6, 1, 3, seed=1))
+    check(conv_fn("conv3d", padding=1), rand(1, 2, 4, 5, 4), rand(3, 2, 3, 3, 3, seed=1), rand(3, seed=2))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"stride": 2}, {"stride": 2, "padding": 1, "output_padding": 1}, {"dilation": 2, "padding": 1},
+    {"groups": 2, "stride": (2, 3), "output_padding": (1, 2)},
+])
+def test_conv_transpose2d(kwargs):
+    check(conv_fn("conv_transpose2d", **kwargs), rand(2, 4, 5, 4), rand(4, 3, 3, 3, seed=1), rand(
+        3 * kwargs.get("groups", 1), seed=2))
+
+
+def test_conv_transpose1d_3d():
+    check(conv_fn("conv_transpose1d", stride=2), rand(2, 3, 5), rand(3, 2, 3, seed=1), rand(2, seed=2))
+    check(conv_fn("conv_transpose3d", stride=2, padding=1), rand(1, 2, 3, 3, 3), rand(2, 2, 3, 3, 3, seed=1))
+
+
+def test_conv_float32():
+    check(conv_fn("conv2d", padding=1), rand(2, 3, 8, 8, dtype=torch.float32),
+          rand(5, 3, 3, 3, dtype=torch.float32, seed=1), rand(5, dtype=torch.float32, seed=2),
+          rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", [
+    {"stride": 0}, {"stride": -1}, {"padding": -1}, {"dilation": 0}, {"groups": 0},
+])
+def test_conv_bad_arguments(bad):
+    check_error(RuntimeError, conv_fn("conv2d", **bad), rand(1, 2, 5, 5), rand(2, 2, 3, 3, seed=1))
+    check_error(RuntimeError, conv_fn("conv_transpose2d", **bad), rand(1, 2, 5, 5), rand(2, 2, 3, 3, seed=1))
+
+
+def test_conv_error_messages():
+    with pytest.raises(RuntimeError, match="non-positive stride"):
+        nn.functional.conv2d(genesis.ones(1, 2, 5, 5), genesis.ones(2, 2, 3, 3), stride=0)
+    with pytest.raises(RuntimeError, match="negative padding"):
+        nn.functional.conv2d(genesis.ones(1, 2, 5, 5), genesis.ones(2, 2, 3, 3), padding=-1)
+    with pytest.raises(RuntimeError, match=r"expected input\[1, 3, 5, 5\] to have 2 channels, but got 3"):
+        nn.functional.conv2d(genesis.ones(1, 3, 5, 5), genesis.ones(2, 2, 3, 3))
+    check_error(RuntimeError, conv_fn("conv2d"), rand(1, 3, 5, 5), rand(2, 2, 3, 3, seed=1))
+    check_error(RuntimeError, conv_fn("conv2d"), rand(1, 2, 2, 2), rand(2, 2, 3, 3, seed=1))
+    check_error(RuntimeError, conv_fn("conv2d"), rand(1, 2, 5, 5), rand(2, 2, 3, 3, seed=1), rand(3, seed=2))
+    check_error(RuntimeError, conv_fn("conv_transpose2d", stride=2, output_padding=2), rand(1, 2, 5, 5),
+                rand(2, 2, 3, 3, seed=1))
+    with pytest.raises(ValueError):
+        nn.Conv2d(3, 4, 3, groups=2)
+    with pytest.raises(ValueError):
+        nn.Conv2d(4, 4, 3, stride=2, padding="same")
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.nn.Conv2d(3, 4, 3),
+    lambda lib: lib.nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2, bias=False),
+    lambda lib: lib.nn.Conv2d(3, 4, 3, padding="same", padding_mode="reflect"),
+    lambda lib: lib.nn.Conv2d(3, 4, 3, padding=1, padding_mode="circular"),
+    lambda lib: lib.nn.Conv2d(3, 4, 3, padding=2, padding_mode="replicate"),
+    lambda lib: lib.nn.Conv1d(3, 4, 5, stride=2, padding=2),
+    lambda lib: lib.nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1),
+    lambda lib: lib.nn.ConvTranspose2d(4, 6, 2, stride=2, groups=2, dilation=1, bias=False),
+])
+def test_conv_modules(make):
+    t = make(torch).double()
+    g = make(genesis).to(DEVICE, genesis.float64)
+    assert repr(g) == repr(t)
+    assert list(g.state_dict()) == list(t.state_dict())
+    assert [tuple(p.shape) for p in g.parameters()] == [tuple(p.shape) for p in t.parameters()]
+    ndim = 3 if isinstance(t, torch.nn.Conv1d) else 4
+    x = rand(2, 4 if "Transpose" in type(t).__name__ or t.in_channels == 4 else 3, *(6,) * (ndim - 2))
+    check_module(g, t, x)
+
+
+def test_conv_transpose_output_size():
+    t = torch.nn.ConvTranspose2d(2, 3, 3, stride=2).double()
+    g = nn.ConvTranspose2d(2, 3, 3, stride=2).to(DEVICE, genesis.float64)
+    x = rand(1, 2, 4, 4)
+    check_module(g, t, x, call=lambda m, x: m(x, output_size=[10, 10]))
+    with pytest.raises(ValueError):
+        g(genesis.ones(1, 2, 4, 4, dtype=genesis.float64, device=DEVICE), output_size=[12, 12])
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1}, {"kernel_size": (2, 3), "stride": (1, 2)},
+    {"kernel_size": 3, "stride": 2, "ceil_mode": True}, {"kernel_size": 2, "dilation": 2},
+])
+def test_max_pool2d(kwargs):
+    check(lambda lib, x: lib.nn.functional.max_pool2d(x, **kwargs), rand(2, 3, 7, 8))
+    check(lambda lib, x: lib.nn.functional.max_pool2d(x, **kwargs, return_indices=True), rand(2, 3, 7, 8))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+    {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": False},
+    {"kernel_size": 3, "stride": 2, "ceil_mode": True}, {"kernel_size": 2, "divisor_override": 3},
+])
+def test_avg_pool2d(kwargs):
+    check(lambda lib, x: lib.nn.functional.avg_pool2d(x, **kwargs), rand(2, 3, 7, 8))
+
+
+def test_pool_1d_3d_unbatched_and_lp():
+    check(lambda lib, x: lib.nn.functional.max_pool1d(x, 3, 2, 1), rand(2, 3, 9))
+    check(lambda lib, x: lib.nn.functional.avg_pool1d(x, 2), rand(2, 3, 9))
+    check(lambda lib, x: lib.nn.functional.max_pool3d(x, 2), rand(1, 2, 4, 4, 4))
+    check(lambda lib, x: lib.nn.functional.avg_pool3d(x, 2, 1), rand(1, 2, 3, 4, 4))
+    check(lambda lib, x: lib.nn.functional.max_pool2d(x, 2), rand(3, 6, 6))
+    check(lambda lib, x: lib.nn.functional.lp_pool2d(x, 2.0, 2), rand(1, 2, 4, 4, low=0.1, high=1.0))
+
+
+def test_pool_errors():
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.max_pool2d(x, 3, padding=2), rand(1, 1, 6, 6))
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.max_pool2d(x, 2, stride=0), rand(1, 1, 6, 6))
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.avg_pool2d(x, 7), rand(1, 1, 6, 6))
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.max_pool2d(x, 2), rand(6, 6))
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, (2, 5), (None, 3)])
+def test_adaptive_pools(size):
+    check(lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, size), rand(2, 3, 7, 6))
+    check(lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, size), rand(2, 3, 7, 6))
+    check(lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 3), rand(2, 3, 7))
+
+
+def test_pool_modules():
+    for make in (lambda lib: lib.nn.MaxPool2d(3, 2, 1), lambda lib: lib.nn.AvgPool2d(2),
+                 lambda lib: lib.nn.AdaptiveAvgPool2d((1, 1)), lambda lib: lib.nn.AdaptiveAvgPool2d(3),
+                 lambda lib: lib.nn.MaxPool1d(2), lambda lib: lib.nn.AdaptiveMaxPool2d(2),
+                 lambda lib: lib.nn.Upsample(scale_factor=2), lambda lib: lib.nn.PixelShuffle(2),
+                 lambda lib: lib.nn.Upsample(size=(5, 7), mode="bilinear", align_corners=True)):
+        t, g = make(torch), make(genesis)
+        assert repr(g) == repr(t)
+        x = rand(2, 4, 6) if isinstance(t, torch.nn.MaxPool1d) else rand(2, 4, 6, 6)
+        check_module(g, t, x)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"scale_factor": 2}, {"size": (5, 9)}, {"scale_factor": (1.5, 0.5)}, {"size": (3, 4), "mode": "nearest-exact"},
+    {"scale_factor": 2, "mode": "bilinear"}, {"size": (5, 9), "mode": "bilinear"},
+    {"size": (5, 9), "mode": "bilinear", "align_corners": True}, {"scale_factor": 0.5, "mode": "bilinear"},
+    {"scale_factor": 1.7, "mode": "bilinear", "recompute_scale_factor": True},
+])
+def test_interpolate_2d(kwargs):
+    check(lambda lib, x: lib.nn.functional.interpolate(x, **kwargs), rand(2, 3, 4, 6))
+
+
+def test_interpolate_1d_3d_and_errors():
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=7, mode="linear"), rand(2, 3, 4))
+    check(lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=2, mode="trilinear", align_corners=False),
+          rand(1, 2, 2, 3, 2))
+    check(lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=3), rand(1, 2, 3))
+    check_error(ValueError, lambda lib, x: lib.nn.functional.interpolate(x), rand(1, 2, 3, 3))
+    check_error(ValueError, lambda lib, x: lib.nn.functional.interpolate(x, size=4, align_corners=True),
+                rand(1, 2, 3, 3))
+
+
+def test_digits_cnn_training_step_matches_torch():
+    def make(lib):
+        n = lib.nn
+        return n.Sequential(n.Conv2d(1, 8, 3, padding=1), n.BatchNorm2d(8), n.ReLU(), n.MaxPool2d(2),
+                            n.Conv2d(8, 16, 3, padding=1), n.BatchNorm2d(16), n.ReLU(), n.AdaptiveAvgPool2d(1),
+                            n.Flatten(), n.Linear(16, 10))
+    t = make(torch).double()
+    g = make(genesis).to(DEVICE, genesis.float64)
+    assert list(g.state_dict()) == list(t.state_dict())
+    check_module(g, t, rand(4, 1, 8, 8))
