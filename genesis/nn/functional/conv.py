@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from genesis import amp
 from genesis.functional.nn_ops import Conv
 from genesis.nn.functional.basic import pad
 from genesis.tensor import Tensor
@@ -40,6 +41,7 @@ def _same_padding(op: str, weight: Tensor, stride: tuple, dilation: tuple, n: in
 def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: int | Sequence[int],
             padding: int | str | Sequence[int], dilation: int | Sequence[int], groups: int,
             transposed: bool = False, output_padding: int | Sequence[int] = 0) -> Tensor:
+    input, weight, bias = amp.autocast_args(op, input, weight, bias)
     if weight.ndim != n + 2:
         raise RuntimeError(f"{op}: expected a {n + 2}-D weight, got weight of size {list(weight.shape)}")
     if input.ndim not in (n + 1, n + 2):
