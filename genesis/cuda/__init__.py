@@ -39,3 +39,195 @@ def is_available() -> bool:
 
 def device_count() -> int:
     return _probe() if is_available() else 0
+
+
+class OutOfMemoryError(RuntimeError):
+    """The CUDA caching allocator could not serve a request, even after releasing its cache."""
+
+
+def _runtime():  # noqa: ANN202 - the backend's runtime module
+    if not is_available():
+        raise RuntimeError("genesis.cuda: CUDA is not available on this machine (no NVIDIA driver or GPU was found, "
+                           "or the Genesis CUDA dependencies cuda-python and triton are not installed)")
+    import genesis.backends.cuda  # noqa: F401 - installs Genesis's Triton driver
+    from genesis.backends.cuda import runtime
+
+    return runtime
+
+
+def _allocator(device: object = None):  # noqa: ANN202
+    rt = _runtime()
+    from genesis.backends.cuda import allocator
+
+    return allocator.get(_index(device, rt))
+
+
+def _index(device: object, rt: object = None) -> int:
+    if device is None:
+        return (rt or _runtime()).current_device()
+    if isinstance(device, int):
+        return device
+    from genesis.device import device as Device
+
+    d = Device(device)
+    if d.type != "cuda":
+        raise ValueError(f"genesis.cuda: expected a CUDA device, got {d}")
+    return d.index
+
+
+def init() -> None:
+    """Initialize the driver and make device 0 current (done lazily by every other call)."""
+    _runtime().current_device()
+
+
+def current_device() -> int:
+    return _runtime().current_device()
+
+
+def set_device(device: object) -> None:
+    rt = _runtime()
+    rt.set_device(_index(device, rt))
+
+
+def get_device_name(device: object = None) -> str:
+    rt = _runtime()
+    return rt.device_name(_index(device, rt))
+
+
+def get_device_capability(device: object = None) -> tuple[int, int]:
+    rt = _runtime()
+    return rt.capability(_index(device, rt))
+
+
+class _DeviceProperties:
+    """What ``get_device_properties`` reports (the fields PyTorch users read most)."""
+
+    def __init__(self, index: int) -> None:
+        rt = _runtime()
+        self.name = rt.device_name(index)
+        self.major, self.minor = rt.capability(index)
+        self.total_memory = rt.total_memory(index)
+        self.multi_processor_count = rt.multiprocessor_count(index)
+
+    def __repr__(self) -> str:
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // (1 << 20)}MB, multi_processor_count={self.multi_processor_count})")
+
+
+def get_device_properties(device: object = None) -> _DeviceProperties:
+    return _DeviceProperties(_index(device))
+
+
+def synchronize(device: object = None) -> None:
+    """Wait for all work queued on the device."""
+    rt = _runtime()
+    rt.synchronize(_index(device, rt))
+
+
+def mem_get_info(device: object = None) -> tuple[int, int]:
+    """(free, total) bytes of device memory as the driver reports them."""
+    rt = _runtime()
+    return rt.mem_get_info(_index(device, rt))
+
+
+def __getattr__(name: str):  # noqa: ANN202 - Stream and Event classes, loaded with the runtime
+    if name in ("Stream", "Event"):
+        return getattr(_runtime(), name)
+    raise AttributeError(f"module 'genesis.cuda' has no attribute '{name}'")
+
+
+def current_stream(device: object = None):  # noqa: ANN201 - a Stream
+    rt = _runtime()
+    return rt.current_stream(_index(device, rt))
+
+
+def default_stream(device: object = None):  # noqa: ANN201 - a Stream
+    rt = _runtime()
+    return rt.default_stream(_index(device, rt))
+
+
+def set_stream(stream: object) -> None:
+    _runtime().set_stream(stream)
+
+
+class stream:  # noqa: N801 - torch's name
+    """``with genesis.cuda.stream(s):`` makes ``s`` the current stream of its device inside the block."""
+
+    def __init__(self, s: object) -> None:
+        self.stream = s
+        self._prev = None
+
+    def __enter__(self) -> object:
+        if self.stream is None:
+            return None
+        rt = _runtime()
+        self._prev = rt.current_stream(self.stream.device)
+        self._prev_device = rt.current_device()
+        rt.set_device(self.stream.device)
+        rt.set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc: object) -> None:
+        if self.stream is None:
+            return
+        rt = _runtime()
+        rt.set_stream(self._prev)
+        rt.set_device(self._prev_device)
+
+
+def memory_allocated(device: object = None) -> int:
+    """Bytes held by live tensors on the device (rounded to allocator blocks)."""
+    return _allocator(device).allocated
+
+
+def max_memory_allocated(device: object = None) -> int:
+    return _allocator(device).peak
+
+
+def memory_reserved(device: object = None) -> int:
+    """Bytes the allocator holds from the driver (live tensors plus its cache)."""
+    return _allocator(device).reserved()
+
+
+def reset_peak_memory_stats(device: object = None) -> None:
+    _allocator(device).reset_peak()
+
+
+def empty_cache() -> None:
+    """Return every cached, unused block to the driver."""
+    from genesis.backends.cuda import allocator
+
+    _runtime()
+    for a in list(allocator._allocators.values()):
+        a.empty_cache()
+
+
+def memory_stats(device: object = None) -> dict[str, int]:
+    """Counters of the caching allocator, including ``driver_alloc_calls``."""
+    return _allocator(device).stats()
+
+
+def memory_summary(device: object = None, abbreviated: bool = False) -> str:
+    return _allocator(device).summary()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the default generator of the current CUDA device."""
+    from genesis.random import default_generator
+
+    default_generator(f"cuda:{current_device()}").manual_seed(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    from genesis.random import default_generator
+
+    for i in range(device_count()):
+        default_generator(f"cuda:{i}").manual_seed(seed)
+
+
+def set_allow_tf32(flag: bool) -> None:
+    """Let float32 matrix products use TF32 tensor cores (off by default, as torch.backends.cuda.matmul)."""
+    _runtime()
+    from genesis.backends.cuda import blas
+
+    blas.set_allow_tf32(flag)
