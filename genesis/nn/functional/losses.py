@@ -76,7 +76,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     w = valid.to(input.dtype)
     if weight is not None:
         w = w * T.index_select(weight.to(input.dtype), 0, safe.reshape(-1)).reshape(safe.shape)
-    loss = loss * w
+    # where(), not a product, so ignored targets get an exact zero gradient even when every target is ignored
+    # (the mean is then 0/0 = nan, as in torch, but no nan flows back).
+    loss = T.where(valid, loss * w, 0.0)
     if reduction == "none":
         return loss
     if reduction == "sum":

@@ -1,0 +1,98 @@
+"""nn.init: torch's bounds, moments and gains; in place, without autograd, from Genesis's generator."""
+
+import math
+
+import pytest
+import torch
+
+import genesis
+import genesis.nn as nn
+from tests.helpers import DEVICE, to_torch
+
+
+def param(*shape: int) -> nn.Parameter:
+    return nn.Parameter(genesis.empty(*shape, device=DEVICE))
+
+
+@pytest.mark.parametrize("name,param_", [
+    ("linear", None), ("conv2d", None), ("sigmoid", None), ("tanh", None), ("relu", None), ("leaky_relu", None),
+    ("leaky_relu", 0.2), ("selu", None),
+])
+def test_calculate_gain(name, param_):
+    assert nn.init.calculate_gain(name, param_) == pytest.approx(torch.nn.init.calculate_gain(name, param_))
+    with pytest.raises(ValueError):
+        nn.init.calculate_gain("swishy")
+
+
+def test_fills_run_in_place_under_no_grad_on_leaf_parameters():
+    p = param(3, 4)
+    assert nn.init.constant_(p, 2.5) is p
+    assert to_torch(p).eq(2.5).all() and p.requires_grad and p.grad_fn is None and p.is_leaf
+    nn.init.zeros_(p)
+    assert to_torch(p).eq(0).all()
+    nn.init.ones_(p)
+    assert to_torch(p).eq(1).all()
+    nn.init.eye_(p)
+    assert torch.equal(to_torch(p), torch.eye(3, 4))
+    w = param(4, 2, 3, 3)
+    nn.init.dirac_(w, groups=2)
+    t = torch.empty(4, 2, 3, 3)
+    torch.nn.init.dirac_(t, groups=2)
+    assert torch.equal(to_torch(w), t)
+
+
+def moments(t: genesis.Tensor) -> tuple[float, float, float, float]:
+    x = to_torch(t).double()
+    return x.mean().item(), x.std().item(), x.min().item(), x.max().item()
+
+
+def test_uniform_and_normal():
+    genesis.manual_seed(0)
+    mean, std, lo, hi = moments(nn.init.uniform_(param(200, 200), -2.0, 3.0))
+    assert -2.0 <= lo and hi < 3.0 and abs(mean - 0.5) < 0.05 and abs(std - 5 / math.sqrt(12)) < 0.05
+    mean, std, _, _ = moments(nn.init.normal_(param(200, 200), 1.0, 0.5))
+    assert abs(mean - 1.0) < 0.01 and abs(std - 0.5) < 0.01
+    mean, std, lo, hi = moments(nn.init.trunc_normal_(param(200, 200), 0.0, 1.0, -0.5, 1.5))
+    assert -0.5 <= lo and hi <= 1.5
+    ref = torch.nn.init.trunc_normal_(torch.empty(200, 200, dtype=torch.float64), 0.0, 1.0, -0.5, 1.5)
+    assert abs(mean - ref.mean().item()) < 0.02 and abs(std - ref.std().item()) < 0.02
+
+
+@pytest.mark.parametrize("shape", [(300, 200), (64, 32, 3, 3)])
+def test_xavier_and_kaiming_bounds_and_std(shape):
+    genesis.manual_seed(1)
+    fan_in = shape[1] * math.prod(shape[2:])
+    fan_out = shape[0] * math.prod(shape[2:])
+    a = math.sqrt(6 / (fan_in + fan_out)) * 2.0
+    _, std, lo, hi = moments(nn.init.xavier_uniform_(param(*shape), gain=2.0))
+    assert -a <= lo and hi <= a and abs(std - a / math.sqrt(3)) < 0.03 * a
+    _, std, _, _ = moments(nn.init.xavier_normal_(param(*shape)))
+    assert abs(std - math.sqrt(2 / (fan_in + fan_out))) < 0.03 * std
+    bound = math.sqrt(2.0) * math.sqrt(3 / fan_in)
+    _, std, lo, hi = moments(nn.init.kaiming_uniform_(param(*shape), nonlinearity="relu"))
+    assert -bound <= lo and hi <= bound and abs(std - bound / math.sqrt(3)) < 0.03 * bound
+    _, std, _, _ = moments(nn.init.kaiming_normal_(param(*shape), mode="fan_out", nonlinearity="relu"))
+    assert abs(std - math.sqrt(2 / fan_out)) < 0.03 * std
+    with pytest.raises(ValueError):
+        nn.init.kaiming_uniform_(param(*shape), mode="fan_avg")
+    with pytest.raises(ValueError):
+        nn.init.xavier_uniform_(param(5))
+
+
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (3, 2, 2)])
+def test_orthogonal(shape):
+    w = nn.init.orthogonal_(param(*shape), gain=1.5)
+    flat = to_torch(w).double().reshape(shape[0], -1)
+    gram = flat @ flat.T if flat.shape[0] <= flat.shape[1] else flat.T @ flat
+    torch.testing.assert_close(gram, 2.25 * torch.eye(gram.shape[0], dtype=torch.float64), rtol=1e-5, atol=1e-5)
+
+
+def test_sparse_and_generator_reproducibility():
+    w = nn.init.sparse_(param(10, 6), sparsity=0.3)
+    zeros_per_col = (to_torch(w) == 0).sum(0)
+    assert (zeros_per_col >= 3).all()
+    g1 = genesis.Generator().manual_seed(3)
+    g2 = genesis.Generator().manual_seed(3)
+    a = nn.init.normal_(param(5, 5), generator=g1)
+    b = nn.init.normal_(param(5, 5), generator=g2)
+    assert torch.equal(to_torch(a), to_torch(b))

@@ -1,0 +1,164 @@
+"""Losses against torch: every reduction, ignore_index, label smoothing, class weights, probabilities, N-d."""
+
+import pytest
+import torch
+
+import genesis
+import genesis.nn as nn
+from tests.helpers import check, check_error, rand
+
+REDUCTIONS = ["mean", "sum", "none"]
+
+
+def targets(*shape: int, classes: int, ignore: int | None = None, seed: int = 0) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    t = torch.randint(0, classes, shape, generator=gen)
+    if ignore is not None:
+        t[torch.rand(shape, generator=gen) < 0.3] = ignore
+    return t
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_class_indices(reduction, smoothing, weighted):
+    w = rand(5, low=0.2, high=2.0, requires_grad=False, seed=9) if weighted else None
+    for x, t, ignore in ((rand(6, 5), targets(6, classes=5), -100),
+                         (rand(4, 5, 3, 2), targets(4, 3, 2, classes=5, ignore=2), 2),
+                         (rand(6, 5), targets(6, classes=5, ignore=-1), -1)):
+        check(lambda lib, x, t, *w_, ignore=ignore: lib.nn.functional.cross_entropy(
+            x, t, *w_, ignore_index=ignore, reduction=reduction, label_smoothing=smoothing), x, t,
+            *([w] if w is not None else []))
+
+
+def test_cross_entropy_unbatched_and_all_ignored():
+    check(lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), rand(5), torch.tensor(3))
+    check(lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, label_smoothing=0.1), rand(5), torch.tensor(3))
+    check(lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, ignore_index=1), rand(3, 4),
+          torch.tensor([1, 1, 1]))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_cross_entropy_probabilities(reduction, smoothing):
+    probs = torch.softmax(rand(4, 5, 3, requires_grad=False, seed=4), 1)
+    check(lambda lib, x, p: lib.nn.functional.cross_entropy(x, p, reduction=reduction, label_smoothing=smoothing),
+          rand(4, 5, 3), probs)
+    w = rand(5, low=0.5, high=1.5, requires_grad=False, seed=5)
+    check(lambda lib, x, p, w: lib.nn.functional.cross_entropy(x, p, w, reduction=reduction,
+                                                               label_smoothing=smoothing), rand(4, 5), probs[..., 0], w)
+
+
+def test_cross_entropy_float32_and_errors():
+    check(lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), rand(8, 10, dtype=torch.float32),
+          targets(8, classes=10))
+    check_error(IndexError, lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), rand(3, 4),
+                torch.tensor([0, 4, 1]))
+    check_error(ValueError, lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, reduction="avg"), rand(3, 4),
+                torch.tensor([0, 1, 1]))
+    check_error(ValueError, lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), rand(3, 4),
+                torch.tensor([0, 1]))
+    check_error(RuntimeError, lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w), rand(3, 4),
+                torch.tensor([0, 1, 1]), rand(3, requires_grad=False))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_nll_loss(reduction):
+    w = rand(5, low=0.2, high=2.0, requires_grad=False, seed=9)
+    logp = torch.log_softmax(rand(6, 5, requires_grad=False), 1).requires_grad_()
+    check(lambda lib, x, t: lib.nn.functional.nll_loss(x, t, reduction=reduction), logp, targets(6, classes=5))
+    check(lambda lib, x, t, w: lib.nn.functional.nll_loss(x, t, w, ignore_index=0, reduction=reduction), logp,
+          targets(6, classes=5, seed=3), w)
+    check(lambda lib, x, t: lib.nn.functional.nll_loss(x, t, reduction=reduction), rand(2, 5, 3, 4),
+          targets(2, 3, 4, classes=5))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name,kwargs", [
+    ("mse_loss", {}), ("l1_loss", {}), ("smooth_l1_loss", {}), ("smooth_l1_loss", {"beta": 0.3}),
+    ("smooth_l1_loss", {"beta": 0.0}), ("huber_loss", {}), ("huber_loss", {"delta": 0.4}),
+])
+def test_regression_losses(reduction, name, kwargs):
+    check(lambda lib, a, b: getattr(lib.nn.functional, name)(a, b, reduction=reduction, **kwargs), rand(4, 5),
+          rand(4, 5, seed=1, low=-2, high=2))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy(reduction):
+    p = rand(4, 5, low=0.05, high=0.95)
+    t = rand(4, 5, low=0.0, high=1.0, requires_grad=False, seed=1)
+    w = rand(5, low=0.5, high=2.0, requires_grad=False, seed=2)
+    check(lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t, reduction=reduction), p, t)
+    check(lambda lib, p, t, w: lib.nn.functional.binary_cross_entropy(p, t, w, reduction=reduction), p, t, w)
+    edge = torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64)
+    check(lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t, reduction=reduction), edge,
+          torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64), backward=False)
+    check_error(RuntimeError, lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t), p * 3, t)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy_with_logits(reduction):
+    x = rand(4, 5, low=-30, high=30)
+    t = rand(4, 5, low=0.0, high=1.0, requires_grad=False, seed=1)
+    pw = rand(5, low=0.5, high=3.0, requires_grad=False, seed=2)
+    w = rand(4, 5, low=0.5, high=2.0, requires_grad=False, seed=3)
+    f = "binary_cross_entropy_with_logits"
+    check(lambda lib, x, t: getattr(lib.nn.functional, f)(x, t, reduction=reduction), x, t)
+    check(lambda lib, x, t, w, pw: getattr(lib.nn.functional, f)(x, t, w, reduction=reduction, pos_weight=pw),
+          x, t, w, pw)
+    check_error(ValueError, lambda lib, x, t: getattr(lib.nn.functional, f)(x, t), x, t[:, :3])
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS + ["batchmean"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div(reduction, log_target):
+    inp = torch.log_softmax(rand(4, 5, requires_grad=False), 1).requires_grad_()
+    target = torch.softmax(rand(4, 5, requires_grad=False, seed=1), 1)
+    target[0, 0] = 0.0
+    if log_target:
+        target = torch.log_softmax(rand(4, 5, requires_grad=False, seed=1), 1)
+    check(lambda lib, x, t: lib.nn.functional.kl_div(x, t, reduction=reduction, log_target=log_target), inp, target)
+
+
+def test_other_losses():
+    check(lambda lib, x, y: lib.nn.functional.soft_margin_loss(x, y), rand(3, 4),
+          torch.tensor([[1.0, -1.0, 1.0, 1.0]] * 3, dtype=torch.float64))
+    check(lambda lib, x, t: lib.nn.functional.poisson_nll_loss(x, t), rand(3, 4), rand(3, 4, low=0, high=3,
+                                                                                        requires_grad=False))
+    check(lambda lib, x, t: lib.nn.functional.poisson_nll_loss(x, t, log_input=False, full=True),
+          rand(3, 4, low=0.1, high=2), rand(3, 4, low=0, high=3, requires_grad=False))
+    check(lambda lib, x, t, v: lib.nn.functional.gaussian_nll_loss(x, t, v), rand(3, 4), rand(3, 4, seed=1),
+          rand(3, 4, low=0.1, high=1.0, seed=2))
+    y = torch.tensor([1.0, -1.0, 1.0], dtype=torch.float64)
+    check(lambda lib, a, b, y: lib.nn.functional.cosine_embedding_loss(a, b, y, margin=0.1), rand(3, 4),
+          rand(3, 4, seed=1), y)
+    check(lambda lib, a, b, y: lib.nn.functional.margin_ranking_loss(a, b, y, margin=0.2), rand(3), rand(3, seed=1),
+          y)
+
+
+@pytest.mark.parametrize("make,kind", [
+    (lambda lib: lib.nn.CrossEntropyLoss(), "class"),
+    (lambda lib: lib.nn.CrossEntropyLoss(weight=lib.linspace(0.5, 2.0, 5, dtype=lib.float64), ignore_index=1,
+                                         label_smoothing=0.1, reduction="sum"), "class"),
+    (lambda lib: lib.nn.NLLLoss(reduction="none"), "class"),
+    (lambda lib: lib.nn.MSELoss(), "reg"), (lambda lib: lib.nn.L1Loss(reduction="sum"), "reg"),
+    (lambda lib: lib.nn.SmoothL1Loss(beta=0.5), "reg"), (lambda lib: lib.nn.HuberLoss(delta=0.5), "reg"),
+    (lambda lib: lib.nn.BCEWithLogitsLoss(pos_weight=lib.full((5,), 2.0, dtype=lib.float64)), "prob"),
+    (lambda lib: lib.nn.BCELoss(), "bce"), (lambda lib: lib.nn.KLDivLoss(reduction="batchmean"), "reg"),
+])
+def test_loss_modules(make, kind):
+    g, t = make(genesis), make(torch)
+    assert list(g.state_dict()) == list(t.state_dict())
+    if kind == "class":
+        check(lambda lib, x, y: make(lib)(x, y), rand(6, 5), targets(6, classes=5))
+    elif kind == "bce":
+        check(lambda lib, x, y: make(lib)(x, y), rand(6, 5, low=0.1, high=0.9), rand(6, 5, low=0, high=1,
+                                                                                      requires_grad=False))
+    else:
+        check(lambda lib, x, y: make(lib)(x, y), rand(6, 5), rand(6, 5, low=0, high=1, seed=1))
+
+
+def test_legacy_reduction_flags():
+    check(lambda lib, x, y: lib.nn.functional.mse_loss(x, y, size_average=False), rand(3, 4), rand(3, 4, seed=1))
+    check(lambda lib, x, y: lib.nn.functional.mse_loss(x, y, reduce=False), rand(3, 4), rand(3, 4, seed=1))
+    assert nn.MSELoss(size_average=False).reduction == torch.nn.MSELoss(size_average=False).reduction
