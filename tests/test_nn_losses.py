@@ -162,3 +162,11 @@ def test_legacy_reduction_flags():
     check(lambda lib, x, y: lib.nn.functional.mse_loss(x, y, size_average=False), rand(3, 4), rand(3, 4, seed=1))
     check(lambda lib, x, y: lib.nn.functional.mse_loss(x, y, reduce=False), rand(3, 4), rand(3, 4, seed=1))
     assert nn.MSELoss(size_average=False).reduction == torch.nn.MSELoss(size_average=False).reduction
+
+
+def test_cross_entropy_double_backward():
+    def f(lib, x):
+        t = torch.tensor([0, 2, 4, 1]) if lib is torch else genesis.tensor([0, 2, 4, 1])
+        (g,) = lib.autograd.grad(lib.nn.functional.cross_entropy(x, t), x, create_graph=True)
+        return (g * g).sum()
+    check(f, rand(4, 5))

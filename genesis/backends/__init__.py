@@ -60,6 +60,12 @@ neural network (N-d over the trailing spatial dims of (N, C, *spatial) arrays; t
                                                     mode "avg": (values, None); 2 or 3 spatial dims
     pool_backward(grad, x, indices, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
                   divisor_override)                 gradient with respect to x
+    batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
+                                                    (out, save_mean, save_invstd) normalizing over every dim but 1;
+                                                    weight/bias/running stats may be None; in training the running
+                                                    stats are updated in place (unbiased variance); all one dtype
+    batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
+                        output_mask)                (grad_x, grad_weight, grad_bias), None where output_mask is False
 random (counter-based: the same seed and offset give the same numbers)
     uniform(shape, dtype, device, seed, offset)     U[0, 1)
     normal(shape, dtype, device, seed, offset)      N(0, 1)
@@ -87,7 +93,7 @@ PRIMITIVES = (
     "reduce", "arg_reduce", "cumulative", "softmax",
     "matmul",
     "index", "index_put_", "gather", "scatter", "index_select", "nonzero", "sort", "unique", "searchsorted",
-    "conv", "conv_backward", "pool", "pool_backward",
+    "conv", "conv_backward", "pool", "pool_backward", "batch_norm", "batch_norm_backward",
     "uniform", "normal", "randint",
     "synchronize",
 )

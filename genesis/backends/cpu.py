@@ -286,6 +286,26 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
                                           ceil_mode, count_include_pad, divisor_override))
 
 
+def _opt(x: NDArray | None) -> torch.Tensor | None:
+    return native(x) if x is not None else None
+
+
+def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
+               running_var: NDArray | None, training: bool, momentum: float, eps: float) -> tuple:
+    out, mean, invstd = torch.ops.aten.native_batch_norm(native(x), _opt(weight), _opt(bias), _opt(running_mean),
+                                                         _opt(running_var), training, momentum, eps)
+    return wrap(out), wrap(mean), wrap(invstd)
+
+
+def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, running_mean: NDArray | None,
+                        running_var: NDArray | None, save_mean: NDArray, save_invstd: NDArray, training: bool,
+                        eps: float, output_mask: tuple) -> tuple:
+    grads = torch.ops.aten.native_batch_norm_backward(native(grad), native(x), _opt(weight), _opt(running_mean),
+                                                      _opt(running_var), native(save_mean), native(save_invstd),
+                                                      training, eps, list(output_mask))
+    return tuple(wrap(g) if m and g is not None else None for g, m in zip(grads, output_mask))
+
+
 # ---------------------------------------------------------------- random
 
 def _generator(seed: int, offset: int) -> torch.Generator:

@@ -1,14 +1,36 @@
-"""Neural-network primitives with a fused backend kernel: convolution and pooling.
+"""Neural-network ops as single autograd nodes: linear, convolution, pooling and batch normalization.
 
-Forward and backward both call the backend (``conv``/``conv_backward``, ``pool``/``pool_backward``): one fused
-kernel each way is several times faster on the CPU than composing im2col and matmul from smaller ops. The
-backward primitives have no backward of their own (no double differentiation through convolution or pooling).
+Convolution, pooling and batch norm call fused backend kernels each way (``conv``/``conv_backward``, ...): one
+kernel is several times faster on the CPU than composing them from smaller ops. Their backward primitives have no
+backward of their own (no double differentiation through them). ``Linear`` uses only the ``matmul`` primitive; it
+exists so that a layer is one graph node whose weight gradient comes out contiguous in the weight's layout.
 """
 
 from __future__ import annotations
 
 from genesis.functional.elementwise import Primitive
 from genesis.ndarray import NDArray
+
+
+class Linear(Primitive):
+    """``x @ w.T + b`` for 2-D ``x`` (N, in), ``w`` (out, in) and optional ``b`` (out,), all of one dtype."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, w: NDArray, b: NDArray | None) -> NDArray:
+        ctx.save_for_backward(x, w)
+        out = x.matmul(w.transpose(0, 1))
+        if b is not None:
+            out.binary("add", b, out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        grad_x = grad @ w if ctx.needs_input_grad[0] else None
+        # (out, N) @ (N, in): the weight gradient is produced in the weight's own (contiguous) layout.
+        grad_w = grad.t() @ x if ctx.needs_input_grad[1] else None
+        grad_b = grad.sum(0) if ctx.needs_input_grad[2] else None
+        return grad_x, grad_w, grad_b
 
 
 class Conv(Primitive):
@@ -74,3 +96,80 @@ class PoolBackward(Primitive):
     @staticmethod
     def backward(ctx, *grads):
         raise NotImplementedError("double backward through pooling is not supported")
+
+
+class BatchNorm(Primitive):
+    """Batch normalization over every dim but 1; in training it also updates the running statistics in place."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
+                running_var: NDArray | None, training: bool, momentum: float, eps: float) -> NDArray:
+        out, save_mean, save_invstd = x.backend.batch_norm(x, weight, bias, running_mean, running_var, training,
+                                                           momentum, eps)
+        ctx.save_for_backward(x, weight, running_mean, running_var, save_mean, save_invstd)
+        ctx.params = (training, eps)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, running_mean, running_var, save_mean, save_invstd = ctx.saved_tensors
+        mask = (bool(ctx.needs_input_grad[0]), weight is not None and bool(ctx.needs_input_grad[1]),
+                bool(ctx.needs_input_grad[2]))
+        grad_x, grad_w, grad_b = BatchNormBackward.apply(grad, x, weight, running_mean, running_var, save_mean,
+                                                         save_invstd, *ctx.params, mask)
+        return (grad_x, grad_w, grad_b) + (None,) * 5
+
+
+class BatchNormBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, weight: NDArray | None, running_mean: NDArray | None,
+                running_var: NDArray | None, save_mean: NDArray, save_invstd: NDArray, training: bool, eps: float,
+                output_mask: tuple) -> tuple:
+        return grad.backend.batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd,
+                                                training, eps, output_mask)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through batch_norm is not supported")
+
+
+class CrossEntropy(Primitive):
+    """Cross-entropy of (N, C) logits against int64 class indices in one node (no label smoothing).
+
+    Forward: ``loss_i = -w[t_i] * log_softmax(x)_i[t_i]`` (zero where ``t_i == ignore_index``), then the mean over
+    the summed weights, the sum, or none. Backward: ``(softmax(x) - onehot(t)) * w[t] * dloss``.
+    """
+
+    @staticmethod
+    def forward(ctx, x: NDArray, target: NDArray, weight: NDArray | None, ignore_index: int,
+                reduction: str) -> NDArray:
+        logp = x.backend.softmax(x, 1, True)
+        valid = target.binary("ne", ignore_index)
+        safe = valid.where(target, 0)
+        picked = x.backend.gather(logp, 1, safe.unsqueeze(1)).reshape((x.shape[0],))
+        w = valid.astype(x.dtype)
+        if weight is not None:
+            w = w * x.backend.index_select(weight, 0, safe)
+        loss = valid.where(picked * w, 0.0)
+        count = w.sum((0,))
+        ctx.save_for_backward(x, logp, safe, valid, w, count)
+        ctx.reduction = reduction
+        if reduction == "none":
+            return -loss
+        total = loss.sum((0,))
+        return -total if reduction == "sum" else -total / count
+
+    @staticmethod
+    def backward(ctx, grad):
+        from genesis.autograd import is_grad_enabled
+        from genesis.functional import softmax, where, zeros_like_detached
+
+        x, logp, safe, valid, w, count = ctx.saved_tensors
+        scale = w * (grad if ctx.reduction == "none" else grad.expand(w.shape))
+        if ctx.reduction == "mean":
+            # where(): ignored rows get exactly zero even when every row is ignored (count == 0).
+            scale = where(valid, scale / count, 0.0)
+        onehot = zeros_like_detached(logp).scatter(1, safe.unsqueeze(1), 1.0)
+        # With create_graph the probabilities are recomputed from the input so that they stay differentiable.
+        probs = softmax(x, 1) if is_grad_enabled() else logp.exp()
+        return (probs - onehot) * scale.unsqueeze(1), None, None, None, None

@@ -6,6 +6,7 @@ from typing import Sequence
 
 from genesis import amp, random
 from genesis import functional as T
+from genesis.functional.nn_ops import Linear
 from genesis.nn.functional._out import write_out
 from genesis.tensor import Tensor, arange, full, ones_like, tensor, zeros, zeros_like
 
@@ -19,13 +20,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Te
     if input.shape[-1] != weight.shape[-1]:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, input.shape))} "
                            f"and {weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")
-    if input.ndim > 2:
+    if weight.ndim == 2 and input.ndim >= 2 and input.dtype is weight.dtype and (
+            bias is None or (bias.dtype is weight.dtype and bias.shape == (weight.shape[0],))):
         # One 2-D product over all leading dims: (*, in) -> (N, in) is a free view for contiguous input.
         lead = input.shape[:-1]
-        result = T.matmul(input.reshape(-1, input.shape[-1]), weight.t())
-        if bias is not None:
-            result = result + bias
-        result = result.reshape(*lead, result.shape[-1])
+        result = Linear.apply(input.reshape(-1, input.shape[-1]), weight, bias)
+        if input.ndim > 2:
+            result = result.reshape(*lead, weight.shape[0])
     else:
         result = T.matmul(input, weight.t() if weight.ndim == 2 else weight)
         if bias is not None:
@@ -114,8 +115,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if p == 1.0:
         out = input * 0.0
     else:
+        # The scaled mask is built outside the graph, so dropout adds a single multiplication node.
         keep = random.rand(input.shape, dtype=input.dtype, device=input.device) >= p
-        out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+        out = input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))
     return input.copy_(out) if inplace else out
 
 

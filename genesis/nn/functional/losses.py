@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from genesis import amp
 from genesis import functional as T
+from genesis.functional.nn_ops import CrossEntropy
 from genesis.tensor import Tensor
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -48,17 +49,21 @@ def _check_class_target(op: str, input: Tensor, target: Tensor) -> None:
                          f"{tuple(target.shape)} to match input shape {tuple(input.shape)} without the class dim")
 
 
+def _check_target_range(target: Tensor, ignore_index: int, n_classes: int) -> None:
+    """IndexError naming the first out-of-range class index (ignored entries excepted)."""
+    bad = (target != ignore_index) & ((target < 0) | (target >= n_classes))
+    if bool(bad.any()):
+        value = int(target[bad].reshape(-1)[0].item())
+        raise IndexError(f"Target {value} is out of bounds (the input has {n_classes} classes).")
+
+
 def _pick_classes(logp: Tensor, target: Tensor, ignore_index: int) -> tuple[Tensor, Tensor, Tensor]:
     """(-logp at the target class, the valid mask, the safe target) for class-index targets."""
     class_dim = 1 if logp.ndim > 1 else 0
     valid = target != ignore_index
     safe = T.where(valid, target, 0).long()
     n_classes = logp.shape[class_dim]
-    if safe.numel():
-        lo, hi = int(safe.min().item()), int(safe.max().item())
-        if lo < 0 or hi >= n_classes:
-            bad = lo if lo < 0 else hi
-            raise IndexError(f"Target {bad} is out of bounds (the input has {n_classes} classes).")
+    _check_target_range(target, ignore_index, n_classes)
     picked = T.gather(logp, class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
     return -picked, valid, safe
 
@@ -130,6 +135,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
         raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {n_classes} classes or "
                            f"no classes but got weight tensor of shape: {list(weight.shape)}")
+    if (input.ndim == 2 and not target.dtype.is_floating_point and label_smoothing == 0.0
+            and input.dtype.is_floating_point and (weight is None or weight.dtype is input.dtype)):
+        _check_class_target("cross_entropy", input, target)
+        _check_target_range(target, ignore_index, n_classes)
+        return CrossEntropy.apply(input, target.long(), weight, ignore_index, reduction)
     logp = T.log_softmax(input, class_dim)
     if target.dtype.is_floating_point:
         _check_same_size_probs(input, target)
