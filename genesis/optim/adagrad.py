@@ -26,11 +26,9 @@ class Adagrad(Optimizer):
             state["step"] = 0
             state["sum"] = full_like(p, group["initial_accumulator_value"])
         state["step"] += 1
-        if group["maximize"]:
-            grad = -grad
-        if group["weight_decay"] != 0:
-            grad = grad.add(p, alpha=group["weight_decay"])
+        g = self._effective_grad(p, grad, group, group["weight_decay"])
         clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
-        state["sum"].addcmul_(grad, grad, value=1)
-        std = state["sum"].sqrt().add_(group["eps"])
-        p.addcdiv_(grad, std, value=-clr)
+        s = self._scratch(p)
+        state["sum"].add_(s.copy_(g).mul_(g))
+        std = s.copy_(state["sum"]).sqrt_().add_(group["eps"])
+        p.add_(self._scratch(p, 2).copy_(g).div_(std).mul_(-clr))

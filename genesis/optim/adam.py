@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from genesis.functional import maximum
 from genesis.optim.optimizer import Optimizer
 from genesis.tensor import Tensor, zeros_like
 
@@ -35,24 +34,20 @@ class Adam(Optimizer):
         state["step"] += 1
         step = state["step"]
         lr, (beta1, beta2), weight_decay = group["lr"], group["betas"], group["weight_decay"]
-        if group["maximize"]:
-            grad = -grad
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(p, alpha=weight_decay)
+        decoupled = group["decoupled_weight_decay"]
+        g = self._effective_grad(p, grad, group, 0.0 if decoupled else weight_decay)
+        if decoupled and weight_decay != 0:
+            p.mul_(1 - lr * weight_decay)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        s = self._scratch(p)
+        exp_avg.add_(s.copy_(g).sub_(exp_avg).mul_(1 - beta1))  # m = lerp(m, g, 1 - beta1)
+        exp_avg_sq.mul_(beta2).add_(s.copy_(g).mul_(g).mul_(1 - beta2))  # v = beta2 v + (1 - beta2) g^2
+        if group["amsgrad"]:
+            exp_avg_sq = state["max_exp_avg_sq"].maximum_(exp_avg_sq)
         step_size = lr / (1 - beta1**step)
         bias_correction2_sqrt = (1 - beta2**step) ** 0.5
-        if group["amsgrad"]:
-            max_sq = state["max_exp_avg_sq"]
-            max_sq.copy_(maximum(max_sq, exp_avg_sq))
-            exp_avg_sq = max_sq
-        denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(group["eps"])
-        p.addcdiv_(exp_avg, denom, value=-step_size)
+        denom = s.copy_(exp_avg_sq).sqrt_().div_(bias_correction2_sqrt).add_(group["eps"])
+        p.add_(self._scratch(p, 1).copy_(exp_avg).div_(denom).mul_(-step_size))
 
 
 class AdamW(Adam):

@@ -13,7 +13,7 @@ import math
 from typing import Any, Callable, Iterable
 
 from genesis.autograd import enable_grad, no_grad
-from genesis.tensor import Tensor
+from genesis.tensor import Tensor, empty
 
 # Hyperparameter checks: name -> (message prefix, predicate the value must satisfy). torch's wording.
 _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
@@ -67,6 +67,7 @@ class Optimizer:
         _check_hyperparameters(defaults)
         self.defaults = defaults
         self.state: dict[Tensor, dict[str, Any]] = {}
+        self._scratch_buffers: dict[tuple, Tensor] = {}
         self.param_groups: list[dict[str, Any]] = []
         groups = list(params)
         if len(groups) == 0:
@@ -145,6 +146,30 @@ class Optimizer:
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         """Update one parameter in place from its gradient, its state and its group's hyperparameters."""
         raise NotImplementedError
+
+    def _scratch(self, p: Tensor, slot: int = 0) -> Tensor:
+        """A temporary tensor shaped like ``p`` (contents undefined) for the update in progress.
+
+        Updates write their intermediate results into these with in-place ops instead of allocating: on the CPU a
+        fresh parameter-sized allocation per op costs more than the arithmetic itself. One flat buffer per slot,
+        dtype and device serves every parameter; it is not part of the optimizer's state.
+        """
+        key = (slot, p.dtype, p.device)
+        buf = self._scratch_buffers.get(key)
+        if buf is None or buf.numel() < p.numel():
+            buf = self._scratch_buffers[key] = empty(p.numel(), dtype=p.dtype, device=p.device)
+        return buf[:p.numel()].view(p.shape)
+
+    def _effective_grad(self, p: Tensor, grad: Tensor, group: dict[str, Any], weight_decay: float) -> Tensor:
+        """The gradient negated for ``maximize`` plus the L2 term ``weight_decay * p`` (``grad`` itself if neither)."""
+        if not group["maximize"] and weight_decay == 0:
+            return grad
+        g = self._scratch(p, 1).copy_(grad)
+        if group["maximize"]:
+            g.neg_()
+        if weight_decay != 0:
+            g.add_(self._scratch(p, 2).copy_(p).mul_(weight_decay))
+        return g
 
     # ------------------------------------------------------------ state dicts
     def state_dict(self) -> dict[str, Any]:

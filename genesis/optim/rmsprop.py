@@ -33,22 +33,18 @@ class RMSprop(Optimizer):
                 state["grad_avg"] = zeros_like(p)
         state["step"] += 1
         alpha = group["alpha"]
-        if group["maximize"]:
-            grad = -grad
-        if group["weight_decay"] != 0:
-            grad = grad.add(p, alpha=group["weight_decay"])
+        g = self._effective_grad(p, grad, group, group["weight_decay"])
         square_avg = state["square_avg"]
-        square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+        s = self._scratch(p)
+        square_avg.mul_(alpha).add_(s.copy_(g).mul_(g).mul_(1 - alpha))  # v = alpha v + (1 - alpha) g^2
         if group["centered"]:
             grad_avg = state["grad_avg"]
-            grad_avg.lerp_(grad, 1 - alpha)
-            avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
+            grad_avg.add_(s.copy_(g).sub_(grad_avg).mul_(1 - alpha))  # mean = lerp(mean, g, 1 - alpha)
+            avg = s.copy_(grad_avg).mul_(grad_avg).neg_().add_(square_avg).sqrt_()  # sqrt(v - mean^2)
         else:
-            avg = square_avg.sqrt()
-        avg = avg.add_(group["eps"])
+            avg = s.copy_(square_avg).sqrt_()
+        avg.add_(group["eps"])
+        step = self._scratch(p, 2).copy_(g).div_(avg)
         if group["momentum"] > 0:
-            buf = state["momentum_buffer"]
-            buf.mul_(group["momentum"]).addcdiv_(grad, avg)
-            p.add_(buf, alpha=-group["lr"])
-        else:
-            p.addcdiv_(grad, avg, value=-group["lr"])
+            step = state["momentum_buffer"].mul_(group["momentum"]).add_(step)
+        p.add_(self._scratch(p, 2).copy_(step).mul_(-group["lr"]))

@@ -25,19 +25,15 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        if group["maximize"]:
-            grad = -grad
-        if group["weight_decay"] != 0:
-            grad = grad.add(p, alpha=group["weight_decay"])
+        g = self._effective_grad(p, grad, group, group["weight_decay"])
         momentum = group["momentum"]
         if momentum != 0:
             buf = state.get("momentum_buffer")
             if buf is None:
-                buf = state["momentum_buffer"] = grad.clone()
+                buf = state["momentum_buffer"] = g.clone()
             else:
-                buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
-            grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
-        p.add_(grad, alpha=-group["lr"])
-
-
-__all__ = ["SGD"]
+                dampening = group["dampening"]
+                buf.mul_(momentum).add_(g if dampening == 0 else self._scratch(p).copy_(g).mul_(1 - dampening))
+            # Nesterov: d = g + momentum * b
+            g = self._scratch(p).copy_(buf).mul_(momentum).add_(g) if group["nesterov"] else buf
+        p.add_(self._scratch(p).copy_(g).mul_(-group["lr"]))
