@@ -537,20 +537,38 @@ class Tensor:
         return int(value)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        array = self.detach().cpu().ndarray.numpy()
+        """``np.asarray(t)``: the CPU values (sharing memory when possible); like ``numpy()``, not for grad tensors."""
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        array = self.cpu().ndarray.numpy()
         return array.astype(dtype) if dtype is not None else array
 
-    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
-        return self.ndarray.backend.to_dlpack(self.ndarray, stream)
+    def __dlpack__(self, stream: Any = None, max_version: tuple[int, int] | None = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
+        """A DLPack capsule over this tensor's memory (zero-copy exchange with numpy, torch, ...)."""
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        if copy:
+            raise BufferError("__dlpack__: copy=True is not supported; export a clone() instead")
+        if max_version is None or tuple(max_version) < (1, 0):
+            return self.ndarray.backend.to_dlpack(self.ndarray, stream)
+        return self.ndarray.backend.to_dlpack(self.ndarray, stream, max_version=tuple(max_version))
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (1, 0) if self.device.type == "cpu" else (2, self.device.index)
 
     def __float__(self) -> float:
+        self._check_one_element()
         return float(self.item())
 
     def __int__(self) -> int:
+        self._check_one_element()
         return int(self.item())
+
+    def _check_one_element(self) -> None:
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars (got {self.numel()} "
+                             "elements)")
 
     def __index__(self) -> int:
         if self.dtype.category != 1 or self.numel() != 1:
@@ -593,6 +611,11 @@ class Tensor:
         return (_rebuild, (self.detach().cpu().numpy(), self.dtype.name, str(self.device), self.requires_grad))
 
     def __deepcopy__(self, memo: dict) -> Tensor:
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               f"protocol (got a tensor with grad_fn=<{self.grad_fn.name()}>)")
+        if id(self) in memo:
+            return memo[id(self)]
         out = self.detach().clone()
         out.requires_grad = self.requires_grad
         if self.grad is not None:
