@@ -22,23 +22,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import genesis  # noqa: E402
 from apps.llm import train as train_app  # noqa: E402
-from genesis.models import QwenConfig, QwenForCausalLM  # noqa: E402
+from genesis.models import QwenForCausalLM  # noqa: E402
 from genesis.optim import AdamW  # noqa: E402
 
-# The model: 4 layers of width 192 with grouped-query attention, 1.9M parameters with a 2048-token vocabulary.
+# The model: 4 layers of width 192 with grouped-query attention, about 1.9M parameters with a 2048-token vocabulary.
 MODEL_FLAGS = ["--hidden-size", "192", "--layers", "4", "--heads", "6", "--kv-heads", "2", "--seq-len", "128",
                "--vocab-size", "2048"]
 BATCH_SIZE = 16
 
 
-def seconds_per_step(seq_len: int, batch_size: int) -> float:
-    """Time two training steps of the demo model on random tokens (after one warm-up step)."""
-    config = QwenConfig(vocab_size=2048, hidden_size=192, intermediate_size=512, num_hidden_layers=4,
-                        num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=512)
+def seconds_per_step(flags: list[str]) -> float:
+    """Time two training steps of the model the flags describe, on random tokens (after one warm-up step)."""
+    args = train_app.build_parser().parse_args(flags)
+    config = train_app.model_config(args)
     model = QwenForCausalLM(config)
     model.train()
     optimizer = AdamW(model.parameters(), lr=1e-3)
-    ids = genesis.randint(0, config.vocab_size, (batch_size, seq_len))
+    ids = genesis.randint(0, config.vocab_size, (args.batch_size, args.seq_len))
     times = []
     for _ in range(3):
         start = time.perf_counter()
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--text", nargs="*", type=Path, default=None,
                         help="text files or folders to train on (default: the Python standard library)")
     parser.add_argument("--minutes", type=float, default=4.5, help="training time budget")
+    parser.add_argument("--steps", type=int, default=None, help="train this many steps instead of timing the budget")
     parser.add_argument("--output", type=Path, default=Path("runs/demo"), help="where the model and plot go")
     parser.add_argument("--max-mb", type=float, default=3.0, help="read at most this many MB of text")
     parser.add_argument("--prompt", default="def ", help="the prompt of the final sample")
@@ -64,15 +65,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--minutes must be positive, got {args.minutes}")
     began = time.perf_counter()
     genesis.manual_seed(args.seed)
-    step_time = seconds_per_step(128, BATCH_SIZE)
-    steps = max(20, int(args.minutes * 60 / (step_time * 1.08)))  # 8% for evaluations and checkpoints
-    print(f"Genesis demo: {step_time:.2f} s per training step of {BATCH_SIZE}x128 tokens here, so {steps} steps "
-          f"fit the {args.minutes:g}-minute budget")
     corpus = [str(p) for p in args.text] if args.text else ["--stdlib"]
     flags = [*corpus, "--max-mb", str(args.max_mb), *MODEL_FLAGS, "--output", str(args.output),
-             "--steps", str(steps), "--batch-size", str(BATCH_SIZE), "--lr", "3e-3", "--warmup",
+             "--batch-size", str(BATCH_SIZE), "--seed", str(args.seed)]
+    if args.steps is not None:
+        steps = args.steps
+        print(f"Genesis demo: {steps} training steps of {BATCH_SIZE}x128 tokens")
+    else:
+        step_time = seconds_per_step(flags)
+        steps = max(20, int(args.minutes * 60 / (step_time * 1.08)))  # 8% for evaluations and checkpoints
+        print(f"Genesis demo: {step_time:.2f} s per training step of {BATCH_SIZE}x128 tokens here, so {steps} "
+              f"steps fit the {args.minutes:g}-minute budget")
+    flags += ["--steps", str(steps), "--lr", "3e-3", "--warmup",
              str(max(1, steps // 20)), "--eval-every", str(max(1, steps // 5)), "--eval-batches", "4",
-             "--log-every", str(max(1, steps // 60)), "--seed", str(args.seed), "--sample-prompt", args.prompt,
+             "--log-every", str(max(1, steps // 60)), "--sample-prompt", args.prompt,
              "--sample-tokens", "0"]
     try:
         result = train_app.run(train_app.build_parser().parse_args(flags))

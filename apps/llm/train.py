@@ -154,18 +154,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def model_config(args: argparse.Namespace, tokenizer: Tokenizer) -> QwenConfig:
-    """The model shape from the flags (vocabulary from the tokenizer, positions from the window)."""
+def model_config(args: argparse.Namespace, tokenizer: Tokenizer | None = None) -> QwenConfig:
+    """The model shape from the flags: vocabulary and special tokens from the tokenizer (``--vocab-size`` when
+    there is none yet), positions from the training window."""
     intermediate = args.intermediate_size or (args.hidden_size * 8 // 3 + 31) // 32 * 32
     head_dim = args.hidden_size // args.heads
     try:
-        return QwenConfig(model_type=args.arch, vocab_size=tokenizer.vocab_size, hidden_size=args.hidden_size,
+        return QwenConfig(model_type=args.arch, vocab_size=tokenizer.vocab_size if tokenizer else args.vocab_size,
+                          hidden_size=args.hidden_size,
                           intermediate_size=intermediate, num_hidden_layers=args.layers,
                           num_attention_heads=args.heads, num_key_value_heads=args.kv_heads, head_dim=head_dim,
                           max_position_embeddings=max(args.seq_len, 512), rope_theta=args.rope_theta,
                           tie_word_embeddings=True, attention_bias=args.arch == "qwen2",
-                          qk_norm=args.arch == "qwen3", eos_token_id=tokenizer.eos_token_id,
-                          pad_token_id=tokenizer.pad_token_id)
+                          qk_norm=args.arch == "qwen3", eos_token_id=tokenizer.eos_token_id if tokenizer else None,
+                          pad_token_id=tokenizer.pad_token_id if tokenizer else None)
     except ValueError as err:
         raise UsageError(str(err)) from None
 

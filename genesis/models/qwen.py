@@ -170,14 +170,17 @@ class CausalLMOutput:
 
 # ---------------------------------------------------------------------------------------------------- blocks
 
-def rotary_cos_sin(position_ids: Tensor, head_dim: int, theta: float) -> tuple[Tensor, Tensor]:
-    """cos and sin of the rotary angles ``pos * theta^(-2i/head_dim)``, each (B, T, head_dim), in float32.
+def rotary_inv_freq(head_dim: int, theta: float, device: Any = None) -> Tensor:
+    """The rotary frequencies ``theta^(-2i/head_dim)``, (head_dim / 2,) float32, computed as transformers does."""
+    return 1.0 / (theta ** (genesis.arange(0, head_dim, 2, dtype=genesis.float32, device=device) / head_dim))
+
+
+def rotary_cos_sin(position_ids: Tensor, inv_freq: Tensor) -> tuple[Tensor, Tensor]:
+    """cos and sin of the rotary angles ``pos * inv_freq``, each (B, T, head_dim), in float32.
 
     Computed in float32 from the positions as transformers does, so the angles match it bit for bit; each angle is
     repeated for both halves of the head dim (the ``rotate_half`` layout of ``F.rope``).
     """
-    device = position_ids.device
-    inv_freq = 1.0 / (theta ** (genesis.arange(0, head_dim, 2, dtype=genesis.float32, device=device) / head_dim))
     freqs = position_ids.float().unsqueeze(-1) * inv_freq  # (B, T, head_dim / 2)
     angles = genesis.cat([freqs, freqs], -1)  # (B, T, head_dim)
     return angles.cos(), angles.sin()
@@ -280,6 +283,8 @@ class QwenModel(nn.Module):
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, **kw)
         self.layers = nn.ModuleList([QwenDecoderLayer(config, i, **kw) for i in range(config.num_hidden_layers)])
         self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps, **kw)
+        # A plain attribute, not a buffer: it must stay float32 when the model is cast to half precision.
+        self._inv_freq = rotary_inv_freq(config.head_dim, config.rope_theta, device)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, position_ids: Tensor | None = None,
                 cache: KVCache | None = None) -> Tensor:
@@ -290,7 +295,9 @@ class QwenModel(nn.Module):
                              f"{self.config.max_position_embeddings}")
         if position_ids is None:
             position_ids = genesis.arange(past, past + T, device=input_ids.device).view(1, T).expand(B, T)
-        cos, sin = rotary_cos_sin(position_ids, self.config.head_dim, self.config.rope_theta)  # (B, T, head_dim)
+        if self._inv_freq.device != input_ids.device:
+            self._inv_freq = rotary_inv_freq(self.config.head_dim, self.config.rope_theta, input_ids.device)
+        cos, sin = rotary_cos_sin(position_ids, self._inv_freq)  # (B, T, head_dim)
         x = self.embed_tokens(input_ids)  # (B, T, hidden)
         cos, sin = cos.to(x.dtype), sin.to(x.dtype)
         mask = None
