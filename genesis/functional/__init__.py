@@ -77,7 +77,7 @@ from genesis.functional.shape import (
     View,
     ViewOf,
 )
-from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim, normalize_dims
+from genesis.ndarray import NDArray, broadcast_shapes, full_indices, normalize_dim, normalize_dims
 from genesis.tensor import Tensor
 
 Number = (int, float, bool)
@@ -1176,25 +1176,31 @@ def trace(input: Tensor) -> Tensor:
 
 # ------------------------------------------------------------------ indexing
 
-def _to_index_tensor(op: str, index: Any, like: Tensor) -> Tensor:
+def _to_index_tensor(op: str, index: Any, like: Tensor, error: type[Exception] = RuntimeError) -> Tensor:
+    """An int64 index tensor on ``like``'s device; ``error`` (torch's type for ``op``) for non-integer indices."""
     if not isinstance(index, Tensor):
         index = like.new_tensor(index, dtype=dtypes.int64)
     if index.dtype.category != 1:
-        raise IndexError(f"{op}(): Expected dtype int64 for index, but got {index.dtype}")
+        raise error(f"{op}(): Expected dtype int64 for index, but got {index.dtype}")
     if index.device is not like.device:
         raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found {like.device} and "
                            f"{index.device}")
     return index if index.dtype is dtypes.int64 else index.to(dtypes.int64)
 
 
-def _check_bounds(op: str, index: Tensor, size: int, dim: int) -> Tensor:
-    """Wrap negative indices and raise IndexError naming the offending index if any is out of range."""
+def _check_bounds(op: str, index: Tensor, size: int, dim: int, negative: bool = True,
+                  error: type[Exception] = IndexError) -> Tensor:
+    """Wrap negative indices and raise ``error`` naming the offending index if any is out of range.
+
+    ``negative=False`` for ops where torch refuses negative indices (gather, scatter, index_select, index_add);
+    ``error`` is the exception type torch raises for that op.
+    """
     if index.numel() == 0:
         return index
     lo, hi = int(index.min().item()), int(index.max().item())
-    if lo < -size or hi >= size:
+    if lo < (-size if negative else 0) or hi >= size:
         bad = hi if hi >= size else lo
-        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
+        raise error(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
     if lo < 0:
         index = where(index < 0, index + size, index)
     return index
@@ -1288,7 +1294,12 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
 
 
 def _advanced_indices(view: Tensor, advanced: list[tuple[int, Tensor]]) -> tuple:
-    shape = broadcast_shapes("index", *(t.shape for _, t in advanced))
+    try:
+        shape = broadcast_shapes("index", *(t.shape for _, t in advanced))
+    except RuntimeError:
+        shapes = ", ".join(str(list(t.shape)) for _, t in advanced)
+        raise IndexError(f"index: shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         f"{shapes}") from None
     indices: list = [None] * view.ndim
     for d, t in advanced:
         t = _check_bounds("index", t, view.shape[d], d)
@@ -1326,10 +1337,15 @@ def index_put(x: Tensor, indices: tuple, values: Any, accumulate: bool = False) 
 
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
-    """``x[key] = value`` in place, differentiable with respect to both."""
+    """``x[key] = value`` in place for every key ``getitem`` takes, differentiable with respect to both.
+
+    Without a graph the value is written through the view the key's basic part selects (with ``index_put_`` for
+    advanced parts). With a graph the assignment is an out-of-place ``index_put`` at the flat positions of the
+    selected elements, whose result ``x`` takes over.
+    """
     key = _normalize_key(key)
     if not isinstance(value, Tensor):
-        value = x.new_tensor(value) if not isinstance(value, (int, float, bool)) else value
+        value = x.new_tensor(value, dtype=x.dtype) if not isinstance(value, (int, float, bool)) else value
     if isinstance(value, Tensor) and value.device is not x.device:
         if value.ndim:
             raise RuntimeError(f"setitem: expected value on {x.device}, got a tensor on {value.device}")
@@ -1337,47 +1353,64 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     if _is_basic(key):
         key = tuple(k.__index__() if not isinstance(k, (int, slice)) and k is not None and k is not Ellipsis else k
                     for k in key)
-        target = x.ndarray.basic_index(key)
-        if isinstance(value, Tensor):
-            broadcast_shapes("setitem", target.shape, value.shape)
-            if value.ndim > target.ndim:
-                value = value.reshape(value.shape[value.ndim - target.ndim:])
-        needs_graph = x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)
-        if not needs_graph or not _grad_on():
-            x._check_inplace("setitem")
-            target.copy_(value.ndarray if isinstance(value, Tensor) else value)
-            x._bump_version()
+        target, indices = x.ndarray.basic_index(key), None
+        target_shape = target.shape
+    else:
+        basic, advanced = _split_key(x, key)
+        target = x.ndarray.basic_index(basic) if basic else x.ndarray
+        indices = _advanced_indices(Tensor._wrap(target), advanced)
+        target_shape = _indexed_shape(target.shape, indices)
+        if isinstance(value, Tensor) and value.dtype is not x.dtype:
+            raise RuntimeError(f"setitem: Index put requires the source and destination dtypes match, got "
+                               f"{x.dtype.name} for the destination and {value.dtype.name} for the source.")
+    if isinstance(value, Tensor):
+        value = _value_for(value, target_shape)
+    if not (_grad_on() and (x.requires_grad or isinstance(value, Tensor) and value.requires_grad)):
+        x._check_inplace("setitem")
+        if math.prod(target_shape) == 0:
             return
-        full = _basic_as_advanced(x, key)
-        x._assign_inplace(index_put(x, full, value if isinstance(value, Tensor) else x.new_tensor(value)))
+        if indices is None:
+            target.copy_(value.ndarray if isinstance(value, Tensor) else value)
+        else:
+            values = value.ndarray if isinstance(value, Tensor) else NDArray.scalar(value, x.dtype, x.device)
+            values = values.astype(x.dtype).expand(target_shape, "setitem")
+            target.backend.index_put_(target, full_indices(target.shape, indices), values, False)
+        x._bump_version()
         return
-    basic, advanced = _split_key(x, key)
-    if basic and builtins.any(b is not None and not (isinstance(b, slice) and b == slice(None)) for b in basic):
-        raise IndexError("setitem: mixing advanced indices with ints or partial slices is not supported; "
-                         "index in two steps")
-    indices = _advanced_indices(x, [(d, t) for d, t in advanced])
-    if not isinstance(value, Tensor):
-        value = x.new_tensor(value)
-    x._assign_inplace(IndexPut.apply(x, indices, value, False))
+    coords = Tensor._wrap(x.device.backend.arange(0, x.numel(), 1, dtypes.int64, x.device)).reshape(x.shape)
+    positions = getitem(coords, key).reshape(-1)
+    values = value.to(x.dtype) if isinstance(value, Tensor) else x.new_tensor(value, dtype=x.dtype)
+    values = values.expand(target_shape).reshape(-1)
+    x._assign_inplace(index_put(x.reshape(-1), (positions,), values).reshape(x.shape))
+
+
+def _indexed_shape(shape: tuple[int, ...], indices: tuple) -> tuple[int, ...]:
+    """Shape of ``x[indices]`` for one entry per dim (None or index arrays of one broadcast shape)."""
+    advanced = [d for d, ix in enumerate(indices) if ix is not None]
+    index_shape = tuple(indices[advanced[0]].shape)
+    plain = tuple(shape[d] for d, ix in enumerate(indices) if ix is None)
+    if advanced == list(range(advanced[0], advanced[-1] + 1)):
+        return plain[:advanced[0]] + index_shape + plain[advanced[0]:]
+    return index_shape + plain
+
+
+def _value_for(value: Tensor, target_shape: tuple[int, ...]) -> Tensor:
+    """The assigned value with extra leading size-1 dims dropped; RuntimeError if it cannot broadcast."""
+    shape = tuple(value.shape)
+    while len(shape) > len(target_shape) and shape[0] == 1:
+        shape = shape[1:]
+    ok = len(shape) <= len(target_shape) and builtins.all(
+        v in (1, t) for v, t in zip(reversed(shape), reversed(target_shape)))
+    if not ok:
+        raise RuntimeError(f"setitem: shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast "
+                           f"to indexing result of shape {list(target_shape)}")
+    return value.reshape(shape) if shape != tuple(value.shape) else value
 
 
 def _grad_on() -> bool:
     from genesis.autograd import is_grad_enabled
 
     return is_grad_enabled()
-
-
-def _basic_as_advanced(x: Tensor, key: tuple) -> tuple:
-    """The element coordinates selected by a basic key, as full index arrays (for differentiable assignment)."""
-    coords = Tensor._wrap(x.device.backend.arange(0, x.numel(), 1, dtypes.int64, x.device)).reshape(x.shape)
-    selected = coords[key].reshape(-1)
-    flat_index = []
-    rem = selected
-    for d in range(x.ndim - 1, -1, -1):
-        flat_index.insert(0, rem % x.shape[d])
-        rem = rem // x.shape[d]
-    target_shape = x.ndarray.basic_index(key).shape
-    return tuple(i.reshape(target_shape).ndarray for i in flat_index)
 
 
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -1389,7 +1422,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
         if k != d and index.shape[k] > input.shape[k]:
             raise RuntimeError(f"gather(): Size does not match at dimension {k} expected index {list(index.shape)} "
                                f"to be smaller than self {list(input.shape)} apart from dimension {d}")
-    index = _check_bounds("gather", index, input.shape[d] if input.ndim else 1, d)
+    index = _check_bounds("gather", index, input.shape[d] if input.ndim else 1, d, False, RuntimeError)
     return Gather.apply(input, d, index)
 
 
@@ -1397,14 +1430,25 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     d = normalize_dim("take_along_dim", dim, input.ndim)
-    shape = list(broadcast_shapes("take_along_dim", input.shape, indices.shape))
+    if indices.ndim != input.ndim:
+        raise RuntimeError(f"take_along_dim(): input and indices should have the same number of dimensions, but got "
+                           f"{input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
+    # Every dim but `dim` broadcasts between input and indices.
+    shape = list(broadcast_shapes("take_along_dim", _with_size(input.shape, d, 1), _with_size(indices.shape, d, 1)))
     shape_in, shape_idx = list(shape), list(shape)
     shape_in[d], shape_idx[d] = input.shape[d], indices.shape[d]
     return gather(input.expand(shape_in), d, indices.expand(shape_idx))
 
 
+def _with_size(shape: tuple[int, ...], dim: int, size: int) -> tuple[int, ...]:
+    return shape[:dim] + (size,) + shape[dim + 1:]
+
+
 def take(input: Tensor, index: Tensor) -> Tensor:
-    return gather(input.reshape(-1), 0, index.reshape(-1)).reshape(index.shape)
+    """Elements of the flattened input at ``index`` (negative indices count from the end), shaped as ``index``."""
+    index = _to_index_tensor("take", index, input)
+    flat = _check_bounds("take", index.reshape(-1), input.numel(), 0)
+    return gather(input.reshape(-1), 0, flat).reshape(index.shape)
 
 
 def zeros_scatter(shape: tuple[int, ...], dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -1418,7 +1462,7 @@ def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: st
     index = _to_index_tensor(op, index, input)
     if isinstance(src, Tensor) and index.ndim != src.ndim and index.numel():
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
-    index = _check_bounds(op, index, input.shape[d] if input.ndim else 1, d)
+    index = _check_bounds(op, index, input.shape[d] if input.ndim else 1, d, False, RuntimeError)
     if isinstance(src, Tensor) and index.shape != src.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
     return Scatter.apply(input, d, index, src, mode)
@@ -1445,7 +1489,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     index = _to_index_tensor("index_select", index, input)
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    index = _check_bounds("index_select", index.reshape(-1), input.shape[d] if input.ndim else 1, d)
+    index = _check_bounds("index_select", index.reshape(-1), input.shape[d] if input.ndim else 1, d, False)
     if input.ndim == 0:
         return input.clone()
     return IndexSelect.apply(input, d, index)
@@ -1454,7 +1498,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1) -> Tensor:
     d = normalize_dim("index_add", dim, input.ndim)
     index = _to_index_tensor("index_add", index, input)
-    index = _check_bounds("index_add", index.reshape(-1), input.shape[d], d)
+    index = _check_bounds("index_add", index.reshape(-1), input.shape[d], d, False, RuntimeError)
     expected = input.shape[:d] + (index.shape[0],) + input.shape[d + 1:]
     if source.shape != expected:
         raise RuntimeError(f"index_add(): source shape {list(source.shape)} does not match the expected "
@@ -1472,7 +1516,8 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: float) -> Tensor:
     d = normalize_dim("index_fill", dim, input.ndim)
-    index = _check_bounds("index_fill", _to_index_tensor("index_fill", index, input).reshape(-1), input.shape[d], d)
+    index = _to_index_tensor("index_fill", index, input, IndexError).reshape(-1)
+    index = _check_bounds("index_fill", index, input.shape[d], d)
     indices = tuple(index.ndarray if k == d else None for k in range(input.ndim))
     return IndexPut.apply(input, indices, Tensor._wrap(NDArray.scalar(value, input.dtype, input.device)), False)
 
