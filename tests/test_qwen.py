@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
 import pytest
 import torch
 
@@ -255,43 +254,3 @@ def test_prompt_longer_than_positions_and_bad_sampling(pair) -> None:
     out = model.generate(genesis.zeros(1, 60, dtype=genesis.int64, device=DEVICE), max_new_tokens=10,
                          eos_token_id=None)
     assert tuple(out.shape) == (1, 64)
-
-
-def test_hf_logits_processors_match() -> None:
-    from transformers.generation.logits_process import (
-        MinPLogitsWarper,
-        RepetitionPenaltyLogitsProcessor,
-        TemperatureLogitsWarper,
-        TopKLogitsWarper,
-        TopPLogitsWarper,
-    )
-
-    from genesis.generation import apply_repetition_penalty, warp_logits
-
-    g = torch.Generator().manual_seed(0)
-    logits = torch.randn(4, 50, generator=g) * 3
-    seen = torch.randint(0, 50, (4, 7), generator=g)
-    expected = RepetitionPenaltyLogitsProcessor(1.3)(seen, logits.clone())
-    got = apply_repetition_penalty(to_genesis(logits), to_genesis(seen), 1.3)
-    torch.testing.assert_close(to_torch(got), expected)
-    for temperature, top_k, top_p, min_p in [(0.7, 10, 1.0, 0.0), (1.0, 0, 0.8, 0.0), (1.3, 0, 1.0, 0.1),
-                                             (0.9, 20, 0.9, 0.05)]:
-        expected = logits.clone()
-        for proc in [TemperatureLogitsWarper(temperature), TopKLogitsWarper(top_k) if top_k else None,
-                     TopPLogitsWarper(top_p) if top_p < 1 else None, MinPLogitsWarper(min_p) if min_p else None]:
-            if proc is not None:
-                expected = proc(seen, expected)
-        got = to_torch(warp_logits(to_genesis(logits), temperature, top_k, top_p, min_p))
-        assert torch.equal(torch.isinf(got), torch.isinf(expected)), (temperature, top_k, top_p, min_p)
-        finite = ~torch.isinf(expected)
-        torch.testing.assert_close(got[finite], expected[finite])
-
-
-def test_sampler_follows_the_distribution() -> None:
-    from genesis.generation import sample_from_logits
-
-    probs = torch.tensor([0.1, 0.2, 0.3, 0.4])
-    logits = to_genesis(probs.log().repeat(20000, 1))
-    ids = to_torch(sample_from_logits(logits, genesis.Generator(DEVICE).manual_seed(0)))
-    freq = np.bincount(ids.numpy(), minlength=4) / ids.numel()
-    np.testing.assert_allclose(freq, probs.numpy(), atol=0.015)
