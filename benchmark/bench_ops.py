@@ -119,12 +119,20 @@ def bench_index(rows: list, quick: bool, rep: int) -> None:
     check_close("gather", genesis.gather(gx, 1, gi), torch.gather(x, 1, idx), 0)
     device_row(rows, "gather dim1 8192x8192 -> 8192x1024 fp32", "index", "GB/s", idx.numel() * (8 + 4 + 4),
                lambda: genesis.gather(gx, 1, gi), lambda: torch.gather(x, 1, idx), rep)
+    from genesis.backends import cuda as backend
+
+    nx, ni = gx.ndarray, gi.ndarray
+    device_row(rows, "gather kernel only (backend primitive)", "index", "GB/s", idx.numel() * (8 + 4 + 4),
+               lambda: backend.gather(nx, 1, ni), lambda: torch.gather(x, 1, idx), rep)
     table = torch.randn(65536, 1024, device="cuda")
     rows_idx = torch.randint(0, 65536, (16384,), device="cuda")
     gt, gr = to_g(table), to_g(rows_idx)
     check_close("index_select", genesis.index_select(gt, 0, gr), torch.index_select(table, 0, rows_idx), 0)
     device_row(rows, "index_select rows 65536x1024 -> 16384 fp32", "index", "GB/s", 16384 * 1024 * 8,
                lambda: genesis.index_select(gt, 0, gr), lambda: torch.index_select(table, 0, rows_idx), rep)
+    nt, nr = gt.ndarray, gr.ndarray
+    device_row(rows, "index_select kernel only (backend primitive)", "index", "GB/s", 16384 * 1024 * 8,
+               lambda: backend.index_select(nt, 0, nr), lambda: torch.index_select(table, 0, rows_idx), rep)
 
 
 def bench_matmul(rows: list, quick: bool, rep: int) -> None:

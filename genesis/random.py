@@ -67,14 +67,22 @@ def default_generator(device: Any = "cpu") -> Generator:
     gen = _default_generators.get(dev)
     if gen is None:
         gen = _default_generators[dev] = Generator(dev)
+        if _global_seed is not None:
+            gen.manual_seed(_global_seed)  # a device first used after manual_seed starts from that seed
     return gen
 
 
+_global_seed: int | None = None
+
+
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generators of every device; returns the CPU one."""
+    """Seed the default generators of every device (also those first used later); returns the CPU one."""
+    global _global_seed
+    cpu_gen = default_generator("cpu").manual_seed(seed)
+    _global_seed = seed
     for gen in _default_generators.values():
         gen.manual_seed(seed)
-    return default_generator("cpu").manual_seed(seed)
+    return cpu_gen
 
 
 def seed() -> int:

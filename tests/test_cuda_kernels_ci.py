@@ -75,6 +75,7 @@ def _specs() -> list[tuple]:
          (True, 1, False, 4, 256)),
         ("searchsorted", ik.searchsorted_kernel, ("*fp32:16", "*fp32:16", "*i64:16", "i32", "i32", "i32", "i32"),
          (True, 12, 256)),
+        ("sort", ik.sort_rows_kernel, ("*fp32:16", "*fp32:16", "*i64:16", "i32"), (False, 64)),
         ("normal", rnd.random_kernel, ("*bf16:16", "i64", "u64", "i64", "i64", "u64"), ("normal", 0.99609375, 1024)),
     ]
 

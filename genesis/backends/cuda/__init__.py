@@ -163,6 +163,37 @@ def _split_rank4(shape: list[int], strides: list[list[int]], ptrs: list[int], it
 # ---------------------------------------------------------------- elementwise launcher
 
 _EW_CONTIG = td.Kernel(ek.ew_contig)
+_FAST2: dict[tuple, object] = {}
+
+
+def _contig_launcher(op: str, nin: int, out: NDArray, optr: int, ins: tuple, ptrs: tuple, n: int,
+                     scalar_dtype: dtypes.dtype | None) -> tuple:
+    """(launcher, args) of the contiguous kernel for ``ins`` (contiguous NDArrays, single elements or numbers)."""
+    types = [_psig(out, optr)]
+    args = [optr]
+    modes = []
+    for x, p in zip(ins, ptrs):
+        if isinstance(x, NDArray):
+            types.append(_psig(x, p))
+            args.append(p)
+            modes.append(1 if x.shape == out.shape else 3)
+        else:
+            ty, v = _scalar_sig(x, scalar_dtype or out.dtype)
+            types.append(ty)
+            args.append(v)
+            modes.append(2)
+    while len(modes) < 3:
+        types.append("i32")
+        args.append(0)
+        modes.append(0)
+    big = n >= 2**31 - 65536
+    types.append(("i64" if big else "i32") + (":16" if n % 16 == 0 else ""))
+    args.append(n)
+    block, warps = _CONTIG_CFG[out.dtype.itemsize]
+    go = _EW_CONTIG.launcher(tuple(types), (op, nin, modes[0], modes[1], modes[2], block, big), warps)
+    return go, args
+
+
 _EW_STRIDED = td.Kernel(ek.ew_strided)
 _CONTIG_CFG = {1: (4096, 4), 2: (4096, 4), 4: (2048, 4), 8: (1024, 4)}  # itemsize -> (BLOCK, num_warps)
 
@@ -180,9 +211,25 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
     n = out.size
     if n == 0:
         return out
-    rt.ensure_device(out.device.index)
+    if rt.state.device != out.device.index:
+        rt.set_device(out.device.index)
     shape = out.shape
     fast = _contig(out)
+    if fast and nin == 2:
+        a, b = ins
+        if a.shape == shape and _contig(a):
+            if b.__class__ is NDArray:
+                if b.shape == shape and _contig(b):
+                    # The common case, kept short: two contiguous same-shape operands.
+                    optr, pa, pb = _ptr(out), _ptr(a), _ptr(b)
+                    key = (op, out.dtype, a.dtype, b.dtype, optr % 16 == 0, pa % 16 == 0, pb % 16 == 0, n % 16 == 0,
+                           n >= 2**31 - 65536)
+                    go = _FAST2.get(key)
+                    if go is None:
+                        go = _FAST2[key] = _contig_launcher(op, 2, out, optr, (a, b), (pa, pb), n, None)[0]
+                    block = _CONTIG_CFG[out.dtype.itemsize][0]
+                    go((n + block - 1) // block, 1, 1, optr, pa, pb, 0, n)
+                    return out
     if fast:
         for x in ins:
             if isinstance(x, NDArray) and not ((x.shape == shape and _contig(x)) or x.size == 1):
@@ -190,29 +237,9 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
                 break
     if fast:
         optr = _ptr(out)
-        types = [_psig(out, optr)]
-        args = [optr]
-        modes = []
-        for x in ins:
-            if isinstance(x, NDArray):
-                p = _ptr(x)
-                types.append(_psig(x, p))
-                args.append(p)
-                modes.append(1 if x.shape == shape else 3)
-            else:
-                ty, v = _scalar_sig(x, scalar_dtype or out.dtype)
-                types.append(ty)
-                args.append(v)
-                modes.append(2)
-        while len(modes) < 3:
-            types.append("i32")
-            args.append(0)
-            modes.append(0)
-        big = n >= 2**31 - 65536
-        types.append(("i64" if big else "i32") + (":16" if n % 16 == 0 else ""))
-        args.append(n)
-        block, warps = _CONTIG_CFG[out.dtype.itemsize]
-        go = _EW_CONTIG.launcher(tuple(types), (op, nin, modes[0], modes[1], modes[2], block, big), warps)
+        ptrs = tuple(_ptr(x) if isinstance(x, NDArray) else 0 for x in ins)
+        go, args = _contig_launcher(op, nin, out, optr, ins, ptrs, n, scalar_dtype)
+        block = _CONTIG_CFG[out.dtype.itemsize][0]
         go((n + block - 1) // block, 1, 1, *args)
         return out
     tensors = [out] + [x for x in ins if isinstance(x, NDArray)]
@@ -365,7 +392,19 @@ def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | 
         else:
             shape = a.shape
         out = _new(shape, dtypes.bool_ if op in COMPARISON_OPS else a.dtype, a.device)
+    if op in ("floor_divide", "remainder") and a.dtype.category < 2:
+        _check_nonzero_divisor(op, b)
     return _ew(op, 2, out, (a, b), a.dtype)
+
+
+def _check_nonzero_divisor(op: str, b: NDArray | int | float | bool) -> None:
+    # Integer division by zero is an error (as on the CPU); checking a tensor divisor synchronizes with the GPU.
+    if isinstance(b, NDArray):
+        zero = b.size and bool(to_numpy(reduce("any", binary("eq", b, 0), tuple(range(b.ndim)), False)))
+    else:
+        zero = b == 0
+    if zero:
+        raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")
 
 
 def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
@@ -380,7 +419,8 @@ def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
 
 _RROWS = td.Kernel(rk.reduce_rows)
 _RCOLS = td.Kernel(rk.reduce_cols)
-_TILE = 4096
+_TILE = 4096  # elements per program of a row reduction (swept on an H200: 4096 beats 2048 and 8192)
+_TILE_COLS = 8192  # elements per program of a column reduction (8192 beats 4096 there)
 
 
 def _identity(op: str, dtype: dtypes.dtype) -> int | float:
@@ -428,7 +468,7 @@ def _reduce_2d(op: str, x: NDArray, M: int, K: int, sm: int, sk: int, out: NDArr
     if sk != 1 and sm == 1 and M > 1:
         # Reduced axis outer, kept axis contiguous: column reduction, split over K when the columns are few.
         block_n = min(_next_pow2(M), 256 if x.dtype.itemsize >= 4 else 512)
-        block_k = min(max(1, _TILE // block_n), _next_pow2(K))
+        block_k = min(max(1, _TILE_COLS // block_n), _next_pow2(K))
         grid_n = (M + block_n - 1) // block_n
         n_split = max(1, min((K + block_k - 1) // block_k, (4 * sms + grid_n - 1) // grid_n))
         kps = ((K + n_split - 1) // n_split + block_k - 1) // block_k * block_k
@@ -714,8 +754,27 @@ def index_put_(x: NDArray, indices: tuple, values: NDArray, accumulate: bool) ->
         _host_fallback_put(x, off, values, True)
         return x
     zeros = [0] * len(shape)
-    _index_launch(_SCATTER, shape, x, zeros, values, _bstrides(values, shape), off, _bstrides(off, shape), 1,
-                  (accumulate, 1), x.dtype)
+    if accumulate:
+        _index_launch(_SCATTER, shape, x, zeros, values, _bstrides(values, shape), off, _bstrides(off, shape), 1,
+                      (1, 1), x.dtype)
+        return x
+    # Plain assignment with repeated indices: the last write in index order wins, as in a sequential loop (and on
+    # the CPU). An atomic max of each write's position picks the winner; the others go to a spill slot.
+    n = math.prod(shape)
+    dev = x.device
+    pos = arange(0, n, 1, dtypes.int64, dev).reshape(shape)
+    winner = full((x.size,), -1, dtypes.int64, dev)
+    off_strides = _bstrides(off, shape)
+    _index_launch(_SCATTER, shape, winner, zeros, pos, list(pos.strides), off, off_strides, 1, (2, 1), dtypes.int64)
+    won = _new(shape, dtypes.int64, dev)
+    _index_launch(_GATHER, shape, won, list(won.strides), winner, zeros, off, off_strides, 1, (), dtypes.int64)
+    target = where(binary("eq", won, pos), off if off.shape == shape else contiguous(off.expand(shape)), x.size)
+    spill = _new((x.size + 1,), x.dtype, dev)
+    flat = x.reshape((x.size,))
+    copy_(spill.narrow(0, 0, x.size), flat)
+    _index_launch(_SCATTER, shape, spill, zeros, values, _bstrides(values, shape), target, list(target.strides), 1,
+                  (0, 1), x.dtype)
+    copy_(flat, spill.narrow(0, 0, x.size))
     return x
 
 
@@ -726,6 +785,12 @@ def scatter(x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: st
         return out
     if x.ndim == 0:
         return _ew("copy", 1, out, (src,), x.dtype) if mode == "set" else binary("add", out, src)
+    if isinstance(src, NDArray):
+        if src.ndim != index.ndim or any(index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > x.shape[d])
+                                         for d in range(index.ndim)):
+            raise RuntimeError(f"scatter(): Expected index {list(index.shape)} to be smaller than self "
+                               f"{list(x.shape)} apart from dimension {dim} and to be smaller size than src "
+                               f"{list(src.shape)}")
     add = mode == "add"
     if add and x.dtype not in _ATOMIC_DTYPES:
         return _scatter_host(out, dim, index, src, add)
@@ -733,10 +798,10 @@ def scatter(x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: st
     dst_pos = [0 if d == dim else out.strides[d] for d in range(len(shape))]
     if isinstance(src, NDArray):
         _index_launch(_SCATTER, shape, out, dst_pos, src, _pos_strides(src, shape, None), index,
-                      list(index.strides), out.strides[dim], (add, 1), x.dtype)
+                      list(index.strides), out.strides[dim], (int(add), 1), x.dtype)
     else:
         _index_launch(_SCATTER, shape, out, dst_pos, src, [0] * len(shape), index, list(index.strides),
-                      out.strides[dim], (add, 2), x.dtype)
+                      out.strides[dim], (int(add), 2), x.dtype)
     return out
 
 
@@ -768,7 +833,7 @@ def nonzero(x: NDArray) -> NDArray:
     ar = arange(0, flat.size, 1, dtypes.int64, x.device)
     masked_slots = where(flat, slots, full((), n, dtypes.int64, x.device))
     spill = _new((n + 1,), dtypes.int64, x.device)
-    _index_launch(_SCATTER, (flat.size,), spill, [0], ar, [1], masked_slots, [1], 1, (False, 1), dtypes.int64)
+    _index_launch(_SCATTER, (flat.size,), spill, [0], ar, [1], masked_slots, [1], 1, (0, 1), dtypes.int64)
     copy_(lin, spill.narrow(0, 0, n))
     rem = lin
     for d in range(x.ndim - 1, -1, -1):
@@ -779,8 +844,27 @@ def nonzero(x: NDArray) -> NDArray:
     return out
 
 
+_SORT = td.Kernel(ik.sort_rows_kernel)
+
+
 def sort(x: NDArray, dim: int, descending: bool, stable: bool) -> tuple[NDArray, NDArray]:
-    # Host sort (numpy, stable); NaN sorts last ascending, first descending, as torch.
+    """Stable sort along ``dim``: rows of up to 4096 elements of 32-bit or narrower types sort on the GPU (one row
+    per program); longer rows and 64-bit types sort on the host (numpy, stable)."""
+    K = x.shape[dim] if x.ndim else 1
+    if x.ndim and x.size and x.dtype.itemsize <= 4 and K <= 4096:
+        last = x.ndim - 1
+        xt = x if dim == last else x.transpose(dim, last)
+        xt = xt if _contig(xt) else contiguous(xt)
+        values, order = _new(xt.shape, x.dtype, x.device), _new(xt.shape, dtypes.int64, x.device)
+        p, q, r = _ptr(xt), _ptr(values), _ptr(order)
+        block = _next_pow2(K)
+        go = _SORT.launcher((_psig(xt, p), _psig(values, q), _psig(order, r), "i32"), (bool(descending), block),
+                            4 if block <= 1024 else 8)
+        rt.ensure_device(x.device.index)
+        go(xt.size // K, 1, 1, p, q, r, K)
+        if dim != last:
+            values, order = contiguous(values.transpose(dim, last)), contiguous(order.transpose(dim, last))
+        return values, order
     host = to_numpy(x)
     if host.ndim == 0:
         return from_numpy(host, x.dtype, x.device), full((), 0, dtypes.int64, x.device)
@@ -829,6 +913,56 @@ def searchsorted(seq: NDArray, values: NDArray, right: bool) -> NDArray:
     rt.ensure_device(values.device.index)
     go((out.size + 255) // 256, 1, 1, p, q, r, out.size, K, rows_per_seq, V)
     return out
+
+
+# ---------------------------------------------------------------- neural network (see nn.py)
+
+
+def conv(x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+         transposed: bool, output_padding: tuple) -> NDArray:
+    from genesis.backends.cuda import nn
+
+    _check_device("conv", x, w, bias)
+    return nn.conv(x, w, bias, stride, padding, dilation, groups, transposed, output_padding)
+
+
+def conv_backward(grad: NDArray, x: NDArray, w: NDArray, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+                  transposed: bool, output_padding: tuple, output_mask: tuple) -> tuple:
+    from genesis.backends.cuda import nn
+
+    return nn.conv_backward(grad, x, w, stride, padding, dilation, groups, transposed, output_padding, output_mask)
+
+
+def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
+         count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
+    from genesis.backends.cuda import nn
+
+    return nn.pool(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
+
+
+def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str, kernel: tuple, stride: tuple,
+                  padding: tuple, dilation: tuple, ceil_mode: bool, count_include_pad: bool,
+                  divisor_override: int | None) -> NDArray:
+    from genesis.backends.cuda import nn
+
+    return nn.pool_backward(grad, x, indices, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
+                            divisor_override)
+
+
+def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
+               running_var: NDArray | None, training: bool, momentum: float, eps: float) -> tuple:
+    from genesis.backends.cuda import nn
+
+    return nn.batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, running_mean: NDArray | None,
+                        running_var: NDArray | None, save_mean: NDArray, save_invstd: NDArray, training: bool,
+                        eps: float, output_mask: tuple) -> tuple:
+    from genesis.backends.cuda import nn
+
+    return nn.batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
+                                  output_mask)
 
 
 # ---------------------------------------------------------------- random

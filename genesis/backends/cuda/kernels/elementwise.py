@@ -109,7 +109,7 @@ def _unary(x, OP: tl.constexpr):
         y = libdevice.erf(x)
     elif OP == "sign":
         if x.dtype.is_floating():
-            y = tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, x))
+            y = tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0))  # sign(nan) = 0, as torch
         else:
             y = tl.where(x > 0, 1, tl.where(x < 0, -1, 0))
     elif OP == "floor":
@@ -250,7 +250,11 @@ def _compute(a, b, c, OP: tl.constexpr, NIN: tl.constexpr):
         else:
             y = _unary(_up(a), OP)
     elif NIN == 2:
-        y = _binary(_up(a), _up(b), OP)
+        a = _up(a)
+        b = _up(b)
+        if a.dtype.is_int() and b.dtype.is_int() and a.dtype != b.dtype:
+            b = b.to(a.dtype)  # an int64 scalar with an unsigned or narrow tensor: compute in the tensor's type
+        y = _binary(a, b, OP)
     else:
         y = tl.where(a != 0, b, c)
     return y

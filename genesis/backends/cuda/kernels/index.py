@@ -57,8 +57,10 @@ def scatter_kernel(dst, src, idx, n_rows, C, R1, R2, n_cblocks,
     v = _operand(src, _tile_offsets(r0, r1, r2, cols, ss0, ss1, ss2, ssc), mask, SRC_MODE)
     p = dst + _tile_offsets(r0, r1, r2, cols, ds0, ds1, ds2, dsc) + i * d_dim
     v = v.to(dst.dtype.element_ty)
-    if ADD:
+    if ADD == 1:
         tl.atomic_add(p, v, mask=mask, sem="relaxed")
+    elif ADD == 2:
+        tl.atomic_max(p, v, mask=mask, sem="relaxed")
     else:
         tl.store(p, v, mask=mask)
 
@@ -84,3 +86,32 @@ def searchsorted_kernel(seq, values, out, n_values, K, rows_per_seq, v_per_row, 
         lo = tl.where(active & go_right, mid + 1, lo)
         hi = tl.where(active & ~go_right, mid, hi)
     tl.store(out + offs, lo, mask=m)
+
+
+@triton.jit
+def sort_rows_kernel(x, values, indices, K, DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
+    # One contiguous row per program, sorted stably in registers: each element becomes a 64-bit key (an
+    # order-preserving 32-bit image of its value, then its position), so one bitonic sort orders values and breaks
+    # ties by position. NaN sorts as the largest value and -0.0 equals 0.0, as in torch.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    m = cols < K
+    v = tl.load(x + row * K + cols, mask=m)
+    if v.dtype.is_floating():
+        f = v.to(tl.float32)
+        f = tl.where(f == 0, 0.0, f)
+        bits = f.to(tl.uint32, bitcast=True)
+        bits = tl.where(f != f, 0x7FC00000, bits).to(tl.uint32)
+        key = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+    elif v.dtype.is_int_signed():
+        key = (v.to(tl.int32) ^ -2147483648).to(tl.uint32, bitcast=True)
+    else:
+        key = v.to(tl.uint32)
+    if DESCENDING:
+        key = ~key
+    key = tl.where(m, key, 0xFFFFFFFF).to(tl.uint32)
+    packed = (key.to(tl.uint64) << 32) | cols.to(tl.uint64)
+    packed = tl.sort(packed)
+    order = (packed & 0xFFFFFFFF).to(tl.int64)
+    tl.store(indices + row * K + cols, order, mask=m)
+    tl.store(values + row * K + cols, tl.load(x + row * K + order, mask=m), mask=m)

@@ -1,0 +1,377 @@
+"""Convolution and pooling on CUDA from Genesis's own pieces: strided window views, copy kernels and cuBLASLt.
+
+A convolution is an im2col product: the padded input's sliding windows are a strided view (no copy), made
+contiguous once as (groups, N*out_positions, C/groups*kernel) and multiplied with the weight by batched cuBLASLt
+products. Its adjoint (input gradient, transposed convolution) is col2im: one strided in-place add per kernel
+offset. Pooling reduces the same window views (amax/argmax or a sum with torch's divisor rules).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from genesis import dtypes
+from genesis.ndarray import NDArray
+
+
+def _be():  # noqa: ANN202 - the CUDA backend module
+    from genesis.backends import cuda
+
+    return cuda
+
+
+def _pad(x: NDArray, before: tuple[int, ...], after: tuple[int, ...], value: float) -> NDArray:
+    """x (N, C, *S) padded with ``value`` on the spatial dims."""
+    if not any(before) and not any(after):
+        return x
+    be = _be()
+    shape = x.shape[:2] + tuple(n + b + a for n, b, a in zip(x.shape[2:], before, after))
+    out = be.full(shape, value, x.dtype, x.device)
+    inner = out
+    for i, (b, n) in enumerate(zip(before, x.shape[2:])):
+        inner = inner.narrow(2 + i, b, n)
+    be.copy_(inner, x)
+    return out
+
+
+def _windows(xp: NDArray, groups: int, out_size: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+             dilation: tuple[int, ...], offset: tuple[int, ...] = ()) -> NDArray:
+    """The (N, g, C/g, *out, *kernel) view of a contiguous padded input's sliding windows."""
+    N, C = xp.shape[:2]
+    sN, sC = xp.strides[:2]
+    sp = xp.strides[2:]
+    start = xp.offset + sum(o * s for o, s in zip(offset, sp))
+    shape = (N, groups, C // groups) + tuple(out_size) + tuple(kernel)
+    strides = (sN, sC * (C // groups), sC) + tuple(s * st for s, st in zip(sp, stride)) + \
+        tuple(s * d for s, d in zip(sp, dilation))
+    return xp.as_strided(shape, strides, start)
+
+
+def _im2col(xp: NDArray, groups: int, out_size: tuple, kernel: tuple, stride: tuple, dilation: tuple) -> NDArray:
+    nd = len(kernel)
+    win = _windows(xp, groups, out_size, kernel, stride, dilation)
+    order = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
+    cols = _be().contiguous(win.permute(order))
+    N, C = xp.shape[:2]
+    return cols.reshape((groups, N * math.prod(out_size), C // groups * math.prod(kernel)))
+
+
+def _col2im(cols: NDArray, out: NDArray, groups: int, out_size: tuple, kernel: tuple, stride: tuple,
+            dilation: tuple) -> None:
+    """out (N, C, *Sp) += the windows' contributions in ``cols`` (g, N*prod(out_size), C/g*prod(kernel))."""
+    be = _be()
+    nd = len(kernel)
+    N, C = out.shape[:2]
+    full = cols.reshape((groups, N) + tuple(out_size) + (C // groups,) + tuple(kernel))
+    # (N, g, Cg, *out, *kernel) view of the columns, matching _windows' layout.
+    order = (1, 0, 2 + nd) + tuple(range(2, 2 + nd)) + tuple(range(3 + nd, 3 + 2 * nd))
+    src_all = full.permute(order)
+    for k in np.ndindex(*kernel):
+        target = _windows(out, groups, out_size, (1,) * nd, stride, (1,) * nd,
+                          tuple(ki * d for ki, d in zip(k, dilation)))
+        target = target.squeeze(tuple(range(3 + nd, 3 + 2 * nd)))
+        src = src_all
+        for ki in k:
+            src = src.narrow(3 + nd, ki, 1).squeeze((3 + nd,))
+        be.binary("add", target, src, out=target)
+
+
+def _out_size(size: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> tuple[int, ...]:
+    return tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in zip(size, kernel, stride, padding,
+                                                                                 dilation))
+
+
+def _to_groups(t: NDArray, groups: int) -> NDArray:
+    """(N, O, *S) -> contiguous (g, N*prod(S), O/g)."""
+    N, O = t.shape[:2]
+    nd = t.ndim - 2
+    v = t.reshape((N, groups, O // groups) + t.shape[2:]).permute((1, 0) + tuple(range(3, 3 + nd)) + (2,))
+    return _be().contiguous(v).reshape((groups, N * math.prod(t.shape[2:]), O // groups))
+
+
+def _from_groups(m: NDArray, N: int, size: tuple) -> NDArray:
+    """(g, N*prod(size), Og) -> contiguous (N, g*Og, *size)."""
+    g, _, og = m.shape
+    nd = len(size)
+    v = m.reshape((g, N) + tuple(size) + (og,)).permute((1, 0, 2 + nd) + tuple(range(2, 2 + nd)))
+    return _be().contiguous(v).reshape((N, g * og) + tuple(size))
+
+
+def _wmat(w: NDArray, groups: int) -> NDArray:
+    """Weight (O, C/g, *K) -> (g, O/g, C/g*prod(K))."""
+    w = w if w.is_contiguous() else _be().contiguous(w)
+    return w.reshape((groups, w.shape[0] // groups, math.prod(w.shape[1:])))
+
+
+def _add_bias(out: NDArray, bias: NDArray | None) -> NDArray:
+    if bias is None:
+        return out
+    be = _be()
+    return be.binary("add", out, bias.reshape((bias.shape[0],) + (1,) * (out.ndim - 2)), out=out)
+
+
+def _conv_fwd(x: NDArray, w: NDArray, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> NDArray:
+    be = _be()
+    kernel = w.shape[2:]
+    out_size = _out_size(x.shape[2:], kernel, stride, padding, dilation)
+    xp = _pad(x if x.is_contiguous() else be.contiguous(x), padding, padding, 0)
+    cols = _im2col(xp, groups, out_size, kernel, stride, dilation)
+    prod = be.matmul(cols, _wmat(w, groups).transpose(1, 2))
+    return _from_groups(prod, x.shape[0], out_size)
+
+
+def _conv_adjoint(g: NDArray, w: NDArray, in_size: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                  groups: int, channels: int) -> NDArray:
+    """The input gradient of a convolution (= transposed convolution) of ``g`` (N, O, *out) with weight w."""
+    be = _be()
+    kernel = w.shape[2:]
+    out_size = g.shape[2:]
+    gcols = be.matmul(_to_groups(g, groups), _wmat(w, groups))
+    padded = tuple(s + 2 * p for s, p in zip(in_size, padding))
+    acc_dtype = dtypes.float32 if g.dtype in (dtypes.float16, dtypes.bfloat16) else g.dtype
+    xpg = be.full((g.shape[0], channels) + padded, 0, acc_dtype, g.device)
+    _col2im(gcols, xpg, groups, out_size, kernel, stride, dilation)
+    inner = xpg
+    for i, (p, n) in enumerate(zip(padding, in_size)):
+        inner = inner.narrow(2 + i, p, n)
+    return be.cast(inner, g.dtype)
+
+
+def conv(x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+         transposed: bool, output_padding: tuple) -> NDArray:
+    batched = x.ndim == w.ndim
+    if not batched:
+        x = x.unsqueeze(0)
+    if transposed:
+        size = tuple((s - 1) * st - 2 * p + d * (k - 1) + op + 1 for s, st, p, d, k, op in
+                     zip(x.shape[2:], stride, padding, dilation, w.shape[2:], output_padding))
+        out = _conv_adjoint(x, w, size, stride, padding, dilation, groups, w.shape[1] * groups)
+    else:
+        out = _conv_fwd(x, w, stride, padding, dilation, groups)
+    out = _add_bias(out, bias)
+    return out if batched else out.squeeze((0,))
+
+
+def conv_backward(grad: NDArray, x: NDArray, w: NDArray, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+                  transposed: bool, output_padding: tuple, output_mask: tuple) -> tuple:
+    be = _be()
+    batched = x.ndim == w.ndim
+    if not batched:
+        x, grad = x.unsqueeze(0), grad.unsqueeze(0)
+    grad = grad if grad.is_contiguous() else be.contiguous(grad)
+    gx = gw = gb = None
+    kernel = w.shape[2:]
+    if output_mask[0]:
+        if transposed:
+            gx = _conv_fwd(grad, w, stride, padding, dilation, groups)
+        else:
+            gx = _conv_adjoint(grad, w, x.shape[2:], stride, padding, dilation, groups, x.shape[1])
+        if not batched:
+            gx = gx.squeeze((0,))
+    if output_mask[1]:
+        # Columns of the side that was windowed (input for a convolution, gradient for a transposed one).
+        windowed, other = (grad, x) if transposed else (x, grad)
+        out_size = other.shape[2:]
+        src = windowed if windowed.is_contiguous() else be.contiguous(windowed)
+        cols = _im2col(_pad(src, padding, padding, 0), groups, out_size, kernel, stride, dilation)
+        m = _to_groups(other if other.is_contiguous() else be.contiguous(other), groups)
+        gwm = be.matmul(m.transpose(1, 2), cols)  # (g, other_channels/g, windowed_channels/g * prod(K))
+        gw = be.contiguous(gwm).reshape(w.shape)
+    if output_mask[2]:
+        gb = be.reduce("sum", grad, (0,) + tuple(range(2, grad.ndim)), False)
+    return gx, gw, gb
+
+
+# ---------------------------------------------------------------- pooling
+
+
+def _pool_geometry(size: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                   ceil_mode: bool) -> tuple[tuple, tuple]:
+    out, right = [], []
+    for s, k, st, p, d in zip(size, kernel, stride, padding, dilation):
+        span = s + 2 * p - d * (k - 1) - 1
+        o = (-(-span // st) if ceil_mode else span // st) + 1
+        if ceil_mode and (o - 1) * st >= s + p:
+            o -= 1
+        out.append(o)
+        right.append(max(0, (o - 1) * st + d * (k - 1) + 1 - (s + p)))
+    return tuple(out), tuple(right)
+
+
+def _lowest(dtype: dtypes.dtype) -> float | int:
+    if dtype.category == 2:
+        return -math.inf
+    return int(np.iinfo(dtype.name).min) if dtype is not dtypes.bool_ else 0
+
+
+def _avg_divisor(size: tuple, kernel: tuple, stride: tuple, padding: tuple, out: tuple, count_include_pad: bool,
+                 divisor_override: int | None) -> np.ndarray:
+    if divisor_override:
+        return np.full(out, float(divisor_override))
+    counts = []
+    for s, k, st, p, o in zip(size, kernel, stride, padding, out):
+        start = np.arange(o) * st - p
+        end = np.minimum(start + k, s + p)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, s)
+        counts.append((end - start).astype(np.float64))
+    div = counts[0]
+    for c in counts[1:]:
+        div = np.multiply.outer(div, c)
+    return div
+
+
+def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
+         count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
+    be = _be()
+    nd = len(kernel)
+    batched = x.ndim == nd + 2
+    if not batched:
+        x = x.unsqueeze(0)
+    x = x if x.is_contiguous() else be.contiguous(x)
+    size = x.shape[2:]
+    out_size, right = _pool_geometry(size, kernel, stride, padding, dilation, ceil_mode)
+    fill = _lowest(x.dtype) if mode == "max" else 0
+    xp = _pad(x, padding, tuple(p + r for p, r in zip(padding, right)), fill)
+    win = _windows(xp, 1, out_size, kernel, stride, dilation).squeeze((1,))  # (N, C, *out, *kernel)
+    red = tuple(range(2 + nd, 2 + 2 * nd))
+    if mode == "max":
+        values = be.reduce("amax", win, red, False)
+        flat = win.reshape(win.shape[:2 + nd] + (math.prod(kernel),))
+        k = be.arg_reduce("argmax", flat, 2 + nd, False)  # (N, C, *out): position inside the window
+        index = None
+        rem = k
+        pos = [None] * nd
+        for i in range(nd - 1, -1, -1):
+            pos[i] = be.binary("remainder", rem, kernel[i])
+            rem = be.binary("floor_divide", rem, kernel[i])
+        for i in range(nd):
+            o = be.arange(0, out_size[i], 1, dtypes.int64, x.device).reshape(
+                (out_size[i],) + (1,) * (nd - 1 - i))
+            coord = be.binary("sub", be.binary("add", be.binary("mul", o, stride[i]),
+                                               be.binary("mul", pos[i], dilation[i])), padding[i])
+            term = be.binary("mul", coord, math.prod(size[i + 1:]))
+            index = term if index is None else be.binary("add", index, term)
+        if not batched:
+            values, index = values.squeeze((0,)), index.squeeze((0,))
+        return values, index
+    acc_dtype = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
+    acc = be.reduce("sum", win if x.dtype is acc_dtype else be.cast(win, acc_dtype), red, False)
+    div = _avg_divisor(size, kernel, stride, padding, out_size, count_include_pad, divisor_override)
+    values = be.cast(be.binary("div", acc, be.from_numpy(div.astype(np.float32) if acc.dtype is not dtypes.float64
+                                                          else div, acc.dtype, x.device)), x.dtype)
+    return (values if batched else values.squeeze((0,))), None
+
+
+def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str, kernel: tuple, stride: tuple,
+                  padding: tuple, dilation: tuple, ceil_mode: bool, count_include_pad: bool,
+                  divisor_override: int | None) -> NDArray:
+    be = _be()
+    nd = len(kernel)
+    batched = x.ndim == nd + 2
+    if not batched:
+        x, grad = x.unsqueeze(0), grad.unsqueeze(0)
+        indices = indices.unsqueeze(0) if indices is not None else None
+    size = x.shape[2:]
+    N, C = x.shape[:2]
+    if mode == "max":
+        acc = dtypes.float32 if x.dtype in (dtypes.float16, dtypes.bfloat16) else x.dtype
+        zeros = be.full((N, C, math.prod(size)), 0, acc, x.device)
+        g = grad.reshape((N, C, -1)) if grad.is_contiguous() else be.contiguous(grad).reshape((N, C, -1))
+        ix = indices.reshape((N, C, -1)) if indices.is_contiguous() else be.contiguous(indices).reshape((N, C, -1))
+        gx = be.cast(be.scatter(zeros, 2, ix, be.cast(g, acc), "add"), x.dtype).reshape(x.shape)
+    else:
+        out_size, right = _pool_geometry(size, kernel, stride, padding, dilation, ceil_mode)
+        div = _avg_divisor(size, kernel, stride, padding, out_size, count_include_pad, divisor_override)
+        acc = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
+        gd = be.binary("div", be.cast(grad, acc), be.from_numpy(div.astype(np.float64 if acc is dtypes.float64 else
+                                                                            np.float32), acc, x.device))
+        padded = tuple(s + p + q + r for s, p, q, r in zip(size, padding, padding, right))
+        xpg = be.full((N, C) + padded, 0, acc, x.device)
+        for k in np.ndindex(*kernel):
+            target = _windows(xpg, 1, out_size, (1,) * nd, stride, (1,) * nd, k).squeeze(
+                (1,) + tuple(range(3 + nd, 3 + 2 * nd)))
+            be.binary("add", target, gd, out=target)
+        inner = xpg
+        for i, (p, n) in enumerate(zip(padding, size)):
+            inner = inner.narrow(2 + i, p, n)
+        gx = be.cast(inner, x.dtype)
+    return gx if batched else gx.squeeze((0,))
+
+
+# ---------------------------------------------------------------- batch normalization
+
+
+def _bshape(x: NDArray) -> tuple[int, ...]:
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+def _stats_dims(x: NDArray) -> tuple[int, ...]:
+    return (0,) + tuple(range(2, x.ndim))
+
+
+def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
+               running_var: NDArray | None, training: bool, momentum: float, eps: float) -> tuple:
+    be = _be()
+    acc = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
+    xa = x if x.dtype is acc else be.cast(x, acc)
+    dims = _stats_dims(x)
+    n = x.size // x.shape[1] if x.shape[1] else 0
+    bs = _bshape(x)
+    if training:
+        mean = be.binary("div", be.reduce("sum", xa, dims, False), float(n))
+        centered = be.binary("sub", xa, mean.reshape(bs))
+        var = be.binary("div", be.reduce("sum", be.binary("mul", centered, centered), dims, False), float(n))
+        if running_mean is not None:
+            be.copy_(running_mean, be.binary("add", be.binary("mul", be.cast(running_mean, acc), 1.0 - momentum),
+                                             be.binary("mul", mean, momentum)))
+        if running_var is not None:
+            unbiased = be.binary("mul", var, n / max(n - 1, 1))
+            be.copy_(running_var, be.binary("add", be.binary("mul", be.cast(running_var, acc), 1.0 - momentum),
+                                            be.binary("mul", unbiased, momentum)))
+    else:
+        mean = be.cast(running_mean, acc)
+        var = be.cast(running_var, acc)
+        centered = be.binary("sub", xa, mean.reshape(bs))
+    invstd = be.unary("rsqrt", be.binary("add", var, eps))
+    out = be.binary("mul", centered, invstd.reshape(bs))
+    if weight is not None:
+        out = be.binary("mul", out, be.cast(weight, acc).reshape(bs))
+    if bias is not None:
+        out = be.binary("add", out, be.cast(bias, acc).reshape(bs))
+    return be.cast(out, x.dtype), be.cast(mean, x.dtype), be.cast(invstd, x.dtype)
+
+
+def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, running_mean: NDArray | None,
+                        running_var: NDArray | None, save_mean: NDArray, save_invstd: NDArray, training: bool,
+                        eps: float, output_mask: tuple) -> tuple:
+    be = _be()
+    acc = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
+    xa = x if x.dtype is acc else be.cast(x, acc)
+    g = grad if grad.dtype is acc else be.cast(grad, acc)
+    dims = _stats_dims(x)
+    bs = _bshape(x)
+    n = x.size // x.shape[1] if x.shape[1] else 0
+    if training:
+        mean, invstd = be.cast(save_mean, acc), be.cast(save_invstd, acc)
+    else:
+        mean = be.cast(running_mean, acc)
+        invstd = be.unary("rsqrt", be.binary("add", be.cast(running_var, acc), eps))
+    xhat = be.binary("mul", be.binary("sub", xa, mean.reshape(bs)), invstd.reshape(bs))
+    gb = be.reduce("sum", g, dims, False)
+    gw = be.reduce("sum", be.binary("mul", g, xhat), dims, False)
+    w = be.cast(weight, acc).reshape(bs) if weight is not None else None
+    gx = None
+    if output_mask[0]:
+        scale = invstd.reshape(bs) if w is None else be.binary("mul", w, invstd.reshape(bs))
+        if training:
+            inner = be.binary("sub", be.binary("sub", be.binary("mul", g, float(n)), gb.reshape(bs)),
+                              be.binary("mul", xhat, gw.reshape(bs)))
+            gx = be.binary("mul", inner, be.binary("div", scale, float(n)))
+        else:
+            gx = be.binary("mul", g, scale)
+        gx = be.cast(gx, x.dtype)
+    wdt = weight.dtype if weight is not None else x.dtype
+    return (gx, be.cast(gw, wdt) if output_mask[1] else None, be.cast(gb, wdt) if output_mask[2] else None)
