@@ -21,11 +21,12 @@ class Matmul(Primitive):
         # Treat vectors as matrices so one formula serves every case; unbroadcasting sums batch dims back.
         a2 = a.unsqueeze(0) if a.ndim == 1 else a
         b2 = b.unsqueeze(1) if b.ndim == 1 else b
+        # Restore the dims matmul dropped for vectors: N (last) first, then M, so a 0-d grad of vec @ vec works.
         g = grad
-        if a.ndim == 1:
-            g = g.unsqueeze(-2)
         if b.ndim == 1:
             g = g.unsqueeze(-1)
+        if a.ndim == 1:
+            g = g.unsqueeze(-2)
         if ctx.needs_input_grad[0]:
             grad_a = g @ b2.mT
             if a.ndim == 1:
@@ -45,13 +46,15 @@ def _parse(equation: str, operands: tuple) -> tuple[list[str], str]:
         lhs, out = equation, None
     terms = lhs.split(",")
     if len(terms) != len(operands):
-        raise ValueError(f"einsum(): more operands were provided than specified in the equation "
-                         f"({len(operands)} operands for {len(terms)} terms)")
+        raise RuntimeError(f"einsum(): the equation has {len(terms)} operand terms but {len(operands)} operands "
+                           "were given")
+    # Ellipsis dims broadcast from the right, so an operand with fewer of them takes the last ellipsis letters.
+    n_ell = max((x.ndim - (len(t) - 3) for t, x in zip(terms, operands) if "..." in t), default=0)
     expanded = []
     for term, x in zip(terms, operands):
         if "..." in term:
             n = x.ndim - (len(term) - 3)
-            term = term.replace("...", "".join(chr(0x391 + i) for i in range(n)))
+            term = term.replace("...", "".join(chr(0x391 + n_ell - n + i) for i in range(n)))
         if len(term) != x.ndim:
             raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(term)}) does not match the "
                                f"number of dimensions ({x.ndim}) for operand {len(expanded)}")
@@ -64,7 +67,6 @@ def _parse(equation: str, operands: tuple) -> tuple[list[str], str]:
         ell = sorted(c for c in counts if ord(c) >= 0x391)
         out = "".join(ell) + "".join(sorted(c for c, n in counts.items() if n == 1 and ord(c) < 0x391))
     elif "..." in out:
-        n_ell = max((sum(1 for c in t if ord(c) >= 0x391) for t in expanded), default=0)
         out = out.replace("...", "".join(chr(0x391 + i) for i in range(n_ell)))
     return expanded, out
 
@@ -114,10 +116,10 @@ def einsum(equation: str, *operands):
     """Einstein summation: repeated letters are contracted pairwise, left to right, with batched matmuls."""
     terms, out = _parse(equation, operands)
     items = []
-    for x, term in zip(operands, terms):
+    for k, (x, term) in enumerate(zip(operands, terms)):
         x, term = _diagonalize(x, term)
         # Sum letters that appear only in this operand and not in the output.
-        others = "".join(t for t in terms if t is not term) + out
+        others = "".join(t for j, t in enumerate(terms) if j != k) + out
         lonely = [i for i, c in enumerate(term) if c not in others]
         if lonely:
             x = x.sum(dim=tuple(lonely))
@@ -131,4 +133,8 @@ def einsum(equation: str, *operands):
     for c in out:
         if c not in tx:
             raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input operand")
+    summed = [i for i, c in enumerate(tx) if c not in out]
+    if summed:
+        x = x.sum(dim=tuple(summed))
+        tx = "".join(c for c in tx if c in out)
     return x.permute([tx.index(c) for c in out]) if tx != out else x

@@ -1,0 +1,137 @@
+"""Matrix products against torch: matmul in every rank combination, mm/bmm/mv/outer/dot, addmm, einsum."""
+
+import pytest
+import torch
+
+from tests.helpers import check, check_error, rand
+
+MATMUL_SHAPES = [
+    ((3,), (3,)),
+    ((3,), (3, 4)),
+    ((2, 3), (3,)),
+    ((2, 3), (3, 4)),
+    ((5, 2, 3), (5, 3, 4)),
+    ((5, 2, 3), (3, 4)),
+    ((2, 3), (5, 3, 4)),
+    ((3,), (5, 3, 4)),
+    ((5, 2, 3), (3,)),
+    ((2, 1, 2, 3), (5, 3, 4)),
+    ((1, 2, 3), (4, 1, 3, 2)),
+    ((0, 3), (3, 4)),
+    ((2, 0), (0, 4)),
+    ((2, 3), (3, 0)),
+    ((0,), (0,)),
+]
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
+def test_matmul(shapes):
+    a, b = rand(*shapes[0], seed=1), rand(*shapes[1], seed=2)
+    check(lambda lib, a, b: lib.matmul(a, b), a, b)
+    check(lambda lib, a, b: a @ b, a, b)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (3, 4)), ((5, 2, 3), (5, 3, 4)), ((4, 3), (3,))], ids=str)
+def test_matmul_noncontiguous(shapes):
+    a, b = rand(*shapes[0], seed=3), rand(*shapes[1], seed=4)
+    check(lambda lib, a, b: a.mT.contiguous().mT @ b, a, b)
+    check(lambda lib, a, b: (a.mT @ a) @ b if b.ndim > 1 else a.mT.contiguous().mT @ b, a, b)
+    check(lambda lib, a, b: a @ b.flip(0) if b.ndim == 1 else a @ b.mT.contiguous().mT, a, b)
+    check(lambda lib, a, b: a[..., ::2, :] @ b, a, b)
+    check(lambda lib, a, b: a.expand(2, *a.shape) @ b, a, b)
+
+
+def test_matmul_one_input_requires_grad():
+    a, b = rand(2, 3, seed=5), rand(3, 4, seed=6, requires_grad=False)
+    check(lambda lib, a, b: a @ b, a, b)
+    check(lambda lib, b, a: b @ a, rand(4, 2, seed=7, requires_grad=False), a)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32])
+def test_matmul_dtypes(dtype):
+    if dtype.is_floating_point:
+        a, b = rand(4, 8, seed=8).detach().to(dtype), rand(8, 3, seed=9).detach().to(dtype)
+        tol = {"rtol": 2e-2, "atol": 2e-2} if dtype in (torch.float16, torch.bfloat16) else {}
+        check(lambda lib, a, b: a @ b, a, b, **tol)
+    else:
+        a = torch.arange(12, dtype=dtype).reshape(3, 4)
+        check(lambda lib, a, b: a @ b, a, a.T.contiguous())
+        check(lambda lib, a: a @ a[0], a)
+
+
+def test_matmul_errors():
+    check_error(RuntimeError, lambda lib, a, b: a @ b, rand(2, 3), rand(4, 5), match=r"\(2, 3\).*\(4, 5\)")
+    check_error(RuntimeError, lambda lib, a, b: lib.matmul(a, b), rand(3), rand(4))
+    check_error(RuntimeError, lambda lib, a, b: a @ b, rand(2, 3, 4), rand(3, 5, 6))
+    check_error(RuntimeError, lambda lib, a, b: a @ b, rand(3, 2, 3), rand(2, 3, 4))
+    check_error(RuntimeError, lambda lib, a, b: a @ b, rand(), rand(3))
+    check_error(RuntimeError, lambda lib, a, b: a @ b, rand(2, 3), rand(3, 4).float())
+
+
+def test_mm_bmm_mv_dot_outer():
+    check(lambda lib, a, b: lib.mm(a, b), rand(2, 3, seed=10), rand(3, 4, seed=11))
+    check(lambda lib, a, b: a.mm(b.mT), rand(2, 3, seed=10), rand(4, 3, seed=11))
+    check(lambda lib, a, b: lib.bmm(a, b), rand(5, 2, 3, seed=12), rand(5, 3, 4, seed=13))
+    check(lambda lib, a, b: a.bmm(b.mT), rand(5, 2, 3, seed=12), rand(5, 4, 3, seed=13))
+    check(lambda lib, a, v: lib.mv(a, v), rand(2, 3, seed=14), rand(3, seed=15))
+    check(lambda lib, a, v: a.mT.mv(v), rand(3, 2, seed=14), rand(3, seed=15))
+    check(lambda lib, a, b: lib.dot(a, b), rand(4, seed=16), rand(4, seed=17))
+    check(lambda lib, a, b: a.dot(b[::2]), rand(3, seed=16), rand(6, seed=17))
+    check(lambda lib, a, b: lib.inner(a, b), rand(4, seed=16), rand(4, seed=17))
+    check(lambda lib, a, b: lib.outer(a, b), rand(3, seed=18), rand(4, seed=19))
+    check(lambda lib, a, b: a.outer(b), torch.arange(3), torch.arange(2))
+    check(lambda lib, a, b: lib.dot(a, b), torch.tensor([1, 2, 3]), torch.tensor([4, 5, 6]))
+    check(lambda lib, c, a, b: lib.addmm(c, a, b), rand(2, 4, seed=20), rand(2, 3, seed=21), rand(3, 4, seed=22))
+    check(lambda lib, c, a, b: lib.addmm(c, a, b, beta=0.5, alpha=2.0), rand(4, seed=20), rand(2, 3, seed=21),
+          rand(3, 4, seed=22))
+    check(lambda lib, c, a, b: lib.baddbmm(c, a, b, alpha=-1.0), rand(2, 4, seed=23), rand(3, 2, 5, seed=24),
+          rand(3, 5, 4, seed=25))
+
+
+def test_mm_family_errors():
+    check_error(RuntimeError, lambda lib, a, b: lib.mm(a, b), rand(2, 3), rand(3))
+    check_error(RuntimeError, lambda lib, a, b: lib.mm(a, b), rand(2, 3), rand(2, 3))
+    check_error(RuntimeError, lambda lib, a, b: lib.bmm(a, b), rand(2, 3), rand(3, 4))
+    check_error(RuntimeError, lambda lib, a, b: lib.bmm(a, b), rand(2, 2, 3), rand(3, 3, 4))
+    check_error(RuntimeError, lambda lib, a, b: lib.bmm(a, b), rand(2, 2, 3), rand(2, 4, 4))
+    check_error(RuntimeError, lambda lib, a, v: lib.mv(a, v), rand(2, 3), rand(2))
+    check_error(RuntimeError, lambda lib, a, v: lib.mv(a, v), rand(2, 3), rand(2, 3))
+    check_error(RuntimeError, lambda lib, a, b: lib.dot(a, b), rand(3), rand(4))
+    check_error(RuntimeError, lambda lib, a, b: lib.dot(a, b), rand(3, 1), rand(3))
+    check_error(RuntimeError, lambda lib, a, b: lib.outer(a, b), rand(3, 1), rand(3))
+
+
+EINSUM = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]),
+    ("i,i->", [(4,), (4,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ii->i", [(3, 3)]),
+    ("ii", [(3, 3)]),
+    ("ij->ji", [(2, 3)]),
+    ("ij->", [(2, 3)]),
+    ("ijk->kj", [(2, 3, 4)]),
+    ("...ij,...jk->...ik", [(2, 5, 2, 3), (5, 3, 4)]),
+    ("b...d,b...d->b...", [(2, 3, 4), (2, 3, 4)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("ab,cd->abcd", [(2, 3), (4, 1)]),
+    ("i,i,i->i", [(3,), (3,), (3,)]),
+    ("bij,jk->bik", [(1, 2, 3), (3, 4)]),
+    ("ij,ij->ij", [(2, 3), (1, 3)]),
+]
+
+
+@pytest.mark.parametrize("equation,shapes", EINSUM, ids=[e for e, _ in EINSUM])
+def test_einsum(equation, shapes):
+    operands = [rand(*s, seed=30 + i) for i, s in enumerate(shapes)]
+    check(lambda lib, *ops: lib.einsum(equation, *ops), *operands)
+    check(lambda lib, *ops: lib.einsum(equation, list(ops)), *operands)
+
+
+def test_einsum_noncontiguous_and_errors():
+    check(lambda lib, a, b: lib.einsum("ij,jk->ik", a.mT, b[:, ::2]), rand(3, 2, seed=40), rand(3, 8, seed=41))
+    check_error(RuntimeError, lambda lib, a: lib.einsum("ijk->i", a), rand(2, 3))
+    check_error(RuntimeError, lambda lib, a, b: lib.einsum("ij,jk->ik", a, b), rand(2, 3), rand(4, 5))
+    check_error(RuntimeError, lambda lib, a: lib.einsum("ij,jk->ik", a), rand(2, 3))
