@@ -8,6 +8,7 @@ exists so that a layer is one graph node whose weight gradient comes out contigu
 
 from __future__ import annotations
 
+from genesis.autograd import is_grad_enabled
 from genesis.functional.elementwise import Primitive
 from genesis.ndarray import NDArray
 
@@ -26,6 +27,12 @@ class Linear(Primitive):
     @staticmethod
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
+        if not is_grad_enabled():
+            # No graph to record (no create_graph): compute on NDArrays, skipping per-op autograd bookkeeping.
+            g, xa, wa = grad.ndarray, x.ndarray, w.ndarray
+            return (g.matmul(wa) if ctx.needs_input_grad[0] else None,
+                    g.transpose(0, 1).matmul(xa) if ctx.needs_input_grad[1] else None,
+                    g.sum((0,)) if ctx.needs_input_grad[2] else None)
         grad_x = grad @ w if ctx.needs_input_grad[0] else None
         # (out, N) @ (N, in): the weight gradient is produced in the weight's own (contiguous) layout.
         grad_w = grad.t() @ x if ctx.needs_input_grad[1] else None
@@ -161,10 +168,12 @@ class CrossEntropy(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        from genesis.autograd import is_grad_enabled
         from genesis.functional import softmax, where, zeros_like_detached
 
         x, logp, safe, valid, w, count = ctx.saved_tensors
+        if not is_grad_enabled():
+            return (_cross_entropy_grad(grad.ndarray, logp.ndarray, safe.ndarray, valid.ndarray, w.ndarray,
+                                        count.ndarray, ctx.reduction), None, None, None, None)
         scale = w * (grad if ctx.reduction == "none" else grad.expand(w.shape))
         if ctx.reduction == "mean":
             # where(): ignored rows get exactly zero even when every row is ignored (count == 0).
@@ -173,3 +182,16 @@ class CrossEntropy(Primitive):
         # With create_graph the probabilities are recomputed from the input so that they stay differentiable.
         probs = softmax(x, 1) if is_grad_enabled() else logp.exp()
         return (probs - onehot) * scale.unsqueeze(1), None, None, None, None
+
+
+def _cross_entropy_grad(grad: NDArray, logp: NDArray, safe: NDArray, valid: NDArray, w: NDArray, count: NDArray,
+                        reduction: str) -> NDArray:
+    """``(softmax - onehot) * scale`` on NDArrays: the gradient of ``CrossEntropy`` when no graph is recorded."""
+    scale = w * grad if reduction == "none" else w * grad.expand(w.shape)
+    if reduction == "mean":
+        scale = valid.where(scale / count, 0.0)
+    out = logp.unary("exp")
+    rows = logp.backend.arange(0, logp.shape[0], 1, safe.dtype, logp.device)
+    picked = logp.backend.index(out, (rows, safe))
+    logp.backend.index_put_(out, (rows, safe), picked - 1.0, False)  # softmax - onehot, in place
+    return out * scale.unsqueeze(1)

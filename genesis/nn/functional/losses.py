@@ -51,9 +51,12 @@ def _check_class_target(op: str, input: Tensor, target: Tensor) -> None:
 
 def _check_target_range(target: Tensor, ignore_index: int, n_classes: int) -> None:
     """IndexError naming the first out-of-range class index (ignored entries excepted)."""
-    bad = (target != ignore_index) & ((target < 0) | (target >= n_classes))
-    if bool(bad.any()):
-        value = int(target[bad].reshape(-1)[0].item())
+    # On NDArrays: a validity check needs no graph, and this runs on every loss call.
+    t = target.ndarray
+    bad = t.binary("lt", 0).binary("logical_or", t.binary("ge", n_classes)).binary("logical_and",
+                                                                                t.binary("ne", ignore_index))
+    if t.ndim and bool(bad.reduce("any", tuple(range(t.ndim))).numpy()) or not t.ndim and bool(bad.numpy()):
+        value = int(target[Tensor._wrap(bad)].reshape(-1)[0].item())
         raise IndexError(f"Target {value} is out of bounds (the input has {n_classes} classes).")
 
 
