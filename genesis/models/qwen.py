@@ -483,11 +483,14 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 
 def causal_lm_loss(logits: Tensor, labels: Tensor) -> Tensor:
-    """Mean next-token cross-entropy in float32: position t predicts labels[t + 1]; -100 labels are ignored."""
+    """Mean next-token cross-entropy in float32: position t predicts labels[t + 1]; -100 labels are ignored.
+
+    The labels are shifted (padded with -100 at the end) rather than the logits sliced, so the (B, T, vocab)
+    logits are used in place instead of copied, as transformers does.
+    """
     V = logits.shape[-1]
-    shifted = logits[:, :-1].float().reshape(-1, V)  # (B * (T - 1), vocab)
-    targets = labels[:, 1:].reshape(-1)  # (B * (T - 1),)
-    return F.cross_entropy(shifted, targets, ignore_index=IGNORE_INDEX)
+    targets = F.pad(labels, (0, 1), value=IGNORE_INDEX)[:, 1:]  # (B, T)
+    return F.cross_entropy(logits.float().reshape(-1, V), targets.reshape(-1), ignore_index=IGNORE_INDEX)
 
 
 class Qwen2ForCausalLM(QwenForCausalLM):
