@@ -424,7 +424,7 @@ class Tensor:
             target = dtypes.result_type_scalar(self.dtype, other)
             other_nd = other
         else:
-            return self._inplace_binary(op, fn, self.new_tensor(other))
+            return self._inplace_binary(op, fn, tensor(other, device=self.device))
         if op == "div" and target.category < 2:
             target = dtypes.get_default_dtype()
         if target.category > self.dtype.category:
@@ -624,8 +624,8 @@ class Tensor:
         return out
 
     def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-        """A new tensor from data, on this tensor's device (and with its dtype for data without one)."""
-        return tensor(data, dtype=dtype, device=device or self.device, requires_grad=requires_grad)
+        """A new tensor from data with this tensor's dtype and device unless given (as torch)."""
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
     def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return zeros(*size, dtype=dtype or self.dtype, device=device or self.device)

@@ -79,6 +79,7 @@ from genesis.functional.shape import (
 )
 from genesis.ndarray import NDArray, broadcast_shapes, full_indices, normalize_dim, normalize_dims
 from genesis.tensor import Tensor
+from genesis.tensor import tensor as _from_data
 
 Number = (int, float, bool)
 
@@ -95,7 +96,7 @@ def _as_operand(op: str, other: Any, like: Tensor) -> Any:
     if hasattr(other, "item") and getattr(other, "ndim", 1) == 0:
         return other.item()
     try:
-        return like.new_tensor(other)
+        return _from_data(other, device=like.device)
     except (TypeError, ValueError):
         raise TypeError(f"{op}(): unsupported operand type {type(other).__name__}") from None
 
@@ -1231,10 +1232,10 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
         if isinstance(k, Tensor):
             items.append(k)
         elif isinstance(k, (list, tuple)) or hasattr(k, "__array__") and not isinstance(k, (int, float)):
-            t = x.new_tensor(k)
+            t = _from_data(k, device=x.device)
             items.append(t if t.dtype is dtypes.bool_ else t.to(dtypes.int64))
         elif isinstance(k, bool):
-            items.append(x.new_tensor(k))
+            items.append(_from_data(k, device=x.device))
         elif isinstance(k, (int, slice)) or k is None or k is Ellipsis:
             items.append(k)
         elif hasattr(k, "__index__"):
@@ -1620,7 +1621,7 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
     if side is not None:
         right = side == "right"
     if not isinstance(values, Tensor):
-        values = sorted_sequence.new_tensor(values)
+        values = _from_data(values, device=sorted_sequence.device)
     if sorted_sequence.ndim > 1 and sorted_sequence.shape[:-1] != values.shape[:-1]:
         raise RuntimeError(f"searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
                            f"boundaries tensor and input value tensor must match, but we got boundaries tensor "

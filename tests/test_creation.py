@@ -1,0 +1,346 @@
+"""Creation functions against torch, and random creation: reproducibility, generators and distributions."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import genesis
+from tests.helpers import DEVICE, TORCH_DTYPE, assert_same, check_error, to_genesis, to_torch
+
+
+def same(g_fn, t_fn):
+    """Call a creation function in both libraries (``device`` for Genesis only) and compare."""
+    assert_same(g_fn(genesis), t_fn(torch))
+
+
+def both(fn):
+    same(lambda lib: fn(lib, {"device": DEVICE}), lambda lib: fn(lib, {}))
+
+
+# ------------------------------------------------------------------ tensor() and the constructor
+
+@pytest.mark.parametrize("data", [
+    1, 2.5, True, -3, [1, 2, 3], [1.0, 2, 3], [True, False], [[1, 2], [3, 4]], [[1.5], [2.5]], [], [[]],
+    [[[1, 2]], [[3, 4]]], (1, 2), [1, True], [2.5, True], [[1, 2.0], (3, 4)],
+], ids=str)
+def test_tensor_from_python(data):
+    both(lambda lib, kw: lib.tensor(data, **kw))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8,
+                                   torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool], ids=str)
+def test_tensor_with_dtype(dtype):
+    g_dtype = genesis.dtypes.to_dtype(str(dtype).replace("torch.", ""))
+    for data in ([1, 0, 3], [[1.7, -0.2]], 2, 0.5, True):
+        if dtype is torch.uint8 and data == [[1.7, -0.2]]:
+            continue  # negative floats to uint8 are undefined behaviour in C
+        assert_same(genesis.tensor(data, dtype=g_dtype, device=DEVICE), torch.tensor(data, dtype=dtype))
+
+
+def test_tensor_from_numpy_and_tensors():
+    for arr in (np.arange(6).reshape(2, 3), np.ones((2, 2), np.float32), np.array([True, False]),
+                np.array(3.5), np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2], np.zeros((0, 3))):
+        assert_same(genesis.tensor(arr, device=DEVICE), torch.tensor(arr))
+        assert_same(genesis.tensor(arr, dtype=genesis.float32, device=DEVICE), torch.tensor(arr, dtype=torch.float32))
+    src = to_genesis(torch.arange(6.0).reshape(2, 3))
+    copy = genesis.tensor(src)
+    copy[0, 0] = 9.0
+    assert to_torch(src)[0, 0] == 0.0
+    assert_same(genesis.tensor(src.mT), torch.arange(6.0).reshape(2, 3).mT)
+    assert_same(genesis.tensor(src, dtype=genesis.int32), torch.arange(6).reshape(2, 3).int())
+    t = genesis.tensor([1.0, 2.0], requires_grad=True)
+    assert t.requires_grad and t.is_leaf
+
+
+def test_tensor_constructor():
+    assert_same(genesis.Tensor([1, 2, 3]), torch.Tensor([1, 2, 3]))
+    assert_same(genesis.Tensor([[1.5, 2]]), torch.Tensor([[1.5, 2]]))
+    assert tuple(genesis.Tensor(2, 3).shape) == tuple(torch.Tensor(2, 3).shape)
+    assert genesis.Tensor(2, 3).dtype is genesis.float32
+    assert_same(genesis.Tensor(), torch.Tensor())
+    assert genesis.Tensor([1, 2], requires_grad=True).requires_grad
+
+
+def test_tensor_errors():
+    check_error(ValueError, lambda lib: lib.tensor([[1, 2], [3]]))
+    check_error(TypeError, lambda lib: lib.tensor("abc"))
+    check_error(RuntimeError, lambda lib: lib.tensor(float("nan"), dtype=lib.int64))
+
+
+def test_from_numpy_shares_memory_and_numpy_roundtrip():
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = genesis.from_numpy(arr)
+    arr[0, 0] = 42.0
+    assert t[0, 0].item() == 42.0
+    t[1, 1] = -1.0
+    assert arr[1, 1] == -1.0
+    assert t.dtype is genesis.float32
+    back = genesis.tensor([[1, 2], [3, 4]], dtype=genesis.int16).numpy()
+    assert back.dtype == np.int16 and back.tolist() == [[1, 2], [3, 4]]
+    with pytest.raises(TypeError):
+        genesis.from_numpy([1, 2])
+
+
+def test_tolist_item():
+    for data in ([1, 2], [[1.5, 2.5]], 3, 2.5, True, [[True], [False]], []):
+        g, t = genesis.tensor(data, device=DEVICE), torch.tensor(data)
+        assert g.tolist() == t.tolist()
+        if t.numel() == 1:
+            assert g.item() == t.item() and type(g.item()) is type(t.item())
+    check_error(RuntimeError, lambda lib: lib.tensor([1, 2]).item())
+
+
+# ------------------------------------------------------------------ factories
+
+@pytest.mark.parametrize("factory", ["zeros", "ones", "empty"])
+def test_zeros_ones_empty(factory):
+    for args, kwargs in (((2, 3), {}), (((2, 3),), {}), (([4],), {}), (((),), {}), ((0, 2), {}),
+                         ((2,), {"dtype": "int32"}), ((3,), {"dtype": "bool"}), ((1, 2), {"dtype": "float16"})):
+        g_kw = {k: genesis.dtypes.to_dtype(v) for k, v in kwargs.items()}
+        t_kw = {k: getattr(torch, v) for k, v in kwargs.items()}
+        g = getattr(genesis, factory)(*args, device=DEVICE, **g_kw)
+        t = getattr(torch, factory)(*args, **t_kw)
+        if factory == "empty":
+            assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPE[g.dtype] == t.dtype
+        else:
+            assert_same(g, t)
+    g = genesis.zeros(2, requires_grad=True)
+    assert g.requires_grad and g.is_leaf
+    check_error(RuntimeError, lambda lib: lib.zeros(2, -1))
+    check_error(TypeError, lambda lib: lib.ones(2.5))
+
+
+def test_full():
+    both(lambda lib, kw: lib.full((2, 3), 1.5, **kw))
+    both(lambda lib, kw: lib.full((2,), 7, **kw))
+    both(lambda lib, kw: lib.full((2,), True, **kw))
+    both(lambda lib, kw: lib.full([3], 2, dtype=lib.float64, **kw))
+    both(lambda lib, kw: lib.full((), -1.0, **kw))
+    both(lambda lib, kw: lib.full(2, 4.0, **kw) if lib is genesis else lib.full((2,), 4.0))
+
+
+def test_like_factories():
+    base = torch.arange(6, dtype=torch.int16).reshape(2, 3)
+    g = to_genesis(base)
+    assert_same(genesis.zeros_like(g), torch.zeros_like(base))
+    assert_same(genesis.ones_like(g, dtype=genesis.float64), torch.ones_like(base, dtype=torch.float64))
+    assert_same(genesis.full_like(g, 3), torch.full_like(base, 3))
+    assert_same(genesis.full_like(g, 2.7), torch.full_like(base, 2.7))
+    e = genesis.empty_like(g)
+    assert e.shape == g.shape and e.dtype is g.dtype
+    assert_same(g.new_zeros(2), base.new_zeros(2))
+    assert_same(g.new_ones((1, 2)), base.new_ones((1, 2)))
+    assert_same(g.new_full((2,), 5), base.new_full((2,), 5))
+    assert_same(g.new_tensor([1.5, 2]), base.new_tensor([1.5, 2]))
+    r = genesis.rand_like(genesis.zeros(3, 2, dtype=genesis.float64))
+    assert r.shape == (3, 2) and r.dtype is genesis.float64
+    assert genesis.randn_like(genesis.zeros(4)).shape == (4,)
+    ri = genesis.randint_like(g, 10)
+    assert ri.dtype is genesis.int16 and int(ri.min().item()) >= 0 and int(ri.max().item()) < 10
+
+
+@pytest.mark.parametrize("args", [(5,), (2, 8), (1, 2.5, 0.5), (10, 0, -3), (0.0, 1.0, 0.1), (-3, 3, 2), (0,),
+                                  (1.5,), (0, 1, 0.3)], ids=str)
+def test_arange(args):
+    both(lambda lib, kw: lib.arange(*args, **kw))
+    both(lambda lib, kw: lib.arange(*args, dtype=lib.float64, **kw))
+
+
+def test_arange_errors():
+    check_error(RuntimeError, lambda lib: lib.arange(0, 5, 0))
+    check_error(RuntimeError, lambda lib: lib.arange(5, 0, 1))
+
+
+@pytest.mark.parametrize("args", [(0, 1, 5), (-2, 3, 1), (1, 1, 3), (0, 10, 0), (5, -5, 11), (0, 7, 4)], ids=str)
+def test_linspace_logspace(args):
+    both(lambda lib, kw: lib.linspace(*args, **kw))
+    both(lambda lib, kw: lib.linspace(*args, dtype=lib.float64, **kw))
+    both(lambda lib, kw: lib.linspace(*args, dtype=lib.int64, **kw))
+    both(lambda lib, kw: lib.logspace(args[0] / 5, args[1] / 5, args[2], **kw))
+    both(lambda lib, kw: lib.logspace(args[0] / 5, args[1] / 5, args[2], base=2.0, **kw))
+
+
+def test_eye():
+    both(lambda lib, kw: lib.eye(3, **kw))
+    both(lambda lib, kw: lib.eye(2, 4, **kw))
+    both(lambda lib, kw: lib.eye(4, 2, dtype=lib.int64, **kw))
+    both(lambda lib, kw: lib.eye(0, **kw))
+    both(lambda lib, kw: lib.eye(3, dtype=lib.bool, **kw))
+    check_error(RuntimeError, lambda lib: lib.eye(-1))
+
+
+def test_scalar_tensor_and_as_tensor():
+    assert_same(genesis.scalar_tensor(3), torch.scalar_tensor(3))
+    assert_same(genesis.scalar_tensor(2, dtype=genesis.int64), torch.scalar_tensor(2, dtype=torch.int64))
+    g = genesis.tensor([1.0, 2.0])
+    assert genesis.as_tensor(g) is g
+    assert_same(genesis.as_tensor([1, 2], dtype=genesis.float64), torch.as_tensor([1, 2], dtype=torch.float64))
+    arr = np.arange(3.0)
+    shared = genesis.as_tensor(arr)
+    arr[0] = 5.0
+    assert shared[0].item() == 5.0
+
+
+def test_default_dtype_drives_factories():
+    assert genesis.get_default_dtype() is genesis.float32
+    genesis.set_default_dtype(genesis.float64)
+    try:
+        assert genesis.zeros(2).dtype is genesis.float64
+        assert genesis.tensor([1.5]).dtype is genesis.float64
+        assert genesis.tensor([1]).dtype is genesis.int64
+        assert genesis.arange(0.0, 1.0, 0.5).dtype is genesis.float64
+        assert genesis.rand(2).dtype is genesis.float64
+        assert genesis.linspace(0, 1, 3).dtype is genesis.float64
+        assert (genesis.tensor([1, 2]) / 2).dtype is genesis.float64
+        assert (genesis.tensor([1, 2]) * 0.5).dtype is genesis.float64
+    finally:
+        genesis.set_default_dtype(genesis.float32)
+    assert genesis.zeros(2).dtype is genesis.float32
+    with pytest.raises(TypeError):
+        genesis.set_default_dtype(genesis.int64)
+
+
+# ------------------------------------------------------------------ random creation
+
+RANDOM = {
+    "rand": lambda gen: genesis.rand(3, 4, generator=gen, device=DEVICE),
+    "randn": lambda gen: genesis.randn(3, 4, generator=gen, device=DEVICE),
+    "randint": lambda gen: genesis.randint(0, 10, (3, 4), generator=gen, device=DEVICE),
+    "randperm": lambda gen: genesis.randperm(10, generator=gen, device=DEVICE),
+    "normal": lambda gen: genesis.normal(2.0, 3.0, (5,), generator=gen, device=DEVICE),
+    "bernoulli": lambda gen: genesis.bernoulli(genesis.full((6,), 0.5, device=DEVICE), generator=gen),
+    "multinomial": lambda gen: genesis.multinomial(genesis.ones(6, device=DEVICE), 3, generator=gen),
+    "multinomial_repl": lambda gen: genesis.multinomial(genesis.ones(2, 6, device=DEVICE), 4, replacement=True,
+                                                        generator=gen),
+}
+
+
+@pytest.mark.parametrize("name", list(RANDOM))
+def test_manual_seed_reproduces(name):
+    fn = RANDOM[name]
+    genesis.manual_seed(123)
+    a = to_torch(fn(None))
+    b = to_torch(fn(None))
+    genesis.manual_seed(123)
+    assert torch.equal(to_torch(fn(None)), a)
+    assert torch.equal(to_torch(fn(None)), b)
+    genesis.manual_seed(124)
+    if name not in ("multinomial", "bernoulli"):  # few outcomes: a different seed may repeat by chance
+        assert not torch.equal(to_torch(fn(None)), a)
+
+
+@pytest.mark.parametrize("name", list(RANDOM))
+def test_generator_reproduces_and_is_independent(name):
+    fn = RANDOM[name]
+    g1 = genesis.Generator(device=DEVICE).manual_seed(7)
+    first = to_torch(fn(g1))
+    genesis.manual_seed(0)
+    g2 = genesis.Generator(device=DEVICE).manual_seed(7)
+    genesis.rand(5, device=DEVICE)  # the default generator moving does not affect g2
+    assert torch.equal(to_torch(fn(g2)), first)
+    state = g2.get_state()
+    after = to_torch(fn(g2))
+    g2.set_state(state)
+    assert torch.equal(to_torch(fn(g2)), after)
+
+
+def test_rng_state_roundtrip_and_seed_values():
+    genesis.manual_seed(99)
+    assert genesis.initial_seed() == 99
+    state = genesis.get_rng_state()
+    a = to_torch(genesis.randn(10))
+    genesis.set_rng_state(state)
+    assert torch.equal(to_torch(genesis.randn(10)), a)
+    genesis.manual_seed(2**63 + 5)
+    genesis.manual_seed(-1)
+    with pytest.raises(RuntimeError):
+        genesis.manual_seed(2**64)
+
+
+def _stats(t: genesis.Tensor) -> tuple[float, float]:
+    x = to_torch(t).double()
+    return x.mean().item(), x.std().item()
+
+
+def test_distributions_are_sane():
+    genesis.manual_seed(0)
+    n = 200_000
+    mean, std = _stats(genesis.rand(n, device=DEVICE))
+    assert abs(mean - 0.5) < 0.005 and abs(std - math.sqrt(1 / 12)) < 0.005
+    u = to_torch(genesis.rand(n, device=DEVICE))
+    assert u.min() >= 0 and u.max() < 1
+    mean, std = _stats(genesis.randn(n, device=DEVICE))
+    assert abs(mean) < 0.01 and abs(std - 1) < 0.01
+    mean, std = _stats(genesis.normal(3.0, 0.5, (n,), device=DEVICE))
+    assert abs(mean - 3.0) < 0.005 and abs(std - 0.5) < 0.005
+    mean_t = genesis.tensor([0.0, 10.0], device=DEVICE).reshape(2, 1).expand(2, n // 2)
+    by_row = to_torch(genesis.normal(mean_t, 2.0)).double()
+    assert torch.allclose(by_row.mean(1), torch.tensor([0.0, 10.0], dtype=torch.float64), atol=0.05)
+    ints = to_torch(genesis.randint(-3, 4, (n,), device=DEVICE))
+    assert ints.dtype == torch.int64 and ints.min() == -3 and ints.max() == 3
+    counts = torch.bincount(ints + 3, minlength=7).double() / n
+    assert torch.allclose(counts, torch.full((7,), 1 / 7, dtype=torch.float64), atol=0.01)
+    probs = genesis.tensor([0.1, 0.5, 0.9], device=DEVICE).reshape(3, 1).expand(3, n // 10).contiguous()
+    b = to_torch(genesis.bernoulli(probs)).double()
+    assert set(b.unique().tolist()) <= {0.0, 1.0}
+    assert torch.allclose(b.mean(1), torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64), atol=0.02)
+    half = to_torch(genesis.rand(1000, dtype=genesis.float16, device=DEVICE))
+    assert half.dtype == torch.float16 and half.min() >= 0 and half.max() <= 1
+
+
+def test_randperm_is_a_permutation():
+    genesis.manual_seed(1)
+    for n in (0, 1, 2, 10, 1000):
+        p = to_torch(genesis.randperm(n, device=DEVICE))
+        assert p.dtype == torch.int64
+        assert torch.equal(p.sort().values, torch.arange(n))
+    perms = {tuple(to_torch(genesis.randperm(4)).tolist()) for _ in range(200)}
+    assert len(perms) > 20  # many of the 24 orders appear
+    assert genesis.randperm(5, dtype=genesis.int32).dtype is genesis.int32
+
+
+def test_multinomial():
+    genesis.manual_seed(3)
+    weights = genesis.tensor([1.0, 0.0, 3.0, 6.0], device=DEVICE)
+    draws = to_torch(genesis.multinomial(weights, 20000, replacement=True))
+    assert draws.shape == (20000,) and draws.dtype == torch.int64
+    freq = torch.bincount(draws, minlength=4).double() / 20000
+    assert torch.allclose(freq, torch.tensor([0.1, 0.0, 0.3, 0.6], dtype=torch.float64), atol=0.015)
+    for _ in range(20):
+        no_repl = to_torch(genesis.multinomial(weights, 3))
+        assert len(set(no_repl.tolist())) == 3 and 1 not in no_repl.tolist()
+    # Without replacement the first draw follows the weights.
+    firsts = torch.tensor([int(to_torch(genesis.multinomial(weights, 2))[0]) for _ in range(3000)])
+    freq = torch.bincount(firsts, minlength=4).double() / 3000
+    assert torch.allclose(freq, torch.tensor([0.1, 0.0, 0.3, 0.6], dtype=torch.float64), atol=0.04)
+    rows = to_torch(genesis.multinomial(genesis.tensor([[0.0, 1.0], [1.0, 0.0]], device=DEVICE), 1))
+    assert rows.tolist() == [[1], [0]]
+    check_error(RuntimeError, lambda lib, w: lib.multinomial(w, 5), torch.tensor([1.0, 2.0]))
+    check_error(RuntimeError, lambda lib, w: lib.multinomial(w, 1), torch.tensor([1.0, -2.0]))
+    check_error(RuntimeError, lambda lib, w: lib.multinomial(w, 1), torch.zeros(2, 2, 2))
+
+
+def test_random_errors():
+    check_error(RuntimeError, lambda lib: lib.randint(5, 5, (2,)))
+    check_error(RuntimeError, lambda lib: lib.randperm(-1))
+    check_error(RuntimeError, lambda lib: lib.normal(0.0, -1.0, (2,)))
+    check_error(RuntimeError, lambda lib, p: lib.bernoulli(p), torch.tensor([0.5, 1.5]))
+
+
+def test_inplace_random_fills():
+    genesis.manual_seed(5)
+    t = genesis.empty(50_000, dtype=genesis.float64, device=DEVICE)
+    t.uniform_(-2.0, 4.0)
+    x = to_torch(t)
+    assert x.min() >= -2 and x.max() < 4 and abs(x.mean().item() - 1.0) < 0.05
+    t.normal_(1.0, 2.0)
+    mean, std = _stats(t)
+    assert abs(mean - 1.0) < 0.05 and abs(std - 2.0) < 0.05
+    t.bernoulli_(0.25)
+    assert abs(to_torch(t).mean().item() - 0.25) < 0.02
+    t.exponential_(2.0)
+    assert abs(to_torch(t).mean().item() - 0.5) < 0.02
+    i = genesis.zeros(1000, dtype=genesis.int64, device=DEVICE).random_(0, 3)
+    assert set(to_torch(i).tolist()) == {0, 1, 2}
