@@ -198,7 +198,6 @@ def stream_generate(model: Any, input_ids: Tensor, attention_mask: Tensor | None
     # Left padding: each row's positions count its real tokens only, as transformers' generate does.
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, T)
     unfinished = genesis.ones(B, dtype=genesis.bool, device=device)
-    stop_texts = [""] * B
     cache = model.new_cache(B, T + max_new)
     # Without padding the model's causal fast path needs no mask at all.
     padded = not bool(mask.all())
@@ -222,24 +221,20 @@ def stream_generate(model: Any, input_ids: Tensor, attention_mask: Tensor | None
             if eos is not None:
                 unfinished = unfinished & ~(next_ids.unsqueeze(1) == eos).any(1)
             if opts.stop_strings:
-                unfinished = unfinished & ~_hits_stop_string(tokens[:, T:length + 1], unfinished, opts, stop_texts)
+                unfinished = unfinished & ~_hits_stop_string(tokens[:, T:length + 1], unfinished, opts)
             if not bool(unfinished.any()):
                 return
             step_ids = next_ids.unsqueeze(1)  # (B, 1)
             position_ids = position_ids[:, -1:] + 1  # (B, 1)
 
 
-def _hits_stop_string(generated: Tensor, unfinished: Tensor, opts: GenerationOptions, texts: list[str]) -> Tensor:
-    """(B,) bool: rows whose generated text now contains one of the stop strings (checked on a decoded tail)."""
+def _hits_stop_string(generated: Tensor, unfinished: Tensor, opts: GenerationOptions) -> Tensor:
+    """(B,) bool: unfinished rows whose generated text now contains a stop string (checked on a decoded tail)."""
     # A stop string of n characters spans at most 4n bytes, hence at most 4n byte-level tokens.
     window = 4 * max(len(s) for s in opts.stop_strings) + 4
     rows = generated[:, -window:].tolist()
     alive = unfinished.tolist()
-    hits = []
-    for i, row in enumerate(rows):
-        text = opts.tokenizer.decode(row) if alive[i] else texts[i]
-        texts[i] = text
-        hits.append(alive[i] and any(s in text for s in opts.stop_strings))
+    hits = [alive[i] and any(s in opts.tokenizer.decode(row) for s in opts.stop_strings) for i, row in enumerate(rows)]
     return genesis.tensor(hits, dtype=genesis.bool, device=generated.device)
 
 
