@@ -527,6 +527,7 @@ def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray
 
 
 _ARG = td.Kernel(rk.arg_reduce_rows)
+_ARG_CFG = (2048, 8)  # (elements per program, warps) of arg-reductions
 
 
 def arg_reduce(op: str, x: NDArray, dim: int, keepdim: bool) -> NDArray:
@@ -542,10 +543,11 @@ def arg_reduce(op: str, x: NDArray, dim: int, keepdim: bool) -> NDArray:
         return out
     rt.ensure_device(x.device.index)
     xx, M, K, sm, sk = _as_2d(x, kept, [dim])
-    block_k = min(_next_pow2(K), 2048)
-    block_m = min(max(1, 2048 // block_k), _next_pow2(M))
+    tile, big_warps = _ARG_CFG
+    block_k = min(_next_pow2(K), tile)
+    block_m = min(max(1, tile // block_k), _next_pow2(M))
     p, op_ = _ptr(xx), _ptr(out)
-    warps = 8 if block_m * block_k >= 2048 else 4
+    warps = big_warps if block_m * block_k >= 2048 else 4
     go = _ARG.launcher((_psig(xx, p), _psig(out, op_), "i32", "i32", _istr(sm), _istr(sk)),
                        (op == "argmax", block_m, block_k), warps)
     go((M + block_m - 1) // block_m, 1, 1, p, op_, M, K, sm, sk)

@@ -154,9 +154,11 @@ def matmul(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
     from genesis.backends import cuda as be
 
     dtype = a.dtype
+    if dtype not in _DATA and dtype.category == 1 and bias is None:
+        return _int_matmul(a, b)
     if dtype not in _DATA:
-        raise RuntimeError(f"matmul: \"addmm_cuda\" not implemented for '{dtype.name}' on CUDA "
-                           "(float16, bfloat16, float32 and float64 are supported)")
+        raise RuntimeError(f"matmul: not implemented for '{dtype.name}' on CUDA (floating and integer types are "
+                           "supported)")
     M, K = a.shape[-2], a.shape[-1]
     N = b.shape[-1]
     batch_shape = a.shape[:-2]
@@ -199,3 +201,38 @@ _plans: dict[tuple, _Plan] = {}
 def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
     """``x @ weight.T + bias`` for 2-D x (M, K) and weight (N, K), the bias fused into the product."""
     return matmul(x, weight.transpose(0, 1), bias)
+
+
+_INT_MATMUL = None
+
+
+def _int_matmul(a: NDArray, b: NDArray) -> NDArray:
+    """Integer products with a Triton kernel (exact, wrapping like the CPU)."""
+    global _INT_MATMUL
+    from genesis.backends import cuda as be
+    from genesis.backends.cuda import triton_driver as td
+    from genesis.backends.cuda.kernels import reduce as rk
+
+    if _INT_MATMUL is None:
+        _INT_MATMUL = td.Kernel(rk.int_matmul_kernel)
+    M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch_shape = a.shape[:-2]
+    batch = math.prod(batch_shape)
+    out = be._new(batch_shape + (M, N), a.dtype, a.device)
+    if out.size == 0:
+        return out
+    sab = _batch_stride(batch_shape, a.strides[:-2])
+    if sab is None:
+        a = be.contiguous(a)
+        sab = _batch_stride(batch_shape, a.strides[:-2])
+    sbb = _batch_stride(batch_shape, b.strides[:-2])
+    if sbb is None:
+        b = be.contiguous(b)
+        sbb = _batch_stride(batch_shape, b.strides[:-2])
+    pa, pb, pc = be._ptr(a), be._ptr(b), be._ptr(out)
+    types = (be._psig(a, pa), be._psig(b, pb), be._psig(out, pc), "i32", "i32", "i32") + ("i64",) * 6
+    go = _INT_MATMUL.launcher(types, (16, 16, 16), 4)
+    rt.ensure_device(a.device.index)
+    go((M + 15) // 16, (N + 15) // 16, batch, pa, pb, pc, M, N, K, sab, a.strides[-2], a.strides[-1], sbb,
+       b.strides[-2], b.strides[-1])
+    return out

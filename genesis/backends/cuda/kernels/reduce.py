@@ -286,3 +286,25 @@ def softmax_rows64(x, out, M, K, LOG: tl.constexpr, BLOCK_K: tl.constexpr):
         else:
             y = libdevice.exp(v - gm) / total
         tl.store(out + base + cols, y, mask=m)
+
+
+@triton.jit
+def int_matmul_kernel(a, b, out, M, N, K, sab, sam, sak, sbb, sbk, sbn,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Integer products (cuBLASLt has no int64 GEMM): exact integer multiply-adds over (BLOCK_M, BLOCK_K, BLOCK_N)
+    # tiles, accumulated in the output's type with wraparound, as on the CPU.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    batch = tl.program_id(2).to(tl.int64)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], out.dtype.element_ty)
+    for k0 in range(0, K, BLOCK_K):
+        rk = k0 + tl.arange(0, BLOCK_K)
+        x = tl.load(a + batch * sab + rm[:, None].to(tl.int64) * sam + rk[None, :] * sak,
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0).to(out.dtype.element_ty)
+        y = tl.load(b + batch * sbb + rk[:, None].to(tl.int64) * sbk + rn[None, :] * sbn,
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0).to(out.dtype.element_ty)
+        acc += tl.sum(x[:, :, None] * y[None, :, :], 1).to(out.dtype.element_ty)
+    tl.store(out + batch * M * N + rm[:, None].to(tl.int64) * N + rn[None, :], acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
