@@ -72,7 +72,9 @@ def test_class_and_config(pair) -> None:
     ref, model, _ = pair
     expected = Qwen2ForCausalLM if ref.config.model_type == "qwen2" else Qwen3ForCausalLM
     assert type(model) is expected
-    assert model.config.head_dim == ref.config.head_dim if hasattr(ref.config, "head_dim") else True
+    expected_head_dim = getattr(ref.config, "head_dim", None) or COMMON["hidden_size"] // COMMON["num_attention_heads"]
+    assert model.config.head_dim == expected_head_dim
+    assert model.config.attention_bias == (ref.config.model_type == "qwen2")
     assert (model.lm_head.weight is model.model.embed_tokens.weight) == ref.config.tie_word_embeddings
     names = {n for n, _ in model.named_parameters()}
     assert names == {n for n, _ in ref.named_parameters()}
