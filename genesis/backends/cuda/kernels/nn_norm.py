@@ -79,7 +79,8 @@ def norm_bwd(
     # Each program takes rows pid, pid + G, pid + 2G, ... and sums its rows' weight/bias gradients privately.
     pid = tl.program_id(0)
     G = tl.num_programs(0)
-    part = pid.to(tl.int64) * N
+    n64 = N.to(tl.int64)  # row offsets in 64 bits (the loop index is a plain int32)
+    part = pid * n64
     if ONE_PASS:
         cols = tl.arange(0, BLOCK_N)
         m = cols < N
@@ -88,7 +89,7 @@ def norm_bwd(
         dw_acc = tl.zeros([BLOCK_N], tl.float32)
         db_acc = tl.zeros([BLOCK_N], tl.float32)
         for row in range(pid, M, G):
-            base = row.to(tl.int64) * N
+            base = row * n64
             g = tl.load(dy + base + cols, mask=m, other=0.0).to(tl.float32)
             r = tl.load(rstd + row)
             if RMS:
@@ -119,7 +120,7 @@ def norm_bwd(
             if NEED_DB:
                 tl.store(db_part + part + cols, tl.zeros([BLOCK_N], tl.float32), mask=cols < N)
         for row in range(pid, M, G):
-            base = row.to(tl.int64) * N
+            base = row * n64
             r = tl.load(rstd + row)
             mu = 0.0 if RMS else tl.load(mean + row)
             s1 = tl.zeros([BLOCK_N], tl.float32)
