@@ -7,7 +7,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from tests.helpers import DEVICE, to_genesis, to_torch
+from tests.helpers import DEVICE, requires_cuda, to_genesis, to_torch
 
 
 class Block(nn.Module):
@@ -290,3 +290,32 @@ def test_missing_forward_and_init_order():
 
     with pytest.raises(AttributeError):
         Early()
+
+
+@requires_cuda
+def test_module_moves_between_devices_keeping_parameters():
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    weight = model[0].weight
+    before = to_torch(weight).clone()
+    model(genesis.randn(5, 3)).sum().backward()
+    model.cuda()
+    assert model[0].weight is weight and weight.device.type == "cuda" and weight.grad.device.type == "cuda"
+    assert model[1].running_mean.device.type == "cuda" and model[1].num_batches_tracked.dtype is genesis.int64
+    out = model(genesis.randn(5, 3, device="cuda"))
+    assert out.device.type == "cuda"
+    model.cpu()
+    assert weight.device.type == "cpu" and torch.equal(to_torch(weight), before)
+
+
+def test_forward_hook_always_call_and_prepend():
+    lin = nn.Linear(2, 2)
+    order = []
+    lin.register_forward_hook(lambda m, a, o: order.append("second"))
+    lin.register_forward_hook(lambda m, a, o: order.append("first"), prepend=True)
+    lin(genesis.ones(1, 2))
+    assert order == ["first", "second"]
+    seen = []
+    lin.register_forward_hook(lambda m, a, o: seen.append(o), always_call=True)
+    with pytest.raises(RuntimeError):
+        lin(genesis.ones(1, 3))
+    assert seen == [None]
