@@ -74,6 +74,46 @@ def test_matches_torch_after_20_steps(name: str) -> None:
         assert_same(g, t, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["sgd_nesterov", "adam_amsgrad", "adamw", "rmsprop_centered_momentum",
+                                  "adagrad_lr_decay"])
+def test_per_parameter_path_matches_the_multi_tensor_path(name: str) -> None:
+    """foreach=False updates parameter by parameter; the default updates their concatenation: same bits."""
+    def with_foreach(flag: bool):
+        return lambda o, p: _with_options(CONFIGS[name](o, p), foreach=flag)
+
+    loop = _run(genesis, with_foreach(False))
+    flat = _run(genesis, with_foreach(True))
+    for a, b in zip(loop, flat):
+        assert genesis.equal(a, b)
+
+
+def _with_options(opt: optim.Optimizer, **options: object) -> optim.Optimizer:
+    for group in opt.param_groups:
+        group.update(options)
+    return opt
+
+
+def test_multi_tensor_state_views_and_mixed_dtypes() -> None:
+    w = genesis.randn(3, 2, dtype=genesis.float64, requires_grad=True)
+    b = genesis.randn(2, dtype=genesis.float64, requires_grad=True)
+    h = genesis.randn(2, dtype=genesis.float32, requires_grad=True)
+    opt = optim.Adam([w, b, h], lr=0.1)
+    for _ in range(2):
+        opt.zero_grad()
+        ((w.sum(0) + b) ** 2).sum().backward()
+        (h**2).sum().backward()
+        opt.step()
+    assert opt.state[w]["exp_avg"].shape == w.shape and opt.state[h]["exp_avg"].dtype is genesis.float32
+    assert opt.state[w]["step"] == opt.state[h]["step"] == 2
+    # A step where one parameter has no gradient leaves it and its state alone.
+    before, state_before = h.clone(), opt.state[h]["exp_avg"].clone()
+    opt.zero_grad()
+    ((w.sum(0) + b) ** 2).sum().backward()
+    opt.step()
+    assert genesis.equal(h, before) and genesis.equal(opt.state[h]["exp_avg"], state_before)
+    assert opt.state[w]["step"] == 3 and opt.state[h]["step"] == 2
+
+
 @pytest.mark.parametrize("name", ["sgd_momentum", "adam", "rmsprop_centered", "adagrad"])
 def test_param_groups_match_torch(name: str) -> None:
     g_params = _run(genesis, CONFIGS[name], groups=True)
@@ -127,7 +167,7 @@ def test_state_dict_layout_matches_torch() -> None:
         opt.step()
     t_sd, g_sd = t_opt.state_dict(), g_opt.state_dict()
     assert [g["params"] for g in g_sd["param_groups"]] == [g["params"] for g in t_sd["param_groups"]]
-    torch_only = {"foreach", "fused", "differentiable"}  # torch's kernel-selection flags
+    torch_only = {"fused", "differentiable"}  # torch's kernel-selection flags
     assert set(g_sd["param_groups"][1]) == set(t_sd["param_groups"][1]) - torch_only
     assert g_sd["param_groups"][1]["lr"] == 0.5
     assert set(g_sd["state"]) == set(t_sd["state"]) == {0, 1}

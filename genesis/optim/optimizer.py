@@ -13,6 +13,7 @@ import math
 from typing import Any, Callable, Iterable
 
 from genesis.autograd import enable_grad, no_grad
+from genesis.functional import cat
 from genesis.tensor import Tensor, empty
 
 # Hyperparameter checks: name -> (message prefix, predicate the value must satisfy). torch's wording.
@@ -68,6 +69,7 @@ class Optimizer:
         self.defaults = defaults
         self.state: dict[Tensor, dict[str, Any]] = {}
         self._scratch_buffers: dict[tuple, Tensor] = {}
+        self._flat_cache: dict[tuple, dict[str, Any]] = {}
         self.param_groups: list[dict[str, Any]] = []
         groups = list(params)
         if len(groups) == 0:
@@ -134,14 +136,56 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
+                buckets: dict[tuple, list[Tensor]] = {}
                 for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state.get(p)
-                    if state is None:
-                        state = self.state[p] = {}
-                    self._update(p, p.grad, state, group)
+                    if p.grad is not None:
+                        buckets.setdefault((p.dtype, p.device), []).append(p)
+                for params in buckets.values():
+                    if group.get("foreach") is False or len(params) == 1 or not self._step_flat(group, params):
+                        for p in params:
+                            self._update(p, p.grad, self.state.setdefault(p, {}), group)
         return loss
+
+    def _step_flat(self, group: dict[str, Any], params: list[Tensor]) -> bool:
+        """Run ``_update`` once on all ``params`` concatenated (the multi-tensor path); False if it can't apply.
+
+        The updates are elementwise, so one update of the concatenation equals the per-parameter updates, with a
+        few large ops in place of many small ones. Each parameter's state tensors are views into one flat buffer
+        per state entry, kept across steps; it is rebuilt from the per-parameter tensors whenever they were
+        replaced (by ``load_state_dict``, say). It applies when all parameters share their non-tensor state
+        (such as the step count) and their set of state entries.
+        """
+        states = [self.state.setdefault(p, {}) for p in params]
+        first = states[0]
+        plain = {k: v for k, v in first.items() if not isinstance(v, Tensor)}
+        for state in states[1:]:
+            if state.keys() != first.keys() or any(state[k] != v for k, v in plain.items()):
+                return False
+        key = (id(group), params[0].dtype, params[0].device)
+        cache = self._flat_cache.get(key)
+        ids = [id(p) for p in params]
+        fresh = cache is None or cache["ids"] != ids or any(
+            state.get(k) is not views[i] for k, views in cache["views"].items() for i, state in enumerate(states))
+        flat_state = dict(plain)
+        for k, v in first.items():
+            if isinstance(v, Tensor):
+                flat_state[k] = cat([s[k].reshape(-1) for s in states]) if fresh else cache["flat"][k]
+        flat_p = cat([p.reshape(-1) for p in params])
+        self._update(flat_p, cat([p.grad.reshape(-1) for p in params]), flat_state, group)
+        offsets = [0]
+        for p in params:
+            offsets.append(offsets[-1] + p.numel())
+        for p, start, end in zip(params, offsets, offsets[1:]):
+            p.copy_(flat_p[start:end].view(p.shape))
+        views: dict[str, list[Tensor]] = {}
+        for k, v in flat_state.items():
+            if isinstance(v, Tensor):
+                views[k] = [v[start:end].view(p.shape) for p, start, end in zip(params, offsets, offsets[1:])]
+        for i, state in enumerate(states):
+            state.clear()
+            state.update({k: (views[k][i] if k in views else v) for k, v in flat_state.items()})
+        self._flat_cache[key] = {"ids": ids, "flat": {k: flat_state[k] for k in views}, "views": views}
+        return True
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         """Update one parameter in place from its gradient, its state and its group's hyperparameters."""
