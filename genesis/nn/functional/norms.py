@@ -33,11 +33,7 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing ``normalized_shape`` dims."""
     input, weight, bias = amp.autocast_args("layer_norm", input, weight, bias)
     dims = _norm_dims("layer_norm", input, normalized_shape)
-    x = _upcast(input)
-    mean = x.mean(dims, keepdim=True)
-    centered = x - mean
-    var = (centered * centered).mean(dims, keepdim=True)
-    out = centered * T.rsqrt(var + eps)
+    out, _, _ = _standardize(_upcast(input), dims, eps)
     if weight is not None:
         out = out * weight
     if bias is not None:
@@ -72,6 +68,24 @@ _EPS = {dtypes.float16: 1.1920928955078125e-07, dtypes.bfloat16: 1.1920928955078
 
 def _channel_shape(input: Tensor) -> tuple[int, ...]:
     return (1, input.shape[1]) + (1,) * (input.ndim - 2)
+
+
+def _standardize(x: Tensor, dims: int | tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
+    """``((x - mean) / sqrt(var + eps), mean, var)`` over ``dims`` (biased variance, dims kept)."""
+    mean = x.mean(dims, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(dims, keepdim=True)
+    return centered * T.rsqrt(var + eps), mean, var
+
+
+def _channel_affine(out: Tensor, weight: Tensor | None, bias: Tensor | None, like: Tensor) -> Tensor:
+    """``out * weight + bias`` with per-channel (dim 1) parameters, cast back to ``like``'s dtype."""
+    shape = _channel_shape(like)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out.to(like.dtype)
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
@@ -111,10 +125,7 @@ def _batch_norm_composite(input: Tensor, running_mean: Tensor | None, running_va
     x = _upcast(input)
     if training:
         count = input.numel() // channels
-        mean = x.mean(dims, keepdim=True)
-        centered = x - mean
-        var = (centered * centered).mean(dims, keepdim=True)
-        out = centered * T.rsqrt(var + eps)
+        out, mean, var = _standardize(x, dims, eps)
         if running_mean is not None and running_var is not None:
             with no_grad():
                 m = 0.0 if momentum is None else momentum
@@ -124,11 +135,7 @@ def _batch_norm_composite(input: Tensor, running_mean: Tensor | None, running_va
     else:
         mean = running_mean.reshape(shape)
         out = (x - mean) * T.rsqrt(running_var.reshape(shape) + eps)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out.to(input.dtype)
+    return _channel_affine(out, weight, bias, input)
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
@@ -138,11 +145,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     dims = tuple(range(2, input.ndim))
-    x = _upcast(input)
-    mean = x.mean(dims, keepdim=True)
-    centered = x - mean
-    var = (centered * centered).mean(dims, keepdim=True)
-    out = centered * T.rsqrt(var + eps)
+    out, mean, var = _standardize(_upcast(input), dims, eps)
     if running_mean is not None and running_var is not None:
         count = 1
         for s in input.shape[2:]:
@@ -151,12 +154,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
             running_mean.mul_(1 - momentum).add_(mean.detach().mean(0).reshape(-1) * momentum)
             unbiased = var.detach().mean(0).reshape(-1) * (count / max(count - 1, 1))
             running_var.mul_(1 - momentum).add_(unbiased * momentum)
-    shape = _channel_shape(input)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out.to(input.dtype)
+    return _channel_affine(out, weight, bias, input)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
@@ -169,17 +167,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
-    x = _upcast(input).reshape(n, num_groups, -1)  # (N, G, C/G * spatial)
-    mean = x.mean(2, keepdim=True)
-    centered = x - mean
-    var = (centered * centered).mean(2, keepdim=True)
-    out = (centered * T.rsqrt(var + eps)).reshape(input.shape)
-    shape = _channel_shape(input)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out.to(input.dtype)
+    out, _, _ = _standardize(_upcast(input).reshape(n, num_groups, -1), 2, eps)  # (N, G, C/G * spatial)
+    return _channel_affine(out.reshape(input.shape), weight, bias, input)
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:

@@ -19,6 +19,19 @@ def _index(op: str, idx: int, size: int) -> int:
     return idx % size
 
 
+def _describe_entries(items: Iterable[tuple[Any, Any]]) -> str:
+    """torch's repr lines of a ParameterList/ParameterDict: kind, dtype and size of each entry."""
+    lines = []
+    for key, value in items:
+        if isinstance(value, Tensor):
+            size = "x".join(str(s) for s in value.size())
+            kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+            lines.append(f"  ({key}): {kind} containing: [{value.dtype} of size {size}]")
+        else:
+            lines.append(f"  ({key}): Object of type: {type(value).__name__}")
+    return "\n".join(lines)
+
+
 class Sequential(Module):
     """Modules called in order, each on the previous one's output.
 
@@ -262,15 +275,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        lines = []
-        for i, p in enumerate(self):
-            if isinstance(p, Tensor):
-                size = "x".join(str(s) for s in p.size())
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                lines.append(f"  ({i}): {kind} containing: [{p.dtype} of size {size}]")
-            else:
-                lines.append(f"  ({i}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _describe_entries(enumerate(self))
 
 
 class ParameterDict(Module):
@@ -333,12 +338,4 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self) -> str:
-        lines = []
-        for k, p in self.items():
-            if isinstance(p, Tensor):
-                size = "x".join(str(s) for s in p.size())
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size {size}]")
-            else:
-                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _describe_entries(self.items())

@@ -26,7 +26,7 @@ class _ConvNd(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int],
                  stride: int | Sequence[int] = 1, padding: int | str | Sequence[int] = 0,
                  dilation: int | Sequence[int] = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 output_padding: int | Sequence[int] = 0, device: Any = None, dtype: Any = None) -> None:
+                 device: Any = None, dtype: Any = None, *, output_padding: int | Sequence[int] = 0) -> None:
         super().__init__()
         name = type(self).__name__
         n = self._n
@@ -119,13 +119,6 @@ class Conv1d(_Conv):
     _n = 1
     _conv = staticmethod(F.conv1d)
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int],
-                 stride: int | Sequence[int] = 1, padding: int | str | Sequence[int] = 0,
-                 dilation: int | Sequence[int] = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device: Any = None, dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, 0, device, dtype)
-
 
 class Conv2d(_Conv):
     """2-d convolution over (N, C_in, H, W) input; weight (C_out, C_in / groups, kh, kw).
@@ -136,26 +129,12 @@ class Conv2d(_Conv):
     _n = 2
     _conv = staticmethod(F.conv2d)
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int],
-                 stride: int | Sequence[int] = 1, padding: int | str | Sequence[int] = 0,
-                 dilation: int | Sequence[int] = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device: Any = None, dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, 0, device, dtype)
-
 
 class Conv3d(_Conv):
     """3-d convolution over (N, C_in, D, H, W) input."""
 
     _n = 3
     _conv = staticmethod(F.conv3d)
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int],
-                 stride: int | Sequence[int] = 1, padding: int | str | Sequence[int] = 0,
-                 dilation: int | Sequence[int] = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device: Any = None, dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, 0, device, dtype)
 
 
 class _ConvTranspose(_ConvNd):
@@ -170,7 +149,7 @@ class _ConvTranspose(_ConvNd):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, output_padding, device, dtype)
+                         padding_mode, device, dtype, output_padding=output_padding)
 
     def _output_padding(self, input: Tensor, output_size: Sequence[int] | None) -> tuple[int, ...]:
         """The output_padding that produces ``output_size`` (torch's rule), or the configured one."""
