@@ -236,17 +236,46 @@ def bench_allocator(rows: list) -> None:
     print(f"  allocator pair: freelist {free_list:.3f} us, driver pool {pool:.3f} us", flush=True)
 
 
+def bench_copies(rows: list) -> None:
+    host = np.random.default_rng(0).standard_normal(64 << 20, dtype=np.float32)  # 256 MiB
+
+    def per_call(fn: Callable[[], Any]) -> float:
+        fn()
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return sorted(times)[2]
+
+    def torch_h2d() -> None:
+        torch.from_numpy(host).cuda()
+        torch.cuda.synchronize()
+
+    tg = per_call(lambda: genesis.tensor(host, device="cuda"))
+    tt = per_call(torch_h2d)
+    rows.append(row("host->device copy 256 MiB (pageable numpy)", host.nbytes / tg / 1e9, host.nbytes / tt / 1e9,
+                    "GB/s", tt / tg, "info"))
+    g, t = genesis.tensor(host, device="cuda"), torch.from_numpy(host).cuda()
+    tg = per_call(lambda: g.cpu().numpy())
+    tt = per_call(lambda: t.cpu().numpy())
+    rows.append(row("device->host copy 256 MiB", host.nbytes / tg / 1e9, host.nbytes / tt / 1e9, "GB/s", tt / tg,
+                    "info"))
+    print(f"  copies: {rows[-2]['genesis']:.1f}/{rows[-2]['torch']:.1f} GB/s H2D, "
+          f"{rows[-1]['genesis']:.1f}/{rows[-1]['torch']:.1f} GB/s D2H (genesis/torch)", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes, for a smoke run")
     parser.add_argument("--json", default=None, help="write the rows as JSON to this path")
-    parser.add_argument("--only", default=None, help="comma-separated groups: ew,reduce,index,matmul,host,alloc")
+    parser.add_argument("--only", default=None, help="comma-separated groups: ew,reduce,index,matmul,host,alloc,copy")
     args = parser.parse_args()
     if not genesis.cuda.is_available():
         raise SystemExit("bench_ops: needs a CUDA GPU")
     torch.backends.cuda.matmul.allow_tf32 = False
     rep = 10 if args.quick else 30
-    groups = args.only.split(",") if args.only else ["ew", "reduce", "index", "matmul", "host", "alloc"]
+    groups = args.only.split(",") if args.only else ["ew", "reduce", "index", "matmul", "host", "alloc", "copy"]
     print(f"device: {genesis.cuda.get_device_name()} | torch {torch.__version__}", flush=True)
     rows: list = []
     for g in groups:
@@ -263,6 +292,8 @@ def main() -> None:
                 bench_host(rows, args.quick)
             elif g == "alloc":
                 bench_allocator(rows)
+            elif g == "copy":
+                bench_copies(rows)
         except Exception as e:  # noqa: BLE001 - one failing group must not hide the others' numbers
             print(f"  group {g} failed: {type(e).__name__}: {e}", flush=True)
             rows.append(row(f"{g} (failed: {type(e).__name__})", float("nan"), float("nan"), "", float("nan"), ""))

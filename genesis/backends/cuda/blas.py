@@ -15,8 +15,8 @@ import numpy as np
 from nvmath.bindings import cublasLt as lt
 
 from genesis import dtypes
-from genesis.backends.cuda import allocator
 from genesis.backends.cuda import runtime as rt
+from genesis.backends.cuda import storage
 from genesis.ndarray import NDArray
 
 # cudaDataType_t and cublasComputeType_t values (library_types.h, cublas_api.h).
@@ -38,7 +38,7 @@ def set_allow_tf32(flag: bool) -> None:
 class _Handle:
     def __init__(self, device: int) -> None:
         self.handle = lt.create()
-        self.workspace = allocator.alloc(_WORKSPACE, device)  # kept for the process lifetime
+        self.workspace = storage.alloc(_WORKSPACE, device)  # kept for the process lifetime
 
 
 _handles: dict[int, _Handle] = {}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import ctypes
 
 from genesis import dtypes
-from genesis.backends.cuda import allocator
 from genesis.backends.cuda import runtime as rt
+from genesis.backends.cuda import storage
 from genesis.ndarray import NDArray
 
 
@@ -151,5 +151,5 @@ def from_dlpack(obj: object) -> NDArray:
     _api.PyCapsule_SetName(capsule, b"used_dltensor")
     ptr = (t.data or 0) + t.byte_offset
     owner = _Imported(address, capsule)
-    storage = allocator.CudaStorage(ptr, 0, 0, t.device.device_id, rt.stream_handle(), owner=owner)
-    return NDArray(storage, shape, strides, 0, dtype, Device("cuda", t.device.device_id))
+    buffer = storage.CudaStorage(ptr, 0, 0, t.device.device_id, rt.stream_handle(), owner=owner)
+    return NDArray(buffer, shape, strides, 0, dtype, Device("cuda", t.device.device_id))

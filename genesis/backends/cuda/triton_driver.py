@@ -87,9 +87,9 @@ def install() -> GenesisCudaDriver:
 
 
 def _scratch_alloc(size: int, alignment: int, stream: int | None) -> Any:
-    from genesis.backends.cuda import allocator
+    from genesis.backends.cuda import storage
 
-    return allocator.alloc(size, rt.current_device())
+    return storage.alloc(size, rt.current_device())
 
 
 # ---------------------------------------------------------------- compilation
