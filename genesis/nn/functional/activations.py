@@ -11,9 +11,11 @@ from genesis.nn.functional._out import check_out
 from genesis.tensor import Tensor
 
 
-def _inplace(x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
-    """``inplace=True``: write ``fn(x)`` into ``x``. When autograd records, ``fn`` reads a copy, because the
-    backward of most activations needs the input that the write overwrites."""
+def _apply(x: Tensor, inplace: bool, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """``fn(x)``, or with ``inplace`` written into ``x``. When autograd records an in-place call, ``fn`` reads a
+    copy, because the backward of most activations needs the input that the write overwrites."""
+    if not inplace:
+        return fn(x)
     if x.requires_grad and is_grad_enabled():
         return x.copy_(fn(x.clone()))
     return x.copy_(fn(x))
@@ -21,51 +23,33 @@ def _inplace(x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)``."""
-    def fn(x: Tensor) -> Tensor:
-        return T.relu(x)
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, T.relu)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """``min(max(x, 0), 6)``."""
-    def fn(x: Tensor) -> Tensor:
-        return hardtanh(x, 0.0, 6.0)
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, lambda x: hardtanh(x, 0.0, 6.0))
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``negative_slope * x`` elsewhere."""
-    def fn(x: Tensor) -> Tensor:
-        return T.where(x > 0, x, x * negative_slope)
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, lambda x: T.where(x > 0, x, x * negative_slope))
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
-    def fn(x: Tensor) -> Tensor:
-        return T.where(x > 0, x, T.expm1(x) * alpha)
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, lambda x: T.where(x > 0, x, T.expm1(x) * alpha))
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """Scaled ELU with the constants of Klambauer et al. (2017)."""
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    def fn(x: Tensor) -> Tensor:
-        return elu(x, alpha) * scale
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, lambda x: elu(x, alpha) * scale)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
-    def fn(x: Tensor) -> Tensor:
-        return T.where(x > 0, x, T.expm1(x / alpha) * alpha)
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, lambda x: T.where(x > 0, x, T.expm1(x / alpha) * alpha))
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -80,15 +64,12 @@ def silu(input: Tensor, inplace: bool = False, *, out: Tensor | None = None) -> 
         input.ndarray.unary("silu", out.ndarray)
         out._bump_version()
         return out
-    return _inplace(input, Silu.apply) if inplace else Silu.apply(input)
+    return _apply(input, inplace, Silu.apply)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
-    def fn(x: Tensor) -> Tensor:
-        return x * T.tanh(T.softplus(x))
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, lambda x: x * T.tanh(T.softplus(x)))
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -103,26 +84,17 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     """``clamp(x, min_val, max_val)``."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    def fn(x: Tensor) -> Tensor:
-        return T.clamp(x, min_val, max_val)
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, lambda x: T.clamp(x, min_val, max_val))
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``."""
-    def fn(x: Tensor) -> Tensor:
-        return T.clamp(x + 3.0, 0.0, 6.0) / 6.0
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, lambda x: T.clamp(x + 3.0, 0.0, 6.0) / 6.0)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * relu6(x + 3) / 6``."""
-    def fn(x: Tensor) -> Tensor:
-        return x * (T.clamp(x + 3.0, 0.0, 6.0) / 6.0)
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, lambda x: x * (T.clamp(x + 3.0, 0.0, 6.0) / 6.0))
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -145,10 +117,7 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``x`` where ``x > threshold``, ``value`` elsewhere."""
-    def fn(x: Tensor) -> Tensor:
-        return T.where(x > threshold, x, value)
-
-    return _inplace(input, fn) if inplace else fn(input)
+    return _apply(input, inplace, lambda x: T.where(x > threshold, x, value))
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
