@@ -547,7 +547,7 @@ class Tensor:
                    copy: bool | None = None) -> Any:
         """A DLPack capsule over this tensor's memory (zero-copy exchange with numpy, torch, ...)."""
         if self.requires_grad:
-            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
         if copy:
             raise BufferError("__dlpack__: copy=True is not supported; export a clone() instead")
         if max_version is None or tuple(max_version) < (1, 0):
@@ -603,9 +603,10 @@ class Tensor:
         return self.__repr__()
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0 and spec:
+        # As torch: a 0-d tensor formats as its Python number, any other tensor only with an empty spec.
+        if self.ndim == 0:
             return format(self.item(), spec)
-        return object.__format__(self, spec) if spec else repr(self)
+        return object.__format__(self, spec)
 
     def __reduce_ex__(self, protocol: int) -> Any:
         return (_rebuild, (self.detach().cpu().numpy(), self.dtype.name, str(self.device), self.requires_grad))
