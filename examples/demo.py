@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n--- sample (temperature 0.8, top-p 0.95) ---\n{args.prompt}", end="", flush=True)
     for piece in train_app.sample_text(result["model"], result["tokenizer"], args.prompt, 200, args.seed):
         print(piece, end="", flush=True)
-    print(f"\n---\nmodel saved to {args.output} (chat: python apps/llm/chat.py {args.output}); "
+    print(f"\n---\nmodel saved to {args.output} (continue text: python apps/llm/chat.py {args.output} --raw); "
           f"total {time.perf_counter() - began:.0f} s")
     return 0
 
