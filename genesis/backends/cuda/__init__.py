@@ -163,7 +163,7 @@ def _split_rank4(shape: list[int], strides: list[list[int]], ptrs: list[int], it
 # ---------------------------------------------------------------- elementwise launcher
 
 _EW_CONTIG = td.Kernel(ek.ew_contig)
-_FAST2: dict[tuple, object] = {}
+_FAST: dict[tuple, object] = {}
 
 
 def _contig_launcher(op: str, nin: int, out: NDArray, optr: int, ins: tuple, ptrs: tuple, n: int,
@@ -215,26 +215,31 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
         rt.set_device(out.device.index)
     shape = out.shape
     fast = _contig(out)
-    if fast and nin == 2:
-        a, b = ins
-        if a.shape == shape and _contig(a):
-            if b.__class__ is NDArray:
-                if b.shape == shape and _contig(b):
-                    # The common case, kept short: two contiguous same-shape operands.
-                    optr, pa, pb = _ptr(out), _ptr(a), _ptr(b)
-                    key = (op, out.dtype, a.dtype, b.dtype, optr % 16 == 0, pa % 16 == 0, pb % 16 == 0, n % 16 == 0,
-                           n >= 2**31 - 65536)
-                    go = _FAST2.get(key)
-                    if go is None:
-                        go = _FAST2[key] = _contig_launcher(op, 2, out, optr, (a, b), (pa, pb), n, None)[0]
-                    block = _CONTIG_CFG[out.dtype.itemsize][0]
-                    go((n + block - 1) // block, 1, 1, optr, pa, pb, 0, n)
-                    return out
-    if fast:
-        for x in ins:
-            if isinstance(x, NDArray) and not ((x.shape == shape and _contig(x)) or x.size == 1):
-                fast = False
-                break
+    if fast and nin <= 2:
+        a = ins[0]
+        if a.__class__ is NDArray and a.shape == shape and _contig(a):
+            # The common cases, kept short: contiguous same-shape operands, or a tensor and a Python number.
+            b = ins[1] if nin == 2 else None
+            if b is None:
+                bkey, barg = None, 0
+            elif b.__class__ is NDArray:
+                if b.shape != shape or not _contig(b):
+                    bkey = False
+                else:
+                    barg = _ptr(b)
+                    bkey = (b.dtype, barg % 16 == 0)
+            else:
+                bkey, barg = _scalar_sig(b, scalar_dtype or out.dtype)
+            if bkey is not False:
+                optr, pa = _ptr(out), _ptr(a)
+                key = (op, nin, out.dtype, a.dtype, bkey, optr % 16 == 0, pa % 16 == 0, n % 16 == 0,
+                       n >= 2**31 - 65536)
+                go = _FAST.get(key)
+                if go is None:
+                    go = _FAST[key] = _contig_launcher(op, nin, out, optr, ins, (pa, barg)[:nin], n, scalar_dtype)[0]
+                block = _CONTIG_CFG[out.dtype.itemsize][0]
+                go((n + block - 1) // block, 1, 1, optr, pa, barg, 0, n)
+                return out
     if fast:
         optr = _ptr(out)
         ptrs = tuple(_ptr(x) if isinstance(x, NDArray) else 0 for x in ins)
