@@ -18,7 +18,7 @@ from tests.helpers import DEVICE, to_genesis, to_torch
 transformers = pytest.importorskip("transformers")
 
 import genesis  # noqa: E402
-from genesis.models import AutoModelForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM  # noqa: E402
+from genesis.models import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 
 VOCAB = 96
 COMMON = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -256,3 +256,43 @@ def test_prompt_longer_than_positions_and_bad_sampling(pair) -> None:
     out = model.generate(genesis.zeros(1, 60, dtype=genesis.int64, device=DEVICE), max_new_tokens=10,
                          eos_token_id=None)
     assert tuple(out.shape) == (1, 64)
+
+
+QWEN25_CONFIG = {  # Qwen2.5-0.5B-Instruct's config.json as published (transformers 4.x spelling)
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+    "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 21, "model_type": "qwen2",
+    "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "transformers_version": "4.43.1", "use_cache": True, "use_sliding_window": False, "vocab_size": 151936,
+}
+QWEN3_CONFIG = {  # Qwen3-0.6B's config.json as published
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+    "initializer_range": 0.02, "intermediate_size": 3072, "max_position_embeddings": 40960,
+    "max_window_layers": 28, "model_type": "qwen3", "num_attention_heads": 16, "num_hidden_layers": 28,
+    "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000,
+    "sliding_window": None, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "transformers_version": "4.51.0", "use_cache": True, "use_sliding_window": False, "vocab_size": 151936,
+}
+
+
+@pytest.mark.parametrize("published", [QWEN25_CONFIG, QWEN3_CONFIG], ids=["qwen2.5-0.5b", "qwen3-0.6b"])
+def test_published_configs_parse_and_round_trip(published: dict) -> None:
+    from genesis.models import QwenConfig
+
+    config = QwenConfig.from_dict(published)
+    assert isinstance(config, Qwen2Config if published["model_type"] == "qwen2" else Qwen3Config)
+    assert config.head_dim == (64 if published["model_type"] == "qwen2" else 128)
+    assert config.rope_theta == 1e6 and config.tie_word_embeddings and config.eos_token_id == 151645
+    assert config.qk_norm == (published["model_type"] == "qwen3")
+    assert config.attention_bias == (published["model_type"] == "qwen2")
+    # What Genesis writes reads back the same in Genesis and in transformers.
+    written = config.to_dict(genesis.bfloat16)
+    assert QwenConfig.from_dict(written) == config
+    ref = transformers.AutoConfig.for_model(**written)
+    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                "num_key_value_heads", "vocab_size", "max_position_embeddings", "rms_norm_eps",
+                "tie_word_embeddings"):
+        assert getattr(ref, key) == getattr(config, key), key
+    assert ref.rope_parameters["rope_theta"] == config.rope_theta
