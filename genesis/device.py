@@ -23,8 +23,12 @@ class device:
             spec, index = "cuda", spec
         if not isinstance(spec, str):
             raise TypeError(f"device: expected a string, device or int, got {type(spec).__name__}")
-        kind, _, idx = spec.partition(":")
-        if idx:
+        if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+            raise TypeError(f"device: index must be int, not {type(index).__name__}")
+        if index is not None and index < 0:
+            raise RuntimeError(f"device: device index must not be negative, got {index}")
+        kind, colon, idx = spec.partition(":")
+        if colon:
             if index is not None:
                 raise RuntimeError(f"device: type (string) must not include an index because index was passed: {spec}")
             if not idx.isdigit():
