@@ -10,7 +10,7 @@ queries and keys per head with an RMSNorm before the rotation, and sets ``head_d
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +165,6 @@ class CausalLMOutput:
 
     logits: Tensor
     loss: Tensor | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------------- blocks
