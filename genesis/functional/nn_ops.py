@@ -143,6 +143,8 @@ class BatchNormBackward(Primitive):
 class CrossEntropy(Primitive):
     """Cross-entropy of (N, C) logits against int64 class indices in one node (no label smoothing).
 
+    An index outside ``[0, C)`` (other than ``ignore_index``) raises IndexError before anything is computed.
+
     Forward: ``loss_i = -w[t_i] * log_softmax(x)_i[t_i]`` (zero where ``t_i == ignore_index``), then the mean over
     the summed weights, the sum, or none. Backward: ``(softmax(x) - onehot(t)) * w[t] * dloss``.
     """
@@ -150,9 +152,14 @@ class CrossEntropy(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray, target: NDArray, weight: NDArray | None, ignore_index: int,
                 reduction: str) -> NDArray:
-        logp = x.backend.softmax(x, 1, True)
         valid = target.binary("ne", ignore_index)
         safe = valid.where(target, 0)
+        if safe.size:
+            lo, hi = int(safe.reduce("amin", (0,)).numpy()), int(safe.reduce("amax", (0,)).numpy())
+            if lo < 0 or hi >= x.shape[1]:
+                raise IndexError(f"Target {lo if lo < 0 else hi} is out of bounds (the input has {x.shape[1]} "
+                                 "classes).")
+        logp = x.backend.softmax(x, 1, True)
         picked = x.backend.gather(logp, 1, safe.unsqueeze(1)).reshape((x.shape[0],))
         w = valid.astype(x.dtype)
         if weight is not None:
