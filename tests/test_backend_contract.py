@@ -1,0 +1,265 @@
+"""The backend contract: every backend implements every primitive of ``genesis.backends.PRIMITIVES``.
+
+The CPU backend is imported. The CUDA backend is imported where a GPU is present; elsewhere its source is parsed,
+so a missing primitive or a signature that drifted from the CPU backend's shows on any machine. The op lists
+(UNARY_OPS, BINARY_OPS, REDUCE_OPS) are run through the backend of the test device and compared with torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import genesis
+import genesis.backends as contract
+from genesis.device import device as Device
+from genesis.ndarray import NDArray
+from tests.helpers import DEVICE, TORCH_DTYPE, assert_same, to_genesis, to_torch
+
+PACKAGE = Path(genesis.__file__).parent
+CUDA_PACKAGE = PACKAGE / "backends" / "cuda"
+
+
+def _cpu_parameters(name: str) -> list[str]:
+    import genesis.backends.cpu as cpu
+
+    return list(inspect.signature(getattr(cpu, name)).parameters)
+
+
+def _ast_parameters(node: ast.FunctionDef) -> list[str]:
+    args = node.args
+    names = [a.arg for a in args.posonlyargs + args.args]
+    if args.vararg:
+        names.append(args.vararg.arg)
+    names += [a.arg for a in args.kwonlyargs]
+    if args.kwarg:
+        names.append(args.kwarg.arg)
+    return names
+
+
+def _module_definitions(path: Path, seen: set[Path] | None = None) -> dict[str, ast.AST]:
+    """Top-level names a module defines or imports (following ``from x import *`` within the package)."""
+    seen = seen if seen is not None else set()
+    seen.add(path)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = node
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    names[target.id] = node
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names[node.target.id] = node
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*" and isinstance(node, ast.ImportFrom) and node.module:
+                    source = PACKAGE.parent / Path(*node.module.split("."))
+                    source = source.with_suffix(".py") if source.with_suffix(".py").exists() else source / "__init__.py"
+                    if source.exists() and source not in seen:
+                        names.update(_module_definitions(source, seen))
+                else:
+                    names[alias.asname or alias.name.split(".")[0]] = node
+    return names
+
+
+# ------------------------------------------------------------------ the list itself
+
+def test_primitives_are_unique_and_documented() -> None:
+    assert len(set(contract.PRIMITIVES)) == len(contract.PRIMITIVES)
+    doc = contract.__doc__ or ""
+    undocumented = [name for name in contract.PRIMITIVES if f"{name}(" not in doc]
+    assert not undocumented, f"primitives missing from the contract's documentation: {undocumented}"
+
+
+def test_op_lists_are_unique_and_comparisons_are_binary_ops() -> None:
+    for ops in (contract.UNARY_OPS, contract.BINARY_OPS, contract.REDUCE_OPS):
+        assert len(set(ops)) == len(ops)
+    assert set(contract.COMPARISON_OPS) <= set(contract.BINARY_OPS)
+
+
+# ------------------------------------------------------------------ every backend implements every primitive
+
+def test_cpu_backend_implements_every_primitive() -> None:
+    import genesis.backends.cpu as cpu
+
+    missing = [name for name in contract.PRIMITIVES if not callable(getattr(cpu, name, None))]
+    assert not missing, f"CPU backend lacks primitives: {missing}"
+
+
+def test_cuda_backend_implements_every_primitive() -> None:
+    if not CUDA_PACKAGE.is_dir():
+        pytest.skip("the CUDA backend package genesis/backends/cuda does not exist yet")
+    if genesis.cuda.is_available():
+        import genesis.backends.cuda as cuda_backend
+
+        missing = [name for name in contract.PRIMITIVES if not callable(getattr(cuda_backend, name, None))]
+    else:
+        names = _module_definitions(CUDA_PACKAGE / "__init__.py")
+        missing = [name for name in contract.PRIMITIVES if name not in names]
+    assert not missing, f"CUDA backend lacks primitives: {missing}"
+
+
+def test_cuda_backend_signatures_match_the_cpu_backend() -> None:
+    """The layers above call primitives positionally and by keyword, so every backend names arguments alike."""
+    if not CUDA_PACKAGE.is_dir():
+        pytest.skip("the CUDA backend package genesis/backends/cuda does not exist yet")
+    names = _module_definitions(CUDA_PACKAGE / "__init__.py")
+    drifted = {}
+    for name in contract.PRIMITIVES:
+        node = names.get(name)
+        if isinstance(node, ast.FunctionDef) and _ast_parameters(node) != _cpu_parameters(name):
+            drifted[name] = (_cpu_parameters(name), _ast_parameters(node))
+    assert not drifted, f"signatures differ from the CPU backend (cpu, cuda): {drifted}"
+
+
+def test_the_device_backend_is_the_module_for_its_device() -> None:
+    dev = Device(DEVICE)
+    backend = dev.backend
+    assert backend.__name__ == f"genesis.backends.{dev.type}"
+    assert all(callable(getattr(backend, name, None)) for name in contract.PRIMITIVES)
+
+
+def test_torch_is_imported_only_by_the_cpu_backend() -> None:
+    """Layering: nothing above the backends (and not the CUDA backend) imports torch."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "backends" / "cpu.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(m == "torch" or m.startswith("torch.") for m in modules):
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not offenders, f"torch imported outside genesis/backends/cpu.py: {offenders}"
+
+
+# ------------------------------------------------------------------ every listed op runs on the test device
+
+def _backend() -> Any:
+    return Device(DEVICE).backend
+
+
+def _nd(t: torch.Tensor) -> NDArray:
+    return to_genesis(t, requires_grad=False).ndarray
+
+
+TORCH_UNARY = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2,
+    "log1p": torch.log1p, "expm1": torch.expm1, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
+    "reciprocal": torch.reciprocal, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid, "relu": torch.relu, "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"), "silu": torch.nn.functional.silu,
+    "softplus": torch.nn.functional.softplus, "erf": torch.erf, "sign": torch.sign, "floor": torch.floor,
+    "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "isnan": torch.isnan, "isinf": torch.isinf,
+    "logical_not": torch.logical_not, "bitwise_not": torch.bitwise_not,
+}
+
+
+def test_every_unary_op_has_a_torch_reference_here() -> None:
+    assert set(TORCH_UNARY) == set(contract.UNARY_OPS)
+
+
+@pytest.mark.parametrize("op", contract.UNARY_OPS)
+def test_backend_unary_ops(op: str) -> None:
+    if op == "bitwise_not":
+        x = torch.tensor([[0, 1, -7], [12, 255, -128]], dtype=torch.int64)
+    elif op == "logical_not":
+        x = torch.tensor([[True, False, True], [False, False, True]])
+    else:
+        x = torch.tensor([[0.25, 1.5, 2.75], [-0.5, -1.25, 3.5]], dtype=torch.float32)
+        if op in ("log", "log2", "sqrt", "rsqrt", "log1p"):
+            x = x.abs() + 0.1
+        if op in ("isnan", "isinf"):
+            x = torch.tensor([[0.0, math.nan, math.inf], [-math.inf, 1.0, math.nan]])
+    out = _backend().unary(op, _nd(x), None)
+    assert_same(genesis.Tensor._wrap(out), TORCH_UNARY[op](x), what=f"unary {op}")
+
+
+def test_backend_unary_writes_into_strided_out() -> None:
+    x = torch.tensor([[0.25, 1.5], [-0.5, 3.5]], dtype=torch.float32)
+    out = genesis.zeros(2, 2, device=DEVICE)
+    _backend().unary("exp", _nd(x), out.ndarray.transpose(0, 1))
+    assert_same(out, torch.exp(x).T)
+
+
+TORCH_BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "floor_divide": torch.floor_divide,
+    "remainder": torch.remainder, "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum,
+    "atan2": torch.atan2, "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
+    "ge": torch.ge, "logical_and": torch.logical_and, "logical_or": torch.logical_or,
+    "logical_xor": torch.logical_xor, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
+}
+
+
+def test_every_binary_op_has_a_torch_reference_here() -> None:
+    assert set(TORCH_BINARY) == set(contract.BINARY_OPS)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+@pytest.mark.parametrize("op", contract.BINARY_OPS)
+def test_backend_binary_ops(op: str, dtype: torch.dtype) -> None:
+    if op.startswith("bitwise") and dtype.is_floating_point:
+        pytest.skip("bitwise ops are defined on integers and bools only")
+    if op == "atan2" and not dtype.is_floating_point:
+        pytest.skip("atan2 is computed on floating dtypes (promotion happens above the backend)")
+    a = torch.tensor([[3, -7, 8], [5, 0, -2]]).to(dtype)
+    b = torch.tensor([[2, 3, -3]]).to(dtype)  # broadcast along the first dim
+    if op == "pow" and not dtype.is_floating_point:
+        b = b.abs()
+    if op == "div" and not dtype.is_floating_point:
+        pytest.skip("true division of integers promotes to float above the backend")
+    out = genesis.Tensor._wrap(_backend().binary(op, _nd(a), _nd(b), None))
+    expected = TORCH_BINARY[op](a, b)
+    assert out.dtype is (genesis.bool if op in contract.COMPARISON_OPS else genesis.float32
+                         if dtype.is_floating_point else genesis.int64)
+    assert_same(out, expected, what=f"binary {op}")
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "sub", "maximum", "lt"])
+def test_backend_binary_with_python_number(op: str) -> None:
+    a = torch.tensor([[1.5, -2.0], [0.25, 4.0]])
+    out = genesis.Tensor._wrap(_backend().binary(op, _nd(a), 0.5, None))
+    assert_same(out, TORCH_BINARY[op](a, torch.tensor(0.5)), what=f"binary {op} with a number")
+
+
+def _torch_prod(x: torch.Tensor, dim: tuple, keepdim: bool) -> torch.Tensor:
+    for d in sorted(dim, reverse=True):  # torch.prod takes one dim at a time
+        x = torch.prod(x, dim=d, keepdim=keepdim)
+    return x
+
+
+TORCH_REDUCE = {"sum": torch.sum, "prod": _torch_prod, "amax": torch.amax, "amin": torch.amin, "any": torch.any,
+                "all": torch.all}
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dims", [(0,), (1, 2), (0, 1, 2)])
+@pytest.mark.parametrize("op", contract.REDUCE_OPS)
+def test_backend_reduce_ops(op: str, dims: tuple, keepdim: bool) -> None:
+    assert set(TORCH_REDUCE) == set(contract.REDUCE_OPS)
+    x = torch.tensor([[[1.5, -2.0, 0.5], [3.0, 0.25, -1.0]], [[0.0, 2.0, 1.0], [-0.5, 1.25, 2.5]]])
+    if op in ("any", "all"):
+        x = x > 0
+    out = genesis.Tensor._wrap(_backend().reduce(op, _nd(x), dims, keepdim))
+    expected = TORCH_REDUCE[op](x, dim=dims, keepdim=keepdim)
+    assert_same(out, expected, what=f"reduce {op}")
+
+
+def test_backend_round_trips_every_dtype() -> None:
+    backend = _backend()
+    for g_dtype, t_dtype in TORCH_DTYPE.items():
+        values = torch.tensor([[0, 1, 2], [3, 4, 5]]).to(t_dtype)
+        nd = _nd(values)
+        assert nd.dtype is g_dtype
+        assert torch.equal(to_torch(genesis.Tensor._wrap(backend.contiguous(nd.transpose(0, 1)))), values.T)
+        assert torch.equal(to_torch(genesis.Tensor._wrap(backend.cast(nd, genesis.float64))),
+                           values.to(torch.float64))
