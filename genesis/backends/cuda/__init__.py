@@ -364,9 +364,10 @@ def contiguous(x: NDArray) -> NDArray:
     return _ew("copy", 1, _new(x.shape, x.dtype, x.device), (x,))
 
 
-def to_dlpack(x: NDArray, stream: object = None) -> object:
+def to_dlpack(x: NDArray, stream: object = None, max_version: tuple[int, int] | None = None) -> object:
     from genesis.backends.cuda import dlpack
 
+    # Only legacy (unversioned) capsules are produced; DLPack consumers accept them whatever max_version they name.
     return dlpack.to_dlpack(x, stream)
 
 
