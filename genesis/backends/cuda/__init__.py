@@ -241,6 +241,11 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
                 go((n + block - 1) // block, 1, 1, optr, pa, barg, 0, n)
                 return out
     if fast:
+        for x in ins:
+            if isinstance(x, NDArray) and not ((x.shape == shape and _contig(x)) or x.size == 1):
+                fast = False
+                break
+    if fast:
         optr = _ptr(out)
         ptrs = tuple(_ptr(x) if isinstance(x, NDArray) else 0 for x in ins)
         go, args = _contig_launcher(op, nin, out, optr, ins, ptrs, n, scalar_dtype)
