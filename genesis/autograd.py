@@ -654,13 +654,23 @@ def _leads_to_capture(node: Node, captures: dict) -> bool:
     return False
 
 
+def _run_hooks(hooks: Sequence[Callable], g: Any) -> Any:
+    """Call tensor hooks in order; a hook's returned tensor (of the same shape) replaces the gradient."""
+    for hook in hooks:
+        new = hook(g)
+        if new is not None:
+            if new.shape != g.shape:
+                name = getattr(hook, "__name__", type(hook).__name__)
+                raise RuntimeError(f"hook '{name}' has changed the size of value (from {tuple(g.shape)} to "
+                                   f"{tuple(new.shape)})")
+            g = new
+    return g
+
+
 def _run_output_hooks(node: Node, i: int, g: Any) -> Any:
     hooks = node._output_hooks.get(i) if getattr(node, "_output_hooks", None) else None
     if hooks and g is not None:
-        for hook in hooks:
-            new = hook(g)
-            if new is not None:
-                g = new
+        g = _run_hooks(hooks, g)
     return g
 
 
@@ -707,10 +717,8 @@ def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> No
     """Add ``g`` into ``t.grad``. A new ``.grad`` never aliases a gradient handed elsewhere in this run."""
     if g is None:
         return
-    for hook in t._hooks or ():
-        new = hook(g)
-        if new is not None:
-            g = new
+    if t._hooks:
+        g = _run_hooks(t._hooks, g)
     if not create_graph:
         g = g.detach()
     if t.grad is None:

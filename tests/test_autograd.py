@@ -1362,3 +1362,205 @@ def test_zero_grad_pattern() -> None:
 def test_to_genesis_helper_round_trip_keeps_flags() -> None:
     x = to_genesis(torch.tensor(X, dtype=torch.float64, requires_grad=True))
     assert x.requires_grad and x.is_leaf
+
+
+# ------------------------------------------------------------------ more engine cases
+
+def test_hook_changing_the_size_raises() -> None:
+    def non_leaf(lib: Any) -> None:
+        x = t(lib, [1.0, 2.0, 3.0], True)
+        h = x * 2
+        h.register_hook(lambda g: g[:2])
+        h.sum().backward()
+
+    def leaf(lib: Any) -> None:
+        x = t(lib, [1.0, 2.0, 3.0], True)
+        x.register_hook(lambda g: g.sum())
+        (x * 2).sum().backward()
+
+    raises_both(RuntimeError, non_leaf, match="changed the size")
+    raises_both(RuntimeError, leaf, match="changed the size")
+
+
+def test_partially_used_outputs_of_multi_output_ops() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        values, _ = x.max(dim=1)
+        first, _, third = x.chunk(3, dim=1)
+        sorted_values = x.sort(dim=1)[0]
+        (values * 2 + first.sum(1) + third.sum(1) * 3 + sorted_values[:, 0]).sum().backward()
+        return [x.grad]
+
+    both(scenario)
+
+
+def test_custom_function_set_materialize_grads() -> None:
+    def scenario(lib: Any) -> list:
+        seen = []
+
+        class Two(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> tuple:
+                ctx.set_materialize_grads(False)
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx: Any, g1: Any, g2: Any) -> Any:
+                seen.append((g1 is None, g2 is None))
+                return g1 * 2 if g1 is not None else g2 * 3
+
+        class TwoMaterialized(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> tuple:
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx: Any, g1: Any, g2: Any) -> Any:
+                seen.append((g1 is None, g2 is None, g2))
+                return g1 * 2 + g2 * 3
+
+        x = t(lib, X, True)
+        Two.apply(x)[1].sum().backward()
+        TwoMaterialized.apply(x)[0].sum().backward()
+        return [seen, x.grad]
+
+    both(scenario)
+
+
+def test_custom_function_saving_none_and_output() -> None:
+    def scenario(lib: Any) -> list:
+        class Exp(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                out = x.exp()
+                ctx.save_for_backward(None, out)
+                return out
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                nothing, out = ctx.saved_tensors
+                assert nothing is None
+                return grad * out
+
+        x = t(lib, X, True)
+        out = Exp.apply(x)
+        (g,) = lib.autograd.grad(out.sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        return [out, g, gg]
+
+    both(scenario)
+
+
+def test_custom_function_output_modified_in_place_raises() -> None:
+    def scenario(lib: Any) -> None:
+        class Exp(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                out = x.exp()
+                ctx.save_for_backward(out)
+                return out
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                (out,) = ctx.saved_tensors
+                return grad * out
+
+        out = Exp.apply(t(lib, X, True))
+        out.mul_(2)
+        out.sum().backward()
+
+    raises_both(RuntimeError, scenario, match="modified by an inplace operation")
+
+
+def test_inplace_through_detached_alias_is_detected() -> None:
+    def scenario(lib: Any) -> None:
+        x = t(lib, X, True).exp()
+        x.detach().add_(1)
+        x.sum().backward()
+
+    raises_both(RuntimeError, scenario, match="modified by an inplace operation")
+
+
+def test_inplace_under_no_grad_on_non_leaf_keeps_history() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x * 2
+        with lib.no_grad():
+            h.add_(1)
+        flags = [h.requires_grad, h.grad_fn is not None, h.is_leaf]
+        (h * 3).sum().backward()
+        return flags + [h, x.grad]
+
+    both(scenario)
+
+
+def test_backward_inputs_may_name_a_non_leaf() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x.sin()
+        (h * h).sum().backward(inputs=[h])
+        return [h.grad, x.grad]
+
+    both(scenario)
+
+
+def test_grad_of_several_outputs_with_mixed_grad_outputs() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        a = (x * x).sum()
+        b = x.exp()
+        return list(lib.autograd.grad([a, b], [x], grad_outputs=[None, t(lib, Z)]))
+
+    both(scenario)
+
+
+def test_create_graph_keeps_the_graph_by_default() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        y = (x ** 3).sum()
+        (g,) = lib.autograd.grad(y, x, create_graph=True)
+        (again,) = lib.autograd.grad(y, x)  # retain_graph defaulted to create_graph
+        return [g, again]
+
+    both(scenario)
+
+
+def test_grad_accumulation_with_create_graph_makes_grad_differentiable() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        (x * x).sum().backward()
+        first = x.grad.clone()
+        (x ** 3).sum().backward(create_graph=True)
+        flags = [x.grad.requires_grad]
+        total = x.grad.sum()
+        (gg,) = lib.autograd.grad(total, x)
+        x.grad = None
+        return flags + [first, gg]
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        both(scenario)
+
+
+def test_gradients_of_a_broadcast_leaf_keep_its_shape() -> None:
+    def scenario(lib: Any) -> list:
+        bias = t(lib, [[0.5, -1.0, 2.0]], True)
+        scale = t(lib, 1.5, True)
+        x = t(lib, X, True)
+        ((x + bias) * scale).pow(2).sum().backward()
+        return [bias.grad, scale.grad, x.grad]
+
+    both(scenario)
+
+
+def test_zero_sized_tensors_in_the_graph() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        empty = x[:, :0]
+        out = (empty * 2).sum() + (x * 3).sum()
+        out.backward()
+        return [out, x.grad]
+
+    both(scenario)
