@@ -43,9 +43,10 @@ class Linear(Primitive):
 class Conv(Primitive):
     """``conv(x, w) + bias`` (or the transposed convolution) over the trailing spatial dims."""
 
+    # The hyperparameters are keyword-only: autograd tracks positional arguments, and these need no edges.
     @staticmethod
-    def forward(ctx, x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: tuple, dilation: tuple,
-                groups: int, transposed: bool, output_padding: tuple) -> NDArray:
+    def forward(ctx, x: NDArray, w: NDArray, bias: NDArray | None, *, stride: tuple, padding: tuple,
+                dilation: tuple, groups: int, transposed: bool, output_padding: tuple) -> NDArray:
         ctx.save_for_backward(x, w)
         ctx.params = (stride, padding, dilation, groups, transposed, output_padding)
         return x.backend.conv(x, w, bias, stride, padding, dilation, groups, transposed, output_padding)
@@ -54,18 +55,16 @@ class Conv(Primitive):
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
         mask = tuple(bool(m) for m in ctx.needs_input_grad[:3])
-        grad_x, grad_w, grad_b = ConvBackward.apply(grad, x, w, *ctx.params, mask)
-        return (grad_x, grad_w, grad_b) + (None,) * 6
+        return ConvBackward.apply(grad, x, w, params=ctx.params + (mask,))
 
 
 class ConvBackward(Primitive):
     """(grad_x, grad_w, grad_bias) of ``Conv`` in one backend call."""
 
     @staticmethod
-    def forward(ctx, grad: NDArray, x: NDArray, w: NDArray, stride: tuple, padding: tuple, dilation: tuple,
-                groups: int, transposed: bool, output_padding: tuple, output_mask: tuple) -> tuple:
-        return grad.backend.conv_backward(grad, x, w, stride, padding, dilation, groups, transposed,
-                                          output_padding, output_mask)
+    def forward(ctx, grad: NDArray, x: NDArray, w: NDArray, *, params: tuple) -> tuple:
+        # params: (stride, padding, dilation, groups, transposed, output_padding, output_mask)
+        return grad.backend.conv_backward(grad, x, w, *params)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -76,7 +75,7 @@ class Pool(Primitive):
     """Max or average pooling over 2 or 3 trailing spatial dims; max also returns the argmax indices."""
 
     @staticmethod
-    def forward(ctx, x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
+    def forward(ctx, x: NDArray, *, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
                 ceil_mode: bool, count_include_pad: bool, divisor_override: int | None) -> tuple:
         values, indices = x.backend.pool(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
                                          divisor_override)
@@ -89,16 +88,14 @@ class Pool(Primitive):
     @staticmethod
     def backward(ctx, grad, grad_indices=None):
         x, indices = ctx.saved_tensors
-        return (PoolBackward.apply(grad, x, indices, *ctx.params),) + (None,) * 8
+        return PoolBackward.apply(grad, x, indices, params=ctx.params)
 
 
 class PoolBackward(Primitive):
     @staticmethod
-    def forward(ctx, grad: NDArray, x: NDArray, indices: NDArray | None, mode: str, kernel: tuple, stride: tuple,
-                padding: tuple, dilation: tuple, ceil_mode: bool, count_include_pad: bool,
-                divisor_override: int | None) -> NDArray:
-        return grad.backend.pool_backward(grad, x, indices, mode, kernel, stride, padding, dilation, ceil_mode,
-                                          count_include_pad, divisor_override)
+    def forward(ctx, grad: NDArray, x: NDArray, indices: NDArray | None, *, params: tuple) -> NDArray:
+        # params: (mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
+        return grad.backend.pool_backward(grad, x, indices, *params)
 
     @staticmethod
     def backward(ctx, *grads):

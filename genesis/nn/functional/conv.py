@@ -106,7 +106,8 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
                            f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
     if x.dtype is not weight.dtype:
         raise RuntimeError(f"{op}: Input type ({x.dtype}) and weight type ({weight.dtype}) should be the same")
-    out = Conv.apply(x, weight, bias, stride, padding, dilation, groups, transposed, output_padding)
+    out = Conv.apply(x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                     transposed=transposed, output_padding=output_padding)
     return out if batched else out.squeeze(0)
 
 

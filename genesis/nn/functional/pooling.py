@@ -46,8 +46,9 @@ def _run_pool(op: str, n: int, input: Tensor, mode: str, kernel: tuple, stride: 
         out = _pool_out_size(size, k, s, p, d, ceil_mode)
         if out <= 0:
             raise RuntimeError(f"{op}: Given input size {list(input.shape)}, calculated output size is too small")
-    values, indices = Pool.apply(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
-                                 divisor_override)
+    values, indices = Pool.apply(x, mode=mode, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
+                                 ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                                 divisor_override=divisor_override)
     if n == 1:
         values = values.squeeze(2)
         indices = indices.squeeze(2) if indices is not None else None
