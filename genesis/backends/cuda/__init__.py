@@ -948,6 +948,7 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
          count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
     from genesis.backends.cuda import nn
 
+    _check_device("pool", x)
     return nn.pool(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
 
 
@@ -964,6 +965,7 @@ def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running
                running_var: NDArray | None, training: bool, momentum: float, eps: float) -> tuple:
     from genesis.backends.cuda import nn
 
+    _check_device("batch_norm", x, weight, bias, running_mean, running_var)
     return nn.batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
