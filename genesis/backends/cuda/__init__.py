@@ -227,13 +227,13 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
                     bkey = False
                 else:
                     barg = _ptr(b)
-                    bkey = (b.dtype, barg % 16 == 0)
+                    bkey = b.dtype
             else:
                 bkey, barg = _scalar_sig(b, scalar_dtype or out.dtype)
-            if bkey is not False:
-                optr, pa = _ptr(out), _ptr(a)
-                key = (op, nin, out.dtype, a.dtype, bkey, optr % 16 == 0, pa % 16 == 0, n % 16 == 0,
-                       n >= 2**31 - 65536)
+            optr, pa = _ptr(out), _ptr(a)
+            # Only the all-aligned case is cached by dtype alone; other alignments take the general path.
+            if bkey is not False and not ((optr | pa | (barg if bkey.__class__ is dtypes.dtype else 0)) & 15):
+                key = (op, nin, out.dtype, a.dtype, bkey, n & 15 == 0, n >= 2**31 - 65536)
                 go = _FAST.get(key)
                 if go is None:
                     go = _FAST[key] = _contig_launcher(op, nin, out, optr, ins, (pa, barg)[:nin], n, scalar_dtype)[0]
@@ -395,8 +395,9 @@ def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
 
 def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
     if out is None:
-        if isinstance(b, NDArray):
-            _check_device(op, a, b)
+        if b.__class__ is NDArray:
+            if b.device is not a.device:
+                _check_device(op, a, b)
             shape = a.shape if a.shape == b.shape else broadcast_shapes(op, a.shape, b.shape)
         else:
             shape = a.shape

@@ -207,11 +207,19 @@ def current_stream(device: int | None = None) -> Stream:
 
 def stream_handle() -> int:
     """The raw handle of the current device's current stream (the launch fast path)."""
+    if not custom_streams:
+        return 0
     s = state.streams.get(state.device)
     return 0 if s is None else s.handle
 
 
+custom_streams = False  # becomes True once a non-default stream is made current: launches then look it up
+
+
 def set_stream(stream: Stream) -> None:
+    global custom_streams
+    if stream.handle != 0:
+        custom_streams = True
     state.streams[stream.device] = stream
 
 

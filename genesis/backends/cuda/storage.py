@@ -43,7 +43,7 @@ def alloc(nbytes: int, device: int) -> CudaStorage:
         return CudaStorage(0, 0, 0, device, 0)
     if rt.state.device != device:
         rt.set_device(device)
-    stream = rt.stream_handle()
+    stream = rt.stream_handle() if rt.custom_streams else 0
     a = allocator._allocators.get(device)
     if a is None:
         a = allocator.get(device)

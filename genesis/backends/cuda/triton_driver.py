@@ -171,9 +171,12 @@ class Kernel:
         pdl = run.launch_pdl
 
         def go(gx: int, gy: int, gz: int, *args: Any) -> None:
-            s = state.streams.get(state.device)
-            launch(gx, gy, gz, 0 if s is None else s.handle, function, coop, pdl, None, None, meta, None, None, None,
-                   *args, *tail)
+            if rt.custom_streams:
+                s = state.streams.get(state.device)
+                stream = 0 if s is None else s.handle
+            else:
+                stream = 0
+            launch(gx, gy, gz, stream, function, coop, pdl, None, None, meta, None, None, None, *args, *tail)
         return go
 
 
