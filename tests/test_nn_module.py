@@ -319,3 +319,19 @@ def test_forward_hook_always_call_and_prepend():
     with pytest.raises(RuntimeError):
         lin(genesis.ones(1, 3))
     assert seen == [None]
+
+
+def test_deepcopy_and_pickle_keep_parameters_and_ties():
+    import copy
+    import pickle
+
+    emb = nn.Embedding(4, 2)
+    head = nn.Linear(2, 4, bias=False)
+    head.weight = emb.weight
+    model = nn.ModuleDict({"emb": emb, "head": head, "bn": nn.BatchNorm1d(2)})
+    for clone in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert clone["emb"].weight is clone["head"].weight and clone["emb"].weight is not emb.weight
+        assert isinstance(clone["emb"].weight, nn.Parameter) and clone["emb"].weight.requires_grad
+        assert clone["bn"].num_batches_tracked.dtype is genesis.int64
+        for k, v in model.state_dict().items():
+            assert torch.equal(to_torch(clone.state_dict()[k]), to_torch(v)), k
