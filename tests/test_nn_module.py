@@ -335,3 +335,16 @@ def test_deepcopy_and_pickle_keep_parameters_and_ties():
         assert clone["bn"].num_batches_tracked.dtype is genesis.int64
         for k, v in model.state_dict().items():
             assert torch.equal(to_torch(clone.state_dict()[k]), to_torch(v)), k
+
+
+def test_load_state_dict_casts_dtype_and_rejects_non_tensors():
+    lin = nn.Linear(2, 2).to(DEVICE)
+    sd = {"weight": genesis.ones(2, 2, dtype=genesis.float64), "bias": genesis.zeros(2, dtype=genesis.float64)}
+    lin.load_state_dict(sd)
+    assert lin.weight.dtype is genesis.float32 and float(lin.weight.sum()) == 4.0
+    before = to_torch(lin.weight).clone()
+    with pytest.raises(RuntimeError, match='parameter named "bias"'):
+        lin.load_state_dict({"weight": genesis.zeros(2, 2), "bias": [0.0, 0.0]})
+    assert torch.equal(to_torch(lin.weight), before)
+    with pytest.raises(TypeError):
+        lin.load_state_dict([("weight", genesis.zeros(2, 2))])
