@@ -285,6 +285,9 @@ def test_round_half_to_even():
     x = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 1.25, 2.675], dtype=torch.float64)
     check(lambda lib, x: lib.round(x), x)
     check(lambda lib, x: lib.round(x, decimals=1), x)
+    check(lambda lib, x: lib.round(x, decimals=-1), x * 100)
+    check(lambda lib, x: lib.round(x), torch.tensor([1, -2]))
+    check_error(RuntimeError, lambda lib, x: lib.round(x, decimals=1), torch.tensor([1, -2]))
 
 
 def test_special_values():

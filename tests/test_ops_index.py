@@ -84,6 +84,16 @@ def test_getitem_noncontiguous(name):
     check(fn, rand(6, 4, 6, seed=2))
 
 
+def test_getitem_list_keys_follow_torch():
+    x = rand(3, 4, seed=30)
+    check(lambda lib, x: x[[0, 2]], x)
+    check(lambda lib, x: x[[True, False, True]], x)
+    # A list holding lists is read as a tuple of indices (torch's legacy rule), not one 2-D index.
+    check(lambda lib, x: x[[[0, 1], [1, 2]]], x)
+    check(lambda lib, x: x[[slice(None), 1]], x)
+    check(lambda lib, x: x[[0, 1], [1, 2]], x)
+
+
 def test_getitem_int_dtypes_and_0d():
     x = torch.arange(24).reshape(2, 3, 4)
     check(lambda lib, x: x[1, ::2], x)

@@ -233,6 +233,17 @@ def test_all_any(op):
     check(lambda lib, x: getattr(x, op)(), x.to(torch.uint8))
 
 
+def test_bool_and_int_reductions():
+    b = torch.tensor([[True, False, True], [False, False, True]])
+    check(lambda lib, x: tuple(x.max(0)), b)
+    check(lambda lib, x: tuple(x.min(1, keepdim=True)), b)
+    check(lambda lib, x: x.amax(0), b)
+    check(lambda lib, x: x.sum(dtype=lib.int32), b)
+    check(lambda lib, x: x.sum(1, dtype=lib.int16), b.to(torch.int8))
+    check(lambda lib, x: x.sum(0, dtype=lib.float16), b)
+    check(lambda lib, x: x.cumsum(1, dtype=lib.int32), b)
+
+
 def test_count_nonzero_and_var_mean():
     x = torch.tensor([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0]], dtype=torch.float64, requires_grad=True)
     check(lambda lib, x: lib.count_nonzero(x), x)

@@ -154,7 +154,8 @@ def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
 def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
     t = native(x)
     if op == "sum":
-        return wrap(torch.sum(t, dim=dims, keepdim=keepdim))
+        # The NDArray layer already chose the accumulation dtype; torch would widen integers to int64 again.
+        return wrap(torch.sum(t, dim=dims, keepdim=keepdim, dtype=t.dtype))
     if op == "amax":
         return wrap(torch.amax(t, dim=dims, keepdim=keepdim))
     if op == "amin":
@@ -177,7 +178,8 @@ def arg_reduce(op: str, x: NDArray, dim: int, keepdim: bool) -> NDArray:
 
 def cumulative(op: str, x: NDArray, dim: int) -> NDArray:
     fn = torch.cumsum if op == "cumsum" else torch.cumprod
-    return wrap(fn(native(x), dim=dim))
+    t = native(x)
+    return wrap(fn(t, dim=dim, dtype=t.dtype))  # the NDArray layer chose the dtype; torch would widen integers
 
 
 def softmax(x: NDArray, dim: int, log: bool) -> NDArray:

@@ -382,6 +382,8 @@ def round(x: Tensor, decimals: int = 0) -> Tensor:
     """Round half to even, optionally to ``decimals`` places."""
     if decimals == 0:
         return _rounding("round")(x)
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f"round: decimals={decimals} not implemented for '{x.dtype.name}'")
     scale = 10.0 ** decimals
     return _rounding("round")(x * scale) / scale
 
@@ -754,13 +756,13 @@ def cumsum(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     (input,) = amp.autocast_args("cumsum", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
-    return Cumsum.apply(input, normalize_dim("cumsum", dim, input.ndim))
+    return Cumsum.apply(input, normalize_dim("cumsum", dim, input.ndim), dtype is None)
 
 
 def cumprod(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
-    return Cumprod.apply(input, normalize_dim("cumprod", dim, input.ndim))
+    return Cumprod.apply(input, normalize_dim("cumprod", dim, input.ndim), dtype is None)
 
 
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -1208,8 +1210,12 @@ def _check_bounds(op: str, index: Tensor, size: int, dim: int, negative: bool = 
 
 
 def _normalize_key(key: Any) -> tuple:
+    """The key as a tuple; like torch, a list holding sequences, tensors, slices, None or ... is a tuple too."""
     if isinstance(key, tuple):
         return key
+    if isinstance(key, list) and len(key) < 32 and builtins.any(
+            isinstance(k, (list, tuple, slice, Tensor)) or k is None or k is Ellipsis for k in key):
+        return tuple(key)
     return (key,)
 
 

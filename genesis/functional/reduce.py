@@ -81,8 +81,10 @@ class MaxWithIndices(Primitive):
     def forward(ctx, x: NDArray, dim: int, keepdim: bool, op: str) -> tuple[NDArray, NDArray]:
         if x.ndim and x.shape[dim] == 0:
             raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size (input shape {x.shape})")
-        indices = x.backend.arg_reduce("argmax" if op == "max" else "argmin", x, dim, True)
-        values = x.backend.gather(x, dim, indices) if x.ndim else x
+        # Bool has no order in every backend's arg-reduction; uint8 orders False < True the same way.
+        keys = x.astype(dtypes.uint8) if x.dtype is dtypes.bool_ else x
+        indices = x.backend.arg_reduce("argmax" if op == "max" else "argmin", keys, dim, True)
+        values = x.backend.gather(x, dim, indices) if x.ndim else x.backend.cast(x, x.dtype)
         ctx.meta = (x.shape, dim, keepdim)
         if not keepdim and x.ndim:
             values, indices = values.squeeze((dim,)), indices.squeeze((dim,))
@@ -136,22 +138,22 @@ class Softmax(Primitive):
 
 class Cumsum(Primitive):
     @staticmethod
-    def forward(ctx, x: NDArray, dim: int) -> NDArray:
+    def forward(ctx, x: NDArray, dim: int, widen: bool) -> NDArray:
         ctx.dim = dim
-        if x.dtype.category < 2:
-            x = x.astype(dtypes.int64)
+        if widen and x.dtype.category < 2:
+            x = x.astype(dtypes.int64)  # torch accumulates integers in int64 unless a dtype is given
         return x.backend.cumulative("cumsum", x, dim)
 
     @staticmethod
     def backward(ctx, grad):
         # The gradient of a prefix sum is the reversed prefix sum of the gradient.
-        return grad.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim), None
+        return grad.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim), None, None
 
 
 class Cumprod(Primitive):
     @staticmethod
-    def forward(ctx, x: NDArray, dim: int) -> NDArray:
-        if x.dtype.category < 2:
+    def forward(ctx, x: NDArray, dim: int, widen: bool) -> NDArray:
+        if widen and x.dtype.category < 2:
             x = x.astype(dtypes.int64)
         out = x.backend.cumulative("cumprod", x, dim)
         ctx.save_for_backward(x, out)
@@ -163,7 +165,7 @@ class Cumprod(Primitive):
         x, out = ctx.saved_tensors
         dim = ctx.dim
         if not (x == 0).any().item():
-            return (grad * out).flip(dim).cumsum(dim).flip(dim) / x, None
+            return (grad * out).flip(dim).cumsum(dim).flip(dim) / x, None, None
         # Exact for inputs with zeros: d out_j / d x_i = prod_{k<=j, k!=i} x_k, summed against grad_j.
         n = x.shape[dim]
         pieces = []
@@ -177,4 +179,4 @@ class Cumprod(Primitive):
             pieces.append(g_i * before if before is not None else g_i)
         from genesis.functional import cat
 
-        return cat(pieces, dim), None
+        return cat(pieces, dim), None, None
