@@ -66,6 +66,21 @@ neural network (N-d over the trailing spatial dims of (N, C, *spatial) arrays; t
                                                     stats are updated in place (unbiased variance); all one dtype
     batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
                         output_mask)                (grad_x, grad_weight, grad_bias), None where output_mask is False
+fused neural-network kernels (over the last dim; statistics in float32, results in the input's dtype)
+    softmax_backward(grad, out, dim, log)           gradient of softmax / log_softmax from its output
+    layer_norm(x, weight, bias, eps, rms)           (out, mean, rstd) of layer_norm, or rms_norm (rms=True: mean 0,
+                                                    no bias); mean/rstd float32 of shape x.shape[:-1]
+    layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask)
+                                                    (grad_x, grad_weight, grad_bias), None where not needed
+    cross_entropy(x, target, ignore_index, label_smoothing)
+                                                    (loss, logsumexp) per row of 2-D logits, float32; 0 loss where
+                                                    target == ignore_index
+    cross_entropy_backward(grad, x, target, lse, ignore_index, label_smoothing)
+                                                    d(loss rows . grad)/d(logits) in x's dtype
+    swiglu(gate, up) / swiglu_backward(grad, gate, up)
+                                                    silu(gate) * up and (grad_gate, grad_up)
+    rope(x, cos, sin, inverse)                      x * cos + rotate_half(x) * sin (inverse: x * cos -
+                                                    rotate_half(x * sin)); cos/sin broadcastable to x
 random (counter-based: the same seed and offset give the same numbers)
     uniform(shape, dtype, device, seed, offset)     U[0, 1)
     normal(shape, dtype, device, seed, offset)      N(0, 1)
@@ -94,6 +109,8 @@ PRIMITIVES = (
     "matmul",
     "index", "index_put_", "gather", "scatter", "index_select", "nonzero", "sort", "unique", "searchsorted",
     "conv", "conv_backward", "pool", "pool_backward", "batch_norm", "batch_norm_backward",
+    "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
+    "swiglu", "swiglu_backward", "rope",
     "uniform", "normal", "randint",
     "synchronize",
 )

@@ -308,6 +308,94 @@ def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, runni
     return tuple(wrap(g) if m and g is not None else None for g, m in zip(grads, output_mask))
 
 
+# ---------------------------------------------------------------- fused neural-network kernels (torch composites)
+
+def softmax_backward(grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArray:
+    g, y = native(grad), native(out)
+    if log:
+        return wrap(torch._log_softmax_backward_data(g, y, dim, y.dtype))
+    return wrap(torch._softmax_backward_data(g, y, dim, y.dtype))
+
+
+def _norm_stats(x: torch.Tensor, eps: float, rms: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    mean = torch.zeros(x.shape[:-1]) if rms else x.mean(-1)
+    centered = x if rms else x - mean.unsqueeze(-1)
+    return mean, torch.rsqrt((centered * centered).mean(-1) + eps)
+
+
+def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float, rms: bool) -> tuple:
+    xf = native(x).float()
+    mean, rstd = _norm_stats(xf, eps, rms)
+    out = (xf - mean.unsqueeze(-1)) * rstd.unsqueeze(-1)
+    if weight is not None:
+        out = out * native(weight).float()
+    if bias is not None:
+        out = out + native(bias).float()
+    return wrap(out.to(native(x).dtype)), wrap(mean), wrap(rstd)
+
+
+def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
+                        output_mask: tuple) -> tuple:
+    g, xt = native(grad).float(), native(x)
+    r = native(rstd).unsqueeze(-1)
+    xhat = (xt.float() - native(mean).unsqueeze(-1)) * r
+    wg = g * native(weight).float() if weight is not None else g
+    dx = wg - xhat * (xhat * wg).mean(-1, keepdim=True)
+    if not rms:
+        dx = dx - wg.mean(-1, keepdim=True)
+    lead = tuple(range(xt.ndim - 1))
+    grad_w = wrap((g * xhat).sum(lead).to(native(weight).dtype)) if output_mask[1] and weight is not None else None
+    grad_b = wrap(g.sum(lead).to(xt.dtype)) if output_mask[2] and not rms else None
+    return (wrap((dx * r).to(xt.dtype)) if output_mask[0] else None), grad_w, grad_b
+
+
+def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> tuple:
+    xf, t = native(x).float(), native(target)
+    lse = torch.logsumexp(xf, 1)
+    valid = t != ignore_index
+    picked = xf.gather(1, torch.where(valid, t, 0).unsqueeze(1)).squeeze(1)
+    loss = lse - picked
+    if label_smoothing > 0:
+        loss = (1 - label_smoothing) * loss + label_smoothing * (lse - xf.mean(1))
+    return wrap(torch.where(valid, loss, 0.0)), wrap(lse)
+
+
+def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, ignore_index: int,
+                           label_smoothing: float) -> NDArray:
+    xf, t = native(x).float(), native(target)
+    valid = t != ignore_index
+    d = torch.exp(xf - native(lse).unsqueeze(1)) - label_smoothing / xf.shape[1]
+    d.scatter_add_(1, torch.where(valid, t, 0).unsqueeze(1), torch.full((xf.shape[0], 1), label_smoothing - 1.0))
+    scale = torch.where(valid, native(grad).float(), 0.0)
+    return wrap((d * scale.unsqueeze(1)).to(native(x).dtype))
+
+
+def swiglu(gate: NDArray, up: NDArray) -> NDArray:
+    g = native(gate).float()
+    return wrap((torch.nn.functional.silu(g) * native(up).float()).to(native(gate).dtype))
+
+
+def swiglu_backward(grad: NDArray, gate: NDArray, up: NDArray) -> tuple[NDArray, NDArray]:
+    d, g, u = native(grad).float(), native(gate).float(), native(up).float()
+    sg = torch.sigmoid(g)
+    dgate = d * u * sg * (1 + g * (1 - sg))
+    return wrap(dgate.to(native(gate).dtype)), wrap((d * g * sg).to(native(up).dtype))
+
+
+def rope(x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
+    xt = native(x)
+    xf = xt.float()
+    # Tables are rounded to x's dtype first, as the composite ``x * cos.to(x.dtype)`` does.
+    c, s = native(cos).to(xt.dtype).float(), native(sin).to(xt.dtype).float()
+    half = xt.shape[-1] // 2
+
+    def rotate_half(v: torch.Tensor) -> torch.Tensor:
+        return torch.cat([-v[..., half:], v[..., :half]], -1)
+
+    out = xf * c - rotate_half(xf * s) if inverse else xf * c + rotate_half(xf) * s
+    return wrap(out.to(xt.dtype))
+
+
 # ---------------------------------------------------------------- random
 
 def _generator(seed: int, offset: int) -> torch.Generator:

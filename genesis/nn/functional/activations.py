@@ -7,6 +7,7 @@ from typing import Callable
 from genesis import functional as T
 from genesis.autograd import is_grad_enabled
 from genesis.functional.elementwise import Silu
+from genesis.functional.fused import fused_softmax
 from genesis.nn.functional._out import check_out
 from genesis.tensor import Tensor
 
@@ -144,7 +145,9 @@ def _softmax_dim(ndim: int) -> int:
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
     """``exp(x) / sum(exp(x))`` along ``dim`` (computed in ``dtype`` when given)."""
-    return T.softmax(input, _softmax_dim(input.ndim) if dim is None else dim, dtype)
+    dim = _softmax_dim(input.ndim) if dim is None else dim
+    fused = fused_softmax(input, dim, dtype, False)
+    return fused if fused is not None else T.softmax(input, dim, dtype)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
@@ -153,4 +156,6 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
     """``log(softmax(x))`` along ``dim``, computed stably."""
-    return T.log_softmax(input, _softmax_dim(input.ndim) if dim is None else dim, dtype)
+    dim = _softmax_dim(input.ndim) if dim is None else dim
+    fused = fused_softmax(input, dim, dtype, True)
+    return fused if fused is not None else T.log_softmax(input, dim, dtype)

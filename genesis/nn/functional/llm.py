@@ -6,6 +6,7 @@ from genesis import functional as T
 from genesis import random
 from genesis.autograd import no_grad
 from genesis.functional.elementwise import Silu
+from genesis.functional.fused import fused_rope, fused_swiglu
 from genesis.nn.functional._out import write_out
 from genesis.random import Generator
 from genesis.tensor import Tensor, arange, zeros_like
@@ -64,6 +65,9 @@ def rope(x: Tensor, cos: Tensor, sin: Tensor, position_ids: Tensor | None = None
         cos, sin = cos[:seq_len], sin[:seq_len]
     if cos.ndim == 2:
         cos, sin = cos.unsqueeze(0), sin.unsqueeze(0)  # (1, T, D)
+    fused = fused_rope(x, cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim))
+    if fused is not None:
+        return write_out("rope", fused, out)
     cos, sin = cos.unsqueeze(unsqueeze_dim).to(x.dtype), sin.unsqueeze(unsqueeze_dim).to(x.dtype)
     return write_out("rope", x * cos + rotate_half(x) * sin, out)
 
@@ -77,7 +81,8 @@ def swiglu(gate: Tensor, up: Tensor | None = None, *, out: Tensor | None = None)
     if gate.shape != up.shape:
         raise RuntimeError(f"swiglu: gate and up must have the same shape, got {tuple(gate.shape)} and "
                            f"{tuple(up.shape)}")
-    return write_out("swiglu", Silu.apply(gate) * up, out)
+    fused = fused_swiglu(gate, up)
+    return write_out("swiglu", fused if fused is not None else Silu.apply(gate) * up, out)
 
 
 def causal_softmax(scores: Tensor, dim: int = -1) -> Tensor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from genesis import amp
 from genesis import functional as T
+from genesis.functional.fused import fused_cross_entropy
 from genesis.functional.nn_ops import CrossEntropy
 from genesis.tensor import Tensor
 
@@ -138,6 +139,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
         raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {n_classes} classes or "
                            f"no classes but got weight tensor of shape: {list(weight.shape)}")
+    if (input.ndim == 2 and weight is None and not target.dtype.is_floating_point
+            and (input.device.type == "cuda" or label_smoothing > 0)):
+        _check_class_target("cross_entropy", input, target)
+        _check_target_range(target, ignore_index, n_classes)
+        fused = fused_cross_entropy(input, target, ignore_index, label_smoothing, reduction)
+        if fused is not None:
+            return fused
     if (input.ndim == 2 and not target.dtype.is_floating_point and label_smoothing == 0.0
             and input.dtype.is_floating_point and (weight is None or weight.dtype is input.dtype)):
         _check_class_target("cross_entropy", input, target)

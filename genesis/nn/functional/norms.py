@@ -10,6 +10,7 @@ from typing import Sequence
 from genesis import amp, dtypes
 from genesis import functional as T
 from genesis.autograd import no_grad
+from genesis.functional.fused import fused_norm
 from genesis.functional.nn_ops import BatchNorm
 from genesis.nn.functional._out import write_out
 from genesis.tensor import Tensor, arange, zeros
@@ -33,6 +34,9 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing ``normalized_shape`` dims."""
     input, weight, bias = amp.autocast_args("layer_norm", input, weight, bias)
     dims = _norm_dims("layer_norm", input, normalized_shape)
+    fused = fused_norm(input, weight, bias, len(dims), eps, False)
+    if fused is not None:
+        return fused
     out, _, _ = _standardize(_upcast(input), dims, eps)
     if weight is not None:
         out = out * weight
@@ -54,6 +58,9 @@ def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tenso
     dims = _norm_dims("rms_norm", input, normalized_shape)
     if eps is None:
         eps = _EPS[input.dtype]
+    fused = fused_norm(input, weight, None, len(dims), eps, True)
+    if fused is not None:
+        return write_out("rms_norm", fused, out)
     x = _upcast(input)
     result = x * T.rsqrt((x * x).mean(dims, keepdim=True) + eps)
     if weight is not None:

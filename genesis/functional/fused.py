@@ -1,0 +1,272 @@
+"""Fused neural-network ops as single autograd nodes over backend kernels (Triton on CUDA, torch on the CPU).
+
+Each forward is one backend primitive, and so is each backward when no graph is recorded. With ``create_graph``
+the backward is written in differentiable tensor ops instead, so higher derivatives still work.
+
+- ``LayerNorm``: layer_norm (or rms_norm with ``rms=True``) over the last dim; saves float32 mean and rstd.
+- ``CrossEntropy``: per-row cross-entropy of (N, C) logits with ignore_index and label smoothing; saves only the
+  per-row log-sum-exp, never the probabilities.
+- ``SwiGLU``: ``silu(gate) * up``.
+- ``Rope``: rotary embedding ``x * cos + rotate_half(x) * sin`` with tables broadcastable to x; linear in x, its
+  backward is the inverse rotation (itself a ``Rope``).
+- ``Softmax``: softmax / log_softmax with a fused backward.
+
+The ``fused_*`` functions are what ``genesis.nn.functional`` calls: they return the fused result where a kernel
+applies (CUDA tensors of float32/float16/bfloat16) and None elsewhere, so the caller keeps its composite (the CPU
+path is unchanged: torch's exact results and double backward through plain tensor ops).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from genesis import amp, dtypes
+from genesis.autograd import is_grad_enabled
+from genesis.functional.elementwise import Primitive
+from genesis.ndarray import NDArray, normalize_dim
+
+if TYPE_CHECKING:
+    from genesis.tensor import Tensor
+
+
+class Softmax(Primitive):
+    """``softmax(x, dim)`` (or ``log_softmax`` with ``log=True``)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int, log: bool) -> NDArray:
+        out = x.backend.softmax(x, dim, log)
+        ctx.save_for_backward(out)
+        ctx.meta = (dim, log)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        dim, log = ctx.meta
+        if is_grad_enabled():
+            if log:
+                return grad - out.exp() * grad.sum(dim=dim, keepdim=True), None, None
+            return out * (grad - (grad * out).sum(dim=dim, keepdim=True)), None, None
+        return SoftmaxBackward.apply(grad, out, dim, log), None, None
+
+
+class SoftmaxBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArray:
+        return out.backend.softmax_backward(grad, out, dim, log)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused softmax backward is not supported")
+
+
+class LayerNorm(Primitive):
+    """``(x - mean) * rstd * weight + bias`` over the last dim (``rms``: ``x * rstd * weight``, no mean, no bias),
+    with ``rstd = 1 / sqrt(var + eps)`` (``1 / sqrt(mean(x^2) + eps)``); statistics in float32."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float, rms: bool) -> NDArray:
+        out, mean, rstd = x.backend.layer_norm(x, weight, bias, eps, rms)
+        ctx.save_for_backward(x, weight, mean, rstd)
+        ctx.rms = rms
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, mean, rstd = ctx.saved_tensors
+        rms = ctx.rms
+        need = ctx.needs_input_grad
+        if is_grad_enabled():
+            return _layer_norm_grads(grad, x, weight, mean, rstd, rms, need) + (None, None)
+        mask = (bool(need[0]), weight is not None and bool(need[1]), not rms and bool(need[2]))
+        gx, gw, gb = LayerNormBackward.apply(grad, x, weight, mean, rstd, rms, mask)
+        return gx, gw, gb, None, None
+
+
+class LayerNormBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
+                output_mask: tuple) -> tuple:
+        return x.backend.layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused layer_norm backward is not supported")
+
+
+def _layer_norm_grads(grad, x, weight, mean, rstd, rms: bool, need: tuple) -> tuple:
+    """Differentiable gradients of ``LayerNorm`` (used when the backward itself is recorded)."""
+    g = grad.float()
+    r = rstd.unsqueeze(-1)
+    xhat = (x.float() - mean.unsqueeze(-1)) * r
+    wg = g * weight.float() if weight is not None else g
+    dx = wg - xhat * (xhat * wg).mean(-1, keepdim=True)
+    if not rms:
+        dx = dx - wg.mean(-1, keepdim=True)
+    lead = tuple(range(x.ndim - 1))
+    gx = (dx * r).to(x.dtype) if need[0] else None
+    gw = (g * xhat).sum(lead).to(weight.dtype) if weight is not None and need[1] else None
+    gb = g.sum(lead).to(x.dtype) if not rms and need[2] else None
+    return gx, gw, gb
+
+
+class CrossEntropy(Primitive):
+    """Per-row cross-entropy (float32) of 2-D logits against int64 targets; rows with ``ignore_index`` give 0.
+
+    ``loss_i = (1 - e) * (lse_i - x[i, t_i]) + e * (lse_i - mean_j x[i, j])`` for label smoothing ``e``. The
+    caller reduces the rows (sum, or mean over the non-ignored rows).
+    """
+
+    @staticmethod
+    def forward(ctx, x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> NDArray:
+        loss, lse = x.backend.cross_entropy(x, target, ignore_index, label_smoothing)
+        ctx.save_for_backward(x, target, lse)
+        ctx.params = (ignore_index, label_smoothing)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, target, lse = ctx.saved_tensors
+        ignore_index, smoothing = ctx.params
+        if is_grad_enabled():
+            return _cross_entropy_grad(grad, x, target, ignore_index, smoothing), None, None, None
+        return CrossEntropyBackward.apply(grad, x, target, lse, ignore_index, smoothing), None, None, None
+
+
+class CrossEntropyBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, ignore_index: int,
+                label_smoothing: float) -> NDArray:
+        return x.backend.cross_entropy_backward(grad, x, target, lse, ignore_index, label_smoothing)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused cross_entropy backward is not supported")
+
+
+def _cross_entropy_grad(grad, x, target, ignore_index: int, smoothing: float):
+    """Differentiable ``(softmax(x) - (1 - e) * onehot(t) - e / C) * grad`` (zero rows where ignored)."""
+    from genesis.functional import softmax, where, zeros_like_detached
+
+    valid = target != ignore_index
+    safe = where(valid, target, 0)
+    probs = softmax(x.float(), 1)
+    onehot = zeros_like_detached(probs).scatter(1, safe.unsqueeze(1), 1.0 - smoothing)
+    scale = where(valid, grad.float(), 0.0)
+    return ((probs - onehot - smoothing / x.shape[1]) * scale.unsqueeze(1)).to(x.dtype)
+
+
+class SwiGLU(Primitive):
+    """``silu(gate) * up``, computed in float32 and rounded once."""
+
+    @staticmethod
+    def forward(ctx, gate: NDArray, up: NDArray) -> NDArray:
+        ctx.save_for_backward(gate, up)
+        return gate.backend.swiglu(gate, up)
+
+    @staticmethod
+    def backward(ctx, grad):
+        gate, up = ctx.saved_tensors
+        if is_grad_enabled():
+            g, u, d = gate.float(), up.float(), grad.float()
+            sg = g.sigmoid()
+            return (d * u * sg * (1 + g * (1 - sg))).to(gate.dtype), (d * g * sg).to(up.dtype)
+        return SwiGLUBackward.apply(grad, gate, up)
+
+
+class SwiGLUBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, gate: NDArray, up: NDArray) -> tuple:
+        return gate.backend.swiglu_backward(grad, gate, up)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused swiglu backward is not supported")
+
+
+class Rope(Primitive):
+    """``x * cos + rotate_half(x) * sin`` (``inverse``: ``x * cos - rotate_half(x * sin)``); no table gradients."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
+        ctx.save_for_backward(cos, sin)
+        ctx.inverse = inverse
+        return x.backend.rope(x, cos, sin, inverse)
+
+    @staticmethod
+    def backward(ctx, grad):
+        cos, sin = ctx.saved_tensors
+        # The op is linear in x and its adjoint is the inverse rotation: the backward is a Rope too.
+        return Rope.apply(grad, cos.detach(), sin.detach(), not ctx.inverse), None, None, None
+
+
+# ---------------------------------------------------------------- entry points for nn.functional
+
+_KERNEL_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+
+
+def _applies(x: Tensor, *params: Tensor | None, cpu: bool = False) -> bool:
+    """A fused kernel serves ``x`` and its parameters: CUDA (or also the CPU), a kernel dtype, one device."""
+    if (x.device.type != "cuda" and not cpu) or x.dtype not in _KERNEL_DTYPES:
+        return False
+    return all(p is None or (p.device == x.device and p.dtype in _KERNEL_DTYPES) for p in params)
+
+
+def fused_softmax(x: Tensor, dim: int, dtype: object, log: bool) -> Tensor | None:
+    """``softmax`` / ``log_softmax`` along ``dim`` (computed in ``dtype`` when given) with the fused backward.
+
+    Also on the CPU: there the forward is the same torch kernel as before and the backward is torch's own.
+    """
+    name = "log_softmax" if log else "softmax"
+    (x,) = amp.autocast_args(name, x)
+    if dtype is not None:
+        x = x.to(dtypes.to_dtype(dtype))
+    if not _applies(x, cpu=True):
+        return None
+    return Softmax.apply(x, normalize_dim(name, dim, x.ndim), log)
+
+
+def fused_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, n_dims: int, eps: float,
+               rms: bool) -> Tensor | None:
+    """layer_norm / rms_norm over the trailing ``n_dims`` dims (flattened into one row)."""
+    shape = x.shape
+    if not _applies(x, weight, bias) or x.numel() == 0 or any(
+            p is not None and tuple(p.shape) != tuple(shape[-n_dims:]) for p in (weight, bias)):
+        return None
+    if n_dims > 1:
+        x = x.reshape(tuple(shape[:-n_dims]) + (-1,))
+        weight = weight.reshape(-1) if weight is not None else None
+        bias = bias.reshape(-1) if bias is not None else None
+    return LayerNorm.apply(x, weight, bias, eps, rms).reshape(shape)
+
+
+def fused_cross_entropy(x: Tensor, target: Tensor, ignore_index: int, label_smoothing: float,
+                        reduction: str) -> Tensor | None:
+    """Cross-entropy of (N, C) logits and int64 targets, reduced like torch (mean over the non-ignored rows).
+
+    On the CPU it serves label smoothing (torch in float32, where the composite would sum half-precision logs).
+    """
+    if x.ndim != 2 or not _applies(x, cpu=label_smoothing > 0) or target.device != x.device:
+        return None
+    rows = CrossEntropy.apply(x, target.long(), ignore_index, label_smoothing)  # (N,) float32
+    if reduction == "none":
+        return rows.to(x.dtype)
+    total = rows.sum()
+    if reduction == "sum":
+        return total.to(x.dtype)
+    return (total / (target != ignore_index).sum()).to(x.dtype)
+
+
+def fused_swiglu(gate: Tensor, up: Tensor) -> Tensor | None:
+    """``silu(gate) * up`` for two tensors of one shape and dtype."""
+    if not _applies(gate, up) or gate.dtype is not up.dtype or gate.shape != up.shape:
+        return None
+    return SwiGLU.apply(gate, up)
+
+
+def fused_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor | None:
+    """``x * cos + rotate_half(x) * sin`` with cos/sin broadcastable to x (tables rounded to x's dtype)."""
+    if (not _applies(x, cos, sin) or x.shape[-1] % 2 or cos.requires_grad or sin.requires_grad
+            or cos.ndim > x.ndim):
+        return None
+    return Rope.apply(x, cos.detach(), sin.detach(), False)

@@ -1,0 +1,244 @@
+"""Fused neural-network ops (``genesis.functional.fused``) and the nn.functional calls that use them on CUDA.
+
+Each case runs on ``DEVICE`` twice: through ``genesis.nn.functional`` (the fused kernels on CUDA, the composites on
+the CPU) and through the fused primitive itself (the backend's kernel: Triton on CUDA, torch on the CPU). Outputs
+and every gradient are compared with torch in float64 on the same input values, by the normwise relative error
+``||got - ref|| / ||ref||``: float32 under 2e-5, float16 and bfloat16 under 1e-2. Sizes include rows of length
+1, non-power-of-two rows and rows longer than one register tile (the kernels' chunked paths).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import genesis
+import genesis.nn.functional as F
+from genesis.functional import fused
+from tests.helpers import DEVICE, TORCH_DTYPE, to_genesis, to_torch
+
+DTYPES = [genesis.float32, genesis.bfloat16, genesis.float16]
+BOUND = {genesis.float32: 2e-5, genesis.bfloat16: 1e-2, genesis.float16: 1e-2}
+PATHS = ["functional", "primitive"]
+
+
+def _rand(shape: tuple[int, ...], dtype: genesis.dtype, seed: int, scale: float = 1.0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(TORCH_DTYPE[dtype])
+
+
+def _leaf(t: torch.Tensor) -> genesis.Tensor:
+    return to_genesis(t, requires_grad=True)
+
+
+def _ref(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().double().requires_grad_()
+
+
+def _close(got: genesis.Tensor, ref: torch.Tensor, dtype: genesis.dtype, what: str) -> None:
+    assert got is not None, f"{what}: no gradient"
+    assert tuple(got.shape) == tuple(ref.shape), f"{what}: shape {tuple(got.shape)} != {tuple(ref.shape)}"
+    assert got.dtype is dtype, f"{what}: dtype {got.dtype} != {dtype}"
+    g = to_torch(got).double()
+    r = ref.detach().double()
+    assert not torch.isnan(g).any() or torch.isnan(r).any(), f"{what}: NaN"
+    err = ((g - r).norm() / r.norm().clamp_min(1e-6)).item() if r.numel() else 0.0
+    assert err < BOUND[dtype], f"{what}: relative error {err:.2e} >= {BOUND[dtype]:.0e} ({dtype})"
+
+
+def _backward(out: genesis.Tensor, ref: torch.Tensor, seed: int) -> None:
+    dy = _rand(tuple(ref.shape), out.dtype, seed)
+    out.backward(to_genesis(dy))
+    ref.backward(dy.double())
+
+
+# ---------------------------------------------------------------- softmax
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape,dim", [((7, 37), 1), ((3, 1), -1), ((4, 5, 6), 1), ((2, 20000), 1)],
+                         ids=["odd", "len1", "middle-dim", "long"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_softmax(path: str, dtype: genesis.dtype, shape: tuple, dim: int, log: bool) -> None:
+    x = _rand(shape, dtype, 0, 3.0)
+    xg, xr = _leaf(x), _ref(x)
+    if path == "functional":
+        out = F.log_softmax(xg, dim) if log else F.softmax(xg, dim)
+    else:
+        out = fused.Softmax.apply(xg, dim % len(shape), log)
+    ref = torch.log_softmax(xr, dim) if log else torch.softmax(xr, dim)
+    _close(out, ref, dtype, "output")
+    _backward(out, ref, 1)
+    _close(xg.grad, xr.grad, dtype, "grad input")
+
+
+# ---------------------------------------------------------------- layer_norm / rms_norm
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(6, 37), (3, 1), (2, 3, 64), (2, 20000)], ids=["odd", "len1", "3d", "long"])
+@pytest.mark.parametrize("rms", [False, True], ids=["layer_norm", "rms_norm"])
+def test_norm(path: str, dtype: genesis.dtype, shape: tuple, rms: bool) -> None:
+    n = shape[-1]
+    x, w, b = _rand(shape, dtype, 0, 2.0), _rand((n,), dtype, 1), _rand((n,), dtype, 2)
+    xg, wg, bg = _leaf(x), _leaf(w), _leaf(b)
+    xr, wr, br = _ref(x), _ref(w), _ref(b)
+    eps = 1e-5
+    if rms:
+        out = (F.rms_norm(xg, (n,), wg, eps) if path == "functional"
+               else fused.LayerNorm.apply(xg, wg, None, eps, True))
+        ref = torch.nn.functional.rms_norm(xr, (n,), wr, eps)
+    else:
+        out = (F.layer_norm(xg, (n,), wg, bg, eps) if path == "functional"
+               else fused.LayerNorm.apply(xg, wg, bg, eps, False))
+        ref = torch.nn.functional.layer_norm(xr, (n,), wr, br, eps)
+    _close(out, ref, dtype, "output")
+    _backward(out, ref, 3)
+    if not (rms and n == 1):  # d/dx of x / sqrt(x^2 + eps) is O(eps): a float cancellation, not a kernel's error
+        _close(xg.grad, xr.grad, dtype, "grad input")
+    _close(wg.grad, wr.grad, dtype, "grad weight")
+    if not rms:
+        _close(bg.grad, br.grad, dtype, "grad bias")
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
+def test_norm_without_affine_and_multi_dim_shape(dtype: genesis.dtype) -> None:
+    x = _rand((3, 4, 5), dtype, 0)
+    xg, xr = _leaf(x), _ref(x)
+    out = F.layer_norm(xg, (4, 5))
+    ref = torch.nn.functional.layer_norm(xr, (4, 5))
+    _close(out, ref, dtype, "output")
+    _backward(out, ref, 1)
+    _close(xg.grad, xr.grad, dtype, "grad input")
+
+
+def test_norm_weight_gradient_is_reproducible() -> None:
+    x, w = _rand((300, 48), genesis.float32, 0), _rand((48,), genesis.float32, 1)
+    grads = []
+    for _ in range(2):
+        wg = _leaf(w)
+        F.rms_norm(to_genesis(x), (48,), wg).sum().backward()
+        grads.append(to_torch(wg.grad))
+    assert torch.equal(grads[0], grads[1])
+
+
+# ---------------------------------------------------------------- cross-entropy
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(5, 37), (1, 1), (3, 50000)], ids=["odd", "one-class", "long-vocab"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy(path: str, dtype: genesis.dtype, shape: tuple, smoothing: float, reduction: str) -> None:
+    n, c = shape
+    x = _rand(shape, dtype, 0, 3.0)
+    target = torch.randint(0, c, (n,), generator=torch.Generator().manual_seed(1))
+    if n > 2:
+        target[1] = -100  # ignored row
+    xg, xr = _leaf(x), _ref(x)
+    tg = to_genesis(target)
+    if path == "functional":
+        out = F.cross_entropy(xg, tg, reduction=reduction, label_smoothing=smoothing)
+    else:
+        rows = fused.CrossEntropy.apply(xg, tg, -100, smoothing)
+        out = rows if reduction == "none" else rows.sum() if reduction == "sum" else rows.sum() / (tg != -100).sum()
+        dtype = genesis.float32  # the primitive returns float32 rows
+    ref = torch.nn.functional.cross_entropy(xr, target, reduction=reduction, label_smoothing=smoothing)
+    _close(out, ref, dtype, "loss")
+    _backward(out, ref, 2)
+    _close(xg.grad, xr.grad, xg.dtype, "grad logits")
+
+
+def test_cross_entropy_every_row_ignored() -> None:
+    x = _rand((3, 7), genesis.float32, 0)
+    xg = _leaf(x)
+    target = torch.full((3,), -100)
+    out = F.cross_entropy(xg, to_genesis(target))
+    ref = torch.nn.functional.cross_entropy(x.clone().requires_grad_(), target)
+    assert torch.isnan(ref) and bool(to_torch(out).isnan())
+    F.cross_entropy(xg, to_genesis(target), reduction="sum").backward()
+    assert not to_torch(xg.grad).any()
+
+
+def test_cross_entropy_bad_target_raises() -> None:
+    xg = _leaf(_rand((2, 5), genesis.float32, 0))
+    with pytest.raises(IndexError):
+        F.cross_entropy(xg, to_genesis(torch.tensor([1, 5])))
+
+
+# ---------------------------------------------------------------- SwiGLU and RoPE
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(3, 37), (1, 1), (2, 4, 3000)], ids=["odd", "len1", "3d-long"])
+def test_swiglu(path: str, dtype: genesis.dtype, shape: tuple) -> None:
+    gate, up = _rand(shape, dtype, 0, 2.0), _rand(shape, dtype, 1)
+    gg, ug, gr, ur = _leaf(gate), _leaf(up), _ref(gate), _ref(up)
+    out = F.swiglu(gg, ug) if path == "functional" else fused.SwiGLU.apply(gg, ug)
+    ref = torch.nn.functional.silu(gr) * ur
+    _close(out, ref, dtype, "output")
+    _backward(out, ref, 2)
+    _close(gg.grad, gr.grad, dtype, "grad gate")
+    _close(ug.grad, ur.grad, dtype, "grad up")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_swiglu_packed_halves(dtype: genesis.dtype) -> None:
+    x = _rand((5, 2 * 19), dtype, 0)
+    xg, xr = _leaf(x), _ref(x)
+    out = F.swiglu(xg)
+    g, u = xr.chunk(2, -1)
+    ref = torch.nn.functional.silu(g) * u
+    _close(out, ref, dtype, "output")
+    _backward(out, ref, 1)
+    _close(xg.grad, xr.grad, dtype, "grad input")
+
+
+def _rope_ref(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat([-x[..., half:], x[..., :half]], -1) * sin
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["bhtd", "bthd"])
+@pytest.mark.parametrize("head_dim", [8, 128])
+def test_rope(path: str, dtype: genesis.dtype, layout: str, head_dim: int) -> None:
+    B, H, T, P = 2, 3, 5, 11
+    shape = (B, H, T, head_dim) if layout == "bhtd" else (B, T, H, head_dim)
+    unsqueeze_dim = 1 if layout == "bhtd" else 2
+    x = _rand(shape, dtype, 0)
+    pos = torch.tensor([[0, 1, 2, 3, 4], [10, 3, 7, 0, 9]])
+    cos, sin = F.rope_tables(head_dim, P, device=DEVICE)
+    xg, xr = _leaf(x), _ref(x)
+    # Reference tables: the same float32 tables rounded to x's dtype (what the composite multiplies with).
+    cr, sr = (to_torch(t).to(TORCH_DTYPE[dtype]).double()[pos].unsqueeze(unsqueeze_dim) for t in (cos, sin))
+    if path == "functional":
+        out = F.rope(xg, cos, sin, to_genesis(pos), unsqueeze_dim=unsqueeze_dim)
+    else:
+        out = fused.Rope.apply(xg, cos[to_genesis(pos)].unsqueeze(unsqueeze_dim),
+                               sin[to_genesis(pos)].unsqueeze(unsqueeze_dim), False)
+    ref = _rope_ref(xr, cr, sr)
+    _close(out, ref, dtype, "output")
+    _backward(out, ref, 1)
+    _close(xg.grad, xr.grad, dtype, "grad input")
+
+
+def test_double_backward_through_fused_norm_and_loss() -> None:
+    x = _rand((4, 9), genesis.float32, 0)
+    w = _rand((9,), genesis.float32, 1)
+    target = torch.tensor([1, 0, 8, 3])
+    xg, wg, xr, wr = _leaf(x), _leaf(w), _ref(x), _ref(w)
+    loss = F.cross_entropy(F.layer_norm(xg, (9,), wg), to_genesis(target), label_smoothing=0.1)
+    (gx,) = genesis.autograd.grad(loss, (xg,), create_graph=True)
+    (gx * gx).sum().backward()
+    ref = torch.nn.functional.cross_entropy(torch.nn.functional.layer_norm(xr, (9,), wr), target,
+                                            label_smoothing=0.1)
+    (gr,) = torch.autograd.grad(ref, (xr,), create_graph=True)
+    (gr * gr).sum().backward()
+    _close(gx, gr, genesis.float32, "first gradient")
+    _close(wg.grad, wr.grad, genesis.float32, "second-order weight gradient")
