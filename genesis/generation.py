@@ -222,7 +222,8 @@ def stream_generate(model: Any, input_ids: Tensor, attention_mask: Tensor | None
                 unfinished = unfinished & ~(next_ids.unsqueeze(1) == eos).any(1)
             if opts.stop_strings:
                 unfinished = unfinished & ~_hits_stop_string(tokens[:, T:length + 1], unfinished, opts)
-            if not bool(unfinished.any()):
+            # Reading the flags back synchronizes with the device, so only when a row can have ended.
+            if (eos is not None or opts.stop_strings) and not bool(unfinished.any()):
                 return
             step_ids = next_ids.unsqueeze(1)  # (B, 1)
             position_ids = position_ids[:, -1:] + 1  # (B, 1)

@@ -23,8 +23,8 @@ from genesis.tokenizer import Tokenizer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--hidden-size", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--seq-len", "32",
-        "--vocab-size", "300", "--batch-size", "4", "--lr", "1e-2", "--warmup", "2", "--eval-every", "6",
-        "--eval-batches", "2", "--log-every", "2", "--device", DEVICE]
+        "--vocab-size", "300", "--batch-size", "2", "--grad-accum", "2", "--lr", "1e-2", "--warmup", "2",
+        "--eval-every", "6", "--eval-batches", "2", "--log-every", "2", "--device", DEVICE]
 
 
 def write_corpus(folder: Path) -> Path:
