@@ -115,3 +115,14 @@ def test_random_integers_cover_the_range() -> None:
     g = genesis.randint(-3, 4, (20000,), device="cuda")
     values = np.unique(g.cpu().numpy())
     assert values.tolist() == list(range(-3, 4))
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float32, torch.int64])
+def test_unique_with_inverse_and_counts(dtype: torch.dtype) -> None:
+    t = torch.randint(-6, 6, (3, 40), generator=torch.Generator().manual_seed(4)).to(dtype)
+    g = to_genesis(t, device="cuda")
+    gv, gi, gc = genesis.unique(g, return_inverse=True, return_counts=True)
+    tv, ti, tc = torch.unique(t, return_inverse=True, return_counts=True)
+    assert_same(gv, tv)
+    assert_same(gi, ti)
+    assert_same(gc, tc)

@@ -896,6 +896,11 @@ def sort(x: NDArray, dim: int, descending: bool, stable: bool) -> tuple[NDArray,
 
 
 def unique(x: NDArray, return_inverse: bool, return_counts: bool) -> tuple[NDArray, NDArray | None, NDArray | None]:
+    """Sorted unique values: on the GPU when the flattened array sorts in one row (see ``sort``), else on the host.
+    NaNs count as one value (as numpy and the CPU path)."""
+    n = x.size
+    if 1 < n <= 4096 and x.dtype.itemsize <= 4:
+        return _unique_gpu(x, n, return_inverse, return_counts)
     host = to_numpy(x).reshape(-1)
     key = host.astype(np.float32) if x.dtype is dtypes.bfloat16 else host
     values, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
@@ -903,6 +908,36 @@ def unique(x: NDArray, return_inverse: bool, return_counts: bool) -> tuple[NDArr
     inv = from_numpy(inverse.reshape(x.shape).astype(np.int64), dtypes.int64, x.device) if return_inverse else None
     cnt = from_numpy(counts.astype(np.int64), dtypes.int64, x.device) if return_counts else None
     return from_numpy(values, x.dtype, x.device), inv, cnt
+
+
+def _unique_gpu(x: NDArray, n: int, return_inverse: bool,
+                return_counts: bool) -> tuple[NDArray, NDArray | None, NDArray | None]:
+    dev = x.device
+    flat = x.reshape((n,)) if _contig(x) else contiguous(x).reshape((n,))
+    values, order = sort(flat, 0, False, True)
+    cur, prev = values.narrow(0, 1, n - 1), values.narrow(0, 0, n - 1)
+    new_value = binary("ne", cur, prev)
+    if x.dtype.category == 2:
+        both_nan = binary("logical_and", unary("isnan", cur), unary("isnan", prev))
+        new_value = binary("logical_and", new_value, unary("logical_not", both_nan))
+    starts = full((n,), True, dtypes.bool_, dev)
+    copy_(starts.narrow(0, 1, n - 1), new_value)
+    group = binary("sub", cumulative("cumsum", starts, 0), 1)  # group id of each sorted element
+    m = int(to_numpy(group.narrow(0, n - 1, 1))[0]) + 1
+    # The first element of each group goes to its slot; the others to a spill slot past the end.
+    spill = _new((m + 1,), x.dtype, dev)
+    target = where(starts, group, m)
+    _index_launch(_SCATTER, (n,), spill, [0], values, [1], target, [1], 1, (0, 1), x.dtype)
+    uniq = contiguous(spill.narrow(0, 0, m))
+    inverse = counts = None
+    if return_inverse:
+        inverse = _new((n,), dtypes.int64, dev)
+        _index_launch(_SCATTER, (n,), inverse, [0], group, [1], order, [1], 1, (0, 1), dtypes.int64)
+        inverse = inverse.reshape(x.shape)
+    if return_counts:
+        counts = full((m,), 0, dtypes.int64, dev)
+        _index_launch(_SCATTER, (n,), counts, [0], 1, [0], group, [1], 1, (1, 2), dtypes.int64)
+    return uniq, inverse, counts
 
 
 _SEARCH = td.Kernel(ik.searchsorted_kernel)
