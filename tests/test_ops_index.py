@@ -335,6 +335,10 @@ def test_index_select_errors():
     check_error(RuntimeError, lambda lib, x, i, s: x.index_add(0, i, s), x, torch.tensor([5]), rand(1, 4))
     check_error(IndexError, lambda lib, x, i: x.index_select(0, i), x, torch.tensor([-1]))
     check_error(IndexError, lambda lib, x, i, s: x.index_copy(1, i, s), x, torch.tensor([4]), rand(3, 1))
+    # Sources of another dtype are refused, not cast.
+    check_error(RuntimeError, lambda lib, x, i, s: x.index_add(0, i, s), x, torch.tensor([1]), rand(1, 4).float())
+    check_error(RuntimeError, lambda lib, x, i, s: x.index_copy(0, i, s), x, torch.tensor([1]), rand(1, 4).float())
+    check_error(RuntimeError, lambda lib, x, i, s: x.scatter(0, i, s), x, torch.tensor([[1]]), rand(1, 1).float())
 
 
 def test_masked_fill_select_scatter():

@@ -277,3 +277,5 @@ def test_reduction_errors():
     check_error(IndexError, lambda lib, x: x.logsumexp(2), x)
     check_error(IndexError, lambda lib, x: x.all(2), x.detach() > 0)
     check_error(IndexError, lambda lib, x: x.sum(1), rand(seed=1))
+    check_error(RuntimeError, lambda lib, x: x.norm(), torch.tensor([1, 2]))
+    check_error(RuntimeError, lambda lib, x: x.var(), torch.tensor([1, 2]))

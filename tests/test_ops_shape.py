@@ -97,6 +97,7 @@ def test_view_on_noncontiguous_raises():
 def test_reshape_errors():
     check_error(RuntimeError, lambda lib, x: x.reshape(5, 5), rand(2, 3, 4), match="24")
     check_error(RuntimeError, lambda lib, x: x.reshape(-1, -1), rand(2, 3))
+    check_error(TypeError, lambda lib, x: x.reshape(1.5, 4), rand(2, 3))
     check_error(RuntimeError, lambda lib, x: x.view(7, -1), rand(2, 3))
     check_error(RuntimeError, lambda lib, x: x.unflatten(1, (2, 2)), rand(2, 3))
     check_error(RuntimeError, lambda lib, x: x.flatten(2, 1), rand(2, 3, 4))

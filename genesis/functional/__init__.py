@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from typing import Any, Callable, Sequence
 
 from genesis import amp, dtypes
@@ -704,6 +705,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     (input,) = amp.autocast_args("norm", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"norm: Expected a floating point tensor as input, got {input.dtype.name}")
     dims = _reduce_dims("norm", dim, input.ndim)
     if p in ("fro", 2, 2.0):
         return _root(sum(input * input, dims, keepdim), 2)
@@ -785,8 +788,8 @@ def _shape_args(op: str, shape: tuple) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     try:
-        return tuple(int(s) for s in shape)
-    except (TypeError, ValueError):
+        return tuple(operator.index(s) for s in shape)
+    except TypeError:
         raise TypeError(f"{op}(): shape must be a sequence of ints, got {shape}") from None
 
 
@@ -1470,6 +1473,8 @@ def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: st
     if isinstance(src, Tensor) and index.ndim != src.ndim and index.numel():
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
     index = _check_bounds(op, index, input.shape[d] if input.ndim else 1, d, False, RuntimeError)
+    if isinstance(src, Tensor):
+        _check_same_dtype(op, input, src)
     if isinstance(src, Tensor) and index.shape != src.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
     return Scatter.apply(input, d, index, src, mode)
@@ -1502,6 +1507,13 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return IndexSelect.apply(input, d, index)
 
 
+def _check_same_dtype(op: str, input: Tensor, source: Tensor) -> None:
+    """torch's index and scatter writes refuse a source of another dtype rather than casting it."""
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"{op}(): self ({input.dtype.name}) and source ({source.dtype.name}) must have the same "
+                           "scalar type")
+
+
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1) -> Tensor:
     d = normalize_dim("index_add", dim, input.ndim)
     index = _to_index_tensor("index_add", index, input)
@@ -1510,6 +1522,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: flo
     if source.shape != expected:
         raise RuntimeError(f"index_add(): source shape {list(source.shape)} does not match the expected "
                            f"{list(expected)}")
+    _check_same_dtype("index_add", input, source)
     return IndexAdd.apply(input, d, index, source, alpha)
 
 
@@ -1517,6 +1530,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     d = normalize_dim("index_copy", dim, input.ndim)
     index = _to_index_tensor("index_copy", index, input)
     index = _check_bounds("index_copy", index.reshape(-1), input.shape[d], d)
+    _check_same_dtype("index_copy", input, source)
     indices = tuple(index.ndarray if k == d else None for k in range(input.ndim))
     return IndexPut.apply(input, indices, source, False)
 
