@@ -1,0 +1,209 @@
+"""Genesis's fused neural-network kernels vs PyTorch eager on one CUDA GPU, in the same process on the same inputs.
+
+Shapes of the GPU kernels issue: softmax 8192^2 (fp32, bf16), layer_norm / rms_norm 8192x4096 bf16 (forward and
+forward+backward), cross-entropy 8192x151936 bf16 forward+backward (time and peak extra memory), RoPE and SwiGLU
+against torch's composites, SDPA causal bf16 B4 H16 S2048 D128 (forward and forward+backward).
+
+Times are CUDA-event medians (Genesis through its own event benchmarker, torch through torch.cuda.Event). Every row's
+``ratio`` is Genesis throughput / torch throughput (for the memory row: torch's peak extra bytes / Genesis's), so
+``ratio >= goal`` is a met goal. Bandwidth rows count the bytes each op must move at least (documented per kernel
+in docs/kernels.md). Before timing, each Genesis result is checked against torch.
+
+    python benchmark/bench_nn.py [--quick] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Callable
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+
+import genesis  # noqa: E402
+import genesis.nn.functional as F  # noqa: E402
+from benchmark.bench_ops import check_close, g_bench, t_bench, to_g  # noqa: E402
+from benchmark.common import print_table, row, write_json  # noqa: E402
+
+TF = torch.nn.functional
+
+
+def rate_row(rows: list, name: str, unit: str, work: float, goal: float, gfn: Callable, tfn: Callable,
+             rep: int) -> None:
+    """Time both sides; ``work`` is bytes (GB/s) or flops (TFLOP/s) per call."""
+    tg, tt = g_bench(gfn, rep), t_bench(tfn, rep)
+    scale = 1e-9 if unit == "GB/s" else 1e-12
+    g_rate, t_rate = work / (tg * 1e-3) * scale, work / (tt * 1e-3) * scale
+    rows.append(row(name, g_rate, t_rate, unit, g_rate / t_rate, f">= {goal:.2f}"))
+    print(f"  {name}: genesis {tg:.4f} ms, torch {tt:.4f} ms", flush=True)
+
+
+def leaf(t: torch.Tensor) -> tuple[genesis.Tensor, torch.Tensor]:
+    """A Genesis copy and a torch leaf of ``t``, both requiring grad."""
+    return to_g(t).requires_grad_(True), t.detach().clone().requires_grad_(True)
+
+
+def fwd_bwd(lib: Any, fn: Callable, inputs: tuple, dy: Any) -> Callable[[], None]:
+    """One forward and backward of ``fn(*inputs)`` with output gradient ``dy`` (no .grad accumulation)."""
+    def step() -> None:
+        lib.autograd.grad(fn(*inputs), inputs, dy)
+    return step
+
+
+def bench_softmax(rows: list, rep: int) -> None:
+    for dt in (torch.float32, torch.bfloat16):
+        x = torch.randn(8192, 8192, device="cuda", dtype=dt)
+        gx = to_g(x)
+        check_close("softmax", F.softmax(gx, 1), torch.softmax(x, 1), 1e-2)
+        name = "fp32" if dt == torch.float32 else "bf16"
+        rate_row(rows, f"softmax 8192^2 {name} fwd", "GB/s", 2 * x.numel() * x.element_size(), 1.5,
+                 lambda: F.softmax(gx, 1), lambda: torch.softmax(x, 1), rep)  # noqa: B023 - called in the loop
+
+
+def bench_norms(rows: list, rep: int) -> None:
+    M, N = 8192, 4096
+    x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+    dy = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+    (gx, tx), (gw, tw), (gb, tb), gdy = leaf(x), leaf(w), leaf(b), to_g(dy)
+    nbytes = M * N * 2
+    cases = [
+        ("layer_norm", lambda x_, w_, b_: F.layer_norm(x_, (N,), w_, b_),
+         lambda x_, w_, b_: TF.layer_norm(x_, (N,), w_, b_), (gx, gw, gb), (tx, tw, tb)),
+        ("rms_norm", lambda x_, w_: F.rms_norm(x_, (N,), w_), lambda x_, w_: TF.rms_norm(x_, (N,), w_),
+         (gx, gw), (tx, tw)),
+    ]
+    for name, gfn, tfn, gin, tin in cases:
+        check_close(name, gfn(*gin), tfn(*tin), 1e-2)
+        with genesis.no_grad(), torch.no_grad():
+            rate_row(rows, f"{name} 8192x4096 bf16 fwd", "GB/s", 2 * nbytes, 1.0, lambda: gfn(*gin),  # noqa: B023
+                     lambda: tfn(*tin), rep)  # noqa: B023 - called in the loop
+        g_grads = genesis.autograd.grad(gfn(*gin), gin, gdy)
+        t_grads = torch.autograd.grad(tfn(*tin), tin, dy)
+        for i, (gg, tg) in enumerate(zip(g_grads, t_grads)):
+            check_close(f"{name} grad {i}", gg, tg, 2e-2)
+        rate_row(rows, f"{name} 8192x4096 bf16 fwd+bwd", "GB/s", 5 * nbytes, 1.2, fwd_bwd(genesis, gfn, gin, gdy),
+                 fwd_bwd(torch, tfn, tin, dy), rep)
+
+
+def bench_cross_entropy(rows: list, rep: int, quick: bool) -> None:
+    M, V = (2048 if quick else 8192), 151936
+    logits = torch.randn(M, V, device="cuda", dtype=torch.bfloat16)
+    target = torch.randint(0, V, (M,), device="cuda")
+    (gx, tx), gt = leaf(logits), to_g(target)
+    check_close("cross_entropy", F.cross_entropy(gx, gt), TF.cross_entropy(tx, target), 1e-2)
+    check_close("cross_entropy grad", genesis.autograd.grad(F.cross_entropy(gx, gt), (gx,))[0],
+                torch.autograd.grad(TF.cross_entropy(tx, target), (tx,))[0], 2e-2)
+    nbytes = 3 * M * V * 2  # forward reads the logits; backward reads them and writes the gradient
+
+    def g_step() -> None:
+        genesis.autograd.grad(F.cross_entropy(gx, gt), (gx,))
+
+    def t_step() -> None:
+        torch.autograd.grad(TF.cross_entropy(tx, target), (tx,))
+
+    rate_row(rows, f"cross_entropy {M}x{V} bf16 fwd+bwd", "GB/s", nbytes, 2.0, g_step, t_step, max(5, rep // 4))
+    genesis.cuda.synchronize()
+    base = genesis.cuda.memory_allocated()
+    genesis.cuda.reset_peak_memory_stats()
+    g_step()
+    genesis.cuda.synchronize()
+    g_peak = genesis.cuda.max_memory_allocated() - base
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    t_step()
+    torch.cuda.synchronize()
+    t_peak = torch.cuda.max_memory_allocated() - base
+    rows.append(row(f"cross_entropy {M}x{V} peak extra memory", g_peak / 2 ** 30, t_peak / 2 ** 30, "GiB",
+                    t_peak / max(g_peak, 1), ">= 4.00"))
+    print(f"  cross_entropy peak extra memory: genesis {g_peak / 2 ** 30:.3f} GiB, torch {t_peak / 2 ** 30:.3f} GiB")
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], -1)
+
+
+def bench_rope_swiglu(rows: list, rep: int) -> None:
+    B, H, T, D = 4, 16, 2048, 128
+    q = torch.randn(B, H, T, D, device="cuda", dtype=torch.bfloat16)
+    gcos, gsin = F.rope_tables(D, T, device="cuda")
+    tcos = torch.from_numpy(gcos.cpu().numpy()).cuda().to(torch.bfloat16)
+    tsin = torch.from_numpy(gsin.cpu().numpy()).cuda().to(torch.bfloat16)
+    (gq, tq), gdq = leaf(q), to_g(q)
+
+    def t_rope(x: torch.Tensor) -> torch.Tensor:
+        return x * tcos + _rotate_half(x) * tsin
+
+    def g_rope(x: genesis.Tensor) -> genesis.Tensor:
+        return F.rope(x, gcos, gsin)
+
+    check_close("rope", g_rope(gq), t_rope(tq), 1e-2)
+    nbytes = 2 * q.numel() * 2
+    with genesis.no_grad(), torch.no_grad():
+        rate_row(rows, "rope 4x16x2048x128 bf16 fwd", "GB/s", nbytes, 1.5, lambda: g_rope(gq), lambda: t_rope(tq),
+                 rep)
+    rate_row(rows, "rope 4x16x2048x128 bf16 fwd+bwd", "GB/s", 2 * nbytes, 1.5, fwd_bwd(genesis, g_rope, (gq,), gdq),
+             fwd_bwd(torch, t_rope, (tq,), q), rep)
+
+    M, N = 8192, 8192
+    gate = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+    up = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+    (gg, tg), (gu, tu), gdy = leaf(gate), leaf(up), to_g(gate)
+
+    def t_swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return TF.silu(a) * b
+
+    check_close("swiglu", F.swiglu(gg, gu), t_swiglu(tg, tu), 1e-2)
+    nbytes = 3 * M * N * 2
+    with genesis.no_grad(), torch.no_grad():
+        rate_row(rows, "swiglu 8192x8192 bf16 fwd", "GB/s", nbytes, 1.5, lambda: F.swiglu(gg, gu),
+                 lambda: t_swiglu(tg, tu), rep)
+    rate_row(rows, "swiglu 8192x8192 bf16 fwd+bwd", "GB/s", nbytes + 5 * M * N * 2, 1.5,
+             fwd_bwd(genesis, F.swiglu, (gg, gu), gdy), fwd_bwd(torch, t_swiglu, (tg, tu), gate), rep)
+
+
+def bench_sdpa(rows: list, rep: int) -> None:
+    B, H, S, D = 4, 16, 2048, 128
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    (gq, tq), (gk, tk), (gv, tv) = leaf(q), leaf(k), leaf(v)
+    gdy = to_g(q)
+
+    def g_attn(a: Any, b: Any, c: Any) -> Any:
+        return F.scaled_dot_product_attention(a, b, c, is_causal=True)
+
+    def t_attn(a: Any, b: Any, c: Any) -> Any:
+        return TF.scaled_dot_product_attention(a, b, c, is_causal=True)
+
+    check_close("sdpa", g_attn(gq, gk, gv), t_attn(tq, tk, tv), 2e-2)
+    flops = 4 * B * H * S * S * D / 2  # causal: half of the two (S x S x D) products
+    with genesis.no_grad(), torch.no_grad():
+        rate_row(rows, "sdpa causal bf16 B4 H16 S2048 D128 fwd", "TFLOP/s", flops, 1.0,
+                 lambda: g_attn(gq, gk, gv), lambda: t_attn(tq, tk, tv), rep)
+    rate_row(rows, "sdpa causal bf16 B4 H16 S2048 D128 fwd+bwd", "TFLOP/s", 3.5 * flops, 1.0,
+             fwd_bwd(genesis, g_attn, (gq, gk, gv), gdy), fwd_bwd(torch, t_attn, (tq, tk, tv), q), rep)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions, smaller cross-entropy batch")
+    parser.add_argument("--json", default=None, help="write the rows to this JSON file")
+    args = parser.parse_args()
+    rep = 10 if args.quick else 30
+    rows: list[dict] = []
+    for bench in (bench_softmax, bench_norms, bench_rope_swiglu, bench_sdpa):
+        print(bench.__name__, flush=True)
+        bench(rows, rep)
+    print("bench_cross_entropy", flush=True)
+    bench_cross_entropy(rows, rep, args.quick)
+    print_table(rows)
+    write_json(rows, args.json)
+
+
+if __name__ == "__main__":
+    main()
