@@ -8,9 +8,19 @@ exists so that a layer is one graph node whose weight gradient comes out contigu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from genesis.autograd import is_grad_enabled
 from genesis.functional.elementwise import Primitive
 from genesis.ndarray import NDArray
+
+if TYPE_CHECKING:
+    from genesis.tensor import Tensor
+
+
+def _raw(t: Tensor | None) -> NDArray | None:
+    """The NDArray of a saved tensor (or None): backward without a graph calls the backend directly."""
+    return t.ndarray if t is not None else None
 
 
 class Linear(Primitive):
@@ -54,8 +64,10 @@ class Conv(Primitive):
     @staticmethod
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
-        mask = tuple(bool(m) for m in ctx.needs_input_grad[:3])
-        return ConvBackward.apply(grad, x, w, params=ctx.params + (mask,))
+        params = ctx.params + (tuple(bool(m) for m in ctx.needs_input_grad[:3]),)
+        if not is_grad_enabled():
+            return grad.ndarray.backend.conv_backward(grad.ndarray, x.ndarray, w.ndarray, *params)
+        return ConvBackward.apply(grad, x, w, params=params)
 
 
 class ConvBackward(Primitive):
@@ -88,6 +100,9 @@ class Pool(Primitive):
     @staticmethod
     def backward(ctx, grad, grad_indices=None):
         x, indices = ctx.saved_tensors
+        if not is_grad_enabled():
+            nd = grad.ndarray
+            return nd.backend.pool_backward(nd, x.ndarray, _raw(indices), *ctx.params)
         return PoolBackward.apply(grad, x, indices, params=ctx.params)
 
 
@@ -119,9 +134,14 @@ class BatchNorm(Primitive):
         x, weight, running_mean, running_var, save_mean, save_invstd = ctx.saved_tensors
         mask = (bool(ctx.needs_input_grad[0]), weight is not None and bool(ctx.needs_input_grad[1]),
                 bool(ctx.needs_input_grad[2]))
-        grad_x, grad_w, grad_b = BatchNormBackward.apply(grad, x, weight, running_mean, running_var, save_mean,
-                                                         save_invstd, *ctx.params, mask)
-        return (grad_x, grad_w, grad_b) + (None,) * 5
+        if not is_grad_enabled():
+            grads = grad.ndarray.backend.batch_norm_backward(
+                grad.ndarray, x.ndarray, _raw(weight), _raw(running_mean), _raw(running_var), save_mean.ndarray,
+                save_invstd.ndarray, *ctx.params, mask)
+        else:
+            grads = BatchNormBackward.apply(grad, x, weight, running_mean, running_var, save_mean, save_invstd,
+                                            *ctx.params, mask)
+        return tuple(grads) + (None,) * 5
 
 
 class BatchNormBackward(Primitive):
