@@ -299,7 +299,10 @@ def test_scatter_errors():
     check_error(RuntimeError, lambda lib, x, i, s: x.scatter(0, i, s), x, torch.tensor([[3]]), s)
     check_error(RuntimeError, lambda lib, x, i, s: x.scatter_add(1, i, s), x, torch.tensor([[4]]), s)
     check_error(IndexError, lambda lib, x, i, s: x.scatter(2, i, s), x, torch.tensor([[0]]), s)
-    check_error(RuntimeError, lambda lib, x, i, s: x.scatter(1, i, s), x, torch.tensor([[0, 1, 2, 3]]), s)
+    check_error(RuntimeError, lambda lib, x, i, s: x.scatter(1, i, s), x, torch.tensor([[0, 1, 2, 3]]), s,
+                match="scatter")
+    check_error(RuntimeError, lambda lib, x, i, s: x.scatter_add(1, i, s), x, torch.tensor([[0, 1], [1, 0], [2, 2]]),
+                s, match="scatter_add")
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])

@@ -133,5 +133,6 @@ def test_einsum(equation, shapes):
 def test_einsum_noncontiguous_and_errors():
     check(lambda lib, a, b: lib.einsum("ij,jk->ik", a.mT, b[:, ::2]), rand(3, 2, seed=40), rand(3, 8, seed=41))
     check_error(RuntimeError, lambda lib, a: lib.einsum("ijk->i", a), rand(2, 3))
-    check_error(RuntimeError, lambda lib, a, b: lib.einsum("ij,jk->ik", a, b), rand(2, 3), rand(4, 5))
+    check_error(RuntimeError, lambda lib, a, b: lib.einsum("ij,jk->ik", a, b), rand(2, 3), rand(4, 5),
+                match="einsum.*3|einsum.*4")
     check_error(RuntimeError, lambda lib, a: lib.einsum("ij,jk->ik", a), rand(2, 3))

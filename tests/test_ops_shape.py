@@ -244,6 +244,7 @@ def test_repeat_tile_repeat_interleave():
     check(lambda lib, r: lib.repeat_interleave(r), torch.tensor([2, 0, 3]))
     check(lambda lib, x: x.repeat(3), rand(seed=15))
     check_error(RuntimeError, lambda lib, x: x.repeat(2), x)
+    check_error(RuntimeError, lambda lib, x: x.repeat(-1, 2), x, match="repeat")
     check_error(RuntimeError, lambda lib, x, r: x.repeat_interleave(r, dim=0), x, torch.tensor([1, 2, 3]))
 
 

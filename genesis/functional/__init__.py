@@ -675,6 +675,8 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     """Variance with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
     if correction is None:
         correction = 0 if unbiased is False else 1
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"var: std and var only support floating point inputs, got {input.dtype.name}")
     dims = _reduce_dims("var", dim, input.ndim)
     n = math.prod(input.shape[d] for d in dims)
     centered = input - mean(input, dims, keepdim=True)
@@ -1037,6 +1039,8 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
     if len(sizes) < input.ndim:
         raise RuntimeError("repeat: Number of dimensions of repeat dims can not be smaller than number of dimensions "
                            f"of tensor ({len(sizes)} < {input.ndim})")
+    if builtins.any(r < 0 for r in sizes):
+        raise RuntimeError(f"repeat: repeats can not be negative, got {list(sizes)}")
     x = input.reshape((1,) * (len(sizes) - input.ndim) + input.shape)
     # Interleave a new size-r axis before each dim, expand, then merge: (r0, n0, r1, n1, ...) -> (r0*n0, ...).
     expanded_shape, view_shape = [], []
@@ -1427,7 +1431,8 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     d = normalize_dim("gather", dim, input.ndim)
     index = _to_index_tensor("gather", index, input)
     if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
-        raise RuntimeError("gather(): Index tensor must have the same number of dimensions as input tensor")
+        raise RuntimeError(f"gather(): Index tensor must have the same number of dimensions as input tensor "
+                           f"(index {list(index.shape)}, input {list(input.shape)})")
     for k in range(index.ndim):
         if k != d and index.shape[k] > input.shape[k]:
             raise RuntimeError(f"gather(): Size does not match at dimension {k} expected index {list(index.shape)} "
@@ -1475,6 +1480,11 @@ def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: st
     index = _check_bounds(op, index, input.shape[d] if input.ndim else 1, d, False, RuntimeError)
     if isinstance(src, Tensor):
         _check_same_dtype(op, input, src)
+        for k in range(index.ndim):
+            if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
+                raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be no larger than self "
+                                   f"{list(input.shape)} apart from dimension {d} and to be no larger than src "
+                                   f"{list(src.shape)}")
     if isinstance(src, Tensor) and index.shape != src.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
     return Scatter.apply(input, d, index, src, mode)

@@ -59,6 +59,13 @@ def _parse(equation: str, operands: tuple) -> tuple[list[str], str]:
             raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(term)}) does not match the "
                                f"number of dimensions ({x.ndim}) for operand {len(expanded)}")
         expanded.append(term)
+    sizes: dict[str, int] = {}
+    for k, (term, x) in enumerate(zip(expanded, operands)):
+        for c, n in zip(term, x.shape):
+            if sizes.get(c, 1) != 1 and n != 1 and sizes[c] != n:
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which does not broadcast "
+                                   f"with previously seen size {sizes[c]}")
+            sizes[c] = n if sizes.get(c, 1) == 1 else sizes[c]
     if out is None:
         counts: dict[str, int] = {}
         for term in expanded:
