@@ -569,7 +569,7 @@ _SCAN_COLS = td.Kernel(rk.scan_cols)
 
 
 def cumulative(op: str, x: NDArray, dim: int) -> NDArray:
-    out_dtype = dtypes.int64 if x.dtype.category < 2 else x.dtype
+    out_dtype = x.dtype  # the layer above chose the dtype (torch would widen integers)
     if x.ndim == 0:
         return cast(x, out_dtype)
     out = _new(x.shape, out_dtype, x.device)
@@ -834,7 +834,7 @@ def _scatter_host(out: NDArray, dim: int, index: NDArray, src: NDArray | float, 
 def nonzero(x: NDArray) -> NDArray:
     mask = x if x.dtype is dtypes.bool_ else binary("ne", x, 0 if x.dtype.category < 2 else 0.0)
     flat = contiguous(mask).reshape((mask.size,)) if not _contig(mask) else mask.reshape((mask.size,))
-    counts = cumulative("cumsum", flat, 0) if flat.size else flat
+    counts = cumulative("cumsum", cast(flat, dtypes.int64), 0) if flat.size else flat
     n = int(to_numpy(counts.narrow(0, flat.size - 1, 1))[0]) if flat.size else 0
     out = _new((n, x.ndim), dtypes.int64, x.device)
     if n == 0:
@@ -922,7 +922,7 @@ def _unique_gpu(x: NDArray, n: int, return_inverse: bool,
         new_value = binary("logical_and", new_value, unary("logical_not", both_nan))
     starts = full((n,), True, dtypes.bool_, dev)
     copy_(starts.narrow(0, 1, n - 1), new_value)
-    group = binary("sub", cumulative("cumsum", starts, 0), 1)  # group id of each sorted element
+    group = binary("sub", cumulative("cumsum", cast(starts, dtypes.int64), 0), 1)  # group id of each sorted element
     m = int(to_numpy(group.narrow(0, n - 1, 1))[0]) + 1
     # The first element of each group goes to its slot; the others to a spill slot past the end.
     spill = _new((m + 1,), x.dtype, dev)
