@@ -348,3 +348,18 @@ def test_load_state_dict_casts_dtype_and_rejects_non_tensors():
     assert torch.equal(to_torch(lin.weight), before)
     with pytest.raises(TypeError):
         lin.load_state_dict([("weight", genesis.zeros(2, 2))])
+
+
+def test_dict_containers_update_from_each_other():
+    md = nn.ModuleDict({"a": nn.ReLU()})
+    md.update(nn.ModuleDict({"b": nn.Tanh(), "c": nn.ReLU()}))
+    assert list(md.keys()) == ["a", "b", "c"]
+    pd = nn.ParameterDict({"z": genesis.ones(1), "y": genesis.ones(1)})
+    assert list(pd.keys()) == ["y", "z"]  # a plain dict is inserted in sorted key order, as torch does
+    pd.update(nn.ParameterDict([("x", nn.Parameter(genesis.zeros(1)))]))
+    pd.update([("w", genesis.zeros(2))])
+    assert list(pd.keys()) == ["y", "z", "x", "w"] and isinstance(pd["w"], nn.Parameter)
+    tpd = torch.nn.ParameterDict({"z": torch.ones(1), "y": torch.ones(1)})
+    tpd.update(torch.nn.ParameterDict([("x", torch.nn.Parameter(torch.zeros(1)))]))
+    tpd.update([("w", torch.zeros(2))])
+    assert list(tpd.keys()) == list(pd.keys())

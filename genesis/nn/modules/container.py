@@ -227,7 +227,7 @@ class ModuleDict(Module):
         return self._modules.values()
 
     def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
-        items = modules.items() if isinstance(modules, Mapping) else modules
+        items = modules.items() if isinstance(modules, (Mapping, ModuleDict)) else modules
         for key, module in items:
             self[key] = module
 
@@ -331,9 +331,12 @@ class ParameterDict(Module):
             del self[k]
 
     def update(self, parameters: Any) -> None:
-        items = parameters.items() if isinstance(parameters, Mapping) else parameters
-        if isinstance(parameters, Mapping) and not isinstance(parameters, (OrderedDict, ParameterDict)):
-            items = sorted(items)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = list(parameters.items())
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())  # a plain dict: torch inserts in sorted key order
+        else:
+            items = parameters
         for key, value in items:
             self[key] = value
 
