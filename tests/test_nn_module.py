@@ -363,3 +363,12 @@ def test_dict_containers_update_from_each_other():
     tpd.update(torch.nn.ParameterDict([("x", torch.nn.Parameter(torch.zeros(1)))]))
     tpd.update([("w", torch.zeros(2))])
     assert list(tpd.keys()) == list(pd.keys())
+
+
+def test_sequential_delete_renumbers_like_torch():
+    from collections import OrderedDict as OD
+
+    for lib in (genesis, torch):
+        seq = lib.nn.Sequential(OD(a=lib.nn.ReLU(), b=lib.nn.Tanh(), c=lib.nn.Sigmoid()))
+        del seq[0]
+        assert list(seq._modules) == ["0", "1"] and type(seq[1]).__name__ == "Sigmoid"

@@ -61,11 +61,11 @@ class Sequential(Module):
         keys = list(self._modules)
         for key in (keys[idx] if isinstance(idx, slice) else [keys[_index("Sequential", idx, len(self))]]):
             delattr(self, key)
-        # Keep the numbering contiguous, as torch does.
-        items = list(self._modules.items())
+        # Renumber the remaining children 0..n-1, as torch does (named keys included).
+        modules = list(self._modules.values())
         self._modules.clear()
-        for i, (key, module) in enumerate(items):
-            self._modules[str(i) if key.isdigit() else key] = module
+        for i, module in enumerate(modules):
+            self._modules[str(i)] = module
 
     def __len__(self) -> int:
         return len(self._modules)
