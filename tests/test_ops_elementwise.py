@@ -644,3 +644,27 @@ def test_iadd_rebinds_to_same_tensor():
 def test_requires_cpu_device_tensors():
     x = to_genesis(rand(2, 3))
     assert str(x.device).split(":")[0] == DEVICE.split(":")[0]
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@pytest.mark.parametrize("which", [0, 1])
+def test_binary_gradient_reaches_only_inputs_that_require_it(name, which):
+    """With one operand not requiring grad, the other gets exactly torch's gradient and the first gets none."""
+    a, b = rand(3, 4, seed=31), (rand(4, seed=32).detach().abs() + 0.5)
+    a.requires_grad_(which == 0)
+    b.requires_grad_(which == 1)
+    check(BINARY[name], a, b)
+    ga, gb = to_genesis(a), to_genesis(b)
+    BINARY[name](genesis, ga, gb).sum().backward()
+    assert (ga.grad is None) == (which != 0) and (gb.grad is None) == (which != 1)
+
+
+def test_inplace_into_tensor_without_grad_from_one_with_grad():
+    def fn(lib, x, y):
+        x.add_(y * 2)
+        x.mul_(y)
+        return x * x
+
+    check(fn, rand(3, 4, seed=33, requires_grad=False), rand(4, seed=34))
+    check(lambda lib, x, y: x.copy_(y).exp(), rand(3, 4, seed=35, requires_grad=False), rand(4, seed=36))
+    check(lambda lib, x, y: x.masked_fill_(x > 0, y[0]).sin(), rand(3, 4, seed=37, requires_grad=False), rand(4))
