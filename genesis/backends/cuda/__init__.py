@@ -233,7 +233,7 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
             optr, pa = _ptr(out), _ptr(a)
             # Only the all-aligned case is cached by dtype alone; other alignments take the general path.
             if bkey is not False and not ((optr | pa | (barg if bkey.__class__ is dtypes.dtype else 0)) & 15):
-                key = (op, nin, out.dtype, a.dtype, bkey, n & 15 == 0, n >= 2**31 - 65536)
+                key = (op, nin, out.dtype, a.dtype, bkey, n & 15 == 0, n >= 2**31 - 65536, out.device)
                 go = _FAST.get(key)
                 if go is None:
                     go = _FAST[key] = _contig_launcher(op, nin, out, optr, ins, (pa, barg)[:nin], n, scalar_dtype)[0]
@@ -1105,3 +1105,17 @@ def rope(x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
 
     _check_device("rope", x, cos, sin)
     return nn_fused.rope(x, cos, sin, inverse)
+
+
+def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool, scale: float) -> tuple:
+    from genesis.backends.cuda import nn_fused
+
+    _check_device("attention", q, k, v, mask)
+    return nn_fused.attention(q, k, v, mask, is_causal, scale)
+
+
+def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
+                       lse: NDArray, is_causal: bool, scale: float) -> tuple:
+    from genesis.backends.cuda import nn_fused
+
+    return nn_fused.attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)

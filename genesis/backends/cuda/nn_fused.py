@@ -1,7 +1,8 @@
 """Launchers of the fused neural-network kernels (``kernels/nn_*.py``): check, allocate, launch.
 
 Each implements one primitive of the backend contract (``genesis.backends``): softmax_backward, layer_norm,
-layer_norm_backward, cross_entropy, cross_entropy_backward, swiglu, swiglu_backward, rope.
+layer_norm_backward, cross_entropy, cross_entropy_backward, swiglu, swiglu_backward, rope, attention,
+attention_backward.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from genesis import dtypes
 from genesis.backends.cuda import _contig, _new, _next_pow2, _psig, _ptr, contiguous, full, reduce, rt
 from genesis.backends.cuda import triton_driver as td
+from genesis.backends.cuda.kernels import nn_attention as ak
 from genesis.backends.cuda.kernels import nn_cross_entropy as cek
 from genesis.backends.cuda.kernels import nn_norm as nk
 from genesis.backends.cuda.kernels import nn_rope_swiglu as rsk
@@ -250,3 +252,80 @@ def rope(x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
         go = _ROPE.launcher(sig, (half, block_r, block_d, inverse), 4)
         go((R + block_r - 1) // block_r, 1, 1, *ptrs, R, S1, S2, c0, c1, c2)
     return out
+
+
+# ---------------------------------------------------------------- flash attention
+
+_ATTN_FWD = td.Kernel(ak.attn_fwd)
+_ATTN_PRE = td.Kernel(ak.attn_bwd_pre)
+_ATTN_DKDV = td.Kernel(ak.attn_bwd_dkdv)
+_ATTN_DQ = td.Kernel(ak.attn_bwd_dq)
+
+
+def _unit_last(x: NDArray) -> NDArray:
+    return x if x.strides[-1] == 1 else contiguous(x)
+
+
+def _attn_args(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, scale: float) -> tuple:
+    """(mask array, runtime scalars after the pointers) shared by the attention kernels."""
+    B, H, L, _ = q.shape
+    HK, S = k.shape[1], k.shape[2]
+    if mask is not None:
+        mask = mask.expand((B, H, L, S))
+        mstrides = mask.strides
+    else:
+        mstrides = (0, 0, 0, 0)
+    scalars = (*q.strides[:3], *k.strides[:3], *v.strides[:3], *mstrides, H, H // HK, L, S, scale)
+    return mask, scalars
+
+
+_ATTN_SIG = ("i64",) * 13 + ("i32", "i32", "i32", "i32", "fp32")
+
+
+def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool,
+              scale: float) -> tuple[NDArray, NDArray]:
+    q, k, v = _unit_last(q), _unit_last(k), _unit_last(v)
+    B, H, L, D = q.shape
+    out = _new((B, H, L, D), q.dtype, q.device)
+    lse = _new((B * H, L), _F32, q.device)
+    if out.size:
+        rt.ensure_device(q.device.index)
+        mask, scalars = _attn_args(q, k, v, mask, scale)
+        m = mask if mask is not None else q
+        arrays = (q, k, v, m, out, lse)
+        ptrs = tuple(_ptr(a) for a in arrays)
+        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG
+        block_m, block_n = 128, 64
+        go = _ATTN_FWD.launcher(sig, (D, block_m, block_n, is_causal, mask is not None), 8 if D > 64 else 4, 3)
+        go((L + block_m - 1) // block_m, B * H, 1, *ptrs, *scalars)
+    return out, lse
+
+
+def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
+                       lse: NDArray, is_causal: bool, scale: float) -> tuple[NDArray, NDArray, NDArray]:
+    q, k, v, do = _unit_last(q), _unit_last(k), _unit_last(v), _dense(grad)
+    B, H, L, D = q.shape
+    HK, S = k.shape[1], k.shape[2]
+    dq = _new(q.shape, q.dtype, q.device)
+    dk = _new((B, HK, S, D), k.dtype, k.device)
+    dv = _new((B, HK, S, D), v.dtype, v.device)
+    if not (q.size and k.size):
+        return dq, dk, dv
+    rt.ensure_device(q.device.index)
+    delta = _new((B * H, L), _F32, q.device)
+    pre = (_ptr(out), _ptr(do), _ptr(delta))
+    go = _ATTN_PRE.launcher(tuple(_psig(a, p) for a, p in zip((out, do, delta), pre)) + ("i32",), (D, 64), 4)
+    go((B * H * L + 63) // 64, 1, 1, *pre, B * H * L)
+    mask, scalars = _attn_args(q, k, v, mask, scale)
+    m = mask if mask is not None else q
+    block, warps = 64, 8 if D > 64 else 4
+    consts = (D, block, block, is_causal, mask is not None)
+    arrays = (q, k, v, m, do, lse, delta, dk, dv)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    go = _ATTN_DKDV.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG, consts, warps, 2)
+    go((S + block - 1) // block, B * HK, 1, *ptrs, *scalars)
+    arrays = (q, k, v, m, do, lse, delta, dq)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    go = _ATTN_DQ.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG, consts, warps, 2)
+    go((L + block - 1) // block, B * H, 1, *ptrs, *scalars)
+    return dq, dk, dv

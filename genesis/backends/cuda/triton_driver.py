@@ -138,7 +138,7 @@ class Kernel:
     """A Triton kernel with one bound launcher per specialization.
 
     ``launcher(types, consts, num_warps)`` returns ``go(grid_x, grid_y, grid_z, *runtime_args)`` which launches on
-    the current stream. Built launchers are cached by (types, consts, num_warps, num_stages).
+    the current stream. Built launchers are cached by (types, consts, num_warps, num_stages, device).
     """
 
     def __init__(self, fn: Any) -> None:
@@ -146,7 +146,8 @@ class Kernel:
         self._cache: dict[tuple, Callable] = {}
 
     def launcher(self, types: tuple[str, ...], consts: tuple, num_warps: int = 4, num_stages: int = 3) -> Callable:
-        key = (types, consts, num_warps, num_stages)
+        # Loaded kernels belong to one device's context: each device binds its own.
+        key = (types, consts, num_warps, num_stages, rt.state.device)
         go = self._cache.get(key)
         if go is None:
             go = self._cache[key] = self._bind(types, consts, num_warps, num_stages)
