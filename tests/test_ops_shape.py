@@ -318,3 +318,22 @@ def test_chained_views_gradient():
         return (y * y.flip(-1)).sum(0).diagonal(1)
 
     check(fn, rand(3, 4, 3, seed=25))
+
+
+def test_reshape_shares_version_only_when_it_is_a_view():
+    """A viewing reshape shares memory with its input; a copying one is independent, also for autograd."""
+    def copy_then_modify(lib, x):
+        a = x * 1.0
+        s = a.sin()  # saves a for backward
+        c = a.mT.reshape(-1)  # a copy: strides do not allow a view
+        c.add_(1.0)
+        return s + c.reshape(4, 3).mT
+
+    check(copy_then_modify, rand(3, 4, seed=40))
+    t = torch.zeros(3, 4)
+    g = to_genesis(t)
+    g.reshape(2, 6)[0, 0] = 1.0
+    t.reshape(2, 6)[0, 0] = 1.0
+    g.mT.reshape(-1)[0] = 5.0
+    t.mT.reshape(-1)[0] = 5.0
+    assert_same(g, t)

@@ -78,7 +78,15 @@ from genesis.functional.shape import (
     View,
     ViewOf,
 )
-from genesis.ndarray import NDArray, broadcast_shapes, full_indices, normalize_dim, normalize_dims
+from genesis.ndarray import (
+    NDArray,
+    broadcast_shapes,
+    full_indices,
+    infer_shape,
+    normalize_dim,
+    normalize_dims,
+    view_strides,
+)
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
 
@@ -796,7 +804,12 @@ def _shape_args(op: str, shape: tuple) -> tuple[int, ...]:
 
 
 def reshape(input: Tensor, *shape: Any) -> Tensor:
-    return Reshape.apply(input, _shape_args("reshape", shape))
+    """A view when the strides allow one (sharing memory and version counter, as torch), else a copy."""
+    nd = input.ndarray
+    target = infer_shape("reshape", _shape_args("reshape", shape), nd.size)
+    if view_strides(nd.shape, nd.strides, target) is not None:
+        return View.apply(input, target, "reshape")
+    return Reshape.apply(input, target)
 
 
 def view(input: Tensor, *shape: Any) -> Tensor:
@@ -818,8 +831,6 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     d = normalize_dim("unflatten", dim, input.ndim)
-    from genesis.ndarray import infer_shape
-
     sizes = infer_shape("unflatten", sizes, input.shape[d])
     return reshape(input, input.shape[:d] + tuple(sizes) + input.shape[d + 1:])
 

@@ -21,7 +21,7 @@ class View(Primitive):
 
 
 class Reshape(Primitive):
-    """Reshape: a view when the strides allow it, else a copy (the output then owns new memory)."""
+    """A reshape that must copy: the output owns new memory (``functional.reshape`` sends viewable ones to View)."""
 
     @staticmethod
     def forward(ctx, x: NDArray, shape: tuple[int, ...]) -> NDArray:
