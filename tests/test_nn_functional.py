@@ -205,7 +205,7 @@ def test_scaled_dot_product_attention_dropout_is_used():
 @pytest.mark.parametrize("training", [True, False])
 def test_batch_norm_functional_fused_and_half_precision(training):
     def f(lib, x, w, b):
-        mean, var = lib.zeros(3, dtype=x.dtype), lib.ones(3, dtype=x.dtype)
+        mean, var = lib.zeros(3, dtype=x.dtype, device=x.device), lib.ones(3, dtype=x.dtype, device=x.device)
         out = lib.nn.functional.batch_norm(x, mean, var, w, b, training=training, momentum=0.2)
         return out, mean, var
     check(f, rand(4, 3, 5), rand(3), rand(3, seed=1))

@@ -166,7 +166,7 @@ def test_rotary_embedding_matches_hf_convention():
 
 
 def test_rope_function_layouts_and_gradient():
-    cos, sin = nn.functional.rope_tables(6, 16)
+    cos, sin = nn.functional.rope_tables(6, 16, device=DEVICE)
     tcos, tsin = to_torch(cos).double(), to_torch(sin).double()
     pos = torch.tensor([[3, 4, 5, 6]])
 

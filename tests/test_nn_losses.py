@@ -149,13 +149,15 @@ def test_other_losses():
 def test_loss_modules(make, kind):
     g, t = make(genesis), make(torch)
     assert list(g.state_dict()) == list(t.state_dict())
+    def run(lib, x, y):
+        return make(lib).to(x.device)(x, y)  # buffers (weight, pos_weight) on the inputs' device
+
     if kind == "class":
-        check(lambda lib, x, y: make(lib)(x, y), rand(6, 5), targets(6, classes=5))
+        check(run, rand(6, 5), targets(6, classes=5))
     elif kind == "bce":
-        check(lambda lib, x, y: make(lib)(x, y), rand(6, 5, low=0.1, high=0.9), rand(6, 5, low=0, high=1,
-                                                                                      requires_grad=False))
+        check(run, rand(6, 5, low=0.1, high=0.9), rand(6, 5, low=0, high=1, requires_grad=False))
     else:
-        check(lambda lib, x, y: make(lib)(x, y), rand(6, 5), rand(6, 5, low=0, high=1, seed=1))
+        check(run, rand(6, 5), rand(6, 5, low=0, high=1, seed=1))
 
 
 def test_legacy_reduction_flags():
@@ -166,7 +168,7 @@ def test_legacy_reduction_flags():
 
 def test_cross_entropy_double_backward():
     def f(lib, x):
-        t = torch.tensor([0, 2, 4, 1]) if lib is torch else genesis.tensor([0, 2, 4, 1])
+        t = torch.tensor([0, 2, 4, 1]) if lib is torch else genesis.tensor([0, 2, 4, 1], device=x.device)
         (g,) = lib.autograd.grad(lib.nn.functional.cross_entropy(x, t), x, create_graph=True)
         return (g * g).sum()
     check(f, rand(4, 5))

@@ -172,7 +172,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None =
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     flat = random.randn((rows, cols), generator=generator, dtype=tensor.dtype, device=tensor.device)
-    a = np.asarray(flat.double().numpy())
+    a = np.asarray(flat.double().cpu().numpy())
     if rows < cols:
         a = a.T
     # Host QR: initialization runs once, and the sign correction below makes the result unique.
