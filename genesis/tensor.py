@@ -52,6 +52,7 @@ def _genesis_dtype_of_numpy(d: np.dtype) -> dtypes.dtype:
 def _infer_dtype(data: Any) -> dtypes.dtype:
     """The dtype torch.tensor would pick for nested Python data."""
     kind = 0
+    typed = None  # numpy scalars carry their own dtype, which torch keeps
     stack = [data]
     while stack:
         item = stack.pop()
@@ -59,6 +60,9 @@ def _infer_dtype(data: Any) -> dtypes.dtype:
             return item.dtype
         if isinstance(item, (list, tuple)):
             stack.extend(item)
+        elif isinstance(item, np.generic):
+            d = _genesis_dtype_of_numpy(item.dtype)
+            typed = d if typed is None else dtypes.promote_types(typed, d)
         elif isinstance(item, bool):
             kind = kind or 0
         elif isinstance(item, numbers.Integral):
@@ -67,6 +71,8 @@ def _infer_dtype(data: Any) -> dtypes.dtype:
             kind = 2
         else:
             raise TypeError(f"tensor(): could not infer dtype of {type(item).__name__}")
+    if typed is not None:
+        return dtypes.promote_types(typed, (typed, dtypes.int64, dtypes.get_default_dtype())[kind])
     if kind == 0 and _has_leaf(data):
         return dtypes.bool_
     return (dtypes.bool_, dtypes.int64, dtypes.get_default_dtype())[kind] if _has_leaf(data) else \

@@ -54,6 +54,12 @@ def test_tensor_from_numpy_and_tensors():
     assert t.requires_grad and t.is_leaf
 
 
+def test_tensor_from_numpy_scalars_keeps_their_dtype():
+    for data in ([np.float64(1.5), 2], [np.int32(1), 2], [np.float32(1.5), 2.5], [np.int16(1), True],
+                 [np.int8(1), 2.5], [np.float16(1), np.int64(3)], np.float32(2.5), np.int32(3)):
+        assert_same(genesis.tensor(data, device=DEVICE), torch.tensor(data))
+
+
 def test_tensor_constructor():
     assert_same(genesis.Tensor([1, 2, 3]), torch.Tensor([1, 2, 3]))
     assert_same(genesis.Tensor([[1.5, 2]]), torch.Tensor([[1.5, 2]]))
