@@ -242,3 +242,55 @@ def test_double_backward_through_fused_norm_and_loss() -> None:
     (gr * gr).sum().backward()
     _close(gx, gr, genesis.float32, "first gradient")
     _close(wg.grad, wr.grad, genesis.float32, "second-order weight gradient")
+
+
+# ---------------------------------------------------------------- attention
+
+
+def _attention_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                   causal: bool) -> torch.Tensor:
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+    if causal:
+        L, S = scores.shape[-2:]
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(scores, -1) @ v
+
+
+ATTENTION_CASES = {
+    "ragged-causal": (2, 4, 4, 37, 37, 64, True, None),
+    "gqa-float-mask": (1, 4, 2, 19, 45, 128, False, "float"),
+    "length1": (1, 2, 1, 1, 1, 64, True, None),
+    "long-bool-mask": (1, 2, 2, 300, 300, 64, True, "bool"),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=str)
+@pytest.mark.parametrize("case", list(ATTENTION_CASES))
+def test_attention(path: str, dtype: genesis.dtype, case: str) -> None:
+    B, H, HK, L, S, D, causal, mask_kind = ATTENTION_CASES[case]
+    q, k, v = _rand((B, H, L, D), dtype, 0), _rand((B, HK, S, D), dtype, 1), _rand((B, HK, S, D), dtype, 2)
+    mask = None
+    if mask_kind == "float":
+        mask = _rand((L, S), dtype, 3)
+    elif mask_kind == "bool":
+        mask = torch.rand((1, 1, L, S), generator=torch.Generator().manual_seed(3)) > 0.2
+        mask[..., 0] = True  # every query sees at least one key
+    (qg, kg, vg), (qr, kr, vr) = (_leaf(t) for t in (q, k, v)), (_ref(t) for t in (q, k, v))
+    mg = to_genesis(mask) if mask is not None else None
+    if path == "functional":
+        out = F.scaled_dot_product_attention(qg, kg, vg, mg, is_causal=causal, enable_gqa=H != HK)
+    else:
+        if mg is not None and mg.dtype is genesis.bool:
+            mg = genesis.where(mg, 0.0, float("-inf")).float()
+        out = fused.Attention.apply(qg, kg, vg, mg, causal, D ** -0.5)
+    ref = _attention_ref(qr, kr, vr, mask.double() if mask is not None and mask_kind == "float" else mask, causal)
+    _close(out, ref, dtype, "output")
+    _backward(out, ref, 4)
+    _close(qg.grad, qr.grad, dtype, "grad q")
+    _close(kg.grad, kr.grad, dtype, "grad k")
+    _close(vg.grad, vr.grad, dtype, "grad v")

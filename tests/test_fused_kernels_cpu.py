@@ -20,7 +20,7 @@ import pytest
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NAMES = ("nn_norm", "nn_cross_entropy", "nn_rope_swiglu", "nn_softmax")
+NAMES = ("nn_norm", "nn_cross_entropy", "nn_rope_swiglu", "nn_softmax", "nn_attention")
 
 
 def _kernel_modules() -> dict[str, types.ModuleType]:
@@ -46,9 +46,19 @@ def _kernel_modules() -> dict[str, types.ModuleType]:
 def _specs() -> list[tuple]:
     k = _kernel_modules()
     nk, ck, rk, sk = k["nn_norm"], k["nn_cross_entropy"], k["nn_rope_swiglu"], k["nn_softmax"]
+    ak = k["nn_attention"]
     bf = "*bf16:16"
+    f16 = "*fp16:16"
     f32 = "*fp32:16"
+    attn = ("i64",) * 13 + ("i32", "i32", "i32", "i32", "fp32")
     return [
+        ("attention fwd bf16 d128 causal", ak.attn_fwd, (bf, bf, bf, bf, bf, f32, *attn), (128, 128, 64, True, False)),
+        ("attention fwd fp16 d64 mask", ak.attn_fwd, (f16, f16, f16, f32, f16, f32, *attn), (64, 128, 64, False, True)),
+        ("attention bwd pre", ak.attn_bwd_pre, (bf, bf, f32, "i32"), (128, 64)),
+        ("attention bwd dk dv bf16 d128", ak.attn_bwd_dkdv, (bf, bf, bf, bf, bf, f32, f32, bf, bf, *attn),
+         (128, 64, 64, True, False)),
+        ("attention bwd dq fp16 d64 mask", ak.attn_bwd_dq, (f16, f16, f16, f16, f16, f32, f32, f16, *attn),
+         (64, 64, 64, False, True)),
         ("layer_norm fwd bf16", nk.norm_fwd, (bf, bf, bf, bf, f32, f32, "i32", "fp32"),
          (False, True, True, 4096, True)),
         ("rms_norm fwd long rows", nk.norm_fwd, (f32, f32, f32, f32, f32, f32, "i32", "fp32"),
@@ -213,6 +223,37 @@ for log in (False, True):
         dx = torch.empty(M, K)
         sk.softmax_bwd[(M,)](dy.float(), y.detach().float(), dx, K, LOG=log, BLOCK_K=block, ONE_PASS=one_pass)
         close(dx, xr.grad, f"softmax bwd log={log} one_pass={one_pass}")
+
+# flash attention: GQA (4 query heads over 2 key heads), ragged lengths, an additive mask, causal with L > S
+ak = importlib.import_module("genesis.backends.cuda.kernels.nn_attention")
+for B, H, HK, L, S, D, causal, use_mask in ((1, 4, 2, 19, 33, 16, False, True), (1, 2, 1, 40, 17, 16, True, False)):
+    q = torch.randn(B, H, L, D, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(B, HK, S, D, generator=g, dtype=torch.float64) for _ in range(2))
+    mask = torch.randn(L, S, generator=g, dtype=torch.float64) if use_mask else None
+    qr, kr, vr = (t.clone().requires_grad_() for t in (q, k, v))
+    scores = qr @ kr.repeat_interleave(H // HK, 1).transpose(-1, -2) * D ** -0.5
+    if use_mask:
+        scores = scores + mask
+    if causal:
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    ref = torch.softmax(scores, -1) @ vr.repeat_interleave(H // HK, 1)
+    dy = torch.randn(B, H, L, D, generator=g, dtype=torch.float64)
+    ref.backward(dy)
+    qf, kf, vf, dyf = q.float(), k.float(), v.float(), dy.float()
+    mf = mask.float().expand(B, H, L, S) if use_mask else qf
+    strides = [*qf.stride()[:3], *kf.stride()[:3], *vf.stride()[:3], *(mf.stride() if use_mask else (0,) * 4)]
+    args = (*strides, H, H // HK, L, S, D ** -0.5)
+    meta = dict(HEAD_D=D, BLOCK_M=16, BLOCK_N=16, CAUSAL=causal, HAS_MASK=use_mask)
+    o, lse, delta = torch.empty(B, H, L, D), torch.empty(B * H, L), torch.empty(B * H * L)
+    ak.attn_fwd[((L + 15) // 16, B * H)](qf, kf, vf, mf, o, lse, *args, **meta)
+    close(o, ref.detach(), f"attention out causal={causal}")
+    ak.attn_bwd_pre[((B * H * L + 15) // 16,)](o, dyf, delta, B * H * L, HEAD_D=D, BLOCK_M=16)
+    dq, dk, dv = torch.empty(B, H, L, D), torch.empty(B, HK, S, D), torch.empty(B, HK, S, D)
+    ak.attn_bwd_dkdv[((S + 15) // 16, B * HK)](qf, kf, vf, mf, dyf, lse, delta, dk, dv, *args, **meta)
+    ak.attn_bwd_dq[((L + 15) // 16, B * H)](qf, kf, vf, mf, dyf, lse, delta, dq, *args, **meta)
+    close(dq, qr.grad, "attention dq")
+    close(dk, kr.grad, "attention dk")
+    close(dv, vr.grad, "attention dv")
 print("ok")
 """
 

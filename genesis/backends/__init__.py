@@ -81,6 +81,12 @@ fused neural-network kernels (over the last dim; statistics in float32, results 
                                                     silu(gate) * up and (grad_gate, grad_up)
     rope(x, cos, sin, inverse)                      x * cos + rotate_half(x) * sin (inverse: x * cos -
                                                     rotate_half(x * sin)); cos/sin broadcastable to x
+    attention(q, k, v, mask, is_causal, scale)      (out, lse): softmax(q k^T * scale + mask) v for (B, H, L, D)
+                                                    q and (B, HK, S, D) k/v, H a multiple of HK (grouped-query);
+                                                    mask additive float broadcastable to (B, H, L, S) or None;
+                                                    causal top-left aligned; lse: backend-specific row statistics
+    attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
+                                                    (grad_q, grad_k, grad_v)
 random (counter-based: the same seed and offset give the same numbers)
     uniform(shape, dtype, device, seed, offset)     U[0, 1)
     normal(shape, dtype, device, seed, offset)      N(0, 1)
@@ -110,7 +116,7 @@ PRIMITIVES = (
     "index", "index_put_", "gather", "scatter", "index_select", "nonzero", "sort", "unique", "searchsorted",
     "conv", "conv_backward", "pool", "pool_backward", "batch_norm", "batch_norm_backward",
     "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
-    "swiglu", "swiglu_backward", "rope",
+    "swiglu", "swiglu_backward", "rope", "attention", "attention_backward",
     "uniform", "normal", "randint",
     "synchronize",
 )

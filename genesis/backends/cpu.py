@@ -396,6 +396,35 @@ def rope(x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
     return wrap(out.to(xt.dtype))
 
 
+def _attention_fp32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: NDArray | None, is_causal: bool,
+                    scale: float) -> torch.Tensor:
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    scores = q @ k.transpose(-2, -1) * scale
+    if mask is not None:
+        scores = scores + native(mask).float()
+    if is_causal:
+        L, S = scores.shape[-2:]
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(scores, -1) @ v
+
+
+def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool, scale: float) -> tuple:
+    qt = native(q)
+    out = _attention_fp32(qt.float(), native(k).float(), native(v).float(), mask, is_causal, scale)
+    # The CPU backward recomputes the forward with torch autograd: no row statistics are needed.
+    return wrap(out.to(qt.dtype)), wrap(torch.empty(0))
+
+
+def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
+                       lse: NDArray, is_causal: bool, scale: float) -> tuple:
+    inputs = [native(t).detach().float().requires_grad_() for t in (q, k, v)]
+    with torch.enable_grad():
+        result = _attention_fp32(*inputs, mask, is_causal, scale)
+        grads = torch.autograd.grad(result, inputs, native(grad).float())
+    return tuple(wrap(g.to(native(t).dtype)) for g, t in zip(grads, (q, k, v)))
+
+
 # ---------------------------------------------------------------- random
 
 def _generator(seed: int, offset: int) -> torch.Generator:

@@ -10,6 +10,7 @@ the backward is written in differentiable tensor ops instead, so higher derivati
 - ``Rope``: rotary embedding ``x * cos + rotate_half(x) * sin`` with tables broadcastable to x; linear in x, its
   backward is the inverse rotation (itself a ``Rope``).
 - ``Softmax``: softmax / log_softmax with a fused backward.
+- ``Attention``: flash attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors.
 
 The ``fused_*`` functions are what ``genesis.nn.functional`` calls: they return the fused result where a kernel
 applies (CUDA tensors of float32/float16/bfloat16) and None elsewhere, so the caller keeps its composite (the CPU
@@ -200,6 +201,37 @@ class Rope(Primitive):
         return Rope.apply(grad, cos.detach(), sin.detach(), not ctx.inverse), None, None, None
 
 
+class Attention(Primitive):
+    """``softmax(q k^T * scale + mask) v``; q (B, H, L, D), k/v (B, HK, S, D) with H a multiple of HK."""
+
+    @staticmethod
+    def forward(ctx, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool,
+                scale: float) -> NDArray:
+        out, lse = q.backend.attention(q, k, v, mask, is_causal, scale)
+        ctx.save_for_backward(q, k, v, mask, out, lse)
+        ctx.params = (is_causal, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, mask, out, lse = ctx.saved_tensors
+        if is_grad_enabled():
+            raise NotImplementedError("double backward through the fused attention is not supported")
+        dq, dk, dv = AttentionBackward.apply(grad, q, k, v, mask, out, lse, *ctx.params)
+        return dq, dk, dv, None, None, None
+
+
+class AttentionBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
+                lse: NDArray, is_causal: bool, scale: float) -> tuple:
+        return q.backend.attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused attention backward is not supported")
+
+
 # ---------------------------------------------------------------- entry points for nn.functional
 
 _KERNEL_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
@@ -270,3 +302,35 @@ def fused_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor | None:
             or cos.ndim > x.ndim):
         return None
     return Rope.apply(x, cos.detach(), sin.detach(), False)
+
+
+_HEAD_DIMS = (16, 32, 64, 128)
+
+
+def fused_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, dropout_p: float, is_causal: bool,
+                    scale: float, enable_gqa: bool) -> Tensor | None:
+    """Flash attention for 4-D bfloat16/float16 CUDA tensors (head dims 16..128, powers of two), no dropout.
+
+    A bool mask becomes an additive one (0 / -inf); a float mask must not require grad (its gradient is not
+    computed). Grouped-query K/V are read in place, never repeated.
+    """
+    if (q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or dropout_p > 0.0 or q.device.type != "cuda"
+            or q.dtype not in (dtypes.bfloat16, dtypes.float16) or q.dtype is not k.dtype or k.dtype is not v.dtype
+            or q.shape[-1] not in _HEAD_DIMS or v.shape[-1] != q.shape[-1] or k.device != q.device
+            or v.device != q.device or q.shape[0] != k.shape[0] or k.shape[:3] != v.shape[:3]):
+        return None
+    hq, hk = q.shape[1], k.shape[1]
+    if hq != hk and not (enable_gqa and hq % hk == 0):
+        return None
+    if q.shape[2] == 0 or k.shape[2] == 0:
+        return None
+    if attn_mask is not None:
+        if attn_mask.requires_grad or attn_mask.device != q.device or attn_mask.ndim > 4:
+            return None
+        if attn_mask.dtype is dtypes.bool_:
+            from genesis.functional import where
+
+            attn_mask = where(attn_mask, 0.0, float("-inf")).float()
+        elif attn_mask.dtype not in _KERNEL_DTYPES:
+            return None
+    return Attention.apply(q, k, v, attn_mask, is_causal, scale)

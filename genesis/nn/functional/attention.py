@@ -6,6 +6,7 @@ import math
 
 from genesis import amp, dtypes
 from genesis import functional as T
+from genesis.functional.fused import fused_attention
 from genesis.nn.functional.basic import dropout, linear
 from genesis.tensor import Tensor, arange, zeros
 
@@ -37,6 +38,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                            f"{query.shape[-1]} and {key.shape[-1]}")
     L, S = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    fused = fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale_factor, enable_gqa)
+    if fused is not None:
+        return fused
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         hq, hk = query.shape[-3], key.shape[-3]
         if hq % hk or value.shape[-3] != hk:
