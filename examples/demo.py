@@ -35,16 +35,17 @@ def seconds_per_step(flags: list[str]) -> float:
     """Time two training steps of the model the flags describe, on random tokens (after one warm-up step)."""
     args = train_app.build_parser().parse_args(flags)
     config = train_app.model_config(args)
-    model = QwenForCausalLM(config)
+    model = QwenForCausalLM(config, device=args.device)
     model.train()
     optimizer = AdamW(model.parameters(), lr=1e-3)
-    ids = genesis.randint(0, config.vocab_size, (args.batch_size, args.seq_len))
+    ids = genesis.randint(0, config.vocab_size, (args.batch_size, args.seq_len), device=args.device)
     times = []
     for _ in range(3):
         start = time.perf_counter()
         model(ids, labels=ids).loss.backward()
         optimizer.step()
         optimizer.zero_grad()
+        genesis.synchronize(args.device)
         times.append(time.perf_counter() - start)
     return sum(times[1:]) / 2
 
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=Path("runs/demo"), help="where the model and plot go")
     parser.add_argument("--max-mb", type=float, default=3.0, help="read at most this many MB of text")
     parser.add_argument("--prompt", default="def ", help="the prompt of the final sample")
+    parser.add_argument("--device", default="cuda" if genesis.cuda.is_available() else "cpu", help="cpu or cuda")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.minutes <= 0:
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     genesis.manual_seed(args.seed)
     corpus = [str(p) for p in args.text] if args.text else ["--stdlib"]
     flags = [*corpus, "--max-mb", str(args.max_mb), *MODEL_FLAGS, "--output", str(args.output),
-             "--batch-size", str(BATCH_SIZE), "--seed", str(args.seed)]
+             "--batch-size", str(BATCH_SIZE), "--seed", str(args.seed), "--device", args.device]
     if args.steps is not None:
         steps = args.steps
         print(f"Genesis demo: {steps} training steps of {BATCH_SIZE}x128 tokens")

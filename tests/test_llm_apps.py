@@ -168,3 +168,12 @@ def test_sft_and_chat_errors(trained, tmp_path, capsys) -> None:
     assert "tokenizer.json" in capsys.readouterr().err
     assert chat.main([str(base / "out"), "--prompt", "hi", "--top-p", "2"]) == 2
     assert "top_p" in capsys.readouterr().err
+
+
+def test_demo_runs_end_to_end(tmp_path, capsys) -> None:
+    import examples.demo as demo
+
+    assert demo.main(["--steps", "3", "--max-mb", "0.2", "--output", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "training loss" in out and "--- sample" in out
+    assert (tmp_path / "loss.png").is_file() and (tmp_path / "model.safetensors").is_file()
