@@ -159,3 +159,49 @@ def test_integer_array_indexing(shape, data):
     key_prefix = (slice(None),) * dim
     check(lambda lib, x, i: x[key_prefix + (i,)], rand(*shape, seed=11), index)
     check(lambda lib, x, i: x.index_select(dim, i % n), rand(*shape, seed=11), index)
+
+
+DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+          torch.float32, torch.float64]
+
+
+@SETTINGS
+@given(pair=broadcast_pair(), da=st.sampled_from(DTYPES), db=st.sampled_from(DTYPES),
+       op=st.sampled_from(["add", "mul", "div", "eq", "lt", "maximum", "where"]),
+       scalar=st.one_of(st.none(), st.integers(-3, 3), st.floats(-2.0, 2.0, width=32), st.booleans()))
+def test_promotion_with_shapes_dtypes_and_scalars(pair, da, db, op, scalar):
+    """Result dtype and values follow torch for any dtype pair, broadcast shapes, 0-d tensors and scalars."""
+    a = (rand(*pair[0], seed=12, requires_grad=False) * 3).to(da)
+    b = (rand(*pair[1], seed=13, requires_grad=False) * 3).to(db)
+    fns = {
+        "add": lambda lib, a, b: a + b,
+        "mul": lambda lib, a, b: a * b,
+        "div": lambda lib, a, b: a / (b.abs() + 1) if b.dtype != lib.bool else a / 2,
+        "eq": lambda lib, a, b: a == b,
+        "lt": lambda lib, a, b: a < b,
+        "maximum": lambda lib, a, b: lib.maximum(a, b),
+        "where": lambda lib, a, b: lib.where(a > b, a, b),
+    }
+    fn = fns[op]
+    if scalar is not None:
+        check(lambda lib, a: fn(lib, a, a) * scalar if op in ("add", "mul", "div", "maximum", "where")
+              else fn(lib, a, scalar), a, rtol=2e-2, atol=2e-2)
+    check(fn, a, b, rtol=2e-2, atol=2e-2)
+
+
+@SETTINGS
+@given(shape=st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=3).map(tuple), data=st.data())
+def test_mask_assignment_and_select(shape, data):
+    numel = 1
+    for n in shape:
+        numel *= n
+    bits = data.draw(st.lists(st.booleans(), min_size=numel, max_size=numel))
+    mask = torch.tensor(bits).reshape(shape)
+
+    def assign(lib, x, m):
+        y = x * 1.0
+        y[m] = -1.0
+        y[~m] = y[~m] * 2
+        return y, x[m], x.masked_fill(m, 0.5)
+
+    check(assign, rand(*shape, seed=14), mask)
