@@ -50,6 +50,8 @@ _STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
 def _cstrides(shape: tuple[int, ...]) -> tuple[int, ...]:
     s = _STRIDES.get(shape)
     if s is None:
+        if len(_STRIDES) > 8192:  # many distinct shapes (dynamic sequence lengths): start over
+            _STRIDES.clear()
         s = _STRIDES[shape] = contiguous_strides(shape)
     return s
 
@@ -1119,3 +1121,11 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
     from genesis.backends.cuda import nn_fused
 
     return nn_fused.attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
+
+
+def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
+               beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
+    from genesis.backends.cuda import nn_fused
+
+    _check_device("adam_step_", param, grad, exp_avg, exp_avg_sq)
+    nn_fused.adam_step_(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step)
