@@ -190,6 +190,11 @@ class Optimizer:
             offsets.append(offsets[-1] + p.numel())
         for p, start, end in zip(params, offsets, offsets[1:]):
             p.copy_(flat_p[start:end].view(p.shape))
+        plain = {k: v for k, v in flat_state.items() if not isinstance(v, Tensor)}
+        if not fresh and cache["flat"].keys() == flat_state.keys() - plain.keys():
+            for state in states:  # the tensors are still the cached views, updated in place
+                state.update(plain)
+            return True
         views: dict[str, list[Tensor]] = {}
         for k, v in flat_state.items():
             if isinstance(v, Tensor):
@@ -201,7 +206,11 @@ class Optimizer:
         return True
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        """Update one parameter in place from its gradient, its state and its group's hyperparameters."""
+        """Update one parameter in place from its gradient, its state and its group's hyperparameters.
+
+        ``p`` may be the concatenation of several parameters (see ``_step_flat``): the update must be elementwise,
+        create state entries only when they are missing, and change existing state tensors in place.
+        """
         raise NotImplementedError
 
     def _scratch(self, p: Tensor, slot: int = 0) -> Tensor:
