@@ -456,3 +456,28 @@ def test_searchsorted_bucketize(right):
     check(lambda lib, s, v: lib.searchsorted(s, v, right=right), rows, torch.tensor([[3, 6], [1, 4]]))
     check(lambda lib, v, s: lib.bucketize(v, s, right=right), values, seq)
     check_error(RuntimeError, lambda lib, s, v: lib.searchsorted(s, v), rows, torch.tensor([[1], [2], [3]]))
+
+
+def _long(lib, values, shape):
+    dtype = torch.int64 if lib is torch else genesis.int64
+    return lib.tensor(values, dtype=dtype).reshape(shape)
+
+
+def test_index_ops_on_0d_and_empty():
+    s, e = rand(seed=40), rand(0, 3, seed=41)
+    check(lambda lib, x: x.gather(0, _long(lib, [0], ())), s)
+    check(lambda lib, x: x.index_select(0, _long(lib, [0], (1,))), s)
+    check(lambda lib, x: x.masked_select(x > 0), s)
+    check(lambda lib, x: tuple(x.topk(1)), s)
+    check(lambda lib, x: x.argsort(), s)
+    check(lambda lib, x: x.scatter(1, _long(lib, [], (1, 0)), 1.0), rand(2, 3, seed=42))
+    check(lambda lib, x: x.gather(1, _long(lib, [], (1, 0))), rand(2, 3, seed=42))
+    check(lambda lib, x: x[_long(lib, [], (0,))], e)
+    check(lambda lib, x: x[x > 0], e)
+    check(lambda lib, x: tuple(x.sort(1)), rand(2, 0, seed=43))
+    check(lambda lib, x: tuple(x.topk(0)), rand(0, seed=43))
+    check(lambda lib, x, src: x.index_add(0, _long(lib, [], (0,)), src), rand(2, 3, seed=44), rand(0, 3, seed=45))
+    check(lambda lib, x: x.nonzero(), e)
+    check(lambda lib, x: tuple(x.max(1)), e)
+    check(lambda lib, x: x.unique(), rand(0, seed=46, requires_grad=False))
+    check(lambda lib, s, v: lib.searchsorted(s, v), torch.tensor([1.0, 2.0]), torch.zeros(0))

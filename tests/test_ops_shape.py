@@ -208,6 +208,8 @@ def test_split_chunk_unbind():
     check(lambda lib, x: lib.unbind(x, 1), x)
     check(lambda lib, x: x.tensor_split(3), x)
     check(lambda lib, x: x.chunk(2), rand(0, 4, seed=13))
+    check(lambda lib, x: x.split(2), rand(0, 4, seed=13))
+    check(lambda lib, x: x.split(3, 1), rand(2, 0, seed=13))
     check_error(RuntimeError, lambda lib, x: x.split([1, 2]), x)
     check_error(RuntimeError, lambda lib, x: x.chunk(0), x)
     check_error(IndexError, lambda lib, x: x.unbind(2), x)

@@ -1010,7 +1010,8 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Ten
         size = split_size_or_sections
         if size <= 0 and n:
             raise RuntimeError(f"split: split_size can only be 0 if dimension size is 0, but got {size}")
-        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
+        # An empty dim still splits into one empty piece, as in torch.
+        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size and n else [0]
     else:
         sizes = list(split_size_or_sections)
         if builtins.sum(sizes) != n:
