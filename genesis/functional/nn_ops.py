@@ -122,7 +122,7 @@ class BatchNorm(Primitive):
 
     @staticmethod
     def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
-                running_var: NDArray | None, training: bool, momentum: float, eps: float) -> NDArray:
+                running_var: NDArray | None, *, training: bool, momentum: float, eps: float) -> NDArray:
         out, save_mean, save_invstd = x.backend.batch_norm(x, weight, bias, running_mean, running_var, training,
                                                            momentum, eps)
         ctx.save_for_backward(x, weight, running_mean, running_var, save_mean, save_invstd)
@@ -141,7 +141,7 @@ class BatchNorm(Primitive):
         else:
             grads = BatchNormBackward.apply(grad, x, weight, running_mean, running_var, save_mean, save_invstd,
                                             *ctx.params, mask)
-        return tuple(grads) + (None,) * 5
+        return tuple(grads) + (None, None)
 
 
 class BatchNormBackward(Primitive):
@@ -167,7 +167,7 @@ class CrossEntropy(Primitive):
     """
 
     @staticmethod
-    def forward(ctx, x: NDArray, target: NDArray, weight: NDArray | None, ignore_index: int,
+    def forward(ctx, x: NDArray, target: NDArray, weight: NDArray | None, *, ignore_index: int,
                 reduction: str) -> NDArray:
         valid = target.binary("ne", ignore_index)
         safe = valid.where(target, 0)
@@ -197,7 +197,7 @@ class CrossEntropy(Primitive):
         x, logp, safe, valid, w, count = ctx.saved_tensors
         if not is_grad_enabled():
             return (_cross_entropy_grad(grad.ndarray, logp.ndarray, safe.ndarray, valid.ndarray, w.ndarray,
-                                        count.ndarray, ctx.reduction), None, None, None, None)
+                                        count.ndarray, ctx.reduction), None, None)
         scale = w * (grad if ctx.reduction == "none" else grad.expand(w.shape))
         if ctx.reduction == "mean":
             # where(): ignored rows get exactly zero even when every row is ignored (count == 0).
@@ -205,7 +205,7 @@ class CrossEntropy(Primitive):
         onehot = zeros_like_detached(logp).scatter(1, safe.unsqueeze(1), 1.0)
         # With create_graph the probabilities are recomputed from the input so that they stay differentiable.
         probs = softmax(x, 1) if is_grad_enabled() else logp.exp()
-        return (probs - onehot) * scale.unsqueeze(1), None, None, None, None
+        return (probs - onehot) * scale.unsqueeze(1), None, None
 
 
 def _cross_entropy_grad(grad: NDArray, logp: NDArray, safe: NDArray, valid: NDArray, w: NDArray, count: NDArray,

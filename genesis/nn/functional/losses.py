@@ -149,7 +149,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if (input.ndim == 2 and not target.dtype.is_floating_point and label_smoothing == 0.0
             and input.dtype.is_floating_point and (weight is None or weight.dtype is input.dtype)):
         _check_class_target("cross_entropy", input, target)
-        return CrossEntropy.apply(input, target.long(), weight, ignore_index, reduction)
+        return CrossEntropy.apply(input, target.long(), weight, ignore_index=ignore_index, reduction=reduction)
     logp = T.log_softmax(input, class_dim)
     if target.dtype.is_floating_point:
         _check_same_size_probs(input, target)

@@ -117,8 +117,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if input.dtype in (dtypes.float32, dtypes.float64) and all(
             t is None or t.dtype is input.dtype for t in (weight, bias, running_mean, running_var)):
         # One fused kernel each way (several times fewer graph nodes than the composite below).
-        return BatchNorm.apply(input, weight, bias, running_mean, running_var, training,
-                               0.0 if momentum is None else momentum, eps)
+        return BatchNorm.apply(input, weight, bias, running_mean, running_var, training=training,
+                               momentum=0.0 if momentum is None else momentum, eps=eps)
     return _batch_norm_composite(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
