@@ -138,7 +138,9 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, dev
 
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), generator: Generator | None = None,
             dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """Integers uniformly from [low, high)."""
+    """Integers uniformly from [low, high); ``randint(high, size)`` starts at 0, as torch."""
+    if isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if low >= high:
@@ -189,6 +191,8 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, g
 
 def bernoulli(input: Tensor, p: float | None = None, generator: Generator | None = None) -> Tensor:
     """0/1 samples with probability ``input`` (or ``p``) of a one, in input's dtype."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"bernoulli: not implemented for '{input.dtype.name}' (floating inputs only)")
     probs = input if p is None else full_like_value(input, p)
     if probs.numel() and (float(probs.min().item()) < 0 or float(probs.max().item()) > 1):
         raise RuntimeError("bernoulli: all probabilities must be in [0, 1]")
@@ -210,6 +214,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
     """
     if input.ndim not in (1, 2):
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {input.ndim}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype.name}")
     probs = input.detach().to(dtypes.float64)
     squeeze = probs.ndim == 1
     if squeeze:

@@ -333,6 +333,23 @@ def test_random_errors():
     check_error(RuntimeError, lambda lib: lib.randperm(-1))
     check_error(RuntimeError, lambda lib: lib.normal(0.0, -1.0, (2,)))
     check_error(RuntimeError, lambda lib, p: lib.bernoulli(p), torch.tensor([0.5, 1.5]))
+    check_error(RuntimeError, lambda lib, p: lib.bernoulli(p), torch.tensor([0, 1]))
+    check_error(RuntimeError, lambda lib, w: lib.multinomial(w, 1), torch.tensor([1, 2]))
+    check_error(RuntimeError, lambda lib: lib.rand(3, dtype=lib.int64))
+
+
+def test_random_signatures_and_dtypes():
+    for g, t in ((genesis.randint(5, (3,)), torch.randint(5, (3,))),
+                 (genesis.randint(0, 5, (2, 2), dtype=genesis.float32),
+                  torch.randint(0, 5, (2, 2), dtype=torch.float32)),
+                 (genesis.randn(3, dtype=genesis.float16), torch.randn(3, dtype=torch.float16)),
+                 (genesis.rand((2, 3)), torch.rand((2, 3))), (genesis.rand([0]), torch.rand([0])),
+                 (genesis.randperm(4, dtype=genesis.int32), torch.randperm(4, dtype=torch.int32)),
+                 (genesis.normal(genesis.zeros(2, 1), genesis.ones(3)), torch.normal(torch.zeros(2, 1), torch.ones(3))),
+                 (genesis.bernoulli(genesis.full((3,), 0.5, dtype=genesis.float64)),
+                  torch.bernoulli(torch.full((3,), 0.5, dtype=torch.float64)))):
+        assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPE[g.dtype] == t.dtype
+    assert genesis.randn(2, requires_grad=True).requires_grad
 
 
 def test_inplace_random_fills():
