@@ -481,3 +481,25 @@ def test_index_ops_on_0d_and_empty():
     check(lambda lib, x: tuple(x.max(1)), e)
     check(lambda lib, x: x.unique(), rand(0, seed=46, requires_grad=False))
     check(lambda lib, s, v: lib.searchsorted(s, v), torch.tensor([1.0, 2.0]), torch.zeros(0))
+
+
+def test_setitem_through_views_gradients():
+    def through_rows(lib, x, v):
+        y = x * 1.0
+        y[0][1] = v.sum()
+        y[1:, ::2] = v[:2] * 3
+        return y * y
+
+    def through_mask_of_a_row(lib, x, v):
+        y = x * 1.0
+        row = y[1]
+        row[row > 0] = v[0]
+        return y.exp()
+
+    def through_transpose(lib, x, v):
+        y = x * 1.0
+        y.mT[_long(lib, [0, 2], (2,))] = v[:3]
+        return y.sin()
+
+    for fn in (through_rows, through_mask_of_a_row, through_transpose):
+        check(fn, rand(3, 4, seed=50), rand(4, seed=51))
