@@ -294,3 +294,46 @@ def test_attention(path: str, dtype: genesis.dtype, case: str) -> None:
     _close(qg.grad, qr.grad, dtype, "grad q")
     _close(kg.grad, kr.grad, dtype, "grad k")
     _close(vg.grad, vr.grad, dtype, "grad v")
+
+
+# ---------------------------------------------------------------- Adam / AdamW step
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
+@pytest.mark.parametrize("decoupled", [True, False], ids=["adamw", "adam"])
+def test_adam_step(dtype: genesis.dtype, decoupled: bool) -> None:
+    n = 1000
+    p0 = _rand((n,), dtype, 0)
+    pr = torch.nn.Parameter(p0.double())
+    opt_cls = torch.optim.AdamW if decoupled else torch.optim.Adam
+    opt = opt_cls([pr], lr=1e-2, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1)
+    pg = to_genesis(p0)
+    m = genesis.zeros((n,), dtype=genesis.float32, device=DEVICE)
+    v = genesis.zeros((n,), dtype=genesis.float32, device=DEVICE)
+    for step in range(1, 4):
+        grad = _rand((n,), dtype, step)
+        pr.grad = grad.double()
+        opt.step()
+        be = pg.ndarray.backend
+        be.adam_step_(pg.ndarray, to_genesis(grad).ndarray, m.ndarray, v.ndarray, 1e-2, 0.8, 0.95, 1e-6, 0.1,
+                      decoupled, step)
+        # bfloat16 parameters are rounded after every step: compare the update against torch's float64 one.
+        _close(pg, pr.detach(), dtype, f"parameter after step {step}")
+        _close(m, opt.state[pr]["exp_avg"], genesis.float32, f"exp_avg after step {step}")
+        _close(v, opt.state[pr]["exp_avg_sq"], genesis.float32, f"exp_avg_sq after step {step}")
+        pr.data.copy_(to_torch(pg).double())  # continue from Genesis's rounded parameters
+
+
+def test_adamw_optimizer_takes_the_fused_step() -> None:
+    w0 = _rand((64, 33), genesis.float32, 0)
+    wg = genesis.nn.Parameter(to_genesis(w0))
+    wr = torch.nn.Parameter(w0.clone())
+    og = genesis.optim.AdamW([wg], lr=1e-2)
+    ot = torch.optim.AdamW([wr], lr=1e-2)
+    for step in range(3):
+        grad = _rand((64, 33), genesis.float32, step + 1)
+        wg.grad = to_genesis(grad)
+        wr.grad = grad
+        og.step()
+        ot.step()
+    _close(wg.detach(), wr.detach(), genesis.float32, "parameter")

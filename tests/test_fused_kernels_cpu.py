@@ -20,7 +20,7 @@ import pytest
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NAMES = ("nn_norm", "nn_cross_entropy", "nn_rope_swiglu", "nn_softmax", "nn_attention")
+NAMES = ("nn_norm", "nn_cross_entropy", "nn_rope_swiglu", "nn_softmax", "nn_attention", "nn_adamw")
 
 
 def _kernel_modules() -> dict[str, types.ModuleType]:
@@ -46,12 +46,14 @@ def _kernel_modules() -> dict[str, types.ModuleType]:
 def _specs() -> list[tuple]:
     k = _kernel_modules()
     nk, ck, rk, sk = k["nn_norm"], k["nn_cross_entropy"], k["nn_rope_swiglu"], k["nn_softmax"]
-    ak = k["nn_attention"]
+    ak, adk = k["nn_attention"], k["nn_adamw"]
     bf = "*bf16:16"
     f16 = "*fp16:16"
     f32 = "*fp32:16"
     attn = ("i64",) * 13 + ("i32", "i32", "i32", "i32", "fp32")
     return [
+        ("adam step fp32", adk.adam_step, (f32, f32, f32, f32, "i64", *("fp32",) * 7), (2048,)),
+        ("adam step bf16 params fp32 states", adk.adam_step, (bf, bf, f32, f32, "i64", *("fp32",) * 7), (2048,)),
         ("attention fwd bf16 d128 causal", ak.attn_fwd, (bf, bf, bf, bf, bf, f32, *attn), (128, 128, 64, True, False)),
         ("attention fwd fp16 d64 mask", ak.attn_fwd, (f16, f16, f16, f32, f16, f32, *attn), (64, 128, 64, False, True)),
         ("attention bwd pre", ak.attn_bwd_pre, (bf, bf, f32, "i32"), (128, 64)),
@@ -254,6 +256,25 @@ for B, H, HK, L, S, D, causal, use_mask in ((1, 4, 2, 19, 33, 16, False, True), 
     close(dq, qr.grad, "attention dq")
     close(dk, kr.grad, "attention dk")
     close(dv, vr.grad, "attention dv")
+
+# Adam / AdamW step against torch's optimizers, three steps
+adk = importlib.import_module("genesis.backends.cuda.kernels.nn_adamw")
+for decoupled in (True, False):
+    p0 = torch.randn(100, generator=g)
+    ref = torch.nn.Parameter(p0.double())
+    opt = (torch.optim.AdamW if decoupled else torch.optim.Adam)([ref], lr=1e-2, betas=(0.8, 0.95), eps=1e-6,
+                                                                weight_decay=0.1)
+    p, m, v = p0.clone(), torch.zeros(100), torch.zeros(100)
+    for step in range(1, 4):
+        grad = torch.randn(100, generator=g)
+        ref.grad = grad.double()
+        opt.step()
+        l2, decay = (0.0, 1 - 1e-2 * 0.1) if decoupled else (0.1, 1.0)
+        adk.adam_step[(1,)](p, grad, m, v, 100, 0.8, 0.95, 1e-6, l2, decay, 1e-2 / (1 - 0.8 ** step),
+                            (1 - 0.95 ** step) ** 0.5, BLOCK=128)
+        close(p, ref.detach(), f"adam step {step} decoupled={decoupled}")
+        close(m, opt.state[ref]["exp_avg"], "adam exp_avg")
+        close(v, opt.state[ref]["exp_avg_sq"], "adam exp_avg_sq")
 print("ok")
 """
 

@@ -87,6 +87,9 @@ fused neural-network kernels (over the last dim; statistics in float32, results 
                                                     causal top-left aligned; lse: backend-specific row statistics
     attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
                                                     (grad_q, grad_k, grad_v)
+    adam_step_(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step)
+                                                    one Adam (decoupled: AdamW) step in place on contiguous
+                                                    param/exp_avg/exp_avg_sq, float32 arithmetic; step >= 1
 random (counter-based: the same seed and offset give the same numbers)
     uniform(shape, dtype, device, seed, offset)     U[0, 1)
     normal(shape, dtype, device, seed, offset)      N(0, 1)
@@ -117,6 +120,7 @@ PRIMITIVES = (
     "conv", "conv_backward", "pool", "pool_backward", "batch_norm", "batch_norm_backward",
     "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
     "swiglu", "swiglu_backward", "rope", "attention", "attention_backward",
+    "adam_step_",
     "uniform", "normal", "randint",
     "synchronize",
 )

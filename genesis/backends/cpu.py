@@ -425,6 +425,22 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
     return tuple(wrap(g.to(native(t).dtype)) for g, t in zip(grads, (q, k, v)))
 
 
+def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
+               beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
+    p, m, v = native(param), native(exp_avg), native(exp_avg_sq)
+    pf, g = p.float(), native(grad).float()
+    if decoupled:
+        pf = pf * (1 - lr * weight_decay)
+    else:
+        g = g + weight_decay * pf
+    mf = m.float().lerp(g, 1 - beta1)
+    vf = v.float() * beta2 + (1 - beta2) * g * g
+    denom = vf.sqrt() / (1 - beta2 ** step) ** 0.5 + eps
+    p.copy_(pf - lr / (1 - beta1 ** step) * mf / denom)
+    m.copy_(mf)
+    v.copy_(vf)
+
+
 # ---------------------------------------------------------------- random
 
 def _generator(seed: int, offset: int) -> torch.Generator:

@@ -334,3 +334,16 @@ def fused_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, d
         elif attn_mask.dtype not in _KERNEL_DTYPES:
             return None
     return Attention.apply(q, k, v, attn_mask, is_causal, scale)
+
+
+def fused_adam_step_(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, lr: float, beta1: float,
+                     beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> bool:
+    """One fused Adam/AdamW step in place on a CUDA parameter and its moments; False (nothing done) elsewhere."""
+    arrays = (param, grad, exp_avg, exp_avg_sq)
+    if not _applies(param, grad, exp_avg, exp_avg_sq) or not all(t.is_contiguous() for t in arrays):
+        return False
+    param.ndarray.backend.adam_step_(param.ndarray, grad.ndarray, exp_avg.ndarray, exp_avg_sq.ndarray, lr, beta1,
+                                     beta2, eps, weight_decay, decoupled, step)
+    for t in (param, exp_avg, exp_avg_sq):
+        t._bump_version()
+    return True

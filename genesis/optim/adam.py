@@ -27,17 +27,15 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        if not state:
-            state["step"] = 0
+        if "exp_avg" not in state:
             state["exp_avg"] = zeros_like(p)
             state["exp_avg_sq"] = zeros_like(p)
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = zeros_like(p)
-        state["step"] += 1
         step = state["step"]
         lr, (beta1, beta2), weight_decay = group["lr"], group["betas"], group["weight_decay"]
         decoupled = group["decoupled_weight_decay"]
-        if (not group["amsgrad"] and not group["maximize"] and group["foreach"] is not False
+        if (not group["amsgrad"] and not group["maximize"]
                 and fused_adam_step_(p, grad, state["exp_avg"], state["exp_avg_sq"], lr, beta1, beta2, group["eps"],
                                      weight_decay, decoupled, step)):
             return  # one fused kernel on CUDA

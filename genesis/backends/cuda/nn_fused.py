@@ -2,7 +2,7 @@
 
 Each implements one primitive of the backend contract (``genesis.backends``): softmax_backward, layer_norm,
 layer_norm_backward, cross_entropy, cross_entropy_backward, swiglu, swiglu_backward, rope, attention,
-attention_backward.
+attention_backward, adam_step_.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from genesis import dtypes
 from genesis.backends.cuda import _contig, _new, _next_pow2, _psig, _ptr, contiguous, full, reduce, rt
 from genesis.backends.cuda import triton_driver as td
+from genesis.backends.cuda.kernels import nn_adamw as adk
 from genesis.backends.cuda.kernels import nn_attention as ak
 from genesis.backends.cuda.kernels import nn_cross_entropy as cek
 from genesis.backends.cuda.kernels import nn_norm as nk
@@ -329,3 +330,25 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
     go = _ATTN_DQ.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG, consts, warps, 2)
     go((L + block - 1) // block, B * H, 1, *ptrs, *scalars)
     return dq, dk, dv
+
+
+# ---------------------------------------------------------------- Adam / AdamW step
+
+_ADAM = td.Kernel(adk.adam_step)
+
+
+def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
+               beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
+    arrays = (param, _dense(grad), exp_avg, exp_avg_sq)
+    assert all(_contig(a) for a in (param, exp_avg, exp_avg_sq)), "adam_step_ updates contiguous arrays in place"
+    n = param.size
+    if not n:
+        return
+    rt.ensure_device(param.device.index)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i64",) + ("fp32",) * 7
+    block = 2048
+    go = _ADAM.launcher(sig, (block,), 8)
+    l2, decay = (0.0, 1.0 - lr * weight_decay) if decoupled else (weight_decay, 1.0)
+    go((n + block - 1) // block, 1, 1, *ptrs, n, beta1, beta2, eps, l2, decay, lr / (1 - beta1 ** step),
+       (1 - beta2 ** step) ** 0.5)
