@@ -24,10 +24,8 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        if not state:
-            state["step"] = 0
+        if "sum" not in state:
             state["sum"] = full_like(p, group["initial_accumulator_value"])
-        state["step"] += 1
         g = self._effective_grad(p, grad, group, group["weight_decay"])
         clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
         s = self._scratch(p)

@@ -66,6 +66,9 @@ class Optimizer:
         defaults: hyperparameters used where a group does not set its own.
     """
 
+    #: Whether ``step()`` counts each parameter's updates in ``state["step"]`` (read by bias corrections, decays).
+    counts_steps = True
+
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
@@ -156,7 +159,10 @@ class Optimizer:
                     if len(params) == 1 or not self._step_flat(group, params):
                         single.extend(params)
                 for p in single:
-                    self._update(p, p.grad, self.state.setdefault(p, {}), group)
+                    state = self.state.setdefault(p, {})
+                    if self.counts_steps:
+                        state["step"] = state.get("step", 0) + 1
+                    self._update(p, p.grad, state, group)
         return loss
 
     def _step_flat(self, group: dict[str, Any], params: list[Tensor]) -> bool:
@@ -183,6 +189,8 @@ class Optimizer:
         for k, v in first.items():
             if isinstance(v, Tensor):
                 flat_state[k] = cat([s[k].reshape(-1) for s in states]) if fresh else cache["flat"][k]
+        if self.counts_steps:
+            flat_state["step"] = flat_state.get("step", 0) + 1
         flat_p = cat([p.reshape(-1) for p in params])
         self._update(flat_p, cat([p.grad.reshape(-1) for p in params]), flat_state, group)
         offsets = [0]

@@ -24,14 +24,12 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        if not state:
-            state["step"] = 0
+        if "square_avg" not in state:
             state["square_avg"] = zeros_like(p)
             if group["momentum"] > 0:
                 state["momentum_buffer"] = zeros_like(p)
             if group["centered"]:
                 state["grad_avg"] = zeros_like(p)
-        state["step"] += 1
         alpha = group["alpha"]
         g = self._effective_grad(p, grad, group, group["weight_decay"])
         square_avg = state["square_avg"]

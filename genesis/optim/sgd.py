@@ -16,6 +16,8 @@ class SGD(Optimizer):
     with Nesterov momentum, else ``d = b``, and ``p -= lr * d``.
     """
 
+    counts_steps = False  # torch's SGD keeps no step count
+
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: bool | None = None) -> None:
