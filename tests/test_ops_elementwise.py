@@ -668,3 +668,22 @@ def test_inplace_into_tensor_without_grad_from_one_with_grad():
     check(fn, rand(3, 4, seed=33, requires_grad=False), rand(4, seed=34))
     check(lambda lib, x, y: x.copy_(y).exp(), rand(3, 4, seed=35, requires_grad=False), rand(4, seed=36))
     check(lambda lib, x, y: x.masked_fill_(x > 0, y[0]).sin(), rand(3, 4, seed=37, requires_grad=False), rand(4))
+
+
+def test_augmented_assignment_through_indexing():
+    def fn(lib, x, v):
+        y = x * 1.0
+        y[0] += v
+        y[:, 1] *= 2
+        y[y > 1] -= 0.5
+        y[1:] /= v.abs() + 1
+        return y
+
+    check(fn, rand(3, 4, seed=38), rand(4, seed=39))
+    t = torch.zeros(3, 4)
+    g = to_genesis(t)
+    t[0] += 1
+    g[0] += 1
+    t[[0, 2]] += 1
+    g[to_genesis(torch.tensor([0, 2]))] += 1
+    assert_same(g, t)
