@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from genesis.functional.fused import fused_adam_step_
 from genesis.optim.optimizer import Optimizer
 from genesis.tensor import Tensor, zeros_like
 
@@ -34,6 +35,10 @@ class Adam(Optimizer):
         step = state["step"]
         lr, (beta1, beta2), weight_decay = group["lr"], group["betas"], group["weight_decay"]
         decoupled = group["decoupled_weight_decay"]
+        if (not group["amsgrad"] and not group["maximize"]
+                and fused_adam_step_(p, grad, state["exp_avg"], state["exp_avg_sq"], lr, beta1, beta2, group["eps"],
+                                     weight_decay, decoupled, step)):
+            return  # one fused kernel on CUDA
         g = self._effective_grad(p, grad, group, 0.0 if decoupled else weight_decay)
         if decoupled and weight_decay != 0:
             p.mul_(1 - lr * weight_decay)
