@@ -339,3 +339,9 @@ def test_reshape_shares_version_only_when_it_is_a_view():
     g.mT.reshape(-1)[0] = 5.0
     t.mT.reshape(-1)[0] = 5.0
     assert_same(g, t)
+
+
+@pytest.mark.parametrize("indices", [[1, 3], [3, 1], [-2], [0, 7], [], [2, 2], 1, 3, 6], ids=str)
+def test_tensor_split(indices):
+    check(lambda lib, x: x.tensor_split(indices), rand(5, 2, seed=60))
+    check(lambda lib, x: lib.tensor_split(x, indices, dim=1), rand(2, 5, seed=61))

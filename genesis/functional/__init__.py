@@ -1034,10 +1034,22 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split(input, -(-n // chunks), dim)
 
 
-def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ...]:
-    n = input.shape[normalize_dim("tensor_split", dim, input.ndim)]
-    base, extra = divmod(n, sections)
-    return split(input, [base + 1] * extra + [base] * (sections - extra), dim)
+def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into ``n`` nearly equal parts (an int) or at the given indices (a sequence), as torch."""
+    d = normalize_dim("tensor_split", dim, input.ndim)
+    n = input.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+        if sections <= 0:
+            raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {sections}")
+        base, extra = divmod(n, sections)
+        return split(input, [base + 1] * extra + [base] * (sections - extra), d)
+    # Piece k is input[indices[k-1]:indices[k]] along dim, with Python slice semantics (so pieces may be empty).
+    bounds = [0] + [int(i) for i in indices_or_sections] + [None]
+    lead = (slice(None),) * d
+    return tuple(getitem(input, lead + (slice(a, b),)) for a, b in zip(bounds, bounds[1:]))
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
