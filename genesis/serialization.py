@@ -23,10 +23,10 @@ import numpy as np
 import safetensors
 import safetensors.numpy
 
-from genesis import dtypes
+from genesis import cuda, dtypes
 from genesis.device import device as Device
 from genesis.device import to_device
-from genesis.random import get_rng_state, set_rng_state
+from genesis.random import default_generator
 from genesis.tensor import Tensor, tensor
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -185,8 +185,6 @@ def _target_device(saved: str, map_location: Any) -> Device:
         target = map_location
     dev = to_device(target)
     if dev.type == "cuda":
-        from genesis import cuda
-
         if not cuda.is_available():
             raise RuntimeError(f"load: attempting to place a tensor saved on '{saved}' on a CUDA device, but CUDA "
                                "is not available; pass map_location='cpu' to load it on the CPU")
@@ -282,7 +280,7 @@ def save_checkpoint(path: PathLike, model: Any = None, optimizer: Any = None, sc
                     scaler: Any = None, step: int | None = None, **extra: Any) -> None:
     """Save everything a training run needs to resume exactly: the state dicts of the model, optimizer,
     scheduler and gradient scaler, the step, the random-number state, and any ``extra`` plain values."""
-    state: dict[str, Any] = {"step": step, "rng": {"cpu": get_rng_state()}, "extra": extra}
+    state: dict[str, Any] = {"step": step, "rng": _rng_states(), "extra": extra}
     for key, component in (("model", model), ("optimizer", optimizer), ("scheduler", scheduler),
                            ("scaler", scaler)):
         if component is not None:
@@ -310,23 +308,36 @@ def load_checkpoint(path: PathLike, model: Any = None, optimizer: Any = None, sc
         if key not in state:
             raise KeyError(f"load_checkpoint: '{os.fspath(path)}' holds no {key} state")
     backups = [(key, c, _snapshot(c.state_dict())) for key, c in components]
-    rng_backup = get_rng_state()
+    rng_backup = _rng_states()
     try:
         for key, component in components:
             if key == "model":
                 component.load_state_dict(state[key], strict=strict)
             else:
                 component.load_state_dict(state[key])
-        set_rng_state(state["rng"]["cpu"])
+        _set_rng_states(state["rng"])
     except BaseException:
         for key, component, backup in backups:
             if key == "model":
                 component.load_state_dict(backup, strict=False)
             else:
                 component.load_state_dict(backup)
-        set_rng_state(rng_backup)
+        _set_rng_states(rng_backup)
         raise
     return state
+
+
+def _rng_states() -> dict[str, Tensor]:
+    """The state of the default generator of the CPU and of every CUDA device."""
+    devices = ["cpu"] + ([f"cuda:{i}" for i in range(cuda.device_count())] if cuda.is_available() else [])
+    return {dev: default_generator(dev).get_state() for dev in devices}
+
+
+def _set_rng_states(states: dict[str, Tensor]) -> None:
+    """Restore default generator states; CUDA ones are skipped when no such device is present."""
+    for dev, rng_state in states.items():
+        if dev == "cpu" or (cuda.is_available() and int(dev.split(":")[1]) < cuda.device_count()):
+            default_generator(dev).set_state(rng_state)
 
 
 def _snapshot(obj: Any) -> Any:
