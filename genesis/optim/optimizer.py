@@ -77,6 +77,7 @@ class Optimizer:
         self.defaults = defaults
         self.state: dict[Tensor, dict[str, Any]] = {}
         self._scratch_buffers: dict[tuple, Tensor] = {}
+        self._scratch_views: dict[tuple, Tensor] = {}
         self._flat_cache: dict[tuple, dict[str, Any]] = {}
         self.param_groups: list[dict[str, Any]] = []
         groups = list(params)
@@ -229,10 +230,15 @@ class Optimizer:
         dtype and device serves every parameter; it is not part of the optimizer's state.
         """
         key = (slot, p.dtype, p.device)
+        view = self._scratch_views.get((key, p.shape))
+        if view is not None:
+            return view
         buf = self._scratch_buffers.get(key)
         if buf is None or buf.numel() < p.numel():
             buf = self._scratch_buffers[key] = empty(p.numel(), dtype=p.dtype, device=p.device)
-        return buf[:p.numel()].view(p.shape)
+            self._scratch_views = {k: v for k, v in self._scratch_views.items() if k[0] != key}
+        view = self._scratch_views[(key, p.shape)] = buf[:p.numel()].view(p.shape)
+        return view
 
     def _effective_grad(self, p: Tensor, grad: Tensor, group: dict[str, Any], weight_decay: float) -> Tensor:
         """The gradient negated for ``maximize`` plus the L2 term ``weight_decay * p`` (``grad`` itself if neither)."""
