@@ -1,7 +1,11 @@
 """The fused neural-network Triton kernels on a machine without a GPU: each compiles ahead of time for sm_90, and
 each computes the right values (float32, against torch) under the Triton interpreter on CPU tensors.
 
-Skips with a reason when Triton is not installed. The interpreter checks run in one subprocess because
+A third check runs the CUDA backend's launchers themselves (``genesis/backends/cuda/nn_fused.py``: layouts, strides,
+broadcast tables and masks, grouped-query heads, block choices) under the interpreter, with CPU arrays standing in for
+device memory, against the CPU backend's implementation of the same primitives.
+
+Skips with a reason when Triton is not installed. The interpreter checks run in subprocesses because
 ``TRITON_INTERPRET=1`` must be set before any ``@triton.jit`` function is created. Triton 3.6's interpreter turns
 runtime loop bounds into 1-element numpy arrays, which numpy >= 2.4 refuses to convert with ``int()`` (fixed in
 Triton 3.9): the subprocess converts them through ``reshape(-1)[0]`` instead, so the looping kernels run too.
@@ -284,4 +288,114 @@ def test_kernels_compute_right_values_under_the_interpreter() -> None:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
     out = subprocess.run([sys.executable, "-c", _INTERPRETED, ROOT], env=env, capture_output=True, text=True,
                          timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+_LAUNCHERS = _INTERPRETED.split("root = sys.argv[1]")[0] + r"""
+import math
+import genesis.backends.cpu as cpu
+from genesis.backends.cuda import nn_fused as nf
+from genesis.backends.cuda import triton_driver as td
+
+
+class _Runtime:
+    def ensure_device(self, index):
+        pass
+
+    def multiprocessor_count(self, index=None):
+        return 3
+
+
+def _launcher(self, types, consts, num_warps=4, num_stages=3):
+    fn = self.fn
+    assert len(types) + len(consts) == len(fn.arg_names), fn.__name__
+    meta = dict(zip(fn.arg_names[len(types):], consts))
+
+    def go(gx, gy, gz, *args):
+        assert len(args) == len(types), fn.__name__
+        fn[(gx, gy, gz)](*args, **meta)
+    return go
+
+
+# CPU arrays stand in for device memory: a "pointer" is the torch view itself, which the interpreter reads.
+td.Kernel.launcher = _launcher
+nf.rt = _Runtime()
+nf._new = lambda shape, dtype, device: cpu.empty(shape, dtype, device)
+nf._ptr = cpu.native
+nf._psig = lambda x, p: "*fp32"
+nf._contig = lambda x: x.is_contiguous()
+nf.contiguous, nf.reduce, nf.full = cpu.contiguous, cpu.reduce, cpu.full
+nf._row_tile = lambda n, itemsize: (16, False, 4) if n > 16 else (16, True, 4)  # small tiles: chunked paths run
+nf._ce_block = lambda v, itemsize: 16
+g = torch.Generator().manual_seed(0)
+nd = cpu.wrap
+
+
+def close(got, ref, what):
+    got = cpu.native(got) if got is not None else None
+    ref = cpu.native(ref) if ref is not None else None
+    if ref is None:
+        assert got is None, what
+        return
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5, msg=lambda m: what + ": " + m)
+
+
+for shape in ((5, 37), (3, 4, 9)):
+    x, dy = torch.randn(shape, generator=g), torch.randn(shape, generator=g)
+    w, b = torch.randn(shape[-1], generator=g), torch.randn(shape[-1], generator=g)
+    for rms in (False, True):
+        bias = None if rms else nd(b)
+        got, ref = nf.layer_norm(nd(x), nd(w), bias, 1e-5, rms), cpu.layer_norm(nd(x), nd(w), bias, 1e-5, rms)
+        for a, r in zip(got, ref):
+            close(a, r, f"layer_norm {shape} rms={rms}")
+        grads = nf.layer_norm_backward(nd(dy), nd(x), nd(w), got[1], got[2], rms, (True, True, True))
+        refs = cpu.layer_norm_backward(nd(dy), nd(x), nd(w), ref[1], ref[2], rms, (True, True, True))
+        for a, r in zip(grads, refs):
+            close(a, r, f"layer_norm backward {shape} rms={rms}")
+    for dim in range(len(shape)):
+        y = cpu.softmax(nd(x), dim, True)
+        close(nf.softmax_backward(nd(dy), y, dim, True), cpu.softmax_backward(nd(dy), y, dim, True), "softmax bwd")
+x, t = torch.randn(4, 50, generator=g) * 3, torch.tensor([3, -100, 49, 0])
+loss, lse = nf.cross_entropy(nd(x), nd(t), -100, 0.1)
+close(loss, cpu.cross_entropy(nd(x), nd(t), -100, 0.1)[0], "cross_entropy")
+dl = nd(torch.randn(4, generator=g))
+close(nf.cross_entropy_backward(dl, nd(x), nd(t), lse, -100, 0.1),
+      cpu.cross_entropy_backward(dl, nd(x), nd(t), lse, -100, 0.1), "cross_entropy backward")
+packed = torch.randn(2, 3, 40, generator=g)
+for gate, up in ((packed[..., :20], packed[..., 20:]), (torch.randn(7, 3, generator=g).t(), torch.randn(3, 7))):
+    dy = nd(torch.randn(gate.shape, generator=g))
+    close(nf.swiglu(nd(gate), nd(up)), cpu.swiglu(nd(gate), nd(up)), "swiglu")
+    for a, r in zip(nf.swiglu_backward(dy, nd(gate), nd(up)), cpu.swiglu_backward(dy, nd(gate), nd(up))):
+        close(a, r, "swiglu backward")
+for xs, cs in (((2, 3, 5, 8), (2, 1, 5, 8)), ((2, 5, 3, 8), (1, 5, 1, 8)), ((2, 2, 3, 5, 8), (5, 8))):
+    x, c, s = (torch.randn(n, generator=g) for n in (xs, cs, cs))
+    for inverse in (False, True):
+        close(nf.rope(nd(x), nd(c), nd(s), inverse), cpu.rope(nd(x), nd(c), nd(s), inverse), f"rope {xs} {cs}")
+for B, H, HK, L, S, D, causal, mshape in ((1, 2, 1, 70, 70, 16, True, None), (2, 4, 2, 19, 45, 32, False, (19, 45))):
+    q = torch.randn(B, L, H, D, generator=g).transpose(1, 2)  # strided (B, H, L, D) view
+    k, v = torch.randn(B, HK, S, D, generator=g), torch.randn(B, HK, S, D, generator=g)
+    mask = nd(torch.randn(mshape, generator=g)) if mshape else None
+    out, lse = nf.attention(nd(q), nd(k), nd(v), mask, causal, D ** -0.5)
+    ref, _ = cpu.attention(nd(q), nd(k), nd(v), mask, causal, D ** -0.5)
+    close(out, ref, "attention")
+    dy = nd(torch.randn(B, H, L, D, generator=g))
+    grads = nf.attention_backward(dy, nd(q), nd(k), nd(v), mask, out, lse, causal, D ** -0.5)
+    for a, r in zip(grads, cpu.attention_backward(dy, nd(q), nd(k), nd(v), mask, ref, None, causal, D ** -0.5)):
+        close(a, r, "attention backward")
+p, m, v = (torch.randn(300, generator=g) for _ in range(3))
+v = v.abs()
+p2, m2, v2 = p.clone(), m.clone(), v.clone()
+grad = nd(torch.randn(300, generator=g))
+nf.adam_step_(nd(p), grad, nd(m), nd(v), 1e-2, 0.9, 0.99, 1e-8, 0.1, True, 3)
+cpu.adam_step_(nd(p2), grad, nd(m2), nd(v2), 1e-2, 0.9, 0.99, 1e-8, 0.1, True, 3)
+close(nd(p), nd(p2), "adam param")
+print("ok")
+"""
+
+
+def test_cuda_launchers_under_the_interpreter() -> None:
+    pytest.importorskip("cuda.bindings", reason="cuda-python is not installed: the CUDA backend cannot be imported")
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
+    out = subprocess.run([sys.executable, "-c", _LAUNCHERS], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
