@@ -53,7 +53,7 @@ OUT_OF_PLACE: dict[str, Callable] = {
     "index_add": F.index_add, "index_copy": F.index_copy, "index_fill": F.index_fill, "masked_fill": F.masked_fill,
     "masked_select": F.masked_select, "masked_scatter": F.masked_scatter, "take_along_dim": F.take_along_dim,
     "take": F.take, "topk": F.topk, "sort": F.sort, "argsort": F.argsort, "nonzero": F.nonzero,
-    "argwhere": F.argwhere, "unique": F.unique,
+    "argwhere": F.argwhere, "unique": F.unique, "index_put": F.index_put,
     # linear algebra
     "matmul": F.matmul, "mm": F.mm, "bmm": F.bmm, "mv": F.mv, "dot": F.dot, "inner": F.dot, "outer": F.outer,
     "addmm": F.addmm, "baddbmm": F.baddbmm,
@@ -218,7 +218,7 @@ def _make_inplace_general(fn: Callable) -> Callable:
 
 
 for _fn in (F.clamp, F.lerp, F.masked_fill, F.scatter, F.scatter_add, F.index_add, F.index_copy, F.index_fill,
-            F.tril, F.triu, F.nan_to_num, F.fmod, F.atan2, F.masked_scatter):
+            F.tril, F.triu, F.nan_to_num, F.fmod, F.atan2, F.masked_scatter, F.index_put):
     setattr(Tensor, f"{_fn.__name__}_", _make_inplace_general(_fn))
 Tensor.clip_ = Tensor.clamp_
 

@@ -503,3 +503,14 @@ def test_setitem_through_views_gradients():
 
     for fn in (through_rows, through_mask_of_a_row, through_transpose):
         check(fn, rand(3, 4, seed=50), rand(4, seed=51))
+
+
+def test_index_put():
+    x, v = rand(4, 3, seed=70), rand(2, 3, seed=71)
+    rows = torch.tensor([0, 2])
+    check(lambda lib, x, i, v: x.index_put((i,), v), x, rows, v)
+    check(lambda lib, x, i, v: lib.index_put(x, (i,), v, accumulate=True), x, torch.tensor([1, 1]), v)
+    check(lambda lib, x, i, j, v: x.index_put((i, j), v[0, :2]), x, rows, torch.tensor([2, 0]), v)
+    check(lambda lib, x, i, v: (x * 1).index_put_((i,), v), x, rows, v)
+    check_error(RuntimeError, lambda lib, x, i, v: x.index_put((i,), v), x, rows, v.float())
+    check_error(IndexError, lambda lib, x, i, v: x.index_put((i,), v), x, torch.tensor([0, 4]), v)

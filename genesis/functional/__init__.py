@@ -1366,6 +1366,7 @@ def index_put(x: Tensor, indices: tuple, values: Any, accumulate: bool = False) 
     """Out-of-place ``x[indices] = values``; indices are NDArrays/None per dim or a tuple of index Tensors."""
     if not isinstance(values, Tensor):
         values = Tensor._wrap(NDArray.scalar(values, x.dtype, x.device))
+    _check_same_dtype("index_put", x, values)
     if builtins.any(isinstance(i, Tensor) for i in indices):
         tensors = [_to_index_tensor("index_put", i, x) for i in indices]
         shape = broadcast_shapes("index_put", *(t.shape for t in tensors))
