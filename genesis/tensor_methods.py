@@ -27,7 +27,8 @@ OUT_OF_PLACE: dict[str, Callable] = {
     "exp2": F.exp2, "expm1": F.expm1, "log": F.log, "log2": F.log2, "log10": F.log10, "log1p": F.log1p,
     "sqrt": F.sqrt, "rsqrt": F.rsqrt, "square": F.square, "sin": F.sin, "cos": F.cos, "tan": F.tan,
     "tanh": F.tanh, "sigmoid": F.sigmoid, "relu": F.relu, "erf": F.erf, "sign": F.sign, "floor": F.floor,
-    "ceil": F.ceil, "round": F.round, "trunc": F.trunc, "clamp": F.clamp, "clip": F.clamp, "lerp": F.lerp,
+    "ceil": F.ceil, "round": F.round, "trunc": F.trunc, "clamp": F.clamp, "clip": F.clamp,
+    "clamp_min": F.clamp_min, "clamp_max": F.clamp_max, "lerp": F.lerp,
     "isnan": F.isnan, "isinf": F.isinf, "isfinite": F.isfinite, "nan_to_num": F.nan_to_num,
     # comparison and logic
     "eq": F.eq, "ne": F.ne, "lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge, "logical_and": F.logical_and,
@@ -43,7 +44,8 @@ OUT_OF_PLACE: dict[str, Callable] = {
     # shapes and views
     "reshape": F.reshape, "view": F.view, "flatten": F.flatten, "unflatten": F.unflatten, "squeeze": F.squeeze,
     "unsqueeze": F.unsqueeze, "permute": F.permute, "transpose": F.transpose, "swapaxes": F.transpose,
-    "movedim": F.movedim, "t": F.t, "expand": F.expand, "broadcast_to": F.broadcast_to, "contiguous": F.contiguous,
+    "movedim": F.movedim, "moveaxis": F.movedim, "swapdims": F.transpose, "ravel": F.ravel,
+    "t": F.t, "expand": F.expand, "broadcast_to": F.broadcast_to, "contiguous": F.contiguous,
     "clone": F.clone, "split": F.split, "chunk": F.chunk, "tensor_split": F.tensor_split, "unbind": F.unbind,
     "repeat": F.repeat, "tile": F.tile, "repeat_interleave": F.repeat_interleave, "flip": F.flip, "roll": F.roll,
     "narrow": F.narrow, "select": F.select, "tril": F.tril, "triu": F.triu, "diagonal": F.diagonal, "diag": F.diag,
@@ -218,7 +220,7 @@ def _make_inplace_general(fn: Callable) -> Callable:
 
 
 for _fn in (F.clamp, F.lerp, F.masked_fill, F.scatter, F.scatter_add, F.index_add, F.index_copy, F.index_fill,
-            F.tril, F.triu, F.nan_to_num, F.fmod, F.atan2, F.masked_scatter, F.index_put):
+            F.tril, F.triu, F.nan_to_num, F.fmod, F.atan2, F.masked_scatter, F.index_put, F.clamp_min, F.clamp_max):
     setattr(Tensor, f"{_fn.__name__}_", _make_inplace_general(_fn))
 Tensor.clip_ = Tensor.clamp_
 

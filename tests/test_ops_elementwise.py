@@ -687,3 +687,12 @@ def test_augmented_assignment_through_indexing():
     t[[0, 2]] += 1
     g[to_genesis(torch.tensor([0, 2]))] += 1
     assert_same(g, t)
+
+
+def test_clamp_min_max():
+    x, b = rand(3, 4, seed=40), rand(4, seed=41)
+    check(lambda lib, x: x.clamp_min(0.1), x)
+    check(lambda lib, x: lib.clamp_max(x, -0.2), x)
+    check(lambda lib, x, b: x.clamp_min(b), x, b)
+    check(lambda lib, x: (x * 1).clamp_min_(0.0), x)
+    check(lambda lib, x: (x * 1).clamp_max_(0.0), x)

@@ -345,3 +345,13 @@ def test_reshape_shares_version_only_when_it_is_a_view():
 def test_tensor_split(indices):
     check(lambda lib, x: x.tensor_split(indices), rand(5, 2, seed=60))
     check(lambda lib, x: lib.tensor_split(x, indices, dim=1), rand(2, 5, seed=61))
+
+
+def test_aliases_ravel_moveaxis_swapdims():
+    x = rand(2, 3, 4, seed=70)
+    check(lambda lib, x: x.ravel(), x)
+    check(lambda lib, x: lib.ravel(x.mT), x)
+    check(lambda lib, x: lib.moveaxis(x, 0, -1), x)
+    check(lambda lib, x: x.moveaxis((0, 1), (1, 2)), x)
+    check(lambda lib, x: lib.swapaxes(x, 0, 2), x)
+    check(lambda lib, x: x.swapdims(1, -1), x)

@@ -421,6 +421,14 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
 clip = clamp
 
 
+def clamp_min(x: Tensor, min: Any) -> Tensor:
+    return clamp(x, min=min)
+
+
+def clamp_max(x: Tensor, max: Any) -> Tensor:
+    return clamp(x, max=max)
+
+
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """``input + weight * (end - input)``."""
     return input + weight * (end - input)
@@ -871,6 +879,16 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
     return permute(input, order)
+
+
+moveaxis = movedim
+swapaxes = transpose
+swapdims = transpose
+
+
+def ravel(input: Tensor) -> Tensor:
+    """The flattened tensor (a view when the layout allows one)."""
+    return reshape(input, -1)
 
 
 def t(input: Tensor) -> Tensor:
@@ -1869,6 +1887,10 @@ __all__ = [
     "permute",
     "transpose",
     "movedim",
+    "moveaxis",
+    "swapaxes",
+    "swapdims",
+    "ravel",
     "t",
     "expand",
     "broadcast_to",
@@ -1935,6 +1957,8 @@ __all__ = [
     "einsum",
     "negative",
     "clip",
+    "clamp_min",
+    "clamp_max",
     "concat",
     "concatenate",
     "inner",
