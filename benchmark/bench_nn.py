@@ -10,6 +10,7 @@ Times are CUDA-event medians (Genesis through its own event benchmarker, torch t
 in docs/kernels.md). Before timing, each Genesis result is checked against torch.
 
     python benchmark/bench_nn.py [--quick] [--json PATH]
+    python benchmark/bench_nn.py --sweep-attention     # times flash-attention tile configurations
 """
 
 from __future__ import annotations
@@ -189,12 +190,52 @@ def bench_sdpa(rows: list, rep: int) -> None:
              fwd_bwd(genesis, g_attn, (gq, gk, gv), gdy), fwd_bwd(torch, t_attn, (tq, tk, tv), q), rep)
 
 
+def sweep_attention(rep: int) -> None:
+    """Time tile configurations of the flash-attention kernels on the SDPA shape and print them, fastest first."""
+    from genesis.backends.cuda import nn_fused
+
+    B, H, S, D = 4, 16, 2048, 128
+    q, k, v = (to_g(torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16)).requires_grad_(True)
+               for _ in range(3))
+    dy = to_g(torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16))
+    default = dict(nn_fused.ATTENTION_CONFIGS)
+    candidates = {
+        "fwd": [(128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 3), (128, 32, 4, 4)],
+        "dkdv": [(64, 64, 8, 2), (32, 128, 8, 3), (64, 128, 8, 2), (32, 128, 4, 3), (64, 64, 4, 3)],
+        "dq": [(64, 64, 8, 2), (128, 32, 8, 3), (128, 64, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3)],
+    }
+    for kernel, configs in candidates.items():
+        times = []
+        for cfg in configs:
+            nn_fused.ATTENTION_CONFIGS.update(default)
+            nn_fused.ATTENTION_CONFIGS[(kernel, "large")] = cfg
+            try:
+                if kernel == "fwd":
+                    with genesis.no_grad():
+                        ms = g_bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), rep)
+                else:
+                    ms = g_bench(fwd_bwd(genesis, lambda a, b, c: F.scaled_dot_product_attention(
+                        a, b, c, is_causal=True), (q, k, v), dy), rep)
+            except Exception as err:  # noqa: BLE001 - a tile that does not fit this GPU is reported and skipped
+                print(f"  {kernel} {cfg}: failed ({type(err).__name__}: {err})")
+                continue
+            times.append((ms, cfg))
+        for ms, cfg in sorted(times):
+            print(f"  {kernel} (BLOCK_M, BLOCK_N, warps, stages)={cfg}: {ms:.3f} ms"
+                  f"{' (fwd+bwd)' if kernel != 'fwd' else ''}")
+    nn_fused.ATTENTION_CONFIGS.update(default)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, smaller cross-entropy batch")
     parser.add_argument("--json", default=None, help="write the rows to this JSON file")
+    parser.add_argument("--sweep-attention", action="store_true", help="only time flash-attention tile configs")
     args = parser.parse_args()
     rep = 10 if args.quick else 30
+    if args.sweep_attention:
+        sweep_attention(rep)
+        return
     rows: list[dict] = []
     for bench in (bench_softmax, bench_norms, bench_rope_swiglu, bench_sdpa):
         print(bench.__name__, flush=True)

@@ -283,6 +283,18 @@ def _attn_args(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, scale: 
 
 _ATTN_SIG = ("i64",) * 13 + ("i32", "i32", "i32", "i32", "fp32")
 
+# Tile configurations (BLOCK_M, BLOCK_N, num_warps, num_stages) per kernel and head dim class ("small": D <= 64).
+# ``benchmark/bench_nn.py --sweep-attention`` times alternatives on the GPU at hand.
+ATTENTION_CONFIGS = {
+    ("fwd", "small"): (128, 64, 4, 3), ("fwd", "large"): (128, 64, 8, 3),
+    ("dkdv", "small"): (64, 64, 4, 2), ("dkdv", "large"): (64, 64, 8, 2),
+    ("dq", "small"): (64, 64, 4, 2), ("dq", "large"): (64, 64, 8, 2),
+}
+
+
+def _attn_cfg(kernel: str, D: int) -> tuple[int, int, int, int]:
+    return ATTENTION_CONFIGS[(kernel, "small" if D <= 64 else "large")]
+
 
 def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool,
               scale: float) -> tuple[NDArray, NDArray]:
@@ -297,8 +309,8 @@ def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causa
         arrays = (q, k, v, m, out, lse)
         ptrs = tuple(_ptr(a) for a in arrays)
         sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG
-        block_m, block_n = 128, 64
-        go = _ATTN_FWD.launcher(sig, (D, block_m, block_n, is_causal, mask is not None), 8 if D > 64 else 4, 3)
+        block_m, block_n, warps, stages = _attn_cfg("fwd", D)
+        go = _ATTN_FWD.launcher(sig, (D, block_m, block_n, is_causal, mask is not None), warps, stages)
         go((L + block_m - 1) // block_m, B * H, 1, *ptrs, *scalars)
     return out, lse
 
@@ -320,16 +332,19 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
     go((B * H * L + 63) // 64, 1, 1, *pre, B * H * L)
     mask, scalars = _attn_args(q, k, v, mask, scale)
     m = mask if mask is not None else q
-    block, warps = 64, 8 if D > 64 else 4
-    consts = (D, block, block, is_causal, mask is not None)
+    flags = (is_causal, mask is not None)
+    block_m, block_n, warps, stages = _attn_cfg("dkdv", D)
     arrays = (q, k, v, m, do, lse, delta, dk, dv)
     ptrs = tuple(_ptr(a) for a in arrays)
-    go = _ATTN_DKDV.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG, consts, warps, 2)
-    go((S + block - 1) // block, B * HK, 1, *ptrs, *scalars)
+    go = _ATTN_DKDV.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG,
+                             (D, block_m, block_n, *flags), warps, stages)
+    go((S + block_n - 1) // block_n, B * HK, 1, *ptrs, *scalars)
+    block_m, block_n, warps, stages = _attn_cfg("dq", D)
     arrays = (q, k, v, m, do, lse, delta, dq)
     ptrs = tuple(_ptr(a) for a in arrays)
-    go = _ATTN_DQ.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG, consts, warps, 2)
-    go((L + block - 1) // block, B * H, 1, *ptrs, *scalars)
+    go = _ATTN_DQ.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG,
+                           (D, block_m, block_n, *flags), warps, stages)
+    go((L + block_m - 1) // block_m, B * H, 1, *ptrs, *scalars)
     return dq, dk, dv
 
 
