@@ -32,6 +32,11 @@ from benchmark.common import print_table, row, write_json  # noqa: E402
 TF = torch.nn.functional
 
 
+def check(name: str, g: genesis.Tensor, t: torch.Tensor, tol: float) -> None:
+    """Genesis's result equals torch's within ``tol`` (normwise relative error) before anything is timed."""
+    check_close(name, g.detach(), t.detach(), tol)
+
+
 def rate_row(rows: list, name: str, unit: str, work: float, goal: float, gfn: Callable, tfn: Callable,
              rep: int) -> None:
     """Time both sides; ``work`` is bytes (GB/s) or flops (TFLOP/s) per call."""
@@ -58,7 +63,7 @@ def bench_softmax(rows: list, rep: int) -> None:
     for dt in (torch.float32, torch.bfloat16):
         x = torch.randn(8192, 8192, device="cuda", dtype=dt)
         gx = to_g(x)
-        check_close("softmax", F.softmax(gx, 1), torch.softmax(x, 1), 1e-2)
+        check("softmax", F.softmax(gx, 1), torch.softmax(x, 1), 1e-2)
         name = "fp32" if dt == torch.float32 else "bf16"
         rate_row(rows, f"softmax 8192^2 {name} fwd", "GB/s", 2 * x.numel() * x.element_size(), 1.5,
                  lambda: F.softmax(gx, 1), lambda: torch.softmax(x, 1), rep)  # noqa: B023 - called in the loop
@@ -79,14 +84,14 @@ def bench_norms(rows: list, rep: int) -> None:
          (gx, gw), (tx, tw)),
     ]
     for name, gfn, tfn, gin, tin in cases:
-        check_close(name, gfn(*gin), tfn(*tin), 1e-2)
+        check(name, gfn(*gin), tfn(*tin), 1e-2)
         with genesis.no_grad(), torch.no_grad():
             rate_row(rows, f"{name} 8192x4096 bf16 fwd", "GB/s", 2 * nbytes, 1.0, lambda: gfn(*gin),  # noqa: B023
                      lambda: tfn(*tin), rep)  # noqa: B023 - called in the loop
         g_grads = genesis.autograd.grad(gfn(*gin), gin, gdy)
         t_grads = torch.autograd.grad(tfn(*tin), tin, dy)
         for i, (gg, tg) in enumerate(zip(g_grads, t_grads)):
-            check_close(f"{name} grad {i}", gg, tg, 2e-2)
+            check(f"{name} grad {i}", gg, tg, 2e-2)
         rate_row(rows, f"{name} 8192x4096 bf16 fwd+bwd", "GB/s", 5 * nbytes, 1.2, fwd_bwd(genesis, gfn, gin, gdy),
                  fwd_bwd(torch, tfn, tin, dy), rep)
 
@@ -96,8 +101,8 @@ def bench_cross_entropy(rows: list, rep: int, quick: bool) -> None:
     logits = torch.randn(M, V, device="cuda", dtype=torch.bfloat16)
     target = torch.randint(0, V, (M,), device="cuda")
     (gx, tx), gt = leaf(logits), to_g(target)
-    check_close("cross_entropy", F.cross_entropy(gx, gt), TF.cross_entropy(tx, target), 1e-2)
-    check_close("cross_entropy grad", genesis.autograd.grad(F.cross_entropy(gx, gt), (gx,))[0],
+    check("cross_entropy", F.cross_entropy(gx, gt), TF.cross_entropy(tx, target), 1e-2)
+    check("cross_entropy grad", genesis.autograd.grad(F.cross_entropy(gx, gt), (gx,))[0],
                 torch.autograd.grad(TF.cross_entropy(tx, target), (tx,))[0], 2e-2)
     nbytes = 3 * M * V * 2  # forward reads the logits; backward reads them and writes the gradient
 
@@ -144,7 +149,7 @@ def bench_rope_swiglu(rows: list, rep: int) -> None:
     def g_rope(x: genesis.Tensor) -> genesis.Tensor:
         return F.rope(x, gcos, gsin)
 
-    check_close("rope", g_rope(gq), t_rope(tq), 1e-2)
+    check("rope", g_rope(gq), t_rope(tq), 1e-2)
     nbytes = 2 * q.numel() * 2
     with genesis.no_grad(), torch.no_grad():
         rate_row(rows, "rope 4x16x2048x128 bf16 fwd", "GB/s", nbytes, 1.5, lambda: g_rope(gq), lambda: t_rope(tq),
@@ -160,7 +165,7 @@ def bench_rope_swiglu(rows: list, rep: int) -> None:
     def t_swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return TF.silu(a) * b
 
-    check_close("swiglu", F.swiglu(gg, gu), t_swiglu(tg, tu), 1e-2)
+    check("swiglu", F.swiglu(gg, gu), t_swiglu(tg, tu), 1e-2)
     nbytes = 3 * M * N * 2
     with genesis.no_grad(), torch.no_grad():
         rate_row(rows, "swiglu 8192x8192 bf16 fwd", "GB/s", nbytes, 1.5, lambda: F.swiglu(gg, gu),
@@ -181,7 +186,7 @@ def bench_sdpa(rows: list, rep: int) -> None:
     def t_attn(a: Any, b: Any, c: Any) -> Any:
         return TF.scaled_dot_product_attention(a, b, c, is_causal=True)
 
-    check_close("sdpa", g_attn(gq, gk, gv), t_attn(tq, tk, tv), 2e-2)
+    check("sdpa", g_attn(gq, gk, gv), t_attn(tq, tk, tv), 2e-2)
     flops = 4 * B * H * S * S * D / 2  # causal: half of the two (S x S x D) products
     with genesis.no_grad(), torch.no_grad():
         rate_row(rows, "sdpa causal bf16 B4 H16 S2048 D128 fwd", "TFLOP/s", flops, 1.0,
