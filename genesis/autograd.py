@@ -154,6 +154,8 @@ class Node:
 
     next_functions: tuple = ()
     _released = False
+    _output_hooks: dict[int, list[Callable]] | None = None  # tensor hooks of this node's outputs, by output number
+    _retain_hooks: dict[int, Callable] | None = None  # retain_grad of outputs: run after the other hooks
 
     def name(self) -> str:
         return type(self).__name__
@@ -186,7 +188,6 @@ class BackwardCtx(Node):
         self._saved_versions: tuple = ()
         self._inputs: tuple = ()
         self._outputs: tuple = ()
-        self._output_hooks: dict[int, list[Callable]] | None = None
         self.needs_input_grad: tuple[bool, ...] = ()
         self.non_differentiable: tuple = ()
         self.materialize_grads = True
@@ -318,7 +319,8 @@ class Function:
 
     #: Built-in primitives set this: their forward receives and returns NDArrays, which is cheaper.
     takes_ndarrays = False
-    #: View primitives set this: the output shares the input's memory and version counter.
+    #: View primitives set this: an output over the input's memory shares its version counter and base (an op that
+    #: may return a copy instead, as reshape, sets it too).
     is_view = False
 
     @staticmethod
@@ -343,7 +345,7 @@ class Function:
                 raw = [a.ndarray if isinstance(a, Tensor) else a for a in args]
                 out = cls.forward(_NO_GRAD_CTX, *raw, **kwargs)
                 out = Tensor._wrap(out) if out.__class__ is NDArray else _wrap_outputs(out, None)
-                if cls.is_view:
+                if cls.is_view and out.ndarray.buffer is args[0].ndarray.buffer:
                     out._version = args[0]._version
                     out._base = args[0] if args[0]._base is None else args[0]._base
                 return out
@@ -368,7 +370,7 @@ class Function:
         ctx._input_meta = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args)
         outputs = _wrap_outputs(out, ctx)
         ctx._record_versions(outputs if isinstance(outputs, tuple) else (outputs,))
-        if cls.is_view:
+        if cls.is_view and outputs.ndarray.buffer is args[0].ndarray.buffer:
             outputs._version = args[0]._version
             outputs._base = args[0] if args[0]._base is None else args[0]._base
             outputs._view_version = outputs._version[0]
@@ -458,8 +460,17 @@ class ViewOfBase(Function):
 
 
 def take_history(target: Any, result: Any) -> None:
-    """Make ``target`` the output of ``result``'s graph node (an in-place op's tensor keeps its identity)."""
+    """Make ``target`` the output of ``result``'s graph node (an in-place op's tensor keeps its identity).
+
+    ``retain_grad`` follows the tensor to its new history; other hooks stay with the value they were registered on.
+    """
     node = result.grad_fn
+    old = target.grad_fn
+    if target._retains_grad and old is not None and old._retain_hooks and target._output_nr in old._retain_hooks:
+        keep = old._retain_hooks.pop(target._output_nr)
+        if node._retain_hooks is None:
+            node._retain_hooks = {}
+        node._retain_hooks[result._output_nr] = keep
     target.grad_fn = node
     target._output_nr = result._output_nr
     target.requires_grad = True
@@ -477,6 +488,22 @@ def refresh_view_history(view: Any, positions: NDArray | None = None) -> None:
         positions = view_positions(view.ndarray, base.ndarray)
     take_history(view, ViewOfBase.apply(base, view.ndarray, positions))
     view._view_version = view._version[0]
+
+
+def retain_grad(t: Any) -> None:
+    """Keep the gradient of the non-leaf ``t`` in ``t.grad`` after backward (after ``t``'s hooks ran)."""
+    ref = weakref.ref(t)
+
+    def keep(grad: Any) -> None:
+        target = ref()
+        if target is not None:
+            g = grad.detach()
+            target.grad = g.clone() if target.grad is None else target.grad + g
+
+    node = t.grad_fn
+    if node._retain_hooks is None:
+        node._retain_hooks = {}
+    node._retain_hooks[t._output_nr] = keep
 
 
 def _edge(a: Any) -> tuple[Node | None, int]:
@@ -596,23 +623,24 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     # Buffers of gradients already visible to the caller: a leaf's new .grad must not alias them.
     handed = {id(g.ndarray.buffer) for g in grad_tensors if g is not None}
     deps = _collect(roots)
+    needed = _leading_to({n for n, _ in captures}, roots) if inputs is not None else set()
     ready = [n for n in roots if deps.get(n, 0) == 0]
     with set_grad_enabled(create_graph):
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, [None])
+            if node._output_hooks or node._retain_hooks:
+                grads = [_run_output_hooks(node, i, g) for i, g in enumerate(grads)]
             if captures:
                 for i, g in enumerate(grads):
                     k = captures.get((node, i))
                     if k is not None:
-                        g = _run_output_hooks(node, i, g)
-                        grads[i] = g
                         results[k] = g
             if isinstance(node, AccumulateGrad):
                 if inputs is None:
                     _accumulate_leaf(node.variable, grads[0], create_graph, handed)
                 continue
-            if inputs is not None and not _leads_to_capture(node, captures):
+            if inputs is not None and node not in needed:
                 in_grads: tuple = (None,) * len(node.next_functions)
             else:
                 in_grads = _call_backward(node, grads, retain_graph, create_graph)
@@ -637,21 +665,25 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     return tuple(r if r is None or create_graph else r.detach() for r in results)
 
 
-def _leads_to_capture(node: Node, captures: dict) -> bool:
-    """Whether any capture point is reachable from ``node`` (cached per run on the node set)."""
-    targets = {n for n, _ in captures}
-    stack, seen = [node], set()
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        for nxt, _ in n.next_functions:
-            if nxt is not None:
-                if nxt in targets:
-                    return True
-                stack.append(nxt)
-    return False
+def _leading_to(targets: set[Node], roots: Sequence[Node]) -> set[Node]:
+    """The nodes from which some node of ``targets`` is reachable (targets included): one pass over the graph."""
+    result: set[Node] = set()
+    state: dict[Node, bool] = {}  # False while a node's inputs are being visited, True once done
+    for root in roots:
+        stack = [root]
+        while stack:
+            node = stack[-1]
+            if node not in state:
+                state[node] = False
+                stack.extend(n for n, _ in node.next_functions if n is not None and n not in state)
+                continue
+            stack.pop()
+            if state[node]:
+                continue
+            state[node] = True
+            if node in targets or any(n in result for n, _ in node.next_functions if n is not None):
+                result.add(node)
+    return result
 
 
 def _run_hooks(hooks: Sequence[Callable], g: Any) -> Any:
@@ -668,15 +700,19 @@ def _run_hooks(hooks: Sequence[Callable], g: Any) -> Any:
 
 
 def _run_output_hooks(node: Node, i: int, g: Any) -> Any:
-    hooks = node._output_hooks.get(i) if getattr(node, "_output_hooks", None) else None
-    if hooks and g is not None:
+    """The gradient of output ``i`` after its tensor hooks (and ``retain_grad``, which sees the final value)."""
+    if g is None:
+        return g
+    hooks = node._output_hooks.get(i) if node._output_hooks else None
+    if hooks:
         g = _run_hooks(hooks, g)
+    retain = node._retain_hooks.get(i) if node._retain_hooks else None
+    if retain is not None:
+        retain(g)
     return g
 
 
 def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_graph: bool) -> tuple:
-    if node._output_hooks:
-        grads = [_run_output_hooks(node, i, g) for i, g in enumerate(grads)]
     if node.materialize_grads:
         for i, g in enumerate(grads):
             if g is None and node._output_meta[i] is not None:

@@ -339,18 +339,8 @@ class Tensor:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None or self._retains_grad:
             return
-        import weakref
-
-        ref = weakref.ref(self)
-
-        def keep(grad: Tensor) -> None:
-            t = ref()
-            if t is not None:
-                g = grad.detach()
-                t.grad = g.clone() if t.grad is None else t.grad + g
-
         self._retains_grad = True
-        self.register_hook(keep)
+        autograd.retain_grad(self)
 
     @property
     def retains_grad(self) -> bool:

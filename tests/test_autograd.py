@@ -1564,3 +1564,78 @@ def test_zero_sized_tensors_in_the_graph() -> None:
         return [out, x.grad]
 
     both(scenario)
+
+
+def test_retain_grad_sees_the_hooked_gradient() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x * 2
+        h.retain_grad()
+        h.register_hook(lambda g: g * 10)
+        (h * h).sum().backward()
+        return [h.grad, x.grad]
+
+    both(scenario)
+
+
+def test_retain_grad_follows_in_place_changes_and_hooks_stay_with_their_value() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x * 2
+        seen = []
+        h.retain_grad()
+        h.register_hook(lambda g: seen.append(("before", g.clone())))
+        h.mul_(3)
+        h.register_hook(lambda g: seen.append(("after", g.clone())))
+        h[0].add_(1)
+        (h * h).sum().backward()
+        return [h.grad, x.grad, [s[0] for s in seen], [s[1] for s in seen]]
+
+    both(scenario)
+
+
+@pytest.mark.parametrize("make", ["reshape", "flatten", "unflatten", "reshape_as", "view"])
+def test_reshape_views_share_memory_history_and_version(make: str) -> None:
+    views = {
+        "reshape": lambda x: x.reshape(6),
+        "flatten": lambda x: x.flatten(),
+        "unflatten": lambda x: x.unflatten(1, (3, 1)),
+        "reshape_as": lambda x: x.reshape_as(x.T.contiguous()),
+        "view": lambda x: x.view(3, 2),
+    }
+
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        x = a * 1
+        w = views[make](x)
+        v0 = version(x)
+        w.mul_(2)
+        flat = w.reshape(-1)
+        flat[5] = flat[4] * 3
+        (x * t(lib, Z)).sum().backward()
+        return [version(x) - v0, version(w) - v0, x, a.grad]
+
+    both(scenario)
+
+
+def test_reshape_that_copies_is_not_a_view() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        x = a * 1
+        copy = x.T.reshape(6)  # not expressible as a view: a copy
+        copy.mul_(5)
+        (x.sum() + copy.sum()).backward()
+        return [x, a.grad]
+
+    both(scenario)
+
+
+def test_autograd_grad_on_a_long_chain_with_an_unrequested_leaf() -> None:
+    # The pruning of nodes that lead to no requested input is one pass, not one search per node.
+    x = genesis.tensor([1.0], requires_grad=True)
+    side = genesis.tensor([2.0], requires_grad=True)
+    h = x
+    for _ in range(2000):
+        h = h * 1.0005 + side * 0.0
+    (g,) = genesis.autograd.grad(h.sum(), x)
+    assert abs(g.item() - 1.0005 ** 2000) < 1e-3
