@@ -240,3 +240,28 @@ def test_grad_scaler_rejects_fp16_gradients_and_update_before_scale() -> None:
     scaler.scale(w.float().sum()).backward()
     with pytest.raises(ValueError, match="FP16 gradients"):
         scaler.unscale_(opt)
+
+
+def test_grad_scaler_with_two_optimizers_matches_torch() -> None:
+    """An inf in one optimizer's gradients skips only that optimizer's step, and the scale backs off for both."""
+    results = []
+    for lib in (genesis, torch):
+        a = lib.ones(3, requires_grad=True)
+        b = lib.ones(2, requires_grad=True)
+        opt_a, opt_b = lib.optim.SGD([a], lr=0.1), lib.optim.Adam([b], lr=0.1)
+        scaler = lib.amp.GradScaler("cpu", init_scale=16.0, growth_interval=2)
+        trace = []
+        for step in range(5):
+            opt_a.zero_grad()
+            opt_b.zero_grad()
+            loss_b = (b**2).sum() * (math.inf if step == 1 else 1.0)
+            scaler.scale((a**2).sum() + loss_b).backward()
+            scaler.step(opt_a)
+            scaler.step(opt_b)
+            scaler.update()
+            trace.append((scaler.get_scale(), a.detach().tolist(), b.detach().tolist()))
+        results.append(trace)
+    g_trace, t_trace = results
+    for (gs, ga, gb), (ts, ta, tb) in zip(g_trace, t_trace):
+        assert gs == ts
+        assert ga == pytest.approx(ta, rel=1e-6) and gb == pytest.approx(tb, rel=1e-6)
