@@ -247,16 +247,12 @@ class BackwardCtx(Node):
 
     def _record_versions(self, outputs: tuple) -> None:
         """Remember, per saved value, the version counter of the input or output holding it and its version now."""
-        from genesis.tensor import Tensor
-
+        if not self._saved:
+            return
+        holders = {id(t.ndarray): t for t in outputs + self._inputs if isinstance(t, Tensor)}  # inputs win
         versions = []
         for value in self._saved:
-            holder = value if isinstance(value, Tensor) else None
-            if isinstance(value, NDArray):
-                for t in self._inputs + outputs:
-                    if isinstance(t, Tensor) and t.ndarray is value:
-                        holder = t
-                        break
+            holder = value if isinstance(value, Tensor) else holders.get(id(value))
             versions.append((holder._version, holder._version[0]) if holder is not None else None)
         self._saved_versions = tuple(versions)
 
