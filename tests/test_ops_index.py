@@ -431,6 +431,15 @@ def test_unique():
     check(lambda lib, x: lib.unique(x, return_counts=True), torch.tensor([], dtype=torch.int64))
 
 
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_unique_dim(dim):
+    x = torch.tensor([[[1, 2], [1, 2], [3, 0]], [[1, 2], [1, 2], [3, 1]], [[1, 2], [1, 2], [3, 0]]])
+    check(lambda lib, x: lib.unique(x, dim=dim), x)
+    check(lambda lib, x: x.unique(dim=dim, return_inverse=True, return_counts=True), x)
+    check(lambda lib, x: x.unique(dim=dim, return_inverse=True), x.double() / 2)
+    check(lambda lib, x: x.unique(dim=dim, return_counts=True), x > 1)
+
+
 def test_one_hot():
     f = torch.nn.functional
     x = torch.tensor([[0, 2], [1, 2]])

@@ -1677,16 +1677,37 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
 
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
            dim: int | None = None) -> Any:
-    """Sorted unique elements of the flattened tensor, optionally with inverse indices and counts."""
+    """Sorted unique elements of the flattened tensor (or unique slices along ``dim``), optionally with inverse
+    indices and counts."""
     if dim is not None:
-        raise NotImplementedError("unique: the dim argument is not supported by Genesis yet")
-    values, inverse, counts = input.device.backend.unique(input.ndarray, return_inverse, return_counts)
-    result = [Tensor._wrap(values)]
+        values, inverse, counts = _unique_dim(input.detach(), normalize_dim("unique", dim, input.ndim))
+    else:
+        values, inverse, counts = (Tensor._wrap(a) if a is not None else None for a in
+                                   input.device.backend.unique(input.ndarray, return_inverse, return_counts))
+    result = [values]
     if return_inverse:
-        result.append(Tensor._wrap(inverse).reshape(input.shape))
+        result.append(inverse.reshape(input.shape) if dim is None else inverse)
     if return_counts:
-        result.append(Tensor._wrap(counts))
+        result.append(counts)
     return result[0] if len(result) == 1 else tuple(result)
+
+
+def _unique_dim(input: Tensor, d: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Unique slices along dim ``d`` in lexicographic order, with the inverse index and counts of each."""
+    x = movedim(input, d, 0)
+    n = x.shape[0]
+    rows = x.reshape(n, -1)
+    # Lexicographic order of the rows: stable sorts by each column, from the last column to the first.
+    order = arange_like(n, input)
+    for j in range(rows.shape[1] - 1, -1, -1):
+        order = order[rows[order, j].argsort(stable=True)]
+    ordered = rows[order]
+    starts = cat([ones_like_bool(ordered[:1, 0]), (ordered[1:] != ordered[:-1]).any(1)]) if n else ordered[:, 0] > 0
+    group = starts.cumsum(0) - 1  # group of each sorted row
+    values = movedim(x[order[starts]], 0, d)
+    inverse = zeros_like_detached(group).scatter(0, order, group)
+    counts = zeros_like_detached(group[starts]).index_add(0, group, ones_like_bool(group).to(dtypes.int64))
+    return values, inverse, counts
 
 
 def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = False, right: bool = False,
