@@ -114,6 +114,21 @@ def test_norm_without_affine_and_multi_dim_shape(dtype: genesis.dtype) -> None:
     _close(xg.grad, xr.grad, dtype, "grad input")
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_norm_half_input_with_float32_parameters(path: str) -> None:
+    x, w, b = _rand((5, 40), genesis.bfloat16, 0), _rand((40,), genesis.float32, 1), _rand((40,), genesis.float32, 2)
+    xg, wg, bg = _leaf(x), _leaf(w), _leaf(b)
+    xr, wr, br = _ref(x), _ref(w), _ref(b)
+    out = (F.layer_norm(xg, (40,), wg, bg) if path == "functional"
+           else fused.LayerNorm.apply(xg, wg, bg, 1e-5, False))
+    ref = torch.nn.functional.layer_norm(xr, (40,), wr, br)
+    _close(out, ref, genesis.bfloat16, "output")
+    _backward(out, ref, 3)
+    _close(xg.grad, xr.grad, genesis.bfloat16, "grad input")
+    _close(wg.grad, wr.grad, genesis.float32, "grad weight")
+    _close(bg.grad, br.grad, genesis.float32, "grad bias")
+
+
 def test_norm_weight_gradient_is_reproducible() -> None:
     x, w = _rand((300, 48), genesis.float32, 0), _rand((48,), genesis.float32, 1)
     grads = []

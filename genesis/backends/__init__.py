@@ -71,7 +71,8 @@ fused neural-network kernels (over the last dim; statistics in float32, results 
     layer_norm(x, weight, bias, eps, rms)           (out, mean, rstd) of layer_norm, or rms_norm (rms=True: mean 0,
                                                     no bias); mean/rstd float32 of shape x.shape[:-1]
     layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask)
-                                                    (grad_x, grad_weight, grad_bias), None where not needed
+                                                    (grad_x, grad_weight, grad_bias float32), None where not
+                                                    needed
     cross_entropy(x, target, ignore_index, label_smoothing)
                                                     (loss, logsumexp) per row of 2-D logits, float32; 0 loss where
                                                     target == ignore_index

@@ -345,7 +345,7 @@ def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
         dx = dx - wg.mean(-1, keepdim=True)
     lead = tuple(range(xt.ndim - 1))
     grad_w = wrap((g * xhat).sum(lead).to(native(weight).dtype)) if output_mask[1] and weight is not None else None
-    grad_b = wrap(g.sum(lead).to(xt.dtype)) if output_mask[2] and not rms else None
+    grad_b = wrap(g.sum(lead)) if output_mask[2] and not rms else None
     return (wrap((dx * r).to(xt.dtype)) if output_mask[0] else None), grad_w, grad_b
 
 

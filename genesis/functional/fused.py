@@ -70,6 +70,7 @@ class LayerNorm(Primitive):
         out, mean, rstd = x.backend.layer_norm(x, weight, bias, eps, rms)
         ctx.save_for_backward(x, weight, mean, rstd)
         ctx.rms = rms
+        ctx.bias_dtype = bias.dtype if bias is not None else None
         return out
 
     @staticmethod
@@ -78,9 +79,12 @@ class LayerNorm(Primitive):
         rms = ctx.rms
         need = ctx.needs_input_grad
         if is_grad_enabled():
-            return _layer_norm_grads(grad, x, weight, mean, rstd, rms, need) + (None, None)
-        mask = (bool(need[0]), weight is not None and bool(need[1]), not rms and bool(need[2]))
-        gx, gw, gb = LayerNormBackward.apply(grad, x, weight, mean, rstd, rms, mask)
+            gx, gw, gb = _layer_norm_grads(grad, x, weight, mean, rstd, rms, need)
+        else:
+            mask = (bool(need[0]), weight is not None and bool(need[1]), not rms and bool(need[2]))
+            gx, gw, gb = LayerNormBackward.apply(grad, x, weight, mean, rstd, rms, mask)
+        if gb is not None and gb.dtype is not ctx.bias_dtype:  # summed in float32
+            gb = gb.to(ctx.bias_dtype)
         return gx, gw, gb, None, None
 
 
@@ -107,7 +111,7 @@ def _layer_norm_grads(grad, x, weight, mean, rstd, rms: bool, need: tuple) -> tu
     lead = tuple(range(x.ndim - 1))
     gx = (dx * r).to(x.dtype) if need[0] else None
     gw = (g * xhat).sum(lead).to(weight.dtype) if weight is not None and need[1] else None
-    gb = g.sum(lead).to(x.dtype) if not rms and need[2] else None
+    gb = g.sum(lead) if not rms and need[2] else None
     return gx, gw, gb
 
 

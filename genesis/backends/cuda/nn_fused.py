@@ -110,7 +110,7 @@ def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
         # Second, ordered reduction of the per-program partial sums (deterministic, no atomics).
         grad_w = _sum_rows(dw_part, M, weight.dtype, weight.shape)
     if need_db:
-        grad_b = _sum_rows(db_part, M, x.dtype, (N,))
+        grad_b = _sum_rows(db_part, M, _F32, (N,))  # the caller casts to the bias dtype
     return (dx if output_mask[0] else None), grad_w, grad_b
 
 
