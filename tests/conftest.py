@@ -17,3 +17,8 @@ def pytest_configure(config: pytest.Config) -> None:
     device = config.getoption("--device")
     if device:
         os.environ["GENESIS_TEST_DEVICE"] = device
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Parallel workers already fill the cores: one compute thread each avoids oversubscription.
+        import torch
+
+        torch.set_num_threads(1)
