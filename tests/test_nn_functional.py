@@ -213,3 +213,22 @@ def test_batch_norm_functional_fused_and_half_precision(training):
     check(f, rand(4, 3, 5, dtype=torch.bfloat16), rand(3, dtype=torch.bfloat16),
           rand(3, dtype=torch.bfloat16, seed=1), backward=False)
     check(lambda lib, x: lib.nn.functional.group_norm(x, 2), rand(2, 4, 3, dtype=torch.bfloat16), backward=False)
+
+
+def test_bad_arguments_raise_like_torch():
+    x = rand(1, 2, 4, 4)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.pad(x, (1, 2, 3)), x)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.pad(x, (1,) * 10), x)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.pad(x, (1, 1, 1, 1), mode="reflect", value=2.0), x)
+    check_error(NotImplementedError, lambda lib, x: lib.nn.functional.pad(x, (1, 1), mode="foo"), x)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.pad(x, (4, 4, 0, 0), mode="reflect"), x)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.unfold(x, 3, stride=0), x)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.unfold(x, 5), x)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.fold(x.reshape(1, 2, 16), (4, 4), 3), x)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.glu(x, 1), rand(2, 3))
+    check_error(ValueError, lambda lib, x: lib.nn.functional.dropout(x, -0.1), x)
+    check_error(NotImplementedError, lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=2, mode="linear"),
+                x)
+    check_error(RuntimeError, lambda lib, w: lib.nn.functional.embedding(lib.tensor([[0.5]]), w), rand(3, 2))
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.group_norm(x, 3), rand(2, 4, 3))
+    check_error(ValueError, lambda lib, x: lib.nn.functional.batch_norm(x, None, None, training=True), rand(1, 3))

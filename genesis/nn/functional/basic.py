@@ -200,14 +200,14 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     Modes: ``"constant"`` (negative amounts crop), ``"reflect"``, ``"replicate"``, ``"circular"``.
     """
     if len(pad) % 2:
-        raise ValueError("Padding length must be divisible by 2")
+        raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:
-        raise ValueError("Padding length should be less than or equal to two times the input dimension but got "
-                         f"padding length {len(pad)} and input of dimension {input.ndim}")
+        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {input.ndim}")
     if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise NotImplementedError(f"pad: unsupported padding mode {mode!r}")
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if mode != "constant" and value not in (None, 0):
-        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument.')
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     out = input
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i
