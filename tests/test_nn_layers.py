@@ -243,3 +243,29 @@ def test_module_default_init_distributions():
     genesis.manual_seed(5)
     assert torch.equal(a, to_torch(nn.Linear(3, 3).weight))
     assert not nn.Linear(3, 3).weight.grad_fn
+
+
+@pytest.mark.parametrize("make,exc", [
+    (lambda lib: lib.nn.Embedding(4, 2, padding_idx=4), AssertionError),
+    (lambda lib: lib.nn.Embedding(4, 2, padding_idx=-5), AssertionError),
+    (lambda lib: lib.nn.GroupNorm(3, 4), ValueError),
+    (lambda lib: lib.nn.Dropout(1.5), ValueError),
+    (lambda lib: lib.nn.Conv2d(3, 4, 3, padding="full"), ValueError),
+    (lambda lib: lib.nn.Conv2d(3, 4, 3, padding_mode="mirror"), ValueError),
+    (lambda lib: lib.nn.ConvTranspose2d(3, 4, 3, padding_mode="reflect"), ValueError),
+    (lambda lib: lib.nn.MultiheadAttention(10, 3), AssertionError),
+])
+def test_bad_layer_arguments_raise_like_torch(make, exc):
+    with pytest.raises(exc):
+        make(torch)
+    with pytest.raises(exc):
+        make(genesis)
+
+
+def test_layer_input_errors():
+    with pytest.raises(RuntimeError, match="channels"):
+        nn.Conv2d(3, 4, 3).to(DEVICE)(genesis.ones(1, 2, 5, 5, device=DEVICE))
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        nn.LayerNorm(4).to(DEVICE)(genesis.ones(2, 5, device=DEVICE))
+    with pytest.raises(ValueError, match="expected 4D input"):
+        nn.BatchNorm2d(3).to(DEVICE)(genesis.ones(2, 3, device=DEVICE))
