@@ -27,6 +27,7 @@ from genesis import cuda, dtypes
 from genesis.device import device as Device
 from genesis.device import to_device
 from genesis.random import default_generator
+from genesis.safetensors_io import iter_tensors, read_header
 from genesis.tensor import Tensor, tensor
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -146,7 +147,8 @@ def _read(f: FileLike) -> tuple[dict[str, np.ndarray], dict[str, str], str]:
                 raise FileNotFoundError(f"load: no such file: '{name}'")
             with safetensors.safe_open(name, framework="np") as handle:
                 metadata = handle.metadata() or {}
-            arrays = safetensors.numpy.load_file(name)
+            # Genesis's own reader: numpy's safetensors loader has no bfloat16, which Hugging Face files use.
+            arrays = {key: np.array(view) for key, view in iter_tensors(read_header(name))}
         else:
             data = f.read()
             with io.BytesIO(data) as buffer:

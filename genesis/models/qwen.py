@@ -17,8 +17,9 @@ from typing import Any
 import genesis
 from genesis import nn
 from genesis.generation import KVCache, generate
-from genesis.models.checkpoint import iter_tensors, read_index, save_checkpoint
+from genesis.models.checkpoint import read_index, save_checkpoint
 from genesis.nn import functional as F
+from genesis.safetensors_io import iter_tensors
 from genesis.tensor import Tensor
 
 IGNORE_INDEX = -100  # label value excluded from the loss, as in transformers
