@@ -87,6 +87,7 @@ from genesis.ndarray import (
     normalize_dims,
     view_strides,
 )
+from genesis.ndarray import cat as cat_nd
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
 
@@ -1249,7 +1250,11 @@ def _check_bounds(op: str, index: Tensor, size: int, dim: int, negative: bool = 
     """
     if index.numel() == 0:
         return index
-    lo, hi = int(index.min().item()), int(index.max().item())
+    # Both extremes in one host transfer: on a GPU each read of a result waits for the device.
+    nd = index.ndarray
+    dims = tuple(range(nd.ndim))
+    lo, hi = (int(v) for v in cat_nd([nd.reduce("amin", dims, True).reshape((1,)),
+                                       nd.reduce("amax", dims, True).reshape((1,))], 0).numpy())
     if lo < (-size if negative else 0) or hi >= size:
         bad = hi if hi >= size else lo
         raise error(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
