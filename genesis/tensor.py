@@ -126,7 +126,7 @@ class Tensor:
 
     # Autograd fields default at class level so wrapping a result sets only what differs (cheap per op).
     _requires_grad = False
-    grad: Tensor | None = None
+    _grad: Tensor | None = None
     grad_fn: Any = None
     _output_nr = 0
     _base: Tensor | None = None
@@ -147,6 +147,28 @@ class Tensor:
         t.ndarray = nd
         t._version = [0]
         return t
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by backward (None until one reaches this tensor)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: {list(value.shape)} for a tensor "
+                                   f"of size {list(self.shape)}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: {value.dtype} for a tensor of "
+                                   f"type {self.dtype}")
+            if value.device != self.device:
+                raise RuntimeError(f"assigned grad has data located on a different device: {value.device} for a "
+                                   f"tensor on {self.device}")
+        self._grad = value
 
     @property
     def requires_grad(self) -> bool:

@@ -1639,3 +1639,18 @@ def test_autograd_grad_on_a_long_chain_with_an_unrequested_leaf() -> None:
         h = h * 1.0005 + side * 0.0
     (g,) = genesis.autograd.grad(h.sum(), x)
     assert abs(g.item() - 1.0005 ** 2000) < 1e-3
+
+
+def test_assigning_a_mismatched_grad_raises() -> None:
+    raises_both(TypeError, lambda lib: setattr(t(lib, X, True), "grad", [1.0, 2.0]))
+    raises_both(RuntimeError, lambda lib: setattr(t(lib, X, True), "grad", t(lib, [1.0, 2.0])), match="size")
+    raises_both(RuntimeError, lambda lib: setattr(t(lib, X, True), "grad", t(lib, X, dtype=lib.float32)),
+                match="type")
+
+    def valid(lib: Any) -> list:
+        x = t(lib, X, True)
+        x.grad = t(lib, Y)
+        x.grad = None
+        return [x.grad]
+
+    both(valid)
