@@ -75,6 +75,12 @@ def test_repr_matches_torch(name: str) -> None:
     same_repr(REPR_CASES[name](genesis), REPR_CASES[name](torch))
 
 
+def test_repr_names_a_non_cpu_device() -> None:
+    g = genesis.tensor([1.5, 2.0], device=DEVICE, requires_grad=True)
+    suffix = "" if g.device.type == "cpu" else f", device='{g.device}'"
+    assert repr(g) == f"tensor([1.5000, 2.0000]{suffix}, requires_grad=True)"
+
+
 def test_repr_respects_default_dtype() -> None:
     genesis.set_default_dtype(genesis.float64)
     torch.set_default_dtype(torch.float64)
@@ -438,3 +444,35 @@ def test_round_trip_helpers_are_exact() -> None:
     t = torch.randn(3, 4, dtype=torch.float64)
     assert torch.equal(to_torch(to_genesis(t)), t)
     assert math.isclose(to_genesis(t)[1, 2].item(), t[1, 2].item(), rel_tol=0, abs_tol=0)
+
+
+def _random_case(rng: np.random.Generator) -> torch.Tensor:
+    shape = tuple(int(s) for s in rng.integers(0, 7, int(rng.integers(0, 4))))
+    if rng.random() < 0.05:
+        shape = (int(rng.integers(1001, 1300)),)
+    values = rng.standard_normal(shape) * 10.0 ** int(rng.integers(-6, 10))
+    if rng.random() < 0.3:
+        values = np.round(values)
+    if rng.random() < 0.1 and values.size:
+        values.flat[0] = math.nan
+    if rng.random() < 0.1 and values.size:
+        values.flat[-1] = math.inf
+    t = torch.tensor(values, dtype=torch.float64)
+    dtype = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool,
+             torch.uint8, torch.int8][int(rng.integers(0, 9))]
+    if dtype == torch.bool:
+        return t > 0
+    if not dtype.is_floating_point:
+        low = 0 if dtype == torch.uint8 else -100
+        return t.nan_to_num(0, 0, 0).clamp(low, 100).to(dtype)
+    return t.to(dtype)
+
+
+def test_repr_matches_torch_on_random_tensors() -> None:
+    rng = np.random.default_rng(1234)
+    for _ in range(300):
+        t = _random_case(rng)
+        g = to_genesis(t, device="cpu")  # the text is device-independent but for the device suffix
+        # torch's dtype names are two characters shorter, which can move a suffix to a line of its own.
+        expected = repr(t).replace("torch.", "genesis.").replace(",\n       dtype=", ", dtype=")
+        assert repr(g).replace(",\n       dtype=", ", dtype=") == expected
