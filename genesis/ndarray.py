@@ -441,6 +441,9 @@ class NDArray:
 
     def where(self, a: NDArray | float, b: NDArray | float) -> NDArray:
         """``a`` where self (a bool array) is true, else ``b``; a and b promoted to one dtype."""
+        shapes = [t.shape for t in (self, a, b) if isinstance(t, NDArray)]
+        if any(shape != self.shape for shape in shapes):
+            broadcast_shapes("where", *shapes)
         if isinstance(a, NDArray) and isinstance(b, NDArray):
             dt = dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
             a, b = a.astype(dt), b.astype(dt)
