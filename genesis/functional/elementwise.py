@@ -385,9 +385,13 @@ class Sigmoid(Unary):
 class Relu(Unary):
     op, saves_output = "relu", True
 
-    @staticmethod
-    def derivative(out):
-        return (out > 0).to(out.dtype)
+    @classmethod
+    def backward(cls, ctx, grad):
+        from genesis.functional import where
+
+        (out,) = ctx.saved_tensors
+        # A select instead of multiplying by a cast mask: two kernels, not three.
+        return where(out > 0, grad, 0.0)
 
 
 class Gelu(Unary):
