@@ -42,17 +42,13 @@ class Sub(Primitive):
         return grad, -grad if ctx.needs_input_grad[1] else None
 
 
-def _needs(ctx) -> tuple[bool, ...]:
-    """needs_input_grad, all False when nothing is recorded (so a forward can save only what backward reads)."""
-    return ctx.needs_input_grad or (False,) * 8
-
-
 class Mul(Primitive):
     @staticmethod
     def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
         # Save an operand only when the other's gradient reads it: `y[0] = y[0] * 2` must not pin y's version.
-        needs = _needs(ctx)
-        ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
+        needs = ctx.needs_input_grad
+        if needs:
+            ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
         return a.binary("mul", b)
 
     @staticmethod
@@ -64,7 +60,8 @@ class Mul(Primitive):
 class Div(Primitive):
     @staticmethod
     def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
-        ctx.save_for_backward(a if _needs(ctx)[1] else None, b)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         return a.binary("div", b)
 
     @staticmethod
