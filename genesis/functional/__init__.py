@@ -423,10 +423,12 @@ clip = clamp
 
 
 def clamp_min(x: Tensor, min: Any) -> Tensor:
+    """``clamp(x, min=min)``."""
     return clamp(x, min=min)
 
 
 def clamp_max(x: Tensor, max: Any) -> Tensor:
+    """``clamp(x, max=max)``."""
     return clamp(x, max=max)
 
 
