@@ -26,10 +26,19 @@ import torch  # noqa: E402
 
 import genesis  # noqa: E402
 import genesis.nn.functional as F  # noqa: E402
-from benchmark.bench_ops import check_close, g_bench, t_bench, to_g  # noqa: E402
+from benchmark.bench_ops import check_close, g_bench, t_bench  # noqa: E402
 from benchmark.common import print_table, row, write_json  # noqa: E402
 
 TF = torch.nn.functional
+
+
+def to_g(t: torch.Tensor) -> genesis.Tensor:
+    """A Genesis CUDA copy of a torch CUDA tensor: a device-to-device copy through DLPack (no host round trip,
+    which takes seconds for the 2.5 GB cross-entropy logits)."""
+    torch.cuda.synchronize()
+    out = genesis.from_dlpack(t.detach()).clone()
+    genesis.cuda.synchronize()
+    return out
 
 
 def check(name: str, g: genesis.Tensor, t: torch.Tensor, tol: float) -> None:
@@ -245,10 +254,11 @@ def main() -> None:
     for bench in (bench_softmax, bench_norms, bench_rope_swiglu, bench_sdpa):
         print(bench.__name__, flush=True)
         bench(rows, rep)
+        write_json(rows, args.json)  # after each group: a run cut short still leaves its rows
     print("bench_cross_entropy", flush=True)
     bench_cross_entropy(rows, rep, args.quick)
-    print_table(rows)
     write_json(rows, args.json)
+    print_table(rows)
 
 
 if __name__ == "__main__":
