@@ -15,7 +15,7 @@ from genesis import dtypes
 from genesis.device import device as Device
 from genesis.device import to_device
 from genesis.ndarray import NDArray
-from genesis.tensor import Tensor, _size_args, tensor
+from genesis.tensor import Tensor, _shape_from, _size_args, tensor
 
 
 class Generator:
@@ -120,18 +120,18 @@ def _finish(nd: NDArray, requires_grad: bool) -> Tensor:
     return t
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """Uniform samples from [0, 1)."""
-    shape, dev, d = _size_args(size), to_device(device), _float_dtype(dtype)
+    shape, dev, d = _shape_from(sizes, size), to_device(device), _float_dtype(dtype)
     s, o = _stream(generator, dev, math.prod(shape))
     return _finish(dev.backend.uniform(shape, d, dev, s, o), requires_grad)
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
-    shape, dev, d = _size_args(size), to_device(device), _float_dtype(dtype)
+    shape, dev, d = _shape_from(sizes, size), to_device(device), _float_dtype(dtype)
     s, o = _stream(generator, dev, math.prod(shape))
     return _finish(dev.backend.normal(shape, d, dev, s, o), requires_grad)
 
@@ -161,16 +161,17 @@ def randperm(n: int, generator: Generator | None = None, dtype: Any = None, devi
     return out.to(dtypes.to_dtype(dtype)) if dtype is not None else out
 
 
-def rand_like(x: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
-    return rand(x.shape, generator=generator, dtype=dtype or x.dtype, device=device or x.device)
+def rand_like(input: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
+    return rand(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
 
 
-def randn_like(x: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
-    return randn(x.shape, generator=generator, dtype=dtype or x.dtype, device=device or x.device)
+def randn_like(input: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
+    return randn(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
 
 
-def randint_like(x: Tensor, low: int, high: int | None = None, dtype: Any = None, device: Any = None) -> Tensor:
-    return randint(low, high, x.shape, dtype=dtype or x.dtype, device=device or x.device)
+def randint_like(input: Tensor, low: int, high: int | None = None, dtype: Any = None, device: Any = None
+                 ) -> Tensor:
+    return randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device)
 
 
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, generator: Generator | None = None,

@@ -247,9 +247,7 @@ class Tensor:
 
     def data_ptr(self) -> int:
         """Address of the first element (host or device memory)."""
-        nd = self.ndarray
-        backend = nd.backend
-        return backend.data_ptr(nd) if hasattr(backend, "data_ptr") else _cpu_data_ptr(nd)
+        return self.ndarray.backend.data_ptr(self.ndarray)
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return self.ndarray.is_contiguous()
@@ -663,12 +661,6 @@ def _rebuild(array: np.ndarray, dtype_name: str, device: str, requires_grad: boo
     return tensor(array, dtype=dtypes.BY_NAME[dtype_name], device=device, requires_grad=requires_grad)
 
 
-def _cpu_data_ptr(nd: NDArray) -> int:
-    from genesis.backends.cpu import native
-
-    return native(nd).data_ptr()
-
-
 autograd.Tensor = Tensor
 
 
@@ -799,12 +791,23 @@ def _factory(shape: tuple[int, ...], value: Any, dtype: Any, device: Any, requir
     return t
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _factory(_size_args(size), 0.0 if dtype is None else 0, dtype, device, requires_grad)
+def _shape_from(sizes: tuple, size: Any) -> tuple[int, ...]:
+    """The shape from positional sizes or the ``size=`` keyword (torch accepts either)."""
+    if size is not None:
+        if sizes:
+            raise TypeError("got the shape both as positional sizes and as size=")
+        sizes = (size,)
+    return _size_args(sizes)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _factory(_size_args(size), 1.0 if dtype is None else 1, dtype, device, requires_grad)
+def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+          ) -> Tensor:
+    return _factory(_shape_from(sizes, size), 0.0 if dtype is None else 0, dtype, device, requires_grad)
+
+
+def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+         ) -> Tensor:
+    return _factory(_shape_from(sizes, size), 1.0 if dtype is None else 1, dtype, device, requires_grad)
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None,
@@ -815,32 +818,34 @@ def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = 
                     requires_grad)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+          ) -> Tensor:
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    t = Tensor._wrap(NDArray.empty(_size_args(size), d, to_device(device)))
+    t = Tensor._wrap(NDArray.empty(_shape_from(sizes, size), d, to_device(device)))
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def zeros_like(x: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return zeros(x.shape, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad)
+def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def ones_like(x: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return ones(x.shape, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad)
+def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def full_like(x: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
               ) -> Tensor:
-    return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad)
+    return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
 
 
-def empty_like(x: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return empty(x.shape, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad)
+def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return empty(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
+def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) spaced by ``step``; int64 unless an argument is a float."""
     if end is None:

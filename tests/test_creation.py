@@ -367,3 +367,16 @@ def test_inplace_random_fills():
     assert abs(to_torch(t).mean().item() - 0.5) < 0.02
     i = genesis.zeros(1000, dtype=genesis.int64, device=DEVICE).random_(0, 3)
     assert set(to_torch(i).tolist()) == {0, 1, 2}
+
+
+def test_keyword_forms_of_factories():
+    for fn in (lambda lib: lib.zeros(size=(2, 3)), lambda lib: lib.ones(size=[2]), lambda lib: lib.empty(size=(1, 2)),
+               lambda lib: lib.rand(size=(2,)), lambda lib: lib.randn(size=(2, 1)), lambda lib: lib.arange(end=5),
+               lambda lib: lib.arange(start=1, end=5, step=2), lambda lib: lib.linspace(start=0, end=1, steps=3),
+               lambda lib: lib.eye(n=2, m=3), lambda lib: lib.full(size=(2,), fill_value=1.5),
+               lambda lib: lib.zeros_like(input=lib.ones(2)), lambda lib: lib.full_like(lib.ones(2), fill_value=3),
+               lambda lib: lib.randint(low=0, high=3, size=(2,)), lambda lib: lib.rand_like(input=lib.ones(3))):
+        g, t = fn(genesis), fn(torch)
+        assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPE[g.dtype] == t.dtype
+    with pytest.raises(TypeError):
+        genesis.zeros(2, size=(2,))
