@@ -23,6 +23,7 @@ memory and creation
     copy_(dst, src)                                 dst[...] = src, src broadcastable, dtype cast; returns dst
     cast(x, dtype)                                  new contiguous array of another dtype
     contiguous(x)                                   new contiguous copy of a strided view
+    data_ptr(x)                                     address of the view's first element (host or device memory)
     to_dlpack(x, stream, max_version=None)          zero-copy export: a DLPack capsule, versioned when the
                                                     consumer passes max_version >= (1, 0)
     from_dlpack(obj)                                zero-copy import of any DLPack producer
@@ -113,7 +114,8 @@ COMPARISON_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "
 REDUCE_OPS = ("sum", "prod", "amax", "amin", "any", "all")
 
 PRIMITIVES = (
-    "empty", "full", "arange", "from_numpy", "to_numpy", "copy_", "cast", "contiguous", "to_dlpack", "from_dlpack",
+    "empty", "full", "arange", "from_numpy", "to_numpy", "copy_", "cast", "contiguous", "data_ptr",
+    "to_dlpack", "from_dlpack",
     "unary", "binary", "where",
     "reduce", "arg_reduce", "cumulative", "softmax",
     "matmul",

@@ -89,6 +89,10 @@ def contiguous(x: NDArray) -> NDArray:
     return wrap(native(x).clone(memory_format=torch.contiguous_format))
 
 
+def data_ptr(x: NDArray) -> int:
+    return native(x).data_ptr()
+
+
 def to_dlpack(x: NDArray, stream: object = None, max_version: tuple[int, int] | None = None) -> object:
     # A consumer that names max_version reads versioned capsules, which also carry writability.
     return native(x).__dlpack__(max_version=max_version) if max_version else native(x).__dlpack__()
