@@ -808,12 +808,17 @@ def _make_grads(outputs: Sequence[Any], grad_outputs: Any) -> list:
     if grad_outputs is None or isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
     grad_outputs = list(grad_outputs)
+    for g in grad_outputs:
+        if g is not None and not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
     if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad: got {len(grad_outputs)} gradients for {len(outputs)} outputs")
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
     result = []
-    for out, g in zip(outputs, grad_outputs):
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"tensors to differentiate must be Tensors, but element {i} is a {type(out).__name__}")
         if not out.requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
             if out.numel() != 1:
                 raise RuntimeError(

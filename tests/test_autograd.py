@@ -1738,3 +1738,18 @@ def test_random_graphs_match_torch(block: int) -> None:
                         f"seed {seed}: gradient of leaf {k} at {idx}"
         else:
             assert g[0] != "ok" or r[0] == "nothing requires grad", f"seed {seed}: Genesis {g[0]}, torch {r}"
+
+
+def test_bad_gradient_arguments_raise_like_torch() -> None:
+    raises_both(TypeError, lambda lib: (t(lib, [1.0, 2.0], True) * 2).backward([1.0, 1.0]), match="Tensors or None")
+    raises_both(RuntimeError, lambda lib: lib.autograd.backward([t(lib, X, True).sum(), t(lib, Y, True).sum()],
+                                                                [None]), match="2 tensors and 1 gradients")
+    raises_both(RuntimeError, lambda lib: lib.autograd.grad([(t(lib, X, True) * 2).sum(), t(lib, 1.0)],
+                                                            [t(lib, Y, True)]), match="element 1")
+
+    def integer_gradient(lib: Any) -> Any:
+        x = t(lib, [1.0, 2.0], True)
+        (x * 2).backward(lib.tensor([1, 3]))
+        return x.grad
+
+    both(integer_gradient)
