@@ -204,6 +204,7 @@ class BackwardCtx(Node):
         self.non_differentiable = outputs
 
     def set_materialize_grads(self, value: bool) -> None:
+        """Whether backward receives zeros (True, the default) or None for outputs that got no gradient."""
         self.materialize_grads = value
 
     @property
@@ -232,8 +233,6 @@ class BackwardCtx(Node):
 
     def _as_tensor(self, value: Any) -> Any:
         """Map a saved NDArray back to the input or output Tensor holding it, so double backward sees the graph."""
-        from genesis.tensor import Tensor
-
         if not isinstance(value, NDArray):
             return value
         for t in self._inputs:
@@ -261,8 +260,6 @@ class BackwardCtx(Node):
 
         The copy carries ``target``'s history, so double backward still differentiates through the old value.
         """
-        from genesis.tensor import Tensor
-
         snapshot = None
         saved = list(self._saved)
         versions = list(self._saved_versions)
