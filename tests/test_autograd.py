@@ -1753,3 +1753,27 @@ def test_bad_gradient_arguments_raise_like_torch() -> None:
         return x.grad
 
     both(integer_gradient)
+
+
+def test_backward_in_several_threads_at_once() -> None:
+    expected = (torch.tensor(X, dtype=torch.float64) * 2).cos() * 2
+    errors: list = []
+
+    def worker(grad_mode_off: bool) -> None:
+        try:
+            for _ in range(30):
+                x = genesis.tensor(X, dtype=genesis.float64, requires_grad=True, device=DEVICE)
+                if grad_mode_off:
+                    with genesis.no_grad():
+                        assert not (x * 2).requires_grad
+                (g,) = genesis.autograd.grad((x * 2).sin().sum(), x)
+                assert_same(g, expected)
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(i % 2 == 0,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
