@@ -118,6 +118,10 @@ def test_pow_cases():
     check(lambda lib, x: lib.pow(x, 3), torch.tensor([2, -3, 4]))
     check(lambda lib, x: lib.pow(2, x), torch.tensor([0, 3]))
     check(lambda lib, x: x ** 2.5, torch.tensor([1, 4]))
+    # An integer base with a float exponent: the exponent's gradient uses log(base) in float64.
+    check(lambda lib, b, e: b ** e, torch.tensor([1, 2, 3]), rand(3, seed=6))
+    check(lambda lib, x, e: (x * 0) ** e, rand(3), torch.tensor([0.0, 1.0, -1.0], dtype=torch.float64,
+                                                                 requires_grad=True))
 
 
 DIVIDENDS = torch.tensor([[7.0, -7.0, 7.5, -7.5, 0.0, 6.0]], dtype=torch.float64)
@@ -130,6 +134,9 @@ def test_div_rounding_mode_float(mode):
           DIVISORS.clone().requires_grad_())
     check(lambda lib, a: lib.div(a, 2.5, rounding_mode=mode), DIVIDENDS)
     check(lambda lib, a: a.div(-4, rounding_mode=mode), DIVIDENDS)
+    # Division by zero rounds to +-inf and still has a zero gradient (not NaN).
+    check(lambda lib, a, b: lib.div(a, b * 0, rounding_mode=mode), DIVIDENDS.clone().requires_grad_(),
+          DIVISORS.clone().requires_grad_())
 
 
 @pytest.mark.parametrize("mode", [None, "trunc", "floor"])

@@ -40,6 +40,7 @@ from genesis.functional.elementwise import (
     Reciprocal,
     Relu,
     Remainder,
+    RoundedDiv,
     RPow,
     Rsqrt,
     RSub,
@@ -168,7 +169,7 @@ def div(input: Any, other: Any, rounding_mode: str | None = None) -> Tensor:
         r = NoGradBinary.apply(input, other, "remainder")
         fix = logical_and(r != 0, (input < 0) != (other < 0 if isinstance(other, Tensor) else other < 0))
         return where(fix, q + 1, q)
-    return ZeroGradUnary.apply(Div.apply(input, other), "trunc")
+    return RoundedDiv.apply(input, other, "trunc")
 
 
 def _result_dtype(a: Tensor, b: Any) -> dtypes.dtype:
@@ -192,7 +193,7 @@ def floor_divide(input: Any, other: Any) -> Tensor:
         elif other == 0:
             raise RuntimeError("floor_divide: ZeroDivisionError (integer division by zero)")
         return NoGradBinary.apply(input, other, "floor_divide")
-    return ZeroGradUnary.apply(Div.apply(input, other), "floor")
+    return RoundedDiv.apply(input, other, "floor")
 
 
 def remainder(input: Any, other: Any) -> Tensor:

@@ -72,6 +72,21 @@ class Div(Primitive):
         return grad_a, grad_b
 
 
+class RoundedDiv(Primitive):
+    """``a / b`` rounded with ``op`` ("floor" or "trunc"): piecewise constant, so both gradients are zero (torch)."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float, op: str) -> NDArray:
+        return a.binary("div", b).unary(op)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from genesis.functional import zeros_like_detached
+
+        zeros = zeros_like_detached(grad)
+        return zeros, zeros if ctx.needs_input_grad[1] else None, None
+
+
 class RDiv(Primitive):
     """``value / x`` for a Python number on the left."""
 
@@ -120,7 +135,8 @@ class Pow(Primitive):
                 grad_a = where(b == 0, 0.0, grad * b * a ** (b - 1))
         if ctx.needs_input_grad[1]:
             # d(a^b)/db = a^b * log(a), defined as 0 where a == 0 and b >= 0 (torch's convention).
-            grad_b = where((a == 0).logical_and(b >= 0), 0.0, grad * out * a.log())
+            # An integer base is read in the result's precision, not the default float dtype.
+            grad_b = where((a == 0).logical_and(b >= 0), 0.0, grad * out * a.to(out.dtype).log())
         return grad_a, grad_b
 
 
