@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import assert_same, check, check_error, rand, to_genesis
+from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis
 
 IDX = torch.tensor([2, 0, 2])
 IDX2 = torch.tensor([[1, 0], [3, 3]])
@@ -468,8 +468,9 @@ def test_searchsorted_bucketize(right):
 
 
 def _long(lib, values, shape):
-    dtype = torch.int64 if lib is torch else genesis.int64
-    return lib.tensor(values, dtype=dtype).reshape(shape)
+    if lib is torch:
+        return torch.tensor(values, dtype=torch.int64).reshape(shape)
+    return genesis.tensor(values, dtype=genesis.int64, device=DEVICE).reshape(shape)
 
 
 def test_index_ops_on_0d_and_empty():

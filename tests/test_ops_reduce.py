@@ -182,7 +182,9 @@ def test_softmax_log_softmax(dim):
     check(lambda lib, x: x.log_softmax(dim), x)
     check(lambda lib, x: lib.softmax(x.mT, dim), x)
     check(lambda lib, x: lib.log_softmax(x[:, ::2], dim), x)
-    check(lambda lib, x: lib.softmax(x, dim, dtype=lib.float32), x)
+    # The result is computed in float32, so its gradient for the float64 input carries float32 rounding
+    # (kernels on other devices may round differently from torch's CPU kernel): float32 tolerances.
+    check(lambda lib, x: lib.softmax(x, dim, dtype=lib.float32), x, grad_rtol=1e-5, grad_atol=1e-6)
     check(lambda lib, x: x.softmax(dim), x.detach().float())
     check(lambda lib, x: x.softmax(dim), x.detach().half())
     big = torch.tensor([[1000.0, 0.0, -1000.0], [-math.inf, 0.0, 1.0]], dtype=torch.float64, requires_grad=True)

@@ -1293,6 +1293,12 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
     items = []
     for k in key:
         if isinstance(k, Tensor):
+            if k.device is not x.device:
+                # As torch: CPU indices may index a tensor on any device; other mixes are an error.
+                if k.device.type != "cpu":
+                    raise RuntimeError(f"index: indices should be either on cpu or on the same device as the "
+                                       f"indexed tensor ({x.device}), got indices on {k.device}")
+                k = k.to(x.device)
             items.append(k)
         elif isinstance(k, (list, tuple)) or hasattr(k, "__array__") and not isinstance(k, (int, float)):
             t = _from_data(k, device=x.device)
