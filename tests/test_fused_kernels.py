@@ -42,7 +42,9 @@ def _close(got: genesis.Tensor, ref: torch.Tensor, dtype: genesis.dtype, what: s
     g = to_torch(got).double()
     r = ref.detach().double()
     assert not torch.isnan(g).any() or torch.isnan(r).any(), f"{what}: NaN"
-    err = ((g - r).norm() / r.norm().clamp_min(1e-6)).item() if r.numel() else 0.0
+    # A reference that is exactly zero (e.g. the query gradient of attention over a single key) leaves only the
+    # rounding noise of the low-precision forward: the norm floor turns the bound into an absolute one there.
+    err = ((g - r).norm() / r.norm().clamp_min(1e-3)).item() if r.numel() else 0.0
     assert err < BOUND[dtype], f"{what}: relative error {err:.2e} >= {BOUND[dtype]:.0e} ({dtype})"
 
 
