@@ -269,7 +269,7 @@ class BackwardCtx(Node):
                     nd = target.ndarray
                     snapshot = Tensor._wrap(nd.backend.contiguous(nd))
                     snapshot.requires_grad = target.requires_grad
-                    snapshot.grad_fn = target.grad_fn
+                    snapshot._grad_fn = target._grad_fn
                     snapshot._output_nr = target._output_nr
                 saved[i] = snapshot
                 versions[i] = None
@@ -457,14 +457,14 @@ def take_history(target: Any, result: Any) -> None:
 
     ``retain_grad`` follows the tensor to its new history; other hooks stay with the value they were registered on.
     """
-    node = result.grad_fn
-    old = target.grad_fn
+    node = result._grad_fn
+    old = target._grad_fn
     if target._retains_grad and old is not None and old._retain_hooks and target._output_nr in old._retain_hooks:
         keep = old._retain_hooks.pop(target._output_nr)
         if node._retain_hooks is None:
             node._retain_hooks = {}
         node._retain_hooks[result._output_nr] = keep
-    target.grad_fn = node
+    target._grad_fn = node
     target._output_nr = result._output_nr
     target.requires_grad = True
     outs = list(node._outputs)
@@ -479,7 +479,8 @@ def refresh_view_history(view: Any, positions: NDArray | None = None) -> None:
         return
     if positions is None:
         positions = view_positions(view.ndarray, base.ndarray)
-    take_history(view, ViewOfBase.apply(base, view.ndarray, positions))
+    with enable_grad():  # the history is rebuilt whatever the grad mode (backward may run under no_grad)
+        take_history(view, ViewOfBase.apply(base, view.ndarray, positions))
     view._view_version = view._version[0]
 
 
@@ -493,7 +494,7 @@ def retain_grad(t: Any) -> None:
             g = grad.detach()
             target.grad = g.clone() if target.grad is None else target.grad + g
 
-    node = t.grad_fn
+    node = t._grad_fn
     if node._retain_hooks is None:
         node._retain_hooks = {}
     node._retain_hooks[t._output_nr] = keep
@@ -504,8 +505,8 @@ def _edge(a: Any) -> tuple[Node | None, int]:
         return (None, 0)
     if a._base is not None and a._view_version != a._version[0] and a._base.requires_grad:
         refresh_view_history(a)
-    if a.grad_fn is not None:
-        return (a.grad_fn, a._output_nr)
+    if a._grad_fn is not None:
+        return (a._grad_fn, a._output_nr)
     return (a._accumulator(), 0)
 
 
@@ -541,7 +542,7 @@ def _wrap_outputs(out: Any, ctx: BackwardCtx | None) -> Any:
         t = Tensor._wrap(o)
         if differentiable:
             t._requires_grad = True
-            t.grad_fn = ctx
+            t._grad_fn = ctx
             t._output_nr = i
         wrapped.append(t)
         refs.append(weakref.ref(t))
@@ -597,10 +598,10 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     buffers: dict[Node, list] = {}
     for t, g in zip(tensors, grad_tensors):
         _edge(t)  # refreshes the history of a view whose base changed in place
-        node = t.grad_fn if t.grad_fn is not None else t._accumulator()
+        node = t._grad_fn if t._grad_fn is not None else t._accumulator()
         n_out = getattr(node, "_n_outputs", 1)
         buf = buffers.setdefault(node, [None] * n_out)
-        _accumulate(buf, t._output_nr if t.grad_fn is not None else 0, g)
+        _accumulate(buf, t._output_nr if t._grad_fn is not None else 0, g)
         if node not in roots:
             roots.append(node)
 
@@ -610,7 +611,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
         results = [None] * len(inputs)
         for k, t in enumerate(inputs):
             _edge(t)
-            key = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._accumulator(), 0)
+            key = (t._grad_fn, t._output_nr) if t._grad_fn is not None else (t._accumulator(), 0)
             captures[key] = k
 
     # Buffers of gradients already visible to the caller: a leaf's new .grad must not alias them.

@@ -127,7 +127,7 @@ class Tensor:
     # Autograd fields default at class level so wrapping a result sets only what differs (cheap per op).
     _requires_grad = False
     _grad: Tensor | None = None
-    grad_fn: Any = None
+    _grad_fn: Any = None
     _output_nr = 0
     _base: Tensor | None = None
     _hooks: list | None = None
@@ -147,6 +147,21 @@ class Tensor:
         t.ndarray = nd
         t._version = [0]
         return t
+
+    @property
+    def grad_fn(self) -> Any:
+        """The graph node that produced this tensor (None for leaves and tensors outside the graph).
+
+        A view whose base changed in place since the view was made gets its history through the base first.
+        """
+        if self._base is not None and self._view_version != self._version[0] and self._requires_grad \
+                and self._base._requires_grad:
+            autograd.refresh_view_history(self)
+        return self._grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, node: Any) -> None:
+        self._grad_fn = node
 
     @property
     def grad(self) -> Tensor | None:

@@ -1777,3 +1777,20 @@ def test_backward_in_several_threads_at_once() -> None:
     for thread in threads:
         thread.join()
     assert not errors, errors
+
+
+def test_stale_view_reports_its_new_history() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        x = a * 2
+        v = x[1]
+        w = x[0]
+        before = v.grad_fn
+        x.mul_(a)
+        after = v.grad_fn
+        flags = [before is not after, after is v.grad_fn, v.is_leaf, v.requires_grad]
+        with lib.no_grad():
+            w.backward(t(lib, [1.0, 2.0, 3.0]))  # w's history is rebuilt here, whatever the grad mode
+        return flags + [a.grad]
+
+    both(scenario)
