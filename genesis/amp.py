@@ -27,7 +27,7 @@ from genesis.tensor import Tensor, full
 
 # ------------------------------------------------------------------ the policy
 
-_LOWER, _FP32, _PROMOTE = "lower", "fp32", "promote"
+_LOWER, _FP32, _PROMOTE, _BANNED = "lower", "fp32", "promote", "banned"
 
 _CPU_LOWER = ("matmul", "mm", "bmm", "baddbmm", "addmm", "addbmm", "linear", "conv1d", "conv2d", "conv3d",
               "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu", "scaled_dot_product_attention")
@@ -51,7 +51,9 @@ POLICY: dict[str, dict[str, str]] = {
     "cpu": {**{op: _PROMOTE for op in _PROMOTE_OPS}, **{op: _LOWER for op in _CPU_LOWER},
             **{op: _FP32 for op in _CPU_FP32}},
     "cuda": {**{op: _PROMOTE for op in _PROMOTE_OPS}, **{op: _LOWER for op in _CUDA_LOWER},
-             **{op: _FP32 for op in _CUDA_FP32}},
+             **{op: _FP32 for op in _CUDA_FP32},
+             # As torch: probabilities that came out of a float16 sigmoid are unsafe to feed to this loss.
+             "binary_cross_entropy": _BANNED},
 }
 
 _SUPPORTED_DTYPES = {"cpu": (dtypes.bfloat16, dtypes.float16), "cuda": (dtypes.float16, dtypes.bfloat16)}
@@ -113,6 +115,12 @@ def autocast_args(op: str, *args: Any) -> tuple[Any, ...]:
     rule = POLICY[device_type].get(op) if target is not None else None
     if rule is None:
         return args
+    if rule == _BANNED:
+        raise RuntimeError(
+            f"genesis.nn.functional.{op} and its module are unsafe to autocast on {device_type}. Use "
+            "binary_cross_entropy_with_logits (BCEWithLogitsLoss), which combines the sigmoid and the loss and is "
+            "safe to autocast, or disable autocast around this op."
+        )
     if rule == _FP32:
         target = dtypes.float32
     elif rule == _PROMOTE:

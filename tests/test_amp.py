@@ -73,8 +73,14 @@ def test_output_dtypes_match_torch_autocast(name: str, input_dtype: torch.dtype)
         check(under_autocast, *inputs, **LOOSE)
         return
     # On a GPU the oracle is torch's CUDA autocast, which has its own op lists: run torch on the GPU too.
-    with torch.autocast("cuda", dtype=torch.bfloat16):
-        expected = fn(torch, *[x.detach().cuda() for x in inputs])
+    try:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            expected = fn(torch, *[x.detach().cuda() for x in inputs])
+    except RuntimeError as err:  # ops torch refuses under CUDA autocast must be refused alike
+        with pytest.raises(RuntimeError, match="unsafe to autocast"), genesis.autocast(DEVICE, dtype=genesis.bfloat16):
+            fn(genesis, *[to_genesis(x, requires_grad=False) for x in inputs])
+        assert "unsafe to autocast" in str(err)
+        return
     with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
         got = fn(genesis, *[to_genesis(x, requires_grad=False) for x in inputs])
     assert_same(got, expected.cpu(), **LOOSE)
@@ -278,3 +284,10 @@ def test_grad_scaler_with_two_optimizers_matches_torch() -> None:
     for (gs, ga, gb), (ts, ta, tb) in zip(g_trace, t_trace):
         assert gs == ts
         assert ga == pytest.approx(ta, rel=1e-6) and gb == pytest.approx(tb, rel=1e-6)
+
+
+def test_binary_cross_entropy_is_unsafe_under_cuda_autocast() -> None:
+    from genesis.amp import POLICY
+
+    assert POLICY["cuda"]["binary_cross_entropy"] == "banned"
+    assert POLICY["cpu"]["binary_cross_entropy"] == "fp32"
