@@ -703,3 +703,30 @@ def test_clamp_min_max():
     check(lambda lib, x, b: x.clamp_min(b), x, b)
     check(lambda lib, x: (x * 1).clamp_min_(0.0), x)
     check(lambda lib, x: (x * 1).clamp_max_(0.0), x)
+
+
+def _t(*values):
+    return torch.tensor(values, dtype=torch.float64, requires_grad=True)
+
+
+@pytest.mark.parametrize("case", [
+    ("relu at 0", lambda lib, x: lib.relu(x), _t(0.0, -0.0, 1.0)),
+    ("abs at 0", lambda lib, x: x.abs(), _t(0.0, -0.0, 1.0)),
+    ("sqrt at 0", lambda lib, x: x.sqrt(), _t(0.0, 4.0)),
+    ("where hides nan branch", lambda lib, x: lib.where(x > 0, x.sqrt(), x * 0), _t(-1.0, 4.0)),
+    ("sigmoid extremes", lambda lib, x: x.sigmoid(), _t(-800.0, 800.0, 0.0)),
+    ("softplus large", lambda lib, x: torch.nn.functional.softplus(x) if lib is torch else lib.softplus(x),
+     _t(-50.0, 19.9, 40.0)),
+    ("gelu extremes", lambda lib, x: torch.nn.functional.gelu(x) if lib is torch else lib.gelu(x), _t(-40.0, 40.0)),
+    ("maximum with nan", lambda lib, x: lib.maximum(x, x.flip(0)), _t(float("nan"), 1.0)),
+    ("minimum with nan", lambda lib, x: lib.minimum(x, x.flip(0) * 2), _t(float("nan"), 1.0, 3.0)),
+    ("clamp nan", lambda lib, x: x.clamp(0, 1), _t(float("nan"), 0.5, 2.0)),
+    ("clamp_max nan", lambda lib, x: x.clamp(max=0.2), _t(float("nan"), 0.5)),
+    ("median ties", lambda lib, x: x.median(), _t(1.0, 1.0, 0.0, 1.0)),
+    ("median nan-free odd", lambda lib, x: x.median(), _t(3.0, 1.0, 2.0)),
+    ("log at 0", lambda lib, x: x.log(), _t(0.0, 1.0)),
+    ("reciprocal at 0", lambda lib, x: x.reciprocal(), _t(0.0, 2.0)),
+], ids=lambda c: c[0])
+def test_special_points_gradients(case):
+    _, fn, x = case
+    check(fn, x)

@@ -403,14 +403,18 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Clamp into [min, max]; bounds are numbers or tensors; the gradient passes where the input is inside."""
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+    # Conditions are written so NaN fails them: a NaN input stays NaN, as in torch.
     out = x
     if min is not None:
         lo = min if isinstance(min, Tensor) else Tensor._scalar_like(min, x)
-        out = where(out >= lo, out, lo.to(_result_dtype(x, min)) if isinstance(min, Tensor) else min)
+        out = where(out < lo, lo.to(_result_dtype(x, min)) if isinstance(min, Tensor) else min, out)
         if isinstance(min, Tensor) and out.dtype is not _result_dtype(x, min):
             out = out.to(_result_dtype(x, min))
     if max is not None:
-        out = where(out <= max, out, max)
+        out = where(out > max, max, out)
+    if x.dtype.is_floating_point and x.requires_grad:
+        # torch passes no gradient through NaN inputs of clamp.
+        out = where(isnan(x), x.detach(), out)
     if out.dtype is not x.dtype and not isinstance(min, Tensor) and not isinstance(max, Tensor):
         target = x.dtype
         for bound in (min, max):
@@ -1684,7 +1688,12 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """Lower median (torch semantics); with ``dim`` returns (values, indices)."""
     if dim is None:
         flat = input.reshape(-1)
-        return sort(flat)[0][(flat.shape[0] - 1) // 2]
+        value = sort(flat.detach())[0][(flat.shape[0] - 1) // 2]
+        if not flat.requires_grad:
+            return value
+        # As torch, the gradient is shared evenly by the elements equal to the median; the sum adds exact zeros.
+        ties = flat == value
+        return value + where(ties, flat - value, 0.0).sum() / ties.sum()
     d = normalize_dim("median", dim, input.ndim)
     return kthvalue(input, (input.shape[d] - 1) // 2 + 1, d, keepdim)
 

@@ -164,6 +164,19 @@ class RPow(Primitive):
         return grad * math.nan, None
 
 
+def _extremum_grads(ctx, grad, larger: bool):
+    """Gradients of maximum/minimum as torch: ties split evenly; an operand gets nothing only where it lost.
+
+    With a NaN neither operand lost, so both receive the gradient.
+    """
+    from genesis.functional import where
+
+    a, b = ctx.saved_tensors
+    shared = where(a == b, grad * 0.5, grad)
+    a_lost, b_lost = (a < b, a > b) if larger else (a > b, a < b)
+    return where(a_lost, 0.0, shared), where(b_lost, 0.0, shared)
+
+
 class Maximum(Primitive):
     @staticmethod
     def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
@@ -172,10 +185,7 @@ class Maximum(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        # Ties split the gradient evenly, as torch does.
-        mask_a = (a > b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
-        return grad * mask_a, grad * (1 - mask_a)
+        return _extremum_grads(ctx, grad, larger=True)
 
 
 class Minimum(Primitive):
@@ -186,9 +196,7 @@ class Minimum(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        mask_a = (a < b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
-        return grad * mask_a, grad * (1 - mask_a)
+        return _extremum_grads(ctx, grad, larger=False)
 
 
 class Atan2(Primitive):
