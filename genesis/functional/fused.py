@@ -9,7 +9,7 @@ the backward is written in differentiable tensor ops instead, so higher derivati
 - ``SwiGLU``: ``silu(gate) * up``.
 - ``Rope``: rotary embedding ``x * cos + rotate_half(x) * sin`` with tables broadcastable to x; linear in x, its
   backward is the inverse rotation (itself a ``Rope``).
-- ``Softmax``: softmax / log_softmax with a fused backward.
+- softmax / log_softmax route to ``genesis.functional.reduce.Softmax``, whose backward is fused.
 - ``Attention``: flash attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors.
 
 The ``fused_*`` functions are what ``genesis.nn.functional`` calls: they return the fused result where a kernel
@@ -24,41 +24,11 @@ from typing import TYPE_CHECKING
 from genesis import amp, dtypes
 from genesis.autograd import is_grad_enabled
 from genesis.functional.elementwise import Primitive
+from genesis.functional.reduce import Softmax
 from genesis.ndarray import NDArray, normalize_dim
 
 if TYPE_CHECKING:
     from genesis.tensor import Tensor
-
-
-class Softmax(Primitive):
-    """``softmax(x, dim)`` (or ``log_softmax`` with ``log=True``)."""
-
-    @staticmethod
-    def forward(ctx, x: NDArray, dim: int, log: bool) -> NDArray:
-        out = x.backend.softmax(x, dim, log)
-        ctx.save_for_backward(out)
-        ctx.meta = (dim, log)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (out,) = ctx.saved_tensors
-        dim, log = ctx.meta
-        if is_grad_enabled():
-            if log:
-                return grad - out.exp() * grad.sum(dim=dim, keepdim=True), None, None
-            return out * (grad - (grad * out).sum(dim=dim, keepdim=True)), None, None
-        return SoftmaxBackward.apply(grad, out, dim, log), None, None
-
-
-class SoftmaxBackward(Primitive):
-    @staticmethod
-    def forward(ctx, grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArray:
-        return out.backend.softmax_backward(grad, out, dim, log)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise NotImplementedError("double backward through the fused softmax backward is not supported")
 
 
 class LayerNorm(Primitive):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from genesis import dtypes
+from genesis.autograd import is_grad_enabled
 from genesis.functional.elementwise import Primitive
 from genesis.ndarray import NDArray
 
@@ -120,6 +121,8 @@ class ArgReduce(Primitive):
 
 
 class Softmax(Primitive):
+    """``softmax(x, dim)`` (or ``log_softmax`` with ``log=True``); the backward is one fused backend call."""
+
     @staticmethod
     def forward(ctx, x: NDArray, dim: int, log: bool) -> NDArray:
         out = x.backend.softmax(x, dim, log)
@@ -131,9 +134,24 @@ class Softmax(Primitive):
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         dim, log = ctx.meta
-        if log:
-            return grad - out.exp() * grad.sum(dim=dim, keepdim=True), None, None
-        return out * (grad - (grad * out).sum(dim=dim, keepdim=True)), None, None
+        if is_grad_enabled():
+            # create_graph: composite ops, so the gradient is differentiable again.
+            if log:
+                return grad - out.exp() * grad.sum(dim=dim, keepdim=True), None, None
+            return out * (grad - (grad * out).sum(dim=dim, keepdim=True)), None, None
+        return SoftmaxBackward.apply(grad, out, dim, log), None, None
+
+
+class SoftmaxBackward(Primitive):
+    """``y * (dy - sum(dy * y))`` (log: ``dy - exp(y) * sum(dy)``) in one backend call."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArray:
+        return out.backend.softmax_backward(grad, out, dim, log)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused softmax backward is not supported")
 
 
 class Cumsum(Primitive):
