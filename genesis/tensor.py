@@ -571,8 +571,16 @@ class Tensor:
         """``np.asarray(t)``: the CPU values (sharing memory when possible); like ``numpy()``, not for grad tensors."""
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        needs_copy = self.device.type != "cpu" or (dtype is not None and np.dtype(dtype) != _numpy_dtype(self.dtype))
+        if copy is False and needs_copy:
+            raise ValueError(f"__array__: cannot share memory (tensor on {self.device} of dtype {self.dtype}, numpy "
+                             f"dtype {dtype} asked); pass copy=None or True")
         array = self.cpu().ndarray.numpy()
-        return array.astype(dtype) if dtype is not None else array
+        if dtype is not None:
+            array = array.astype(dtype, copy=bool(copy))
+        elif copy:
+            array = array.copy()
+        return array
 
     def __dlpack__(self, stream: Any = None, max_version: tuple[int, int] | None = None, dl_device: Any = None,
                    copy: bool | None = None) -> Any:

@@ -476,3 +476,20 @@ def test_repr_matches_torch_on_random_tensors() -> None:
         # torch's dtype names are two characters shorter, which can move a suffix to a line of its own.
         expected = repr(t).replace("torch.", "genesis.").replace(",\n       dtype=", ", dtype=")
         assert repr(g).replace(",\n       dtype=", ", dtype=") == expected
+
+
+@cpu_only
+@pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword")  # torch's __array__
+def test_array_protocol_copy_keyword() -> None:
+    for lib in (torch, genesis):
+        x = lib.tensor([1.0, 2.0])
+        copied = np.array(x)  # numpy asks for a copy
+        copied[0] = 9.0
+        shared = np.asarray(x)  # numpy accepts a view
+        shared[1] = 7.0
+        assert x.tolist() == [1.0, 7.0], lib.__name__
+    g = genesis.tensor([1.0, 2.0])
+    assert np.array(g, copy=False).__array_interface__["data"][0] == g.data_ptr()
+    assert np.asarray(g, dtype=np.float64).dtype == np.float64
+    with pytest.raises(ValueError):
+        np.array(g, dtype=np.float64, copy=False)
