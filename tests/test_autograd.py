@@ -1794,3 +1794,34 @@ def test_stale_view_reports_its_new_history() -> None:
         return flags + [a.grad]
 
     both(scenario)
+
+
+SECOND_ORDER = {
+    "mul_div": lambda lib, x, y: x * y / (y * y + 1),
+    "pow_tensor": lambda lib, x, y: (x.abs() + 0.5) ** y,
+    "matmul": lambda lib, x, y: (x @ y.T).tanh(),
+    "softmax": lambda lib, x, y: x.softmax(dim=1) * y,
+    "log_softmax": lambda lib, x, y: x.log_softmax(dim=0) * y,
+    "logsumexp": lambda lib, x, y: (x * y).logsumexp(dim=1),
+    "where_max": lambda lib, x, y: lib.where(x > y, x * x, y.exp()) + lib.maximum(x, y) ** 2,
+    "norm_mean_var": lambda lib, x, y: (x - x.mean(1, keepdim=True)) / (x.var(1, keepdim=True) + 1).sqrt() * y,
+    "sqrt_log_exp": lambda lib, x, y: (x * x + 1).sqrt() * (y * y + 1).log() + (x * y).exp(),
+    "sigmoid_silu": lambda lib, x, y: x.sigmoid() * lib.nn.functional.silu(y) if lib is torch else
+    x.sigmoid() * genesis.nn.functional.silu(y),
+    "gather_index": lambda lib, x, y: (x[:, [2, 0]] * y[1, :2]).sum(1, keepdim=True) + x.flip(0) ** 3 * y,
+    "cumsum_prod": lambda lib, x, y: x.cumsum(1) * y.prod(0),
+}
+
+
+@pytest.mark.parametrize("name", list(SECOND_ORDER))
+def test_second_order_gradients_match_torch(name: str) -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        y = t(lib, Y, True)
+        out = SECOND_ORDER[name](lib, x, y)
+        gx, gy = lib.autograd.grad(out.sum(), [x, y], create_graph=True)
+        v = t(lib, Z)
+        hvx, hvy = lib.autograd.grad((gx * v).sum() + (gy * v.flip(1)).sum(), [x, y], allow_unused=True)
+        return [gx, gy, hvx, hvy]
+
+    both(scenario)
