@@ -1825,3 +1825,16 @@ def test_second_order_gradients_match_torch(name: str) -> None:
         return [gx, gy, hvx, hvy]
 
     both(scenario)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_low_precision_leaves_accumulate_in_their_dtype(dtype: str) -> None:
+    def scenario(lib: Any) -> list:
+        d = getattr(lib, dtype)
+        x = t(lib, X, True, dtype=d)
+        w = t(lib, Y, dtype=lib.float32)
+        (x * w).sum().backward()  # promoted to float32, the gradient comes back in x's dtype
+        (x * x).sum().backward()
+        return [x.grad]
+
+    both(scenario)
