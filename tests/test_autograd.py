@@ -1838,3 +1838,21 @@ def test_low_precision_leaves_accumulate_in_their_dtype(dtype: str) -> None:
         return [x.grad]
 
     both(scenario)
+
+
+def test_node_post_hooks_see_input_and_output_gradients() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        c = t(lib, Y)
+        y = x * c
+        seen = []
+        y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.append((grad_inputs, grad_outputs)))
+        (y * 3).sum().backward()
+        (grad_inputs, grad_outputs), = seen
+        return [list(grad_inputs), list(grad_outputs), x.grad]
+
+    both(scenario)
+
+
+def test_post_accumulate_grad_hook_on_non_leaf_raises() -> None:
+    raises_both(RuntimeError, lambda lib: (t(lib, X, True) * 2).register_post_accumulate_grad_hook(lambda p: None))
