@@ -1856,3 +1856,30 @@ def test_node_post_hooks_see_input_and_output_gradients() -> None:
 
 def test_post_accumulate_grad_hook_on_non_leaf_raises() -> None:
     raises_both(RuntimeError, lambda lib: (t(lib, X, True) * 2).register_post_accumulate_grad_hook(lambda p: None))
+
+
+def test_saved_tensors_are_freed_as_the_engine_goes() -> None:
+    """A node's saved values are released right after its backward, before the nodes below it run."""
+    seen = {}
+
+    class Probe(genesis.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            gc.collect()
+            seen["alive when the node below runs"] = seen["ref"]() is not None
+            return grad
+
+    x = genesis.tensor(X, dtype=genesis.float64, requires_grad=True, device=DEVICE)
+    m = Probe.apply(x) * 2
+    out = (m * m).sum()  # saves m, which nothing else holds once the Python name is gone
+    seen["ref"] = weakref.ref(m.ndarray)
+    del m
+    gc.collect()
+    assert seen["ref"]() is not None
+    out.backward()
+    assert seen["alive when the node below runs"] is False
+    assert_same(x.grad, torch.tensor(X, dtype=torch.float64) * 8)
