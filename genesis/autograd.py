@@ -326,16 +326,19 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        # One pass over the arguments: unwrap Tensors to NDArrays and see whether any of them requires grad.
         record = False
-        if _state.enabled:
-            for a in args:
-                if isinstance(a, Tensor) and a._requires_grad:
-                    record = True
-                    break
+        raw = []
+        for a in args:
+            if isinstance(a, Tensor):
+                record = record or a._requires_grad
+                raw.append(a.ndarray)
+            else:
+                raw.append(a)
+        record = record and _state.enabled
         if not record:
             if cls.takes_ndarrays:
                 # The hot path of every op without autograd: unwrap, compute, wrap; nothing else.
-                raw = [a.ndarray if isinstance(a, Tensor) else a for a in args]
                 out = cls.forward(_NO_GRAD_CTX, *raw, **kwargs)
                 out = Tensor._wrap(out) if out.__class__ is NDArray else _wrap_outputs(out, None)
                 if cls.is_view and out.ndarray.buffer is args[0].ndarray.buffer:
@@ -348,9 +351,8 @@ class Function:
 
         ctx = BackwardCtx(cls)
         ctx._inputs = args
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         if cls.takes_ndarrays:
-            raw = [a.ndarray if isinstance(a, Tensor) else a for a in args]
             out = cls.forward(ctx, *raw, **kwargs)
         else:
             with no_grad():
@@ -360,7 +362,8 @@ class Function:
             ctx._saved = tuple(v.ndarray if isinstance(v, Tensor) and not any(v is a for a in args) else v
                                for v in ctx._saved)
         ctx.next_functions = tuple(_edge(a) for a in args)
-        ctx._input_meta = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args)
+        ctx._input_meta = tuple((a.ndarray.shape, a.ndarray.dtype, a.ndarray.device) if isinstance(a, Tensor) else None
+                                for a in args)
         outputs = _wrap_outputs(out, ctx)
         ctx._record_versions(outputs if isinstance(outputs, tuple) else (outputs,))
         if cls.is_view and outputs.ndarray.buffer is args[0].ndarray.buffer:
