@@ -323,7 +323,10 @@ class Tensor:
         return t
 
     def detach_(self) -> Tensor:
-        self.grad_fn = None
+        """Take this tensor out of the graph in place (it becomes a leaf that does not require grad)."""
+        if self._base is not None:
+            raise RuntimeError("detach_: can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
         self.requires_grad = False
         return self
 

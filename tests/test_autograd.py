@@ -1883,3 +1883,8 @@ def test_saved_tensors_are_freed_as_the_engine_goes() -> None:
     out.backward()
     assert seen["alive when the node below runs"] is False
     assert_same(x.grad, torch.tensor(X, dtype=torch.float64) * 8)
+
+
+def test_detach_in_place_of_a_view_raises() -> None:
+    raises_both(RuntimeError, lambda lib: (t(lib, X, True) * 2)[0].detach_(), match="views in-place")
+    raises_both(RuntimeError, lambda lib: t(lib, X).T.detach_(), match="views in-place")
