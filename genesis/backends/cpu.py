@@ -431,14 +431,21 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
 
 def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
                beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
-    p, m, v = native(param), native(exp_avg), native(exp_avg_sq)
-    pf, g = p.float(), native(grad).float()
+    p, g, m, v = native(param), native(grad), native(exp_avg), native(exp_avg_sq)
+    if p.dtype == g.dtype == m.dtype == v.dtype:
+        # torch's fused CPU kernel: one pass over parameter, gradient and both moments.
+        fused = torch._fused_adamw_ if decoupled else torch._fused_adam_
+        fused([p], [g], [m], [v], [], [torch.tensor(float(step))], lr=lr, beta1=beta1, beta2=beta2,
+              weight_decay=weight_decay, eps=eps, amsgrad=False, maximize=False)
+        return
+    # Low-precision parameters with float32 moments: update in float32, round the parameter once.
+    pf, gf = p.float(), g.float()
     if decoupled:
         pf = pf * (1 - lr * weight_decay)
     else:
-        g = g + weight_decay * pf
-    mf = m.float().lerp(g, 1 - beta1)
-    vf = v.float() * beta2 + (1 - beta2) * g * g
+        gf = gf + weight_decay * pf
+    mf = m.float().lerp(gf, 1 - beta1)
+    vf = v.float() * beta2 + (1 - beta2) * gf * gf
     denom = vf.sqrt() / (1 - beta2 ** step) ** 0.5 + eps
     p.copy_(pf - lr / (1 - beta1 ** step) * mf / denom)
     m.copy_(mf)

@@ -312,9 +312,11 @@ def fused_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, d
 
 def fused_adam_step_(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, lr: float, beta1: float,
                      beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> bool:
-    """One fused Adam/AdamW step in place on a CUDA parameter and its moments; False (nothing done) elsewhere."""
+    """One fused Adam/AdamW step in place on a parameter and its moments (CUDA: Genesis's kernel; CPU: torch's
+    fused kernel, every floating dtype); False (nothing done) where no fused kernel applies."""
     arrays = (param, grad, exp_avg, exp_avg_sq)
-    if not _applies(param, grad, exp_avg, exp_avg_sq) or not all(t.is_contiguous() for t in arrays):
+    on_cpu = all(t.device.type == "cpu" and t.dtype is param.dtype for t in arrays)
+    if not (on_cpu or _applies(param, grad, exp_avg, exp_avg_sq)) or not all(t.is_contiguous() for t in arrays):
         return False
     param.ndarray.backend.adam_step_(param.ndarray, grad.ndarray, exp_avg.ndarray, exp_avg_sq.ndarray, lr, beta1,
                                      beta2, eps, weight_decay, decoupled, step)

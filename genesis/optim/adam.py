@@ -38,7 +38,7 @@ class Adam(Optimizer):
         if (not group["amsgrad"] and not group["maximize"]
                 and fused_adam_step_(p, grad, state["exp_avg"], state["exp_avg_sq"], lr, beta1, beta2, group["eps"],
                                      weight_decay, decoupled, step)):
-            return  # one fused kernel on CUDA
+            return  # one fused kernel
         g = self._effective_grad(p, grad, group, 0.0 if decoupled else weight_decay)
         if decoupled and weight_decay != 0:
             p.mul_(1 - lr * weight_decay)
