@@ -149,6 +149,25 @@ class inference_mode(_GradModeContext):
 
 # ------------------------------------------------------------------------ graph nodes
 
+class RemovableHandle:
+    """Returned by hook registrations; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks: list, hook: Callable) -> None:
+        self._hooks = hooks
+        self._hook = hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+
 class Node:
     """A node of the backward graph; ``next_functions`` lists ``(node, output_nr)`` per input."""
 
@@ -156,14 +175,25 @@ class Node:
     _released = False
     _output_hooks: dict[int, list[Callable]] | None = None  # tensor hooks of this node's outputs, by output number
     _retain_hooks: dict[int, Callable] | None = None  # retain_grad of outputs: run after the other hooks
+    _pre_hooks: list[Callable] | None = None
+    _post_hooks: list[Callable] | None = None
 
     def name(self) -> str:
         return type(self).__name__
 
-    def register_hook(self, hook: Callable) -> None:
-        """Hook called as ``hook(grad_inputs, grad_outputs)`` after this node's backward (torch semantics)."""
-        hooks = self.__dict__.setdefault("_post_hooks", [])
-        hooks.append(hook)
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward (torch semantics)."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(hook)
+        return RemovableHandle(self._post_hooks, hook)
+
+    def register_prehook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(grad_outputs)`` before this node's backward; a returned tuple replaces ``grad_outputs``."""
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(hook)
+        return RemovableHandle(self._pre_hooks, hook)
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
@@ -628,6 +658,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
             grads = buffers.pop(node, [None])
             if node._output_hooks or node._retain_hooks:
                 grads = [_run_output_hooks(node, i, g) for i, g in enumerate(grads)]
+            if node._pre_hooks:
+                grads = _run_prehooks(node, grads)
             if captures:
                 for i, g in enumerate(grads):
                     k = captures.get((node, i))
@@ -696,6 +728,16 @@ def _run_hooks(hooks: Sequence[Callable], g: Any) -> Any:
     return g
 
 
+def _run_prehooks(node: Node, grads: list) -> list:
+    for hook in node._pre_hooks:
+        new = hook(tuple(grads))
+        if new is not None:
+            if len(new) != len(grads):
+                raise RuntimeError(f"hook of {node.name()} returned {len(new)} gradients, expected {len(grads)}")
+            grads = list(new)
+    return grads
+
+
 def _run_output_hooks(node: Node, i: int, g: Any) -> Any:
     """The gradient of output ``i`` after its tensor hooks (and ``retain_grad``, which sees the final value)."""
     if g is None:
@@ -737,7 +779,7 @@ def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_gr
         if g.dtype is not dtype:
             g = g.to(dtype)
         result.append(g)
-    hooks = node.__dict__.get("_post_hooks")
+    hooks = node._post_hooks
     if hooks:
         for hook in hooks:
             hook(tuple(result), tuple(grads))

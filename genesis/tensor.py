@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from genesis import autograd, dtypes
-from genesis.autograd import AccumulateGrad, Overwrite, is_grad_enabled
+from genesis.autograd import AccumulateGrad, Overwrite, RemovableHandle, is_grad_enabled
 from genesis.device import cpu as _cpu
 from genesis.device import device as Device
 from genesis.device import to_device
@@ -698,24 +698,6 @@ class Size(tuple):
 
     def numel(self) -> int:
         return math.prod(self)
-
-
-class RemovableHandle:
-    """Returned by hook registrations; ``remove()`` unregisters the hook."""
-
-    def __init__(self, hooks: list, hook: Callable) -> None:
-        self._hooks = hooks
-        self._hook = hook
-
-    def remove(self) -> None:
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
 
 
 class _ToDevice:

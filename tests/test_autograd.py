@@ -1888,3 +1888,24 @@ def test_saved_tensors_are_freed_as_the_engine_goes() -> None:
 def test_detach_in_place_of_a_view_raises() -> None:
     raises_both(RuntimeError, lambda lib: (t(lib, X, True) * 2)[0].detach_(), match="views in-place")
     raises_both(RuntimeError, lambda lib: t(lib, X).T.detach_(), match="views in-place")
+
+
+def test_node_prehooks_replace_output_gradients_and_handles_remove() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        y = x.sin()
+        z = y * 3
+        seen = []
+        handle = y.grad_fn.register_prehook(lambda grads: (grads[0] * 10,))
+        y.grad_fn.register_prehook(lambda grads: seen.append(grads[0].clone()))
+        accumulate = z.grad_fn.next_functions[0][0].next_functions[0][0]
+        accumulate.register_prehook(lambda grads: (grads[0] + 1,))
+        post = z.grad_fn.register_hook(lambda gi, go: seen.append("post"))
+        z.sum().backward(retain_graph=True)
+        first = x.grad.clone()
+        handle.remove()
+        post.remove()
+        z.sum().backward()
+        return [first, x.grad, [s for s in seen if isinstance(s, str)], [s for s in seen if not isinstance(s, str)]]
+
+    both(scenario)
