@@ -474,31 +474,12 @@ class Tensor:
     # ------------------------------------------------------------ conversion
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``."""
-        dtype = kwargs.pop("dtype", None)
-        device = kwargs.pop("device", None)
-        copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype, device = a.dtype, a.device
-            elif isinstance(a, (dtypes.dtype, type)) or (isinstance(a, str) and a in dtypes.BY_NAME):
-                dtype = a
-            elif isinstance(a, bool):
-                continue
-            elif a is not None:
-                device = a
+        device, dtype, copy = parse_to_args(*args, **kwargs)
         out = self
-        if device is not None:
-            dev = to_device(device)
-            if dev is not out.device:
-                out = _ToDevice.apply(out, dev)
-        if dtype is not None:
-            d = dtypes.to_dtype(dtype)
-            if d is not out.dtype:
-                out = F.Cast.apply(out, d)
+        if device is not None and device is not out.device:
+            out = _ToDevice.apply(out, device)
+        if dtype is not None and dtype is not out.dtype:
+            out = F.Cast.apply(out, dtype)
         if copy and out is self:
             out = self.clone()
         return out
@@ -681,6 +662,31 @@ class Tensor:
 
     def new_empty(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return empty(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+
+def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | None, bool]:
+    """The (device, dtype, copy) that ``to(...)`` asks for: a device, a dtype, both, or a tensor to match.
+
+    Shared by ``Tensor.to`` and ``nn.Module.to``; ``non_blocking`` and ``memory_format`` are accepted and ignored.
+    """
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (dtypes.dtype, type)) or (isinstance(a, str) and a in dtypes.BY_NAME):
+            dtype = a
+        elif isinstance(a, bool):
+            continue
+        elif a is not None:
+            device = a
+    return (to_device(device) if device is not None else None,
+            dtypes.to_dtype(dtype) if dtype is not None else None, bool(copy))
 
 
 def _rebuild(array: np.ndarray, dtype_name: str, device: str, requires_grad: bool) -> Tensor:

@@ -15,9 +15,8 @@ from typing import Any, Callable, Iterator, Mapping
 from genesis import dtypes
 from genesis.autograd import no_grad
 from genesis.device import device as Device
-from genesis.device import to_device
 from genesis.nn.parameter import Buffer, Parameter
-from genesis.tensor import Tensor
+from genesis.tensor import Tensor, parse_to_args
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -60,25 +59,10 @@ def _addindent(text: str, num_spaces: int) -> str:
 
 def _parse_to(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | None]:
     """The (device, dtype) of ``Module.to``'s arguments: a device, a dtype, both, or a tensor."""
-    device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
-    if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    for a in args:
-        if isinstance(a, Tensor):
-            device, dtype = a.device, a.dtype
-        elif isinstance(a, dtypes.dtype) or (isinstance(a, str) and a in dtypes.BY_NAME):
-            dtype = a
-        elif isinstance(a, bool):
-            continue
-        elif a is not None:
-            device = a
-    dtype = dtypes.to_dtype(dtype) if dtype is not None else None
+    device, dtype, _ = parse_to_args(*args, **kwargs)
     if dtype is not None and not dtype.is_floating_point:
         raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
-    return (to_device(device) if device is not None else None), dtype
+    return device, dtype
 
 
 class Module:
