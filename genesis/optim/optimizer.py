@@ -147,12 +147,16 @@ class Optimizer:
             for group in self.param_groups:
                 # Small parameters of one dtype and device are updated together (see _step_flat); large ones one by
                 # one, where the arithmetic outweighs the per-op overhead and concatenating would only add copies.
+                # By default only on GPUs, where each op costs a kernel launch: on the CPU, concatenating and copying
+                # back costs more than it saves.
+                foreach = group.get("foreach")
                 small: dict[tuple, list[Tensor]] = {}
                 single = []
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    if group.get("foreach") is False or p.numel() > _FLAT_MAX_NUMEL:
+                    flat = foreach or (foreach is None and p.device.type != "cpu")
+                    if not flat or p.numel() > _FLAT_MAX_NUMEL:
                         single.append(p)
                     else:
                         small.setdefault((p.dtype, p.device), []).append(p)
