@@ -8,13 +8,13 @@ Skips with a reason when Triton is not installed. The interpreter checks run in 
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
-import types
 
 import pytest
+
+from tests.kernel_modules import kernel_modules
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
@@ -22,29 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ST4 = ["i64:16", "i64", "i64", "1"]
 
 
-def _kernel_modules() -> dict[str, types.ModuleType]:
-    """The kernel modules, importable without cuda-python or a driver (the backend package is not initialized)."""
-    saved = {k: v for k, v in sys.modules.items() if k.startswith("genesis.backends.cuda")}
-    try:
-        importlib.import_module("genesis.backends.cuda")
-        loaded = True
-    except Exception:  # noqa: BLE001 - no cuda-python here: load the kernels through a bare package
-        loaded = False
-        pkg = types.ModuleType("genesis.backends.cuda")
-        pkg.__path__ = [os.path.join(ROOT, "genesis", "backends", "cuda")]
-        sys.modules["genesis.backends.cuda"] = pkg
-    try:
-        names = ("elementwise", "reduce", "index", "random")
-        return {n: importlib.import_module(f"genesis.backends.cuda.kernels.{n}") for n in names}
-    finally:
-        if not loaded:
-            for k in [k for k in sys.modules if k.startswith("genesis.backends.cuda")]:
-                del sys.modules[k]
-            sys.modules.update(saved)
-
-
 def _specs() -> list[tuple]:
-    k = _kernel_modules()
+    k = kernel_modules(("elementwise", "reduce", "index", "random"))
     ek, rk, ik, rnd = k["elementwise"], k["reduce"], k["index"], k["random"]
     ptr3 = ("*fp32:16", "*fp32:16", "*fp32:16")
     return [

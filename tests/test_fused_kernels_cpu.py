@@ -13,13 +13,13 @@ Triton 3.9): the subprocess converts them through ``reshape(-1)[0]`` instead, so
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
-import types
 
 import pytest
+
+from tests.kernel_modules import kernel_modules
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
@@ -27,28 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMES = ("nn_norm", "nn_cross_entropy", "nn_rope_swiglu", "nn_softmax", "nn_attention", "nn_adamw")
 
 
-def _kernel_modules() -> dict[str, types.ModuleType]:
-    """The kernel modules, importable without cuda-python or a driver (the backend package is not initialized)."""
-    saved = {k: v for k, v in sys.modules.items() if k.startswith("genesis.backends.cuda")}
-    try:
-        importlib.import_module("genesis.backends.cuda")
-        loaded = True
-    except Exception:  # noqa: BLE001 - no cuda-python here: load the kernels through a bare package
-        loaded = False
-        pkg = types.ModuleType("genesis.backends.cuda")
-        pkg.__path__ = [os.path.join(ROOT, "genesis", "backends", "cuda")]
-        sys.modules["genesis.backends.cuda"] = pkg
-    try:
-        return {n: importlib.import_module(f"genesis.backends.cuda.kernels.{n}") for n in NAMES}
-    finally:
-        if not loaded:
-            for k in [k for k in sys.modules if k.startswith("genesis.backends.cuda")]:
-                del sys.modules[k]
-            sys.modules.update(saved)
-
-
 def _specs() -> list[tuple]:
-    k = _kernel_modules()
+    k = kernel_modules(NAMES)
     nk, ck, rk, sk = k["nn_norm"], k["nn_cross_entropy"], k["nn_rope_swiglu"], k["nn_softmax"]
     ak, adk = k["nn_attention"], k["nn_adamw"]
     bf = "*bf16:16"
