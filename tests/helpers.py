@@ -93,6 +93,18 @@ def _leaves(inputs: tuple) -> tuple[list, list]:
     return g_inputs, t_inputs
 
 
+def _backward_same(pairs: list[tuple[genesis.Tensor, torch.Tensor]]) -> None:
+    """Backpropagate the same random output gradients through each (Genesis, torch) output pair."""
+    gen = torch.Generator().manual_seed(0)
+    t_total, g_total = 0, 0
+    for g, t in pairs:
+        w = torch.randn(t.shape, generator=gen, dtype=torch.float64).to(t.dtype)
+        t_total = t_total + (t * w).sum()
+        g_total = g_total + (g * to_genesis(w, requires_grad=False)).sum()
+    t_total.backward()
+    g_total.backward()
+
+
 def check(fn: Callable, *inputs: Any, rtol: float | None = None, atol: float | None = None,
           grad_rtol: float | None = None, grad_atol: float | None = None, backward: bool = True) -> Any:
     """Run ``fn(lib, *inputs)`` in Genesis and torch; compare outputs and the gradient of every input."""
@@ -108,14 +120,7 @@ def check(fn: Callable, *inputs: Any, rtol: float | None = None, atol: float | N
     pairs = [(g, t) for g, t in zip(g_outs, t_outs) if isinstance(t, torch.Tensor) and t.requires_grad]
     if not pairs:
         return g_out
-    gen = torch.Generator().manual_seed(0)
-    t_total, g_total = 0, 0
-    for g, t in pairs:
-        w = torch.randn(t.shape, generator=gen, dtype=torch.float64).to(t.dtype)
-        t_total = t_total + (t * w).sum()
-        g_total = g_total + (g * to_genesis(w, requires_grad=False)).sum()
-    t_total.backward()
-    g_total.backward()
+    _backward_same(pairs)
     for k, (gx, tx) in enumerate(zip(g_inputs, t_inputs)):
         if isinstance(tx, torch.Tensor) and tx.requires_grad:
             if tx.grad is None:
@@ -169,14 +174,7 @@ def check_module(g_module: Any, t_module: torch.nn.Module, *inputs: Any, rtol: f
     g_outs = g_out if isinstance(g_out, (tuple, list)) else (g_out,)
     pairs = [(g, t) for g, t in zip(g_outs, t_outs) if isinstance(t, torch.Tensor) and t.requires_grad]
     if pairs:
-        gen = torch.Generator().manual_seed(0)
-        t_total, g_total = 0, 0
-        for g, t in pairs:
-            w = torch.randn(t.shape, generator=gen, dtype=torch.float64).to(t.dtype)
-            t_total = t_total + (t * w).sum()
-            g_total = g_total + (g * to_genesis(w, requires_grad=False)).sum()
-        t_total.backward()
-        g_total.backward()
+        _backward_same(pairs)
         for k, (gx, tx) in enumerate(zip(g_inputs, t_inputs)):
             if isinstance(tx, torch.Tensor) and tx.requires_grad:
                 assert_same(gx.grad, tx.grad, grad_rtol or rtol, grad_atol or atol, f"grad of input {k}")
