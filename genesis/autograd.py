@@ -278,10 +278,9 @@ class BackwardCtx(Node):
         """Remember, per saved value, the version counter of the input or output holding it and its version now."""
         if not self._saved:
             return
-        holders = {id(t.ndarray): t for t in outputs + self._inputs if isinstance(t, Tensor)}  # inputs win
         versions = []
         for value in self._saved:
-            holder = value if isinstance(value, Tensor) else holders.get(id(value))
+            holder = value if isinstance(value, Tensor) else _holder(value, self._inputs, outputs)
             versions.append((holder._version, holder._version[0]) if holder is not None else None)
         self._saved_versions = tuple(versions)
 
@@ -311,6 +310,15 @@ class BackwardCtx(Node):
         self._saved = ()
         self._inputs = ()
         self._released = True
+
+
+def _holder(value: Any, inputs: tuple, outputs: tuple) -> Any:
+    """The input (preferred) or output Tensor whose NDArray is ``value``, or None."""
+    for group in (inputs, outputs):
+        for t in group:
+            if isinstance(t, Tensor) and t.ndarray is value:
+                return t
+    return None
 
 
 class _NoGradCtx:
@@ -391,9 +399,17 @@ class Function:
             # Tensors created inside forward are saved by memory, so they map to the recorded outputs.
             ctx._saved = tuple(v.ndarray if isinstance(v, Tensor) and not any(v is a for a in args) else v
                                for v in ctx._saved)
-        ctx.next_functions = tuple(_edge(a) for a in args)
-        ctx._input_meta = tuple((a.ndarray.shape, a.ndarray.dtype, a.ndarray.device) if isinstance(a, Tensor) else None
-                                for a in args)
+        edges, meta = [], []
+        for a in args:
+            if isinstance(a, Tensor):
+                edges.append(_edge(a))
+                nd = a.ndarray
+                meta.append((nd.shape, nd.dtype, nd.device))
+            else:
+                edges.append((None, 0))
+                meta.append(None)
+        ctx.next_functions = tuple(edges)
+        ctx._input_meta = tuple(meta)
         outputs = _wrap_outputs(out, ctx)
         ctx._record_versions(outputs if isinstance(outputs, tuple) else (outputs,))
         if cls.is_view and outputs.ndarray.buffer is args[0].ndarray.buffer:
@@ -560,9 +576,19 @@ def _wrap_outputs(out: Any, ctx: BackwardCtx | None) -> Any:
         if isinstance(out, NDArray):
             return Tensor._wrap(out)
         return tuple(Tensor._wrap(o) if isinstance(o, NDArray) else o for o in out)
+    non_diff = ctx.non_differentiable
+    if out.__class__ is NDArray and not non_diff:
+        # The common case, one output: the loop below without its lists.
+        t = Tensor._wrap(out)
+        if out.dtype.is_floating_point:
+            t._requires_grad = True
+            t._grad_fn = ctx
+        ctx._outputs = (weakref.ref(t),)
+        ctx._n_outputs = 1
+        ctx._output_meta = ((out.shape, out.dtype, out.device),)
+        return t
     single = isinstance(out, NDArray)
     outs = (out,) if single else out
-    non_diff = ctx.non_differentiable
     wrapped = []
     refs = []
     for i, o in enumerate(outs):
