@@ -1,4 +1,4 @@
-"""Import Genesis's Triton kernel modules on machines without cuda-python or a GPU driver (for the CI kernel tests).
+"""Genesis's Triton kernels on machines without cuda-python or a GPU driver (helpers of the CI kernel tests).
 
 The kernel modules need only Triton; their package ``genesis.backends.cuda`` initializes the CUDA runtime on import.
 Where that fails, the kernels are loaded through a bare stand-in package, which is removed again afterwards.
@@ -33,3 +33,30 @@ def kernel_modules(names: Iterable[str]) -> dict[str, types.ModuleType]:
             for k in [k for k in sys.modules if k.startswith("genesis.backends.cuda")]:
                 del sys.modules[k]
             sys.modules.update(saved)
+
+
+def compile_for_sm90(fn: object, types_: tuple[str, ...], consts: tuple) -> None:
+    """Compile a ``@triton.jit`` kernel ahead of time for sm_90 (no GPU needed) and check a cubin came out.
+
+    ``types_`` are Triton signature types of the leading arguments (``"*fp32:16"`` marks a 16-byte-aligned pointer,
+    ``"1"`` a constant 1); ``consts`` are the values of the trailing ``tl.constexpr`` arguments.
+    """
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    names = fn.arg_names
+    signature, constexprs, attrs = {}, {}, {}
+    for i, ty in enumerate(types_):
+        if ty == "1":
+            signature[names[i]], constexprs[names[i]] = "constexpr", 1
+            continue
+        if ty.endswith(":16"):
+            ty = ty[:-3]
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        signature[names[i]] = ty
+    for j, value in enumerate(consts):
+        signature[names[len(types_) + j]] = "constexpr"
+        constexprs[names[len(types_) + j]] = value
+    compiled = triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32))
+    assert compiled.asm["cubin"] and compiled.metadata.name == fn.__name__

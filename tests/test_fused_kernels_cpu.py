@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from tests.kernel_modules import kernel_modules
+from tests.kernel_modules import compile_for_sm90, kernel_modules
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
@@ -71,22 +71,8 @@ def _specs() -> list[tuple]:
 
 @pytest.mark.parametrize("spec", _specs(), ids=lambda s: s[0])
 def test_kernel_compiles_for_sm90(spec: tuple) -> None:
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     _, fn, types_, consts = spec
-    names = fn.arg_names
-    signature, constexprs, attrs = {}, {}, {}
-    for i, ty in enumerate(types_):
-        if ty.endswith(":16"):
-            ty = ty[:-3]
-            attrs[(i,)] = [["tt.divisibility", 16]]
-        signature[names[i]] = ty
-    for j, value in enumerate(consts):
-        signature[names[len(types_) + j]] = "constexpr"
-        constexprs[names[len(types_) + j]] = value
-    compiled = triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32))
-    assert compiled.asm["cubin"] and compiled.metadata.name == fn.__name__
+    compile_for_sm90(fn, types_, consts)
 
 
 _INTERPRETED = r"""
