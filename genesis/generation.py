@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import genesis
+import genesis.nn.functional as F
 from genesis.tensor import Tensor
 
 
@@ -24,7 +25,9 @@ class KVCache:
     """Keys and values of every layer in buffers allocated once, (B, n_kv_heads, max_length, head_dim) each.
 
     ``update`` writes the new positions in place and returns views of everything cached so far, so no step
-    allocates or copies the history; ``advance`` moves the write position after all layers have run.
+    allocates or copies the history; ``advance`` moves the write position after all layers have run. The write
+    position lives twice: ``length`` on the host and ``position`` (a 1-element int64 tensor) on the device. Writes
+    and the decoding kernels read the device copy, so a decoding step captured in a CUDA graph stays valid.
     """
 
     def __init__(self, num_layers: int, batch_size: int, num_kv_heads: int, max_length: int, head_dim: int,
@@ -34,18 +37,30 @@ class KVCache:
         self.values = [genesis.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
         self.max_length = max_length
         self.length = 0
+        self.position = genesis.zeros(1, dtype=genesis.int64, device=device)
+
+    def write(self, layer: int, k: Tensor, v: Tensor) -> None:
+        """Store k, v (B, n_kv_heads, T, head_dim) at the cached length."""
+        end = self.length + k.shape[2]
+        if end > self.max_length:
+            raise RuntimeError(f"KVCache: {end} positions exceed the cache size {self.max_length}")
+        F.kv_cache_write_(self.keys[layer], k, self.position)
+        F.kv_cache_write_(self.values[layer], v, self.position)
 
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store k, v (B, n_kv_heads, T, head_dim) after the cached positions; return (B, n_kv_heads, S, head_dim)."""
-        start, end = self.length, self.length + k.shape[2]
-        if end > self.max_length:
-            raise RuntimeError(f"KVCache: {end} positions exceed the cache size {self.max_length}")
-        self.keys[layer][:, :, start:end] = k
-        self.values[layer][:, :, start:end] = v
+        self.write(layer, k, v)
+        end = self.length + k.shape[2]
         return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
 
     def advance(self, n: int) -> None:
         self.length += n
+        self.position.add_(n)
+
+    def reset(self) -> None:
+        """Forget the cached positions (the buffers are kept and overwritten by the next prompt)."""
+        self.length = 0
+        self.position.zero_()
 
 
 # ---------------------------------------------------------------------------------------------------- logits

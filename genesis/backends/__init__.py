@@ -89,6 +89,13 @@ fused neural-network kernels (over the last dim; statistics in float32, results 
                                                     causal top-left aligned; lse: backend-specific row statistics
     attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
                                                     (grad_q, grad_k, grad_v)
+    kv_cache_write_(cache, new, position)           cache[:, :, p:p + T] = new in place, (B, H, S, D) cache and
+                                                    (B, H, T, D) new, p = position[0] (a 1-element int64 array
+                                                    read on the device, so a captured graph stays valid)
+    decode_attention(q, k, v, length, key_mask, scale)
+                                                    (B, H, 1, D): one query per head over the first length[0]
+                                                    keys of (B, HK, S, D) k/v; key_mask (B, >= length) nonzero
+                                                    where a key may be attended, or None
     adam_step_(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step)
                                                     one Adam (decoupled: AdamW) step in place on contiguous
                                                     param/exp_avg/exp_avg_sq, float32 arithmetic; step >= 1
@@ -122,7 +129,7 @@ PRIMITIVES = (
     "index", "index_put_", "gather", "scatter", "index_select", "nonzero", "sort", "unique", "searchsorted",
     "conv", "conv_backward", "pool", "pool_backward", "batch_norm", "batch_norm_backward",
     "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
-    "swiglu", "swiglu_backward", "rope", "attention", "attention_backward",
+    "swiglu", "swiglu_backward", "rope", "attention", "attention_backward", "kv_cache_write_", "decode_attention",
     "adam_step_",
     "uniform", "normal", "randint",
     "synchronize",

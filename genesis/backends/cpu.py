@@ -429,6 +429,24 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
     return tuple(wrap(g.to(native(t).dtype)) for g, t in zip(grads, (q, k, v)))
 
 
+def kv_cache_write_(cache: NDArray, new: NDArray, position: NDArray) -> None:
+    c = native(cache)
+    start = int(native(position).reshape(-1)[0])
+    c[:, :, start:start + new.shape[2]] = native(new).to(c.dtype)
+
+
+def decode_attention(q: NDArray, k: NDArray, v: NDArray, length: NDArray, key_mask: NDArray | None,
+                     scale: float) -> NDArray:
+    n = int(native(length).reshape(-1)[0])
+    qt = native(q)
+    mask = None
+    if key_mask is not None:
+        keep = native(key_mask)[:, :n].bool()  # (B, n)
+        mask = wrap(torch.zeros(keep.shape, dtype=torch.float32).masked_fill(~keep, float("-inf"))[:, None, None])
+    kt, vt = native(k)[:, :, :n].float(), native(v)[:, :, :n].float()
+    return wrap(_attention_fp32(qt.float(), kt, vt, mask, False, scale).to(qt.dtype))
+
+
 def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
                beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
     p, g, m, v = native(param), native(grad), native(exp_avg), native(exp_avg_sq)

@@ -13,6 +13,7 @@ import operator
 from typing import Any, Callable, Sequence
 
 from genesis import amp, dtypes
+from genesis import cuda as _cuda
 from genesis.functional.elementwise import (
     Abs,
     Add,
@@ -1257,6 +1258,8 @@ def _check_bounds(op: str, index: Tensor, size: int, dim: int, negative: bool = 
     """
     if index.numel() == 0:
         return index
+    if index.device.type == "cuda" and _cuda.is_current_stream_capturing():
+        return index  # a graph being captured cannot read device values: indices are trusted, as in torch
     # Both extremes in one host transfer: on a GPU each read of a result waits for the device.
     nd = index.ndarray
     dims = tuple(range(nd.ndim))

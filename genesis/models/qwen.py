@@ -208,7 +208,13 @@ class QwenAttention(nn.Module):
             self.q_norm = self.k_norm = None
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None,
-                cache: KVCache | None = None) -> Tensor:
+                cache: KVCache | None = None, decode_length: Tensor | None = None) -> Tensor:
+        """Attention output (B, T, hidden).
+
+        ``decode_length`` (a 1-element device tensor, the cached length after this token) selects the decoding
+        path: one token attends the cache through ``F.decode_attention``, and ``mask`` is then a (B, S) key mask
+        (1 = attend) or None.
+        """
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim)  # (B, T, n_heads, head_dim)
         k = self.k_proj(x).view(B, T, self.num_kv_heads, self.head_dim)  # (B, T, n_kv_heads, head_dim)
@@ -218,6 +224,11 @@ class QwenAttention(nn.Module):
         q = F.rope(q.transpose(1, 2), cos, sin)  # (B, n_heads, T, head_dim)
         k = F.rope(k.transpose(1, 2), cos, sin)  # (B, n_kv_heads, T, head_dim)
         v = v.transpose(1, 2)  # (B, n_kv_heads, T, head_dim)
+        if decode_length is not None:
+            cache.write(self.layer_idx, k, v)
+            out = F.decode_attention(q, cache.keys[self.layer_idx], cache.values[self.layer_idx], decode_length,
+                                     mask)  # (B, n_heads, 1, head_dim)
+            return self.o_proj(out.reshape(B, 1, self.num_heads * self.head_dim))
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, n_kv_heads, S, head_dim), S = cached + T
         causal = mask is None and T > 1
@@ -253,8 +264,8 @@ class QwenDecoderLayer(nn.Module):
         self.mlp = QwenMLP(config, **kw)
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None,
-                cache: KVCache | None = None) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
+                cache: KVCache | None = None, decode_length: Tensor | None = None) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, cache, decode_length)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -300,13 +311,17 @@ class QwenModel(nn.Module):
         cos, sin = rotary_cos_sin(position_ids, self._inv_freq)  # (B, T, head_dim)
         x = self.embed_tokens(input_ids)  # (B, T, hidden)
         cos, sin = cos.to(x.dtype), sin.to(x.dtype)
-        mask = None
-        if attention_mask is not None:
+        mask = decode_length = None
+        if cache is not None and T == 1 and not x.requires_grad:
+            # Decoding one token: attend the cache with the decoding kernel; a (B, S) key mask is all it needs.
+            decode_length = cache.position + 1
+            mask = attention_mask
+        elif attention_mask is not None:
             mask = attention_mask_4d(attention_mask, T, past)
         elif cache is not None and past > 0 and T > 1:
             mask = attention_mask_4d(genesis.ones(B, past + T, dtype=genesis.int64, device=x.device), T, past)
         for layer in self.layers:
-            x = layer(x, cos, sin, mask, cache)
+            x = layer(x, cos, sin, mask, cache, decode_length)
         if cache is not None:
             cache.advance(T)
         return self.norm(x)

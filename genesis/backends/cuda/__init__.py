@@ -1123,6 +1123,21 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
     return nn_fused.attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
 
 
+def kv_cache_write_(cache: NDArray, new: NDArray, position: NDArray) -> None:
+    from genesis.backends.cuda import nn_decode
+
+    _check_device("kv_cache_write_", cache, new, position)
+    nn_decode.kv_cache_write_(cache, new, position)
+
+
+def decode_attention(q: NDArray, k: NDArray, v: NDArray, length: NDArray, key_mask: NDArray | None,
+                     scale: float) -> NDArray:
+    from genesis.backends.cuda import nn_decode
+
+    _check_device("decode_attention", q, k, v, length, key_mask)
+    return nn_decode.decode_attention(q, k, v, length, key_mask, scale)
+
+
 def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
                beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
     from genesis.backends.cuda import nn_fused

@@ -58,6 +58,9 @@ class CachingAllocator:
         self.driver_free_calls = 0
         self.num_allocs = 0
         self.num_ooms = 0
+        # CUDA graph capture (graphs.py): the capturing stream and where blocks from other streams freed during the
+        # capture are kept.
+        self._capture: tuple[int, list] | None = None
         if self.mode == "pool":
             rt.ensure_device(device)
             dev = rt.check(cu.cuDeviceGet(device), "cuDeviceGet")
@@ -86,6 +89,10 @@ class CachingAllocator:
         return ptr, size
 
     def free(self, ptr: int, size: int, stream: int) -> None:
+        if self._capture is not None and stream != self._capture[0]:
+            # A captured graph keeps using this block on every replay: hold it until the graph is released.
+            self._capture[1].append((ptr, size, stream))
+            return
         self.allocated -= size
         if self.mode == "freelist":
             blocks = self._free.get((stream, size))
@@ -118,6 +125,21 @@ class CachingAllocator:
             f"({_fmt(self.cached)} cached after releasing the cache and retrying once); "
             f"the device has {_fmt(total)} in total, {_fmt(free)} free."
         )
+
+    # ------------------------------------------------------------ CUDA graph capture
+    def begin_capture(self, stream: int, kept: list) -> None:
+        """Allocations on ``stream`` form the graph's pool; blocks of other streams freed meanwhile go to ``kept``."""
+        if self._capture is not None:
+            raise RuntimeError("CUDAGraph: another capture is already in progress on this device")
+        self._capture = (stream, kept)
+
+    def end_capture(self) -> None:
+        self._capture = None
+
+    def retire_stream(self, stream: int) -> None:
+        """A released graph's stream (idle): its cached blocks now serve the default stream."""
+        for key in [k for k in self._free if k[0] == stream]:
+            self._free.setdefault((0, key[1]), []).extend(self._free.pop(key))
 
     # ------------------------------------------------------------ cache control and statistics
     def empty_cache(self) -> None:

@@ -57,7 +57,16 @@ from genesis.nn.functional.conv import (
     conv_transpose2d,
     conv_transpose3d,
 )
-from genesis.nn.functional.llm import causal_softmax, random_sample, rope, rope_tables, rotate_half, swiglu
+from genesis.nn.functional.llm import (
+    causal_softmax,
+    decode_attention,
+    kv_cache_write_,
+    random_sample,
+    rope,
+    rope_tables,
+    rotate_half,
+    swiglu,
+)
 from genesis.nn.functional.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -103,9 +112,11 @@ __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "interpolate",
     "lp_pool2d", "max_pool1d", "max_pool2d", "max_pool3d", "pixel_shuffle", "upsample",
     "alpha_dropout", "batch_norm", "bilinear", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "causal_softmax", "celu", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
+    "causal_softmax", "celu", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "decode_attention",
+    "dropout", "dropout1d",
     "dropout2d", "elu", "embedding", "fold", "gaussian_nll_loss", "gelu", "glu", "group_norm", "hardsigmoid",
-    "hardswish", "hardtanh", "huber_loss", "instance_norm", "kl_div", "l1_loss", "layer_norm", "leaky_relu",
+    "hardswish", "hardtanh", "huber_loss", "instance_norm", "kl_div", "kv_cache_write_", "l1_loss", "layer_norm",
+    "leaky_relu",
     "linear", "local_response_norm", "log_softmax", "logsigmoid", "margin_ranking_loss", "mish", "mse_loss",
     "multi_head_attention_forward", "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance",
     "poisson_nll_loss", "prelu", "random_sample", "relu", "relu6", "rms_norm", "rope", "rope_tables", "rotate_half",

@@ -85,6 +85,72 @@ def swiglu(gate: Tensor, up: Tensor | None = None, *, out: Tensor | None = None)
     return write_out("swiglu", fused if fused is not None else Silu.apply(gate) * up, out)
 
 
+def _check_cache(op: str, cache: Tensor, x: Tensor, what: str) -> None:
+    if cache.ndim != 4 or x.ndim != 4:
+        raise RuntimeError(f"{op}: expected 4-D (batch, heads, length, head_dim) tensors, got {what} of shape "
+                           f"{tuple(x.shape)} and cache of shape {tuple(cache.shape)}")
+    if cache.device != x.device:
+        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found {cache.device} and "
+                           f"{x.device}")
+
+
+def kv_cache_write_(cache: Tensor, new: Tensor, position: Tensor) -> Tensor:
+    """Write ``new`` (B, H, T, D) into ``cache`` (B, H, S, D) at positions ``p .. p + T - 1``; returns ``cache``.
+
+    ``p = position[0]`` stays on the device (a 1-element integer tensor), so a CUDA graph that captured this call
+    writes wherever the position points at replay time. Inference only: no autograd history is recorded. The
+    caller guarantees ``p + T <= S`` (the value is not read on the host).
+    """
+    _check_cache("kv_cache_write_", cache, new, "new")
+    B, H, T_new, D = new.shape
+    if (B, H, D) != (cache.shape[0], cache.shape[1], cache.shape[3]) or T_new > cache.shape[2]:
+        raise RuntimeError(f"kv_cache_write_: new of shape {tuple(new.shape)} does not fit the cache of shape "
+                           f"{tuple(cache.shape)}")
+    if position.numel() != 1 or position.dtype.is_floating_point:
+        raise RuntimeError(f"kv_cache_write_: position must be a 1-element integer tensor, got shape "
+                           f"{tuple(position.shape)} and dtype {position.dtype}")
+    cache.ndarray.backend.kv_cache_write_(cache.ndarray, new.ndarray, position.ndarray.reshape((1,)))
+    cache._bump_version()
+    return cache
+
+
+def decode_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, length: Tensor, key_mask: Tensor | None = None,
+                     scale: float | None = None) -> Tensor:
+    """Attention of one new query per head over the first ``length[0]`` cached keys; returns (B, H, 1, D).
+
+    ``q`` is (B, H, 1, D), ``k_cache``/``v_cache`` (B, HK, S, D) with H a multiple of HK (grouped-query attention:
+    query head h reads KV head ``h // (H / HK)``, nothing is repeated). ``length`` is a 1-element integer tensor
+    read on the device (so a captured CUDA graph serves every length); ``key_mask`` (B, >= length), nonzero where
+    a key may be attended (padding is 0). ``scale`` defaults to ``1 / sqrt(D)``. On CUDA this is a split-K flash
+    decoding kernel; inference only.
+    """
+    _check_cache("decode_attention", k_cache, q, "q")
+    B, H, L, D = q.shape
+    if L != 1:
+        raise RuntimeError(f"decode_attention: expected one query per head (q of shape (B, H, 1, D)), got "
+                           f"{tuple(q.shape)}")
+    HK = k_cache.shape[1]
+    if v_cache.shape != k_cache.shape or k_cache.shape[0] != B or k_cache.shape[3] != D or H % HK:
+        raise RuntimeError(f"decode_attention: q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)} and v_cache "
+                           f"{tuple(v_cache.shape)} do not match (number of heads must be a multiple of KV heads)")
+    if length.numel() != 1 or length.dtype.is_floating_point:
+        raise RuntimeError(f"decode_attention: length must be a 1-element integer tensor, got shape "
+                           f"{tuple(length.shape)} and dtype {length.dtype}")
+    mask = None
+    if key_mask is not None:
+        if key_mask.ndim != 2 or key_mask.shape[0] != B:
+            raise RuntimeError(f"decode_attention: key_mask must be (batch, keys) = ({B}, S), got "
+                               f"{tuple(key_mask.shape)}")
+        mask = key_mask.ndarray
+    if q.dtype is not k_cache.dtype or v_cache.dtype is not k_cache.dtype:
+        raise RuntimeError(f"decode_attention: expected q, k_cache and v_cache of one dtype, got {q.dtype}, "
+                           f"{k_cache.dtype} and {v_cache.dtype}")
+    scale = 1.0 / D ** 0.5 if scale is None else float(scale)
+    out = q.ndarray.backend.decode_attention(q.ndarray, k_cache.ndarray, v_cache.ndarray,
+                                             length.ndarray.reshape((1,)), mask, scale)
+    return Tensor._wrap(out)
+
+
 def causal_softmax(scores: Tensor, dim: int = -1) -> Tensor:
     """Softmax of attention scores (..., T, S) with future keys masked out.
 
