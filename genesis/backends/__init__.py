@@ -67,6 +67,19 @@ neural network (N-d over the trailing spatial dims of (N, C, *spatial) arrays; t
                                                     stats are updated in place (unbiased variance); all one dtype
     batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
                         output_mask)                (grad_x, grad_weight, grad_bias), None where output_mask is False
+    group_norm(x, weight, bias, num_groups, eps)    (out, mean, rstd) normalizing each of num_groups channel groups
+                                                    of each sample; mean/rstd (N, num_groups), float32 (float64 for
+                                                    float64 x)
+    group_norm_backward(grad, x, weight, mean, rstd, num_groups, output_mask)
+                                                    (grad_x, grad_weight, grad_bias), None where output_mask is False
+    upsample(x, output_size, mode, align_corners, scales)
+                                                    (N, C, H, W) resampled to output_size (OH, OW); mode "nearest",
+                                                    "nearest-exact" or "bilinear"; scales: (scale_h, scale_w), each a
+                                                    float or None, as torch's upsample ops
+    upsample_backward(grad, input_size, mode, align_corners, scales)
+                                                    gradient with respect to the (N, C, H, W) input of input_size
+    embedding_backward(grad, index, num_weights)    (num_weights, D) sum of the rows of grad (n, D) by int64 index
+                                                    (n,), deterministic (the same bits on every run)
 fused neural-network kernels (over the last dim; statistics in float32, results in the input's dtype)
     softmax_backward(grad, out, dim, log)           gradient of softmax / log_softmax from its output
     layer_norm(x, weight, bias, eps, rms)           (out, mean, rstd) of layer_norm, or rms_norm (rms=True: mean 0,
@@ -128,6 +141,7 @@ PRIMITIVES = (
     "matmul",
     "index", "index_put_", "gather", "scatter", "index_select", "nonzero", "sort", "unique", "searchsorted",
     "conv", "conv_backward", "pool", "pool_backward", "batch_norm", "batch_norm_backward",
+    "group_norm", "group_norm_backward", "upsample", "upsample_backward", "embedding_backward",
     "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
     "swiglu", "swiglu_backward", "rope", "attention", "attention_backward", "kv_cache_write_", "decode_attention",
     "adam_step_",

@@ -6,6 +6,8 @@ shape, strides and offset is built once with ``as_strided`` and cached on the ND
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -310,6 +312,50 @@ def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, runni
                                                       _opt(running_var), native(save_mean), native(save_invstd),
                                                       training, eps, list(output_mask))
     return tuple(wrap(g) if m and g is not None else None for g, m in zip(grads, output_mask))
+
+
+def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_groups: int,
+               eps: float) -> tuple[NDArray, NDArray, NDArray]:
+    t = native(x)
+    N, C = t.shape[:2]
+    out, mean, rstd = torch.ops.aten.native_group_norm(t, _opt(weight), _opt(bias), N, C, math.prod(t.shape[2:]),
+                                                       num_groups, eps)
+    return wrap(out), wrap(mean), wrap(rstd)
+
+
+def group_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray,
+                        num_groups: int, output_mask: tuple) -> tuple:
+    t = native(x)
+    N, C = t.shape[:2]
+    grads = torch.ops.aten.native_group_norm_backward(native(grad), t, native(mean), native(rstd), _opt(weight), N,
+                                                      C, math.prod(t.shape[2:]), num_groups, list(output_mask))
+    return tuple(wrap(g) if m and g is not None else None for g, m in zip(grads, output_mask))
+
+
+_UPSAMPLE = {"nearest": (torch.ops.aten.upsample_nearest2d, torch.ops.aten.upsample_nearest2d_backward),
+             "nearest-exact": (torch.ops.aten._upsample_nearest_exact2d,
+                               torch.ops.aten._upsample_nearest_exact2d_backward),
+             "bilinear": (torch.ops.aten.upsample_bilinear2d, torch.ops.aten.upsample_bilinear2d_backward)}
+
+
+def upsample(x: NDArray, output_size: tuple, mode: str, align_corners: bool | None, scales: tuple) -> NDArray:
+    op = _UPSAMPLE[mode][0].default
+    if mode == "bilinear":
+        return wrap(op(native(x), list(output_size), bool(align_corners), *scales))
+    return wrap(op(native(x), list(output_size), *scales))
+
+
+def upsample_backward(grad: NDArray, input_size: tuple, mode: str, align_corners: bool | None,
+                      scales: tuple) -> NDArray:
+    op = _UPSAMPLE[mode][1].default
+    out_size = list(grad.shape[2:])
+    if mode == "bilinear":
+        return wrap(op(native(grad), out_size, list(input_size), bool(align_corners), *scales))
+    return wrap(op(native(grad), out_size, list(input_size), *scales))
+
+
+def embedding_backward(grad: NDArray, index: NDArray, num_weights: int) -> NDArray:
+    return wrap(torch.ops.aten.embedding_dense_backward(native(grad), native(index), num_weights, -1, False))
 
 
 # ---------------------------------------------------------------- fused neural-network kernels (torch composites)

@@ -219,3 +219,95 @@ def _cross_entropy_grad(grad: NDArray, logp: NDArray, safe: NDArray, valid: NDAr
     picked = logp.backend.index(out, (rows, safe))
     logp.backend.index_put_(out, (rows, safe), picked - 1.0, False)  # softmax - onehot, in place
     return out * scale.unsqueeze(1)
+
+
+class GroupNorm(Primitive):
+    """Group normalization of (N, C, *spatial) input: ``num_groups`` groups of channels per sample."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, *, num_groups: int,
+                eps: float) -> NDArray:
+        out, mean, rstd = x.backend.group_norm(x, weight, bias, num_groups, eps)
+        ctx.save_for_backward(x, weight)
+        ctx.stats = (mean, rstd)
+        ctx.num_groups = num_groups
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        mean, rstd = ctx.stats
+        mask = tuple(bool(m) for m in ctx.needs_input_grad[:3])
+        if not is_grad_enabled():
+            nd = grad.ndarray
+            return nd.backend.group_norm_backward(nd, x.ndarray, _raw(weight), mean, rstd, ctx.num_groups, mask)
+        return GroupNormBackward.apply(grad, x, weight, stats=(mean, rstd), num_groups=ctx.num_groups, mask=mask)
+
+
+class GroupNormBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, weight: NDArray | None, *, stats: tuple, num_groups: int,
+                mask: tuple) -> tuple:
+        return grad.backend.group_norm_backward(grad, x, weight, *stats, num_groups, mask)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through group_norm is not supported")
+
+
+class Upsample(Primitive):
+    """Nearest / bilinear resampling of (N, C, H, W) input to ``output_size`` (torch's upsample ops)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, *, output_size: tuple, mode: str, align_corners: bool | None,
+                scales: tuple) -> NDArray:
+        ctx.params = (x.shape, mode, align_corners, scales)
+        return x.backend.upsample(x, output_size, mode, align_corners, scales)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return UpsampleBackward.apply(grad, params=ctx.params)
+
+
+class UpsampleBackward(Primitive):
+    """The adjoint of ``Upsample`` (linear in ``grad``, so its own backward is the forward resampling)."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, *, params: tuple) -> NDArray:
+        ctx.params = params
+        ctx.output_size = grad.shape[2:]
+        return grad.backend.upsample_backward(grad, *params)
+
+    @staticmethod
+    def backward(ctx, gg):
+        _, mode, align_corners, scales = ctx.params
+        return Upsample.apply(gg, output_size=ctx.output_size, mode=mode, align_corners=align_corners, scales=scales)
+
+
+class Embedding(Primitive):
+    """Rows of a (V, D) ``weight`` picked by an int64 ``index`` (n,); the weight gradient is deterministic."""
+
+    @staticmethod
+    def forward(ctx, weight: NDArray, index: NDArray) -> NDArray:
+        ctx.save_for_backward(index)
+        ctx.num_weights = weight.shape[0]
+        return weight.backend.index_select(weight, 0, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        return EmbeddingBackward.apply(grad, index, num_weights=ctx.num_weights), None
+
+
+class EmbeddingBackward(Primitive):
+    """Rows of ``grad`` summed by index into a (num_weights, D) gradient (linear in ``grad``)."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, index: NDArray, *, num_weights: int) -> NDArray:
+        ctx.save_for_backward(index)
+        return grad.backend.embedding_backward(grad, index, num_weights)
+
+    @staticmethod
+    def backward(ctx, gg):
+        (index,) = ctx.saved_tensors
+        return Embedding.apply(gg, index), None

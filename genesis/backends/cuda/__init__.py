@@ -984,36 +984,71 @@ def conv_backward(grad: NDArray, x: NDArray, w: NDArray, stride: tuple, padding:
 
 def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
          count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
-    from genesis.backends.cuda import nn
+    from genesis.backends.cuda import nn_layers
 
     _check_device("pool", x)
-    return nn.pool(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
+    return nn_layers.pool(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
 
 
 def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str, kernel: tuple, stride: tuple,
                   padding: tuple, dilation: tuple, ceil_mode: bool, count_include_pad: bool,
                   divisor_override: int | None) -> NDArray:
-    from genesis.backends.cuda import nn
+    from genesis.backends.cuda import nn_layers
 
-    return nn.pool_backward(grad, x, indices, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
-                            divisor_override)
+    return nn_layers.pool_backward(grad, x, indices, mode, kernel, stride, padding, dilation, ceil_mode,
+                                   count_include_pad, divisor_override)
 
 
 def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
                running_var: NDArray | None, training: bool, momentum: float, eps: float) -> tuple:
-    from genesis.backends.cuda import nn
+    from genesis.backends.cuda import nn_layers
 
     _check_device("batch_norm", x, weight, bias, running_mean, running_var)
-    return nn.batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
+    return nn_layers.batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
 def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, running_mean: NDArray | None,
                         running_var: NDArray | None, save_mean: NDArray, save_invstd: NDArray, training: bool,
                         eps: float, output_mask: tuple) -> tuple:
-    from genesis.backends.cuda import nn
+    from genesis.backends.cuda import nn_layers
 
-    return nn.batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
-                                  output_mask)
+    return nn_layers.batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd,
+                                         training, eps, output_mask)
+
+
+def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_groups: int,
+               eps: float) -> tuple[NDArray, NDArray, NDArray]:
+    from genesis.backends.cuda import nn_layers
+
+    _check_device("group_norm", x, weight, bias)
+    return nn_layers.group_norm(x, weight, bias, num_groups, eps)
+
+
+def group_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray,
+                        num_groups: int, output_mask: tuple) -> tuple:
+    from genesis.backends.cuda import nn_layers
+
+    return nn_layers.group_norm_backward(grad, x, weight, mean, rstd, num_groups, output_mask)
+
+
+def upsample(x: NDArray, output_size: tuple, mode: str, align_corners: bool | None, scales: tuple) -> NDArray:
+    from genesis.backends.cuda import nn_layers
+
+    return nn_layers.upsample(x, output_size, mode, align_corners, scales)
+
+
+def upsample_backward(grad: NDArray, input_size: tuple, mode: str, align_corners: bool | None,
+                      scales: tuple) -> NDArray:
+    from genesis.backends.cuda import nn_layers
+
+    return nn_layers.upsample_backward(grad, input_size, mode, align_corners, scales)
+
+
+def embedding_backward(grad: NDArray, index: NDArray, num_weights: int) -> NDArray:
+    from genesis.backends.cuda import nn_layers
+
+    _check_device("embedding_backward", grad, index)
+    return nn_layers.embedding_backward(grad, index, num_weights)
 
 
 # ---------------------------------------------------------------- random

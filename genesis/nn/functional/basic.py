@@ -6,7 +6,7 @@ from typing import Sequence
 
 from genesis import amp, random
 from genesis import functional as T
-from genesis.functional.nn_ops import Linear
+from genesis.functional.nn_ops import Embedding, Linear
 from genesis.nn.functional._out import write_out
 from genesis.tensor import Tensor, arange, full, ones_like, tensor, zeros, zeros_like
 
@@ -61,6 +61,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if input.dtype.is_floating_point:
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.dtype} instead (while checking arguments for embedding)")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding: 'weight' must be 2-D, got {weight.ndim}-D")
     num = weight.shape[0]
     if padding_idx is not None:
         if padding_idx < 0:
@@ -74,7 +76,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     flat = input.reshape(-1).long()
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
-    rows = T.index_select(weight, 0, flat)
+    flat = T._check_bounds("embedding", flat, num, 0, False)
+    rows = Embedding.apply(weight, flat)
     if scale_grad_by_freq and weight.requires_grad:
         counts = zeros_like(weight[:, 0]).index_add(0, flat, ones_like(flat, dtype=weight.dtype))
         scale = 1.0 / T.index_select(counts, 0, flat).unsqueeze(1)

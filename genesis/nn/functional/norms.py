@@ -11,7 +11,7 @@ from genesis import amp, dtypes
 from genesis import functional as T
 from genesis.autograd import no_grad
 from genesis.functional.fused import fused_norm
-from genesis.functional.nn_ops import BatchNorm
+from genesis.functional.nn_ops import BatchNorm, GroupNorm
 from genesis.nn.functional._out import write_out
 from genesis.tensor import Tensor, arange, zeros
 
@@ -174,6 +174,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
+    if input.dtype.is_floating_point and all(t is None or t.dtype is input.dtype for t in (weight, bias)):
+        # One kernel each way (statistics in float32 for half-precision input, as the composite below).
+        return GroupNorm.apply(input, weight, bias, num_groups=num_groups, eps=eps)
     out, _, _ = _standardize(_upcast(input).reshape(n, num_groups, -1), 2, eps)  # (N, G, C/G * spatial)
     return _channel_affine(out.reshape(input.shape), weight, bias, input)
 

@@ -6,7 +6,7 @@ import math
 from typing import Sequence
 
 from genesis import functional as T
-from genesis.functional.nn_ops import Pool
+from genesis.functional.nn_ops import Pool, Upsample
 from genesis.nn.functional.conv import ntuple
 from genesis.tensor import Tensor, arange
 
@@ -240,6 +240,15 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
         scales = (None,) * n if recompute_scale_factor else tuple(float(f) for f in factors)
     if len(out_sizes) != n:
         raise ValueError(f"interpolate: expected {n} output sizes, got {list(out_sizes)}")
+    if n <= 2 and mode != "trilinear" and input.dtype.is_floating_point:
+        # One resampling kernel each way (1-d runs as 2-d over a height of one).
+        kernel_mode = "bilinear" if mode in linear_modes else mode
+        x = input if n == 2 else input.unsqueeze(2)
+        sizes = tuple(out_sizes) if n == 2 else (1, out_sizes[0])
+        factors = tuple(scales) if n == 2 else (None, scales[0])
+        out = Upsample.apply(x, output_size=sizes, mode=kernel_mode,
+                             align_corners=bool(align_corners) if kernel_mode == "bilinear" else None, scales=factors)
+        return out if n == 2 else out.squeeze(2)
     out = input
     for axis, (in_size, out_size, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
         dim = 2 + axis

@@ -1,0 +1,249 @@
+"""The CNN-layer kernels and the embedding gradient on a machine without a GPU: each compiles ahead of time for
+sm_90, and the CUDA backend's launchers (``genesis/backends/cuda/nn_layers.py``) compute the same values as the CPU
+backend under ``TRITON_INTERPRET=1``, with CPU arrays standing in for device memory (float32).
+
+Covers pooling (max with NaN, dilation, padding, ceil_mode, strided and 3-d input; avg with each divisor rule),
+batch norm (training with the running-statistics update, eval, with and without affine), group norm, nearest and
+bilinear resampling (align_corners both ways, explicit scales, length 1) and the deterministic embedding gradient.
+The interpreter runs in a subprocess (``TRITON_INTERPRET`` must be set before any kernel is created); runtime loop
+bounds are converted as in ``tests/test_fused_kernels_cpu.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.kernel_modules import compile_for_sm90, kernel_modules
+
+triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NAMES = ("nn_pool", "nn_batchnorm", "nn_upsample", "nn_embedding")
+
+
+def _specs() -> list[tuple]:
+    k = kernel_modules(NAMES)
+    pk, bk, uk, ek = k["nn_pool"], k["nn_batchnorm"], k["nn_upsample"], k["nn_embedding"]
+    bf, f32, f64, i32, i64 = "*bf16:16", "*fp32:16", "*fp64:16", "*i32:16", "*i64:16"
+    pool2d = (1, 3, 3, 1, 2, 2, 0, 1, 1)  # KD..PW for a 3x3 stride-2 pad-1 window
+    return [
+        ("max pool fwd bf16 2d", pk.max_pool_fwd, (bf, bf, i64, "i64") + ("i32",) * 7 + ("i64",) * 5,
+         pool2d + (1, 1, 1, 512)),
+        ("max pool fwd fp32 3d dilated", pk.max_pool_fwd, (f32, f32, i64, "i64") + ("i32",) * 7 + ("i64",) * 5,
+         (2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 512)),
+        ("max pool bwd bf16", pk.max_pool_bwd, (bf, i64, bf, "i64") + ("i32",) * 6, pool2d + (1, 1, 1, False, 512)),
+        ("avg pool fwd fp16 exclude pad", pk.avg_pool_fwd,
+         ("*fp16:16", "*fp16:16", "i64") + ("i32",) * 8 + ("i64",) * 5, pool2d + (2, False, 512)),
+        ("avg pool bwd fp64 override", pk.avg_pool_bwd, (f64, f64, "i64") + ("i32",) * 7, pool2d + (0, True, 512)),
+        ("batch norm partials bf16", bk.bn_partials, (bf, bf, f32, f32, "i32", "i32", "i64", "i64", "i32"),
+         (False, False, 1024)),
+        ("batch norm bwd partials fp32", bk.bn_partials, (f32, f32, f32, f32, "i32", "i32", "i64", "i64", "i32"),
+         (True, False, 1024)),
+        ("batch norm finalize", bk.bn_finalize, (f32,) * 8 + ("i32", "i32", "fp32", "fp32"),
+         (True, True, True, True, False, 256)),
+        ("batch norm apply bf16", bk.bn_apply, (bf, bf, f32, bf, "i32", "i32", "i64"), (False, 1024)),
+        ("batch norm bwd apply fp64", bk.bn_apply, (f64, f64, f64, f64, "i32", "i32", "i64"), (True, 1024)),
+        ("batch norm bwd finalize", bk.bn_bwd_finalize, (f32,) * 7 + ("i32", "i32", "fp32", "fp32"),
+         (True, True, False, 256)),
+        ("group norm fwd bf16", bk.gn_fwd, (bf, bf, bf, bf, f32, f32, "i32", "i32", "i32", "fp32"),
+         (True, True, False, 2048)),
+        ("group norm bwd bf16", bk.gn_bwd, (bf, bf, bf, f32, f32, bf, f32, "i32", "i32", "i32", "i32"),
+         (True, False, 2048, 1024)),
+        ("upsample bilinear bf16", uk.upsample_fwd, (bf, bf, i32, i32, f32, i32, i32, f32, "i64", "i32", "i32",
+                                                     "i32") + ("i64",) * 4, (False, False, 512)),
+        ("upsample nearest fp32", uk.upsample_fwd, (f32, f32, i32, i32, f32, i32, i32, f32, "i64", "i32", "i32",
+                                                    "i32") + ("i64",) * 4, (True, False, 512)),
+        ("upsample bwd bf16", uk.upsample_bwd, (bf, bf) + (i32, i32, f32, i32, i32) * 2 + ("i64",) + ("i32",) * 6,
+         (False, 256)),
+        ("embedding rank", ek.embedding_rank, (i64, i32, i32, "i32"), (128, 128)),
+        ("embedding segment sum bf16", ek.embedding_segment_sum, (bf, i64, i32, i32, bf, "i32", "i64"),
+         (8, 1024, False)),
+    ]
+
+
+@pytest.mark.parametrize("spec", _specs(), ids=lambda s: s[0])
+def test_kernel_compiles_for_sm90(spec: tuple) -> None:
+    _, fn, types_, consts = spec
+    compile_for_sm90(fn, types_, consts)
+
+
+_LAUNCHERS = r"""
+import importlib, os, sys, types
+import torch
+from triton.runtime import interpreter
+
+_patch_tensor = interpreter._patch_lang_tensor
+
+
+def _patched(tensor, scope):
+    _patch_tensor(tensor, scope)
+    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+
+interpreter._patch_lang_tensor = _patched
+import genesis.backends.cpu as cpu
+from genesis import dtypes
+from genesis.backends.cuda import nn_layers as nl
+from genesis.backends.cuda import triton_driver as td
+
+
+class _Runtime:
+    def ensure_device(self, index):
+        pass
+
+    def multiprocessor_count(self, index=None):
+        return 3
+
+
+def _launcher(self, types, consts, num_warps=4, num_stages=3):
+    fn = self.fn
+    assert len(types) + len(consts) == len(fn.arg_names), fn.__name__
+    meta = dict(zip(fn.arg_names[len(types):], consts))
+
+    def go(gx, gy, gz, *args):
+        assert len(args) == len(types), fn.__name__
+        fn[(gx, gy, gz)](*args, **meta)
+    return go
+
+
+td.Kernel.launcher = _launcher
+nl.rt = _Runtime()
+nl._new = lambda shape, dtype, device: cpu.empty(shape, dtype, device)
+nl._ptr = cpu.native
+nl._psig = lambda x, p: "*fp32"
+nl._contig = lambda x: x.is_contiguous()
+nl.contiguous, nl.reduce, nl.full, nl.from_numpy = cpu.contiguous, cpu.reduce, cpu.full, cpu.from_numpy
+g = torch.Generator().manual_seed(0)
+nd = cpu.wrap
+
+
+def close(got, ref, what):
+    got = cpu.native(got) if got is not None else None
+    ref = cpu.native(ref) if ref is not None else None
+    if ref is None:
+        assert got is None, what
+        return
+    assert got.shape == ref.shape and got.dtype == ref.dtype, (what, got.shape, ref.shape, got.dtype, ref.dtype)
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5, msg=lambda m: what + ": " + m)
+
+
+def randn(*shape):
+    return torch.randn(*shape, generator=g)
+
+
+# pooling: odd sizes, padding, dilation, ceil_mode, strided input, 3-d, unbatched
+cases = [
+    ((2, 3, 7, 9), (3, 2), (2, 2), (1, 1), (2, 1), True),
+    ((1, 2, 5, 5), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((1, 1, 1, 1), (1, 1), (1, 1), (0, 0), (1, 1), False),
+    ((1, 2, 4, 5, 6), (2, 3, 2), (2, 1, 2), (1, 1, 0), (1, 1, 2), True),
+    ((3, 6, 7), (3, 3), (2, 2), (1, 1), (1, 1), True),
+]
+for shape, k, s, p, d, ceil in cases:
+    x = randn(*shape)
+    if len(shape) == 4:
+        x = randn(*shape[:2], shape[3], shape[2]).transpose(2, 3)  # strided input
+    x[..., 0] = float("nan") if shape == (2, 3, 7, 9) else x[..., 0]
+    X = nd(x)
+    v, i = nl.pool(X, "max", k, s, p, d, ceil, True, None)
+    rv, ri = cpu.pool(X, "max", k, s, p, d, ceil, True, None)
+    torch.testing.assert_close(cpu.native(v), cpu.native(rv), equal_nan=True)
+    assert torch.equal(cpu.native(i), cpu.native(ri)), f"max indices {shape}"
+    gy = nd(randn(*cpu.native(v).shape))
+    close(nl.pool_backward(gy, X, i, "max", k, s, p, d, ceil, True, None),
+          cpu.pool_backward(gy, X, ri, "max", k, s, p, d, ceil, True, None), f"max bwd {shape}")
+    for cip, div in ((True, None), (False, None), (True, 5)):
+        one = (1,) * len(k)
+        v, _ = nl.pool(X, "avg", k, s, p, one, ceil, cip, div)
+        rv, _ = cpu.pool(X, "avg", k, s, p, one, ceil, cip, div)
+        torch.testing.assert_close(cpu.native(v), cpu.native(rv), equal_nan=True)
+        gy = nd(randn(*cpu.native(v).shape))
+        close(nl.pool_backward(gy, X, None, "avg", k, s, p, one, ceil, cip, div),
+              cpu.pool_backward(gy, X, None, "avg", k, s, p, one, ceil, cip, div), f"avg bwd {shape} {cip} {div}")
+print("pool ok")
+
+# batch norm: training (running stats updated) and eval, with and without affine, 2-d and 4-d input
+for shape in ((5, 3), (2, 3, 5, 7), (1, 4, 1, 33)):
+    C = shape[1]
+    x = randn(*shape) * 3 + 2
+    w, b = randn(C), randn(C)
+    for training in (True, False):
+        for affine in (True, False):
+            rm, rv = randn(C), randn(C).abs() + 0.5
+            rm2, rv2 = rm.clone(), rv.clone()
+            W, B = (nd(w), nd(b)) if affine else (None, None)
+            got = nl.batch_norm(nd(x), W, B, nd(rm), nd(rv), training, 0.1, 1e-5)
+            ref = cpu.batch_norm(nd(x), W, B, nd(rm2), nd(rv2), training, 0.1, 1e-5)
+            close(got[0], ref[0], f"bn out {shape} {training}")
+            if training:
+                close(got[1], ref[1], "bn mean")
+                close(got[2], ref[2], "bn invstd")
+            torch.testing.assert_close(rm, rm2)
+            torch.testing.assert_close(rv, rv2)
+            dy = nd(randn(*shape))
+            mask = (True, affine, affine)
+            gr = nl.batch_norm_backward(dy, nd(x), W, nd(rm), nd(rv), got[1], got[2], training, 1e-5, mask)
+            rr = cpu.batch_norm_backward(dy, nd(x), W, nd(rm), nd(rv), ref[1], ref[2], training, 1e-5, mask)
+            for a, r, name in zip(gr, rr, ("dx", "dw", "db")):
+                close(a, r, f"bn {name} {shape} training={training} affine={affine}")
+print("batch_norm ok")
+
+# group norm
+for shape, G in (((2, 6, 5), 3), ((3, 4, 2, 3), 2), ((2, 4), 4), ((1, 6, 17), 1)):
+    C = shape[1]
+    x = randn(*shape) * 2 + 1
+    w, b = randn(C), randn(C)
+    for affine in (True, False):
+        W, B = (nd(w), nd(b)) if affine else (None, None)
+        got = nl.group_norm(nd(x), W, B, G, 1e-5)
+        # float64 reference: torch's float32 kernel rounds x * scale - mean * scale (groups of one element)
+        W64, B64 = (nd(w.double()), nd(b.double())) if affine else (None, None)
+        ref = cpu.group_norm(nd(x.double()), W64, B64, G, 1e-5)
+        for a, r in zip(got, ref):
+            close(a, nd(cpu.native(r).float()), f"gn {shape}")
+        dy = randn(*shape)
+        mask = (True, affine, affine)
+        for a, r, name in zip(nl.group_norm_backward(nd(dy), nd(x), W, got[1], got[2], G, mask),
+                              cpu.group_norm_backward(nd(dy.double()), nd(x.double()), W64, ref[1], ref[2], G, mask),
+                              ("dx", "dw", "db")):
+            close(a, nd(cpu.native(r).float()) if r is not None else None, f"gn {name} {shape} affine={affine}")
+print("group_norm ok")
+
+# upsampling
+for shape, out, mode, align, scales in (
+        ((2, 3, 4, 5), (7, 9), "bilinear", False, (None, None)),
+        ((2, 3, 4, 5), (7, 9), "bilinear", True, (None, None)),
+        ((1, 2, 5, 3), (2, 6), "bilinear", False, (0.5, 2.0)),
+        ((1, 2, 5, 3), (1, 1), "bilinear", True, (None, None)),
+        ((2, 3, 4, 5), (8, 10), "nearest", None, (2.0, 2.0)),
+        ((2, 3, 4, 5), (6, 3), "nearest", None, (None, None)),
+        ((2, 3, 4, 5), (6, 3), "nearest-exact", None, (None, None)),
+        ((1, 1, 1, 1), (3, 1), "bilinear", False, (None, None))):
+    x = randn(*shape)
+    got = nl.upsample(nd(x), out, mode, align, scales)
+    close(got, cpu.upsample(nd(x), out, mode, align, scales), f"upsample {mode} {shape} {out} {align}")
+    dy = nd(randn(*cpu.native(got).shape))
+    close(nl.upsample_backward(dy, shape, mode, align, scales),
+          cpu.upsample_backward(dy, shape, mode, align, scales), f"upsample bwd {mode} {shape} {out} {align}")
+print("upsample ok")
+
+# embedding backward: repeated indices, one index, a row stride
+for n, V, D in ((37, 5, 3), (1, 4, 7), (300, 50, 20)):
+    idx = torch.randint(0, V, (n,), generator=g)
+    gy = randn(n, D)
+    got = nl.embedding_backward(nd(gy), nd(idx), V)
+    close(got, cpu.embedding_backward(nd(gy), nd(idx), V), f"embedding {n}")
+print("ok")
+"""
+
+
+def test_cuda_launchers_under_the_interpreter() -> None:
+    pytest.importorskip("cuda.bindings", reason="cuda-python is not installed: the CUDA backend cannot be imported")
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
+    out = subprocess.run([sys.executable, "-c", _LAUNCHERS], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout[-1000:] + out.stderr[-3000:]
