@@ -7,7 +7,7 @@ Layers, each importing only the one below: Tensor (``genesis.tensor``) → Funct
 
 import builtins as _builtins
 
-from genesis import amp, autograd, cuda, nn, optim, utils
+from genesis import amp, autograd, backends, cuda, nn, optim, utils
 from genesis import dtypes as _dtypes
 from genesis import tensor_methods as _tensor_methods  # noqa: F401 - binds the Tensor methods
 from genesis.amp import autocast
@@ -37,6 +37,7 @@ from genesis.dtypes import (
 )
 from genesis.functional import *  # noqa: F403 - the torch-style namespace of tensor ops
 from genesis.functional import __all__ as _functional_all
+from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from genesis.random import (
     Generator,
     bernoulli,

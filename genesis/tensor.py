@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from genesis import autograd, dtypes
+from genesis import memory_format as _mf
 from genesis.autograd import AccumulateGrad, Overwrite, RemovableHandle, is_grad_enabled
 from genesis.device import cpu as _cpu
 from genesis.device import device as Device
@@ -265,7 +266,11 @@ class Tensor:
         return self.ndarray.backend.data_ptr(self.ndarray)
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
-        return self.ndarray.is_contiguous()
+        """Whether the elements are dense in row-major order, or in ``memory_format``'s order (channels_last)."""
+        if memory_format is None or memory_format is _mf.contiguous_format or memory_format is _mf.preserve_format:
+            return self.ndarray.is_contiguous()
+        nd = self.ndarray
+        return _mf.is_dense_in(nd.shape, nd.strides, _mf.check("is_contiguous", memory_format))
 
     @property
     def is_cuda(self) -> bool:
@@ -473,7 +478,12 @@ class Tensor:
 
     # ------------------------------------------------------------ conversion
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
-        """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``."""
+        """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``.
+
+        ``memory_format`` (default ``preserve_format``) sets the result's layout; a conversion keeps a
+        channels_last source channels_last.
+        """
+        fmt = _mf.check("to", kwargs.pop("memory_format", _mf.preserve_format))
         device, dtype, copy = parse_to_args(*args, **kwargs)
         out = self
         if device is not None and device is not out.device:
@@ -482,6 +492,10 @@ class Tensor:
             out = F.Cast.apply(out, dtype)
         if copy and out is self:
             out = self.clone()
+        if fmt is _mf.preserve_format:
+            fmt = _mf.suggest(self.ndarray.shape, self.ndarray.strides) if out is not self else None
+        if fmt is not None:
+            out = F.contiguous(out, fmt)
         return out
 
     def cpu(self) -> Tensor:
@@ -667,7 +681,8 @@ class Tensor:
 def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | None, bool]:
     """The (device, dtype, copy) that ``to(...)`` asks for: a device, a dtype, both, or a tensor to match.
 
-    Shared by ``Tensor.to`` and ``nn.Module.to``; ``non_blocking`` and ``memory_format`` are accepted and ignored.
+    Shared by ``Tensor.to`` and ``nn.Module.to``; ``non_blocking`` is accepted and ignored (``memory_format`` is read
+    by the callers).
     """
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)

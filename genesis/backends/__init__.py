@@ -148,3 +148,5 @@ PRIMITIVES = (
     "uniform", "normal", "randint",
     "synchronize",
 )
+
+from genesis.backends import cudnn  # noqa: E402, F401 - cuDNN switches, as torch.backends.cudnn

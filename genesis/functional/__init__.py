@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 from genesis import amp, dtypes
 from genesis import cuda as _cuda
+from genesis import memory_format as _mf
 from genesis.functional.elementwise import (
     Abs,
     Add,
@@ -75,6 +76,7 @@ from genesis.functional.shape import (
     Permute,
     Reshape,
     Squeeze,
+    ToMemoryFormat,
     Transpose,
     Unsqueeze,
     View,
@@ -955,12 +957,27 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     return view_of(input, lambda x: x.unfold(dimension, size, step))
 
 
-def contiguous(input: Tensor) -> Tensor:
-    return input if input.is_contiguous() else Clone.apply(input)
+def contiguous(input: Tensor, memory_format: _mf.memory_format = _mf.contiguous_format) -> Tensor:
+    """``input`` if it is dense in ``memory_format`` (row-major by default, or channels_last), else such a copy."""
+    if memory_format is _mf.contiguous_format:
+        return input if input.is_contiguous() else Clone.apply(input)
+    _mf.check("contiguous", memory_format)
+    if memory_format is _mf.preserve_format:
+        if input.is_contiguous():
+            return input
+        raise RuntimeError("contiguous(): preserve memory format is unsupported by the contiguous operator")
+    strides = _mf.strides(tuple(input.shape), memory_format)
+    return input if input.is_contiguous(memory_format=memory_format) else ToMemoryFormat.apply(input, strides=strides)
 
 
-def clone(input: Tensor) -> Tensor:
-    return Clone.apply(input)
+def clone(input: Tensor, memory_format: _mf.memory_format = _mf.preserve_format) -> Tensor:
+    """A copy of ``input``; ``preserve_format`` keeps a channels_last layout, other formats set the copy's layout."""
+    fmt = _mf.check("clone", memory_format)
+    if fmt is _mf.preserve_format:
+        fmt = _mf.suggest(tuple(input.shape), input.stride())
+    if fmt is _mf.contiguous_format:
+        return Clone.apply(input)
+    return ToMemoryFormat.apply(input, strides=_mf.strides(tuple(input.shape), fmt))
 
 
 def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> tuple[list[Tensor], int]:

@@ -169,6 +169,21 @@ class Clone(Primitive):
         return grad
 
 
+class ToMemoryFormat(Primitive):
+    """A copy of x laid out as ``strides`` (a memory format's dense strides); the gradient passes through."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, *, strides: tuple[int, ...]) -> NDArray:
+        order = sorted(range(x.ndim), key=lambda d: -strides[d])  # dims from outermost to innermost in memory
+        stored = NDArray.empty(tuple(x.shape[d] for d in order), x.dtype, x.device)
+        out = stored.permute(tuple(order.index(d) for d in range(x.ndim)))
+        return out.copy_(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
 class ToDevice(Primitive):
     """Copy to another device; the gradient goes back to the source device."""
 

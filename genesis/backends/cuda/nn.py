@@ -1,6 +1,9 @@
-"""Convolution and pooling on CUDA from Genesis's own pieces: strided window views, copy kernels and cuBLASLt.
+"""Convolution and pooling on CUDA: cuDNN where it runs the case, else Genesis's own pieces (strided window views,
+copy kernels and cuBLASLt).
 
-A convolution is an im2col product: the padded input's sliding windows are a strided view (no copy), made
+Convolutions go to cuDNN (``conv_cudnn``) when it is available, enabled (``genesis.backends.cudnn.enabled``) and
+supports the dtype and configuration; otherwise (float64, no cuDNN, a declined case) a convolution is an im2col
+product: the padded input's sliding windows are a strided view (no copy), made
 contiguous once as (groups, N*out_positions, C/groups*kernel) and multiplied with the weight by batched cuBLASLt
 products. Its adjoint (input gradient, transposed convolution) is col2im: one strided in-place add per kernel
 offset. Pooling reduces the same window views (amax/argmax or a sum with torch's divisor rules).
@@ -13,6 +16,7 @@ import math
 import numpy as np
 
 from genesis import dtypes
+from genesis.backends.cuda import conv_cudnn
 from genesis.ndarray import NDArray
 
 
@@ -144,12 +148,22 @@ def conv(x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: t
     batched = x.ndim == w.ndim
     if not batched:
         x = x.unsqueeze(0)
+    use_cudnn = conv_cudnn.usable(x, w)
     if transposed:
         size = tuple((s - 1) * st - 2 * p + d * (k - 1) + op + 1 for s, st, p, d, k, op in
                      zip(x.shape[2:], stride, padding, dilation, w.shape[2:], output_padding))
-        out = _conv_adjoint(x, w, size, stride, padding, dilation, groups, w.shape[1] * groups)
+        out_shape = (x.shape[0], w.shape[1] * groups) + size
+        out = conv_cudnn.data_grad(x, w, out_shape, stride, padding, dilation) if use_cudnn else None
+        if out is None:
+            out = _conv_adjoint(x, w, size, stride, padding, dilation, groups, w.shape[1] * groups)
     else:
-        out = _conv_fwd(x, w, stride, padding, dilation, groups)
+        out = conv_cudnn.forward(x, w, stride, padding, dilation) if use_cudnn else None
+        if out is None:
+            out = _conv_fwd(x, w, stride, padding, dilation, groups)
+    if (conv_cudnn.is_channels_last(x) or conv_cudnn.is_channels_last(w)) and not conv_cudnn.is_channels_last(out):
+        # The im2col path computes in NC* order; the output keeps the input's channels_last layout (as torch).
+        relaid = conv_cudnn.empty(out.shape, out.dtype, out.device, True)
+        out = _be().copy_(relaid, out)
     out = _add_bias(out, bias)
     return out if batched else out.squeeze((0,))
 
@@ -160,17 +174,29 @@ def conv_backward(grad: NDArray, x: NDArray, w: NDArray, stride: tuple, padding:
     batched = x.ndim == w.ndim
     if not batched:
         x, grad = x.unsqueeze(0), grad.unsqueeze(0)
-    grad = grad if grad.is_contiguous() else be.contiguous(grad)
     gx = gw = gb = None
+    if conv_cudnn.usable(grad, x, w):
+        # The forward's layout (channels_last if the input or weight was) for the input gradient; the weight's own
+        # layout for its gradient, so that it accumulates into the parameter's layout.
+        cl = conv_cudnn.is_channels_last(x) or conv_cudnn.is_channels_last(w)
+        w_cl = conv_cudnn.is_channels_last(w)
+        if output_mask[0]:
+            gx = conv_cudnn.forward(grad, w, stride, padding, dilation, cl, x.shape[2:]) if transposed else \
+                conv_cudnn.data_grad(grad, w, x.shape, stride, padding, dilation, cl)
+        if output_mask[1]:
+            gw = conv_cudnn.weight_grad(grad, x, w.shape, stride, padding, dilation, w_cl) if transposed else \
+                conv_cudnn.weight_grad(x, grad, w.shape, stride, padding, dilation, w_cl)
+    grad = grad if grad.is_contiguous() else be.contiguous(grad)
     kernel = w.shape[2:]
     if output_mask[0]:
-        if transposed:
-            gx = _conv_fwd(grad, w, stride, padding, dilation, groups)
-        else:
-            gx = _conv_adjoint(grad, w, x.shape[2:], stride, padding, dilation, groups, x.shape[1])
+        if gx is None:
+            if transposed:
+                gx = _conv_fwd(grad, w, stride, padding, dilation, groups)
+            else:
+                gx = _conv_adjoint(grad, w, x.shape[2:], stride, padding, dilation, groups, x.shape[1])
         if not batched:
             gx = gx.squeeze((0,))
-    if output_mask[1]:
+    if output_mask[1] and gw is None:
         # Columns of the side that was windowed (input for a convolution, gradient for a transposed one).
         windowed, other = (grad, x) if transposed else (x, grad)
         out_size = other.shape[2:]

@@ -376,8 +376,10 @@ class Module:
         """Move and/or cast in place: ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``.
 
         Only floating-point parameters and buffers change dtype (integer buffers such as
-        ``num_batches_tracked`` keep theirs), as in torch.
+        ``num_batches_tracked`` keep theirs), as in torch. ``memory_format`` (e.g. ``genesis.channels_last``)
+        applies to the 4-d and 5-d parameters and buffers (convolution weights).
         """
+        fmt = kwargs.pop("memory_format", None)
         device, dtype = _parse_to(*args, **kwargs)
 
         def convert(t: Tensor) -> Tensor:
@@ -385,6 +387,8 @@ class Module:
                 t = t.to(device)
             if dtype is not None and t.dtype.is_floating_point and t.dtype is not dtype:
                 t = t.to(dtype)
+            if fmt is not None and t.ndim in (4, 5):
+                t = t.to(memory_format=fmt)
             return t
 
         return self._apply(convert)
