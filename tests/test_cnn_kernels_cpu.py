@@ -2,9 +2,9 @@
 sm_90, and the CUDA backend's launchers (``genesis/backends/cuda/nn_layers.py``) compute the same values as the CPU
 backend under ``TRITON_INTERPRET=1``, with CPU arrays standing in for device memory (float32).
 
-Covers pooling (max with NaN, dilation, padding, ceil_mode, strided and 3-d input; avg with each divisor rule),
-batch norm (training with the running-statistics update, eval, with and without affine), group norm, nearest and
-bilinear resampling (align_corners both ways, explicit scales, length 1) and the deterministic embedding gradient.
+Covers pooling (max with NaN and of integers, dilation, padding, ceil_mode, strided and 3-d input; avg with each
+divisor rule), batch norm (training with the running-statistics update, eval, with and without affine), group norm,
+nearest and bilinear resampling (align_corners both ways, explicit scales, length 1) and the deterministic embedding gradient.
 The interpreter runs in a subprocess (``TRITON_INTERPRET`` must be set before any kernel is created); runtime loop
 bounds are converted as in ``tests/test_fused_kernels_cpu.py``.
 """
@@ -32,12 +32,15 @@ def _specs() -> list[tuple]:
     pool2d = (1, 3, 3, 1, 2, 2, 0, 1, 1)  # KD..PW for a 3x3 stride-2 pad-1 window
     return [
         ("max pool fwd bf16 2d", pk.max_pool_fwd, (bf, bf, i64, "i64") + ("i32",) * 7 + ("i64",) * 5,
-         pool2d + (1, 1, 1, 512)),
+         pool2d + (1, 1, 1, float("-inf"), 512)),
         ("max pool fwd fp32 3d dilated", pk.max_pool_fwd, (f32, f32, i64, "i64") + ("i32",) * 7 + ("i64",) * 5,
-         (2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 512)),
+         (2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, float("-inf"), 512)),
+        ("max pool fwd int64", pk.max_pool_fwd, (i64, i64, i64, "i64") + ("i32",) * 7 + ("i64",) * 5,
+         pool2d + (1, 1, 1, -2 ** 63, 512)),
+        ("avg pool fwd int64", pk.avg_pool_fwd, (i64, i64, "i64") + ("i32",) * 8 + ("i64",) * 5, pool2d + (1, 2, 512)),
         ("max pool bwd bf16", pk.max_pool_bwd, (bf, i64, bf, "i64") + ("i32",) * 6, pool2d + (1, 1, 1, False, 512)),
         ("avg pool fwd fp16 exclude pad", pk.avg_pool_fwd,
-         ("*fp16:16", "*fp16:16", "i64") + ("i32",) * 8 + ("i64",) * 5, pool2d + (2, False, 512)),
+         ("*fp16:16", "*fp16:16", "i64") + ("i32",) * 8 + ("i64",) * 5, pool2d + (2, 0, 512)),
         ("avg pool bwd fp64 override", pk.avg_pool_bwd, (f64, f64, "i64") + ("i32",) * 7, pool2d + (0, True, 512)),
         ("batch norm partials bf16", bk.bn_partials, (bf, bf, f32, f32, "i32", "i32", "i64", "i64", "i32"),
          (False, False, 1024)),
@@ -164,6 +167,13 @@ for shape, k, s, p, d, ceil in cases:
         gy = nd(randn(*cpu.native(v).shape))
         close(nl.pool_backward(gy, X, None, "avg", k, s, p, one, ceil, cip, div),
               cpu.pool_backward(gy, X, None, "avg", k, s, p, one, ceil, cip, div), f"avg bwd {shape} {cip} {div}")
+x = nd(torch.arange(-20, 43).reshape(1, 1, 7, 9))
+v, i = nl.pool(x, "max", (3, 3), (2, 2), (1, 1), (1, 1), True, True, None)
+rv, ri = cpu.pool(x, "max", (3, 3), (2, 2), (1, 1), (1, 1), True, True, None)
+assert torch.equal(cpu.native(v), cpu.native(rv)) and torch.equal(cpu.native(i), cpu.native(ri)), "int max pool"
+x = nd(torch.arange(63).reshape(1, 1, 7, 9))
+v, _ = nl.pool(x, "avg", (3, 2), (2, 2), (1, 1), (1, 1), True, False, None)
+assert torch.equal(cpu.native(v), cpu.native(cpu.pool(x, "avg", (3, 2), (2, 2), (1, 1), (1, 1), True, False, None)[0]))
 print("pool ok")
 
 # batch norm: training (running stats updated) and eval, with and without affine, 2-d and 4-d input

@@ -22,6 +22,7 @@ from genesis.backends.cuda.kernels import nn_upsample as uk
 from genesis.ndarray import NDArray
 
 _F32, _F64, _I32 = dtypes.float32, dtypes.float64, dtypes.int32
+_ACC_KIND = {dtypes.float64: 1, dtypes.int64: 2}  # accumulator of average pooling (others: float32)
 _BLOCK = 512  # elements per program of the elementwise-shaped kernels (pooling, apply passes, resampling)
 
 
@@ -43,7 +44,11 @@ def _cdiv(a: int, b: int) -> int:
 
 def _check_float(op: str, x: NDArray) -> None:
     if x.dtype.category != 2:
-        raise RuntimeError(f"\"{op}\" not implemented for '{x.dtype.name}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{x.dtype.name}'")
+
+
+def _lowest(dtype: dtypes.dtype) -> float | int:
+    return float("-inf") if dtype.category == 2 else int(np.iinfo(dtype.name).min)
 
 
 # ---------------------------------------------------------------- pooling
@@ -83,7 +88,8 @@ def _div_mode(count_include_pad: bool, divisor_override: int | None) -> int:
 def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
          count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
     nd = len(kernel)
-    _check_float(f"{mode}_pool{nd}d", x)
+    if x.dtype is dtypes.bool_ or (mode == "avg" and x.dtype.category != 2 and x.dtype is not dtypes.int64):
+        raise NotImplementedError(f"\"{mode}_pool{nd}d\" not implemented for '{x.dtype.name}'")
     batched = x.ndim == nd + 2
     if not batched:
         x = x.unsqueeze(0)
@@ -106,14 +112,14 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
             arrays = (x, y, idx)
             ptrs = tuple(_ptr(a) for a in arrays)
             go = _MAX_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 7 + ("i64",) * 5,
-                                   consts + (_BLOCK,), 4)
+                                   consts + (_lowest(x.dtype), _BLOCK), 4)
             go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, *strides)
         else:
             arrays = (x, y)
             ptrs = tuple(_ptr(a) for a in arrays)
             go = _AVG_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 8 + ("i64",) * 5,
-                                   consts + (_div_mode(count_include_pad, divisor_override), x.dtype is _F64,
-                                             _BLOCK), 4)
+                                   consts + (_div_mode(count_include_pad, divisor_override),
+                                             _ACC_KIND.get(x.dtype, 0), _BLOCK), 4)
             go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0, *strides)
     if not batched:
         y = y.squeeze((0,))

@@ -4,10 +4,11 @@ One program computes ``BLOCK`` outputs (forward) or ``BLOCK`` input gradients (b
 gather: each input element visits the windows that can contain it (at most ``KD * KH * KW`` of them) in a fixed
 order and sums their contributions, so the gradient is bitwise reproducible and needs no atomics.
 
-Max: padding is implicit -inf; the first maximum wins, NaN propagates (torch's rule); the index is the flat
-position in the (D, H, W) plane. Average: sums and divisors in float32 (float64 for float64 input); the divisor is
-``DIV_MODE`` 0: ``divisor`` (divisor_override), 1: the window clipped to the padded input (count_include_pad),
-2: the window clipped to the input.
+Max: padding is implicit -inf (the lowest value for integers); the first maximum wins, NaN propagates (torch's
+rule); the index is the flat position in the (D, H, W) plane. Average: sums and divisors in float32 (float64 for
+float64, int64 for int64 input: integer division as torch); the divisor is ``DIV_MODE`` 0: ``divisor``
+(divisor_override), 1: the window clipped to the padded input (count_include_pad), 2: the window clipped to the
+input.
 
 Bytes: max forward reads each window's elements (the input once for non-overlapping windows) and writes the values
 and int64 indices; max backward reads the indices and output gradient of every window covering an input element and
@@ -36,13 +37,13 @@ def max_pool_fwd(
     sN, sC, sD, sH, sW,                          # x strides in elements
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
-    BLOCK: tl.constexpr,
+    LOWEST: tl.constexpr, BLOCK: tl.constexpr,
 ):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < total
     n, c, od, oh, ow = _out_coords(offs, C, OD, OH, OW)
     base = x + n * sN + c * sC
-    best = tl.full([BLOCK], float("-inf"), x.dtype.element_ty)
+    best = tl.full([BLOCK], LOWEST, x.dtype.element_ty)
     arg = tl.full([BLOCK], -1, tl.int64)
     for a in range(KD):
         iz = od * SD - PD + a * DD
@@ -53,7 +54,7 @@ def max_pool_fwd(
             for j in range(KW):
                 iw = ow * SW - PW + j * DW
                 ok = okh & (iw >= 0) & (iw < W)
-                v = tl.load(base + iz * sD + ih * sH + iw * sW, mask=ok, other=float("-inf"))
+                v = tl.load(base + iz * sD + ih * sH + iw * sW, mask=ok, other=LOWEST)
                 # First maximum wins; a NaN replaces any value (torch's rule); the first valid element seeds.
                 take = ok & ((v > best) | (v != v) | (arg < 0))
                 best = tl.where(take, v, best)
@@ -125,14 +126,16 @@ def avg_pool_fwd(
     total, C, D, H, W, OD, OH, OW, divisor,      # sizes (total = N * C * OD * OH * OW); divisor_override or 0
     sN, sC, sD, sH, sW,                          # x strides in elements
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
-    PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DIV_MODE: tl.constexpr, F64: tl.constexpr,
+    PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DIV_MODE: tl.constexpr, ACC: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < total
     n, c, od, oh, ow = _out_coords(offs, C, OD, OH, OW)
     base = x + n * sN + c * sC
-    if F64:
+    if ACC == 2:  # int64 input: integer sum and division, truncating as torch
+        acc = tl.zeros([BLOCK], tl.int64)
+    elif ACC == 1:
         acc = tl.zeros([BLOCK], tl.float64)
     else:
         acc = tl.zeros([BLOCK], tl.float32)
@@ -145,9 +148,13 @@ def avg_pool_fwd(
             for j in range(KW):
                 iw = ow * SW - PW + j
                 ok = okh & (iw >= 0) & (iw < W)
-                acc += tl.load(base + iz * sD + ih * sH + iw * sW, mask=ok, other=0.0).to(acc.dtype)
+                acc += tl.load(base + iz * sD + ih * sH + iw * sW, mask=ok, other=0).to(acc.dtype)
     div = _avg_divisor(od, oh, ow, D, H, W, divisor, KD, KH, KW, SD, SH, SW, PD, PH, PW, DIV_MODE)
-    tl.store(y + offs, (acc / div.to(acc.dtype)).to(y.dtype.element_ty), mask=m)
+    if ACC == 2:
+        out = acc // div.to(tl.int64)
+    else:
+        out = acc / div.to(acc.dtype)
+    tl.store(y + offs, out.to(y.dtype.element_ty), mask=m)
 
 
 @triton.jit

@@ -1,0 +1,161 @@
+"""Pooling, batch norm, group norm, resampling and the embedding gradient against torch in float32 and half
+precision, on odd sizes and length-1 dims (each a single kernel each way on CUDA): values and every gradient."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import genesis
+import genesis.nn as nn
+from tests.helpers import DEVICE, check, check_error, check_module, rand, to_genesis, to_torch
+
+F32, BF16 = torch.float32, torch.bfloat16
+
+
+def _with_nan(x: torch.Tensor) -> torch.Tensor:
+    x = x.detach().clone()
+    x.view(-1)[5] = float("nan")
+    return x.requires_grad_()
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2, "ceil_mode": True},
+    {"kernel_size": (2, 3), "stride": (3, 1), "padding": (1, 0), "ceil_mode": True},
+    {"kernel_size": 1},
+])
+def test_max_pool2d_float32_odd_sizes_nan_and_strided_input(kwargs):
+    fn = lambda lib, x: lib.nn.functional.max_pool2d(x, **kwargs, return_indices=True)  # noqa: E731
+    check(fn, rand(2, 3, 9, 11, dtype=F32))
+    check(fn, _with_nan(rand(1, 2, 5, 7, dtype=F32)))
+    check(lambda lib, x: lib.nn.functional.max_pool2d(x.transpose(2, 3), **kwargs), rand(2, 3, 11, 9, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.max_pool2d(x, 1), rand(1, 1, 1, 1, dtype=F32))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
+    {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False},
+    {"kernel_size": (3, 2), "stride": 1, "padding": (1, 1), "divisor_override": 5},
+])
+def test_avg_pool2d_float32_and_bfloat16(kwargs):
+    check(lambda lib, x: lib.nn.functional.avg_pool2d(x, **kwargs), rand(2, 3, 9, 11, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.avg_pool2d(x, **kwargs), rand(2, 3, 9, 11, dtype=BF16))
+
+
+def test_pool_1d_3d_float32():
+    check(lambda lib, x: lib.nn.functional.max_pool1d(x, 3, 2, 1, dilation=2, ceil_mode=True),
+          rand(2, 3, 13, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.avg_pool1d(x, 4, 3, 2, ceil_mode=True, count_include_pad=False),
+          rand(2, 3, 13, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.max_pool3d(x, 3, 2, 1, dilation=(1, 2, 1), return_indices=True),
+          rand(1, 2, 5, 6, 7, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.avg_pool3d(x, (2, 3, 2), 2, 1, ceil_mode=True, divisor_override=4),
+          rand(1, 2, 5, 6, 7, dtype=F32))
+
+
+def test_pool_of_integers_as_torch():
+    x = torch.arange(35).reshape(1, 1, 5, 7) - 10
+    check(lambda lib, x: lib.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True), x)
+    check(lambda lib, x: lib.nn.functional.max_pool2d(x, 2), x.to(torch.uint8))
+    check(lambda lib, x: lib.nn.functional.avg_pool2d(x, 3, 1, 1), x + 10)
+    check_error(NotImplementedError, lambda lib, x: lib.nn.functional.avg_pool2d(x, 2), x.int())
+    check_error(NotImplementedError, lambda lib, x: lib.nn.functional.max_pool2d(x, 2), x > 0)
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (3, 5, 7, 9), (1, 4, 1, 1), (2, 3, 1)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_float32_training_and_eval(shape, affine):
+    channels = shape[1]
+    mean, var = rand(channels, dtype=F32, requires_grad=False), rand(channels, dtype=F32, low=0.5, requires_grad=False)
+    weight, bias = (rand(channels, dtype=F32, seed=1), rand(channels, dtype=F32, seed=2)) if affine else (None, None)
+    for training in (True, False):
+        def f(lib, x, *wb, training=training):
+            m, v = (to_genesis(t, requires_grad=False) if lib is genesis else t.clone() for t in (mean, var))
+            out = lib.nn.functional.batch_norm(x, m, v, *(wb or (None, None)), training=training, momentum=0.3)
+            return out, m, v
+        if training and math.prod(shape) // channels == 1:
+            continue  # one value per channel: training raises (tested elsewhere)
+        check(f, rand(*shape, dtype=F32, low=-2.0, high=3.0), *((weight, bias) if affine else ()))
+
+
+def test_batch_norm_modules_train_then_eval_bfloat16_input_float32():
+    t = torch.nn.BatchNorm2d(5)
+    g = nn.BatchNorm2d(5).to(DEVICE)
+    check_module(g, t, rand(4, 5, 3, 7, dtype=F32))
+    t.eval()
+    g.eval()
+    check_module(g, t, rand(4, 5, 3, 7, dtype=F32, seed=3))
+
+
+@pytest.mark.parametrize("shape, groups", [((2, 6, 5), 3), ((3, 4, 3, 7), 2), ((2, 4), 4), ((1, 6, 1, 17), 1)])
+def test_group_norm_forward_and_backward(shape, groups):
+    channels = shape[1]
+    w, b = rand(channels, dtype=F32, seed=1), rand(channels, dtype=F32, seed=2)
+    check(lambda lib, x, w, b: lib.nn.functional.group_norm(x, groups, w, b), rand(*shape, dtype=F32), w, b)
+    check(lambda lib, x: lib.nn.functional.group_norm(x, groups), rand(*shape))
+    check(lambda lib, x, w, b: lib.nn.functional.group_norm(x, groups, w, b), rand(*shape, dtype=BF16),
+          w.to(BF16), b.to(BF16))
+
+
+def test_group_norm_module():
+    t = torch.nn.GroupNorm(3, 6)
+    g = nn.GroupNorm(3, 6).to(DEVICE)
+    check_module(g, t, rand(2, 6, 5, 3, dtype=F32))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"size": (9, 13), "mode": "bilinear"}, {"size": (9, 13), "mode": "bilinear", "align_corners": True},
+    {"size": (3, 2), "mode": "bilinear"}, {"size": (3, 2), "mode": "bilinear", "align_corners": True},
+    {"scale_factor": (2.5, 0.7), "mode": "bilinear"}, {"scale_factor": 3, "mode": "nearest"},
+    {"size": (7, 4), "mode": "nearest"}, {"size": (7, 4), "mode": "nearest-exact"},
+])
+def test_interpolate_float32_forward_and_backward(kwargs):
+    check(lambda lib, x: lib.nn.functional.interpolate(x, **kwargs), rand(2, 3, 5, 7, dtype=F32))
+
+
+def test_interpolate_length_one_half_precision_and_1d():
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=(3, 5), mode="bilinear", align_corners=True),
+          rand(1, 1, 1, 1, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=(3, 5), mode="bilinear"), rand(1, 1, 1, 1, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=2, mode="bilinear"), rand(2, 3, 4, 5,
+                                                                                                dtype=BF16))
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=11, mode="linear", align_corners=True),
+          rand(2, 3, 4, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=5), rand(2, 3, 4, dtype=F32))
+
+
+def test_interpolate_double_backward():
+    x = to_genesis(rand(1, 2, 3, 4))
+    y = genesis.nn.functional.interpolate(x, size=(5, 6), mode="bilinear")
+    (gx,) = genesis.autograd.grad((y * y).sum(), x, create_graph=True)
+    xt = rand(1, 2, 3, 4)
+    yt = torch.nn.functional.interpolate(xt, size=(5, 6), mode="bilinear")
+    (gt,) = torch.autograd.grad((yt * yt).sum(), xt, create_graph=True)
+    torch.testing.assert_close(to_torch(gx), gt.detach())
+    gx.sum().backward()
+    gt.sum().backward()
+    torch.testing.assert_close(to_torch(x.grad), xt.grad)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_embedding_gradient_with_repeated_indices(dtype):
+    idx = torch.randint(0, 7, (3, 41), generator=torch.Generator().manual_seed(0))
+    check(lambda lib, w, i: lib.nn.functional.embedding(i, w), rand(7, 5, dtype=dtype), idx)
+    check(lambda lib, w, i: lib.nn.functional.embedding(i, w), rand(3, 1, dtype=dtype), torch.tensor([2]))
+
+
+def test_embedding_gradient_is_bitwise_reproducible():
+    gen = torch.Generator().manual_seed(1)
+    idx = to_genesis(torch.randint(0, 50, (4096,), generator=gen))
+    grad = to_genesis(torch.randn(4096, 64, generator=gen), requires_grad=False)
+    weight = genesis.zeros(50, 64, device=DEVICE, requires_grad=True)
+    grads = []
+    for _ in range(2):
+        weight.grad = None
+        genesis.nn.functional.embedding(idx, weight).backward(grad)
+        grads.append(to_torch(weight.grad))
+    assert torch.equal(grads[0], grads[1])
+    ref = torch.zeros(50, 64, dtype=torch.float64).index_add_(0, to_torch(idx), to_torch(grad).double())
+    torch.testing.assert_close(grads[0].double(), ref, rtol=1e-5, atol=1e-4)
