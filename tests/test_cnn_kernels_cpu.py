@@ -4,7 +4,8 @@ backend under ``TRITON_INTERPRET=1``, with CPU arrays standing in for device mem
 
 Covers pooling (max with NaN and of integers, dilation, padding, ceil_mode, strided and 3-d input; avg with each
 divisor rule), batch norm (training with the running-statistics update, eval, with and without affine), group norm,
-nearest and bilinear resampling (align_corners both ways, explicit scales, length 1) and the deterministic embedding gradient.
+nearest and bilinear resampling (align_corners both ways, explicit scales, length 1) and the deterministic embedding
+gradient.
 The interpreter runs in a subprocess (``TRITON_INTERPRET`` must be set before any kernel is created); runtime loop
 bounds are converted as in ``tests/test_fused_kernels_cpu.py``.
 """
