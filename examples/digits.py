@@ -1,6 +1,6 @@
-"""Train a small CNN and an MLP on scikit-learn's handwritten digits with Genesis, on the CPU.
+"""Train a small CNN and an MLP on scikit-learn's handwritten digits with Genesis, on the CPU or a GPU.
 
-    python examples/digits.py [--epochs 20] [--out runs/digits]
+    python examples/digits.py [--epochs 20] [--out runs/digits] [--device cuda]
 
 The 1,797 8x8 images are split 80/20 into train and test sets. Each model trains with AdamW and a one-cycle
 learning-rate schedule; a tqdm bar shows the epoch, loss and test accuracy. The script writes loss and accuracy
@@ -57,16 +57,16 @@ def make_mlp() -> nn.Module:
                          nn.Linear(64, 10))
 
 
-def load_data(seed: int) -> tuple[TensorDataset, TensorDataset]:
-    """Digits scaled to [0, 1] as (N, 1, 8, 8) float32 images; a seeded 80/20 split."""
+def load_data(seed: int, device: str = "cpu") -> tuple[TensorDataset, TensorDataset]:
+    """Digits scaled to [0, 1] as (N, 1, 8, 8) float32 images on ``device``; a seeded 80/20 split."""
     digits = load_digits()
     images = (digits.images / 16.0).astype(np.float32)[:, None]  # (N, 1, 8, 8)
     labels = digits.target.astype(np.int64)
     order = np.random.default_rng(seed).permutation(len(labels))
     n_test = len(labels) // 5
     test, train = order[:n_test], order[n_test:]
-    return (TensorDataset(genesis.tensor(images[train]), genesis.tensor(labels[train])),
-            TensorDataset(genesis.tensor(images[test]), genesis.tensor(labels[test])))
+    return (TensorDataset(genesis.tensor(images[train], device=device), genesis.tensor(labels[train], device=device)),
+            TensorDataset(genesis.tensor(images[test], device=device), genesis.tensor(labels[test], device=device)))
 
 
 def accuracy(model: nn.Module, data: TensorDataset) -> float:
@@ -128,14 +128,16 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/digits")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    train_set, test_set = load_data(args.seed)
+    train_set, test_set = load_data(args.seed, args.device)
     histories = {}
     start = time.perf_counter()
     for name, make in (("cnn", make_cnn), ("mlp", make_mlp)):
         genesis.manual_seed(args.seed)
-        histories[name] = train(name, make(), train_set, test_set, args.epochs, args.batch_size, args.lr, args.out)
+        histories[name] = train(name, make().to(args.device), train_set, test_set, args.epochs, args.batch_size,
+                                args.lr, args.out)
     elapsed = time.perf_counter() - start
     plot(histories, os.path.join(args.out, "curves.png"))
     for name, history in histories.items():
