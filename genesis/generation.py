@@ -12,6 +12,7 @@ A model plugs in by providing ``new_cache(batch_size, max_length)`` and
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -137,6 +138,7 @@ class GenerationOptions:
     tokenizer: Any = None
     seed: int | None = None
     generator: genesis.Generator | None = None
+    cuda_graph: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 0:
@@ -186,6 +188,82 @@ def _check_inputs(model: Any, input_ids: Tensor, attention_mask: Tensor | None) 
     return attention_mask.to(genesis.int64)
 
 
+_GRAPH_BUCKET = 256  # cache sizes of captured decoders are rounded up to this, so later calls reuse them
+_MAX_GRAPHS = 4  # captured decoders kept per model (each holds a KV cache and a memory pool)
+
+
+class GraphedDecoder:
+    """One decoding step of a model captured as a CUDA graph, with the KV cache and input buffers it reads.
+
+    The step reads the token ids, rotary positions and key mask from static buffers, and the cache position from
+    the device (see :class:`KVCache`), so one capture serves every step of every later call with the same batch
+    size and cache size. ``step`` fills the buffers and replays the graph: one launch instead of a few hundred
+    kernel launches from Python. The captured kernels use the weights' addresses; ``matches`` tells whether the
+    model still has the same parameter storage.
+    """
+
+    def __init__(self, model: Any, batch_size: int, max_length: int, padded: bool) -> None:
+        device = model.device
+        self.cache = model.new_cache(batch_size, max_length)
+        self.ids = genesis.zeros(batch_size, 1, dtype=genesis.int64, device=device)
+        self.positions = genesis.zeros(batch_size, 1, dtype=genesis.int64, device=device)
+        self.mask = genesis.ones(batch_size, max_length, dtype=genesis.int64, device=device) if padded else None
+        self.param_ptrs = _param_ptrs(model)
+        self.graph = genesis.cuda.CUDAGraph()
+        with genesis.no_grad():
+            self._forward(model)  # compiles the kernels and fills the allocator before the capture
+            self.cache.reset()
+            with genesis.cuda.graph(self.graph):
+                self.logits = self._forward(model)  # recorded, not run: the cache position did not move
+            self.cache.reset()
+
+    def _forward(self, model: Any) -> Tensor:
+        out = model(self.ids, attention_mask=self.mask, position_ids=self.positions, cache=self.cache,
+                    logits_to_keep=1)
+        return out.logits[:, -1].float()  # (B, vocab)
+
+    def matches(self, model: Any) -> bool:
+        return self.param_ptrs == _param_ptrs(model)
+
+    def step(self, ids: Tensor, positions: Tensor) -> Tensor:
+        """Logits (B, vocab) float32 of the next token after ``ids`` (B, 1) at ``positions`` (B, 1)."""
+        self.ids.copy_(ids)
+        self.positions.copy_(positions)
+        self.graph.replay()
+        self.cache.length += 1  # the graph advanced the device position itself
+        return self.logits
+
+
+def _param_ptrs(model: Any) -> tuple[int, ...]:
+    return tuple(p.data_ptr() for p in model.parameters())
+
+
+def _graphed_decoder(model: Any, batch_size: int, length: int, padded: bool) -> GraphedDecoder | None:
+    """A captured decoder for ``model`` with room for ``length`` tokens, reused when one fits; None if capture
+    is impossible (the reason is kept in ``model._cuda_graph_error``)."""
+    if getattr(model, "_cuda_graph_error", None):
+        return None
+    decoders = model.__dict__.setdefault("_graphed_decoders", {})
+    size = min(-(-length // _GRAPH_BUCKET) * _GRAPH_BUCKET, model.config.max_position_embeddings)
+    key = (batch_size, size, padded)
+    decoder = decoders.get(key)
+    if decoder is not None and not decoder.matches(model):
+        decoder.graph.reset()
+        decoder = None
+    if decoder is None:
+        if len(decoders) >= _MAX_GRAPHS:
+            decoders.pop(next(iter(decoders))).graph.reset()
+        try:
+            decoder = decoders[key] = GraphedDecoder(model, batch_size, size, padded)
+        except RuntimeError as exc:
+            model._cuda_graph_error = f"{type(exc).__name__}: {exc}"
+            warnings.warn(f"generate: the decoding step could not be captured as a CUDA graph, decoding eagerly "
+                          f"({model._cuda_graph_error})", RuntimeWarning, stacklevel=3)
+            return None
+    decoder.cache.reset()
+    return decoder
+
+
 def stream_generate(model: Any, input_ids: Tensor, attention_mask: Tensor | None = None,
                     **kwargs: Any) -> Iterator[Tensor]:
     """Yield the next token id of every row, (B,) int64, one step at a time (see :func:`generate`).
@@ -213,16 +291,28 @@ def stream_generate(model: Any, input_ids: Tensor, attention_mask: Tensor | None
     # Left padding: each row's positions count its real tokens only, as transformers' generate does.
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, T)
     unfinished = genesis.ones(B, dtype=genesis.bool, device=device)
-    cache = model.new_cache(B, T + max_new)
     # Without padding the model's causal fast path needs no mask at all.
     padded = not bool(mask.all())
+    decoder = None
+    if opts.cuda_graph and device.type == "cuda" and max_new > 1:
+        decoder = _graphed_decoder(model, B, T + max_new, padded)
+    if decoder is not None:
+        cache = decoder.cache
+        if padded:  # the captured step reads its key mask from the decoder's buffer
+            decoder.mask[:, :T + max_new] = full_mask
+            full_mask = decoder.mask
+    else:
+        cache = model.new_cache(B, T + max_new)
     step_ids = input_ids
     with genesis.no_grad():
         for step in range(max_new):
             length = T + step
-            step_mask = full_mask[:, :length] if padded else None
-            logits = model(step_ids, attention_mask=step_mask, position_ids=position_ids,
-                           cache=cache, logits_to_keep=1).logits[:, -1].float()  # (B, vocab)
+            if step > 0 and decoder is not None:
+                logits = decoder.step(step_ids, position_ids)  # (B, vocab)
+            else:
+                step_mask = full_mask[:, :length] if padded else None
+                logits = model(step_ids, attention_mask=step_mask, position_ids=position_ids,
+                               cache=cache, logits_to_keep=1).logits[:, -1].float()  # (B, vocab)
             if opts.repetition_penalty != 1.0:
                 logits = apply_repetition_penalty(logits, tokens[:, :length], opts.repetition_penalty)
             if opts.do_sample:
