@@ -24,28 +24,44 @@ def _raw(t: Tensor | None) -> NDArray | None:
 
 
 class Linear(Primitive):
-    """``x @ w.T + b`` for 2-D ``x`` (N, in), ``w`` (out, in) and optional ``b`` (out,), all of one dtype."""
+    """``x @ w.T + b`` for ``x`` (*, in), ``w`` (out, in) and optional ``b`` (out,), all of one dtype.
+
+    Leading dims are flattened inside the node (a free view for contiguous ``x``): one graph node and one 2-D
+    product per layer, however many leading dims.
+    """
 
     @staticmethod
     def forward(ctx, x: NDArray, w: NDArray, b: NDArray | None) -> NDArray:
         ctx.save_for_backward(x, w)
-        out = x.matmul(w.transpose(0, 1))
+        lead = x.shape[:-1]
+        x2 = x.reshape((-1, x.shape[-1])) if x.ndim != 2 else x
+        out = x2.matmul(w.transpose(0, 1))
         if b is not None:
             out.binary("add", b, out=out)
-        return out
+        return out.reshape(lead + (w.shape[0],)) if x.ndim != 2 else out
 
     @staticmethod
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
+        flat = x.ndim != 2
         if not is_grad_enabled():
             # No graph to record (no create_graph): compute on NDArrays, skipping per-op autograd bookkeeping.
             g, xa, wa = grad.ndarray, x.ndarray, w.ndarray
-            return (g.matmul(wa) if ctx.needs_input_grad[0] else None,
+            if flat:
+                g, xa = g.reshape((-1, g.shape[-1])), xa.reshape((-1, xa.shape[-1]))
+            grad_x = g.matmul(wa) if ctx.needs_input_grad[0] else None
+            return (grad_x.reshape(x.shape) if flat and grad_x is not None else grad_x,
                     g.transpose(0, 1).matmul(xa) if ctx.needs_input_grad[1] else None,
                     g.sum((0,)) if ctx.needs_input_grad[2] else None)
+        if flat:
+            grad, x2 = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
+        else:
+            x2 = x
         grad_x = grad @ w if ctx.needs_input_grad[0] else None
+        if flat and grad_x is not None:
+            grad_x = grad_x.reshape(x.shape)
         # (out, N) @ (N, in): the weight gradient is produced in the weight's own (contiguous) layout.
-        grad_w = grad.t() @ x if ctx.needs_input_grad[1] else None
+        grad_w = grad.t() @ x2 if ctx.needs_input_grad[1] else None
         grad_b = grad.sum(0) if ctx.needs_input_grad[2] else None
         return grad_x, grad_w, grad_b
 

@@ -22,12 +22,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Te
                            f"and {weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")
     if weight.ndim == 2 and input.ndim >= 2 and input.dtype is weight.dtype and (
             bias is None or (bias.dtype is weight.dtype and bias.shape == (weight.shape[0],))):
-        # One 2-D product over all leading dims: (*, in) -> (N, in) is a free view for contiguous input.
-        if input.ndim == 2:
-            result = Linear.apply(input, weight, bias)
-        else:
-            lead = input.shape[:-1]
-            result = Linear.apply(input.reshape(-1, input.shape[-1]), weight, bias).reshape(*lead, weight.shape[0])
+        # One node and one 2-D product over all leading dims (flattened inside the node).
+        result = Linear.apply(input, weight, bias)
     else:
         result = T.matmul(input, weight.t() if weight.ndim == 2 else weight)
         if bias is not None:
