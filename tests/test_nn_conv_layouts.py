@@ -31,6 +31,7 @@ LAYOUT_CASES = [name for name, case in CASES.items() if len(case[2]) in (4, 5)]
 
 def rel_err(got: genesis.Tensor, ref: torch.Tensor) -> float:
     """Normwise relative error of a Genesis result against a float64 reference."""
+    ref = ref.detach()
     diff = to_torch(got).double() - ref
     return float(diff.norm() / ref.norm())
 

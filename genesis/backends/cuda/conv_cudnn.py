@@ -5,9 +5,10 @@ Each call is one cuDNN operation graph over int device pointers, built with cudn
 ``cudnn.pygraph`` layer (9-13 µs against 25-46 µs), which matters because a convolution on the GPU often takes
 less than 20 µs. The C++ graph is an internal API of cudnn-frontend, so the version is pinned (1.32).
 
-- Layouts: an operand dense in NC* order (contiguous) or N*C order (``channels_last``) goes to cuDNN with its
-  strides, no copy; anything else is copied once to the contiguous layout. The output is ``channels_last`` when the
-  input or weight is, as in torch.
+- Layouts: a convolution runs channels_last (N*C order) when its input or weight is, else contiguous (NC* order),
+  as in torch; operands dense in that layout go to cuDNN with their strides, no copy, the others are copied to it
+  once (misaligned or strided views, a contiguous weight under a channels_last input). Outputs and gradients
+  come out in that layout.
 - 1-d convolutions are 2-d ones with a unit height; groups are implied by the weight's channel count; a transposed
   convolution is the data gradient of the convolution it transposes.
 - Plans are cached per (operation, dtype, every operand's shape and layout, padding, stride, dilation, TF32 and
@@ -59,6 +60,7 @@ class _Plan:
 
 
 _plans: dict[tuple, _Plan | None] = {}  # None: cuDNN declined this configuration
+_declined: dict[tuple, str] = {}  # why, per declined configuration (for diagnostics)
 
 
 def usable(*arrays: NDArray) -> bool:
@@ -71,6 +73,13 @@ def usable(*arrays: NDArray) -> bool:
 def clear_cache() -> None:
     """Forget every built plan (they are rebuilt on next use)."""
     _plans.clear()
+    _calls.clear()
+    _declined.clear()
+
+
+def declined() -> dict[tuple, str]:
+    """cuDNN's reason for each configuration it declined (those run on the im2col path)."""
+    return dict(_declined)
 
 
 # ---------------------------------------------------------------- layouts
@@ -89,22 +98,19 @@ def _dense_as(x: NDArray, strides: tuple[int, ...]) -> bool:
 
 def is_channels_last(x: NDArray) -> bool:
     """Dense in N*C order and not also plainly contiguous (the layout torch's channels_last formats describe)."""
-    return x.ndim >= 3 and not x.is_contiguous() and _dense_as(x, _cl_strides(x.shape))
+    if x.ndim < 3 or (x.strides[1] != 1 and x.shape[1] != 1):
+        return False  # the common NC* case, decided without working out strides
+    return not x.is_contiguous() and _dense_as(x, _cl_strides(x.shape))
 
 
-def _operand(x: NDArray, prefer_cl: bool) -> tuple[NDArray, bool]:
-    """x as a dense array cuDNN can read, with whether it is channels_last; copies only what is neither layout."""
-    be = _be()
-    contiguous = x.is_contiguous()
-    cl = _dense_as(x, _cl_strides(x.shape)) and (prefer_cl or not contiguous)
-    if not (contiguous or cl):
-        x, cl = be.contiguous(x), False
-    if be._ptr(x) % 16:
-        # cuDNN's plans assume 16-byte aligned operands; a fresh buffer is.
-        aligned = empty(x.shape, x.dtype, x.device, cl)
-        be.copy_(aligned, x)
-        x = aligned
-    return x, cl
+def _operand(x: NDArray, cl: bool) -> NDArray:
+    """x dense in the graph's layout (channels_last when ``cl``) and 16-byte aligned: itself, or a copy."""
+    if _dense_as(x, _cl_strides(x.shape) if cl else contiguous_strides(x.shape)) and not _be()._ptr(x) % 16:
+        return x
+    # cuDNN's plans assume 16-byte aligned operands (a fresh buffer is) and one layout for all of them (as torch).
+    dense = empty(x.shape, x.dtype, x.device, cl)
+    _be().copy_(dense, x)
+    return dense
 
 
 def empty(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, cl: bool) -> NDArray:
@@ -169,7 +175,7 @@ def _build(kind: str, dtype: dtypes.dtype, descs: tuple, padding: tuple, stride:
             except mod.cudnnGraphNotSupportedError:
                 continue
         if not created:
-            return None
+            raise RuntimeError("no execution plans from cuDNN's heuristics")
         if dtype is dtypes.float32 and not flags.allow_tf32:
             g.deselect_numeric_notes([mod.numerical_note.TENSOR_CORE])
         if flags.deterministic:
@@ -182,11 +188,12 @@ def _build(kind: str, dtype: dtypes.dtype, descs: tuple, padding: tuple, stride:
             return plan
         g.build_plans(mod.build_plan_policy.ALL)
         return _fastest(g, pointers)
-    except Exception:  # noqa: BLE001 - any refusal of cuDNN's means "use the im2col path" for this configuration
+    except Exception as exc:  # noqa: BLE001 - any refusal of cuDNN's means "use the im2col path" for this case
+        _declined[(kind, dtype, descs, padding, stride, dilation)] = f"{type(exc).__name__}: {exc}"
         return None
 
 
-def _fastest(g: Any, pointers: dict[int, int]) -> _Plan | None:
+def _fastest(g: Any, pointers: dict[int, int]) -> _Plan:
     """The plan with the lowest median time over a few runs on the actual operands."""
     best: tuple[float, int, int] | None = None
     for i in range(g.get_execution_plan_count()):
@@ -206,12 +213,14 @@ def _fastest(g: Any, pointers: dict[int, int]) -> _Plan | None:
         ms = sorted(times)[len(times) // 2]
         if best is None or ms < best[0]:
             best = (ms, i, plan.workspace)
-    return None if best is None else _Plan(g, best[1], best[2])
+    if best is None:
+        raise RuntimeError("no plan that cuDNN built could run")
+    return _Plan(g, best[1], best[2])
 
 
 def _run(kind: str, a: NDArray, a_cl: bool, b: NDArray, b_cl: bool, out_shape: tuple, out_cl: bool,
-         padding: tuple, stride: tuple, dilation: tuple) -> NDArray | None:
-    """Run one graph into a new output array of ``out_shape``; None when cuDNN declines the configuration."""
+         padding: tuple, stride: tuple, dilation: tuple) -> tuple[NDArray | None, _Plan | None]:
+    """Run one graph into a new output array of ``out_shape``: (output, plan), (None, None) when cuDNN declines."""
     be = _be()
     out = empty(out_shape, a.dtype, a.device, out_cl)
     descs = (_desc(a.shape, a_cl), _desc(b.shape, b_cl), _desc(out_shape, out_cl))
@@ -222,16 +231,59 @@ def _run(kind: str, a: NDArray, a_cl: bool, b: NDArray, b_cl: bool, out_shape: t
     rt.ensure_device(a.device.index)
     if key in _plans:
         plan = _plans[key]
-        if plan is None:
+        if plan is not None:
+            plan.run(pointers)
+    else:
+        plan = _plans[key] = _build(kind, a.dtype, descs, padding, stride, dilation, pointers)
+        if plan is not None and plan.index >= 0:
+            plan.run(pointers)  # benchmark mode timed other plans last: the output must come from the chosen one
+    return (out, plan) if plan is not None else (None, None)
+
+
+class _Call:
+    """A configuration seen before whose operands cuDNN read in place: its plan and its output's layout.
+
+    Repeated calls (every training step) go from the operands' shapes and strides straight to the plan, without
+    working out layouts again: the host time of a convolution is mostly this bookkeeping and cuDNN's execute.
+    """
+
+    __slots__ = ("plan", "size", "shape", "strides")
+
+    def __init__(self, plan: _Plan, out: NDArray) -> None:
+        self.plan = plan
+        self.size, self.shape, self.strides = (out.size,), out.shape, out.strides
+
+    def run(self, a: NDArray, b: NDArray) -> NDArray | None:
+        """The output for operands of the recorded configuration; None if one is misaligned this time."""
+        be = _be()
+        pa, pb = be._ptr(a), be._ptr(b)
+        if (pa | pb) & 15:
             return None
-        plan.run(pointers)
+        out = be._new(self.size, a.dtype, a.device).as_strided(self.shape, self.strides, 0)
+        rt.ensure_device(a.device.index)
+        self.plan.run({_UIDS[0]: pa, _UIDS[1]: pb, _UIDS[2]: be._ptr(out)})
         return out
-    plan = _plans[key] = _build(kind, a.dtype, descs, padding, stride, dilation, pointers)
+
+
+_calls: dict[tuple, _Call | None] = {}  # (operation, operands' metadata, switches) -> fast path; None: declined
+
+
+def _call(key: tuple, kind: str, a: NDArray, b: NDArray, out_shape: tuple, cl: bool, padding: tuple,
+          stride: tuple, dilation: tuple) -> NDArray | None:
+    """Bring the operands to one layout, run, and remember the configuration for the fast path when nothing was
+    copied."""
+    ra, rb = _operand(a, cl), _operand(b, cl)
+    out, plan = _run(kind, ra, cl, rb, cl, out_shape, cl, padding, stride, dilation)
     if plan is None:
-        return None
-    if plan.index >= 0:
-        plan.run(pointers)  # benchmark mode timed other plans last: the output must come from the chosen one
+        _calls[key] = None
+    elif ra is a and rb is b:
+        _calls[key] = _Call(plan, out)
     return out
+
+
+def _key(kind: str, a: NDArray, b: NDArray, extra: object, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
+    return (kind, a.dtype, a.shape, a.strides, b.shape, b.strides, extra, stride, padding, dilation,
+            flags.allow_tf32, flags.deterministic, flags.benchmark, a.device)
 
 
 def _conv_out(size: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> tuple[int, ...]:
@@ -241,39 +293,55 @@ def _conv_out(size: tuple, kernel: tuple, stride: tuple, padding: tuple, dilatio
 
 def forward(x: NDArray, w: NDArray, stride: tuple, padding: tuple, dilation: tuple,
             out_cl: bool | None = None, out_size: tuple | None = None) -> NDArray | None:
-    """conv(x, w) for batched x (N, C, *S) and w (O, C/groups, *K); None when cuDNN declines."""
+    """conv(x, w) for batched x (N, C, *S) and w (O, C/groups, *K); None when cuDNN declines (or the output size
+    differs from ``out_size``). The output is channels_last when ``out_cl`` (default: when x or w is)."""
+    key = _key(_FPROP, x, w, (out_cl, out_size), stride, padding, dilation)
+    if key in _calls:
+        call = _calls[key]
+        out = call.run(x, w) if call is not None else None
+        if out is not None or call is None:
+            return out
     size = _conv_out(x.shape[2:], w.shape[2:], stride, padding, dilation)
     if out_size is not None and tuple(out_size) != size:
+        _calls[key] = None
         return None
     if out_cl is None:
         out_cl = is_channels_last(x) or is_channels_last(w)
-    x, x_cl = _operand(x, out_cl)
-    w, w_cl = _operand(w, out_cl)
-    return _run(_FPROP, x, x_cl, w, w_cl, (x.shape[0], w.shape[0]) + size, out_cl, padding, stride, dilation)
+    return _call(key, _FPROP, x, w, (x.shape[0], w.shape[0]) + size, out_cl, padding, stride, dilation)
 
 
 def data_grad(g: NDArray, w: NDArray, in_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
               out_cl: bool | None = None) -> NDArray | None:
     """The input gradient (N, C, *in) of conv(x, w) from g (N, O, *out), which is also the transposed
     convolution of g; None when cuDNN declines or g's size does not follow from ``in_shape``."""
+    key = _key(_DGRAD, g, w, (out_cl, tuple(in_shape)), stride, padding, dilation)
+    if key in _calls:
+        call = _calls[key]
+        out = call.run(g, w) if call is not None else None
+        if out is not None or call is None:
+            return out
     if _conv_out(in_shape[2:], w.shape[2:], stride, padding, dilation) != tuple(g.shape[2:]):
+        _calls[key] = None
         return None
     if out_cl is None:
         out_cl = is_channels_last(g) or is_channels_last(w)
-    g, g_cl = _operand(g, out_cl)
-    w, w_cl = _operand(w, out_cl)
-    return _run(_DGRAD, g, g_cl, w, w_cl, tuple(in_shape), out_cl, padding, stride, dilation)
+    return _call(key, _DGRAD, g, w, tuple(in_shape), out_cl, padding, stride, dilation)
 
 
 def weight_grad(x: NDArray, g: NDArray, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
                 out_cl: bool) -> NDArray | None:
-    """The weight gradient (O, C/groups, *K) of conv(x, w) from input x and output gradient g."""
+    """The weight gradient (O, C/groups, *K) of conv(x, w) from input x and output gradient g, channels_last
+    when ``out_cl`` (the convolution's layout)."""
+    key = _key(_WGRAD, x, g, (out_cl, tuple(w_shape)), stride, padding, dilation)
+    if key in _calls:
+        call = _calls[key]
+        out = call.run(x, g) if call is not None else None
+        if out is not None or call is None:
+            return out
     if _conv_out(x.shape[2:], w_shape[2:], stride, padding, dilation) != tuple(g.shape[2:]):
+        _calls[key] = None
         return None
-    prefer = is_channels_last(x) or is_channels_last(g)
-    x, x_cl = _operand(x, prefer)
-    g, g_cl = _operand(g, prefer)
-    return _run(_WGRAD, x, x_cl, g, g_cl, tuple(w_shape), out_cl, padding, stride, dilation)
+    return _call(key, _WGRAD, x, g, tuple(w_shape), out_cl, padding, stride, dilation)
 
 
 def plan_count() -> int:

@@ -148,22 +148,23 @@ def conv(x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: t
     batched = x.ndim == w.ndim
     if not batched:
         x = x.unsqueeze(0)
-    use_cudnn = conv_cudnn.usable(x, w)
+    out = None
     if transposed:
         size = tuple((s - 1) * st - 2 * p + d * (k - 1) + op + 1 for s, st, p, d, k, op in
                      zip(x.shape[2:], stride, padding, dilation, w.shape[2:], output_padding))
-        out_shape = (x.shape[0], w.shape[1] * groups) + size
-        out = conv_cudnn.data_grad(x, w, out_shape, stride, padding, dilation) if use_cudnn else None
-        if out is None:
+        if conv_cudnn.usable(x, w):
+            out = conv_cudnn.data_grad(x, w, (x.shape[0], w.shape[1] * groups) + size, stride, padding, dilation)
+    elif conv_cudnn.usable(x, w):
+        out = conv_cudnn.forward(x, w, stride, padding, dilation)
+    if out is None:
+        if transposed:
             out = _conv_adjoint(x, w, size, stride, padding, dilation, groups, w.shape[1] * groups)
-    else:
-        out = conv_cudnn.forward(x, w, stride, padding, dilation) if use_cudnn else None
-        if out is None:
+        else:
             out = _conv_fwd(x, w, stride, padding, dilation, groups)
-    if (conv_cudnn.is_channels_last(x) or conv_cudnn.is_channels_last(w)) and not conv_cudnn.is_channels_last(out):
-        # The im2col path computes in NC* order; the output keeps the input's channels_last layout (as torch).
-        relaid = conv_cudnn.empty(out.shape, out.dtype, out.device, True)
-        out = _be().copy_(relaid, out)
+        if conv_cudnn.is_channels_last(x) or conv_cudnn.is_channels_last(w):
+            # The im2col path computes in NC* order; the output keeps the input's channels_last layout (as torch).
+            relaid = conv_cudnn.empty(out.shape, out.dtype, out.device, True)
+            out = _be().copy_(relaid, out)
     out = _add_bias(out, bias)
     return out if batched else out.squeeze((0,))
 
@@ -176,16 +177,14 @@ def conv_backward(grad: NDArray, x: NDArray, w: NDArray, stride: tuple, padding:
         x, grad = x.unsqueeze(0), grad.unsqueeze(0)
     gx = gw = gb = None
     if conv_cudnn.usable(grad, x, w):
-        # The forward's layout (channels_last if the input or weight was) for the input gradient; the weight's own
-        # layout for its gradient, so that it accumulates into the parameter's layout.
+        # The forward's layout (channels_last if the input or weight was, as torch) for both gradients.
         cl = conv_cudnn.is_channels_last(x) or conv_cudnn.is_channels_last(w)
-        w_cl = conv_cudnn.is_channels_last(w)
         if output_mask[0]:
             gx = conv_cudnn.forward(grad, w, stride, padding, dilation, cl, x.shape[2:]) if transposed else \
                 conv_cudnn.data_grad(grad, w, x.shape, stride, padding, dilation, cl)
         if output_mask[1]:
-            gw = conv_cudnn.weight_grad(grad, x, w.shape, stride, padding, dilation, w_cl) if transposed else \
-                conv_cudnn.weight_grad(x, grad, w.shape, stride, padding, dilation, w_cl)
+            gw = conv_cudnn.weight_grad(grad, x, w.shape, stride, padding, dilation, cl) if transposed else \
+                conv_cudnn.weight_grad(x, grad, w.shape, stride, padding, dilation, cl)
     grad = grad if grad.is_contiguous() else be.contiguous(grad)
     kernel = w.shape[2:]
     if output_mask[0]:
