@@ -189,26 +189,47 @@ def _check_inputs(model: Any, input_ids: Tensor, attention_mask: Tensor | None) 
 
 
 _GRAPH_BUCKET = 256  # cache sizes of captured decoders are rounded up to this, so later calls reuse them
+_PROMPT_BUCKET = 64  # prompt lengths of captured prefills are rounded up to this
 _MAX_GRAPHS = 4  # captured decoders kept per model (each holds a KV cache and a memory pool)
+_MAX_PREFILLS = 8  # captured prefill lengths kept per decoder
+
+
+class _Prefill:
+    """One prompt length bucket's captured prefill: static inputs, the graph, and the logits it writes."""
+
+    def __init__(self, batch_size: int, length: int, padded: bool, device: Any) -> None:
+        self.ids = genesis.zeros(batch_size, length, dtype=genesis.int64, device=device)
+        self.positions = genesis.zeros(batch_size, length, dtype=genesis.int64, device=device)
+        self.mask = genesis.zeros(batch_size, length, dtype=genesis.int64, device=device) if padded else None
+        self.last = genesis.zeros(1, dtype=genesis.int64, device=device)  # where the last prompt token sits
+        self.graph = genesis.cuda.CUDAGraph()
+        self.logits: Tensor | None = None
 
 
 class GraphedDecoder:
-    """One decoding step of a model captured as a CUDA graph, with the KV cache and input buffers it reads.
+    """Prefill and decoding steps of a model captured as CUDA graphs, with the KV cache and buffers they read.
 
-    The step reads the token ids, rotary positions and key mask from static buffers, and the cache position from
-    the device (see :class:`KVCache`), so one capture serves every step of every later call with the same batch
-    size and cache size. ``step`` fills the buffers and replays the graph: one launch instead of a few hundred
-    kernel launches from Python. The captured kernels use the weights' addresses; ``matches`` tells whether the
+    The decoding step reads the token ids, rotary positions and key mask from static buffers, and the cache position
+    from the device (see :class:`KVCache`), so one capture serves every step of every later call with the same batch
+    size and cache size. ``step`` fills the buffers and replays the graph: one launch instead of a few hundred kernel
+    launches from Python.
+
+    Prompts are captured per length bucket (a multiple of 64): the prompt is padded on the right to the bucket. The
+    padding cannot change the real tokens' results (attention is causal), the logits are taken at the last real
+    token, and the keys and values the padding leaves in the cache lie past the cache position, where decoding
+    overwrites them before reading. The captured kernels use the weights' addresses; ``matches`` tells whether the
     model still has the same parameter storage.
     """
 
     def __init__(self, model: Any, batch_size: int, max_length: int, padded: bool) -> None:
-        device = model.device
+        self.device = model.device
+        self.batch_size, self.padded = batch_size, padded
         self.cache = model.new_cache(batch_size, max_length)
-        self.ids = genesis.zeros(batch_size, 1, dtype=genesis.int64, device=device)
-        self.positions = genesis.zeros(batch_size, 1, dtype=genesis.int64, device=device)
-        self.mask = genesis.ones(batch_size, max_length, dtype=genesis.int64, device=device) if padded else None
+        self.ids = genesis.zeros(batch_size, 1, dtype=genesis.int64, device=self.device)
+        self.positions = genesis.zeros(batch_size, 1, dtype=genesis.int64, device=self.device)
+        self.mask = genesis.ones(batch_size, max_length, dtype=genesis.int64, device=self.device) if padded else None
         self.param_ptrs = _param_ptrs(model)
+        self.prefills: dict[int, _Prefill] = {}
         self.graph = genesis.cuda.CUDAGraph()
         with genesis.no_grad():
             self._forward(model)  # compiles the kernels and fills the allocator before the capture
@@ -224,6 +245,58 @@ class GraphedDecoder:
 
     def matches(self, model: Any) -> bool:
         return self.param_ptrs == _param_ptrs(model)
+
+    def release(self) -> None:
+        """Free the graphs' memory pools."""
+        for p in self.prefills.values():
+            p.graph.reset()
+        self.prefills.clear()
+        self.graph.reset()
+
+    def prefill(self, model: Any, ids: Tensor, mask: Tensor | None, positions: Tensor) -> Tensor | None:
+        """Logits (B, vocab) float32 after the prompt ``ids`` (B, T), written into an empty cache; None when the
+        bucketed prompt does not fit the cache (the caller then runs the prompt eagerly)."""
+        T = ids.shape[1]
+        length = -(-T // _PROMPT_BUCKET) * _PROMPT_BUCKET
+        if length > self.cache.max_length:
+            return None
+        entry = self.prefills.get(length)
+        if entry is None:
+            if len(self.prefills) >= _MAX_PREFILLS:
+                self.prefills.pop(next(iter(self.prefills))).graph.reset()
+            entry = _Prefill(self.batch_size, length, self.padded, self.device)
+            try:
+                with genesis.no_grad():
+                    self._prefill_forward(model, entry)  # warm-up for this shape
+                    self.cache.reset()
+                    with genesis.cuda.graph(entry.graph):
+                        entry.logits = self._prefill_forward(model, entry)
+            except RuntimeError as exc:
+                warnings.warn(f"generate: the prompt could not be captured as a CUDA graph, running it eagerly "
+                              f"({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=3)
+                self.cache.reset()
+                return None
+            self.prefills[length] = entry
+        entry.ids[:, :T] = ids
+        entry.positions[:, :T] = positions
+        if entry.mask is not None:
+            entry.mask[:, :T] = mask
+        if length > T:  # the padding: any valid token at any position, never attended by the prompt
+            entry.ids[:, T:] = 0
+            entry.positions[:, T:] = 0
+            if entry.mask is not None:
+                entry.mask[:, T:] = 0
+        entry.last.fill_(T - 1)
+        self.cache.reset()
+        entry.graph.replay()
+        self.cache.length = T
+        self.cache.position.fill_(T)  # the graph advanced it by the bucket length
+        return entry.logits
+
+    def _prefill_forward(self, model: Any, entry: _Prefill) -> Tensor:
+        out = model(entry.ids, attention_mask=entry.mask, position_ids=entry.positions, cache=self.cache,
+                    logits_to_keep=entry.last)
+        return out.logits[:, -1].float()  # (B, vocab)
 
     def step(self, ids: Tensor, positions: Tensor) -> Tensor:
         """Logits (B, vocab) float32 of the next token after ``ids`` (B, 1) at ``positions`` (B, 1)."""
@@ -248,11 +321,11 @@ def _graphed_decoder(model: Any, batch_size: int, length: int, padded: bool) -> 
     key = (batch_size, size, padded)
     decoder = decoders.get(key)
     if decoder is not None and not decoder.matches(model):
-        decoder.graph.reset()
+        decoders.pop(key).release()
         decoder = None
     if decoder is None:
         if len(decoders) >= _MAX_GRAPHS:
-            decoders.pop(next(iter(decoders))).graph.reset()
+            decoders.pop(next(iter(decoders))).release()
         try:
             decoder = decoders[key] = GraphedDecoder(model, batch_size, size, padded)
         except RuntimeError as exc:
@@ -294,7 +367,7 @@ def stream_generate(model: Any, input_ids: Tensor, attention_mask: Tensor | None
     # Without padding the model's causal fast path needs no mask at all.
     padded = not bool(mask.all())
     decoder = None
-    if opts.cuda_graph and device.type == "cuda" and max_new > 1:
+    if opts.cuda_graph and device.type == "cuda":
         decoder = _graphed_decoder(model, B, T + max_new, padded)
     if decoder is not None:
         cache = decoder.cache
@@ -307,9 +380,13 @@ def stream_generate(model: Any, input_ids: Tensor, attention_mask: Tensor | None
     with genesis.no_grad():
         for step in range(max_new):
             length = T + step
-            if step > 0 and decoder is not None:
-                logits = decoder.step(step_ids, position_ids)  # (B, vocab)
-            else:
+            logits = None
+            if decoder is not None:
+                if step > 0:
+                    logits = decoder.step(step_ids, position_ids)  # (B, vocab)
+                else:
+                    logits = decoder.prefill(model, step_ids, mask if padded else None, position_ids)
+            if logits is None:
                 step_mask = full_mask[:, :length] if padded else None
                 logits = model(step_ids, attention_mask=step_mask, position_ids=position_ids,
                                cache=cache, logits_to_keep=1).logits[:, -1].float()  # (B, vocab)

@@ -171,6 +171,35 @@ def test_graphed_generate_matches_eager(dtype) -> None:
     assert torch.equal(to_torch(sampled[0]), to_torch(sampled[1]))
 
 
+@requires_cuda
+def test_graphed_prefill_buckets_match_eager() -> None:
+    genesis.manual_seed(1)
+    config = Qwen2Config(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)
+    model = Qwen2ForCausalLM(config, device="cuda").eval()
+    for T in (64, 70, 1, 130):  # an exact bucket, padding to 128, a one-token prompt, padding to 192
+        ids = genesis.randint(0, 96, (1, T), device="cuda")
+        for new in (1, 5):
+            eager = model.generate(ids, max_new_tokens=new, eos_token_id=None, cuda_graph=False)
+            graphed = model.generate(ids, max_new_tokens=new, eos_token_id=None)
+            assert torch.equal(to_torch(graphed), to_torch(eager)), (T, new)
+    decoder = next(iter(model._graphed_decoders.values()))
+    assert sorted(decoder.prefills) == [64, 128, 192]
+
+
+def test_logits_to_keep_tensor() -> None:
+    genesis.manual_seed(2)
+    config = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = Qwen2ForCausalLM(config, device=DEVICE).eval()
+    ids = genesis.randint(0, 64, (2, 10), device=DEVICE)
+    with genesis.no_grad():
+        full = model(ids).logits
+        picked = model(ids, logits_to_keep=genesis.tensor([3, 9], device=DEVICE)).logits
+    assert picked.shape == (2, 2, 64)
+    assert_same(picked, to_torch(full)[:, [3, 9]])
+
+
 # ---------------------------------------------------------------------------------------------------- CI compile
 
 def test_decode_kernels_compile_for_sm90() -> None:

@@ -369,7 +369,7 @@ class QwenForCausalLM(nn.Module):
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
                 position_ids: Tensor | None = None, cache: KVCache | None = None,
-                logits_to_keep: int = 0) -> CausalLMOutput:
+                logits_to_keep: int | Tensor = 0) -> CausalLMOutput:
         """Logits for every position (or the last ``logits_to_keep``), and the next-token loss if ``labels``.
 
         Args:
@@ -379,12 +379,15 @@ class QwenForCausalLM(nn.Module):
                 ``-100`` entries are ignored. The loss is the mean over the scored tokens, in float32.
             position_ids: (B, T) rotary positions; default ``arange`` after the cached tokens.
             cache: a :class:`KVCache` from ``new_cache`` to read from and append to.
-            logits_to_keep: when > 0, compute logits only for the last that many positions.
+            logits_to_keep: when > 0, compute logits only for the last that many positions; a 1-D int64 tensor
+                keeps the positions it lists (as in transformers).
         """
         if input_ids.ndim != 2:
             raise ValueError(f"Qwen: input_ids must be (batch, seq), got shape {tuple(input_ids.shape)}")
         h = self.model(input_ids, attention_mask, position_ids, cache)  # (B, T, hidden)
-        if logits_to_keep > 0:
+        if isinstance(logits_to_keep, Tensor):
+            h = h.index_select(1, logits_to_keep)  # positions given on the device
+        elif logits_to_keep > 0:
             h = h[:, -logits_to_keep:]
         logits = self.lm_head(h)  # (B, T, vocab)
         loss = None
