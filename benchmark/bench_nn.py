@@ -16,6 +16,7 @@ in docs/kernels.md). Before timing, each Genesis result is checked against torch
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import Any, Callable
@@ -28,6 +29,7 @@ import genesis  # noqa: E402
 import genesis.nn.functional as F  # noqa: E402
 from benchmark.bench_ops import check_close, g_bench, t_bench  # noqa: E402
 from benchmark.common import print_table, row, write_json  # noqa: E402
+from genesis.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 TF = torch.nn.functional
 
@@ -195,49 +197,68 @@ def bench_sdpa(rows: list, rep: int) -> None:
     def t_attn(a: Any, b: Any, c: Any) -> Any:
         return TF.scaled_dot_product_attention(a, b, c, is_causal=True)
 
-    check("sdpa", g_attn(gq, gk, gv), t_attn(tq, tk, tv), 2e-2)
     flops = 4 * B * H * S * S * D / 2  # causal: half of the two (S x S x D) products
-    with genesis.no_grad(), torch.no_grad():
-        rate_row(rows, "sdpa causal bf16 B4 H16 S2048 D128 fwd", "TFLOP/s", flops, 1.0,
-                 lambda: g_attn(gq, gk, gv), lambda: t_attn(tq, tk, tv), rep)
-    rate_row(rows, "sdpa causal bf16 B4 H16 S2048 D128 fwd+bwd", "TFLOP/s", 3.5 * flops, 1.0,
-             fwd_bwd(genesis, g_attn, (gq, gk, gv), gdy), fwd_bwd(torch, t_attn, (tq, tk, tv), q), rep)
+    # The default path (the faster fused kernel, timed once per shape class), then each fused kernel forced.
+    for suffix, kernel, goal in (("", None, 1.0), (" [triton]", SDPBackend.FLASH_ATTENTION, 0.8),
+                                 (" [cudnn]", SDPBackend.CUDNN_ATTENTION, 1.0)):
+        with sdpa_kernel(kernel) if kernel is not None else contextlib.nullcontext():
+            check(f"sdpa{suffix}", g_attn(gq, gk, gv), t_attn(tq, tk, tv), 2e-2)
+            with genesis.no_grad(), torch.no_grad():
+                rate_row(rows, f"sdpa causal bf16 B4 H16 S2048 D128 fwd{suffix}", "TFLOP/s", flops, goal,
+                         lambda: g_attn(gq, gk, gv), lambda: t_attn(tq, tk, tv), rep)
+            rate_row(rows, f"sdpa causal bf16 B4 H16 S2048 D128 fwd+bwd{suffix}", "TFLOP/s", 3.5 * flops, goal,
+                     fwd_bwd(genesis, g_attn, (gq, gk, gv), gdy), fwd_bwd(torch, t_attn, (tq, tk, tv), q), rep)
 
 
-def sweep_attention(rep: int) -> None:
-    """Time tile configurations of the flash-attention kernels on the SDPA shape and print them, fastest first."""
+SWEEP_CANDIDATES = {  # (BLOCK_M, BLOCK_N, num_warps, num_stages); BLOCK_N | BLOCK_M (fwd, dq), BLOCK_M | BLOCK_N (dkdv)
+    "fwd": [(128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 3), (128, 128, 8, 4), (64, 64, 4, 3), (64, 64, 4, 4),
+            (128, 64, 8, 2)],
+    "dkdv": [(32, 64, 4, 3), (32, 64, 4, 4), (32, 64, 4, 5), (32, 128, 4, 4), (64, 64, 4, 4), (32, 64, 8, 3)],
+    "dq": [(128, 64, 8, 3), (128, 64, 8, 4), (64, 64, 4, 4), (128, 32, 8, 4), (64, 32, 4, 4), (128, 128, 8, 3)],
+}
+
+
+def sweep_attention(rep: int, head_dims: tuple[int, ...] = (128, 64)) -> dict:
+    """Time tile configurations of Genesis's Triton flash-attention kernels (forced, not cuDNN) on the SDPA shape
+    (causal bf16 B4 H16 S2048), print them fastest first and return the fastest per (kernel, head dim class)."""
     from genesis.backends.cuda import nn_fused
 
-    B, H, S, D = 4, 16, 2048, 128
-    q, k, v = (to_g(torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16)).requires_grad_(True)
-               for _ in range(3))
-    dy = to_g(torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16))
+    best = {}
     default = dict(nn_fused.ATTENTION_CONFIGS)
-    candidates = {
-        "fwd": [(128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 3), (128, 32, 4, 4)],
-        "dkdv": [(64, 64, 8, 2), (32, 128, 8, 3), (64, 128, 8, 2), (32, 128, 4, 3), (64, 64, 4, 3)],
-        "dq": [(64, 64, 8, 2), (128, 32, 8, 3), (128, 64, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3)],
-    }
-    for kernel, configs in candidates.items():
-        times = []
-        for cfg in configs:
-            nn_fused.ATTENTION_CONFIGS.update(default)
-            nn_fused.ATTENTION_CONFIGS[(kernel, "large")] = cfg
-            try:
-                if kernel == "fwd":
-                    with genesis.no_grad():
-                        ms = g_bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), rep)
-                else:
-                    ms = g_bench(fwd_bwd(genesis, lambda a, b, c: F.scaled_dot_product_attention(
-                        a, b, c, is_causal=True), (q, k, v), dy), rep)
-            except Exception as err:  # noqa: BLE001 - a tile that does not fit this GPU is reported and skipped
-                print(f"  {kernel} {cfg}: failed ({type(err).__name__}: {err})")
-                continue
-            times.append((ms, cfg))
-        for ms, cfg in sorted(times):
-            print(f"  {kernel} (BLOCK_M, BLOCK_N, warps, stages)={cfg}: {ms:.3f} ms"
-                  f"{' (fwd+bwd)' if kernel != 'fwd' else ''}")
-    nn_fused.ATTENTION_CONFIGS.update(default)
+    for D in head_dims:
+        size = "small" if D <= 64 else "large"
+        B, H, S = 4, 16, 2048
+        q, k, v = (to_g(torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16)).requires_grad_(True)
+                   for _ in range(3))
+        dy = to_g(torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16))
+
+        def attn(a: Any, b: Any, c: Any) -> Any:
+            return F.scaled_dot_product_attention(a, b, c, is_causal=True)
+
+        for kernel, configs in SWEEP_CANDIDATES.items():
+            times = []
+            for cfg in configs:
+                nn_fused.ATTENTION_CONFIGS.update(default)
+                nn_fused.ATTENTION_CONFIGS[(kernel, size)] = cfg
+                try:
+                    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                        if kernel == "fwd":
+                            with genesis.no_grad():
+                                ms = g_bench(lambda: attn(q, k, v), rep)  # noqa: B023 - called in the loop
+                        else:
+                            ms = g_bench(fwd_bwd(genesis, attn, (q, k, v), dy), rep)
+                except Exception as err:  # noqa: BLE001 - a tile that does not fit this GPU is reported and skipped
+                    print(f"  D{D} {kernel} {cfg}: failed ({type(err).__name__}: {err})")
+                    continue
+                times.append((ms, cfg))
+            for ms, cfg in sorted(times):
+                print(f"  D{D} {kernel} (BLOCK_M, BLOCK_N, warps, stages)={cfg}: {ms:.3f} ms"
+                      f"{' (fwd+bwd)' if kernel != 'fwd' else ''}", flush=True)
+            if times:
+                best[(kernel, size)] = min(times)[1]
+        nn_fused.ATTENTION_CONFIGS.update(default)
+    print(f"  fastest: {best}")
+    return best
 
 
 def main() -> None:

@@ -9,12 +9,15 @@ and every gradient are compared with torch in float64 on the same input values, 
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
 import genesis
 import genesis.nn.functional as F
 from genesis.functional import fused
+from genesis.nn.attention import SDPBackend, sdpa_kernel
 from tests.helpers import DEVICE, TORCH_DTYPE, to_genesis, to_torch
 
 DTYPES = [genesis.float32, genesis.bfloat16, genesis.float16]
@@ -285,10 +288,21 @@ ATTENTION_CASES = {
 }
 
 
+# On CUDA each case also runs with one fused kernel forced (the composite switched off, so nothing else can run).
+ATTENTION_KERNELS = {"default": None, "flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+
+
+@pytest.mark.parametrize("kernel", list(ATTENTION_KERNELS) if DEVICE == "cuda" else ["default"])
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=str)
 @pytest.mark.parametrize("case", list(ATTENTION_CASES))
-def test_attention(path: str, dtype: genesis.dtype, case: str) -> None:
+def test_attention(kernel: str, path: str, dtype: genesis.dtype, case: str) -> None:
+    forced = ATTENTION_KERNELS[kernel]
+    with sdpa_kernel(forced) if forced is not None else contextlib.nullcontext():
+        _check_attention(path, dtype, case)
+
+
+def _check_attention(path: str, dtype: genesis.dtype, case: str) -> None:
     B, H, HK, L, S, D, causal, mask_kind = ATTENTION_CASES[case]
     q, k, v = _rand((B, H, L, D), dtype, 0), _rand((B, HK, S, D), dtype, 1), _rand((B, HK, S, D), dtype, 2)
     mask = None

@@ -10,7 +10,8 @@ the backward is written in differentiable tensor ops instead, so higher derivati
 - ``Rope``: rotary embedding ``x * cos + rotate_half(x) * sin`` with tables broadcastable to x; linear in x, its
   backward is the inverse rotation (itself a ``Rope``).
 - softmax / log_softmax route to ``genesis.functional.reduce.Softmax``, whose backward is fused.
-- ``Attention``: flash attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors.
+- ``Attention``: fused attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors; on CUDA
+  Genesis's Triton flash attention or cuDNN's (``genesis.backends.cuda.sdpa`` chooses).
 
 The ``fused_*`` functions are what ``genesis.nn.functional`` calls: they return the fused result where a kernel
 applies (CUDA tensors of float32/float16/bfloat16) and None elsewhere, so the caller keeps its composite (the CPU
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from genesis import amp, dtypes
 from genesis.autograd import is_grad_enabled
+from genesis.backends import sdp
 from genesis.functional.elementwise import Primitive
 from genesis.functional.reduce import Softmax
 from genesis.ndarray import NDArray, normalize_dim
@@ -283,31 +285,51 @@ _HEAD_DIMS = (16, 32, 64, 128)
 
 def fused_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, dropout_p: float, is_causal: bool,
                     scale: float, enable_gqa: bool) -> Tensor | None:
-    """Flash attention for 4-D bfloat16/float16 CUDA tensors (head dims 16..128, powers of two), no dropout.
+    """Fused attention for 4-D bfloat16/float16 CUDA tensors (head dims 16..128, powers of two), no dropout: the
+    backend runs Genesis's Triton flash attention or cuDNN's, as the switches of ``genesis.backends.sdp`` allow.
 
     A bool mask becomes an additive one (0 / -inf); a float mask must not require grad (its gradient is not
-    computed). Grouped-query K/V are read in place, never repeated.
+    computed). Grouped-query K/V are read in place, never repeated. None where the composite must run instead;
+    RuntimeError when the composite is switched off too (``sdpa_kernel`` without ``SDPBackend.MATH``).
     """
-    if (q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or dropout_p > 0.0 or q.device.type != "cuda"
-            or q.dtype not in (dtypes.bfloat16, dtypes.float16) or q.dtype is not k.dtype or k.dtype is not v.dtype
-            or q.shape[-1] not in _HEAD_DIMS or v.shape[-1] != q.shape[-1] or k.device != q.device
-            or v.device != q.device or q.shape[0] != k.shape[0] or k.shape[:3] != v.shape[:3]):
+    if q.device.type != "cuda":
         return None
+    fused = sdp.flash_sdp_enabled() or sdp.cudnn_sdp_enabled()
+    reason = _attention_refusal(q, k, v, attn_mask, dropout_p, enable_gqa) if fused else "both fused kernels are off"
+    if reason is not None:
+        if not sdp.math_sdp_enabled():
+            raise RuntimeError(f"scaled_dot_product_attention: no available kernel: the composite is disabled and "
+                               f"the fused kernels cannot run this call ({reason})")
+        return None
+    if attn_mask is not None and attn_mask.dtype is dtypes.bool_:
+        from genesis.functional import where
+
+        attn_mask = where(attn_mask, 0.0, float("-inf")).float()
+    return Attention.apply(q, k, v, attn_mask, is_causal, scale)
+
+
+def _attention_refusal(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, dropout_p: float,
+                       enable_gqa: bool) -> str | None:
+    """Why the fused attention cannot run this call, or None."""
+    if (q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or q.dtype not in (dtypes.bfloat16, dtypes.float16)
+            or q.dtype is not k.dtype or k.dtype is not v.dtype or q.shape[-1] not in _HEAD_DIMS
+            or v.shape[-1] != q.shape[-1] or k.device != q.device or v.device != q.device
+            or q.shape[0] != k.shape[0] or k.shape[:3] != v.shape[:3]):
+        return (f"needs 4-D bfloat16/float16 q, k, v on one device with head dim in {_HEAD_DIMS}, got "
+                f"{tuple(q.shape)} {q.dtype}, {tuple(k.shape)} {k.dtype}, {tuple(v.shape)} {v.dtype}")
+    if dropout_p > 0.0:
+        return f"dropout_p={dropout_p}"
     hq, hk = q.shape[1], k.shape[1]
     if hq != hk and not (enable_gqa and hq % hk == 0):
-        return None
+        return f"{hq} query heads over {hk} key heads without enable_gqa"
     if q.shape[2] == 0 or k.shape[2] == 0:
-        return None
+        return "empty sequence"
     if attn_mask is not None:
         if attn_mask.requires_grad or attn_mask.device != q.device or attn_mask.ndim > 4:
-            return None
-        if attn_mask.dtype is dtypes.bool_:
-            from genesis.functional import where
-
-            attn_mask = where(attn_mask, 0.0, float("-inf")).float()
-        elif attn_mask.dtype not in _KERNEL_DTYPES:
-            return None
-    return Attention.apply(q, k, v, attn_mask, is_causal, scale)
+            return "mask requires grad, lives on another device or has more than 4 dims"
+        if attn_mask.dtype is not dtypes.bool_ and attn_mask.dtype not in _KERNEL_DTYPES:
+            return f"mask dtype {attn_mask.dtype}"
+    return None
 
 
 def fused_adam_step_(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, lr: float, beta1: float,

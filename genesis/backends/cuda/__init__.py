@@ -21,6 +21,14 @@ from genesis.backends.cuda.kernels import elementwise as ek
 from genesis.backends.cuda.kernels import index as ik
 from genesis.backends.cuda.kernels import random as rk_random
 from genesis.backends.cuda.kernels import reduce as rk
+from genesis.backends.sdp import (  # noqa: F401 - torch.backends.cuda's attention switches
+    cudnn_sdp_enabled,
+    enable_cudnn_sdp,
+    enable_flash_sdp,
+    enable_math_sdp,
+    flash_sdp_enabled,
+    math_sdp_enabled,
+)
 from genesis.ndarray import NDArray, broadcast_shapes, contiguous_strides, view_strides
 
 rt = runtime
@@ -633,6 +641,20 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     from genesis.backends.cuda import blas
 
     return blas.matmul(a, b)
+
+
+def linear(x: NDArray, w: NDArray, bias: NDArray | None) -> NDArray:
+    from genesis.backends.cuda import blas
+
+    if bias is None:
+        return blas.matmul(x, w.transpose(0, 1))
+    # cuBLASLt's bias epilogue adds the bias before the output is rounded: one kernel instead of two. It takes a
+    # dense bias of the output's dtype at an aligned address; anything else gets a separate add.
+    if x.dtype in blas._DATA and bias.dtype is x.dtype and bias.strides[-1] == 1 and _ptr(bias) % 16 == 0 \
+            and x.shape[1]:
+        return blas.linear(x, w, bias)
+    out = blas.matmul(x, w.transpose(0, 1))
+    return binary("add", out, bias, out=out)
 
 
 # ---------------------------------------------------------------- indexing

@@ -269,7 +269,10 @@ def _unit_last(x: NDArray) -> NDArray:
 
 
 def _attn_args(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, scale: float) -> tuple:
-    """(mask array, runtime scalars after the pointers) shared by the attention kernels."""
+    """(mask array, signature types and runtime scalars after the pointers) shared by the attention kernels.
+
+    Strides that are multiples of 16 are marked so: rows then start 16-byte aligned and the tile loads vectorize
+    (unmarked, Triton must assume any alignment and loads element by element)."""
     B, H, L, _ = q.shape
     HK, S = k.shape[1], k.shape[2]
     if mask is not None:
@@ -277,23 +280,32 @@ def _attn_args(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, scale: 
         mstrides = mask.strides
     else:
         mstrides = (0, 0, 0, 0)
-    scalars = (*q.strides[:3], *k.strides[:3], *v.strides[:3], *mstrides, H, H // HK, L, S, scale)
-    return mask, scalars
+    strides = (*q.strides[:3], *k.strides[:3], *v.strides[:3], *mstrides)
+    types = tuple("i64:16" if s % 16 == 0 else "i64" for s in strides) + ("i32", "i32", "i32", "i32", "fp32")
+    return mask, types, (*strides, H, H // HK, L, S, scale)
 
 
-_ATTN_SIG = ("i64",) * 13 + ("i32", "i32", "i32", "i32", "fp32")
-
-# Tile configurations (BLOCK_M, BLOCK_N, num_warps, num_stages) per kernel and head dim class ("small": D <= 64).
-# ``benchmark/bench_nn.py --sweep-attention`` times alternatives on the GPU at hand.
+# Tile configurations (BLOCK_M, BLOCK_N, num_warps, num_stages) per kernel and head dim class ("small": D <= 64),
+# measured on an H100/H200 (docs/attention.md). BLOCK_N divides BLOCK_M for "fwd" and "dq", BLOCK_M divides BLOCK_N
+# for "dkdv". ``benchmark/bench_nn.py --sweep-attention`` times alternatives on the GPU at hand.
 ATTENTION_CONFIGS = {
-    ("fwd", "small"): (128, 64, 4, 3), ("fwd", "large"): (128, 64, 8, 3),
-    ("dkdv", "small"): (64, 64, 4, 2), ("dkdv", "large"): (64, 64, 8, 2),
-    ("dq", "small"): (64, 64, 4, 2), ("dq", "large"): (64, 64, 8, 2),
+    ("fwd", "small"): (64, 64, 4, 3), ("fwd", "large"): (128, 64, 8, 3),
+    ("dkdv", "small"): (32, 64, 4, 3), ("dkdv", "large"): (32, 64, 4, 3),
+    ("dq", "small"): (64, 64, 4, 3), ("dq", "large"): (128, 64, 8, 3),
 }
 
 
-def _attn_cfg(kernel: str, D: int) -> tuple[int, int, int, int]:
-    return ATTENTION_CONFIGS[(kernel, "small" if D <= 64 else "large")]
+def _attn_cfg(kernel: str, D: int, rows: int) -> tuple[int, int, int, int]:
+    """The tile configuration, its owned block shrunk to ``rows`` (short sequences, decoding) keeping the nesting."""
+    block_m, block_n, warps, stages = ATTENTION_CONFIGS[(kernel, "small" if D <= 64 else "large")]
+    fit = max(16, _next_pow2(rows))
+    if kernel == "dkdv":
+        block_n = min(block_n, fit)
+        block_m = min(block_m, block_n)
+    else:
+        block_m = min(block_m, fit)
+        block_n = min(block_n, block_m)
+    return block_m, block_n, warps, stages
 
 
 def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool,
@@ -304,12 +316,15 @@ def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causa
     lse = _new((B * H, L), _F32, q.device)
     if out.size:
         rt.ensure_device(q.device.index)
-        mask, scalars = _attn_args(q, k, v, mask, scale)
+        if mask is None and not scale > 0:
+            # The unmasked forward folds a positive scale into the running max; a zero mask takes the other path.
+            mask = full((1, 1, 1, 1), 0.0, _F32, q.device)
+        mask, types, scalars = _attn_args(q, k, v, mask, scale)
         m = mask if mask is not None else q
         arrays = (q, k, v, m, out, lse)
         ptrs = tuple(_ptr(a) for a in arrays)
-        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG
-        block_m, block_n, warps, stages = _attn_cfg("fwd", D)
+        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + types
+        block_m, block_n, warps, stages = _attn_cfg("fwd", D, L)
         go = _ATTN_FWD.launcher(sig, (D, block_m, block_n, is_causal, mask is not None), warps, stages)
         go((L + block_m - 1) // block_m, B * H, 1, *ptrs, *scalars)
     return out, lse
@@ -330,19 +345,19 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
     pre = (_ptr(out), _ptr(do), _ptr(delta))
     go = _ATTN_PRE.launcher(tuple(_psig(a, p) for a, p in zip((out, do, delta), pre)) + ("i32",), (D, 64), 4)
     go((B * H * L + 63) // 64, 1, 1, *pre, B * H * L)
-    mask, scalars = _attn_args(q, k, v, mask, scale)
+    mask, types, scalars = _attn_args(q, k, v, mask, scale)
     m = mask if mask is not None else q
     flags = (is_causal, mask is not None)
-    block_m, block_n, warps, stages = _attn_cfg("dkdv", D)
+    block_m, block_n, warps, stages = _attn_cfg("dkdv", D, S)
     arrays = (q, k, v, m, do, lse, delta, dk, dv)
     ptrs = tuple(_ptr(a) for a in arrays)
-    go = _ATTN_DKDV.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG,
+    go = _ATTN_DKDV.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + types,
                              (D, block_m, block_n, *flags), warps, stages)
     go((S + block_n - 1) // block_n, B * HK, 1, *ptrs, *scalars)
-    block_m, block_n, warps, stages = _attn_cfg("dq", D)
+    block_m, block_n, warps, stages = _attn_cfg("dq", D, L)
     arrays = (q, k, v, m, do, lse, delta, dq)
     ptrs = tuple(_ptr(a) for a in arrays)
-    go = _ATTN_DQ.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + _ATTN_SIG,
+    go = _ATTN_DQ.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + types,
                            (D, block_m, block_n, *flags), warps, stages)
     go((L + block_m - 1) // block_m, B * H, 1, *ptrs, *scalars)
     return dq, dk, dv

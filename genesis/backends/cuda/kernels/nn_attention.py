@@ -1,22 +1,74 @@
 """Flash attention (Dao et al., FlashAttention-2), forward and backward, with causal masking, an optional additive
 mask and grouped-query attention (key/value head ``h // GROUP`` serves query head ``h``; K and V are never repeated).
 
-Scores are kept in the base-2 domain (``s2 = (q . k * scale + mask) * log2(e)``) so the kernels use ``exp2``; the
-forward saves ``lse2 = max + log2(sum exp2)`` per query row (float32), which the backward uses to recompute the
-probabilities block by block. Nothing of size L x S ever reaches memory.
+Scores are kept in the base-2 domain (``s2 = (q . k * scale + mask) * log2(e)``) so the kernels use ``exp2``; without
+a mask the forward folds the scale into the running max and into one FMA per score (so the scale must be positive
+there). The forward saves ``lse2 = max + log2(sum exp2)`` per query row (float32), which the backward uses to
+recompute the probabilities block by block. Nothing of size L x S ever reaches memory.
+
+Structure as in Triton's fused-attention tutorial: each kernel walks its blocks in two loops, one over the blocks
+that need no masking at all (fully visible under the causal mask, inside both lengths: no bounds checks, no
+``where``) and one over the few blocks on the causal diagonal or the ragged tail, which apply every mask. With
+causal masking the blocks above the diagonal are never visited, and the forward and dQ grids start with the query
+blocks that have the most keys to visit, so the longest programs do not run last.
 
 Bytes: the forward reads Q, K, V once per query block row (K, V re-read L / BLOCK_M times, mostly from L2) and
 writes O; FLOPs ``4 * B * H * L * S * D`` (half that with causal masking). The backward is two kernels without
 atomics: ``attn_bwd_dkdv`` owns a key block and loops over every query block of every query head of its group;
-``attn_bwd_dq`` owns a query block and loops over the key blocks. Ragged tails are masked on every load.
+``attn_bwd_dq`` owns a query block and loops over the key blocks.
 
 Q, K, V, mask are strided (unit stride on the last dim); O, dO, dQ, dK, dV are contiguous (B, heads, len, D).
+Block sizes must nest: BLOCK_N divides BLOCK_M in the forward and dQ kernels, BLOCK_M divides BLOCK_N in dK/dV.
 """
 
 import triton
 import triton.language as tl
 
 LOG2E = tl.constexpr(1.4426950408889634)
+
+
+@triton.jit
+def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, m_base, offs_m, lo, hi, skn, svn, smm, smn, L, S, qk_scale,
+                HEAD_D: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
+                HAS_MASK: tl.constexpr):
+    """Online softmax over the key blocks [lo, hi); MASKED applies the length and causal masks."""
+    offs_d = tl.arange(0, HEAD_D)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        if MASKED:
+            col_ok = offs_n < S
+            k = tl.load(k_base + offs_n[:, None] * skn + offs_d[None, :], mask=col_ok[:, None], other=0.0)
+        else:
+            k = tl.load(k_base + offs_n[:, None] * skn + offs_d[None, :])
+        qk = tl.dot(q, tl.trans(k))
+        if HAS_MASK:
+            add = tl.load(m_base + offs_m[:, None] * smm + offs_n[None, :] * smn,
+                          mask=(offs_m[:, None] < L) & (offs_n[None, :] < S), other=0.0).to(tl.float32)
+            qk = qk * qk_scale + add * LOG2E
+        if MASKED:
+            ok = col_ok[None, :]
+            if CAUSAL:
+                ok = ok & (offs_n[None, :] <= offs_m[:, None])
+            qk = tl.where(ok, qk, -float("inf"))
+        if HAS_MASK:
+            m_new = tl.maximum(m_i, tl.max(qk, 1))
+            m_ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # a row with nothing visible yet (mask of -inf)
+            p = tl.exp2(qk - m_ref[:, None])
+        else:
+            # Unscaled scores: the scale (> 0, the launcher's promise) folds into the max and into one FMA per
+            # score; every row sees key 0 in its first block, so the max is finite from then on.
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            m_ref = m_new
+            p = tl.exp2(qk * qk_scale - m_ref[:, None])
+        alpha = tl.exp2(m_i - m_ref)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if MASKED:
+            v = tl.load(v_base + offs_n[:, None] * svn + offs_d[None, :], mask=col_ok[:, None], other=0.0)
+        else:
+            v = tl.load(v_base + offs_n[:, None] * svn + offs_d[None, :])
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_new
+    return acc, l_i, m_i
 
 
 @triton.jit
@@ -28,7 +80,7 @@ def attn_fwd(
     HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
     HAS_MASK: tl.constexpr,
 ):
-    start_m = tl.program_id(0)
+    start_m = tl.num_programs(0) - 1 - tl.program_id(0)  # the longest causal rows first
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
@@ -44,29 +96,18 @@ def attn_fwd(
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_D], tl.float32)
     qk_scale = scale * LOG2E
-    hi = S
+    s_full = (S // BLOCK_N) * BLOCK_N  # key blocks inside S
     if CAUSAL:
-        hi = tl.minimum(S, (start_m + 1) * BLOCK_M)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        col_ok = offs_n < S
-        kt = tl.load(k_base + offs_n[None, :] * skn + offs_d[:, None], mask=col_ok[None, :], other=0.0)
-        s = tl.dot(q, kt) * qk_scale
-        if HAS_MASK:
-            s += tl.load(m_base + offs_m[:, None] * smm + offs_n[None, :] * smn,
-                         mask=row_ok[:, None] & col_ok[None, :], other=0.0).to(tl.float32) * LOG2E
-        ok = col_ok[None, :]
-        if CAUSAL:
-            ok = ok & (offs_n[None, :] <= offs_m[:, None])
-        s = tl.where(ok, s, -float("inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)  # rows with nothing visible yet
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_base + offs_n[:, None] * svn + offs_d[None, :], mask=col_ok[:, None], other=0.0)
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
-        m_i = m_new
+        # Key blocks left of the diagonal block are fully visible to every row of this block.
+        full = tl.minimum(start_m * BLOCK_M, s_full)
+        end = tl.minimum((start_m + 1) * BLOCK_M, S)
+    else:
+        full = s_full
+        end = S
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, m_base, offs_m, 0, full, skn, svn, smm, smn, L, S,
+                                qk_scale, HEAD_D, BLOCK_N, False, CAUSAL, HAS_MASK)
+    acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, m_base, offs_m, full, end, skn, svn, smm, smn, L, S,
+                                qk_scale, HEAD_D, BLOCK_N, True, CAUSAL, HAS_MASK)
     out = acc / l_i[:, None]
     o_rows = bh.to(tl.int64) * L + offs_m
     tl.store(O + o_rows[:, None] * HEAD_D + offs_d[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
@@ -87,6 +128,46 @@ def attn_bwd_pre(
     o = tl.load(O + r64[:, None] * HEAD_D + offs_d[None, :], mask=ok[:, None], other=0.0).to(tl.float32)
     do = tl.load(DO + r64[:, None] * HEAD_D + offs_d[None, :], mask=ok[:, None], other=0.0).to(tl.float32)
     tl.store(Delta + r64, tl.sum(o * do, 1), mask=ok)
+
+
+@triton.jit
+def _dkdv_blocks(dk, dv, k, v, q_base, do_base, lse_base, delta_base, m_base, offs_n, lo, hi, sqm, smm, smn, L, S,
+                 qk_scale, HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
+                 HAS_MASK: tl.constexpr):
+    """dK, dV of one key block over the query blocks [lo, hi) of one head; MASKED applies the row and causal masks.
+
+    Keys past S need no mask: their rows of dK/dV are never stored and touch no other key's."""
+    offs_d = tl.arange(0, HEAD_D)
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        if MASKED:
+            row_ok = offs_m < L
+            qt = tl.load(q_base + offs_m[None, :] * sqm + offs_d[:, None], mask=row_ok[None, :], other=0.0)
+            lse = tl.load(lse_base + offs_m, mask=row_ok, other=0.0)
+            do = tl.load(do_base + offs_m[:, None] * HEAD_D + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+            delta = tl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+        else:
+            qt = tl.load(q_base + offs_m[None, :] * sqm + offs_d[:, None])
+            lse = tl.load(lse_base + offs_m)
+            do = tl.load(do_base + offs_m[:, None] * HEAD_D + offs_d[None, :])
+            delta = tl.load(delta_base + offs_m)
+        st = tl.dot(k, qt)  # (BLOCK_N, BLOCK_M): scores transposed
+        if HAS_MASK:
+            add = tl.load(m_base + offs_m[None, :] * smm + offs_n[:, None] * smn,
+                          mask=(offs_m[None, :] < L) & (offs_n[:, None] < S), other=0.0).to(tl.float32)
+            pt = tl.exp2(st * qk_scale + add * LOG2E - lse[None, :])
+        else:
+            pt = tl.exp2(st * qk_scale - lse[None, :])
+        if MASKED:
+            ok = row_ok[None, :]
+            if CAUSAL:
+                ok = ok & (offs_n[:, None] <= offs_m[None, :])
+            pt = tl.where(ok, pt, 0.0)
+        dv = tl.dot(pt.to(do.dtype), do, dv)
+        dpt = tl.dot(v, tl.trans(do))
+        dst = pt * (dpt - delta[None, :])
+        dk = tl.dot(dst.to(qt.dtype), tl.trans(qt), dk)
+    return dk, dv
 
 
 @triton.jit
@@ -111,38 +192,66 @@ def attn_bwd_dkdv(
     dk = tl.zeros([BLOCK_N, HEAD_D], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_D], tl.float32)
     qk_scale = scale * LOG2E
-    lo = 0
+    l_full = (L // BLOCK_M) * BLOCK_M  # query blocks inside L
     if CAUSAL:
-        lo = (start_n * BLOCK_N // BLOCK_M) * BLOCK_M  # earlier queries see none of these keys
+        # Queries before this key block see none of it; those on its diagonal see part of it.
+        diag = start_n * BLOCK_N
+        lo = diag + BLOCK_N
+    else:
+        diag = 0
+        lo = 0
     for g in range(0, GROUP):
         h = hk * GROUP + g
         bh = b * H + h
         q_base = Q + b * sqb + h * sqh
+        do_base = DO + bh * L * HEAD_D
         m_base = Mask + b * smb + h * smh
-        for start_m in range(lo, L, BLOCK_M):
-            offs_m = start_m + tl.arange(0, BLOCK_M)
-            row_ok = offs_m < L
-            qt = tl.load(q_base + offs_m[None, :] * sqm + offs_d[:, None], mask=row_ok[None, :], other=0.0)
-            st = tl.dot(k, qt) * qk_scale  # (BLOCK_N, BLOCK_M): scores transposed
-            if HAS_MASK:
-                st += tl.load(m_base + offs_m[None, :] * smm + offs_n[:, None] * smn,
-                              mask=row_ok[None, :] & col_ok[:, None], other=0.0).to(tl.float32) * LOG2E
-            lse = tl.load(LSE + bh * L + offs_m, mask=row_ok, other=0.0)
-            ok = row_ok[None, :] & col_ok[:, None]
-            if CAUSAL:
-                ok = ok & (offs_n[:, None] <= offs_m[None, :])
-            pt = tl.where(ok, tl.exp2(st - lse[None, :]), 0.0)
-            do = tl.load(DO + (bh * L + offs_m)[:, None] * HEAD_D + offs_d[None, :], mask=row_ok[:, None],
-                         other=0.0)
-            dv = tl.dot(pt.to(do.dtype), do, dv)
-            dpt = tl.dot(v, tl.trans(do))
-            delta = tl.load(Delta + bh * L + offs_m, mask=row_ok, other=0.0)
-            dst = pt * (dpt - delta[None, :])
-            dk = tl.dot(dst.to(qt.dtype), tl.trans(qt), dk)
+        if CAUSAL:
+            dk, dv = _dkdv_blocks(dk, dv, k, v, q_base, do_base, LSE + bh * L, Delta + bh * L, m_base, offs_n, diag,
+                                  tl.minimum(lo, L), sqm, smm, smn, L, S, qk_scale, HEAD_D, BLOCK_M, True, CAUSAL,
+                                  HAS_MASK)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_base, do_base, LSE + bh * L, Delta + bh * L, m_base, offs_n, lo,
+                              l_full, sqm, smm, smn, L, S, qk_scale, HEAD_D, BLOCK_M, False, CAUSAL, HAS_MASK)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_base, do_base, LSE + bh * L, Delta + bh * L, m_base, offs_n,
+                              tl.maximum(lo, l_full), L, sqm, smm, smn, L, S, qk_scale, HEAD_D, BLOCK_M, True, CAUSAL,
+                              HAS_MASK)
     out_rows = bhk.to(tl.int64) * S + offs_n
     tl.store(DK + out_rows[:, None] * HEAD_D + offs_d[None, :], (dk * scale).to(DK.dtype.element_ty),
              mask=col_ok[:, None])
     tl.store(DV + out_rows[:, None] * HEAD_D + offs_d[None, :], dv.to(DV.dtype.element_ty), mask=col_ok[:, None])
+
+
+@triton.jit
+def _dq_blocks(dq, q, do, lse, delta, k_base, v_base, m_base, offs_m, lo, hi, skn, svn, smm, smn, L, S, qk_scale,
+               HEAD_D: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
+               HAS_MASK: tl.constexpr):
+    """dQ of one query block over the key blocks [lo, hi); MASKED applies the length and causal masks."""
+    offs_d = tl.arange(0, HEAD_D)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        if MASKED:
+            col_ok = offs_n < S
+            k = tl.load(k_base + offs_n[:, None] * skn + offs_d[None, :], mask=col_ok[:, None], other=0.0)
+            vt = tl.load(v_base + offs_n[None, :] * svn + offs_d[:, None], mask=col_ok[None, :], other=0.0)
+        else:
+            k = tl.load(k_base + offs_n[:, None] * skn + offs_d[None, :])
+            vt = tl.load(v_base + offs_n[None, :] * svn + offs_d[:, None])
+        s = tl.dot(q, tl.trans(k))
+        if HAS_MASK:
+            add = tl.load(m_base + offs_m[:, None] * smm + offs_n[None, :] * smn,
+                          mask=(offs_m[:, None] < L) & (offs_n[None, :] < S), other=0.0).to(tl.float32)
+            p = tl.exp2(s * qk_scale + add * LOG2E - lse[:, None])
+        else:
+            p = tl.exp2(s * qk_scale - lse[:, None])
+        if MASKED:
+            ok = col_ok[None, :]
+            if CAUSAL:
+                ok = ok & (offs_n[None, :] <= offs_m[:, None])
+            p = tl.where(ok, p, 0.0)
+        dp = tl.dot(do, vt)
+        ds = p * (dp - delta[:, None])
+        dq = tl.dot(ds.to(k.dtype), k, dq)
+    return dq
 
 
 @triton.jit
@@ -154,7 +263,7 @@ def attn_bwd_dq(
     HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
     HAS_MASK: tl.constexpr,
 ):
-    start_m = tl.program_id(0)
+    start_m = tl.num_programs(0) - 1 - tl.program_id(0)  # the longest causal rows first
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
@@ -172,24 +281,16 @@ def attn_bwd_dq(
     m_base = Mask + b * smb + h * smh
     dq = tl.zeros([BLOCK_M, HEAD_D], tl.float32)
     qk_scale = scale * LOG2E
-    hi = S
+    s_full = (S // BLOCK_N) * BLOCK_N
     if CAUSAL:
-        hi = tl.minimum(S, (start_m + 1) * BLOCK_M)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        col_ok = offs_n < S
-        kt = tl.load(k_base + offs_n[None, :] * skn + offs_d[:, None], mask=col_ok[None, :], other=0.0)
-        vt = tl.load(v_base + offs_n[None, :] * svn + offs_d[:, None], mask=col_ok[None, :], other=0.0)
-        s = tl.dot(q, kt) * qk_scale
-        if HAS_MASK:
-            s += tl.load(m_base + offs_m[:, None] * smm + offs_n[None, :] * smn,
-                         mask=row_ok[:, None] & col_ok[None, :], other=0.0).to(tl.float32) * LOG2E
-        ok = row_ok[:, None] & col_ok[None, :]
-        if CAUSAL:
-            ok = ok & (offs_n[None, :] <= offs_m[:, None])
-        p = tl.where(ok, tl.exp2(s - lse[:, None]), 0.0)
-        dp = tl.dot(do, vt)
-        ds = p * (dp - delta[:, None])
-        dq = tl.dot(ds.to(kt.dtype), tl.trans(kt), dq)
+        full = tl.minimum(start_m * BLOCK_M, s_full)
+        end = tl.minimum((start_m + 1) * BLOCK_M, S)
+    else:
+        full = s_full
+        end = S
+    dq = _dq_blocks(dq, q, do, lse, delta, k_base, v_base, m_base, offs_m, 0, full, skn, svn, smm, smn, L, S,
+                    qk_scale, HEAD_D, BLOCK_N, False, CAUSAL, HAS_MASK)
+    dq = _dq_blocks(dq, q, do, lse, delta, k_base, v_base, m_base, offs_m, full, end, skn, svn, smm, smn, L, S,
+                    qk_scale, HEAD_D, BLOCK_N, True, CAUSAL, HAS_MASK)
     tl.store(DQ + rows[:, None] * HEAD_D + offs_d[None, :], (dq * scale).to(DQ.dtype.element_ty),
              mask=row_ok[:, None])

@@ -1,0 +1,127 @@
+"""The kernels of ``scaled_dot_product_attention``: the torch-style switches, ``sdpa_kernel``, and on CUDA the choice
+between Genesis's Triton flash attention and cuDNN's (the backward on its forward's kernel, one timing per shape
+class, errors where nothing may run). Values are checked against torch in float64."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import genesis
+import genesis.nn.functional as F
+from genesis.backends import sdp
+from genesis.nn.attention import SDPBackend, sdpa_kernel
+from tests.helpers import DEVICE, requires_cuda, to_genesis, to_torch
+
+
+def test_sdpa_kernel_sets_the_switches_and_restores_them() -> None:
+    before = sdp.state()
+    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH]):
+        assert (sdp.flash_sdp_enabled(), sdp.cudnn_sdp_enabled(), sdp.math_sdp_enabled()) == (False, True, True)
+        assert sdp.priority() is None
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            assert (sdp.flash_sdp_enabled(), sdp.cudnn_sdp_enabled(), sdp.math_sdp_enabled()) == (True, False, False)
+        assert sdp.cudnn_sdp_enabled() and not sdp.flash_sdp_enabled()
+    assert sdp.state() == before
+
+
+def test_sdpa_kernel_priority_order_and_restore_after_error() -> None:
+    before = sdp.state()
+    with pytest.raises(ValueError):
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH, SDPBackend.FLASH_ATTENTION], set_priority=True):
+            assert sdp.priority() == (sdp.CUDNN, sdp.FLASH)
+            raise ValueError("leaves the block")
+    assert sdp.state() == before
+
+
+def test_sdpa_kernel_rejects_other_values() -> None:
+    before = sdp.state()
+    with pytest.raises(TypeError, match="SDPBackend"):
+        with sdpa_kernel(["flash"]):
+            pass
+    assert sdp.state() == before
+
+
+def test_process_wide_switches() -> None:
+    before = sdp.state()
+    try:
+        sdp.enable_flash_sdp(False)
+        sdp.enable_cudnn_sdp(False)
+        assert not sdp.flash_sdp_enabled() and not sdp.cudnn_sdp_enabled() and sdp.math_sdp_enabled()
+        # With both fused kernels off the composite runs, on every device.
+        q, k, v = (to_genesis(torch.randn(1, 2, 5, 16, dtype=torch.float16)) for _ in range(3))
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        ref = torch.nn.functional.scaled_dot_product_attention(*(to_torch(t).float() for t in (q, k, v)),
+                                                               is_causal=True)
+        torch.testing.assert_close(to_torch(out).float(), ref, rtol=1e-2, atol=1e-2)
+    finally:
+        sdp.restore(before)
+
+
+# ---------------------------------------------------------------- CUDA: the two fused kernels
+
+
+def _inputs(B: int, H: int, HK: int, L: int, S: int, D: int, seed: int) -> tuple:
+    g = torch.Generator().manual_seed(seed)
+    ts = [torch.randn(shape, generator=g, dtype=torch.float64).to(torch.bfloat16)
+          for shape in ((B, H, L, D), (B, HK, S, D), (B, HK, S, D), (B, H, L, D))]
+    return ts, [to_genesis(t, requires_grad=True) for t in ts[:3]] + [to_genesis(ts[3])]
+
+
+def _reference(ts: list[torch.Tensor], causal: bool) -> tuple[torch.Tensor, ...]:
+    q, k, v = (t.double().requires_grad_() for t in ts[:3])
+    group = q.shape[1] // k.shape[1]
+    out = torch.nn.functional.scaled_dot_product_attention(q, k.repeat_interleave(group, 1),
+                                                           v.repeat_interleave(group, 1), is_causal=causal)
+    out.backward(ts[3].double())
+    return out.detach(), q.grad, k.grad, v.grad
+
+
+def _assert_close(got: genesis.Tensor, ref: torch.Tensor, what: str) -> None:
+    g = to_torch(got).double()
+    err = ((g - ref).norm() / ref.norm()).item()
+    assert err < 1e-2, f"{what}: relative error {err:.2e}"
+
+
+@requires_cuda
+@pytest.mark.parametrize("forward,backward", [(SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION),
+                                              (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION)])
+def test_backward_runs_on_the_kernel_of_its_forward(forward: SDPBackend, backward: SDPBackend) -> None:
+    ts, (q, k, v, dy) = _inputs(2, 4, 2, 70, 70, 64, 0)
+    with sdpa_kernel(forward):
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    with sdpa_kernel(backward):  # only the other kernel is allowed now: the saved statistics decide
+        out.backward(dy)
+    for got, ref, what in zip((out, q.grad, k.grad, v.grad), _reference(ts, True), ("out", "dq", "dk", "dv")):
+        _assert_close(got, ref, what)
+
+
+@requires_cuda
+def test_the_faster_kernel_is_timed_once_per_shape_class() -> None:
+    from genesis.backends.cuda import sdpa
+
+    ts, (q, k, v, dy) = _inputs(1, 8, 8, 500, 500, 128, 1)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    key = next(key for key in sdpa.timings if key[2:8] == (1, 8, 8, 512, 512, 128) and key[8])
+    assert set(sdpa.timings[key]) == {sdp.FLASH, sdp.CUDNN}, sdpa.timings[key]
+    assert sdpa._choices[key] == min(sdpa.timings[key], key=sdpa.timings[key].get)
+    out.backward(dy)
+    for got, ref, what in zip((out, q.grad, k.grad, v.grad), _reference(ts, True), ("out", "dq", "dk", "dv")):
+        _assert_close(got, ref, what)
+    # Another length of the same class reuses the decision.
+    count = len(sdpa.timings)
+    ts2, (q2, k2, v2, _) = _inputs(1, 8, 8, 480, 480, 128, 2)
+    _assert_close(F.scaled_dot_product_attention(q2, k2, v2, is_causal=True), _reference(ts2, True)[0], "out 480")
+    assert len(sdpa.timings) == count
+
+
+@requires_cuda
+def test_no_available_kernel_raises() -> None:
+    q, k, v = (to_genesis(torch.randn(1, 2, 8, 64, dtype=torch.bfloat16), device=DEVICE) for _ in range(3))
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        with pytest.raises(RuntimeError, match="no available kernel"):
+            F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        q32, k32, v32 = (to_genesis(torch.randn(1, 2, 8, 24, dtype=torch.bfloat16), device=DEVICE) for _ in range(3))
+        with pytest.raises(RuntimeError, match="no available kernel"):
+            F.scaled_dot_product_attention(q32, k32, v32)
