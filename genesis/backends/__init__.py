@@ -38,6 +38,8 @@ reductions
     softmax(x, dim, log)                            softmax or log_softmax over one dim
 linear algebra
     matmul(a, b)                                    (..., M, K) @ (..., K, N), batch dims equal
+    linear(x, w, bias)                              x @ w.T + bias for 2-D x (M, K), w (N, K), bias (N,) or None,
+                                                    one dtype (the bias may be fused into the product)
 indexing
     index(x, indices)                               x[i0, i1, ...]; indices: one entry per dim, None (all) or int64
                                                     arrays broadcast to one shape; result dims as torch
@@ -138,7 +140,7 @@ PRIMITIVES = (
     "to_dlpack", "from_dlpack",
     "unary", "binary", "where",
     "reduce", "arg_reduce", "cumulative", "softmax",
-    "matmul",
+    "matmul", "linear",
     "index", "index_put_", "gather", "scatter", "index_select", "nonzero", "sort", "unique", "searchsorted",
     "conv", "conv_backward", "pool", "pool_backward", "batch_norm", "batch_norm_backward",
     "group_norm", "group_norm_backward", "upsample", "upsample_backward", "embedding_backward",

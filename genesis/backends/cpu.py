@@ -199,6 +199,10 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     return wrap(torch.matmul(native(a), native(b)))
 
 
+def linear(x: NDArray, w: NDArray, bias: NDArray | None) -> NDArray:
+    return wrap(torch.nn.functional.linear(native(x), native(w), None if bias is None else native(bias)))
+
+
 # ---------------------------------------------------------------- indexing
 
 def _torch_indices(indices: tuple) -> tuple:

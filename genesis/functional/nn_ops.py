@@ -34,10 +34,12 @@ class Linear(Primitive):
     def forward(ctx, x: NDArray, w: NDArray, b: NDArray | None) -> NDArray:
         ctx.save_for_backward(x, w)
         lead = x.shape[:-1]
+        for other in (w, b):
+            if other is not None and other.device is not x.device:
+                raise RuntimeError(f"linear: expected all tensors to be on the same device, but found {x.device} "
+                                   f"and {other.device}")
         x2 = x.reshape((-1, x.shape[-1])) if x.ndim != 2 else x
-        out = x2.matmul(w.transpose(0, 1))
-        if b is not None:
-            out.binary("add", b, out=out)
+        out = x.backend.linear(x2, w, b)
         return out.reshape(lead + (w.shape[0],)) if x.ndim != 2 else out
 
     @staticmethod
