@@ -218,6 +218,94 @@ SWEEP_CANDIDATES = {  # (BLOCK_M, BLOCK_N, num_warps, num_stages); BLOCK_N | BLO
 }
 
 
+def bench_conv(rows: list, rep: int) -> None:
+    """conv2d x 32x512x7x7, w 512x512x3x3 (padding 1) and the conv_transpose2d of the same shape (cuDNN on both
+    sides, default switches: TF32 on, heuristic plan choice): NCHW fp32 and bf16, and Genesis channels_last bf16
+    against torch NCHW (the layout cuDNN runs about twice as fast)."""
+    x = torch.randn(32, 512, 7, 7, device="cuda")
+    w = torch.randn(512, 512, 3, 3, device="cuda") / 48
+    flops = 2 * x.numel() * w.shape[0] * 9  # (output elements = input elements here) x (512 x 3 x 3) x 2
+    for name, op, top in (("conv2d", F.conv2d, TF.conv2d), ("conv_transpose2d", F.conv_transpose2d,
+                                                             TF.conv_transpose2d)):
+        for dt, layout, goal in ((torch.float32, "NCHW", 1.0), (torch.bfloat16, "NCHW", 1.0),
+                                 (torch.bfloat16, "NHWC", 1.5)):
+            (gx, tx), (gw, tw) = leaf(x.to(dt)), leaf(w.to(dt))
+            if layout == "NHWC":
+                gx = gx.detach().contiguous(memory_format=genesis.channels_last).requires_grad_(True)
+                gw = gw.detach().contiguous(memory_format=genesis.channels_last).requires_grad_(True)
+            gdy, tdy = to_g(x.to(dt)), x.to(dt)
+            if layout == "NHWC":
+                gdy = gdy.contiguous(memory_format=genesis.channels_last)
+
+            def gfn(a: Any, b: Any) -> Any:
+                return op(a, b, padding=1)  # noqa: B023 - called in the loop
+
+            def tfn(a: Any, b: Any) -> Any:
+                return top(a, b, padding=1)  # noqa: B023 - called in the loop
+
+            tol = 2e-2 if dt == torch.bfloat16 else 5e-3
+            check(f"{name} {layout}", gfn(gx, gw), tfn(tx, tw), tol)
+            for i, (gg, tg) in enumerate(zip(genesis.autograd.grad(gfn(gx, gw), (gx, gw), gdy),
+                                             torch.autograd.grad(tfn(tx, tw), (tx, tw), tdy))):
+                check(f"{name} {layout} grad {i}", gg, tg, tol)
+            label = f"{name} 32x512x7x7 w512x512x3x3 {'tf32' if dt == torch.float32 else 'bf16'} {layout}"
+            with genesis.no_grad(), torch.no_grad():
+                rate_row(rows, f"{label} fwd", "TFLOP/s", flops, goal, lambda: gfn(gx, gw),  # noqa: B023
+                         lambda: tfn(tx, tw), rep)  # noqa: B023 - called in the loop
+            rate_row(rows, f"{label} fwd+bwd", "TFLOP/s", 3 * flops, goal, fwd_bwd(genesis, gfn, (gx, gw), gdy),
+                     fwd_bwd(torch, tfn, (tx, tw), tdy), rep)
+
+
+def bench_cnn(rows: list, rep: int) -> None:
+    """Pooling, batch norm, group norm, resampling and the embedding gradient: Genesis's Triton kernels against
+    torch's CUDA kernels (bytes: what the kernels move, docs/kernels.md)."""
+    x = torch.randn(32, 128, 56, 56, device="cuda")
+    (gx, tx), n = leaf(x), x.numel()
+    cases = [  # (name, Genesis fn, torch fn, inputs (Genesis, torch), fwd bytes, fwd+bwd bytes)
+        ("max_pool2d 3x3 s2 p1 32x128x56x56 fp32", lambda a: F.max_pool2d(a, 3, 2, 1),
+         lambda a: TF.max_pool2d(a, 3, 2, 1), (gx,), (tx,), n * 4 + n // 4 * 12, 8 * n + n // 4 * 24),
+        ("batch_norm train 32x128x56x56 fp32", lambda a, w, b: F.batch_norm(a, None, None, w, b, training=True),
+         lambda a, w, b: TF.batch_norm(a, None, None, w, b, training=True), None, None, 3 * n * 4, 8 * n * 4),
+        ("interpolate bilinear x2 32x128x56x56 fp32",
+         lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),
+         lambda a: TF.interpolate(a, scale_factor=2, mode="bilinear"), (gx,), (tx,), 5 * n * 4, 10 * n * 4),
+        ("interpolate nearest x2 32x128x56x56 fp32", lambda a: F.interpolate(a, scale_factor=2),
+         lambda a: TF.interpolate(a, scale_factor=2), (gx,), (tx,), 5 * n * 4, 10 * n * 4),
+    ]
+    (gw, tw), (gb, tb) = leaf(torch.randn(128, device="cuda")), leaf(torch.randn(128, device="cuda"))
+    xh = torch.randn(16, 256, 64, 64, device="cuda", dtype=torch.bfloat16)
+    (gxh, txh), nh = leaf(xh), xh.numel()
+    (gwh, twh), (gbh, tbh) = (leaf(torch.randn(256, device="cuda", dtype=torch.bfloat16)) for _ in range(2))
+    cases.append(("group_norm G32 16x256x64x64 bf16", lambda a, w, b: F.group_norm(a, 32, w, b),
+                  lambda a, w, b: TF.group_norm(a, 32, w, b), (gxh, gwh, gbh), (txh, twh, tbh), 3 * nh * 2,
+                  8 * nh * 2))
+    for name, gfn, tfn, gin, tin, fwd_bytes, total_bytes in cases:
+        gin, tin = gin or (gx, gw, gb), tin or (tx, tw, tb)
+        gy, ty = gfn(*gin), tfn(*tin)
+        check(name, gy, ty, 2e-2 if ty.dtype == torch.bfloat16 else 1e-4)
+        tdy = torch.randn_like(ty)
+        gdy = to_g(tdy)
+        for i, (gg, tg) in enumerate(zip(genesis.autograd.grad(gfn(*gin), gin, gdy),
+                                         torch.autograd.grad(tfn(*tin), tin, tdy))):
+            check(f"{name} grad {i}", gg, tg, 2e-2 if ty.dtype == torch.bfloat16 else 1e-4)
+        with genesis.no_grad(), torch.no_grad():
+            rate_row(rows, f"{name} fwd", "GB/s", fwd_bytes, 1.0, lambda: gfn(*gin),  # noqa: B023
+                     lambda: tfn(*tin), rep)  # noqa: B023 - called in the loop
+        rate_row(rows, f"{name} fwd+bwd", "GB/s", total_bytes, 1.0, fwd_bwd(genesis, gfn, gin, gdy),
+                 fwd_bwd(torch, tfn, tin, tdy), rep)
+    V, D, T = 151936, 896, 8192
+    (gw, tw) = leaf(torch.randn(V, D, device="cuda", dtype=torch.bfloat16) * 0.02)
+    idx = torch.randint(0, V // 8, (T,), device="cuda")  # a narrow vocabulary range: many repeated tokens
+    gidx, tdy = to_g(idx), torch.randn(T, D, device="cuda", dtype=torch.bfloat16)
+    gdy = to_g(tdy)
+    g_grad = genesis.autograd.grad(F.embedding(gidx, gw), (gw,), gdy)[0]
+    check("embedding grad", g_grad, torch.autograd.grad(TF.embedding(idx, tw), (tw,), tdy)[0], 2e-2)
+    assert bool((g_grad == genesis.autograd.grad(F.embedding(gidx, gw), (gw,), gdy)[0]).all()), "not reproducible"
+    rate_row(rows, f"embedding {T} tokens V{V} D{D} bf16 fwd+bwd (deterministic)", "GB/s", (V * D + 3 * T * D) * 2,
+             1.0, fwd_bwd(genesis, lambda w: F.embedding(gidx, w), (gw,), gdy),
+             fwd_bwd(torch, lambda w: TF.embedding(idx, w), (tw,), tdy), rep)
+
+
 def sweep_attention(rep: int, head_dims: tuple[int, ...] = (128, 64)) -> dict:
     """Time tile configurations of Genesis's Triton flash-attention kernels (forced, not cuDNN) on the SDPA shape
     (causal bf16 B4 H16 S2048), print them fastest first and return the fastest per (kernel, head dim class)."""
@@ -272,7 +360,7 @@ def main() -> None:
         sweep_attention(rep)
         return
     rows: list[dict] = []
-    for bench in (bench_softmax, bench_norms, bench_rope_swiglu, bench_sdpa):
+    for bench in (bench_softmax, bench_norms, bench_rope_swiglu, bench_sdpa, bench_conv):
         print(bench.__name__, flush=True)
         bench(rows, rep)
         write_json(rows, args.json)  # after each group: a run cut short still leaves its rows
