@@ -185,7 +185,8 @@ def conv_backward(grad: NDArray, x: NDArray, w: NDArray, stride: tuple, padding:
         if output_mask[1]:
             gw = conv_cudnn.weight_grad(grad, x, w.shape, stride, padding, dilation, cl) if transposed else \
                 conv_cudnn.weight_grad(x, grad, w.shape, stride, padding, dilation, cl)
-    grad = grad if grad.is_contiguous() else be.contiguous(grad)
+    if (output_mask[0] and gx is None) or (output_mask[1] and gw is None):
+        grad = grad if grad.is_contiguous() else be.contiguous(grad)  # the im2col path reads it contiguous
     kernel = w.shape[2:]
     if output_mask[0]:
         if gx is None:
