@@ -181,6 +181,10 @@ def test_rope_function_layouts_and_gradient():
     out = genesis.empty(2, 3, 4, 6, dtype=genesis.float64, device=DEVICE)
     x = to_genesis(rand(2, 3, 4, 6, requires_grad=False))
     assert nn.functional.rope(x, cos.double(), sin.double(), out=out) is out
+    # Tables already broadcastable to x (as many dims) are used as they are.
+    c4, s4 = tcos[pos].unsqueeze(1), tsin[pos].unsqueeze(1)  # (1, 1, T, D)
+    check(lambda lib, x: x * c4 + rotate_half(x) * s4 if lib is torch else
+          lib.nn.functional.rope(x, to_genesis(c4, False), to_genesis(s4, False)), rand(1, 3, 4, 6))
 
 
 def test_feed_forward_swiglu_matches_hf_mlp():

@@ -310,7 +310,8 @@ class QwenModel(nn.Module):
             self._inv_freq = rotary_inv_freq(self.config.head_dim, self.config.rope_theta, input_ids.device)
         cos, sin = rotary_cos_sin(position_ids, self._inv_freq)  # (B, T, head_dim)
         x = self.embed_tokens(input_ids)  # (B, T, hidden)
-        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+        # (B, 1, T, head_dim): broadcast over the heads of every layer's (B, heads, T, head_dim) queries and keys.
+        cos, sin = cos.to(x.dtype).unsqueeze(1), sin.to(x.dtype).unsqueeze(1)
         mask = decode_length = None
         if cache is not None and T == 1 and not x.requires_grad:
             # Decoding one token: attend the cache with the decoding kernel; a (B, S) key mask is all it needs.

@@ -47,16 +47,22 @@ def rope(x: Tensor, cos: Tensor, sin: Tensor, position_ids: Tensor | None = None
 
     Args:
         x: (B, H, T, D) when ``unsqueeze_dim=1`` (the default), or (B, T, H, D) with ``unsqueeze_dim=2``.
-        cos, sin: tables of shape (P, D) indexed by position, or already gathered per token: (B, T, D) or (T, D).
+        cos, sin: tables of shape (P, D) indexed by position, or already gathered per token: (B, T, D) or (T, D),
+            or already broadcastable to ``x`` (as many dims as ``x``, e.g. (B, 1, T, D)): used as they are.
         position_ids: (B, T) or (T,) int positions into the tables; default ``arange(T)`` for (P, D) tables.
         out: preallocated result (inference only).
     """
-    seq_len = x.shape[2] if unsqueeze_dim == 1 else x.shape[1]
     if cos.shape != sin.shape:
         raise RuntimeError(f"rope: cos and sin must have the same shape, got {tuple(cos.shape)} and "
                            f"{tuple(sin.shape)}")
     if cos.shape[-1] != x.shape[-1]:
         raise RuntimeError(f"rope: the tables' last dim {cos.shape[-1]} does not match the head dim {x.shape[-1]}")
+    if cos.ndim == x.ndim and position_ids is None:
+        fused = fused_rope(x, cos, sin)
+        if fused is not None:
+            return write_out("rope", fused, out)
+        return write_out("rope", x * cos.to(x.dtype) + rotate_half(x) * sin.to(x.dtype), out)
+    seq_len = x.shape[2] if unsqueeze_dim == 1 else x.shape[1]
     if position_ids is not None:
         cos, sin = cos[position_ids], sin[position_ids]  # (B, T, D) or (T, D)
     elif cos.ndim == 2 and cos.shape[0] != seq_len:
