@@ -7,6 +7,7 @@ Genesis's ``save_pretrained`` read back by transformers. Bad checkpoints must ra
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 
@@ -105,6 +106,27 @@ def test_greedy_generation_matches(pair) -> None:
                          pad_token_id=0)
     assert tuple(got.shape) == (3, 44)
     assert torch.equal(to_torch(got), expected)
+
+
+def test_bfloat16_logits_within_bfloat16_error(pair) -> None:
+    """In bfloat16 Genesis's logits are as close to the float32 reference as transformers' own bfloat16 ones."""
+    ref, _, path = pair
+    ids, mask = padded_batch()
+    with torch.no_grad():
+        exact = ref(input_ids=ids, attention_mask=mask).logits.double()  # float64 would overflow HF's mask
+        theirs = copy.deepcopy(ref).to(torch.bfloat16)(input_ids=ids, attention_mask=mask).logits.double()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype="bfloat16", device=DEVICE)
+    with genesis.no_grad():
+        ours = to_torch(model(to_genesis(ids), attention_mask=to_genesis(mask)).logits.double())
+    valid = mask.bool()
+
+    def error(x: torch.Tensor) -> float:
+        return float((x[valid] - exact[valid]).norm() / exact[valid].norm())
+
+    assert error(ours) < max(2 * error(theirs), 1e-2), (error(ours), error(theirs))
+    out = model.generate(to_genesis(ids), attention_mask=to_genesis(mask), max_new_tokens=8, eos_token_id=None,
+                         pad_token_id=0)
+    assert tuple(out.shape) == (3, 20) and int(out.max()) < VOCAB
 
 
 def test_training_step_gradients_match(pair) -> None:
