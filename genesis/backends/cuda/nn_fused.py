@@ -291,7 +291,7 @@ def _attn_args(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, scale: 
 ATTENTION_CONFIGS = {
     ("fwd", "small"): (64, 64, 4, 3), ("fwd", "large"): (128, 64, 8, 3),
     ("dkdv", "small"): (32, 64, 4, 3), ("dkdv", "large"): (32, 64, 4, 3),
-    ("dq", "small"): (64, 64, 4, 3), ("dq", "large"): (128, 64, 8, 3),
+    ("dq", "small"): (64, 64, 4, 4), ("dq", "large"): (128, 64, 8, 3),
 }
 
 
