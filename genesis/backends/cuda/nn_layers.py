@@ -225,7 +225,8 @@ def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running
               running_mean if has_running else coef, running_var if has_running else coef, save_mean, save_invstd,
               coef)
     ptrs = tuple(_ptr(a) for a in arrays)
-    go = _BN_FINALIZE.launcher(_sig(arrays, ptrs) + ("i32", "i32", "fp32", "fp32"),
+    real = "fp64" if acc is _F64 else "fp32"
+    go = _BN_FINALIZE.launcher(_sig(arrays, ptrs) + ("i32", "i32", real, real),
                                (training, weight is not None, bias is not None, has_running, acc is _F64,
                                 max(_next_pow2(P), 2)), 4)
     go(C, 1, 1, *ptrs, C, P, momentum, eps)
@@ -251,7 +252,8 @@ def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, runni
         coef = _new((4, C), acc, dev)
         arrays = (part, _dense(weight) if weight is not None else coef, mean, stat, gw, gb, coef)
         ptrs = tuple(_ptr(a) for a in arrays)
-        go = _BN_BWD_FINALIZE.launcher(_sig(arrays, ptrs) + ("i32", "i32", "fp32", "fp32"),
+        real = "fp64" if acc is _F64 else "fp32"
+        go = _BN_BWD_FINALIZE.launcher(_sig(arrays, ptrs) + ("i32", "i32", real, real),
                                        (training, weight is not None, acc is _F64, max(_next_pow2(P), 2)), 4)
         go(C, 1, 1, *ptrs, C, P, float(N * S), eps)
         if dx is not None:
@@ -284,7 +286,7 @@ def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_gro
                   mean, rstd)
         ptrs = tuple(_ptr(a) for a in arrays)
         block, _, warps = _gn_blocks(C, S, num_groups)
-        go = _GN_FWD.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i32", "fp32"),
+        go = _GN_FWD.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i32", "fp64" if acc is _F64 else "fp32"),
                               (weight is not None, bias is not None, acc is _F64, block), warps)
         go(N * num_groups, 1, 1, *ptrs, C, S, num_groups, eps)
     return y, mean, rstd

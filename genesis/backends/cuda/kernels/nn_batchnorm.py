@@ -21,6 +21,7 @@ All statistics and sums run in float32 (float64 for float64 input, ``F64``); res
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 
 @triton.jit
@@ -29,6 +30,16 @@ def _acc(v, F64: tl.constexpr):
         r = v.to(tl.float64)
     else:
         r = v.to(tl.float32)
+    return r
+
+
+@triton.jit
+def _rsqrt(v):
+    """``1 / sqrt(v)`` correctly rounded square root (``tl.sqrt`` is an approximation, float32 only in precision)."""
+    if v.dtype.is_fp64():
+        r = 1.0 / libdevice.sqrt(v)
+    else:
+        r = 1.0 / tl.sqrt_rn(v)
     return r
 
 
@@ -113,7 +124,7 @@ def bn_finalize(
     else:
         mean = _acc(tl.load(rmean + c), F64)
         var = _acc(tl.load(rvar + c), F64)
-    invstd = 1.0 / tl.sqrt(var + eps)
+    invstd = _rsqrt(var + eps)
     scale = invstd
     if HAS_W:
         scale = scale * _acc(tl.load(w + c), F64)
@@ -164,7 +175,7 @@ def bn_bwd_finalize(
     if TRAINING:
         r = _acc(tl.load(stat + c), F64)
     else:
-        r = 1.0 / tl.sqrt(_acc(tl.load(stat + c), F64) + eps)
+        r = _rsqrt(_acc(tl.load(stat + c), F64) + eps)
     a = r
     if HAS_W:
         a = a * _acc(tl.load(w + c), F64)
@@ -202,7 +213,7 @@ def gn_fwd(
         k = k0 + tl.arange(0, BLOCK)
         m = k < K
         cnt, mu, m2 = _merge(cnt, mu, m2, tl.load(x + base + k, mask=m, other=0.0), m, F64)
-    r = 1.0 / tl.sqrt(m2 / K + eps)
+    r = _rsqrt(m2 / K + eps)
     tl.store(mean + row, mu.to(mean.dtype.element_ty))
     tl.store(rstd + row, r.to(rstd.dtype.element_ty))
     for k0 in range(0, K, BLOCK):
