@@ -5,7 +5,7 @@ import torch
 
 import genesis
 import genesis.nn.functional as F
-from tests.helpers import DEVICE, check, check_error, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis, to_torch
 
 
 def fn(name: str, *args: object, **kwargs: object):
@@ -149,6 +149,41 @@ def test_dropout_statistics_and_modes():
     out = F.dropout(xg, 0.5)
     out.sum().backward()
     assert bool(((xg.grad == 0) == (out == 0)).all())
+
+
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16, genesis.float64])
+def test_dropout_regenerates_its_mask(dtype):
+    """One node that saves no mask: the backward reproduces the forward's mask and scale, also for strided input."""
+    genesis.manual_seed(3)
+    base = genesis.randn(37, 64, device=DEVICE, dtype=dtype)
+    x = base.t().detach().requires_grad_()  # strided: the mask follows the elements' row-major order
+    out = F.dropout(x, 0.25)
+    assert "DropoutBackward" in repr(out.grad_fn) and not out.grad_fn.saved_tensors
+    genesis.manual_seed(3)
+    genesis.randn(37, 64, device=DEVICE, dtype=dtype)  # the same generator position as above
+    keep = genesis.rand(64, 37, device=DEVICE) >= 0.25
+    scale = 1 / 0.75
+    expected = genesis.where(keep, x.detach().float() * scale, 0.0)
+    assert_same(out.float(), to_torch(expected), rtol=1e-2 if dtype is genesis.bfloat16 else 1e-6, atol=1e-6)
+    weights = genesis.randn(64, 37, device=DEVICE, dtype=dtype)
+    (out * weights).sum().backward()
+    expected_grad = genesis.where(keep, weights.float() * scale, 0.0)
+    assert_same(x.grad.float(), to_torch(expected_grad), rtol=1e-2 if dtype is genesis.bfloat16 else 1e-6,
+                atol=1e-6)
+    with pytest.raises(RuntimeError, match="dropout"):
+        F.dropout(genesis.ones(3, dtype=genesis.int64, device=DEVICE), 0.5)
+
+
+def test_dropout_double_backward():
+    genesis.manual_seed(4)
+    x = genesis.randn(50, device=DEVICE, dtype=genesis.float64, requires_grad=True)
+    out = F.dropout(x, 0.4)
+    (g,) = genesis.autograd.grad((out * out).sum(), x, create_graph=True)  # 2 * out * mask * scale
+    (gg,) = genesis.autograd.grad(g.sum(), x)
+    kept = to_torch(out.detach()) != 0
+    expected = torch.where(kept, torch.full((50,), 2 / 0.6**2, dtype=torch.float64), torch.zeros(50,
+                           dtype=torch.float64))
+    torch.testing.assert_close(to_torch(gg), expected)
 
 
 @pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])

@@ -118,6 +118,10 @@ random (counter-based: the same seed and offset give the same numbers)
     uniform(shape, dtype, device, seed, offset)     U[0, 1)
     normal(shape, dtype, device, seed, offset)      N(0, 1)
     randint(low, high, shape, dtype, device, seed, offset)
+    dropout(x, p, seed, offset)                     x * keep / (1 - p), keep[i] = float32 uniform(seed, offset + i)
+                                                    >= p
+                                                    over x's elements in row-major order (its own backward: the
+                                                    same call on the gradient regenerates the mask)
 device
     synchronize(device)                             wait for all work queued on the device
 """
@@ -147,7 +151,7 @@ PRIMITIVES = (
     "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
     "swiglu", "swiglu_backward", "rope", "attention", "attention_backward", "kv_cache_write_", "decode_attention",
     "adam_step_",
-    "uniform", "normal", "randint",
+    "uniform", "normal", "randint", "dropout",
     "synchronize",
 )
 

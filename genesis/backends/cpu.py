@@ -533,6 +533,12 @@ def uniform(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, seed: i
     return wrap(torch.rand(shape, generator=_generator(seed, offset), dtype=TORCH_DTYPE[dtype]))
 
 
+def dropout(x: NDArray, p: float, seed: int, offset: int) -> NDArray:
+    xt = native(x)
+    keep = torch.rand(xt.shape, generator=_generator(seed, offset), dtype=torch.float32) >= p  # as on cuda
+    return wrap(xt * (keep.to(xt.dtype) * (1.0 / (1.0 - p))))
+
+
 def normal(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, seed: int, offset: int) -> NDArray:
     return wrap(torch.randn(shape, generator=_generator(seed, offset), dtype=TORCH_DTYPE[dtype]))
 

@@ -1114,6 +1114,21 @@ def normal(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, seed: in
     return _random("normal", shape, dtype, device, seed, offset)
 
 
+_DROPOUT = td.Kernel(rk_random.dropout_kernel)
+
+
+def dropout(x: NDArray, p: float, seed: int, offset: int) -> NDArray:
+    x = x if _contig(x) else contiguous(x)  # element i is the i-th in row-major order, for x and its gradient
+    out = _new(x.shape, x.dtype, x.device)
+    n = out.size
+    if n:
+        rt.ensure_device(x.device.index)
+        px, po = _ptr(x), _ptr(out)
+        go = _DROPOUT.launcher((_psig(x, px), _psig(out, po), "i64", "u64", "i64", "fp32", "fp32"), (1024,), 4)
+        go((n + 1023) // 1024, 1, 1, px, po, n, seed % (1 << 64), offset, p, 1.0 / (1.0 - p))
+    return out
+
+
 def randint(low: int, high: int, shape: tuple[int, ...], dtype: dtypes.dtype, device: object, seed: int,
             offset: int) -> NDArray:
     return _random("randint", shape, dtype, device, seed, offset, low, high - low)

@@ -6,6 +6,7 @@ from typing import Sequence
 
 from genesis import amp, random
 from genesis import functional as T
+from genesis.functional.dropout import Dropout
 from genesis.functional.nn_ops import Embedding, Linear
 from genesis.nn.functional._out import write_out
 from genesis.tensor import Tensor, arange, full, ones_like, tensor, zeros, zeros_like
@@ -107,17 +108,21 @@ def _check_p(op: str, p: float) -> None:
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (identity when not training).
 
-    The mask comes from Genesis's default generator, so ``genesis.manual_seed`` makes it reproducible.
+    The mask comes from Genesis's default generator, so ``genesis.manual_seed`` makes it reproducible. It is not
+    stored: the backward pass draws the same numbers again (one fused kernel each way on cuda).
     """
     _check_p("dropout", p)
     if not training or p == 0.0:
         return input
     if p == 1.0:
         out = input * 0.0
+    elif not input.dtype.is_floating_point:
+        raise RuntimeError(f"dropout: result type Float can't be cast to the desired output type "
+                           f"{input.dtype.name} (dropout needs a floating-point input)")
     else:
-        # The scaled mask is built outside the graph, so dropout adds a single multiplication node.
-        keep = random.rand(input.shape, dtype=input.dtype, device=input.device) >= p
-        out = input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))
+        # One node: the mask comes from the generator's counter-based stream and is regenerated in backward.
+        seed, offset = random._stream(None, input.device, input.numel())
+        out = Dropout.apply(input, p=p, seed=seed, offset=offset)
     return input.copy_(out) if inplace else out
 
 
