@@ -56,6 +56,7 @@ def _specs() -> list[tuple]:
          (True, 12, 256)),
         ("sort", ik.sort_rows_kernel, ("*fp32:16", "*fp32:16", "*i64:16", "i32"), (False, 64)),
         ("normal", rnd.random_kernel, ("*bf16:16", "i64", "u64", "i64", "i64", "u64"), ("normal", 0.99609375, 1024)),
+        ("dropout bf16", rnd.dropout_kernel, ("*bf16:16", "*bf16:16", "i64", "u64", "i64", "fp32", "fp32"), (1024,)),
     ]
 
 
