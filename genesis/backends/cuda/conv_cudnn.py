@@ -286,6 +286,17 @@ def _call(key: tuple, kind: str, a: NDArray, b: NDArray, out_shape: tuple, cl: b
     return out
 
 
+def _cached(key: tuple, a: NDArray, b: NDArray) -> tuple[bool, NDArray | None]:
+    """(whether the fast path answered, its output): the output, or None for a configuration cuDNN declined."""
+    if key not in _calls:
+        return False, None
+    call = _calls[key]
+    if call is None:
+        return True, None
+    out = call.run(a, b)
+    return out is not None, out
+
+
 def _key(kind: str, a: NDArray, b: NDArray, extra: object, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
     return (kind, a.dtype, a.shape, a.strides, b.shape, b.strides, extra, stride, padding, dilation,
             flags.allow_tf32, flags.deterministic, flags.benchmark, a.device)
@@ -301,11 +312,9 @@ def forward(x: NDArray, w: NDArray, stride: tuple, padding: tuple, dilation: tup
     """conv(x, w) for batched x (N, C, *S) and w (O, C/groups, *K); None when cuDNN declines (or the output size
     differs from ``out_size``). The output is channels_last when ``out_cl`` (default: when x or w is)."""
     key = _key(_FPROP, x, w, (out_cl, out_size), stride, padding, dilation)
-    if key in _calls:
-        call = _calls[key]
-        out = call.run(x, w) if call is not None else None
-        if out is not None or call is None:
-            return out
+    hit, out = _cached(key, x, w)
+    if hit:
+        return out
     size = _conv_out(x.shape[2:], w.shape[2:], stride, padding, dilation)
     if out_size is not None and tuple(out_size) != size:
         _calls[key] = None
@@ -320,11 +329,9 @@ def data_grad(g: NDArray, w: NDArray, in_shape: tuple, stride: tuple, padding: t
     """The input gradient (N, C, *in) of conv(x, w) from g (N, O, *out), which is also the transposed
     convolution of g; None when cuDNN declines or g's size does not follow from ``in_shape``."""
     key = _key(_DGRAD, g, w, (out_cl, tuple(in_shape)), stride, padding, dilation)
-    if key in _calls:
-        call = _calls[key]
-        out = call.run(g, w) if call is not None else None
-        if out is not None or call is None:
-            return out
+    hit, out = _cached(key, g, w)
+    if hit:
+        return out
     if _conv_out(in_shape[2:], w.shape[2:], stride, padding, dilation) != tuple(g.shape[2:]):
         _calls[key] = None
         return None
@@ -338,11 +345,9 @@ def weight_grad(x: NDArray, g: NDArray, w_shape: tuple, stride: tuple, padding: 
     """The weight gradient (O, C/groups, *K) of conv(x, w) from input x and output gradient g, channels_last
     when ``out_cl`` (the convolution's layout)."""
     key = _key(_WGRAD, x, g, (out_cl, tuple(w_shape)), stride, padding, dilation)
-    if key in _calls:
-        call = _calls[key]
-        out = call.run(x, g) if call is not None else None
-        if out is not None or call is None:
-            return out
+    hit, out = _cached(key, x, g)
+    if hit:
+        return out
     if _conv_out(x.shape[2:], w_shape[2:], stride, padding, dilation) != tuple(g.shape[2:]):
         _calls[key] = None
         return None
