@@ -112,14 +112,14 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
             arrays = (x, y, idx)
             ptrs = tuple(_ptr(a) for a in arrays)
             go = _MAX_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 7 + ("i64",) * 5,
-                                   consts + (_lowest(x.dtype), _BLOCK), 4)
+                                   consts + (_lowest(x.dtype), _wide(x.size, total), _BLOCK), 4)
             go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, *strides)
         else:
             arrays = (x, y)
             ptrs = tuple(_ptr(a) for a in arrays)
             go = _AVG_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 8 + ("i64",) * 5,
                                    consts + (_div_mode(count_include_pad, divisor_override),
-                                             _ACC_KIND.get(x.dtype, 0), _BLOCK), 4)
+                                             _ACC_KIND.get(x.dtype, 0), _wide(x.size, total), _BLOCK), 4)
             go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0, *strides)
     if not batched:
         y = y.squeeze((0,))
@@ -148,13 +148,15 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
         if mode == "max":
             arrays = (g, _dense(indices), dx)
             ptrs = tuple(_ptr(a) for a in arrays)
-            go = _MAX_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6, consts + (f64, _BLOCK), 4)
+            go = _MAX_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6,
+                                   consts + (f64, _wide(total, g.size), _BLOCK), 4)
             go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars)
         else:
             arrays = (g, dx)
             ptrs = tuple(_ptr(a) for a in arrays)
             go = _AVG_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 7,
-                                   consts + (_div_mode(count_include_pad, divisor_override), f64, _BLOCK), 4)
+                                   consts + (_div_mode(count_include_pad, divisor_override), f64,
+                                             _wide(total, g.size), _BLOCK), 4)
             go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0)
     return dx
 
@@ -167,13 +169,15 @@ _BN_APPLY = td.Kernel(bk.bn_apply)
 _BN_BWD_FINALIZE = td.Kernel(bk.bn_bwd_finalize)
 
 
-def _bn_split(count: int, channels: int, device_index: int) -> tuple[int, int, int]:
-    """(programs per channel P, elements per program, BLOCK) so that about four programs run per multiprocessor."""
-    block = min(max(_next_pow2(count), 16), 1024)
-    target = 4 * rt.multiprocessor_count(device_index)
-    P = max(1, min(_cdiv(target, channels), _cdiv(count, block), 1024))
-    chunk = _cdiv(_cdiv(count, P), block) * block
-    return _cdiv(count, chunk) if count else 1, chunk, block
+def _wide(*sizes: int) -> bool:
+    """Whether flat positions over arrays of these sizes need 64-bit index arithmetic."""
+    return max(sizes) >= 2 ** 31
+
+
+def _rows_block(S: int) -> int | None:
+    """BLOCK for walking (N, C, S) data row by row (S elements per row, no per-element division), or None for
+    short rows, which are walked as flat blocks instead."""
+    return None if S < 256 else 256 if S <= 4096 else 1024
 
 
 def _bn_layout(x: NDArray) -> tuple[NDArray, int, int, int]:
@@ -184,15 +188,27 @@ def _bn_layout(x: NDArray) -> tuple[NDArray, int, int, int]:
 
 def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, N: int, C: int,
                  S: int) -> tuple[NDArray, int]:
-    P, chunk, block = _bn_split(N * S, C, xc.device.index)
+    """Per-(channel, program) partial statistics, about four programs per multiprocessor: each program takes
+    ``chunk`` whole rows of S elements (long rows) or ``chunk`` flat elements of the channel (short rows)."""
+    target = max(1, _cdiv(4 * rt.multiprocessor_count(xc.device.index), C))
+    block = _rows_block(S)
+    rows = block is not None
+    if rows:
+        chunk = _cdiv(N, max(1, min(target, N, 1024)))
+        P = _cdiv(N, chunk) if N else 1
+    else:
+        count = N * S
+        block = min(max(_next_pow2(count), 16), 1024)
+        chunk = _cdiv(_cdiv(count, max(1, min(target, _cdiv(count, block), 1024))), block) * block
+        P = _cdiv(count, chunk) if count else 1
     part = _new((3, C, P), acc, xc.device)
-    if not backward:  # the third row (sums of squared deviations) is only written by the forward
-        mean = xc
+    if not backward:  # the forward reads no gradient or mean
+        g = mean = xc
     arrays = (xc, g, mean, part)
     ptrs = tuple(_ptr(a) for a in arrays)
-    go = _BN_PARTIALS.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i64", "i64", "i32"),
-                               (backward, acc is _F64, block), 4 if block <= 512 else 8)
-    go(C, P, 1, *ptrs, C, S, N * S, chunk, P)
+    go = _BN_PARTIALS.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i32", "i64", "i32"),
+                               (backward, rows, acc is _F64, _wide(xc.size), block), 4 if block <= 512 else 8)
+    go(C, P, 1, *ptrs, N, C, S, chunk, P)
     return part, P
 
 
@@ -202,8 +218,12 @@ def _bn_apply(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, C: int, S: in
         return
     arrays = (x, g, coef, out)
     ptrs = tuple(_ptr(a) for a in arrays)
-    go = _BN_APPLY.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i64"), (backward, _BLOCK * 2), 4)
-    go(_cdiv(total, _BLOCK * 2), 1, 1, *ptrs, C, S, total)
+    rows = _rows_block(S)
+    block = rows or _BLOCK * 2
+    go = _BN_APPLY.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i64"), (backward, rows is not None, _wide(total),
+                                                                         block), 4)
+    grid = (total // S, _cdiv(S, block)) if rows else (_cdiv(total, block), 1)
+    go(*grid, 1, *ptrs, C, S, total)
 
 
 def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
@@ -389,7 +409,7 @@ def upsample(x: NDArray, output_size: tuple, mode: str, align_corners: bool | No
         arrays = (x, y, *th[:3], *tw[:3])
         ptrs = tuple(_ptr(a) for a in arrays)
         go = _UP_FWD.launcher(_sig(arrays, ptrs) + ("i64", "i32", "i32", "i32") + ("i64",) * 4,
-                              (mode != "bilinear", f64, _BLOCK), 4)
+                              (mode != "bilinear", f64, _wide(x.size, total), _BLOCK), 4)
         go(_cdiv(total, _BLOCK), 1, 1, *ptrs, total, C, OH, OW, *x.strides)
     return y
 
@@ -407,7 +427,8 @@ def upsample_backward(grad: NDArray, input_size: tuple, mode: str, align_corners
         th, tw = _tables((H, W), (OH, OW), mode, align_corners, scales, f64, grad.device)
         arrays = (g, dx, *th[:5], *tw[:5])
         ptrs = tuple(_ptr(a) for a in arrays)
-        go = _UP_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6, (f64, _BLOCK // 2), 4)
+        go = _UP_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6, (f64, _wide(total, g.size), _BLOCK // 2),
+                              4)
         go(_cdiv(total, _BLOCK // 2), 1, 1, *ptrs, total, H, W, OH, OW, th[5], tw[5])
     return dx
 
@@ -430,8 +451,8 @@ def embedding_backward(grad: NDArray, index: NDArray, num_weights: int) -> NDArr
     order, run = _new((n,), _I32, grad.device), _new((n,), _I32, grad.device)
     arrays = (idx, order, run)
     ptrs = tuple(_ptr(a) for a in arrays)
-    block_i = 64 if n <= 4096 else 128
-    go = _EMB_RANK.launcher(_sig(arrays, ptrs) + ("i32",), (block_i, 128), 8 if block_i >= 128 else 4)
+    block_i = 32  # small blocks of positions: n / 32 programs keep every multiprocessor busy
+    go = _EMB_RANK.launcher(_sig(arrays, ptrs) + ("i32",), (block_i, 128), 4)
     go(_cdiv(n, block_i), 1, 1, *ptrs, n)
     arrays = (g, idx, order, run, dw)
     ptrs = tuple(_ptr(a) for a in arrays)

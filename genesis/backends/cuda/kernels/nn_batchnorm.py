@@ -58,39 +58,76 @@ def _merge(count, mean, m2, v, m, F64: tl.constexpr):
 
 
 @triton.jit
+def _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD: tl.constexpr, F64: tl.constexpr):
+    """One element per lane into the lanes' running sums: Welford's (count, mean, M2) forward, or sum(dy) and
+    sum(dy * (x - mean)) backward."""
+    v = _acc(v, F64)
+    if BACKWARD:
+        gv = _acc(gv, F64)
+        s_g += gv
+        s_gx += tl.where(m, gv * (v - mu), 0.0)
+    else:
+        cnt += m.to(v.dtype)
+        delta = tl.where(m, v - mean, 0.0)
+        mean += delta / tl.maximum(cnt, 1.0)
+        m2 += delta * tl.where(m, v - mean, 0.0)
+    return cnt, mean, m2, s_g, s_gx
+
+
+@triton.jit
 def bn_partials(
     x, g, mean_in, part,                   # pointers: x, g (N, C, S) contiguous; mean_in (C,); part (3, C, P)
-    C, S, NS, chunk, P,                    # sizes: NS = N * S elements per channel, chunk of them per program
-    BACKWARD: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr,
+    N, C, S, chunk, P,                     # sizes; chunk: rows (ROWS) or flat elements of the channel per program
+    BACKWARD: tl.constexpr, ROWS: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
+    """Program (c, p) reduces rows [p chunk, (p + 1) chunk) of channel c (``ROWS``: S elements each, no division),
+    or flat elements [p chunk, (p + 1) chunk) of the channel's N * S (small S). Lanes accumulate separately and are
+    merged once at the end."""
     c = tl.program_id(0)
     p = tl.program_id(1)
-    start = p.to(tl.int64) * chunk
-    cbase = c.to(tl.int64) * S
+    if I64:
+        c = c.to(tl.int64)
+        p = p.to(tl.int64)
     if F64:
-        zero = tl.zeros([], tl.float64)
+        zeros = tl.zeros([BLOCK], tl.float64)
     else:
-        zero = tl.zeros([], tl.float32)
-    a0, a1, a2 = zero, zero, zero
+        zeros = tl.zeros([BLOCK], tl.float32)
+    cnt, mean, m2, s_g, s_gx = zeros, zeros, zeros, zeros, zeros
+    mu = 0.0
     if BACKWARD:
         mu = _acc(tl.load(mean_in + c), F64)
-        s_g = tl.zeros([BLOCK], a0.dtype)
-        s_gx = tl.zeros([BLOCK], a0.dtype)
-    for k0 in range(0, chunk, BLOCK):
-        e = start + k0 + tl.arange(0, BLOCK)
-        m = (e < NS) & (k0 + tl.arange(0, BLOCK) < chunk)
-        n = e // S
-        addr = n * C * S + cbase + (e - n * S)
-        v = tl.load(x + addr, mask=m, other=0.0)
-        if BACKWARD:
-            gv = _acc(tl.load(g + addr, mask=m, other=0.0), F64)
-            s_g += gv
-            s_gx += tl.where(m, gv * (_acc(v, F64) - mu), 0.0)
-        else:
-            a0, a1, a2 = _merge(a0, a1, a2, v, m, F64)
+    lanes = tl.arange(0, BLOCK)
+    if ROWS:
+        for n in range(p * chunk, tl.minimum(p * chunk + chunk, N)):
+            base = (n * C + c) * S
+            for s0 in range(0, S, BLOCK):
+                m = s0 + lanes < S
+                v = tl.load(x + base + s0 + lanes, mask=m, other=0.0)
+                gv = v
+                if BACKWARD:
+                    gv = tl.load(g + base + s0 + lanes, mask=m, other=0.0)
+                cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
+    else:
+        NS = N * S
+        for k0 in range(0, chunk, BLOCK):
+            e = p * chunk + k0 + lanes
+            m = (e < NS) & (k0 + lanes < chunk)
+            n = e // S
+            addr = (n * C + c) * S + (e - n * S)
+            v = tl.load(x + addr, mask=m, other=0.0)
+            gv = v
+            if BACKWARD:
+                gv = tl.load(g + addr, mask=m, other=0.0)
+            cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
     if BACKWARD:
         a0 = tl.sum(s_g, 0)
         a1 = tl.sum(s_gx, 0)
+        a2 = a0 * 0.0
+    else:
+        a0 = tl.sum(cnt, 0)
+        a1 = tl.sum(cnt * mean, 0) / tl.maximum(a0, 1.0)
+        d = tl.where(cnt > 0, mean - a1, 0.0)
+        a2 = tl.sum(m2, 0) + tl.sum(cnt * d * d, 0)
     o = c * P + p
     tl.store(part + o, a0)
     tl.store(part + C * P + o, a1)
@@ -141,22 +178,39 @@ def bn_finalize(
 def bn_apply(
     x, g, coef, y,                         # pointers: x, g, y (N, C, S) contiguous; coef (K, C)
     C, S, total,                           # sizes (total = N * C * S)
-    BACKWARD: tl.constexpr, BLOCK: tl.constexpr,
+    BACKWARD: tl.constexpr, ROWS: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    """Forward: ``y = x * scale[c] + shift[c]``. Backward: ``dx = a[c] * (dy - k1[c] - (x - mean[c]) * k2[c])``."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < total
-    c = (offs // S) % C
+    """Forward: ``y = x * scale[c] + shift[c]``. Backward: ``dx = a[c] * (dy - k1[c] - (x - mean[c]) * k2[c])``.
+
+    ``ROWS``: program (row of N * C, block of S) with the channel's coefficients as scalars; else flat blocks
+    (small S) with a per-element channel."""
+    if ROWS:
+        r = tl.program_id(0)
+        s = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        if I64:
+            r = r.to(tl.int64)
+        m = s < S
+        offs = r * S + s
+        c = r % C
+        mc = True
+    else:
+        pid = tl.program_id(0)
+        if I64:
+            pid = pid.to(tl.int64)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        m = offs < total
+        c = (offs // S) % C
+        mc = m
     v = tl.load(x + offs, mask=m, other=0.0)
-    a = tl.load(coef + c, mask=m, other=0.0)
+    a = tl.load(coef + c, mask=mc, other=0.0)
     if BACKWARD:
         gv = tl.load(g + offs, mask=m, other=0.0).to(a.dtype)
-        k1 = tl.load(coef + C + c, mask=m, other=0.0)
-        k2 = tl.load(coef + 2 * C + c, mask=m, other=0.0)
-        mu = tl.load(coef + 3 * C + c, mask=m, other=0.0)
+        k1 = tl.load(coef + C + c, mask=mc, other=0.0)
+        k2 = tl.load(coef + 2 * C + c, mask=mc, other=0.0)
+        mu = tl.load(coef + 3 * C + c, mask=mc, other=0.0)
         out = a * (gv - k1 - (v.to(a.dtype) - mu) * k2)
     else:
-        out = v.to(a.dtype) * a + tl.load(coef + C + c, mask=m, other=0.0)
+        out = v.to(a.dtype) * a + tl.load(coef + C + c, mask=mc, other=0.0)
     tl.store(y + offs, out.to(y.dtype.element_ty), mask=m)
 
 

@@ -20,6 +20,15 @@ import triton.language as tl
 
 
 @triton.jit
+def _offsets(BLOCK: tl.constexpr, I64: tl.constexpr):
+    """This program's ``BLOCK`` flat positions: int32 index arithmetic unless the arrays need 64-bit offsets."""
+    pid = tl.program_id(0)
+    if I64:
+        pid = pid.to(tl.int64)
+    return pid * BLOCK + tl.arange(0, BLOCK)
+
+
+@triton.jit
 def _out_coords(offs, C, OD, OH, OW):
     ow = offs % OW
     t = offs // OW
@@ -37,9 +46,9 @@ def max_pool_fwd(
     sN, sC, sD, sH, sW,                          # x strides in elements
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
-    LOWEST: tl.constexpr, BLOCK: tl.constexpr,
+    LOWEST: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    offs = _offsets(BLOCK, I64)
     m = offs < total
     n, c, od, oh, ow = _out_coords(offs, C, OD, OH, OW)
     base = x + n * sN + c * sC
@@ -69,9 +78,9 @@ def max_pool_bwd(
     total, D, H, W, OD, OH, OW,                  # sizes (total = N * C * D * H * W)
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
-    F64: tl.constexpr, BLOCK: tl.constexpr,
+    F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    offs = _offsets(BLOCK, I64)
     m = offs < total
     iw = offs % W
     t = offs // W
@@ -127,9 +136,9 @@ def avg_pool_fwd(
     sN, sC, sD, sH, sW,                          # x strides in elements
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DIV_MODE: tl.constexpr, ACC: tl.constexpr,
-    BLOCK: tl.constexpr,
+    I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    offs = _offsets(BLOCK, I64)
     m = offs < total
     n, c, od, oh, ow = _out_coords(offs, C, OD, OH, OW)
     base = x + n * sN + c * sC
@@ -163,9 +172,9 @@ def avg_pool_bwd(
     total, D, H, W, OD, OH, OW, divisor,         # sizes (total = N * C * D * H * W); divisor_override or 0
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DIV_MODE: tl.constexpr, F64: tl.constexpr,
-    BLOCK: tl.constexpr,
+    I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    offs = _offsets(BLOCK, I64)
     m = offs < total
     iw = offs % W
     t = offs // W

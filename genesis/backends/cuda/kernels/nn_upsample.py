@@ -15,27 +15,36 @@ import triton.language as tl
 
 
 @triton.jit
+def _offsets(BLOCK: tl.constexpr, I64: tl.constexpr):
+    """This program's ``BLOCK`` flat positions: int32 index arithmetic unless the arrays need 64-bit offsets."""
+    pid = tl.program_id(0)
+    if I64:
+        pid = pid.to(tl.int64)
+    return pid * BLOCK + tl.arange(0, BLOCK)
+
+
+@triton.jit
 def upsample_fwd(
     x, y,                                  # pointers: x (N, C, H, W) strided; y (N, C, OH, OW) contiguous
     h0, h1, hl, w0, w1, wl,                # per-output-row / -column source indices (int32) and weights l1
     total, C, OH, OW,                      # sizes (total = N * C * OH * OW)
     sN, sC, sH, sW,                        # x strides in elements
-    NEAREST: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr,
+    NEAREST: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    offs = _offsets(BLOCK, I64)
     m = offs < total
     ow = offs % OW
     t = offs // OW
     oh = t % OH
     nc = t // OH
     base = x + (nc // C) * sN + (nc % C) * sC
-    a0 = tl.load(h0 + oh, mask=m, other=0).to(tl.int64)
-    b0 = tl.load(w0 + ow, mask=m, other=0).to(tl.int64)
+    a0 = tl.load(h0 + oh, mask=m, other=0)
+    b0 = tl.load(w0 + ow, mask=m, other=0)
     if NEAREST:
         out = tl.load(base + a0 * sH + b0 * sW, mask=m, other=0.0)
     else:
-        a1 = tl.load(h1 + oh, mask=m, other=0).to(tl.int64)
-        b1 = tl.load(w1 + ow, mask=m, other=0).to(tl.int64)
+        a1 = tl.load(h1 + oh, mask=m, other=0)
+        b1 = tl.load(w1 + ow, mask=m, other=0)
         if F64:
             lh1 = tl.load(hl + oh, mask=m, other=0.0).to(tl.float64)
             lw1 = tl.load(wl + ow, mask=m, other=0.0).to(tl.float64)
@@ -56,14 +65,13 @@ def upsample_bwd(
     g, dx,                                 # pointers: g (N*C, OH, OW) contiguous; dx (N*C, H, W) contiguous
     h0, h1, hl, hlo, hhi, w0, w1, wl, wlo, whi,   # tables: per output row/column and per input row/column ranges
     total, H, W, OH, OW, RH, RW,           # sizes; RH, RW: the longest range of output rows / columns per input
-    F64: tl.constexpr, BLOCK: tl.constexpr,
+    F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    offs = _offsets(BLOCK, I64)
     m = offs < total
     iw = offs % W
     t = offs // W
-    ih = (t % H).to(tl.int32)
-    iw = iw.to(tl.int32)
+    ih = t % H
     gbase = g + (t // H) * OH * OW
     lo_h = tl.load(hlo + ih, mask=m, other=0)
     hi_h = tl.load(hhi + ih, mask=m, other=0)
@@ -85,6 +93,6 @@ def upsample_bwd(
             lw = tl.load(wl + ow, mask=ok, other=0.0).to(acc.dtype)
             ww = tl.where(tl.load(w0 + ow, mask=ok, other=-1) == iw, 1.0 - lw, 0.0) + \
                 tl.where(tl.load(w1 + ow, mask=ok, other=-1) == iw, lw, 0.0)
-            gv = tl.load(gbase + oh.to(tl.int64) * OW + ow, mask=ok, other=0.0).to(acc.dtype)
+            gv = tl.load(gbase + oh * OW + ow, mask=ok, other=0.0).to(acc.dtype)
             acc += tl.where(ok, gv * (wh * ww), 0.0)
     tl.store(dx + offs, acc.to(dx.dtype.element_ty), mask=m)
