@@ -2,14 +2,15 @@
 
 Shapes of the GPU kernels issue: softmax 8192^2 (fp32, bf16), layer_norm / rms_norm 8192x4096 bf16 (forward and
 forward+backward), cross-entropy 8192x151936 bf16 forward+backward (time and peak extra memory), RoPE and SwiGLU
-against torch's composites, SDPA causal bf16 B4 H16 S2048 D128 (forward and forward+backward).
+against torch's composites, SDPA causal bf16 B4 H16 S2048 D128 (forward and forward+backward), one AdamW step over
+a 0.5B-parameter model in float32 against torch's fused AdamW.
 
 Times are CUDA-event medians (Genesis through its own event benchmarker, torch through torch.cuda.Event). Every row's
 ``ratio`` is Genesis throughput / torch throughput (for the memory row: torch's peak extra bytes / Genesis's), so
 ``ratio >= goal`` is a met goal. Bandwidth rows count the bytes each op must move at least (documented per kernel
 in docs/kernels.md). Before timing, each Genesis result is checked against torch.
 
-    python benchmark/bench_nn.py [--quick] [--json PATH]
+    python benchmark/bench_nn.py [--quick] [--json PATH] [--only norms rope_swiglu cross_entropy optim ...]
     python benchmark/bench_nn.py --sweep-attention     # times flash-attention tile configurations
 """
 
@@ -210,6 +211,33 @@ def bench_sdpa(rows: list, rep: int) -> None:
                      fwd_bwd(genesis, g_attn, (gq, gk, gv), gdy), fwd_bwd(torch, t_attn, (tq, tk, tv), q), rep)
 
 
+def _qwen05b_shapes() -> list[tuple[int, ...]]:
+    """Parameter shapes of a Qwen2.5-0.5B-sized model (494M parameters, tied embedding)."""
+    hidden, inter, kv, vocab = 896, 4864, 128, 151936
+    layer = [(hidden, hidden), (hidden,), (kv, hidden), (kv,), (kv, hidden), (kv,), (hidden, hidden),
+             (inter, hidden), (inter, hidden), (hidden, inter), (hidden,), (hidden,)]
+    return [(vocab, hidden)] + layer * 24 + [(hidden,)]
+
+
+def bench_optim(rows: list, rep: int) -> None:
+    """One AdamW step over every parameter of a 0.5B-parameter model, float32 parameters, gradients and moments:
+    Genesis's default on CUDA (multi-tensor kernel) vs torch's ``AdamW(fused=True)``. Bytes: 28 per parameter."""
+    shapes = _qwen05b_shapes()
+    t_params = [torch.nn.Parameter(torch.randn(s, device="cuda") * 0.02) for s in shapes]
+    for p in t_params:
+        p.grad = torch.randn_like(p) * 1e-3
+    g_params = [genesis.nn.Parameter(to_g(p.detach())) for p in t_params]
+    for gp, tp in zip(g_params, t_params):
+        gp.grad = to_g(tp.grad)
+    n = sum(p.numel() for p in t_params)
+    g_opt = genesis.optim.AdamW(g_params, lr=1e-4)
+    t_opt = torch.optim.AdamW(t_params, lr=1e-4, fused=True)
+    g_opt.step()
+    t_opt.step()
+    check("adamw step", g_params[1], t_params[1], 1e-4)
+    rate_row(rows, f"fused AdamW {n / 1e6:.0f}M params fp32", "GB/s", 28 * n, 1.0, g_opt.step, t_opt.step, rep)
+
+
 SWEEP_CANDIDATES = {  # (BLOCK_M, BLOCK_N, num_warps, num_stages); BLOCK_N | BLOCK_M (fwd, dq), BLOCK_M | BLOCK_N (dkdv)
     "fwd": [(128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 3), (128, 128, 8, 4), (64, 64, 4, 3), (64, 64, 4, 4),
             (128, 64, 8, 2)],
@@ -354,19 +382,23 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, smaller cross-entropy batch")
     parser.add_argument("--json", default=None, help="write the rows to this JSON file")
     parser.add_argument("--sweep-attention", action="store_true", help="only time flash-attention tile configs")
+    parser.add_argument("--only", nargs="*", default=None, help="run only these groups (e.g. norms optim)")
     args = parser.parse_args()
     rep = 10 if args.quick else 30
     if args.sweep_attention:
         sweep_attention(rep)
         return
     rows: list[dict] = []
-    for bench in (bench_softmax, bench_norms, bench_rope_swiglu, bench_sdpa, bench_conv):
+    for bench in (bench_softmax, bench_norms, bench_rope_swiglu, bench_sdpa, bench_optim, bench_conv):
+        if args.only is not None and bench.__name__.removeprefix("bench_") not in args.only:
+            continue
         print(bench.__name__, flush=True)
         bench(rows, rep)
         write_json(rows, args.json)  # after each group: a run cut short still leaves its rows
-    print("bench_cross_entropy", flush=True)
-    bench_cross_entropy(rows, rep, args.quick)
-    write_json(rows, args.json)
+    if args.only is None or "cross_entropy" in args.only:
+        print("bench_cross_entropy", flush=True)
+        bench_cross_entropy(rows, rep, args.quick)
+        write_json(rows, args.json)
     print_table(rows)
 
 

@@ -256,20 +256,34 @@ class GradScaler:
             raise RuntimeError("Attempted unscale_ but _scale is None. This may indicate your script did not use "
                                "scaler.scale(loss or outputs) earlier in the iteration.")
         from genesis.autograd import no_grad
+        from genesis.functional.fused import fused_unscale_  # fused imports amp: a top-level import would cycle
 
         # torch computes 1/scale in float64 and rounds it to float32.
         inv_scale = _round_f32(1.0 / float(self._scale.item()))
-        finite = []
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        if not allow_fp16 and any(g.dtype is dtypes.float16 for g in grads):
+            raise ValueError("Attempting to unscale FP16 gradients.")
+        # On GPUs, gradients of one device and dtype are checked and unscaled in one fused pass, with one flag to
+        # read back per group; elsewhere (and for non-contiguous gradients) one gradient at a time.
+        groups: dict[tuple, list[Tensor]] = {}
+        single = []
+        for g in grads:
+            if g.device.type != "cpu" and g.is_contiguous():
+                groups.setdefault((g.device, g.dtype), []).append(g)
+            else:
+                single.append(g)
+        found_inf = False
         with no_grad():
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    if not allow_fp16 and p.grad.dtype is dtypes.float16:
-                        raise ValueError("Attempting to unscale FP16 gradients.")
-                    finite.append(bool(p.grad.isfinite().all().item()))
-                    p.grad.mul_(inv_scale)
-        state["found_inf"] = 0.0 if all(finite) else 1.0
+            for group_grads in groups.values():
+                flag = fused_unscale_(group_grads, inv_scale)
+                if flag is None:
+                    single.extend(group_grads)
+                else:
+                    found_inf = found_inf or bool(flag.item())
+            for g in single:
+                found_inf = found_inf or not bool(g.isfinite().all().item())
+                g.mul_(inv_scale)
+        state["found_inf"] = 1.0 if found_inf else 0.0
         state["stage"] = _UNSCALED
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:

@@ -83,7 +83,8 @@ def test_softmax(path: str, dtype: genesis.dtype, shape: tuple, dim: int, log: b
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("shape", [(6, 37), (3, 1), (2, 3, 64), (2, 20000)], ids=["odd", "len1", "3d", "long"])
+@pytest.mark.parametrize("shape", [(6, 37), (3, 1), (2, 3, 64), (2, 20000), (67, 48), (5, 4096)],
+                         ids=["odd", "len1", "3d", "long", "narrow-many-rows", "wide"])
 @pytest.mark.parametrize("rms", [False, True], ids=["layer_norm", "rms_norm"])
 def test_norm(path: str, dtype: genesis.dtype, shape: tuple, rms: bool) -> None:
     n = shape[-1]
@@ -172,6 +173,21 @@ def test_cross_entropy(path: str, dtype: genesis.dtype, shape: tuple, smoothing:
     _close(xg.grad, xr.grad, xg.dtype, "grad logits")
 
 
+@pytest.mark.parametrize("dtype", [genesis.float32, genesis.bfloat16], ids=str)
+def test_cross_entropy_masked_classes(dtype: genesis.dtype) -> None:
+    # -inf logits (classes masked out of the vocabulary), including a whole first chunk of a long row.
+    x = _rand((3, 9000), dtype, 0, 3.0)
+    x[:, :4200] = float("-inf")
+    x[1, 5000:] = float("-inf")
+    target = torch.tensor([4500, 4300, 8999])
+    xg, xr = _leaf(x), _ref(x)
+    out = F.cross_entropy(xg, to_genesis(target))
+    ref = torch.nn.functional.cross_entropy(xr, target)
+    _close(out, ref, dtype, "loss")
+    _backward(out, ref, 2)
+    _close(xg.grad, xr.grad, dtype, "grad logits")
+
+
 def test_cross_entropy_every_row_ignored() -> None:
     x = _rand((3, 7), genesis.float32, 0)
     xg = _leaf(x)
@@ -194,7 +210,7 @@ def test_cross_entropy_bad_target_raises() -> None:
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("shape", [(3, 37), (1, 1), (2, 4, 3000)], ids=["odd", "len1", "3d-long"])
+@pytest.mark.parametrize("shape", [(3, 37), (1, 1), (2, 4, 3000), (3, 4112)], ids=["odd", "len1", "3d-long", "wide"])
 def test_swiglu(path: str, dtype: genesis.dtype, shape: tuple) -> None:
     gate, up = _rand(shape, dtype, 0, 2.0), _rand(shape, dtype, 1)
     gg, ug, gr, ur = _leaf(gate), _leaf(up), _ref(gate), _ref(up)
@@ -207,8 +223,9 @@ def test_swiglu(path: str, dtype: genesis.dtype, shape: tuple) -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_swiglu_packed_halves(dtype: genesis.dtype) -> None:
-    x = _rand((5, 2 * 19), dtype, 0)
+@pytest.mark.parametrize("half", [19, 32])
+def test_swiglu_packed_halves(dtype: genesis.dtype, half: int) -> None:
+    x = _rand((5, 2 * half), dtype, 0)
     xg, xr = _leaf(x), _ref(x)
     out = F.swiglu(xg)
     g, u = xr.chunk(2, -1)
@@ -368,3 +385,75 @@ def test_adamw_optimizer_matches_torch() -> None:
         og.step()
         ot.step()
     _close(wg.detach(), wr.detach(), genesis.float32, "parameter")
+
+
+# ---------------------------------------------------------------- multi-tensor optimizer steps and unscaling
+
+# Odd sizes: one element, one program's worth plus a tail (4096 elements a program on CUDA), an empty parameter.
+OPT_SHAPES = [(1,), (5000,), (3, 7), (0,), (64, 65)]
+
+
+def _opt_params(lib: object, dtype: genesis.dtype, seed: int) -> list:
+    values = [_rand(shape, dtype, seed + i) for i, shape in enumerate(OPT_SHAPES)]
+    if lib is torch:
+        return [torch.nn.Parameter(v.double()) for v in values]
+    return [genesis.nn.Parameter(to_genesis(v)) for v in values]
+
+
+@pytest.mark.parametrize("opt_name,kwargs", [
+    ("AdamW", {"lr": 1e-2, "betas": (0.8, 0.95), "weight_decay": 0.1}),
+    ("Adam", {"lr": 1e-2, "weight_decay": 0.1, "maximize": True}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.1, "weight_decay": 0.01}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "maximize": True}),
+    ("SGD", {"lr": 0.1}),
+], ids=["adamw", "adam-l2-maximize", "sgd-momentum", "sgd-nesterov-maximize", "sgd-plain"])
+def test_fused_multi_tensor_step_matches_torch(opt_name: str, kwargs: dict) -> None:
+    gp, tp = _opt_params(genesis, genesis.float32, 0), _opt_params(torch, genesis.float32, 0)
+    og = getattr(genesis.optim, opt_name)(gp, fused=True, **kwargs)
+    ot = getattr(torch.optim, opt_name)(tp, **kwargs)
+    for step in range(3):
+        for i, (a, b) in enumerate(zip(gp, tp)):
+            grad = _rand(tuple(b.shape), genesis.float32, 100 * step + i)
+            a.grad, b.grad = to_genesis(grad), grad.double()
+        og.step()
+        ot.step()
+    for i, (a, b) in enumerate(zip(gp, tp)):
+        _close(a.detach(), b.detach(), genesis.float32, f"parameter {i} after 3 steps")
+
+
+@pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=str)
+def test_adamw_master_weights(dtype: genesis.dtype) -> None:
+    gp, tp = _opt_params(genesis, dtype, 0), _opt_params(torch, dtype, 0)
+    og = genesis.optim.AdamW(gp, lr=1e-3, master_weights=True)
+    ot = torch.optim.AdamW(tp, lr=1e-3)  # float64: what the float32 master copy must track
+    for step in range(3):
+        for i, (a, b) in enumerate(zip(gp, tp)):
+            grad = _rand(tuple(b.shape), dtype, 100 * step + i)
+            a.grad, b.grad = to_genesis(grad), grad.double()
+        og.step()
+        ot.step()
+    for i, (a, b) in enumerate(zip(gp, tp)):
+        master = og.state[a]["master_param"]
+        assert master.dtype is genesis.float32 and og.state[a]["exp_avg"].dtype is genesis.float32
+        _close(master, b.detach(), genesis.float32, f"master weight {i}")
+        assert genesis.equal(a.detach(), master.to(dtype)), f"parameter {i} is not its rounded master weight"
+    # A state dict round trip keeps the float32 state of the half-precision parameters.
+    fresh = genesis.optim.AdamW(gp, lr=1e-3, master_weights=True)
+    fresh.load_state_dict(og.state_dict())
+    assert fresh.state[gp[1]]["master_param"].dtype is genesis.float32
+
+
+def test_fused_unscale_finds_inf_and_scales_every_gradient() -> None:
+    from genesis.functional.fused import fused_unscale_
+
+    values = [_rand((5000,), genesis.float32, 0), _rand((3, 7), genesis.float32, 1), _rand((1,), genesis.float32, 2)]
+    for bad in (None, 1, 2):
+        grads = [to_genesis(v) for v in values]
+        expect = [v * 0.25 for v in values]
+        if bad is not None:
+            grads[bad] = to_genesis(values[bad].clone().fill_(float("inf")))
+        flag = fused_unscale_(grads, 0.25)
+        assert float(flag.item()) == (0.0 if bad is None else 1.0)
+        for i, (got, ref) in enumerate(zip(grads, expect)):
+            if i != bad:
+                _close(got, ref, genesis.float32, f"unscaled gradient {i}")

@@ -35,6 +35,7 @@ def _specs() -> list[tuple]:
     f16 = "*fp16:16"
     f32 = "*fp32:16"
     attn = ("i64",) * 13 + ("i32", "i32", "i32", "i32", "fp32")
+    mt = ("*i64:16", "*i64:16", "*i32:16", "*i32:16", "i32")  # multi-tensor tables and the tensor count
     return [
         ("adam step fp32", adk.adam_step, (f32, f32, f32, f32, "i64", *("fp32",) * 7), (2048,)),
         ("adam step bf16 params fp32 states", adk.adam_step, (bf, bf, f32, f32, "i64", *("fp32",) * 7), (2048,)),
@@ -45,19 +46,31 @@ def _specs() -> list[tuple]:
          (128, 64, 64, True, False)),
         ("attention bwd dq fp16 d64 mask", ak.attn_bwd_dq, (f16, f16, f16, f16, f16, f32, f32, f16, *attn),
          (64, 64, 64, False, True)),
-        ("layer_norm fwd bf16", nk.norm_fwd, (bf, bf, bf, bf, f32, f32, "i32", "fp32"),
-         (False, True, True, 4096, True)),
-        ("rms_norm fwd long rows", nk.norm_fwd, (f32, f32, f32, f32, f32, f32, "i32", "fp32"),
-         (True, True, False, 4096, False)),
-        ("layer_norm bwd bf16", nk.norm_bwd, (bf, bf, bf, f32, f32, bf, f32, f32, "i32", "i32"),
-         (False, True, True, True, 4096, True)),
+        ("adam multi-tensor fp32", adk.adam_multi_step, (f32,) * 5 + mt + ("fp32",) * 8, (False, 4096, 4, 4, 4, 4, 4)),
+        ("adam multi-tensor bf16 master weights", adk.adam_multi_step, (bf, bf, f32, f32, f32) + mt + ("fp32",) * 8,
+         (True, 4096, 8, 8, 4, 4, 1)),
+        ("sgd multi-tensor nesterov", adk.sgd_multi_step, (f32,) * 3 + mt + ("fp32",) * 5,
+         (True, False, True, 4096, 4, 4, 4)),
+        ("unscale multi-tensor bf16", adk.unscale_multi, (bf, f32) + mt + ("fp32",), (4096, 8)),
+        ("layer_norm fwd bf16", nk.norm_fwd, (bf, bf, bf, bf, f32, f32, "i32", "i32:16", "fp32"),
+         (False, True, True, 1, 4096, True)),
+        ("rms_norm fwd narrow rows", nk.norm_fwd, (bf, bf, bf, bf, f32, f32, "i32", "i32:16", "fp32"),
+         (True, True, False, 16, 256, True)),
+        ("rms_norm fwd long rows", nk.norm_fwd, (f32, f32, f32, f32, f32, f32, "i32", "i32", "fp32"),
+         (True, True, False, 1, 4096, False)),
+        ("layer_norm bwd bf16", nk.norm_bwd, (bf, bf, bf, f32, f32, bf, f32, f32, "i32", "i32:16"),
+         (False, True, True, True, 1, 4096, True)),
+        ("layer_norm bwd narrow rows", nk.norm_bwd, (bf, bf, bf, f32, f32, bf, f32, f32, "i32", "i32:16"),
+         (False, True, True, True, 8, 256, True)),
         ("rms_norm bwd long rows", nk.norm_bwd, (f32, f32, f32, f32, f32, f32, f32, f32, "i32", "i32"),
-         (True, True, True, False, 2048, False)),
-        ("cross_entropy fwd bf16", ck.cross_entropy_fwd, (bf, "*i64:16", f32, f32, "i32", "i64", "fp32"),
+         (True, True, True, False, 1, 2048, False)),
+        ("norm weight/bias gradient reduction", nk.norm_bwd_reduce, (f32, f32, bf, f32, "i32", "i32:16"),
+         (True, True, 32, 64)),
+        ("cross_entropy fwd bf16", ck.cross_entropy_fwd, (bf, "*i64:16", f32, f32, "i32:16", "i64", "fp32"),
          (4096, True)),
-        ("cross_entropy bwd bf16", ck.cross_entropy_bwd, (bf, "*i64:16", f32, f32, bf, "i32", "i64", "fp32"),
+        ("cross_entropy bwd bf16", ck.cross_entropy_bwd, (bf, "*i64:16", f32, f32, bf, "i32:16", "i64", "fp32"),
          (4096,)),
-        ("swiglu fwd bf16", rk.swiglu_fwd, (bf, bf, bf, "i32", "i32", "i32", "i32"), (1024,)),
+        ("swiglu fwd bf16", rk.swiglu_fwd, (bf, bf, bf, "i32:16", "i32:16", "i32:16", "i32:16"), (1024,)),
         ("swiglu bwd bf16", rk.swiglu_bwd, (bf, bf, bf, bf, bf, "i32", "i32", "i32"), (1024,)),
         ("rope bf16 fp32 tables", rk.rope_kernel, (bf, f32, f32, bf, "i32", "i32", "i32", "i64", "i64", "i64"),
          (64, 16, 64, False)),
@@ -119,17 +132,20 @@ for rms in (False, True):
         ref.backward(dy)
         y, mean, rstd = torch.empty(M, N), torch.empty(M), torch.empty(M)
         xf, wf, bf = x.float(), w.float(), b.float()
-        nk.norm_fwd[(M,)](xf, wf, bf, y, mean, rstd, N, 1e-5, RMS=rms, HAS_W=True, HAS_B=not rms, BLOCK_N=block,
-                          ONE_PASS=one_pass)
+        rows = 2 if one_pass else 1  # two rows per program: the last block is half empty
+        nk.norm_fwd[((M + rows - 1) // rows,)](xf, wf, bf, y, mean, rstd, M, N, 1e-5, RMS=rms, HAS_W=True,
+                                               HAS_B=not rms, BLOCK_M=rows, BLOCK_N=block, ONE_PASS=one_pass)
         close(y, ref.detach(), f"norm fwd rms={rms} one_pass={one_pass}")
         G = 2
         dx, dwp, dbp = torch.empty(M, N), torch.empty(G, N), torch.empty(G, N)
         nk.norm_bwd[(G,)](dy.float(), xf, wf, mean, rstd, dx, dwp, dbp, M, N, RMS=rms, HAS_W=True, NEED_DW=True,
-                          NEED_DB=not rms, BLOCK_N=block, ONE_PASS=one_pass)
+                          NEED_DB=not rms, BLOCK_M=rows, BLOCK_N=block, ONE_PASS=one_pass)
         close(dx, xr.grad, f"norm dx rms={rms} one_pass={one_pass}")
-        close(dwp.sum(0), wr.grad, f"norm dw rms={rms} one_pass={one_pass}")
+        dw, db = torch.empty(N), torch.empty(N)
+        nk.norm_bwd_reduce[(3,)](dwp, dbp, dw, db, G, N, NEED_DW=True, NEED_DB=not rms, BLOCK_P=4, BLOCK_N=16)
+        close(dw, wr.grad, f"norm dw rms={rms} one_pass={one_pass}")
         if not rms:
-            close(dbp.sum(0), br.grad, f"norm db one_pass={one_pass}")
+            close(db, br.grad, f"norm db one_pass={one_pass}")
 
 # cross-entropy: V = 50 over 16-wide chunks, an ignored row, label smoothing
 M, V = 4, 50
@@ -148,6 +164,13 @@ for smoothing in (0.0, 0.1):
     dx = torch.empty(M, V)
     ck.cross_entropy_bwd[(M, 4)](logits.float(), target, lse, dl.float(), dx, V, -100, smoothing, BLOCK_V=16)
     close(dx, xr.grad, f"cross_entropy dlogits smoothing={smoothing}")
+masked = logits.clone()
+masked[0, :20] = float("-inf")  # a whole 16-wide chunk and part of the next hold masked-out classes
+masked[2, 30:49] = float("-inf")
+ref = torch.nn.functional.cross_entropy(masked, target, reduction="none")
+loss, lse = torch.empty(M), torch.empty(M)
+ck.cross_entropy_fwd[(M,)](masked.float(), target, loss, lse, V, -100, 0.0, BLOCK_V=16, SMOOTH=False)
+close(loss, ref, "cross_entropy loss with -inf logits")
 
 # SwiGLU on the halves of a packed (M, 2H) array (row stride 2H), H = 24 over 16-wide blocks
 M, H = 3, 24
@@ -245,6 +268,40 @@ for decoupled in (True, False):
         close(p, ref.detach(), f"adam step {step} decoupled={decoupled}")
         close(m, opt.state[ref]["exp_avg"], "adam exp_avg")
         close(v, opt.state[ref]["exp_avg_sq"], "adam exp_avg_sq")
+
+# Multi-tensor Adam over three tensors (sizes 300, 1, 130 in 128-element programs: whole and masked blocks), each
+# list held in one buffer at element offsets; maximize with L2 weight decay
+sizes, starts = (300, 1, 130), (0, 304, 320)
+p, m, v = torch.randn(512, generator=g), torch.zeros(512), torch.zeros(512)
+grad = torch.randn(512, generator=g)
+refs = [torch.nn.Parameter(p[s:s + n].double()) for s, n in zip(starts, sizes)]
+opt = torch.optim.Adam(refs, lr=1e-2, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1, maximize=True)
+blocks = [(n + 127) // 128 for n in sizes]
+owner = torch.tensor([t for t, b in enumerate(blocks) for _ in range(b)], dtype=torch.int32)
+first = torch.tensor([0, blocks[0], blocks[0] + blocks[1]], dtype=torch.int32)
+offsets = torch.tensor([starts] * 5, dtype=torch.int64)
+for step in range(1, 3):
+    for r, s, n in zip(refs, starts, sizes):
+        r.grad = grad[s:s + n].double()
+    opt.step()
+    adk.adam_multi_step[(int(sum(blocks)),)](p, grad, m, v, p, offsets, torch.tensor(sizes), owner, first, 3, 0.8,
+                                             0.95, 1e-6, 0.1, 1.0, 1e-2 / (1 - 0.8 ** step),
+                                             (1 - 0.95 ** step) ** 0.5, -1.0, HAS_MASTER=False, BLOCK=128, AP=1,
+                                             AG=1, AM=1, AV=1, AW=1)
+    for r, s, n in zip(refs, starts, sizes):
+        close(p[s:s + n], r.detach(), f"multi-tensor adam step {step}")
+
+# fused unscale: one inf among three tensors sets the flag; every value is scaled
+grad = torch.randn(512, generator=g)
+expect = grad * 0.5
+grad[449] = float("inf")  # in the masked last block of the third tensor
+expect[449] = float("inf")
+found = torch.zeros(1)
+adk.unscale_multi[(int(sum(blocks)),)](grad, found, offsets[:1], torch.tensor(sizes), owner, first, 3, 0.5,
+                                       BLOCK=128, AG=1)
+assert found.item() == 1.0
+for s, n in zip(starts, sizes):
+    close(grad[s:s + n], expect[s:s + n], "unscale")
 print("ok")
 """
 
@@ -290,9 +347,11 @@ nf._new = lambda shape, dtype, device: cpu.empty(shape, dtype, device)
 nf._ptr = cpu.native
 nf._psig = lambda x, p: "*fp32"
 nf._contig = lambda x: x.is_contiguous()
-nf.contiguous, nf.reduce, nf.full = cpu.contiguous, cpu.reduce, cpu.full
+nf.contiguous, nf.full = cpu.contiguous, cpu.full
 nf._row_tile = lambda n, itemsize: (16, False, 4) if n > 16 else (16, True, 4)  # small tiles: chunked paths run
-nf._ce_block = lambda v, itemsize: 16
+nf._NORM_LONG = 16
+nf._norm_block = lambda n, itemsize: (16, False) if n > 16 else (16, True)
+nf.CE_CONFIGS = {key: (16, 4) for key in nf.CE_CONFIGS}
 g = torch.Generator().manual_seed(0)
 nd = cpu.wrap
 

@@ -86,9 +86,9 @@ fused neural-network kernels (over the last dim; statistics in float32, results 
     softmax_backward(grad, out, dim, log)           gradient of softmax / log_softmax from its output
     layer_norm(x, weight, bias, eps, rms)           (out, mean, rstd) of layer_norm, or rms_norm (rms=True: mean 0,
                                                     no bias); mean/rstd float32 of shape x.shape[:-1]
-    layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask)
-                                                    (grad_x, grad_weight, grad_bias float32), None where not
-                                                    needed
+    layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask, bias_dtype)
+                                                    (grad_x, grad_weight, grad_bias in bias_dtype, float32 where
+                                                    None), None where not needed
     cross_entropy(x, target, ignore_index, label_smoothing)
                                                     (loss, logsumexp) per row of 2-D logits, float32; 0 loss where
                                                     target == ignore_index
@@ -114,6 +114,15 @@ fused neural-network kernels (over the last dim; statistics in float32, results 
     adam_step_(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step)
                                                     one Adam (decoupled: AdamW) step in place on contiguous
                                                     param/exp_avg/exp_avg_sq, float32 arithmetic; step >= 1
+    adam_multi_step_(params, grads, exp_avgs, exp_avg_sqs, masters, lr, beta1, beta2, eps, weight_decay, decoupled,
+                     step, maximize)                the same step over lists of contiguous arrays (each list one
+                                                    dtype, one step count); masters: float32 master weights updated
+                                                    in place of the parameters (which get the rounded result) or None
+    sgd_multi_step_(params, grads, bufs, lr, momentum, dampening, weight_decay, nesterov, maximize, first)
+                                                    SGD over lists in place; bufs: momentum buffers or None
+                                                    (momentum 0); first: the buffers are new (buf = g)
+    unscale_grads_(grads, inv_scale)                grads *= inv_scale in place; returns a float32 (1,) array,
+                                                    1.0 if any gradient held an inf or nan, else 0.0
 random (counter-based: the same seed and offset give the same numbers)
     uniform(shape, dtype, device, seed, offset)     U[0, 1)
     normal(shape, dtype, device, seed, offset)      N(0, 1)
@@ -150,7 +159,7 @@ PRIMITIVES = (
     "group_norm", "group_norm_backward", "upsample", "upsample_backward", "embedding_backward",
     "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
     "swiglu", "swiglu_backward", "rope", "attention", "attention_backward", "kv_cache_write_", "decode_attention",
-    "adam_step_",
+    "adam_step_", "adam_multi_step_", "sgd_multi_step_", "unscale_grads_",
     "uniform", "normal", "randint", "dropout",
     "synchronize",
 )

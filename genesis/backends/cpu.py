@@ -389,7 +389,7 @@ def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: fl
 
 
 def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
-                        output_mask: tuple) -> tuple:
+                        output_mask: tuple, bias_dtype: dtypes.dtype | None = None) -> tuple:
     g, xt = native(grad).float(), native(x)
     r = native(rstd).unsqueeze(-1)
     xhat = (xt.float() - native(mean).unsqueeze(-1)) * r
@@ -399,7 +399,7 @@ def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
         dx = dx - wg.mean(-1, keepdim=True)
     lead = tuple(range(xt.ndim - 1))
     grad_w = wrap((g * xhat).sum(lead).to(native(weight).dtype)) if output_mask[1] and weight is not None else None
-    grad_b = wrap(g.sum(lead)) if output_mask[2] and not rms else None
+    grad_b = wrap(g.sum(lead).to(TORCH_DTYPE[bias_dtype or dtypes.float32])) if output_mask[2] and not rms else None
     return (wrap((dx * r).to(xt.dtype)) if output_mask[0] else None), grad_w, grad_b
 
 
@@ -518,6 +518,41 @@ def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDAr
     p.copy_(pf - lr / (1 - beta1 ** step) * mf / denom)
     m.copy_(mf)
     v.copy_(vf)
+
+
+def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list[NDArray],
+                     exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float, beta1: float, beta2: float,
+                     eps: float, weight_decay: float, decoupled: bool, step: int, maximize: bool) -> None:
+    for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
+        target = masters[i] if masters is not None else p
+        grad = wrap(-native(g)) if maximize else g
+        adam_step_(target, grad, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step)
+        if masters is not None:
+            native(p).copy_(native(target))
+
+
+def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDArray] | None, lr: float,
+                    momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+                    first: bool) -> None:
+    for i, (param, grad) in enumerate(zip(params, grads)):
+        p = native(param)
+        acc = torch.float64 if p.dtype == torch.float64 else torch.float32  # half precision rounds once
+        g = native(grad).to(acc) * (-1.0 if maximize else 1.0) + weight_decay * p.to(acc)
+        if bufs is not None:
+            b = native(bufs[i])
+            nb = g if first else momentum * b.to(acc) + (1 - dampening) * g
+            b.copy_(nb)
+            g = g + momentum * nb if nesterov else nb
+        p.copy_(p.to(acc) - lr * g)
+
+
+def unscale_grads_(grads: list[NDArray], inv_scale: float) -> NDArray:
+    found = False
+    for grad in grads:
+        g = native(grad)
+        found = found or not bool(torch.isfinite(g).all())
+        g.mul_(inv_scale)
+    return wrap(torch.tensor([1.0 if found else 0.0]))
 
 
 # ---------------------------------------------------------------- random

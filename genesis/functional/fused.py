@@ -52,19 +52,19 @@ class LayerNorm(Primitive):
         need = ctx.needs_input_grad
         if is_grad_enabled():
             gx, gw, gb = _layer_norm_grads(grad, x, weight, mean, rstd, rms, need)
+            if gb is not None and gb.dtype is not ctx.bias_dtype:  # summed in float32
+                gb = gb.to(ctx.bias_dtype)
         else:
             mask = (bool(need[0]), weight is not None and bool(need[1]), not rms and bool(need[2]))
-            gx, gw, gb = LayerNormBackward.apply(grad, x, weight, mean, rstd, rms, mask)
-        if gb is not None and gb.dtype is not ctx.bias_dtype:  # summed in float32
-            gb = gb.to(ctx.bias_dtype)
+            gx, gw, gb = LayerNormBackward.apply(grad, x, weight, mean, rstd, rms, mask, ctx.bias_dtype)
         return gx, gw, gb, None, None
 
 
 class LayerNormBackward(Primitive):
     @staticmethod
     def forward(ctx, grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
-                output_mask: tuple) -> tuple:
-        return x.backend.layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask)
+                output_mask: tuple, bias_dtype: dtypes.dtype | None) -> tuple:
+        return x.backend.layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask, bias_dtype)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -241,10 +241,11 @@ def fused_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, n_dims: in
     if not _applies(x, weight, bias) or x.numel() == 0 or any(
             p is not None and tuple(p.shape) != tuple(shape[-n_dims:]) for p in (weight, bias)):
         return None
-    if n_dims > 1:
-        x = x.reshape(tuple(shape[:-n_dims]) + (-1,))
-        weight = weight.reshape(-1) if weight is not None else None
-        bias = bias.reshape(-1) if bias is not None else None
+    if n_dims == 1:  # no reshapes: each would cost a graph node forward and backward
+        return LayerNorm.apply(x, weight, bias, eps, rms)
+    x = x.reshape(tuple(shape[:-n_dims]) + (-1,))
+    weight = weight.reshape(-1) if weight is not None else None
+    bias = bias.reshape(-1) if bias is not None else None
     return LayerNorm.apply(x, weight, bias, eps, rms).reshape(shape)
 
 
@@ -345,3 +346,66 @@ def fused_adam_step_(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: T
     for t in (param, exp_avg, exp_avg_sq):
         t._bump_version()
     return True
+
+
+def _multi_applies(lists: list[list[Tensor] | None]) -> bool:
+    """Lists of contiguous tensors on one device, each list one kernel dtype (CUDA) or one floating dtype (CPU)."""
+    device = lists[0][0].device
+    for tensors in lists:
+        if tensors is None:
+            continue
+        dtype = tensors[0].dtype
+        if device.type == "cuda" and dtype not in _KERNEL_DTYPES or not dtype.is_floating_point:
+            return False
+        if any(t.device != device or t.dtype is not dtype or not t.is_contiguous() for t in tensors):
+            return False
+    return True
+
+
+def _bump(*lists: list[Tensor] | None) -> None:
+    for tensors in lists:
+        for t in tensors or ():
+            t._bump_version()
+
+
+def fused_adam_multi_step_(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                           exp_avg_sqs: list[Tensor], masters: list[Tensor] | None, lr: float, beta1: float,
+                           beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int,
+                           maximize: bool) -> bool:
+    """One Adam/AdamW step over whole lists of parameters in place (on CUDA one kernel launch for all of them);
+    with ``masters`` the float32 master weights are updated and the parameters get the rounded result. False
+    (nothing done) where the lists do not fit the kernel: mixed devices or dtypes within a list, non-contiguous."""
+    lists = [params, grads, exp_avgs, exp_avg_sqs, masters]
+    if not params or not _multi_applies(lists):
+        return False
+    nd = [None if lst is None else [t.ndarray for t in lst] for lst in lists]
+    params[0].ndarray.backend.adam_multi_step_(*nd, lr, beta1, beta2, eps, weight_decay, decoupled, step, maximize)
+    _bump(params, exp_avgs, exp_avg_sqs, masters)
+    return True
+
+
+def fused_sgd_multi_step_(params: list[Tensor], grads: list[Tensor], bufs: list[Tensor] | None, lr: float,
+                          momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+                          first: bool) -> bool:
+    """One SGD step over whole lists of parameters in place (``bufs``: momentum buffers, new when ``first``);
+    False (nothing done) where the lists do not fit the kernel."""
+    lists = [params, grads, bufs]
+    if not params or not _multi_applies(lists):
+        return False
+    nd = [None if lst is None else [t.ndarray for t in lst] for lst in lists]
+    params[0].ndarray.backend.sgd_multi_step_(*nd, lr, momentum, dampening, weight_decay, nesterov, maximize, first)
+    _bump(params, bufs)
+    return True
+
+
+def fused_unscale_(grads: list[Tensor], inv_scale: float) -> Tensor | None:
+    """``g *= inv_scale`` for every gradient in one pass (one launch per dtype group on CUDA); returns a float32
+    (1,) tensor on their device, 1.0 if any gradient held an inf or nan. None (nothing done) where it does not apply.
+    """
+    from genesis.tensor import Tensor
+
+    if not grads or not _multi_applies([grads]):
+        return None
+    found = grads[0].ndarray.backend.unscale_grads_([g.ndarray for g in grads], inv_scale)
+    _bump(grads)
+    return Tensor._wrap(found)

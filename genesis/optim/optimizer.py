@@ -12,6 +12,7 @@ import copy
 import math
 from typing import Any, Callable, Iterable
 
+from genesis import dtypes
 from genesis.autograd import enable_grad, no_grad
 from genesis.functional import cat
 from genesis.tensor import Tensor, empty
@@ -152,9 +153,10 @@ class Optimizer:
                 foreach = group.get("foreach")
                 small: dict[tuple, list[Tensor]] = {}
                 single = []
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
+                params = [p for p in group["params"] if p.grad is not None]
+                if group.get("fused") is not False and params:
+                    params = self._fused_step(group, params)
+                for p in params:
                     flat = foreach or (foreach is None and p.device.type != "cpu")
                     if not flat or p.numel() > _FLAT_MAX_NUMEL:
                         single.append(p)
@@ -169,6 +171,11 @@ class Optimizer:
                         state["step"] = state.get("step", 0) + 1
                     self._update(p, p.grad, state, group)
         return loss
+
+    def _fused_step(self, group: dict[str, Any], params: list[Tensor]) -> list[Tensor]:
+        """Update ``params`` (all with gradients) with fused multi-tensor kernels, a few launches for the whole
+        group; returns the parameters it left for the per-parameter paths. The base class has no fused step."""
+        return params
 
     def _step_flat(self, group: dict[str, Any], params: list[Tensor]) -> bool:
         """Run ``_update`` once on all ``params`` concatenated (the multi-tensor path); False if it can't apply.
@@ -295,10 +302,12 @@ class Optimizer:
         unknown = [idx for idx in state_dict["state"] if idx not in by_index]
         if unknown:
             raise ValueError(f"loaded state dict has state for parameter indices {unknown} that no group lists")
+        master = {idx: bool(saved.get("master_weights")) for saved in saved_groups for idx in saved["params"]}
         new_state = {}
         for idx, saved_state in state_dict["state"].items():
             p = by_index[idx]
-            new_state[p] = {key: _cast_state(key, value, p) for key, value in saved_state.items()}
+            new_state[p] = {key: _cast_state(key, value, p, master.get(idx, False)) for key, value in
+                            saved_state.items()}
         new_groups = []
         for group, saved in zip(self.param_groups, saved_groups):
             restored = copy.deepcopy({key: value for key, value in saved.items() if key != "params"})
@@ -308,10 +317,15 @@ class Optimizer:
         self.param_groups = new_groups
 
 
-def _cast_state(key: str, value: Any, param: Tensor) -> Any:
-    """A private copy of one saved state value, placed like its parameter (the step count stays as it is)."""
+def _cast_state(key: str, value: Any, param: Tensor, master_weights: bool = False) -> Any:
+    """A private copy of one saved state value, placed like its parameter (the step count stays as it is).
+
+    Floating-point state takes the parameter's dtype, except with master weights, where the float32 state of a
+    half-precision parameter (master copy, moments) stays float32.
+    """
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
     if key != "step" and value.dtype.is_floating_point:
-        return value.detach().to(device=param.device, dtype=param.dtype, copy=True)
+        keep = master_weights and value.dtype is dtypes.float32 and param.dtype in (dtypes.float16, dtypes.bfloat16)
+        return value.detach().to(device=param.device, dtype=value.dtype if keep else param.dtype, copy=True)
     return value.detach().to(device=param.device, copy=True)

@@ -1155,10 +1155,10 @@ def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: fl
 
 
 def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
-                        output_mask: tuple) -> tuple:
+                        output_mask: tuple, bias_dtype: dtypes.dtype | None = None) -> tuple:
     from genesis.backends.cuda import nn_fused
 
-    return nn_fused.layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask)
+    return nn_fused.layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask, bias_dtype)
 
 
 def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> tuple:
@@ -1230,3 +1230,26 @@ def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDAr
 
     _check_device("adam_step_", param, grad, exp_avg, exp_avg_sq)
     nn_fused.adam_step_(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step)
+
+
+def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list[NDArray],
+                     exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float, beta1: float, beta2: float,
+                     eps: float, weight_decay: float, decoupled: bool, step: int, maximize: bool) -> None:
+    from genesis.backends.cuda import nn_fused
+
+    nn_fused.adam_multi_step_(params, grads, exp_avgs, exp_avg_sqs, masters, lr, beta1, beta2, eps, weight_decay,
+                              decoupled, step, maximize)
+
+
+def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDArray] | None, lr: float,
+                    momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+                    first: bool) -> None:
+    from genesis.backends.cuda import nn_fused
+
+    nn_fused.sgd_multi_step_(params, grads, bufs, lr, momentum, dampening, weight_decay, nesterov, maximize, first)
+
+
+def unscale_grads_(grads: list[NDArray], inv_scale: float) -> NDArray:
+    from genesis.backends.cuda import nn_fused
+
+    return nn_fused.unscale_grads_(grads, inv_scale)

@@ -2,13 +2,15 @@
 
 Each implements one primitive of the backend contract (``genesis.backends``): softmax_backward, layer_norm,
 layer_norm_backward, cross_entropy, cross_entropy_backward, swiglu, swiglu_backward, rope, attention,
-attention_backward, adam_step_.
+attention_backward, adam_step_, adam_multi_step_, sgd_multi_step_, unscale_grads_.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from genesis import dtypes
-from genesis.backends.cuda import _contig, _new, _next_pow2, _psig, _ptr, contiguous, full, reduce, rt
+from genesis.backends.cuda import _contig, _new, _next_pow2, _psig, _ptr, contiguous, from_numpy, full, rt
 from genesis.backends.cuda import triton_driver as td
 from genesis.backends.cuda.kernels import nn_adamw as adk
 from genesis.backends.cuda.kernels import nn_attention as ak
@@ -65,6 +67,43 @@ def softmax_backward(grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArra
 
 _NORM_FWD = td.Kernel(nk.norm_fwd)
 _NORM_BWD = td.Kernel(nk.norm_bwd)
+_NORM_REDUCE = td.Kernel(nk.norm_bwd_reduce)
+
+
+def _ndiv(n: int) -> str:
+    """Signature type of a row length: marked a multiple of 16 when it is one, so that rows start 16-byte aligned
+    (given an aligned base pointer) and loads vectorize."""
+    return "i32:16" if n % 16 == 0 else "i32"
+
+
+def _norm_defaults() -> dict[tuple[str, int], tuple[int, ...]]:
+    """Per (kernel, BLOCK_N): forward (BLOCK_M, num_warps), backward (BLOCK_M, num_warps, programs per SM).
+
+    Narrow rows share a program (BLOCK_M rows of BLOCK_N, at least 2048 elements) so each program moves a few KiB;
+    4 warps up to 2048 elements, 8 up to 4096, 16 beyond. The backward runs 16 warps per SM (programs loop over
+    their rows), fewer programs meaning fewer partial sums to reduce. Swept on an H200 at N = 1024 and 4096 bf16.
+    """
+    table = {}
+    for k in range(4, 15):
+        block_n = 1 << k
+        block_m = max(1, min(64, 2048 // block_n))
+        elems = block_m * block_n
+        warps = 4 if elems <= 2048 else 8 if elems <= 4096 else 16
+        table[("fwd", block_n)] = (block_m, warps)
+        table[("bwd", block_n)] = (block_m, warps, max(1, 16 // warps))
+    return table
+
+
+# ``benchmark/sweep_nn_tiles.py`` times alternatives on the GPU at hand.
+NORM_CONFIGS = _norm_defaults()
+_NORM_LONG = 4096  # chunk of the looping kernels for rows that do not fit in registers
+
+
+def _norm_block(n: int, itemsize: int) -> tuple[int, bool]:
+    limit = 16384 if itemsize <= 2 else 8192
+    if n <= limit:
+        return max(_next_pow2(n), 16), True
+    return _NORM_LONG, False
 
 
 def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float,
@@ -79,45 +118,50 @@ def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: fl
         w = _dense(weight) if weight is not None else xc
         b = _dense(bias) if bias is not None else xc
         ptrs = (_ptr(xc), _ptr(w), _ptr(b), _ptr(y), _ptr(mean), _ptr(rstd))
-        sig = tuple(_psig(a, p) for a, p in zip((xc, w, b, y, mean, rstd), ptrs)) + ("i32", "fp32")
-        block, one_pass, warps = _row_tile(N, x.dtype.itemsize)
-        go = _NORM_FWD.launcher(sig, (rms, weight is not None, bias is not None, block, one_pass), warps)
-        go(M, 1, 1, *ptrs, N, eps)
+        sig = tuple(_psig(a, p) for a, p in zip((xc, w, b, y, mean, rstd), ptrs)) + ("i32", _ndiv(N), "fp32")
+        block_n, one_pass = _norm_block(N, x.dtype.itemsize)
+        block_m, warps = NORM_CONFIGS[("fwd", block_n)] if one_pass else (1, 8)
+        go = _NORM_FWD.launcher(sig, (rms, weight is not None, bias is not None, block_m, block_n, one_pass), warps)
+        go((M + block_m - 1) // block_m if one_pass else M, 1, 1, *ptrs, M, N, eps)
     return y, mean, rstd
 
 
 def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
-                        output_mask: tuple) -> tuple:
+                        output_mask: tuple, bias_dtype: dtypes.dtype | None = None) -> tuple:
     g, xc = _dense(grad), _dense(x)
     M, N = _rows(xc)
     need_dw = bool(output_mask[1]) and weight is not None
     need_db = bool(output_mask[2]) and not rms
+    bias_dtype = bias_dtype or _F32
     dx = _new(x.shape, x.dtype, x.device)
-    programs = max(1, min(M, 4 * rt.multiprocessor_count(x.device.index))) if M else 1
+    if not (M and N):  # no rows: the kernels do not run and the parameter gradients are zero
+        grad_w = full(weight.shape, 0.0, weight.dtype, x.device) if need_dw else None
+        grad_b = full((N,), 0.0, bias_dtype, x.device) if need_db else None
+        return (dx if output_mask[0] else None), grad_w, grad_b
+    grad_w = _new(weight.shape, weight.dtype, x.device) if need_dw else None
+    grad_b = _new((N,), bias_dtype, x.device) if need_db else None
+    rt.ensure_device(x.device.index)
+    block_n, one_pass = _norm_block(N, x.dtype.itemsize)
+    block_m, warps, per_sm = NORM_CONFIGS[("bwd", block_n)] if one_pass else (1, 8, 4)
+    programs = max(1, min((M + block_m - 1) // block_m, per_sm * rt.multiprocessor_count(x.device.index)))
     dw_part = _new((programs, N), _F32, x.device) if need_dw else None
     db_part = _new((programs, N), _F32, x.device) if need_db else None
-    if M and N:
-        rt.ensure_device(x.device.index)
-        w = _dense(weight) if weight is not None else xc
-        arrays = (g, xc, w, mean, rstd, dx, dx if dw_part is None else dw_part, dx if db_part is None else db_part)
-        ptrs = tuple(_ptr(a) for a in arrays)
-        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32", "i32")
-        block, one_pass, warps = _row_tile(N, x.dtype.itemsize)
-        go = _NORM_BWD.launcher(sig, (rms, weight is not None, need_dw, need_db, block, one_pass), warps)
-        go(programs, 1, 1, *ptrs, M, N)
-    grad_w = grad_b = None
-    if need_dw:
-        # Second, ordered reduction of the per-program partial sums (deterministic, no atomics).
-        grad_w = _sum_rows(dw_part, M, weight.dtype, weight.shape)
-    if need_db:
-        grad_b = _sum_rows(db_part, M, _F32, (N,))  # the caller casts to the bias dtype
+    w = _dense(weight) if weight is not None else xc
+    arrays = (g, xc, w, mean, rstd, dx, dx if dw_part is None else dw_part, dx if db_part is None else db_part)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32", _ndiv(N))
+    go = _NORM_BWD.launcher(sig, (rms, weight is not None, need_dw, need_db, block_m, block_n, one_pass), warps)
+    go(programs, 1, 1, *ptrs, M, N)
+    if need_dw or need_db:
+        # Second, ordered reduction of the per-program partial sums (deterministic, no atomics), both in one launch.
+        parts = (dw_part if need_dw else db_part, db_part if need_db else dw_part,
+                 grad_w if need_dw else grad_b, grad_b if need_db else grad_w)
+        ptrs = tuple(_ptr(a) for a in parts)
+        sig = tuple(_psig(a, p) for a, p in zip(parts, ptrs)) + ("i32", _ndiv(N))
+        # Narrow column strips (16 floats) give many programs: the sum over P rows is latency-bound otherwise.
+        go = _NORM_REDUCE.launcher(sig, (need_dw, need_db, 128, 16), 4)
+        go((N + 15) // 16, 1, 1, *ptrs, programs, N)
     return (dx if output_mask[0] else None), grad_w, grad_b
-
-
-def _sum_rows(part: NDArray, M: int, dtype: dtypes.dtype, shape: tuple[int, ...]) -> NDArray:
-    if not M:  # no rows: the kernel did not run and the gradient is zero
-        return full(shape, 0.0, dtype, part.device)
-    return reduce("sum", part, (0,), False).astype(dtype).reshape(shape)
 
 
 # ---------------------------------------------------------------- cross-entropy
@@ -126,9 +170,16 @@ _CE_FWD = td.Kernel(cek.cross_entropy_fwd)
 _CE_BWD = td.Kernel(cek.cross_entropy_bwd)
 
 
-def _ce_block(v: int, itemsize: int) -> int:
-    # Three float32 running vectors of BLOCK_V per program: 4096 keeps them in registers at 8 warps.
-    return min(max(_next_pow2(v), 16), 4096 if itemsize <= 2 else 2048)
+# (BLOCK_V, num_warps) per kernel and element size: the forward keeps three float32 running vectors of BLOCK_V per
+# program in registers. Swept on an H200 at 8192 x 151936 bf16 (forward 698 us at (2048, 8) against 823 at
+# (2048, 4); backward within 2% from 1024 to 8192 columns); ``benchmark/sweep_nn_tiles.py`` times alternatives.
+CE_CONFIGS = {("fwd", 2): (2048, 8), ("fwd", 4): (2048, 8), ("bwd", 2): (2048, 4), ("bwd", 4): (4096, 8)}
+
+
+def _ce_cfg(kernel: str, v: int, itemsize: int) -> tuple[int, int]:
+    block, warps = CE_CONFIGS[(kernel, 2 if itemsize <= 2 else 4)]
+    block = min(max(_next_pow2(v), 16), block)
+    return block, warps if block >= 2048 else min(warps, 4)
 
 
 def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> tuple[NDArray, NDArray]:
@@ -139,9 +190,9 @@ def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothin
     if M:
         rt.ensure_device(x.device.index)
         ptrs = (_ptr(xc), _ptr(t), _ptr(loss), _ptr(lse))
-        sig = tuple(_psig(a, p) for a, p in zip((xc, t, loss, lse), ptrs)) + ("i32", "i64", "fp32")
-        block = _ce_block(V, x.dtype.itemsize)
-        go = _CE_FWD.launcher(sig, (block, label_smoothing > 0), 8 if block >= 2048 else 4)
+        sig = tuple(_psig(a, p) for a, p in zip((xc, t, loss, lse), ptrs)) + (_ndiv(V), "i64", "fp32")
+        block, warps = _ce_cfg("fwd", V, x.dtype.itemsize)
+        go = _CE_FWD.launcher(sig, (block, label_smoothing > 0), warps)
         go(M, 1, 1, *ptrs, V, ignore_index, label_smoothing)
     return loss, lse
 
@@ -155,9 +206,9 @@ def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDAr
         rt.ensure_device(x.device.index)
         arrays = (xc, t, lse, g, dx)
         ptrs = tuple(_ptr(a) for a in arrays)
-        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32", "i64", "fp32")
-        block = min(max(_next_pow2(V), 16), 4096)
-        go = _CE_BWD.launcher(sig, (block,), 8 if block >= 2048 else 4)
+        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + (_ndiv(V), "i64", "fp32")
+        block, warps = _ce_cfg("bwd", V, x.dtype.itemsize)
+        go = _CE_BWD.launcher(sig, (block,), warps)
         go(M, (V + block - 1) // block, 1, *ptrs, V, ignore_index, label_smoothing)
     return dx
 
@@ -167,6 +218,15 @@ def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDAr
 
 _SWIGLU_FWD = td.Kernel(rsk.swiglu_fwd)
 _SWIGLU_BWD = td.Kernel(rsk.swiglu_bwd)
+# (BLOCK_H, num_warps) per kernel: on an H200 at 8192 x 8192 bf16 every block from 1024 to 8192 columns ran within
+# 3% (about 4.1 TB/s); ``benchmark/sweep_nn_tiles.py`` times alternatives.
+SWIGLU_CONFIGS = {"fwd": (4096, 8), "bwd": (4096, 8)}
+
+
+def _swiglu_cfg(kernel: str, h: int) -> tuple[int, int]:
+    block, warps = SWIGLU_CONFIGS[kernel]
+    block = min(_next_pow2(h), block)
+    return block, warps if block >= 2048 else min(warps, 4)
 
 
 def _row_view(x: NDArray) -> tuple[NDArray, int]:
@@ -191,9 +251,9 @@ def swiglu(gate: NDArray, up: NDArray) -> NDArray:
     if M and H:
         rt.ensure_device(gate.device.index)
         ptrs = (_ptr(g), _ptr(u), _ptr(out))
-        block = min(_next_pow2(H), 2048)
-        sig = tuple(_psig(a, p) for a, p in zip((g, u, out), ptrs)) + ("i32",) * 4
-        go = _SWIGLU_FWD.launcher(sig, (block,), 4 if block <= 1024 else 8)
+        block, warps = _swiglu_cfg("fwd", H)
+        sig = tuple(_psig(a, p) for a, p in zip((g, u, out), ptrs)) + tuple(_ndiv(v) for v in (H, sg, su, H))
+        go = _SWIGLU_FWD.launcher(sig, (block,), warps)
         go(M, (H + block - 1) // block, 1, *ptrs, H, sg, su, H)
     return out
 
@@ -209,9 +269,9 @@ def swiglu_backward(grad: NDArray, gate: NDArray, up: NDArray) -> tuple[NDArray,
         rt.ensure_device(gate.device.index)
         arrays = (d, g, u, dg, du)
         ptrs = tuple(_ptr(a) for a in arrays)
-        block = min(_next_pow2(H), 2048)
-        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32",) * 3
-        go = _SWIGLU_BWD.launcher(sig, (block,), 4 if block <= 1024 else 8)
+        block, warps = _swiglu_cfg("bwd", H)
+        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + tuple(_ndiv(v) for v in (H, sg, su))
+        go = _SWIGLU_BWD.launcher(sig, (block,), warps)
         go(M, (H + block - 1) // block, 1, *ptrs, H, sg, su)
     return dg, du
 
@@ -383,3 +443,99 @@ def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDAr
     l2, decay = (0.0, 1.0 - lr * weight_decay) if decoupled else (weight_decay, 1.0)
     go((n + block - 1) // block, 1, 1, *ptrs, n, beta1, beta2, eps, l2, decay, lr / (1 - beta1 ** step),
        (1 - beta2 ** step) ** 0.5)
+
+
+# ---------------------------------------------------------------- multi-tensor optimizer steps
+
+_ADAM_MULTI = td.Kernel(adk.adam_multi_step)
+_SGD_MULTI = td.Kernel(adk.sgd_multi_step)
+_UNSCALE = td.Kernel(adk.unscale_multi)
+_MT_BLOCK = 4096  # elements per program (about 114 KiB of traffic per program for float32 Adam)
+_MT_TABLES: dict[tuple, tuple] = {}
+
+
+def _mt_tables(sizes: tuple[int, ...], device: object) -> tuple[NDArray, NDArray, NDArray, int]:
+    """Device tables of a list of tensor sizes: sizes, the tensor of each program, each tensor's first program.
+
+    They depend only on the sizes, so an optimizer's parameter list uploads them once.
+    """
+    key = (sizes, device.index)
+    hit = _MT_TABLES.get(key)
+    if hit is None:
+        blocks = np.array([(n + _MT_BLOCK - 1) // _MT_BLOCK for n in sizes], np.int64)
+        first = np.concatenate(([0], np.cumsum(blocks)[:-1])).astype(np.int32)
+        owner = np.repeat(np.arange(len(sizes), dtype=np.int32), blocks)
+        if len(_MT_TABLES) >= 64:  # bounded: parameter lists rarely change
+            _MT_TABLES.clear()
+        hit = _MT_TABLES[key] = (from_numpy(np.array(sizes, np.int64), dtypes.int64, device),
+                                 from_numpy(owner, dtypes.int32, device), from_numpy(first, dtypes.int32, device),
+                                 int(blocks.sum()))
+    return hit
+
+
+def _mt_offsets(lists: list[list[NDArray]], device: object) -> tuple[NDArray, tuple[int, ...]]:
+    """(int64 (len(lists), T) element offsets of every tensor from its list's first, per-list alignment constexprs).
+
+    A list's alignment is its elements per 16 bytes when every address in it is 16-byte aligned, else 1.
+    """
+    rows, aligns = [], []
+    for arrays in lists:
+        item = arrays[0].dtype.itemsize
+        addrs = np.array([_ptr(a) for a in arrays], np.int64)
+        assert all(a.dtype is arrays[0].dtype for a in arrays) and not (addrs % item).any()
+        rows.append((addrs - addrs[0]) // item)
+        aligns.append(16 // item if not (addrs % 16).any() else 1)
+    return from_numpy(np.stack(rows), dtypes.int64, device), tuple(aligns)
+
+
+def _mt_launch(kernel: td.Kernel, lists: list[list[NDArray]], extra: tuple, scalars: tuple, scalar_types: tuple,
+               consts: tuple) -> None:
+    """Launch a multi-tensor kernel over ``lists`` (first list: the sizes); ``extra`` pointers follow the firsts."""
+    sizes = tuple(a.size for a in lists[0])
+    device = lists[0][0].device
+    rt.ensure_device(device.index)
+    size_t, owner_t, first_t, programs = _mt_tables(sizes, device)
+    offsets, aligns = _mt_offsets(lists, device)
+    arrays = tuple(a[0] for a in lists) + extra + (offsets, size_t, owner_t, first_t)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32",) + scalar_types
+    go = kernel.launcher(sig, consts + (_MT_BLOCK,) + aligns, 8)
+    go(programs, 1, 1, *ptrs, len(sizes), *scalars)
+
+
+def _nonempty(*lists: list | None) -> list:
+    """The lists with every position whose first-list tensor is empty dropped (None lists stay None)."""
+    keep = [i for i, a in enumerate(lists[0]) if a.size]
+    return [None if lst is None else [lst[i] for i in keep] for lst in lists]
+
+
+def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list[NDArray],
+                     exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float, beta1: float, beta2: float,
+                     eps: float, weight_decay: float, decoupled: bool, step: int, maximize: bool) -> None:
+    params, grads, exp_avgs, exp_avg_sqs, masters = _nonempty(params, grads, exp_avgs, exp_avg_sqs, masters)
+    if not params:
+        return
+    lists = [params, grads, exp_avgs, exp_avg_sqs, masters if masters is not None else params]
+    l2, decay = (0.0, 1.0 - lr * weight_decay) if decoupled else (weight_decay, 1.0)
+    scalars = (beta1, beta2, eps, l2, decay, lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5,
+               -1.0 if maximize else 1.0)
+    _mt_launch(_ADAM_MULTI, lists, (), scalars, ("fp32",) * 8, (masters is not None,))
+
+
+def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDArray] | None, lr: float,
+                    momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+                    first: bool) -> None:
+    params, grads, bufs = _nonempty(params, grads, bufs)
+    if not params:
+        return
+    lists = [params, grads, bufs if bufs is not None else params]
+    scalars = (lr, momentum, dampening, weight_decay, -1.0 if maximize else 1.0)
+    _mt_launch(_SGD_MULTI, lists, (), scalars, ("fp32",) * 5, (bufs is not None, first, nesterov))
+
+
+def unscale_grads_(grads: list[NDArray], inv_scale: float) -> NDArray:
+    found = full((1,), 0.0, _F32, grads[0].device)
+    (grads,) = _nonempty(grads)
+    if grads:
+        _mt_launch(_UNSCALE, [grads], (found,), (inv_scale,), ("fp32",), ())
+    return found

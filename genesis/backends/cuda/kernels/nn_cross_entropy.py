@@ -1,8 +1,9 @@
 """Fused cross-entropy over large vocabularies: no probabilities are ever materialized.
 
 The forward walks each row of the (M, V) logits in BLOCK_V chunks with an online log-sum-exp (per-lane running max
-and rescaled sum, float32 whatever the logits' dtype), picks the target logit and, for label smoothing, sums the
-logits. Per row it writes the loss and the log-sum-exp (8 bytes); it reads the logits once: M*V*itemsize bytes.
+and rescaled sum with one exponential per element, float32 whatever the logits' dtype), picks the target logit
+and, for label smoothing, sums the logits. Per row it writes the loss and the log-sum-exp (8 bytes); it reads the
+logits once: M*V*itemsize bytes. The launcher marks V as a multiple of 16 when it is one (vectorized loads).
 
 With label smoothing ``e`` over V classes the row loss is ``(1 - e) * (lse - x[t]) + e * (lse - mean(x))`` (torch's
 definition); rows whose target equals ``ignore_index`` give 0.
@@ -31,11 +32,13 @@ def cross_entropy_fwd(
         cols = k0 + tl.arange(0, BLOCK_V)
         m = cols < V
         v = tl.load(x + base + cols, mask=m, other=-float("inf")).to(tl.float32)
-        new = tl.maximum(mx, v)
-        # Lanes still at -inf (padding) contribute 0 and must not produce inf - inf.
-        s = s * tl.exp(tl.where(new == -float("inf"), 0.0, mx - new)) + tl.where(new == -float("inf"), 0.0,
-                                                                                  tl.exp(v - new))
-        mx = new
+        # One exponential per element (the exp unit, not memory, limits this loop): with e = exp(-|v - mx|), a new
+        # maximum rescales the sum by e and adds 1, any other value adds e. A -inf logit (or padding) adds nothing;
+        # the first finite value of a lane has v - mx = inf, so e = 0 and the sum becomes 1.
+        d = v - mx
+        e = tl.exp(-tl.abs(d))
+        s = tl.where(v == -float("inf"), s, tl.where(d > 0, s * e + 1.0, s + e))
+        mx = tl.maximum(mx, v)
         if SMOOTH:
             total += tl.where(m, v, 0.0)
     gm = tl.max(mx, 0)

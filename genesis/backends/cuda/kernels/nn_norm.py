@@ -5,10 +5,12 @@ Statistics and every sum are float32 whatever the input dtype; the output has th
 
 Forward bytes: read x (M*N) and the weight/bias once, write y (M*N) and the per-row mean/rstd (8 bytes a row).
 Backward bytes: read dy and x, write dx (3 M*N elements), plus (programs x N) float32 partial sums for the weight and
-bias gradients, which a second reduction sums in a fixed order (no atomics: the result is bitwise reproducible).
+bias gradients, which ``norm_bwd_reduce`` sums in a fixed order (no atomics: the result is bitwise reproducible).
 
-``ONE_PASS`` keeps a row in registers (N <= BLOCK_N); otherwise rows are walked in BLOCK_N chunks, reading x again
-per pass, and the weight-gradient partials accumulate in the program's own row of the partial buffer.
+``ONE_PASS`` keeps ``BLOCK_M`` whole rows in registers (N <= BLOCK_N): narrow rows share a program, so every
+program still moves a few KiB. Otherwise rows are walked one at a time in BLOCK_N chunks, reading x again per pass.
+The launcher marks N as a multiple of 16 when it is one, so row starts are provably 16-byte aligned and the loads
+vectorize (8 bf16 or 4 float32 elements per instruction).
 """
 
 import triton
@@ -18,29 +20,36 @@ import triton.language as tl
 @triton.jit
 def norm_fwd(
     x, w, b, y, mean, rstd,          # pointers: x, y (M, N); w, b (N,); mean, rstd (M,) float32
-    N, eps,                          # sizes and epsilon
-    RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK_N: tl.constexpr, ONE_PASS: tl.constexpr,
+    M, N, eps,                       # sizes and epsilon
+    RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ONE_PASS: tl.constexpr,
 ):
-    row = tl.program_id(0).to(tl.int64)
-    base = row * N
     if ONE_PASS:
+        rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
         cols = tl.arange(0, BLOCK_N)
-        m = cols < N
-        v = tl.load(x + base + cols, mask=m, other=0.0).to(tl.float32)
+        rm = rows < M
+        cm = cols < N
+        m = rm[:, None] & cm[None, :]
+        offs = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        v = tl.load(x + offs, mask=m, other=0.0).to(tl.float32)
         if RMS:
-            mu = 0.0
+            mu = tl.zeros([BLOCK_M], tl.float32)
             c = v
         else:
-            mu = tl.sum(v, 0) / N
-            c = tl.where(m, v - mu, 0.0)
-        r = tl.math.rsqrt(tl.sum(c * c, 0) / N + eps)
-        out = c * r
+            mu = tl.sum(v, 1) / N
+            c = tl.where(m, v - mu[:, None], 0.0)
+        r = tl.math.rsqrt(tl.sum(c * c, 1) / N + eps)
+        out = c * r[:, None]
         if HAS_W:
-            out = out * tl.load(w + cols, mask=m, other=0.0).to(tl.float32)
+            out = out * tl.load(w + cols, mask=cm, other=0.0).to(tl.float32)[None, :]
         if HAS_B:
-            out = out + tl.load(b + cols, mask=m, other=0.0).to(tl.float32)
-        tl.store(y + base + cols, out.to(y.dtype.element_ty), mask=m)
+            out = out + tl.load(b + cols, mask=cm, other=0.0).to(tl.float32)[None, :]
+        tl.store(y + offs, out.to(y.dtype.element_ty), mask=m)
+        tl.store(mean + rows, mu, mask=rm)
+        tl.store(rstd + rows, r, mask=rm)
     else:
+        row = tl.program_id(0).to(tl.int64)
+        base = row * N
         mu = 0.0
         if not RMS:
             acc = tl.zeros([BLOCK_N], tl.float32)
@@ -64,8 +73,8 @@ def norm_fwd(
             if HAS_B:
                 out = out + tl.load(b + cols, mask=m, other=0.0).to(tl.float32)
             tl.store(y + base + cols, out.to(y.dtype.element_ty), mask=m)
-    tl.store(mean + row, mu)
-    tl.store(rstd + row, r)
+        tl.store(mean + row, mu)
+        tl.store(rstd + row, r)
 
 
 @triton.jit
@@ -74,44 +83,51 @@ def norm_bwd(
                                                  # dw_part, db_part (programs, N) float32
     M, N,                                        # sizes
     RMS: tl.constexpr, HAS_W: tl.constexpr, NEED_DW: tl.constexpr, NEED_DB: tl.constexpr,
-    BLOCK_N: tl.constexpr, ONE_PASS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ONE_PASS: tl.constexpr,
 ):
-    # Each program takes rows pid, pid + G, pid + 2G, ... and sums its rows' weight/bias gradients privately.
+    # Each program takes row blocks pid, pid + G, pid + 2G, ... and sums their weight/bias gradients privately into
+    # its own row of the partial buffers.
     pid = tl.program_id(0)
     G = tl.num_programs(0)
     n64 = N.to(tl.int64)  # row offsets in 64 bits (the loop index is a plain int32)
     part = pid * n64
     if ONE_PASS:
         cols = tl.arange(0, BLOCK_N)
-        m = cols < N
+        cm = cols < N
         if HAS_W:
-            wv = tl.load(w + cols, mask=m, other=0.0).to(tl.float32)
-        dw_acc = tl.zeros([BLOCK_N], tl.float32)
-        db_acc = tl.zeros([BLOCK_N], tl.float32)
-        for row in range(pid, M, G):
-            base = row * n64
-            g = tl.load(dy + base + cols, mask=m, other=0.0).to(tl.float32)
-            r = tl.load(rstd + row)
+            wv = tl.load(w + cols, mask=cm, other=0.0).to(tl.float32)
+        dw_acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        db_acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        for r0 in range(pid * BLOCK_M, M, G * BLOCK_M):
+            rows = r0 + tl.arange(0, BLOCK_M)
+            rm = rows < M
+            m = rm[:, None] & cm[None, :]
+            offs = rows.to(tl.int64)[:, None] * n64 + cols[None, :]
+            g = tl.load(dy + offs, mask=m, other=0.0).to(tl.float32)
+            r = tl.load(rstd + rows, mask=rm, other=0.0)
+            xv = tl.load(x + offs, mask=m, other=0.0).to(tl.float32)
             if RMS:
-                xhat = tl.load(x + base + cols, mask=m, other=0.0).to(tl.float32) * r
+                xhat = xv * r[:, None]
             else:
-                xhat = (tl.load(x + base + cols, mask=m, other=0.0).to(tl.float32) - tl.load(mean + row)) * r
-            xhat = tl.where(m, xhat, 0.0)
-            wg = g * wv if HAS_W else g
-            c1 = tl.sum(xhat * wg, 0) / N
+                xhat = tl.where(m, (xv - tl.load(mean + rows, mask=rm, other=0.0)[:, None]) * r[:, None], 0.0)
+            if HAS_W:
+                wg = g * wv[None, :]
+            else:
+                wg = g
+            c1 = tl.sum(xhat * wg, 1) / N
             if RMS:
-                d = (wg - xhat * c1) * r
+                d = (wg - xhat * c1[:, None]) * r[:, None]
             else:
-                d = (wg - xhat * c1 - tl.sum(wg, 0) / N) * r
-            tl.store(dx + base + cols, d.to(dx.dtype.element_ty), mask=m)
+                d = (wg - xhat * c1[:, None] - (tl.sum(wg, 1) / N)[:, None]) * r[:, None]
+            tl.store(dx + offs, d.to(dx.dtype.element_ty), mask=m)
             if NEED_DW:
                 dw_acc += g * xhat
             if NEED_DB:
                 db_acc += g
         if NEED_DW:
-            tl.store(dw_part + part + cols, dw_acc, mask=m)
+            tl.store(dw_part + part + cols, tl.sum(dw_acc, 0), mask=cm)
         if NEED_DB:
-            tl.store(db_part + part + cols, db_acc, mask=m)
+            tl.store(db_part + part + cols, tl.sum(db_acc, 0), mask=cm)
     else:
         for k0 in range(0, N, BLOCK_N):  # the partial rows start at zero
             cols = k0 + tl.arange(0, BLOCK_N)
@@ -148,3 +164,29 @@ def norm_bwd(
                 if NEED_DB:
                     p = tl.load(db_part + part + cols, mask=m, other=0.0)
                     tl.store(db_part + part + cols, p + g, mask=m)
+
+
+@triton.jit
+def norm_bwd_reduce(
+    dw_part, db_part, dw, db,        # pointers: partials (P, N) float32; dw (N,) in the weight's dtype; db (N,) float32
+    P, N,                            # sizes
+    NEED_DW: tl.constexpr, NEED_DB: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # Second stage: each program sums BLOCK_N columns of both partial buffers over all P rows, always in the same
+    # order, and writes the gradients in their final dtype (one launch for weight and bias).
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cm = cols < N
+    acc_w = tl.zeros([BLOCK_P, BLOCK_N], tl.float32)
+    acc_b = tl.zeros([BLOCK_P, BLOCK_N], tl.float32)
+    for p0 in range(0, P, BLOCK_P):
+        rows = p0 + tl.arange(0, BLOCK_P)
+        m = (rows < P)[:, None] & cm[None, :]
+        offs = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        if NEED_DW:
+            acc_w += tl.load(dw_part + offs, mask=m, other=0.0)
+        if NEED_DB:
+            acc_b += tl.load(db_part + offs, mask=m, other=0.0)
+    if NEED_DW:
+        tl.store(dw + cols, tl.sum(acc_w, 0).to(dw.dtype.element_ty), mask=cm)
+    if NEED_DB:
+        tl.store(db + cols, tl.sum(acc_b, 0).to(db.dtype.element_ty), mask=cm)
