@@ -422,9 +422,12 @@ def test_fused_multi_tensor_step_matches_torch(opt_name: str, kwargs: dict) -> N
 
 
 @pytest.mark.parametrize("dtype", [genesis.bfloat16, genesis.float16], ids=str)
-def test_adamw_master_weights(dtype: genesis.dtype) -> None:
+@pytest.mark.parametrize("path", ["default", "multi-tensor", "per-parameter"])
+def test_adamw_master_weights(dtype: genesis.dtype, path: str) -> None:
     gp, tp = _opt_params(genesis, dtype, 0), _opt_params(torch, dtype, 0)
-    og = genesis.optim.AdamW(gp, lr=1e-3, master_weights=True)
+    options = {"default": {}, "multi-tensor": {"fused": False, "foreach": True},
+               "per-parameter": {"fused": False, "foreach": False}}[path]
+    og = genesis.optim.AdamW(gp, lr=1e-3, master_weights=True, **options)
     ot = torch.optim.AdamW(tp, lr=1e-3)  # float64: what the float32 master copy must track
     for step in range(3):
         for i, (a, b) in enumerate(zip(gp, tp)):
@@ -438,7 +441,7 @@ def test_adamw_master_weights(dtype: genesis.dtype) -> None:
         _close(master, b.detach(), genesis.float32, f"master weight {i}")
         assert genesis.equal(a.detach(), master.to(dtype)), f"parameter {i} is not its rounded master weight"
     # A state dict round trip keeps the float32 state of the half-precision parameters.
-    fresh = genesis.optim.AdamW(gp, lr=1e-3, master_weights=True)
+    fresh = genesis.optim.AdamW(gp, lr=1e-3, master_weights=True, **options)
     fresh.load_state_dict(og.state_dict())
     assert fresh.state[gp[1]]["master_param"].dtype is genesis.float32
 

@@ -291,6 +291,24 @@ for step in range(1, 3):
     for r, s, n in zip(refs, starts, sizes):
         close(p[s:s + n], r.detach(), f"multi-tensor adam step {step}")
 
+# Multi-tensor SGD (Nesterov momentum, weight decay, maximize) over the same three tensors; the first step fills the
+# momentum buffers
+for nesterov, dampening in ((True, 0.0), (False, 0.3)):
+    p, buf = torch.randn(512, generator=g), torch.zeros(512)
+    refs = [torch.nn.Parameter(p[s:s + n].double()) for s, n in zip(starts, sizes)]
+    opt = torch.optim.SGD(refs, lr=0.1, momentum=0.9, dampening=dampening, nesterov=nesterov, weight_decay=0.01,
+                          maximize=True)
+    for step in range(2):
+        grad = torch.randn(512, generator=g)
+        for r, s, n in zip(refs, starts, sizes):
+            r.grad = grad[s:s + n].double()
+        opt.step()
+        adk.sgd_multi_step[(int(sum(blocks)),)](p, grad, buf, offsets[:3], torch.tensor(sizes), owner, first, 3, 0.1,
+                                                0.9, dampening, 0.01, -1.0, MOMENTUM=True, FIRST=step == 0,
+                                                NESTEROV=nesterov, BLOCK=128, AP=1, AG=1, AB=1)
+        for r, s, n in zip(refs, starts, sizes):
+            close(p[s:s + n], r.detach(), f"multi-tensor sgd step {step} nesterov={nesterov}")
+
 # fused unscale: one inf among three tensors sets the flag; every value is scaled
 grad = torch.randn(512, generator=g)
 expect = grad * 0.5

@@ -154,7 +154,9 @@ class Optimizer:
                 small: dict[tuple, list[Tensor]] = {}
                 single = []
                 params = [p for p in group["params"] if p.grad is not None]
-                if group.get("fused") is not False and params:
+                fused = group.get("fused")
+                # fused=None fuses unless foreach=False asked for parameter-by-parameter updates.
+                if params and (fused or (fused is None and foreach is not False)):
                     params = self._fused_step(group, params)
                 for p in params:
                     flat = foreach or (foreach is None and p.device.type != "cpu")
