@@ -21,10 +21,11 @@ class Adam(Optimizer):
     parameter is instead shrunk by ``1 - lr * weight_decay`` before the update, which is AdamW.
 
     ``fused`` (as torch's): None (default) updates all GPU parameters of a group with one multi-tensor kernel
-    launch per dtype combination (the CPU keeps its per-parameter step); True also takes the multi-tensor step on
-    the CPU; False never fuses across parameters. ``master_weights=True`` (as apex's ``FusedAdam``) keeps a float32
-    copy of every bfloat16/float16 parameter in ``state["master_param"]``, with float32 moments: the update runs on
-    the copy and the parameter receives it rounded, so small updates are not lost to half-precision rounding.
+    launch per dtype combination unless ``foreach=False`` (the CPU keeps its per-parameter step); True also takes
+    the multi-tensor step on the CPU; False never fuses across parameters. ``master_weights=True`` (as apex's
+    ``FusedAdam``) keeps a float32 copy of every bfloat16/float16 parameter in ``state["master_param"]``, with
+    float32 moments: the update runs on the copy and the parameter receives it rounded, so small updates are not
+    lost to half-precision rounding.
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),

@@ -17,7 +17,8 @@ class SGD(Optimizer):
     with Nesterov momentum, else ``d = b``, and ``p -= lr * d``.
 
     ``fused`` (as torch's): None (default) updates all GPU parameters of a group with one multi-tensor kernel
-    launch per dtype combination (arithmetic in float32, rounded once); True also on the CPU; False never fuses.
+    launch per dtype combination (arithmetic in float32, rounded once) unless ``foreach=False``; True also on the
+    CPU; False never fuses.
     """
 
     counts_steps = False  # torch's SGD keeps no step count
