@@ -1,9 +1,9 @@
 """Convolutions through cuDNN: forward (fprop), data gradient (dgrad) and weight gradient (wgrad) graphs.
 
 Each call is one cuDNN operation graph over int device pointers, built with cudnn-frontend's C++ graph
-(``cudnn._pybind_module.backend_graph``): its execute costs about a third of the host time of the Python
-``cudnn.pygraph`` layer (9-13 µs against 25-46 µs), which matters because a convolution on the GPU often takes
-less than 20 µs. The C++ graph is an internal API of cudnn-frontend, so the version is pinned (1.32).
+(``cudnn._pybind_module.backend_graph``): its execute costs less host time than the Python ``cudnn.pygraph``
+layer (9-27 µs against 25-46 µs, depending on the machine), which matters because a convolution on the GPU often
+takes less than 20 µs. The C++ graph is an internal API of cudnn-frontend, so the version is pinned (1.32).
 
 - Layouts: a convolution runs channels_last (N*C order) when its input or weight is, else contiguous (NC* order),
   as in torch; operands dense in that layout go to cuDNN with their strides, no copy, the others are copied to it
