@@ -155,6 +155,11 @@ def test_memory_format_conversions():
     assert g.contiguous().stride() == t.contiguous().stride()
     same = g.contiguous(memory_format=genesis.channels_last)
     assert same is g  # already in that format: no copy
+    plain = to_genesis(x)
+    assert plain.clone(memory_format=genesis.channels_last).stride() == t.stride()
+    host = genesis.tensor(x.detach().numpy()).contiguous(memory_format=genesis.channels_last)
+    moved = host.to(DEVICE)  # a device copy keeps the layout (preserve_format)
+    assert moved.stride() == t.stride() and torch.equal(to_torch(moved), t)
     g3 = to_genesis(rand(1, 2, 3, 4, 5)).contiguous(memory_format=genesis.channels_last_3d)
     assert g3.stride() == rand(1, 2, 3, 4, 5).contiguous(memory_format=torch.channels_last_3d).stride()
     assert repr(genesis.channels_last) == "genesis.channels_last"
@@ -210,6 +215,13 @@ def test_tf32_switch():
     assert rel_err(fast, ref) < 2e-3  # TF32 keeps 10 mantissa bits: about 3e-4 here
     if before is not None:
         assert _cudnn_plans() >= before + 2  # one plan per TF32 setting
+
+
+def test_cudnn_availability():
+    if not genesis.cuda.is_available():
+        assert CUDNN.is_available() is False and CUDNN.version() is None
+    elif CUDNN.is_available():
+        assert CUDNN.version() >= 8000
 
 
 def test_tf32_default_on():
