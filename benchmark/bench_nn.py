@@ -3,7 +3,8 @@
 Shapes of the GPU kernels issue: softmax 8192^2 (fp32, bf16), layer_norm / rms_norm 8192x4096 bf16 (forward and
 forward+backward), cross-entropy 8192x151936 bf16 forward+backward (time and peak extra memory), RoPE and SwiGLU
 against torch's composites, SDPA causal bf16 B4 H16 S2048 D128 (forward and forward+backward), one AdamW step over
-a 0.5B-parameter model in float32 against torch's fused AdamW.
+a 0.5B-parameter model in float32 against torch's fused AdamW; CNN layers (pooling, batch norm, group norm,
+resampling) and the deterministic embedding gradient (``--only cnn``).
 
 Times are CUDA-event medians (Genesis through its own event benchmarker, torch through torch.cuda.Event). Every row's
 ``ratio`` is Genesis throughput / torch throughput (for the memory row: torch's peak extra bytes / Genesis's), so
@@ -389,7 +390,7 @@ def main() -> None:
         sweep_attention(rep)
         return
     rows: list[dict] = []
-    for bench in (bench_softmax, bench_norms, bench_rope_swiglu, bench_sdpa, bench_optim, bench_conv):
+    for bench in (bench_softmax, bench_norms, bench_rope_swiglu, bench_sdpa, bench_optim, bench_conv, bench_cnn):
         if args.only is not None and bench.__name__.removeprefix("bench_") not in args.only:
             continue
         print(bench.__name__, flush=True)
