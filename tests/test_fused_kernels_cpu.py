@@ -34,7 +34,7 @@ def _specs() -> list[tuple]:
     bf = "*bf16:16"
     f16 = "*fp16:16"
     f32 = "*fp32:16"
-    attn = ("i64",) * 13 + ("i32", "i32", "i32", "i32", "fp32")
+    attn = ("i64:16",) * 13 + ("i32", "i32", "i32", "i32", "fp32")  # strides marked 16-aligned, as the launcher does
     mt = ("*i64:16", "*i64:16", "*i32:16", "*i32:16", "i32")  # multi-tensor tables and the tensor count
     return [
         ("adam step fp32", adk.adam_step, (f32, f32, f32, f32, "i64", *("fp32",) * 7), (2048,)),
@@ -43,7 +43,7 @@ def _specs() -> list[tuple]:
         ("attention fwd fp16 d64 mask", ak.attn_fwd, (f16, f16, f16, f32, f16, f32, *attn), (64, 128, 64, False, True)),
         ("attention bwd pre", ak.attn_bwd_pre, (bf, bf, f32, "i32"), (128, 64)),
         ("attention bwd dk dv bf16 d128", ak.attn_bwd_dkdv, (bf, bf, bf, bf, bf, f32, f32, bf, bf, *attn),
-         (128, 64, 64, True, False)),
+         (128, 32, 64, True, False)),
         ("attention bwd dq fp16 d64 mask", ak.attn_bwd_dq, (f16, f16, f16, f16, f16, f32, f32, f16, *attn),
          (64, 64, 64, False, True)),
         ("adam multi-tensor fp32", adk.adam_multi_step, (f32,) * 5 + mt + ("fp32",) * 8, (False, 4096, 4, 4, 4, 4, 4)),
