@@ -8,10 +8,10 @@ top-left causal masking (``diagonal_band_right_bound=0``) and an additive mask (
 batch and heads, in the inputs' dtype).
 
 One graph per (phase, dtype, shapes, strides, mask layout, causal, scale, device), built once and cached. Graphs are
-built and run through the frontend's C++ graph object (``cudnn._pybind_module.backend_graph``): its execute costs
-about 10 us of host time against 25-46 us for the Python ``pygraph`` layer over it (which is the fallback when the
-C++ object is missing from an installed frontend). Device pointers are passed as plain ints, the workspace comes
-from the shared buffer of ``cudnn.py`` and work runs on Genesis's current stream.
+built and run through the frontend's C++ graph object (``cudnn._pybind_module.backend_graph``, an internal API of
+the pinned frontend 1.32): its execute costs about 10 us of host time against 25-46 us for the Python ``pygraph``
+layer over it. Device pointers are passed as plain ints, the workspace comes from the shared buffer of ``cudnn.py``
+and work runs on Genesis's current stream.
 """
 
 from __future__ import annotations
@@ -33,22 +33,17 @@ _capabilities: dict[int, tuple[int, int]] = {}
 
 
 class _Graph:
-    """A built cuDNN graph with its workspace size and a bound execute."""
+    """A built cuDNN graph (the frontend's C++ graph object) with its workspace size."""
 
-    __slots__ = ("graph", "workspace", "native")
+    __slots__ = ("graph", "workspace")
 
-    def __init__(self, graph: Any, workspace: int, native: bool) -> None:
+    def __init__(self, graph: Any, workspace: int) -> None:
         self.graph = graph
         self.workspace = workspace
-        self.native = native
 
     def run(self, pointers: dict[int, int]) -> None:
-        h = dnn.handle()
         ws = dnn.workspace(self.workspace)
-        if self.native:
-            self.graph._execute(pointers, ws, h.backend_handle)
-        else:
-            self.graph.execute(pointers, ws, handle=h)
+        self.graph._execute(pointers, ws, dnn.handle().backend_handle)
 
 
 def _capability(device: int) -> tuple[int, int]:
@@ -95,17 +90,11 @@ def _dims(x: NDArray) -> tuple[list[int], list[int]]:
     return list(x.shape), list(x.strides)
 
 
-def _build(key: tuple, phase: str, io: Any, tensors: dict[int, NDArray], is_causal: bool, scale: float,
-           native: bool) -> _Graph:
+def _build(phase: str, io: Any, tensors: dict[int, NDArray], is_causal: bool, scale: float) -> _Graph:
     mod = dnn.module()
-    h = dnn.handle()
     FLOAT = mod.data_type.FLOAT
-    if native:
-        g = mod._pybind_module.backend_graph(io_data_type=io, intermediate_data_type=FLOAT, compute_data_type=FLOAT,
-                                             handle=h.backend_handle, name=f"genesis_sdpa_{phase}")
-    else:
-        g = mod.pygraph(io_data_type=io, intermediate_data_type=FLOAT, compute_data_type=FLOAT, handle=h,
-                        name=f"genesis_sdpa_{phase}")
+    g = mod._pybind_module.backend_graph(io_data_type=io, intermediate_data_type=FLOAT, compute_data_type=FLOAT,
+                                         handle=dnn.handle().backend_handle, name=f"genesis_sdpa_{phase}")
 
     def operand(uid: int, name: str) -> Any:
         x = tensors[uid]
@@ -135,7 +124,7 @@ def _build(key: tuple, phase: str, io: Any, tensors: dict[int, NDArray], is_caus
     g.create_execution_plans([mod.heur_mode.A, mod.heur_mode.FALLBACK])
     g.check_support()
     g.build_plans()
-    return _Graph(g, g.get_workspace_size(), native)
+    return _Graph(g, g.get_workspace_size())
 
 
 def _graph(phase: str, tensors: dict[int, NDArray], is_causal: bool, scale: float) -> _Graph:
@@ -150,16 +139,11 @@ def _graph(phase: str, tensors: dict[int, NDArray], is_causal: bool, scale: floa
         raise RuntimeError(_failed[key])
     mod = dnn.module()
     io = mod.data_type.BFLOAT16 if q.dtype is dtypes.bfloat16 else mod.data_type.HALF
-    errors = []
-    for native in (hasattr(mod, "_pybind_module") and hasattr(mod._pybind_module, "backend_graph"), False):
-        try:
-            graph = _graphs[key] = _build(key, phase, io, tensors, is_causal, scale, native)
-            return graph
-        except Exception as exc:  # noqa: BLE001 - any refusal (unsupported shape, missing API) means "use Triton"
-            errors.append(f"{'C++' if native else 'pygraph'}: {type(exc).__name__}: {exc}")
-            if not native:
-                break
-    reason = f"cuDNN attention {phase} cannot run {tuple(q.shape)} {q.dtype}: " + "; ".join(errors)
+    try:
+        graph = _graphs[key] = _build(phase, io, tensors, is_causal, scale)
+        return graph
+    except Exception as exc:  # noqa: BLE001 - any refusal (unsupported shape or option) means "use Triton"
+        reason = f"cuDNN attention {phase} cannot run {tuple(q.shape)} {q.dtype}: {type(exc).__name__}: {exc}"
     _failed[key] = reason
     raise RuntimeError(reason)
 
