@@ -2,10 +2,11 @@
 sm_90, and the CUDA backend's launchers (``genesis/backends/cuda/nn_layers.py``) compute the same values as the CPU
 backend under ``TRITON_INTERPRET=1``, with CPU arrays standing in for device memory (float32).
 
-Covers pooling (max with NaN and of integers, dilation, padding, ceil_mode, strided and 3-d input; avg with each
-divisor rule), batch norm (training with the running-statistics update, eval, with and without affine), group norm,
-nearest and bilinear resampling (align_corners both ways, explicit scales, length 1) and the deterministic embedding
-gradient.
+Covers pooling (adaptive; max with NaN and of integers, dilation, padding, ceil_mode, strided and 3-d input; avg
+with each divisor rule), batch norm (training with the running-statistics update, eval, with and without affine),
+group norm, nearest and bilinear resampling (align_corners both ways, explicit scales, length 1) and the
+deterministic embedding gradient.
+
 The interpreter runs in a subprocess (``TRITON_INTERPRET`` must be set before any kernel is created); runtime loop
 bounds are converted as in ``tests/test_fused_kernels_cpu.py``.
 """
@@ -46,6 +47,10 @@ def _specs() -> list[tuple]:
          ("*fp16:16", "*fp16:16", "i64") + ("i32",) * 8 + ("i64",) * 5, pool2d + (2, 0, False, 512)),
         ("avg pool bwd fp64 override", pk.avg_pool_bwd, (f64, f64, "i64") + ("i32",) * 7,
          pool2d + (0, True, True, 512)),
+        ("adaptive max pool fwd bf16", pk.adaptive_pool_fwd, (bf, bf, i64, i32, i32, i32, i32, "i64") + ("i32",) * 4
+         + ("i64",) * 4, (True, 3, 4, float("-inf"), False, False, 512)),
+        ("adaptive avg pool bwd fp32", pk.adaptive_pool_bwd, (f32, f32, f32) + (i32,) * 8 + ("i64",) + ("i32",) * 6,
+         (False, False, False, 512)),
         ("batch norm partials bf16 rows", bk.bn_partials, (bf, bf, f32, f32, "i32", "i32", "i32", "i64", "i32"),
          (False, True, False, False, 256)),
         ("batch norm bwd partials fp32 flat", bk.bn_partials, (f32, f32, f32, f32, "i32", "i32", "i32", "i64", "i32"),
@@ -183,6 +188,18 @@ assert torch.equal(cpu.native(v), cpu.native(rv)) and torch.equal(cpu.native(i),
 x = nd(torch.arange(63).reshape(1, 1, 7, 9))
 v, _ = nl.pool(x, "avg", (3, 2), (2, 2), (1, 1), (1, 1), True, False, None)
 assert torch.equal(cpu.native(v), cpu.native(cpu.pool(x, "avg", (3, 2), (2, 2), (1, 1), (1, 1), True, False, None)[0]))
+for shape, out in (((2, 3, 7, 9), (3, 4)), ((1, 2, 5, 5), (5, 2)), ((1, 1, 1, 1), (1, 1)), ((2, 1, 6, 4), (4, 3))):
+    x = randn(*shape)
+    x.view(-1)[x.numel() // 2] = float("nan")
+    for mode in ("max", "avg"):
+        v, i = nl.adaptive_pool(nd(x), mode, out)
+        rv, ri = cpu.adaptive_pool(nd(x), mode, out)
+        torch.testing.assert_close(cpu.native(v), cpu.native(rv), equal_nan=True)
+        if mode == "max":
+            assert torch.equal(cpu.native(i), cpu.native(ri)), f"adaptive max indices {shape} {out}"
+        gy = nd(randn(*cpu.native(v).shape))
+        close(nl.adaptive_pool_backward(gy, nd(x), i, mode), cpu.adaptive_pool_backward(gy, nd(x), ri, mode),
+              f"adaptive {mode} bwd {shape} {out}")
 print("pool ok")
 
 # batch norm: training (running stats updated) and eval, with and without affine, 2-d and 4-d input

@@ -55,6 +55,19 @@ def test_pool_1d_3d_float32():
           rand(1, 2, 5, 6, 7, dtype=F32))
 
 
+@pytest.mark.parametrize("size", [(3, 4), (5, 2), (1, 3), (7, 11), (None, 4)])
+def test_adaptive_pools_uneven_windows_float32(size):
+    check(lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, size), rand(2, 3, 7, 9, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, size), rand(2, 3, 7, 9, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, size), _with_nan(rand(3, 7, 9, dtype=F32)))
+
+
+def test_adaptive_avg_pool1d_and_bfloat16():
+    check(lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 4), rand(2, 3, 11, dtype=F32))
+    check(lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (3, 5)), rand(2, 3, 7, 9, dtype=BF16))
+    check(lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, (4, 4)), rand(2, 3, 5, 6))
+
+
 def test_pool_of_integers_as_torch():
     x = torch.arange(35).reshape(1, 1, 5, 7) - 10
     check(lambda lib, x: lib.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True), x)

@@ -69,6 +69,10 @@ neural network (N-d over the trailing spatial dims of (N, C, *spatial) arrays; t
                                                     stats are updated in place (unbiased variance); all one dtype
     batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
                         output_mask)                (grad_x, grad_weight, grad_bias), None where output_mask is False
+    adaptive_pool(x, mode, output_size)             (N, C, H, W) pooled to (OH, OW) over windows [floor(i H / OH),
+                                                    ceil((i + 1) H / OH)); mode "max": (values, int64 argmax
+                                                    indices into each plane), "avg": (values, None)
+    adaptive_pool_backward(grad, x, indices, mode)  gradient with respect to x
     group_norm(x, weight, bias, num_groups, eps)    (out, mean, rstd) normalizing each of num_groups channel groups
                                                     of each sample; mean/rstd (N, num_groups), float32 (float64 for
                                                     float64 x)
@@ -156,6 +160,7 @@ PRIMITIVES = (
     "matmul", "linear",
     "index", "index_put_", "gather", "scatter", "index_select", "nonzero", "sort", "unique", "searchsorted",
     "conv", "conv_backward", "pool", "pool_backward", "batch_norm", "batch_norm_backward",
+    "adaptive_pool", "adaptive_pool_backward",
     "group_norm", "group_norm_backward", "upsample", "upsample_backward", "embedding_backward",
     "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
     "swiglu", "swiglu_backward", "rope", "attention", "attention_backward", "kv_cache_write_", "decode_attention",

@@ -318,6 +318,19 @@ def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, runni
     return tuple(wrap(g) if m and g is not None else None for g, m in zip(grads, output_mask))
 
 
+def adaptive_pool(x: NDArray, mode: str, output_size: tuple) -> tuple[NDArray, NDArray | None]:
+    if mode == "max":
+        values, indices = torch.ops.aten.adaptive_max_pool2d(native(x), list(output_size))
+        return wrap(values), wrap(indices)
+    return wrap(torch.ops.aten._adaptive_avg_pool2d(native(x), list(output_size))), None
+
+
+def adaptive_pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str) -> NDArray:
+    if mode == "max":
+        return wrap(torch.ops.aten.adaptive_max_pool2d_backward(native(grad), native(x), native(indices)))
+    return wrap(torch.ops.aten._adaptive_avg_pool2d_backward(native(grad), native(x)))
+
+
 def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_groups: int,
                eps: float) -> tuple[NDArray, NDArray, NDArray]:
     t = native(x)

@@ -135,6 +135,37 @@ class PoolBackward(Primitive):
         raise NotImplementedError("double backward through pooling is not supported")
 
 
+class AdaptivePool(Primitive):
+    """Adaptive max or average pooling of (N, C, H, W) input to ``output_size``; max also returns the indices."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, *, mode: str, output_size: tuple) -> tuple:
+        values, indices = x.backend.adaptive_pool(x, mode, output_size)
+        ctx.save_for_backward(x, indices)
+        ctx.mode = mode
+        if indices is not None:
+            ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, grad_indices=None):
+        x, indices = ctx.saved_tensors
+        nd = grad.ndarray
+        if not is_grad_enabled():
+            return nd.backend.adaptive_pool_backward(nd, x.ndarray, _raw(indices), ctx.mode)
+        return AdaptivePoolBackward.apply(grad, x, indices, mode=ctx.mode)
+
+
+class AdaptivePoolBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, indices: NDArray | None, *, mode: str) -> NDArray:
+        return grad.backend.adaptive_pool_backward(grad, x, indices, mode)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through adaptive pooling is not supported")
+
+
 class BatchNorm(Primitive):
     """Batch normalization over every dim but 1; in training it also updates the running statistics in place."""
 

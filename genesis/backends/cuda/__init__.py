@@ -1035,6 +1035,18 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
                                    count_include_pad, divisor_override)
 
 
+def adaptive_pool(x: NDArray, mode: str, output_size: tuple) -> tuple[NDArray, NDArray | None]:
+    from genesis.backends.cuda import nn_layers
+
+    return nn_layers.adaptive_pool(x, mode, output_size)
+
+
+def adaptive_pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str) -> NDArray:
+    from genesis.backends.cuda import nn_layers
+
+    return nn_layers.adaptive_pool_backward(grad, x, indices, mode)
+
+
 def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
                running_var: NDArray | None, training: bool, momentum: float, eps: float) -> tuple:
     from genesis.backends.cuda import nn_layers

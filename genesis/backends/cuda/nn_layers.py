@@ -1,9 +1,10 @@
 """Launchers of the CNN-layer kernels and the embedding gradient (``kernels/nn_pool.py``, ``nn_batchnorm.py``,
 ``nn_upsample.py``, ``nn_embedding.py``): check, allocate, launch.
 
-Each implements primitives of the backend contract (``genesis.backends``): pool, pool_backward, batch_norm,
-batch_norm_backward, group_norm, group_norm_backward, upsample, upsample_backward, embedding_backward. Every backward
-here gathers or reduces in a fixed order (no float atomics): gradients are bitwise reproducible run to run.
+Each implements primitives of the backend contract (``genesis.backends``): pool, pool_backward, adaptive_pool,
+adaptive_pool_backward, batch_norm, batch_norm_backward, group_norm, group_norm_backward, upsample, upsample_backward,
+embedding_backward. Every backward here gathers or reduces in a fixed order (no float atomics): gradients are bitwise
+reproducible run to run.
 """
 
 from __future__ import annotations
@@ -158,6 +159,65 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
                                    consts + (_div_mode(count_include_pad, divisor_override), f64,
                                              _wide(total, g.size), _BLOCK), 4)
             go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0)
+    return dx
+
+
+_ADAPTIVE_FWD = td.Kernel(pk.adaptive_pool_fwd)
+_ADAPTIVE_BWD = td.Kernel(pk.adaptive_pool_bwd)
+_ADAPTIVE_TABLES: dict[tuple, tuple] = {}
+
+
+def _adaptive_axis(in_size: int, out_size: int, device: object) -> tuple:
+    """Device tables of one axis: (start, end, lo, hi) as int32 arrays, the longest window and the most outputs
+    covering one input position; cached by (sizes, device)."""
+    key = (in_size, out_size, device.index)
+    hit = _ADAPTIVE_TABLES.get(key)
+    if hit is None:
+        o = np.arange(out_size)
+        start, end = (o * in_size) // out_size, -((-(o + 1) * in_size) // out_size)
+        lo, hi = np.full(in_size, out_size, np.int64), np.zeros(in_size, np.int64)
+        for k in range(int((end - start).max())):  # the outputs whose window holds each input position
+            inside = start + k < end
+            np.minimum.at(lo, (start + k)[inside], o[inside])
+            np.maximum.at(hi, (start + k)[inside], o[inside] + 1)
+        tables = tuple(from_numpy(a.astype(np.int32), _I32, device) for a in (start, end, lo, hi))
+        hit = _ADAPTIVE_TABLES[key] = tables + (int((end - start).max()), int((hi - lo).max()))
+    return hit
+
+
+def adaptive_pool(x: NDArray, mode: str, output_size: tuple) -> tuple[NDArray, NDArray | None]:
+    _check_float(f"adaptive_{mode}_pool2d", x)
+    N, C, H, W = x.shape
+    OH, OW = output_size
+    y = _new((N, C, OH, OW), x.dtype, x.device)
+    idx = _new(y.shape, dtypes.int64, x.device) if mode == "max" else None
+    total = y.size
+    if total:
+        rt.ensure_device(x.device.index)
+        th, tw = _adaptive_axis(H, OH, x.device), _adaptive_axis(W, OW, x.device)
+        arrays = (x, y, idx if idx is not None else y, th[0], th[1], tw[0], tw[1])
+        ptrs = tuple(_ptr(a) for a in arrays)
+        go = _ADAPTIVE_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 4 + ("i64",) * 4,
+                                    (mode == "max", th[4], tw[4], _lowest(x.dtype), x.dtype is _F64,
+                                     _wide(x.size, total), _BLOCK), 4)
+        go(_cdiv(total, _BLOCK), 1, 1, *ptrs, total, C, W, OH, OW, *x.strides)
+    return y, idx
+
+
+def adaptive_pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str) -> NDArray:
+    N, C, H, W = x.shape
+    OH, OW = grad.shape[2:]
+    g = _dense(grad)
+    dx = _new(x.shape, x.dtype, x.device)
+    total = dx.size
+    if total:
+        rt.ensure_device(x.device.index)
+        th, tw = _adaptive_axis(H, OH, x.device), _adaptive_axis(W, OW, x.device)
+        arrays = (g, _dense(indices) if indices is not None else g, dx, *th[:2], *tw[:2], *th[2:4], *tw[2:4])
+        ptrs = tuple(_ptr(a) for a in arrays)
+        go = _ADAPTIVE_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6,
+                                    (mode == "max", x.dtype is _F64, _wide(total, g.size), _BLOCK), 4)
+        go(_cdiv(total, _BLOCK), 1, 1, *ptrs, total, H, W, OH, OW, th[5], tw[5])
     return dx
 
 

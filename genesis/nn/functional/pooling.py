@@ -6,7 +6,7 @@ import math
 from typing import Sequence
 
 from genesis import functional as T
-from genesis.functional.nn_ops import Pool, Upsample
+from genesis.functional.nn_ops import AdaptivePool, Pool, Upsample
 from genesis.nn.functional.conv import ntuple
 from genesis.tensor import Tensor, arange
 
@@ -153,7 +153,17 @@ def _adaptive(op: str, input: Tensor, output_size: int | None | Sequence[int | N
                 return input.mean(tuple(range(input.ndim - n, input.ndim)), keepdim=True)
             return _avg_pool(op, n, input, kernel, kernel, 0, False, True, None)
         return _max_pool(op, n, input, kernel, kernel, 0, 1, False, False)
-    # Uneven windows: start = floor(i * in / out), end = ceil((i + 1) * in / out), one dim at a time.
+    if input.dtype.is_floating_point:
+        # Uneven windows (start = floor(i * in / out), end = ceil((i + 1) * in / out)): one kernel each way,
+        # 1-d as 2-d over a height of one.
+        batched = input.ndim == n + 2
+        x = input if batched else input.unsqueeze(0)
+        x = x.unsqueeze(2) if n == 1 else x
+        values, _ = AdaptivePool.apply(x, mode="avg" if reduce == "mean" else "max",
+                                       output_size=out_size if n == 2 else (1, out_size[0]))
+        values = values.squeeze(2) if n == 1 else values
+        return values if batched else values.squeeze(0)
+    # Integer input: one dim at a time from narrowed windows.
     out = input
     for axis, (size, o) in enumerate(zip(sizes, out_size)):
         dim = input.ndim - n + axis

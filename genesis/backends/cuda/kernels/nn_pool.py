@@ -1,4 +1,6 @@
-"""Max and average pooling over (N, C, D, H, W) windows, forward and backward (2-d pooling runs with D = 1).
+"""Max and average pooling over (N, C, D, H, W) windows, forward and backward (2-d pooling runs with D = 1), and
+adaptive pooling of (N, C, H, W) input (windows from host tables, ``start = floor(i * in / out)``,
+``end = ceil((i + 1) * in / out)``).
 
 One program computes ``BLOCK`` outputs (forward) or ``BLOCK`` input gradients (backward). The backward kernels
 gather: each input element visits the windows that can contain it (at most ``KD * KH * KW`` of them) in a fixed
@@ -202,4 +204,95 @@ def avg_pool_bwd(
                 div = _avg_divisor(od, oh, ow, D, H, W, divisor, KD, KH, KW, SD, SH, SW, PD, PH, PW, DIV_MODE)
                 gv = tl.load(g + obase + (od * OH + oh) * OW + ow, mask=ok, other=0.0).to(acc.dtype)
                 acc += tl.where(ok, gv / div.to(acc.dtype), 0.0)
+    tl.store(dx + offs, acc.to(dx.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def adaptive_pool_fwd(
+    x, y, idx,                                   # pointers: x (N, C, H, W) strided; y, idx (N*C, OH, OW) contiguous
+    hs, he, ws, we,                              # int32 window start/end per output row and column (host tables)
+    total, C, W, OH, OW,                         # sizes (total = N * C * OH * OW)
+    sN, sC, sH, sW,                              # x strides in elements
+    MAX: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, LOWEST: tl.constexpr, F64: tl.constexpr,
+    I64: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Adaptive pooling: window [hs[oh], he[oh]) x [ws[ow], we[ow]) of at most KH x KW elements per output."""
+    offs = _offsets(BLOCK, I64)
+    m = offs < total
+    ow = offs % OW
+    t = offs // OW
+    oh = t % OH
+    nc = t // OH
+    base = x + (nc // C) * sN + (nc % C) * sC
+    h0 = tl.load(hs + oh, mask=m, other=0)
+    h1 = tl.load(he + oh, mask=m, other=0)
+    w0 = tl.load(ws + ow, mask=m, other=0)
+    w1 = tl.load(we + ow, mask=m, other=0)
+    if MAX:
+        best = tl.full([BLOCK], LOWEST, x.dtype.element_ty)
+        arg = tl.full([BLOCK], -1, tl.int64)
+    elif F64:
+        acc = tl.zeros([BLOCK], tl.float64)
+    else:
+        acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(KH):
+        ih = h0 + i
+        okh = m & (ih < h1)
+        for j in range(KW):
+            iw = w0 + j
+            ok = okh & (iw < w1)
+            if MAX:
+                v = tl.load(base + ih * sH + iw * sW, mask=ok, other=LOWEST)
+                take = ok & ((v > best) | (v != v) | (arg < 0))
+                best = tl.where(take, v, best)
+                arg = tl.where(take, ih * W + iw, arg)
+            else:
+                acc += tl.load(base + ih * sH + iw * sW, mask=ok, other=0.0).to(acc.dtype)
+    if MAX:
+        tl.store(y + offs, best, mask=m)
+        tl.store(idx + offs, arg, mask=m)
+    else:
+        tl.store(y + offs, (acc / ((h1 - h0) * (w1 - w0)).to(acc.dtype)).to(y.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def adaptive_pool_bwd(
+    g, idx, dx,                                  # pointers: g, idx (N*C, OH, OW) contiguous; dx (N*C, H, W)
+    hs, he, ws, we, hlo, hhi, wlo, whi,          # output windows, and per input row/column the outputs covering it
+    total, H, W, OH, OW, RH, RW,                 # sizes; RH, RW: most outputs covering one input row / column
+    MAX: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Each input element gathers, in output order, the gradients of the windows that contain it (average: divided
+    by the window size; max: where the window's argmax is this element)."""
+    offs = _offsets(BLOCK, I64)
+    m = offs < total
+    iw = offs % W
+    t = offs // W
+    ih = t % H
+    nc = t // H
+    me = ih * W + iw
+    obase = nc * OH * OW
+    lo_h = tl.load(hlo + ih, mask=m, other=0)
+    hi_h = tl.load(hhi + ih, mask=m, other=0)
+    lo_w = tl.load(wlo + iw, mask=m, other=0)
+    hi_w = tl.load(whi + iw, mask=m, other=0)
+    if F64:
+        acc = tl.zeros([BLOCK], tl.float64)
+    else:
+        acc = tl.zeros([BLOCK], tl.float32)
+    for a in range(0, RH):
+        oh = lo_h + a
+        okh = m & (oh < hi_h)
+        kh = tl.load(he + oh, mask=okh, other=1) - tl.load(hs + oh, mask=okh, other=0)
+        for b in range(0, RW):
+            ow = lo_w + b
+            ok = okh & (ow < hi_w)
+            o = obase + oh * OW + ow
+            if MAX:
+                hit = ok & (tl.load(idx + o, mask=ok, other=-1) == me)
+                acc += tl.load(g + o, mask=hit, other=0.0).to(acc.dtype)
+            else:
+                kw = tl.load(we + ow, mask=ok, other=1) - tl.load(ws + ow, mask=ok, other=0)
+                gv = tl.load(g + o, mask=ok, other=0.0).to(acc.dtype)
+                acc += tl.where(ok, gv / (kh * kw).to(acc.dtype), 0.0)
     tl.store(dx + offs, acc.to(dx.dtype.element_ty), mask=m)
