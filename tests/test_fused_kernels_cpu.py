@@ -219,9 +219,12 @@ for log in (False, True):
         sk.softmax_bwd[(M,)](dy.float(), y.detach().float(), dx, K, LOG=log, BLOCK_K=block, ONE_PASS=one_pass)
         close(dx, xr.grad, f"softmax bwd log={log} one_pass={one_pass}")
 
-# flash attention: GQA (4 query heads over 2 key heads), ragged lengths, an additive mask, causal with L > S
+# flash attention: GQA (4 query heads over 2 key heads), ragged lengths, an additive mask, causal with L > S and
+# L < S; nested tiles (32-row query blocks over 16-key blocks, 16-row query blocks inside 32-key blocks) so that both
+# the unmasked loops and the diagonal / tail loops run
 ak = importlib.import_module("genesis.backends.cuda.kernels.nn_attention")
-for B, H, HK, L, S, D, causal, use_mask in ((1, 4, 2, 19, 33, 16, False, True), (1, 2, 1, 40, 17, 16, True, False)):
+for B, H, HK, L, S, D, causal, use_mask in ((1, 4, 2, 19, 33, 16, False, True), (1, 2, 1, 40, 17, 16, True, False),
+                                            (1, 2, 1, 70, 96, 16, True, True)):
     q = torch.randn(B, H, L, D, generator=g, dtype=torch.float64)
     k, v = (torch.randn(B, HK, S, D, generator=g, dtype=torch.float64) for _ in range(2))
     mask = torch.randn(L, S, generator=g, dtype=torch.float64) if use_mask else None
@@ -238,14 +241,15 @@ for B, H, HK, L, S, D, causal, use_mask in ((1, 4, 2, 19, 33, 16, False, True), 
     mf = mask.float().expand(B, H, L, S) if use_mask else qf
     strides = [*qf.stride()[:3], *kf.stride()[:3], *vf.stride()[:3], *(mf.stride() if use_mask else (0,) * 4)]
     args = (*strides, H, H // HK, L, S, D ** -0.5)
-    meta = dict(HEAD_D=D, BLOCK_M=16, BLOCK_N=16, CAUSAL=causal, HAS_MASK=use_mask)
+    meta = dict(HEAD_D=D, BLOCK_M=32, BLOCK_N=16, CAUSAL=causal, HAS_MASK=use_mask)
+    meta_kv = dict(meta, BLOCK_M=16, BLOCK_N=32)
     o, lse, delta = torch.empty(B, H, L, D), torch.empty(B * H, L), torch.empty(B * H * L)
-    ak.attn_fwd[((L + 15) // 16, B * H)](qf, kf, vf, mf, o, lse, *args, **meta)
+    ak.attn_fwd[((L + 31) // 32, B * H)](qf, kf, vf, mf, o, lse, *args, **meta)
     close(o, ref.detach(), f"attention out causal={causal}")
     ak.attn_bwd_pre[((B * H * L + 15) // 16,)](o, dyf, delta, B * H * L, HEAD_D=D, BLOCK_M=16)
     dq, dk, dv = torch.empty(B, H, L, D), torch.empty(B, HK, S, D), torch.empty(B, HK, S, D)
-    ak.attn_bwd_dkdv[((S + 15) // 16, B * HK)](qf, kf, vf, mf, dyf, lse, delta, dk, dv, *args, **meta)
-    ak.attn_bwd_dq[((L + 15) // 16, B * H)](qf, kf, vf, mf, dyf, lse, delta, dq, *args, **meta)
+    ak.attn_bwd_dkdv[((S + 31) // 32, B * HK)](qf, kf, vf, mf, dyf, lse, delta, dk, dv, *args, **meta_kv)
+    ak.attn_bwd_dq[((L + 31) // 32, B * H)](qf, kf, vf, mf, dyf, lse, delta, dq, *args, **meta)
     close(dq, qr.grad, "attention dq")
     close(dk, kr.grad, "attention dk")
     close(dv, vr.grad, "attention dv")
