@@ -1208,17 +1208,17 @@ def rope(x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
 
 
 def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool, scale: float) -> tuple:
-    from genesis.backends.cuda import nn_fused
+    from genesis.backends.cuda import sdpa
 
     _check_device("attention", q, k, v, mask)
-    return nn_fused.attention(q, k, v, mask, is_causal, scale)
+    return sdpa.attention(q, k, v, mask, is_causal, scale)
 
 
 def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
                        lse: NDArray, is_causal: bool, scale: float) -> tuple:
-    from genesis.backends.cuda import nn_fused
+    from genesis.backends.cuda import sdpa
 
-    return nn_fused.attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
+    return sdpa.attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
 
 
 def kv_cache_write_(cache: NDArray, new: NDArray, position: NDArray) -> None:
