@@ -6,7 +6,8 @@ The choice, per call:
 2. With a priority order set, the first of those; otherwise, where both apply, the faster one for the call's shape
    class, timed once (forward plus backward, on the call's own inputs) and cached. A shape class rounds both lengths
    up to a power of two, so growing sequences (decoding) do not time every length; tiny calls, where launch cost
-   decides, take the Triton kernel without timing.
+   decides, take the Triton kernel without timing, and so do calls inside a CUDA graph capture until an eager call
+   of their class has been timed.
 
 The backward runs on the kernel of its forward: the row statistics say which wrote them (Triton: (B * H, L) base-2
 log-sum-exp; cuDNN: (B, H, L, 1) natural-log log-sum-exp). Where cuDNN refuses a backward (s_q = s_kv = 1), the
@@ -82,7 +83,9 @@ def _choose(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal:
         if B * H * L * k.shape[2] * D < _SMALL_WORK:
             choice = sdp.FLASH
         elif _capturing():
-            return sdp.CUDNN  # no timing inside a capture; decided for good at the next eager call
+            # No timing inside a CUDA graph capture (it synchronizes), and no cuDNN graph built there either: the
+            # Triton kernels are known to capture. Decided for good at the next eager call.
+            return sdp.FLASH
         else:
             choice = _measure(q, k, v, mask, is_causal, scale)
         _choices[key] = choice
