@@ -418,17 +418,20 @@ for xs, cs in (((2, 3, 5, 8), (2, 1, 5, 8)), ((2, 5, 3, 8), (1, 5, 1, 8)), ((2, 
     x, c, s = (torch.randn(n, generator=g) for n in (xs, cs, cs))
     for inverse in (False, True):
         close(nf.rope(nd(x), nd(c), nd(s), inverse), cpu.rope(nd(x), nd(c), nd(s), inverse), f"rope {xs} {cs}")
-for B, H, HK, L, S, D, causal, mshape in ((1, 2, 1, 70, 70, 16, True, None), (2, 4, 2, 19, 45, 32, False, (19, 45))):
+# (the last case: a negative scale, which the unmasked forward cannot fold into its running max)
+for B, H, HK, L, S, D, causal, mshape, scale in ((1, 2, 1, 70, 70, 16, True, None, 0.25),
+                                                (2, 4, 2, 19, 45, 32, False, (19, 45), 32 ** -0.5),
+                                                (1, 2, 2, 20, 20, 16, True, None, -0.3)):
     q = torch.randn(B, L, H, D, generator=g).transpose(1, 2)  # strided (B, H, L, D) view
     k, v = torch.randn(B, HK, S, D, generator=g), torch.randn(B, HK, S, D, generator=g)
     mask = nd(torch.randn(mshape, generator=g)) if mshape else None
-    out, lse = nf.attention(nd(q), nd(k), nd(v), mask, causal, D ** -0.5)
-    ref, _ = cpu.attention(nd(q), nd(k), nd(v), mask, causal, D ** -0.5)
-    close(out, ref, "attention")
+    out, lse = nf.attention(nd(q), nd(k), nd(v), mask, causal, scale)
+    ref, _ = cpu.attention(nd(q), nd(k), nd(v), mask, causal, scale)
+    close(out, ref, f"attention scale={scale}")
     dy = nd(torch.randn(B, H, L, D, generator=g))
-    grads = nf.attention_backward(dy, nd(q), nd(k), nd(v), mask, out, lse, causal, D ** -0.5)
-    for a, r in zip(grads, cpu.attention_backward(dy, nd(q), nd(k), nd(v), mask, ref, None, causal, D ** -0.5)):
-        close(a, r, "attention backward")
+    grads = nf.attention_backward(dy, nd(q), nd(k), nd(v), mask, out, lse, causal, scale)
+    for a, r in zip(grads, cpu.attention_backward(dy, nd(q), nd(k), nd(v), mask, ref, None, causal, scale)):
+        close(a, r, f"attention backward scale={scale}")
 p, m, v = (torch.randn(300, generator=g) for _ in range(3))
 v = v.abs()
 p2, m2, v2 = p.clone(), m.clone(), v.clone()
