@@ -657,20 +657,6 @@ def linear(x: NDArray, w: NDArray, bias: NDArray | None) -> NDArray:
     return binary("add", out, bias, out=out)
 
 
-def linear(x: NDArray, w: NDArray, bias: NDArray | None) -> NDArray:
-    from genesis.backends.cuda import blas
-
-    if bias is None:
-        return blas.matmul(x, w.transpose(0, 1))
-    # cuBLASLt's bias epilogue adds the bias before the output is rounded: one kernel instead of two. It takes a
-    # dense bias of the output's dtype at an aligned address; anything else gets a separate add.
-    if x.dtype in blas._DATA and bias.dtype is x.dtype and bias.strides[-1] == 1 and _ptr(bias) % 16 == 0 \
-            and x.shape[1]:
-        return blas.linear(x, w, bias)
-    out = blas.matmul(x, w.transpose(0, 1))
-    return binary("add", out, bias, out=out)
-
-
 # ---------------------------------------------------------------- indexing
 
 _GATHER = td.Kernel(ik.gather_kernel)
