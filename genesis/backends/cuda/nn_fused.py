@@ -50,6 +50,15 @@ def softmax_backward(grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArra
     last = out.ndim - 1
     if out.ndim == 0:  # softmax of one element is constant
         return full((), 0.0, out.dtype, out.device)
+    if out.dtype is dtypes.float64:
+        # The kernel accumulates in float32: float64 keeps its precision through float64 elementwise ops.
+        from genesis.backends import cuda as be
+
+        if log:
+            total = be.reduce("sum", grad, (dim,), True)
+            return be.binary("sub", grad, be.binary("mul", be.unary("exp", out), total))
+        total = be.reduce("sum", be.binary("mul", grad, out), (dim,), True)
+        return be.binary("mul", out, be.binary("sub", grad, total))
     g = _dense(grad if dim == last else grad.transpose(dim, last))
     y = _dense(out if dim == last else out.transpose(dim, last))
     dx = _new(y.shape, out.dtype, out.device)
