@@ -174,3 +174,23 @@ def test_embedding_gradient_is_bitwise_reproducible():
     assert torch.equal(grads[0], grads[1])
     ref = torch.zeros(50, 64, dtype=torch.float64).index_add_(0, to_torch(idx), to_torch(grad).double())
     torch.testing.assert_close(grads[0].double(), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_norm_and_pool_gradients_are_bitwise_reproducible():
+    gen = torch.Generator().manual_seed(2)
+    x = to_genesis(torch.randn(8, 16, 33, 35, generator=gen).requires_grad_())
+    dy = to_genesis(torch.randn(8, 16, 33, 35, generator=gen), requires_grad=False)
+    w = genesis.ones(16, device=DEVICE, requires_grad=True)
+    b = genesis.zeros(16, device=DEVICE, requires_grad=True)
+    F = genesis.nn.functional
+    for fn in (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+               lambda x, w, b: F.group_norm(x, 4, w, b),
+               lambda x, w, b: F.max_pool2d(x * w.reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1), 3, 1, 1),
+               lambda x, w, b: F.interpolate(x * w.reshape(1, -1, 1, 1), scale_factor=0.7, mode="bilinear") + b.sum()):
+        runs = []
+        for _ in range(2):
+            y = fn(x, w, b)
+            runs.append([to_torch(g) for g in genesis.autograd.grad(y, (x, w, b), dy if y.shape == dy.shape else
+                                                                     genesis.ones_like(y))])
+        for first, second in zip(*runs):
+            assert torch.equal(first, second)
