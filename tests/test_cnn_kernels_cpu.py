@@ -1,6 +1,7 @@
 """The CNN-layer kernels and the embedding gradient on a machine without a GPU: each compiles ahead of time for
 sm_90, and the CUDA backend's launchers (``genesis/backends/cuda/nn_layers.py``) compute the same values as the CPU
-backend under ``TRITON_INTERPRET=1``, with CPU arrays standing in for device memory (float32).
+backend under ``TRITON_INTERPRET=1``, with CPU arrays standing in for device memory (float32), with 32-bit and with
+64-bit index arithmetic.
 
 Covers pooling (adaptive; max with NaN and of integers, dilation, padding, ceil_mode, strided and 3-d input; avg
 with each divisor rule), batch norm (training with the running-statistics update, eval, with and without affine),
@@ -134,6 +135,8 @@ nl._ptr = cpu.native
 nl._psig = lambda x, p: "*fp32"
 nl._contig = lambda x: x.is_contiguous()
 nl.contiguous, nl.reduce, nl.full, nl.from_numpy = cpu.contiguous, cpu.reduce, cpu.full, cpu.from_numpy
+if sys.argv[1:] == ["wide"]:  # the 64-bit index arithmetic variants, as for arrays of 2**31 elements or more
+    nl._wide = lambda *sizes: True
 g = torch.Generator().manual_seed(0)
 nd = cpu.wrap
 
@@ -277,9 +280,11 @@ print("ok")
 """
 
 
-def test_cuda_launchers_under_the_interpreter() -> None:
+@pytest.mark.parametrize("index_bits", ["narrow", "wide"])
+def test_cuda_launchers_under_the_interpreter(index_bits: str) -> None:
     pytest.importorskip("cuda.bindings", reason="cuda-python is not installed: the CUDA backend cannot be imported")
     env = dict(os.environ, TRITON_INTERPRET="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
-    out = subprocess.run([sys.executable, "-c", _LAUNCHERS], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", _LAUNCHERS, index_bits], env=env, capture_output=True, text=True,
+                         timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout[-1000:] + out.stderr[-3000:]
