@@ -229,6 +229,19 @@ for shape in ((5, 3), (2, 3, 5, 7), (1, 4, 1, 33), (3, 2, 17, 16)):
             rr = cpu.batch_norm_backward(dy, nd(x), W, nd(rm), nd(rv), ref[1], ref[2], training, 1e-5, mask)
             for a, r, name in zip(gr, rr, ("dx", "dw", "db")):
                 close(a, r, f"bn {name} {shape} training={training} affine={affine}")
+x = (randn(4, 3, 5, 6) * 2 + 1).half()  # half-precision input, float32 parameters and running statistics
+w, b, rm, rv = randn(3), randn(3), randn(3), randn(3).abs() + 0.5
+rm2, rv2 = rm.clone(), rv.clone()
+got = nl.batch_norm(nd(x), nd(w), nd(b), nd(rm), nd(rv), True, 0.1, 1e-5)
+ref = cpu.batch_norm(nd(x), nd(w), nd(b), nd(rm2), nd(rv2), True, 0.1, 1e-5)
+torch.testing.assert_close(cpu.native(got[0]), cpu.native(ref[0]), rtol=2e-3, atol=2e-3)
+torch.testing.assert_close(rm, rm2)
+torch.testing.assert_close(rv, rv2)
+dy = nd(randn(4, 3, 5, 6).half())
+for a, r in zip(nl.batch_norm_backward(dy, nd(x), nd(w), None, None, got[1], got[2], True, 1e-5, (True,) * 3),
+                cpu.batch_norm_backward(dy, nd(x), nd(w), None, None, ref[1], ref[2], True, 1e-5, (True,) * 3)):
+    assert a.dtype is r.dtype, (a.dtype, r.dtype)
+    torch.testing.assert_close(cpu.native(a), cpu.native(r), rtol=2e-3, atol=2e-3)
 print("batch_norm ok")
 
 # group norm

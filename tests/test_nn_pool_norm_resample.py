@@ -93,6 +93,20 @@ def test_batch_norm_float32_training_and_eval(shape, affine):
         check(f, rand(*shape, dtype=F32, low=-2.0, high=3.0), *((weight, bias) if affine else ()))
 
 
+@pytest.mark.parametrize("param_dtype", [BF16, F32])
+def test_batch_norm_half_precision_input(param_dtype):
+    channels = 5
+    for training in (True, False):
+        def f(lib, x, w, b, training=training):
+            mean = (to_genesis if lib is genesis else torch.Tensor.clone)(rand(channels, dtype=param_dtype,
+                                                                              requires_grad=False))
+            var = (to_genesis if lib is genesis else torch.Tensor.clone)(rand(channels, dtype=param_dtype, low=0.5,
+                                                                             requires_grad=False))
+            return lib.nn.functional.batch_norm(x, mean, var, w, b, training=training, momentum=0.2), mean, var
+        check(f, rand(6, channels, 3, 7, dtype=BF16, low=-2.0, high=3.0), rand(channels, dtype=param_dtype, seed=1),
+              rand(channels, dtype=param_dtype, seed=2))
+
+
 def test_batch_norm_modules_train_then_eval_bfloat16_input_float32():
     t = torch.nn.BatchNorm2d(5)
     g = nn.BatchNorm2d(5).to(DEVICE)

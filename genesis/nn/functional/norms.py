@@ -114,9 +114,12 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise RuntimeError(f"batch_norm: {name} should contain {channels} elements not {t.numel()}")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
-    if input.dtype in (dtypes.float32, dtypes.float64) and all(
-            t is None or t.dtype is input.dtype for t in (weight, bias, running_mean, running_var)):
-        # One fused kernel each way (several times fewer graph nodes than the composite below).
+    params = [t.dtype for t in (weight, bias, running_mean, running_var) if t is not None]
+    half = input.dtype in (dtypes.float16, dtypes.bfloat16)
+    if input.dtype.is_floating_point and (all(d is input.dtype for d in params) or
+                                          (half and all(d is dtypes.float32 for d in params))):
+        # One fused kernel each way (several times fewer graph nodes than the composite below); half-precision
+        # input keeps its statistics in float32, with parameters of its own dtype or float32 (torch's mixed mode).
         return BatchNorm.apply(input, weight, bias, running_mean, running_var, training=training,
                                momentum=0.0 if momentum is None else momentum, eps=eps)
     return _batch_norm_composite(input, running_mean, running_var, weight, bias, training, momentum, eps)
