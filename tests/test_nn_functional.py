@@ -244,7 +244,7 @@ def test_batch_norm_functional_fused_and_half_precision(training):
         out = lib.nn.functional.batch_norm(x, mean, var, w, b, training=training, momentum=0.2)
         return out, mean, var
     check(f, rand(4, 3, 5), rand(3), rand(3, seed=1))
-    # bf16 runs the float32 composite; forward and running statistics as torch's.
+    # bf16 input keeps float32 statistics; forward and running statistics as torch's.
     check(f, rand(4, 3, 5, dtype=torch.bfloat16), rand(3, dtype=torch.bfloat16),
           rand(3, dtype=torch.bfloat16, seed=1), backward=False)
     check(lambda lib, x: lib.nn.functional.group_norm(x, 2), rand(2, 4, 3, dtype=torch.bfloat16), backward=False)
