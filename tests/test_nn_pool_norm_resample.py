@@ -208,3 +208,12 @@ def test_norm_and_pool_gradients_are_bitwise_reproducible():
                                                                      genesis.ones_like(y))])
         for first, second in zip(*runs):
             assert torch.equal(first, second)
+
+
+def test_bad_sizes_raise_like_torch():
+    x = rand(1, 2, 3, 4, dtype=F32)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.interpolate(x, size=(0, 2)), x)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=0.1, mode="bilinear"), x)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.interpolate(x, size=3), rand(1, 2, 0, dtype=F32))
+    check_error(RuntimeError, lambda lib, x, w: lib.nn.functional.group_norm(x, 2, w), x, rand(3, dtype=F32))
+    check_error(RuntimeError, lambda lib, x, b: lib.nn.functional.group_norm(x, 2, None, b), x, rand(1, 2, dtype=F32))

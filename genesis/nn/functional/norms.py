@@ -177,6 +177,10 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, but "
+                               f"got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
     if input.dtype.is_floating_point and all(t is None or t.dtype is input.dtype for t in (weight, bias)):
         # One kernel each way (statistics in float32 for half-precision input, as the composite below).
         return GroupNorm.apply(input, weight, bias, num_groups=num_groups, eps=eps)

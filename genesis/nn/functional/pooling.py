@@ -250,6 +250,11 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
         scales = (None,) * n if recompute_scale_factor else tuple(float(f) for f in factors)
     if len(out_sizes) != n:
         raise ValueError(f"interpolate: expected {n} output sizes, got {list(out_sizes)}")
+    if min(in_sizes) <= 0 or min(out_sizes) <= 0:
+        names = ("D", "H", "W")[-n:]
+        raise RuntimeError("Input and output sizes should be greater than 0, but got input ("
+                           + ", ".join(f"{k}: {v}" for k, v in zip(names, in_sizes)) + ") output ("
+                           + ", ".join(f"{k}: {v}" for k, v in zip(names, out_sizes)) + ")")
     if n <= 2 and mode != "trilinear" and input.dtype.is_floating_point:
         # One resampling kernel each way (1-d runs as 2-d over a height of one).
         kernel_mode = "bilinear" if mode in linear_modes else mode
