@@ -2,19 +2,19 @@
 
 Batch norm (statistics per channel over N * S elements) runs in three launches each way:
   1. ``bn_partials``: program (c, p) reduces one chunk of channel c. Forward: the chunk's count, mean and sum of
-     squared deviations (tiles merged with Chan et al.'s parallel-variance formula, which stays accurate where
-     ``E[x^2] - E[x]^2`` cancels). Backward: ``sum(dy)`` and ``sum(dy * (x - mean))``.
+     squared deviations (Welford per lane, lanes merged with Chan et al.'s parallel-variance formula, which stays
+     accurate where ``E[x^2] - E[x]^2`` cancels). Backward: ``sum(dy)`` and ``sum(dy * (x - mean))``.
   2. ``bn_finalize`` / ``bn_bwd_finalize``: one program per channel merges its P partials in a fixed order (no atomics,
      so every statistic and the weight/bias gradients are bitwise reproducible), updates the running statistics and
      writes per-channel coefficients.
-  3. ``bn_apply`` / ``bn_bwd_apply``: one elementwise pass with the per-channel coefficients.
+  3. ``bn_apply`` (forward and backward): one elementwise pass with the per-channel coefficients.
 Bytes: forward reads x twice and writes y (3 N C S elements); backward reads dy and x twice and writes dx
 (5 N C S elements), plus O(C * P) partials.
 
-Group norm: one program per (sample, group) walks the group's ``C / G * S`` contiguous elements: statistics, then
-normalization with the per-channel affine. Its backward writes per-(sample, channel) partial sums of ``dy * xhat``
-and ``dy`` (summed over the batch afterwards in a fixed order) and ``dx``. Bytes: forward reads x twice and writes y;
-backward reads dy and x twice and writes dx.
+Group norm: one program per (sample, group) walks the group's ``C / G * S`` contiguous elements: statistics (tiles
+merged with Chan's formula), then normalization with the per-channel affine. Its backward writes per-(sample, channel)
+partial sums of ``dy * xhat`` and ``dy`` (summed over the batch afterwards in a fixed order) and ``dx``. Bytes:
+forward reads x twice and writes y; backward reads dy and x twice and writes dx.
 
 All statistics and sums run in float32 (float64 for float64 input, ``F64``); results are stored in the output dtype.
 """
