@@ -13,14 +13,7 @@ once per covering axis pair and writes N C H W elements; the tables are O(H + W)
 import triton
 import triton.language as tl
 
-
-@triton.jit
-def _offsets(BLOCK: tl.constexpr, I64: tl.constexpr):
-    """This program's ``BLOCK`` flat positions: int32 index arithmetic unless the arrays need 64-bit offsets."""
-    pid = tl.program_id(0)
-    if I64:
-        pid = pid.to(tl.int64)
-    return pid * BLOCK + tl.arange(0, BLOCK)
+from genesis.backends.cuda.kernels.nn_pool import _offsets
 
 
 @triton.jit
