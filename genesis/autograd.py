@@ -900,6 +900,8 @@ def _make_grads(outputs: Sequence[Any], grad_outputs: Any) -> list:
                 f"Mismatch in shape: grad_output[0] has a shape of {tuple(g.shape)} and output[0] has a shape of "
                 f"{tuple(out.shape)}."
             )
+        elif g.device != out.device:
+            raise RuntimeError(f"invalid gradient at index {i} - expected device {out.device} but got {g.device}")
         result.append(g)
     return result
 

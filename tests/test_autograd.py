@@ -1749,10 +1749,15 @@ def test_bad_gradient_arguments_raise_like_torch() -> None:
 
     def integer_gradient(lib: Any) -> Any:
         x = t(lib, [1.0, 2.0], True)
-        (x * 2).backward(lib.tensor([1, 3]))
+        (x * 2).backward(lib.tensor([1, 3], device=DEVICE) if lib is genesis else lib.tensor([1, 3]))
         return x.grad
 
     both(integer_gradient)
+    if DEVICE != "cpu":  # a gradient on another device than its output (torch's message)
+        x = t(genesis, [1.0, 2.0], True)
+        with pytest.raises(RuntimeError, match="invalid gradient at index 0 - expected device"):
+            (x * 2).backward(genesis.tensor([1.0, 3.0], dtype=genesis.float64))
+        assert x.grad is None
 
 
 def test_backward_in_several_threads_at_once() -> None:
