@@ -106,34 +106,9 @@ interpreter._patch_lang_tensor = _patched
 import genesis.backends.cpu as cpu
 from genesis import dtypes
 from genesis.backends.cuda import nn_layers as nl
-from genesis.backends.cuda import triton_driver as td
+from tests.interpreter_stubs import install
 
-
-class _Runtime:
-    def ensure_device(self, index):
-        pass
-
-    def multiprocessor_count(self, index=None):
-        return 3
-
-
-def _launcher(self, types, consts, num_warps=4, num_stages=3):
-    fn = self.fn
-    assert len(types) + len(consts) == len(fn.arg_names), fn.__name__
-    meta = dict(zip(fn.arg_names[len(types):], consts))
-
-    def go(gx, gy, gz, *args):
-        assert len(args) == len(types), fn.__name__
-        fn[(gx, gy, gz)](*args, **meta)
-    return go
-
-
-td.Kernel.launcher = _launcher
-nl.rt = _Runtime()
-nl._new = lambda shape, dtype, device: cpu.empty(shape, dtype, device)
-nl._ptr = cpu.native
-nl._psig = lambda x, p: "*fp32"
-nl._contig = lambda x: x.is_contiguous()
+install(nl)
 nl.contiguous, nl.reduce, nl.full, nl.from_numpy = cpu.contiguous, cpu.reduce, cpu.full, cpu.from_numpy
 if sys.argv[1:] == ["wide"]:  # the 64-bit index arithmetic variants, as for arrays of 2**31 elements or more
     nl._wide = lambda *sizes: True

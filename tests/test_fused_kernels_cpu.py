@@ -340,35 +340,10 @@ _LAUNCHERS = _INTERPRETED.split("root = sys.argv[1]")[0] + r"""
 import math
 import genesis.backends.cpu as cpu
 from genesis.backends.cuda import nn_fused as nf
-from genesis.backends.cuda import triton_driver as td
-
-
-class _Runtime:
-    def ensure_device(self, index):
-        pass
-
-    def multiprocessor_count(self, index=None):
-        return 3
-
-
-def _launcher(self, types, consts, num_warps=4, num_stages=3):
-    fn = self.fn
-    assert len(types) + len(consts) == len(fn.arg_names), fn.__name__
-    meta = dict(zip(fn.arg_names[len(types):], consts))
-
-    def go(gx, gy, gz, *args):
-        assert len(args) == len(types), fn.__name__
-        fn[(gx, gy, gz)](*args, **meta)
-    return go
-
+from tests.interpreter_stubs import install
 
 # CPU arrays stand in for device memory: a "pointer" is the torch view itself, which the interpreter reads.
-td.Kernel.launcher = _launcher
-nf.rt = _Runtime()
-nf._new = lambda shape, dtype, device: cpu.empty(shape, dtype, device)
-nf._ptr = cpu.native
-nf._psig = lambda x, p: "*fp32"
-nf._contig = lambda x: x.is_contiguous()
+install(nf)
 nf.contiguous, nf.full = cpu.contiguous, cpu.full
 nf._row_tile = lambda n, itemsize: (16, False, 4) if n > 16 else (16, True, 4)  # small tiles: chunked paths run
 nf._NORM_LONG = 16

@@ -1,0 +1,45 @@
+"""Stand-ins that run the CUDA backend's launchers under the Triton interpreter on CPU arrays.
+
+Imported by the CI kernel tests' subprocesses after ``TRITON_INTERPRET=1`` is set: ``install(module)`` makes a
+launcher module (``nn_fused``, ``nn_layers``) allocate CPU arrays, pass torch views as "pointers" (which the
+interpreter reads) and launch every kernel through the interpreter with its constexpr values by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Runtime:
+    """The parts of ``genesis.backends.cuda.runtime`` the launchers use, for a pretend GPU of three SMs."""
+
+    def ensure_device(self, index: int) -> None:
+        pass
+
+    def multiprocessor_count(self, index: int | None = None) -> int:
+        return 3
+
+
+def launcher(self: Any, types: tuple, consts: tuple, num_warps: int = 4, num_stages: int = 3) -> Any:
+    """``Kernel.launcher`` through the interpreter: checks the argument counts of every launch."""
+    fn = self.fn
+    assert len(types) + len(consts) == len(fn.arg_names), fn.__name__
+    meta = dict(zip(fn.arg_names[len(types):], consts))
+
+    def go(gx: int, gy: int, gz: int, *args: Any) -> None:
+        assert len(args) == len(types), fn.__name__
+        fn[(gx, gy, gz)](*args, **meta)
+    return go
+
+
+def install(module: Any) -> None:
+    """Point ``module``'s allocation, pointer and launch helpers at CPU arrays and the interpreter."""
+    import genesis.backends.cpu as cpu
+    from genesis.backends.cuda import triton_driver as td
+
+    td.Kernel.launcher = launcher
+    module.rt = Runtime()
+    module._new = lambda shape, dtype, device: cpu.empty(shape, dtype, device)
+    module._ptr = cpu.native
+    module._psig = lambda x, p: "*fp32"
+    module._contig = lambda x: x.is_contiguous()
