@@ -170,3 +170,16 @@ PRIMITIVES = (
 )
 
 from genesis.backends import cudnn  # noqa: E402, F401 - cuDNN switches, as torch.backends.cudnn
+
+
+def __getattr__(name: str) -> object:
+    """``genesis.backends.cuda`` on first use: the CUDA backend where its packages are installed (it carries
+    torch.backends.cuda's switches), else a module of those switches alone."""
+    if name == "cuda":
+        import importlib
+
+        try:
+            return importlib.import_module("genesis.backends.cuda")
+        except ImportError:
+            return importlib.import_module("genesis.backends.cuda_switches")
+    raise AttributeError(f"module 'genesis.backends' has no attribute '{name}'")

@@ -227,11 +227,11 @@ def manual_seed_all(seed: int) -> None:
 
 
 def set_allow_tf32(flag: bool) -> None:
-    """Let float32 matrix products use TF32 tensor cores (off by default, as torch.backends.cuda.matmul)."""
-    _runtime()
-    from genesis.backends.cuda import blas
+    """Let float32 matrix products use TF32 tensor cores (off by default): the same switch as
+    ``genesis.backends.cuda.matmul.allow_tf32`` (torch's ``torch.backends.cuda.matmul.allow_tf32``)."""
+    from genesis.backends import cuda_switches
 
-    blas.set_allow_tf32(flag)
+    cuda_switches.matmul.allow_tf32 = bool(flag)
 
 
 # ---------------------------------------------------------------- CUDA graphs

@@ -14,7 +14,7 @@ import numpy as np
 from cuda.bindings import driver as cu
 
 from genesis import dtypes
-from genesis.backends import COMPARISON_OPS
+from genesis.backends import COMPARISON_OPS, cuda_switches
 from genesis.backends.cuda import runtime, storage
 from genesis.backends.cuda import triton_driver as td
 from genesis.backends.cuda.kernels import elementwise as ek
@@ -637,10 +637,25 @@ def softmax(x: NDArray, dim: int, log: bool) -> NDArray:
 # ---------------------------------------------------------------- linear algebra
 
 
-def matmul(a: NDArray, b: NDArray) -> NDArray:
-    from genesis.backends.cuda import blas
+class _Matmul:
+    """The ``matmul`` primitive. As ``genesis.backends.cuda.matmul`` it also carries the switch of
+    ``torch.backends.cuda.matmul``: ``allow_tf32`` lets float32 products use TF32 tensor cores (off by default)."""
 
-    return blas.matmul(a, b)
+    def __call__(self, a: NDArray, b: NDArray) -> NDArray:
+        from genesis.backends.cuda import blas
+
+        return blas.matmul(a, b)
+
+    @property
+    def allow_tf32(self) -> bool:
+        return cuda_switches.matmul.allow_tf32
+
+    @allow_tf32.setter
+    def allow_tf32(self, flag: bool) -> None:
+        cuda_switches.matmul.allow_tf32 = bool(flag)
+
+
+matmul = _Matmul()
 
 
 def linear(x: NDArray, w: NDArray, bias: NDArray | None) -> NDArray:

@@ -15,6 +15,7 @@ import numpy as np
 from nvmath.bindings import cublasLt as lt
 
 from genesis import dtypes
+from genesis.backends import cuda_switches
 from genesis.backends.cuda import runtime as rt
 from genesis.backends.cuda import storage
 from genesis.ndarray import NDArray
@@ -27,12 +28,13 @@ _DATA = {dtypes.float32: _CUDA_R_32F, dtypes.float64: _CUDA_R_64F, dtypes.float1
 _WORKSPACE = 32 << 20
 _OP_N, _OP_T = 0, 1
 
-allow_tf32 = False  # fp32 products use TF32 tensor cores only when enabled (torch.backends.cuda.matmul.allow_tf32)
+# fp32 products use TF32 tensor cores only when enabled: the switch is torch.backends.cuda.matmul.allow_tf32's,
+# kept in a module that needs no GPU packages (genesis.backends.cuda.matmul.allow_tf32 reads and sets it too).
+_switches = cuda_switches.matmul
 
 
 def set_allow_tf32(flag: bool) -> None:
-    global allow_tf32
-    allow_tf32 = bool(flag)
+    _switches.allow_tf32 = bool(flag)
 
 
 class _Handle:
@@ -184,6 +186,7 @@ def matmul(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
     h = _handles.get(dev)
     if h is None:
         h = _handles[dev] = _Handle(dev)
+    allow_tf32 = _switches.allow_tf32
     key = (dev, dtype, la, lb, M, N, batch, align, allow_tf32, bias is not None)
     plan = _plans.get(key)
     if plan is None:
