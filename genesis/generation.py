@@ -40,11 +40,14 @@ class KVCache:
         self.length = 0
         self.position = genesis.zeros(1, dtype=genesis.int64, device=device)
 
+    def check_room(self, n: int) -> None:
+        """Raise if ``n`` more positions do not fit after the cached ones."""
+        if self.length + n > self.max_length:
+            raise RuntimeError(f"KVCache: {self.length + n} positions exceed the cache size {self.max_length}")
+
     def write(self, layer: int, k: Tensor, v: Tensor) -> None:
         """Store k, v (B, n_kv_heads, T, head_dim) at the cached length."""
-        end = self.length + k.shape[2]
-        if end > self.max_length:
-            raise RuntimeError(f"KVCache: {end} positions exceed the cache size {self.max_length}")
+        self.check_room(k.shape[2])
         F.kv_cache_write_(self.keys[layer], k, self.position)
         F.kv_cache_write_(self.values[layer], v, self.position)
 

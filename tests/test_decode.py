@@ -1,5 +1,5 @@
-"""Decoding over a KV cache: ``F.kv_cache_write_`` and ``F.decode_attention`` against torch, CUDA graph capture,
-and captured decoding in ``generate`` against eager decoding.
+"""Decoding over a KV cache: ``F.kv_cache_write_``, ``F.rope_kv_cache_write_`` and ``F.decode_attention`` against
+torch, CUDA graph capture, and captured decoding in ``generate`` against eager decoding.
 
 The op tests run on every device through the switch; the graph tests need a GPU. The decoding kernels also compile
 ahead of time for sm_90 on machines without one.
@@ -79,6 +79,39 @@ def test_kv_cache_write(dtype) -> None:
     expected = cache.clone()
     expected[:, :, 7:12] = new
     assert torch.equal(to_torch(g_cache), expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("B,H,HK,D,batch_tables", [(1, 14, 2, 64, True), (3, 4, 4, 128, True), (2, 6, 3, 32, False)])
+def test_rope_kv_cache_write(dtype, B, H, HK, D, batch_tables) -> None:
+    torch.manual_seed(2)
+    td = TORCH_DTYPE[dtype]
+    S, pos = 12, 5
+    q = torch.randn(B, 1, H + 2, D, dtype=td)[:, :, 1:H + 1]  # strided head dim, as views of a projection
+    k, v = torch.randn(B, 1, HK, D, dtype=td), torch.randn(B, 1, HK, D, dtype=td)
+    angles = torch.rand(B if batch_tables else 1, 1, 1, D // 2, dtype=torch.float64) * 6
+    cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()
+    k_cache, v_cache = torch.randn(B, HK, S, D, dtype=td), torch.randn(B, HK, S, D, dtype=td)
+    g_k, g_v = to_genesis(k_cache, False), to_genesis(v_cache, False)
+    out = F.rope_kv_cache_write_(to_genesis(q, False), to_genesis(k, False), to_genesis(v, False),
+                                 to_genesis(cos.float(), False), to_genesis(sin.float(), False), g_k, g_v,
+                                 genesis.tensor([pos], device=DEVICE))
+    c, s_ = cos.float().to(td).float(), sin.float().to(td).float()  # tables rounded to the input dtype, as rope
+
+    def rope(x: torch.Tensor) -> torch.Tensor:
+        x = x.transpose(1, 2).float()
+        half = D // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
+        return (x * c + rotated * s_).to(td)
+
+    rtol, atol = _tolerance(dtype)
+    assert out.shape == (B, H, 1, D) and out.dtype is dtype
+    assert_same(out, rope(q), rtol=rtol, atol=atol)
+    expected_k, expected_v = k_cache.clone(), v_cache.clone()
+    expected_k[:, :, pos:pos + 1] = rope(k)
+    expected_v[:, :, pos:pos + 1] = v.transpose(1, 2)
+    assert_same(g_k, expected_k, rtol=rtol, atol=atol)
+    assert torch.equal(to_torch(g_v), expected_v)
 
 
 def test_decode_ops_bad_input() -> None:
@@ -215,3 +248,5 @@ def test_decode_kernels_compile_for_sm90() -> None:
     compile_for_sm90(dk.decode_attention_kernel, (f32, f32, f32, i64, "*i8", f32, f32, f32) + partial,
                      (1, 16, 64, 128, 128, False, True))
     compile_for_sm90(dk.decode_combine_kernel, (f32, f32, f32, bf, "i32", "i32", "i64", "i64", "i32"), (32, 64))
+    compile_for_sm90(dk.rope_cache_kernel, (bf,) * 3 + (f32, f32) + (bf,) * 3 + (i64,) + ("i64",) * 13 + ("i32",),
+                     (32, 32))

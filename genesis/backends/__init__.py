@@ -28,7 +28,8 @@ memory and creation
                                                     consumer passes max_version >= (1, 0)
     from_dlpack(obj)                                zero-copy import of any DLPack producer
 elementwise
-    unary(op, x, out)                               op in UNARY_OPS
+    unary(op, x, out)                               op in UNARY_OPS (trigamma: polygamma(1, x); signbit: bool
+                                                    result, floating x only)
     binary(op, a, b, out)                           op in BINARY_OPS, result dtype of a (bool for comparisons)
     where(cond, a, b)                               cond bool; a, b same dtype, broadcastable
 reductions
@@ -111,6 +112,10 @@ fused neural-network kernels (over the last dim; statistics in float32, results 
     kv_cache_write_(cache, new, position)           cache[:, :, p:p + T] = new in place, (B, H, S, D) cache and
                                                     (B, H, T, D) new, p = position[0] (a 1-element int64 array
                                                     read on the device, so a captured graph stays valid)
+    rope_kv_cache_write_(q, k, v, cos, sin, k_cache, v_cache, position)
+                                                    one decoding token: (B, H, 1, D) rotated q; rotated k and v
+                                                    written into the (B, HK, S, D) caches at position[0]; q, k, v
+                                                    (B, 1, heads, D), cos/sin (B or 1, D)
     decode_attention(q, k, v, length, key_mask, scale)
                                                     (B, H, 1, D): one query per head over the first length[0]
                                                     keys of (B, HK, S, D) k/v; key_mask (B, >= length) nonzero
@@ -143,11 +148,14 @@ UNARY_OPS = (
     "neg", "abs", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
     "tan", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "softplus", "erf", "sign", "floor", "ceil",
     "round", "trunc", "isnan", "isinf", "logical_not", "bitwise_not",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "digamma",
+    "trigamma", "i0", "i1", "signbit",
 )
 BINARY_OPS = (
     "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "atan2",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor",
+    "hypot", "copysign",
 )
 COMPARISON_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
 REDUCE_OPS = ("sum", "prod", "amax", "amin", "any", "all")
@@ -164,6 +172,7 @@ PRIMITIVES = (
     "group_norm", "group_norm_backward", "upsample", "upsample_backward", "embedding_backward",
     "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
     "swiglu", "swiglu_backward", "rope", "attention", "attention_backward", "kv_cache_write_", "decode_attention",
+    "rope_kv_cache_write_",
     "adam_step_", "adam_multi_step_", "sgd_multi_step_", "unscale_grads_",
     "uniform", "normal", "randint", "dropout",
     "synchronize",

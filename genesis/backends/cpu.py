@@ -116,6 +116,10 @@ _UNARY = {
     "silu": _F.silu, "softplus": _F.softplus, "erf": torch.erf, "sign": torch.sign, "floor": torch.floor,
     "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "isnan": torch.isnan, "isinf": torch.isinf,
     "logical_not": torch.logical_not, "bitwise_not": torch.bitwise_not,
+    "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh, "cosh": torch.cosh,
+    "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "erfc": torch.erfc, "erfinv": torch.erfinv,
+    "lgamma": torch.lgamma, "digamma": torch.digamma, "trigamma": lambda t: torch.polygamma(1, t),
+    "i0": torch.i0, "i1": torch.special.i1, "signbit": torch.signbit,
 }
 
 _BINARY = {
@@ -124,9 +128,9 @@ _BINARY = {
     "atan2": torch.atan2, "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
     "ge": torch.ge, "logical_and": torch.logical_and, "logical_or": torch.logical_or,
     "logical_xor": torch.logical_xor, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
-    "bitwise_xor": torch.bitwise_xor,
+    "bitwise_xor": torch.bitwise_xor, "hypot": torch.hypot, "copysign": torch.copysign,
 }
-_SCALAR_SECOND_UNSUPPORTED = frozenset(("maximum", "minimum", "atan2"))
+_SCALAR_SECOND_UNSUPPORTED = frozenset(("maximum", "minimum", "atan2", "hypot"))
 
 
 def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
@@ -496,6 +500,15 @@ def kv_cache_write_(cache: NDArray, new: NDArray, position: NDArray) -> None:
     c = native(cache)
     start = int(native(position).reshape(-1)[0])
     c[:, :, start:start + new.shape[2]] = native(new).to(c.dtype)
+
+
+def rope_kv_cache_write_(q: NDArray, k: NDArray, v: NDArray, cos: NDArray, sin: NDArray, k_cache: NDArray,
+                         v_cache: NDArray, position: NDArray) -> NDArray:
+    tables = [wrap(native(t).reshape(t.shape[0], 1, 1, t.shape[-1])) for t in (cos, sin)]
+    q_out = rope(wrap(native(q).transpose(1, 2)), *tables, False)
+    kv_cache_write_(k_cache, rope(wrap(native(k).transpose(1, 2)), *tables, False), position)
+    kv_cache_write_(v_cache, wrap(native(v).transpose(1, 2)), position)
+    return wrap(native(q_out).contiguous())
 
 
 def decode_attention(q: NDArray, k: NDArray, v: NDArray, length: NDArray, key_mask: NDArray | None,

@@ -221,14 +221,15 @@ class QwenAttention(nn.Module):
         v = self.v_proj(x).view(B, T, self.num_kv_heads, self.head_dim)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
+        if decode_length is not None:
+            keys, values = cache.keys[self.layer_idx], cache.values[self.layer_idx]
+            cache.check_room(1)
+            q = F.rope_kv_cache_write_(q, k, v, cos, sin, keys, values, cache.position)  # (B, n_heads, 1, hd)
+            out = F.decode_attention(q, keys, values, decode_length, mask)  # (B, n_heads, 1, head_dim)
+            return self.o_proj(out.reshape(B, 1, self.num_heads * self.head_dim))
         q = F.rope(q.transpose(1, 2), cos, sin)  # (B, n_heads, T, head_dim)
         k = F.rope(k.transpose(1, 2), cos, sin)  # (B, n_kv_heads, T, head_dim)
         v = v.transpose(1, 2)  # (B, n_kv_heads, T, head_dim)
-        if decode_length is not None:
-            cache.write(self.layer_idx, k, v)
-            out = F.decode_attention(q, cache.keys[self.layer_idx], cache.values[self.layer_idx], decode_length,
-                                     mask)  # (B, n_heads, 1, head_dim)
-            return self.o_proj(out.reshape(B, 1, self.num_heads * self.head_dim))
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, n_kv_heads, S, head_dim), S = cached + T
         causal = mask is None and T > 1

@@ -394,7 +394,7 @@ def from_dlpack(obj: object) -> NDArray:
 
 # ---------------------------------------------------------------- elementwise
 
-_BOOL_UNARY = frozenset(("isnan", "isinf", "logical_not"))
+_BOOL_UNARY = frozenset(("isnan", "isinf", "logical_not", "signbit"))
 
 
 def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
@@ -1227,6 +1227,14 @@ def kv_cache_write_(cache: NDArray, new: NDArray, position: NDArray) -> None:
 
     _check_device("kv_cache_write_", cache, new, position)
     nn_decode.kv_cache_write_(cache, new, position)
+
+
+def rope_kv_cache_write_(q: NDArray, k: NDArray, v: NDArray, cos: NDArray, sin: NDArray, k_cache: NDArray,
+                         v_cache: NDArray, position: NDArray) -> NDArray:
+    from genesis.backends.cuda import nn_decode
+
+    _check_device("rope_kv_cache_write_", q, k, v, cos, sin, k_cache, v_cache, position)
+    return nn_decode.rope_kv_cache_write_(q, k, v, cos, sin, k_cache, v_cache, position)
 
 
 def decode_attention(q: NDArray, k: NDArray, v: NDArray, length: NDArray, key_mask: NDArray | None,

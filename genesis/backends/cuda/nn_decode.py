@@ -1,4 +1,5 @@
-"""Launchers of the decoding kernels (``kernels/nn_decode.py``): ``kv_cache_write_`` and ``decode_attention``.
+"""Launchers of the decoding kernels (``kernels/nn_decode.py``): ``kv_cache_write_``, ``rope_kv_cache_write_`` and
+``decode_attention``.
 
 Neither reads a device value on the host, so both can be captured in a CUDA graph.
 """
@@ -14,6 +15,7 @@ from genesis.ndarray import NDArray
 _KV_WRITE = td.Kernel(dk.kv_write_kernel)
 _PARTIAL = td.Kernel(dk.decode_attention_kernel)
 _COMBINE = td.Kernel(dk.decode_combine_kernel)
+_ROPE_CACHE = td.Kernel(dk.rope_cache_kernel)
 SPLIT = 128  # keys per program: small enough that a short cache still spreads over many programs
 BLOCK_N = 64
 
@@ -80,4 +82,29 @@ def decode_attention(q: NDArray, k: NDArray, v: NDArray, length: NDArray, key_ma
     csig = tuple(_psig(a, p) for a, p in zip(combine, cptrs)) + ("i32", "i32", "i64", "i64", "i32")
     go = _COMBINE.launcher(csig, (min(_next_pow2(num_splits), 64), block_d), 4)
     go(B * H, 1, 1, *cptrs, num_splits, D, out.strides[0], out.strides[1], H)
+    return out
+
+
+def rope_kv_cache_write_(q: NDArray, k: NDArray, v: NDArray, cos: NDArray, sin: NDArray, k_cache: NDArray,
+                         v_cache: NDArray, position: NDArray) -> NDArray:
+    """Rotated queries (B, H, 1, D); rotated keys and the values written into the caches (see the contract)."""
+    B, _, H, D = q.shape
+    HK = k.shape[2]
+    q, k, v = _unit_last(q), _unit_last(k), _unit_last(v)
+    cos, sin = _unit_last(cos), _unit_last(sin)
+    if position.dtype is not dtypes.int64:
+        position = cast(position, dtypes.int64)
+    out = _new((B, H, 1, D), q.dtype, q.device)
+    if B == 0 or D == 0:
+        return out
+    rt.ensure_device(q.device.index)
+    arrays = (q, k, v, cos, sin, out, k_cache, v_cache, position)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i64",) * 13 + ("i32",)
+    half = D // 2
+    go = _ROPE_CACHE.launcher(sig, (half, max(_next_pow2(half), 16)), 1 if D <= 128 else 2)
+    t_sb = cos.strides[0] if cos.shape[0] > 1 else 0
+    go(B, H + HK, 1, *ptrs, q.strides[0], q.strides[2], k.strides[0], k.strides[2], v.strides[0], v.strides[2], t_sb,
+       k_cache.strides[0], k_cache.strides[1], k_cache.strides[2], v_cache.strides[0], v_cache.strides[1],
+       v_cache.strides[2], H)
     return out

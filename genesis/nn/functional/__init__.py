@@ -63,6 +63,7 @@ from genesis.nn.functional.llm import (
     kv_cache_write_,
     random_sample,
     rope,
+    rope_kv_cache_write_,
     rope_tables,
     rotate_half,
     swiglu,
@@ -119,7 +120,8 @@ __all__ = [
     "leaky_relu",
     "linear", "local_response_norm", "log_softmax", "logsigmoid", "margin_ranking_loss", "mish", "mse_loss",
     "multi_head_attention_forward", "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance",
-    "poisson_nll_loss", "prelu", "random_sample", "relu", "relu6", "rms_norm", "rope", "rope_tables", "rotate_half",
+    "poisson_nll_loss", "prelu", "random_sample", "relu", "relu6", "rms_norm", "rope",
+    "rope_kv_cache_write_", "rope_tables", "rotate_half",
     "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss", "soft_margin_loss", "softmax",
     "softmin", "softplus", "softsign", "swiglu", "tanh", "tanhshrink", "threshold", "unfold",
 ]

@@ -120,6 +120,43 @@ def kv_cache_write_(cache: Tensor, new: Tensor, position: Tensor) -> Tensor:
     return cache
 
 
+def rope_kv_cache_write_(q: Tensor, k: Tensor, v: Tensor, cos: Tensor, sin: Tensor, k_cache: Tensor,
+                         v_cache: Tensor, position: Tensor) -> Tensor:
+    """One decoding token of a layer in one step: returns ``rope(q)`` as (B, H, 1, D) and writes ``rope(k)`` and
+    ``v`` into ``k_cache`` / ``v_cache`` (B, HK, S, D) at ``position[0]`` (read on the device).
+
+    ``q``, ``k``, ``v`` are (B, 1, heads, D), the layout of the projections; ``cos`` / ``sin`` hold B (or 1) rows of
+    D values in any shape with D last (e.g. (B, 1, 1, D)). Equivalent to ``rope`` of the transposed q and k followed
+    by two ``kv_cache_write_`` calls; on cuda it is one kernel. Inference only.
+    """
+    B, T, H, D = q.shape
+    if T != 1 or k.shape != v.shape or k.shape[0] != B or k.shape[1] != 1 or k.shape[3] != D or D % 2:
+        raise RuntimeError(f"rope_kv_cache_write_: expected q (B, 1, H, D) and k, v (B, 1, HK, D) with an even D, "
+                           f"got {tuple(q.shape)}, {tuple(k.shape)} and {tuple(v.shape)}")
+    HK = k.shape[2]
+    for cache in (k_cache, v_cache):
+        _check_cache("rope_kv_cache_write_", cache, q, "q")
+        if (cache.shape[0], cache.shape[1], cache.shape[3]) != (B, HK, D):
+            raise RuntimeError(f"rope_kv_cache_write_: cache of shape {tuple(cache.shape)} does not match k of "
+                               f"shape {tuple(k.shape)}")
+    if cos.shape != sin.shape or cos.shape[-1] != D or cos.numel() not in (D, B * D):
+        raise RuntimeError(f"rope_kv_cache_write_: cos and sin must hold B or 1 rows of {D} values, got "
+                           f"{tuple(cos.shape)} and {tuple(sin.shape)}")
+    if position.numel() != 1 or position.dtype.is_floating_point:
+        raise RuntimeError(f"rope_kv_cache_write_: position must be a 1-element integer tensor, got shape "
+                           f"{tuple(position.shape)} and dtype {position.dtype}")
+    if q.dtype is not k_cache.dtype or k.dtype is not k_cache.dtype or v.dtype is not v_cache.dtype:
+        raise RuntimeError(f"rope_kv_cache_write_: expected q, k, v and the caches of one dtype, got {q.dtype}, "
+                           f"{k.dtype}, {v.dtype} and {k_cache.dtype}")
+    rows = cos.numel() // D
+    out = q.ndarray.backend.rope_kv_cache_write_(
+        q.ndarray, k.ndarray, v.ndarray, cos.ndarray.reshape((rows, D)), sin.ndarray.reshape((rows, D)),
+        k_cache.ndarray, v_cache.ndarray, position.ndarray.reshape((1,)))
+    k_cache._bump_version()
+    v_cache._bump_version()
+    return Tensor._wrap(out)
+
+
 def decode_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, length: Tensor, key_mask: Tensor | None = None,
                      scale: float | None = None) -> Tensor:
     """Attention of one new query per head over the first ``length[0]`` cached keys; returns (B, H, 1, D).

@@ -4,6 +4,8 @@ Both read the cache position from device memory rather than from an argument, so
 stays valid while the cache grows.
 
 - ``kv_write_kernel``: copy the new keys (or values) of T positions into the cache at the device-held position.
+- ``rope_cache_kernel``: for one new token, rotary embedding of the queries and keys and the cache writes of a
+  layer in one launch (instead of two RoPE and two cache-write kernels).
 - ``decode_attention_kernel`` + ``decode_combine_kernel``: attention of one query per head over the cached keys, in
   the split-K form of flash decoding (Dao et al., 2023). The key axis is cut into fixed splits; each program
   handles one (batch, KV head, split) and all the query heads that share that KV head (grouped-query attention
@@ -122,3 +124,41 @@ def decode_combine_kernel(PO, PM, PL, OUT, num_splits, D, o_sb, o_sh, H,
         acc += w[:, None] * o
     out = tl.sum(acc, 0) / tl.sum(total, 0)
     tl.store(OUT + b * o_sb + h * o_sh + d, out.to(OUT.dtype.element_ty), mask=dmask)
+
+
+@triton.jit
+def rope_cache_kernel(q, k, v, cos, sin, q_out, k_cache, v_cache, position,
+                      q_sb, q_sh, k_sb, k_sh, v_sb, v_sh, t_sb, kc_sb, kc_sh, kc_ss, vc_sb, vc_sh, vc_ss, H,
+                      HALF: tl.constexpr, BLOCK: tl.constexpr):
+    """One decoding token, one launch for a layer: rotate the query heads into ``q_out`` (B, H, 1, D), rotate the
+    key heads into ``k_cache`` and copy the value heads into ``v_cache`` at the device-held position.
+
+    One program per (batch row, head) over H query heads then HK key/value heads; q, k, v rows and the (B, D) cos/sin
+    tables have unit stride along D. Tables are rounded to the input dtype first, as in ``rope_kernel``.
+    """
+    b = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1)
+    cols = tl.arange(0, BLOCK)
+    m = cols < HALF
+    ty = q.dtype.element_ty
+    t = b * t_sb + cols
+    ca = tl.load(cos + t, mask=m, other=0.0).to(ty).to(tl.float32)
+    cb = tl.load(cos + t + HALF, mask=m, other=0.0).to(ty).to(tl.float32)
+    sa = tl.load(sin + t, mask=m, other=0.0).to(ty).to(tl.float32)
+    sb = tl.load(sin + t + HALF, mask=m, other=0.0).to(ty).to(tl.float32)
+    if h < H:
+        src = q + b * q_sb + h * q_sh
+        dst = q_out + (b * H + h) * (2 * HALF)
+    else:
+        j = h - H
+        p = tl.load(position)
+        src = k + b * k_sb + j * k_sh
+        dst = k_cache + b * kc_sb + j * kc_sh + p * kc_ss
+        vrow = v + b * v_sb + j * v_sh
+        vdst = v_cache + b * vc_sb + j * vc_sh + p * vc_ss
+        tl.store(vdst + cols, tl.load(vrow + cols, mask=m), mask=m)
+        tl.store(vdst + cols + HALF, tl.load(vrow + cols + HALF, mask=m), mask=m)
+    x1 = tl.load(src + cols, mask=m, other=0.0).to(tl.float32)
+    x2 = tl.load(src + cols + HALF, mask=m, other=0.0).to(tl.float32)
+    tl.store(dst + cols, (x1 * ca - x2 * sa).to(ty), mask=m)
+    tl.store(dst + cols + HALF, (x2 * cb + x1 * sb).to(ty), mask=m)
