@@ -74,7 +74,15 @@ from genesis.nn.modules.pooling import (
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
+from genesis.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from genesis.nn.modules.sparse import Embedding
+from genesis.nn.modules.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "Conv1d",
@@ -89,4 +97,6 @@ __all__ = [
     "ParameterList", "PoissonNLLLoss", "RMSNorm", "ReLU", "ReLU6", "RotaryEmbedding", "SELU", "Sequential",
     "SiLU", "Sigmoid", "SmoothL1Loss", "SoftMarginLoss", "Softmax", "Softmin", "Softplus", "Softsign", "Tanh",
     "Tanhshrink", "Threshold", "Unflatten",
+    "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase", "Transformer",
+    "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
 ]
