@@ -334,3 +334,46 @@ Tensor.random_ = R.random_
 Tensor.exponential_ = R.exponential_
 Tensor.bernoulli = lambda self, p=None, generator=None: R.bernoulli(self, p, generator)
 Tensor.multinomial = R.multinomial
+
+# ------------------------------------------------------------------ elementwise math (genesis.functional.math_extra)
+
+_MATH_EXTRA = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan",
+               "arcsinh", "arccosh", "arctanh", "arctan2", "erfc", "erfinv", "lgamma", "digamma", "i0", "sinc", "logit",
+               "xlogy", "hypot", "copysign", "fmax", "fmin", "float_power", "logaddexp", "logaddexp2", "heaviside",
+               "ldexp", "gcd", "lcm", "signbit", "frac", "fix", "sgn", "positive", "deg2rad", "rad2deg", "greater",
+               "greater_equal", "less", "less_equal", "not_equal")
+for _name in _MATH_EXTRA:
+    setattr(Tensor, _name, getattr(F, _name))
+
+# Unary ops with a backend kernel write straight into memory when no graph is recorded.
+for _name, _op in (("asin", "asin"), ("acos", "acos"), ("atan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"),
+                   ("asinh", "asinh"), ("acosh", "acosh"), ("atanh", "atanh"), ("arcsin", "asin"),
+                   ("arccos", "acos"), ("arctan", "atan"), ("arcsinh", "asinh"), ("arccosh", "acosh"),
+                   ("arctanh", "atanh"), ("erfc", "erfc"), ("erfinv", "erfinv"), ("lgamma", "lgamma"),
+                   ("digamma", "digamma"), ("i0", "i0")):
+    OUT_OF_PLACE.setdefault(_op, getattr(F, _op))
+    _method = _make_inplace_unary(_op)
+    _method.__name__ = f"{_name}_"
+    setattr(Tensor, f"{_name}_", _method)
+
+for _fn in (F.sinc, F.logit, F.xlogy, F.hypot, F.copysign, F.heaviside, F.ldexp, F.gcd, F.lcm, F.frac, F.fix, F.sgn,
+            F.deg2rad, F.rad2deg, F.square, F.log10, F.eq, F.ne, F.lt, F.le, F.gt, F.ge,
+            F.logical_not, F.logical_xor, F.bitwise_not, F.addmm, F.baddbmm, F.cumsum, F.cumprod):
+    setattr(Tensor, f"{_fn.__name__}_", _make_inplace_general(_fn))
+Tensor.arctan2_ = Tensor.atan2_
+Tensor.negative_ = Tensor.neg_
+Tensor.absolute_ = Tensor.abs_
+Tensor.greater_, Tensor.greater_equal_, Tensor.less_, Tensor.less_equal_, Tensor.not_equal_ = (
+    Tensor.gt_, Tensor.ge_, Tensor.lt_, Tensor.le_, Tensor.ne_)
+Tensor.swapaxes_ = Tensor.swapdims_ = _transpose_
+
+
+def _float_power_(self: Tensor, exponent: Any) -> Tensor:
+    """In-place float_power: the tensor must already be float64, the dtype of the result."""
+    if self.dtype is not dtypes.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name} but the operation's result "
+                           "requires dtype float64")
+    return _make_inplace_general(F.float_power)(self, exponent)
+
+
+Tensor.float_power_ = _float_power_

@@ -160,6 +160,10 @@ TORCH_UNARY = {
     "softplus": torch.nn.functional.softplus, "erf": torch.erf, "sign": torch.sign, "floor": torch.floor,
     "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "isnan": torch.isnan, "isinf": torch.isinf,
     "logical_not": torch.logical_not, "bitwise_not": torch.bitwise_not,
+    "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh, "cosh": torch.cosh,
+    "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "erfc": torch.erfc, "erfinv": torch.erfinv,
+    "lgamma": torch.lgamma, "digamma": torch.digamma, "trigamma": lambda x: torch.polygamma(1, x), "i0": torch.i0,
+    "i1": torch.special.i1, "signbit": torch.signbit,
 }
 
 
@@ -196,7 +200,7 @@ TORCH_BINARY = {
     "atan2": torch.atan2, "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
     "ge": torch.ge, "logical_and": torch.logical_and, "logical_or": torch.logical_or,
     "logical_xor": torch.logical_xor, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
-    "bitwise_xor": torch.bitwise_xor,
+    "bitwise_xor": torch.bitwise_xor, "hypot": torch.hypot, "copysign": torch.copysign,
 }
 
 
@@ -204,10 +208,11 @@ def test_every_binary_op_has_a_torch_reference_here() -> None:
     assert set(TORCH_BINARY) == set(contract.BINARY_OPS)
 
 
-# Bitwise ops exist for integers only; atan2 and true division of integers are promoted to float above the backend.
+# Bitwise ops exist for integers only; atan2, hypot, copysign and true division of integers are promoted to float
+# above the backend.
 BINARY_CASES = [(op, dtype) for op in contract.BINARY_OPS for dtype in (torch.float32, torch.int64)
                 if not (op.startswith("bitwise") and dtype.is_floating_point)
-                and not (op in ("atan2", "div") and not dtype.is_floating_point)]
+                and not (op in ("atan2", "div", "hypot", "copysign") and not dtype.is_floating_point)]
 
 
 @pytest.mark.parametrize(("op", "dtype"), BINARY_CASES)

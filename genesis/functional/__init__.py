@@ -2028,3 +2028,9 @@ __all__ = [
     "inner",
     "ger",
 ]
+
+# Elementwise math beyond the basics (inverse trigonometric, special functions, ...), in a module of its own.
+from genesis.functional import math_extra as _math_extra  # noqa: E402
+from genesis.functional.math_extra import *  # noqa: E402, F403
+
+__all__ += _math_extra.__all__

@@ -499,3 +499,207 @@ class Cast(Primitive):
     @staticmethod
     def backward(ctx, grad):
         return grad.to(ctx.dtype), None
+
+
+# ------------------------------------------------------------------ inverse trigonometric, hyperbolic and special
+
+class Asin(Unary):
+    op = "asin"
+
+    @staticmethod
+    def derivative(x):
+        return (1 - x * x).rsqrt()
+
+
+class Acos(Unary):
+    op = "acos"
+
+    @staticmethod
+    def derivative(x):
+        return -(1 - x * x).rsqrt()
+
+
+class Atan(Unary):
+    op = "atan"
+
+    @staticmethod
+    def derivative(x):
+        return 1 / (1 + x * x)
+
+
+class Sinh(Unary):
+    op = "sinh"
+
+    @staticmethod
+    def derivative(x):
+        return x.cosh()
+
+
+class Cosh(Unary):
+    op = "cosh"
+
+    @staticmethod
+    def derivative(x):
+        return x.sinh()
+
+
+class Asinh(Unary):
+    op = "asinh"
+
+    @staticmethod
+    def derivative(x):
+        return (x * x + 1).rsqrt()
+
+
+class Acosh(Unary):
+    op = "acosh"
+
+    @staticmethod
+    def derivative(x):
+        return (x * x - 1).rsqrt()
+
+
+class Atanh(Unary):
+    op = "atanh"
+
+    @staticmethod
+    def derivative(x):
+        return 1 / (1 - x * x)
+
+
+class Erfc(Unary):
+    op = "erfc"
+
+    @staticmethod
+    def derivative(x):
+        return (-2 / math.sqrt(math.pi)) * (-x * x).exp()
+
+
+class Erfinv(Unary):
+    op, saves_output = "erfinv", True
+
+    @staticmethod
+    def derivative(out):
+        return (0.5 * math.sqrt(math.pi)) * (out * out).exp()
+
+
+class Lgamma(Unary):
+    op = "lgamma"
+
+    @staticmethod
+    def derivative(x):
+        return Digamma.apply(x)
+
+
+class Digamma(Unary):
+    op = "digamma"
+
+    @staticmethod
+    def derivative(x):
+        return Trigamma.apply(x)
+
+
+class Trigamma(Unary):
+    """``polygamma(1, x)``, the derivative of digamma (its own derivative is not implemented)."""
+
+    op = "trigamma"
+
+    @staticmethod
+    def derivative(x):
+        raise NotImplementedError("polygamma: the derivative of polygamma(1, x) is not implemented")
+
+
+class I0(Unary):
+    op = "i0"
+
+    @staticmethod
+    def derivative(x):
+        return I1.apply(x)
+
+
+class I1(Unary):
+    """Modified Bessel function of the first kind of order 1: the derivative of i0."""
+
+    op = "i1"
+
+    @staticmethod
+    def derivative(x):
+        # i1'(x) = i0(x) - i1(x) / x, with the limit 1/2 at x = 0.
+        from genesis.functional import where
+
+        safe = where(x == 0, 1.0, x)
+        return where(x == 0, 0.5, I0.apply(x) - I1.apply(safe) / safe)
+
+
+# ------------------------------------------------------------------ binary special functions
+
+class Hypot(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+        out = a.binary("hypot", b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, out = ctx.saved_tensors
+        return grad * a / out, grad * b / out
+
+
+class Copysign(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
+        out = a.binary("copysign", b)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        from genesis.functional import where, zeros_like_detached
+
+        a, out = ctx.saved_tensors
+        # d/da |a| sign(b) = out / a, defined as 0 at a == 0 (torch); the sign operand gets a zero gradient.
+        grad_a = grad * where(a == 0, 0.0, out / a)
+        return grad_a, zeros_like_detached(grad) if ctx.needs_input_grad[1] else None
+
+
+class NanExtremum(Primitive):
+    """fmax / fmin: the extremum ignoring NaN (NaN only where both are NaN); ties send the gradient to ``a``."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray, larger: bool) -> NDArray:
+        ctx.save_for_backward(a, b)
+        ctx.larger = larger
+        out = a.binary("maximum" if larger else "minimum", b)
+        out = a.unary("isnan").where(b, out)
+        return b.unary("isnan").where(a, out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from genesis.functional import where
+
+        a, b = ctx.saved_tensors
+        a_wins = ((a >= b) if ctx.larger else (a <= b)).logical_or(b.isnan())
+        return where(a_wins, grad, 0.0), where(a_wins, 0.0, grad), None
+
+
+class Xlogy(Primitive):
+    """``a * log(b)``, 0 where ``a == 0`` unless ``b`` is NaN."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+        ctx.save_for_backward(a, b)
+        out = a.binary("eq", 0).where(0, a.binary("mul", b.unary("log")))
+        return b.unary("isnan").where(math.nan, out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from genesis.functional import where
+
+        a, b = ctx.saved_tensors
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = where((a == 0).logical_and(b <= 0), 0.0, Xlogy.apply(grad, b))
+        if ctx.needs_input_grad[1]:
+            grad_b = grad * a / b
+        return grad_a, grad_b
