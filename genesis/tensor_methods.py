@@ -377,3 +377,29 @@ def _float_power_(self: Tensor, exponent: Any) -> Tensor:
 
 
 Tensor.float_power_ = _float_power_
+
+# ------------------------------------------------------------------ statistics, products and shape composites
+
+for _name in ("nansum", "nanmean", "aminmax", "cummax", "cummin", "logcumsumexp", "nanmedian", "mode", "quantile",
+              "nanquantile", "bincount", "histc", "cov", "corrcoef", "diff", "cross", "vdot", "kron", "dist", "addmv",
+              "addr", "addbmm", "renorm", "fliplr", "flipud", "rot90", "diag_embed", "diagflat", "hsplit", "vsplit",
+              "dsplit", "split_with_sizes", "select_scatter", "slice_scatter", "diagonal_scatter", "scatter_reduce",
+              "index_reduce", "unique_consecutive", "msort", "is_same_size", "is_nonzero", "is_signed"):
+    setattr(Tensor, _name, getattr(F, _name))
+for _fn in (F.addmm, F.baddbmm, F.addmv, F.addr, F.addbmm, F.renorm, F.scatter_reduce, F.index_reduce):
+    setattr(Tensor, f"{_fn.__name__}_", _make_inplace_general(_fn))
+Tensor.swapdims_ = _transpose_
+Tensor.swapaxes_ = _transpose_
+
+
+def _sum_to_size(self: Tensor, *size: Any) -> Tensor:
+    """Sum over the dims broadcast from ``size`` (which must expand to this tensor's shape)."""
+    target = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+    lead = self.ndim - len(target)
+    if lead < 0 or any(t not in (1, n) for t, n in zip(target, self.shape[lead:])):
+        raise RuntimeError(f"size {{{list(target)}}} is not expandable to size {{{list(self.shape)}}}.")
+    dims = [*range(lead), *(lead + k for k, t in enumerate(target) if t == 1 and self.shape[lead + k] != 1)]
+    return F.sum(self, dims, keepdim=True).reshape(target) if dims else self
+
+
+Tensor.sum_to_size = _sum_to_size

@@ -1242,12 +1242,6 @@ def diagonal_copy(input: Tensor, offset: int = 0) -> Tensor:
     return diagonal(input, offset).clone()
 
 
-def diag_embed(input: Tensor) -> Tensor:
-    n = input.shape[-1]
-    eye_ = (arange_like(n, input).unsqueeze(1) == arange_like(n, input).unsqueeze(0)).to(input.dtype)
-    return input.unsqueeze(-1) * eye_
-
-
 def trace(input: Tensor) -> Tensor:
     return diagonal(input).sum()
 
@@ -1984,7 +1978,6 @@ __all__ = [
     "tril",
     "diag",
     "diagonal_copy",
-    "diag_embed",
     "trace",
     "gather",
     "take_along_dim",
@@ -2034,3 +2027,11 @@ from genesis.functional import math_extra as _math_extra  # noqa: E402
 from genesis.functional.math_extra import *  # noqa: E402, F403
 
 __all__ += _math_extra.__all__
+
+# Composite statistics, products and shape ops (their own modules; imported last, as they use the ops above).
+from genesis.functional.extra_ops import *  # noqa: E402, F403
+from genesis.functional.extra_ops import __all__ as _extra_ops_all  # noqa: E402
+from genesis.functional.extra_shape import *  # noqa: E402, F403
+from genesis.functional.extra_shape import __all__ as _extra_shape_all  # noqa: E402
+
+__all__ += [name for name in _extra_ops_all + _extra_shape_all if name not in __all__]

@@ -1,0 +1,228 @@
+"""``genesis.linalg``: torch.linalg's norms, products and matrix functions, written over Genesis ops.
+
+Everything here is a composite of differentiable Genesis ops, so it runs on every device and has autograd.
+Decompositions that need pivoting (det, slogdet, inv, solve) use Gaussian elimination with partial pivoting in
+``n`` vectorized steps over the batch: exact in exact arithmetic and accurate for well-conditioned matrices of
+modest size, but not a LAPACK replacement for large ones.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from genesis import dtypes
+from genesis import functional as F
+from genesis.ndarray import normalize_dim
+from genesis.tensor import Tensor
+
+
+def _check_float(op: str, x: Tensor) -> None:
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {x.dtype.name}")
+
+
+def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """``(sum |x|^ord)^(1/ord)`` over ``dim`` (all elements when None); ord inf/-inf give max/min of ``|x|``,
+    ord 0 the number of non-zeros."""
+    if dtype is not None:
+        x = x.to(dtypes.to_dtype(dtype))
+    _check_float("linalg.vector_norm", x)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+    if x.numel() == 0 and ord < 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
+                           "operation does not have an identity")
+    if isinstance(dim, int):
+        dim = (dim,)
+    return F.norm(x, ord, dim, keepdim)
+
+
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *,
+                dtype: Any = None) -> Tensor:
+    """Matrix norm over the two ``dim``: "fro", inf / -inf (max / min row sum of ``|A|``), 1 / -1 (max / min
+    column sum). "nuc", 2 and -2 need singular values and raise NotImplementedError."""
+    if dtype is not None:
+        A = A.to(dtypes.to_dtype(dtype))
+    _check_float("linalg.matrix_norm", A)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got {A.ndim}")
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {tuple(dim)}")
+    d0, d1 = normalize_dim("linalg.matrix_norm", dim[0], A.ndim), normalize_dim("linalg.matrix_norm", dim[1], A.ndim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if ord == "fro":
+        return F.norm(A, 2, (d0, d1), keepdim)
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, which Genesis does not "
+                                  "compute yet")
+    if ord not in (math.inf, -math.inf, 1, -1):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    # inf sums along the columns (over d1) and takes the extreme row; 1 the reverse.
+    summed, other = (d1, d0) if ord in (math.inf, -math.inf) else (d0, d1)
+    sums = F.sum(A.abs(), summed, keepdim=True)
+    out = F.amax(sums, other, keepdim=True) if ord > 0 else F.amin(sums, other, keepdim=True)
+    return out if keepdim else out.squeeze((d0, d1))
+
+
+def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """``vector_norm`` or ``matrix_norm`` as torch.linalg.norm chooses: a matrix norm for a 2-tuple ``dim`` or
+    for 2-d input with ``ord`` given and no ``dim``; the 2-norm of the flattened input when both are None."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, tuple(dim), keepdim, dtype=dtype)
+    if dim is None and ord is not None:
+        if A.ndim == 2:
+            return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+        if A.ndim != 1:
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                               f"{A.ndim}D.")
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.norm: ord {ord!r} is a matrix norm; it needs a 2-d input or a 2-tuple dim")
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
+    """Cross product of 3-vectors along ``dim`` (default the last), broadcasting the other dims."""
+    from genesis.functional.extra_ops import _cross
+
+    return _cross("linalg.cross", input, other, dim)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """Dot products of vectors along ``dim``, broadcasting the other dims."""
+    return F.sum(x * y, dim)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Alias of ``genesis.matmul``."""
+    return F.matmul(input, other)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """The ``offset`` diagonal of the matrices in ``dim1``, ``dim2`` (a view)."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def _check_square(op: str, A: Tensor) -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+
+
+def _eliminate(A: Tensor, B: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Gaussian elimination with partial pivoting of (..., n, n) ``A``, applying the same row operations to
+    ``B`` (..., n, k). Returns (upper-triangular U, the sign of the row permutation, transformed B)."""
+    n = A.shape[-1]
+    sign = F.ones_like_bool(A[..., 0, 0]).to(A.dtype)
+    rows = F.arange_like(n, A)
+    for k in range(n):
+        # Pivot: the row at or below k with the largest |A[i, k]| (chosen on detached values).
+        column = F.where(rows >= k, A[..., :, k].detach().abs(), -1.0)
+        pivot = column.argmax(-1)  # (...)
+        swapped = pivot != k
+        sign = F.where(swapped, -sign, sign)
+        # Permutation exchanging rows k and pivot, as gather indices per batch.
+        order = F.where(rows == k, pivot.unsqueeze(-1), F.where(rows == pivot.unsqueeze(-1), k, rows))
+        A = F.gather(A, -2, order.unsqueeze(-1).expand(A.shape))
+        if B is not None:
+            B = F.gather(B, -2, order.unsqueeze(-1).expand(B.shape))
+        head = A[..., k, k].unsqueeze(-1)  # (..., 1)
+        below = (rows > k).to(A.dtype)  # (n,)
+        factors = A[..., :, k] / F.where(head == 0, 1.0, head) * below  # (..., n)
+        A = A - factors.unsqueeze(-1) * A[..., k, :].unsqueeze(-2)
+        if B is not None:
+            B = B - factors.unsqueeze(-1) * B[..., k, :].unsqueeze(-2)
+    return A, sign, B
+
+
+def det(A: Tensor) -> Tensor:
+    """Determinant of square matrices (..., n, n), by Gaussian elimination with partial pivoting."""
+    _check_float("linalg.det", A)
+    _check_square("linalg.det", A)
+    if A.shape[-1] == 0:
+        return F.ones_like_bool(A[..., 0, 0] if A.shape[-2] else A.sum((-2, -1))).to(A.dtype)
+    upper, sign, _ = _eliminate(A, None)
+    return sign * F.prod(upper.diagonal(0, -2, -1), -1)
+
+
+def slogdet(A: Tensor) -> tuple[Tensor, Tensor]:
+    """(sign, log|det|) of square matrices; a singular matrix gives (0, -inf)."""
+    _check_float("linalg.slogdet", A)
+    _check_square("linalg.slogdet", A)
+    upper, sign, _ = _eliminate(A, None)
+    diag = upper.diagonal(0, -2, -1)
+    logabs = F.sum(F.log(diag.abs()), -1)
+    sign = sign * F.prod(F.sign(diag.detach()), -1)
+    return sign, logabs
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """The solution X of ``A X = B`` (``X A = B`` when left is False); B (..., n, k) or a vector (..., n).
+
+    RuntimeError for a singular A, as torch.
+    """
+    _check_float("linalg.solve", A)
+    _check_square("linalg.solve", A)
+    if not left:
+        return solve(A.mT, B.mT).mT
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    rhs = B.unsqueeze(-1) if vector else B
+    if rhs.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {rhs.shape[-2]}x{rhs.shape[-1]})")
+    batch = tuple(F.broadcast_tensors(A[..., 0, 0], rhs[..., 0, 0])[0].shape)
+    A = A.expand((*batch, *A.shape[-2:]))
+    rhs = rhs.expand((*batch, *rhs.shape[-2:])).to(A.dtype)
+    upper, _, rhs = _eliminate(A, rhs)
+    diag = upper.diagonal(0, -2, -1)
+    if bool((diag == 0).any().item()):
+        raise RuntimeError("linalg.solve: The solver failed because the input matrix is singular.")
+    n = A.shape[-1]
+    # Back substitution, one row at a time from the bottom.
+    solution: list[Tensor] = [None] * n  # type: ignore[list-item]
+    for i in range(n - 1, -1, -1):
+        acc = rhs[..., i, :]
+        for j in range(i + 1, n):
+            acc = acc - upper[..., i, j].unsqueeze(-1) * solution[j]
+        solution[i] = acc / upper[..., i, i].unsqueeze(-1)
+    X = F.stack(solution, -2) if n else rhs
+    return X.squeeze(-1) if vector else X
+
+
+def inv(A: Tensor) -> Tensor:
+    """Inverse of square matrices (..., n, n); RuntimeError for a singular one."""
+    _check_float("linalg.inv", A)
+    _check_square("linalg.inv", A)
+    n = A.shape[-1]
+    eye = (F.arange_like(n, A).unsqueeze(1) == F.arange_like(n, A).unsqueeze(0)).to(A.dtype)
+    return solve(A, eye.expand(A.shape))
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """``A`` multiplied by itself ``n`` times (the identity for n = 0, powers of the inverse for n < 0)."""
+    _check_square("linalg.matrix_power", A)
+    if n < 0:
+        return matrix_power(inv(A), -n)
+    size = A.shape[-1]
+    result = None
+    base = A
+    # Binary exponentiation: log2(n) squarings.
+    while n:
+        if n & 1:
+            result = base if result is None else F.matmul(result, base)
+        n >>= 1
+        if n:
+            base = F.matmul(base, base)
+    if result is None:
+        eye = (F.arange_like(size, A).unsqueeze(1) == F.arange_like(size, A).unsqueeze(0)).to(A.dtype)
+        return eye.expand(A.shape).contiguous()
+    return result.clone() if result is A else result
+
+
+__all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det", "slogdet", "solve",
+           "inv", "matrix_power"]
