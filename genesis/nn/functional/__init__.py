@@ -57,6 +57,35 @@ from genesis.nn.functional.conv import (
     conv_transpose2d,
     conv_transpose3d,
 )
+from genesis.nn.functional.extra import (
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    channel_shuffle,
+    dropout3d,
+    embedding_bag,
+    feature_alpha_dropout,
+    hardshrink,
+    lp_pool1d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+    native_channel_shuffle,
+    pixel_unshuffle,
+    rrelu,
+    rrelu_,
+    softshrink,
+)
+from genesis.nn.functional.extra_losses import (
+    hinge_embedding_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
+)
 from genesis.nn.functional.llm import (
     causal_softmax,
     decode_attention,
@@ -124,4 +153,9 @@ __all__ = [
     "rope_kv_cache_write_", "rope_tables", "rotate_half",
     "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss", "soft_margin_loss", "softmax",
     "softmin", "softplus", "softsign", "swiglu", "tanh", "tanhshrink", "threshold", "unfold",
+    "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices", "channel_shuffle", "dropout3d", "embedding_bag", "feature_alpha_dropout",
+    "hardshrink", "hinge_embedding_loss", "lp_pool1d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "native_channel_shuffle",
+    "pixel_unshuffle", "rrelu", "rrelu_", "softshrink", "triplet_margin_loss", "triplet_margin_with_distance_loss",
 ]

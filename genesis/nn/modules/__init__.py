@@ -30,6 +30,39 @@ from genesis.nn.modules.attention import FeedForwardSwiGLU, MultiheadAttention, 
 from genesis.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from genesis.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from genesis.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d
+from genesis.nn.modules.extra import (
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool3d,
+    ChannelShuffle,
+    CosineSimilarity,
+    Dropout3d,
+    EmbeddingBag,
+    FeatureAlphaDropout,
+    Fold,
+    Hardshrink,
+    InstanceNorm3d,
+    LPPool1d,
+    LPPool2d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
+    PairwiseDistance,
+    PixelUnshuffle,
+    RReLU,
+    Softmax2d,
+    Softshrink,
+    Unfold,
+)
+from genesis.nn.modules.extra_loss import (
+    HingeEmbeddingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
+from genesis.nn.modules.lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyLinear
 from genesis.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from genesis.nn.modules.loss import (
     BCELoss,
@@ -58,6 +91,23 @@ from genesis.nn.modules.normalization import (
     LayerNorm,
     LocalResponseNorm,
     RMSNorm,
+)
+from genesis.nn.modules.padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
 )
 from genesis.nn.modules.pooling import (
     AdaptiveAvgPool1d,
@@ -99,4 +149,12 @@ __all__ = [
     "Tanhshrink", "Threshold", "Unflatten",
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase", "Transformer",
     "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "ChannelShuffle", "CircularPad1d", "CircularPad2d",
+    "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "CosineSimilarity", "Dropout3d", "EmbeddingBag",
+    "FeatureAlphaDropout", "Fold", "Hardshrink", "HingeEmbeddingLoss", "InstanceNorm3d", "LPPool1d", "LPPool2d",
+    "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyLinear", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PairwiseDistance", "PixelUnshuffle",
+    "RReLU", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+    "ReplicationPad3d", "Softmax2d", "Softshrink", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "Unfold",
+    "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
 ]
