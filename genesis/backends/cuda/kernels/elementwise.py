@@ -59,7 +59,8 @@ def _digamma(x):
     tail = iw2 * (1.0 / 12 - iw2 * (1.0 / 120 - iw2 * (1.0 / 252 - iw2 * (1.0 / 240 - iw2 * (1.0 / 132)))))
     psi = libdevice.log(w) - 0.5 / w - tail - acc
     y = tl.where(refl, psi - 3.141592653589793 / libdevice.tan(3.141592653589793 * x), psi)
-    y = tl.where(x == 0, libdevice.copysign(tl.zeros(x.shape, x.dtype) + float("inf"), -x), y)
+    # The sign of a zero comes from its sign bit: Triton's -x is 0 - x, which loses it.
+    y = tl.where(x == 0, tl.where(libdevice.signbit(x) != 0, float("inf"), float("-inf")), y)
     return tl.where((x < 0) & (x == libdevice.floor(x)), float("nan"), y)
 
 
