@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, check_error, check_module, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, check, check_error, check_module, rand, to_genesis, to_torch
 
 # torch-side notices only: its mask-type deprecation and its nested-tensor fast-path remark.
 pytestmark = [pytest.mark.filterwarnings("ignore:Support for mismatched:UserWarning"),
@@ -350,3 +350,101 @@ def test_transformer_errors():
             lib.nn.TransformerEncoderLayer(6, 2, activation="tanh")
         with pytest.raises(RuntimeError, match="activation should be relu/gelu, not swish"):
             lib.nn.TransformerDecoderLayer(6, 2, activation="swish")
+
+
+# ---------------------------------------------------------------- packed sequences
+
+def _lib(module):
+    return torch if isinstance(module, torch.nn.Module) else genesis
+
+
+def _run_packed(m, x, *hx, lengths, enforce_sorted):
+    utils = _lib(m).nn.utils.rnn
+    packed = utils.pack_padded_sequence(x, lengths, enforce_sorted=enforce_sorted)
+    out, state = m(packed, None if not hx else (hx if len(hx) == 2 else hx[0]))
+    padded, out_lengths = utils.pad_packed_sequence(out, total_length=x.shape[0])
+    return (padded, out.data, out.batch_sizes, out_lengths) + flat(state)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("RNN", {"num_layers": 2, "bidirectional": True}),
+    ("LSTM", {"num_layers": 2, "bidirectional": True, "proj_size": 3}),
+    ("LSTM", {}),
+    ("GRU", {"bidirectional": True}),
+])
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_recurrent_packed_input(name, kwargs, enforce_sorted):
+    g, t = pair(lambda lib: getattr(lib.nn, name)(4, 5, **kwargs))
+    lengths = [4, 3, 1] if enforce_sorted else [3, 4, 1]
+    check_module(g, t, rand(4, 3, 4), call=lambda m, x: _run_packed(m, x, lengths=lengths,
+                                                                   enforce_sorted=enforce_sorted))
+    h_shape, c_shape = _state_shape(name, kwargs, batch=3)
+    states = (rand(*h_shape, seed=1), rand(*c_shape, seed=2)) if name == "LSTM" else (rand(*h_shape, seed=1),)
+    check_module(g, t, rand(4, 3, 4), *states,
+                 call=lambda m, x, *hx: _run_packed(m, x, *hx, lengths=lengths, enforce_sorted=enforce_sorted))
+
+
+def test_packed_input_matches_per_sequence_runs():
+    # Each packed sequence ends where its length says: its final state equals running it alone.
+    gru = genesis.nn.GRU(3, 4, bidirectional=True, dtype=genesis.float64, device=DEVICE)
+    x = to_genesis(rand(5, 2, 3, requires_grad=False))
+    packed = genesis.nn.utils.rnn.pack_padded_sequence(x, [2, 5], enforce_sorted=False)
+    _, h_n = gru(packed)
+    for i, n in enumerate([2, 5]):
+        _, h_alone = gru(x[:n, i])
+        torch.testing.assert_close(to_torch(h_n[:, i]), to_torch(h_alone), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_pad_sequence(batch_first, padding_side):
+    def fn(lib, a, b, c):
+        return lib.nn.utils.rnn.pad_sequence([a, b, c], batch_first=batch_first, padding_value=-2.0,
+                                             padding_side=padding_side)
+
+    check(fn, rand(3, 2), rand(5, 2, seed=1), rand(1, 2, seed=2))
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_pack_and_pad_round_trip(batch_first, enforce_sorted):
+    lengths = [5, 3, 3, 1] if enforce_sorted else [3, 5, 1, 2]
+
+    def fn(lib, x):
+        utils = lib.nn.utils.rnn
+        packed = utils.pack_padded_sequence(x, lengths, batch_first=batch_first, enforce_sorted=enforce_sorted)
+        padded, out_lengths = utils.pad_packed_sequence(packed, batch_first=batch_first, padding_value=0.5,
+                                                        total_length=6)
+        return padded, out_lengths, packed.batch_sizes
+
+    check(fn, rand(4, 5, 2) if batch_first else rand(5, 4, 2))
+
+    def seqs(lib, a, b, c):
+        utils = lib.nn.utils.rnn
+        packed = utils.pack_sequence([a, b, c], enforce_sorted=enforce_sorted)
+        return (packed.data, packed.batch_sizes, *utils.unpack_sequence(packed),
+                *utils.unpad_sequence(utils.pad_sequence([a, b, c]), lib.tensor([a.shape[0], b.shape[0], 1])))
+
+    sizes = (4, 2, 1) if enforce_sorted else (2, 4, 1)
+    check(seqs, rand(sizes[0], 3), rand(sizes[1], 3, seed=1), rand(sizes[2], 3, seed=2))
+
+
+@pytest.mark.parametrize("fn,exc,match", [
+    (lambda lib, x: lib.nn.utils.rnn.pack_padded_sequence(x, [3, 4]), RuntimeError,
+     "must be sorted in decreasing order"),
+    (lambda lib, x: lib.nn.utils.rnn.pack_padded_sequence(x, [3, 0]), RuntimeError,
+     "Length of all samples has to be greater than 0"),
+    (lambda lib, x: lib.nn.utils.rnn.pack_padded_sequence(x, [3, 2, 1]), RuntimeError,
+     r"Expected `len\(lengths\)` to be equal to batch_size, but got 3 \(batch_size=2\)"),
+    (lambda lib, x: lib.nn.utils.rnn.pad_packed_sequence(lib.nn.utils.rnn.pack_padded_sequence(x, [4, 2]),
+                                                         total_length=3), ValueError,
+     "Expected total_length to be at least the length of the longest sequence in input, but got total_length=3 "
+     "and max sequence length being 4"),
+    (lambda lib, x: lib.nn.utils.rnn.pad_sequence([x[0], x[1]], padding_side="top"), RuntimeError,
+     "Expected padding_side to be one of left or right, but got top."),
+    (lambda lib, x: lib.nn.GRU(3, 4, dtype=lib.float64)(lib.nn.utils.rnn.pack_padded_sequence(x, [4, 2]),
+                                                        lib.zeros((1, 3, 4), dtype=lib.float64)), RuntimeError,
+     r"Expected hidden size \(1, 2, 4\), got \[1, 3, 4\]"),
+])
+def test_packing_errors(fn, exc, match):
+    check_error(exc, fn, rand(4, 2, 3), match=match)

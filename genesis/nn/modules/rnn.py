@@ -2,7 +2,7 @@
 
 Each layer runs its time loop in Python over Genesis ops, so autograd, devices and dtypes come for free: the input
 projection of a whole sequence is one matrix product, then every time step adds the hidden projection and applies
-the gates. Packed sequences (``torch.nn.utils.rnn.PackedSequence``) are not supported.
+the gates. A :class:`~genesis.nn.utils.rnn.PackedSequence` input runs every step on the sequences still going.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from genesis.nn import functional as F
 from genesis.nn import init
 from genesis.nn.modules.module import Module
 from genesis.nn.parameter import Parameter
+from genesis.nn.utils.rnn import PackedSequence
 from genesis.tensor import Tensor, empty, zeros
 
 # Gate rows per hidden unit in each mode's weight matrices (torch's order: LSTM i, f, g, o; GRU r, z, n).
@@ -163,25 +164,29 @@ class RNNBase(Module):
 
     # ---- checks (torch's messages) ----
 
-    def _check_input(self, input: Tensor) -> None:
+    def _check_input(self, input: Tensor, expected_dim: int) -> None:
         weight_dtype = self._flat_weights[0].dtype
         if input.dtype != weight_dtype and not amp.is_autocast_enabled(input.device.type):
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight_dtype}). "
                              f"Convert input: input.to({weight_dtype}), or convert model: model.to({input.dtype})")
-        if input.ndim != 3:
-            raise RuntimeError(f"input must have 3 dimensions, got {input.ndim}")
+        if input.ndim != expected_dim:
+            raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.ndim}")
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {input.shape[-1]}")
 
-    def _expected_state_size(self, input: Tensor, size: int) -> tuple[int, int, int]:
-        mini_batch = input.shape[0] if self.batch_first else input.shape[1]
-        return (self.num_layers * self._num_directions, mini_batch, size)
+    def _state_sizes(self) -> tuple[int, ...]:
+        """Feature sizes of the states: (h,) or, for an LSTM, (h, c) — h has proj_size features when projected."""
+        if self.mode == "LSTM":
+            return (self.proj_size or self.hidden_size, self.hidden_size)
+        return (self.hidden_size,)
 
-    @staticmethod
-    def _check_state_size(state: Tensor, expected: tuple[int, int, int], what: str = "hidden") -> None:
-        if tuple(state.shape) != expected:
-            raise RuntimeError(f"Expected {what} size {expected}, got {list(state.shape)}")
+    def _check_states(self, states: tuple[Tensor, ...], mini_batch: int) -> None:
+        whats = ("hidden[0]", "hidden[1]") if self.mode == "LSTM" else ("hidden",)
+        for state, size, what in zip(states, self._state_sizes(), whats):
+            expected = (self.num_layers * self._num_directions, mini_batch, size)
+            if tuple(state.shape) != expected:
+                raise RuntimeError(f"Expected {what} size {expected}, got {list(state.shape)}")
 
     def _batched(self, name: str, input: Tensor, states: tuple[Tensor, ...] | None) -> tuple:
         """Validate dimensions; give unbatched (L, H_in) input a batch dim and its states one at dim 1."""
@@ -204,65 +209,103 @@ class RNNBase(Module):
             input = input.unsqueeze(0 if self.batch_first else 1)
         return input, states, is_batched
 
-    def _zeros(self, input: Tensor, size: int) -> Tensor:
-        return zeros(self._expected_state_size(input, size), dtype=input.dtype, device=input.device)
+    def _zero_states(self, mini_batch: int, like: Tensor) -> tuple[Tensor, ...]:
+        return tuple(zeros((self.num_layers * self._num_directions, mini_batch, size), dtype=like.dtype,
+                           device=like.device) for size in self._state_sizes())
 
-    # ---- the loops ----
+    # ---- forward ----
 
-    def _run(self, input: Tensor, h0: Tensor, c0: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
-        """Run every layer and direction over (L, N, H_in) input; returns (output, h_n, c_n or None)."""
-        x = input
-        h_n, c_n = [], []
+    def _forward(self, name: str, input: Tensor | PackedSequence,
+                 hx: tuple[Tensor, ...] | None) -> tuple[Tensor | PackedSequence, tuple[Tensor, ...]]:
+        """Checks, default states, layout changes around :meth:`_run`; returns (output, final states)."""
+        if isinstance(input, PackedSequence):
+            data, batch_sizes, sorted_indices, unsorted_indices = input
+            steps = [int(b) for b in batch_sizes.tolist()]
+            if hx is None:
+                states = self._zero_states(steps[0], data)
+            else:
+                # Initial states are given in the caller's batch order; the packed batch is sorted by length.
+                states = hx if sorted_indices is None else tuple(s.index_select(1, sorted_indices) for s in hx)
+            self._check_input(data, 2)
+            self._check_states(states, steps[0])
+            output, states = self._run(data, steps, states)
+            if unsorted_indices is not None:
+                states = tuple(s.index_select(1, unsorted_indices) for s in states)
+            return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), states
+        input, states, is_batched = self._batched(name, input, hx)
+        batch_dim = 0 if self.batch_first else 1
+        if states is None:
+            states = self._zero_states(input.shape[batch_dim], input)
+        self._check_input(input, 3)
+        self._check_states(states, input.shape[batch_dim])
+        output, states = self._run(input.transpose(0, 1) if self.batch_first else input, None, states)
+        if self.batch_first:
+            output = output.transpose(0, 1)
+        if not is_batched:
+            return output.squeeze(batch_dim), tuple(s.squeeze(1) for s in states)
+        return output, states
+
+    def _run(self, x: Tensor, batch_sizes: list[int] | None,
+             states: tuple[Tensor, ...]) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """Every layer and direction over padded (L, N, H_in) input, or packed (sum of lengths, H_in) input with its
+        ``batch_sizes``. ``states`` are (h_0,) or (h_0, c_0), each (num_layers * num_directions, N, size)."""
+        finals = []
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(self._num_directions):
                 index = layer * self._num_directions + direction
                 # "weight_ih_l1_reverse" -> "weight_ih"
                 weights = {name.split("_l")[0]: getattr(self, name) for name in self._all_weights[index]}
-                c = c0[index] if c0 is not None else None
-                out, h, c = self._run_direction(x, h0[index], c, weights, reverse=direction == 1)
+                out, last = self._run_direction(x, batch_sizes, tuple(s[index] for s in states), weights,
+                                                reverse=direction == 1)
                 outputs.append(out)
-                h_n.append(h)
-                c_n.append(c)
+                finals.append(last)
             x = outputs[0] if len(outputs) == 1 else T.cat(outputs, -1)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        return x, T.stack(h_n, 0), T.stack(c_n, 0) if c0 is not None else None
+        return x, tuple(T.stack([last[k] for last in finals], 0) for k in range(len(states)))
 
-    def _run_direction(self, x: Tensor, h: Tensor, c: Tensor | None, w: dict[str, Tensor],
-                       reverse: bool) -> tuple[Tensor, Tensor, Tensor | None]:
-        """One layer in one direction over (L, N, H_in) input: (outputs (L, N, H_out), h_n, c_n)."""
-        gi = F.linear(x, w["weight_ih"], w.get("bias_ih"))  # (L, N, gates * hidden_size), all steps at once
-        steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
-        outputs: list[Tensor | None] = [None] * x.shape[0]
-        for t in steps:
-            if self.mode == "LSTM":
-                h, c = _lstm_step(gi[t], h, c, w["weight_hh"], w.get("bias_hh"), w.get("weight_hr"))
-            elif self.mode == "GRU":
-                h = _gru_step(gi[t], h, w["weight_hh"], w.get("bias_hh"))
-            else:
-                h = _rnn_step(self.mode, gi[t], h, w["weight_hh"], w.get("bias_hh"))
-            outputs[t] = h
-        return T.stack(outputs, 0), h, c
+    def _step(self, gi: Tensor, state: tuple[Tensor, ...], w: dict[str, Tensor]) -> tuple[Tensor, ...]:
+        if self.mode == "LSTM":
+            return _lstm_step(gi, state[0], state[1], w["weight_hh"], w.get("bias_hh"), w.get("weight_hr"))
+        if self.mode == "GRU":
+            return (_gru_step(gi, state[0], w["weight_hh"], w.get("bias_hh")),)
+        return (_rnn_step(self.mode, gi, state[0], w["weight_hh"], w.get("bias_hh")),)
+
+    def _run_direction(self, x: Tensor, batch_sizes: list[int] | None, initial: tuple[Tensor, ...],
+                       w: dict[str, Tensor], reverse: bool) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """One layer in one direction: (output, final states).
+
+        Packed input runs at step ``t`` only the ``batch_sizes[t]`` sequences still going (the first rows: the batch
+        is sorted by decreasing length). Going forward, a finished sequence keeps its last state; going backward, a
+        sequence joins at its own last step, from its initial state.
+        """
+        gi = F.linear(x, w["weight_ih"], w.get("bias_ih"))  # input projections of all steps at once
+        steps = list(gi.unbind(0)) if batch_sizes is None else list(gi.split(batch_sizes, 0))
+        outputs: list[Tensor | None] = [None] * len(steps)
+        state = initial
+        if reverse and steps[-1].shape[0] < state[0].shape[0]:
+            state = tuple(s[:steps[-1].shape[0]] for s in initial)
+        for t in (reversed(range(len(steps))) if reverse else range(len(steps))):
+            b, running = steps[t].shape[0], state[0].shape[0]
+            if b > running:  # backward pass: the sequences whose last step is t join
+                state = tuple(T.cat([s, s0[running:b]], 0) for s, s0 in zip(state, initial))
+                running = b
+            new = self._step(steps[t], state if b == running else tuple(s[:b] for s in state), w)
+            outputs[t] = new[0]
+            state = new if b == running else tuple(T.cat([n, s[b:]], 0) for n, s in zip(new, state))
+        output = T.stack(outputs, 0) if batch_sizes is None else T.cat(outputs, 0)
+        return output, state
 
 
 class _SingleStateRNN(RNNBase):
     """RNN and GRU: one hidden state ``h`` of shape (num_layers * num_directions, N, hidden_size)."""
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """``input`` (L, N, H_in), (N, L, H_in) with ``batch_first``, or unbatched (L, H_in); returns (output, h_n)."""
-        name = "GRU" if self.mode == "GRU" else "RNN"
-        input, states, is_batched = self._batched(name, input, None if hx is None else (hx,))
-        hx = self._zeros(input, self.hidden_size) if states is None else states[0]
-        self._check_input(input)
-        self._check_state_size(hx, self._expected_state_size(input, self.hidden_size))
-        if self.batch_first:
-            input = input.transpose(0, 1)
-        output, h_n, _ = self._run(input, hx, None)
-        if self.batch_first:
-            output = output.transpose(0, 1)
-        if not is_batched:
-            return output.squeeze(0 if self.batch_first else 1), h_n.squeeze(1)
+    def forward(self, input: Tensor | PackedSequence,
+                hx: Tensor | None = None) -> tuple[Tensor | PackedSequence, Tensor]:
+        """``input`` (L, N, H_in), (N, L, H_in) with ``batch_first``, unbatched (L, H_in) or a PackedSequence;
+        returns (output, h_n)."""
+        output, (h_n,) = self._forward("GRU" if self.mode == "GRU" else "RNN", input, None if hx is None else (hx,))
         return output, h_n
 
 
@@ -314,25 +357,10 @@ class LSTM(RNNBase):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                          proj_size, device=device, dtype=dtype)
 
-    def forward(self, input: Tensor,
-                hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        real_hidden_size = self.proj_size if self.proj_size > 0 else self.hidden_size
-        input, states, is_batched = self._batched("LSTM", input, None if hx is None else tuple(hx))
-        if states is None:
-            h0, c0 = self._zeros(input, real_hidden_size), self._zeros(input, self.hidden_size)
-        else:
-            h0, c0 = states
-        self._check_input(input)
-        self._check_state_size(h0, self._expected_state_size(input, real_hidden_size), "hidden[0]")
-        self._check_state_size(c0, self._expected_state_size(input, self.hidden_size), "hidden[1]")
-        if self.batch_first:
-            input = input.transpose(0, 1)
-        output, h_n, c_n = self._run(input, h0, c0)
-        if self.batch_first:
-            output = output.transpose(0, 1)
-        if not is_batched:
-            return output.squeeze(0 if self.batch_first else 1), (h_n.squeeze(1), c_n.squeeze(1))
-        return output, (h_n, c_n)
+    def forward(self, input: Tensor | PackedSequence,
+                hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor | PackedSequence, tuple[Tensor, Tensor]]:
+        output, states = self._forward("LSTM", input, None if hx is None else tuple(hx))
+        return output, states
 
 
 class RNNCellBase(Module):
