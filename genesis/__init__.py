@@ -7,7 +7,7 @@ Layers, each importing only the one below: Tensor (``genesis.tensor``) → Funct
 
 import builtins as _builtins
 
-from genesis import amp, autograd, backends, cuda, linalg, nn, optim, utils
+from genesis import amp, autograd, backends, cuda, linalg, nn, optim, special, utils
 from genesis import dtypes as _dtypes
 from genesis import tensor_methods as _tensor_methods  # noqa: F401 - binds the Tensor methods
 from genesis.amp import autocast

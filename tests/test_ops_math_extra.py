@@ -353,3 +353,32 @@ def test_cuda_digamma_trigamma_series_under_the_interpreter() -> None:
     out = subprocess.run([sys.executable, "-c", _INTERPRETED_GAMMA, root], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+# ------------------------------------------------------------------ genesis.special
+
+SPECIAL = [("erf", -2.0, 2.0), ("erfc", -2.0, 2.0), ("erfinv", -0.9, 0.9), ("expit", -3.0, 3.0),
+           ("logit", 0.1, 0.9), ("gammaln", 0.3, 5.0), ("digamma", 0.3, 5.0), ("psi", 0.3, 5.0), ("i0", -3.0, 3.0),
+           ("i1", -3.0, 3.0), ("modified_bessel_i0", -3.0, 3.0), ("modified_bessel_i1", -3.0, 3.0),
+           ("sinc", -2.0, 2.0), ("exp2", -2.0, 2.0), ("expm1", -2.0, 2.0), ("log1p", -0.5, 2.0), ("ndtr", -4.0, 4.0)]
+
+
+@pytest.mark.parametrize("name,low,high", SPECIAL, ids=[s[0] for s in SPECIAL])
+def test_special_namespace(name: str, low: float, high: float) -> None:
+    check(lambda lib, x, n=name: getattr(lib.special, n)(x), rand(2, 5, low=low, high=high))
+
+
+def test_special_i1_and_ndtr_edges_and_integers() -> None:
+    x = torch.tensor([0.0, -0.0, INF, -INF, NAN, 30.0, -9.0], dtype=torch.float64)
+    for name in ("i1", "ndtr"):
+        check(lambda lib, x, n=name: getattr(lib.special, n)(x), x.clone(), backward=False)
+        check(lambda lib, x, n=name: getattr(lib.special, n)(x), torch.tensor([0, 1, -2]))
+    # i1's derivative at 0 is its limit 1/2.
+    check(lambda lib, x: lib.special.i1(x), torch.tensor([0.0, 1.0], dtype=torch.float64, requires_grad=True))
+
+
+def test_special_reductions_and_xlogy() -> None:
+    check(lambda lib, x: lib.special.softmax(x, 1) + lib.special.log_softmax(x, 0), rand(3, 4))
+    check(lambda lib, x: lib.special.logsumexp(x, 1), rand(3, 4))
+    check(lambda lib, a, b: lib.special.xlogy(a, b), rand(3), rand(3, low=0.1))
+    check(lambda lib, x: lib.special.round(x), rand(5, low=-3.0, high=3.0))
