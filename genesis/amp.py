@@ -42,7 +42,7 @@ _CUDA_FP32 = ("softmax", "log_softmax", "softmin", "layer_norm", "group_norm", "
               "reciprocal", "rsqrt", "tan", "softplus", "cosine_similarity", "cross_entropy", "nll_loss",
               "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits", "kl_div",
               "poisson_nll_loss", "cosine_embedding_loss", "margin_ranking_loss", "soft_margin_loss",
-              "gaussian_nll_loss")
+              "gaussian_nll_loss", "acos", "asin", "cosh", "sinh", "erfinv")
 _PROMOTE_OPS = ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "index_put", "scatter_add", "stack",
                 "cat")
 

@@ -382,3 +382,15 @@ def test_special_reductions_and_xlogy() -> None:
     check(lambda lib, x: lib.special.logsumexp(x, 1), rand(3, 4))
     check(lambda lib, a, b: lib.special.xlogy(a, b), rand(3), rand(3, low=0.1))
     check(lambda lib, x: lib.special.round(x), rand(5, low=-3.0, high=3.0))
+
+
+@pytest.mark.parametrize("name", ["asin", "acos", "sinh", "cosh", "erfinv"])
+def test_autocast_policy_as_torch(name: str) -> None:
+    # torch's CUDA autocast runs these in float32; its CPU autocast leaves them alone.
+    assert genesis.amp.POLICY["cuda"][name] == "fp32"
+
+    def under_autocast(lib, x, n=name):
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            return getattr(lib, n)(x)
+
+    check(under_autocast, rand(4, low=-0.5, high=0.5, dtype=torch.bfloat16))

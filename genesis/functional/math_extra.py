@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from genesis import dtypes
+from genesis import amp, dtypes
 from genesis.functional import (
     _as_operand,
     _check_tensor,
@@ -62,11 +62,13 @@ from genesis.tensor import Tensor
 
 def asin(input: Tensor) -> Tensor:
     """Arcsine, elementwise (NaN outside [-1, 1]); integer inputs promote to the default float dtype."""
+    (input,) = amp.autocast_args("asin", input)
     return Asin.apply(input)
 
 
 def acos(input: Tensor) -> Tensor:
     """Arccosine, elementwise (NaN outside [-1, 1])."""
+    (input,) = amp.autocast_args("acos", input)
     return Acos.apply(input)
 
 
@@ -77,11 +79,13 @@ def atan(input: Tensor) -> Tensor:
 
 def sinh(input: Tensor) -> Tensor:
     """Hyperbolic sine, elementwise."""
+    (input,) = amp.autocast_args("sinh", input)
     return Sinh.apply(input)
 
 
 def cosh(input: Tensor) -> Tensor:
     """Hyperbolic cosine, elementwise."""
+    (input,) = amp.autocast_args("cosh", input)
     return Cosh.apply(input)
 
 
@@ -114,6 +118,7 @@ def erfc(input: Tensor) -> Tensor:
 
 def erfinv(input: Tensor) -> Tensor:
     """Inverse error function on [-1, 1] (+-inf at +-1, NaN outside)."""
+    (input,) = amp.autocast_args("erfinv", input)
     return Erfinv.apply(input)
 
 
