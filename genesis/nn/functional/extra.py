@@ -371,7 +371,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     bags = starts.shape[0]
     if bags == 0:
         return zeros((0, weight.shape[1]), dtype=weight.dtype, device=weight.device)
-    indices = input.long()
+    indices = T._check_bounds("embedding_bag", input.long(), num, 0, negative=False, error=RuntimeError)
     rows = embedding(indices, weight, None, max_norm, norm_type, scale_grad_by_freq)  # (count, D)
     position = arange(count, device=input.device)
     bag = T.searchsorted(starts, position, right=True) - 1  # the bag of every index

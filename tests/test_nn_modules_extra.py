@@ -1,0 +1,425 @@
+"""Padding, folding, shuffling, shrink/RReLU, distance, pooling/unpooling, 3-d norm/dropout, margin and triplet
+losses, EmbeddingBag and lazy layers against torch: values, every input and parameter gradient, repr, state_dict
+keys and errors."""
+
+import pytest
+import torch
+
+import genesis
+import genesis.nn as nn
+from tests.helpers import DEVICE, check, check_error, check_module, rand, to_genesis, to_torch
+
+
+def pair(make):
+    t = make(torch).double()
+    g = make(genesis).to(DEVICE, genesis.float64)
+    assert list(g.state_dict()) == list(t.state_dict())
+    assert repr(g) == repr(t)
+    return g, t
+
+
+def long(values):
+    return torch.tensor(values, dtype=torch.long)
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda lib: lib.nn.ZeroPad1d(2), (2, 3, 4)),
+    (lambda lib: lib.nn.ZeroPad2d((1, 2, 0, 1)), (2, 3, 4, 4)),
+    (lambda lib: lib.nn.ZeroPad3d(1), (1, 2, 3, 3, 3)),
+    (lambda lib: lib.nn.ConstantPad1d((1, -1), 2.5), (2, 3, 4)),
+    (lambda lib: lib.nn.ConstantPad2d(1, -1.0), (3, 4, 4)),
+    (lambda lib: lib.nn.ConstantPad3d((1, 0, 0, 1, 1, 0), 0.5), (1, 2, 3, 3, 3)),
+    (lambda lib: lib.nn.ReflectionPad1d(2), (2, 3, 5)),
+    (lambda lib: lib.nn.ReflectionPad2d((1, 2, 2, 1)), (2, 3, 4, 4)),
+    (lambda lib: lib.nn.ReflectionPad2d(1), (3, 4, 4)),
+    (lambda lib: lib.nn.ReflectionPad3d(1), (1, 2, 3, 3, 3)),
+    (lambda lib: lib.nn.ReplicationPad1d((3, 1)), (2, 3, 4)),
+    (lambda lib: lib.nn.ReplicationPad2d((0, 2, 1, 3)), (2, 2, 3, 4)),
+    (lambda lib: lib.nn.ReplicationPad3d(1), (1, 2, 2, 3, 3)),
+    (lambda lib: lib.nn.CircularPad1d(2), (2, 3, 4)),
+    (lambda lib: lib.nn.CircularPad2d((1, 2, 1, 0)), (2, 2, 3, 4)),
+    (lambda lib: lib.nn.CircularPad3d(1), (1, 2, 2, 3, 3)),
+    (lambda lib: lib.nn.Fold((4, 5), 2), (2, 12, 12)),
+    (lambda lib: lib.nn.Fold(4, (2, 3), padding=1, stride=2), (12, 6)),
+    (lambda lib: lib.nn.Unfold((2, 3), padding=1, stride=2), (2, 3, 5, 5)),
+    (lambda lib: lib.nn.Unfold(2, dilation=2), (2, 4, 5)),
+    (lambda lib: lib.nn.PixelUnshuffle(2), (2, 3, 4, 6)),
+    (lambda lib: lib.nn.PixelUnshuffle(3), (2, 2, 3, 3, 6)),
+    (lambda lib: lib.nn.ChannelShuffle(2), (2, 4, 3, 3)),
+    (lambda lib: lib.nn.ChannelShuffle(3), (2, 6, 5)),
+    (lambda lib: lib.nn.Softmax2d(), (2, 3, 4, 4)),
+    (lambda lib: lib.nn.Softmax2d(), (3, 4, 4)),
+    (lambda lib: lib.nn.Hardshrink(), (3, 4)),
+    (lambda lib: lib.nn.Hardshrink(1.2), (3, 4)),
+    (lambda lib: lib.nn.Softshrink(), (3, 4)),
+    (lambda lib: lib.nn.Softshrink(1.0), (3, 4)),
+    (lambda lib: lib.nn.RReLU().eval(), (3, 4)),
+    (lambda lib: lib.nn.RReLU(0.1, 0.4).eval(), (3, 4)),
+    (lambda lib: lib.nn.AdaptiveMaxPool1d(3), (2, 3, 7)),
+    (lambda lib: lib.nn.AdaptiveMaxPool1d(4), (3, 8)),
+    (lambda lib: lib.nn.AdaptiveMaxPool3d(2), (1, 2, 5, 4, 3)),
+    (lambda lib: lib.nn.AdaptiveMaxPool3d((3, None, 2)), (2, 4, 3, 5)),
+    (lambda lib: lib.nn.AdaptiveAvgPool3d((2, 3, 2)), (2, 2, 5, 7, 4)),
+    (lambda lib: lib.nn.AdaptiveAvgPool3d((None, 2, 3)), (2, 3, 4, 6)),
+    (lambda lib: lib.nn.AdaptiveAvgPool3d(1), (1, 2, 3, 3, 3)),
+    (lambda lib: lib.nn.InstanceNorm3d(3), (2, 3, 3, 4, 2)),
+    (lambda lib: lib.nn.InstanceNorm3d(3, affine=True), (3, 3, 4, 2)),
+    (lambda lib: lib.nn.Dropout3d().eval(), (2, 3, 2, 2, 2)),
+    (lambda lib: lib.nn.FeatureAlphaDropout(0.2).eval(), (2, 3, 4)),
+])
+def test_layer_parity(make, shape):
+    g, t = pair(make)
+    check_module(g, t, rand(*shape, low=-3, high=3))
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda lib: lib.nn.LPPool1d(2, 3), (2, 3, 7)),
+    (lambda lib: lib.nn.LPPool1d(3, 2, stride=1, ceil_mode=True), (2, 3, 6)),
+    (lambda lib: lib.nn.LPPool2d(2, (2, 3)), (2, 3, 5, 6)),
+    (lambda lib: lib.nn.LPPool2d(1.5, 2, stride=1), (1, 2, 4, 4)),
+])
+def test_lp_pool(make, shape):
+    g, t = pair(make)
+    check_module(g, t, rand(*shape, low=0.1, high=2))
+
+
+def test_instance_norm3d_running_stats():
+    g, t = pair(lambda lib: lib.nn.InstanceNorm3d(2, affine=True, track_running_stats=True))
+    for step in range(2):
+        check_module(g, t, rand(2, 2, 3, 3, 2, seed=step))
+        g.load_state_dict({k: to_genesis(v) for k, v in t.state_dict().items()})
+    g.eval()
+    t.eval()
+    check_module(g, t, rand(2, 2, 3, 3, 2, seed=5))
+
+
+@pytest.mark.parametrize("fn,shape", [
+    (lambda lib, x: lib.nn.functional.adaptive_max_pool1d(x, 3, return_indices=True), (2, 3, 8)),
+    (lambda lib, x: lib.nn.functional.adaptive_max_pool1d(x, 5, True), (3, 7)),
+    (lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x, (2, 3, 2), return_indices=True), (2, 2, 5, 7, 4)),
+    (lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x, 2, True), (2, 4, 3, 5)),
+    (lambda lib, x: lib.nn.AdaptiveMaxPool3d(2, return_indices=True)(x), (1, 1, 4, 4, 4)),
+])
+def test_adaptive_max_pool_indices(fn, shape):
+    check(fn, rand(*shape))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib, x: lib.nn.functional.hardshrink(x, 0.7),
+    lambda lib, x: lib.nn.functional.softshrink(x, 0.0),
+    lambda lib, x: lib.nn.functional.rrelu(x, 0.2, 0.3),
+    lambda lib, x: lib.nn.functional.pixel_unshuffle(x.reshape(2, 2, 2, 2), 2),
+    lambda lib, x: lib.nn.functional.channel_shuffle(x.reshape(2, 4, 2), 4),
+    lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x.reshape(1, 2, 2, 2, 2), (3, 1, 2)),
+    lambda lib, x: lib.nn.functional.lp_pool1d(x.abs().reshape(2, 8), 2, 3, 2),
+    lambda lib, x: lib.nn.functional.dropout3d(x.reshape(2, 1, 2, 2, 2), 0.5, training=False),
+    lambda lib, x: lib.nn.functional.feature_alpha_dropout(x.reshape(4, 4), 0.5),
+])
+def test_functional_forms(fn):
+    check(fn, rand(16, low=-2, high=2))
+
+
+def test_rrelu_inplace():
+    check(lambda lib, x: lib.nn.functional.rrelu_(x * 1.0, 0.1, 0.2), rand(3, 4))
+    g, t = pair(lambda lib: lib.nn.RReLU(0.1, 0.4, inplace=True).eval())
+    check_module(g, t, rand(3, 4), call=lambda m, x: m(x * 1.0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.nn.CosineSimilarity(),
+    lambda lib: lib.nn.CosineSimilarity(dim=-1, eps=1e-3),
+    lambda lib: lib.nn.PairwiseDistance(),
+    lambda lib: lib.nn.PairwiseDistance(p=1.0, eps=1e-3, keepdim=True),
+])
+def test_distance_layers(make):
+    g, t = pair(make)
+    check_module(g, t, rand(4, 5), rand(4, 5, seed=1))
+
+
+# ------------------------------------------------------------------ unpooling
+
+
+@pytest.mark.parametrize("n,shape,kernel,stride,padding,output_size", [
+    (1, (2, 3, 8), 2, None, 0, None),
+    (1, (3, 9), 3, 2, 1, None),
+    (2, (2, 2, 4, 6), 2, None, 0, None),
+    (2, (1, 2, 5, 5), 3, 2, 1, None),
+    (2, (1, 2, 5, 5), 2, 2, 0, (1, 2, 5, 5)),
+    (3, (1, 2, 4, 4, 4), 2, None, 0, None),
+])
+def test_max_unpool(n, shape, kernel, stride, padding, output_size):
+    def fn(lib, x):
+        pool = getattr(lib.nn.functional, f"max_pool{n}d")
+        unpool = getattr(lib.nn.functional, f"max_unpool{n}d")
+        values, indices = pool(x, kernel, stride, padding, return_indices=True)
+        return unpool(values, indices, kernel, stride, padding, output_size)
+
+    check(fn, rand(*shape))
+
+
+def test_max_unpool_module():
+    g, t = pair(lambda lib: lib.nn.MaxUnpool2d(2, 1, 1))
+    assert repr(nn.MaxUnpool1d(2)) == repr(torch.nn.MaxUnpool1d(2))
+    x = rand(1, 2, 4, 4)
+    values, indices = torch.nn.functional.max_pool2d(x.detach(), 2, 1, 1, return_indices=True)
+    check_module(g, t, values.requires_grad_(), indices)
+
+
+# ------------------------------------------------------------------ losses
+
+
+def signs(*shape, seed=0):
+    return torch.where(rand(*shape, requires_grad=False, seed=seed) > 0, 1.0, -1.0).double()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_hinge_embedding_loss(reduction):
+    g, t = pair(lambda lib: lib.nn.HingeEmbeddingLoss(margin=0.5, reduction=reduction))
+    check_module(g, t, rand(3, 4, low=-2, high=2), signs(3, 4))
+    check(lambda lib, x, y: lib.nn.functional.hinge_embedding_loss(x, y), rand(5), signs(5, seed=1))
+
+
+@pytest.mark.parametrize("p,margin,weighted,reduction", [
+    (1, 1.0, False, "mean"), (2, 0.5, False, "sum"), (1, 2.0, True, "none"), (2, 1.0, True, "mean"),
+])
+def test_multi_margin_loss(p, margin, weighted, reduction):
+    def make(lib):
+        weight = lib.tensor([0.5, 1.0, 2.0, 1.5], dtype=lib.float64) if weighted else None
+        return lib.nn.MultiMarginLoss(p=p, margin=margin, weight=weight, reduction=reduction)
+
+    g, t = pair(make)
+    check_module(g, t, rand(5, 4, low=-2, high=2), long([0, 3, 1, 1, 2]))
+    check(lambda lib, x: lib.nn.functional.multi_margin_loss(x, lib.tensor(2), p, margin, reduction=reduction),
+          rand(4))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_multilabel_margin_loss(reduction):
+    g, t = pair(lambda lib: lib.nn.MultiLabelMarginLoss(reduction=reduction))
+    target = long([[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 1, 1], [2, 2, -1, -1]])
+    check_module(g, t, rand(4, 4, low=-2, high=2), target)
+    check(lambda lib, x, y: lib.nn.functional.multilabel_margin_loss(x, y, reduction=reduction), rand(4),
+          long([1, 3, -1, 0]))
+
+
+@pytest.mark.parametrize("weighted,reduction", [(False, "mean"), (True, "sum"), (True, "none")])
+def test_multilabel_soft_margin_loss(weighted, reduction):
+    def make(lib):
+        weight = lib.tensor([0.5, 1.0, 2.0], dtype=lib.float64) if weighted else None
+        return lib.nn.MultiLabelSoftMarginLoss(weight=weight, reduction=reduction)
+
+    g, t = pair(make)
+    check_module(g, t, rand(4, 3, low=-3, high=3), (signs(4, 3) > 0).double())
+    check(lambda lib, x, y: lib.nn.functional.multilabel_soft_margin_loss(x, y), rand(3), rand(3, seed=1, low=0))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"margin": 0.5, "p": 1.0}, {"swap": True, "reduction": "sum"}, {"p": 3.0, "eps": 1e-3, "reduction": "none"},
+])
+def test_triplet_margin_loss(kwargs):
+    g, t = pair(lambda lib: lib.nn.TripletMarginLoss(**kwargs))
+    check_module(g, t, rand(4, 5), rand(4, 5, seed=1), rand(4, 5, seed=2))
+    check(lambda lib, a, p, n: lib.nn.functional.triplet_margin_loss(a, p, n, **kwargs), rand(5), rand(5, seed=1),
+          rand(5, seed=2))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"margin": 0.3, "swap": True, "reduction": "sum"}])
+def test_triplet_margin_with_distance_loss(kwargs):
+    g, t = pair(lambda lib: lib.nn.TripletMarginWithDistanceLoss(**kwargs))
+    check_module(g, t, rand(4, 5), rand(4, 5, seed=1), rand(4, 5, seed=2))
+
+    def cosine(lib):
+        return lambda x, y: 1.0 - lib.nn.functional.cosine_similarity(x, y)
+
+    check(lambda lib, a, p, n: lib.nn.functional.triplet_margin_with_distance_loss(
+        a, p, n, distance_function=cosine(lib), **kwargs), rand(3, 4), rand(3, 4, seed=1), rand(3, 4, seed=2))
+    g, t = pair(lambda lib: lib.nn.TripletMarginWithDistanceLoss(distance_function=lib.nn.CosineSimilarity()))
+    check_module(g, t, rand(4, 5), rand(4, 5, seed=1), rand(4, 5, seed=2))
+
+
+# ------------------------------------------------------------------ embedding bags
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("offsets,include_last,padding_idx", [
+    ([0, 2, 2, 5], False, None),
+    ([0, 3, 3, 6, 8], True, None),
+    ([0, 1, 4], False, 2),
+    ([0], False, -1),
+])
+def test_embedding_bag(mode, offsets, include_last, padding_idx):
+    indices = long([1, 2, 4, 2, 0, 3, 2, 1])
+    check(lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o, mode=mode, include_last_offset=include_last,
+                                                               padding_idx=padding_idx),
+          rand(5, 3), indices, long(offsets))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_2d(mode):
+    check(lambda lib, w, i: lib.nn.functional.embedding_bag(i, w, mode=mode, padding_idx=0), rand(6, 4),
+          long([[1, 0, 5], [0, 0, 0], [2, 2, 3]]))
+
+
+def test_embedding_bag_per_sample_weights():
+    check(lambda lib, w, i, o, s: lib.nn.functional.embedding_bag(i, w, o, mode="sum", per_sample_weights=s),
+          rand(5, 3), long([1, 2, 4, 2, 0]), long([0, 2, 2]), rand(5, seed=1))
+    check(lambda lib, w, i, s: lib.nn.functional.embedding_bag(i, w, mode="sum", per_sample_weights=s, padding_idx=1),
+          rand(5, 3), long([[1, 2], [4, 1]]), rand(2, 2, seed=1))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"mode": "max", "padding_idx": 0}, {"mode": "sum", "max_norm": 1.0},
+                                    {"mode": "sum", "include_last_offset": True, "padding_idx": -2}])
+def test_embedding_bag_module(kwargs):
+    g, t = pair(lambda lib: lib.nn.EmbeddingBag(6, 3, **kwargs))
+    # With include_last_offset the last offset is the number of indices (CSR).
+    offsets = long([0, 2, 3, 6] if kwargs.get("include_last_offset") else [0, 2, 3])
+    check_module(g, t, long([1, 0, 5, 4, 4, 2]), offsets)
+
+
+def test_embedding_bag_module_init_and_pretrained():
+    bag = nn.EmbeddingBag(4, 3, padding_idx=1, mode="sum")
+    assert to_torch(bag.weight)[1].eq(0).all() and to_torch(bag.weight).abs().sum() > 0
+    weight = rand(4, 3, requires_grad=False)
+    g = nn.EmbeddingBag.from_pretrained(to_genesis(weight), mode="max")
+    t = torch.nn.EmbeddingBag.from_pretrained(weight, mode="max")
+    assert repr(g) == repr(t) and not g.weight.requires_grad
+    check_module(g, t, long([[0, 3], [2, 1]]))
+
+
+# ------------------------------------------------------------------ lazy layers
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda lib: lib.nn.LazyLinear(3), (4, 5)),
+    (lambda lib: lib.nn.LazyLinear(2, bias=False), (2, 3, 4)),
+    (lambda lib: lib.nn.LazyConv1d(4, 3, padding=1), (2, 3, 6)),
+    (lambda lib: lib.nn.LazyConv2d(4, 3, stride=2, groups=2, bias=False), (2, 4, 5, 5)),
+    (lambda lib: lib.nn.LazyConv2d(2, 3), (3, 5, 5)),
+    (lambda lib: lib.nn.LazyConv3d(2, 2), (1, 2, 3, 3, 3)),
+])
+def test_lazy_layers(make, shape):
+    g, t = make(genesis), make(torch)
+    assert repr(g) == repr(t)
+    assert list(g.state_dict()) == list(t.state_dict())
+    assert g.has_uninitialized_params()
+    params = list(g.parameters())
+    x = rand(*shape)
+    t(x.float())
+    out = g(to_genesis(x.float(), requires_grad=False))
+    assert type(g).__name__ == type(t).__name__ and repr(g) == repr(t)
+    assert [p is q for p, q in zip(params, g.parameters())] == [True] * len(params)
+    assert [tuple(p.shape) for p in g.parameters()] == [tuple(p.shape) for p in t.parameters()]
+    # torch's initialization: weight and bias uniform within 1 / sqrt(fan_in); then torch's values.
+    fan_in = to_torch(g.weight)[0].numel()
+    for gp in g.parameters():
+        assert to_torch(gp).abs().max() <= fan_in ** -0.5 and to_torch(gp).std() > 0
+    assert tuple(out.shape) == tuple(t(x.float()).shape)
+    g, t = g.double(), t.double()
+    check_module(g, t, x)
+
+
+def test_lazy_load_state_dict_materializes():
+    t = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(16, 2)).double()
+    g = nn.Sequential(nn.LazyConv2d(4, 3), nn.Flatten(), nn.LazyLinear(2)).to(DEVICE, genesis.float64)
+    check_module(g, t, rand(2, 3, 4, 4))
+    assert repr(g) == repr(t)
+
+
+# ------------------------------------------------------------------ errors
+
+
+@pytest.mark.parametrize("exc,fn,inputs", [
+    (RuntimeError, lambda lib, x: lib.nn.functional.softshrink(x, -1.0), (rand(3),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.rrelu(x, 0.5, 0.2, training=True), (rand(3),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.pixel_unshuffle(x, 2), (rand(1, 2, 5, 4),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.pixel_unshuffle(x, 2), (rand(1, 2, 4, 5),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.pixel_unshuffle(x, 0), (rand(1, 2, 4, 4),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.channel_shuffle(x, 3), (rand(2, 4, 3),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.channel_shuffle(x, 0), (rand(2, 4, 3),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.channel_shuffle(x, 2), (rand(4),)),
+    (ValueError, lambda lib, x: lib.nn.Softmax2d()(x), (rand(2, 3),)),
+    (ValueError, lambda lib, x: lib.nn.CircularPad2d(1)(x), (rand(2, 3),)),
+    (RuntimeError, lambda lib, x: lib.nn.ReflectionPad1d(3)(x), (rand(2, 3),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.adaptive_max_pool1d(x, 2), (rand(2, 3, 4, 5),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x, 2), (rand(2, 3),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x, 2), (rand(2, 3, 4),)),
+    (ValueError, lambda lib, x: lib.nn.functional.dropout3d(x, 1.5), (rand(2, 3, 2, 2, 2),)),
+    (ValueError, lambda lib, x: lib.nn.functional.feature_alpha_dropout(x, -0.1, True), (rand(2, 3),)),
+    (RuntimeError, lambda lib, x, i: lib.nn.functional.max_unpool2d(x, i, 2), (rand(1, 1, 2, 2),
+                                                                               long([[[[0, 1], [2, 99]]]]))),
+    (ValueError, lambda lib, x, i: lib.nn.functional.max_unpool2d(x, i, 2, output_size=(7, 7)),
+     (rand(1, 1, 2, 2), long([[[[0, 1], [2, 3]]]]))),
+    (ValueError, lambda lib, x, y: lib.nn.functional.multi_margin_loss(x, y, p=3), (rand(3, 4), long([0, 1, 2]))),
+    (RuntimeError, lambda lib, x, y: lib.nn.functional.multi_margin_loss(x, y), (rand(3, 4), long([0, 1, 5]))),
+    (RuntimeError, lambda lib, x, y: lib.nn.functional.multi_margin_loss(x, y), (rand(3, 4), long([0, 1]))),
+    (RuntimeError, lambda lib, x, y: lib.nn.functional.multilabel_margin_loss(x, y), (rand(3, 4), long([0, 1, 2]))),
+    (RuntimeError, lambda lib, x, y: lib.nn.functional.multilabel_margin_loss(x, y),
+     (rand(2, 3), long([[0, 4, -1], [1, -1, 0]]))),
+    (RuntimeError, lambda lib, a, p, n: lib.nn.functional.triplet_margin_loss(a, p, n),
+     (rand(3, 4), rand(4), rand(3, 4, seed=1))),
+    (ValueError, lambda lib, a, p, n: lib.nn.functional.triplet_margin_with_distance_loss(a, p, n, margin=0.0),
+     (rand(3, 4), rand(3, 4, seed=1), rand(3, 4, seed=2))),
+    (ValueError, lambda lib, a, p, n: lib.nn.functional.triplet_margin_loss(a, p, n, reduction="avg"),
+     (rand(3, 4), rand(3, 4, seed=1), rand(3, 4, seed=2))),
+    (ValueError, lambda lib, w, i: lib.nn.functional.embedding_bag(i, w), (rand(5, 3), long([1, 2]))),
+    (ValueError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o), (rand(5, 3), long([[1, 2]]),
+                                                                               long([0]))),
+    (RuntimeError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o), (rand(5, 3), long([1, 2]),
+                                                                                 long([1]))),
+    (ValueError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o, mode="x"), (rand(5, 3), long([1, 2]),
+                                                                                         long([0]))),
+    (NotImplementedError, lambda lib, w, i, o, s: lib.nn.functional.embedding_bag(i, w, o, per_sample_weights=s),
+     (rand(5, 3), long([1, 2]), long([0]), rand(2))),
+    (ValueError, lambda lib, w, i, o, s: lib.nn.functional.embedding_bag(i, w, o, mode="sum", per_sample_weights=s),
+     (rand(5, 3), long([1, 2]), long([0]), rand(3))),
+    (RuntimeError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o), (rand(5, 3), long([1, 7]),
+                                                                                 long([0]))),
+])
+def test_errors(exc, fn, inputs):
+    check_error(exc, fn, *inputs)
+
+
+@pytest.mark.parametrize("exc,make", [
+    (ValueError, lambda lib: lib.nn.MultiMarginLoss(p=3)),
+    (ValueError, lambda lib: lib.nn.TripletMarginLoss(margin=0.0)),
+    (ValueError, lambda lib: lib.nn.TripletMarginWithDistanceLoss(margin=-1.0)),
+    (AssertionError, lambda lib: lib.nn.EmbeddingBag(3, 2, padding_idx=3)),
+    (RuntimeError, lambda lib: lib.nn.LazyConv2d(2, 3)(lib.ones(2, 3))),
+    (ValueError, lambda lib: lib.nn.LazyConv2d(4, 3, groups=2)(lib.ones(1, 3, 4, 4))),
+])
+def test_constructor_and_lazy_errors(exc, make):
+    with pytest.raises(exc):
+        make(torch)
+    with pytest.raises(exc):
+        make(genesis)
+
+
+# ------------------------------------------------------------------ randomness in training mode
+
+
+def test_rrelu_training_slopes_and_gradient():
+    x = to_genesis(rand(200, low=-2, high=2))
+    out = nn.RReLU(0.1, 0.3)(x)
+    out.sum().backward()
+    x_t, out_t, grad_t = to_torch(x), to_torch(out), to_torch(x.grad)
+    positive = x_t > 0
+    assert torch.equal(out_t[positive], x_t[positive]) and torch.equal(grad_t[positive], torch.ones_like(x_t)[positive])
+    slopes = out_t[~positive] / x_t[~positive]
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.3 and slopes.std() > 0.01
+    torch.testing.assert_close(grad_t[~positive], slopes)
+
+
+def test_dropout3d_and_feature_alpha_dropout_training():
+    genesis.manual_seed(0)
+    x = to_genesis(rand(8, 16, 2, 2, 2, low=1, high=2))
+    out = to_torch(nn.Dropout3d(0.5)(x)).reshape(8, 16, -1)
+    x_t = to_torch(x).reshape(8, 16, -1)
+    dropped = (out == 0).all(-1)
+    assert 0.2 < dropped.float().mean() < 0.8
+    torch.testing.assert_close(out[~dropped], 2 * x_t[~dropped])
+    p, alpha = 0.25, 1.7580993408473766
+    a = ((alpha * alpha * p + 1) * (1 - p)) ** -0.5
+    out = to_torch(nn.FeatureAlphaDropout(p)(x)).reshape(8, 16, -1)
+    dropped = (out - (-alpha * a + alpha * a * p)).abs().max(-1).values < 1e-6
+    assert 0.05 < dropped.float().mean() < 0.5
+    torch.testing.assert_close(out[~dropped], a * x_t[~dropped] + alpha * a * p)
