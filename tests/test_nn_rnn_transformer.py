@@ -448,3 +448,28 @@ def test_pack_and_pad_round_trip(batch_first, enforce_sorted):
 ])
 def test_packing_errors(fn, exc, match):
     check_error(exc, fn, rand(4, 2, 3), match=match)
+
+
+@pytest.mark.parametrize("nhead,padding", [
+    (2, [[False, False, True, True], [False, False, False, False]]),  # left-aligned: torch's nested-tensor path
+    (2, [[False, True, False, True], [False, False, False, False]]),  # not left-aligned: the masked computation
+    (3, [[False, False, False, True], [False, False, True, True]]),  # odd head count: no fast path
+])
+@pytest.mark.parametrize("float_mask", [False, True])
+def test_transformer_encoder_inference_matches_torch(nhead, padding, float_mask):
+    # Evaluation mode without gradients: torch's encoder returns zeros at padded positions (before the final norm)
+    # when it can run on nested tensors; the outputs must agree everywhere.
+    def make(lib):
+        layer = lib.nn.TransformerEncoderLayer(6, nhead, 8, batch_first=True)
+        return lib.nn.TransformerEncoder(layer, 2, norm=lib.nn.LayerNorm(6)).eval()
+
+    g, t = pair(make)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
+    x = rand(2, 4, 6, requires_grad=False)
+    mask = torch.tensor(padding)
+    if float_mask:
+        mask = torch.zeros(mask.shape, dtype=torch.float64).masked_fill(mask, float("-inf"))
+    with torch.no_grad(), genesis.no_grad():
+        want = t(x, src_key_padding_mask=mask)
+        got = g(to_genesis(x), src_key_padding_mask=to_genesis(mask))
+    torch.testing.assert_close(to_torch(got), want, rtol=1e-9, atol=1e-10)

@@ -2,7 +2,8 @@
 
 Parameter names, initialization and the post-norm / pre-norm (``norm_first``) residual arrangement follow torch, so
 a torch state dict loads as it is. Bool masks mark positions that may *not* attend; float masks are added to the
-attention scores. torch's inference fast path (nested tensors) is a speed device only and is not reproduced.
+attention scores. torch's inference fast paths compute the same values, except that its encoder stack leaves
+zeros at padded positions, which :class:`TransformerEncoder` reproduces.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable
 
-from genesis import dtypes
+from genesis import amp, dtypes
+from genesis.autograd import is_grad_enabled
 from genesis.nn import functional as F
 from genesis.nn import init
 from genesis.nn.modules.activation import GELU, ReLU
@@ -185,8 +187,8 @@ class TransformerDecoderLayer(Module):
 class TransformerEncoder(Module):
     """``num_layers`` copies of ``encoder_layer`` (``layers``), then the optional final ``norm``.
 
-    ``enable_nested_tensor`` and ``mask_check`` are accepted for torch compatibility; they only steer torch's
-    inference fast path. ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)``.
+    ``enable_nested_tensor`` and ``mask_check`` steer torch's inference fast path, whose one visible effect (zeros
+    at padded positions) Genesis reproduces. ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)``.
     """
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
@@ -206,9 +208,41 @@ class TransformerEncoder(Module):
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        padded = self._torch_fast_path_padding(src, mask, src_key_padding_mask)
+        if padded is not None:
+            output = output.masked_fill(padded.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+    def _torch_fast_path_padding(self, src: Tensor, mask: Tensor | None,
+                                 src_key_padding_mask: Tensor | None) -> Tensor | None:
+        """The padding (True = padded) where torch would take its nested-tensor path, else None.
+
+        torch runs an evaluation-mode stack of batch-first post-norm layers without gradients on nested tensors
+        when a left-aligned key padding mask is given, which leaves zeros at the padded positions (before the final
+        norm); the other positions equal the masked computation. Genesis reproduces those zeros.
+        """
+        layer = self.layers[0]
+        if not isinstance(layer, TransformerEncoderLayer):
+            return None
+        attn = layer.self_attn
+        if (not self.enable_nested_tensor or layer.training or src.ndim != 3 or src_key_padding_mask is None
+                or mask is not None or layer.norm_first or not attn.batch_first or not attn._qkv_same_embed_dim
+                or attn.in_proj_bias is None or not layer.activation_relu_or_gelu
+                or layer.norm1.eps != layer.norm2.eps or attn.num_heads % 2 == 1 or amp.is_autocast_enabled()):
+            return None
+        tensors = [src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias,
+                   layer.norm1.weight, layer.norm1.bias, layer.norm2.weight, layer.norm2.bias, layer.linear1.weight,
+                   layer.linear1.bias, layer.linear2.weight, layer.linear2.bias]
+        if is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
+            return None
+        padded = src_key_padding_mask if src_key_padding_mask.dtype is dtypes.bool_ else src_key_padding_mask != 0
+        # Left-aligned: every row is kept positions, then padded ones.
+        if self.mask_check and not bool((padded[:, 1:].int() >= padded[:, :-1].int()).all()):
+            return None
+        return padded
 
 
 class TransformerDecoder(Module):
