@@ -13,6 +13,8 @@ from typing import Any
 
 from genesis import dtypes
 from genesis import functional as F
+from genesis.functional.extra_ops import _cross
+from genesis.functional.extra_ops import _graph_norm
 from genesis.ndarray import normalize_dim
 from genesis.tensor import Tensor
 
@@ -35,7 +37,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = Fals
                            "operation does not have an identity")
     if isinstance(dim, int):
         dim = (dim,)
-    return F.norm(x, ord, dim, keepdim)
+    return _graph_norm(x, ord, dim, keepdim)
 
 
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *,
@@ -86,8 +88,6 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """Cross product of 3-vectors along ``dim`` (default the last), broadcasting the other dims."""
-    from genesis.functional.extra_ops import _cross
-
     return _cross("linalg.cross", input, other, dim)
 
 
@@ -220,7 +220,8 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
             base = F.matmul(base, base)
     if result is None:
         eye = (F.arange_like(size, A).unsqueeze(1) == F.arange_like(size, A).unsqueeze(0)).to(A.dtype)
-        return eye.expand(A.shape).contiguous()
+        # The identity, attached to A's graph with a zero gradient (as torch).
+        return F.where(F.ones_like_bool(A), eye, A)
     return result.clone() if result is A else result
 
 

@@ -40,6 +40,7 @@ from genesis.functional import (
     sum,
     where,
 )
+from genesis.functional.elementwise import Primitive
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
 from genesis.tensor import Tensor
 
@@ -59,6 +60,20 @@ def _require_float(op: str, x: Tensor) -> None:
 
 # ------------------------------------------------------------------ statistics
 
+class _NanToZero(Primitive):
+    """NaN replaced by zero; the gradient is multiplied by the mask (so an inf gradient gives NaN there, as torch)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, keep: NDArray) -> NDArray:
+        ctx.save_for_backward(keep)
+        return keep.where(x, 0)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        (keep,) = ctx.saved_tensors
+        return grad * keep.to(grad.dtype), None
+
+
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
              correction: float | None = None) -> tuple[Tensor, Tensor]:
     """(standard deviation, mean) over ``dim`` with Bessel's ``correction`` (default 1)."""
@@ -66,9 +81,9 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepd
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """Sum treating NaN as zero (NaN elements receive a zero gradient)."""
+    """Sum treating NaN as zero; the gradient is masked as torch's (``grad * ~isnan(input)``)."""
     if input.dtype.is_floating_point:
-        input = where(isnan(input), 0.0, input)
+        input = _NanToZero.apply(input, ~isnan(input))
     return sum(input, dim, keepdim, dtype)
 
 
@@ -219,8 +234,8 @@ def _quantile(op: str, input: Tensor, q: Any, dim: int | None, keepdim: bool, in
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
-        raise ValueError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. Got "
-                         f"{interpolation}")
+        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest, but "
+                           f"got {interpolation}")
     scalar_q = not isinstance(q, Tensor)
     if isinstance(q, Tensor):
         if q.ndim > 1:
@@ -233,16 +248,13 @@ def _quantile(op: str, input: Tensor, q: Any, dim: int | None, keepdim: bool, in
         qs = [float(q)]
     if builtins.any(not 0 <= v <= 1 for v in qs):
         raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
-    if input.numel() == 0 and dim is None:
-        shape = (1,) * input.ndim if keepdim else ()
-        return _full(shape if scalar_q else (len(qs), *shape), math.nan, input.dtype, input)
+    if input.numel() == 0:
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
     if dim is None:
         x, d = input.reshape(-1), 0
     else:
         d = normalize_dim(op, dim, input.ndim)
         x = input if input.ndim else input.reshape(1)
-        if x.shape[d] == 0:
-            raise IndexError(f"{op}() cannot compute quantile along an empty dimension {d}")
     x = movedim(x, d, -1)
     n = x.shape[-1]
     values = sort(x, -1).values  # NaN sorts last
@@ -356,7 +368,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     normalization is ``sum(w) - correction * sum(w * a) / sum(w)`` as in numpy and torch.
     """
     if input.ndim > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                          f"{input.ndim} dimensions")
     x = input if input.ndim == 2 else input.reshape(1, -1)
     if not x.dtype.is_floating_point:
@@ -407,7 +419,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
 def corrcoef(input: Tensor) -> Tensor:
     """Pearson correlation coefficients of the rows of ``input``, clipped to [-1, 1]."""
     if input.ndim > 2:
-        raise ValueError(f"corrcoef(): expected input to have two or fewer dimensions but got an input with "
+        raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got an input with "
                          f"{input.ndim} dimensions")
     c = cov(input)
     if c.ndim == 0:
@@ -514,12 +526,20 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     batch = broadcast_shapes("cdist", x1.shape[:-2], x2.shape[:-2])
     a = x1.expand((*batch, *x1.shape[-2:])).unsqueeze(-2)  # (..., P, 1, M)
     b = x2.expand((*batch, *x2.shape[-2:])).unsqueeze(-3)  # (..., 1, R, M)
-    return norm(a - b, p, -1)
+    return _graph_norm(a - b, p, (-1,))
 
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The p-norm of ``input - other`` (broadcast), over all elements."""
-    return norm(input - other, p)
+    return _graph_norm(input - other, p, None)
+
+
+def _graph_norm(x: Tensor, p: float, dims: Any, keepdim: bool = False) -> Tensor:
+    """``norm`` whose p = 0 count stays attached to the graph with a zero gradient, as torch's."""
+    if p != 0:
+        return norm(x, p, dims, keepdim)
+    nonzero = (x != 0).to(x.dtype)
+    return sum(where(ones_like_bool(x), nonzero, x), dims, keepdim)
 
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:

@@ -55,14 +55,14 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
     """
     tensors = _tensor_args(tensors)
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     if not tensors:
         raise RuntimeError("torch.meshgrid: expects a non-empty TensorList")
     for t in tensors:
         if t.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.ndim}D")
         if t.dtype is not tensors[0].dtype:
-            raise RuntimeError("torch.meshgrid: expected all tensors to have the same dtype")
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
         if t.device != tensors[0].device:
             raise RuntimeError("torch.meshgrid: expected all tensors to be on the same device")
     swap = indexing == "xy" and len(tensors) >= 2
@@ -360,15 +360,17 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     ``include_self=False`` leaves the old values of the written positions out of the reduction. As torch, the
     gradient of amax/amin is shared evenly by every element equal to the result, and integer means round down.
     """
+    # torch also takes "max" and "min" for amax and amin.
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
     if reduce not in _SCATTER_REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if src.dtype is not input.dtype:
         raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
                            f"{input.dtype.name} and {src.dtype.name}")
     d = normalize_dim("scatter_reduce", dim, input.ndim)
-    if index.numel() == 0:
-        return input.clone()
     src = src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
+    if index.numel() == 0:
+        return scatter_add(input, d, index, src)  # a copy, still attached to src's graph
     hits = scatter_add(_zeros(input.shape, dtypes.int64, input), d, index, ones_like_bool(index).to(dtypes.int64))
     touched = hits > 0
     if reduce in ("sum", "mean"):
@@ -406,13 +408,14 @@ def _scatter_reduce_loop(input: Tensor, d: int, index: Tensor, src: Tensor, redu
     if not input.dtype.is_floating_point:
         return result
     # Even split of the gradient among the elements equal to the extreme: the added terms are exactly zero.
+    # As torch, an old value equal to the extreme counts in the split even when include_self=False, but then
+    # receives nothing.
     gathered = gather(result, d, index)
     self_hit = input.detach() == result
-    if not include_self:
-        self_hit = self_hit & ~touched
     src_hit = src.detach() == gathered
     count = scatter_add(self_hit.to(dtypes.int64), d, index, src_hit.to(dtypes.int64))
-    spread = scatter_add(where(self_hit, input - result, 0.0), d, index, where(src_hit, src - gathered, 0.0))
+    self_gets = self_hit if include_self else self_hit & ~touched
+    spread = scatter_add(where(self_gets, input - result, 0.0), d, index, where(src_hit, src - gathered, 0.0))
     return result + spread / where(count > 0, count, 1).to(input.dtype)
 
 

@@ -1,0 +1,554 @@
+"""Composite statistics, products, shape/scatter ops and genesis.linalg against torch (values, dtypes, gradients)."""
+
+import math
+
+import pytest
+import torch
+
+import genesis
+from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis
+
+
+def ints(*values, dtype=torch.int64):
+    return torch.tensor(values, dtype=dtype)
+
+
+# ------------------------------------------------------------------ statistics
+
+def test_std_mean_nansum_nanmean():
+    x = rand(3, 4)
+    check(lambda lib, x: lib.std_mean(x, 1), x)
+    check(lambda lib, x: lib.std_mean(x, (0, 1), keepdim=True, correction=0), x)
+    with_nan = rand(3, 4, seed=1).detach()
+    with_nan[0, 1] = math.nan
+    with_nan[2] = math.nan
+    with_nan.requires_grad_(True)
+    check(lambda lib, x: lib.nansum(x), with_nan)
+    check(lambda lib, x: lib.nansum(x, 1, keepdim=True), with_nan)
+    check(lambda lib, x: x.nanmean(1), with_nan)
+    check(lambda lib, x: lib.nanmean(x), with_nan)
+    check(lambda lib, x: lib.nansum(x), ints(1, 2, 3))
+    check(lambda lib, x: lib.nansum(x, dtype=lib.float64), ints(1, 2, 3))
+    check_error(RuntimeError, lambda lib, x: lib.nanmean(x), ints(1, 2))
+
+
+def test_aminmax():
+    x = rand(3, 4).detach()
+    x[0, 2] = x[0, 1]
+    x.requires_grad_(True)
+    check(lambda lib, x: tuple(lib.aminmax(x)), x)
+    check(lambda lib, x: tuple(x.aminmax(dim=1, keepdim=True)), x)
+    check(lambda lib, x: tuple(lib.aminmax(x, keepdim=True)), x)
+    result = genesis.aminmax(to_genesis(x), dim=0)
+    assert result.min.shape == (4,) and result.max.shape == (4,)
+    check_error(RuntimeError, lambda lib, x: lib.aminmax(x), torch.zeros(0))
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+def test_cummax_cummin(op):
+    x = torch.tensor([[1.0, 3.0, 3.0, 2.0, 5.0, 5.0, 0.5], [4.0, 1.0, 1.0, 2.0, 0.0, 0.0, 7.0]], dtype=torch.float64,
+                     requires_grad=True)
+    check(lambda lib, x: tuple(getattr(lib, op)(x, 1)), x)
+    check(lambda lib, x: tuple(getattr(x, op)(0)), x)
+    check(lambda lib, x: tuple(getattr(lib, op)(x, -1)), rand(2, 3, 5))
+    check(lambda lib, x: tuple(getattr(lib, op)(x, 0)), ints(3, 1, 4, 1, 5, 9, 2, 6))
+    check(lambda lib, x: tuple(getattr(lib, op)(x, 0)), torch.tensor([1.0, math.nan, 2.0, math.nan, 0.0]))
+    check(lambda lib, x: tuple(getattr(lib, op)(x, 0)), torch.zeros(0))
+    check(lambda lib, x: tuple(getattr(lib, op)(x, 0)), torch.tensor(2.5, requires_grad=True))
+    check_error(IndexError, lambda lib, x: getattr(lib, op)(x, 2), rand(2, 3))
+
+
+def test_logcumsumexp():
+    check(lambda lib, x: lib.logcumsumexp(x, 1), rand(3, 9, low=-5, high=5))
+    check(lambda lib, x: x.logcumsumexp(0), rand(4, 2))
+    # Far apart values: a single shift by the maximum would underflow to -inf.
+    check(lambda lib, x: lib.logcumsumexp(x, 0), torch.tensor([-1000.0, 0.0, -2000.0, 3.0], dtype=torch.float64,
+                                                              requires_grad=True))
+    check(lambda lib, x: lib.logcumsumexp(x, 0), torch.tensor([-math.inf, -math.inf, 1.0]))
+    check(lambda lib, x: lib.logcumsumexp(x, 0), torch.zeros(0))
+    check(lambda lib, x: lib.logcumsumexp(x, 0), rand(5, dtype=torch.float32))
+    check_error(RuntimeError, lambda lib, x: lib.logcumsumexp(x, 0), ints(1, 2))
+
+
+def test_nanmedian_and_mode():
+    x = torch.tensor([[3.0, math.nan, 1.0, 2.0], [math.nan, 8.0, math.nan, math.nan], [4.0, 0.5, 9.0, 7.0]],
+                     dtype=torch.float64, requires_grad=True)
+    check(lambda lib, x: tuple(lib.nanmedian(x, 1)), x)
+    check(lambda lib, x: tuple(x.nanmedian(1, keepdim=True)), x)
+    check(lambda lib, x: lib.nanmedian(x), x)
+    # A slice of NaN only: NaN (torch's index there is unspecified).
+    check(lambda lib, x: lib.nanmedian(x, 1).values, torch.full((2, 3), math.nan))
+    check(lambda lib, x: tuple(lib.nanmedian(x, 0)), ints(5, 1, 3, 2))
+    check(lambda lib, x: lib.nanmedian(x), torch.tensor([2.0, 2.0, 1.0, math.nan], requires_grad=True))
+    check_error(IndexError, lambda lib, x: lib.nanmedian(x, 0), torch.zeros(0, 2))
+    m = torch.tensor([[1.0, 3.0, 3.0, 2.0, 2.0, 5.0], [2.0, 1.0, 2.0, 1.0, 1.0, 2.0]], dtype=torch.float64,
+                     requires_grad=True)
+    check(lambda lib, x: tuple(lib.mode(x)), m)
+    check(lambda lib, x: tuple(x.mode(0, keepdim=True)), m)
+    check(lambda lib, x: tuple(lib.mode(x, 0)), ints(4, 4, 1, 1, 1, 7, 4))
+    check(lambda lib, x: tuple(lib.mode(x)), torch.tensor(3.0))
+    check_error(IndexError, lambda lib, x: lib.mode(x, 1), torch.zeros(2, 0))
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile(interpolation):
+    x = rand(3, 7)
+    check(lambda lib, x: lib.quantile(x, 0.3, dim=1, interpolation=interpolation), x)
+    check(lambda lib, x, q: lib.quantile(x, q, dim=0, keepdim=True, interpolation=interpolation), x,
+          torch.tensor([0.0, 0.25, 0.5, 1.0], dtype=torch.float64))
+    check(lambda lib, x: x.quantile(0.75, interpolation=interpolation), x)
+    check(lambda lib, x: lib.quantile(x, 0.5, keepdim=True, interpolation=interpolation), x)
+    with_nan = rand(3, 6, seed=2).detach()
+    with_nan[0, 3] = math.nan
+    with_nan[1, 1:] = math.nan
+    with_nan.requires_grad_(True)
+    # Which NaN receives the gradient of a NaN quantile is unspecified: compare values only there.
+    check(lambda lib, x: lib.quantile(x, 0.4, dim=1, interpolation=interpolation), with_nan, backward=False)
+    check(lambda lib, x: lib.nanquantile(x, 0.4, dim=1, interpolation=interpolation), torch.full((2, 3), math.nan))
+    check(lambda lib, x: lib.nanquantile(x, 0.4, dim=1, interpolation=interpolation), with_nan)
+    check(lambda lib, x: x.nanquantile(0.65, interpolation=interpolation), with_nan)
+    # Ranks exactly halfway between two neighbours (nearest rounds half to even).
+    check(lambda lib, x: lib.quantile(x, 0.5, interpolation=interpolation), rand(4, seed=3))
+    check(lambda lib, x: lib.quantile(x, 0.5, interpolation=interpolation), rand(6, seed=3))
+
+
+def test_quantile_edges_and_errors():
+    check_error(RuntimeError, lambda lib, x: lib.quantile(x, 0.5), torch.zeros(0))
+    check(lambda lib, x: lib.quantile(x, 0.5, dim=0), torch.tensor(2.0, requires_grad=True))
+    check(lambda lib, x: lib.quantile(x, 0.2), rand(1, dtype=torch.float32))
+    check_error(RuntimeError, lambda lib, x: lib.quantile(x, 1.5), rand(3))
+    check_error(RuntimeError, lambda lib, x: lib.quantile(x, 0.5), ints(1, 2))
+    check_error(RuntimeError, lambda lib, x, q: lib.quantile(x, q), rand(3), torch.tensor([0.5], dtype=torch.float32))
+    check_error(RuntimeError, lambda lib, x: lib.quantile(x, 0.5, interpolation="cubic"), rand(3))
+    check_error(RuntimeError, lambda lib, x, q: lib.quantile(x, q), rand(3), rand(2, 2, requires_grad=False))
+
+
+def test_bincount_histc():
+    x = ints(0, 1, 1, 3, 7, 1)
+    check(lambda lib, x: lib.bincount(x), x)
+    check(lambda lib, x: x.bincount(minlength=10), x)
+    check(lambda lib, x, w: lib.bincount(x, w), x, rand(6, dtype=torch.float32, requires_grad=False))
+    check(lambda lib, x, w: lib.bincount(x, w), x, rand(6, requires_grad=False))
+    check(lambda lib, x, w: lib.bincount(x, w), x, ints(1, 2, 3, 4, 5, 6, dtype=torch.int32))
+    check(lambda lib, x: lib.bincount(x), torch.zeros(0, dtype=torch.int64))
+    check(lambda lib, x: lib.bincount(x, minlength=3), torch.zeros(0, dtype=torch.int64))
+    check(lambda lib, x: lib.bincount(x), ints(2, 0, 2, dtype=torch.uint8))
+    check_error(RuntimeError, lambda lib, x: lib.bincount(x), ints(-1, 2))
+    check_error(RuntimeError, lambda lib, x: lib.bincount(x), ints(1, 2).reshape(1, 2))
+    check_error(NotImplementedError, lambda lib, x: lib.bincount(x), torch.tensor([1.0]))
+    h = torch.tensor([1.0, 2.0, 1.0, -3.0, 10.0, 2.9999], dtype=torch.float64)
+    check(lambda lib, x: lib.histc(x, bins=4, min=0, max=3), h)
+    check(lambda lib, x: x.histc(bins=5), h)
+    check(lambda lib, x: lib.histc(x, bins=3), torch.tensor([2.0, 2.0]))
+    check(lambda lib, x: lib.histc(x, bins=3), torch.zeros(0))
+    check_error(RuntimeError, lambda lib, x: lib.histc(x, bins=0), h)
+    check_error(RuntimeError, lambda lib, x: lib.histc(x, min=2, max=1), h)
+    check_error(NotImplementedError, lambda lib, x: lib.histc(x), ints(1, 2))
+
+
+def test_cov_corrcoef():
+    x = rand(3, 6)
+    check(lambda lib, x: lib.cov(x), x)
+    check(lambda lib, x: x.cov(correction=0), x)
+    check(lambda lib, x: lib.cov(x), rand(5))
+    f = ints(1, 2, 1, 3, 1, 2)
+    a = rand(6, low=0.1, high=2.0, requires_grad=False)
+    check(lambda lib, x, f: lib.cov(x, fweights=f), x, f)
+    check(lambda lib, x, a: lib.cov(x, aweights=a), x, a)
+    check(lambda lib, x, f, a: lib.cov(x, fweights=f, aweights=a, correction=2), x, f, a)
+    check(lambda lib, x, a: lib.cov(x, aweights=a, correction=0), x, a)
+    check(lambda lib, x: lib.corrcoef(x), x)
+    check(lambda lib, x: x.corrcoef(), rand(4))
+    check_error(RuntimeError, lambda lib, x: lib.cov(x), rand(2, 2, 2))
+    check_error(RuntimeError, lambda lib, x: lib.corrcoef(x), rand(2, 2, 2))
+    check_error(RuntimeError, lambda lib, x, f: lib.cov(x, fweights=f), x, ints(1, 2))
+    check_error(RuntimeError, lambda lib, x, f: lib.cov(x, fweights=f), x, ints(1, 2, -1, 3, 1, 2))
+    check_error(RuntimeError, lambda lib, x, a: lib.cov(x, aweights=a), x, f)
+
+
+def test_diff():
+    x = rand(3, 5)
+    check(lambda lib, x: lib.diff(x), x)
+    check(lambda lib, x: x.diff(n=2, dim=0), x)
+    check(lambda lib, x, p, a: lib.diff(x, 1, 1, p, a), x, rand(3, 1, seed=4), rand(3, 2, seed=5))
+    check(lambda lib, x: lib.diff(x, n=7), x)
+    check(lambda lib, x: lib.diff(x, n=0), x)
+    check(lambda lib, x: lib.diff(x), torch.tensor([True, False, False, True]))
+    check(lambda lib, x: lib.diff(x), ints(5, 2, 9))
+    check_error(RuntimeError, lambda lib, x: lib.diff(x), torch.tensor(1.0))
+    check_error(RuntimeError, lambda lib, x: lib.diff(x, n=-1), x)
+    check_error(RuntimeError, lambda lib, x, p: lib.diff(x, prepend=p), x, rand(3, requires_grad=False))
+
+
+# ------------------------------------------------------------------ products
+
+def test_cross_vdot_kron():
+    check(lambda lib, a, b: lib.cross(a, b, dim=1), rand(4, 3), rand(4, 3, seed=1))
+    check(lambda lib, a, b: a.cross(b, dim=0), rand(3, 2), rand(3, 1, seed=1))
+    check(lambda lib, a, b: lib.linalg.cross(a, b), rand(2, 4, 3), rand(4, 3, seed=1).unsqueeze(0))
+    check_error(RuntimeError, lambda lib, a, b: lib.linalg.cross(a, b), rand(2, 4), rand(2, 4))
+    check(lambda lib, a, b: lib.vdot(a, b), rand(5), rand(5, seed=1))
+    check_error(RuntimeError, lambda lib, a, b: lib.vdot(a, b), rand(5), rand(5, dtype=torch.float32))
+    check_error(RuntimeError, lambda lib, a, b: lib.vdot(a, b), rand(2, 2), rand(4))
+    check(lambda lib, a, b: lib.kron(a, b), rand(2, 3), rand(4, 2, seed=1))
+    check(lambda lib, a, b: a.kron(b), rand(3), rand(2, 2, seed=1))
+    check(lambda lib, a, b: lib.kron(a, b), ints(1, 2), ints(3, 4, 5))
+    check(lambda lib, a, b: lib.kron(a, b), rand(0, 2), rand(2, 2, seed=1))
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.5, 3.0, 0.0, math.inf])
+def test_cdist_dist(p):
+    a, b = rand(2, 4, 3), rand(2, 5, 3, seed=1)
+    # torch's cdist backward fails for p = 0 (its gradient is zero): compare values there.
+    check(lambda lib, a, b: lib.cdist(a, b, p=p), a, b, backward=p != 0)
+    check(lambda lib, a, b: lib.dist(a, b, p), rand(3, 4), rand(4, seed=1), backward=p != 0)
+    check(lambda lib, a, b: a.dist(b, p), rand(3, 4), rand(4, seed=1), backward=p != 0)
+
+
+def test_cdist_zero_distance_and_errors():
+    a = rand(3, 2)
+    check(lambda lib, a: lib.cdist(a, a), a)
+    check(lambda lib, a, b: lib.cdist(a, b), rand(0, 3), rand(2, 3))
+    check_error(RuntimeError, lambda lib, a, b: lib.cdist(a, b), rand(3, 2), rand(3, 4))
+    check_error(RuntimeError, lambda lib, a, b: lib.cdist(a, b, p=-1), rand(3, 2), rand(3, 2))
+    check_error(RuntimeError, lambda lib, a, b: lib.cdist(a, b), rand(3), rand(3, 3))
+
+
+def test_addcmul_addcdiv_functions():
+    x, t1, t2 = rand(3, 4), rand(4, seed=1), rand(3, 1, seed=2, low=0.5, high=2)
+    check(lambda lib, x, a, b: lib.addcmul(x, a, b, value=0.5), x, t1, t2)
+    check(lambda lib, x, a, b: lib.addcdiv(x, a, b, value=-2), x, t1, t2)
+    check(lambda lib, x, a, b: lib.addcmul(x, a, b), ints(1, 2), ints(3, 4), ints(5, 6))
+    check_error(RuntimeError, lambda lib, x, a, b: lib.addcdiv(x, a, b), ints(1, 2), ints(3, 4), ints(5, 6))
+
+
+def test_add_products():
+    check(lambda lib, x, m, v: lib.addmv(x, m, v, beta=0.5, alpha=2), rand(3), rand(3, 4, seed=1), rand(4, seed=2))
+    check(lambda lib, x, m, v: x.addmv(m, v), rand(1), rand(3, 4, seed=1), rand(4, seed=2))
+    check(lambda lib, x, a, b: lib.addr(x, a, b, alpha=3), rand(3, 4), rand(3, seed=1), rand(4, seed=2))
+    check(lambda lib, x, a, b: lib.addbmm(x, a, b, beta=2), rand(3, 5), rand(2, 3, 4, seed=1), rand(2, 4, 5, seed=2))
+    # beta = 0 ignores the input, NaN included, and gives it a zero gradient.
+    nan_input = torch.full((3,), math.nan, dtype=torch.float64, requires_grad=True)
+    check(lambda lib, x, m, v: lib.addmv(x, m, v, beta=0), nan_input, rand(3, 4, seed=1), rand(4, seed=2))
+    check_error(RuntimeError, lambda lib, x, m, v: lib.addmv(x, m, v), rand(5), rand(3, 4), rand(4))
+    check_error(RuntimeError, lambda lib, x, a, b: lib.addr(x, a, b), rand(3, 4), rand(3, 2), rand(4))
+
+
+def test_inplace_products():
+    def run(lib, x, a, b, v, bb1, bb2, s):
+        x = x.clone()
+        x.addmm_(a, b, beta=0.5, alpha=2)
+        y = s.clone()
+        y.baddbmm_(bb1, bb2)
+        z = v.clone()
+        z.addmv_(a, b[:, 0])
+        w = x.clone()
+        w.addr_(a[:, 0], b[0])
+        u = x.clone()
+        u.addbmm_(bb1[:, :3], bb2[:, :, :4])
+        return x, y, z, w, u
+
+    check(run, rand(3, 4), rand(3, 2, seed=1), rand(2, 4, seed=2), rand(3, seed=3), rand(2, 3, 5, seed=4),
+          rand(2, 5, 4, seed=5), rand(2, 3, 4, seed=6))
+
+
+def test_renorm():
+    x = rand(4, 3, low=-3, high=3)
+    check(lambda lib, x: lib.renorm(x, 2, 0, 1.5), x)
+    check(lambda lib, x: x.renorm(1, 1, 2.0), x)
+    check(lambda lib, x: lib.renorm(x, 3, -1, 100.0), rand(2, 3, 2))
+
+    def inplace(lib, x):
+        y = x.clone()
+        return y.renorm_(2, 0, 1.0)
+
+    check(inplace, x)
+    check_error(RuntimeError, lambda lib, x: lib.renorm(x, 0, 0, 1.0), x)
+    check_error(RuntimeError, lambda lib, x: lib.renorm(x, 2, 0, -1.0), x)
+    check_error(RuntimeError, lambda lib, x: lib.renorm(x, 2, 0, 1.0), rand(3))
+
+
+# ------------------------------------------------------------------ shapes
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_cartesian(indexing):
+    a, b, c = rand(3), rand(4, seed=1), rand(2, seed=2)
+    check(lambda lib, a, b, c: lib.meshgrid(a, b, c, indexing=indexing), a, b, c)
+    check(lambda lib, a, b: lib.meshgrid([a, b], indexing=indexing), a, b)
+    check(lambda lib, a: lib.meshgrid(a, indexing=indexing), a)
+    check(lambda lib, a, b: lib.meshgrid(a, b, indexing=indexing), torch.tensor(2.0), rand(0, dtype=torch.float32))
+    check_error(RuntimeError, lambda lib, a, b: lib.meshgrid(a, b, indexing=indexing), a, ints(1, 2))
+    check_error(RuntimeError, lambda lib, a: lib.meshgrid(a, indexing="yx"), a)
+    check_error(RuntimeError, lambda lib, a, b: lib.meshgrid(a, b, indexing=indexing), a, rand(2, 2))
+
+
+def test_cartesian_prod_combinations():
+    a, b = rand(3), rand(2, seed=1)
+    check(lambda lib, a, b: lib.cartesian_prod(a, b), a, b)
+    check(lambda lib, a, b, c: lib.cartesian_prod(a, b, c), ints(1, 2), ints(3, 4, 5), ints(6))
+    check(lambda lib, a: lib.cartesian_prod(a), a)
+    x = rand(4)
+    check(lambda lib, x: lib.combinations(x), x)
+    check(lambda lib, x: lib.combinations(x, 3, with_replacement=True), x)
+    check(lambda lib, x: lib.combinations(x, 1), x)
+    check(lambda lib, x: lib.combinations(x, 5), x)
+    check(lambda lib, x: lib.combinations(x, 0), ints(1, 2, 3))
+    check_error(RuntimeError, lambda lib, x: lib.combinations(x), rand(2, 2))
+
+
+def test_atleast_and_stacks():
+    for fn in ("atleast_1d", "atleast_2d", "atleast_3d"):
+        check(lambda lib, s, v, m, t: getattr(lib, fn)(s, v, m, t), torch.tensor(1.0, requires_grad=True), rand(3),
+              rand(2, 3), rand(2, 1, 2))
+        check(lambda lib, s: getattr(lib, fn)(s), torch.tensor(1.0, requires_grad=True))
+        check(lambda lib, s, v: getattr(lib, fn)([s, v]), torch.tensor(1.0, requires_grad=True), rand(3))
+    check(lambda lib, a, b: lib.dstack([a, b]), rand(3), rand(3, seed=1))
+    check(lambda lib, a, b: lib.dstack([a, b]), rand(2, 3), rand(2, 3, 2, seed=1))
+    check(lambda lib, a, b, c: lib.column_stack([a, b, c]), rand(3), rand(3, 2, seed=1), ints(1, 2, 3))
+    check(lambda lib, a, b: lib.row_stack((a, b)), rand(3), rand(2, 3, seed=1))
+
+
+def test_splits():
+    x = rand(4, 6, 2)
+    check(lambda lib, x: lib.hsplit(x, 3), x)
+    check(lambda lib, x: x.hsplit([1, 4]), x)
+    check(lambda lib, x: lib.vsplit(x, [3]), x)
+    check(lambda lib, x: x.dsplit(2), x)
+    check(lambda lib, x: lib.hsplit(x, 2), rand(4))
+    check(lambda lib, x: lib.split_with_sizes(x, [1, 0, 5], 1), x)
+    check(lambda lib, x: x.split_with_sizes([3, 1]), x)
+    check_error(RuntimeError, lambda lib, x: lib.hsplit(x, 4), x)
+    check_error(RuntimeError, lambda lib, x: lib.vsplit(x, 2), rand(4))
+    check_error(RuntimeError, lambda lib, x: lib.dsplit(x, 2), rand(4, 2))
+    check_error(RuntimeError, lambda lib, x: lib.hsplit(x, 1), torch.tensor(1.0))
+    check_error(RuntimeError, lambda lib, x: lib.split_with_sizes(x, [1, 2]), x)
+
+
+def test_flips_rot90():
+    x = rand(2, 3, 4)
+    check(lambda lib, x: x.fliplr(), x)
+    check(lambda lib, x: x.flipud(), x)
+    for k in (-3, -1, 0, 1, 2, 3, 6):
+        check(lambda lib, x: lib.rot90(x, k), x)
+        check(lambda lib, x: x.rot90(k, [2, 0]), x)
+    check_error(RuntimeError, lambda lib, x: lib.rot90(x, 1, [0]), x)
+    check_error(RuntimeError, lambda lib, x: lib.rot90(x, 1, [1, 1]), x)
+    check_error(RuntimeError, lambda lib, x: lib.rot90(x), rand(3))
+
+
+def test_block_diag():
+    check(lambda lib, a, b, c, d: lib.block_diag(a, b, c, d), rand(2, 2), torch.tensor(5.0, requires_grad=True),
+          rand(3, seed=1), rand(0, 2, seed=2))
+    check(lambda lib, a, b: lib.block_diag(a, b), ints(1, 2), rand(2, 1))
+    check(lambda lib, a: lib.block_diag(a), rand(2, 3))
+    check_error(RuntimeError, lambda lib, a: lib.block_diag(a), rand(2, 2, 2))
+
+
+@pytest.mark.parametrize("offset", [0, 2, -1, 5])
+def test_triangle_indices(offset):
+    for fn in ("triu_indices", "tril_indices"):
+        for row, col in ((3, 4), (5, 2), (0, 3), (4, 4)):
+            assert_same(getattr(genesis, fn)(row, col, offset, device=DEVICE), getattr(torch, fn)(row, col, offset))
+    assert_same(genesis.triu_indices(3, 3, dtype=genesis.int32, device=DEVICE),
+                torch.triu_indices(3, 3, dtype=torch.int32))
+    with pytest.raises(RuntimeError):
+        genesis.tril_indices(-1, 3)
+
+
+def test_vander():
+    x = rand(4)
+    # torch's own vander backward fails (an in-place cumprod): values against torch.vander, gradients against
+    # the same matrix written as powers.
+    check(lambda lib, x: lib.vander(x), x, backward=False)
+    check(lambda lib, x: lib.vander(x, 6, increasing=True), x, backward=False)
+    check(lambda lib, x: lib.vander(x, 2), torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64), backward=False)
+    powers = torch.arange(5, dtype=torch.float64)
+    check(lambda lib, x: lib.vander(x, 5, increasing=True) if lib is genesis else x.unsqueeze(1) ** powers, x)
+    check(lambda lib, x: lib.vander(x, 3) if lib is genesis else torch.stack([x * x, x, x ** 0], 1),
+          torch.tensor([0.0, 1.0, -2.0], dtype=torch.float64, requires_grad=True))
+    check(lambda lib, x: lib.vander(x, 3), ints(1, 2, 3, dtype=torch.int32))
+    check(lambda lib, x: lib.vander(x, 0), x)
+    check(lambda lib, x: lib.vander(x), rand(0))
+    check_error(RuntimeError, lambda lib, x: lib.vander(x), rand(2, 2))
+
+
+def test_diag_embed_diagflat():
+    x = rand(2, 3)
+    for offset, d1, d2 in ((0, -2, -1), (1, 0, 2), (-2, 2, 0), (3, 1, 0)):
+        check(lambda lib, x: lib.diag_embed(x, offset, d1, d2), x)
+    check(lambda lib, x: x.diag_embed(), ints(1, 2))
+    check(lambda lib, x: lib.diag_embed(x), torch.tensor([True, False]))
+    check(lambda lib, x: lib.diagflat(x), x)
+    check(lambda lib, x: x.diagflat(-1), x)
+    check(lambda lib, x: lib.diagflat(x, 2), torch.tensor(3.0, requires_grad=True))
+    nan_row = torch.tensor([math.nan, 1.0])
+    check(lambda lib, x: lib.diag_embed(x), nan_row)
+    check_error(RuntimeError, lambda lib, x: lib.diag_embed(x, 0, 1, 1), x)
+
+
+def test_view_scatters():
+    x = rand(3, 4, 5)
+    check(lambda lib, x, s: lib.select_scatter(x, s, 1, -1), x, rand(3, 5, seed=1))
+    check(lambda lib, x, s: x.select_scatter(s, 0, 2), x, rand(4, 5, seed=1))
+    check(lambda lib, x, s: lib.slice_scatter(x, s, 2, 1, 5, 2), x, rand(3, 4, 2, seed=1))
+    check(lambda lib, x, s: x.slice_scatter(s), x, rand(3, 4, 5, seed=1))
+    check(lambda lib, x, s: lib.slice_scatter(x, s, 1, -2), x, rand(3, 2, 5, seed=1))
+    check(lambda lib, x, s: lib.diagonal_scatter(x, s), x, rand(5, 3, seed=1))
+    check(lambda lib, x, s: x.diagonal_scatter(s, 1, 1, 2), x, rand(3, 4, seed=1))
+    check(lambda lib, x, s: lib.diagonal_scatter(x, s, -2, 2, 0), x, rand(4, 3, seed=1))
+    check_error(RuntimeError, lambda lib, x, s: lib.select_scatter(x, s, 1, 0), x, rand(3, 4))
+    check_error(IndexError, lambda lib, x, s: lib.select_scatter(x, s, 1, 4), x, rand(3, 5))
+    check_error(RuntimeError, lambda lib, x, s: lib.slice_scatter(x, s, 0, 0, 2), x, rand(3, 4, 5))
+    check_error(RuntimeError, lambda lib, x, s: lib.diagonal_scatter(x, s), x, rand(5, 4))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(reduce, include_self):
+    x = rand(3, 5, low=0.5, high=2)
+    index = torch.tensor([[0, 2, 0, 4], [1, 1, 1, 1], [4, 3, 2, 4]])
+    src = rand(3, 4, seed=1, low=0.5, high=2).detach()
+    src[0, 2] = src[0, 0]  # a tie for amax/amin: the gradient is shared
+    src.requires_grad_(True)
+    check(lambda lib, x, i, s: lib.scatter_reduce(x, 1, i, s, reduce, include_self=include_self), x, index, src)
+    check(lambda lib, x, i, s: x.scatter_reduce(0, i, s, reduce, include_self=include_self), x,
+          torch.tensor([[2, 0, 2, 2]]), rand(1, 4, seed=2, low=0.5, high=2))
+    ix = ints(5, 1, 4, 2, 8)
+    check(lambda lib, x, i, s: lib.scatter_reduce(x, 0, i, s, reduce, include_self=include_self), ix,
+          ints(0, 0, 3, 0), ints(3, 7, -2, 4))
+
+    def inplace(lib, x, i, s):
+        y = x.clone()
+        return y.scatter_reduce_(1, i, s, reduce, include_self=include_self)
+
+    check(inplace, x, index, src)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+def test_index_reduce(reduce):
+    x = rand(4, 3, low=0.5, high=2)
+    source = rand(5, 3, seed=1, low=0.5, high=2)
+    index = ints(0, 2, 0, 3, 0)
+    check(lambda lib, x, i, s: lib.index_reduce(x, 0, i, s, reduce), x, index, source)
+    check(lambda lib, x, i, s: x.index_reduce(1, i, s, reduce, include_self=False), x, ints(2, 2),
+          rand(4, 2, seed=2))
+    check_error(RuntimeError, lambda lib, x, i, s: lib.index_reduce(x, 0, i, s, "sum"), x, index, source)
+
+
+def test_scatter_reduce_errors():
+    x, i = rand(3), ints(0, 1)
+    check_error(RuntimeError, lambda lib, x, i, s: lib.scatter_reduce(x, 0, i, s, "median"), x, i, rand(2))
+    check(lambda lib, x, i, s: lib.scatter_reduce(x, 0, i, s, "max"), x, i, rand(2, seed=4), backward=False)
+    check_error(RuntimeError, lambda lib, x, i, s: lib.scatter_reduce(x, 0, i, s, "sum"), x, i,
+                rand(2, dtype=torch.float32))
+    check(lambda lib, x, i, s: lib.scatter_reduce(x, 0, i, s, "amax"), x, torch.zeros(0, dtype=torch.int64), rand(0))
+
+
+def test_unique_consecutive_msort_misc():
+    x = ints(1, 1, 2, 2, 3, 1, 1, 2)
+    check(lambda lib, x: lib.unique_consecutive(x, return_inverse=True, return_counts=True), x)
+    check(lambda lib, x: x.unique_consecutive(), x)
+    check(lambda lib, x: lib.unique_consecutive(x, return_counts=True), x.reshape(2, 4))
+    rows = ints(1, 1, 1, 1, 2, 3, 2, 3).reshape(4, 2)
+    check(lambda lib, x: lib.unique_consecutive(x, True, True, dim=0), rows)
+    check(lambda lib, x: lib.unique_consecutive(x, True, True, dim=1), rows)
+    check(lambda lib, x: lib.unique_consecutive(x, True, True), torch.zeros(0))
+    check(lambda lib, x: lib.msort(x), rand(4, 3))
+    check(lambda lib, x: x.msort(), ints(3, 1, 2))
+    a = to_genesis(rand(2, 3))
+    assert genesis.is_same_size(a, a) and not a.is_same_size(genesis.ones(3, 2))
+    assert genesis.is_nonzero(genesis.tensor([2.0])) and not genesis.tensor([[0]]).is_nonzero()
+    check_error(RuntimeError, lambda lib, x: lib.is_nonzero(x), rand(2))
+    check_error(RuntimeError, lambda lib, x: lib.is_nonzero(x), rand(0))
+    for g, t in ((genesis.uint8, torch.uint8), (genesis.bool, torch.bool), (genesis.int8, torch.int8),
+                 (genesis.float16, torch.float16)):
+        assert genesis.is_signed(genesis.zeros(1, dtype=g)) == torch.is_signed(torch.zeros(1, dtype=t))
+    pairs = [(genesis.int64, torch.int64), (genesis.uint8, torch.uint8), (genesis.float32, torch.float32),
+             (genesis.bool, torch.bool), (genesis.bfloat16, torch.bfloat16)]
+    for ga, ta in pairs:
+        for gb, tb in pairs:
+            assert genesis.can_cast(ga, gb) == torch.can_cast(ta, tb), (ga, gb)
+
+
+def test_tensor_method_helpers():
+    x = rand(2, 3, 4)
+    check(lambda lib, x: x.sum_to_size(3, 1), x)
+    check(lambda lib, x: x.sum_to_size((1, 3, 4)), x)
+    check(lambda lib, x: x.sum_to_size(2, 3, 4), x)
+    check_error(RuntimeError, lambda lib, x: x.sum_to_size(3, 2), x)
+
+    def swaps(lib, x):  # on tensors without history: Genesis's in-place transposes do not rewrite a graph
+        y = x.clone()
+        y.swapdims_(0, 2)
+        z = x.clone()
+        z.swapaxes_(1, -1)
+        return y, z
+
+    check(swaps, x.detach())
+    check(lambda lib, x: x.count_nonzero(1), ints(0, 1, 2, 0).reshape(2, 2))
+
+
+# ------------------------------------------------------------------ linalg
+
+@pytest.mark.parametrize("ord", [2, 1, 3.5, 0, -1, math.inf, -math.inf])
+def test_vector_norm(ord):
+    x = rand(3, 4)
+    check(lambda lib, x: lib.linalg.vector_norm(x, ord), x)
+    check(lambda lib, x: lib.linalg.vector_norm(x, ord, dim=1, keepdim=True), x)
+    check(lambda lib, x: lib.linalg.vector_norm(x, ord, dim=(0, 1)), x)
+    check(lambda lib, x: lib.linalg.vector_norm(x, ord, dtype=lib.float64), rand(3, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("ord", ["fro", 1, -1, math.inf, -math.inf])
+def test_matrix_norm(ord):
+    x = rand(2, 3, 4)
+    check(lambda lib, x: lib.linalg.matrix_norm(x, ord), x)
+    check(lambda lib, x: lib.linalg.matrix_norm(x, ord, dim=(0, 2), keepdim=True), x)
+    check(lambda lib, x: lib.linalg.norm(x, ord), rand(3, 4))
+    check(lambda lib, x: lib.linalg.norm(x, ord, dim=(2, 1)), x)
+
+
+def test_linalg_norm_dispatch_and_errors():
+    x = rand(2, 3, 4)
+    check(lambda lib, x: lib.linalg.norm(x), x)
+    check(lambda lib, x: lib.linalg.norm(x, dim=1), x)
+    check(lambda lib, x: lib.linalg.norm(x, 3, dim=-1), x)
+    check(lambda lib, x: lib.linalg.norm(x, -2), rand(5))
+    check(lambda lib, x: lib.linalg.vecdot(x, x), x)
+    check(lambda lib, x: lib.linalg.diagonal(x, offset=1), x)
+    check_error(RuntimeError, lambda lib, x: lib.linalg.vector_norm(x), ints(1, 2))
+    check_error(RuntimeError, lambda lib, x: lib.linalg.matrix_norm(x), rand(3))
+    check_error(RuntimeError, lambda lib, x: lib.linalg.matrix_norm(x, 3), rand(3, 3))
+    check_error(RuntimeError, lambda lib, x: lib.linalg.norm(x, 2), x)
+    with pytest.raises(NotImplementedError, match="nuc"):
+        genesis.linalg.matrix_norm(to_genesis(rand(3, 3)), "nuc")
+
+
+def _well_conditioned(*shape, seed=0):
+    a = rand(*shape, seed=seed, requires_grad=False)
+    n = shape[-1]
+    return (a + 3 * torch.eye(n, dtype=a.dtype)).requires_grad_(True)
+
+
+def test_det_slogdet_inv_solve():
+    a = _well_conditioned(2, 4, 4)
+    check(lambda lib, a: lib.linalg.det(a), a)
+    check(lambda lib, a: lib.linalg.det(a), rand(3, 3, seed=5))  # pivoting needed in general
+    check(lambda lib, a: tuple(lib.linalg.slogdet(a)), rand(3, 3, seed=5))
+    check(lambda lib, a: lib.linalg.inv(a), a)
+    check(lambda lib, a, b: lib.linalg.solve(a, b), a, rand(2, 4, 3, seed=1))
+    check(lambda lib, a, b: lib.linalg.solve(a, b), a, rand(4, seed=1))
+    check(lambda lib, a, b: lib.linalg.solve(a, b, left=False), a, rand(3, 4, seed=1))
+    check(lambda lib, a: lib.linalg.det(a), torch.tensor([[0.0, 2.0], [3.0, 1.0]], dtype=torch.float64,
+                                                         requires_grad=True))
+    singular = torch.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=torch.float64)
+    assert genesis.linalg.det(to_genesis(singular)).item() == 0.0
+    check_error(RuntimeError, lambda lib, a: lib.linalg.inv(a), singular)
+    check_error(RuntimeError, lambda lib, a: lib.linalg.det(a), rand(2, 3))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.det(a), ints(1, 2, 3, 4).reshape(2, 2))
+    check_error(RuntimeError, lambda lib, a, b: lib.linalg.solve(a, b), a, rand(3, 2))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, -1, -2])
+def test_matrix_power(n):
+    check(lambda lib, a: lib.linalg.matrix_power(a, n), _well_conditioned(2, 3, 3))
