@@ -9,9 +9,10 @@ import torch
 import genesis
 from tests.helpers import DEVICE, check, check_error, check_module, rand, to_genesis, to_torch
 
-# torch-side notices only: its mask-type deprecation and its nested-tensor fast-path remark.
+# torch-side notices only: its mask-type deprecation and its nested-tensor remarks.
 pytestmark = [pytest.mark.filterwarnings("ignore:Support for mismatched:UserWarning"),
-              pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning")]
+              pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning"),
+              pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")]
 
 
 def pair(make):
