@@ -13,8 +13,7 @@ from typing import Any
 
 from genesis import dtypes
 from genesis import functional as F
-from genesis.functional.extra_ops import _cross
-from genesis.functional.extra_ops import _graph_norm
+from genesis.functional.extra_ops import _cross, _graph_norm
 from genesis.ndarray import normalize_dim
 from genesis.tensor import Tensor
 

@@ -298,10 +298,10 @@ def test_cartesian_prod_combinations():
 
 def test_atleast_and_stacks():
     for fn in ("atleast_1d", "atleast_2d", "atleast_3d"):
-        check(lambda lib, s, v, m, t: getattr(lib, fn)(s, v, m, t), torch.tensor(1.0, requires_grad=True), rand(3),
-              rand(2, 3), rand(2, 1, 2))
-        check(lambda lib, s: getattr(lib, fn)(s), torch.tensor(1.0, requires_grad=True))
-        check(lambda lib, s, v: getattr(lib, fn)([s, v]), torch.tensor(1.0, requires_grad=True), rand(3))
+        check(lambda lib, s, v, m, t, fn=fn: getattr(lib, fn)(s, v, m, t), torch.tensor(1.0, requires_grad=True),
+              rand(3), rand(2, 3), rand(2, 1, 2))
+        check(lambda lib, s, fn=fn: getattr(lib, fn)(s), torch.tensor(1.0, requires_grad=True))
+        check(lambda lib, s, v, fn=fn: getattr(lib, fn)([s, v]), torch.tensor(1.0, requires_grad=True), rand(3))
     check(lambda lib, a, b: lib.dstack([a, b]), rand(3), rand(3, seed=1))
     check(lambda lib, a, b: lib.dstack([a, b]), rand(2, 3), rand(2, 3, 2, seed=1))
     check(lambda lib, a, b, c: lib.column_stack([a, b, c]), rand(3), rand(3, 2, seed=1), ints(1, 2, 3))
@@ -329,8 +329,8 @@ def test_flips_rot90():
     check(lambda lib, x: x.fliplr(), x)
     check(lambda lib, x: x.flipud(), x)
     for k in (-3, -1, 0, 1, 2, 3, 6):
-        check(lambda lib, x: lib.rot90(x, k), x)
-        check(lambda lib, x: x.rot90(k, [2, 0]), x)
+        check(lambda lib, x, k=k: lib.rot90(x, k), x)
+        check(lambda lib, x, k=k: x.rot90(k, [2, 0]), x)
     check_error(RuntimeError, lambda lib, x: lib.rot90(x, 1, [0]), x)
     check_error(RuntimeError, lambda lib, x: lib.rot90(x, 1, [1, 1]), x)
     check_error(RuntimeError, lambda lib, x: lib.rot90(x), rand(3))
@@ -375,7 +375,7 @@ def test_vander():
 def test_diag_embed_diagflat():
     x = rand(2, 3)
     for offset, d1, d2 in ((0, -2, -1), (1, 0, 2), (-2, 2, 0), (3, 1, 0)):
-        check(lambda lib, x: lib.diag_embed(x, offset, d1, d2), x)
+        check(lambda lib, x, o=offset, a=d1, b=d2: lib.diag_embed(x, o, a, b), x)
     check(lambda lib, x: x.diag_embed(), ints(1, 2))
     check(lambda lib, x: lib.diag_embed(x), torch.tensor([True, False]))
     check(lambda lib, x: lib.diagflat(x), x)
