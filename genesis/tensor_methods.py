@@ -358,14 +358,13 @@ for _name, _op in (("asin", "asin"), ("acos", "acos"), ("atan", "atan"), ("sinh"
 
 for _fn in (F.sinc, F.logit, F.xlogy, F.hypot, F.copysign, F.heaviside, F.ldexp, F.gcd, F.lcm, F.frac, F.fix, F.sgn,
             F.deg2rad, F.rad2deg, F.square, F.log10, F.eq, F.ne, F.lt, F.le, F.gt, F.ge,
-            F.logical_not, F.logical_xor, F.bitwise_not, F.addmm, F.baddbmm, F.cumsum, F.cumprod):
+            F.logical_not, F.logical_xor, F.bitwise_not, F.cumsum, F.cumprod):
     setattr(Tensor, f"{_fn.__name__}_", _make_inplace_general(_fn))
 Tensor.arctan2_ = Tensor.atan2_
 Tensor.negative_ = Tensor.neg_
 Tensor.absolute_ = Tensor.abs_
 Tensor.greater_, Tensor.greater_equal_, Tensor.less_, Tensor.less_equal_, Tensor.not_equal_ = (
     Tensor.gt_, Tensor.ge_, Tensor.lt_, Tensor.le_, Tensor.ne_)
-Tensor.swapaxes_ = Tensor.swapdims_ = _transpose_
 
 
 def _float_power_(self: Tensor, exponent: Any) -> Tensor:
