@@ -83,6 +83,23 @@ def test_lp_pool(make, shape):
     check_module(g, t, rand(*shape, low=0.1, high=2))
 
 
+def test_lp_pool3d():
+    g, t = pair(lambda lib: lib.nn.LPPool3d(2, (2, 1, 2)))
+    check_module(g, t, rand(1, 2, 4, 3, 4, low=0.1, high=2))
+    check(lambda lib, x: lib.nn.functional.lp_pool3d(x, 3.0, 2, stride=1), rand(2, 3, 3, 3, low=0.1, high=2))
+
+
+@pytest.mark.parametrize("fn,shape", [
+    (lambda lib, x: lib.nn.functional.max_pool1d_with_indices(x, 3, 2, 1), (2, 3, 8)),
+    (lambda lib, x: lib.nn.functional.max_pool2d_with_indices(x, 2, ceil_mode=True), (1, 2, 5, 5)),
+    (lambda lib, x: lib.nn.functional.max_pool3d_with_indices(x, 2), (1, 2, 4, 4, 4)),
+    (lambda lib, x: lib.nn.functional.adaptive_max_pool2d_with_indices(x, (3, 2)), (2, 3, 7, 5)),
+    (lambda lib, x: lib.nn.functional.adaptive_max_pool2d_with_indices(x, 2), (3, 4, 4)),
+])
+def test_pool_with_indices(fn, shape):
+    check(fn, rand(*shape))
+
+
 def test_instance_norm3d_running_stats():
     g, t = pair(lambda lib: lib.nn.InstanceNorm3d(2, affine=True, track_running_stats=True))
     for step in range(2):
@@ -237,6 +254,30 @@ def test_triplet_margin_with_distance_loss(kwargs):
     check_module(g, t, rand(4, 5), rand(4, 5, seed=1), rand(4, 5, seed=2))
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("targets,input_lengths,target_lengths,blank,zero_infinity", [
+    ([[1, 2, 2, 0], [3, 1, 4, 4], [1, 1, 1, 2]], [10, 8, 5], [3, 4, 2], 0, False),
+    ([1, 2, 2, 3, 1, 4], [10, 2, 7], [3, 3, 0], 0, True),
+    ([1, 2, 2, 3, 1, 0], [10, 10, 7], [3, 3, 0], 4, False),
+])
+def test_ctc_loss(reduction, targets, input_lengths, target_lengths, blank, zero_infinity):
+    # torch's kernel returns the gradient with respect to the logits of a log_softmax (not the true gradient with
+    # respect to log_probs); both agree through log_softmax, which is how CTC is used.
+    def fn(lib, x, y):
+        loss = lib.nn.CTCLoss(blank, reduction, zero_infinity)
+        return loss(x.log_softmax(2), y, lib.tensor(input_lengths), lib.tensor(target_lengths))
+
+    check(fn, rand(10, 3, 5, low=-2, high=2), long(targets))
+
+
+def test_ctc_loss_unbatched_and_float32():
+    check(lambda lib, x, y: lib.nn.functional.ctc_loss(x.log_softmax(1), y, (7,), (3,), reduction="none"),
+          rand(9, 4), long([1, 3, 3]))
+    check(lambda lib, x, y: lib.nn.functional.ctc_loss(x.log_softmax(2), y, (6, 5), (2, 1)),
+          rand(6, 2, 3, dtype=torch.float32), long([[1, 2], [2, 0]]))
+    assert repr(nn.CTCLoss()) == repr(torch.nn.CTCLoss())
+
+
 # ------------------------------------------------------------------ embedding bags
 
 
@@ -361,6 +402,11 @@ def test_lazy_load_state_dict_materializes():
      (rand(3, 4), rand(3, 4, seed=1), rand(3, 4, seed=2))),
     (ValueError, lambda lib, a, p, n: lib.nn.functional.triplet_margin_loss(a, p, n, reduction="avg"),
      (rand(3, 4), rand(3, 4, seed=1), rand(3, 4, seed=2))),
+    (ValueError, lambda lib, x, y: lib.nn.functional.ctc_loss(x, y, (3,), (1,), reduction="avg"),
+     (rand(3, 1, 4), long([[1]]))),
+    (RuntimeError, lambda lib, x, y: lib.nn.functional.ctc_loss(x, y, (4,), (1,)), (rand(3, 1, 4), long([[1]]))),
+    (RuntimeError, lambda lib, x, y: lib.nn.functional.ctc_loss(x, y, (3,), (1,), blank=4),
+     (rand(3, 1, 4), long([[1]]))),
     (ValueError, lambda lib, w, i: lib.nn.functional.embedding_bag(i, w), (rand(5, 3), long([1, 2]))),
     (ValueError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o), (rand(5, 3), long([[1, 2]]),
                                                                                long([0]))),

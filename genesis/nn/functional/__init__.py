@@ -61,6 +61,7 @@ from genesis.nn.functional.extra import (
     adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
     adaptive_max_pool3d,
     adaptive_max_pool3d_with_indices,
     channel_shuffle,
@@ -69,6 +70,10 @@ from genesis.nn.functional.extra import (
     feature_alpha_dropout,
     hardshrink,
     lp_pool1d,
+    lp_pool3d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d_with_indices,
     max_unpool1d,
     max_unpool2d,
     max_unpool3d,
@@ -79,6 +84,7 @@ from genesis.nn.functional.extra import (
     softshrink,
 )
 from genesis.nn.functional.extra_losses import (
+    ctc_loss,
     hinge_embedding_loss,
     multi_margin_loss,
     multilabel_margin_loss,
@@ -155,7 +161,9 @@ __all__ = [
     "softmin", "softplus", "softsign", "swiglu", "tanh", "tanhshrink", "threshold", "unfold",
     "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool3d",
     "adaptive_max_pool3d_with_indices", "channel_shuffle", "dropout3d", "embedding_bag", "feature_alpha_dropout",
-    "hardshrink", "hinge_embedding_loss", "lp_pool1d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "hardshrink", "hinge_embedding_loss", "lp_pool1d",
+    "lp_pool3d", "ctc_loss", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+    "adaptive_max_pool2d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",
     "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "native_channel_shuffle",
     "pixel_unshuffle", "rrelu", "rrelu_", "softshrink", "triplet_margin_loss", "triplet_margin_with_distance_loss",
 ]

@@ -14,7 +14,7 @@ from genesis import random
 from genesis.nn.functional.activations import _apply
 from genesis.nn.functional.basic import _check_p, _feature_dropout, embedding
 from genesis.nn.functional.conv import ntuple
-from genesis.nn.functional.pooling import avg_pool1d
+from genesis.nn.functional.pooling import avg_pool1d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
 from genesis.tensor import Tensor, arange, full, tensor, zeros
 
 # ------------------------------------------------------------------ activations
@@ -234,6 +234,41 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride: int | S
     (k,) = ntuple("lp_pool1d", "kernel_size", kernel_size, 1)
     out = avg_pool1d(input.pow(norm_type), k, stride, 0, ceil_mode)
     return (T.sign(out) * T.relu(T.abs(out))).mul(k).pow(1.0 / norm_type)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: int | Sequence[int],
+              stride: int | Sequence[int] | None = None, ceil_mode: bool = False) -> Tensor:
+    """``(sum over each window of x^p)^(1/p)`` over (N, C, D, H, W) input."""
+    kd, kh, kw = ntuple("lp_pool3d", "kernel_size", kernel_size, 3)
+    out = avg_pool3d(input.pow(norm_type), (kd, kh, kw), stride, 0, ceil_mode)
+    return (T.sign(out) * T.relu(T.abs(out))).mul(kd * kh * kw).pow(1.0 / norm_type)
+
+
+def max_pool1d_with_indices(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+                            padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``max_pool1d`` returning ``(values, indices)``."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+                            padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``max_pool2d`` returning ``(values, indices)``."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+                            padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``max_pool3d`` returning ``(values, indices)``."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: int | None | Sequence[int | None],
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """Adaptive max pooling of (N, C, H, W) or (C, H, W) input returning ``(values, flat H * W argmax indices)``."""
+    return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size, True)
 
 
 def _unpool_output_size(op: str, input: Tensor, kernel: tuple, stride: tuple, padding: tuple,

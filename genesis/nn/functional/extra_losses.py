@@ -6,13 +6,13 @@ Composed from differentiable Genesis ops; signatures, reductions and errors as t
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from genesis import functional as T
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.basic import pairwise_distance
 from genesis.nn.functional.losses import _reduce, _reduction
-from genesis.tensor import Tensor, arange, zeros
+from genesis.tensor import Tensor, arange, full, tensor, zeros
 
 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,
@@ -143,3 +143,104 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     if swap:
         d_neg = T.minimum(d_neg, distance(positive, negative))
     return _reduce(T.clamp(margin + d_pos - d_neg, min=0.0), reduction)
+
+
+def _logsumexp(*terms: Tensor) -> Tensor:
+    """``log(sum(exp(terms)))`` elementwise, -inf where every term is -inf, with finite gradients there too."""
+    stacked = T.stack(terms, 0)
+    top = stacked.amax(0).detach()
+    top = T.where(T.isfinite(top), top, 0.0)
+    total = T.exp(stacked - top).sum(0)
+    positive = total > 0
+    return T.where(positive, top + T.log(T.where(positive, total, 1.0)), float("-inf"))
+
+
+def _lengths(op: str, name: str, lengths: Tensor | Sequence[int], batch: int) -> list[int]:
+    if isinstance(lengths, Tensor):
+        lengths = lengths.reshape(-1).tolist()
+    values = [int(v) for v in lengths]
+    if len(values) != batch:
+        raise RuntimeError(f"{op}: Expected tensor to have size at least {batch} at dimension 1, but got size "
+                           f"{len(values)} for argument #2 '{name}'")
+    return values
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
+             target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: str = "mean",
+             zero_infinity: bool = False) -> Tensor:
+    """Connectionist Temporal Classification loss (Graves et al., 2006): ``-log`` of the total probability of
+    every alignment of each target with its input, by the forward (alpha) recursion in log space.
+
+    Args:
+        log_probs: (T, N, C) or unbatched (T, C) log-probabilities (e.g. ``log_softmax`` output).
+        targets: (N, S) padded class indices, or all targets concatenated (sum(target_lengths),); never ``blank``.
+        input_lengths: (N,) number of valid time steps of each input.
+        target_lengths: (N,) length of each target.
+        blank: the blank class.
+        reduction: ``"mean"`` divides each loss by its target length then averages; ``"sum"``; ``"none"``.
+        zero_infinity: replace infinite losses (impossible alignments) and their gradients by zero.
+    """
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_probs.ndim not in (2, 3):
+        raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D or 3-D, got {log_probs.ndim}-D")
+    unbatched = log_probs.ndim == 2
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs  # (T, N, C)
+    steps, batch, classes = lp.shape
+    if not 0 <= blank < classes:
+        raise RuntimeError("blank must be in label range")
+    in_len = _lengths("ctc_loss", "input_lengths", input_lengths, batch)
+    tg_len = _lengths("ctc_loss", "target_lengths", target_lengths, batch)
+    for n in range(batch):
+        if not 0 <= in_len[n] <= steps:
+            raise RuntimeError(f"Expected input_lengths to have value at most {steps}, but got value {in_len[n]} "
+                               f"(while checking arguments for ctc_loss_cpu)")
+    flat = targets.reshape(-1).tolist()
+    if targets.ndim == 2:
+        width = targets.shape[1]
+        rows = [flat[n * width:n * width + tg_len[n]] for n in range(batch)]
+    else:
+        starts = [sum(tg_len[:n]) for n in range(batch)]
+        rows = [flat[s:s + length] for s, length in zip(starts, tg_len)]
+    longest = max(tg_len + [0])
+    width = 2 * longest + 1
+    # The extended targets: a blank before, between and after the labels (padded with blanks).
+    extended = [[blank] * width for _ in range(batch)]
+    skip = [[False] * width for _ in range(batch)]
+    for n, row in enumerate(rows):
+        for k, label in enumerate(row):
+            extended[n][2 * k + 1] = int(label)
+            if k > 0 and int(label) != int(row[k - 1]):
+                skip[n][2 * k + 1] = True
+    device = lp.device
+    ext = tensor(extended, device=device)  # (N, S)
+    can_skip = tensor(skip, device=device)
+    emit = T.gather(lp, 2, ext.unsqueeze(0).expand(steps, batch, width))  # (T, N, S)
+    position = arange(width, device=device).unsqueeze(0)  # (1, S)
+    neg_inf = float("-inf")
+    first = position < tensor([[2 if length else 1] for length in tg_len], device=device)
+    alpha = T.where(first, emit[0], neg_inf) if steps else full((batch, width), neg_inf, dtype=lp.dtype,
+                                                                 device=device)
+    pad1 = full((batch, 1), neg_inf, dtype=lp.dtype, device=device)
+    pad2 = full((batch, 2), neg_inf, dtype=lp.dtype, device=device)
+    active_until = tensor([[length] for length in in_len], device=device)
+    for t in range(1, steps):
+        from_prev = T.cat([pad1, alpha[:, :-1]], 1)
+        from_skip = T.where(can_skip, T.cat([pad2, alpha[:, :-2]], 1), neg_inf)
+        stepped = _logsumexp(alpha, from_prev, from_skip) + emit[t]
+        alpha = T.where(t < active_until, stepped, alpha)
+    last = tensor([[2 * length] for length in tg_len], device=device)
+    before_last = tensor([[max(2 * length - 1, 0)] for length in tg_len], device=device)
+    end_blank = T.gather(alpha, 1, last).squeeze(1)
+    end_label = T.where(last.squeeze(1) > 0, T.gather(alpha, 1, before_last).squeeze(1), neg_inf)
+    loss = -_logsumexp(end_blank, end_label)
+    loss = T.where(tensor(in_len, device=device) > 0, loss, T.where(tensor(tg_len, device=device) > 0,
+                                                                       float("inf"), 0.0))
+    if zero_infinity:
+        loss = T.where(T.isinf(loss), 0.0, loss)
+    if reduction == "mean":
+        lengths = T.clamp(tensor(tg_len, device=device), min=1).to(loss.dtype)
+        return (loss / lengths).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss

@@ -44,6 +44,7 @@ from genesis.nn.modules.extra import (
     InstanceNorm3d,
     LPPool1d,
     LPPool2d,
+    LPPool3d,
     MaxUnpool1d,
     MaxUnpool2d,
     MaxUnpool3d,
@@ -55,6 +56,7 @@ from genesis.nn.modules.extra import (
     Unfold,
 )
 from genesis.nn.modules.extra_loss import (
+    CTCLoss,
     HingeEmbeddingLoss,
     MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
@@ -152,6 +154,7 @@ __all__ = [
     "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "ChannelShuffle", "CircularPad1d", "CircularPad2d",
     "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "CosineSimilarity", "Dropout3d", "EmbeddingBag",
     "FeatureAlphaDropout", "Fold", "Hardshrink", "HingeEmbeddingLoss", "InstanceNorm3d", "LPPool1d", "LPPool2d",
+    "LPPool3d", "CTCLoss",
     "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyLinear", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PairwiseDistance", "PixelUnshuffle",
     "RReLU", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",

@@ -244,6 +244,13 @@ class LPPool2d(_LPPoolNd):
         return F.lp_pool2d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling ``(sum over each window of x^p)^(1/p)`` of (N, C, D, H, W) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return FX.lp_pool3d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
 class _MaxUnpoolNd(Module):
     _n = 2
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from genesis.nn.functional import extra_losses as FL
 from genesis.nn.modules.extra import PairwiseDistance
@@ -89,3 +89,17 @@ class TripletMarginWithDistanceLoss(_Loss):
         return FL.triplet_margin_with_distance_loss(anchor, positive, negative,
                                                     distance_function=self.distance_function, margin=self.margin,
                                                     swap=self.swap, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """Connectionist Temporal Classification loss; see ``F.ctc_loss``."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> None:
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
+                target_lengths: Tensor | Sequence[int]) -> Tensor:
+        return FL.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                           self.zero_infinity)
