@@ -149,7 +149,19 @@ def det(A: Tensor) -> Tensor:
     return sign * F.prod(upper.diagonal(0, -2, -1), -1)
 
 
-def slogdet(A: Tensor) -> tuple[Tensor, Tensor]:
+class SlogdetResult(tuple):
+    """(sign, logabsdet) with attribute access, as torch.return_types.slogdet."""
+
+    @property
+    def sign(self) -> Tensor:
+        return self[0]
+
+    @property
+    def logabsdet(self) -> Tensor:
+        return self[1]
+
+
+def slogdet(A: Tensor) -> SlogdetResult:
     """(sign, log|det|) of square matrices; a singular matrix gives (0, -inf)."""
     _check_float("linalg.slogdet", A)
     _check_square("linalg.slogdet", A)
@@ -157,7 +169,7 @@ def slogdet(A: Tensor) -> tuple[Tensor, Tensor]:
     diag = upper.diagonal(0, -2, -1)
     logabs = F.sum(F.log(diag.abs()), -1)
     sign = sign * F.prod(F.sign(diag.detach()), -1)
-    return sign, logabs
+    return SlogdetResult((sign, logabs))
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
@@ -202,6 +214,43 @@ def inv(A: Tensor) -> Tensor:
     return solve(A, eye.expand(A.shape))
 
 
+def logdet(A: Tensor) -> Tensor:
+    """``log(det(A))``: NaN where the determinant is negative, -inf where it is zero."""
+    sign, logabs = slogdet(A)
+    return F.where(sign < 0, math.nan, logabs)
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """Cholesky factor L (lower triangular, positive diagonal) with ``A = L L^T`` of symmetric positive-definite
+    matrices (..., n, n); only the lower triangle of A is read. ``upper=True`` returns ``L^T``.
+
+    Computed column by column (n vectorized steps); RuntimeError as torch when a leading minor is not positive.
+    """
+    _check_float("linalg.cholesky", A)
+    _check_square("linalg.cholesky", A)
+    n = A.shape[-1]
+    rows = F.arange_like(n, A)
+    # Values from the lower triangle only; the gradient symmetrized, as torch's (A is taken as symmetric).
+    lower = F.tril(A.detach())
+    symmetric = (A + A.mT) * 0.5
+    A = lower + F.tril(lower, -1).mT + (symmetric - symmetric.detach())
+    columns: list[Tensor] = []
+    for j in range(n):
+        # Column j of L: (A[:, j] - L[:, :j] @ L[j, :j]) / L[j, j], zero above the diagonal.
+        v = A[..., :, j]
+        if j:
+            done = F.stack(columns, -1)  # (..., n, j)
+            v = v - (done * done[..., j, :].unsqueeze(-2)).sum(-1)
+        pivot = v[..., j]
+        if bool((pivot.detach() <= 0).any().item()) or bool(pivot.detach().isnan().any().item()):
+            raise RuntimeError(f"linalg.cholesky: The factorization could not be completed because the input is not "
+                               f"positive-definite (the leading minor of order {j + 1} is not positive-definite).")
+        root = F.sqrt(pivot).unsqueeze(-1)
+        columns.append(F.where(rows >= j, v / root, 0.0))
+    L = F.stack(columns, -1) if n else A.clone()
+    return L.mT if upper else L
+
+
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """``A`` multiplied by itself ``n`` times (the identity for n = 0, powers of the inverse for n < 0)."""
     _check_square("linalg.matrix_power", A)
@@ -224,5 +273,5 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     return result.clone() if result is A else result
 
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det", "slogdet", "solve",
-           "inv", "matrix_power"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det", "slogdet", "logdet",
+           "solve", "inv", "cholesky", "matrix_power"]

@@ -552,3 +552,30 @@ def test_det_slogdet_inv_solve():
 @pytest.mark.parametrize("n", [0, 1, 2, 5, -1, -2])
 def test_matrix_power(n):
     check(lambda lib, a: lib.linalg.matrix_power(a, n), _well_conditioned(2, 3, 3))
+
+
+def test_cholesky_logdet_and_aliases():
+    a = _well_conditioned(2, 4, 4)
+    spd = (a @ a.mT).detach().requires_grad_(True)
+    check(lambda lib, a: lib.linalg.cholesky(a), spd)
+    check(lambda lib, a: lib.linalg.cholesky(a, upper=True), spd)
+    check(lambda lib, a: a.cholesky(), spd[0].detach().requires_grad_(True))
+    check(lambda lib, a: lib.linalg.cholesky(a), torch.zeros(0, 0))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.cholesky(a), torch.tensor([[1.0, 2.0], [2.0, 1.0]]))
+    check(lambda lib, a: lib.logdet(a), a)
+    check(lambda lib, a: lib.logdet(a), torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64))
+    check(lambda lib, a: a.det(), a)
+    check(lambda lib, a: lib.det(a), a)
+    check(lambda lib, a: a.inverse(), a)
+    check(lambda lib, a: lib.inverse(a), a)
+    check(lambda lib, a: tuple(a.slogdet()), a)
+    check(lambda lib, a: lib.slogdet(a).logabsdet, a)
+    check(lambda lib, a: a.matrix_power(3), a)
+    check(lambda lib, a: lib.matrix_power(a, 2), a)
+
+
+def test_cholesky_reads_the_lower_triangle():
+    a = _well_conditioned(3, 3).detach()
+    spd = a @ a.mT
+    spd[0, 2] += 5.0  # only the lower triangle counts
+    check(lambda lib, a: lib.linalg.cholesky(a), spd, backward=False)
