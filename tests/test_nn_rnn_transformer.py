@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, check, check_error, check_module, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, GENESIS_DTYPE, check, check_error, check_module, rand, to_genesis, to_torch
 
 # torch-side notices only: its mask-type deprecation and its nested-tensor remarks.
 pytestmark = [pytest.mark.filterwarnings("ignore:Support for mismatched:UserWarning"),
@@ -474,3 +474,14 @@ def test_transformer_encoder_inference_matches_torch(nhead, padding, float_mask)
         want = t(x, src_key_padding_mask=mask)
         got = g(to_genesis(x), src_key_padding_mask=to_genesis(mask))
     torch.testing.assert_close(to_torch(got), want, rtol=1e-9, atol=1e-10)
+
+
+def test_packed_sequence_to():
+    x = rand(3, 2, 4, requires_grad=False)
+    got = genesis.nn.utils.rnn.pack_padded_sequence(to_genesis(x), [2, 3], enforce_sorted=False).to(genesis.float32)
+    want = torch.nn.utils.rnn.pack_padded_sequence(x, [2, 3], enforce_sorted=False).to(torch.float32)
+    assert isinstance(got, genesis.nn.utils.rnn.PackedSequence)
+    for g, t in zip(got, want):
+        assert g.dtype is GENESIS_DTYPE[t.dtype] and torch.equal(to_torch(g), t)
+    same = genesis.nn.utils.rnn.pack_sequence([to_genesis(x[:, 0])])
+    assert same.to(genesis.float64) is same

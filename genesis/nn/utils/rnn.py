@@ -7,7 +7,7 @@ A :class:`PackedSequence` holds the time steps of a batch sorted by decreasing l
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from genesis import functional as T
 from genesis.tensor import Tensor, full, tensor
@@ -22,6 +22,15 @@ class PackedSequence(NamedTuple):
     batch_sizes: Tensor
     sorted_indices: Tensor | None = None
     unsorted_indices: Tensor | None = None
+
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """``data`` converted as ``Tensor.to(*args, **kwargs)``; the indices follow it to its device and
+        ``batch_sizes`` stays on the CPU, as torch's."""
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        indices = [None if i is None else i.to(data.device) for i in (self.sorted_indices, self.unsorted_indices)]
+        return PackedSequence(data, self.batch_sizes, *indices)
 
 
 def _lengths_list(lengths: Tensor | Sequence[int]) -> list[int]:
