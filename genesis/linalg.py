@@ -251,6 +251,61 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     return L.mT if upper else L
 
 
+class QRResult(tuple):
+    """(Q, R) with attribute access, as torch.return_types.linalg_qr."""
+
+    @property
+    def Q(self) -> Tensor:  # noqa: N802 - torch's name
+        return self[0]
+
+    @property
+    def R(self) -> Tensor:  # noqa: N802 - torch's name
+        return self[1]
+
+
+def qr(A: Tensor, mode: str = "reduced") -> QRResult:
+    """QR decomposition ``A = Q R`` of (..., m, n) matrices by Householder reflections, with LAPACK's sign
+    convention (so the factors equal torch's): ``R[j, j] = -sign(x0) * |x|`` for the column x being reflected.
+
+    mode "reduced": Q (..., m, k), R (..., k, n) with k = min(m, n); "complete": Q (..., m, m), R (..., m, n);
+    "r": Q empty and R as "reduced". Differentiable through the reflections; torch's gradient agrees except at a
+    column already zero below its diagonal (no reflection there, LAPACK's tau = 0), where torch differentiates the
+    smooth branch of the factorization and Genesis treats the missing reflection as constant.
+    """
+    _check_float("linalg.qr", A)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.qr: The input tensor A must have at least 2 dimensions, got {A.ndim}")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
+                           "'complete'")
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    rows = F.arange_like(m, A)
+    eye = (rows.unsqueeze(1) == rows.unsqueeze(0)).to(A.dtype)
+    Q = eye.expand((*A.shape[:-2], m, m))
+    R = A
+    for j in range(min(k, m - 1) if m > 1 else 0):
+        below = (rows >= j).to(A.dtype)  # (m,)
+        x = R[..., :, j] * below  # (..., m)
+        alpha = x[..., j]
+        tail = F.sqrt(F.sum(x * x, -1) - alpha * alpha).detach()
+        reflect = tail > 0  # LAPACK leaves a column already zero below the diagonal alone (tau = 0)
+        norm = F.sqrt(F.sum(x * x, -1))
+        beta = F.where(alpha >= 0, -norm, norm)
+        scale = F.where(reflect, alpha - beta, 1.0)
+        v = F.where(rows == j, 1.0, x / scale.unsqueeze(-1)) * below  # (..., m), v[j] = 1
+        tau = F.where(reflect, (beta - alpha) / F.where(reflect, beta, 1.0), 0.0)
+        # H = I - tau v v^T applied to R from the left and accumulated into Q from the right.
+        R = R - (tau.unsqueeze(-1) * v).unsqueeze(-1) * (v.unsqueeze(-2) @ R)
+        Q = Q - (Q @ v.unsqueeze(-1)) * (tau.unsqueeze(-1) * v).unsqueeze(-2)
+    R = F.triu(R)
+    if mode == "complete":
+        return QRResult((Q, R))
+    if mode == "r":
+        return QRResult((F.zeros_like_detached(A).reshape(-1)[:0], R[..., :k, :]))
+    return QRResult((Q[..., :, :k], R[..., :k, :]))
+
+
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """``A`` multiplied by itself ``n`` times (the identity for n = 0, powers of the inverse for n < 0)."""
     _check_square("linalg.matrix_power", A)
@@ -274,4 +329,4 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det", "slogdet", "logdet",
-           "solve", "inv", "cholesky", "matrix_power"]
+           "solve", "inv", "cholesky", "qr", "matrix_power"]

@@ -579,3 +579,22 @@ def test_cholesky_reads_the_lower_triangle():
     spd = a @ a.mT
     spd[0, 2] += 5.0  # only the lower triangle counts
     check(lambda lib, a: lib.linalg.cholesky(a), spd, backward=False)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (2, 4, 3), (1, 1), (3, 1)])
+def test_qr(shape):
+    a = rand(*shape, seed=7)
+    check(lambda lib, a: tuple(lib.linalg.qr(a)), a)
+    check(lambda lib, a: lib.linalg.qr(a, mode="r").R, a, backward=False)  # torch refuses to differentiate "r"
+    check(lambda lib, a: tuple(lib.linalg.qr(a, mode="complete")), a, backward=shape[-2] <= shape[-1])
+
+
+def test_qr_wide_and_errors():
+    check(lambda lib, a: tuple(lib.linalg.qr(a)), rand(3, 5, seed=7), backward=False)
+    check(lambda lib, a: tuple(lib.linalg.qr(a, mode="complete")), rand(3, 5, seed=7), backward=False)
+    # A column already zero below the diagonal is not reflected (LAPACK's tau = 0): same factors as torch; the
+    # gradient there differs (documented), so values only.
+    check(lambda lib, a: tuple(lib.linalg.qr(a)), torch.tensor([[1.0, 2.0], [0.0, 3.0]], dtype=torch.float64),
+          backward=False)
+    check_error(RuntimeError, lambda lib, a: lib.linalg.qr(a, mode="full"), rand(3, 3))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.qr(a), rand(3))
