@@ -193,16 +193,71 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     diag = upper.diagonal(0, -2, -1)
     if bool((diag == 0).any().item()):
         raise RuntimeError("linalg.solve: The solver failed because the input matrix is singular.")
-    n = A.shape[-1]
-    # Back substitution, one row at a time from the bottom.
-    solution: list[Tensor] = [None] * n  # type: ignore[list-item]
-    for i in range(n - 1, -1, -1):
-        acc = rhs[..., i, :]
-        for j in range(i + 1, n):
-            acc = acc - upper[..., i, j].unsqueeze(-1) * solution[j]
-        solution[i] = acc / upper[..., i, i].unsqueeze(-1)
-    X = F.stack(solution, -2) if n else rhs
+    X = _substitute(upper, rhs, upper=True, unit=False)
     return X.squeeze(-1) if vector else X
+
+
+def _substitute(T: Tensor, B: Tensor, upper: bool, unit: bool) -> Tensor:
+    """X with ``T X = B`` for triangular (..., n, n) T and (..., n, k) B, one row of X per step."""
+    n = T.shape[-1]
+    if n == 0:
+        return B + F.sum(T, (-2, -1), keepdim=True)  # empty: a copy of B, attached to T's graph (zero gradient)
+    order = range(n - 1, -1, -1) if upper else range(n)
+    solved: list[Tensor] = []  # rows of X found so far, in the order of ``order``
+    for i in order:
+        acc = B[..., i, :]
+        if solved:
+            done = F.stack(solved[::-1] if upper else solved, -2)  # (..., rows solved, k), in row order
+            coeffs = T[..., i, i + 1:] if upper else T[..., i, :i]
+            acc = acc - (coeffs.unsqueeze(-2) @ done).squeeze(-2)
+        solved.append(acc if unit else acc / T[..., i, i].unsqueeze(-1))
+    return F.stack(solved[::-1] if upper else solved, -2)
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
+    """The solution X of ``A X = B`` (``X A = B`` when left is False) for triangular A (..., n, n) and B
+    (..., n, k); only the ``upper`` or lower triangle of A is read, and its diagonal is taken as ones when
+    ``unitriangular``."""
+    _check_float("linalg.solve_triangular", A)
+    _check_square("linalg.solve_triangular", A)
+    if B.ndim < 2:
+        raise RuntimeError(f"linalg.solve_triangular: The input tensor B must have at least 2 dimensions, got "
+                           f"{B.ndim}")
+    if not left:
+        return solve_triangular(A.mT, B.mT, upper=not upper, unitriangular=unitriangular).mT
+    if A.shape[-1] != B.shape[-2]:
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, but found A of type "
+                           f"{A.dtype.name} and B of type {B.dtype.name} instead")
+    batch = tuple(F.broadcast_tensors(A[..., 0, 0], B[..., 0, 0])[0].shape) if A.shape[-1] else tuple(
+        F.broadcast_tensors(A.sum((-2, -1)), B.sum((-2, -1)))[0].shape)
+    A = A.expand((*batch, *A.shape[-2:]))
+    B = B.expand((*batch, *B.shape[-2:]))
+    return _substitute(F.triu(A) if upper else F.tril(A), B, upper, unitriangular)
+
+
+def multi_dot(tensors: list[Tensor]) -> Tensor:
+    """The product of a chain of matrices; the first may be a 1-d row vector and the last a 1-d column vector."""
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        allowed = (1, 2) if i in (0, len(tensors) - 1) else (2,)
+        if t.ndim not in allowed:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be {'1D or 2D' if len(allowed) == 2 else '2D'} but "
+                               f"got {t.ndim}D")
+    first, last = tensors[0], tensors[-1]
+    chain = [first.unsqueeze(0) if first.ndim == 1 else first, *tensors[1:-1],
+             last.unsqueeze(1) if last.ndim == 1 else last]
+    out = chain[0]
+    for t in chain[1:]:
+        out = F.mm(out, t)
+    if last.ndim == 1:
+        out = out.squeeze(1)
+    if first.ndim == 1:
+        out = out.squeeze(0)
+    return out
 
 
 def inv(A: Tensor) -> Tensor:
@@ -329,4 +384,5 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det", "slogdet", "logdet",
-           "solve", "inv", "cholesky", "qr", "matrix_power"]
+           "solve", "inv", "cholesky", "qr", "matrix_power",
+           "solve_triangular", "multi_dot"]

@@ -598,3 +598,23 @@ def test_qr_wide_and_errors():
           backward=False)
     check_error(RuntimeError, lambda lib, a: lib.linalg.qr(a, mode="full"), rand(3, 3))
     check_error(RuntimeError, lambda lib, a: lib.linalg.qr(a), rand(3))
+
+
+@pytest.mark.parametrize("upper", [True, False])
+def test_solve_triangular(upper):
+    a = _well_conditioned(2, 4, 4)
+    check(lambda lib, a, b: lib.linalg.solve_triangular(a, b, upper=upper), a, rand(2, 4, 3, seed=1))
+    check(lambda lib, a, b: lib.linalg.solve_triangular(a, b, upper=upper, left=False), a, rand(3, 4, seed=1))
+    check(lambda lib, a, b: lib.linalg.solve_triangular(a, b, upper=upper, unitriangular=True), a, rand(4, 2, seed=1))
+    check(lambda lib, a, b: lib.linalg.solve_triangular(a, b, upper=upper), rand(0, 0), rand(0, 2, seed=1))
+    check_error(RuntimeError, lambda lib, a, b: lib.linalg.solve_triangular(a, b, upper=upper), a, rand(4))
+    check_error(RuntimeError, lambda lib, a, b: lib.linalg.solve_triangular(a, b, upper=upper), a, rand(3, 2))
+
+
+def test_multi_dot():
+    check(lambda lib, a, b, c: lib.linalg.multi_dot([a, b, c]), rand(3, 4), rand(4, 5, seed=1), rand(5, 2, seed=2))
+    check(lambda lib, a, b, c: lib.linalg.multi_dot([a, b, c]), rand(4), rand(4, 5, seed=1), rand(5, seed=2))
+    check(lambda lib, a, b: lib.linalg.multi_dot([a, b]), rand(4), rand(4, 2, seed=1))
+    check(lambda lib, a, b: lib.linalg.multi_dot([a, b]), rand(3, 4), rand(4, seed=1))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.multi_dot([a]), rand(3, 3))
+    check_error(RuntimeError, lambda lib, a, b, c: lib.linalg.multi_dot([a, b, c]), rand(3, 4), rand(4), rand(4, 2))
