@@ -342,7 +342,7 @@ _MATH_EXTRA = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"
                "arcsinh", "arccosh", "arctanh", "arctan2", "erfc", "erfinv", "lgamma", "digamma", "i0", "sinc", "logit",
                "xlogy", "hypot", "copysign", "fmax", "fmin", "float_power", "logaddexp", "logaddexp2", "heaviside",
                "ldexp", "gcd", "lcm", "signbit", "frac", "fix", "sgn", "positive", "deg2rad", "rad2deg", "greater",
-               "greater_equal", "less", "less_equal", "not_equal")
+               "greater_equal", "less", "less_equal", "not_equal", "mvlgamma")
 for _name in _MATH_EXTRA:
     setattr(Tensor, _name, getattr(F, _name))
 
@@ -359,7 +359,7 @@ for _name, _op in (("asin", "asin"), ("acos", "acos"), ("atan", "atan"), ("sinh"
 
 for _fn in (F.sinc, F.logit, F.xlogy, F.hypot, F.copysign, F.heaviside, F.ldexp, F.gcd, F.lcm, F.frac, F.fix, F.sgn,
             F.deg2rad, F.rad2deg, F.square, F.log10, F.eq, F.ne, F.lt, F.le, F.gt, F.ge,
-            F.logical_not, F.logical_xor, F.bitwise_not, F.cumsum, F.cumprod):
+            F.logical_not, F.logical_xor, F.bitwise_not, F.cumsum, F.cumprod, F.mvlgamma):
     setattr(Tensor, f"{_fn.__name__}_", _make_inplace_general(_fn))
 Tensor.arctan2_ = Tensor.atan2_
 Tensor.negative_ = Tensor.neg_

@@ -394,3 +394,28 @@ def test_autocast_policy_as_torch(name: str) -> None:
             return getattr(lib, n)(x)
 
     check(under_autocast, rand(4, low=-0.5, high=0.5, dtype=torch.bfloat16))
+
+
+def test_xlog1py_entr_and_their_edges() -> None:
+    check(lambda lib, a, b: lib.special.xlog1py(a, b), rand(3, 4), rand(4, low=-0.9, high=2.0))
+    check(lambda lib, a, b: lib.special.xlog1py(a, b),
+          torch.tensor([0.0, 0.0, 2.0, 1.5, 0.0], dtype=torch.float64, requires_grad=True),
+          torch.tensor([3.0, -1.0, -1.0, -2.0, NAN], dtype=torch.float64, requires_grad=True))
+    check(lambda lib, b: lib.special.xlog1py(2, b), rand(3, low=0.0, high=2.0))
+    check(lambda lib, a, b: lib.special.xlog1py(a, b), torch.tensor([1, 0, 3]), torch.tensor([2, -1, 0]))
+    check(lambda lib, x: lib.special.entr(x), rand(2, 5, low=0.05, high=3.0))
+    check(lambda lib, x: lib.special.entr(x),
+          torch.tensor([0.0, 0.5, -1.0, NAN, INF], dtype=torch.float64, requires_grad=True))
+    check(lambda lib, x: lib.special.entr(x), torch.tensor([0, 1, 2]))
+
+
+@pytest.mark.parametrize("p", [1, 2, 4])
+def test_mvlgamma(p: int) -> None:
+    check(lambda lib, x: lib.mvlgamma(x, p), rand(2, 3, low=2.0, high=5.0))
+    check(lambda lib, x: lib.special.multigammaln(x, p) + x.mvlgamma(p=p), rand(3, low=2.0, high=5.0))
+    check(lambda lib, x: (x * 1).mvlgamma_(p), rand(3, low=2.0, high=5.0))
+    check(lambda lib, x: lib.mvlgamma(x, p), torch.tensor([2, 3, 4]))
+
+
+def test_mvlgamma_rejects_p_below_one() -> None:
+    check_error(RuntimeError, lambda lib, x: lib.mvlgamma(x, 0), rand(3, low=2.0, high=3.0))

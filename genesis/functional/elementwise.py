@@ -684,12 +684,13 @@ class NanExtremum(Primitive):
 
 
 class Xlogy(Primitive):
-    """``a * log(b)``, 0 where ``a == 0`` unless ``b`` is NaN."""
+    """``a * log(b)`` (``a * log1p(b)`` with ``log1p``), 0 where ``a == 0`` unless ``b`` is NaN."""
 
     @staticmethod
-    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+    def forward(ctx, a: NDArray, b: NDArray, log1p: bool) -> NDArray:
         ctx.save_for_backward(a, b)
-        out = a.binary("eq", 0).where(0, a.binary("mul", b.unary("log")))
+        ctx.log1p = log1p
+        out = a.binary("eq", 0).where(0, a.binary("mul", b.unary("log1p" if log1p else "log")))
         return b.unary("isnan").where(math.nan, out)
 
     @staticmethod
@@ -699,7 +700,24 @@ class Xlogy(Primitive):
         a, b = ctx.saved_tensors
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_a = where((a == 0).logical_and(b <= 0), 0.0, Xlogy.apply(grad, b))
+            # Where a == 0 outside the log's domain torch passes 0, not a NaN or infinite gradient.
+            edge = -1 if ctx.log1p else 0
+            grad_a = where((a == 0).logical_and(b <= edge), 0.0, Xlogy.apply(grad, b, ctx.log1p))
         if ctx.needs_input_grad[1]:
-            grad_b = grad * a / b
-        return grad_a, grad_b
+            grad_b = grad * a / (b + 1 if ctx.log1p else b)
+        return grad_a, grad_b, None
+
+
+class Entr(Primitive):
+    """Elementwise entropy ``-x log x``: 0 at x = 0, -inf for x < 0."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray) -> NDArray:
+        ctx.save_for_backward(x)
+        out = x.binary("eq", 0).where(0, x.binary("mul", x.unary("log")).unary("neg"))
+        return x.binary("lt", 0).where(-math.inf, out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * -(1 + x.log())

@@ -137,6 +137,17 @@ def i0(input: Tensor) -> Tensor:
     return I0.apply(input)
 
 
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """Multivariate log-gamma of dimension ``p``: ``sum_i lgamma(x - i / 2) + p (p - 1) / 4 log(pi)``, i < p."""
+    _check_tensor("mvlgamma", input)
+    if p < 1:
+        raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1 (got {p})")
+    out = Lgamma.apply(input)
+    for i in range(1, p):
+        out = out + Lgamma.apply(input - i / 2)
+    return out + p * (p - 1) / 4 * math.log(math.pi)
+
+
 def sinc(input: Tensor) -> Tensor:
     """Normalized sinc ``sin(pi x) / (pi x)``, 1 at x = 0 (where the gradient is 0)."""
     if not input.dtype.is_floating_point:
@@ -159,7 +170,7 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
 def xlogy(input: Any, other: Any) -> Tensor:
     """``input * log(other)``, 0 where ``input == 0`` unless ``other`` is NaN (the entropy convention)."""
     input, other = _float_operands("xlogy", input, other)
-    return Xlogy.apply(input, other)
+    return Xlogy.apply(input, other, False)
 
 
 # ------------------------------------------------------------------ binary
@@ -378,8 +389,8 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 __all__ = [
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh",
-    "arccosh", "arctanh", "arctan2", "erfc", "erfinv", "lgamma", "digamma", "i0", "sinc", "logit", "xlogy", "hypot",
-    "copysign", "fmax", "fmin", "float_power", "logaddexp", "logaddexp2", "heaviside", "ldexp", "gcd", "lcm",
-    "signbit", "frac", "fix", "sgn", "positive", "deg2rad", "rad2deg", "greater", "greater_equal", "less",
-    "less_equal", "not_equal",
+    "arccosh", "arctanh", "arctan2", "erfc", "erfinv", "lgamma", "mvlgamma", "digamma", "i0", "sinc", "logit",
+    "xlogy", "hypot", "copysign", "fmax", "fmin", "float_power", "logaddexp", "logaddexp2", "heaviside", "ldexp",
+    "gcd", "lcm", "signbit", "frac", "fix", "sgn", "positive", "deg2rad", "rad2deg", "greater", "greater_equal",
+    "less", "less_equal", "not_equal",
 ]
