@@ -13,6 +13,7 @@ from typing import Any
 
 from genesis import dtypes
 from genesis import functional as F
+from genesis.autograd import Function
 from genesis.functional.extra_ops import _cross, _graph_norm
 from genesis.ndarray import normalize_dim
 from genesis.tensor import Tensor
@@ -361,6 +362,107 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     return QRResult((Q[..., :, :k], R[..., :k, :]))
 
 
+def _jacobi_eigh(A: Tensor) -> tuple[Tensor, Tensor]:
+    """Eigenvalues (ascending) and eigenvectors of symmetric (..., n, n) A by cyclic Jacobi rotations (no graph)."""
+    n = A.shape[-1]
+    rows = F.arange_like(n, A)
+    eye = (rows.unsqueeze(1) == rows.unsqueeze(0)).to(A.dtype)
+    V = eye.expand(A.shape).contiguous()
+    off_diagonal = 1.0 - eye
+    scale = float(F.sum(A * A).item()) or 1.0
+    tolerance = (1e-30 if A.dtype is dtypes.float64 else 1e-14) * scale
+    for _ in range(60):
+        if float(F.sum(A * A * off_diagonal).item()) <= tolerance:
+            break
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                app, aqq, apq = A[..., p, p], A[..., q, q], A[..., p, q]
+                rotate = apq != 0
+                # The rotation (c, s) zeroing A[p, q]: t = tan(theta), the smaller root of t^2 + 2 tau t - 1 = 0.
+                tau = (aqq - app) / (2 * F.where(rotate, apq, 1.0))
+                sign = F.where(tau >= 0, 1.0, -1.0)
+                t = F.where(rotate, sign / (tau.abs() + F.sqrt(1 + tau * tau)), 0.0)
+                c = 1 / F.sqrt(1 + t * t)
+                s = t * c
+                J = eye.expand(A.shape)
+                at_pp = ((rows.unsqueeze(1) == p) & (rows.unsqueeze(0) == p)) | (
+                    (rows.unsqueeze(1) == q) & (rows.unsqueeze(0) == q))
+                at_pq = (rows.unsqueeze(1) == p) & (rows.unsqueeze(0) == q)
+                at_qp = (rows.unsqueeze(1) == q) & (rows.unsqueeze(0) == p)
+                cb, sb = c.unsqueeze(-1).unsqueeze(-1), s.unsqueeze(-1).unsqueeze(-1)
+                J = F.where(at_pp, cb, F.where(at_pq, sb, F.where(at_qp, -sb, J)))
+                A = J.mT @ A @ J
+                V = V @ J
+    values = A.diagonal(0, -2, -1)
+    values, order = F.sort(values, -1)
+    V = F.gather(V, -1, order.unsqueeze(-2).expand(V.shape))
+    return values, V
+
+
+class _Eigh(Function):
+    """Symmetric eigendecomposition with the analytic gradient
+    ``gA = V (diag(gL) + (V^T gV) / (L_j - L_i) off the diagonal) V^T`` (torch's formula)."""
+
+    @staticmethod
+    def forward(ctx: Any, A: Tensor) -> tuple[Tensor, Tensor]:
+        values, vectors = _jacobi_eigh(A)
+        ctx.save_for_backward(values, vectors)
+        return values, vectors
+
+    @staticmethod
+    def backward(ctx: Any, grad_values: Tensor | None, grad_vectors: Tensor | None) -> Tensor:
+        values, vectors = ctx.saved_tensors
+        inner = F.zeros_like_detached(vectors)
+        if grad_vectors is not None:
+            gap = values.unsqueeze(-2) - values.unsqueeze(-1)  # (..., n, n): L_j - L_i
+            n = values.shape[-1]
+            rows = F.arange_like(n, values)
+            diagonal = rows.unsqueeze(1) == rows.unsqueeze(0)
+            VtgV = vectors.mT @ grad_vectors
+            VtgV = (VtgV - VtgV.mT) * 0.5  # only the skew part moves orthonormal eigenvectors
+            inner = F.where(diagonal, 0.0, VtgV / F.where(diagonal, 1.0, gap))
+        if grad_values is not None:
+            inner = inner + F.diag_embed(grad_values)
+        return vectors @ inner @ vectors.mT
+
+
+def eigh(A: Tensor, UPLO: str = "L") -> tuple[Tensor, Tensor]:  # noqa: N803 - torch's name
+    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of symmetric matrices (..., n, n), read from
+    the lower (``UPLO="L"``) or upper triangle.
+
+    Computed by cyclic Jacobi rotations over Genesis ops (quadratic Python steps per sweep: meant for modest n).
+    Eigenvectors are defined up to sign (LAPACK's signs may differ); the gradient is torch's analytic one, which
+    needs distinct eigenvalues.
+    """
+    _check_float("linalg.eigh", A)
+    _check_square("linalg.eigh", A)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    half = F.tril(A) if UPLO == "L" else F.triu(A)
+    strict = F.tril(A, -1) if UPLO == "L" else F.triu(A, 1)
+    # Values from the chosen triangle; the gradient goes to A as a whole, as torch's.
+    symmetric = (half + strict.mT).detach() + (A - A.detach())
+    values, vectors = _Eigh.apply(symmetric)
+    return EighResult((values, vectors))
+
+
+class EighResult(tuple):
+    """(eigenvalues, eigenvectors) with attribute access, as torch.return_types.linalg_eigh."""
+
+    @property
+    def eigenvalues(self) -> Tensor:
+        return self[0]
+
+    @property
+    def eigenvectors(self) -> Tensor:
+        return self[1]
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803 - torch's name
+    """Eigenvalues (ascending) of symmetric matrices; see ``eigh``."""
+    return eigh(A, UPLO)[0]
+
+
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """``A`` multiplied by itself ``n`` times (the identity for n = 0, powers of the inverse for n < 0)."""
     _check_square("linalg.matrix_power", A)
@@ -385,4 +487,4 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det", "slogdet", "logdet",
            "solve", "inv", "cholesky", "qr", "matrix_power",
-           "solve_triangular", "multi_dot"]
+           "solve_triangular", "multi_dot", "eigh", "eigvalsh"]

@@ -618,3 +618,26 @@ def test_multi_dot():
     check(lambda lib, a, b: lib.linalg.multi_dot([a, b]), rand(3, 4), rand(4, seed=1))
     check_error(RuntimeError, lambda lib, a: lib.linalg.multi_dot([a]), rand(3, 3))
     check_error(RuntimeError, lambda lib, a, b, c: lib.linalg.multi_dot([a, b, c]), rand(3, 4), rand(4), rand(4, 2))
+
+
+def _symmetric(*shape, seed=0):
+    a = rand(*shape, seed=seed, requires_grad=False)
+    return (a + a.mT).requires_grad_(True)
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh(uplo):
+    a = _symmetric(2, 5, 5)
+    # Eigenvectors are defined up to sign: compare the values and sign-free functions of the vectors.
+    check(lambda lib, a: lib.linalg.eigvalsh(a, uplo), a)
+    check(lambda lib, a: (lambda lv: (lv.eigenvalues, lv.eigenvectors * lv.eigenvectors))(lib.linalg.eigh(a, uplo)),
+          a)
+    check(lambda lib, a: (lambda lv: lv[1] @ lv[1].mT)(lib.linalg.eigh(a, uplo)), _symmetric(4, 4, seed=1),
+          backward=False)
+    lopsided = _symmetric(4, 4, seed=2).detach()
+    lopsided[0, 3] += 10.0  # only the UPLO triangle counts
+    check(lambda lib, a: lib.linalg.eigvalsh(a, uplo), lopsided, backward=False)
+    check(lambda lib, a: lib.linalg.eigvalsh(a), rand(1, 1))
+    check(lambda lib, a: lib.linalg.eigvalsh(a), torch.eye(3, dtype=torch.float64))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.eigh(a, "X"), a)
+    check_error(RuntimeError, lambda lib, a: lib.linalg.eigh(a), rand(2, 3))
