@@ -142,6 +142,42 @@ def test_rrelu_inplace():
     check_module(g, t, rand(3, 4), call=lambda m, x: m(x * 1.0))
 
 
+@pytest.mark.parametrize("fn", [
+    lambda lib, x: lib.nn.functional.relu_(x * 1.0),
+    lambda lib, x: lib.nn.functional.elu_(x * 1.0, 0.5),
+    lambda lib, x: lib.nn.functional.leaky_relu_(x * 1.0, 0.2),
+    lambda lib, x: lib.nn.functional.hardtanh_(x * 1.0, -0.5, 0.7),
+    lambda lib, x: lib.nn.functional.selu_(x * 1.0),
+    lambda lib, x: lib.nn.functional.celu_(x * 1.0, 2.0),
+    lambda lib, x: lib.nn.functional.threshold_(x * 1.0, 0.1, -2.0),
+    lambda lib, x: lib.nn.functional.upsample_nearest(x.reshape(1, 2, 2, 4), scale_factor=2),
+    lambda lib, x: lib.nn.functional.upsample_bilinear(x.reshape(1, 2, 2, 4), size=(3, 5)),
+])
+@pytest.mark.filterwarnings("ignore:.*is deprecated")  # torch's upsample_* aliases warn
+def test_inplace_activations_and_upsample_aliases(fn):
+    check(fn, rand(16, low=-2, high=2))
+
+
+@pytest.mark.parametrize("p,shape", [(2, (5, 3)), (1, (4, 6)), (3.5, (3, 2)), (2, (1, 3))])
+def test_pdist(p, shape):
+    check(lambda lib, x: lib.nn.functional.pdist(x, p), rand(*shape))
+
+
+def test_gumbel_softmax():
+    genesis.manual_seed(0)
+    logits = to_genesis(rand(6, 5))
+    soft = nn.functional.gumbel_softmax(logits, tau=0.5)
+    torch.testing.assert_close(to_torch(soft).sum(-1), torch.ones(6, dtype=torch.float64))
+    hard = nn.functional.gumbel_softmax(logits, hard=True, dim=0)
+    hard_t = to_torch(hard)
+    assert torch.equal(hard_t.sum(0), torch.ones(5, dtype=torch.float64)) and set(hard_t.unique().tolist()) <= {0, 1}
+    # Straight-through: the hard sample's gradient is the soft sample's.
+    (hard * to_genesis(rand(6, 5, seed=3), requires_grad=False)).sum().backward()
+    assert logits.grad is not None and to_torch(logits.grad).abs().sum() > 0
+    draws = torch.stack([to_torch(nn.functional.gumbel_softmax(logits, hard=True)).argmax(-1) for _ in range(30)])
+    assert len(draws.unique()) > 1
+
+
 @pytest.mark.parametrize("make", [
     lambda lib: lib.nn.CosineSimilarity(),
     lambda lib: lib.nn.CosineSimilarity(dim=-1, eps=1e-3),
@@ -407,6 +443,8 @@ def test_lazy_load_state_dict_materializes():
     (RuntimeError, lambda lib, x, y: lib.nn.functional.ctc_loss(x, y, (4,), (1,)), (rand(3, 1, 4), long([[1]]))),
     (RuntimeError, lambda lib, x, y: lib.nn.functional.ctc_loss(x, y, (3,), (1,), blank=4),
      (rand(3, 1, 4), long([[1]]))),
+    (RuntimeError, lambda lib, x: lib.nn.functional.pdist(x), (rand(2, 3, 4),)),
+    (RuntimeError, lambda lib, x: lib.nn.functional.pdist(x, -1.0), (rand(3, 4),)),
     (ValueError, lambda lib, w, i: lib.nn.functional.embedding_bag(i, w), (rand(5, 3), long([1, 2]))),
     (ValueError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o), (rand(5, 3), long([[1, 2]]),
                                                                                long([0]))),

@@ -11,10 +11,12 @@ from typing import Sequence
 
 from genesis import functional as T
 from genesis import random
-from genesis.nn.functional.activations import _apply
+from genesis.dtypes import int64
+from genesis.nn.functional.activations import _apply, celu, elu, hardtanh, leaky_relu, relu, selu, softmax
+from genesis.nn.functional.activations import threshold as _threshold
 from genesis.nn.functional.basic import _check_p, _feature_dropout, embedding
 from genesis.nn.functional.conv import ntuple
-from genesis.nn.functional.pooling import avg_pool1d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
+from genesis.nn.functional.pooling import avg_pool1d, avg_pool3d, interpolate, max_pool1d, max_pool2d, max_pool3d
 from genesis.tensor import Tensor, arange, full, tensor, zeros
 
 # ------------------------------------------------------------------ activations
@@ -49,6 +51,71 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
     """In-place ``rrelu``."""
     return rrelu(input, lower, upper, training, inplace=True)
+
+
+def relu_(input: Tensor) -> Tensor:
+    """In-place ``relu``."""
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``elu``."""
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place ``leaky_relu``."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place ``hardtanh``."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """In-place ``selu``."""
+    return selu(input, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``celu``."""
+    return celu(input, alpha, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place ``threshold``."""
+    return _threshold(input, threshold, value, inplace=True)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """A sample of the Gumbel-softmax (Concrete) distribution: ``softmax((logits + g) / tau)`` with
+    ``g = -log(-log(U))`` Gumbel noise (Jang et al., 2016). ``hard=True`` returns the one-hot argmax in the forward
+    pass with the soft sample's gradient (straight-through)."""
+    uniform = T.clamp(random.rand(logits.shape, dtype=logits.dtype, device=logits.device), min=eps, max=1 - eps)
+    gumbels = -T.log(-T.log(uniform))
+    soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return soft
+    index = soft.argmax(dim, keepdim=True)
+    one_hot = zeros(logits.shape, dtype=logits.dtype, device=logits.device).scatter(dim, index, 1.0)
+    return one_hot - soft.detach() + soft
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """p-norm distances between the rows of (N, M) input, for every pair i < j in row-major order:
+    shape (N * (N - 1) / 2,)."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    first = [i for i in range(n) for _ in range(i + 1, n)]
+    second = [j for i in range(n) for j in range(i + 1, n)]
+    rows_i = T.index_select(input, 0, tensor(first, dtype=int64, device=input.device))
+    rows_j = T.index_select(input, 0, tensor(second, dtype=int64, device=input.device))
+    return T.norm(rows_i - rows_j, p, -1)
 
 
 # ------------------------------------------------------------------ rearranging
@@ -116,6 +183,18 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         # Kept: a * x + alpha * a * p; dropped: -alpha * a + alpha * a * p.
         out = input * keep * a + (keep - 1) * (alpha * a) + alpha * a * p
     return input.copy_(out) if inplace else out
+
+
+def upsample_nearest(input: Tensor, size: int | Sequence[int] | None = None,
+                     scale_factor: float | Sequence[float] | None = None) -> Tensor:
+    """Deprecated torch alias of ``interpolate(mode="nearest")``."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size: int | Sequence[int] | None = None,
+                      scale_factor: float | Sequence[float] | None = None) -> Tensor:
+    """Deprecated torch alias of ``interpolate(mode="bilinear", align_corners=True)``."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 # ------------------------------------------------------------------ pooling
