@@ -641,3 +641,28 @@ def test_eigh(uplo):
     check(lambda lib, a: lib.linalg.eigvalsh(a), torch.eye(3, dtype=torch.float64))
     check_error(RuntimeError, lambda lib, a: lib.linalg.eigh(a, "X"), a)
     check_error(RuntimeError, lambda lib, a: lib.linalg.eigh(a), rand(2, 3))
+
+
+def test_float32_results():
+    x = rand(4, 5, dtype=torch.float32)
+    check(lambda lib, x: tuple(lib.cummax(x, 1)), x)
+    check(lambda lib, x: lib.logcumsumexp(x, 0), x)
+    check(lambda lib, x: lib.quantile(x, 0.3, dim=0), x)
+    check(lambda lib, x: lib.nanmean(x, 1), x)
+    check(lambda lib, x: lib.cov(x), x)
+    check(lambda lib, x: lib.cdist(x, x[:2]), x)
+    check(lambda lib, x: lib.kron(x, x[:2, :2]), x)
+    check(lambda lib, x: lib.diag_embed(x, 1), x)
+    check(lambda lib, x: lib.rot90(x), x)
+    check(lambda lib, x: lib.linalg.vector_norm(x, 3, dim=1), x)
+    check(lambda lib, x, i: lib.scatter_reduce(x, 1, i, x[:, :2], "amax"), x, torch.tensor([[0, 0]] * 4))
+    check(lambda lib, x: lib.linalg.det(x[:4, :4] + 3 * lib.eye(4, dtype=lib.float32, device=x.device)), x,
+          rtol=1e-4, atol=1e-5)
+
+
+def test_bfloat16_composites():
+    x = rand(3, 4, dtype=torch.bfloat16)
+    check(lambda lib, x: lib.diff(x), x)
+    check(lambda lib, x: lib.nansum(x, 1), x)
+    check(lambda lib, x: lib.addcmul(x, x, x, value=0.5), x)
+    check(lambda lib, x: lib.block_diag(x, x[:1]), x)
