@@ -152,10 +152,13 @@ def sinc(input: Tensor) -> Tensor:
     """Normalized sinc ``sin(pi x) / (pi x)``, 1 at x = 0 (where the gradient is 0)."""
     if not input.dtype.is_floating_point:
         input = input.to(dtypes.get_default_dtype())
+    dtype = input.dtype
+    if dtype.itemsize < 4:
+        input = input.float()  # half types compute in float32 and round once, as torch's kernel
     zero = input == 0
     # The quotient is taken at a safe point where x = 0 so its unused branch passes no NaN into the gradient.
     scaled = where(zero, 1.0, input) * math.pi
-    return where(zero, 1.0, scaled.sin() / scaled)
+    return where(zero, 1.0, scaled.sin() / scaled).to(dtype)
 
 
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
@@ -295,14 +298,11 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     return where(input == 0, values, where(input > 0, 1, 0).to(input.dtype))
 
 
-def ldexp(input: Tensor, other: Any) -> Tensor:
-    """``input * 2 ** other`` (the result is floating point)."""
-    _check_tensor("ldexp", input)
-    if isinstance(other, Tensor):
-        scale = pow(2.0, other) if other.dtype.is_floating_point else pow(2.0, other.to(dtypes.get_default_dtype()))
-    else:
-        scale = 2.0 ** other
-    return input * scale
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    """``input * 2 ** other`` in the promoted dtype of both (integers promote to the default float dtype)."""
+    _tensor_pair("ldexp", input, other)
+    input, other = _float_operands("ldexp", input, other)
+    return input * pow(2.0, other)
 
 
 def _integer_pair(op: str, input: Tensor, other: Tensor) -> tuple[Tensor, Tensor]:
