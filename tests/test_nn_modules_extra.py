@@ -395,9 +395,40 @@ def test_lazy_layers(make, shape):
     check_module(g, t, x)
 
 
+@pytest.mark.parametrize("make,shape", [
+    (lambda lib: lib.nn.LazyConvTranspose1d(3, 2, stride=2), (2, 4, 5)),
+    (lambda lib: lib.nn.LazyConvTranspose2d(4, 3, stride=2, output_padding=1, groups=2), (1, 2, 3, 3)),
+    (lambda lib: lib.nn.LazyConvTranspose3d(2, 2, bias=False), (1, 3, 2, 2, 2)),
+    (lambda lib: lib.nn.LazyBatchNorm1d(), (4, 3)),
+    (lambda lib: lib.nn.LazyBatchNorm2d(momentum=None, affine=False), (2, 3, 2, 2)),
+    (lambda lib: lib.nn.LazyBatchNorm3d(track_running_stats=False), (2, 2, 2, 2, 2)),
+    (lambda lib: lib.nn.LazyInstanceNorm1d(), (2, 3, 5)),
+    (lambda lib: lib.nn.LazyInstanceNorm2d(affine=False, track_running_stats=False), (2, 3, 3, 3)),
+    (lambda lib: lib.nn.LazyInstanceNorm3d(), (2, 2, 2, 3, 2)),
+])
+def test_lazy_transposed_conv_and_norms(make, shape):
+    g, t = make(genesis).to(DEVICE), make(torch)
+    assert repr(g) == repr(t) and list(g.state_dict()) == list(t.state_dict())
+    x = rand(*shape)
+    t(x.float())
+    g(to_genesis(x.float(), requires_grad=False))
+    assert type(g).__name__ == type(t).__name__ and repr(g) == repr(t)
+    assert {k: tuple(v.shape) for k, v in g.state_dict().items()} == {k: tuple(v.shape) for k, v in
+                                                                       t.state_dict().items()}
+    if type(t).__name__.startswith(("BatchNorm", "InstanceNorm")):
+        # Norm layers start from torch's fixed values: compare the whole state after one training step.
+        for key, value in t.state_dict().items():
+            assert_close = torch.testing.assert_close
+            assert_close(to_torch(g.state_dict()[key]).to(value.dtype), value, rtol=1e-5, atol=1e-6)
+    g, t = g.double(), t.double()
+    check_module(g, t, x)
+
+
 def test_lazy_load_state_dict_materializes():
-    t = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(16, 2)).double()
-    g = nn.Sequential(nn.LazyConv2d(4, 3), nn.Flatten(), nn.LazyLinear(2)).to(DEVICE, genesis.float64)
+    t = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Flatten(),
+                            torch.nn.Linear(16, 2)).double()
+    g = nn.Sequential(nn.LazyConv2d(4, 3), nn.LazyBatchNorm2d(), nn.Flatten(), nn.LazyLinear(2)).to(DEVICE,
+                                                                                                    genesis.float64)
     check_module(g, t, rand(2, 3, 4, 4))
     assert repr(g) == repr(t)
 

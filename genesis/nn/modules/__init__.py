@@ -64,7 +64,21 @@ from genesis.nn.modules.extra_loss import (
     TripletMarginLoss,
     TripletMarginWithDistanceLoss,
 )
-from genesis.nn.modules.lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyLinear
+from genesis.nn.modules.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+)
 from genesis.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from genesis.nn.modules.loss import (
     BCELoss,
@@ -155,7 +169,9 @@ __all__ = [
     "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "CosineSimilarity", "Dropout3d", "EmbeddingBag",
     "FeatureAlphaDropout", "Fold", "Hardshrink", "HingeEmbeddingLoss", "InstanceNorm3d", "LPPool1d", "LPPool2d",
     "LPPool3d", "CTCLoss",
-    "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyLinear", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyLinear", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+    "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PairwiseDistance", "PixelUnshuffle",
     "RReLU", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "Softmax2d", "Softshrink", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "Unfold",
