@@ -42,6 +42,8 @@ def test_aminmax():
     result = genesis.aminmax(to_genesis(x), dim=0)
     assert result.min.shape == (4,) and result.max.shape == (4,)
     check_error(RuntimeError, lambda lib, x: lib.aminmax(x), torch.zeros(0))
+    check_error(IndexError, lambda lib, x: lib.aminmax(x, dim=1), torch.zeros(2, 0))
+    check(lambda lib, x: tuple(lib.aminmax(x, dim=1)), torch.zeros(0, 2))
 
 
 @pytest.mark.parametrize("op", ["cummax", "cummin"])

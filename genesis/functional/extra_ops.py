@@ -36,6 +36,7 @@ from genesis.functional import (
     ones_like_bool,
     sort,
     sqrt,
+    stack,
     std,
     sum,
     where,
@@ -100,16 +101,17 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
 
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> MinMaxResult:
     """(min, max) over ``dim`` (all elements when None), each reduced as ``amin`` / ``amax``."""
-    if input.numel() == 0 and (dim is None or input.ndim == 0 or input.shape[normalize_dim("aminmax", dim,
-                                                                                           input.ndim)] == 0):
-        raise RuntimeError("aminmax(): Expected reduction dim to be specified for input.numel() == 0."
-                           if dim is None else "aminmax(): Expected reduction dim 0 to have non-zero size.")
     if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): Expected reduction dim to be specified for input.numel() == 0.")
         low, high = amin(input), amax(input)
         if keepdim:
             shape = (1,) * input.ndim
             low, high = low.reshape(shape), high.reshape(shape)
     else:
+        d = normalize_dim("aminmax", dim, input.ndim)
+        if input.ndim and input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         low, high = amin(input, dim, keepdim), amax(input, dim, keepdim)
     return _AminmaxResult((low, high))
 
@@ -284,14 +286,10 @@ def _quantile(op: str, input: Tensor, q: Any, dim: int | None, keepdim: bool, in
             out = lo_v + (rank - low) * (hi_v - lo_v)
         out = out.squeeze(-1)
         if keepdim:
-            out = out.reshape((1,) * input.ndim) if dim is None else out.unsqueeze(d if input.ndim else 0)
-            if dim is not None and input.ndim == 0:
-                out = out.reshape(())
-        elif dim is not None and input.ndim == 0:
+            out = out.reshape((1,) * input.ndim) if dim is None else out.unsqueeze(d)
+        if input.ndim == 0:
             out = out.reshape(())
         outs.append(out)
-    from genesis.functional import stack
-
     return outs[0] if scalar_q else stack(outs, 0)
 
 
