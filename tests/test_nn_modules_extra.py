@@ -375,7 +375,7 @@ def test_embedding_bag_module_init_and_pretrained():
     (lambda lib: lib.nn.LazyConv3d(2, 2), (1, 2, 3, 3, 3)),
 ])
 def test_lazy_layers(make, shape):
-    g, t = make(genesis), make(torch)
+    g, t = make(genesis).to(DEVICE), make(torch)
     assert repr(g) == repr(t)
     assert list(g.state_dict()) == list(t.state_dict())
     assert g.has_uninitialized_params()
