@@ -42,8 +42,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = Fals
 
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
-    """Matrix norm over the two ``dim``: "fro", inf / -inf (max / min row sum of ``|A|``), 1 / -1 (max / min
-    column sum). "nuc", 2 and -2 need singular values and raise NotImplementedError."""
+    """Matrix norm over the two ``dim``: "fro", "nuc" (sum of singular values), inf / -inf (max / min row sum of
+    ``|A|``), 1 / -1 (max / min column sum), 2 / -2 (largest / smallest singular value)."""
     if dtype is not None:
         A = A.to(dtypes.to_dtype(dtype))
     _check_float("linalg.matrix_norm", A)
@@ -57,8 +57,13 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), ke
     if ord == "fro":
         return F.norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, which Genesis does not "
-                                  "compute yet")
+        moved = F.movedim(A, (d0, d1), (-2, -1))
+        values = svdvals(moved)
+        out = F.sum(values, -1) if ord == "nuc" else (values[..., 0] if ord == 2 else values[..., -1])
+        if keepdim:
+            out = out.unsqueeze(-1).unsqueeze(-1)
+            out = F.movedim(out, (-2, -1), (d0, d1))
+        return out
     if ord not in (math.inf, -math.inf, 1, -1):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     # inf sums along the columns (over d1) and takes the extreme row; 1 the reverse.
@@ -463,6 +468,178 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803 - torch's name
     return eigh(A, UPLO)[0]
 
 
+def _jacobi_svd(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Reduced SVD (U, S descending, Vh) of (..., m, n) A, m >= n, by one-sided Jacobi rotations (no graph)."""
+    n = A.shape[-1]
+    cols = F.arange_like(n, A)
+    eye = (cols.unsqueeze(1) == cols.unsqueeze(0)).to(A.dtype)
+    U = A.contiguous()
+    V = eye.expand((*A.shape[:-2], n, n)).contiguous()
+    eps = 1e-15 if A.dtype is dtypes.float64 else 1e-7
+    for _ in range(60):
+        rotated = False
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                up, uq = U[..., :, p], U[..., :, q]
+                alpha, beta, gamma = F.sum(up * up, -1), F.sum(uq * uq, -1), F.sum(up * uq, -1)
+                rotate = gamma.abs() > eps * F.sqrt(alpha * beta)
+                if not bool(rotate.any().item()):
+                    continue
+                rotated = True
+                # The rotation making columns p and q orthogonal (Hestenes): t = tan(theta).
+                zeta = (beta - alpha) / (2 * F.where(rotate, gamma, 1.0))
+                sign = F.where(zeta >= 0, 1.0, -1.0)
+                t = F.where(rotate, sign / (zeta.abs() + F.sqrt(1 + zeta * zeta)), 0.0)
+                c = (1 / F.sqrt(1 + t * t)).unsqueeze(-1)
+                s = c * t.unsqueeze(-1)
+                U = _rotate_columns(U, p, q, c, s)
+                V = _rotate_columns(V, p, q, c, s)
+        if not rotated:
+            break
+    S = F.sqrt(F.sum(U * U, -2))  # (..., n)
+    S, order = F.sort(S, -1, descending=True)
+    U = F.gather(U, -1, order.unsqueeze(-2).expand(U.shape))
+    V = F.gather(V, -1, order.unsqueeze(-2).expand(V.shape))
+    U = U / F.where(S == 0, 1.0, S).unsqueeze(-2)
+    return U, S, V.mT
+
+
+def _rotate_columns(X: Tensor, p: int, q: int, c: Tensor, s: Tensor) -> Tensor:
+    """Columns p and q of X replaced by ``c x_p - s x_q`` and ``s x_p + c x_q``."""
+    xp, xq = X[..., :, p], X[..., :, q]
+    n = X.shape[-1]
+    cols = F.arange_like(n, X)
+    new_p, new_q = (c * xp - s * xq).unsqueeze(-1), (s * xp + c * xq).unsqueeze(-1)
+    return F.where(cols == p, new_p, F.where(cols == q, new_q, X))
+
+
+class _Svd(Function):
+    """Reduced SVD with torch's analytic gradient (distinct non-zero singular values)."""
+
+    @staticmethod
+    def forward(ctx: Any, A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        wide = A.shape[-2] < A.shape[-1]
+        U, S, Vh = _jacobi_svd(A.mT if wide else A)
+        if wide:
+            U, Vh = Vh.mT, U.mT
+        ctx.save_for_backward(U, S, Vh)
+        return U, S, Vh
+
+    @staticmethod
+    def backward(ctx: Any, gU: Tensor | None, gS: Tensor | None, gVh: Tensor | None) -> Tensor:
+        U, S, Vh = ctx.saved_tensors
+        m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
+        if gU is None and gVh is None:
+            return U @ F.diag_embed(gS) @ Vh if gS is not None else None
+        V = Vh.mT
+        inner = F.zeros_like_detached(U[..., :k, :k])
+        if gU is not None:
+            UtgU = U.mT @ gU
+            inner = inner + (UtgU - UtgU.mT) * S.unsqueeze(-2)
+        if gVh is not None:
+            VtgV = V.mT @ gVh.mT
+            inner = inner + S.unsqueeze(-1) * (VtgV - VtgV.mT)
+        squares = S * S
+        gap = squares.unsqueeze(-2) - squares.unsqueeze(-1)
+        rows = F.arange_like(k, S)
+        diagonal = rows.unsqueeze(1) == rows.unsqueeze(0)
+        inner = F.where(diagonal, 0.0, inner / F.where(diagonal, 1.0, gap))
+        if gS is not None:
+            inner = inner + F.diag_embed(gS)
+        if m > k and gU is not None:
+            gA = U @ inner
+            scaled = gU / S.unsqueeze(-2)
+            gA = gA + scaled - U @ (U.mT @ scaled)
+            return gA @ Vh
+        if n > k and gVh is not None:
+            gA = inner @ Vh
+            scaled = gVh.mT / S.unsqueeze(-2)
+            gA = gA + (scaled - V @ (V.mT @ scaled)).mT
+            return U @ gA
+        return U @ inner @ Vh
+
+
+class SVDResult(tuple):
+    """(U, S, Vh) with attribute access, as torch.return_types.linalg_svd."""
+
+    @property
+    def U(self) -> Tensor:  # noqa: N802 - torch's name
+        return self[0]
+
+    @property
+    def S(self) -> Tensor:  # noqa: N802 - torch's name
+        return self[1]
+
+    @property
+    def Vh(self) -> Tensor:  # noqa: N802 - torch's name
+        return self[2]
+
+
+def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
+    """Singular value decomposition ``A = U diag(S) Vh`` of (..., m, n) matrices, S descending.
+
+    Computed by one-sided Jacobi rotations over Genesis ops (meant for modest sizes). Singular vectors are defined
+    up to sign (LAPACK's may differ). Only ``full_matrices=False`` (the reduced factors) is implemented; the gradient
+    is torch's analytic one, which needs distinct non-zero singular values.
+    """
+    _check_float("linalg.svd", A)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions, got {A.ndim}")
+    if full_matrices and A.shape[-2] != A.shape[-1]:
+        raise NotImplementedError("linalg.svd: full_matrices=True of a non-square matrix is not implemented in "
+                                  "Genesis; pass full_matrices=False")
+    return SVDResult(_Svd.apply(A))
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """Singular values (descending) of (..., m, n) matrices, with the gradient ``U diag(gS) Vh``."""
+    return svd(A, full_matrices=False)[1]
+
+
+def _cutoff(op: str, S: Tensor, m: int, n: int, atol: Any, rtol: Any) -> Tensor:
+    """torch's threshold below which singular values count as zero: max(atol, rtol * S_max)."""
+    if rtol is None:
+        eps = 2.220446049250313e-16 if S.dtype is dtypes.float64 else 1.1920928955078125e-07
+        rtol = 0.0 if atol is not None and atol > 0 else eps * max(m, n)
+    largest = S[..., :1] if S.shape[-1] else F.zeros_like_detached(S[..., :0]).sum(-1, keepdim=True)
+    return F.maximum(largest.detach() * rtol, F.zeros_like_detached(largest) + (atol or 0.0))
+
+
+def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
+    """Moore-Penrose pseudo-inverse through the SVD: singular values at or below max(atol, rtol * S_max) count as
+    zero (rtol defaults to eps * max(m, n)). Differentiable where the kept singular values are distinct."""
+    _check_float("linalg.pinv", A)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.pinv(A): The input tensor A must have at least 2 dimensions, got {A.ndim}")
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _cutoff("linalg.pinv", S, A.shape[-2], A.shape[-1], atol, rtol)
+    inverse = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
+    return (Vh.mT * inverse.unsqueeze(-2)) @ U.mT
+
+
+def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False
+                ) -> Tensor:
+    """Number of singular values above max(atol, rtol * S_max), int64."""
+    _check_float("linalg.matrix_rank", A)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.matrix_rank: The input tensor A must have at least 2 dimensions, got {A.ndim}")
+    S = svdvals(A.detach())
+    return F.sum(S > _cutoff("linalg.matrix_rank", S, A.shape[-2], A.shape[-1], atol, rtol), -1)
+
+
+def cond(A: Tensor, p: Any = None) -> Tensor:
+    """Condition number: ``S_max / S_min`` for p None or 2 (``S_min / S_max`` for -2), else
+    ``norm(A, p) * norm(inv(A), p)`` for square A."""
+    _check_float("linalg.cond", A)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions, got {A.ndim}")
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        return S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+    _check_square("linalg.cond", A)
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """``A`` multiplied by itself ``n`` times (the identity for n = 0, powers of the inverse for n < 0)."""
     _check_square("linalg.matrix_power", A)
@@ -487,4 +664,5 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det", "slogdet", "logdet",
            "solve", "inv", "cholesky", "qr", "matrix_power",
-           "solve_triangular", "multi_dot", "eigh", "eigvalsh"]
+           "solve_triangular", "multi_dot", "eigh", "eigvalsh", "svd",
+           "svdvals", "pinv", "matrix_rank", "cond"]

@@ -501,7 +501,7 @@ def test_vector_norm(ord):
     check(lambda lib, x: lib.linalg.vector_norm(x, ord, dtype=lib.float64), rand(3, dtype=torch.float32))
 
 
-@pytest.mark.parametrize("ord", ["fro", 1, -1, math.inf, -math.inf])
+@pytest.mark.parametrize("ord", ["fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf])
 def test_matrix_norm(ord):
     x = rand(2, 3, 4)
     check(lambda lib, x: lib.linalg.matrix_norm(x, ord), x)
@@ -522,8 +522,8 @@ def test_linalg_norm_dispatch_and_errors():
     check_error(RuntimeError, lambda lib, x: lib.linalg.matrix_norm(x), rand(3))
     check_error(RuntimeError, lambda lib, x: lib.linalg.matrix_norm(x, 3), rand(3, 3))
     check_error(RuntimeError, lambda lib, x: lib.linalg.norm(x, 2), x)
-    with pytest.raises(NotImplementedError, match="nuc"):
-        genesis.linalg.matrix_norm(to_genesis(rand(3, 3)), "nuc")
+    with pytest.raises(NotImplementedError, match="full_matrices"):
+        genesis.linalg.svd(to_genesis(rand(3, 2)))
 
 
 def _well_conditioned(*shape, seed=0):
@@ -668,3 +668,36 @@ def test_bfloat16_composites():
     check(lambda lib, x: lib.nansum(x, 1), x)
     check(lambda lib, x: lib.addcmul(x, x, x, value=0.5), x)
     check(lambda lib, x: lib.block_diag(x, x[:1]), x)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 4), (1, 3)])
+def test_svd(shape):
+    a = rand(*shape, seed=3)
+    # Singular vectors are defined up to sign: compare the values and sign-free functions of the vectors.
+    check(lambda lib, a: lib.linalg.svdvals(a), a)
+    check(lambda lib, a: (lambda r: (r.S, r.U * r.U, r.Vh * r.Vh))(lib.linalg.svd(a, full_matrices=False)), a)
+    check(lambda lib, a: (lambda r: r.U @ lib.diag_embed(r.S) @ r.Vh)(lib.linalg.svd(a, False)), a)
+    if shape[-1] == shape[-2]:
+        check(lambda lib, a: lib.linalg.svd(a).S, a)
+
+
+def test_svd_errors():
+    check_error(RuntimeError, lambda lib, a: lib.linalg.svdvals(a), rand(3))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.svdvals(a), ints(1, 2, 3, 4).reshape(2, 2))
+
+
+def test_pinv_rank_cond():
+    for shape in ((4, 3), (3, 5), (2, 3, 3)):
+        a = rand(*shape, seed=4)
+        check(lambda lib, a: lib.linalg.pinv(a), a)
+        check(lambda lib, a: lib.linalg.matrix_rank(a), a)
+        check(lambda lib, a: lib.linalg.cond(a), a)
+    low_rank = (rand(4, 1, seed=1, requires_grad=False) @ rand(1, 3, seed=2, requires_grad=False))
+    check(lambda lib, a: lib.linalg.matrix_rank(a), low_rank)
+    check(lambda lib, a: lib.linalg.pinv(a), low_rank, backward=False)
+    check(lambda lib, a: lib.linalg.matrix_rank(a, atol=0.5, rtol=0.0), rand(3, 3, seed=6))
+    # torch's own cond backward fails for matrix-norm orders (an in-place op on its saved inverse).
+    check(lambda lib, a: lib.linalg.cond(a, "fro"), _well_conditioned(3, 3), backward=False)
+    check(lambda lib, a: lib.linalg.cond(a, -2), rand(3, 3, seed=6))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.pinv(a), rand(3))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.cond(a, 1), rand(3, 2))
