@@ -116,6 +116,8 @@ def test_instance_norm3d_running_stats():
     (lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x, (2, 3, 2), return_indices=True), (2, 2, 5, 7, 4)),
     (lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x, 2, True), (2, 4, 3, 5)),
     (lambda lib, x: lib.nn.AdaptiveMaxPool3d(2, return_indices=True)(x), (1, 1, 4, 4, 4)),
+    (lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, (3, None), return_indices=True), (2, 2, 7, 5)),
+    (lambda lib, x: lib.nn.AdaptiveMaxPool2d(2, return_indices=True)(x), (3, 5, 4)),
 ])
 def test_adaptive_max_pool_indices(fn, shape):
     check(fn, rand(*shape))

@@ -7,6 +7,7 @@ from typing import Sequence
 
 from genesis import functional as T
 from genesis.functional.nn_ops import AdaptivePool, Pool, Upsample
+from genesis.nn.functional.adaptive import _adaptive_max, _adaptive_sizes
 from genesis.nn.functional.conv import ntuple
 from genesis.tensor import Tensor, arange
 
@@ -185,8 +186,12 @@ def adaptive_avg_pool2d(input: Tensor, output_size: int | None | Sequence[int | 
     return _adaptive("adaptive_avg_pool2d", input, output_size, 2, "mean")
 
 
-def adaptive_max_pool2d(input: Tensor, output_size: int | None | Sequence[int | None]) -> Tensor:
-    """Max pooling to a fixed (out_h, out_w) whatever the input size."""
+def adaptive_max_pool2d(input: Tensor, output_size: int | None | Sequence[int | None],
+                        return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """Max pooling to a fixed (out_h, out_w) whatever the input size (``return_indices``: also the flat H * W
+    argmax positions, from gathered windows)."""
+    if return_indices:
+        return _adaptive_max(input, *_adaptive_sizes("adaptive_max_pool2d", input, output_size, 2))
     return _adaptive("adaptive_max_pool2d", input, output_size, 2, "max")
 
 

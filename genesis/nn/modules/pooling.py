@@ -104,8 +104,12 @@ class AdaptiveAvgPool2d(_AdaptivePool):
 
 
 class AdaptiveMaxPool2d(_AdaptivePool):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_max_pool2d(input, self.output_size)
+    def __init__(self, output_size: int | None | Sequence[int | None], return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
 class Upsample(Module):
