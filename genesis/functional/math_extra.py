@@ -202,17 +202,16 @@ def _tensor_pair(op: str, input: Tensor, other: Any) -> None:
         raise TypeError(f"{op}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
 
 
-def _reject_integers(op: str, *tensors: Tensor) -> None:
-    for t in tensors:
-        if not t.dtype.is_floating_point:
-            raise NotImplementedError(f"{op}: not implemented for '{t.dtype.name}'")
+def _reject_integers(op: str, dtype: dtypes.dtype) -> None:
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"{op}: not implemented for '{dtype.name}'")
 
 
 def hypot(input: Tensor, other: Tensor) -> Tensor:
     """``sqrt(input^2 + other^2)`` without intermediate overflow; floating tensors only."""
     _tensor_pair("hypot", input, other)
     dt = _result_dtype(input, other)
-    _reject_integers("hypot", input.to(dt))
+    _reject_integers("hypot", dt)
     return Hypot.apply(input.to(dt), other.to(dt))
 
 
@@ -246,26 +245,17 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
 
 def float_power(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` computed and returned in float64, whatever the input dtypes."""
-    if isinstance(input, Tensor):
-        input = input.to(dtypes.float64)
-    else:
-        input = float(input)
-    if isinstance(exponent, Tensor):
-        exponent = exponent.to(dtypes.float64)
-    elif isinstance(exponent, (int, float)) and not isinstance(input, Tensor):
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         raise TypeError("float_power(): expected at least one Tensor argument, got two numbers")
-    elif isinstance(exponent, (int, float)):
-        exponent = float(exponent)
-    if not isinstance(input, Tensor):
-        return pow(input, exponent)
-    return pow(input, exponent if isinstance(exponent, Tensor) else Tensor._scalar_like(exponent, input))
+    base = input.to(dtypes.float64) if isinstance(input, Tensor) else float(input)
+    return pow(base, exponent.to(dtypes.float64) if isinstance(exponent, Tensor) else float(exponent))
 
 
 def _logaddexp(op: str, input: Tensor, other: Tensor, base2: bool) -> Tensor:
     _tensor_pair(op, input, other)
     dt = _result_dtype(input, other)
+    _reject_integers(op, dt)
     input, other = input.to(dt), other.to(dt)
-    _reject_integers(op, input)
     # max + log(1 + exp(-|a - b|)): no overflow; equal infinities (where a - b is NaN) give themselves.
     gap = -abs(input - other)
     if base2:
@@ -348,7 +338,7 @@ def signbit(input: Tensor) -> Tensor:
 
 def frac(input: Tensor) -> Tensor:
     """Fractional part ``input - trunc(input)`` with the sign of the input; floating tensors only."""
-    _reject_integers("frac", input)
+    _reject_integers("frac", input.dtype)
     return input - trunc(input)
 
 
