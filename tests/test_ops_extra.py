@@ -435,6 +435,13 @@ def test_index_reduce(reduce):
     check(lambda lib, x, i, s: x.index_reduce(1, i, s, reduce, include_self=False), x, ints(2, 2),
           rand(4, 2, seed=2))
     check_error(RuntimeError, lambda lib, x, i, s: lib.index_reduce(x, 0, i, s, "sum"), x, index, source)
+    check_error(RuntimeError, lambda lib, x, i, s: lib.index_reduce(x, 0, i, s, reduce), x, ints(0, 1), source)
+
+    def inplace(lib, x, i, s):
+        y = x.clone()
+        return y.index_reduce_(0, i, s, reduce, include_self=False)
+
+    check(inplace, x, index, source)
 
 
 def test_scatter_reduce_errors():

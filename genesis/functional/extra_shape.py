@@ -438,10 +438,11 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     d = normalize_dim("index_reduce", dim, input.ndim)
     if index.ndim > 1:
-        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
+                         f"{index.dtype.name} and size: {list(index.shape)}")
     if source.ndim and index.numel() != source.shape[d]:
-        raise IndexError(f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
-                         f"source.size(dim) ({source.shape[d]})")
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
+                           f"source.size(dim): ({source.shape[d]}), for dim: {d}")
     view = [-1 if k == d else 1 for k in range(source.ndim)]
     full = index.reshape(view).expand(source.shape)
     return scatter_reduce(input, d, full, source, reduce, include_self=include_self)
