@@ -304,6 +304,7 @@ def test_new_cuda_ops_compile_for_sm90(ty: str, ops: tuple[str, ...]) -> None:
 
 # digamma and trigamma are series written in the kernel (libdevice has neither): their math is checked against torch
 # in float64 under the Triton interpreter, with tl stand-ins for the few libdevice calls (the interpreter has none).
+# neg must give -0.0 for +0.0 (signbit and copysign see the difference).
 _INTERPRETED_GAMMA = r"""
 import importlib, os, sys, types
 import torch
@@ -350,11 +351,15 @@ for op, ref in (("digamma", torch.digamma(x)), ("trigamma", torch.polygamma(1, x
         keep = ~((x < 0) & (x == x.floor()))
         out, ref = out[keep], ref[keep]
     torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-10, equal_nan=True, msg=op)
+z = torch.tensor([0.0, -0.0, 1.5, -2.0] * 250)
+out = torch.empty_like(z)
+ek.ew_contig[(4,)](out, z, z, z, 1000, OP="neg", NIN=1, M0=1, M1=0, M2=0, BLOCK=256, I64=False)
+assert torch.equal(torch.signbit(out), torch.signbit(-z)), "neg keeps the sign of zero"
 print("ok")
 """
 
 
-def test_cuda_digamma_trigamma_series_under_the_interpreter() -> None:
+def test_cuda_digamma_trigamma_series_and_neg_under_the_interpreter() -> None:
     pytest.importorskip("triton", reason="Triton is not installed: interpreter check skipped")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, TRITON_INTERPRET="1")

@@ -88,7 +88,10 @@ def _unary(x, OP: tl.constexpr):
     if OP == "copy":
         y = x
     elif OP == "neg":
-        y = -x
+        if x.dtype.is_floating():
+            y = x * -1.0  # Triton's -x is 0 - x, which turns +0.0 into +0.0 (torch: -0.0)
+        else:
+            y = -x
     elif OP == "abs":
         y = tl.abs(x)
     elif OP == "exp":
