@@ -37,8 +37,9 @@ from genesis.dtypes import (
 )
 from genesis.functional import *  # noqa: F403 - the torch-style namespace of tensor ops
 from genesis.functional import __all__ as _functional_all
-from genesis.linalg import det, logdet, matrix_power, slogdet
+from genesis.linalg import det, logdet, matrix_exp, matrix_power, slogdet
 from genesis.linalg import inv as inverse
+from genesis.linalg.spectral import pinverse
 from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from genesis.random import (
     Generator,

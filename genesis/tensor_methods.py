@@ -388,9 +388,10 @@ for _name in ("nansum", "nanmean", "aminmax", "cummax", "cummin", "logcumsumexp"
     setattr(Tensor, _name, getattr(F, _name))
 for _fn in (F.addmm, F.baddbmm, F.addmv, F.addr, F.addbmm, F.renorm, F.scatter_reduce, F.index_reduce):
     setattr(Tensor, f"{_fn.__name__}_", _make_inplace_general(_fn))
-for _name in ("det", "logdet", "slogdet", "matrix_power"):
+for _name in ("det", "logdet", "slogdet", "matrix_power", "matrix_exp"):
     setattr(Tensor, _name, getattr(LA, _name))
 Tensor.inverse = LA.inv
+Tensor.pinverse = LA.spectral.pinverse
 Tensor.cholesky = lambda self, upper=False: LA.cholesky(self, upper=upper)
 Tensor.swapdims_ = _transpose_
 Tensor.swapaxes_ = _transpose_

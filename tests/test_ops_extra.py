@@ -708,3 +708,15 @@ def test_pinv_rank_cond():
     check(lambda lib, a: lib.linalg.cond(a, -2), rand(3, 3, seed=6))
     check_error(RuntimeError, lambda lib, a: lib.linalg.pinv(a), rand(3))
     check_error(RuntimeError, lambda lib, a: lib.linalg.cond(a, 1), rand(3, 2))
+
+
+def test_matrix_exp_and_pinverse():
+    for a in (rand(3, 3, seed=8), rand(2, 4, 4, seed=9, low=-3, high=3), rand(1, 1)):
+        check(lambda lib, a: lib.linalg.matrix_exp(a), a)
+        check(lambda lib, a: lib.matrix_exp(a), a)
+        check(lambda lib, a: a.matrix_exp(), a)
+    check(lambda lib, a: lib.linalg.matrix_exp(a), rand(3, 3, seed=8, dtype=torch.float32), rtol=1e-4, atol=1e-5)
+    check(lambda lib, a: lib.linalg.matrix_exp(a), torch.zeros(0, 0))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.matrix_exp(a), rand(2, 3))
+    check(lambda lib, a: lib.pinverse(a), rand(4, 3, seed=2))
+    check(lambda lib, a: a.pinverse(rcond=0.5), rand(4, 3, seed=2), backward=False)

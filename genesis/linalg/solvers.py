@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from genesis import dtypes
 from genesis import functional as F
 from genesis.tensor import Tensor
 
@@ -293,3 +294,29 @@ def multi_dot(tensors: list[Tensor]) -> Tensor:
     if first.ndim == 1:
         out = out.squeeze(0)
     return out
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """Matrix exponential of (..., n, n) matrices by scaling and squaring of a Taylor series.
+
+    A is scaled by 2^-s until its 1-norm is at most 1/2, the series summed to a degree whose remainder is below
+    the dtype's precision (18 terms in float64, 10 otherwise), and the result squared s times; differentiable.
+    """
+    _check_square("linalg.matrix_exp", A)
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point tensor as input. Got {A.dtype.name}")
+    n = A.shape[-1]
+    eye = (F.arange_like(n, A).unsqueeze(1) == F.arange_like(n, A).unsqueeze(0)).to(A.dtype)
+    if A.numel() == 0:
+        return A.clone()
+    norm = float(F.amax(F.sum(A.detach().abs(), -2)).item())
+    squarings = max(0, math.ceil(math.log2(norm / 0.5))) if norm > 0.5 else 0
+    X = A / (2 ** squarings) if squarings else A
+    result = eye + X
+    term = X
+    for k in range(2, 19 if A.dtype is dtypes.float64 else 11):
+        term = F.matmul(term, X) / k
+        result = result + term
+    for _ in range(squarings):
+        result = F.matmul(result, result)
+    return result

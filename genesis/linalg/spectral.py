@@ -274,3 +274,8 @@ def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = No
         raise RuntimeError(f"linalg.matrix_rank: The input tensor A must have at least 2 dimensions, got {A.ndim}")
     S = svdvals(A.detach())
     return F.sum(S > _cutoff("linalg.matrix_rank", S, A.shape[-2], A.shape[-1], atol, rtol), -1)
+
+
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    """torch.pinverse: ``pinv`` with singular values at or below ``rcond * S_max`` cut."""
+    return pinv(input, rtol=rcond)
