@@ -191,6 +191,21 @@ def test_distance_layers(make):
     check_module(g, t, rand(4, 5), rand(4, 5, seed=1))
 
 
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda lib, x: lib.nn.ReflectionPad2d((1, 0, 2, 1))(x), [(2, 3, 4, 4)]),
+    (lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x, (2, 3, 1)), [(1, 2, 5, 4, 3)]),
+    (lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x, 2), [(2, 3, 5, 3)]),
+    (lambda lib, x: lib.nn.functional.softshrink(x, 0.2), [(3, 4)]),
+    (lambda lib, x: lib.nn.functional.pixel_unshuffle(x, 2), [(1, 2, 4, 4)]),
+    (lambda lib, w: lib.nn.functional.embedding_bag(lib.tensor([[0, 2], [1, 1]]), w, mode="max"), [(3, 4)]),
+    (lambda lib, a, p, n: lib.nn.functional.triplet_margin_loss(a, p, n, swap=True), [(3, 4), (3, 4), (3, 4)]),
+    (lambda lib, x: lib.nn.functional.multi_margin_loss(x, lib.tensor([1, 0, 3]), p=2), [(3, 4)]),
+    (lambda lib, x: lib.nn.functional.multilabel_soft_margin_loss(x, (x > 0).to(x.dtype)), [(3, 4)]),
+])
+def test_float32(fn, shapes):
+    check(fn, *[rand(*shape, dtype=torch.float32, seed=k) for k, shape in enumerate(shapes)])
+
+
 # ------------------------------------------------------------------ unpooling
 
 
