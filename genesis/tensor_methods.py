@@ -342,7 +342,8 @@ _MATH_EXTRA = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"
                "arcsinh", "arccosh", "arctanh", "arctan2", "erfc", "erfinv", "lgamma", "digamma", "i0", "sinc", "logit",
                "xlogy", "hypot", "copysign", "fmax", "fmin", "float_power", "logaddexp", "logaddexp2", "heaviside",
                "ldexp", "gcd", "lcm", "signbit", "frac", "fix", "sgn", "positive", "deg2rad", "rad2deg", "greater",
-               "greater_equal", "less", "less_equal", "not_equal", "mvlgamma")
+               "greater_equal", "less", "less_equal", "not_equal", "mvlgamma", "angle", "isposinf", "isneginf",
+               "isreal", "conj", "conj_physical", "resolve_conj", "resolve_neg")
 for _name in _MATH_EXTRA:
     setattr(Tensor, _name, getattr(F, _name))
 
@@ -377,6 +378,10 @@ def _float_power_(self: Tensor, exponent: Any) -> Tensor:
 
 
 Tensor.float_power_ = _float_power_
+Tensor.real = property(F.real)
+Tensor.imag = property(F.imag)
+Tensor.is_conj = Tensor.is_neg = lambda self: False
+Tensor.conj_physical_ = Tensor.resolve_conj
 
 # ------------------------------------------------------------------ statistics, products and shape composites
 

@@ -471,3 +471,20 @@ def test_half_sinc_and_ldexp(dtype: torch.dtype) -> None:
     ref = x.detach().double().requires_grad_(True)
     torch.sinc(ref).sum().backward()
     torch.testing.assert_close(to_torch(g.grad).double(), ref.grad, rtol=0, atol=4 * torch.finfo(dtype).eps)
+
+
+def test_real_number_helpers() -> None:
+    x = torch.tensor([1.0, -2.0, NAN, 0.0, -0.0, INF, -INF], dtype=torch.float64, requires_grad=True)
+    check(lambda lib, x: lib.angle(x), x)
+    check(lambda lib, x: x.angle(), torch.tensor([1, -2, 0]))
+    for name in ("isposinf", "isneginf", "isreal"):
+        check(lambda lib, x, n=name: getattr(lib, n)(x), x.detach())
+        check(lambda lib, x, n=name: getattr(x, n)(), torch.tensor([1, -2, 0]))
+    g = to_genesis(x)
+    for name in ("conj", "conj_physical", "resolve_conj", "resolve_neg", "real"):
+        assert getattr(genesis, name)(g) is g
+        assert getattr(torch, name)(x) is x
+    assert g.real is g and g.conj() is g and g.conj_physical_() is g
+    assert g.is_conj() is False and g.is_neg() is False
+    check_error(RuntimeError, lambda lib, x: lib.imag(x), rand(3))
+    check_error(RuntimeError, lambda lib, x: x.imag, rand(3))

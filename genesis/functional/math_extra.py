@@ -19,9 +19,11 @@ from genesis.functional import (
     abs,
     atan2,
     clamp,
+    eq,
     exp2,
     ge,
     gt,
+    isnan,
     le,
     log,
     log1p,
@@ -29,6 +31,7 @@ from genesis.functional import (
     lt,
     maximum,
     ne,
+    ones_like_bool,
     pow,
     remainder,
     sign,
@@ -373,6 +376,49 @@ def rad2deg(input: Tensor) -> Tensor:
     return input * (180.0 / math.pi)
 
 
+def angle(input: Tensor) -> Tensor:
+    """Argument of each (real) element: pi where negative, else 0, NaN for NaN; the gradient is zero (torch)."""
+    if not input.dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    x = input.detach()
+    out = where(isnan(x), x, (x < 0).to(x.dtype) * math.pi)
+    if input.requires_grad:
+        out = where(ones_like_bool(x), out, input)  # a graph node whose input gradient is zero
+    return out
+
+
+def isposinf(input: Tensor) -> Tensor:
+    """True where the element is +inf."""
+    return eq(input, math.inf)
+
+
+def isneginf(input: Tensor) -> Tensor:
+    """True where the element is -inf."""
+    return eq(input, -math.inf)
+
+
+def isreal(input: Tensor) -> Tensor:
+    """True everywhere: Genesis tensors hold real numbers."""
+    return ones_like_bool(input)
+
+
+def real(input: Tensor) -> Tensor:
+    """The real part: the tensor itself (Genesis has no complex dtypes)."""
+    return input
+
+
+def imag(input: Tensor) -> Tensor:
+    """The imaginary part, which real tensors do not have (as torch, an error)."""
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+def conj(input: Tensor) -> Tensor:
+    """Complex conjugate: the tensor itself for real dtypes (as torch, no copy)."""
+    return input
+
+
+conj_physical = resolve_conj = resolve_neg = conj
+
 # ------------------------------------------------------------------ comparison aliases
 
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
@@ -382,5 +428,6 @@ __all__ = [
     "arccosh", "arctanh", "arctan2", "erfc", "erfinv", "lgamma", "mvlgamma", "digamma", "i0", "sinc", "logit",
     "xlogy", "hypot", "copysign", "fmax", "fmin", "float_power", "logaddexp", "logaddexp2", "heaviside", "ldexp",
     "gcd", "lcm", "signbit", "frac", "fix", "sgn", "positive", "deg2rad", "rad2deg", "greater", "greater_equal",
-    "less", "less_equal", "not_equal",
+    "less", "less_equal", "not_equal", "angle", "isposinf", "isneginf", "isreal", "real", "imag", "conj",
+    "conj_physical", "resolve_conj", "resolve_neg",
 ]
