@@ -720,3 +720,18 @@ def test_matrix_exp_and_pinverse():
     check_error(RuntimeError, lambda lib, a: lib.linalg.matrix_exp(a), rand(2, 3))
     check(lambda lib, a: lib.pinverse(a), rand(4, 3, seed=2))
     check(lambda lib, a: a.pinverse(rcond=0.5), rand(4, 3, seed=2), backward=False)
+
+
+@pytest.mark.parametrize("driver", [None, "gelsy", "gelsd", "gelss", "gels"])
+def test_lstsq(driver):
+    a, b = rand(5, 3, seed=3), rand(5, 2, seed=4)
+    check(lambda lib, a, b: tuple(lib.linalg.lstsq(a, b, driver=driver)), a, b)
+    check(lambda lib, a, b: lib.linalg.lstsq(a, b, driver=driver).solution, rand(2, 5, 3, seed=5),
+          rand(2, 5, 2, seed=8))
+    check(lambda lib, a, b: lib.linalg.lstsq(a, b, driver=driver).solution, rand(3, 5, seed=6), rand(3, 2, seed=7))
+
+
+def test_lstsq_errors():
+    check_error(RuntimeError, lambda lib, a, b: lib.linalg.lstsq(a, b, driver="qr"), rand(5, 3), rand(5, 2))
+    check_error(RuntimeError, lambda lib, a, b: lib.linalg.lstsq(a, b), rand(5, 3), rand(4, 2))
+    check_error(RuntimeError, lambda lib, a, b: lib.linalg.lstsq(a, b), rand(5, 3), rand(5, 2, dtype=torch.float32))

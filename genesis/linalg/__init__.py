@@ -28,7 +28,7 @@ from genesis.linalg.solvers import (
     solve,
     solve_triangular,
 )
-from genesis.linalg.spectral import eigh, eigvalsh, matrix_rank, pinv, svd, svdvals
+from genesis.linalg.spectral import eigh, eigvalsh, lstsq, matrix_rank, pinv, svd, svdvals
 from genesis.ndarray import normalize_dim
 from genesis.tensor import Tensor
 
@@ -136,4 +136,4 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det", "slogdet", "logdet",
            "solve", "inv", "cholesky", "qr", "matrix_power",
            "solve_triangular", "multi_dot", "eigh", "eigvalsh", "svd",
-           "svdvals", "pinv", "matrix_rank", "cond", "matrix_exp"]
+           "svdvals", "pinv", "matrix_rank", "cond", "matrix_exp", "lstsq"]

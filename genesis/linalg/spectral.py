@@ -279,3 +279,62 @@ def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = No
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """torch.pinverse: ``pinv`` with singular values at or below ``rcond * S_max`` cut."""
     return pinv(input, rtol=rcond)
+
+
+class LstsqResult(tuple):
+    """(solution, residuals, rank, singular_values), as torch.return_types.linalg_lstsq."""
+
+    @property
+    def solution(self) -> Tensor:
+        return self[0]
+
+    @property
+    def residuals(self) -> Tensor:
+        return self[1]
+
+    @property
+    def rank(self) -> Tensor:
+        return self[2]
+
+    @property
+    def singular_values(self) -> Tensor:
+        return self[3]
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:
+    """Least-squares solution X minimizing ``|A X - B|`` for (..., m, n) A and (..., m, k) or (..., m) B.
+
+    X is the minimum-norm solution ``pinv(A) @ B`` (singular values at or below ``rcond * S_max`` cut); for
+    full-rank A it is what every LAPACK driver returns. The other outputs follow torch's ``driver`` rules:
+    ``rank`` for gelsy/gelsd/gelss, ``singular_values`` for gelsd/gelss, ``residuals`` (squared column norms of
+    ``A X - B``) when m > n, A is full-rank and the driver is not gelsy; empty tensors otherwise.
+    """
+    _check_float("linalg.lstsq", A)
+    if A.ndim < 2:
+        raise RuntimeError(f"torch.linalg.lstsq: input must have at least 2 dimensions, got {A.ndim}")
+    driver = driver or ("gelsy" if A.device.type == "cpu" else "gels")
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), but "
+                           f"got {driver}")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
+                           f"dtype {A.dtype.name} and other's dtype {B.dtype.name}")
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    rhs = B.unsqueeze(-1) if vector else B
+    m, n = A.shape[-2], A.shape[-1]
+    if rhs.shape[-2] != m:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), got {m} and "
+                           f"{rhs.shape[-2]}")
+    if rcond is None:
+        eps = 2.220446049250313e-16 if A.dtype is dtypes.float64 else 1.1920928955078125e-07
+        rcond = eps * max(m, n)
+    X = pinv(A, rtol=rcond) @ rhs
+    empty = F.zeros_like_detached(A).reshape(-1)[:0]
+    rank = matrix_rank(A, rtol=rcond) if driver != "gels" else empty.to(dtypes.int64)
+    values = svdvals(A) if driver in ("gelsd", "gelss") else empty
+    full_rank = m > n and bool((matrix_rank(A, rtol=rcond) == n).all().item()) if A.numel() else False
+    residuals = empty
+    if driver != "gelsy" and full_rank:
+        residuals = F.sum((A @ X - rhs) ** 2, -2)
+        residuals = residuals.squeeze(-1) if vector else residuals
+    return LstsqResult((X.squeeze(-1) if vector else X, residuals, rank, values))
