@@ -331,6 +331,35 @@ def test_ctc_loss_unbatched_and_float32():
     assert repr(nn.CTCLoss()) == repr(torch.nn.CTCLoss())
 
 
+@pytest.mark.parametrize("cutoffs,div_value,head_bias", [([3, 6], 2.0, False), ([2], 4.0, True)])
+def test_adaptive_log_softmax(cutoffs, div_value, head_bias):
+    g, t = pair(lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs, div_value, head_bias))
+    check_module(g, t, rand(6, 8), long([0, 9, 4, 2, 7, 3]))
+    check_module(g, t, rand(8), long(5))
+    check_module(g, t, rand(5, 8), call=lambda m, x: m.log_prob(x))
+    x = rand(7, 8, low=-3, high=3, requires_grad=False)
+    assert torch.equal(to_torch(g.predict(to_genesis(x))), t.predict(x))
+
+
+def test_adaptive_log_softmax_errors():
+    for lib in (torch, genesis):
+        with pytest.raises(ValueError):
+            lib.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [6, 3])
+        module = lib.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3])
+        with pytest.raises(RuntimeError):
+            module(lib.ones(2, 8), lib.tensor([1, 10]))
+        with pytest.raises(RuntimeError):
+            module(lib.ones(2, 8), lib.tensor([1, 2, 3]))
+        with pytest.raises(RuntimeError):
+            module(lib.ones(2, 8), lib.tensor([[1, 2]]))
+
+
+@pytest.mark.filterwarnings("ignore:.*NLLLoss2d.*deprecated")
+def test_nll_loss_2d():
+    g, t = pair(lambda lib: lib.nn.NLLLoss2d(ignore_index=1))
+    check_module(g, t, rand(2, 3, 4, 4), torch.randint(0, 3, (2, 4, 4), generator=torch.Generator().manual_seed(0)))
+
+
 # ------------------------------------------------------------------ embedding bags
 
 

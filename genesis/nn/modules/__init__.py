@@ -26,6 +26,7 @@ from genesis.nn.modules.activation import (
     Tanhshrink,
     Threshold,
 )
+from genesis.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from genesis.nn.modules.attention import FeedForwardSwiGLU, MultiheadAttention, RotaryEmbedding
 from genesis.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from genesis.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -61,6 +62,7 @@ from genesis.nn.modules.extra_loss import (
     MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
+    NLLLoss2d,
     TripletMarginLoss,
     TripletMarginWithDistanceLoss,
 )
@@ -171,7 +173,7 @@ __all__ = [
     "LPPool3d", "CTCLoss",
     "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyLinear", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
     "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
-    "LazyInstanceNorm3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "LazyInstanceNorm3d", "AdaptiveLogSoftmaxWithLoss", "NLLLoss2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PairwiseDistance", "PixelUnshuffle",
     "RReLU", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "Softmax2d", "Softshrink", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "Unfold",

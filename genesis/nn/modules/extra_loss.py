@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 from genesis.nn.functional import extra_losses as FL
 from genesis.nn.modules.extra import PairwiseDistance
-from genesis.nn.modules.loss import _Loss, _WeightedLoss
+from genesis.nn.modules.loss import NLLLoss, _Loss, _WeightedLoss
 from genesis.tensor import Tensor
 
 
@@ -103,3 +103,7 @@ class CTCLoss(_Loss):
                 target_lengths: Tensor | Sequence[int]) -> Tensor:
         return FL.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                            self.zero_infinity)
+
+
+class NLLLoss2d(NLLLoss):
+    """Deprecated torch alias of ``NLLLoss`` (which takes (N, C, H, W) input itself)."""
