@@ -735,3 +735,17 @@ def test_lstsq_errors():
     check_error(RuntimeError, lambda lib, a, b: lib.linalg.lstsq(a, b, driver="qr"), rand(5, 3), rand(5, 2))
     check_error(RuntimeError, lambda lib, a, b: lib.linalg.lstsq(a, b), rand(5, 3), rand(4, 2))
     check_error(RuntimeError, lambda lib, a, b: lib.linalg.lstsq(a, b), rand(5, 3), rand(5, 2, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 4)])
+def test_lu(shape):
+    a = rand(*shape, seed=11)
+    check(lambda lib, a: tuple(lib.linalg.lu(a)), a)
+    check(lambda lib, a: tuple(lib.linalg.lu_factor(a)), a)
+
+
+def test_lu_errors():
+    check_error(RuntimeError, lambda lib, a: lib.linalg.lu(a), rand(3))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.lu_factor(a), ints(1, 2, 3, 4).reshape(2, 2))
+    with pytest.raises(NotImplementedError):
+        genesis.linalg.lu(to_genesis(rand(2, 2)), pivot=False)

@@ -20,6 +20,8 @@ from genesis.linalg.solvers import (
     det,
     inv,
     logdet,
+    lu,
+    lu_factor,
     matrix_exp,
     matrix_power,
     multi_dot,
@@ -136,4 +138,5 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det", "slogdet", "logdet",
            "solve", "inv", "cholesky", "qr", "matrix_power",
            "solve_triangular", "multi_dot", "eigh", "eigvalsh", "svd",
-           "svdvals", "pinv", "matrix_rank", "cond", "matrix_exp", "lstsq"]
+           "svdvals", "pinv", "matrix_rank", "cond", "matrix_exp", "lstsq", "lu",
+           "lu_factor"]

@@ -320,3 +320,89 @@ def matrix_exp(A: Tensor) -> Tensor:
     for _ in range(squarings):
         result = F.matmul(result, result)
     return result
+
+
+def _lu_steps(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """LAPACK getrf on (..., m, n): the combined LU matrix (unit-lower multipliers below the diagonal), the final
+    row order (int64, (..., m)) and the 1-based pivot of each step (int32, (..., k))."""
+    m, n = A.shape[-2], A.shape[-1]
+    rows = F.arange_like(m, A)
+    cols = F.arange_like(n, A)
+    order = rows.expand((*A.shape[:-2], m)).contiguous()
+    pivots = []
+    LU = A
+    for k in range(min(m, n)):
+        column = F.where(rows >= k, LU[..., :, k].detach().abs(), -1.0)
+        pivot = column.argmax(-1)  # (...)
+        pivots.append(pivot + 1)
+        swap = F.where(rows == k, pivot.unsqueeze(-1), F.where(rows == pivot.unsqueeze(-1), k, rows))
+        LU = F.gather(LU, -2, swap.unsqueeze(-1).expand(LU.shape))
+        order = F.gather(order, -1, swap)
+        head = LU[..., k, k].unsqueeze(-1)  # (..., 1)
+        below = rows > k
+        multipliers = F.where(below, LU[..., :, k] / F.where(head == 0, 1.0, head), 0.0)  # (..., m)
+        trailing = (cols > k).to(A.dtype)  # (n,)
+        LU = LU - multipliers.unsqueeze(-1) * (LU[..., k, :] * trailing).unsqueeze(-2)
+        LU = F.where(below.unsqueeze(-1) & (cols == k), multipliers.unsqueeze(-1), LU)
+    pivot_tensor = F.stack(pivots, -1).to(dtypes.int32) if pivots else order[..., :0].to(dtypes.int32)
+    return LU, order, pivot_tensor
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor]:
+    """(LU, pivots) of LU decomposition with partial pivoting, in LAPACK's compact form: U on and above the
+    diagonal, L's multipliers below it, and ``pivots[i]`` (1-based, int32) the row swapped with row i at step i."""
+    _check_float("linalg.lu_factor", A)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.lu_factor: The input tensor A must have at least 2 dimensions, got {A.ndim}")
+    if not pivot:
+        raise NotImplementedError("linalg.lu_factor: LU without pivoting is not implemented in Genesis")
+    LU, _, pivots = _lu_steps(A)
+    return LUFactorResult((LU, pivots))
+
+
+def lu(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    """(P, L, U) with ``A = P L U``: P a permutation matrix, L (..., m, k) unit lower triangular, U (..., k, n)
+    upper triangular, k = min(m, n); partial pivoting as LAPACK (so the factors equal torch's)."""
+    _check_float("linalg.lu", A)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.lu: The input tensor A must have at least 2 dimensions, got {A.ndim}")
+    if not pivot:
+        raise NotImplementedError("linalg.lu: LU without pivoting is not implemented in Genesis")
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    LU, order, _ = _lu_steps(A)
+    rows = F.arange_like(m, A)
+    eye = (rows.unsqueeze(1) == rows.unsqueeze(0)).to(A.dtype)
+    L = F.tril(LU[..., :, :k], -1) + eye[:, :k]
+    U = F.triu(LU[..., :k, :])
+    # Row i of P L U is row order[i] of A, so P[order[i], i] = 1.
+    P = (rows.unsqueeze(-1) == order.unsqueeze(-2)).to(A.dtype)
+    return LUResult((P, L, U))
+
+
+class LUFactorResult(tuple):
+    """(LU, pivots), as torch.return_types.linalg_lu_factor."""
+
+    @property
+    def LU(self) -> Tensor:  # noqa: N802 - torch's name
+        return self[0]
+
+    @property
+    def pivots(self) -> Tensor:
+        return self[1]
+
+
+class LUResult(tuple):
+    """(P, L, U), as torch.return_types.linalg_lu."""
+
+    @property
+    def P(self) -> Tensor:  # noqa: N802 - torch's name
+        return self[0]
+
+    @property
+    def L(self) -> Tensor:  # noqa: N802 - torch's name
+        return self[1]
+
+    @property
+    def U(self) -> Tensor:  # noqa: N802 - torch's name
+        return self[2]
