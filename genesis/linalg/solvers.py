@@ -26,40 +26,23 @@ def _check_square(op: str, A: Tensor) -> None:
                            f"{A.shape[-1]} matrices")
 
 
-def _eliminate(A: Tensor, B: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
-    """Gaussian elimination with partial pivoting of (..., n, n) ``A``, applying the same row operations to
-    ``B`` (..., n, k). Returns (upper-triangular U, the sign of the row permutation, transformed B)."""
-    n = A.shape[-1]
-    sign = F.ones_like_bool(A[..., 0, 0]).to(A.dtype)
-    rows = F.arange_like(n, A)
-    for k in range(n):
-        # Pivot: the row at or below k with the largest |A[i, k]| (chosen on detached values).
-        column = F.where(rows >= k, A[..., :, k].detach().abs(), -1.0)
-        pivot = column.argmax(-1)  # (...)
-        swapped = pivot != k
-        sign = F.where(swapped, -sign, sign)
-        # Permutation exchanging rows k and pivot, as gather indices per batch.
-        order = F.where(rows == k, pivot.unsqueeze(-1), F.where(rows == pivot.unsqueeze(-1), k, rows))
-        A = F.gather(A, -2, order.unsqueeze(-1).expand(A.shape))
-        if B is not None:
-            B = F.gather(B, -2, order.unsqueeze(-1).expand(B.shape))
-        head = A[..., k, k].unsqueeze(-1)  # (..., 1)
-        below = (rows > k).to(A.dtype)  # (n,)
-        factors = A[..., :, k] / F.where(head == 0, 1.0, head) * below  # (..., n)
-        A = A - factors.unsqueeze(-1) * A[..., k, :].unsqueeze(-2)
-        if B is not None:
-            B = B - factors.unsqueeze(-1) * B[..., k, :].unsqueeze(-2)
-    return A, sign, B
+def _pivoted(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """LU factorization of square A: (combined LU, the sign of its row permutation, the row order)."""
+    LU, order, pivots = _lu_steps(A)
+    steps = F.arange_like(pivots.shape[-1], A) + 1
+    swaps = F.sum(pivots.to(dtypes.int64) != steps, -1)
+    sign = 1 - 2 * (swaps % 2).to(A.dtype)
+    return LU, sign, order
 
 
 def det(A: Tensor) -> Tensor:
-    """Determinant of square matrices (..., n, n), by Gaussian elimination with partial pivoting."""
+    """Determinant of square matrices (..., n, n), from the LU factorization with partial pivoting."""
     _check_float("linalg.det", A)
     _check_square("linalg.det", A)
     if A.shape[-1] == 0:
         return F.ones_like_bool(A[..., 0, 0] if A.shape[-2] else A.sum((-2, -1))).to(A.dtype)
-    upper, sign, _ = _eliminate(A, None)
-    return sign * F.prod(upper.diagonal(0, -2, -1), -1)
+    LU, sign, _ = _pivoted(A)
+    return sign * F.prod(LU.diagonal(0, -2, -1), -1)
 
 
 class SlogdetResult(tuple):
@@ -78,8 +61,8 @@ def slogdet(A: Tensor) -> SlogdetResult:
     """(sign, log|det|) of square matrices; a singular matrix gives (0, -inf)."""
     _check_float("linalg.slogdet", A)
     _check_square("linalg.slogdet", A)
-    upper, sign, _ = _eliminate(A, None)
-    diag = upper.diagonal(0, -2, -1)
+    LU, sign, _ = _pivoted(A)
+    diag = LU.diagonal(0, -2, -1)
     logabs = F.sum(F.log(diag.abs()), -1)
     sign = sign * F.prod(F.sign(diag.detach()), -1)
     return SlogdetResult((sign, logabs))
@@ -102,11 +85,12 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     batch = tuple(F.broadcast_tensors(A[..., 0, 0], rhs[..., 0, 0])[0].shape)
     A = A.expand((*batch, *A.shape[-2:]))
     rhs = rhs.expand((*batch, *rhs.shape[-2:])).to(A.dtype)
-    upper, _, rhs = _eliminate(A, rhs)
-    diag = upper.diagonal(0, -2, -1)
-    if bool((diag == 0).any().item()):
+    LU, _, order = _pivoted(A)
+    if bool((LU.diagonal(0, -2, -1) == 0).any().item()):
         raise RuntimeError("linalg.solve: The solver failed because the input matrix is singular.")
-    X = _substitute(upper, rhs, upper=True, unit=False)
+    # P^T A = L U: permute B's rows, then solve L Y = P^T B (unit diagonal) and U X = Y.
+    permuted = F.gather(rhs, -2, order.unsqueeze(-1).expand(rhs.shape))
+    X = _substitute(LU, _substitute(LU, permuted, upper=False, unit=True), upper=True, unit=False)
     return X.squeeze(-1) if vector else X
 
 
