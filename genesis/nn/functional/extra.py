@@ -219,6 +219,7 @@ def adaptive_max_pool1d(input: Tensor, output_size: int | Sequence[int],
 
 def adaptive_max_pool1d_with_indices(input: Tensor, output_size: int | Sequence[int],
                                      return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``adaptive_max_pool1d`` returning ``(values, indices)``."""
     return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size, True)
 
 
@@ -230,6 +231,7 @@ def adaptive_max_pool3d(input: Tensor, output_size: int | None | Sequence[int | 
 
 def adaptive_max_pool3d_with_indices(input: Tensor, output_size: int | None | Sequence[int | None],
                                      return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``adaptive_max_pool3d`` returning ``(values, indices)``."""
     return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size, True)
 
 
