@@ -37,6 +37,7 @@ from genesis.dtypes import (
 )
 from genesis.functional import *  # noqa: F403 - the torch-style namespace of tensor ops
 from genesis.functional import __all__ as _functional_all
+from genesis.functional.extra_misc import broadcast_shapes
 from genesis.linalg import det, logdet, matrix_exp, matrix_power, slogdet
 from genesis.linalg import inv as inverse
 from genesis.linalg.spectral import pinverse

@@ -749,3 +749,49 @@ def test_lu_errors():
     check_error(RuntimeError, lambda lib, a: lib.linalg.lu_factor(a), ints(1, 2, 3, 4).reshape(2, 2))
     with pytest.raises(NotImplementedError):
         genesis.linalg.lu(to_genesis(rand(2, 2)), pivot=False)
+
+
+def test_tensordot():
+    a, b = rand(2, 3, 4), rand(3, 4, 5, seed=1)
+    check(lambda lib, a, b: lib.tensordot(a, b), a, b)
+    check(lambda lib, a, b: lib.tensordot(a, b, 1), a, rand(4, 2, seed=2))
+    check(lambda lib, a, b: lib.tensordot(a, b, 0), rand(2), rand(3, seed=2))
+    check(lambda lib, a, b: lib.tensordot(a, b, ([1, 0], [0, 2])), a, rand(3, 5, 2, seed=3))
+    check(lambda lib, a, b: lib.tensordot(a, b, dims=([2], [1])), a, rand(5, 4, seed=3))
+    check(lambda lib, a, b: lib.tensordot(a, b, 1), ints(1, 2), ints(3, 4))
+    check_error(RuntimeError, lambda lib, a, b: lib.tensordot(a, b, 1), rand(2, 3), rand(4, 5))
+    check_error(RuntimeError, lambda lib, a, b: lib.tensordot(a, b, ([0], [0, 1])), rand(2, 3), rand(2, 3))
+
+
+def test_trapezoid():
+    y = rand(3, 6)
+    check(lambda lib, y: lib.trapezoid(y), y)
+    check(lambda lib, y: lib.trapezoid(y, dx=0.5, dim=0), y)
+    check(lambda lib, y, x: lib.trapezoid(y, x), y, rand(6, seed=1))
+    check(lambda lib, y, x: lib.trapz(y, x, dim=1), y, rand(3, 6, seed=1))
+    check(lambda lib, y: lib.trapz(y), ints(1, 2, 3))
+    check(lambda lib, y: lib.trapezoid(y), rand(0))
+    check(lambda lib, y: lib.trapezoid(y), rand(1))
+    check(lambda lib, y: lib.cumulative_trapezoid(y), y)
+    check(lambda lib, y, x: lib.cumulative_trapezoid(y, x, dim=0), y, rand(3, seed=2))
+    check(lambda lib, y: lib.cumulative_trapezoid(y, dx=2), ints(1, 2, 3))
+    check_error(RuntimeError, lambda lib, y, x: lib.trapezoid(y, x), y, rand(5))
+
+
+def test_broadcast_shapes_unravel_isin():
+    assert genesis.broadcast_shapes((2, 1), (3,), 1) == torch.broadcast_shapes((2, 1), (3,), 1)
+    assert genesis.broadcast_shapes() == torch.broadcast_shapes()
+    with pytest.raises(RuntimeError):
+        genesis.broadcast_shapes((2,), (3,))
+    check(lambda lib, i: lib.unravel_index(i, (2, 4)), ints(4, 7, 0, -1))
+    check(lambda lib, i: lib.unravel_index(i, (3, 1, 5)), ints(14, 2).reshape(2, 1))
+    check(lambda lib, i: lib.unravel_index(i, 6), torch.tensor(5))
+    check_error(TypeError, lambda lib, i: lib.unravel_index(i, (2, 2)), torch.tensor([1.0]))
+    x = torch.tensor([[1.0, 2.0, math.nan], [4.0, -1.0, 2.0]])
+    check(lambda lib, x, t: lib.isin(x, t), x, torch.tensor([2.0, 4.0, math.nan]))
+    check(lambda lib, x, t: lib.isin(x, t, invert=True), x, torch.tensor([2.0, 4.0]))
+    check(lambda lib, x, t: lib.isin(x, t), ints(1, 5, 3), ints(3, 9, 1, 1))
+    check(lambda lib, x, t: lib.isin(x, t), ints(1, 5, 3), torch.tensor([3.0, 5.5]))
+    check(lambda lib, x: lib.isin(x, 2.0), x)
+    check(lambda lib, t: lib.isin(3, t), ints(3, 4))
+    check(lambda lib, x, t: lib.isin(x, t), x, torch.zeros(0))

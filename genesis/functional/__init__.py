@@ -2029,9 +2029,11 @@ from genesis.functional.math_extra import *  # noqa: E402, F403
 __all__ += _math_extra.__all__
 
 # Composite statistics, products and shape ops (their own modules; imported last, as they use the ops above).
+from genesis.functional.extra_misc import *  # noqa: E402, F403
+from genesis.functional.extra_misc import __all__ as _extra_misc_all  # noqa: E402
 from genesis.functional.extra_ops import *  # noqa: E402, F403
 from genesis.functional.extra_ops import __all__ as _extra_ops_all  # noqa: E402
 from genesis.functional.extra_shape import *  # noqa: E402, F403
 from genesis.functional.extra_shape import __all__ as _extra_shape_all  # noqa: E402
 
-__all__ += [name for name in _extra_ops_all + _extra_shape_all if name not in __all__]
+__all__ += [name for name in _extra_ops_all + _extra_shape_all + _extra_misc_all if name not in __all__]
