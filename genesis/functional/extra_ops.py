@@ -200,9 +200,12 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
     if input.shape[d] == 0:
         raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
     values, order = sort(input, d, stable=True)  # NaN sorts last
-    valid = sum(~isnan(input.detach()), d, keepdim=True) if input.dtype.is_floating_point else None
-    k = (valid - 1).clamp(min=0) // 2 if valid is not None else _full(
-        tuple(1 if j == d else n for j, n in enumerate(input.shape)), (input.shape[d] - 1) // 2, dtypes.int64, input)
+    if input.dtype.is_floating_point:
+        valid = sum(~isnan(input.detach()), d, keepdim=True)
+    else:
+        reduced = tuple(1 if j == d else n for j, n in enumerate(input.shape))
+        valid = _full(reduced, input.shape[d], dtypes.int64, input)
+    k = (valid - 1).clamp(min=0) // 2  # the lower median among the valid (sorted-first) elements
     out, idx = gather(values, d, k), gather(order, d, k)
     return MinMaxResult((out, idx) if keepdim else (out.squeeze(d), idx.squeeze(d)))
 
