@@ -40,6 +40,7 @@ from genesis.functional import __all__ as _functional_all
 from genesis.functional.extra_misc import broadcast_shapes
 from genesis.linalg import det, logdet, matrix_exp, matrix_power, slogdet
 from genesis.linalg import inv as inverse
+from genesis.linalg.solvers import cholesky_inverse, cholesky_solve
 from genesis.linalg.spectral import pinverse
 from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from genesis.random import (

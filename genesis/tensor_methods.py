@@ -397,6 +397,8 @@ for _name in ("det", "logdet", "slogdet", "matrix_power", "matrix_exp"):
     setattr(Tensor, _name, getattr(LA, _name))
 Tensor.inverse = LA.inv
 Tensor.pinverse = LA.spectral.pinverse
+Tensor.cholesky_solve = LA.solvers.cholesky_solve
+Tensor.cholesky_inverse = LA.solvers.cholesky_inverse
 Tensor.cholesky = lambda self, upper=False: LA.cholesky(self, upper=upper)
 Tensor.swapdims_ = _transpose_
 Tensor.swapaxes_ = _transpose_

@@ -795,3 +795,20 @@ def test_broadcast_shapes_unravel_isin():
     check(lambda lib, x: lib.isin(x, 2.0), x)
     check(lambda lib, t: lib.isin(3, t), ints(3, 4))
     check(lambda lib, x, t: lib.isin(x, t), x, torch.zeros(0))
+
+
+def test_cholesky_solve_inverse_and_linalg_vander():
+    a = _well_conditioned(2, 3, 3)
+    spd = (a @ a.mT).detach()
+    factor = torch.linalg.cholesky(spd)
+    for upper in (False, True):
+        f = (factor.mT if upper else factor).clone().requires_grad_(True)
+        check(lambda lib, b, f, u=upper: lib.cholesky_solve(b, f, u), rand(2, 3, 2, seed=1), f)
+        check(lambda lib, f, u=upper: lib.cholesky_inverse(f[0], u), f)
+        check(lambda lib, b, f, u=upper: b.cholesky_solve(f, u), rand(2, 3, 2, seed=1), f)
+    check_error(RuntimeError, lambda lib, b, f: lib.cholesky_solve(b, f), rand(3), factor)
+    check(lambda lib, x: lib.linalg.vander(x), torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64, requires_grad=True))
+    check(lambda lib, x: lib.linalg.vander(x, N=4), rand(2, 3))
+    check(lambda lib, x: lib.linalg.vander(x), ints(1, 2, dtype=torch.int32))
+    check_error(RuntimeError, lambda lib, x: lib.linalg.vander(x), rand(1))
+    check_error(RuntimeError, lambda lib, x: lib.linalg.vander(x, N=1), rand(3))

@@ -29,6 +29,7 @@ from genesis.linalg.solvers import (
     slogdet,
     solve,
     solve_triangular,
+    vander,
 )
 from genesis.linalg.spectral import eigh, eigvalsh, lstsq, matrix_rank, pinv, svd, svdvals
 from genesis.ndarray import normalize_dim
@@ -139,4 +140,4 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "d
            "solve", "inv", "cholesky", "qr", "matrix_power",
            "solve_triangular", "multi_dot", "eigh", "eigvalsh", "svd",
            "svdvals", "pinv", "matrix_rank", "cond", "matrix_exp", "lstsq", "lu",
-           "lu_factor"]
+           "lu_factor", "vander"]

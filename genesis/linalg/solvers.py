@@ -7,9 +7,11 @@ O(n^2) Python steps per call: accurate for well-conditioned matrices of modest s
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from genesis import dtypes
 from genesis import functional as F
+from genesis.autograd import Function
 from genesis.tensor import Tensor
 
 
@@ -390,3 +392,59 @@ class LUResult(tuple):
     @property
     def U(self) -> Tensor:  # noqa: N802 - torch's name
         return self[2]
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """X with ``A X = B`` for ``A = L L^T`` given its Cholesky factor L (``U^T U`` when upper), B (..., n, k)."""
+    _check_float("cholesky_solve", L)
+    _check_square("cholesky_solve", L)
+    if B.ndim < 2:
+        raise RuntimeError(f"cholesky_solve: b should have at least 2 dimensions, but has {B.ndim} dimensions "
+                           "instead")
+    return _CholeskySolve.apply(B, L, upper)
+
+
+class _CholeskySolve(Function):
+    """Forward by two triangular solves; backward by torch's formula, which (unlike the triangular solves'
+    own gradient) also fills the unread triangle of the factor: ``gL = -(G + G^T) L`` with ``G = gX X^T``."""
+
+    @staticmethod
+    def forward(ctx: Any, B: Tensor, L: Tensor, upper: bool) -> Tensor:
+        lower = L.mT if upper else L
+        X = solve_triangular(lower.mT, solve_triangular(lower, B, upper=False), upper=True)
+        ctx.save_for_backward(L, X)
+        ctx.upper = upper
+        return X
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
+        L, X = ctx.saved_tensors
+        grad_B = _CholeskySolve.apply(grad, L, ctx.upper) if ctx.needs_input_grad[0] else None
+        grad_L = None
+        if ctx.needs_input_grad[1]:
+            common = grad_B @ X.mT if grad_B is not None else _CholeskySolve.apply(grad, L, ctx.upper) @ X.mT
+            common = common + common.mT
+            grad_L = -(L @ common) if ctx.upper else -(common @ L)
+        return grad_B, grad_L, None
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """Inverse of ``A = L L^T`` (``U^T U`` when upper) from its Cholesky factor."""
+    _check_square("cholesky_inverse", L)
+    n = L.shape[-1]
+    eye = (F.arange_like(n, L).unsqueeze(1) == F.arange_like(n, L).unsqueeze(0)).to(L.dtype)
+    return cholesky_solve(eye.expand(L.shape), L, upper)
+
+
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:
+    """Vandermonde matrices ``x[..., i] ** j`` for j < N (default the last dim's size), batched over leading dims."""
+    if x.ndim == 0:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError(f"linalg.vander: N must be greater than 1, got {n}")
+    if not x.dtype.is_floating_point:
+        x = x.to(dtypes.int64)
+    ones = F.where(F.ones_like_bool(x), 1, x).unsqueeze(-1)
+    # Running products keep the gradient finite at x == 0, unlike x ** j.
+    return F.cat([ones, x.unsqueeze(-1).expand((*x.shape, n - 1))], -1).cumprod(-1)
