@@ -389,7 +389,7 @@ for _name in ("nansum", "nanmean", "aminmax", "cummax", "cummin", "logcumsumexp"
               "nanquantile", "bincount", "histc", "cov", "corrcoef", "diff", "cross", "vdot", "kron", "dist", "addmv",
               "addr", "addbmm", "renorm", "fliplr", "flipud", "rot90", "diag_embed", "diagflat", "hsplit", "vsplit",
               "dsplit", "split_with_sizes", "select_scatter", "slice_scatter", "diagonal_scatter", "scatter_reduce",
-              "index_reduce", "unique_consecutive", "msort", "is_same_size", "is_nonzero", "is_signed"):
+              "index_reduce", "unique_consecutive", "msort", "is_same_size", "is_nonzero", "is_signed", "histogram"):
     setattr(Tensor, _name, getattr(F, _name))
 for _fn in (F.addmm, F.baddbmm, F.addmv, F.addr, F.addbmm, F.renorm, F.scatter_reduce, F.index_reduce):
     setattr(Tensor, f"{_fn.__name__}_", _make_inplace_general(_fn))

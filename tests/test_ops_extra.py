@@ -812,3 +812,16 @@ def test_cholesky_solve_inverse_and_linalg_vander():
     check(lambda lib, x: lib.linalg.vander(x), ints(1, 2, dtype=torch.int32))
     check_error(RuntimeError, lambda lib, x: lib.linalg.vander(x), rand(1))
     check_error(RuntimeError, lambda lib, x: lib.linalg.vander(x, N=1), rand(3))
+
+
+def test_histogram():
+    x = torch.tensor([0.0, 1.0, 2.0, 3.0, 3.0, -2.0, 7.5], dtype=torch.float64)
+    check(lambda lib, x: tuple(lib.histogram(x, 3)), x)
+    check(lambda lib, x: tuple(x.histogram(4, range=(0.0, 3.0))), x)
+    check(lambda lib, x, b: tuple(lib.histogram(x, b)), x, torch.tensor([0.0, 1.0, 2.5, 3.0], dtype=torch.float64))
+    check(lambda lib, x, w: tuple(lib.histogram(x, 2, weight=w)), x, rand(7, requires_grad=False))
+    check(lambda lib, x: tuple(lib.histogram(x, 2, range=(0.5, 2.5), density=True)), x)
+    check(lambda lib, x: tuple(lib.histogram(x, 3)), torch.tensor([1.0, 1.0, 1.0]))
+    check(lambda lib, x: tuple(lib.histogram(x, 5)), rand(40, dtype=torch.float32, requires_grad=False))
+    check_error(NotImplementedError, lambda lib, x: lib.histogram(x, 2), ints(1, 2))
+    check_error(RuntimeError, lambda lib, x: lib.histogram(x, 2, range=(2.0, 1.0)), x)

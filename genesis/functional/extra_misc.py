@@ -9,7 +9,8 @@ from genesis import dtypes
 from genesis.functional import cumsum, matmul, narrow, searchsorted, sort, sum, zeros_like_detached
 from genesis.ndarray import broadcast_shapes as _broadcast_shapes
 from genesis.ndarray import normalize_dim
-from genesis.tensor import Size, Tensor
+from genesis.tensor import Size, Tensor, linspace
+from genesis.tensor import tensor as make_tensor
 
 
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
@@ -93,8 +94,6 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
     """Coordinates in ``shape`` of flat indices (negative ones wrap, as Python's floor division), one int64 tensor
     per dim."""
     if not isinstance(indices, Tensor):
-        from genesis.tensor import tensor as make_tensor
-
         indices = make_tensor(indices)
     if indices.dtype.is_floating_point or indices.dtype is dtypes.bool_:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype.name}")
@@ -131,6 +130,57 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, inve
     return ~found if invert else found
 
 
+class HistogramResult(tuple):
+    """(hist, bin_edges), as torch.return_types.histogram."""
+
+    @property
+    def hist(self) -> Tensor:
+        return self[0]
+
+    @property
+    def bin_edges(self) -> Tensor:
+        return self[1]
+
+
+def histogram(input: Tensor, bins: Any, *, range: tuple[float, float] | None = None, weight: Tensor | None = None,
+              density: bool = False) -> HistogramResult:
+    """Histogram of ``input`` over ``bins`` equal bins of ``range`` (the data's range by default) or over the given
+    monotonic edges; each bin is [left, right) except the last, which includes its right edge. ``weight`` sums
+    weights instead of counting; ``density`` normalizes to a unit integral. Not differentiable."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{input.dtype.name}'")
+    x = input.detach().reshape(-1)
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1 or bins.numel() < 2:
+            raise RuntimeError("torch.histogram(): bins tensor should have one dimension and at least 2 elements")
+        edges = bins.detach().to(input.dtype)
+    else:
+        if bins <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+        if range is not None:
+            low, high = float(range[0]), float(range[1])
+            if low > high:
+                raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {low} max {high}")
+        elif x.numel():
+            low, high = float(x.min().item()), float(x.max().item())
+        else:
+            low, high = 0.0, 0.0
+        if low == high:
+            low, high = low - 0.5, high + 0.5
+        edges = linspace(low, high, bins + 1, dtype=input.dtype, device=input.device)
+    count = edges.shape[0] - 1
+    inside = (x >= edges[0]) & (x <= edges[-1])
+    kept = x[inside]
+    position = (searchsorted(edges, kept, right=True) - 1).clamp(max=count - 1)
+    source = weight.detach().reshape(-1)[inside].to(input.dtype) if weight is not None else (
+        zeros_like_detached(kept) + 1)
+    hist = zeros_like_detached(edges[:count]).index_add(0, position, source)
+    if density:
+        widths = edges[1:] - edges[:-1]
+        hist = hist / (hist.sum() * widths)
+    return HistogramResult((hist, edges))
+
+
 # broadcast_shapes stays out of the star export: genesis.functional uses the NDArray helper of that name; the
 # public one is bound in genesis/__init__.py.
-__all__ = ["tensordot", "trapezoid", "trapz", "cumulative_trapezoid", "unravel_index", "isin"]
+__all__ = ["tensordot", "trapezoid", "trapz", "cumulative_trapezoid", "unravel_index", "isin", "histogram"]
