@@ -1,13 +1,28 @@
 """Stand-ins that run the CUDA backend's launchers under the Triton interpreter on CPU arrays.
 
-Imported by the CI kernel tests' subprocesses after ``TRITON_INTERPRET=1`` is set: ``install(module)`` makes a
-launcher module (``nn_fused``, ``nn_layers``) allocate CPU arrays, pass torch views as "pointers" (which the
-interpreter reads) and launch every kernel through the interpreter with its constexpr values by name.
+Imported by the CI kernel tests' subprocesses after ``TRITON_INTERPRET=1`` is set. ``patch_loop_bounds()`` lets
+Triton 3.6's interpreter take runtime loop bounds with numpy >= 2.4 (it turns them into 1-element arrays, which
+numpy no longer converts with ``int()``; fixed in Triton 3.9). ``install(module)`` makes a launcher module
+(``nn_fused``, ``nn_layers``) allocate CPU arrays, pass torch views as "pointers" (which the interpreter reads) and
+launch every kernel through the interpreter with its constexpr values by name.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def patch_loop_bounds() -> None:
+    """Interpreter tensors convert to ``int`` through their first element (see the module docstring)."""
+    from triton.runtime import interpreter
+
+    patch_tensor = interpreter._patch_lang_tensor
+
+    def patched(tensor: Any, scope: Any) -> None:
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    interpreter._patch_lang_tensor = patched
 
 
 class Runtime:

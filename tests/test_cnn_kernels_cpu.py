@@ -92,17 +92,9 @@ def test_kernel_compiles_for_sm90(spec: tuple) -> None:
 _LAUNCHERS = r"""
 import importlib, os, sys, types
 import torch
-from triton.runtime import interpreter
+from tests.interpreter_stubs import patch_loop_bounds
 
-_patch_tensor = interpreter._patch_lang_tensor
-
-
-def _patched(tensor, scope):
-    _patch_tensor(tensor, scope)
-    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-
-
-interpreter._patch_lang_tensor = _patched
+patch_loop_bounds()
 import genesis.backends.cpu as cpu
 from genesis import dtypes
 from genesis.backends.cuda import nn_layers as nl
