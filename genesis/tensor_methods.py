@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from genesis import dtypes
+from genesis import autograd, dtypes
 from genesis import functional as F
 from genesis import linalg as LA
 from genesis import random as R
@@ -226,20 +226,27 @@ for _fn in (F.clamp, F.lerp, F.masked_fill, F.scatter, F.scatter_add, F.index_ad
 Tensor.clip_ = Tensor.clamp_
 
 
-def _squeeze_(self: Tensor, dim: Any = None) -> Tensor:
-    out = F.squeeze(self, dim)
+def _reshape_inplace(self: Tensor, op: str, view: Callable[[Tensor], Tensor]) -> Tensor:
+    """Finish an in-place op that only changes the shape (``squeeze_``, ``transpose_`` ...): this tensor takes the
+    view's shape and strides and, when autograd records, the view's history (as torch's in-place view ops do)."""
+    self._check_inplace(op)
+    out = view(self)
+    if out.grad_fn is not None and is_grad_enabled():
+        autograd.take_history(self, out)
     self.ndarray = out.ndarray
     return self
 
 
+def _squeeze_(self: Tensor, dim: Any = None) -> Tensor:
+    return _reshape_inplace(self, "squeeze_", lambda t: F.squeeze(t, dim))
+
+
 def _unsqueeze_(self: Tensor, dim: int) -> Tensor:
-    self.ndarray = self.ndarray.unsqueeze(dim)
-    return self
+    return _reshape_inplace(self, "unsqueeze_", lambda t: F.unsqueeze(t, dim))
 
 
 def _transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
-    self.ndarray = self.ndarray.transpose(dim0, dim1)
-    return self
+    return _reshape_inplace(self, "transpose_", lambda t: F.transpose(t, dim0, dim1))
 
 
 def _t_(self: Tensor) -> Tensor:

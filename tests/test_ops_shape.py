@@ -355,3 +355,20 @@ def test_aliases_ravel_moveaxis_swapdims():
     check(lambda lib, x: x.moveaxis((0, 1), (1, 2)), x)
     check(lambda lib, x: lib.swapaxes(x, 0, 2), x)
     check(lambda lib, x: x.swapdims(1, -1), x)
+
+
+@pytest.mark.parametrize("op,args,shape", [("transpose_", (0, 2), (2, 3, 4)), ("swapdims_", (1, 0), (2, 3)),
+                                           ("t_", (), (2, 3)), ("squeeze_", (1,), (2, 1, 3)),
+                                           ("unsqueeze_", (0,), (2, 3))])
+def test_inplace_shape_ops_record_history(op, args, shape):
+    """Shape-changing in-place ops on a tensor with history: the gradient flows through the new shape."""
+    def f(lib, x):
+        y = x * 2
+        assert getattr(y, op)(*args) is y
+        return y * 3
+
+    check(f, rand(*shape))
+    leaf = to_genesis(torch.zeros(shape), requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        getattr(leaf, op)(*args)
+    assert tuple(leaf.shape) == shape
