@@ -267,3 +267,13 @@ def test_bad_arguments_raise_like_torch():
     check_error(RuntimeError, lambda lib, w: lib.nn.functional.embedding(lib.tensor([[0.5]]), w), rand(3, 2))
     check_error(RuntimeError, lambda lib, x: lib.nn.functional.group_norm(x, 3), rand(2, 4, 3))
     check_error(ValueError, lambda lib, x: lib.nn.functional.batch_norm(x, None, None, training=True), rand(1, 3))
+
+
+def test_multihead_attention_is_causal_needs_a_mask():
+    q = rand(3, 1, 8, requires_grad=False)
+    for lib in (torch, genesis):
+        torch.manual_seed(0)
+        m = lib.nn.MultiheadAttention(8, 2)
+        x = q if lib is torch else to_genesis(q)
+        with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+            m(x, x, x, is_causal=True)

@@ -87,6 +87,9 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_
     (torch's nn.MultiheadAttention convention, the opposite of scaled_dot_product_attention's), float masks are
     added. Returns (output, weights) with weights averaged over heads if ``average_attn_weights``, or None.
     """
+    if is_causal and attn_mask is None:
+        raise RuntimeError("multi_head_attention_forward: Need attn_mask if specifying the is_causal hint. You may "
+                           "use the Transformer module method `generate_square_subsequent_mask` to create this mask.")
     unbatched = query.ndim == 2
     if unbatched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -124,8 +127,6 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_
             key_padding_mask = _pad_last(key_padding_mask)
     src_len = k.shape[2]
     scores = T.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))  # (N, H, L, S)
-    if is_causal and attn_mask is None:
-        attn_mask = ~_causal_mask(tgt_len, src_len, q)
     if attn_mask is not None:
         if attn_mask.ndim == 3:
             attn_mask = attn_mask.reshape(bsz, num_heads, tgt_len, src_len)
