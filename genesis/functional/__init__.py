@@ -555,7 +555,7 @@ def _bitwise(op: str, input: Any, other: Any) -> Tensor:
     for t in (input, other):
         if isinstance(t, Tensor) and t.dtype.is_floating_point or isinstance(t, float):
             dt = t.dtype.name if isinstance(t, Tensor) else "float"
-            raise RuntimeError(f"{op}: not implemented for '{dt}' (integer or bool tensors only)")
+            raise NotImplementedError(f"{op}: not implemented for '{dt}' (integer or bool tensors only)")
     return NoGradBinary.apply(input, other, op)
 
 
@@ -573,7 +573,8 @@ def bitwise_xor(input: Any, other: Any) -> Tensor:
 
 def bitwise_not(input: Tensor) -> Tensor:
     if input.dtype.is_floating_point:
-        raise RuntimeError(f"bitwise_not: not implemented for '{input.dtype.name}' (integer or bool tensors only)")
+        raise NotImplementedError(f"bitwise_not: not implemented for '{input.dtype.name}' (integer or bool tensors "
+                                  "only)")
     return NoGradUnary.apply(input, "bitwise_not")
 
 
