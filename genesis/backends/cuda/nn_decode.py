@@ -1,15 +1,16 @@
 """Launchers of the decoding kernels (``kernels/nn_decode.py``): ``kv_cache_write_``, ``rope_kv_cache_write_`` and
 ``decode_attention``.
 
-Neither reads a device value on the host, so both can be captured in a CUDA graph.
+None of them reads a device value on the host, so all three can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
 
 from genesis import dtypes
-from genesis.backends.cuda import _new, _next_pow2, _psig, _ptr, cast, contiguous, rt
+from genesis.backends.cuda import _new, _next_pow2, _psig, _ptr, cast, rt
 from genesis.backends.cuda import triton_driver as td
 from genesis.backends.cuda.kernels import nn_decode as dk
+from genesis.backends.cuda.nn_fused import _unit_last
 from genesis.ndarray import NDArray
 
 _KV_WRITE = td.Kernel(dk.kv_write_kernel)
@@ -18,10 +19,6 @@ _COMBINE = td.Kernel(dk.decode_combine_kernel)
 _ROPE_CACHE = td.Kernel(dk.rope_cache_kernel)
 SPLIT = 128  # keys per program: small enough that a short cache still spreads over many programs
 BLOCK_N = 64
-
-
-def _unit_last(x: NDArray) -> NDArray:
-    return x if x.strides[-1] == 1 else contiguous(x)
 
 
 def kv_cache_write_(cache: NDArray, new: NDArray, position: NDArray) -> None:
