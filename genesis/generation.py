@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -234,17 +234,25 @@ class GraphedDecoder:
         self.param_ptrs = _param_ptrs(model)
         self.prefills: dict[int, _Prefill] = {}
         self.graph = genesis.cuda.CUDAGraph()
-        with genesis.no_grad():
-            self._forward(model)  # compiles the kernels and fills the allocator before the capture
-            self.cache.reset()
-            with genesis.cuda.graph(self.graph):
-                self.logits = self._forward(model)  # recorded, not run: the cache position did not move
-            self.cache.reset()
+        self.logits = self._capture(self.graph, lambda: self._logits(model, self.ids, self.mask, self.positions, 1))
 
-    def _forward(self, model: Any) -> Tensor:
-        out = model(self.ids, attention_mask=self.mask, position_ids=self.positions, cache=self.cache,
-                    logits_to_keep=1)
-        return out.logits[:, -1].float()  # (B, vocab)
+    def _logits(self, model: Any, ids: Tensor, mask: Tensor | None, positions: Tensor, keep: int | Tensor) -> Tensor:
+        """Next-token logits (B, vocab) float32 of one forward pass into the decoder's cache."""
+        out = model(ids, attention_mask=mask, position_ids=positions, cache=self.cache, logits_to_keep=keep)
+        return out.logits[:, -1].float()
+
+    def _capture(self, graph: Any, forward: Callable[[], Tensor]) -> Tensor:
+        """Run ``forward`` once (the kernels compile and the allocator fills), then record it into ``graph``.
+
+        The cache is left empty. Returns the tensor that every replay of ``graph`` writes.
+        """
+        with genesis.no_grad():
+            forward()
+            self.cache.reset()
+            with genesis.cuda.graph(graph):
+                out = forward()  # recorded, not run: the cache position did not move
+        self.cache.reset()
+        return out
 
     def matches(self, model: Any) -> bool:
         return self.param_ptrs == _param_ptrs(model)
@@ -269,11 +277,8 @@ class GraphedDecoder:
                 self.prefills.pop(next(iter(self.prefills))).graph.reset()
             entry = _Prefill(self.batch_size, length, self.padded, self.device)
             try:
-                with genesis.no_grad():
-                    self._prefill_forward(model, entry)  # warm-up for this shape
-                    self.cache.reset()
-                    with genesis.cuda.graph(entry.graph):
-                        entry.logits = self._prefill_forward(model, entry)
+                entry.logits = self._capture(
+                    entry.graph, lambda: self._logits(model, entry.ids, entry.mask, entry.positions, entry.last))
             except RuntimeError as exc:
                 warnings.warn(f"generate: the prompt could not be captured as a CUDA graph, running it eagerly "
                               f"({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=3)
@@ -295,11 +300,6 @@ class GraphedDecoder:
         self.cache.length = T
         self.cache.position.fill_(T)  # the graph advanced it by the bucket length
         return entry.logits
-
-    def _prefill_forward(self, model: Any, entry: _Prefill) -> Tensor:
-        out = model(entry.ids, attention_mask=entry.mask, position_ids=entry.positions, cache=self.cache,
-                    logits_to_keep=entry.last)
-        return out.logits[:, -1].float()  # (B, vocab)
 
     def step(self, ids: Tensor, positions: Tensor) -> Tensor:
         """Logits (B, vocab) float32 of the next token after ``ids`` (B, 1) at ``positions`` (B, 1)."""
