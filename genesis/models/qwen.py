@@ -317,7 +317,8 @@ class QwenModel(nn.Module):
         if cache is not None and T == 1 and not x.requires_grad:
             # Decoding one token: attend the cache with the decoding kernel; a (B, S) key mask is all it needs.
             decode_length = cache.position + 1
-            mask = attention_mask
+            # The decoding kernel reads an int8 key mask: cast once here rather than in each layer's call.
+            mask = attention_mask.to(genesis.int8) if attention_mask is not None else None
         elif attention_mask is not None:
             mask = attention_mask_4d(attention_mask, T, past)
         elif cache is not None and past > 0 and T > 1:
