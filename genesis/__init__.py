@@ -1,15 +1,15 @@
 """Genesis: a deep learning framework you can read, on PyTorch's API.
 
-Layers, each importing only the one below: Tensor (``genesis.tensor``) → Function and autograd
-(``genesis.autograd``, ``genesis.functional``) → NDArray (``genesis.ndarray``) → device backends
-(``genesis.backends``).
+Layers, lowest first, each importing only those below it (``tests/test_import_layers.py`` checks):
+dtypes and devices → NDArray (``genesis.ndarray``) → backend implementations (``genesis._impl``) → autograd
+(``genesis.autograd``) → Tensor (``genesis.tensor``) → ops and their registry (``genesis.ops``) → nn, optim, amp,
+cuda, serialization → models. The ops of this namespace come from the registry (``genesis.ops.registry``).
 """
 
 import builtins as _builtins
 
-from genesis import amp, autograd, backends, cuda, linalg, nn, optim, special, utils
+from genesis import amp, autograd, backends, cuda, linalg, nn, ops, optim, random, serialization, special, utils
 from genesis import dtypes as _dtypes
-from genesis import tensor_methods as _tensor_methods  # noqa: F401 - binds the Tensor methods
 from genesis.amp import autocast
 from genesis.autograd import (
     enable_grad,
@@ -35,54 +35,11 @@ from genesis.dtypes import (
     set_default_dtype,
     uint8,
 )
-from genesis.functional import *  # noqa: F403 - the torch-style namespace of tensor ops
-from genesis.functional import __all__ as _functional_all
-from genesis.functional.extra_misc import broadcast_shapes
-from genesis.linalg import det, logdet, matrix_exp, matrix_power, slogdet
-from genesis.linalg import inv as inverse
-from genesis.linalg.solvers import cholesky_inverse, cholesky_solve
-from genesis.linalg.spectral import pinverse
 from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
-from genesis.random import (
-    Generator,
-    bernoulli,
-    get_rng_state,
-    initial_seed,
-    manual_seed,
-    multinomial,
-    normal,
-    rand,
-    rand_like,
-    randint,
-    randint_like,
-    randn,
-    randn_like,
-    randperm,
-    seed,
-    set_rng_state,
-)
+from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops, from the op registry
+from genesis.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from genesis.serialization import load, load_checkpoint, save, save_checkpoint
-from genesis.tensor import (
-    Size,
-    Tensor,
-    arange,
-    as_tensor,
-    empty,
-    empty_like,
-    eye,
-    from_dlpack,
-    from_numpy,
-    full,
-    full_like,
-    linspace,
-    logspace,
-    ones,
-    ones_like,
-    scalar_tensor,
-    tensor,
-    zeros,
-    zeros_like,
-)
+from genesis.tensor import Size, Tensor
 
 __version__ = "0.1.0"
 

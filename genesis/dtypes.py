@@ -8,6 +8,9 @@ type wins; Python scalars only raise the category, never the width (``int8 tenso
 
 from __future__ import annotations
 
+import ml_dtypes
+import numpy as np
+
 
 class dtype:
     """A Genesis element type: name, size in bytes and category."""
@@ -135,3 +138,25 @@ def result_type(a: dtype, a_dim: int, b: dtype, b_dim: int) -> dtype:
             return a if a.category > b.category else b
         return _PROMOTE[(a, b)]
     return a if a_dim != 0 else b
+
+
+# ------------------------------------------------------------------ numpy element types (the one mapping)
+
+_TO_NUMPY = {d: np.dtype(ml_dtypes.bfloat16 if d is bfloat16 else "bool" if d is bool_ else d.name) for d in ALL_DTYPES}
+_FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
+
+
+def to_numpy(d: dtype) -> np.dtype:
+    """The numpy element type holding Genesis dtype ``d`` (bfloat16 is ``ml_dtypes.bfloat16``)."""
+    return _TO_NUMPY[d]
+
+
+def from_numpy(d: np.dtype) -> dtype:
+    """The Genesis dtype of numpy element type ``d``; TypeError (torch's message) for types Genesis lacks."""
+    found = _FROM_NUMPY.get(np.dtype(d))
+    if found is not None:
+        return found
+    if d.kind == "u":
+        raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}. The only supported types are: float64, "
+                        "float32, float16, int64, int32, int16, int8, uint8, and bool.")
+    raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}")

@@ -15,39 +15,11 @@ import numpy as np
 
 from genesis import autograd, dtypes
 from genesis import memory_format as _mf
-from genesis.autograd import AccumulateGrad, Overwrite, RemovableHandle, is_grad_enabled
+from genesis.autograd import AccumulateGrad, RemovableHandle
 from genesis.device import cpu as _cpu
 from genesis.device import device as Device
 from genesis.device import to_device
 from genesis.ndarray import NDArray
-
-F: Any = None  # genesis.functional, bound once it is imported (it imports this module)
-
-_NUMPY_DTYPE = {
-    np.dtype("bool"): dtypes.bool_, np.dtype("uint8"): dtypes.uint8, np.dtype("int8"): dtypes.int8,
-    np.dtype("int16"): dtypes.int16, np.dtype("int32"): dtypes.int32, np.dtype("int64"): dtypes.int64,
-    np.dtype("float16"): dtypes.float16, np.dtype("float32"): dtypes.float32, np.dtype("float64"): dtypes.float64,
-}
-_TO_NUMPY = {v: k for k, v in _NUMPY_DTYPE.items()}
-
-
-def _numpy_dtype(d: dtypes.dtype) -> np.dtype:
-    if d is dtypes.bfloat16:
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return _TO_NUMPY[d]
-
-
-def _genesis_dtype_of_numpy(d: np.dtype) -> dtypes.dtype:
-    if d in _NUMPY_DTYPE:
-        return _NUMPY_DTYPE[d]
-    if d.name == "bfloat16":
-        return dtypes.bfloat16
-    if d.kind == "u":
-        raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}. The only supported types are: float64, "
-                        "float32, float16, int64, int32, int16, int8, uint8, and bool.")
-    raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}")
 
 
 def _infer_dtype(data: Any) -> dtypes.dtype:
@@ -62,7 +34,7 @@ def _infer_dtype(data: Any) -> dtypes.dtype:
         if isinstance(item, (list, tuple)):
             stack.extend(item)
         elif isinstance(item, np.generic):
-            d = _genesis_dtype_of_numpy(item.dtype)
+            d = dtypes.from_numpy(item.dtype)
             typed = d if typed is None else dtypes.promote_types(typed, d)
         elif isinstance(item, bool):
             kind = kind or 0
@@ -96,9 +68,9 @@ def _nested_to_numpy(data: Any, dtype: dtypes.dtype) -> np.ndarray:
 
     converted = convert(data)
     if dtype is dtypes.bfloat16:
-        return np.asarray(np.array(converted, dtype=np.float64), dtype=_numpy_dtype(dtype))
+        return np.asarray(np.array(converted, dtype=np.float64), dtype=dtypes.to_numpy(dtype))
     try:
-        return np.array(converted, dtype=_TO_NUMPY[dtype])
+        return np.array(converted, dtype=dtypes.to_numpy(dtype))
     except ValueError as err:
         raise ValueError(f"tensor(): {err}") from None
     except OverflowError:
@@ -393,111 +365,7 @@ class Tensor:
     def _bump_version(self) -> None:
         self._version[0] += 1
 
-    def _check_inplace(self, op: str) -> None:
-        if not (self.requires_grad and is_grad_enabled()):
-            return
-        if self.grad_fn is None:
-            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation.")
-        base = self._base
-        if base is not None and base.requires_grad and base.grad_fn is None:
-            raise RuntimeError(
-                f"{op}: a view of a leaf Variable that requires grad is being used in an in-place operation."
-            )
-
-    def _assign_inplace(self, result: Tensor) -> Tensor:
-        """Finish an in-place op: write ``result`` into this tensor's memory and take over its history."""
-        self._check_inplace("in-place operation")
-        if result.shape != self.shape:
-            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                               f"{list(result.shape)}")
-        if result.dtype is not self.dtype:
-            if self.dtype.category < result.dtype.category:
-                raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired output type "
-                                   f"{self.dtype.name}")
-            result = result.to(self.dtype)
-        if self.requires_grad and not result.requires_grad and is_grad_enabled():
-            result = Overwrite.apply(self, result)
-        if result.grad_fn is not None:
-            result.grad_fn._snapshot_saved(self)
-        self.ndarray.copy_(result.ndarray)
-        recorded = result.requires_grad and is_grad_enabled()
-        if recorded:
-            # The node's output now lives in this tensor's memory.
-            autograd.take_history(self, result)
-            result.ndarray = self.ndarray
-        self._bump_version()
-        base = self._base
-        if recorded and base is not None and base.ndarray.buffer is self.ndarray.buffer:
-            self._view_version = self._version[0]  # the history just taken is current
-            # The write changed the base too: its history now runs through this op, and this view reads the base.
-            positions = autograd.view_positions(self.ndarray, base.ndarray)
-            autograd.take_history(base, autograd.CopySlices.apply(base, self, positions))
-            autograd.refresh_view_history(self, positions)
-        return self
-
-    def _inplace_source(self) -> Tensor:
-        """This tensor's values as an op input whose graph records an in-place change of this tensor.
-
-        The op may save its input for backward; the in-place write then overwrites this memory, so the op reads a
-        differentiable copy instead (torch keeps the original values of ``self`` the same way).
-        """
-        self._check_inplace("in-place operation")
-        return F.clone(self)
-
-    def _inplace_binary(self, op: str, fn: Callable, other: Any) -> Tensor:
-        """``self op= other``: written straight into memory when no graph is needed, else through ``fn``."""
-        if (is_grad_enabled() and (self.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
-            return self._assign_inplace(fn(self, other))
-        if isinstance(other, Tensor):
-            if other.device is not self.device and other.ndim:
-                raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "
-                                   f"{self.device} and {other.device}")
-            target = dtypes.result_type(self.dtype, self.ndim, other.dtype, other.ndim)
-            other_nd: Any = other.ndarray
-            from genesis.ndarray import broadcast_shapes
-
-            if broadcast_shapes(op, self.shape, other.shape) != self.shape:
-                raise RuntimeError(f"{op}: output with shape {list(self.shape)} doesn't match the broadcast shape "
-                                   f"{list(broadcast_shapes(op, self.shape, other.shape))}")
-        elif isinstance(other, (int, float, bool)):
-            target = dtypes.result_type_scalar(self.dtype, other)
-            other_nd = other
-        else:
-            return self._inplace_binary(op, fn, tensor(other, device=self.device))
-        if op == "div" and target.category < 2:
-            target = dtypes.get_default_dtype()
-        if target.category > self.dtype.category:
-            raise RuntimeError(f"{op}_: result type {target.name} can't be cast to the desired output type "
-                               f"{self.dtype.name}")
-        if target is self.dtype:
-            self.ndarray.binary(op, other_nd, out=self.ndarray)
-        else:
-            self.ndarray.copy_(self.ndarray.binary(op, other_nd))
-        self._bump_version()
-        return self
-
     # ------------------------------------------------------------ conversion
-    def to(self, *args: Any, **kwargs: Any) -> Tensor:
-        """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``.
-
-        ``memory_format`` (default ``preserve_format``) sets the result's layout; a conversion keeps a
-        channels_last source channels_last.
-        """
-        fmt = _mf.check("to", kwargs.pop("memory_format", _mf.preserve_format))
-        device, dtype, copy = parse_to_args(*args, **kwargs)
-        out = self
-        if device is not None and device is not out.device:
-            out = _ToDevice.apply(out, device)
-        if dtype is not None and dtype is not out.dtype:
-            out = F.Cast.apply(out, dtype)
-        if copy and out is self:
-            out = self.clone()
-        if fmt is _mf.preserve_format:
-            fmt = _mf.suggest(self.ndarray.shape, self.ndarray.strides) if out is not self else None
-        if fmt is not None:
-            out = F.contiguous(out, fmt)
-        return out
-
     def cpu(self) -> Tensor:
         return self.to(_cpu)
 
@@ -569,7 +437,7 @@ class Tensor:
         """``np.asarray(t)``: the CPU values (sharing memory when possible); like ``numpy()``, not for grad tensors."""
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        needs_copy = self.device.type != "cpu" or (dtype is not None and np.dtype(dtype) != _numpy_dtype(self.dtype))
+        needs_copy = self.device.type != "cpu" or (dtype is not None and np.dtype(dtype) != dtypes.to_numpy(self.dtype))
         if copy is False and needs_copy:
             raise ValueError(f"__array__: cannot share memory (tensor on {self.device} of dtype {self.dtype}, numpy "
                              f"dtype {dtype} asked); pass copy=None or True")
@@ -708,7 +576,6 @@ def _rebuild(array: np.ndarray, dtype_name: str, device: str, requires_grad: boo
     return tensor(array, dtype=dtypes.BY_NAME[dtype_name], device=device, requires_grad=requires_grad)
 
 
-autograd.Tensor = Tensor
 
 
 class Size(tuple):
@@ -719,16 +586,6 @@ class Size(tuple):
 
     def numel(self) -> int:
         return math.prod(self)
-
-
-class _ToDevice:
-    """Device transfer as a Function (imported lazily to keep the Function layer below this module)."""
-
-    @staticmethod
-    def apply(x: Tensor, dev: Device) -> Tensor:
-        from genesis.functional.shape import ToDevice
-
-        return ToDevice.apply(x, dev)
 
 
 # ------------------------------------------------------------------ creation
@@ -747,9 +604,9 @@ def _to_ndarray(data: Any, dtype: dtypes.dtype | None, device: Device) -> NDArra
             data = data.detach().cpu().numpy() if str(data.dtype) != "torch.bfloat16" else \
                 data.detach().cpu().float().numpy()
         array = np.asarray(data)
-        d = dtype or _genesis_dtype_of_numpy(array.dtype)
-        if array.dtype != _numpy_dtype(d):
-            array = array.astype(_numpy_dtype(d))
+        d = dtype or dtypes.from_numpy(array.dtype)
+        if array.dtype != dtypes.to_numpy(d):
+            array = array.astype(dtypes.to_numpy(d))
         return device.backend.from_numpy(array, d, device)
     if isinstance(data, (bool, int, float)) or isinstance(data, numbers.Number):
         d = dtype or _infer_dtype(data)
@@ -785,7 +642,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a numpy array."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
-    _genesis_dtype_of_numpy(array.dtype)
+    dtypes.from_numpy(array.dtype)
     from genesis.backends.cpu import from_numpy_shared
 
     return Tensor._wrap(from_numpy_shared(array))

@@ -1427,6 +1427,8 @@ def index_put(x: Tensor, indices: tuple, values: Any, accumulate: bool = False) 
 
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
+    from genesis.ops import inplace
+
     """``x[key] = value`` in place for every key ``getitem`` takes, differentiable with respect to both.
 
     Without a graph the value is written through the view the key's basic part selects (with ``index_put_`` for
@@ -1456,7 +1458,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     if isinstance(value, Tensor):
         value = _value_for(value, target_shape)
     if not (_grad_on() and (x.requires_grad or isinstance(value, Tensor) and value.requires_grad)):
-        x._check_inplace("setitem")
+        inplace.check_inplace(x, "setitem")
         if math.prod(target_shape) == 0:
             return
         if indices is None:
@@ -1471,7 +1473,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     positions = getitem(coords, key).reshape(-1)
     values = value.to(x.dtype) if isinstance(value, Tensor) else x.new_tensor(value, dtype=x.dtype)
     values = values.expand(target_shape).reshape(-1)
-    x._assign_inplace(index_put(x.reshape(-1), (positions,), values).reshape(x.shape))
+    inplace.assign_inplace(x, index_put(x.reshape(-1), (positions,), values).reshape(x.shape))
 
 
 def _indexed_shape(shape: tuple[int, ...], indices: tuple) -> tuple[int, ...]:

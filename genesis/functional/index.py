@@ -94,7 +94,7 @@ class IndexPut(Primitive):
         grad_x = grad if accumulate else index_put(grad, indices, _zeros_tensor((), grad), accumulate=False)
         grad_v = index_tensor(grad, indices) if ctx.needs_input_grad[2] else None
         if grad_v is not None and grad_v.shape != values_shape:
-            from genesis.autograd import _sum_to_shape
+            from genesis.autograd.engine import _sum_to_shape
 
             grad_v = _sum_to_shape(grad_v, values_shape)
         return grad_x, None, grad_v, None

@@ -73,7 +73,7 @@ class Expand(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        from genesis.autograd import _sum_to_shape
+        from genesis.autograd.engine import _sum_to_shape
 
         return _sum_to_shape(grad, ctx.shape), None, None
 

@@ -1,150 +1,32 @@
-"""Automatic differentiation: grad mode, the Function base with all graph bookkeeping, and the backward engine.
+"""Graph nodes and the ``Function`` base: one ``apply`` does all graph bookkeeping, and the view machinery that keeps
+histories right when a tensor changes in place through a view.
 
-Every differentiable op is a small ``Function`` subclass with ``forward`` and ``backward`` side by side.
 ``Function.apply`` runs ``forward`` and, when grad mode is on and some input requires grad, records a graph node:
 the ctx object itself, with links to the nodes that produced its inputs (``next_functions``). ``backward`` computes
 with Tensors, so gradients are themselves differentiable when ``create_graph=True``.
 
-The engine (:func:`run_backward`) counts, for every reachable node, how many gradients it waits for, then visits
-each node exactly once in topological order, sums incoming gradients, calls the node's backward and frees its saved
-tensors unless ``retain_graph``.
+This layer sits below the Tensor class; the tensor layer registers its class once with :func:`set_tensor_type`
+(Genesis's one binding step, :func:`genesis.ops.registry.bind`, does it).
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import threading
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
+from genesis import dtypes
+from genesis.autograd.grad_mode import _state, enable_grad, no_grad
 from genesis.ndarray import NDArray
 
-
-class _GradState(threading.local):
-    """Per-thread grad mode flags (plain attributes: read on every op, so kept cheap)."""
-
-    def __init__(self) -> None:
-        self.enabled = True
-        self.inference = False
-
-
-_state = _GradState()
-#: genesis.tensor.Tensor, bound by genesis.tensor when it is imported (it imports this module).
+#: The tensor class outputs are wrapped in (``genesis.Tensor``), set once by :func:`set_tensor_type`.
 Tensor: Any = None
 
 
-def is_grad_enabled() -> bool:
-    """Whether operations are currently recorded for differentiation."""
-    return _state.enabled
-
-
-def _set_enabled(mode: bool) -> None:
-    _state.enabled = mode
-
-
-def is_inference_mode_enabled() -> bool:
-    """Whether an ``inference_mode`` block is active on this thread."""
-    return _state.inference
-
-
-class _GradModeContext:
-    """Base of the grad-mode context managers; each one also works as a function decorator."""
-
-    mode: bool = True
-
-    def __enter__(self) -> None:
-        self._prev = is_grad_enabled()
-        _set_enabled(self.mode)
-
-    def __exit__(self, *exc: object) -> None:
-        _set_enabled(self._prev)
-
-    def __call__(self, fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self.__class__():
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-
-class _NoParamGradModeContext(_GradModeContext):
-    """A grad-mode context that takes no arguments, so it also decorates without parentheses (``@no_grad``)."""
-
-    def __new__(cls, orig_func: Callable | None = None) -> Any:
-        if orig_func is None:
-            return super().__new__(cls)
-        return cls()(orig_func)
-
-
-class no_grad(_NoParamGradModeContext):
-    """Disable gradient recording inside the block (outputs do not require grad)."""
-
-    mode = False
-
-
-class enable_grad(_NoParamGradModeContext):
-    """Enable gradient recording inside the block, also within ``no_grad``."""
-
-    mode = True
-
-
-class set_grad_enabled(_GradModeContext):
-    """Set grad mode on or off; takes effect immediately and, used as a context manager, restores it on exit."""
-
-    def __init__(self, mode: bool) -> None:
-        self._prev = is_grad_enabled()
-        self.mode = bool(mode)
-        _set_enabled(self.mode)
-
-    def __enter__(self) -> None:
-        pass
-
-    def __call__(self, fn: Callable) -> Callable:
-        _set_enabled(self._prev)
-        mode = self.mode
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-
-class inference_mode(_GradModeContext):
-    """Like ``no_grad``, for inference code; ``inference_mode(False)`` enables grad mode inside the block."""
-
-    def __new__(cls, mode: bool | Callable = True) -> Any:
-        if callable(mode):
-            return cls(True)(mode)
-        return super().__new__(cls)
-
-    def __init__(self, mode: bool = True) -> None:
-        self.enabled_flag = mode
-        self.mode = not mode
-
-    def __enter__(self) -> None:
-        self._prev = is_grad_enabled()
-        self._prev_inference = is_inference_mode_enabled()
-        # As in torch, inference_mode(False) turns grad mode on even inside no_grad.
-        _set_enabled(not self.enabled_flag)
-        _state.inference = self.enabled_flag
-
-    def __exit__(self, *exc: object) -> None:
-        _set_enabled(self._prev)
-        _state.inference = self._prev_inference
-
-    def __call__(self, fn: Callable) -> Callable:
-        flag = self.enabled_flag
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with inference_mode(flag):
-                return fn(*args, **kwargs)
-
-        return wrapper
+def set_tensor_type(cls: type) -> None:
+    """Register the tensor class the engine wraps results in (called once, by the binding step of the op layer)."""
+    global Tensor
+    Tensor = cls
 
 
 # ------------------------------------------------------------------------ graph nodes
@@ -433,8 +315,6 @@ class Overwrite(Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> tuple:
-        from genesis.tensor import Tensor
-
         return Tensor._wrap(NDArray.full(grad.shape, 0, grad.dtype, grad.device)), None
 
 
@@ -442,8 +322,6 @@ class Overwrite(Function):
 
 def view_positions(view: NDArray, base: NDArray) -> NDArray:
     """Flat indices, in ``base``'s logical order, of every element of ``view`` (both over the same buffer)."""
-    from genesis import dtypes
-
     def last(nd: NDArray) -> int:
         return nd.offset + sum((n - 1) * abs(st) for n, st in zip(nd.shape, nd.strides))
 
@@ -473,11 +351,11 @@ class CopySlices(Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> tuple:
-        from genesis.functional import index_put, index_tensor
-
+        # Tensor methods, bound by the op layer above: this layer imports no op.
         flat = grad.reshape(-1)
-        grad_value = index_tensor(flat, (ctx.positions,)) if ctx.needs_input_grad[1] else None
-        grad_base = index_put(flat, (ctx.positions,), 0.0).reshape(grad.shape) if ctx.needs_input_grad[0] else None
+        grad_value = flat._index_nd((ctx.positions,)) if ctx.needs_input_grad[1] else None
+        grad_base = flat.index_put((ctx.positions,), 0.0).reshape(grad.shape) \
+            if ctx.needs_input_grad[0] else None
         return grad_base, grad_value, None
 
 
@@ -493,11 +371,9 @@ class ViewOfBase(Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> tuple:
-        from genesis.functional import index_put
-
         base_shape = ctx._input_meta[0][0]
         zeros = Tensor._wrap(NDArray.full((math.prod(base_shape),), 0, grad.dtype, grad.device))
-        scattered = index_put(zeros, (ctx.positions,), grad, accumulate=True)
+        scattered = zeros.index_put((ctx.positions,), grad, accumulate=True)
         return scattered.reshape(base_shape), None, None
 
 
@@ -609,305 +485,3 @@ def _wrap_outputs(out: Any, ctx: BackwardCtx | None) -> Any:
     ctx._n_outputs = len(outs)
     ctx._output_meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, NDArray) else None for o in outs)
     return wrapped[0] if single else tuple(wrapped)
-
-
-# ------------------------------------------------------------------------ the engine
-
-def _sum_to_shape(grad: Any, shape: tuple[int, ...]) -> Any:
-    """Sum a broadcast gradient back to ``shape`` (the one unbroadcasting helper)."""
-    if grad.shape == shape:
-        return grad
-    lead = grad.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1)
-    if dims:
-        grad = grad.sum(dim=dims, keepdim=True)
-    if lead:
-        grad = grad.reshape(shape)
-    return grad
-
-
-def _collect(roots: Sequence[Node]) -> dict[Node, int]:
-    """Dependency counts: how many gradients each reachable node waits for."""
-    deps: dict[Node, int] = {}
-    seen = set()
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        for nxt, _ in node.next_functions:
-            if nxt is not None:
-                deps[nxt] = deps.get(nxt, 0) + 1
-                stack.append(nxt)
-    return deps
-
-
-def _accumulate(buffer: list, i: int, g: Any) -> None:
-    if g is None:
-        return
-    buffer[i] = g if buffer[i] is None else buffer[i] + g
-
-
-def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool, create_graph: bool,
-                 inputs: Sequence[Any] | None = None, allow_unused: bool = False) -> tuple | None:
-    """Propagate ``grad_tensors`` from ``tensors`` to the leaves (or, with ``inputs``, return their gradients)."""
-
-    roots: list[Node] = []
-    buffers: dict[Node, list] = {}
-    for t, g in zip(tensors, grad_tensors):
-        _edge(t)  # refreshes the history of a view whose base changed in place
-        node = t._grad_fn if t._grad_fn is not None else t._accumulator()
-        n_out = getattr(node, "_n_outputs", 1)
-        buf = buffers.setdefault(node, [None] * n_out)
-        _accumulate(buf, t._output_nr if t._grad_fn is not None else 0, g)
-        if node not in roots:
-            roots.append(node)
-
-    captures: dict[tuple[Node, int], int] = {}
-    results: list = []
-    if inputs is not None:
-        results = [None] * len(inputs)
-        for k, t in enumerate(inputs):
-            _edge(t)
-            key = (t._grad_fn, t._output_nr) if t._grad_fn is not None else (t._accumulator(), 0)
-            captures[key] = k
-
-    # Buffers of gradients already visible to the caller: a leaf's new .grad must not alias them.
-    handed = {id(g.ndarray.buffer) for g in grad_tensors if g is not None}
-    deps = _collect(roots)
-    needed = _leading_to({n for n, _ in captures}, roots) if inputs is not None else set()
-    ready = [n for n in roots if deps.get(n, 0) == 0]
-    with set_grad_enabled(create_graph):
-        while ready:
-            node = ready.pop()
-            grads = buffers.pop(node, [None])
-            if node._output_hooks or node._retain_hooks:
-                grads = [_run_output_hooks(node, i, g) for i, g in enumerate(grads)]
-            if node._pre_hooks:
-                grads = _run_prehooks(node, grads)
-            if captures:
-                for i, g in enumerate(grads):
-                    k = captures.get((node, i))
-                    if k is not None:
-                        results[k] = g
-            if isinstance(node, AccumulateGrad):
-                if inputs is None:
-                    _accumulate_leaf(node.variable, grads[0], create_graph, handed)
-                continue
-            if inputs is not None and node not in needed:
-                in_grads: tuple = (None,) * len(node.next_functions)
-            else:
-                in_grads = _call_backward(node, grads, retain_graph, create_graph)
-            for (nxt, idx), g in zip(node.next_functions, in_grads):
-                if nxt is None:
-                    continue
-                buf = buffers.get(nxt)
-                if buf is None:
-                    buf = buffers[nxt] = [None] * getattr(nxt, "_n_outputs", 1)
-                _accumulate(buf, idx, g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    ready.append(nxt)
-    if inputs is None:
-        return None
-    for k, r in enumerate(results):
-        if r is None and not allow_unused:
-            raise RuntimeError(
-                f"One of the differentiated Tensors (input {k}) appears to not have been used in the graph. "
-                "Set allow_unused=True if this is the desired behavior."
-            )
-    return tuple(r if r is None or create_graph else r.detach() for r in results)
-
-
-def _leading_to(targets: set[Node], roots: Sequence[Node]) -> set[Node]:
-    """The nodes from which some node of ``targets`` is reachable (targets included): one pass over the graph."""
-    result: set[Node] = set()
-    state: dict[Node, bool] = {}  # False while a node's inputs are being visited, True once done
-    for root in roots:
-        stack = [root]
-        while stack:
-            node = stack[-1]
-            if node not in state:
-                state[node] = False
-                stack.extend(n for n, _ in node.next_functions if n is not None and n not in state)
-                continue
-            stack.pop()
-            if state[node]:
-                continue
-            state[node] = True
-            if node in targets or any(n in result for n, _ in node.next_functions if n is not None):
-                result.add(node)
-    return result
-
-
-def _run_hooks(hooks: Sequence[Callable], g: Any) -> Any:
-    """Call tensor hooks in order; a hook's returned tensor (of the same shape) replaces the gradient."""
-    for hook in hooks:
-        new = hook(g)
-        if new is not None:
-            if new.shape != g.shape:
-                name = getattr(hook, "__name__", type(hook).__name__)
-                raise RuntimeError(f"hook '{name}' has changed the size of value (from {tuple(g.shape)} to "
-                                   f"{tuple(new.shape)})")
-            g = new
-    return g
-
-
-def _run_prehooks(node: Node, grads: list) -> list:
-    for hook in node._pre_hooks:
-        new = hook(tuple(grads))
-        if new is not None:
-            if len(new) != len(grads):
-                raise RuntimeError(f"hook of {node.name()} returned {len(new)} gradients, expected {len(grads)}")
-            grads = list(new)
-    return grads
-
-
-def _run_output_hooks(node: Node, i: int, g: Any) -> Any:
-    """The gradient of output ``i`` after its tensor hooks (and ``retain_grad``, which sees the final value)."""
-    if g is None:
-        return g
-    hooks = node._output_hooks.get(i) if node._output_hooks else None
-    if hooks:
-        g = _run_hooks(hooks, g)
-    retain = node._retain_hooks.get(i) if node._retain_hooks else None
-    if retain is not None:
-        retain(g)
-    return g
-
-
-def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_graph: bool) -> tuple:
-    if node.materialize_grads:
-        for i, g in enumerate(grads):
-            if g is None and node._output_meta[i] is not None:
-                shape, dtype, device = node._output_meta[i]
-                grads[i] = Tensor._wrap(NDArray.full(shape, 0, dtype, device))
-    out = node._fn.backward(node, *grads)
-    if not isinstance(out, tuple):
-        out = (out,)
-    n_in = len(node.next_functions)
-    if len(out) < n_in:
-        raise RuntimeError(
-            f"function {node.name()} returned an incorrect number of gradients (expected {n_in}, got {len(out)})"
-        )
-    result = []
-    for i in range(n_in):
-        g = out[i]
-        if g is None or node.next_functions[i][0] is None:
-            result.append(None)
-            continue
-        if isinstance(g, NDArray):
-            g = Tensor._wrap(g)
-        shape, dtype, device = node._input_meta[i]
-        if g.shape != shape:
-            g = _sum_to_shape(g, shape)
-        if g.dtype is not dtype:
-            g = g.to(dtype)
-        result.append(g)
-    hooks = node._post_hooks
-    if hooks:
-        for hook in hooks:
-            hook(tuple(result), tuple(grads))
-    if not retain_graph:
-        node._release()
-    return tuple(result)
-
-
-def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> None:
-    """Add ``g`` into ``t.grad``. A new ``.grad`` never aliases a gradient handed elsewhere in this run."""
-    if g is None:
-        return
-    if t._hooks:
-        g = _run_hooks(t._hooks, g)
-    if not create_graph:
-        g = g.detach()
-    if t.grad is None:
-        owned = id(g.ndarray.buffer) not in handed and g.ndarray.is_contiguous()
-        t.grad = g if owned or create_graph else g.clone()
-        handed.add(id(t.grad.ndarray.buffer))
-    elif create_graph:
-        t.grad = t.grad + g
-    else:
-        t.grad.ndarray.binary("add", g.ndarray.astype(t.grad.dtype), out=t.grad.ndarray)
-        t.grad._version[0] += 1
-    for hook in t._post_accumulate_hooks or ():
-        hook(t)
-
-
-def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
-             create_graph: bool = False, inputs: Any = None) -> None:
-    """Compute and accumulate gradients of ``tensors`` into the leaves' ``.grad`` (torch.autograd.backward)."""
-    tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
-    grads = _make_grads(tensors, grad_tensors)
-    if retain_graph is None:
-        retain_graph = create_graph
-    if inputs is not None:
-        inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-        result = run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused=True)
-        handed = {id(g.ndarray.buffer) for g in grads}
-        for t, g in zip(inputs, result):
-            if g is not None:
-                _accumulate_leaf(t, g, create_graph, handed)
-        return
-    run_backward(tensors, grads, retain_graph, create_graph)
-
-
-def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
-    """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``."""
-    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
-    inputs_t = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-    for t in inputs_t:
-        if not t.requires_grad:
-            raise RuntimeError("grad: one of the differentiated Tensors does not require grad")
-    grads = _make_grads(outputs, grad_outputs)
-    if retain_graph is None:
-        retain_graph = create_graph
-    allow = bool(allow_unused) or materialize_grads
-    result = run_backward(outputs, grads, retain_graph, create_graph, inputs_t, allow_unused=allow)
-    if materialize_grads:
-        from genesis.tensor import zeros_like
-
-        result = tuple(zeros_like(t) if g is None else g for t, g in zip(inputs_t, result))
-    return result
-
-
-def _make_grads(outputs: Sequence[Any], grad_outputs: Any) -> list:
-    if grad_outputs is None or isinstance(grad_outputs, Tensor):
-        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
-    grad_outputs = list(grad_outputs)
-    for g in grad_outputs:
-        if g is not None and not isinstance(g, Tensor):
-            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-    if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
-    result = []
-    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
-        if not isinstance(out, Tensor):
-            raise TypeError(f"tensors to differentiate must be Tensors, but element {i} is a {type(out).__name__}")
-        if not out.requires_grad:
-            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-        if g is None:
-            if out.numel() != 1:
-                raise RuntimeError(
-                    f"grad can be implicitly created only for scalar outputs (got an output of shape "
-                    f"{tuple(out.shape)})"
-                )
-            g = Tensor._wrap(NDArray.full(out.shape, 1, out.dtype, out.device))
-        elif g.shape != out.shape:
-            raise RuntimeError(
-                f"Mismatch in shape: grad_output[0] has a shape of {tuple(g.shape)} and output[0] has a shape of "
-                f"{tuple(out.shape)}."
-            )
-        elif g.device != out.device:
-            raise RuntimeError(f"invalid gradient at index {i} - expected device {out.device} but got {g.device}")
-        result.append(g)
-    return result
-
-
-__all__ = [
-    "Function", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "grad",
-    "backward", "Node", "AccumulateGrad",
-]
-

@@ -1,0 +1,42 @@
+"""Automatic differentiation (``genesis.autograd``, as ``torch.autograd``).
+
+- :mod:`~genesis.autograd.grad_mode`: whether ops are recorded (per thread) and the context managers that switch it.
+- :mod:`~genesis.autograd.function`: graph nodes, the ``Function`` base whose one ``apply`` does all graph
+  bookkeeping, the ``Primitive`` base of built-in ops, and the view machinery of in-place changes.
+- :mod:`~genesis.autograd.engine`: the backward pass (``backward``, ``grad``).
+
+Every differentiable op is a small ``Function`` subclass with ``forward`` and ``backward`` side by side.
+"""
+
+from genesis.autograd.engine import backward, grad, run_backward
+from genesis.autograd.function import (
+    AccumulateGrad,
+    BackwardCtx,
+    CopySlices,
+    Function,
+    Node,
+    Overwrite,
+    RemovableHandle,
+    ViewOfBase,
+    refresh_view_history,
+    retain_grad,
+    set_tensor_type,
+    take_history,
+    view_positions,
+)
+from genesis.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+
+__all__ = [
+    "Function", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+    "is_inference_mode_enabled", "grad", "backward", "Node", "AccumulateGrad", "BackwardCtx", "RemovableHandle",
+    # the engine and view machinery, for the layers above
+    "run_backward", "set_tensor_type", "Overwrite", "CopySlices", "ViewOfBase", "view_positions", "take_history",
+    "refresh_view_history", "retain_grad",
+]

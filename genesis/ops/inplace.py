@@ -1,0 +1,247 @@
+"""In-place ops: the mechanism every ``Tensor.op_`` method shares, and the in-place methods themselves.
+
+An in-place method writes into the tensor's memory directly through the backend's ``out=`` when no graph is
+recorded; otherwise it records the out-of-place op and the tensor takes over that node's history
+(:func:`assign_inplace`), with the view machinery of :mod:`genesis.autograd.function` keeping bases and views right.
+The registry (:mod:`genesis.ops.registry`) builds each op's in-place method with one of the factories below.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from genesis import autograd, dtypes
+from genesis import functional as F
+from genesis.autograd import Overwrite, is_grad_enabled
+from genesis.ndarray import broadcast_shapes
+from genesis.tensor import Tensor, tensor
+
+# ------------------------------------------------------------------ the shared mechanism
+
+
+def check_inplace(t: Tensor, op: str) -> None:
+    """Refuse an in-place change of a leaf that requires grad, or of a view of one (torch's errors)."""
+    if not (t.requires_grad and is_grad_enabled()):
+        return
+    if t.grad_fn is None:
+        raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation.")
+    base = t._base
+    if base is not None and base.requires_grad and base.grad_fn is None:
+        raise RuntimeError(
+            f"{op}: a view of a leaf Variable that requires grad is being used in an in-place operation."
+        )
+
+
+def assign_inplace(t: Tensor, result: Tensor) -> Tensor:
+    """Finish an in-place op: write ``result`` into ``t``'s memory and ``t`` takes over its history."""
+    check_inplace(t, "in-place operation")
+    if result.shape != t.shape:
+        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape "
+                           f"{list(result.shape)}")
+    if result.dtype is not t.dtype:
+        if t.dtype.category < result.dtype.category:
+            raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired output type "
+                               f"{t.dtype.name}")
+        result = result.to(t.dtype)
+    if t.requires_grad and not result.requires_grad and is_grad_enabled():
+        result = Overwrite.apply(t, result)
+    if result.grad_fn is not None:
+        result.grad_fn._snapshot_saved(t)
+    t.ndarray.copy_(result.ndarray)
+    recorded = result.requires_grad and is_grad_enabled()
+    if recorded:
+        # The node's output now lives in this tensor's memory.
+        autograd.take_history(t, result)
+        result.ndarray = t.ndarray
+    t._bump_version()
+    base = t._base
+    if recorded and base is not None and base.ndarray.buffer is t.ndarray.buffer:
+        t._view_version = t._version[0]  # the history just taken is current
+        # The write changed the base too: its history now runs through this op, and this view reads the base.
+        positions = autograd.view_positions(t.ndarray, base.ndarray)
+        autograd.take_history(base, autograd.CopySlices.apply(base, t, positions))
+        autograd.refresh_view_history(t, positions)
+    return t
+
+
+def inplace_source(t: Tensor) -> Tensor:
+    """This tensor's values as an op input whose graph records an in-place change of this tensor.
+
+    The op may save its input for backward; the in-place write then overwrites this memory, so the op reads a
+    differentiable copy instead (torch keeps the original values of ``t`` the same way).
+    """
+    check_inplace(t, "in-place operation")
+    return t.clone()
+
+
+def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any) -> Tensor:
+    """``t op= other``: written straight into memory when no graph is needed, else through ``fn``."""
+    if (is_grad_enabled() and (t.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
+        return assign_inplace(t, fn(t, other))
+    if isinstance(other, Tensor):
+        if other.device is not t.device and other.ndim:
+            raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "
+                               f"{t.device} and {other.device}")
+        target = dtypes.result_type(t.dtype, t.ndim, other.dtype, other.ndim)
+        other_nd: Any = other.ndarray
+        from genesis.ndarray import broadcast_shapes
+
+        if broadcast_shapes(op, t.shape, other.shape) != t.shape:
+            raise RuntimeError(f"{op}: output with shape {list(t.shape)} doesn't match the broadcast shape "
+                               f"{list(broadcast_shapes(op, t.shape, other.shape))}")
+    elif isinstance(other, (int, float, bool)):
+        target = dtypes.result_type_scalar(t.dtype, other)
+        other_nd = other
+    else:
+        return inplace_binary(t, op, fn, tensor(other, device=t.device))
+    if op == "div" and target.category < 2:
+        target = dtypes.get_default_dtype()
+    if target.category > t.dtype.category:
+        raise RuntimeError(f"{op}_: result type {target.name} can't be cast to the desired output type "
+                           f"{t.dtype.name}")
+    if target is t.dtype:
+        t.ndarray.binary(op, other_nd, out=t.ndarray)
+    else:
+        t.ndarray.copy_(t.ndarray.binary(op, other_nd))
+    t._bump_version()
+    return t
+
+
+# ------------------------------------------------------------------ method factories (one per kind of in-place op)
+
+def binary_method(op: str, fn: Callable) -> Callable:
+    """``t.op_(other, alpha=, rounding_mode=)`` of a binary op: straight into memory when no graph is recorded."""
+    def method(self: Tensor, other: Any, alpha: float | None = None, rounding_mode: str | None = None) -> Tensor:
+        if alpha is not None and alpha != 1:
+            other = other * alpha
+        if rounding_mode is not None:
+            recording = is_grad_enabled() and (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
+            source = inplace_source(self) if recording else self
+            return assign_inplace(self, F.div(source, other, rounding_mode=rounding_mode))
+        return inplace_binary(self, op, fn, other)
+
+    method.__name__ = f"{op}_"
+    method.__doc__ = f"In-place {op}."
+    return method
+
+
+def kernel_method(name: str, kernel: str, fn: Callable) -> Callable:
+    """``t.name_()`` of a unary op with a backend kernel, which writes in place when no graph is recorded."""
+    def method(self: Tensor) -> Tensor:
+        if is_grad_enabled() and self.requires_grad or not self.dtype.is_floating_point:
+            return assign_inplace(self, fn(self))
+        self.ndarray.unary(kernel, out=self.ndarray)
+        self._bump_version()
+        return self
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = f"In-place {name}."
+    return method
+
+
+def general_method(name: str, fn: Callable) -> Callable:
+    """``t.name_(*args)`` of any op: the out-of-place op, written back (reading a copy when a graph records it)."""
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        recording = is_grad_enabled() and (self.requires_grad or any(
+            isinstance(a, Tensor) and a.requires_grad for a in (*args, *kwargs.values())))
+        return assign_inplace(self, fn(inplace_source(self) if recording else self, *args, **kwargs))
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = f"In-place {name}."
+    return method
+
+
+# ------------------------------------------------------------------ in-place methods with their own rules
+
+def _reshape_inplace(self: Tensor, op: str, view: Callable[[Tensor], Tensor]) -> Tensor:
+    """Finish an in-place op that only changes the shape (``squeeze_``, ``transpose_`` ...): this tensor takes the
+    view's shape and strides and, when autograd records, the view's history (as torch's in-place view ops do)."""
+    check_inplace(self, op)
+    out = view(self)
+    if out.grad_fn is not None and is_grad_enabled():
+        autograd.take_history(self, out)
+    self.ndarray = out.ndarray
+    return self
+
+
+def squeeze_(self: Tensor, dim: Any = None) -> Tensor:
+    """In-place squeeze."""
+    return _reshape_inplace(self, "squeeze_", lambda t: F.squeeze(t, dim))
+
+
+def unsqueeze_(self: Tensor, dim: int) -> Tensor:
+    """In-place unsqueeze."""
+    return _reshape_inplace(self, "unsqueeze_", lambda t: F.unsqueeze(t, dim))
+
+
+def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    """In-place transpose."""
+    return _reshape_inplace(self, "transpose_", lambda t: F.transpose(t, dim0, dim1))
+
+
+def t_(self: Tensor) -> Tensor:
+    """In-place t."""
+    return transpose_(self, 0, 1) if self.ndim == 2 else self
+
+
+def fill_from(self: Tensor, nd: Any) -> Tensor:
+    """Overwrite the contents in place from an NDArray or number (no gradient flows)."""
+    check_inplace(self, "fill")
+    self.ndarray.copy_(nd)
+    self._bump_version()
+    return self
+
+
+def fill_(self: Tensor, value: Any) -> Tensor:
+    """Fill with a number (or a 0-d tensor, differentiably)."""
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                               "dimensions.")
+        if not (value.requires_grad and is_grad_enabled()):
+            value = value.item()
+    if is_grad_enabled() and (self.requires_grad or isinstance(value, Tensor)):
+        return assign_inplace(self, _overwrite(self, value.to(self.dtype) if isinstance(value, Tensor) else value))
+    return fill_from(self, value)
+
+
+def _overwrite(self: Tensor, value: Any) -> Tensor:
+    """``value`` broadcast to ``self`` as a graph node: the old values of ``self`` receive a zero gradient."""
+    return F.where(F.ones_like_bool(self), value, self)
+
+
+def zero_(self: Tensor) -> Tensor:
+    """Fill with zeros."""
+    return fill_(self, 0)
+
+
+def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+    """Copy ``src`` (broadcast, cast, any device) into this tensor; differentiable with respect to ``src``."""
+    if not isinstance(src, (Tensor, int, float, bool)):
+        src = tensor(src, dtype=self.dtype, device=self.device)
+    if isinstance(src, Tensor) and broadcast_shapes("copy_", self.shape, src.shape) != self.shape:
+        raise RuntimeError(f"copy_: the size of src {list(src.shape)} cannot be broadcast to the destination "
+                           f"size {list(self.shape)}")
+    needs_graph = is_grad_enabled() and (self.requires_grad or (isinstance(src, Tensor) and src.requires_grad))
+    if needs_graph:
+        value = src.to(self.device).to(self.dtype) if isinstance(src, Tensor) else src
+        return assign_inplace(self, _overwrite(self, value))
+    return fill_from(self, src.ndarray if isinstance(src, Tensor) else src)
+
+
+def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, value: float = 1) -> Tensor:
+    """``self += value * tensor1 * tensor2`` in place."""
+    return self.add_(tensor1 * tensor2 * value if value != 1 else tensor1 * tensor2)
+
+
+def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, value: float = 1) -> Tensor:
+    """``self += value * tensor1 / tensor2`` in place."""
+    return self.add_(tensor1 / tensor2 * value if value != 1 else tensor1 / tensor2)
+
+
+def float_power_(self: Tensor, exponent: Any) -> Tensor:
+    """In-place float_power: the tensor must already be float64, the dtype of the result."""
+    if self.dtype is not dtypes.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name} but the operation's result "
+                           "requires dtype float64")
+    return general_method("float_power", F.float_power)(self, exponent)
