@@ -7,7 +7,7 @@ O(n^2) Python steps per call: accurate for well-conditioned matrices of modest s
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from genesis import dtypes
 from genesis import functional as F
@@ -47,16 +47,11 @@ def det(A: Tensor) -> Tensor:
     return sign * F.prod(LU.diagonal(0, -2, -1), -1)
 
 
-class SlogdetResult(tuple):
+class SlogdetResult(NamedTuple):
     """(sign, logabsdet) with attribute access, as torch.return_types.slogdet."""
 
-    @property
-    def sign(self) -> Tensor:
-        return self[0]
-
-    @property
-    def logabsdet(self) -> Tensor:
-        return self[1]
+    sign: Tensor
+    logabsdet: Tensor
 
 
 def slogdet(A: Tensor) -> SlogdetResult:
@@ -67,7 +62,7 @@ def slogdet(A: Tensor) -> SlogdetResult:
     diag = LU.diagonal(0, -2, -1)
     logabs = F.sum(F.log(diag.abs()), -1)
     sign = sign * F.prod(F.sign(diag.detach()), -1)
-    return SlogdetResult((sign, logabs))
+    return SlogdetResult(sign, logabs)
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
@@ -183,16 +178,9 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     return L.mT if upper else L
 
 
-class QRResult(tuple):
+class QRResult(NamedTuple):
     """(Q, R) with attribute access, as torch.return_types.linalg_qr."""
 
-    @property
-    def Q(self) -> Tensor:  # noqa: N802 - torch's name
-        return self[0]
-
-    @property
-    def R(self) -> Tensor:  # noqa: N802 - torch's name
-        return self[1]
 
 
 def qr(A: Tensor, mode: str = "reduced") -> QRResult:
@@ -232,10 +220,10 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
         Q = Q - (Q @ v.unsqueeze(-1)) * (tau.unsqueeze(-1) * v).unsqueeze(-2)
     R = F.triu(R)
     if mode == "complete":
-        return QRResult((Q, R))
+        return QRResult(Q, R)
     if mode == "r":
-        return QRResult((F.zeros_like_detached(A).reshape(-1)[:0], R[..., :k, :]))
-    return QRResult((Q[..., :, :k], R[..., :k, :]))
+        return QRResult(F.zeros_like_detached(A).reshape(-1)[:0], R[..., :k, :])
+    return QRResult(Q[..., :, :k], R[..., :k, :])
 
 
 def matrix_power(A: Tensor, n: int) -> Tensor:
@@ -343,7 +331,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor]:
     if not pivot:
         raise NotImplementedError("linalg.lu_factor: LU without pivoting is not implemented in Genesis")
     LU, _, pivots = _lu_steps(A)
-    return LUFactorResult((LU, pivots))
+    return LUFactorResult(LU, pivots)
 
 
 def lu(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor, Tensor]:
@@ -363,35 +351,18 @@ def lu(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     U = F.triu(LU[..., :k, :])
     # Row i of P L U is row order[i] of A, so P[order[i], i] = 1.
     P = (rows.unsqueeze(-1) == order.unsqueeze(-2)).to(A.dtype)
-    return LUResult((P, L, U))
+    return LUResult(P, L, U)
 
 
-class LUFactorResult(tuple):
+class LUFactorResult(NamedTuple):
     """(LU, pivots), as torch.return_types.linalg_lu_factor."""
 
-    @property
-    def LU(self) -> Tensor:  # noqa: N802 - torch's name
-        return self[0]
-
-    @property
-    def pivots(self) -> Tensor:
-        return self[1]
+    pivots: Tensor
 
 
-class LUResult(tuple):
+class LUResult(NamedTuple):
     """(P, L, U), as torch.return_types.linalg_lu."""
 
-    @property
-    def P(self) -> Tensor:  # noqa: N802 - torch's name
-        return self[0]
-
-    @property
-    def L(self) -> Tensor:  # noqa: N802 - torch's name
-        return self[1]
-
-    @property
-    def U(self) -> Tensor:  # noqa: N802 - torch's name
-        return self[2]
 
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:

@@ -7,7 +7,7 @@ sweeps take O(n^2) Python steps each: meant for modest sizes. Vectors are define
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from genesis import dtypes
 from genesis import functional as F
@@ -97,19 +97,14 @@ def eigh(A: Tensor, UPLO: str = "L") -> tuple[Tensor, Tensor]:  # noqa: N803 - t
     # Values from the chosen triangle; the gradient goes to A as a whole, as torch's.
     symmetric = (half + strict.mT).detach() + (A - A.detach())
     values, vectors = _Eigh.apply(symmetric)
-    return EighResult((values, vectors))
+    return EighResult(values, vectors)
 
 
-class EighResult(tuple):
+class EighResult(NamedTuple):
     """(eigenvalues, eigenvectors) with attribute access, as torch.return_types.linalg_eigh."""
 
-    @property
-    def eigenvalues(self) -> Tensor:
-        return self[0]
-
-    @property
-    def eigenvectors(self) -> Tensor:
-        return self[1]
+    eigenvalues: Tensor
+    eigenvectors: Tensor
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803 - torch's name
@@ -208,20 +203,9 @@ class _Svd(Function):
         return U @ inner @ Vh
 
 
-class SVDResult(tuple):
+class SVDResult(NamedTuple):
     """(U, S, Vh) with attribute access, as torch.return_types.linalg_svd."""
 
-    @property
-    def U(self) -> Tensor:  # noqa: N802 - torch's name
-        return self[0]
-
-    @property
-    def S(self) -> Tensor:  # noqa: N802 - torch's name
-        return self[1]
-
-    @property
-    def Vh(self) -> Tensor:  # noqa: N802 - torch's name
-        return self[2]
 
 
 def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
@@ -237,7 +221,7 @@ def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
     if full_matrices and A.shape[-2] != A.shape[-1]:
         raise NotImplementedError("linalg.svd: full_matrices=True of a non-square matrix is not implemented in "
                                   "Genesis; pass full_matrices=False")
-    return SVDResult(_Svd.apply(A))
+    return SVDResult(*_Svd.apply(A))
 
 
 def svdvals(A: Tensor) -> Tensor:
@@ -281,24 +265,13 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     return pinv(input, rtol=rcond)
 
 
-class LstsqResult(tuple):
+class LstsqResult(NamedTuple):
     """(solution, residuals, rank, singular_values), as torch.return_types.linalg_lstsq."""
 
-    @property
-    def solution(self) -> Tensor:
-        return self[0]
-
-    @property
-    def residuals(self) -> Tensor:
-        return self[1]
-
-    @property
-    def rank(self) -> Tensor:
-        return self[2]
-
-    @property
-    def singular_values(self) -> Tensor:
-        return self[3]
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor
 
 
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:
@@ -337,4 +310,4 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if driver != "gelsy" and full_rank:
         residuals = F.sum((A @ X - rhs) ** 2, -2)
         residuals = residuals.squeeze(-1) if vector else residuals
-    return LstsqResult((X.squeeze(-1) if vector else X, residuals, rank, values))
+    return LstsqResult(X.squeeze(-1) if vector else X, residuals, rank, values)
