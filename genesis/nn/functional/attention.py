@@ -7,7 +7,8 @@ import math
 from genesis import amp, dtypes
 from genesis import functional as T
 from genesis.functional.fused import fused_attention
-from genesis.nn.functional.basic import dropout, linear
+from genesis.nn.functional.dropout import dropout
+from genesis.nn.functional.linear import linear
 from genesis.tensor import Tensor, arange, zeros
 
 
