@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Callable
 
 from genesis import functional as T
+from genesis import random
 from genesis.autograd import is_grad_enabled
 from genesis.functional.elementwise import Silu
 from genesis.functional.fused import fused_softmax
 from genesis.nn.functional._out import check_out
-from genesis.tensor import Tensor
+from genesis.tensor import Tensor, zeros
 
 
 def _apply(x: Tensor, inplace: bool, fn: Callable[[Tensor], Tensor]) -> Tensor:
@@ -159,3 +160,91 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
     dim = _softmax_dim(input.ndim) if dim is None else dim
     fused = fused_softmax(input, dim, dtype, True)
     return fused if fused is not None else T.log_softmax(input, dim, dtype)
+
+
+# ------------------------------------------------------------------ in-place variants
+
+
+def relu_(input: Tensor) -> Tensor:
+    """In-place ``relu``."""
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``elu``."""
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place ``leaky_relu``."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place ``hardtanh``."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """In-place ``selu``."""
+    return selu(input, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``celu``."""
+    return celu(input, alpha, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place ``threshold``."""
+    # The argument ``threshold`` hides the function of that name here.
+    return _apply(input, True, lambda x: T.where(x > threshold, x, value))
+
+
+# ------------------------------------------------------------------ shrinking, randomized and sampled activations
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, 0 elsewhere."""
+    return T.where(T.abs(input) > lambd, input, 0.0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
+    if lambd < 0:
+        raise RuntimeError(f"softshrink: lambda must be in range [0, inf) for input dtype {input.dtype}, but found "
+                           f"{lambd}")
+    return T.where(input > lambd, input - lambd, T.where(input < -lambd, input + lambd, 0.0))
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU (Xu et al., 2015): negative inputs are scaled by ``a ~ U(lower, upper)``, drawn per
+    element in training, and by the fixed ``(lower + upper) / 2`` in evaluation."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        slope = (lower + upper) / 2
+        return _apply(input, inplace, lambda x: T.where(x >= 0, x, x * slope))
+    noise = random.rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
+    return _apply(input, inplace, lambda x: T.where(x > 0, x, x * noise))
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    """In-place ``rrelu``."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """A sample of the Gumbel-softmax (Concrete) distribution: ``softmax((logits + g) / tau)`` with
+    ``g = -log(-log(U))`` Gumbel noise (Jang et al., 2016). ``hard=True`` returns the one-hot argmax in the forward
+    pass with the soft sample's gradient (straight-through)."""
+    uniform = T.clamp(random.rand(logits.shape, dtype=logits.dtype, device=logits.device), min=eps, max=1 - eps)
+    gumbels = -T.log(-T.log(uniform))
+    soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return soft
+    index = soft.argmax(dim, keepdim=True)
+    one_hot = zeros(logits.shape, dtype=logits.dtype, device=logits.device).scatter(dim, index, 1.0)
+    return one_hot - soft.detach() + soft

@@ -7,7 +7,8 @@ import math
 from genesis import amp, dtypes
 from genesis import functional as T
 from genesis.functional.fused import fused_attention
-from genesis.nn.functional.basic import dropout, linear
+from genesis.nn.functional.dropout import dropout
+from genesis.nn.functional.linear import linear
 from genesis.tensor import Tensor, arange, zeros
 
 
@@ -72,20 +73,23 @@ def _in_projection(q: Tensor, k: Tensor, v: Tensor, w: Tensor, b: Tensor | None,
     return linear(q, w[:e], bq), linear(k, w[e:2 * e], bk), linear(v, w[2 * e:], bv)
 
 
-def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
-                                 in_proj_weight: Tensor | None, in_proj_bias: Tensor | None,
-                                 out_proj_weight: Tensor, out_proj_bias: Tensor | None, dropout_p: float = 0.0,
-                                 training: bool = True, key_padding_mask: Tensor | None = None,
-                                 need_weights: bool = True, attn_mask: Tensor | None = None,
-                                 average_attn_weights: bool = True, is_causal: bool = False,
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+                                 in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
+                                 bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float,
+                                 out_proj_weight: Tensor, out_proj_bias: Tensor | None, training: bool = True,
+                                 key_padding_mask: Tensor | None = None, need_weights: bool = True,
+                                 attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False,
                                  q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
-                                 v_proj_weight: Tensor | None = None, bias_k: Tensor | None = None,
-                                 bias_v: Tensor | None = None, add_zero_attn: bool = False) -> tuple:
+                                 v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+                                 static_v: Tensor | None = None, average_attn_weights: bool = True,
+                                 is_causal: bool = False) -> tuple:
     """Multi-head attention on sequence-first input (L, N, E) or unbatched (L, E); torch's argument order.
 
     Masks: ``key_padding_mask`` (N, S) and ``attn_mask`` (L, S) or (N * H, L, S); bool True means *masked out*
     (torch's nn.MultiheadAttention convention, the opposite of scaled_dot_product_attention's), float masks are
     added. Returns (output, weights) with weights averaged over heads if ``average_attn_weights``, or None.
+    The projections are ``in_proj_weight`` packed (3 * E, E), or ``q/k/v_proj_weight`` with
+    ``use_separate_proj_weight``; ``static_k``/``static_v`` are not supported.
     """
     if is_causal and attn_mask is None:
         raise RuntimeError("multi_head_attention_forward: Need attn_mask if specifying the is_causal hint. You may "
@@ -96,12 +100,21 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
     if embed_dim % num_heads:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k and static_v are not supported")
     head_dim = embed_dim // num_heads
-    if in_proj_weight is not None:
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
         q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, embed_dim)
     else:
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
         bq = bk = bv = None
         if in_proj_bias is not None:
             bq, bk, bv = (in_proj_bias[:embed_dim], in_proj_bias[embed_dim:2 * embed_dim],

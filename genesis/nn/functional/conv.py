@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from genesis import amp
+from genesis import functional as T
 from genesis.functional.nn_ops import Conv
-from genesis.nn.functional.basic import pad
-from genesis.tensor import Tensor
+from genesis.nn.functional.padding import pad
+from genesis.tensor import Tensor, arange, zeros
 
 
 def ntuple(op: str, name: str, value: int | Sequence[int], n: int) -> tuple[int, ...]:
@@ -155,3 +156,79 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     """Transposed 3-d convolution with weight (C_in, C_out / groups, kd, kh, kw)."""
     return _convnd("conv_transpose3d", 3, input, weight, bias, stride, padding, dilation, groups, True,
                    output_padding)
+
+
+# ------------------------------------------------------------------ sliding windows (fold / unfold)
+
+
+def _pair(v: int | Sequence[int], n: int = 2) -> tuple[int, ...]:
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(int(i) for i in v)
+    return v * n if len(v) == 1 else v
+
+
+def _window_index(h: int, w: int, kernel: tuple[int, int], dilation: tuple[int, int], stride: tuple[int, int],
+                  device: object) -> tuple[Tensor, int, int]:
+    """Flat (h * w) positions of every (ki, kj, i, j) kernel tap, shape (kh * kw * oh * ow,), and (oh, ow)."""
+    (kh, kw), (dh, dw), (sh, sw) = kernel, dilation, stride
+    oh = (h - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (w - (dw * (kw - 1) + 1)) // sw + 1
+    ki = arange(kh, device=device).reshape(kh, 1, 1, 1)
+    kj = arange(kw, device=device).reshape(1, kw, 1, 1)
+    i = arange(oh, device=device).reshape(1, 1, oh, 1)
+    j = arange(ow, device=device).reshape(1, 1, 1, ow)
+    return ((i * sh + ki * dh) * w + (j * sw + kj * dw)).reshape(-1), oh, ow
+
+
+def _check_window_args(op: str, kernel: tuple, dilation: tuple, padding: tuple, stride: tuple) -> None:
+    if min(stride) <= 0 or min(dilation) <= 0 or min(kernel) <= 0 or min(padding) < 0:
+        raise RuntimeError(f"{op}: kernel_size, dilation and stride must be positive and padding non-negative, got "
+                           f"kernel_size={kernel}, dilation={dilation}, padding={padding}, stride={stride}")
+
+
+def unfold(input: Tensor, kernel_size: int | Sequence[int], dilation: int | Sequence[int] = 1,
+           padding: int | Sequence[int] = 0, stride: int | Sequence[int] = 1) -> Tensor:
+    """im2col: sliding (kh, kw) blocks of (N, C, H, W) input as columns of shape (N, C * kh * kw, L)."""
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"unfold: expected 3D or 4D (batch mode) tensor for input, got {input.ndim}D")
+    batched = input.ndim == 4
+    x = input if batched else input.unsqueeze(0)
+    kernel, dil, pads, strides = _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride)
+    _check_window_args("unfold", kernel, dil, pads, strides)
+    if pads[0] or pads[1]:
+        x = pad(x, (pads[1], pads[1], pads[0], pads[0]))
+    n, c, h, w = x.shape
+    if h < dil[0] * (kernel[0] - 1) + 1 or w < dil[1] * (kernel[1] - 1) + 1:
+        raise RuntimeError(f"unfold: the padded input of size {(h, w)} is smaller than the dilated kernel")
+    index, oh, ow = _window_index(h, w, kernel, dil, strides, input.device)
+    # One gather over the flattened plane; its backward scatter-adds overlapping windows.
+    cols = T.index_select(x.reshape(n, c, h * w), 2, index).reshape(n, c * kernel[0] * kernel[1], oh * ow)
+    return cols if batched else cols.squeeze(0)
+
+
+def fold(input: Tensor, output_size: int | Sequence[int], kernel_size: int | Sequence[int],
+         dilation: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
+         stride: int | Sequence[int] = 1) -> Tensor:
+    """col2im, the adjoint of ``unfold``: sums the (N, C * kh * kw, L) columns back into (N, C, H, W)."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"fold: expected 2D or 3D (batch mode) tensor for input, got {input.ndim}D")
+    batched = input.ndim == 3
+    cols = input if batched else input.unsqueeze(0)
+    (oh_img, ow_img), (kh, kw) = _pair(output_size), _pair(kernel_size)
+    (dh, dw), (ph, pw), (sh, sw) = _pair(dilation), _pair(padding), _pair(stride)
+    n, ckk, blocks = cols.shape
+    if ckk % (kh * kw):
+        raise RuntimeError(f"fold: expected size of input's dimension 1 to be divisible by the product of "
+                           f"kernel_size, but got input.size(1)={ckk} and kernel_size={(kh, kw)}")
+    c = ckk // (kh * kw)
+    hp, wp = oh_img + 2 * ph, ow_img + 2 * pw
+    dest, oh, ow = _window_index(hp, wp, (kh, kw), (dh, dw), (sh, sw), input.device)
+    if oh * ow != blocks:
+        raise RuntimeError(f"fold: expected input's dimension 2 to match the calculated number of sliding blocks "
+                           f"{oh} * {ow} = {oh * ow}, but got input.size(2)={blocks}")
+    src = cols.reshape(n, c, kh * kw * blocks)
+    index = dest.reshape(1, 1, -1).expand(n, c, dest.shape[0])
+    out = zeros((n, c, hp * wp), dtype=input.dtype, device=input.device).scatter_add(2, index, src)
+    out = out.reshape(n, c, hp, wp)[:, :, ph:ph + oh_img, pw:pw + ow_img]
+    return out if batched else out.squeeze(0)

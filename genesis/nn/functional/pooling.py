@@ -1,15 +1,18 @@
-"""Pooling: max/avg (1-d, 2-d, 3-d) on the ``pool`` backend primitive, adaptive pooling, and interpolate."""
+"""Pooling: max/avg (1-d, 2-d, 3-d) on the ``pool`` backend primitive, adaptive pooling, power-average (LP)
+pooling and max unpooling.
+
+Adaptive max pooling with indices gathers every window (values and flat argmax positions); adaptive average pooling
+of uneven windows is a product with one averaging matrix per dim. Both are compositions of differentiable ops.
+"""
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 from genesis import functional as T
-from genesis.functional.nn_ops import AdaptivePool, Pool, Upsample
-from genesis.nn.functional.adaptive import _adaptive_max, _adaptive_sizes
+from genesis.functional.nn_ops import AdaptivePool, Pool
 from genesis.nn.functional.conv import ntuple
-from genesis.tensor import Tensor, arange
+from genesis.tensor import Tensor, arange, tensor, zeros
 
 
 def _pool_args(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None,
@@ -101,6 +104,27 @@ def max_pool3d(input: Tensor, kernel_size: int | Sequence[int], stride: int | Se
     return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+def max_pool1d_with_indices(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+                            padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``max_pool1d`` returning ``(values, indices)``."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+                            padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``max_pool2d`` returning ``(values, indices)``."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+                            padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``max_pool3d`` returning ``(values, indices)``."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
 def _avg_pool(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None,
               padding: int | Sequence[int], ceil_mode: bool, count_include_pad: bool,
               divisor_override: int | None) -> Tensor:
@@ -136,6 +160,74 @@ def avg_pool3d(input: Tensor, kernel_size: int | Sequence[int], stride: int | Se
 
 
 # ------------------------------------------------------------------ adaptive pooling
+
+
+def _adaptive_sizes(op: str, input: Tensor, output_size: int | None | Sequence[int | None],
+                    n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got {list(input.shape)}")
+    sizes = tuple(input.shape[-n:])
+    out = (output_size,) * n if output_size is None or isinstance(output_size, int) else tuple(output_size)
+    if len(out) != n:
+        raise RuntimeError(f"{op}(): internal error: output_size.size() must be {n}, got {len(out)}")
+    out = tuple(s if o is None else int(o) for o, s in zip(out, sizes))
+    if any(o < 0 for o in out):
+        raise RuntimeError(f"{op}(): elements of output_size must be greater than or equal to 0 but received "
+                           f"{list(out)}")
+    if any(s == 0 for s in sizes):
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input has "
+                           f"sizes {list(input.shape)}")
+    return sizes, out
+
+
+def _windows(size: int, out: int) -> list[tuple[int, int]]:
+    """torch's adaptive windows: [floor(i * size / out), ceil((i + 1) * size / out))."""
+    return [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+
+
+def _adaptive_avg(input: Tensor, sizes: tuple[int, ...], out: tuple[int, ...]) -> Tensor:
+    # The mean over a window is separable: one (out, size) averaging matrix per dim.
+    x = input
+    n = len(sizes)
+    for axis, (size, o) in enumerate(zip(sizes, out)):
+        weights = [[0.0] * size for _ in range(o)]
+        for i, (start, end) in enumerate(_windows(size, o)):
+            for j in range(start, end):
+                weights[i][j] = 1.0 / (end - start)
+        avg = tensor(weights, dtype=input.dtype, device=input.device)
+        dim = x.ndim - n + axis
+        x = T.matmul(x.movedim(dim, -1), avg.t()).movedim(-1, dim)
+    return x
+
+
+def _adaptive_max(input: Tensor, sizes: tuple[int, ...], out: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    """Values and flat argmax positions (within each input plane) of adaptive max pooling.
+
+    Every window is gathered padded to the largest window length by repeating its last element (a repeat never
+    changes a maximum), so one ``max`` over the last dim reduces all windows at once.
+    """
+    n = len(sizes)
+    lead = input.ndim - n
+    x = input
+    flat = arange(input[(0,) * lead].numel() if lead else input.numel(), device=input.device).reshape(sizes)
+    lengths = []
+    for axis, (size, o) in enumerate(zip(sizes, out)):
+        windows = _windows(size, o)
+        k = max(end - start for start, end in windows)
+        lengths.append(k)
+        index = tensor([min(start + j, end - 1) for start, end in windows for j in range(k)], device=input.device)
+        x = T.index_select(x, lead + 2 * axis, index)
+        x = x.reshape(*x.shape[:lead + 2 * axis], o, k, *x.shape[lead + 2 * axis + 1:])
+        flat = T.index_select(flat, 2 * axis, index)
+        flat = flat.reshape(*flat.shape[:2 * axis], o, k, *flat.shape[2 * axis + 1:])
+    # (..., o1, k1, o2, k2, ...) -> (..., o1, o2, ..., k1 * k2 * ...)
+    order = [lead + 2 * a for a in range(n)] + [lead + 2 * a + 1 for a in range(n)]
+    x = x.permute(*range(lead), *order).reshape(*input.shape[:lead], *out, -1)
+    flat = flat.permute(*[o - lead for o in order]).reshape(*out, -1)
+    values, local = x.max(-1)
+    indices = T.take_along_dim(flat.expand(*input.shape[:lead], *flat.shape), local.unsqueeze(-1), -1).squeeze(-1)
+    return values, indices
+
 
 def _adaptive(op: str, input: Tensor, output_size: int | None | Sequence[int | None], n: int, reduce: str) -> Tensor:
     if input.ndim not in (n + 1, n + 2):
@@ -177,6 +269,16 @@ def _adaptive(op: str, input: Tensor, output_size: int | None | Sequence[int | N
     return out
 
 
+def _adaptive_max_pool(op: str, n: int, input: Tensor, output_size: int | None | Sequence[int | None],
+                       return_indices: bool) -> Tensor | tuple[Tensor, Tensor]:
+    if n == 1 and input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for {op})")
+    sizes, out = _adaptive_sizes(op, input, output_size, n)
+    values, indices = _adaptive_max(input, sizes, out)
+    return (values, indices) if return_indices else values
+
+
 def adaptive_avg_pool1d(input: Tensor, output_size: int | Sequence[int]) -> Tensor:
     return _adaptive("adaptive_avg_pool1d", input, output_size, 1, "mean")
 
@@ -184,6 +286,26 @@ def adaptive_avg_pool1d(input: Tensor, output_size: int | Sequence[int]) -> Tens
 def adaptive_avg_pool2d(input: Tensor, output_size: int | None | Sequence[int | None]) -> Tensor:
     """Average pooling to a fixed (out_h, out_w) whatever the input size (torch's window boundaries)."""
     return _adaptive("adaptive_avg_pool2d", input, output_size, 2, "mean")
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: int | None | Sequence[int | None]) -> Tensor:
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) input to a fixed (out_d, out_h, out_w)."""
+    sizes, out = _adaptive_sizes("adaptive_avg_pool3d", input, output_size, 3)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"adaptive_avg_pool3d: not implemented for {input.dtype}")
+    return _adaptive_avg(input, sizes, out)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: int | Sequence[int],
+                        return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """Max pooling of (N, C, L) or (C, L) input to a fixed length (torch's window boundaries)."""
+    return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size, return_indices)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: int | Sequence[int],
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``adaptive_max_pool1d`` returning ``(values, indices)``."""
+    return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size, True)
 
 
 def adaptive_max_pool2d(input: Tensor, output_size: int | None | Sequence[int | None],
@@ -195,6 +317,35 @@ def adaptive_max_pool2d(input: Tensor, output_size: int | None | Sequence[int | 
     return _adaptive("adaptive_max_pool2d", input, output_size, 2, "max")
 
 
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: int | None | Sequence[int | None],
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """Adaptive max pooling of (N, C, H, W) or (C, H, W) input returning ``(values, flat H * W argmax indices)``."""
+    return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size, True)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: int | None | Sequence[int | None],
+                        return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """Max pooling of (N, C, D, H, W) or (C, D, H, W) input to a fixed (out_d, out_h, out_w)."""
+    return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: int | None | Sequence[int | None],
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``adaptive_max_pool3d`` returning ``(values, indices)``."""
+    return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size, True)
+
+
+# ------------------------------------------------------------------ power-average pooling
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride: int | Sequence[int] | None = None,
+              ceil_mode: bool = False) -> Tensor:
+    """``(sum over each window of x^p)^(1/p)`` over (N, C, L) input."""
+    (k,) = ntuple("lp_pool1d", "kernel_size", kernel_size, 1)
+    out = avg_pool1d(input.pow(norm_type), k, stride, 0, ceil_mode)
+    return (T.sign(out) * T.relu(T.abs(out))).mul(k).pow(1.0 / norm_type)
+
+
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size: int | Sequence[int],
               stride: int | Sequence[int] | None = None, ceil_mode: bool = False) -> Tensor:
     """``(sum over each window of x^p)^(1/p)``."""
@@ -203,105 +354,84 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: int | Sequence[int],
     return (T.sign(out) * T.relu(T.abs(out))).mul(kh * kw).pow(1.0 / norm_type)
 
 
-# ------------------------------------------------------------------ resampling
-
-def _source_index(out_size: int, in_size: int, scale: float | None, align_corners: bool | None,
-                  mode: str, device: object) -> Tensor:
-    """Fractional source coordinate of every output position along one dim (torch's conventions)."""
-    dst = arange(out_size, device=device).double()
-    if mode in ("nearest", "nearest-exact"):
-        ratio = 1.0 / scale if scale is not None else in_size / out_size
-        src = (dst + 0.5) * ratio - 0.5 if mode == "nearest-exact" else dst * ratio
-        return T.clamp(T.floor(src + (0.5 if mode == "nearest-exact" else 0.0)), max=in_size - 1)
-    if align_corners:
-        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-        return dst * ratio
-    ratio = 1.0 / scale if scale is not None else in_size / out_size
-    return T.clamp((dst + 0.5) * ratio - 0.5, min=0.0)
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: int | Sequence[int],
+              stride: int | Sequence[int] | None = None, ceil_mode: bool = False) -> Tensor:
+    """``(sum over each window of x^p)^(1/p)`` over (N, C, D, H, W) input."""
+    kd, kh, kw = ntuple("lp_pool3d", "kernel_size", kernel_size, 3)
+    out = avg_pool3d(input.pow(norm_type), (kd, kh, kw), stride, 0, ceil_mode)
+    return (T.sign(out) * T.relu(T.abs(out))).mul(kd * kh * kw).pow(1.0 / norm_type)
 
 
-def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
-                scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
-                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
-                antialias: bool = False) -> Tensor:
-    """Resize the spatial dims of (N, C, *spatial) input.
-
-    Modes: ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (1-d), ``"bilinear"`` (2-d), ``"trilinear"`` (3-d);
-    the linear modes interpolate one dim at a time (they are separable), with torch's ``align_corners`` rule.
-    """
-    n = input.ndim - 2
-    if n < 1:
-        raise ValueError(f"interpolate: expected at least 3-D input (N, C, *spatial), got {input.ndim}-D")
-    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
-    if mode in linear_modes and linear_modes[mode] != n:
-        raise NotImplementedError(f"interpolate: mode {mode!r} needs {linear_modes[mode] + 2}-D input, got "
-                                  f"{input.ndim}-D")
-    if mode not in linear_modes and mode not in ("nearest", "nearest-exact"):
-        raise NotImplementedError(f"interpolate: unsupported mode {mode!r}")
-    if align_corners is not None and mode not in linear_modes:
-        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
-                         "bicubic | trilinear")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias is not supported")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("only one of size or scale_factor should be defined")
-    in_sizes = input.shape[2:]
-    if size is not None:
-        out_sizes = (size,) * n if isinstance(size, int) else tuple(int(s) for s in size)
-        scales: tuple = (None,) * n
-    else:
-        factors = (scale_factor,) * n if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
-        out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, factors))
-        scales = (None,) * n if recompute_scale_factor else tuple(float(f) for f in factors)
-    if len(out_sizes) != n:
-        raise ValueError(f"interpolate: expected {n} output sizes, got {list(out_sizes)}")
-    if min(in_sizes) <= 0 or min(out_sizes) <= 0:
-        names = ("D", "H", "W")[-n:]
-        raise RuntimeError("Input and output sizes should be greater than 0, but got input ("
-                           + ", ".join(f"{k}: {v}" for k, v in zip(names, in_sizes)) + ") output ("
-                           + ", ".join(f"{k}: {v}" for k, v in zip(names, out_sizes)) + ")")
-    if n <= 2 and mode != "trilinear" and input.dtype.is_floating_point:
-        # One resampling kernel each way (1-d runs as 2-d over a height of one).
-        kernel_mode = "bilinear" if mode in linear_modes else mode
-        x = input if n == 2 else input.unsqueeze(2)
-        sizes = tuple(out_sizes) if n == 2 else (1, out_sizes[0])
-        factors = tuple(scales) if n == 2 else (None, scales[0])
-        out = Upsample.apply(x, output_size=sizes, mode=kernel_mode,
-                             align_corners=bool(align_corners) if kernel_mode == "bilinear" else None, scales=factors)
-        return out if n == 2 else out.squeeze(2)
-    out = input
-    for axis, (in_size, out_size, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
-        dim = 2 + axis
-        if in_size == out_size and scale in (None, 1.0):
-            continue
-        src = _source_index(out_size, in_size, scale, align_corners, mode, input.device)
-        if mode in ("nearest", "nearest-exact"):
-            out = T.index_select(out, dim, src.long())
-            continue
-        lo = T.clamp(T.floor(src), max=in_size - 1).long()
-        hi = T.clamp(lo + 1, max=in_size - 1)
-        shape = [1] * out.ndim
-        shape[dim] = out_size
-        frac = (src - lo.double()).to(out.dtype).reshape(shape)
-        out = T.index_select(out, dim, lo) * (1 - frac) + T.index_select(out, dim, hi) * frac
-    return out
+# ------------------------------------------------------------------ max unpooling
 
 
-def upsample(input: Tensor, size: int | Sequence[int] | None = None,
-             scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
-             align_corners: bool | None = None) -> Tensor:
-    """Deprecated torch alias of ``interpolate``."""
-    return interpolate(input, size, scale_factor, mode, align_corners)
+def _unpool_output_size(op: str, input: Tensor, kernel: tuple, stride: tuple, padding: tuple,
+                        output_size: Sequence[int] | None) -> tuple[int, ...]:
+    n = len(kernel)
+    default = tuple((input.shape[-n + d] - 1) * stride[d] + kernel[d] - 2 * padding[d] for d in range(n))
+    if output_size is None:
+        return default
+    size = tuple(int(s) for s in output_size)
+    if len(size) == n + 2:
+        size = size[2:]
+    elif len(size) == n + 1 and input.ndim == n + 1:
+        size = size[1:]
+    if len(size) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a "
+                         f"length of '{len(size)}'")
+    for d in range(n):
+        low, high = default[d] - stride[d], default[d] + stride[d]
+        if not low < size[d] < high:
+            raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be between {low} and '
+                             f'{high})')
+    return size
 
 
-def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
-    """(N, C * r^2, H, W) -> (N, C, H * r, W * r)."""
-    *lead, c, h, w = input.shape
-    r = upscale_factor
-    if c % (r * r):
-        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
-                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
-    x = input.reshape(*lead, c // (r * r), r, r, h, w)
-    nd = x.ndim
-    x = x.permute(*range(nd - 5), nd - 5, nd - 2, nd - 4, nd - 1, nd - 3)  # (..., C, H, r, W, r)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: int | Sequence[int],
+                stride: int | Sequence[int] | None, padding: int | Sequence[int],
+                output_size: Sequence[int] | None) -> Tensor:
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D input, but got input of size {list(input.shape)}")
+    if indices.shape != input.shape:
+        raise RuntimeError(f"{op}: Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    if indices.dtype.is_floating_point or indices.dtype.name == "bool":
+        raise RuntimeError(f"{op}: elements in indices should be type int64 but got: {indices.dtype}")
+    kernel = ntuple(op, "kernel_size", kernel_size, n)
+    stride = kernel if stride is None else ntuple(op, "stride", stride, n)
+    padding = ntuple(op, "padding", padding, n)
+    size = _unpool_output_size(op, input, kernel, stride, padding, output_size)
+    plane = 1
+    for s in size:
+        plane *= s
+    lead = tuple(input.shape[:-n])
+    flat_index = indices.reshape(*lead, -1).long()
+    if flat_index.numel():
+        lo, hi = int(flat_index.min().item()), int(flat_index.max().item())
+        if lo < 0 or hi >= plane:
+            raise RuntimeError(f"Found an invalid max index: {hi if hi >= plane else lo} (output volumes are of "
+                               f"size {'x'.join(map(str, size))}")
+    out = zeros((*lead, plane), dtype=input.dtype, device=input.device)
+    out = out.scatter(-1, flat_index, input.reshape(*lead, -1))
+    return out.reshape(*lead, *size)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: int | Sequence[int],
+                 stride: int | Sequence[int] | None = None, padding: int | Sequence[int] = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
+    """Inverse of ``max_pool1d``: each value goes back to its argmax position, zeros elsewhere."""
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: int | Sequence[int],
+                 stride: int | Sequence[int] | None = None, padding: int | Sequence[int] = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
+    """Inverse of ``max_pool2d``: each value goes back to its flat (H * W) argmax position, zeros elsewhere."""
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: int | Sequence[int],
+                 stride: int | Sequence[int] | None = None, padding: int | Sequence[int] = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
+    """Inverse of ``max_pool3d``: each value goes back to its flat (D * H * W) argmax position, zeros elsewhere."""
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)

@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Sequence
 
-from genesis import functional as T
-from genesis.nn import functional as F
+from genesis.nn.functional.adaptive import _adaptive_log_softmax_full, _adaptive_log_softmax_target
 from genesis.nn.modules.container import ModuleList, Sequential
 from genesis.nn.modules.linear import Linear
 from genesis.nn.modules.module import Module
-from genesis.tensor import Tensor, zeros
+from genesis.tensor import Tensor
 
 _ASMoutput = namedtuple("_ASMoutput", ["output", "loss"])
 
@@ -77,34 +76,12 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         if target.numel() and (int(target.min().item()) < 0 or int(target.max().item()) >= self.n_classes):
             raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but values in range "
                                f"[{target.min().item()}, {target.max().item()}] were found. ")
-        output = zeros((target.shape[0],), dtype=input.dtype, device=input.device)
-        head_column = target  # the head's logit of each sample: its class, or its cluster's entry
-        for i in range(self.n_clusters):
-            low, high = self.cutoffs[i], self.cutoffs[i + 1]
-            in_cluster = (target >= low) & (target < high)
-            rows = T.nonzero(in_cluster).reshape(-1)
-            if rows.numel() == 0:
-                continue
-            head_column = T.where(in_cluster, self.shortlist_size + i, head_column)
-            cluster_logprob = F.log_softmax(self.tail[i](T.index_select(input, 0, rows)), dim=1)
-            relative = T.index_select(target, 0, rows) - low
-            output = output.index_add(0, rows, T.gather(cluster_logprob, 1, relative.unsqueeze(1)).squeeze(1))
-        head_logprob = F.log_softmax(self.head(input), dim=1)
-        output = output + T.gather(head_logprob, 1, head_column.unsqueeze(1)).squeeze(1)
-        loss = (-output).mean()
+        output, loss = _adaptive_log_softmax_target(input, target, self.head, self.tail, self.cutoffs)
         return _ASMoutput(output if batched else output.squeeze(0), loss)
-
-    def _full_log_prob(self, input: Tensor, head_output: Tensor) -> Tensor:
-        head_logprob = F.log_softmax(head_output, dim=1)
-        parts = [head_logprob[:, :self.shortlist_size]]
-        for i in range(self.n_clusters):
-            cluster_logprob = F.log_softmax(self.tail[i](input), dim=1)
-            parts.append(cluster_logprob + head_logprob[:, self.shortlist_size + i].unsqueeze(1))
-        return T.cat(parts, 1)
 
     def log_prob(self, input: Tensor) -> Tensor:
         """Log-probabilities of all ``n_classes`` for (N, in_features) input: (N, n_classes)."""
-        return self._full_log_prob(input, self.head(input))
+        return _adaptive_log_softmax_full(input, self.head(input), self.tail, self.shortlist_size)
 
     def predict(self, input: Tensor) -> Tensor:
         """The most likely class of each row of (N, in_features) input: (N,)."""

@@ -87,10 +87,11 @@ class MultiheadAttention(Module):
         if self.batch_first and batched:
             query, key, value = (x.transpose(0, 1) for x in (query, key, value))
         out, weights = F.multi_head_attention_forward(
-            query, key, value, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
-            self.out_proj.bias, self.dropout, self.training, key_padding_mask, need_weights, attn_mask,
-            average_attn_weights, is_causal, self.q_proj_weight, self.k_proj_weight, self.v_proj_weight,
-            self.bias_k, self.bias_v, self.add_zero_attn)
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
+            self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias, self.training,
+            key_padding_mask, need_weights, attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
         if self.batch_first and batched:
             out = out.transpose(0, 1)
         return out, weights

@@ -1,4 +1,5 @@
-"""Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d with torch's parameters and initialization."""
+"""Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d with torch's parameters and initialization, and
+the sliding-window layers Fold and Unfold."""
 
 from __future__ import annotations
 
@@ -197,3 +198,46 @@ class ConvTranspose3d(_ConvTranspose):
 
     _n = 3
     _conv = staticmethod(F.conv_transpose3d)
+
+
+# ------------------------------------------------------------------ sliding windows
+
+
+class Fold(Module):
+    """col2im: sums (N, C * prod(kernel_size), L) sliding-block columns into (N, C, *output_size)."""
+
+    def __init__(self, output_size: int | Sequence[int], kernel_size: int | Sequence[int],
+                 dilation: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
+                 stride: int | Sequence[int] = 1) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Unfold(Module):
+    """im2col: sliding blocks of (N, C, H, W) input as columns (N, C * prod(kernel_size), L)."""
+
+    def __init__(self, kernel_size: int | Sequence[int], dilation: int | Sequence[int] = 1,
+                 padding: int | Sequence[int] = 0, stride: int | Sequence[int] = 1) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
+                f"stride={self.stride}")

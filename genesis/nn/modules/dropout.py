@@ -1,4 +1,5 @@
-"""Dropout layers (active in training mode only)."""
+"""Dropout layers: elementwise, whole-channel (1-d, 2-d, 3-d), alpha and feature-alpha dropout (active in
+training mode only)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,17 @@ class AlphaDropout(_DropoutNd):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class Dropout3d(_DropoutNd):
+    """Zeroes whole channels of (N, C, D, H, W) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels (for SELU networks)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -22,7 +22,6 @@ from genesis.nn.modules.conv import (
     _ConvNd,
     _ConvTranspose,
 )
-from genesis.nn.modules.extra import InstanceNorm3d
 from genesis.nn.modules.linear import Linear
 from genesis.nn.modules.module import Module
 from genesis.nn.modules.normalization import (
@@ -31,6 +30,7 @@ from genesis.nn.modules.normalization import (
     BatchNorm3d,
     InstanceNorm1d,
     InstanceNorm2d,
+    InstanceNorm3d,
     _NormBase,
 )
 from genesis.nn.parameter import Parameter

@@ -1,4 +1,5 @@
-"""Normalization layers: LayerNorm, RMSNorm, GroupNorm, BatchNorm1d/2d/3d, InstanceNorm, LocalResponseNorm."""
+"""Normalization layers: LayerNorm, RMSNorm, GroupNorm, BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d,
+LocalResponseNorm."""
 
 from __future__ import annotations
 
@@ -247,3 +248,9 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _batched_ndim = 5

@@ -1,10 +1,12 @@
-"""Pooling and resampling layers: MaxPool, AvgPool, AdaptiveAvg/MaxPool, Upsample, PixelShuffle."""
+"""Pooling layers: MaxPool, AvgPool, adaptive average and max pooling, power-average (LP) pooling and max
+unpooling, in 1, 2 and 3 dims."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
 from genesis.nn import functional as F
+from genesis.nn.functional.conv import ntuple
 from genesis.nn.modules.module import Module
 from genesis.tensor import Tensor
 
@@ -82,6 +84,9 @@ class AvgPool3d(_AvgPoolNd):
                             self.count_include_pad, self.divisor_override)
 
 
+# ------------------------------------------------------------------ adaptive pooling
+
+
 class _AdaptivePool(Module):
     def __init__(self, output_size: int | None | Sequence[int | None]) -> None:
         super().__init__()
@@ -103,57 +108,116 @@ class AdaptiveAvgPool2d(_AdaptivePool):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
-class AdaptiveMaxPool2d(_AdaptivePool):
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average pooling of (N, C, D, H, W) input to a fixed size."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class _AdaptiveMaxPool(_AdaptivePool):
     def __init__(self, output_size: int | None | Sequence[int | None], return_indices: bool = False) -> None:
         super().__init__(output_size)
         self.return_indices = return_indices
 
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPool):
+    """Max pooling of (N, C, L) input to a fixed length (``return_indices`` also gives the argmax positions)."""
+
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPool):
     def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
-class Upsample(Module):
-    """Resize with ``F.interpolate``: modes nearest, nearest-exact, linear, bilinear, trilinear."""
+class AdaptiveMaxPool3d(_AdaptiveMaxPool):
+    """Max pooling of (N, C, D, H, W) input to a fixed size."""
 
-    def __init__(self, size: int | Sequence[int] | None = None, scale_factor: float | Sequence[float] | None = None,
-                 mode: str = "nearest", align_corners: bool | None = None,
-                 recompute_scale_factor: bool | None = None) -> None:
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+# ------------------------------------------------------------------ power-average pooling
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type: float, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+                 ceil_mode: bool = False) -> None:
         super().__init__()
-        self.name = type(self).__name__
-        self.size = size
-        self.scale_factor = float(scale_factor) if isinstance(scale_factor, (int, float)) else scale_factor
-        self.mode = mode
-        self.align_corners = align_corners
-        self.recompute_scale_factor = recompute_scale_factor
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
-                             recompute_scale_factor=self.recompute_scale_factor)
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
 
     def extra_repr(self) -> str:
-        info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
-        return info + f", mode={self.mode!r}"
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
 
 
-class UpsamplingNearest2d(Upsample):
-    def __init__(self, size: int | Sequence[int] | None = None,
-                 scale_factor: float | Sequence[float] | None = None) -> None:
-        super().__init__(size, scale_factor, mode="nearest")
-
-
-class UpsamplingBilinear2d(Upsample):
-    def __init__(self, size: int | Sequence[int] | None = None,
-                 scale_factor: float | Sequence[float] | None = None) -> None:
-        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
-
-
-class PixelShuffle(Module):
-    def __init__(self, upscale_factor: int) -> None:
-        super().__init__()
-        self.upscale_factor = upscale_factor
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling ``(sum over each window of x^p)^(1/p)`` of (N, C, L) input."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.pixel_shuffle(input, self.upscale_factor)
+        return F.lp_pool1d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling ``(sum over each window of x^p)^(1/p)`` of (N, C, H, W) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.lp_pool2d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling ``(sum over each window of x^p)^(1/p)`` of (N, C, D, H, W) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.lp_pool3d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
+# ------------------------------------------------------------------ max unpooling
+
+
+class _MaxUnpoolNd(Module):
+    _n = 2
+
+    def __init__(self, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+                 padding: int | Sequence[int] = 0) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size = ntuple(name, "kernel_size", kernel_size, self._n)
+        self.stride = ntuple(name, "stride", stride if stride is not None else kernel_size, self._n)
+        self.padding = ntuple(name, "padding", padding, self._n)
 
     def extra_repr(self) -> str:
-        return f"upscale_factor={self.upscale_factor}"
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Inverse of ``MaxPool1d``: values back at their argmax positions, zeros elsewhere."""
+
+    _n = 1
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Inverse of ``MaxPool2d``: values back at their argmax positions, zeros elsewhere."""
+
+    _n = 2
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Inverse of ``MaxPool3d``: values back at their argmax positions, zeros elsewhere."""
+
+    _n = 3
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)

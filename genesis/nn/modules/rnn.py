@@ -1,8 +1,8 @@
 """Recurrent layers: RNN, LSTM, GRU and their single-step cells, with torch's parameters, shapes and errors.
 
-Each layer runs its time loop in Python over Genesis ops, so autograd, devices and dtypes come for free: the input
-projection of a whole sequence is one matrix product, then every time step adds the hidden projection and applies
-the gates. A :class:`~genesis.nn.utils.rnn.PackedSequence` input runs every step on the sequences still going.
+The layers hold parameters and check inputs; the cell steps and the time and layer loops are in
+``genesis.nn.functional.rnn``. A :class:`~genesis.nn.utils.rnn.PackedSequence` input runs every step on the
+sequences still going.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import warnings
 from typing import Any
 
 from genesis import amp
-from genesis import functional as T
 from genesis.nn import functional as F
 from genesis.nn import init
+from genesis.nn.functional.rnn import _gru_step, _lstm_step, _recurrent, _rnn_step
 from genesis.nn.modules.module import Module
 from genesis.nn.parameter import Parameter
 from genesis.nn.utils.rnn import PackedSequence
@@ -25,35 +25,8 @@ from genesis.tensor import Tensor, empty, zeros
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
-def _rnn_step(mode: str, gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    """One Elman step ``act(gi + h W_hh^T + b_hh)``, ``gi`` being the input's projection ``x W_ih^T + b_ih``."""
-    pre = gi + F.linear(h, w_hh, b_hh)
-    return pre.tanh() if mode == "RNN_TANH" else pre.relu()
-
-
-def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
-               w_hr: Tensor | None) -> tuple[Tensor, Tensor]:
-    """One LSTM step (Hochreiter & Schmidhuber, 1997); ``w_hr`` projects the new hidden state (Sak et al., 2014)."""
-    i, f, g, o = (gi + F.linear(h, w_hh, b_hh)).chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
-    if w_hr is not None:
-        h = F.linear(h, w_hr)
-    return h, c
-
-
-def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    """One GRU step (Cho et al., 2014) as torch: ``n = tanh(i_n + r * (h W_hn^T + b_hn))``, ``h' = (1-z) n + z h``."""
-    i_r, i_z, i_n = gi.chunk(3, -1)
-    h_r, h_z, h_n = F.linear(h, w_hh, b_hh).chunk(3, -1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
-    return (1 - z) * n + z * h
-
-
 class RNNBase(Module):
-    """The shared machinery of RNN, LSTM and GRU: parameters, checks and the layer/direction loops.
+    """The shared machinery of RNN, LSTM and GRU: parameters, checks and states.
 
     Parameters per layer ``k`` and direction (suffix ``_reverse`` for the backward one), with torch's names and
     shapes: ``weight_ih_l{k}`` (gates * hidden_size, layer input size), ``weight_hh_l{k}`` (gates * hidden_size,
@@ -248,54 +221,11 @@ class RNNBase(Module):
     def _run(self, x: Tensor, batch_sizes: list[int] | None,
              states: tuple[Tensor, ...]) -> tuple[Tensor, tuple[Tensor, ...]]:
         """Every layer and direction over padded (L, N, H_in) input, or packed (sum of lengths, H_in) input with its
-        ``batch_sizes``. ``states`` are (h_0,) or (h_0, c_0), each (num_layers * num_directions, N, size)."""
-        finals = []
-        for layer in range(self.num_layers):
-            outputs = []
-            for direction in range(self._num_directions):
-                index = layer * self._num_directions + direction
-                # "weight_ih_l1_reverse" -> "weight_ih"
-                weights = {name.split("_l")[0]: getattr(self, name) for name in self._all_weights[index]}
-                out, last = self._run_direction(x, batch_sizes, tuple(s[index] for s in states), weights,
-                                                reverse=direction == 1)
-                outputs.append(out)
-                finals.append(last)
-            x = outputs[0] if len(outputs) == 1 else T.cat(outputs, -1)
-            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                x = F.dropout(x, self.dropout, True)
-        return x, tuple(T.stack([last[k] for last in finals], 0) for k in range(len(states)))
-
-    def _step(self, gi: Tensor, state: tuple[Tensor, ...], w: dict[str, Tensor]) -> tuple[Tensor, ...]:
-        if self.mode == "LSTM":
-            return _lstm_step(gi, state[0], state[1], w["weight_hh"], w.get("bias_hh"), w.get("weight_hr"))
-        if self.mode == "GRU":
-            return (_gru_step(gi, state[0], w["weight_hh"], w.get("bias_hh")),)
-        return (_rnn_step(self.mode, gi, state[0], w["weight_hh"], w.get("bias_hh")),)
-
-    def _run_direction(self, x: Tensor, batch_sizes: list[int] | None, initial: tuple[Tensor, ...],
-                       w: dict[str, Tensor], reverse: bool) -> tuple[Tensor, tuple[Tensor, ...]]:
-        """One layer in one direction: (output, final states).
-
-        Packed input runs at step ``t`` only the ``batch_sizes[t]`` sequences still going (the first rows: the batch
-        is sorted by decreasing length). Going forward, a finished sequence keeps its last state; going backward, a
-        sequence joins at its own last step, from its initial state.
-        """
-        gi = F.linear(x, w["weight_ih"], w.get("bias_ih"))  # input projections of all steps at once
-        steps = list(gi.unbind(0)) if batch_sizes is None else list(gi.split(batch_sizes, 0))
-        outputs: list[Tensor | None] = [None] * len(steps)
-        state = initial
-        if reverse and steps[-1].shape[0] < state[0].shape[0]:
-            state = tuple(s[:steps[-1].shape[0]] for s in initial)
-        for t in (reversed(range(len(steps))) if reverse else range(len(steps))):
-            b, running = steps[t].shape[0], state[0].shape[0]
-            if b > running:  # backward pass: the sequences whose last step is t join
-                state = tuple(T.cat([s, s0[running:b]], 0) for s, s0 in zip(state, initial))
-                running = b
-            new = self._step(steps[t], state if b == running else tuple(s[:b] for s in state), w)
-            outputs[t] = new[0]
-            state = new if b == running else tuple(T.cat([n, s[b:]], 0) for n, s in zip(new, state))
-        output = T.stack(outputs, 0) if batch_sizes is None else T.cat(outputs, 0)
-        return output, state
+        ``batch_sizes``."""
+        # "weight_ih_l1_reverse" -> "weight_ih"
+        weights = [{name.split("_l")[0]: getattr(self, name) for name in names} for names in self._all_weights]
+        return _recurrent(self.mode, x, batch_sizes, states, weights, self._num_directions, self.dropout,
+                          self.training)
 
 
 class _SingleStateRNN(RNNBase):

@@ -1,4 +1,5 @@
-"""Normalization functions: layer_norm, rms_norm, batch_norm, group_norm, instance_norm.
+"""Normalization functions: layer_norm, rms_norm, batch_norm, group_norm, instance_norm, local_response_norm
+and normalize.
 
 Half-precision inputs are normalized in float32 and the result cast back, as torch does.
 """
@@ -203,3 +204,9 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     lo = T.clamp(arange(channels, device=input.device) - before, min=0)
     window = (T.index_select(csum, 1, hi) - T.index_select(csum, 1, lo)) / size
     return input / (window * alpha + k) ** beta
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+    denom = T.norm(input, p, dim, keepdim=True).clamp(min=eps)
+    return write_out("normalize", input / denom, out)

@@ -1,0 +1,49 @@
+"""Linear maps: ``linear`` and ``bilinear``."""
+
+from __future__ import annotations
+
+from genesis import amp
+from genesis import functional as T
+from genesis.functional.nn_ops import Linear
+from genesis.nn.functional._out import write_out
+from genesis.tensor import Tensor
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` for ``input`` of shape (*, in_features) and ``weight`` (out_features, in_features).
+
+    ``out=`` writes the result into a preallocated tensor (inference only, no autograd).
+    """
+    input, weight, bias = amp.autocast_args("linear", input, weight, bias)
+    if input.shape[-1] != weight.shape[-1]:
+        raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, input.shape))} "
+                           f"and {weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")
+    if weight.ndim == 2 and input.ndim >= 2 and input.dtype is weight.dtype and (
+            bias is None or (bias.dtype is weight.dtype and bias.shape == (weight.shape[0],))):
+        # One node and one 2-D product over all leading dims (flattened inside the node).
+        result = Linear.apply(input, weight, bias)
+    else:
+        result = T.matmul(input, weight.t() if weight.ndim == 2 else weight)
+        if bias is not None:
+            result = result + bias
+    return write_out("linear", result, out)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y_k = x1^T W_k x2 + b_k`` for ``weight`` of shape (out, in1, in2)."""
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear: input1 and input2 must have the same leading dims, got {tuple(input1.shape)} "
+                           f"and {tuple(input2.shape)}")
+    if weight.shape[1] != input1.shape[-1] or weight.shape[2] != input2.shape[-1]:
+        raise RuntimeError(f"bilinear: weight of shape {tuple(weight.shape)} does not match input sizes "
+                           f"{input1.shape[-1]} and {input2.shape[-1]}")
+    lead = input1.shape[:-1]
+    x1 = input1.reshape(-1, input1.shape[-1])
+    x2 = input2.reshape(-1, input2.shape[-1])
+    out_features, in1, in2 = weight.shape
+    # (N, in1) @ (in1, out * in2) -> (N, out, in2), then contract in2 with x2.
+    tmp = T.matmul(x1, weight.permute(1, 0, 2).reshape(in1, out_features * in2)).reshape(-1, out_features, in2)
+    result = (tmp * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        result = result + bias
+    return result.reshape(*lead, out_features)

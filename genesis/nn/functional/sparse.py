@@ -1,0 +1,155 @@
+"""Lookup tables: ``embedding``, ``embedding_bag`` and ``one_hot``."""
+
+from __future__ import annotations
+
+from genesis import functional as T
+from genesis.autograd import no_grad
+from genesis.functional.nn_ops import Embedding
+from genesis.tensor import Tensor, arange, full, ones_like, zeros, zeros_like
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer ``input``; positions equal to ``padding_idx`` get no gradient."""
+    if input.dtype.is_floating_point:
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.dtype} instead (while checking arguments for embedding)")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding: 'weight' must be 2-D, got {weight.ndim}-D")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx < 0:
+            if padding_idx < -num:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx += num
+        elif padding_idx >= num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported; use sparse=False")
+    flat = input.reshape(-1).long()
+    if max_norm is not None:
+        _embedding_renorm_(weight, flat, max_norm, norm_type)
+    flat = T._check_bounds("embedding", flat, num, 0, False)
+    rows = Embedding.apply(weight, flat)
+    if scale_grad_by_freq and weight.requires_grad:
+        counts = zeros_like(weight[:, 0]).index_add(0, flat, ones_like(flat, dtype=weight.dtype))
+        scale = 1.0 / T.index_select(counts, 0, flat).unsqueeze(1)
+        rows = rows.detach() + (rows - rows.detach()) * scale
+    if padding_idx is not None and weight.requires_grad:
+        # Same values; the rows read at padding_idx are cut from the graph so that row's gradient stays zero.
+        rows = T.where((flat == padding_idx).unsqueeze(1), rows.detach(), rows)
+    return rows.reshape(*input.shape, weight.shape[1])
+
+
+def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
+    """Rescale in place the referenced rows whose norm exceeds ``max_norm`` (torch's ``embedding_renorm_``)."""
+
+    with no_grad():
+        rows = T.unique(indices)
+        norms = T.norm(weight[rows], norm_type, dim=1)
+        scale = T.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).unsqueeze(1)
+        weight[rows] = weight[rows] * scale
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    return T.one_hot(tensor, num_classes)
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sum, mean or max of the embedding rows of each bag of indices, without materializing the per-index rows
+    as a batch.
+
+    Bags are the rows of 2-D ``input`` (B, L), or the slices ``input[offsets[b]:offsets[b + 1]]`` of 1-D
+    ``input`` (the last one runs to the end unless ``include_last_offset``). Empty bags give zeros; indices equal
+    to ``padding_idx`` are left out of their bag (and out of the mean's count). ``per_sample_weights`` scales each
+    row before summing (``mode="sum"`` only).
+
+    Returns:
+        (B, embedding_dim) tensor of ``weight``'s dtype.
+    """
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if input.dtype.is_floating_point or input.dtype.name == "bool":
+        raise RuntimeError(f"embedding_bag: expected input to have an integer dtype, but got {input.dtype}")
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                         f"must have the same shape as the input ({input.shape})")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        offsets = arange(0, input.numel(), input.shape[1], device=input.device)
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  f"GitHub.")
+    offsets = offsets.long()
+    if offsets.numel() and int(offsets[0].item()) != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {int(offsets[0].item())}")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise AssertionError("padding_idx must be within the number of embeddings")
+        padding_idx = padding_idx % num
+    count = input.shape[0]
+    starts = offsets[:-1] if include_last_offset else offsets
+    end = int(offsets[-1].item()) if include_last_offset and offsets.numel() else count
+    bags = starts.shape[0]
+    if bags == 0:
+        return zeros((0, weight.shape[1]), dtype=weight.dtype, device=weight.device)
+    indices = T._check_bounds("embedding_bag", input.long(), num, 0, negative=False, error=RuntimeError)
+    rows = embedding(indices, weight, None, max_norm, norm_type, scale_grad_by_freq)  # (count, D)
+    position = arange(count, device=input.device)
+    bag = T.searchsorted(starts, position, right=True) - 1  # the bag of every index
+    keep = position < end
+    if padding_idx is not None:
+        keep = keep & (indices != padding_idx)
+    if mode == "max":
+        return _bag_max(rows, starts, end, keep)
+    scale = keep.to(weight.dtype)
+    if per_sample_weights is not None:
+        scale = scale * per_sample_weights
+    bag = T.clamp(bag, min=0)
+    out = zeros((bags, weight.shape[1]), dtype=weight.dtype, device=weight.device)
+    out = out.index_add(0, bag, rows * scale.unsqueeze(1))
+    if mode == "mean":
+        sizes = zeros((bags,), dtype=weight.dtype, device=weight.device).index_add(0, bag, keep.to(weight.dtype))
+        out = out / T.clamp(sizes, min=1.0).unsqueeze(1)
+    return out
+
+
+def _bag_max(rows: Tensor, starts: Tensor, end: int, keep: Tensor) -> Tensor:
+    """Per-bag maximum: each bag gathered as a (B, longest bag) block, padded by repeating its last index."""
+    bags, dim = starts.shape[0], rows.shape[1]
+    stops = T.cat([starts[1:], full((1,), end, dtype=starts.dtype, device=starts.device)], 0)
+    lengths = T.clamp(stops - starts, min=0)
+    longest = int(lengths.max().item())
+    if longest == 0 or rows.shape[0] == 0:
+        return zeros((bags, dim), dtype=rows.dtype, device=rows.device)
+    step = arange(longest, device=rows.device).unsqueeze(0)  # (1, longest)
+    gather = T.clamp(starts.unsqueeze(1) + T.minimum(step, T.clamp(lengths - 1, min=0).unsqueeze(1)),
+                     max=rows.shape[0] - 1)  # (B, longest)
+    valid = T.index_select(keep, 0, gather.reshape(-1)).reshape(bags, longest) & (step < lengths.unsqueeze(1))
+    block = T.index_select(rows, 0, gather.reshape(-1)).reshape(bags, longest, dim)
+    block = T.where(valid.unsqueeze(2), block, float("-inf"))
+    values = block.max(1)[0]
+    empty = ~valid.any(1, keepdim=True)
+    return T.where(empty, 0.0, values)
