@@ -181,6 +181,8 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
 class QRResult(NamedTuple):
     """(Q, R) with attribute access, as torch.return_types.linalg_qr."""
 
+    Q: Tensor
+    R: Tensor
 
 
 def qr(A: Tensor, mode: str = "reduced") -> QRResult:
@@ -357,12 +359,16 @@ def lu(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor, Tensor]:
 class LUFactorResult(NamedTuple):
     """(LU, pivots), as torch.return_types.linalg_lu_factor."""
 
+    LU: Tensor
     pivots: Tensor
 
 
 class LUResult(NamedTuple):
     """(P, L, U), as torch.return_types.linalg_lu."""
 
+    P: Tensor
+    L: Tensor
+    U: Tensor
 
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:

@@ -206,6 +206,9 @@ class _Svd(Function):
 class SVDResult(NamedTuple):
     """(U, S, Vh) with attribute access, as torch.return_types.linalg_svd."""
 
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
 
 
 def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
