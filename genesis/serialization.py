@@ -12,22 +12,19 @@ reported by name and yields nothing. Sharded Hugging Face checkpoints load throu
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import tempfile
 import zlib
 from typing import Any, BinaryIO, Union
 
 import numpy as np
-import safetensors
 import safetensors.numpy
 
 from genesis import cuda, dtypes
 from genesis.device import device as Device
 from genesis.device import to_device
 from genesis.random import default_generator
-from genesis.safetensors_io import iter_tensors, read_header
+from genesis.safetensors_io import iter_tensors, read_header, read_metadata, read_weight_map, write_file
 from genesis.tensor import Tensor, tensor
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -120,19 +117,7 @@ def save(obj: Any, f: FileLike) -> None:
     if not isinstance(f, (str, os.PathLike)):
         f.write(safetensors.numpy.save(encoder.arrays, metadata=metadata))
         return
-    path = os.fspath(f)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    os.close(fd)
-    try:
-        safetensors.numpy.save_file(encoder.arrays, tmp, metadata=metadata)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    write_file(encoder.arrays, f, metadata)
 
 
 # ------------------------------------------------------------------ decoding
@@ -145,16 +130,12 @@ def _read(f: FileLike) -> tuple[dict[str, np.ndarray], dict[str, str], str]:
         if isinstance(f, (str, os.PathLike)):
             if not os.path.exists(name):
                 raise FileNotFoundError(f"load: no such file: '{name}'")
-            with safetensors.safe_open(name, framework="np") as handle:
-                metadata = handle.metadata() or {}
+            metadata = read_metadata(name)
             # Genesis's own reader: numpy's safetensors loader has no bfloat16, which Hugging Face files use.
             arrays = {key: np.array(view) for key, view in iter_tensors(read_header(name))}
         else:
             data = f.read()
-            with io.BytesIO(data) as buffer:
-                header_len = int.from_bytes(buffer.read(8), "little")
-                header = json.loads(buffer.read(header_len))
-            metadata = header.get("__metadata__") or {}
+            metadata = read_metadata(data)
             arrays = safetensors.numpy.load(data)
     except FileNotFoundError:
         raise
@@ -236,15 +217,13 @@ def _hashable(key: Any) -> Any:
 
 def _load_index(path: str, map_location: Any) -> dict[str, Tensor]:
     """A sharded Hugging Face checkpoint: ``{"weight_map": {tensor name: shard file}}`` beside its shards."""
-    with open(path, encoding="utf-8") as handle:
-        index = _json(handle.read(), path)
-    weight_map = index.get("weight_map") if isinstance(index, dict) else None
-    if not isinstance(weight_map, dict):
-        raise CheckpointError(f"load: '{path}' has no 'weight_map' (not a safetensors index)")
-    folder = os.path.dirname(path)
+    try:
+        weight_map = read_weight_map(path)
+    except ValueError as err:
+        raise CheckpointError(f"load: {err}") from None
     out: dict[str, Tensor] = {}
-    for shard in sorted(set(weight_map.values())):
-        arrays, _, shard_name = _read(os.path.join(folder, shard))
+    for shard in dict.fromkeys(weight_map.values()):
+        arrays, _, shard_name = _read(shard)
         wanted = [name for name, file in weight_map.items() if file == shard]
         missing = [name for name in wanted if name not in arrays]
         if missing:

@@ -16,6 +16,7 @@ import torch
 
 import genesis
 from genesis import optim
+from genesis.safetensors_io import read_metadata, read_weight_map, write_file
 from genesis.serialization import CheckpointError
 from tests.helpers import DEVICE, to_genesis, to_torch
 
@@ -272,3 +273,29 @@ def test_failed_checkpoint_load_changes_nothing(tmp_path) -> None:
     assert after == before
     with pytest.raises(KeyError, match="scheduler"):
         genesis.load_checkpoint(path, model=model, scheduler=sched)
+
+
+def test_safetensors_io_writes_atomically_and_reads_metadata(tmp_path) -> None:
+    arrays = {"w": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    path = tmp_path / "w.safetensors"
+    write_file(arrays, path, {"format": "pt"})
+    assert os.listdir(tmp_path) == ["w.safetensors"]  # no temporary file left behind
+    assert read_metadata(path) == read_metadata(path.read_bytes()) == {"format": "pt"}
+    np.testing.assert_array_equal(safetensors.numpy.load_file(str(path))["w"], arrays["w"])
+    with pytest.raises(ValueError, match="<bytes>: not a safetensors file"):
+        read_metadata(b"\x01")
+
+
+def test_safetensors_io_reads_sharded_index(tmp_path) -> None:
+    write_file({"a": np.ones(2, dtype=np.float32)}, tmp_path / "s1.safetensors")
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"a": "s1.safetensors", "b": "s1.safetensors"}}))
+    assert read_weight_map(index) == {"a": tmp_path / "s1.safetensors", "b": tmp_path / "s1.safetensors"}
+    index.write_text(json.dumps({"weight_map": {"a": "s2.safetensors"}}))
+    with pytest.raises(FileNotFoundError, match="s2.safetensors"):
+        read_weight_map(index)
+    index.write_text(json.dumps({"shards": []}))
+    with pytest.raises(ValueError, match="corrupt checkpoint index"):
+        read_weight_map(index)
+    with pytest.raises(CheckpointError, match="corrupt checkpoint index"):
+        genesis.load(index)

@@ -1,7 +1,9 @@
-"""``genesis.models``: Qwen2 / Qwen2.5 / Qwen3 causal language models that load Hugging Face checkpoints.
+"""``genesis.models``: the LLM stack around Qwen2 / Qwen2.5 / Qwen3 causal language models.
 
 ``AutoModelForCausalLM.from_pretrained(path)`` reads ``config.json`` and builds the matching class, as in
-transformers.
+transformers. The package holds the model (``qwen``), Hugging Face checkpoint directories (``checkpoint``), text
+generation (``generation``, public as ``genesis.generation``) and the tokenizer (``tokenizer``, public as
+``genesis.tokenizer``).
 """
 
 from __future__ import annotations

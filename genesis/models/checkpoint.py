@@ -1,8 +1,8 @@
 """Hugging Face checkpoints: safetensors files, sharded or not, read by streaming and written for transformers.
 
-Reading goes through ``genesis.safetensors_io`` (headers checked first, then tensors streamed from a memory map one
-at a time, bfloat16 included), so peak host memory stays near one tensor of the shard being read. Writing uses the
-``safetensors`` package, which accepts ``ml_dtypes`` arrays.
+Files and indexes are read and written through ``genesis.safetensors_io`` (headers checked first, then tensors
+streamed from a memory map one at a time, bfloat16 included, so peak host memory stays near one tensor of the shard
+being read; files written atomically); this module knows the layout of a model directory.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 
 import numpy as np
-from safetensors.numpy import save_file
 
-from genesis.safetensors_io import TensorInfo, read_header
+from genesis.safetensors_io import TensorInfo, read_header, read_weight_map, write_file
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
+
 
 def checkpoint_files(directory: str | Path) -> list[Path]:
     """The safetensors files of a model directory: ``model.safetensors`` or the shards its index lists.
@@ -28,16 +28,7 @@ def checkpoint_files(directory: str | Path) -> list[Path]:
     directory = Path(directory)
     index = directory / INDEX_FILE
     if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-            shards = list(dict.fromkeys(weight_map.values()))
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
-            raise ValueError(f"{index}: corrupt checkpoint index ({err!r})") from None
-        files = [directory / name for name in shards]
-        for f in files:
-            if not f.is_file():
-                raise FileNotFoundError(f"checkpoint shard {f} listed in {index} not found")
-        return files
+        return list(dict.fromkeys(read_weight_map(index).values()))
     single = directory / SINGLE_FILE
     if single.is_file():
         return [single]
@@ -78,7 +69,8 @@ def save_checkpoint(arrays: dict[str, np.ndarray], directory: str | Path,
     """Write arrays as ``model.safetensors``, or as shards plus ``model.safetensors.index.json`` when larger.
 
     Shards are named as transformers names them (``model-00001-of-00002.safetensors``) and carry the
-    ``{"format": "pt"}`` metadata transformers checks for.
+    ``{"format": "pt"}`` metadata transformers checks for. (This writes model weights for transformers;
+    ``genesis.save_checkpoint`` writes a training run's whole state into one file through the same file writer.)
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -96,13 +88,13 @@ def save_checkpoint(arrays: dict[str, np.ndarray], directory: str | Path,
     metadata = {"format": "pt"}
     if len(shards) == 1:
         path = directory / SINGLE_FILE
-        save_file(shards[0], str(path), metadata=metadata)
+        write_file(shards[0], path, metadata)
         return [path]
     paths = []
     weight_map = {}
     for i, shard in enumerate(shards):
         path = directory / f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        save_file(shard, str(path), metadata=metadata)
+        write_file(shard, path, metadata)
         paths.append(path)
         weight_map.update(dict.fromkeys(shard, path.name))
     total = sum(a.nbytes for a in arrays.values())

@@ -16,8 +16,8 @@ from typing import Any
 
 import genesis
 from genesis import nn
-from genesis.generation import KVCache, generate
 from genesis.models.checkpoint import read_index, save_checkpoint
+from genesis.models.generation import KVCache, generate
 from genesis.nn import functional as F
 from genesis.safetensors_io import iter_tensors
 from genesis.tensor import Tensor

@@ -6,6 +6,7 @@ pooling, dedicated backend primitives), so gradients come from autograd. Signatu
 ``out=`` arguments are Genesis extensions documented in docs/functional.md.
 """
 
+from genesis.functional.llm import decode_attention, kv_cache_write_, rope_kv_cache_write_
 from genesis.nn.functional.activations import (
     celu,
     celu_,
@@ -60,11 +61,8 @@ from genesis.nn.functional.dropout import alpha_dropout, dropout, dropout1d, dro
 from genesis.nn.functional.linear import bilinear, linear
 from genesis.nn.functional.llm import (
     causal_softmax,
-    decode_attention,
-    kv_cache_write_,
     random_sample,
     rope,
-    rope_kv_cache_write_,
     rope_tables,
     rotate_half,
     swiglu,
