@@ -1,7 +1,7 @@
 """Genesis: a deep learning framework you can read, on PyTorch's API.
 
 Layers, each importing only the one below: Tensor (``genesis.tensor``) → Function and autograd
-(``genesis.autograd``, ``genesis.functional``) → NDArray (``genesis.ndarray``) → device backends
+(``genesis.autograd``, ``genesis.ops``) → NDArray (``genesis.ndarray``) → device backends
 (``genesis.backends``).
 """
 
@@ -35,14 +35,13 @@ from genesis.dtypes import (
     set_default_dtype,
     uint8,
 )
-from genesis.functional import *  # noqa: F403 - the torch-style namespace of tensor ops
-from genesis.functional import __all__ as _functional_all
-from genesis.functional.extra_misc import broadcast_shapes
 from genesis.linalg import det, logdet, matrix_exp, matrix_power, slogdet
 from genesis.linalg import inv as inverse
 from genesis.linalg.solvers import cholesky_inverse, cholesky_solve
 from genesis.linalg.spectral import pinverse
 from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
+from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops
+from genesis.ops.shape import broadcast_shapes
 from genesis.random import (
     Generator,
     bernoulli,

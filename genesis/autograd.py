@@ -419,6 +419,12 @@ class Function:
         return outputs
 
 
+class Primitive(Function):
+    """A built-in op: forward receives and returns NDArrays."""
+
+    takes_ndarrays = True
+
+
 class Overwrite(Function):
     """The history of a tensor whose whole value an in-place op replaced with a constant (``fill_``, ``zero_``...).
 
@@ -473,7 +479,7 @@ class CopySlices(Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> tuple:
-        from genesis.functional import index_put, index_tensor
+        from genesis.ops.indexing import index_put, index_tensor
 
         flat = grad.reshape(-1)
         grad_value = index_tensor(flat, (ctx.positions,)) if ctx.needs_input_grad[1] else None
@@ -493,7 +499,7 @@ class ViewOfBase(Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> tuple:
-        from genesis.functional import index_put
+        from genesis.ops.indexing import index_put
 
         base_shape = ctx._input_meta[0][0]
         zeros = Tensor._wrap(NDArray.full((math.prod(base_shape),), 0, grad.dtype, grad.device))

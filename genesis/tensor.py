@@ -1,7 +1,7 @@
 """Tensor: the user-facing array with autograd metadata, and the creation functions.
 
 A Tensor holds an NDArray (``.ndarray``) and the autograd fields (``requires_grad``, ``grad``, ``grad_fn``).
-Its operators and methods delegate to ``genesis.functional``, where every op is a ``Function`` with forward and
+Its operators and methods delegate to ``genesis.ops``, where every op is a ``Function`` with forward and
 backward; the Tensor itself never computes.
 """
 
@@ -21,7 +21,7 @@ from genesis.device import device as Device
 from genesis.device import to_device
 from genesis.ndarray import NDArray
 
-F: Any = None  # genesis.functional, bound once it is imported (it imports this module)
+F: Any = None  # genesis.ops, bound once it is imported (it imports this module)
 
 _NUMPY_DTYPE = {
     np.dtype("bool"): dtypes.bool_, np.dtype("uint8"): dtypes.uint8, np.dtype("int8"): dtypes.int8,
@@ -726,7 +726,7 @@ class _ToDevice:
 
     @staticmethod
     def apply(x: Tensor, dev: Device) -> Tensor:
-        from genesis.functional.shape import ToDevice
+        from genesis.ops.views import ToDevice
 
         return ToDevice.apply(x, dev)
 

@@ -1,4 +1,4 @@
-"""Tensor methods and operators, bound to the functions of ``genesis.functional`` and ``genesis.random``.
+"""Tensor methods and operators, bound to the functions of ``genesis.ops`` and ``genesis.random``.
 
 Out-of-place methods are the functional ops themselves (their first argument is the tensor). In-place methods
 write into the tensor's memory: directly through the backend's ``out=`` when no graph is recorded, otherwise by
@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from genesis import autograd, dtypes
-from genesis import functional as F
 from genesis import linalg as LA
+from genesis import ops as F
 from genesis import random as R
 from genesis import tensor as tensor_module
 from genesis.autograd import is_grad_enabled
@@ -343,7 +343,7 @@ Tensor.exponential_ = R.exponential_
 Tensor.bernoulli = lambda self, p=None, generator=None: R.bernoulli(self, p, generator)
 Tensor.multinomial = R.multinomial
 
-# ------------------------------------------------------------------ elementwise math (genesis.functional.math_extra)
+# ------------------------------------------------------------------ elementwise math (genesis.ops.math_special)
 
 _MATH_EXTRA = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan",
                "arcsinh", "arccosh", "arctanh", "arctan2", "erfc", "erfinv", "lgamma", "digamma", "i0", "sinc", "logit",

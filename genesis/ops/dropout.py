@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from genesis.autograd import is_grad_enabled
-from genesis.functional.elementwise import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
 
 if TYPE_CHECKING:

@@ -1,11 +1,22 @@
-"""Reduction primitives (sum, prod, amax/amin, arg-reductions, softmax, cumulative) with their backward."""
+"""Reductions: sum, mean, prod, extrema (with or without indices), variance and norms, logsumexp, softmax,
+all/any, and their NaN-ignoring variants.
+"""
 
 from __future__ import annotations
 
+import builtins
+import math
+from typing import Any
+
 from genesis import dtypes
-from genesis.autograd import is_grad_enabled
-from genesis.functional.elementwise import Primitive
-from genesis.ndarray import NDArray
+from genesis.autograd import Primitive, is_grad_enabled
+from genesis.ndarray import NDArray, normalize_dim, normalize_dims
+from genesis.ops.arithmetic import maximum, minimum
+from genesis.ops.autocast import autocast_args
+from genesis.ops.compare import isinf, isnan, where
+from genesis.ops.gather_scatter import zeros_scatter
+from genesis.ops.unary import exp, log, sqrt
+from genesis.tensor import Tensor
 
 
 def _expand_back(grad, shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool):
@@ -38,8 +49,6 @@ class Prod(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        from genesis.functional import where
-
         x, out = ctx.saved_tensors
         dims, keepdim = ctx.meta
         grad = _expand_back(grad, x.shape, dims, keepdim)
@@ -59,7 +68,7 @@ class Extremum(Primitive):
 
     @staticmethod
     def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool, op: str) -> NDArray:
-        if x.size == 0 and any(x.shape[d] == 0 for d in dims):
+        if x.size == 0 and builtins.any(x.shape[d] == 0 for d in dims):
             raise IndexError(f"{op}(): Expected reduction dim to have non-zero size (input shape {x.shape})")
         out = x.reduce(op, dims, keepdim)
         ctx.save_for_backward(x, out)
@@ -95,8 +104,6 @@ class MaxWithIndices(Primitive):
 
     @staticmethod
     def backward(ctx, grad, grad_indices):
-        from genesis.functional import zeros_scatter
-
         (indices,) = ctx.saved_tensors
         shape, dim, keepdim = ctx.meta
         if not shape:
@@ -154,47 +161,267 @@ class SoftmaxBackward(Primitive):
         raise NotImplementedError("double backward through the fused softmax backward is not supported")
 
 
-class Cumsum(Primitive):
-    @staticmethod
-    def forward(ctx, x: NDArray, dim: int, widen: bool) -> NDArray:
-        ctx.dim = dim
-        if widen and x.dtype.category < 2:
-            x = x.astype(dtypes.int64)  # torch accumulates integers in int64 unless a dtype is given
-        return x.backend.cumulative("cumsum", x, dim)
+class _NanToZero(Primitive):
+    """NaN replaced by zero; the gradient is multiplied by the mask (so an inf gradient gives NaN there, as torch)."""
 
     @staticmethod
-    def backward(ctx, grad):
-        # The gradient of a prefix sum is the reversed prefix sum of the gradient.
-        return grad.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim), None, None
-
-
-class Cumprod(Primitive):
-    @staticmethod
-    def forward(ctx, x: NDArray, dim: int, widen: bool) -> NDArray:
-        if widen and x.dtype.category < 2:
-            x = x.astype(dtypes.int64)
-        out = x.backend.cumulative("cumprod", x, dim)
-        ctx.save_for_backward(x, out)
-        ctx.dim = dim
-        return out
+    def forward(ctx, x: NDArray, keep: NDArray) -> NDArray:
+        ctx.save_for_backward(keep)
+        return keep.where(x, 0)
 
     @staticmethod
-    def backward(ctx, grad):
-        x, out = ctx.saved_tensors
-        dim = ctx.dim
-        if not (x == 0).any().item():
-            return (grad * out).flip(dim).cumsum(dim).flip(dim) / x, None, None
-        # Exact for inputs with zeros: d out_j / d x_i = prod_{k<=j, k!=i} x_k, summed against grad_j.
-        n = x.shape[dim]
-        pieces = []
-        for i in range(n):
-            before = x.narrow(dim, 0, i).prod(dim=dim, keepdim=True) if i else None
-            after = x.narrow(dim, i + 1, n - i - 1)
-            tail = after.cumprod(dim) if n - i - 1 else None
-            g_i = grad.narrow(dim, i, 1)
-            if tail is not None:
-                g_i = g_i + (grad.narrow(dim, i + 1, n - i - 1) * tail).sum(dim=dim, keepdim=True)
-            pieces.append(g_i * before if before is not None else g_i)
-        from genesis.functional import cat
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        (keep,) = ctx.saved_tensors
+        return grad * keep.to(grad.dtype), None
 
-        return cat(pieces, dim), None, None
+
+def _reduce_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
+    """Normalized reduction dims; like torch, an empty list of dims means every dim."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        dim = None
+    return normalize_dims(op, dim, ndim)
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    (input,) = autocast_args("sum", input)
+    dims = _reduce_dims("sum", dim, input.ndim)
+    return Sum.apply(input, dims, keepdim, dtypes.to_dtype(dtype) if dtype is not None else None)
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+            f"Got: {input.dtype.name}"
+        )
+    dims = _reduce_dims("mean", dim, input.ndim)
+    count = math.prod(input.shape[d] for d in dims)
+    total = Sum.apply(input, dims, keepdim, None)
+    return total / count if count else total * math.nan
+
+
+def prod(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    (input,) = autocast_args("prod", input)
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    dims = normalize_dims("prod", dim, input.ndim)
+    return Prod.apply(input, dims, keepdim)
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    dims = normalize_dims("amax", None if dim == () else dim, input.ndim)
+    return Extremum.apply(input, dims, keepdim, "amax")
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    dims = normalize_dims("amin", None if dim == () else dim, input.ndim)
+    return Extremum.apply(input, dims, keepdim, "amin")
+
+
+class MinMaxResult(tuple):
+    """(values, indices) pair with attribute access, as torch.return_types."""
+
+    @property
+    def values(self) -> Tensor:
+        return self[0]
+
+    @property
+    def indices(self) -> Tensor:
+        return self[1]
+
+
+def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
+    if isinstance(dim, Tensor):
+        return maximum(input, dim) if op == "max" else minimum(input, dim)
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        return Extremum.apply(input, tuple(range(input.ndim)), False, "amax" if op == "max" else "amin")
+    d = normalize_dim(op, dim, input.ndim)
+    return MinMaxResult(MaxWithIndices.apply(input, d, keepdim, op))
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Largest element, or with ``dim`` the (values, indices) along it, or with a tensor the elementwise maximum."""
+    return _max_min("max", input, dim, keepdim)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    return _max_min("min", input, dim, keepdim)
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    if input.numel() == 0 and dim is None:
+        raise IndexError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
+    d = None if dim is None else normalize_dim("argmax", dim, input.ndim)
+    return ArgReduce.apply(input, d, keepdim, "argmax")
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    if input.numel() == 0 and dim is None:
+        raise IndexError("argmin(): Expected reduction dim to be specified for input.numel() == 0.")
+    d = None if dim is None else normalize_dim("argmin", dim, input.ndim)
+    return ArgReduce.apply(input, d, keepdim, "argmin")
+
+
+def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    """Variance with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"var: std and var only support floating point inputs, got {input.dtype.name}")
+    dims = _reduce_dims("var", dim, input.ndim)
+    n = math.prod(input.shape[d] for d in dims)
+    centered = input - mean(input, dims, keepdim=True)
+    total = Sum.apply(centered * centered, dims, keepdim, None)
+    # torch divides by max(0, n - correction): too few samples give inf (or nan for an all-zero sum).
+    return total / builtins.max(0, n - correction)
+
+
+def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    return _root(var(input, dim, unbiased, keepdim, correction=correction), 2)
+
+
+def _root(x: Tensor, p: float) -> Tensor:
+    """``x ** (1 / p)`` with a zero gradient where ``x == 0`` (torch's convention for std and norms at zero)."""
+    zero = x == 0
+    safe = where(zero, 1.0, x)
+    return where(zero, 0.0, sqrt(safe) if p == 2 else safe ** (1.0 / p))
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[Tensor, Tensor]:
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[Tensor, Tensor]:
+    """(standard deviation, mean) over ``dim`` with Bessel's ``correction`` (default 1)."""
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """Vector p-norm over ``dim`` (all elements by default): 2 / "fro", 1, inf, -inf, 0 or any real p."""
+    (input,) = autocast_args("norm", input)
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"norm: Expected a floating point tensor as input, got {input.dtype.name}")
+    dims = _reduce_dims("norm", dim, input.ndim)
+    if p in ("fro", 2, 2.0):
+        return _root(sum(input * input, dims, keepdim), 2)
+    if p == 1:
+        return sum(input.abs(), dims, keepdim)
+    if p == math.inf:
+        return amax(input.abs(), dims, keepdim)
+    if p == -math.inf:
+        return amin(input.abs(), dims, keepdim)
+    if p == 0:
+        return sum((input != 0).to(input.dtype), dims, keepdim)
+    if isinstance(p, str):
+        raise ValueError(f"norm: unsupported norm type {p!r}")
+    return _root(sum(input.abs() ** p, dims, keepdim), p)
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` computed stably by subtracting the maximum first."""
+    dims = normalize_dims("logsumexp", dim, input.ndim)
+    if not input.dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    if input.numel() == 0:
+        # An empty sum is 0 and its log -inf; there is no maximum to subtract.
+        return log(sum(exp(input), dims, keepdim))
+    m = amax(input, dims, keepdim=True).detach()
+    m = where(isinf(m), 0.0, m)
+    out = log(sum(exp(input - m), dims, keepdim=True)) + m
+    return out if keepdim else out.squeeze(dims)
+
+
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    (input,) = autocast_args("softmax", input)
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"softmax: not implemented for '{input.dtype.name}'")
+    return Softmax.apply(input, normalize_dim("softmax", dim, input.ndim), False)
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    (input,) = autocast_args("log_softmax", input)
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"log_softmax: not implemented for '{input.dtype.name}'")
+    return Softmax.apply(input, normalize_dim("log_softmax", dim, input.ndim), True)
+
+
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    dims = normalize_dims("all", dim, input.ndim)
+    return Tensor._wrap(input.ndarray.reduce("all", dims, keepdim))
+
+
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    dims = normalize_dims("any", dim, input.ndim)
+    return Tensor._wrap(input.ndarray.reduce("any", dims, keepdim))
+
+
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    return sum(input != 0, dim)
+
+
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Sum treating NaN as zero; the gradient is masked as torch's (``grad * ~isnan(input)``)."""
+    if input.dtype.is_floating_point:
+        input = _NanToZero.apply(input, ~isnan(input))
+    return sum(input, dim, keepdim, dtype)
+
+
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Mean over the non-NaN elements (NaN where a slice holds only NaN)."""
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{input.dtype.name}")
+    count = sum(~isnan(input), dim, keepdim)
+    return nansum(input, dim, keepdim) / count
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> MinMaxResult:
+    """(min, max) over ``dim`` (all elements when None), each reduced as ``amin`` / ``amax``."""
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): Expected reduction dim to be specified for input.numel() == 0.")
+        low, high = amin(input), amax(input)
+        if keepdim:
+            shape = (1,) * input.ndim
+            low, high = low.reshape(shape), high.reshape(shape)
+    else:
+        d = normalize_dim("aminmax", dim, input.ndim)
+        if input.ndim and input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+        low, high = amin(input, dim, keepdim), amax(input, dim, keepdim)
+    return _AminmaxResult((low, high))
+
+
+class _AminmaxResult(MinMaxResult):
+    """torch.return_types.aminmax: (min, max)."""
+
+    @property
+    def min(self) -> Tensor:
+        return self[0]
+
+    @property
+    def max(self) -> Tensor:
+        return self[1]
+
+
+__all__ = [
+    "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std", "var_mean", "norm",
+    "logsumexp", "softmax", "log_softmax", "all", "any", "count_nonzero", "std_mean", "nansum", "nanmean", "aminmax",
+]

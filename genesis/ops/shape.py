@@ -1,197 +1,206 @@
-"""Shape and view primitives. Views only change NDArray metadata; their outputs share the input's memory."""
+"""Rearranging elements into a new shape: repeat, tile, repeat_interleave, flip, roll, rot90, and the grids
+and products of coordinates (meshgrid, cartesian_prod, combinations).
+"""
 
 from __future__ import annotations
 
-from genesis.functional.elementwise import Primitive
-from genesis.ndarray import NDArray
-from genesis.ndarray import cat as nd_cat
+import builtins
+import itertools
+from typing import Any, Sequence
+
+from genesis import dtypes
+from genesis.ndarray import broadcast_shapes as _broadcast_shapes
+from genesis.ndarray import normalize_dim, normalize_dims
+from genesis.ops._args import _shape_args, _tensor_args, _zeros, arange_like
+from genesis.ops.gather_scatter import index_select
+from genesis.ops.join import cat, stack
+from genesis.ops.scans import cumsum
+from genesis.ops.sorting import searchsorted
+from genesis.ops.views import narrow
+from genesis.tensor import Size, Tensor
 
 
-class View(Primitive):
-    is_view = True
-
-    @staticmethod
-    def forward(ctx, x: NDArray, shape: tuple[int, ...], op: str) -> NDArray:
-        ctx.shape = x.shape
-        return x.view(shape, op)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad.reshape(ctx.shape), None, None
-
-
-class Reshape(Primitive):
-    """A reshape that must copy: the output owns new memory (``functional.reshape`` sends viewable ones to View)."""
-
-    @staticmethod
-    def forward(ctx, x: NDArray, shape: tuple[int, ...]) -> NDArray:
-        ctx.shape = x.shape
-        return x.reshape(shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad.reshape(ctx.shape), None
+def repeat(input: Tensor, *sizes: Any) -> Tensor:
+    """Tile the tensor ``sizes[i]`` times along each dim (torch's Tensor.repeat)."""
+    sizes = _shape_args("repeat", sizes)
+    if len(sizes) < input.ndim:
+        raise RuntimeError("repeat: Number of dimensions of repeat dims can not be smaller than number of dimensions "
+                           f"of tensor ({len(sizes)} < {input.ndim})")
+    if builtins.any(r < 0 for r in sizes):
+        raise RuntimeError(f"repeat: repeats can not be negative, got {list(sizes)}")
+    x = input.reshape((1,) * (len(sizes) - input.ndim) + input.shape)
+    # Interleave a new size-r axis before each dim, expand, then merge: (r0, n0, r1, n1, ...) -> (r0*n0, ...).
+    expanded_shape, view_shape = [], []
+    for r, n in zip(sizes, x.shape):
+        view_shape += [1, n]
+        expanded_shape += [r, n]
+    out = x.reshape(view_shape).expand(expanded_shape)
+    return out.reshape([r * n for r, n in zip(sizes, x.shape)])
 
 
-class Permute(Primitive):
-    is_view = True
-
-    @staticmethod
-    def forward(ctx, x: NDArray, dims: tuple[int, ...]) -> NDArray:
-        out = x.permute(dims)
-        ctx.dims = tuple(d % max(x.ndim, 1) for d in dims)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        inverse = [0] * len(ctx.dims)
-        for i, d in enumerate(ctx.dims):
-            inverse[d] = i
-        return grad.permute(inverse), None
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
+    dims = tuple(dims)
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return repeat(input, dims)
 
 
-class Transpose(Primitive):
-    is_view = True
+def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None) -> Tensor:
+    """Repeat each element ``repeats`` times (an int or one count per element) along ``dim``.
 
-    @staticmethod
-    def forward(ctx, x: NDArray, d0: int, d1: int) -> NDArray:
-        ctx.dims = (d0, d1)
-        return x.transpose(d0, d1)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad.transpose(*ctx.dims), None, None
-
-
-class Expand(Primitive):
-    is_view = True
-
-    @staticmethod
-    def forward(ctx, x: NDArray, shape: tuple[int, ...], op: str = "expand") -> NDArray:
-        ctx.shape = x.shape
-        return x.expand(shape, op)
-
-    @staticmethod
-    def backward(ctx, grad):
-        from genesis.autograd import _sum_to_shape
-
-        return _sum_to_shape(grad, ctx.shape), None, None
-
-
-class Squeeze(Primitive):
-    is_view = True
-
-    @staticmethod
-    def forward(ctx, x: NDArray, dims: tuple[int, ...] | None) -> NDArray:
-        ctx.shape = x.shape
-        return x.squeeze(dims)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad.reshape(ctx.shape), None
+    With only a tensor of counts, ``repeat_interleave(counts)`` repeats each index ``i`` ``counts[i]`` times.
+    """
+    if repeats is None:
+        return repeat_interleave(arange_like(input.numel(), input), input.reshape(-1), 0)
+    if dim is None:
+        input, dim = input.reshape(-1), 0
+    d = normalize_dim("repeat_interleave", dim, input.ndim)
+    n = input.shape[d]
+    if isinstance(repeats, int):
+        if repeats < 0:
+            raise RuntimeError(f"repeat_interleave: repeats can not be negative, got {repeats}")
+        x = input.unsqueeze(d + 1)
+        shape = list(x.shape)
+        shape[d + 1] = repeats
+        out_shape = list(input.shape)
+        out_shape[d] = n * repeats
+        return x.expand(shape).reshape(out_shape)
+    counts = repeats if isinstance(repeats, Tensor) else input.new_tensor(repeats, dtype=dtypes.int64)
+    if counts.numel() == 1:
+        return repeat_interleave(input, int(counts.item()), d)
+    if counts.shape != (n,):
+        raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {counts.shape[0]} and input.size({d}) = {n}")
+    # Output position p takes element i where cumsum(counts)[i - 1] <= p < cumsum(counts)[i].
+    ends = cumsum(counts, 0)
+    total = int(ends[-1].item()) if n else 0
+    index = searchsorted(ends, arange_like(total, counts), right=True)
+    return index_select(input, d, index)
 
 
-class Unsqueeze(Primitive):
-    is_view = True
-
-    @staticmethod
-    def forward(ctx, x: NDArray, dim: int) -> NDArray:
-        ctx.shape = x.shape
-        return x.unsqueeze(dim)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad.reshape(ctx.shape), None
+def flip(input: Tensor, dims: Any) -> Tensor:
+    dims = normalize_dims("flip", dims, input.ndim)
+    out = input
+    for d in dims:
+        n = input.shape[d]
+        index = Tensor._wrap(input.device.backend.arange(n - 1, -1, -1, dtypes.int64, input.device))
+        out = index_select(out, d, index)
+    return out if dims else input.clone()
 
 
-def _scatter_view_grad(grad, shape: tuple[int, ...], make_view):
-    """Gradient of a view: zeros of the input shape with ``grad`` written through the same view."""
-    from genesis.functional import ViewBackwardFill
-
-    return ViewBackwardFill.apply(grad, shape, make_view)
+def fliplr(input: Tensor) -> Tensor:
+    return flip(input, 1)
 
 
-class ViewOf(Primitive):
-    """A view given by a function of the NDArray (slicing, narrow, diagonal, unfold, as_strided)."""
-
-    is_view = True
-
-    @staticmethod
-    def forward(ctx, x: NDArray, make_view) -> NDArray:
-        ctx.meta = (x.shape, make_view)
-        return make_view(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        shape, make_view = ctx.meta
-        return _scatter_view_grad(grad, shape, make_view), None
+def flipud(input: Tensor) -> Tensor:
+    return flip(input, 0)
 
 
-class Cat(Primitive):
-    @staticmethod
-    def forward(ctx, dim: int, *arrays: NDArray) -> NDArray:
-        # torch skips 1-D empty tensors whatever the other shapes (legacy); they only receive an empty gradient.
-        skipped = [a.ndim == 1 and a.size == 0 for a in arrays]
-        kept = [a for a, skip in zip(arrays, skipped) if not skip] or list(arrays[:1])
-        ctx.meta = (dim, [None if skip else a.shape[dim] for a, skip in zip(arrays, skipped)])
-        return nd_cat(kept, dim)
-
-    @staticmethod
-    def backward(ctx, grad):
-        dim, sizes = ctx.meta
-        grads, start = [], 0
-        for n in sizes:
-            if n is None:
-                grads.append(grad.new_zeros(0))
-                continue
-            grads.append(grad.narrow(dim, start, n))
-            start += n
-        return (None, *grads)
+def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """Rotate elements by ``shifts`` along ``dims`` (the flattened tensor when dims is None)."""
+    if dims is None:
+        return roll(input.reshape(-1), shifts, 0).reshape(input.shape)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+    out = input
+    for s, d in zip(shifts, dims):
+        d = normalize_dim("roll", d, input.ndim)
+        n = input.shape[d]
+        if n == 0:
+            continue
+        s %= n
+        if s:
+            out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
+    return out
 
 
-class Contiguous(Primitive):
-    @staticmethod
-    def forward(ctx, x: NDArray) -> NDArray:
-        return x.contiguous()
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
-class Clone(Primitive):
-    @staticmethod
-    def forward(ctx, x: NDArray) -> NDArray:
-        return x.backend.contiguous(x) if not x.is_contiguous() else x.backend.cast(x, x.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
-class ToMemoryFormat(Primitive):
-    """A copy of x laid out as ``strides`` (a memory format's dense strides); the gradient passes through."""
-
-    @staticmethod
-    def forward(ctx, x: NDArray, *, strides: tuple[int, ...]) -> NDArray:
-        order = sorted(range(x.ndim), key=lambda d: -strides[d])  # dims from outermost to innermost in memory
-        stored = NDArray.empty(tuple(x.shape[d] for d in order), x.dtype, x.device)
-        out = stored.permute(tuple(order.index(d) for d in range(x.ndim)))
-        return out.copy_(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims``, from the first dim towards the second."""
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = normalize_dim("rot90", dims[0], input.ndim), normalize_dim("rot90", dims[1], input.ndim)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return flip(input, d1).transpose(d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return flip(input, d0).transpose(d0, d1)
+    return input.clone()
 
 
-class ToDevice(Primitive):
-    """Copy to another device; the gradient goes back to the source device."""
+def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
+    """Coordinate grids from 1-D tensors: expanded views of shape (len(t0), len(t1), ...).
 
-    @staticmethod
-    def forward(ctx, x: NDArray, device) -> NDArray:
-        ctx.device = x.device
-        return x.to(device)
+    ``indexing="xy"`` swaps the first two output dims (Cartesian, as numpy); "ij" is matrix indexing.
+    """
+    tensors = _tensor_args(tensors)
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    if not tensors:
+        raise RuntimeError("torch.meshgrid: expects a non-empty TensorList")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.ndim}D")
+        if t.dtype is not tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if t.device != tensors[0].device:
+            raise RuntimeError("torch.meshgrid: expected all tensors to be on the same device")
+    swap = indexing == "xy" and len(tensors) >= 2
+    sizes = [t.numel() for t in tensors]
+    order = list(range(len(tensors)))
+    if swap:
+        order[0], order[1] = 1, 0
+    shape = [sizes[k] for k in order]
+    grids = []
+    for k, t in enumerate(tensors):
+        position = order.index(k)
+        view = [-1 if j == position else 1 for j in range(len(tensors))]
+        grids.append(t.reshape(view).expand(shape))
+    return tuple(grids)
 
-    @staticmethod
-    def backward(ctx, grad):
-        return grad.to(ctx.device), None
+
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """Cartesian product of 1-d tensors as rows (n0 * n1 * ..., len(tensors)); one tensor is returned as is."""
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], 1)
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """Length-``r`` combinations of the elements of a 1-d tensor, as rows (itertools order)."""
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return _zeros((0,), input.dtype, input)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(pick(range(input.shape[0]), r))
+    index = input.new_tensor(rows, dtype=dtypes.int64) if rows else _zeros((0, r), dtypes.int64, input)
+    return input[index.reshape(-1)].reshape(len(rows), r)
+
+
+def broadcast_shapes(*shapes: Any) -> Size:
+    """The shape that tensors of the given shapes broadcast to."""
+    result: tuple[int, ...] = ()
+    for shape in shapes:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        result = _broadcast_shapes("broadcast_shapes", result, shape)
+    return Size(result)
+
+
+__all__ = [
+    "repeat", "tile", "repeat_interleave", "flip", "fliplr", "flipud", "roll", "meshgrid", "rot90", "cartesian_prod",
+    "combinations",
+]

@@ -1,6 +1,6 @@
 """``genesis.nn.functional``: the PyTorch-compatible functional namespace of neural-network operations.
 
-Every function here composes the differentiable tensor ops of ``genesis.functional`` (or, for convolution and
+Every function here composes the differentiable tensor ops of ``genesis.ops`` (or, for convolution and
 pooling, dedicated backend primitives), so gradients come from autograd. Signatures follow
 ``torch.nn.functional``; the LLM helpers (``rope``, ``swiglu``, ``causal_softmax``, ``random_sample``) and the
 ``out=`` arguments are Genesis extensions documented in docs/functional.md.

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from genesis import amp, dtypes
-from genesis import functional as T
-from genesis.functional.fused import fused_attention
+from genesis import ops as T
 from genesis.nn.functional.basic import dropout, linear
+from genesis.ops.fused import fused_attention
 from genesis.tensor import Tensor, arange, zeros
 
 

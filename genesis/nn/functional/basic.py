@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from genesis import amp, random
-from genesis import functional as T
-from genesis.functional.dropout import Dropout
-from genesis.functional.nn_ops import Embedding, Linear
+from genesis import ops as T
 from genesis.nn.functional._out import write_out
+from genesis.ops.dropout import Dropout
+from genesis.ops.nn import Embedding, Linear
 from genesis.tensor import Tensor, arange, full, ones_like, tensor, zeros, zeros_like
 
 

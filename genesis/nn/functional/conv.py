@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from genesis import amp
-from genesis.functional.nn_ops import Conv
 from genesis.nn.functional.basic import pad
+from genesis.ops.nn import Conv
 from genesis.tensor import Tensor
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis import random
 from genesis.dtypes import int64
 from genesis.nn.functional.activations import _apply, celu, elu, hardtanh, leaky_relu, relu, selu, softmax

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.basic import pairwise_distance
 from genesis.nn.functional.losses import _reduce, _reduction

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from genesis import amp
-from genesis import functional as T
-from genesis.functional.fused import fused_cross_entropy
-from genesis.functional.nn_ops import CrossEntropy
+from genesis import ops as T
+from genesis.ops.fused import fused_cross_entropy
+from genesis.ops.nn import CrossEntropy
 from genesis.tensor import Tensor
 
 _REDUCTIONS = ("none", "mean", "sum")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from genesis import functional as T
-from genesis.functional.nn_ops import AdaptivePool, Pool, Upsample
+from genesis import ops as T
 from genesis.nn.functional.adaptive import _adaptive_max, _adaptive_sizes
 from genesis.nn.functional.conv import ntuple
+from genesis.ops.nn import AdaptivePool, Pool, Upsample
 from genesis.tensor import Tensor, arange
 
 

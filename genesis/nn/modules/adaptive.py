@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Sequence
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis.nn import functional as F
 from genesis.nn.modules.container import ModuleList, Sequential
 from genesis.nn.modules.linear import Linear

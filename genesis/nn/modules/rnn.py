@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from genesis import amp
-from genesis import functional as T
+from genesis import ops as T
 from genesis.nn import functional as F
 from genesis.nn import init
 from genesis.nn.modules.module import Module
