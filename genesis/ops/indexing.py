@@ -1,6 +1,5 @@
-"""Indexing: ``x[key]`` and ``x[key] = value`` with torch's semantics (the key parser splits a key into a
-basic view part and advanced index tensors), ``index_put``, and index arithmetic (unravel_index,
-one_hot).
+"""Indexing: ``x[key]`` and ``x[key] = value`` with torch's semantics (the key parser splits a key into a basic
+view part and advanced index tensors), ``index_put``, and index arithmetic (unravel_index, one_hot).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ class View(Primitive):
 
 
 class Reshape(Primitive):
-    """A reshape that must copy: the output owns new memory (``functional.reshape`` sends viewable ones to View)."""
+    """A reshape that must copy: the output owns new memory (``reshape`` sends viewable ones to View)."""
 
     @staticmethod
     def forward(ctx, x: NDArray, shape: tuple[int, ...]) -> NDArray:
