@@ -1,11 +1,7 @@
 """Mixed precision: ``genesis.autocast`` and ``genesis.amp.GradScaler`` (as ``torch.autocast`` / ``torch.amp``).
 
-Autocast runs selected ops in a lower precision. The policy is a small table per device type, torch's: ops that
-gain from bfloat16/float16 arithmetic (matrix products, convolutions, attention) cast their floating-point inputs
-down; ops that need range or accuracy (losses; on CUDA also softmax, norms, exp, log, sum, pow ...) cast them up to
-float32; a few ops that mix inputs promote them to the widest one. Each op that the table names calls
-:func:`autocast_args` on its tensor arguments first; outside autocast that call returns at once. float64 tensors
-are never cast. The state is thread-local: each thread starts with autocast off.
+Autocast, the policy that casts the inputs of selected ops, belongs to the ops (``genesis.ops.autocast``); it is
+re-exported here under torch's names.
 
 The gradient scaler multiplies the loss by a large factor so that small float16 gradients do not flush to zero,
 unscales the gradients before the optimizer step, skips the step when any gradient is inf or nan, and adapts the
@@ -14,164 +10,17 @@ factor: halve it after an overflow, double it after ``growth_interval`` clean st
 
 from __future__ import annotations
 
-import functools
 import math
 import struct
-import threading
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 from genesis import dtypes
+from genesis.autograd import no_grad
 from genesis.device import to_device
+from genesis.ops.autocast import POLICY, autocast, autocast_args, get_autocast_dtype, is_autocast_enabled
+from genesis.ops.fused import fused_unscale_
 from genesis.tensor import Tensor, full
-
-# ------------------------------------------------------------------ the policy
-
-_LOWER, _FP32, _PROMOTE, _BANNED = "lower", "fp32", "promote", "banned"
-
-_CPU_LOWER = ("matmul", "mm", "bmm", "baddbmm", "addmm", "addbmm", "linear", "conv1d", "conv2d", "conv3d",
-              "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu", "scaled_dot_product_attention")
-_CPU_FP32 = ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-             "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "prod", "poisson_nll_loss",
-             "cosine_embedding_loss", "margin_ranking_loss", "soft_margin_loss", "gaussian_nll_loss")
-_CUDA_LOWER = ("matmul", "mm", "bmm", "baddbmm", "addmm", "addbmm", "addmv", "mv", "linear", "conv1d", "conv2d",
-               "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
-               "scaled_dot_product_attention")
-_CUDA_FP32 = ("softmax", "log_softmax", "softmin", "layer_norm", "group_norm", "rms_norm", "norm", "normalize",
-              "exp", "expm1", "log", "log2", "log10", "log1p", "sum", "prod", "cumsum", "cumprod", "pow",
-              "reciprocal", "rsqrt", "tan", "softplus", "cosine_similarity", "cross_entropy", "nll_loss",
-              "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits", "kl_div",
-              "poisson_nll_loss", "cosine_embedding_loss", "margin_ranking_loss", "soft_margin_loss",
-              "gaussian_nll_loss", "acos", "asin", "cosh", "sinh", "erfinv")
-_PROMOTE_OPS = ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "index_put", "scatter_add", "stack",
-                "cat")
-
-#: device type -> op name -> how autocast treats the op's floating-point inputs.
-POLICY: dict[str, dict[str, str]] = {
-    "cpu": {**{op: _PROMOTE for op in _PROMOTE_OPS}, **{op: _LOWER for op in _CPU_LOWER},
-            **{op: _FP32 for op in _CPU_FP32}},
-    "cuda": {**{op: _PROMOTE for op in _PROMOTE_OPS}, **{op: _LOWER for op in _CUDA_LOWER},
-             **{op: _FP32 for op in _CUDA_FP32},
-             # As torch: probabilities that came out of a float16 sigmoid are unsafe to feed to this loss.
-             "binary_cross_entropy": _BANNED},
-}
-
-_SUPPORTED_DTYPES = {"cpu": (dtypes.bfloat16, dtypes.float16), "cuda": (dtypes.float16, dtypes.bfloat16)}
-_DEFAULT_DTYPE = {"cpu": dtypes.bfloat16, "cuda": dtypes.float16}
-
-# ------------------------------------------------------------------ thread-local state
-
-
-class _State(threading.local):
-    def __init__(self) -> None:
-        self.stack: list[tuple[str, bool, dtypes.dtype]] = []
-        self.active: dict[str, dtypes.dtype] = {}  # device type -> autocast dtype, for enabled ones
-
-
-_state = _State()
-
-
-def _refresh() -> None:
-    active: dict[str, dtypes.dtype] = {}
-    for device_type, enabled, dtype in _state.stack:
-        if enabled:
-            active[device_type] = dtype
-        else:
-            active.pop(device_type, None)
-    _state.active = active
-
-
-def is_autocast_enabled(device_type: str = "cuda") -> bool:
-    """Whether autocast is on for ``device_type`` in this thread."""
-    return device_type in _state.active
-
-
-def get_autocast_dtype(device_type: str = "cuda") -> dtypes.dtype:
-    """The lower-precision dtype autocast uses for ``device_type`` (its default when autocast is off)."""
-    return _state.active.get(device_type, _DEFAULT_DTYPE[device_type])
-
-
-def _eligible(x: Any) -> bool:
-    return isinstance(x, Tensor) and x.dtype.is_floating_point and x.dtype is not dtypes.float64
-
-
-def autocast_args(op: str, *args: Any) -> tuple[Any, ...]:
-    """``args`` cast as the active autocast policy wants for ``op`` (unchanged outside autocast).
-
-    Called at the top of every op named in :data:`POLICY`:
-    ``input, weight = amp.autocast_args("linear", input, weight)``. Only floating-point tensors other than
-    float64 that live on a device type with autocast enabled are cast; the casts are differentiable.
-    """
-    active = _state.active
-    if not active:
-        return args
-    for x in args:
-        if _eligible(x):
-            device_type = x.device.type
-            break
-    else:
-        return args
-    target = active.get(device_type)
-    rule = POLICY[device_type].get(op) if target is not None else None
-    if rule is None:
-        return args
-    if rule == _BANNED:
-        raise RuntimeError(
-            f"genesis.nn.functional.{op} and its module are unsafe to autocast on {device_type}. Use "
-            "binary_cross_entropy_with_logits (BCEWithLogitsLoss), which combines the sigmoid and the loss and is "
-            "safe to autocast, or disable autocast around this op."
-        )
-    if rule == _FP32:
-        target = dtypes.float32
-    elif rule == _PROMOTE:
-        widest = [x.dtype for x in args if _eligible(x)]
-        target = functools.reduce(dtypes.promote_types, widest)
-    return tuple(x.to(target) if _eligible(x) and x.dtype is not target and x.device.type == device_type else x
-                 for x in args)
-
-
-class autocast:
-    """Run the ops of a region in mixed precision (a context manager and a decorator; nestable).
-
-    Args:
-        device_type: "cpu" or "cuda".
-        dtype: the lower precision (default bfloat16 on the CPU, float16 on CUDA).
-        enabled: False turns autocast off inside the region (also inside an enclosing autocast).
-        cache_enabled: accepted for torch compatibility (casts are not cached).
-    """
-
-    def __init__(self, device_type: str, dtype: Any = None, enabled: bool = True,
-                 cache_enabled: bool | None = None) -> None:
-        if not isinstance(device_type, str):
-            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
-        if device_type not in POLICY:
-            raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
-        self.device_type = device_type
-        self.fast_dtype = dtypes.to_dtype(dtype) if dtype is not None else _DEFAULT_DTYPE[device_type]
-        self._enabled = bool(enabled)
-        if self._enabled and self.fast_dtype not in _SUPPORTED_DTYPES[device_type]:
-            warnings.warn(f"In {device_type.upper()} autocast, but the target dtype {self.fast_dtype} is not "
-                          "supported. Disabling autocast.", stacklevel=2)
-            self._enabled = False
-        self.cache_enabled = cache_enabled
-
-    def __enter__(self) -> autocast:
-        _state.stack.append((self.device_type, self._enabled, self.fast_dtype))
-        _refresh()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _state.stack.pop()
-        _refresh()
-
-    def __call__(self, fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with autocast(self.device_type, self.fast_dtype, self._enabled, self.cache_enabled):
-                return fn(*args, **kwargs)
-
-        return wrapper
-
 
 # ------------------------------------------------------------------ gradient scaling
 
@@ -255,9 +104,6 @@ class GradScaler:
         if self._scale is None:
             raise RuntimeError("Attempted unscale_ but _scale is None. This may indicate your script did not use "
                                "scaler.scale(loss or outputs) earlier in the iteration.")
-        from genesis.autograd import no_grad
-        from genesis.functional.fused import fused_unscale_  # fused imports amp: a top-level import would cycle
-
         # torch computes 1/scale in float64 and rounds it to float32.
         inv_scale = _round_f32(1.0 / float(self._scale.item()))
         grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]

@@ -235,7 +235,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
     if replacement:
         cdf = probs.cumsum(1) / totals.unsqueeze(1)
         u = rand(probs.shape[0], num_samples, generator=generator, dtype=dtypes.float64, device=probs.device)
-        from genesis.functional import searchsorted
+        from genesis.ops.sorting import searchsorted
 
         out = searchsorted(cdf.contiguous(), u.contiguous(), right=True).clamp(max=n_cat - 1)
     else:

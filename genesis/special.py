@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 
 from genesis import dtypes
-from genesis import functional as F
-from genesis.functional.elementwise import I1, Entr, Xlogy
-from genesis.functional.math_extra import _float_operands
+from genesis import ops as F
+from genesis.ops._args import _float_operands
+from genesis.ops.math_special import I1, Entr, Xlogy
 from genesis.tensor import Tensor
 
 erf = F.erf

@@ -1,4 +1,4 @@
-"""Fused neural-network ops (``genesis.functional.fused``) and the nn.functional calls that use them on CUDA.
+"""Fused neural-network ops (``genesis.ops.fused``) and the nn.functional calls that use them on CUDA.
 
 Each case runs on ``DEVICE`` twice: through ``genesis.nn.functional`` (the fused kernels on CUDA, the composites on
 the CPU) and through the fused primitive itself (the backend's kernel: Triton on CUDA, torch on the CPU). Outputs
@@ -16,8 +16,8 @@ import torch
 
 import genesis
 import genesis.nn.functional as F
-from genesis.functional import fused
 from genesis.nn.attention import SDPBackend, sdpa_kernel
+from genesis.ops import fused
 from tests.helpers import DEVICE, TORCH_DTYPE, to_genesis, to_torch
 
 DTYPES = [genesis.float32, genesis.bfloat16, genesis.float16]
@@ -447,7 +447,7 @@ def test_adamw_master_weights(dtype: genesis.dtype, path: str) -> None:
 
 
 def test_fused_unscale_finds_inf_and_scales_every_gradient() -> None:
-    from genesis.functional.fused import fused_unscale_
+    from genesis.ops.fused import fused_unscale_
 
     values = [_rand((5000,), genesis.float32, 0), _rand((3, 7), genesis.float32, 1), _rand((1,), genesis.float32, 2)]
     for bad in (None, 1, 2):

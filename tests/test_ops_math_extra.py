@@ -1,4 +1,4 @@
-"""Elementwise math of genesis.functional.math_extra against torch: values, dtypes, every gradient, NaN/inf edge
+"""Elementwise math of genesis.ops.math_special against torch: values, dtypes, every gradient, NaN/inf edge
 cases, in-place methods, aliases and bad input; the new CUDA kernel ops compile for sm_90."""
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from genesis.autograd.function import (
     Function,
     Node,
     Overwrite,
+    Primitive,
     RemovableHandle,
     ViewOfBase,
     refresh_view_history,
@@ -34,7 +35,7 @@ from genesis.autograd.grad_mode import (
 )
 
 __all__ = [
-    "Function", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+    "Function", "Primitive", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "grad", "backward", "Node", "AccumulateGrad", "BackwardCtx", "RemovableHandle",
     # the engine and view machinery, for the layers above
     "run_backward", "set_tensor_type", "Overwrite", "CopySlices", "ViewOfBase", "view_positions", "take_history",

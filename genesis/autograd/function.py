@@ -301,6 +301,12 @@ class Function:
         return outputs
 
 
+class Primitive(Function):
+    """A built-in op: forward receives and returns NDArrays."""
+
+    takes_ndarrays = True
+
+
 class Overwrite(Function):
     """The history of a tensor whose whole value an in-place op replaced with a constant (``fill_``, ``zero_``...).
 

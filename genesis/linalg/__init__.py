@@ -11,8 +11,7 @@ import math
 from typing import Any
 
 from genesis import dtypes
-from genesis import functional as F
-from genesis.functional.extra_ops import _cross, _graph_norm
+from genesis import ops as F
 from genesis.linalg.solvers import (
     _check_float,
     _check_square,
@@ -33,6 +32,7 @@ from genesis.linalg.solvers import (
 )
 from genesis.linalg.spectral import eigh, eigvalsh, lstsq, matrix_rank, pinv, svd, svdvals
 from genesis.ndarray import normalize_dim
+from genesis.ops.linalg import _cross, _graph_norm
 from genesis.tensor import Tensor
 
 

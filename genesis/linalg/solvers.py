@@ -10,7 +10,7 @@ import math
 from typing import Any, NamedTuple
 
 from genesis import dtypes
-from genesis import functional as F
+from genesis import ops as F
 from genesis.autograd import Function
 from genesis.tensor import Tensor
 

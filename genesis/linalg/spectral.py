@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from genesis import dtypes
-from genesis import functional as F
+from genesis import ops as F
 from genesis.autograd import Function
 from genesis.linalg.solvers import _check_float, _check_square
 from genesis.tensor import Tensor

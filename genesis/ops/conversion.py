@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from genesis import functional as F
 from genesis import memory_format as _mf
-from genesis.functional.elementwise import Cast
-from genesis.functional.shape import ToDevice
+from genesis.ops import views
+from genesis.ops.unary import Cast
+from genesis.ops.views import ToDevice
 from genesis.tensor import Tensor, parse_to_args
 
 
@@ -25,9 +25,9 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     if dtype is not None and dtype is not out.dtype:
         out = Cast.apply(out, dtype)
     if copy and out is self:
-        out = F.clone(self)
+        out = views.clone(self)
     if fmt is _mf.preserve_format:
         fmt = _mf.suggest(self.ndarray.shape, self.ndarray.strides) if out is not self else None
     if fmt is not None:
-        out = F.contiguous(out, fmt)
+        out = views.contiguous(out, fmt)
     return out

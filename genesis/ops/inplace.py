@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from genesis import autograd, dtypes
-from genesis import functional as F
 from genesis.autograd import Overwrite, is_grad_enabled
 from genesis.ndarray import broadcast_shapes
+from genesis.ops import _args, arithmetic, compare, views
 from genesis.tensor import Tensor, tensor
 
 # ------------------------------------------------------------------ the shared mechanism
@@ -117,7 +117,7 @@ def binary_method(op: str, fn: Callable) -> Callable:
         if rounding_mode is not None:
             recording = is_grad_enabled() and (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
             source = inplace_source(self) if recording else self
-            return assign_inplace(self, F.div(source, other, rounding_mode=rounding_mode))
+            return assign_inplace(self, arithmetic.div(source, other, rounding_mode=rounding_mode))
         return inplace_binary(self, op, fn, other)
 
     method.__name__ = f"{op}_"
@@ -166,17 +166,17 @@ def _reshape_inplace(self: Tensor, op: str, view: Callable[[Tensor], Tensor]) ->
 
 def squeeze_(self: Tensor, dim: Any = None) -> Tensor:
     """In-place squeeze."""
-    return _reshape_inplace(self, "squeeze_", lambda t: F.squeeze(t, dim))
+    return _reshape_inplace(self, "squeeze_", lambda t: views.squeeze(t, dim))
 
 
 def unsqueeze_(self: Tensor, dim: int) -> Tensor:
     """In-place unsqueeze."""
-    return _reshape_inplace(self, "unsqueeze_", lambda t: F.unsqueeze(t, dim))
+    return _reshape_inplace(self, "unsqueeze_", lambda t: views.unsqueeze(t, dim))
 
 
 def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
     """In-place transpose."""
-    return _reshape_inplace(self, "transpose_", lambda t: F.transpose(t, dim0, dim1))
+    return _reshape_inplace(self, "transpose_", lambda t: views.transpose(t, dim0, dim1))
 
 
 def t_(self: Tensor) -> Tensor:
@@ -207,7 +207,7 @@ def fill_(self: Tensor, value: Any) -> Tensor:
 
 def _overwrite(self: Tensor, value: Any) -> Tensor:
     """``value`` broadcast to ``self`` as a graph node: the old values of ``self`` receive a zero gradient."""
-    return F.where(F.ones_like_bool(self), value, self)
+    return compare.where(_args.ones_like_bool(self), value, self)
 
 
 def zero_(self: Tensor) -> Tensor:
@@ -244,4 +244,4 @@ def float_power_(self: Tensor, exponent: Any) -> Tensor:
     if self.dtype is not dtypes.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name} but the operation's result "
                            "requires dtype float64")
-    return general_method("float_power", F.float_power)(self, exponent)
+    return general_method("float_power", arithmetic.float_power)(self, exponent)

@@ -7,29 +7,29 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from genesis import dtypes
-from genesis import functional as F
 from genesis import linalg as LA
+from genesis.ops import compare, reduce, views
 from genesis.tensor import Tensor
 
 
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
     """``self`` expanded to ``other``'s shape."""
-    return F.expand(self, other.shape)
+    return views.expand(self, other.shape)
 
 
 def view_as(self: Tensor, other: Tensor) -> Tensor:
     """A view of ``self`` with ``other``'s shape."""
-    return F.view(self, other.shape)
+    return views.view(self, other.shape)
 
 
 def reshape_as(self: Tensor, other: Tensor) -> Tensor:
     """``self`` reshaped to ``other``'s shape."""
-    return F.reshape(self, other.shape)
+    return views.reshape(self, other.shape)
 
 
 def where(self: Tensor, condition: Tensor, other: Any) -> Tensor:
     """``self`` where ``condition`` holds, else ``other`` (torch's ``Tensor.where``)."""
-    return F.where(condition, self, other)
+    return compare.where(condition, self, other)
 
 
 def sum_to_size(self: Tensor, *size: Any) -> Tensor:
@@ -39,7 +39,7 @@ def sum_to_size(self: Tensor, *size: Any) -> Tensor:
     if lead < 0 or any(t not in (1, n) for t, n in zip(target, self.shape[lead:])):
         raise RuntimeError(f"size {{{list(target)}}} is not expandable to size {{{list(self.shape)}}}.")
     dims = [*range(lead), *(lead + k for k, t in enumerate(target) if t == 1 and self.shape[lead + k] != 1)]
-    return F.sum(self, dims, keepdim=True).reshape(target) if dims else self
+    return reduce.sum(self, dims, keepdim=True).reshape(target) if dims else self
 
 
 def is_conj(self: Tensor) -> bool:
@@ -71,14 +71,14 @@ def invert(self: Tensor) -> Tensor:
     if self.dtype.is_floating_point:
         raise TypeError(f"~ (operator.invert) is only implemented on integer and Boolean-type tensors, got "
                         f"{self.dtype.name}")
-    return F.logical_not(self) if self.dtype is dtypes.bool_ else F.bitwise_not(self)
+    return compare.logical_not(self) if self.dtype is dtypes.bool_ else compare.bitwise_not(self)
 
 
 def reversed_dims(self: Tensor) -> Tensor:
     """``t.T``: the dims in reverse order."""
-    return F.permute(self, tuple(reversed(range(self.ndim))))
+    return views.permute(self, tuple(reversed(range(self.ndim))))
 
 
 def matrix_transpose(self: Tensor) -> Tensor:
     """``t.mT``: the last two dims swapped."""
-    return F.transpose(self, -2, -1)
+    return views.transpose(self, -2, -1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from genesis import dtypes
-from genesis.functional.fused import fused_adam_multi_step_, fused_adam_step_
+from genesis.ops.fused import fused_adam_multi_step_, fused_adam_step_
 from genesis.optim.optimizer import Optimizer
 from genesis.tensor import Tensor, zeros, zeros_like
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 from genesis import dtypes
 from genesis.autograd import enable_grad, no_grad
-from genesis.functional import cat
+from genesis.ops import cat
 from genesis.tensor import Tensor, empty
 
 # Hyperparameter checks: name -> (message prefix, predicate the value must satisfy). torch's wording.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from genesis.functional.fused import fused_sgd_multi_step_
+from genesis.ops.fused import fused_sgd_multi_step_
 from genesis.optim.optimizer import Optimizer
 from genesis.tensor import Tensor, empty_like
 

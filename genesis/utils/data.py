@@ -21,7 +21,7 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 import numpy as np
 
 from genesis import dtypes
-from genesis.functional import stack
+from genesis.ops import stack
 from genesis.random import Generator, default_generator, randint, randperm
 from genesis.tensor import Tensor, tensor
 

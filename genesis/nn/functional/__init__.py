@@ -1,12 +1,11 @@
 """``genesis.nn.functional``: the PyTorch-compatible functional namespace of neural-network operations.
 
-Every function here composes the differentiable tensor ops of ``genesis.functional`` (or, for convolution and
+Every function here composes the differentiable tensor ops of ``genesis.ops`` (or, for convolution and
 pooling, dedicated backend primitives), so gradients come from autograd. Signatures follow
 ``torch.nn.functional``; the LLM helpers (``rope``, ``swiglu``, ``causal_softmax``, ``random_sample``) and the
 ``out=`` arguments are Genesis extensions documented in docs/functional.md.
 """
 
-from genesis.functional.llm import decode_attention, kv_cache_write_, rope_kv_cache_write_
 from genesis.nn.functional.activations import (
     celu,
     celu_,
@@ -129,6 +128,7 @@ from genesis.nn.functional.pooling import (
 from genesis.nn.functional.shuffle import channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle
 from genesis.nn.functional.sparse import embedding, embedding_bag, one_hot
 from genesis.nn.functional.upsampling import interpolate, upsample, upsample_bilinear, upsample_nearest
+from genesis.ops.llm import decode_attention, kv_cache_write_, rope_kv_cache_write_
 
 __all__ = [
     "celu", "celu_", "elu", "elu_", "gelu", "glu", "gumbel_softmax", "hardshrink", "hardsigmoid", "hardswish",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis import random
 from genesis.autograd import is_grad_enabled
-from genesis.functional.elementwise import Silu
-from genesis.functional.fused import fused_softmax
 from genesis.nn.functional._out import check_out
+from genesis.ops.fused import fused_softmax
+from genesis.ops.unary import Silu
 from genesis.tensor import Tensor, zeros
 
 

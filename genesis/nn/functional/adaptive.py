@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis.nn.functional.activations import log_softmax
 from genesis.tensor import Tensor, zeros
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 from genesis import amp, dtypes
-from genesis import functional as T
-from genesis.functional.fused import fused_attention
+from genesis import ops as T
 from genesis.nn.functional.dropout import dropout
 from genesis.nn.functional.linear import linear
+from genesis.ops.fused import fused_attention
 from genesis.tensor import Tensor, arange, zeros
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from genesis import amp
-from genesis import functional as T
-from genesis.functional.nn_ops import Conv
+from genesis import ops as T
 from genesis.nn.functional.padding import pad
+from genesis.ops.nn import Conv
 from genesis.tensor import Tensor, arange, zeros
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis.dtypes import int64
 from genesis.tensor import Tensor, tensor
 

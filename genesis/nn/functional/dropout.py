@@ -4,7 +4,7 @@ dropout for SELU networks; all are the identity when not training."""
 from __future__ import annotations
 
 from genesis import random
-from genesis.functional.dropout import Dropout
+from genesis.ops.dropout import Dropout
 from genesis.tensor import Tensor
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from genesis import amp
-from genesis import functional as T
-from genesis.functional.nn_ops import Linear
+from genesis import ops as T
 from genesis.nn.functional._out import write_out
+from genesis.ops.nn import Linear
 from genesis.tensor import Tensor
 
 

@@ -1,17 +1,17 @@
 """Building blocks of decoder-only language models: rotary embeddings, SwiGLU, causal softmax, sampling.
 
 The decoding ops over a KV cache (``kv_cache_write_``, ``rope_kv_cache_write_``, ``decode_attention``) live in the
-ops layer, ``genesis.functional.llm``.
+ops layer, ``genesis.ops.llm``.
 """
 
 from __future__ import annotations
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis import random
 from genesis.autograd import no_grad
-from genesis.functional.elementwise import Silu
-from genesis.functional.fused import fused_rope, fused_swiglu
 from genesis.nn.functional._out import write_out
+from genesis.ops.fused import fused_rope, fused_swiglu
+from genesis.ops.unary import Silu
 from genesis.random import Generator
 from genesis.tensor import Tensor, arange, zeros_like
 

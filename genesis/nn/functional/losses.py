@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from genesis import amp
-from genesis import functional as T
-from genesis.functional.fused import fused_cross_entropy
-from genesis.functional.nn_ops import CrossEntropy
+from genesis import ops as T
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
+from genesis.ops.fused import CrossEntropy, fused_cross_entropy
 from genesis.tensor import Tensor, arange, full, tensor, zeros
 
 _REDUCTIONS = ("none", "mean", "sum")

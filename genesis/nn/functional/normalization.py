@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Sequence
 
 from genesis import amp, dtypes
-from genesis import functional as T
+from genesis import ops as T
 from genesis.autograd import no_grad
-from genesis.functional.fused import fused_norm
-from genesis.functional.nn_ops import BatchNorm, GroupNorm
 from genesis.nn.functional._out import write_out
+from genesis.ops.fused import fused_norm
+from genesis.ops.nn import BatchNorm, GroupNorm
 from genesis.tensor import Tensor, arange, zeros
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis.tensor import Tensor, full, tensor
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from genesis import functional as T
-from genesis.functional.nn_ops import AdaptivePool, Pool
+from genesis import ops as T
 from genesis.nn.functional.conv import ntuple
+from genesis.ops.nn import AdaptivePool, Pool
 from genesis.tensor import Tensor, arange, tensor, zeros
 
 

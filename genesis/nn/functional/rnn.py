@@ -8,7 +8,7 @@ one matrix product, then every time step adds the hidden projection and applies 
 
 from __future__ import annotations
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis.nn.functional.dropout import dropout
 from genesis.nn.functional.linear import linear
 from genesis.tensor import Tensor

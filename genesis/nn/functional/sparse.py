@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis.autograd import no_grad
-from genesis.functional.nn_ops import Embedding
+from genesis.ops.nn import Embedding
 from genesis.tensor import Tensor, arange, full, ones_like, zeros, zeros_like
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from genesis import functional as T
-from genesis.functional.nn_ops import Upsample
+from genesis import ops as T
+from genesis.ops.nn import Upsample
 from genesis.tensor import Tensor, arange
 
 

@@ -6,7 +6,7 @@ import math
 from typing import Iterable, Union
 
 from genesis.autograd import no_grad
-from genesis.functional import stack
+from genesis.ops import stack
 from genesis.tensor import Tensor, tensor
 
 Params = Union[Tensor, Iterable[Tensor]]

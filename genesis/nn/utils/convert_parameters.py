@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from genesis.functional import cat
+from genesis.ops import cat
 from genesis.tensor import Tensor
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
 
-from genesis import functional as T
+from genesis import ops as T
 from genesis.tensor import Tensor, full, tensor
 
 

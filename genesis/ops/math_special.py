@@ -1,9 +1,9 @@
-"""Elementwise math beyond the basics, as torch has it: inverse trigonometric and hyperbolic functions, special
-functions (erfc, erfinv, lgamma, digamma, i0, sinc, logit, xlogy), binary functions (hypot, copysign, fmax, fmin,
-float_power, logaddexp, logaddexp2, heaviside, ldexp, gcd, lcm), sign helpers and torch's alias names.
+"""Elementwise math beyond the basics, as torch has it: inverse trigonometric and hyperbolic functions,
+special functions (erfc, erfinv, lgamma, digamma, i0, sinc, logit, xlogy) and binary functions
+(hypot, copysign, fmax, fmin, logaddexp, heaviside, ldexp, gcd, lcm).
 
-Functions with a native kernel are primitives of ``genesis.functional.elementwise``; the rest are composites of
-existing ops, so their gradients follow automatically.
+Functions with a native kernel are primitives here; the rest are composites of existing ops, so their
+gradients follow automatically.
 """
 
 from __future__ import annotations
@@ -11,67 +11,236 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from genesis import amp, dtypes
-from genesis.functional import (
-    _as_operand,
-    _check_tensor,
-    _result_dtype,
-    abs,
-    atan2,
-    clamp,
-    eq,
-    exp2,
-    ge,
-    gt,
-    isnan,
-    le,
-    log,
-    log1p,
-    logical_and,
-    lt,
-    maximum,
-    ne,
-    ones_like_bool,
-    pow,
-    remainder,
-    sign,
-    trunc,
-    where,
-)
-from genesis.functional.elementwise import (
-    I0,
-    Acos,
-    Acosh,
-    Asin,
-    Asinh,
-    Atan,
-    Atanh,
-    Copysign,
-    Cosh,
-    Digamma,
-    Erfc,
-    Erfinv,
-    Hypot,
-    Lgamma,
-    NanExtremum,
-    NoGradUnary,
-    Sinh,
-    Xlogy,
-)
+from genesis import dtypes
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray
+from genesis.ops._args import _check_tensor, _float_operands, _reject_integers, _result_dtype, zeros_like_detached
+from genesis.ops.arithmetic import clamp, maximum, pow, remainder
+from genesis.ops.autocast import autocast_args
+from genesis.ops.compare import logical_and, ne, where
+from genesis.ops.unary import Unary, abs, exp2, log, log1p
 from genesis.tensor import Tensor
 
-# ------------------------------------------------------------------ inverse trigonometric and hyperbolic
+
+class Asin(Unary):
+    op = "asin"
+
+    @staticmethod
+    def derivative(x):
+        return (1 - x * x).rsqrt()
+
+
+class Acos(Unary):
+    op = "acos"
+
+    @staticmethod
+    def derivative(x):
+        return -(1 - x * x).rsqrt()
+
+
+class Atan(Unary):
+    op = "atan"
+
+    @staticmethod
+    def derivative(x):
+        return 1 / (1 + x * x)
+
+
+class Sinh(Unary):
+    op = "sinh"
+
+    @staticmethod
+    def derivative(x):
+        return x.cosh()
+
+
+class Cosh(Unary):
+    op = "cosh"
+
+    @staticmethod
+    def derivative(x):
+        return x.sinh()
+
+
+class Asinh(Unary):
+    op = "asinh"
+
+    @staticmethod
+    def derivative(x):
+        return (x * x + 1).rsqrt()
+
+
+class Acosh(Unary):
+    op = "acosh"
+
+    @staticmethod
+    def derivative(x):
+        return (x * x - 1).rsqrt()
+
+
+class Atanh(Unary):
+    op = "atanh"
+
+    @staticmethod
+    def derivative(x):
+        return 1 / (1 - x * x)
+
+
+class Erfc(Unary):
+    op = "erfc"
+
+    @staticmethod
+    def derivative(x):
+        return (-2 / math.sqrt(math.pi)) * (-x * x).exp()
+
+
+class Erfinv(Unary):
+    op, saves_output = "erfinv", True
+
+    @staticmethod
+    def derivative(out):
+        return (0.5 * math.sqrt(math.pi)) * (out * out).exp()
+
+
+class Lgamma(Unary):
+    op = "lgamma"
+
+    @staticmethod
+    def derivative(x):
+        return Digamma.apply(x)
+
+
+class Digamma(Unary):
+    op = "digamma"
+
+    @staticmethod
+    def derivative(x):
+        return Trigamma.apply(x)
+
+
+class Trigamma(Unary):
+    """``polygamma(1, x)``, the derivative of digamma (its own derivative is not implemented)."""
+
+    op = "trigamma"
+
+    @staticmethod
+    def derivative(x):
+        raise NotImplementedError("polygamma: the derivative of polygamma(1, x) is not implemented")
+
+
+class I0(Unary):
+    op = "i0"
+
+    @staticmethod
+    def derivative(x):
+        return I1.apply(x)
+
+
+class I1(Unary):
+    """Modified Bessel function of the first kind of order 1: the derivative of i0."""
+
+    op = "i1"
+
+    @staticmethod
+    def derivative(x):
+        # i1'(x) = i0(x) - i1(x) / x, with the limit 1/2 at x = 0.
+        safe = where(x == 0, 1.0, x)
+        return where(x == 0, 0.5, I0.apply(x) - I1.apply(safe) / safe)
+
+
+class Hypot(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+        out = a.binary("hypot", b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, out = ctx.saved_tensors
+        return grad * a / out, grad * b / out
+
+
+class Copysign(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
+        out = a.binary("copysign", b)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, out = ctx.saved_tensors
+        # d/da |a| sign(b) = out / a, defined as 0 at a == 0 (torch); the sign operand gets a zero gradient.
+        grad_a = grad * where(a == 0, 0.0, out / a)
+        return grad_a, zeros_like_detached(grad) if ctx.needs_input_grad[1] else None
+
+
+class NanExtremum(Primitive):
+    """fmax / fmin: the extremum ignoring NaN (NaN only where both are NaN); ties send the gradient to ``a``."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray, larger: bool) -> NDArray:
+        ctx.save_for_backward(a, b)
+        ctx.larger = larger
+        out = a.binary("maximum" if larger else "minimum", b)
+        out = a.unary("isnan").where(b, out)
+        return b.unary("isnan").where(a, out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        a_wins = ((a >= b) if ctx.larger else (a <= b)).logical_or(b.isnan())
+        return where(a_wins, grad, 0.0), where(a_wins, 0.0, grad), None
+
+
+class Xlogy(Primitive):
+    """``a * log(b)`` (``a * log1p(b)`` with ``log1p``), 0 where ``a == 0`` unless ``b`` is NaN."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray, log1p: bool) -> NDArray:
+        ctx.save_for_backward(a, b)
+        ctx.log1p = log1p
+        out = a.binary("eq", 0).where(0, a.binary("mul", b.unary("log1p" if log1p else "log")))
+        return b.unary("isnan").where(math.nan, out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            # Where a == 0 outside the log's domain torch passes 0, not a NaN or infinite gradient.
+            edge = -1 if ctx.log1p else 0
+            grad_a = where((a == 0).logical_and(b <= edge), 0.0, Xlogy.apply(grad, b, ctx.log1p))
+        if ctx.needs_input_grad[1]:
+            grad_b = grad * a / (b + 1 if ctx.log1p else b)
+        return grad_a, grad_b, None
+
+
+class Entr(Primitive):
+    """Elementwise entropy ``-x log x``: 0 at x = 0, -inf for x < 0."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray) -> NDArray:
+        ctx.save_for_backward(x)
+        out = x.binary("eq", 0).where(0, x.binary("mul", x.unary("log")).unary("neg"))
+        return x.binary("lt", 0).where(-math.inf, out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * -(1 + x.log())
 
 
 def asin(input: Tensor) -> Tensor:
     """Arcsine, elementwise (NaN outside [-1, 1]); integer inputs promote to the default float dtype."""
-    (input,) = amp.autocast_args("asin", input)
+    (input,) = autocast_args("asin", input)
     return Asin.apply(input)
 
 
 def acos(input: Tensor) -> Tensor:
     """Arccosine, elementwise (NaN outside [-1, 1])."""
-    (input,) = amp.autocast_args("acos", input)
+    (input,) = autocast_args("acos", input)
     return Acos.apply(input)
 
 
@@ -82,13 +251,13 @@ def atan(input: Tensor) -> Tensor:
 
 def sinh(input: Tensor) -> Tensor:
     """Hyperbolic sine, elementwise."""
-    (input,) = amp.autocast_args("sinh", input)
+    (input,) = autocast_args("sinh", input)
     return Sinh.apply(input)
 
 
 def cosh(input: Tensor) -> Tensor:
     """Hyperbolic cosine, elementwise."""
-    (input,) = amp.autocast_args("cosh", input)
+    (input,) = autocast_args("cosh", input)
     return Cosh.apply(input)
 
 
@@ -108,10 +277,9 @@ def atanh(input: Tensor) -> Tensor:
 
 
 arcsin, arccos, arctan = asin, acos, atan
-arcsinh, arccosh, arctanh = asinh, acosh, atanh
-arctan2 = atan2
 
-# ------------------------------------------------------------------ special functions
+
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
 
 def erfc(input: Tensor) -> Tensor:
@@ -121,7 +289,7 @@ def erfc(input: Tensor) -> Tensor:
 
 def erfinv(input: Tensor) -> Tensor:
     """Inverse error function on [-1, 1] (+-inf at +-1, NaN outside)."""
-    (input,) = amp.autocast_args("erfinv", input)
+    (input,) = autocast_args("erfinv", input)
     return Erfinv.apply(input)
 
 
@@ -179,35 +347,11 @@ def xlogy(input: Any, other: Any) -> Tensor:
     return Xlogy.apply(input, other, False)
 
 
-# ------------------------------------------------------------------ binary
-
-
-def _float_operands(op: str, input: Any, other: Any) -> tuple[Tensor, Tensor]:
-    """Both operands as tensors of their promoted dtype, integers promoted to the default float dtype."""
-    if not isinstance(input, Tensor):
-        if not isinstance(other, Tensor):
-            raise TypeError(f"{op}(): expected at least one Tensor argument, got {type(input).__name__} and "
-                            f"{type(other).__name__}")
-        input = Tensor._scalar_like(input, other)
-    other = _as_operand(op, other, input)
-    target = _result_dtype(input, other)
-    if not target.is_floating_point:
-        target = dtypes.get_default_dtype()
-    if not isinstance(other, Tensor):
-        other = Tensor._scalar_like(other, input)
-    return input.to(target), other.to(target)
-
-
 def _tensor_pair(op: str, input: Tensor, other: Any) -> None:
     """Ops that take two tensors only (torch rejects a Python number as the second argument)."""
     _check_tensor(op, input)
     if not isinstance(other, Tensor):
         raise TypeError(f"{op}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
-
-
-def _reject_integers(op: str, dtype: dtypes.dtype) -> None:
-    if not dtype.is_floating_point:
-        raise NotImplementedError(f"{op}: not implemented for '{dtype.name}'")
 
 
 def hypot(input: Tensor, other: Tensor) -> Tensor:
@@ -244,14 +388,6 @@ def fmax(input: Tensor, other: Tensor) -> Tensor:
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise minimum that ignores NaN: NaN only where both are NaN (C's fmin)."""
     return _nan_extremum("fmin", input, other, larger=False)
-
-
-def float_power(input: Any, exponent: Any) -> Tensor:
-    """``input ** exponent`` computed and returned in float64, whatever the input dtypes."""
-    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
-        raise TypeError("float_power(): expected at least one Tensor argument, got two numbers")
-    base = input.to(dtypes.float64) if isinstance(input, Tensor) else float(input)
-    return pow(base, exponent.to(dtypes.float64) if isinstance(exponent, Tensor) else float(exponent))
 
 
 def _logaddexp(op: str, input: Tensor, other: Tensor, base2: bool) -> Tensor:
@@ -327,107 +463,8 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
     return where(g == 0, 0, abs(a // where(g == 0, 1, g) * b))
 
 
-# ------------------------------------------------------------------ signs, angles and small helpers
-
-
-def signbit(input: Tensor) -> Tensor:
-    """True where the sign bit is set (so for -0.0 and negative NaN too); bool result."""
-    if input.dtype is dtypes.bool_:
-        return input.detach() & False
-    if not input.dtype.is_floating_point:
-        return lt(input.detach(), 0)
-    return NoGradUnary.apply(input, "signbit")
-
-
-def frac(input: Tensor) -> Tensor:
-    """Fractional part ``input - trunc(input)`` with the sign of the input; floating tensors only."""
-    _reject_integers("frac", input.dtype)
-    return input - trunc(input)
-
-
-def fix(input: Tensor) -> Tensor:
-    """Alias of :func:`trunc` (round toward zero)."""
-    return trunc(input)
-
-
-def sgn(input: Tensor) -> Tensor:
-    """``sign`` extended to complex numbers; for real tensors the same as :func:`sign`."""
-    return sign(input)
-
-
-def positive(input: Tensor) -> Tensor:
-    """Returns ``input`` itself (unary plus); bool tensors are rejected as in torch."""
-    if input.dtype is dtypes.bool_:
-        raise RuntimeError("positive: The `+` operator, on a bool tensor is not supported.")
-    return input
-
-
-def deg2rad(input: Tensor) -> Tensor:
-    """Degrees to radians; integer inputs promote to the default float dtype."""
-    if not input.dtype.is_floating_point:
-        input = input.to(dtypes.get_default_dtype())
-    return input * (math.pi / 180.0)
-
-
-def rad2deg(input: Tensor) -> Tensor:
-    """Radians to degrees; integer inputs promote to the default float dtype."""
-    if not input.dtype.is_floating_point:
-        input = input.to(dtypes.get_default_dtype())
-    return input * (180.0 / math.pi)
-
-
-def angle(input: Tensor) -> Tensor:
-    """Argument of each (real) element: pi where negative, else 0, NaN for NaN; the gradient is zero (torch)."""
-    if not input.dtype.is_floating_point:
-        input = input.to(dtypes.get_default_dtype())
-    x = input.detach()
-    out = where(isnan(x), x, (x < 0).to(x.dtype) * math.pi)
-    if input.requires_grad:
-        out = where(ones_like_bool(x), out, input)  # a graph node whose input gradient is zero
-    return out
-
-
-def isposinf(input: Tensor) -> Tensor:
-    """True where the element is +inf."""
-    return eq(input, math.inf)
-
-
-def isneginf(input: Tensor) -> Tensor:
-    """True where the element is -inf."""
-    return eq(input, -math.inf)
-
-
-def isreal(input: Tensor) -> Tensor:
-    """True everywhere: Genesis tensors hold real numbers."""
-    return ones_like_bool(input)
-
-
-def real(input: Tensor) -> Tensor:
-    """The real part: the tensor itself (Genesis has no complex dtypes)."""
-    return input
-
-
-def imag(input: Tensor) -> Tensor:
-    """The imaginary part, which real tensors do not have (as torch, an error)."""
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-
-
-def conj(input: Tensor) -> Tensor:
-    """Complex conjugate: the tensor itself for real dtypes (as torch, no copy)."""
-    return input
-
-
-conj_physical = resolve_conj = resolve_neg = conj
-
-# ------------------------------------------------------------------ comparison aliases
-
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
-
 __all__ = [
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh",
-    "arccosh", "arctanh", "arctan2", "erfc", "erfinv", "lgamma", "mvlgamma", "digamma", "i0", "sinc", "logit",
-    "xlogy", "hypot", "copysign", "fmax", "fmin", "float_power", "logaddexp", "logaddexp2", "heaviside", "ldexp",
-    "gcd", "lcm", "signbit", "frac", "fix", "sgn", "positive", "deg2rad", "rad2deg", "greater", "greater_equal",
-    "less", "less_equal", "not_equal", "angle", "isposinf", "isneginf", "isreal", "real", "imag", "conj",
-    "conj_physical", "resolve_conj", "resolve_neg",
+    "arccosh", "arctanh", "erfc", "erfinv", "lgamma", "mvlgamma", "digamma", "i0", "sinc", "logit", "xlogy", "hypot",
+    "copysign", "fmax", "fmin", "logaddexp", "logaddexp2", "heaviside", "ldexp", "gcd", "lcm",
 ]

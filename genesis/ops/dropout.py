@@ -7,14 +7,9 @@ draws the same numbers again. On the CPU the numbers are those of ``genesis.rand
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from genesis.autograd import is_grad_enabled
-from genesis.functional.elementwise import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
-
-if TYPE_CHECKING:
-    from genesis.tensor import Tensor
+from genesis.tensor import Tensor
 
 
 class Dropout(Primitive):

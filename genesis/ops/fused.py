@@ -9,7 +9,7 @@ the backward is written in differentiable tensor ops instead, so higher derivati
 - ``SwiGLU``: ``silu(gate) * up``.
 - ``Rope``: rotary embedding ``x * cos + rotate_half(x) * sin`` with tables broadcastable to x; linear in x, its
   backward is the inverse rotation (itself a ``Rope``).
-- softmax / log_softmax route to ``genesis.functional.reduce.Softmax``, whose backward is fused.
+- softmax / log_softmax route to ``genesis.ops.reduce.Softmax``, whose backward is fused.
 - ``Attention``: fused attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors; on CUDA
   Genesis's Triton flash attention or cuDNN's (``genesis.backends.cuda.sdpa`` chooses).
 
@@ -20,17 +20,15 @@ path is unchanged: torch's exact results and double backward through plain tenso
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from genesis import amp, dtypes
-from genesis.autograd import is_grad_enabled
+from genesis import dtypes
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.backends import sdp
-from genesis.functional.elementwise import Primitive
-from genesis.functional.reduce import Softmax
 from genesis.ndarray import NDArray, normalize_dim
-
-if TYPE_CHECKING:
-    from genesis.tensor import Tensor
+from genesis.ops._args import zeros_like_detached
+from genesis.ops.autocast import autocast_args
+from genesis.ops.compare import where
+from genesis.ops.reduce import Softmax, softmax
+from genesis.tensor import Tensor
 
 
 class LayerNorm(Primitive):
@@ -123,8 +121,6 @@ class CrossEntropyBackward(Primitive):
 
 def _cross_entropy_grad(grad, x, target, ignore_index: int, smoothing: float):
     """Differentiable ``(softmax(x) - (1 - e) * onehot(t) - e / C) * grad`` (zero rows where ignored)."""
-    from genesis.functional import softmax, where, zeros_like_detached
-
     valid = target != ignore_index
     safe = where(valid, target, 0)
     probs = softmax(x.float(), 1)
@@ -226,7 +222,7 @@ def fused_softmax(x: Tensor, dim: int, dtype: object, log: bool) -> Tensor | Non
     Also on the CPU: there the forward is the same torch kernel as before and the backward is torch's own.
     """
     name = "log_softmax" if log else "softmax"
-    (x,) = amp.autocast_args(name, x)
+    (x,) = autocast_args(name, x)
     if dtype is not None:
         x = x.to(dtypes.to_dtype(dtype))
     if not _applies(x, cpu=True):
@@ -303,8 +299,6 @@ def fused_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, d
                                f"the fused kernels cannot run this call ({reason})")
         return None
     if attn_mask is not None and attn_mask.dtype is dtypes.bool_:
-        from genesis.functional import where
-
         attn_mask = where(attn_mask, 0.0, float("-inf")).float()
     return Attention.apply(q, k, v, attn_mask, is_causal, scale)
 
@@ -402,8 +396,6 @@ def fused_unscale_(grads: list[Tensor], inv_scale: float) -> Tensor | None:
     """``g *= inv_scale`` for every gradient in one pass (one launch per dtype group on CUDA); returns a float32
     (1,) tensor on their device, 1.0 if any gradient held an inf or nan. None (nothing done) where it does not apply.
     """
-    from genesis.tensor import Tensor
-
     if not grads or not _multi_applies([grads]):
         return None
     found = grads[0].ndarray.backend.unscale_grads_([g.ndarray for g in grads], inv_scale)

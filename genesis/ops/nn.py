@@ -8,14 +8,12 @@ exists so that a layer is one graph node whose weight gradient comes out contigu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from genesis.autograd import is_grad_enabled
-from genesis.functional.elementwise import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
-
-if TYPE_CHECKING:
-    from genesis.tensor import Tensor
+from genesis.ops._args import zeros_like_detached
+from genesis.ops.compare import where
+from genesis.ops.reduce import softmax
+from genesis.tensor import Tensor
 
 
 def _raw(t: Tensor | None) -> NDArray | None:
@@ -241,8 +239,6 @@ class CrossEntropy(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        from genesis.functional import softmax, where, zeros_like_detached
-
         x, logp, safe, valid, w, count = ctx.saved_tensors
         if not is_grad_enabled():
             return (_cross_entropy_grad(grad.ndarray, logp.ndarray, safe.ndarray, valid.ndarray, w.ndarray,

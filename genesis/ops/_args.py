@@ -1,0 +1,115 @@
+"""Argument handling shared by the op themes: operand coercion, dtype checks, shape and index arguments, and
+the small tensor constructors the ops build their masks and index ranges from.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Sequence
+
+from genesis import dtypes
+from genesis.ndarray import NDArray
+from genesis.tensor import Tensor
+from genesis.tensor import tensor as _from_data
+
+Number = (int, float, bool)
+
+
+def _check_tensor(op: str, x: Any) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+
+
+def _as_operand(op: str, other: Any, like: Tensor) -> Any:
+    """A second operand: Tensors and Python numbers pass; lists and numpy arrays become tensors."""
+    if isinstance(other, (Tensor, int, float, bool)):
+        return other
+    if hasattr(other, "item") and getattr(other, "ndim", 1) == 0:
+        return other.item()
+    try:
+        return _from_data(other, device=like.device)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}(): unsupported operand type {type(other).__name__}") from None
+
+
+def _result_dtype(a: Tensor, b: Any) -> dtypes.dtype:
+    if isinstance(b, Tensor):
+        return dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
+    return dtypes.result_type_scalar(a.dtype, b)
+
+
+def _float_operands(op: str, input: Any, other: Any) -> tuple[Tensor, Tensor]:
+    """Both operands as tensors of their promoted dtype, integers promoted to the default float dtype."""
+    if not isinstance(input, Tensor):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{op}(): expected at least one Tensor argument, got {type(input).__name__} and "
+                            f"{type(other).__name__}")
+        input = Tensor._scalar_like(input, other)
+    other = _as_operand(op, other, input)
+    target = _result_dtype(input, other)
+    if not target.is_floating_point:
+        target = dtypes.get_default_dtype()
+    if not isinstance(other, Tensor):
+        other = Tensor._scalar_like(other, input)
+    return input.to(target), other.to(target)
+
+
+def _reject_integers(op: str, dtype: dtypes.dtype) -> None:
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"{op}: not implemented for '{dtype.name}'")
+
+
+def _shape_args(op: str, shape: tuple) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    try:
+        return tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"{op}(): shape must be a sequence of ints, got {shape}") from None
+
+
+def _tensor_args(tensors: tuple) -> tuple[Tensor, ...]:
+    """torch's varargs-or-one-sequence convention for functions such as meshgrid and atleast_1d."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(tensors[0])
+    return tensors
+
+
+def _to_index_tensor(op: str, index: Any, like: Tensor, error: type[Exception] = RuntimeError) -> Tensor:
+    """An int64 index tensor on ``like``'s device; ``error`` (torch's type for ``op``) for non-integer indices."""
+    if not isinstance(index, Tensor):
+        index = like.new_tensor(index, dtype=dtypes.int64)
+    if index.dtype.category != 1:
+        raise error(f"{op}(): Expected dtype int64 for index, but got {index.dtype}")
+    if index.device is not like.device:
+        raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found {like.device} and "
+                           f"{index.device}")
+    return index if index.dtype is dtypes.int64 else index.to(dtypes.int64)
+
+
+def _check_same_dtype(op: str, input: Tensor, source: Tensor) -> None:
+    """torch's index and scatter writes refuse a source of another dtype rather than casting it."""
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"{op}(): self ({input.dtype.name}) and source ({source.dtype.name}) must have the same "
+                           "scalar type")
+
+
+def _zeros(shape: Sequence[int], dtype: dtypes.dtype, like: Tensor) -> Tensor:
+    return Tensor._wrap(NDArray.full(tuple(shape), 0, dtype, like.device))
+
+
+def _full(shape: tuple[int, ...], value: Any, dtype: dtypes.dtype, like: Tensor) -> Tensor:
+    return Tensor._wrap(NDArray.full(shape, value, dtype, like.device))
+
+
+def zeros_like_detached(x: Tensor) -> Tensor:
+    """Zeros with the shape, dtype and device of ``x`` (no history)."""
+    return Tensor._wrap(NDArray.full(x.shape, 0, x.dtype, x.device))
+
+
+def ones_like_bool(x: Tensor) -> Tensor:
+    return Tensor._wrap(NDArray.full(x.shape, True, dtypes.bool_, x.device))
+
+
+def arange_like(n: int, like: Tensor) -> Tensor:
+    return Tensor._wrap(like.device.backend.arange(0, n, 1, dtypes.int64, like.device))

@@ -1,0 +1,418 @@
+"""Binary arithmetic: add, sub, mul, div (true, floor, trunc), remainder, pow, maximum/minimum, atan2, clamp
+and the fused-looking composites (lerp, addcmul, addcdiv), with the primitives behind them.
+
+Forward works on NDArrays (type promotion and broadcasting happen in the NDArray layer); backward
+works on Tensors so it is differentiable again. Gradients of broadcast inputs are summed back to the
+input shape by ``Function.apply``'s bookkeeping, never here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from genesis import dtypes
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray
+from genesis.ops._args import Number, _as_operand, _check_tensor, _result_dtype, zeros_like_detached
+from genesis.ops.compare import NoGradBinary, isnan, logical_and, where
+from genesis.tensor import Tensor
+
+
+class Add(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
+        return a.binary("add", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad
+
+
+class Sub(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
+        return a.binary("sub", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, -grad if ctx.needs_input_grad[1] else None
+
+
+class Mul(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
+        # Save an operand only when the other's gradient reads it: `y[0] = y[0] * 2` must not pin y's version.
+        needs = ctx.needs_input_grad
+        if needs:
+            ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
+        return a.binary("mul", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad * b if ctx.needs_input_grad[0] else None, grad * a if ctx.needs_input_grad[1] else None
+
+
+class Div(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
+        return a.binary("div", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = grad / b if ctx.needs_input_grad[0] else None
+        grad_b = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class RoundedDiv(Primitive):
+    """``a / b`` rounded with ``op`` ("floor" or "trunc"): piecewise constant, so both gradients are zero (torch)."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float, op: str) -> NDArray:
+        return a.binary("div", b).unary(op)
+
+    @staticmethod
+    def backward(ctx, grad):
+        zeros = zeros_like_detached(grad)
+        return zeros, zeros if ctx.needs_input_grad[1] else None, None
+
+
+class RDiv(Primitive):
+    """``value / x`` for a Python number on the left."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, value: float) -> NDArray:
+        ctx.save_for_backward(x)
+        ctx.value = value
+        return x.rbinary("div", value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return -grad * ctx.value / (x * x), None
+
+
+class RSub(Primitive):
+    """``value - x`` for a Python number on the left."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, value: float) -> NDArray:
+        return x.rbinary("sub", value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad, None
+
+
+class Pow(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
+        out = a.binary("pow", b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, out = ctx.saved_tensors
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            if isinstance(b, (int, float)):
+                grad_a = grad * b * a ** (b - 1) if b != 0 else grad * 0
+            else:
+                # A zero exponent has a zero derivative even at a zero base, where b * a^(b-1) would be NaN.
+                grad_a = where(b == 0, 0.0, grad * b * a ** (b - 1))
+        if ctx.needs_input_grad[1]:
+            # d(a^b)/db = a^b * log(a), defined as 0 where a == 0 and b >= 0 (torch's convention).
+            # An integer base is read in the result's precision, not the default float dtype.
+            grad_b = where((a == 0).logical_and(b >= 0), 0.0, grad * out * a.to(out.dtype).log())
+        return grad_a, grad_b
+
+
+class RPow(Primitive):
+    """``value ** x`` for a Python number on the left."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, value: float) -> NDArray:
+        out = x.rbinary("pow", value)
+        ctx.save_for_backward(x, out)
+        ctx.value = value
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        value = ctx.value
+        if value > 0:
+            return grad * out * math.log(value), None
+        if value == 0:
+            # 0^x: zero derivative for x >= 0; for x < 0 the result is inf and torch gives -inf * grad.
+            return where(x >= 0, 0.0, grad * out * -math.inf), None
+        return grad * math.nan, None
+
+
+def _extremum_grads(ctx, grad, larger: bool):
+    """Gradients of maximum/minimum as torch: ties split evenly; an operand gets nothing only where it lost.
+
+    With a NaN neither operand lost, so both receive the gradient.
+    """
+    a, b = ctx.saved_tensors
+    shared = where(a == b, grad * 0.5, grad)
+    a_lost, b_lost = (a < b, a > b) if larger else (a > b, a < b)
+    return where(a_lost, 0.0, shared), where(b_lost, 0.0, shared)
+
+
+class Maximum(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.binary("maximum", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _extremum_grads(ctx, grad, larger=True)
+
+
+class Minimum(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.binary("minimum", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _extremum_grads(ctx, grad, larger=False)
+
+
+class Atan2(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.binary("atan2", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        denom = a * a + b * b
+        return grad * b / denom, -grad * a / denom
+
+
+class Remainder(Primitive):
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.binary("remainder", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_b = -grad * (a / b).floor() if ctx.needs_input_grad[1] else None
+        return grad, grad_b
+
+
+def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
+    """``input + alpha * other`` with broadcasting and type promotion."""
+    if not isinstance(input, Tensor):
+        return add(other, input) if alpha == 1 else add(Tensor._scalar_like(input, other), other, alpha)
+    if not isinstance(other, (Tensor, int, float)):
+        other = _as_operand("add", other, input)
+    if alpha != 1:
+        other = other * alpha
+    return Add.apply(input, other)
+
+
+def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
+    """``input - alpha * other``."""
+    for operand in (input, other):
+        if isinstance(operand, bool) or isinstance(operand, Tensor) and operand.dtype is dtypes.bool_:
+            raise RuntimeError("sub: subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    if not isinstance(input, Tensor):
+        return RSub.apply(other * alpha if alpha != 1 else other, input)
+    other = _as_operand("sub", other, input)
+    if alpha != 1:
+        other = other * alpha
+    return Sub.apply(input, other)
+
+
+def mul(input: Any, other: Any) -> Tensor:
+    if not isinstance(input, Tensor):
+        return Mul.apply(other, input)
+    if not isinstance(other, (Tensor, int, float)):
+        other = _as_operand("mul", other, input)
+    return Mul.apply(input, other)
+
+
+def div(input: Any, other: Any, rounding_mode: str | None = None) -> Tensor:
+    """True division, or rounded with ``rounding_mode`` "trunc" / "floor" (no gradient through rounding)."""
+    if rounding_mode not in (None, "trunc", "floor"):
+        raise ValueError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+        )
+    if not isinstance(input, Tensor):
+        if rounding_mode is None:
+            return RDiv.apply(other, input)
+        input = Tensor._scalar_like(input, other)
+    other = _as_operand("div", other, input)
+    if rounding_mode is None:
+        return Div.apply(input, other)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    int_result = _result_dtype(input, other).category < 2
+    if int_result:
+        q = NoGradBinary.apply(input, other, "floor_divide")
+        # Integer trunc division: floor, then correct toward zero where the signs differ and a remainder is left.
+        r = NoGradBinary.apply(input, other, "remainder")
+        fix = logical_and(r != 0, (input < 0) != (other < 0 if isinstance(other, Tensor) else other < 0))
+        return where(fix, q + 1, q)
+    return RoundedDiv.apply(input, other, "trunc")
+
+
+def true_divide(input: Any, other: Any) -> Tensor:
+    return div(input, other)
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    if not isinstance(input, Tensor):
+        input = Tensor._scalar_like(input, other)
+    other = _as_operand("floor_divide", other, input)
+    if _result_dtype(input, other).category < 2:
+        if isinstance(other, Tensor):
+            if (other == 0).any().item():
+                raise RuntimeError("floor_divide: ZeroDivisionError (integer division by zero)")
+        elif other == 0:
+            raise RuntimeError("floor_divide: ZeroDivisionError (integer division by zero)")
+        return NoGradBinary.apply(input, other, "floor_divide")
+    return RoundedDiv.apply(input, other, "floor")
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    """Python-style modulus: the result has the sign of the divisor."""
+    if not isinstance(input, Tensor):
+        input = Tensor._scalar_like(input, other)
+    other = _as_operand("remainder", other, input)
+    if _result_dtype(input, other).category < 2:
+        if isinstance(other, Tensor) and (other == 0).any().item() or (not isinstance(other, Tensor) and other == 0):
+            raise RuntimeError("remainder: ZeroDivisionError (integer modulo by zero)")
+        return NoGradBinary.apply(input, other, "remainder")
+    return Remainder.apply(input, other)
+
+
+def fmod(input: Tensor, other: Any) -> Tensor:
+    """C-style remainder: the result has the sign of the dividend."""
+    return input - div(input, other, rounding_mode="trunc") * other
+
+
+def pow(input: Any, exponent: Any) -> Tensor:
+    if not isinstance(input, Tensor):
+        if isinstance(input, Number):
+            return RPow.apply(exponent, input)
+        input = Tensor._scalar_like(input, exponent)
+    exponent = _as_operand("pow", exponent, input)
+    if (
+        isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0
+        and input.dtype.category < 2
+    ):
+        raise RuntimeError(f"pow: Integers to negative integer powers are not allowed (exponent {exponent})")
+    if isinstance(exponent, (int, float)) and exponent == 2 and input.dtype.is_floating_point:
+        return Mul.apply(input, input)
+    return Pow.apply(input, exponent)
+
+
+def float_power(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent`` computed and returned in float64, whatever the input dtypes."""
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError("float_power(): expected at least one Tensor argument, got two numbers")
+    base = input.to(dtypes.float64) if isinstance(input, Tensor) else float(input)
+    return pow(base, exponent.to(dtypes.float64) if isinstance(exponent, Tensor) else float(exponent))
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    _check_tensor("maximum", other)
+    if input.dtype.category < 2 and other.dtype.category < 2:
+        return NoGradBinary.apply(input, other, "maximum")
+    return Maximum.apply(input, other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    _check_tensor("minimum", other)
+    if input.dtype.category < 2 and other.dtype.category < 2:
+        return NoGradBinary.apply(input, other, "minimum")
+    return Minimum.apply(input, other)
+
+
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    return Atan2.apply(input, other)
+
+
+arctan2 = atan2
+
+
+def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Clamp into [min, max]; bounds are numbers or tensors; the gradient passes where the input is inside."""
+    if min is None and max is None:
+        raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+    # Conditions are written so NaN fails them: a NaN input stays NaN, as in torch.
+    out = x
+    if min is not None:
+        lo = min if isinstance(min, Tensor) else Tensor._scalar_like(min, x)
+        out = where(out < lo, lo.to(_result_dtype(x, min)) if isinstance(min, Tensor) else min, out)
+        if isinstance(min, Tensor) and out.dtype is not _result_dtype(x, min):
+            out = out.to(_result_dtype(x, min))
+    if max is not None:
+        out = where(out > max, max, out)
+    if x.dtype.is_floating_point and x.requires_grad:
+        # torch passes no gradient through NaN inputs of clamp.
+        out = where(isnan(x), x.detach(), out)
+    if out.dtype is not x.dtype and not isinstance(min, Tensor) and not isinstance(max, Tensor):
+        target = x.dtype
+        for bound in (min, max):
+            if bound is not None:
+                target = dtypes.result_type_scalar(target, bound)
+        out = out.to(target)
+    return out
+
+
+clip = clamp
+
+
+def clamp_min(x: Tensor, min: Any) -> Tensor:
+    """``clamp(x, min=min)``."""
+    return clamp(x, min=min)
+
+
+def clamp_max(x: Tensor, max: Any) -> Tensor:
+    """``clamp(x, max=max)``."""
+    return clamp(x, max=max)
+
+
+def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """``input + weight * (end - input)``."""
+    return input + weight * (end - input)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+    """``input + value * tensor1 * tensor2`` (broadcast)."""
+    return input + value * (tensor1 * tensor2)
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2`` (broadcast); integer division is refused as in torch."""
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
+                           "be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / "
+                           "tensor2), for all dtypes.")
+    return input + value * (tensor1 / tensor2)
+
+
+__all__ = [
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
+    "atan2", "clamp", "lerp", "clip", "clamp_min", "clamp_max", "arctan2", "float_power", "addcmul", "addcdiv",
+]

@@ -1,0 +1,243 @@
+"""Comparisons, logic and bitwise ops, ``where`` and ``nonzero``, float classification (isnan, isinf, ...),
+closeness tests and predicates on tensors and dtypes. None of them has a gradient but ``where``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+from genesis import dtypes
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray
+from genesis.ops._args import _as_operand, ones_like_bool
+from genesis.tensor import Tensor
+
+
+class Where(Primitive):
+    @staticmethod
+    def forward(ctx, cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
+        ctx.save_for_backward(cond)
+        return cond.where(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (cond,) = ctx.saved_tensors
+        grad_a = where(cond, grad, 0.0) if ctx.needs_input_grad[1] else None
+        grad_b = where(cond, 0.0, grad) if ctx.needs_input_grad[2] else None
+        return None, grad_a, grad_b
+
+
+class NoGradBinary(Primitive):
+    """Binary ops without a useful gradient (comparisons, logic, bitwise, floor_divide, remainder's rounding)."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float, op: str) -> NDArray:
+        return a.binary(op, b)
+
+
+class NoGradUnary(Primitive):
+    """Unary ops with boolean or integer results (isnan, isinf, logical_not, bitwise_not)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, op: str) -> NDArray:
+        return x.unary(op)
+
+
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
+    """Elementwise select: ``input`` where ``condition`` is true, else ``other`` (numbers or tensors)."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(condition).__name__}")
+    if condition.dtype is not dtypes.bool_:
+        if condition.dtype is dtypes.uint8:
+            condition = condition.to(dtypes.bool_)
+        else:
+            raise RuntimeError(f"where: expected condition to be a boolean tensor, but got a tensor with dtype "
+                               f"{condition.dtype}")
+    return Where.apply(condition, input, other)
+
+
+def _compare(op: str, input: Any, other: Any) -> Tensor:
+    if not isinstance(input, Tensor):
+        input = Tensor._scalar_like(input, other)
+    return NoGradBinary.apply(input, _as_operand(op, other, input), op)
+
+
+def eq(input: Any, other: Any) -> Tensor:
+    return _compare("eq", input, other)
+
+
+def ne(input: Any, other: Any) -> Tensor:
+    return _compare("ne", input, other)
+
+
+def lt(input: Any, other: Any) -> Tensor:
+    return _compare("lt", input, other)
+
+
+def le(input: Any, other: Any) -> Tensor:
+    return _compare("le", input, other)
+
+
+def gt(input: Any, other: Any) -> Tensor:
+    return _compare("gt", input, other)
+
+
+def ge(input: Any, other: Any) -> Tensor:
+    return _compare("ge", input, other)
+
+
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def logical_and(input: Tensor, other: Any) -> Tensor:
+    return _compare("logical_and", input, other)
+
+
+def logical_or(input: Tensor, other: Any) -> Tensor:
+    return _compare("logical_or", input, other)
+
+
+def logical_xor(input: Tensor, other: Any) -> Tensor:
+    return _compare("logical_xor", input, other)
+
+
+def logical_not(input: Tensor) -> Tensor:
+    return NoGradUnary.apply(input, "logical_not")
+
+
+def _bitwise(op: str, input: Any, other: Any) -> Tensor:
+    if not isinstance(input, Tensor):
+        input = Tensor._scalar_like(input, other)
+    other = _as_operand(op, other, input)
+    for t in (input, other):
+        if isinstance(t, Tensor) and t.dtype.is_floating_point or isinstance(t, float):
+            dt = t.dtype.name if isinstance(t, Tensor) else "float"
+            raise NotImplementedError(f"{op}: not implemented for '{dt}' (integer or bool tensors only)")
+    return NoGradBinary.apply(input, other, op)
+
+
+def bitwise_and(input: Any, other: Any) -> Tensor:
+    return _bitwise("bitwise_and", input, other)
+
+
+def bitwise_or(input: Any, other: Any) -> Tensor:
+    return _bitwise("bitwise_or", input, other)
+
+
+def bitwise_xor(input: Any, other: Any) -> Tensor:
+    return _bitwise("bitwise_xor", input, other)
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    if input.dtype.is_floating_point:
+        raise NotImplementedError(f"bitwise_not: not implemented for '{input.dtype.name}' (integer or bool tensors "
+                                  "only)")
+    return NoGradUnary.apply(input, "bitwise_not")
+
+
+def isnan(x: Tensor) -> Tensor:
+    return NoGradUnary.apply(x, "isnan")
+
+
+def isinf(x: Tensor) -> Tensor:
+    return NoGradUnary.apply(x, "isinf")
+
+
+def isfinite(x: Tensor) -> Tensor:
+    if x.dtype.category < 2:
+        return ones_like_bool(x)
+    return logical_not(logical_or(isnan(x), isinf(x)))
+
+
+def isposinf(input: Tensor) -> Tensor:
+    """True where the element is +inf."""
+    return eq(input, math.inf)
+
+
+def isneginf(input: Tensor) -> Tensor:
+    """True where the element is -inf."""
+    return eq(input, -math.inf)
+
+
+def isreal(input: Tensor) -> Tensor:
+    """True everywhere: Genesis tensors hold real numbers."""
+    return ones_like_bool(input)
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True if both tensors have the same shape and elements."""
+    if input.shape != other.shape:
+        return False
+    return bool(eq(input, other).all().item())
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """``|input - other| <= atol + rtol * |other|`` elementwise (infinities equal to themselves)."""
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"isclose: {input.dtype} did not match {other.dtype}")
+    if input.dtype.category < 2:
+        return eq(input, other)
+    close = eq(input, other)
+    diff = (input - other).abs()
+    finite = logical_and(isfinite(input), isfinite(other))
+    close = logical_or(close, logical_and(finite, diff <= atol + rtol * other.abs()))
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(input), isnan(other)))
+    return close
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+def nonzero(input: Tensor, as_tuple: bool = False) -> Any:
+    out = Tensor._wrap(input.device.backend.nonzero(input.ndarray))
+    if as_tuple:
+        return tuple(out[:, j] for j in range(input.ndim)) if input.ndim else (out.reshape(-1),)
+    return out
+
+
+def argwhere(input: Tensor) -> Tensor:
+    return nonzero(input)
+
+
+def is_same_size(input: Tensor, other: Tensor) -> bool:
+    """Whether both tensors have the same shape."""
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_nonzero(input: Tensor) -> bool:
+    """The truth value of a one-element tensor."""
+    if input.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return builtins.bool(input.item() != 0)
+
+
+def is_signed(input: Tensor) -> bool:
+    """Whether the dtype holds negative numbers (every dtype but uint8 and bool)."""
+    return input.dtype not in (dtypes.uint8, dtypes.bool_)
+
+
+def _category(d: dtypes.dtype) -> int:
+    if d is dtypes.bool_:
+        return 0
+    return 2 if d.is_floating_point else 1
+
+
+def can_cast(from_: dtypes.dtype, to: dtypes.dtype) -> bool:
+    """Whether torch's casting rules allow ``from_`` to ``to`` (never to a lower kind: float to int, int to bool)."""
+    return _category(dtypes.to_dtype(from_)) <= _category(dtypes.to_dtype(to))
+
+
+__all__ = [
+    "where", "isnan", "isinf", "isfinite", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+    "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "equal", "isclose",
+    "allclose", "nonzero", "argwhere", "greater", "greater_equal", "less", "less_equal", "not_equal", "isposinf",
+    "isneginf", "isreal", "is_same_size", "is_nonzero", "is_signed", "can_cast",
+]

@@ -1,0 +1,389 @@
+"""Gathers and scatters along a dim: gather, take, index_select, scatter (set, add, reduce), index_add,
+index_copy, index_fill, index_reduce, the masked ops and the scatters into views.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+from genesis import dtypes
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray, broadcast_shapes, full_indices, normalize_dim
+from genesis.ops._args import _check_same_dtype, _to_index_tensor, _zeros, arange_like, ones_like_bool
+from genesis.ops.arithmetic import maximum, minimum
+from genesis.ops.compare import nonzero, where
+from genesis.ops.indexing import IndexPut, _check_bounds, getitem, index_put
+from genesis.ops.views import movedim
+from genesis.tensor import Tensor
+
+
+class Gather(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int, index: NDArray) -> NDArray:
+        ctx.meta = (x.shape, dim)
+        ctx.save_for_backward(index)
+        return x.backend.gather(x, dim, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        shape, dim = ctx.meta
+        return zeros_scatter(shape, dim, index, grad), None, None
+
+
+class Scatter(Primitive):
+    """Out-of-place scatter: mode "set" (torch.scatter) or "add" (torch.scatter_add)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
+        ctx.meta = (dim, mode)
+        ctx.save_for_backward(index)
+        if isinstance(src, NDArray):
+            src = src.astype(x.dtype)
+        return x.backend.scatter(x, dim, index, src, mode)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        dim, mode = ctx.meta
+        grad_x = grad if mode == "add" else grad.scatter(dim, index, 0.0)
+        grad_src = grad.gather(dim, index) if ctx.needs_input_grad[3] else None
+        return grad_x, None, None, grad_src, None
+
+
+class IndexSelect(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int, index: NDArray) -> NDArray:
+        ctx.meta = (x.shape, dim)
+        ctx.save_for_backward(index)
+        return x.backend.index_select(x, dim, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        shape, dim = ctx.meta
+        return _zeros(shape, grad.dtype, grad).index_add(dim, index, grad), None, None
+
+
+class IndexAdd(Primitive):
+    """Out-of-place ``index_add``: ``out = x; out.index_select(dim, index) += alpha * src``."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int, index: NDArray, src: NDArray, alpha: float) -> NDArray:
+        ctx.meta = (dim, alpha)
+        ctx.save_for_backward(index)
+        out = x.backend.contiguous(x) if not x.is_contiguous() else x.backend.cast(x, x.dtype)
+        # One index array at `dim`: the indexed dim stays in place, so `src` already has the indexed shape.
+        indices = tuple(index if d == dim else None for d in range(x.ndim))
+        values = src.astype(x.dtype) if alpha == 1 else src.astype(x.dtype) * alpha
+        x.backend.index_put_(out, full_indices(x.shape, indices), values, True)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        dim, alpha = ctx.meta
+        grad_src = grad.index_select(dim, index) * alpha if ctx.needs_input_grad[3] else None
+        return grad, None, None, grad_src, None
+
+
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    d = normalize_dim("gather", dim, input.ndim)
+    index = _to_index_tensor("gather", index, input)
+    if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
+        raise RuntimeError(f"gather(): Index tensor must have the same number of dimensions as input tensor "
+                           f"(index {list(index.shape)}, input {list(input.shape)})")
+    for k in range(index.ndim):
+        if k != d and index.shape[k] > input.shape[k]:
+            raise RuntimeError(f"gather(): Size does not match at dimension {k} expected index {list(index.shape)} "
+                               f"to be smaller than self {list(input.shape)} apart from dimension {d}")
+    index = _check_bounds("gather", index, input.shape[d] if input.ndim else 1, d, False, RuntimeError)
+    return Gather.apply(input, d, index)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    d = normalize_dim("take_along_dim", dim, input.ndim)
+    if indices.ndim != input.ndim:
+        raise RuntimeError(f"take_along_dim(): input and indices should have the same number of dimensions, but got "
+                           f"{input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
+    # Every dim but `dim` broadcasts between input and indices.
+    shape = list(broadcast_shapes("take_along_dim", _with_size(input.shape, d, 1), _with_size(indices.shape, d, 1)))
+    shape_in, shape_idx = list(shape), list(shape)
+    shape_in[d], shape_idx[d] = input.shape[d], indices.shape[d]
+    return gather(input.expand(shape_in), d, indices.expand(shape_idx))
+
+
+def _with_size(shape: tuple[int, ...], dim: int, size: int) -> tuple[int, ...]:
+    return shape[:dim] + (size,) + shape[dim + 1:]
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """Elements of the flattened input at ``index`` (negative indices count from the end), shaped as ``index``."""
+    index = _to_index_tensor("take", index, input)
+    flat = _check_bounds("take", index.reshape(-1), input.numel(), 0)
+    return gather(input.reshape(-1), 0, flat).reshape(index.shape)
+
+
+def zeros_scatter(shape: tuple[int, ...], dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """Zeros of ``shape`` with ``src`` scatter-added at ``index`` along ``dim`` (gather's gradient)."""
+    zeros = Tensor._wrap(NDArray.full(shape, 0, src.dtype, src.device))
+    return Scatter.apply(zeros, dim, index, src, "add")
+
+
+def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: str) -> Tensor:
+    d = normalize_dim(op, dim, input.ndim)
+    index = _to_index_tensor(op, index, input)
+    if isinstance(src, Tensor) and index.ndim != src.ndim and index.numel():
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
+    index = _check_bounds(op, index, input.shape[d] if input.ndim else 1, d, False, RuntimeError)
+    if isinstance(src, Tensor):
+        _check_same_dtype(op, input, src)
+        for k in range(index.ndim):
+            if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
+                raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be no larger than self "
+                                   f"{list(input.shape)} apart from dimension {d} and to be no larger than src "
+                                   f"{list(src.shape)}")
+    if isinstance(src, Tensor) and index.shape != src.shape:
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    return Scatter.apply(input, d, index, src, mode)
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, value: Any = None, reduce: str | None = None
+            ) -> Tensor:
+    """Out-of-place scatter of ``src`` (tensor) or ``value`` (number) into ``input`` at ``index`` along ``dim``."""
+    if src is None:
+        src = value
+    if reduce == "add":
+        return scatter_add(input, dim, index, src)
+    if reduce is not None:
+        raise RuntimeError(f"scatter: reduce argument must be either add or multiply, got {reduce}")
+    return _scatter("scatter", input, dim, index, src, "set")
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    return _scatter("scatter_add", input, dim, index, src, "add")
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    d = normalize_dim("index_select", dim, input.ndim)
+    index = _to_index_tensor("index_select", index, input)
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    index = _check_bounds("index_select", index.reshape(-1), input.shape[d] if input.ndim else 1, d, False)
+    if input.ndim == 0:
+        return input.clone()
+    return IndexSelect.apply(input, d, index)
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1) -> Tensor:
+    d = normalize_dim("index_add", dim, input.ndim)
+    index = _to_index_tensor("index_add", index, input)
+    index = _check_bounds("index_add", index.reshape(-1), input.shape[d], d, False, RuntimeError)
+    expected = input.shape[:d] + (index.shape[0],) + input.shape[d + 1:]
+    if source.shape != expected:
+        raise RuntimeError(f"index_add(): source shape {list(source.shape)} does not match the expected "
+                           f"{list(expected)}")
+    _check_same_dtype("index_add", input, source)
+    return IndexAdd.apply(input, d, index, source, alpha)
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    d = normalize_dim("index_copy", dim, input.ndim)
+    index = _to_index_tensor("index_copy", index, input)
+    index = _check_bounds("index_copy", index.reshape(-1), input.shape[d], d)
+    _check_same_dtype("index_copy", input, source)
+    indices = tuple(index.ndarray if k == d else None for k in range(input.ndim))
+    return IndexPut.apply(input, indices, source, False)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value: float) -> Tensor:
+    d = normalize_dim("index_fill", dim, input.ndim)
+    index = _to_index_tensor("index_fill", index, input, IndexError).reshape(-1)
+    index = _check_bounds("index_fill", index, input.shape[d], d)
+    indices = tuple(index.ndarray if k == d else None for k in range(input.ndim))
+    return IndexPut.apply(input, indices, Tensor._wrap(NDArray.scalar(value, input.dtype, input.device)), False)
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
+        raise RuntimeError(f"masked_fill: expected a bool mask, got "
+                           f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        if not value.requires_grad:
+            value = value.item()
+    broadcast_shapes("masked_fill", input.shape, mask.shape)
+    out = where(mask, value if isinstance(value, Tensor) else value, input)
+    if out.shape != input.shape:
+        raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} cannot be broadcast to the input's shape "
+                           f"{list(input.shape)}")
+    return out.to(input.dtype) if out.dtype is not input.dtype else out
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    shape = broadcast_shapes("masked_select", input.shape, mask.shape)
+    return getitem(input.expand(shape), mask.expand(shape))
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    shape = broadcast_shapes("masked_scatter", input.shape, mask.shape)
+    coords = nonzero(mask.expand(shape), as_tuple=True)
+    n = coords[0].shape[0] if coords else 0
+    return index_put(input.expand(shape).clone(), coords, source.reshape(-1)[:n])
+
+
+def _scatter_into(op: str, input: Tensor, src: Tensor, key: tuple) -> Tensor:
+    target = input[key]
+    if tuple(src.shape) != tuple(target.shape):
+        raise RuntimeError(f"{op}: expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(target.shape)}")
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"{op}: expected src to have the dtype of self ({input.dtype.name}), got "
+                           f"{src.dtype.name}")
+    out = input.clone()
+    out[key] = src
+    return out
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` with ``src`` written at ``index`` along ``dim``."""
+    d = normalize_dim("select_scatter", dim, input.ndim)
+    size = input.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size {list(input.shape)} at "
+                         f"dimension {d}")
+    return _scatter_into("select_scatter", input, src, (slice(None),) * d + (index,))
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input[start:end:step]`` along ``dim``."""
+    d = normalize_dim("slice_scatter", dim, input.ndim)
+    return _scatter_into("slice_scatter", input, src, (slice(None),) * d + (slice(start, end, step),))
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written onto the diagonal ``offset`` of dims ``dim1``, ``dim2``."""
+    target = input.diagonal(offset, dim1, dim2)
+    if tuple(src.shape) != tuple(target.shape):
+        raise RuntimeError(f"diagonal_scatter: expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(target.shape)}")
+    d1, d2 = normalize_dim("diagonal_scatter", dim1, input.ndim), normalize_dim("diagonal_scatter", dim2, input.ndim)
+    moved = movedim(input, (d1, d2), (-2, -1))
+    length = target.shape[-1]
+    rows = arange_like(length, input) + builtins.max(-offset, 0)
+    cols = arange_like(length, input) + builtins.max(offset, 0)
+    out = moved.clone()
+    out[..., rows, cols] = src.to(input.dtype)
+    return movedim(out, (-2, -1), (d1, d2))
+
+
+_SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """Reduce ``src`` into a copy of ``input`` at ``index`` along ``dim`` with sum, prod, mean, amax or amin.
+
+    ``include_self=False`` leaves the old values of the written positions out of the reduction. As torch, the
+    gradient of amax/amin is shared evenly by every element equal to the result, and integer means round down.
+    """
+    # torch also takes "max" and "min" for amax and amin.
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
+    if reduce not in _SCATTER_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
+                           f"{input.dtype.name} and {src.dtype.name}")
+    d = normalize_dim("scatter_reduce", dim, input.ndim)
+    src = src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
+    if index.numel() == 0:
+        return scatter_add(input, d, index, src)  # a copy, still attached to src's graph
+    hits = scatter_add(_zeros(input.shape, dtypes.int64, input), d, index, ones_like_bool(index).to(dtypes.int64))
+    touched = hits > 0
+    if reduce in ("sum", "mean"):
+        base = input if include_self else where(touched, 0, input)
+        total = scatter_add(base, d, index, src)
+        if reduce == "sum":
+            return total
+        count = hits + 1 if include_self else where(touched, hits, 1)
+        if input.dtype.is_floating_point:
+            return total / count.to(input.dtype)
+        return total.div(count, rounding_mode="floor")
+    return _scatter_reduce_loop(input, d, index, src, reduce, include_self, touched)
+
+
+def _scatter_reduce_loop(input: Tensor, d: int, index: Tensor, src: Tensor, reduce: str, include_self: bool,
+                         touched: Tensor) -> Tensor:
+    """prod / amax / amin: one scatter per slice of ``index`` along ``d`` (a slice never writes one place twice)."""
+    if reduce == "prod":
+        identity: float = 1
+    elif input.dtype.is_floating_point:
+        identity = -math.inf if reduce == "amax" else math.inf
+    else:
+        identity = _int_extreme(input.dtype, lowest=reduce == "amax")
+    combine = {"prod": lambda a, b: a * b, "amax": maximum, "amin": minimum}[reduce]
+    # prod differentiates through the products; amax/amin run detached and attach an even split below.
+    source = src if reduce == "prod" else src.detach()
+    start = input if reduce == "prod" else input.detach()
+    result = start if include_self else where(touched, identity, start)
+    filler = Tensor._wrap(NDArray.full(tuple(input.shape), identity, input.dtype, input.device))
+    for j in range(index.shape[d]):
+        piece = (slice(None),) * d + (slice(j, j + 1),)
+        result = combine(result, scatter(filler, d, index[piece], source[piece]))
+    if reduce == "prod":
+        return result
+    if not input.dtype.is_floating_point:
+        return result
+    # Even split of the gradient among the elements equal to the extreme: the added terms are exactly zero.
+    # As torch, an old value equal to the extreme counts in the split even when include_self=False, but then
+    # receives nothing.
+    gathered = gather(result, d, index)
+    self_hit = input.detach() == result
+    src_hit = src.detach() == gathered
+    count = scatter_add(self_hit.to(dtypes.int64), d, index, src_hit.to(dtypes.int64))
+    self_gets = self_hit if include_self else self_hit & ~touched
+    spread = scatter_add(where(self_gets, input - result, 0.0), d, index, where(src_hit, src - gathered, 0.0))
+    return result + spread / where(count > 0, count, 1).to(input.dtype)
+
+
+def _int_extreme(dtype: dtypes.dtype, lowest: bool) -> int:
+    bits = {dtypes.int8: 8, dtypes.int16: 16, dtypes.int32: 32, dtypes.int64: 64}.get(dtype)
+    if dtype is dtypes.uint8:
+        return 0 if lowest else 255
+    if dtype is dtypes.bool_:
+        return 0 if lowest else 1
+    return -(2 ** (bits - 1)) if lowest else 2 ** (bits - 1) - 1
+
+
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """Reduce the slices of ``source`` along ``dim`` into the slices ``index`` of a copy of ``input``.
+
+    ``reduce`` is prod, mean, amax or amin; ``scatter_reduce`` with ``index`` broadcast over the other dims.
+    """
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d = normalize_dim("index_reduce", dim, input.ndim)
+    if index.ndim > 1:
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
+                         f"{index.dtype.name} and size: {list(index.shape)}")
+    if source.ndim and index.numel() != source.shape[d]:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
+                           f"source.size(dim): ({source.shape[d]}), for dim: {d}")
+    view = [-1 if k == d else 1 for k in range(source.ndim)]
+    full = index.reshape(view).expand(source.shape)
+    return scatter_reduce(input, d, full, source, reduce, include_self=include_self)
+
+
+__all__ = [
+    "gather", "take_along_dim", "take", "scatter", "scatter_add", "index_select", "index_add", "index_copy",
+    "index_fill", "masked_fill", "masked_select", "masked_scatter", "select_scatter", "slice_scatter",
+    "diagonal_scatter", "scatter_reduce", "index_reduce",
+]

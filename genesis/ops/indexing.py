@@ -1,0 +1,340 @@
+"""Indexing: ``x[key]`` and ``x[key] = value`` with torch's semantics (the key parser splits a key into a basic
+view part and advanced index tensors), ``index_put``, and index arithmetic (unravel_index, one_hot).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+from genesis import dtypes
+from genesis.autograd import Primitive, is_grad_enabled
+from genesis.autograd.engine import _sum_to_shape
+from genesis.device import device as Device
+from genesis.ndarray import NDArray, broadcast_shapes, full_indices
+from genesis.ndarray import cat as cat_nd
+from genesis.ops._args import _check_same_dtype, _to_index_tensor, _zeros, arange_like
+from genesis.ops.compare import nonzero, where
+from genesis.ops.inplace import assign_inplace, check_inplace
+from genesis.ops.views import view_of
+from genesis.tensor import Tensor
+from genesis.tensor import tensor as _from_data
+
+
+class Index(Primitive):
+    """``x[indices]`` for one entry per dim: None (all) or int64 arrays already broadcast to one shape."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, indices: tuple) -> NDArray:
+        ctx.meta = (x.shape, x.dtype, indices)
+        return x.backend.index(x, indices)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dtype, indices = ctx.meta
+        return index_put(_zeros(shape, grad.dtype, grad), indices, grad, accumulate=True), None
+
+
+class IndexPut(Primitive):
+    """Out-of-place ``x[indices] = values`` (or ``+=`` with accumulate); values broadcast to the indexed shape."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, indices: tuple, values: NDArray, accumulate: bool) -> NDArray:
+        out = x.backend.contiguous(x) if not x.is_contiguous() else x.backend.cast(x, x.dtype)
+        target_shape = x.backend.index(x, indices).shape if values.ndim else None
+        if target_shape is not None and values.shape != target_shape:
+            values = values.expand(target_shape, "index_put_")
+        x.backend.index_put_(out, full_indices(x.shape, indices), values.astype(x.dtype), accumulate)
+        ctx.meta = (indices, accumulate, values.shape)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        indices, accumulate, values_shape = ctx.meta
+        grad_x = grad if accumulate else index_put(grad, indices, _zeros((), grad.dtype, grad), accumulate=False)
+        grad_v = index_tensor(grad, indices) if ctx.needs_input_grad[2] else None
+        if grad_v is not None and grad_v.shape != values_shape:
+            grad_v = _sum_to_shape(grad_v, values_shape)
+        return grad_x, None, grad_v, None
+
+
+def _capturing(device: Device) -> bool:
+    """Whether a CUDA graph is being captured on ``device``'s backend (its ``graphs`` module counts the captures in
+    progress; a backend that has not loaded it is capturing nothing)."""
+    graphs = getattr(device.backend, "graphs", None)
+    return graphs is not None and graphs.capturing > 0
+
+
+def _check_bounds(op: str, index: Tensor, size: int, dim: int, negative: bool = True,
+                  error: type[Exception] = IndexError) -> Tensor:
+    """Wrap negative indices and raise ``error`` naming the offending index if any is out of range.
+
+    ``negative=False`` for ops where torch refuses negative indices (gather, scatter, index_select, index_add);
+    ``error`` is the exception type torch raises for that op.
+    """
+    if index.numel() == 0:
+        return index
+    if _capturing(index.device):
+        return index  # a graph being captured cannot read device values: indices are trusted, as in torch
+    # Both extremes in one host transfer: on a GPU each read of a result waits for the device.
+    nd = index.ndarray
+    dims = tuple(range(nd.ndim))
+    lo, hi = (int(v) for v in cat_nd([nd.reduce("amin", dims, True).reshape((1,)),
+                                       nd.reduce("amax", dims, True).reshape((1,))], 0).numpy())
+    if lo < (-size if negative else 0) or hi >= size:
+        bad = hi if hi >= size else lo
+        raise error(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
+    if lo < 0:
+        index = where(index < 0, index + size, index)
+    return index
+
+
+def _normalize_key(key: Any) -> tuple:
+    """The key as a tuple; like torch, a list holding sequences, tensors, slices, None or ... is a tuple too."""
+    if isinstance(key, tuple):
+        return key
+    if isinstance(key, list) and len(key) < 32 and builtins.any(
+            isinstance(k, (list, tuple, slice, Tensor)) or k is None or k is Ellipsis for k in key):
+        return tuple(key)
+    return (key,)
+
+
+def _is_basic(key: tuple) -> bool:
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, slice):
+            continue
+        if isinstance(k, int) and not isinstance(k, bool):
+            continue
+        if hasattr(k, "__index__") and not isinstance(k, (Tensor, bool, list)) and not hasattr(k, "shape"):
+            continue
+        return False
+    return True
+
+
+def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
+    """Separate a mixed key into a basic view key and advanced entries (dim in the view, int64 index)."""
+    items = []
+    for k in key:
+        if isinstance(k, Tensor):
+            if k.device is not x.device:
+                # As torch: CPU indices may index a tensor on any device; other mixes are an error.
+                if k.device.type != "cpu":
+                    raise RuntimeError(f"index: indices should be either on cpu or on the same device as the "
+                                       f"indexed tensor ({x.device}), got indices on {k.device}")
+                k = k.to(x.device)
+            items.append(k)
+        elif isinstance(k, (list, tuple)) or hasattr(k, "__array__") and not isinstance(k, (int, float)):
+            t = _from_data(k, device=x.device)
+            items.append(t if t.dtype is dtypes.bool_ else t.to(dtypes.int64))
+        elif isinstance(k, bool):
+            items.append(_from_data(k, device=x.device))
+        elif isinstance(k, (int, slice)) or k is None or k is Ellipsis:
+            items.append(k)
+        elif hasattr(k, "__index__"):
+            items.append(k.__index__())
+        else:
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
+                f"(got {type(k).__name__})"
+            )
+    consumed = 0
+    for k in items:
+        if isinstance(k, Tensor):
+            consumed += k.ndim if k.dtype is dtypes.bool_ else 1
+        elif k is not None and k is not Ellipsis:
+            consumed += 1
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    basic, advanced = [], []
+    view_dim = 0
+    for k in items:
+        if k is Ellipsis:
+            n = x.ndim - consumed
+            basic += [slice(None)] * n
+            view_dim += n
+            consumed = x.ndim
+        elif k is None:
+            basic.append(None)
+            view_dim += 1
+        elif isinstance(k, int):
+            basic.append(k)
+        elif isinstance(k, slice):
+            basic.append(k)
+            view_dim += 1
+        elif k.dtype is dtypes.bool_:
+            if k.ndim == 0:
+                basic.append(None)
+                advanced.append((view_dim, k.new_tensor([0] if k.item() else [], dtype=dtypes.int64)))
+                view_dim += 1
+                continue
+            start = len([b for b in basic if b is not None])
+            for j, n in enumerate(k.shape):
+                if x.shape[start + j] != n:
+                    raise IndexError(f"The shape of the mask {list(k.shape)} at index {j} does not match the shape "
+                                     f"of the indexed tensor {list(x.shape)} at index {start + j}")
+            coords = nonzero(k)
+            for j in range(k.ndim):
+                basic.append(slice(None))
+                advanced.append((view_dim, coords[:, j]))
+                view_dim += 1
+        else:
+            if k.dtype.category != 1:
+                raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, got {k.dtype}")
+            basic.append(slice(None))
+            advanced.append((view_dim, k.to(dtypes.int64)))
+            view_dim += 1
+    return tuple(basic), advanced
+
+
+def _advanced_indices(view: Tensor, advanced: list[tuple[int, Tensor]]) -> tuple:
+    try:
+        shape = broadcast_shapes("index", *(t.shape for _, t in advanced))
+    except RuntimeError:
+        shapes = ", ".join(str(list(t.shape)) for _, t in advanced)
+        raise IndexError(f"index: shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         f"{shapes}") from None
+    indices: list = [None] * view.ndim
+    for d, t in advanced:
+        t = _check_bounds("index", t, view.shape[d], d)
+        indices[d] = t.ndarray.expand(shape)
+    return tuple(indices)
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    """``x[key]`` with torch's semantics: basic keys give views, tensors/lists/masks give copies."""
+    key = _normalize_key(key)
+    if _is_basic(key):
+        key = tuple(k.__index__() if not isinstance(k, (int, slice)) and k is not None and k is not Ellipsis else k
+                    for k in key)
+        return view_of(x, lambda a: a.basic_index(key))
+    basic, advanced = _split_key(x, key)
+    view = view_of(x, lambda a: a.basic_index(basic)) if basic else x
+    return Index.apply(view, _advanced_indices(view, advanced))
+
+
+def index_tensor(x: Tensor, indices: tuple) -> Tensor:
+    """``x[indices]`` for NDArray-level indices (one entry per dim, None or broadcast int64 arrays)."""
+    return Index.apply(x, indices)
+
+
+def index_put(x: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
+    """Out-of-place ``x[indices] = values``; indices are NDArrays/None per dim or a tuple of index Tensors."""
+    if not isinstance(values, Tensor):
+        values = Tensor._wrap(NDArray.scalar(values, x.dtype, x.device))
+    _check_same_dtype("index_put", x, values)
+    if builtins.any(isinstance(i, Tensor) for i in indices):
+        tensors = [_to_index_tensor("index_put", i, x) for i in indices]
+        shape = broadcast_shapes("index_put", *(t.shape for t in tensors))
+        checked = [_check_bounds("index_put", t, x.shape[d], d) for d, t in enumerate(tensors)]
+        indices = tuple(t.ndarray.expand(shape) for t in checked) + (None,) * (x.ndim - len(tensors))
+    return IndexPut.apply(x, indices, values, accumulate)
+
+
+def setitem(x: Tensor, key: Any, value: Any) -> None:
+    """``x[key] = value`` in place for every key ``getitem`` takes, differentiable with respect to both.
+
+    Without a graph the value is written through the view the key's basic part selects (with ``index_put_`` for
+    advanced parts). With a graph the assignment is an out-of-place ``index_put`` at the flat positions of the
+    selected elements, whose result ``x`` takes over.
+    """
+    key = _normalize_key(key)
+    if not isinstance(value, Tensor):
+        value = x.new_tensor(value, dtype=x.dtype) if not isinstance(value, (int, float, bool)) else value
+    if isinstance(value, Tensor) and value.device is not x.device:
+        if value.ndim:
+            raise RuntimeError(f"setitem: expected value on {x.device}, got a tensor on {value.device}")
+        value = value.to(x.device)
+    if _is_basic(key):
+        key = tuple(k.__index__() if not isinstance(k, (int, slice)) and k is not None and k is not Ellipsis else k
+                    for k in key)
+        target, indices = x.ndarray.basic_index(key), None
+        target_shape = target.shape
+    else:
+        basic, advanced = _split_key(x, key)
+        target = x.ndarray.basic_index(basic) if basic else x.ndarray
+        indices = _advanced_indices(Tensor._wrap(target), advanced)
+        target_shape = _indexed_shape(target.shape, indices)
+        if isinstance(value, Tensor) and value.dtype is not x.dtype:
+            raise RuntimeError(f"setitem: Index put requires the source and destination dtypes match, got "
+                               f"{x.dtype.name} for the destination and {value.dtype.name} for the source.")
+    if isinstance(value, Tensor):
+        value = _value_for(value, target_shape)
+    if not (is_grad_enabled() and (x.requires_grad or isinstance(value, Tensor) and value.requires_grad)):
+        check_inplace(x, "setitem")
+        if math.prod(target_shape) == 0:
+            return
+        if indices is None:
+            target.copy_(value.ndarray if isinstance(value, Tensor) else value)
+        else:
+            values = value.ndarray if isinstance(value, Tensor) else NDArray.scalar(value, x.dtype, x.device)
+            values = values.astype(x.dtype).expand(target_shape, "setitem")
+            target.backend.index_put_(target, full_indices(target.shape, indices), values, False)
+        x._bump_version()
+        return
+    coords = Tensor._wrap(x.device.backend.arange(0, x.numel(), 1, dtypes.int64, x.device)).reshape(x.shape)
+    positions = getitem(coords, key).reshape(-1)
+    values = value.to(x.dtype) if isinstance(value, Tensor) else x.new_tensor(value, dtype=x.dtype)
+    values = values.expand(target_shape).reshape(-1)
+    assign_inplace(x, index_put(x.reshape(-1), (positions,), values).reshape(x.shape))
+
+
+def _indexed_shape(shape: tuple[int, ...], indices: tuple) -> tuple[int, ...]:
+    """Shape of ``x[indices]`` for one entry per dim (None or index arrays of one broadcast shape)."""
+    advanced = [d for d, ix in enumerate(indices) if ix is not None]
+    index_shape = tuple(indices[advanced[0]].shape)
+    plain = tuple(shape[d] for d, ix in enumerate(indices) if ix is None)
+    if advanced == list(range(advanced[0], advanced[-1] + 1)):
+        return plain[:advanced[0]] + index_shape + plain[advanced[0]:]
+    return index_shape + plain
+
+
+def _value_for(value: Tensor, target_shape: tuple[int, ...]) -> Tensor:
+    """The assigned value with extra leading size-1 dims dropped; RuntimeError if it cannot broadcast."""
+    shape = tuple(value.shape)
+    while len(shape) > len(target_shape) and shape[0] == 1:
+        shape = shape[1:]
+    ok = len(shape) <= len(target_shape) and builtins.all(
+        v in (1, t) for v, t in zip(reversed(shape), reversed(target_shape)))
+    if not ok:
+        raise RuntimeError(f"setitem: shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast "
+                           f"to indexing result of shape {list(target_shape)}")
+    return value.reshape(shape) if shape != tuple(value.shape) else value
+
+
+def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
+    """Coordinates in ``shape`` of flat indices (negative ones wrap, as Python's floor division), one int64 tensor
+    per dim."""
+    if not isinstance(indices, Tensor):
+        indices = _from_data(indices)
+    if indices.dtype.is_floating_point or indices.dtype is dtypes.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype.name}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    flat = indices.to(dtypes.int64)
+    coords = []
+    stride = math.prod(shape)
+    for size in shape:
+        stride //= size if size else 1
+        coords.append((flat // stride) % size if size else flat * 0)
+    return tuple(coords)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding with a new last dim of ``num_classes`` (inferred as max + 1 when -1)."""
+    if tensor.dtype is not dtypes.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("one_hot: Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.max().item()) + 1
+    if tensor.numel() and (int(tensor.min().item()) < 0 or int(tensor.max().item()) >= num_classes):
+        raise RuntimeError(f"one_hot: Class values must be non-negative and smaller than num_classes={num_classes}")
+    classes = arange_like(num_classes, tensor)
+    return (tensor.unsqueeze(-1) == classes).to(dtypes.int64)
+
+
+__all__ = [
+    "index_put", "one_hot", "unravel_index",
+]

@@ -1,0 +1,250 @@
+"""Joining and splitting tensors: cat, stack and their variants (hstack, vstack, dstack, column_stack), the
+atleast_*d promotions, and split, chunk, tensor_split, unbind with their h/v/d variants.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+from genesis import dtypes
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray, normalize_dim
+from genesis.ndarray import cat as cat_nd
+from genesis.ops._args import _tensor_args
+from genesis.ops.indexing import getitem
+from genesis.ops.views import narrow, select
+from genesis.tensor import Tensor
+
+
+class Cat(Primitive):
+    @staticmethod
+    def forward(ctx, dim: int, *arrays: NDArray) -> NDArray:
+        # torch skips 1-D empty tensors whatever the other shapes (legacy); they only receive an empty gradient.
+        skipped = [a.ndim == 1 and a.size == 0 for a in arrays]
+        kept = [a for a, skip in zip(arrays, skipped) if not skip] or list(arrays[:1])
+        ctx.meta = (dim, [None if skip else a.shape[dim] for a, skip in zip(arrays, skipped)])
+        return cat_nd(kept, dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        dim, sizes = ctx.meta
+        grads, start = [], 0
+        for n in sizes:
+            if n is None:
+                grads.append(grad.new_zeros(0))
+                continue
+            grads.append(grad.narrow(dim, start, n))
+            start += n
+        return (None, *grads)
+
+
+def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> tuple[list[Tensor], int]:
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not Tensor")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    # torch skips 1-D empty tensors in cat (legacy behaviour).
+    nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] if op == "cat" else tensors
+    ref = nonempty[0] if nonempty else tensors[0]
+    if ref.ndim == 0:
+        raise RuntimeError(f"{op}(): zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = normalize_dim(op, dim, ref.ndim)
+    for i, t in enumerate(nonempty):
+        if t.ndim != ref.ndim:
+            raise RuntimeError(f"{op}(): Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
+        if t.device is not ref.device:
+            raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found {ref.device} "
+                               f"and {t.device}")
+        for k in range(ref.ndim):
+            if k != d and t.shape[k] != ref.shape[k]:
+                raise RuntimeError(
+                    f"{op}(): Sizes of tensors must match except in dimension {d}. Expected size {ref.shape[k]} but "
+                    f"got size {t.shape[k]} for tensor number {i} in the list."
+                )
+    return (nonempty or tensors[:1]), d
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Concatenate tensors along an existing dim; dtypes are promoted as in torch."""
+    if not isinstance(tensors, Tensor):
+        tensors = list(tensors)
+    kept, d = _check_cat("cat", tensors, dim)
+    dt = kept[0].dtype
+    for t in kept[1:]:
+        dt = dtypes.promote_types(dt, t.dtype)
+    tensors = [t.to(dt) for t in tensors]
+    if len(tensors) == 1:
+        return tensors[0].clone()
+    return Cat.apply(d, *tensors)
+
+
+concat = cat
+
+
+concatenate = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Stack same-shape tensors along a new dim."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} at "
+                               f"entry 0 and {list(t.shape)} at entry {i}")
+    d = normalize_dim("stack", dim, tensors[0].ndim + 1)
+    return cat([t.unsqueeze(d) for t in tensors], d)
+
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
+
+
+def atleast_1d(*tensors: Any) -> Any:
+    """Each tensor with at least one dim (0-d becomes (1,)); one tensor in gives one tensor out."""
+    return _atleast(tensors, lambda t: t.reshape(1) if t.ndim == 0 else t)
+
+
+def atleast_2d(*tensors: Any) -> Any:
+    """Each tensor with at least two dims: 0-d becomes (1, 1), 1-d (n,) becomes (1, n)."""
+    return _atleast(tensors, lambda t: t.reshape((1,) * (2 - t.ndim) + tuple(t.shape)) if t.ndim < 2 else t)
+
+
+def _to_3d(t: Tensor) -> Tensor:
+    if t.ndim == 0:
+        return t.reshape(1, 1, 1)
+    if t.ndim == 1:
+        return t.reshape(1, -1, 1)
+    if t.ndim == 2:
+        return t.unsqueeze(-1)
+    return t
+
+
+def atleast_3d(*tensors: Any) -> Any:
+    """Each tensor with at least three dims: (1, 1, 1), (1, n, 1) and (m, n, 1) for 0-, 1- and 2-d input."""
+    return _atleast(tensors, _to_3d)
+
+
+def _atleast(tensors: tuple, promote: Any) -> Any:
+    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    out = tuple(promote(t) for t in _tensor_args(tensors))
+    return out[0] if single else out
+
+
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Stack along the third dim after ``atleast_3d``."""
+    return cat(list(atleast_3d(*tensors)) if len(tensors) != 1 else [atleast_3d(tensors[0])], 2)
+
+
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """Stack 0-/1-d tensors as columns (and 2-d ones as blocks of columns) into a matrix."""
+    return hstack([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors])
+
+
+def row_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """Alias of ``vstack``."""
+    return vstack(tensors)
+
+
+def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into chunks of a given size (the last may be smaller) or of the listed sizes."""
+    d = normalize_dim("split", dim, input.ndim)
+    n = input.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0 and n:
+            raise RuntimeError(f"split: split_size can only be 0 if dimension size is 0, but got {size}")
+        # An empty dim still splits into one empty piece, as in torch.
+        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size and n else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if builtins.sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                               f"dimension {d}), but got split_sizes={sizes}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(narrow(input, d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = input.shape[normalize_dim("chunk", dim, input.ndim)]
+    if n == 0:
+        # torch returns `chunks` empty pieces of an empty dim.
+        return split(input, [0] * chunks, dim)
+    return split(input, -(-n // chunks), dim)
+
+
+def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into ``n`` nearly equal parts (an int) or at the given indices (a sequence), as torch."""
+    d = normalize_dim("tensor_split", dim, input.ndim)
+    n = input.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+        if sections <= 0:
+            raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {sections}")
+        base, extra = divmod(n, sections)
+        return split(input, [base + 1] * extra + [base] * (sections - extra), d)
+    # Piece k is input[indices[k-1]:indices[k]] along dim, with Python slice semantics (so pieces may be empty).
+    bounds = [0] + [int(i) for i in indices_or_sections] + [None]
+    lead = (slice(None),) * d
+    return tuple(getitem(input, lead + (slice(a, b),)) for a, b in zip(bounds, bounds[1:]))
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    d = normalize_dim("unbind", dim, input.ndim)
+    return tuple(select(input, d, i) for i in range(input.shape[d]))
+
+
+def _split_along(op: str, input: Tensor, sections: Any, dim: int, min_ndim: int) -> tuple[Tensor, ...]:
+    if input.ndim < min_ndim:
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {min_ndim} dimension, but got a tensor with "
+                           f"{input.ndim} dimensions!")
+    if isinstance(sections, int) and (sections == 0 or input.shape[dim] % sections):
+        raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size of the dimension "
+                           f"{input.shape[dim]} is not divisible by the split_size {sections}!")
+    return tensor_split(input, sections, dim)
+
+
+def hsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    """Split along dim 1 (dim 0 for 1-d input) into equal sections or at indices."""
+    dim = 1 if input.ndim >= 2 else 0
+    return _split_along("hsplit", input, indices_or_sections, dim, 1)
+
+
+def vsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    """Split along dim 0 (input of at least 2 dims)."""
+    return _split_along("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    """Split along dim 2 (input of at least 3 dims)."""
+    return _split_along("dsplit", input, indices_or_sections, 2, 3)
+
+
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into pieces of the listed sizes, which must add up to the size of ``dim``."""
+    d = normalize_dim("split_with_sizes", dim, input.ndim)
+    if builtins.sum(split_sizes) != input.shape[d] or builtins.any(s < 0 for s in split_sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {input.shape[d]} (input tensor's "
+                           f"size at dimension {d}), but got split_sizes={list(split_sizes)}")
+    return split(input, list(split_sizes), d)
+
+
+__all__ = [
+    "cat", "stack", "hstack", "vstack", "split", "chunk", "tensor_split", "unbind", "concat", "concatenate",
+    "atleast_1d", "atleast_2d", "atleast_3d", "dstack", "column_stack", "row_stack", "hsplit", "vsplit", "dsplit",
+    "split_with_sizes",
+]

@@ -1,0 +1,387 @@
+"""Matrix products: the matmul primitive and the ops written on it (mm, bmm, mv, dot, outer, addmm, baddbmm,
+addmv, addr, addbmm), einsum, tensordot, cross and Kronecker products, pairwise distances and renorm.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+from genesis import dtypes
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
+from genesis.ops._args import _check_tensor, ones_like_bool
+from genesis.ops.autocast import autocast_args
+from genesis.ops.compare import where
+from genesis.ops.reduce import norm, sum
+from genesis.tensor import Tensor
+
+
+class Matmul(Primitive):
+    """``a @ b`` with torch's rules for 1-D operands and broadcast batch dims."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
+        ctx.save_for_backward(a, b)
+        return a.matmul(b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = grad_b = None
+        # Treat vectors as matrices so one formula serves every case; unbroadcasting sums batch dims back.
+        a2 = a.unsqueeze(0) if a.ndim == 1 else a
+        b2 = b.unsqueeze(1) if b.ndim == 1 else b
+        # Restore the dims matmul dropped for vectors: N (last) first, then M, so a 0-d grad of vec @ vec works.
+        g = grad
+        if b.ndim == 1:
+            g = g.unsqueeze(-1)
+        if a.ndim == 1:
+            g = g.unsqueeze(-2)
+        if ctx.needs_input_grad[0]:
+            grad_a = g @ b2.mT
+            if a.ndim == 1:
+                grad_a = grad_a.reshape(grad_a.shape[:-2] + grad_a.shape[-1:])
+        if ctx.needs_input_grad[1]:
+            grad_b = a2.mT @ g
+            if b.ndim == 1:
+                grad_b = grad_b.reshape(grad_b.shape[:-1])
+        return grad_a, grad_b
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    _check_tensor("matmul", other)
+    input, other = autocast_args("matmul", input, other)
+    return Matmul.apply(input, other)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
+    return matmul(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"bmm: batch sizes must match, got {input.shape[0]} and {mat2.shape[0]}")
+    return matmul(input, mat2)
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"mv: expected a 2D matrix and a 1D vector, got {input.ndim}D and {vec.ndim}D")
+    return matmul(input, vec)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] "
+                           "to have the same number of elements, but got "
+                           f"{input.shape[0]} and {other.shape[0]} elements respectively")
+    return matmul(input, other)
+
+
+inner = dot
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: expected 1D tensors, got {input.ndim}D and {vec2.ndim}D")
+    return input.unsqueeze(1) * vec2.unsqueeze(0)
+
+
+ger = outer
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta: float = 1, alpha: float = 1) -> Tensor:
+    input, mat1, mat2 = autocast_args("addmm", input, mat1, mat2)
+    prod_ = mm(mat1, mat2)
+    return input * beta + prod_ * alpha if (alpha, beta) != (1, 1) else input + prod_
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta: float = 1, alpha: float = 1) -> Tensor:
+    input, batch1, batch2 = autocast_args("baddbmm", input, batch1, batch2)
+    prod_ = bmm(batch1, batch2)
+    return input * beta + prod_ * alpha if (alpha, beta) != (1, 1) else input + prod_
+
+
+def _parse(equation: str, operands: tuple) -> tuple[list[str], str]:
+    equation = equation.replace(" ", "")
+    if "->" in equation:
+        lhs, out = equation.split("->")
+    else:
+        lhs, out = equation, None
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError(f"einsum(): the equation has {len(terms)} operand terms but {len(operands)} operands "
+                           "were given")
+    # Ellipsis dims broadcast from the right, so an operand with fewer of them takes the last ellipsis letters.
+    n_ell = max((x.ndim - (len(t) - 3) for t, x in zip(terms, operands) if "..." in t), default=0)
+    expanded = []
+    for term, x in zip(terms, operands):
+        if "..." in term:
+            n = x.ndim - (len(term) - 3)
+            term = term.replace("...", "".join(chr(0x391 + n_ell - n + i) for i in range(n)))
+        if len(term) != x.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(term)}) does not match the "
+                               f"number of dimensions ({x.ndim}) for operand {len(expanded)}")
+        expanded.append(term)
+    sizes: dict[str, int] = {}
+    for k, (term, x) in enumerate(zip(expanded, operands)):
+        for c, n in zip(term, x.shape):
+            if sizes.get(c, 1) != 1 and n != 1 and sizes[c] != n:
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which does not broadcast "
+                                   f"with previously seen size {sizes[c]}")
+            sizes[c] = n if sizes.get(c, 1) == 1 else sizes[c]
+    if out is None:
+        counts: dict[str, int] = {}
+        for term in expanded:
+            for c in term:
+                counts[c] = counts.get(c, 0) + 1
+        ell = sorted(c for c in counts if ord(c) >= 0x391)
+        out = "".join(ell) + "".join(sorted(c for c, n in counts.items() if n == 1 and ord(c) < 0x391))
+    elif "..." in out:
+        out = out.replace("...", "".join(chr(0x391 + i) for i in range(n_ell)))
+    return expanded, out
+
+
+def _diagonalize(x, term: str):
+    """Take diagonals for repeated letters in one operand (``ii->i``)."""
+    while len(set(term)) != len(term):
+        for i, c in enumerate(term):
+            j = term.find(c, i + 1)
+            if j != -1:
+                x = x.diagonal(0, i, j)
+                term = term[:i] + term[i + 1:j] + term[j + 1:] + c
+                break
+    return x, term
+
+
+def _contract(x, tx: str, y, ty: str, keep: set[str]):
+    """Contract two operands over the letters they share that are not kept, with one batched matmul."""
+    batch = [c for c in tx if c in ty and c in keep]
+    summed = [c for c in tx if c in ty and c not in keep]
+    left = [c for c in tx if c not in ty]
+    right = [c for c in ty if c not in tx]
+    sizes = {c: x.shape[tx.index(c)] for c in tx}
+    sizes.update({c: y.shape[ty.index(c)] for c in ty})
+    # Broadcast size-1 batch dims between operands.
+    for c in batch:
+        sizes[c] = max(x.shape[tx.index(c)], y.shape[ty.index(c)])
+    xp = x.permute([tx.index(c) for c in batch + left + summed])
+    yp = y.permute([ty.index(c) for c in batch + summed + right])
+    bshape = [sizes[c] for c in batch]
+    nl = 1
+    for c in left:
+        nl *= sizes[c]
+    ns = 1
+    for c in summed:
+        ns *= sizes[c]
+    nr = 1
+    for c in right:
+        nr *= sizes[c]
+    xp = xp.expand(bshape + [x.shape[tx.index(c)] for c in left + summed]).reshape(bshape + [nl, ns])
+    yp = yp.expand(bshape + [y.shape[ty.index(c)] for c in summed + right]).reshape(bshape + [ns, nr])
+    out = (xp @ yp).reshape(bshape + [sizes[c] for c in left + right])
+    return out, "".join(batch + left + right)
+
+
+def _einsum(equation: str, *operands):
+    """Einstein summation: repeated letters are contracted pairwise, left to right, with batched matmuls."""
+    terms, out = _parse(equation, operands)
+    items = []
+    for k, (x, term) in enumerate(zip(operands, terms)):
+        x, term = _diagonalize(x, term)
+        # Sum letters that appear only in this operand and not in the output.
+        others = "".join(t for j, t in enumerate(terms) if j != k) + out
+        lonely = [i for i, c in enumerate(term) if c not in others]
+        if lonely:
+            x = x.sum(dim=tuple(lonely))
+            term = "".join(c for i, c in enumerate(term) if i not in lonely)
+        items.append((x, term))
+    x, tx = items[0]
+    for k in range(1, len(items)):
+        y, ty = items[k]
+        later = "".join(t for _, t in items[k + 1:]) + out
+        x, tx = _contract(x, tx, y, ty, set(later))
+    for c in out:
+        if c not in tx:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input operand")
+    summed = [i for i, c in enumerate(tx) if c not in out]
+    if summed:
+        x = x.sum(dim=tuple(summed))
+        tx = "".join(c for c in tx if c in out)
+    return x.permute([tx.index(c) for c in out]) if tx != out else x
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return _einsum(equation, *operands)
+
+
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
+    """Contract the last ``dims`` dims of ``a`` with the first ``dims`` of ``b`` (an int), or the listed dims
+    (a pair of sequences, or of ints), as one matrix product."""
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError(f"both dimension lists should have same length, got {len(dims_a)} and {len(dims_b)}")
+    dims_a = [normalize_dim("tensordot", d, a.ndim) for d in dims_a]
+    dims_b = [normalize_dim("tensordot", d, b.ndim) for d in dims_b]
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} "
+                               f"and second has size {b.shape[db]} in dim {db}")
+    free_a = [d for d in range(a.ndim) if d not in dims_a]
+    free_b = [d for d in range(b.ndim) if d not in dims_b]
+    inner = math.prod(a.shape[d] for d in dims_a)
+    left = a.permute(*free_a, *dims_a).reshape(math.prod(a.shape[d] for d in free_a), inner)
+    right = b.permute(*dims_b, *free_b).reshape(inner, math.prod(b.shape[d] for d in free_b))
+    return matmul(left, right).reshape([a.shape[d] for d in free_a] + [b.shape[d] for d in free_b])
+
+
+def _cross_dim(op: str, shape: tuple[int, ...], dim: int | None) -> int:
+    if dim is None:
+        for k, n in enumerate(shape):
+            if n == 3:
+                return k
+        raise RuntimeError(f"{op}: no dimension of size 3 in input")
+    return normalize_dim(op, dim, len(shape))
+
+
+def _cross(op: str, input: Tensor, other: Tensor, dim: int | None) -> Tensor:
+    if input.ndim != other.ndim:
+        raise RuntimeError(f"{op}: inputs must have the same number of dimensions, got {input.ndim} and "
+                           f"{other.ndim}")
+    shape = broadcast_shapes(op, input.shape, other.shape)
+    d = _cross_dim(op, shape, dim)
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"{op}: inputs dimension {dim if dim is not None else d} must have length 3. Got "
+                           f"{input.shape[d]} and {other.shape[d]}")
+    a, b = input.expand(shape), other.expand(shape)
+    next_, after = input.new_tensor([1, 2, 0], dtype=dtypes.int64), input.new_tensor([2, 0, 1], dtype=dtypes.int64)
+    return a.index_select(d, next_) * b.index_select(d, after) - a.index_select(d, after) * b.index_select(d, next_)
+
+
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """Cross product of 3-vectors along ``dim`` (the first dim of size 3 when None), broadcasting the rest."""
+    return _cross("cross", input, other, dim)
+
+
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """Dot product of two 1-D tensors (the first conjugated; Genesis tensors are real, so this is ``dot``)."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found {input.dtype.name} and "
+                           f"{other.dtype.name}")
+    return input.dot(other)
+
+
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """Kronecker product: block ``(i, j, ...)`` of the result is ``input[i, j, ...] * other``."""
+    ndim = builtins.max(input.ndim, other.ndim)
+    a_shape = (1,) * (ndim - input.ndim) + tuple(input.shape)
+    b_shape = (1,) * (ndim - other.ndim) + tuple(other.shape)
+    # Interleave the dims: a as (a0, 1, a1, 1, ...) times b as (1, b0, 1, b1, ...).
+    a = input.reshape([s for n in a_shape for s in (n, 1)])
+    b = other.reshape([s for n in b_shape for s in (1, n)])
+    return (a * b).reshape([x * y for x, y in zip(a_shape, b_shape)])
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary"
+          ) -> Tensor:
+    """p-norm distances between each row of ``x1`` (..., P, M) and each row of ``x2`` (..., R, M): (..., P, R).
+
+    Computed from the differences directly (no matrix-product shortcut), so every ``compute_mode`` gives the
+    exact distances; the gradient is zero where a distance is zero, as torch's.
+    """
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
+                           f"{x2.shape[-1]}")
+    if not x1.dtype.is_floating_point or not x2.dtype.is_floating_point:
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype.name}")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    batch = broadcast_shapes("cdist", x1.shape[:-2], x2.shape[:-2])
+    a = x1.expand((*batch, *x1.shape[-2:])).unsqueeze(-2)  # (..., P, 1, M)
+    b = x2.expand((*batch, *x2.shape[-2:])).unsqueeze(-3)  # (..., 1, R, M)
+    return _graph_norm(a - b, p, (-1,))
+
+
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
+    """The p-norm of ``input - other`` (broadcast), over all elements."""
+    return _graph_norm(input - other, p, None)
+
+
+def _graph_norm(x: Tensor, p: float, dims: Any, keepdim: bool = False) -> Tensor:
+    """``norm`` whose p = 0 count stays attached to the graph with a zero gradient, as torch's."""
+    if p != 0:
+        return norm(x, p, dims, keepdim)
+    nonzero = (x != 0).to(x.dtype)
+    return sum(where(ones_like_bool(x), nonzero, x), dims, keepdim)
+
+
+def _scaled(x: Tensor, beta: float) -> Tensor:
+    """``beta * x``; beta == 0 ignores x entirely (NaN and inf do not propagate), as torch's BLAS-style ops."""
+    if beta == 0:
+        return where(ones_like_bool(x), 0, x)
+    return x if beta == 1 else x * beta
+
+
+def _add_product(op: str, input: Tensor, product: Tensor, beta: float, alpha: float) -> Tensor:
+    if broadcast_shapes(op, input.shape, product.shape) != tuple(product.shape):
+        raise RuntimeError(f"{op}: the size of input {list(input.shape)} cannot be broadcast to the product's size "
+                           f"{list(product.shape)}")
+    return _scaled(input, beta) + (product if alpha == 1 else product * alpha)
+
+
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)``."""
+    return _add_product("addmv", input, mat.mv(vec), beta, alpha)
+
+
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    return _add_product("addr", input, vec1.outer(vec2), beta, alpha)
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    return _add_product("addbmm", input, batch1.bmm(batch2).sum(0), beta, alpha)
+
+
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """Rescale each slice along ``dim`` whose p-norm exceeds ``maxnorm`` to norm ``maxnorm`` (others unchanged)."""
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    d = normalize_dim("renorm", dim, input.ndim)
+    norms = norm(input, p, [k for k in range(input.ndim) if k != d], keepdim=True)
+    # torch's factor, including its 1e-7 guard against dividing by a zero norm.
+    factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return input * factor
+
+
+__all__ = [
+    "matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "baddbmm", "einsum", "inner", "ger", "cross", "vdot",
+    "kron", "cdist", "dist", "addmv", "addr", "addbmm", "renorm", "tensordot",
+]

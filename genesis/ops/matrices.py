@@ -1,0 +1,160 @@
+"""Structured matrices: triangular (triu, tril and their index lists), diagonal (diag, diag_embed, diagflat,
+trace), block-diagonal and Vandermonde matrices.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from genesis import dtypes
+from genesis.device import to_device
+from genesis.ndarray import NDArray, normalize_dim
+from genesis.ops._args import _zeros, arange_like, ones_like_bool
+from genesis.ops.compare import where
+from genesis.ops.indexing import index_put
+from genesis.ops.join import cat
+from genesis.ops.shape import flip
+from genesis.ops.views import diagonal, movedim
+from genesis.tensor import Tensor
+
+
+def _band_mask(x: Tensor, diagonal: int, upper: bool) -> Tensor:
+    rows, cols = x.shape[-2], x.shape[-1]
+    r = arange_like(rows, x).unsqueeze(1)
+    c = arange_like(cols, x).unsqueeze(0)
+    return (c - r >= diagonal) if upper else (c - r <= diagonal)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    if input.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return where(_band_mask(input, diagonal, True), input, _zero_of(input))
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    if input.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return where(_band_mask(input, diagonal, False), input, _zero_of(input))
+
+
+def _zero_of(x: Tensor) -> bool | int:
+    """A Python zero that keeps ``x``'s dtype under promotion (False for bool tensors)."""
+    return False if x.dtype is dtypes.bool_ else 0
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """1-D input: a square matrix with it on the ``diagonal``; 2-D input: that diagonal as a vector."""
+    if input.ndim == 2:
+        return diagonal_copy(input, diagonal)
+    if input.ndim != 1:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    n = input.shape[0] + (diagonal if diagonal >= 0 else -diagonal)
+    out = Tensor._wrap(NDArray.full((n, n), 0, input.dtype, input.device))
+    rows = arange_like(input.shape[0], input) + (0 if diagonal >= 0 else -diagonal)
+    cols = arange_like(input.shape[0], input) + (diagonal if diagonal >= 0 else 0)
+    return index_put(out, (rows, cols), input)
+
+
+def diagonal_copy(input: Tensor, offset: int = 0) -> Tensor:
+    return diagonal(input, offset).clone()
+
+
+def trace(input: Tensor) -> Tensor:
+    return diagonal(input).sum()
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Matrices (in dims ``dim1``, ``dim2`` of the result) with the last dim of ``input`` on diagonal ``offset``."""
+    if input.ndim == 0:
+        raise RuntimeError("diag_embed: input must have at least 1 dimension")
+    out_ndim = input.ndim + 1
+    d1, d2 = normalize_dim("diag_embed", dim1, out_ndim), normalize_dim("diag_embed", dim2, out_ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    k = input.shape[-1]
+    n = k + builtins.abs(offset)
+    pad = _zeros((*input.shape[:-1], builtins.abs(offset)), input.dtype, input)
+    # Rows holding the values: 0..k-1 above the main diagonal, |offset|..n-1 below it.
+    rows = cat([input, pad], -1) if offset >= 0 else cat([pad, input], -1)
+    i = arange_like(n, input).unsqueeze(1)
+    j = arange_like(n, input).unsqueeze(0)
+    zero = False if input.dtype is dtypes.bool_ else 0
+    matrices = where(j - i == offset, rows.unsqueeze(-1), zero)  # (..., n, n)
+    return movedim(matrices, (-2, -1), (d1, d2))
+
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """The flattened input as diagonal ``offset`` of a square matrix."""
+    return diag_embed(input.reshape(-1), offset)
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """Block-diagonal matrix of 0-, 1- and 2-d tensors (a 1-d tensor is one row), dtypes promoted."""
+    if not tensors:
+        return Tensor._wrap(NDArray.full((1, 0), 0, dtypes.get_default_dtype(), to_device("cpu")))
+    blocks = []
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.ndim} dimensions")
+        blocks.append(t.reshape((1,) * (2 - t.ndim) + tuple(t.shape)) if t.ndim < 2 else t)
+    dtype = blocks[0].dtype
+    for b in blocks[1:]:
+        dtype = dtypes.promote_types(dtype, b.dtype)
+    width = builtins.sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        r, c = b.shape
+        rows.append(cat([_zeros((r, left), dtype, b), b.to(dtype), _zeros((r, width - left - c), dtype, b)], 1))
+        left += c
+    return cat(rows, 0)
+
+
+def _band_indices(op: str, row: int, col: int, offset: int, dtype: Any, device: Any, upper: bool) -> Tensor:
+    if row < 0 or col < 0:
+        raise RuntimeError(f"{op}: row must be non-negative, got {row}" if row < 0
+                           else f"{op}: col must be non-negative, got {col}")
+    dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
+    if dtype not in (dtypes.int32, dtypes.int64):
+        raise RuntimeError(f"\"{op}\" not implemented for '{dtype.name}'")
+    like = Tensor._wrap(NDArray.full((), 0, dtypes.int64, to_device(device if device is not None else "cpu")))
+    r = arange_like(row, like).unsqueeze(1)
+    c = arange_like(col, like).unsqueeze(0)
+    mask = (c - r >= offset) if upper else (c - r <= offset)
+    return mask.nonzero().t().to(dtype).contiguous()
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
+                 layout: Any = None) -> Tensor:
+    """(2, N) row and column indices of the upper triangle (``col - row >= offset``) of a row x col matrix."""
+    return _band_indices("triu_indices", row, col, offset, dtype, device, True)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
+                 layout: Any = None) -> Tensor:
+    """(2, N) row and column indices of the lower triangle (``col - row <= offset``) of a row x col matrix."""
+    return _band_indices("tril_indices", row, col, offset, dtype, device, False)
+
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    """Vandermonde matrix: column j is ``x ** (N - 1 - j)`` (``x ** j`` when increasing); integers widen to int64."""
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    if not x.dtype.is_floating_point:
+        x = x.to(dtypes.int64)
+    if n == 0:
+        return _zeros((x.shape[0], 0), x.dtype, x)
+    # Running products (as torch) keep the gradient finite at x == 0, unlike x ** arange.
+    ones = where(ones_like_bool(x), 1, x).unsqueeze(1)
+    powers = cat([ones, x.unsqueeze(1).expand(x.shape[0], n - 1)], 1).cumprod(1)
+    return powers if increasing else flip(powers, 1)
+
+
+__all__ = [
+    "triu", "tril", "diag", "diagonal_copy", "trace", "block_diag", "triu_indices", "tril_indices", "vander",
+    "diag_embed", "diagflat",
+]

@@ -1,0 +1,427 @@
+"""Reductions: sum, mean, prod, extrema (with or without indices), variance and norms, logsumexp, softmax,
+all/any, and their NaN-ignoring variants.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+from genesis import dtypes
+from genesis.autograd import Primitive, is_grad_enabled
+from genesis.ndarray import NDArray, normalize_dim, normalize_dims
+from genesis.ops.arithmetic import maximum, minimum
+from genesis.ops.autocast import autocast_args
+from genesis.ops.compare import isinf, isnan, where
+from genesis.ops.gather_scatter import zeros_scatter
+from genesis.ops.unary import exp, log, sqrt
+from genesis.tensor import Tensor
+
+
+def _expand_back(grad, shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool):
+    """Broadcast a reduced gradient back to the input shape."""
+    if not keepdim:
+        for d in dims:
+            grad = grad.unsqueeze(d)
+    return grad.expand(shape)
+
+
+class Sum(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool, dtype: dtypes.dtype | None) -> NDArray:
+        ctx.meta = (x.shape, dims, keepdim)
+        return x.sum(dims, keepdim, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dims, keepdim = ctx.meta
+        return _expand_back(grad, shape, dims, keepdim), None, None, None
+
+
+class Prod(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
+        out = x.reduce("prod", dims, keepdim)
+        ctx.save_for_backward(x, out)
+        ctx.meta = (dims, keepdim)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        dims, keepdim = ctx.meta
+        grad = _expand_back(grad, x.shape, dims, keepdim)
+        out = _expand_back(out, x.shape, dims, keepdim)
+        zero = x == 0
+        if not zero.any().item():
+            return grad * out / x, None, None
+        # With zeros, the product of the other elements is computed directly (one zero: the rest; more: 0).
+        others = where(zero, 1.0, x).prod(dim=dims, keepdim=True).expand(x.shape)
+        n_zero = zero.to(x.dtype).sum(dim=dims, keepdim=True).expand(x.shape)
+        partial = where(zero, where(n_zero == 1, others, 0.0), out / where(zero, 1.0, x))
+        return grad * partial, None, None
+
+
+class Extremum(Primitive):
+    """amax / amin: the gradient is shared evenly among the elements equal to the extremum."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool, op: str) -> NDArray:
+        if x.size == 0 and builtins.any(x.shape[d] == 0 for d in dims):
+            raise IndexError(f"{op}(): Expected reduction dim to have non-zero size (input shape {x.shape})")
+        out = x.reduce(op, dims, keepdim)
+        ctx.save_for_backward(x, out)
+        ctx.meta = (dims, keepdim)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        dims, keepdim = ctx.meta
+        mask = (x == _expand_back(out, x.shape, dims, keepdim)).to(grad.dtype)
+        count = mask.sum(dim=dims, keepdim=True)
+        return _expand_back(grad, x.shape, dims, keepdim) * mask / count, None, None, None
+
+
+class MaxWithIndices(Primitive):
+    """max/min along one dim returning (values, indices); the gradient goes to the returned index."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int, keepdim: bool, op: str) -> tuple[NDArray, NDArray]:
+        if x.ndim and x.shape[dim] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size (input shape {x.shape})")
+        # Bool has no order in every backend's arg-reduction; uint8 orders False < True the same way.
+        keys = x.astype(dtypes.uint8) if x.dtype is dtypes.bool_ else x
+        indices = x.backend.arg_reduce("argmax" if op == "max" else "argmin", keys, dim, True)
+        values = x.backend.gather(x, dim, indices) if x.ndim else x.backend.cast(x, x.dtype)
+        ctx.meta = (x.shape, dim, keepdim)
+        if not keepdim and x.ndim:
+            values, indices = values.squeeze((dim,)), indices.squeeze((dim,))
+        ctx.save_for_backward(indices)
+        ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, grad_indices):
+        (indices,) = ctx.saved_tensors
+        shape, dim, keepdim = ctx.meta
+        if not shape:
+            return grad, None, None, None
+        if not keepdim:
+            grad, indices = grad.unsqueeze(dim), indices.unsqueeze(dim)
+        return zeros_scatter(shape, dim, indices, grad), None, None, None
+
+
+class ArgReduce(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int | None, keepdim: bool, op: str) -> NDArray:
+        if dim is None:
+            flat = x.reshape((-1,))
+            out = x.backend.arg_reduce(op, flat, 0, False)
+            return out.reshape((1,) * x.ndim) if keepdim else out
+        if x.ndim == 0:
+            return NDArray.full((), 0, dtypes.int64, x.device)
+        if x.shape[dim] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size")
+        return x.backend.arg_reduce(op, x, dim, keepdim)
+
+
+class Softmax(Primitive):
+    """``softmax(x, dim)`` (or ``log_softmax`` with ``log=True``); the backward is one fused backend call."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int, log: bool) -> NDArray:
+        out = x.backend.softmax(x, dim, log)
+        ctx.save_for_backward(out)
+        ctx.meta = (dim, log)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        dim, log = ctx.meta
+        if is_grad_enabled():
+            # create_graph: composite ops, so the gradient is differentiable again.
+            if log:
+                return grad - out.exp() * grad.sum(dim=dim, keepdim=True), None, None
+            return out * (grad - (grad * out).sum(dim=dim, keepdim=True)), None, None
+        return SoftmaxBackward.apply(grad, out, dim, log), None, None
+
+
+class SoftmaxBackward(Primitive):
+    """``y * (dy - sum(dy * y))`` (log: ``dy - exp(y) * sum(dy)``) in one backend call."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArray:
+        return out.backend.softmax_backward(grad, out, dim, log)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused softmax backward is not supported")
+
+
+class _NanToZero(Primitive):
+    """NaN replaced by zero; the gradient is multiplied by the mask (so an inf gradient gives NaN there, as torch)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, keep: NDArray) -> NDArray:
+        ctx.save_for_backward(keep)
+        return keep.where(x, 0)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        (keep,) = ctx.saved_tensors
+        return grad * keep.to(grad.dtype), None
+
+
+def _reduce_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
+    """Normalized reduction dims; like torch, an empty list of dims means every dim."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        dim = None
+    return normalize_dims(op, dim, ndim)
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    (input,) = autocast_args("sum", input)
+    dims = _reduce_dims("sum", dim, input.ndim)
+    return Sum.apply(input, dims, keepdim, dtypes.to_dtype(dtype) if dtype is not None else None)
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+            f"Got: {input.dtype.name}"
+        )
+    dims = _reduce_dims("mean", dim, input.ndim)
+    count = math.prod(input.shape[d] for d in dims)
+    total = Sum.apply(input, dims, keepdim, None)
+    return total / count if count else total * math.nan
+
+
+def prod(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    (input,) = autocast_args("prod", input)
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    dims = normalize_dims("prod", dim, input.ndim)
+    return Prod.apply(input, dims, keepdim)
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    dims = normalize_dims("amax", None if dim == () else dim, input.ndim)
+    return Extremum.apply(input, dims, keepdim, "amax")
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    dims = normalize_dims("amin", None if dim == () else dim, input.ndim)
+    return Extremum.apply(input, dims, keepdim, "amin")
+
+
+class MinMaxResult(tuple):
+    """(values, indices) pair with attribute access, as torch.return_types."""
+
+    @property
+    def values(self) -> Tensor:
+        return self[0]
+
+    @property
+    def indices(self) -> Tensor:
+        return self[1]
+
+
+def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
+    if isinstance(dim, Tensor):
+        return maximum(input, dim) if op == "max" else minimum(input, dim)
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        return Extremum.apply(input, tuple(range(input.ndim)), False, "amax" if op == "max" else "amin")
+    d = normalize_dim(op, dim, input.ndim)
+    return MinMaxResult(MaxWithIndices.apply(input, d, keepdim, op))
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Largest element, or with ``dim`` the (values, indices) along it, or with a tensor the elementwise maximum."""
+    return _max_min("max", input, dim, keepdim)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    return _max_min("min", input, dim, keepdim)
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    if input.numel() == 0 and dim is None:
+        raise IndexError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
+    d = None if dim is None else normalize_dim("argmax", dim, input.ndim)
+    return ArgReduce.apply(input, d, keepdim, "argmax")
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    if input.numel() == 0 and dim is None:
+        raise IndexError("argmin(): Expected reduction dim to be specified for input.numel() == 0.")
+    d = None if dim is None else normalize_dim("argmin", dim, input.ndim)
+    return ArgReduce.apply(input, d, keepdim, "argmin")
+
+
+def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    """Variance with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"var: std and var only support floating point inputs, got {input.dtype.name}")
+    dims = _reduce_dims("var", dim, input.ndim)
+    n = math.prod(input.shape[d] for d in dims)
+    centered = input - mean(input, dims, keepdim=True)
+    total = Sum.apply(centered * centered, dims, keepdim, None)
+    # torch divides by max(0, n - correction): too few samples give inf (or nan for an all-zero sum).
+    return total / builtins.max(0, n - correction)
+
+
+def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    return _root(var(input, dim, unbiased, keepdim, correction=correction), 2)
+
+
+def _root(x: Tensor, p: float) -> Tensor:
+    """``x ** (1 / p)`` with a zero gradient where ``x == 0`` (torch's convention for std and norms at zero)."""
+    zero = x == 0
+    safe = where(zero, 1.0, x)
+    return where(zero, 0.0, sqrt(safe) if p == 2 else safe ** (1.0 / p))
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[Tensor, Tensor]:
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[Tensor, Tensor]:
+    """(standard deviation, mean) over ``dim`` with Bessel's ``correction`` (default 1)."""
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """Vector p-norm over ``dim`` (all elements by default): 2 / "fro", 1, inf, -inf, 0 or any real p."""
+    (input,) = autocast_args("norm", input)
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"norm: Expected a floating point tensor as input, got {input.dtype.name}")
+    dims = _reduce_dims("norm", dim, input.ndim)
+    if p in ("fro", 2, 2.0):
+        return _root(sum(input * input, dims, keepdim), 2)
+    if p == 1:
+        return sum(input.abs(), dims, keepdim)
+    if p == math.inf:
+        return amax(input.abs(), dims, keepdim)
+    if p == -math.inf:
+        return amin(input.abs(), dims, keepdim)
+    if p == 0:
+        return sum((input != 0).to(input.dtype), dims, keepdim)
+    if isinstance(p, str):
+        raise ValueError(f"norm: unsupported norm type {p!r}")
+    return _root(sum(input.abs() ** p, dims, keepdim), p)
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` computed stably by subtracting the maximum first."""
+    dims = normalize_dims("logsumexp", dim, input.ndim)
+    if not input.dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    if input.numel() == 0:
+        # An empty sum is 0 and its log -inf; there is no maximum to subtract.
+        return log(sum(exp(input), dims, keepdim))
+    m = amax(input, dims, keepdim=True).detach()
+    m = where(isinf(m), 0.0, m)
+    out = log(sum(exp(input - m), dims, keepdim=True)) + m
+    return out if keepdim else out.squeeze(dims)
+
+
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    (input,) = autocast_args("softmax", input)
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"softmax: not implemented for '{input.dtype.name}'")
+    return Softmax.apply(input, normalize_dim("softmax", dim, input.ndim), False)
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    (input,) = autocast_args("log_softmax", input)
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"log_softmax: not implemented for '{input.dtype.name}'")
+    return Softmax.apply(input, normalize_dim("log_softmax", dim, input.ndim), True)
+
+
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    dims = normalize_dims("all", dim, input.ndim)
+    return Tensor._wrap(input.ndarray.reduce("all", dims, keepdim))
+
+
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    dims = normalize_dims("any", dim, input.ndim)
+    return Tensor._wrap(input.ndarray.reduce("any", dims, keepdim))
+
+
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    return sum(input != 0, dim)
+
+
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Sum treating NaN as zero; the gradient is masked as torch's (``grad * ~isnan(input)``)."""
+    if input.dtype.is_floating_point:
+        input = _NanToZero.apply(input, ~isnan(input))
+    return sum(input, dim, keepdim, dtype)
+
+
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Mean over the non-NaN elements (NaN where a slice holds only NaN)."""
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{input.dtype.name}")
+    count = sum(~isnan(input), dim, keepdim)
+    return nansum(input, dim, keepdim) / count
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> MinMaxResult:
+    """(min, max) over ``dim`` (all elements when None), each reduced as ``amin`` / ``amax``."""
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): Expected reduction dim to be specified for input.numel() == 0.")
+        low, high = amin(input), amax(input)
+        if keepdim:
+            shape = (1,) * input.ndim
+            low, high = low.reshape(shape), high.reshape(shape)
+    else:
+        d = normalize_dim("aminmax", dim, input.ndim)
+        if input.ndim and input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+        low, high = amin(input, dim, keepdim), amax(input, dim, keepdim)
+    return _AminmaxResult((low, high))
+
+
+class _AminmaxResult(MinMaxResult):
+    """torch.return_types.aminmax: (min, max)."""
+
+    @property
+    def min(self) -> Tensor:
+        return self[0]
+
+    @property
+    def max(self) -> Tensor:
+        return self[1]
+
+
+__all__ = [
+    "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std", "var_mean", "norm",
+    "logsumexp", "softmax", "log_softmax", "all", "any", "count_nonzero", "std_mean", "nansum", "nanmean", "aminmax",
+]

@@ -1,0 +1,198 @@
+"""Sorting and searching: sort, argsort, topk, kthvalue, median, unique (and unique_consecutive),
+searchsorted, bucketize and isin.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from genesis import dtypes
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray, normalize_dim
+from genesis.ops._args import _zeros, arange_like, ones_like_bool, zeros_like_detached
+from genesis.ops.compare import where
+from genesis.ops.gather_scatter import zeros_scatter
+from genesis.ops.join import cat
+from genesis.ops.reduce import MinMaxResult
+from genesis.ops.views import movedim, narrow, select
+from genesis.tensor import Tensor
+from genesis.tensor import tensor as _from_data
+
+
+class Sort(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int, descending: bool, stable: bool) -> tuple[NDArray, NDArray]:
+        if x.ndim == 0:
+            values, indices = x, NDArray.full((), 0, dtypes.int64, x.device)
+        else:
+            values, indices = x.backend.sort(x, dim, descending, stable)
+        ctx.meta = (x.shape, dim)
+        ctx.save_for_backward(indices)
+        ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, grad_indices):
+        (indices,) = ctx.saved_tensors
+        shape, dim = ctx.meta
+        if not shape:
+            return grad, None, None, None
+        return zeros_scatter(shape, dim, indices, grad), None, None, None
+
+
+class SortResult(MinMaxResult):
+    pass
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> SortResult:
+    d = normalize_dim("sort", dim, input.ndim)
+    return SortResult(Sort.apply(input, d, descending, stable))
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    return sort(input, dim, descending, stable)[1]
+
+
+def msort(input: Tensor) -> Tensor:
+    """Sorted along the first dim (values only)."""
+    return sort(input, 0).values
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> SortResult:
+    d = normalize_dim("topk", dim, input.ndim)
+    n = input.shape[d] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError(f"topk: selected index k out of range (k = {k}, size along dim {d} = {n})")
+    values, indices = sort(input, d, descending=largest, stable=True)
+    return SortResult((narrow(values, d, 0, k), narrow(indices, d, 0, k)) if input.ndim else (values, indices))
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> SortResult:
+    d = normalize_dim("kthvalue", dim, input.ndim)
+    values, indices = sort(input, d, stable=True)
+    v, i = select(values, d, k - 1), select(indices, d, k - 1)
+    return SortResult((v.unsqueeze(d), i.unsqueeze(d)) if keepdim else (v, i))
+
+
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """Lower median (torch semantics); with ``dim`` returns (values, indices)."""
+    if dim is None:
+        flat = input.reshape(-1)
+        value = sort(flat.detach())[0][(flat.shape[0] - 1) // 2]
+        if not flat.requires_grad:
+            return value
+        # As torch, the gradient is shared evenly by the elements equal to the median; the sum adds exact zeros.
+        ties = flat == value
+        return value + where(ties, flat - value, 0.0).sum() / ties.sum()
+    d = normalize_dim("median", dim, input.ndim)
+    return kthvalue(input, (input.shape[d] - 1) // 2 + 1, d, keepdim)
+
+
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
+           dim: int | None = None) -> Any:
+    """Sorted unique elements of the flattened tensor (or unique slices along ``dim``), optionally with inverse
+    indices and counts."""
+    if dim is not None:
+        values, inverse, counts = _unique_dim(input.detach(), normalize_dim("unique", dim, input.ndim))
+    else:
+        values, inverse, counts = (Tensor._wrap(a) if a is not None else None for a in
+                                   input.device.backend.unique(input.ndarray, return_inverse, return_counts))
+    result = [values]
+    if return_inverse:
+        result.append(inverse.reshape(input.shape) if dim is None else inverse)
+    if return_counts:
+        result.append(counts)
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def _unique_dim(input: Tensor, d: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Unique slices along dim ``d`` in lexicographic order, with the inverse index and counts of each."""
+    x = movedim(input, d, 0)
+    n = x.shape[0]
+    rows = x.reshape(n, -1)
+    # Lexicographic order of the rows: stable sorts by each column, from the last column to the first.
+    order = arange_like(n, input)
+    for j in range(rows.shape[1] - 1, -1, -1):
+        order = order[rows[order, j].argsort(stable=True)]
+    ordered = rows[order]
+    starts = cat([ones_like_bool(ordered[:1, 0]), (ordered[1:] != ordered[:-1]).any(1)]) if n else ordered[:, 0] > 0
+    group = starts.cumsum(0) - 1  # group of each sorted row
+    values = movedim(x[order[starts]], 0, d)
+    inverse = zeros_like_detached(group).scatter(0, order, group)
+    counts = zeros_like_detached(group[starts]).index_add(0, group, ones_like_bool(group).to(dtypes.int64))
+    return values, inverse, counts
+
+
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None) -> Any:
+    """Collapse runs of equal consecutive elements (or slices along ``dim``), with inverse indices and run lengths."""
+    x = input.detach()
+    if dim is None:
+        flat = x.reshape(-1)
+        n = flat.shape[0]
+        changed = flat[1:] != flat[:-1]
+    else:
+        d = normalize_dim("unique_consecutive", dim, input.ndim)
+        flat = movedim(x, d, 0)
+        n = flat.shape[0]
+        changed = (flat[1:] != flat[:-1]).reshape(builtins.max(n - 1, 0), -1).any(1) if n > 1 else (
+            _zeros((0,), dtypes.bool_, x))
+    starts = cat([ones_like_bool(_zeros((builtins.min(n, 1),), dtypes.bool_, x)), changed]) if n else changed
+    values = flat[starts] if dim is None else movedim(flat[starts], 0, d)
+    result = [values]
+    if return_inverse or return_counts:
+        group = starts.to(dtypes.int64).cumsum(0) - 1
+        if return_inverse:
+            result.append(group.reshape(input.shape) if dim is None else group)
+        if return_counts:
+            groups = int(starts.sum().item()) if n else 0
+            counts = _zeros((groups,), dtypes.int64, x)
+            result.append(counts.index_add(0, group, ones_like_bool(group).to(dtypes.int64)))
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = False, right: bool = False,
+                 side: str | None = None) -> Tensor:
+    if side is not None:
+        right = side == "right"
+    if not isinstance(values, Tensor):
+        values = _from_data(values, device=sorted_sequence.device)
+    if sorted_sequence.ndim > 1 and sorted_sequence.shape[:-1] != values.shape[:-1]:
+        raise RuntimeError(f"searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+                           f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
+                           f"{list(sorted_sequence.shape)} and input value tensor {list(values.shape)}")
+    values = values.to(sorted_sequence.dtype)
+    out = Tensor._wrap(sorted_sequence.device.backend.searchsorted(sorted_sequence.ndarray, values.ndarray, right))
+    return out.to(dtypes.int32) if out_int32 else out
+
+
+def bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """Whether each element of ``elements`` occurs in ``test_elements`` (either may be a number), as a bool tensor
+    of ``elements``' shape; by sorting and binary search."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin(): at least one of elements and test_elements must be a Tensor")
+    like = elements if isinstance(elements, Tensor) else test_elements
+    if not isinstance(elements, Tensor):
+        elements = like.new_tensor(elements)
+    if not isinstance(test_elements, Tensor):
+        test_elements = like.new_tensor(test_elements)
+    common = dtypes.promote_types(elements.dtype, test_elements.dtype)
+    values = elements.detach().to(common)
+    pool = sort(test_elements.detach().to(common).reshape(-1)).values
+    if pool.numel() == 0:
+        found = zeros_like_detached(values).to(dtypes.bool_)
+    else:
+        position = searchsorted(pool, values.reshape(-1)).clamp(max=pool.numel() - 1)
+        found = (pool.index_select(0, position) == values.reshape(-1)).reshape(values.shape)
+    return ~found if invert else found
+
+
+__all__ = [
+    "sort", "argsort", "topk", "kthvalue", "median", "unique", "searchsorted", "bucketize", "unique_consecutive",
+    "msort", "isin",
+]

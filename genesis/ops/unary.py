@@ -1,0 +1,516 @@
+"""Unary elementwise ops: negation and absolute value, exponentials and logarithms, roots, trigonometric
+functions, activations (sigmoid, relu, gelu, silu, softplus), rounding, sign helpers and the real-number
+stand-ins for torch's complex API (real, imag, conj). ``Unary`` is the primitive family behind most of them:
+a subclass names the backend op and writes its local derivative.
+"""
+
+from __future__ import annotations
+
+import math
+
+from genesis import dtypes
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray
+from genesis.ops._args import _reject_integers, ones_like_bool
+from genesis.ops.arithmetic import Mul
+from genesis.ops.autocast import autocast_args
+from genesis.ops.compare import NoGradUnary, isnan, lt, where
+from genesis.tensor import Tensor
+
+
+class Unary(Primitive):
+    """Unary op; subclasses set ``op`` and write ``derivative(x, out)`` (the local derivative as Tensors)."""
+
+    op = ""
+    saves_output = False
+
+    @classmethod
+    def forward(cls, ctx, x: NDArray) -> NDArray:
+        if not x.dtype.is_floating_point and cls.op not in _INT_SAFE:
+            if cls.op in _FLOAT_ONLY:
+                raise NotImplementedError(f"{cls.op}: not implemented for '{x.dtype.name}'")
+            x = x.astype(dtypes.get_default_dtype())
+        out = x.unary(cls.op)
+        ctx.save_for_backward(out if cls.saves_output else x)
+        return out
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        (saved,) = ctx.saved_tensors
+        return grad * cls.derivative(saved)
+
+
+_INT_SAFE = frozenset(("neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc"))
+
+
+# Activations torch computes for floating inputs only (integer inputs raise rather than promote).
+_FLOAT_ONLY = frozenset(("gelu", "gelu_tanh", "silu", "softplus"))
+
+
+class Neg(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray) -> NDArray:
+        if x.dtype is dtypes.bool_:
+            raise RuntimeError("neg: negation, the `-` operator, on a bool tensor is not supported. "
+                               "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+        return x.unary("neg")
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Exp(Unary):
+    op, saves_output = "exp", True
+
+    @staticmethod
+    def derivative(out):
+        return out
+
+
+class Exp2(Unary):
+    op, saves_output = "exp2", True
+
+    @staticmethod
+    def derivative(out):
+        return out * math.log(2.0)
+
+
+class Expm1(Unary):
+    op, saves_output = "expm1", True
+
+    @staticmethod
+    def derivative(out):
+        return out + 1
+
+
+class Log(Unary):
+    op = "log"
+
+    @staticmethod
+    def derivative(x):
+        return 1 / x
+
+
+class Log2(Unary):
+    op = "log2"
+
+    @staticmethod
+    def derivative(x):
+        return 1 / (x * math.log(2.0))
+
+
+class Log1p(Unary):
+    op = "log1p"
+
+    @staticmethod
+    def derivative(x):
+        return 1 / (x + 1)
+
+
+class Sqrt(Unary):
+    op, saves_output = "sqrt", True
+
+    @staticmethod
+    def derivative(out):
+        return 0.5 / out
+
+
+class Rsqrt(Unary):
+    op, saves_output = "rsqrt", True
+
+    @staticmethod
+    def derivative(out):
+        return -0.5 * out * out * out
+
+
+class Reciprocal(Unary):
+    op, saves_output = "reciprocal", True
+
+    @staticmethod
+    def derivative(out):
+        return -out * out
+
+
+class Sin(Unary):
+    op = "sin"
+
+    @staticmethod
+    def derivative(x):
+        return x.cos()
+
+
+class Cos(Unary):
+    op = "cos"
+
+    @staticmethod
+    def derivative(x):
+        return -x.sin()
+
+
+class Tan(Unary):
+    op, saves_output = "tan", True
+
+    @staticmethod
+    def derivative(out):
+        return 1 + out * out
+
+
+class Tanh(Unary):
+    op, saves_output = "tanh", True
+
+    @staticmethod
+    def derivative(out):
+        return 1 - out * out
+
+
+class Sigmoid(Unary):
+    op, saves_output = "sigmoid", True
+
+    @staticmethod
+    def derivative(out):
+        return out * (1 - out)
+
+
+class Relu(Unary):
+    op, saves_output = "relu", True
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        (out,) = ctx.saved_tensors
+        # A select instead of multiplying by a cast mask: two kernels, not three.
+        return where(out > 0, grad, 0.0)
+
+
+class Gelu(Unary):
+    op = "gelu"
+
+    @staticmethod
+    def derivative(x):
+        cdf = 0.5 * (1 + (x * (1 / math.sqrt(2.0))).erf())
+        pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
+        return cdf + x * pdf
+
+
+class GeluTanh(Unary):
+    op = "gelu_tanh"
+
+    @staticmethod
+    def derivative(x):
+        k = math.sqrt(2 / math.pi)
+        inner = k * (x + 0.044715 * x * x * x)
+        t = inner.tanh()
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x)
+
+
+class Silu(Unary):
+    op = "silu"
+
+    @staticmethod
+    def derivative(x):
+        s = x.sigmoid()
+        return s * (1 + x * (1 - s))
+
+
+class Softplus(Unary):
+    op = "softplus"
+
+    @staticmethod
+    def derivative(x):
+        return x.sigmoid()
+
+
+class Erf(Unary):
+    op = "erf"
+
+    @staticmethod
+    def derivative(x):
+        return (2 / math.sqrt(math.pi)) * (-x * x).exp()
+
+
+class Abs(Unary):
+    op = "abs"
+
+    @staticmethod
+    def derivative(x):
+        return x.sign()
+
+
+class ZeroGradUnary(Primitive):
+    """Piecewise-constant unary ops (sign, floor, ceil, round, trunc): gradient zero, as in torch."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, op: str) -> NDArray:
+        ctx.shape_dtype = (x.shape, x.dtype)
+        return x.unary(op)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 0, None
+
+
+class Cast(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray, dtype: dtypes.dtype) -> NDArray:
+        ctx.dtype = x.dtype
+        return x.astype(dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.to(ctx.dtype), None
+
+
+def neg(input: Tensor) -> Tensor:
+    return Neg.apply(input)
+
+
+negative = neg
+
+
+def _reject_bool(op: str, x: Tensor) -> None:
+    """torch implements some integer-safe ops for every dtype except bool."""
+    if x.dtype is dtypes.bool_:
+        raise NotImplementedError(f"{op}: not implemented for 'bool'")
+
+
+def abs(input: Tensor) -> Tensor:
+    _reject_bool("abs", input)
+    if input.dtype.category < 2:
+        return NoGradUnary.apply(input, "abs")
+    return Abs.apply(input)
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    return Reciprocal.apply(input)
+
+
+def exp(x: Tensor) -> Tensor:
+    (x,) = autocast_args("exp", x)
+    return Exp.apply(x)
+
+
+def exp2(x: Tensor) -> Tensor:
+    return Exp2.apply(x)
+
+
+def expm1(x: Tensor) -> Tensor:
+    return Expm1.apply(x)
+
+
+def log(x: Tensor) -> Tensor:
+    (x,) = autocast_args("log", x)
+    return Log.apply(x)
+
+
+def log2(x: Tensor) -> Tensor:
+    return Log2.apply(x)
+
+
+def log10(x: Tensor) -> Tensor:
+    return Log.apply(x) * (1 / math.log(10.0))
+
+
+def log1p(x: Tensor) -> Tensor:
+    return Log1p.apply(x)
+
+
+def sqrt(x: Tensor) -> Tensor:
+    return Sqrt.apply(x)
+
+
+def rsqrt(x: Tensor) -> Tensor:
+    return Rsqrt.apply(x)
+
+
+def square(x: Tensor) -> Tensor:
+    if x.dtype is dtypes.bool_:
+        x = x.to(dtypes.int64)
+    return Mul.apply(x, x)
+
+
+def sin(x: Tensor) -> Tensor:
+    return Sin.apply(x)
+
+
+def cos(x: Tensor) -> Tensor:
+    return Cos.apply(x)
+
+
+def tan(x: Tensor) -> Tensor:
+    return Tan.apply(x)
+
+
+def tanh(x: Tensor) -> Tensor:
+    return Tanh.apply(x)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return Sigmoid.apply(x)
+
+
+def relu(x: Tensor) -> Tensor:
+    if x.dtype is dtypes.bool_:
+        raise RuntimeError("relu: Boolean inputs not supported for relu")
+    if x.dtype.category < 2:
+        return NoGradUnary.apply(x, "relu")
+    return Relu.apply(x)
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """GELU, exact (``x * Phi(x)``) or with the tanh approximation."""
+    if approximate == "none":
+        return Gelu.apply(x)
+    if approximate == "tanh":
+        return GeluTanh.apply(x)
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got '{approximate}'")
+
+
+def silu(x: Tensor) -> Tensor:
+    return Silu.apply(x)
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold`` (torch's softplus)."""
+    if beta == 1.0 and threshold == 20.0:
+        return Softplus.apply(x)
+    scaled = x * beta
+    return where(scaled > threshold, x, Softplus.apply(scaled) / beta)
+
+
+def erf(x: Tensor) -> Tensor:
+    return Erf.apply(x)
+
+
+def _rounding(op: str):
+    def fn(x: Tensor) -> Tensor:
+        if op != "sign":
+            _reject_bool(op, x)
+        if x.dtype.category < 2 and op != "sign":
+            return x.clone()
+        return ZeroGradUnary.apply(x, op)
+
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise {op} (gradient zero, as in torch)."
+    return fn
+
+
+sign = _rounding("sign")
+
+
+floor = _rounding("floor")
+
+
+ceil = _rounding("ceil")
+
+
+trunc = _rounding("trunc")
+
+
+def round(x: Tensor, decimals: int = 0) -> Tensor:
+    """Round half to even, optionally to ``decimals`` places."""
+    if decimals == 0:
+        return _rounding("round")(x)
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f"round: decimals={decimals} not implemented for '{x.dtype.name}'")
+    scale = 10.0 ** decimals
+    return _rounding("round")(x * scale) / scale
+
+
+def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """Replace NaN with ``nan`` and infinities with the given values (default: the dtype's finite extremes)."""
+    if x.dtype.category < 2:
+        return x.clone()
+    big = _finfo_max(x.dtype)
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    out = where(isnan(x), nan, x)
+    out = where(out == math.inf, posinf, out)
+    return where(out == -math.inf, neginf, out)
+
+
+def _finfo_max(d: dtypes.dtype) -> float:
+    return {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
+            "float64": 1.7976931348623157e308}[d.name]
+
+
+def signbit(input: Tensor) -> Tensor:
+    """True where the sign bit is set (so for -0.0 and negative NaN too); bool result."""
+    if input.dtype is dtypes.bool_:
+        return input.detach() & False
+    if not input.dtype.is_floating_point:
+        return lt(input.detach(), 0)
+    return NoGradUnary.apply(input, "signbit")
+
+
+def frac(input: Tensor) -> Tensor:
+    """Fractional part ``input - trunc(input)`` with the sign of the input; floating tensors only."""
+    _reject_integers("frac", input.dtype)
+    return input - trunc(input)
+
+
+def fix(input: Tensor) -> Tensor:
+    """Alias of :func:`trunc` (round toward zero)."""
+    return trunc(input)
+
+
+def sgn(input: Tensor) -> Tensor:
+    """``sign`` extended to complex numbers; for real tensors the same as :func:`sign`."""
+    return sign(input)
+
+
+def positive(input: Tensor) -> Tensor:
+    """Returns ``input`` itself (unary plus); bool tensors are rejected as in torch."""
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("positive: The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def deg2rad(input: Tensor) -> Tensor:
+    """Degrees to radians; integer inputs promote to the default float dtype."""
+    if not input.dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    return input * (math.pi / 180.0)
+
+
+def rad2deg(input: Tensor) -> Tensor:
+    """Radians to degrees; integer inputs promote to the default float dtype."""
+    if not input.dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    return input * (180.0 / math.pi)
+
+
+def angle(input: Tensor) -> Tensor:
+    """Argument of each (real) element: pi where negative, else 0, NaN for NaN; the gradient is zero (torch)."""
+    if not input.dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    x = input.detach()
+    out = where(isnan(x), x, (x < 0).to(x.dtype) * math.pi)
+    if input.requires_grad:
+        out = where(ones_like_bool(x), out, input)  # a graph node whose input gradient is zero
+    return out
+
+
+def real(input: Tensor) -> Tensor:
+    """The real part: the tensor itself (Genesis has no complex dtypes)."""
+    return input
+
+
+def imag(input: Tensor) -> Tensor:
+    """The imaginary part, which real tensors do not have (as torch, an error)."""
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+def conj(input: Tensor) -> Tensor:
+    """Complex conjugate: the tensor itself for real dtypes (as torch, no copy)."""
+    return input
+
+
+conj_physical = resolve_conj = resolve_neg = conj
+
+
+__all__ = [
+    "neg", "abs", "reciprocal", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "square",
+    "sin", "cos", "tan", "tanh", "sigmoid", "relu", "gelu", "silu", "softplus", "erf", "sign", "floor", "ceil",
+    "round", "trunc", "nan_to_num", "negative", "signbit", "frac", "fix", "sgn", "positive", "deg2rad", "rad2deg",
+    "angle", "real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg",
+]

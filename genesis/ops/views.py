@@ -1,0 +1,371 @@
+"""Views and copies of one tensor's elements: reshape, view, permute, transpose, expand, squeeze, narrow,
+select, diagonal, unfold, contiguous and clone. Views only change NDArray metadata; their outputs share
+the input's memory, and their gradient is written back through the same view.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+from genesis import dtypes
+from genesis import memory_format as _mf
+from genesis.autograd import Primitive
+from genesis.autograd.engine import _sum_to_shape
+from genesis.ndarray import NDArray, broadcast_shapes, infer_shape, normalize_dim, normalize_dims, view_strides
+from genesis.ops._args import _shape_args
+from genesis.tensor import Tensor
+
+
+class View(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x: NDArray, shape: tuple[int, ...], op: str) -> NDArray:
+        ctx.shape = x.shape
+        return x.view(shape, op)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shape), None, None
+
+
+class Reshape(Primitive):
+    """A reshape that must copy: the output owns new memory (``reshape`` sends viewable ones to View)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, shape: tuple[int, ...]) -> NDArray:
+        ctx.shape = x.shape
+        return x.reshape(shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shape), None
+
+
+class Permute(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dims: tuple[int, ...]) -> NDArray:
+        out = x.permute(dims)
+        ctx.dims = tuple(d % max(x.ndim, 1) for d in dims)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        inverse = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):
+            inverse[d] = i
+        return grad.permute(inverse), None
+
+
+class Transpose(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x: NDArray, d0: int, d1: int) -> NDArray:
+        ctx.dims = (d0, d1)
+        return x.transpose(d0, d1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.transpose(*ctx.dims), None, None
+
+
+class Expand(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x: NDArray, shape: tuple[int, ...], op: str = "expand") -> NDArray:
+        ctx.shape = x.shape
+        return x.expand(shape, op)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _sum_to_shape(grad, ctx.shape), None, None
+
+
+class Squeeze(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dims: tuple[int, ...] | None) -> NDArray:
+        ctx.shape = x.shape
+        return x.squeeze(dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shape), None
+
+
+class Unsqueeze(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int) -> NDArray:
+        ctx.shape = x.shape
+        return x.unsqueeze(dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shape), None
+
+
+def _overlaps(view: NDArray) -> bool:
+    """Whether two indices of a strided view can reach the same element (so a plain copy would lose some)."""
+    if view.size == 0:
+        return False
+    # Walking dims from the smallest stride up, each stride must step past everything the smaller ones reach.
+    extent = 0
+    for stride, size in sorted((abs(s), n) for n, s in zip(view.shape, view.strides) if n > 1):
+        if stride <= extent:
+            return True
+        extent += stride * (size - 1)
+    return False
+
+
+class ViewBackwardFill(Primitive):
+    """Gradient of a view: zeros of the base shape with the gradient written through the same view."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, shape: tuple[int, ...], make_view: Callable) -> NDArray:
+        ctx.make_view = make_view
+        out = NDArray.full(shape, 0, grad.dtype, grad.device)
+        view = make_view(out)
+        if not _overlaps(view):
+            view.copy_(grad)
+            return out
+        # Elements seen several times through the view (unfold, as_strided) sum their gradients: find each view
+        # element's position in the base by viewing an arange the same way, then scatter-add there.
+        positions = make_view(out.backend.arange(0, out.size, 1, dtypes.int64, out.device).reshape(shape))
+        flat_grad = grad.contiguous().reshape((-1,))
+        out.backend.index_put_(out.reshape((-1,)), (positions.contiguous().reshape((-1,)),), flat_grad, True)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return view_of(grad, ctx.make_view), None, None
+
+
+class ViewOf(Primitive):
+    """A view given by a function of the NDArray (slicing, narrow, diagonal, unfold, as_strided)."""
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x: NDArray, make_view) -> NDArray:
+        ctx.meta = (x.shape, make_view)
+        return make_view(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, make_view = ctx.meta
+        return ViewBackwardFill.apply(grad, shape, make_view), None
+
+
+class Clone(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray) -> NDArray:
+        return x.backend.contiguous(x) if not x.is_contiguous() else x.backend.cast(x, x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class ToMemoryFormat(Primitive):
+    """A copy of x laid out as ``strides`` (a memory format's dense strides); the gradient passes through."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, *, strides: tuple[int, ...]) -> NDArray:
+        order = sorted(range(x.ndim), key=lambda d: -strides[d])  # dims from outermost to innermost in memory
+        stored = NDArray.empty(tuple(x.shape[d] for d in order), x.dtype, x.device)
+        out = stored.permute(tuple(order.index(d) for d in range(x.ndim)))
+        return out.copy_(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class ToDevice(Primitive):
+    """Copy to another device; the gradient goes back to the source device."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, device) -> NDArray:
+        ctx.device = x.device
+        return x.to(device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.to(ctx.device), None
+
+
+def reshape(input: Tensor, *shape: Any) -> Tensor:
+    """A view when the strides allow one (sharing memory and version counter, as torch), else a copy."""
+    nd = input.ndarray
+    target = infer_shape("reshape", _shape_args("reshape", shape), nd.size)
+    if view_strides(nd.shape, nd.strides, target) is not None:
+        return View.apply(input, target, "reshape")
+    return Reshape.apply(input, target)
+
+
+def view(input: Tensor, *shape: Any) -> Tensor:
+    if len(shape) == 1 and (isinstance(shape[0], dtypes.dtype)):
+        raise RuntimeError("view(dtype) is not supported by Genesis; use .to(dtype) to convert")
+    return View.apply(input, _shape_args("view", shape), "view")
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if input.ndim == 0:
+        return reshape(input, 1)
+    s = normalize_dim("flatten", start_dim, input.ndim)
+    e = normalize_dim("flatten", end_dim, input.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = input.shape[:s] + (math.prod(input.shape[s:e + 1]),) + input.shape[e + 1:]
+    return reshape(input, shape)
+
+
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    d = normalize_dim("unflatten", dim, input.ndim)
+    sizes = infer_shape("unflatten", sizes, input.shape[d])
+    return reshape(input, input.shape[:d] + tuple(sizes) + input.shape[d + 1:])
+
+
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:
+    dims = None if dim is None else normalize_dims("squeeze", dim, input.ndim)
+    return Squeeze.apply(input, dims)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    return Unsqueeze.apply(input, dim)
+
+
+def permute(input: Tensor, *dims: Any) -> Tensor:
+    dims = _shape_args("permute", dims)
+    if len(dims) != input.ndim:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+            f"desired ordering of dimensions i.e. input.dim() = {input.ndim} is not equal to len(dims) = {len(dims)}"
+        )
+    return Permute.apply(input, dims)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    if input.ndim == 0:
+        normalize_dim("transpose", dim0, 0)
+        normalize_dim("transpose", dim1, 0)
+        return input
+    return Transpose.apply(input, dim0, dim1)
+
+
+def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [normalize_dim("movedim", d, input.ndim) for d in src]
+    dst = [normalize_dim("movedim", d, input.ndim) for d in dst]
+    order = [d for d in range(input.ndim) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+swapaxes = transpose
+
+
+swapdims = transpose
+
+
+def ravel(input: Tensor) -> Tensor:
+    """The flattened tensor (a view when the layout allows one)."""
+    return reshape(input, -1)
+
+
+def t(input: Tensor) -> Tensor:
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def expand(input: Tensor, *shape: Any) -> Tensor:
+    return Expand.apply(input, _shape_args("expand", shape))
+
+
+def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
+    return Expand.apply(input, tuple(shape), "broadcast_to")
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
+    shape = broadcast_shapes("broadcast_tensors", *(t.shape for t in tensors))
+    return tuple(broadcast_to(t, shape) for t in tensors)
+
+
+def view_of(input: Tensor, make_view: Callable[[NDArray], NDArray]) -> Tensor:
+    """A differentiable view given by a function of the NDArray (used by slicing, narrow, diagonal ...)."""
+    return ViewOf.apply(input, make_view)
+
+
+def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
+    d = normalize_dim("narrow", dim, input.ndim)
+    start = int(start)
+    n = input.shape[d]
+    if start < 0:
+        start += n
+    if not 0 <= start <= n or length < 0 or start + length > n:
+        raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return view_of(input, lambda x: x.narrow(d, start, length))
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    d = normalize_dim("select", dim, input.ndim)
+    n = input.shape[d]
+    if not -n <= index < n:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {d}"
+        )
+    key = (slice(None),) * d + (index,)
+    return view_of(input, lambda x: x.basic_index(key))
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    return view_of(input, lambda x: x.diagonal(offset, dim1, dim2))
+
+
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Sliding windows of ``size`` with ``step`` along ``dimension`` as a new last dim (Tensor.unfold)."""
+    return view_of(input, lambda x: x.unfold(dimension, size, step))
+
+
+def contiguous(input: Tensor, memory_format: _mf.memory_format = _mf.contiguous_format) -> Tensor:
+    """``input`` if it is dense in ``memory_format`` (row-major by default, or channels_last), else such a copy."""
+    if memory_format is _mf.contiguous_format:
+        return input if input.is_contiguous() else Clone.apply(input)
+    _mf.check("contiguous", memory_format)
+    if memory_format is _mf.preserve_format:
+        if input.is_contiguous():
+            return input
+        raise RuntimeError("contiguous(): preserve memory format is unsupported by the contiguous operator")
+    strides = _mf.strides(tuple(input.shape), memory_format)
+    return input if input.is_contiguous(memory_format=memory_format) else ToMemoryFormat.apply(input, strides=strides)
+
+
+def clone(input: Tensor, memory_format: _mf.memory_format = _mf.preserve_format) -> Tensor:
+    """A copy of ``input``; ``preserve_format`` keeps a channels_last layout, other formats set the copy's layout."""
+    fmt = _mf.check("clone", memory_format)
+    if fmt is _mf.preserve_format:
+        fmt = _mf.suggest(tuple(input.shape), input.stride())
+    if fmt is _mf.contiguous_format:
+        return Clone.apply(input)
+    return ToMemoryFormat.apply(input, strides=_mf.strides(tuple(input.shape), fmt))
+
+
+__all__ = [
+    "reshape", "view", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose", "movedim", "moveaxis",
+    "swapaxes", "swapdims", "ravel", "t", "expand", "broadcast_to", "broadcast_tensors", "narrow", "select",
+    "diagonal", "unfold", "contiguous", "clone",
+]
