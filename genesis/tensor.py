@@ -786,7 +786,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
     _genesis_dtype_of_numpy(array.dtype)
-    from genesis.backends.cpu import from_numpy_shared
+    from genesis._impl.cpu import from_numpy_shared
 
     return Tensor._wrap(from_numpy_shared(array))
 

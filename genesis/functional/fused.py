@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from genesis import amp, dtypes
 from genesis.autograd import is_grad_enabled
-from genesis.backends import sdp
+from genesis.backends import cuda as sdp
 from genesis.functional.elementwise import Primitive
 from genesis.functional.reduce import Softmax
 from genesis.ndarray import NDArray, normalize_dim
