@@ -338,7 +338,7 @@ def bench_cnn(rows: list, rep: int) -> None:
 def sweep_attention(rep: int, head_dims: tuple[int, ...] = (128, 64)) -> dict:
     """Time tile configurations of Genesis's Triton flash-attention kernels (forced, not cuDNN) on the SDPA shape
     (causal bf16 B4 H16 S2048), print them fastest first and return the fastest per (kernel, head dim class)."""
-    from genesis.backends.cuda import nn_fused
+    from genesis._impl.cuda import nn_fused
 
     best = {}
     default = dict(nn_fused.ATTENTION_CONFIGS)

@@ -31,7 +31,7 @@ TD = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.flo
 
 
 def g_bench(fn: Callable[[], Any], rep: int) -> float:
-    from genesis.backends.cuda.triton_driver import do_bench
+    from genesis._impl.cuda.triton_driver import do_bench
 
     return do_bench(fn, warmup=3, rep=rep)
 
@@ -119,7 +119,7 @@ def bench_index(rows: list, quick: bool, rep: int) -> None:
     check_close("gather", genesis.gather(gx, 1, gi), torch.gather(x, 1, idx), 0)
     device_row(rows, "gather dim1 8192x8192 -> 8192x1024 fp32", "index", "GB/s", idx.numel() * (8 + 4 + 4),
                lambda: genesis.gather(gx, 1, gi), lambda: torch.gather(x, 1, idx), rep)
-    from genesis.backends import cuda as backend
+    from genesis._impl import cuda as backend
 
     nx, ni = gx.ndarray, gi.ndarray
     device_row(rows, "gather kernel only (backend primitive)", "index", "GB/s", idx.numel() * (8 + 4 + 4),
@@ -215,7 +215,7 @@ def bench_host(rows: list, quick: bool) -> None:
 
 def bench_allocator(rows: list) -> None:
     """Host time of a cached 1 MiB alloc+free pair: Genesis's free list and the driver pool vs torch's allocator."""
-    from genesis.backends.cuda import allocator, runtime
+    from genesis._impl.cuda import allocator, runtime
 
     def pair_us(alloc: allocator.CachingAllocator) -> float:
         stream = runtime.stream_handle()

@@ -1,7 +1,7 @@
 """Time tile configurations of Genesis's fused norm, cross-entropy and SwiGLU kernels on one CUDA GPU.
 
 Each kernel is launched through its backend primitive (no autograd, little host overhead) for every candidate
-entry of its table in ``genesis/backends/cuda/nn_fused.py`` (``NORM_CONFIGS``, ``CE_CONFIGS``, ``SWIGLU_CONFIGS``),
+entry of its table in ``genesis/_impl/cuda/nn_fused.py`` (``NORM_CONFIGS``, ``CE_CONFIGS``, ``SWIGLU_CONFIGS``),
 and the candidates are printed fastest first with the bandwidth of the bytes the kernel must move. The last lines
 give the host time of one ``nn.functional`` call on a tiny input (what a launch costs on the CPU side).
 
@@ -19,8 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import genesis  # noqa: E402
 import genesis.nn.functional as F  # noqa: E402
-from genesis.backends.cuda import nn_fused as nf  # noqa: E402
-from genesis.backends.cuda.triton_driver import do_bench  # noqa: E402
+from genesis._impl.cuda import nn_fused as nf  # noqa: E402
+from genesis._impl.cuda.triton_driver import do_bench  # noqa: E402
 
 
 def _nd(shape: tuple[int, ...], dtype: genesis.dtype) -> Any:

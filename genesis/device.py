@@ -56,7 +56,7 @@ class device:
         b = self._backend
         if b is None:
             if self.type == "cpu":
-                b = importlib.import_module("genesis.backends.cpu")
+                b = importlib.import_module("genesis._impl.cpu")
             else:
                 b = _cuda_backend(self)
             self._backend = b
@@ -66,9 +66,7 @@ class device:
         """Whether this device can be used on this machine."""
         if self.type == "cpu":
             return True
-        from genesis import cuda
-
-        return cuda.is_available() and self.index < cuda.device_count()
+        return self.index < _cuda_probe().device_count()
 
     def __repr__(self) -> str:
         if self.index is None:
@@ -82,17 +80,21 @@ class device:
         return (device, (str(self),))
 
 
-def _cuda_backend(dev: device) -> ModuleType:
-    from genesis import cuda
+def _cuda_probe() -> ModuleType:
+    """Whether and how many CUDA devices can be used, known without importing the CUDA backend."""
+    return importlib.import_module("genesis._impl.cuda_probe")
 
-    if not cuda.is_available():
+
+def _cuda_backend(dev: device) -> ModuleType:
+    probe = _cuda_probe()
+    if not probe.is_available():
         raise RuntimeError(
             f"device {dev}: CUDA is not available on this machine (no NVIDIA driver or GPU was found, or the "
             "Genesis CUDA dependencies cuda-python and triton are not installed)"
         )
-    if dev.index >= cuda.device_count():
-        raise RuntimeError(f"device {dev}: invalid device ordinal, only {cuda.device_count()} CUDA device(s) present")
-    return importlib.import_module("genesis.backends.cuda")
+    if dev.index >= probe.device_count():
+        raise RuntimeError(f"device {dev}: invalid device ordinal, only {probe.device_count()} CUDA device(s) present")
+    return importlib.import_module("genesis._impl.cuda")
 
 
 cpu = device("cpu")

@@ -2,7 +2,7 @@
 
 An NDArray is ``(buffer, shape, strides, offset, dtype, device)``. Views (reshape, permute, expand, slicing,
 diagonal, ...) are computed here from metadata alone and share the buffer; compute calls go to the device's backend
-module (see ``genesis.backends`` for the contract) after the bookkeeping every backend shares: type promotion,
+module (see ``genesis._impl.contract`` for the contract) after the bookkeeping every backend shares: type promotion,
 device checks and dim normalization. NDArray knows nothing about autograd.
 """
 

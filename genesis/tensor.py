@@ -1,8 +1,9 @@
 """Tensor: the user-facing array with autograd metadata, and the creation functions.
 
 A Tensor holds an NDArray (``.ndarray``) and the autograd fields (``requires_grad``, ``grad``, ``grad_fn``).
-Its operators and methods delegate to ``genesis.functional``, where every op is a ``Function`` with forward and
-backward; the Tensor itself never computes.
+Its operators and most methods are the ops of ``genesis.ops``, bound onto the class by the op registry
+(``genesis.ops.registry.bind``); every op is a ``Function`` with forward and backward, and the Tensor itself never
+computes.
 """
 
 from __future__ import annotations
@@ -643,9 +644,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
     dtypes.from_numpy(array.dtype)
-    from genesis.backends.cpu import from_numpy_shared
-
-    return Tensor._wrap(from_numpy_shared(array))
+    return Tensor._wrap(_cpu.backend.from_numpy_shared(array))
 
 
 def from_dlpack(obj: Any) -> Tensor:

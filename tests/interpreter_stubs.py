@@ -26,7 +26,7 @@ def patch_loop_bounds() -> None:
 
 
 class Runtime:
-    """The parts of ``genesis.backends.cuda.runtime`` the launchers use, for a pretend GPU of three SMs."""
+    """The parts of ``genesis._impl.cuda.runtime`` the launchers use, for a pretend GPU of three SMs."""
 
     def ensure_device(self, index: int) -> None:
         pass
@@ -49,8 +49,8 @@ def launcher(self: Any, types: tuple, consts: tuple, num_warps: int = 4, num_sta
 
 def install(module: Any) -> None:
     """Point ``module``'s allocation, pointer and launch helpers at CPU arrays and the interpreter."""
-    import genesis.backends.cpu as cpu
-    from genesis.backends.cuda import triton_driver as td
+    import genesis._impl.cpu as cpu
+    from genesis._impl.cuda import triton_driver as td
 
     td.Kernel.launcher = launcher
     module.rt = Runtime()

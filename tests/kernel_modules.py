@@ -1,6 +1,6 @@
 """Genesis's Triton kernels on machines without cuda-python or a GPU driver (helpers of the CI kernel tests).
 
-The kernel modules need only Triton; their package ``genesis.backends.cuda`` initializes the CUDA runtime on import.
+The kernel modules need only Triton; their package ``genesis._impl.cuda`` initializes the CUDA runtime on import.
 Where that fails, the kernels are loaded through a bare stand-in package, which is removed again afterwards.
 """
 
@@ -16,21 +16,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def kernel_modules(names: Iterable[str]) -> dict[str, types.ModuleType]:
-    """``{name: genesis.backends.cuda.kernels.<name>}``, importable without cuda-python or a driver."""
-    saved = {k: v for k, v in sys.modules.items() if k.startswith("genesis.backends.cuda")}
+    """``{name: genesis._impl.cuda.kernels.<name>}``, importable without cuda-python or a driver."""
+    saved = {k: v for k, v in sys.modules.items() if k == "genesis._impl.cuda" or k.startswith("genesis._impl.cuda.")}
     try:
-        importlib.import_module("genesis.backends.cuda")
+        importlib.import_module("genesis._impl.cuda")
         loaded = True
     except Exception:  # noqa: BLE001 - no cuda-python here: load the kernels through a bare package
         loaded = False
-        pkg = types.ModuleType("genesis.backends.cuda")
-        pkg.__path__ = [os.path.join(ROOT, "genesis", "backends", "cuda")]
-        sys.modules["genesis.backends.cuda"] = pkg
+        pkg = types.ModuleType("genesis._impl.cuda")
+        pkg.__path__ = [os.path.join(ROOT, "genesis", "_impl", "cuda")]
+        sys.modules["genesis._impl.cuda"] = pkg
     try:
-        return {n: importlib.import_module(f"genesis.backends.cuda.kernels.{n}") for n in names}
+        return {n: importlib.import_module(f"genesis._impl.cuda.kernels.{n}") for n in names}
     finally:
         if not loaded:
-            for k in [k for k in sys.modules if k.startswith("genesis.backends.cuda")]:
+            for k in [k for k in sys.modules if k == "genesis._impl.cuda" or k.startswith("genesis._impl.cuda.")]:
                 del sys.modules[k]
             sys.modules.update(saved)
 

@@ -9,7 +9,7 @@ import torch
 
 import genesis
 import genesis.nn.functional as F
-from genesis.backends import sdp
+from genesis.backends import cuda as sdp
 from genesis.nn.attention import SDPBackend, sdpa_kernel
 from tests.helpers import DEVICE, requires_cuda, to_genesis, to_torch
 
@@ -98,7 +98,7 @@ def test_backward_runs_on_the_kernel_of_its_forward(forward: SDPBackend, backwar
 
 @requires_cuda
 def test_the_faster_kernel_is_timed_once_per_shape_class() -> None:
-    from genesis.backends.cuda import sdpa
+    from genesis._impl.cuda import attention as sdpa
 
     ts, (q, k, v, dy) = _inputs(1, 8, 8, 500, 500, 128, 1)
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)

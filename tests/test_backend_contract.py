@@ -1,7 +1,9 @@
-"""The backend contract: every backend implements every primitive of ``genesis.backends.PRIMITIVES``.
+"""The backend contract: every backend implements every primitive of ``genesis._impl.contract.PRIMITIVES``, with
+the parameters listed there.
 
-The CPU backend is imported. The CUDA backend is imported where a GPU is present; elsewhere its source is parsed,
-so a missing primitive or a signature that drifted from the CPU backend's shows on any machine. The op lists
+The CPU backend is imported. The CUDA backend is imported where a GPU is present; elsewhere its source is parsed
+(following its package's imports to the module of each primitive), so a missing primitive or a signature that drifted
+from the contract shows on any machine. The op lists
 (UNARY_OPS, BINARY_OPS, REDUCE_OPS) are run through the backend of the test device and compared with torch.
 """
 
@@ -17,17 +19,23 @@ import pytest
 import torch
 
 import genesis
-import genesis.backends as contract
+from genesis._impl import contract
 from genesis.device import device as Device
 from genesis.ndarray import NDArray
 from tests.helpers import DEVICE, TORCH_DTYPE, assert_same, to_genesis, to_torch
 
 PACKAGE = Path(genesis.__file__).parent
-CUDA_PACKAGE = PACKAGE / "backends" / "cuda"
+CUDA_PACKAGE = PACKAGE / "_impl" / "cuda"
+
+
+def _contract_parameters(name: str) -> list[str]:
+    """The parameter names the contract lists for ``name``: its entry starts with ``(a, b, ...):``."""
+    entry = contract.PRIMITIVES[name]
+    return [p.strip() for p in entry[1:entry.index("):")].split(",")]
 
 
 def _cpu_parameters(name: str) -> list[str]:
-    import genesis.backends.cpu as cpu
+    import genesis._impl.cpu as cpu
 
     return list(inspect.signature(getattr(cpu, name)).parameters)
 
@@ -43,12 +51,13 @@ def _ast_parameters(node: ast.FunctionDef) -> list[str]:
     return names
 
 
-def _module_definitions(path: Path, seen: set[Path] | None = None) -> dict[str, ast.AST]:
-    """Top-level names a module defines or imports (following ``from x import *`` within the package)."""
-    seen = seen if seen is not None else set()
-    seen.add(path)
+def _module_definitions(path: Path, memo: dict[Path, dict[str, ast.AST]] | None = None) -> dict[str, ast.AST]:
+    """Top-level names a module defines, or imports from a module of the package (followed to the definition)."""
+    memo = memo if memo is not None else {}
+    if path in memo:
+        return memo[path]
+    names: dict[str, ast.AST] = memo.setdefault(path, {})
     tree = ast.parse(path.read_text(), filename=str(path))
-    names: dict[str, ast.AST] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names[node.name] = node
@@ -59,24 +68,26 @@ def _module_definitions(path: Path, seen: set[Path] | None = None) -> dict[str, 
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names[node.target.id] = node
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined: dict[str, ast.AST] = {}
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("genesis."):
+                source = PACKAGE.parent / Path(*node.module.split("."))
+                source = source.with_suffix(".py") if source.with_suffix(".py").exists() else source / "__init__.py"
+                if source.exists():
+                    defined = _module_definitions(source, memo)
             for alias in node.names:
-                if alias.name == "*" and isinstance(node, ast.ImportFrom) and node.module:
-                    source = PACKAGE.parent / Path(*node.module.split("."))
-                    source = source.with_suffix(".py") if source.with_suffix(".py").exists() else source / "__init__.py"
-                    if source.exists() and source not in seen:
-                        names.update(_module_definitions(source, seen))
+                if alias.name == "*":
+                    names.update(defined)
                 else:
-                    names[alias.asname or alias.name.split(".")[0]] = node
+                    names[alias.asname or alias.name.split(".")[0]] = defined.get(alias.name, node)
     return names
 
 
 # ------------------------------------------------------------------ the list itself
 
-def test_primitives_are_unique_and_documented() -> None:
-    assert len(set(contract.PRIMITIVES)) == len(contract.PRIMITIVES)
-    doc = contract.__doc__ or ""
-    undocumented = [name for name in contract.PRIMITIVES if f"{name}(" not in doc]
-    assert not undocumented, f"primitives missing from the contract's documentation: {undocumented}"
+def test_every_primitive_lists_its_parameters_and_what_it_computes() -> None:
+    malformed = [name for name, entry in contract.PRIMITIVES.items()
+                 if not entry.startswith("(") or "): " not in entry or not entry.split("): ", 1)[1].strip()]
+    assert not malformed, f"contract entries not written as '(parameters): what it computes': {malformed}"
 
 
 def test_op_lists_are_unique_and_comparisons_are_binary_ops() -> None:
@@ -88,17 +99,21 @@ def test_op_lists_are_unique_and_comparisons_are_binary_ops() -> None:
 # ------------------------------------------------------------------ every backend implements every primitive
 
 def test_cpu_backend_implements_every_primitive() -> None:
-    import genesis.backends.cpu as cpu
+    import genesis._impl.cpu as cpu
 
     missing = [name for name in contract.PRIMITIVES if not callable(getattr(cpu, name, None))]
     assert not missing, f"CPU backend lacks primitives: {missing}"
 
 
+def test_cpu_backend_signatures_match_the_contract() -> None:
+    drifted = {name: (_contract_parameters(name), _cpu_parameters(name)) for name in contract.PRIMITIVES
+               if _cpu_parameters(name) != _contract_parameters(name)}
+    assert not drifted, f"signatures differ from the contract (contract, cpu): {drifted}"
+
+
 def test_cuda_backend_implements_every_primitive() -> None:
-    if not CUDA_PACKAGE.is_dir():
-        pytest.skip("the CUDA backend package genesis/backends/cuda does not exist yet")
     if genesis.cuda.is_available():
-        import genesis.backends.cuda as cuda_backend
+        import genesis._impl.cuda as cuda_backend
 
         missing = [name for name in contract.PRIMITIVES if not callable(getattr(cuda_backend, name, None))]
     else:
@@ -107,23 +122,20 @@ def test_cuda_backend_implements_every_primitive() -> None:
     assert not missing, f"CUDA backend lacks primitives: {missing}"
 
 
-def test_cuda_backend_signatures_match_the_cpu_backend() -> None:
+def test_cuda_backend_signatures_match_the_contract() -> None:
     """The layers above call primitives positionally and by keyword, so every backend names arguments alike."""
-    if not CUDA_PACKAGE.is_dir():
-        pytest.skip("the CUDA backend package genesis/backends/cuda does not exist yet")
     names = _module_definitions(CUDA_PACKAGE / "__init__.py")
-    drifted = {}
-    for name in contract.PRIMITIVES:
-        node = names.get(name)
-        if isinstance(node, ast.FunctionDef) and _ast_parameters(node) != _cpu_parameters(name):
-            drifted[name] = (_cpu_parameters(name), _ast_parameters(node))
-    assert not drifted, f"signatures differ from the CPU backend (cpu, cuda): {drifted}"
+    not_functions = [name for name in contract.PRIMITIVES if not isinstance(names.get(name), ast.FunctionDef)]
+    assert not not_functions, f"CUDA primitives not found as functions in their modules: {not_functions}"
+    drifted = {name: (_contract_parameters(name), _ast_parameters(names[name])) for name in contract.PRIMITIVES
+               if _ast_parameters(names[name]) != _contract_parameters(name)}
+    assert not drifted, f"signatures differ from the contract (contract, cuda): {drifted}"
 
 
 def test_the_device_backend_is_the_module_for_its_device() -> None:
     dev = Device(DEVICE)
     backend = dev.backend
-    assert backend.__name__ == f"genesis.backends.{dev.type}"
+    assert backend.__name__ == f"genesis._impl.{dev.type}"
     assert all(callable(getattr(backend, name, None)) for name in contract.PRIMITIVES)
 
 
@@ -131,14 +143,14 @@ def test_torch_is_imported_only_by_the_cpu_backend() -> None:
     """Layering: nothing above the backends (and not the CUDA backend) imports torch."""
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "backends" / "cpu.py":
+        if path == PACKAGE / "_impl" / "cpu.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             if any(m == "torch" or m.startswith("torch.") for m in modules):
                 offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
-    assert not offenders, f"torch imported outside genesis/backends/cpu.py: {offenders}"
+    assert not offenders, f"torch imported outside genesis/_impl/cpu.py: {offenders}"
 
 
 # ------------------------------------------------------------------ every listed op runs on the test device

@@ -1,5 +1,5 @@
 """The CNN-layer kernels and the embedding gradient on a machine without a GPU: each compiles ahead of time for
-sm_90, and the CUDA backend's launchers (``genesis/backends/cuda/nn_layers.py``) compute the same values as the CPU
+sm_90, and the CUDA backend's launchers (``genesis/_impl/cuda/nn_layers.py``) compute the same values as the CPU
 backend under ``TRITON_INTERPRET=1``, with CPU arrays standing in for device memory (float32), with 32-bit and with
 64-bit index arithmetic.
 
@@ -95,9 +95,9 @@ import torch
 from tests.interpreter_stubs import patch_loop_bounds
 
 patch_loop_bounds()
-import genesis.backends.cpu as cpu
+import genesis._impl.cpu as cpu
 from genesis import dtypes
-from genesis.backends.cuda import nn_layers as nl
+from genesis._impl.cuda import nn_layers as nl
 from tests.interpreter_stubs import install
 
 install(nl)

@@ -70,11 +70,11 @@ _INTERPRETED = r"""
 import importlib, os, sys, types
 import torch
 root = sys.argv[1]
-pkg = types.ModuleType("genesis.backends.cuda")
-pkg.__path__ = [os.path.join(root, "genesis", "backends", "cuda")]
-sys.modules["genesis.backends.cuda"] = pkg
-ek = importlib.import_module("genesis.backends.cuda.kernels.elementwise")
-rk = importlib.import_module("genesis.backends.cuda.kernels.reduce")
+pkg = types.ModuleType("genesis._impl.cuda")
+pkg.__path__ = [os.path.join(root, "genesis", "_impl", "cuda")]
+sys.modules["genesis._impl.cuda"] = pkg
+ek = importlib.import_module("genesis._impl.cuda.kernels.elementwise")
+rk = importlib.import_module("genesis._impl.cuda.kernels.reduce")
 g = torch.Generator().manual_seed(0)
 a, b = torch.randn(1000, generator=g), torch.randn(1000, generator=g)
 out = torch.empty(1000)

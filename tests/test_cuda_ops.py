@@ -96,7 +96,7 @@ def test_assignment_through_repeated_indices_keeps_the_last_write() -> None:
 
 
 def test_matmul_layouts_and_fused_bias() -> None:
-    from genesis.backends.cuda import blas
+    from genesis._impl.cuda import blas
 
     a, ga = _pair(2, 1, 33, 40)
     b, gb = _pair(3, 40, 17, seed=1)

@@ -1,7 +1,7 @@
 """The fused neural-network Triton kernels on a machine without a GPU: each compiles ahead of time for sm_90, and
 each computes the right values (float32, against torch) under the Triton interpreter on CPU tensors.
 
-A third check runs the CUDA backend's launchers themselves (``genesis/backends/cuda/nn_fused.py``: layouts, strides,
+A third check runs the CUDA backend's launchers themselves (``genesis/_impl/cuda/nn_fused.py``: layouts, strides,
 broadcast tables and masks, grouped-query heads, block choices) under the interpreter, with CPU arrays standing in for
 device memory, against the CPU backend's implementation of the same primitives.
 
@@ -95,13 +95,13 @@ from tests.interpreter_stubs import patch_loop_bounds
 
 patch_loop_bounds()
 root = sys.argv[1]
-pkg = types.ModuleType("genesis.backends.cuda")
-pkg.__path__ = [os.path.join(root, "genesis", "backends", "cuda")]
-sys.modules["genesis.backends.cuda"] = pkg
-nk = importlib.import_module("genesis.backends.cuda.kernels.nn_norm")
-ck = importlib.import_module("genesis.backends.cuda.kernels.nn_cross_entropy")
-rk = importlib.import_module("genesis.backends.cuda.kernels.nn_rope_swiglu")
-sk = importlib.import_module("genesis.backends.cuda.kernels.nn_softmax")
+pkg = types.ModuleType("genesis._impl.cuda")
+pkg.__path__ = [os.path.join(root, "genesis", "_impl", "cuda")]
+sys.modules["genesis._impl.cuda"] = pkg
+nk = importlib.import_module("genesis._impl.cuda.kernels.nn_norm")
+ck = importlib.import_module("genesis._impl.cuda.kernels.nn_cross_entropy")
+rk = importlib.import_module("genesis._impl.cuda.kernels.nn_rope_swiglu")
+sk = importlib.import_module("genesis._impl.cuda.kernels.nn_softmax")
 g = torch.Generator().manual_seed(0)
 
 
@@ -214,7 +214,7 @@ for log in (False, True):
 # flash attention: GQA (4 query heads over 2 key heads), ragged lengths, an additive mask, causal with L > S and
 # L < S; nested tiles (32-row query blocks over 16-key blocks, 16-row query blocks inside 32-key blocks) so that both
 # the unmasked loops and the diagonal / tail loops run
-ak = importlib.import_module("genesis.backends.cuda.kernels.nn_attention")
+ak = importlib.import_module("genesis._impl.cuda.kernels.nn_attention")
 for B, H, HK, L, S, D, causal, use_mask in ((1, 4, 2, 19, 33, 16, False, True), (1, 2, 1, 40, 17, 16, True, False),
                                             (1, 2, 1, 70, 96, 16, True, True)):
     q = torch.randn(B, H, L, D, generator=g, dtype=torch.float64)
@@ -247,7 +247,7 @@ for B, H, HK, L, S, D, causal, use_mask in ((1, 4, 2, 19, 33, 16, False, True), 
     close(dv, vr.grad, "attention dv")
 
 # Adam / AdamW step against torch's optimizers, three steps
-adk = importlib.import_module("genesis.backends.cuda.kernels.nn_adamw")
+adk = importlib.import_module("genesis._impl.cuda.kernels.nn_adamw")
 for decoupled in (True, False):
     p0 = torch.randn(100, generator=g)
     ref = torch.nn.Parameter(p0.double())
@@ -330,8 +330,8 @@ def test_kernels_compute_right_values_under_the_interpreter() -> None:
 
 _LAUNCHERS = _INTERPRETED.split("root = sys.argv[1]")[0] + r"""
 import math
-import genesis.backends.cpu as cpu
-from genesis.backends.cuda import nn_fused as nf
+import genesis._impl.cpu as cpu
+from genesis._impl.cuda import nn_fused as nf
 from tests.interpreter_stubs import install
 
 # CPU arrays stand in for device memory: a "pointer" is the torch view itself, which the interpreter reads.

@@ -41,6 +41,9 @@ BACKEND = 2
 ALLOWED: dict[tuple[str, str], str] = {
     ("genesis.device", "genesis._impl.cpu"): "a device loads its backend on first use",
     ("genesis.device", "genesis._impl.cuda"): "a device loads its backend on first use (no GPU packages needed before)",
+    # Whether a CUDA device exists must be known before its backend is imported (that import needs the GPU packages
+    # and a driver); the probe imports nothing of Genesis, and the device layer may not import the CUDA packages.
+    ("genesis.device", "genesis._impl.cuda_probe"): "a device asks whether CUDA can run before loading its backend",
 }
 
 

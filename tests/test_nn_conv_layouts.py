@@ -195,9 +195,9 @@ def _cudnn_plans() -> int | None:
     """Number of cached cuDNN plans when convolutions on DEVICE go through cuDNN, else None."""
     if DEVICE != "cuda" or not CUDNN.is_available():
         return None
-    from genesis.backends.cuda import conv_cudnn
+    from genesis._impl.cuda import convolution_cudnn
 
-    return conv_cudnn.plan_count()
+    return convolution_cudnn.plan_count()
 
 
 def test_tf32_switch():

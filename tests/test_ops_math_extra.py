@@ -311,10 +311,10 @@ import torch
 import triton
 import triton.language as tl
 root = sys.argv[1]
-pkg = types.ModuleType("genesis.backends.cuda")
-pkg.__path__ = [os.path.join(root, "genesis", "backends", "cuda")]
-sys.modules["genesis.backends.cuda"] = pkg
-ek = importlib.import_module("genesis.backends.cuda.kernels.elementwise")
+pkg = types.ModuleType("genesis._impl.cuda")
+pkg.__path__ = [os.path.join(root, "genesis", "_impl", "cuda")]
+sys.modules["genesis._impl.cuda"] = pkg
+ek = importlib.import_module("genesis._impl.cuda.kernels.elementwise")
 
 
 @triton.jit

@@ -14,6 +14,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+from genesis.device import device
+
 enabled = True
 benchmark = False
 allow_tf32 = True
@@ -22,22 +24,15 @@ deterministic = False  # accepted for torch compatibility; cuDNN's convolution p
 
 def is_available() -> bool:
     """True when a CUDA GPU and the cuDNN library (through cudnn-frontend) can be used."""
-    from genesis import cuda
-
-    if not cuda.is_available():
-        return False
-    from genesis.backends.cuda import cudnn
-
-    return cudnn.is_available()
+    gpu = device("cuda")
+    return gpu.is_available() and gpu.backend.cudnn_library.is_available()
 
 
 def version() -> int | None:
     """cuDNN's version number (e.g. 91900), or None when cuDNN is not available."""
     if not is_available():
         return None
-    from genesis.backends.cuda import cudnn
-
-    return int(cudnn.module().backend_version())
+    return device("cuda").backend.cudnn_library.version()
 
 
 @contextmanager

@@ -6,59 +6,35 @@ working CUDA device and raise a clear RuntimeError otherwise.
 
 from __future__ import annotations
 
-import functools
 import sys
 
-
-@functools.lru_cache(maxsize=1)
-def _probe() -> int:
-    """Number of CUDA devices, 0 when the driver, a GPU or the Python bindings are missing."""
-    try:
-        from cuda.bindings import driver
-    except ImportError:
-        return 0
-    try:
-        (err,) = driver.cuInit(0)
-        if int(err) != 0:
-            return 0
-        err, count = driver.cuDeviceGetCount()
-        return int(count) if int(err) == 0 else 0
-    except Exception:  # noqa: BLE001 - a missing driver library surfaces as various errors
-        return 0
+from genesis._impl import cuda_probe
+from genesis._impl.cuda_errors import OutOfMemoryError  # noqa: F401 - torch.cuda.OutOfMemoryError
 
 
 def is_available() -> bool:
     """Whether a CUDA GPU can be used (driver, device and Genesis's CUDA dependencies present)."""
-    if _probe() == 0:
-        return False
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return cuda_probe.is_available()
 
 
 def device_count() -> int:
-    return _probe() if is_available() else 0
-
-
-class OutOfMemoryError(RuntimeError):
-    """The CUDA caching allocator could not serve a request, even after releasing its cache."""
+    """The number of usable CUDA devices."""
+    return cuda_probe.device_count()
 
 
 def _runtime():  # noqa: ANN202 - the backend's runtime module
     if not is_available():
         raise RuntimeError("genesis.cuda: CUDA is not available on this machine (no NVIDIA driver or GPU was found, "
                            "or the Genesis CUDA dependencies cuda-python and triton are not installed)")
-    import genesis.backends.cuda  # noqa: F401 - installs Genesis's Triton driver
-    from genesis.backends.cuda import runtime
+    import genesis._impl.cuda  # noqa: F401 - the backend (its kernels launch through Genesis's Triton driver)
+    from genesis._impl.cuda import runtime
 
     return runtime
 
 
 def _allocator(device: object = None):  # noqa: ANN202
     rt = _runtime()
-    from genesis.backends.cuda import allocator
+    from genesis._impl.cuda import allocator
 
     return allocator.get(_index(device, rt))
 
@@ -196,7 +172,7 @@ def reset_peak_memory_stats(device: object = None) -> None:
 
 def empty_cache() -> None:
     """Return every cached, unused block to the driver."""
-    from genesis.backends.cuda import allocator
+    from genesis._impl.cuda import allocator
 
     _runtime()
     for a in list(allocator._allocators.values()):
@@ -229,7 +205,7 @@ def manual_seed_all(seed: int) -> None:
 def set_allow_tf32(flag: bool) -> None:
     """Let float32 matrix products use TF32 tensor cores (off by default): the same switch as
     ``genesis.backends.cuda.matmul.allow_tf32`` (torch's ``torch.backends.cuda.matmul.allow_tf32``)."""
-    from genesis.backends import cuda_switches
+    from genesis.backends import cuda as cuda_switches
 
     cuda_switches.matmul.allow_tf32 = bool(flag)
 
@@ -239,7 +215,7 @@ def set_allow_tf32(flag: bool) -> None:
 
 def is_current_stream_capturing() -> bool:
     """True while a CUDA graph capture is in progress (torch's name)."""
-    graphs = sys.modules.get("genesis.backends.cuda.graphs")
+    graphs = sys.modules.get("genesis._impl.cuda.graphs")
     return graphs is not None and graphs.capturing > 0
 
 
@@ -254,7 +230,7 @@ class CUDAGraph:
 
     def __init__(self) -> None:
         _runtime()
-        from genesis.backends.cuda import graphs
+        from genesis._impl.cuda import graphs
 
         self._graph = graphs.Graph()
 

@@ -18,7 +18,7 @@ import contextlib
 import enum
 from collections.abc import Iterable, Iterator
 
-from genesis.backends import sdp
+from genesis.backends import cuda as sdp
 
 __all__ = ["SDPBackend", "sdpa_kernel"]
 

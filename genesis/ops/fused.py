@@ -11,7 +11,7 @@ the backward is written in differentiable tensor ops instead, so higher derivati
   backward is the inverse rotation (itself a ``Rope``).
 - softmax / log_softmax route to ``genesis.ops.reduce.Softmax``, whose backward is fused.
 - ``Attention``: fused attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors; on CUDA
-  Genesis's Triton flash attention or cuDNN's (``genesis.backends.cuda.sdpa`` chooses).
+  Genesis's Triton flash attention or cuDNN's (``genesis._impl.cuda.attention`` chooses).
 
 The ``fused_*`` functions are what ``genesis.nn.functional`` calls: they return the fused result where a kernel
 applies (CUDA tensors of float32/float16/bfloat16) and None elsewhere, so the caller keeps its composite (the CPU
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
-from genesis.backends import sdp
+from genesis.backends import cuda as sdp
 from genesis.ndarray import NDArray, normalize_dim
 from genesis.ops._args import zeros_like_detached
 from genesis.ops.autocast import autocast_args
@@ -283,7 +283,7 @@ _HEAD_DIMS = (16, 32, 64, 128)
 def fused_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, dropout_p: float, is_causal: bool,
                     scale: float, enable_gqa: bool) -> Tensor | None:
     """Fused attention for 4-D bfloat16/float16 CUDA tensors (head dims 16..128, powers of two), no dropout: the
-    backend runs Genesis's Triton flash attention or cuDNN's, as the switches of ``genesis.backends.sdp`` allow.
+    backend runs Genesis's Triton flash attention or cuDNN's, as the switches of ``genesis.backends.cuda`` allow.
 
     A bool mask becomes an additive one (0 / -inf); a float mask must not require grad (its gradient is not
     computed). Grouped-query K/V are read in place, never repeated. None where the composite must run instead;

@@ -8,7 +8,8 @@ from genesis import amp
 from genesis import ops as T
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
-from genesis.ops.fused import CrossEntropy, fused_cross_entropy
+from genesis.ops.fused import fused_cross_entropy
+from genesis.ops.nn import CrossEntropy
 from genesis.tensor import Tensor, arange, full, tensor, zeros
 
 _REDUCTIONS = ("none", "mean", "sum")

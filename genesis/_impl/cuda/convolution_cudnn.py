@@ -24,21 +24,17 @@ from __future__ import annotations
 from typing import Any
 
 from genesis import dtypes
+from genesis._impl.cuda import cudnn_library as cudnn
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda.creation import copy_
+from genesis._impl.cuda.launch import _new, _ptr
 from genesis.backends import cudnn as flags
-from genesis.backends.cuda import cudnn
-from genesis.backends.cuda import runtime as rt
 from genesis.ndarray import NDArray, contiguous_strides
 
 _FPROP, _DGRAD, _WGRAD = "fprop", "dgrad", "wgrad"
 _UIDS = (1, 2, 3)  # (first input, second input, output) in every graph
 _BENCH_REPS = 5  # runs per timing of a plan in benchmark mode
 _MAX_CALLS = 4096  # fast-path entries kept (many distinct shapes, e.g. dynamic sizes: start over)
-
-
-def _be():  # noqa: ANN202 - the CUDA backend module
-    from genesis.backends import cuda
-
-    return cuda
 
 
 class _Plan:
@@ -106,20 +102,19 @@ def is_channels_last(x: NDArray) -> bool:
 
 def _operand(x: NDArray, cl: bool) -> NDArray:
     """x dense in the graph's layout (channels_last when ``cl``) and 16-byte aligned: itself, or a copy."""
-    if _dense_as(x, _cl_strides(x.shape) if cl else contiguous_strides(x.shape)) and not _be()._ptr(x) % 16:
+    if _dense_as(x, _cl_strides(x.shape) if cl else contiguous_strides(x.shape)) and not _ptr(x) % 16:
         return x
     # cuDNN's plans assume 16-byte aligned operands (a fresh buffer is) and one layout for all of them (as torch).
     dense = empty(x.shape, x.dtype, x.device, cl)
-    _be().copy_(dense, x)
+    copy_(dense, x)
     return dense
 
 
 def empty(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, cl: bool) -> NDArray:
     """A new (N, C, *S) array, stored channels_last when ``cl``."""
-    be = _be()
     if not cl:
-        return be._new(shape, dtype, device)
-    stored = be._new((shape[0],) + shape[2:] + (shape[1],), dtype, device)
+        return _new(shape, dtype, device)
+    stored = _new((shape[0],) + shape[2:] + (shape[1],), dtype, device)
     nd = len(shape)
     return stored.permute((0, nd - 1) + tuple(range(1, nd - 1)))
 
@@ -224,13 +219,12 @@ def _fastest(g: Any, pointers: dict[int, int]) -> _Plan:
 def _run(kind: str, a: NDArray, a_cl: bool, b: NDArray, b_cl: bool, out_shape: tuple, out_cl: bool,
          padding: tuple, stride: tuple, dilation: tuple) -> tuple[NDArray | None, _Plan | None]:
     """Run one graph into a new output array of ``out_shape``: (output, plan), (None, None) when cuDNN declines."""
-    be = _be()
     out = empty(out_shape, a.dtype, a.device, out_cl)
     descs = (_desc(a.shape, a_cl), _desc(b.shape, b_cl), _desc(out_shape, out_cl))
     padding, stride, dilation = _geometry(len(out_shape) - 2, padding, stride, dilation)
     key = (kind, a.dtype, descs, padding, stride, dilation, a.dtype is dtypes.float32 and flags.allow_tf32,
            flags.deterministic, flags.benchmark, a.device.index)
-    pointers = {_UIDS[0]: be._ptr(a), _UIDS[1]: be._ptr(b), _UIDS[2]: be._ptr(out)}
+    pointers = {_UIDS[0]: _ptr(a), _UIDS[1]: _ptr(b), _UIDS[2]: _ptr(out)}
     rt.ensure_device(a.device.index)
     if key in _plans:
         plan = _plans[key]
@@ -258,13 +252,12 @@ class _Call:
 
     def run(self, a: NDArray, b: NDArray) -> NDArray | None:
         """The output for operands of the recorded configuration; None if one is misaligned this time."""
-        be = _be()
-        pa, pb = be._ptr(a), be._ptr(b)
+        pa, pb = _ptr(a), _ptr(b)
         if (pa | pb) & 15:
             return None
-        out = be._new(self.size, a.dtype, a.device).as_strided(self.shape, self.strides, 0)
+        out = _new(self.size, a.dtype, a.device).as_strided(self.shape, self.strides, 0)
         rt.ensure_device(a.device.index)
-        self.plan.run({_UIDS[0]: pa, _UIDS[1]: pb, _UIDS[2]: be._ptr(out)})
+        self.plan.run({_UIDS[0]: pa, _UIDS[1]: pb, _UIDS[2]: _ptr(out)})
         return out
 
 

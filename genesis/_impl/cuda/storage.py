@@ -7,8 +7,8 @@ allocated on (memory imported through DLPack is released through its producer in
 
 from __future__ import annotations
 
-from genesis.backends.cuda import allocator
-from genesis.backends.cuda import runtime as rt
+from genesis._impl.cuda import allocator
+from genesis._impl.cuda import runtime as rt
 
 
 class CudaStorage:

@@ -1,4 +1,4 @@
-"""CPU backend: the backend contract (see ``genesis.backends``) on PyTorch CPU tensors.
+"""CPU backend: the backend contract (see ``genesis._impl.contract``) on PyTorch CPU tensors.
 
 An NDArray's buffer here is a torch tensor that owns (or shares) the storage; the torch view matching the NDArray's
 shape, strides and offset is built once with ``as_strided`` and cached on the NDArray.

@@ -1,7 +1,7 @@
 """Scaled dot-product attention on CUDA: which kernel runs a call, Genesis's Triton flash attention or cuDNN's.
 
 The choice, per call:
-1. Only the kernels the switches allow (``genesis.backends.sdp``; ``genesis.nn.attention.sdpa_kernel``) and that
+1. Only the kernels the switches allow (``genesis.backends.cuda``; ``genesis.nn.attention.sdpa_kernel``) and that
    apply (cuDNN: ``cudnn_sdpa.supports`` and a graph cuDNN agrees to build).
 2. With a priority order set, the first of those; otherwise, where both apply, the faster one for the call's shape
    class, timed once (forward plus backward, on the call's own inputs) and cached. A shape class rounds both lengths
@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from cuda.bindings import driver as cu
 
-from genesis.backends import sdp
-from genesis.backends.cuda import cudnn_sdpa as cd
-from genesis.backends.cuda import nn_fused, rt
-from genesis.backends.cuda import triton_driver as td
+from genesis._impl.cuda import attention_cudnn as cd
+from genesis._impl.cuda import nn_fused
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import triton_driver as td
+from genesis._impl.cuda.launch import _check_device
+from genesis.backends import cuda as sdp
 from genesis.ndarray import NDArray
 
 _LOG2E = 1.4426950408889634
@@ -95,6 +97,7 @@ def _choose(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal:
 def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool,
               scale: float) -> tuple[NDArray, NDArray]:
     """The ``attention`` primitive: (out, row statistics) from the chosen kernel."""
+    _check_device("attention", q, k, v, mask)
     if _choose(q, k, v, mask, is_causal, scale) == sdp.CUDNN:
         try:
             return cd.attention(q, k, v, mask, is_causal, scale)
@@ -106,15 +109,15 @@ def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causa
 
 
 def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
-                       stats: NDArray, is_causal: bool, scale: float) -> tuple[NDArray, NDArray, NDArray]:
-    """The ``attention_backward`` primitive, on the kernel that wrote ``stats``."""
-    if stats.ndim == 4:
+                       lse: NDArray, is_causal: bool, scale: float) -> tuple[NDArray, NDArray, NDArray]:
+    """The ``attention_backward`` primitive, on the kernel that wrote ``lse`` (its row statistics)."""
+    if lse.ndim == 4:
         try:
-            return cd.attention_backward(grad, q, k, v, mask, out, stats, is_causal, scale)
+            return cd.attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
         except RuntimeError:
             # cuDNN refuses this backward (it takes no s_q = s_kv = 1): the Triton backward runs from the same
             # statistics, converted to its base-2 layout.
             B, H, L, _ = q.shape
-            stats = stats.reshape((B * H, L)).binary("mul", _LOG2E)
-    return nn_fused.attention_backward(grad, q, k, v, mask, out, stats, is_causal, scale)
+            lse = lse.reshape((B * H, L)).binary("mul", _LOG2E)
+    return nn_fused.attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import ctypes
 
 from genesis import dtypes
-from genesis.backends.cuda import runtime as rt
-from genesis.backends.cuda import storage
-from genesis.ndarray import NDArray
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import storage
+from genesis.device import device as Device
+from genesis.ndarray import NDArray, contiguous_strides
 
 
 class _DLDevice(ctypes.Structure):
@@ -124,8 +125,6 @@ class _Imported:
 
 def from_dlpack(obj: object) -> NDArray:
     """A Genesis view of a CUDA DLPack producer's memory (no copy)."""
-    from genesis.device import device as Device
-
     rt.current_device()
     ours = rt.stream_handle()
     capsule = obj.__dlpack__(stream=1 if ours == 0 else ours) if hasattr(obj, "__dlpack__") else obj
@@ -145,8 +144,6 @@ def from_dlpack(obj: object) -> NDArray:
     if t.strides:
         strides = tuple(t.strides[i] for i in range(ndim))
     else:
-        from genesis.ndarray import contiguous_strides
-
         strides = contiguous_strides(shape)
     _api.PyCapsule_SetName(capsule, b"used_dltensor")
     ptr = (t.data or 0) + t.byte_offset

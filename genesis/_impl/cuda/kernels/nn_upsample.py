@@ -13,7 +13,7 @@ once per covering axis pair and writes N C H W elements; the tables are O(H + W)
 import triton
 import triton.language as tl
 
-from genesis.backends.cuda.kernels.nn_pool import _offsets
+from genesis._impl.cuda.kernels.nn_pool import _offsets
 
 
 @triton.jit

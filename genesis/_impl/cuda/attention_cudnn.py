@@ -19,8 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from genesis import dtypes
-from genesis.backends.cuda import _new, _ptr, contiguous, rt
-from genesis.backends.cuda import cudnn as dnn
+from genesis._impl.cuda import cudnn_library as dnn
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda.creation import contiguous
+from genesis._impl.cuda.launch import _new, _ptr
 from genesis.ndarray import NDArray
 
 _F32 = dtypes.float32

@@ -19,8 +19,8 @@ import os
 
 from cuda.bindings import driver as cu
 
-from genesis.backends.cuda import runtime as rt
-from genesis.cuda import OutOfMemoryError
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda_errors import OutOfMemoryError
 
 _OOM = cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY
 _SMALL = 1 << 20

@@ -10,7 +10,7 @@ offset and zero position strides it is advanced indexing (``take``). ``scatter``
 import triton
 import triton.language as tl
 
-from genesis.backends.cuda.kernels.elementwise import _operand, _tile_offsets
+from genesis._impl.cuda.kernels.elementwise import _operand, _tile_offsets
 
 
 @triton.jit

@@ -1,4 +1,5 @@
-"""Matrix products through cuBLASLt (``nvmath.bindings.cublasLt``, plain int pointers).
+"""The ``matmul`` and ``linear`` primitives of the CUDA backend: matrix products through cuBLASLt
+(``nvmath.bindings.cublasLt``, plain int pointers).
 
 Genesis arrays are row-major; cuBLASLt is column-major. A row-major ``D = A @ B`` is the column-major
 ``D^T = B^T @ A^T``, so the operands are passed swapped and nothing is transposed in memory. A transposed view (unit
@@ -15,9 +16,14 @@ import numpy as np
 from nvmath.bindings import cublasLt as lt
 
 from genesis import dtypes
-from genesis.backends import cuda_switches
-from genesis.backends.cuda import runtime as rt
-from genesis.backends.cuda import storage
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import storage
+from genesis._impl.cuda import triton_driver as td
+from genesis._impl.cuda.creation import contiguous
+from genesis._impl.cuda.elementwise import binary
+from genesis._impl.cuda.kernels import reduce as rk
+from genesis._impl.cuda.launch import _ew, _new, _psig, _ptr, _stream
+from genesis.backends import cuda as cuda_switches
 from genesis.ndarray import NDArray
 
 # cudaDataType_t and cublasComputeType_t values (library_types.h, cublas_api.h).
@@ -27,15 +33,6 @@ _DATA = {dtypes.float32: _CUDA_R_32F, dtypes.float64: _CUDA_R_64F, dtypes.float1
          dtypes.bfloat16: _CUDA_R_16BF}
 _WORKSPACE = 32 << 20
 _OP_N, _OP_T = 0, 1
-
-# fp32 products use TF32 tensor cores only when enabled: the switch is torch.backends.cuda.matmul.allow_tf32's,
-# kept in a module that needs no GPU packages (genesis.backends.cuda.matmul.allow_tf32 reads and sets it too).
-_switches = cuda_switches.matmul
-
-
-def set_allow_tf32(flag: bool) -> None:
-    _switches.allow_tf32 = bool(flag)
-
 
 class _Handle:
     def __init__(self, device: int) -> None:
@@ -151,10 +148,8 @@ def _align(ptr: int, itemsize: int) -> int:
     return itemsize
 
 
-def matmul(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
+def _gemm(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
     """(..., M, K) @ (..., K, N) with equal batch dims; ``bias`` (N,) is added by the epilogue (2-D only)."""
-    from genesis.backends import cuda as be
-
     dtype = a.dtype
     if dtype not in _DATA and dtype.category == 1 and bias is None:
         return _int_matmul(a, b)
@@ -165,75 +160,82 @@ def matmul(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
     N = b.shape[-1]
     batch_shape = a.shape[:-2]
     batch = math.prod(batch_shape)
-    out = be._new(batch_shape + (M, N), dtype, a.device)
+    out = _new(batch_shape + (M, N), dtype, a.device)
     if out.size == 0:
         return out
     if K == 0:
-        return be._ew("copy", 1, out, (0.0,), dtype)
+        return _ew("copy", 1, out, (0.0,), dtype)
     dev = a.device.index
     rt.ensure_device(dev)
     la = _layout(a, M, K, a.strides[:-2])
     if la is None:
-        a = be.contiguous(a)
+        a = contiguous(a)
         la = _layout(a, M, K, a.strides[:-2])
     lb = _layout(b, K, N, b.strides[:-2])
     if lb is None:
-        b = be.contiguous(b)
+        b = contiguous(b)
         lb = _layout(b, K, N, b.strides[:-2])
-    pa, pb, pc = be._ptr(a), be._ptr(b), be._ptr(out)
+    pa, pb, pc = _ptr(a), _ptr(b), _ptr(out)
     isz = dtype.itemsize
     align = (_align(pa, isz), _align(pb, isz), _align(pc, isz))
     h = _handles.get(dev)
     if h is None:
         h = _handles[dev] = _Handle(dev)
-    allow_tf32 = _switches.allow_tf32
+    # fp32 products use TF32 tensor cores only where torch's switch allows it (off by default).
+    allow_tf32 = cuda_switches.matmul.allow_tf32
     key = (dev, dtype, la, lb, M, N, batch, align, allow_tf32, bias is not None)
     plan = _plans.get(key)
     if plan is None:
         plan = _plans[key] = _Plan(h, dtype, la, lb, M, N, batch, align, allow_tf32, bias is not None)
     if bias is not None:
-        _set("desc", plan.desc, plan.bias_attr, be._ptr(bias))
+        _set("desc", plan.desc, plan.bias_attr, _ptr(bias))
     lt.matmul(plan.handle, plan.desc, plan.alpha_p, pb, plan.la, pa, plan.lb, plan.beta_p, pc, plan.lc, pc,
-              plan.lc, plan.algo, plan.ws, _WORKSPACE, be._stream())
+              plan.lc, plan.algo, plan.ws, _WORKSPACE, _stream())
     return out
 
 
 _plans: dict[tuple, _Plan] = {}
 
 
-def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
-    """``x @ weight.T + bias`` for 2-D x (M, K) and weight (N, K), the bias fused into the product."""
-    return matmul(x, weight.transpose(0, 1), bias)
+def matmul(a: NDArray, b: NDArray) -> NDArray:
+    """(..., M, K) @ (..., K, N) with equal batch dims."""
+    return _gemm(a, b)
 
 
-_INT_MATMUL = None
+def linear(x: NDArray, w: NDArray, bias: NDArray | None) -> NDArray:
+    """``x @ w.T + bias`` for 2-D x (M, K) and w (N, K)."""
+    if bias is None:
+        return _gemm(x, w.transpose(0, 1))
+    # cuBLASLt's bias epilogue adds the bias before the output is rounded: one kernel instead of two. It takes a
+    # dense bias of the output's dtype at an aligned address; anything else gets a separate add.
+    if x.dtype in _DATA and bias.dtype is x.dtype and bias.strides[-1] == 1 and _ptr(bias) % 16 == 0 \
+            and x.shape[1]:
+        return _gemm(x, w.transpose(0, 1), bias)
+    out = _gemm(x, w.transpose(0, 1))
+    return binary("add", out, bias, out=out)
+
+
+_INT_MATMUL = td.Kernel(rk.int_matmul_kernel)
 
 
 def _int_matmul(a: NDArray, b: NDArray) -> NDArray:
     """Integer products with a Triton kernel (exact, wrapping like the CPU)."""
-    global _INT_MATMUL
-    from genesis.backends import cuda as be
-    from genesis.backends.cuda import triton_driver as td
-    from genesis.backends.cuda.kernels import reduce as rk
-
-    if _INT_MATMUL is None:
-        _INT_MATMUL = td.Kernel(rk.int_matmul_kernel)
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     batch_shape = a.shape[:-2]
     batch = math.prod(batch_shape)
-    out = be._new(batch_shape + (M, N), a.dtype, a.device)
+    out = _new(batch_shape + (M, N), a.dtype, a.device)
     if out.size == 0:
         return out
     sab = _batch_stride(batch_shape, a.strides[:-2])
     if sab is None:
-        a = be.contiguous(a)
+        a = contiguous(a)
         sab = _batch_stride(batch_shape, a.strides[:-2])
     sbb = _batch_stride(batch_shape, b.strides[:-2])
     if sbb is None:
-        b = be.contiguous(b)
+        b = contiguous(b)
         sbb = _batch_stride(batch_shape, b.strides[:-2])
-    pa, pb, pc = be._ptr(a), be._ptr(b), be._ptr(out)
-    types = (be._psig(a, pa), be._psig(b, pb), be._psig(out, pc), "i32", "i32", "i32") + ("i64",) * 6
+    pa, pb, pc = _ptr(a), _ptr(b), _ptr(out)
+    types = (_psig(a, pa), _psig(b, pb), _psig(out, pc), "i32", "i32", "i32") + ("i64",) * 6
     go = _INT_MATMUL.launcher(types, (16, 16, 16), 4)
     rt.ensure_device(a.device.index)
     go((M + 15) // 16, (N + 15) // 16, batch, pa, pb, pc, M, N, K, sab, a.strides[-2], a.strides[-1], sbb,

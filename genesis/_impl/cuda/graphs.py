@@ -25,8 +25,8 @@ from typing import Any
 
 from cuda.bindings import driver as cu
 
-from genesis.backends.cuda import allocator
-from genesis.backends.cuda import runtime as rt
+from genesis._impl.cuda import allocator
+from genesis._impl.cuda import runtime as rt
 
 _RELAXED = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
 _spare_streams: dict[int, list[rt.Stream]] = {}  # streams of released graphs, per device

@@ -1,16 +1,30 @@
-"""Which kernels ``scaled_dot_product_attention`` may use: torch's ``torch.backends.cuda.*_sdp`` switches.
+"""CUDA switches, as ``torch.backends.cuda``: TF32 matrix products and the kernels ``scaled_dot_product_attention``
+may use. They work on every machine (they need no GPU package); the CUDA backend reads them at every call.
+
+``matmul.allow_tf32`` lets float32 matrix products use TF32 tensor cores (off by default, as in torch).
+
+Attention kernels (torch's ``*_sdp`` switches):
 
 - ``flash``: Genesis's own Triton FlashAttention-2 kernels (forward and backward).
 - ``cudnn``: cuDNN's fused attention graphs through ``nvidia-cudnn-frontend``.
 - ``math``: the composite of matrix products and softmax (every device, every dtype, dropout, double backward).
 
-All three are enabled by default; where both fused kernels apply, Genesis times each once per shape class and runs
-the faster (``genesis.backends.cuda.sdpa``). ``genesis.nn.attention.sdpa_kernel`` changes these switches for a
-``with`` block; the functions here change them for the process. They are also reachable as
-``genesis.backends.cuda.enable_flash_sdp`` and so on, the names torch users know.
+All three are enabled by default; where both fused kernels apply, the CUDA backend times each once per shape class
+and runs the faster. ``genesis.nn.attention.sdpa_kernel`` changes these switches for a ``with`` block (through
+:func:`state`, :func:`restore` and a fixed :func:`priority` order); the ``enable_*`` functions change them for the
+process.
 """
 
 from __future__ import annotations
+
+
+class _MatmulSwitches:
+    """``torch.backends.cuda.matmul``: whether float32 products may use TF32 tensor cores (off by default)."""
+
+    allow_tf32 = False
+
+
+matmul = _MatmulSwitches()
 
 FLASH, CUDNN, MATH = "flash", "cudnn", "math"
 BACKENDS = (FLASH, CUDNN, MATH)

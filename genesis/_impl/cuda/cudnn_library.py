@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from genesis.backends.cuda import runtime as rt
-from genesis.backends.cuda import storage
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import storage
 
 _module: Any = None
 _load_error: str | None = None
@@ -42,6 +42,11 @@ def unavailable_reason() -> str | None:
     """Why :func:`is_available` is False, or None."""
     _load()
     return _load_error
+
+
+def version() -> int:
+    """cuDNN's version number (e.g. 91900); raises RuntimeError when cuDNN cannot be used."""
+    return int(module().backend_version())
 
 
 def module() -> Any:

@@ -1,6 +1,6 @@
 """Launchers of the fused neural-network kernels (``kernels/nn_*.py``): check, allocate, launch.
 
-Each implements one primitive of the backend contract (``genesis.backends``): softmax_backward, layer_norm,
+Each implements one primitive of the backend contract (``genesis._impl.contract``): softmax_backward, layer_norm,
 layer_norm_backward, cross_entropy, cross_entropy_backward, swiglu, swiglu_backward, rope, attention,
 attention_backward, adam_step_, adam_multi_step_, sgd_multi_step_, unscale_grads_.
 """
@@ -10,14 +10,18 @@ from __future__ import annotations
 import numpy as np
 
 from genesis import dtypes
-from genesis.backends.cuda import _contig, _new, _next_pow2, _psig, _ptr, contiguous, from_numpy, full, rt
-from genesis.backends.cuda import triton_driver as td
-from genesis.backends.cuda.kernels import nn_adamw as adk
-from genesis.backends.cuda.kernels import nn_attention as ak
-from genesis.backends.cuda.kernels import nn_cross_entropy as cek
-from genesis.backends.cuda.kernels import nn_norm as nk
-from genesis.backends.cuda.kernels import nn_rope_swiglu as rsk
-from genesis.backends.cuda.kernels import nn_softmax as sk
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import triton_driver as td
+from genesis._impl.cuda.creation import contiguous, from_numpy, full
+from genesis._impl.cuda.elementwise import binary, unary
+from genesis._impl.cuda.kernels import nn_adamw as adk
+from genesis._impl.cuda.kernels import nn_attention as ak
+from genesis._impl.cuda.kernels import nn_cross_entropy as cek
+from genesis._impl.cuda.kernels import nn_norm as nk
+from genesis._impl.cuda.kernels import nn_rope_swiglu as rsk
+from genesis._impl.cuda.kernels import nn_softmax as sk
+from genesis._impl.cuda.launch import _check_device, _contig, _new, _next_pow2, _psig, _ptr
+from genesis._impl.cuda.reduce import reduce
 from genesis.ndarray import NDArray
 
 _F32 = dtypes.float32
@@ -52,13 +56,11 @@ def softmax_backward(grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArra
         return full((), 0.0, out.dtype, out.device)
     if out.dtype is dtypes.float64:
         # The kernel accumulates in float32: float64 keeps its precision through float64 elementwise ops.
-        from genesis.backends import cuda as be
-
         if log:
-            total = be.reduce("sum", grad, (dim,), True)
-            return be.binary("sub", grad, be.binary("mul", be.unary("exp", out), total))
-        total = be.reduce("sum", be.binary("mul", grad, out), (dim,), True)
-        return be.binary("mul", out, be.binary("sub", grad, total))
+            total = reduce("sum", grad, (dim,), True)
+            return binary("sub", grad, binary("mul", unary("exp", out), total))
+        total = reduce("sum", binary("mul", grad, out), (dim,), True)
+        return binary("mul", out, binary("sub", grad, total))
     g = _dense(grad if dim == last else grad.transpose(dim, last))
     y = _dense(out if dim == last else out.transpose(dim, last))
     dx = _new(y.shape, out.dtype, out.device)
@@ -117,6 +119,7 @@ def _norm_block(n: int, itemsize: int) -> tuple[int, bool]:
 
 def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float,
                rms: bool) -> tuple[NDArray, NDArray, NDArray]:
+    _check_device("layer_norm", x, weight, bias)
     xc = _dense(x)
     M, N = _rows(xc)
     y = _new(x.shape, x.dtype, x.device)
@@ -192,6 +195,7 @@ def _ce_cfg(kernel: str, v: int, itemsize: int) -> tuple[int, int]:
 
 
 def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> tuple[NDArray, NDArray]:
+    _check_device("cross_entropy", x, target)
     xc, t = _dense(x), _dense(target)
     M, V = xc.shape
     loss = _new((M,), _F32, x.device)
@@ -253,6 +257,7 @@ def _row_view(x: NDArray) -> tuple[NDArray, int]:
 
 
 def swiglu(gate: NDArray, up: NDArray) -> NDArray:
+    _check_device("swiglu", gate, up)
     g, sg = _row_view(gate)
     u, su = _row_view(up)
     out = _new(gate.shape, gate.dtype, gate.device)
@@ -303,6 +308,7 @@ def _lead3(x: NDArray) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 def rope(x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
+    _check_device("rope", x, cos, sin)
     xc = _dense(x)
     D = x.shape[-1]
     cos, sin = cos.expand(x.shape), sin.expand(x.shape)
@@ -439,6 +445,7 @@ _ADAM = td.Kernel(adk.adam_step)
 
 def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
                beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
+    _check_device("adam_step_", param, grad, exp_avg, exp_avg_sq)
     arrays = (param, _dense(grad), exp_avg, exp_avg_sq)
     assert all(_contig(a) for a in (param, exp_avg, exp_avg_sq)), "adam_step_ updates contiguous arrays in place"
     n = param.size

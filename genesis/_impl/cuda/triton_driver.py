@@ -19,7 +19,8 @@ from triton.backends.compiler import BaseBackend, GPUTarget
 from triton.backends.nvidia.driver import CudaDriver, CudaLauncher, CudaUtils
 from triton.compiler import ASTSource
 
-from genesis.backends.cuda import runtime as rt
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import storage
 
 
 class GenesisCudaDriver(CudaDriver):
@@ -87,8 +88,6 @@ def install() -> GenesisCudaDriver:
 
 
 def _scratch_alloc(size: int, alignment: int, stream: int | None) -> Any:
-    from genesis.backends.cuda import storage
-
     return storage.alloc(size, rt.current_device())
 
 

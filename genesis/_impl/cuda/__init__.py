@@ -1,0 +1,73 @@
+"""CUDA backend: the backend contract (``genesis._impl.contract``) on NVIDIA GPUs, without PyTorch.
+
+This module is the backend: it exposes one function per primitive, each implemented in the module of its family.
+Memory comes from Genesis's caching allocator (``allocator``, ``storage``), kernels are Genesis's Triton kernels
+(``kernels/``) launched through Genesis's own Triton driver on Genesis's current stream (``triton_driver``,
+``runtime``, ``launch``), matrix products go to cuBLASLt (``blas``) and convolutions and attention to cuDNN where it
+runs the case (``convolution_cudnn``, ``attention_cudnn``, ``cudnn_library``). An NDArray's buffer here is a
+``CudaStorage``; its ``_native`` slot caches whether the view is contiguous.
+"""
+
+# ruff: noqa: F401 - the primitives are imported to be this module's attributes
+
+from genesis._impl.cuda import cudnn_library  # read through the device's backend by the cuDNN switches
+from genesis._impl.cuda.attention import attention, attention_backward
+from genesis._impl.cuda.blas import linear, matmul
+from genesis._impl.cuda.convolution import conv, conv_backward
+from genesis._impl.cuda.creation import (
+    arange,
+    cast,
+    contiguous,
+    copy_,
+    data_ptr,
+    empty,
+    from_dlpack,
+    from_numpy,
+    full,
+    synchronize,
+    to_dlpack,
+    to_numpy,
+)
+from genesis._impl.cuda.elementwise import binary, unary, where
+from genesis._impl.cuda.index import (
+    gather,
+    index,
+    index_put_,
+    index_select,
+    nonzero,
+    scatter,
+    searchsorted,
+    sort,
+    unique,
+)
+from genesis._impl.cuda.nn_decode import decode_attention, kv_cache_write_, rope_kv_cache_write_
+from genesis._impl.cuda.nn_fused import (
+    adam_multi_step_,
+    adam_step_,
+    cross_entropy,
+    cross_entropy_backward,
+    layer_norm,
+    layer_norm_backward,
+    rope,
+    sgd_multi_step_,
+    softmax_backward,
+    swiglu,
+    swiglu_backward,
+    unscale_grads_,
+)
+from genesis._impl.cuda.nn_layers import (
+    adaptive_pool,
+    adaptive_pool_backward,
+    batch_norm,
+    batch_norm_backward,
+    embedding_backward,
+    group_norm,
+    group_norm_backward,
+    pool,
+    pool_backward,
+    upsample,
+    upsample_backward,
+)
+from genesis._impl.cuda.random import dropout, normal, randint, uniform
+from genesis._impl.cuda.reduce import arg_reduce, cumulative, reduce, softmax
+

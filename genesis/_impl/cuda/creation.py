@@ -1,0 +1,110 @@
+"""Memory and creation primitives of the CUDA backend: empty, full, arange, host and DLPack copies, casts,
+contiguous copies, and device synchronization."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from cuda.bindings import driver as cu
+
+from genesis import dtypes
+from genesis._impl.cuda import dlpack, storage
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import triton_driver as td
+from genesis._impl.cuda.kernels import elementwise as ek
+from genesis._impl.cuda.launch import _check_device, _contig, _ew, _new, _np_dtype, _psig, _ptr, _stream
+from genesis.ndarray import NDArray
+
+
+def empty(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArray:
+    return _new(tuple(shape), dtype, device)
+
+
+def full(shape: tuple[int, ...], value: int | float | bool, dtype: dtypes.dtype, device: object) -> NDArray:
+    out = _new(tuple(shape), dtype, device)
+    if dtype.category == 1 and isinstance(value, float):
+        value = int(value)
+    return _ew("copy", 1, out, (value,))
+
+
+_ARANGE = td.Kernel(ek.arange_kernel)
+
+
+def arange(start: float, end: float, step: float, dtype: dtypes.dtype, device: object) -> NDArray:
+    n = max(0, math.ceil((end - start) / step))
+    out = _new((n,), dtype, device)
+    if n:
+        rt.ensure_device(device.index)
+        if dtype.category == 2 or any(isinstance(v, float) for v in (start, step)):
+            types, start, step = ("fp64", "fp64"), float(start), float(step)
+        else:
+            types, start, step = ("i64", "i64"), int(start), int(step)
+        p = _ptr(out)
+        go = _ARANGE.launcher((_psig(out, p), *types, "i32"), (1024,), 4)
+        go((n + 1023) // 1024, 1, 1, p, start, step, n)
+    return out
+
+
+def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object) -> NDArray:
+    arr = array if array.flags.c_contiguous else np.ascontiguousarray(array).reshape(array.shape)
+    want = _np_dtype(dtype)
+    if arr.dtype != want:
+        if arr.dtype.itemsize == want.itemsize and dtype is dtypes.bfloat16:
+            arr = arr.view(want)
+        else:
+            arr = arr.astype(want)
+    out = _new(tuple(arr.shape), dtype, device)
+    if arr.nbytes:
+        storage.copy_from_host(out.buffer.ptr, arr, _stream())
+    return out
+
+
+def to_numpy(x: NDArray) -> np.ndarray:
+    if not _contig(x):
+        x = contiguous(x)
+    arr = np.empty(x.shape, _np_dtype(x.dtype))
+    if arr.nbytes:
+        rt.ensure_device(x.device.index)
+        s = _stream()
+        rt.check(cu.cuMemcpyDtoHAsync(arr.ctypes.data, _ptr(x), arr.nbytes, s), "cuMemcpyDtoHAsync")
+        rt.check(cu.cuStreamSynchronize(s), "cuStreamSynchronize")
+    return arr
+
+
+def copy_(dst: NDArray, src: NDArray | int | float | bool) -> NDArray:
+    if isinstance(src, NDArray):
+        _check_device("copy_", dst, src)
+        if src.buffer is dst.buffer and src.size > 1:
+            src = contiguous(src)  # overlapping views: read everything before writing
+        return _ew("copy", 1, dst, (src,))
+    return _ew("copy", 1, dst, (src,), dst.dtype)
+
+
+def cast(x: NDArray, dtype: dtypes.dtype) -> NDArray:
+    return _ew("copy", 1, _new(x.shape, dtype, x.device), (x,))
+
+
+def contiguous(x: NDArray) -> NDArray:
+    return _ew("copy", 1, _new(x.shape, x.dtype, x.device), (x,))
+
+
+def data_ptr(x: NDArray) -> int:
+    """Device address of the view's first element."""
+    return _ptr(x)
+
+
+def to_dlpack(x: NDArray, stream: object = None, max_version: tuple[int, int] | None = None) -> object:
+    # Only legacy (unversioned) capsules are produced; DLPack consumers accept them whatever max_version they name.
+    return dlpack.to_dlpack(x, stream)
+
+
+def from_dlpack(obj: object) -> NDArray:
+    return dlpack.from_dlpack(obj)
+
+
+# ---------------------------------------------------------------- device
+
+
+def synchronize(device: object = None) -> None:
+    rt.synchronize(None if device is None or getattr(device, "index", None) is None else device.index)

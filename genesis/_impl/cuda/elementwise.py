@@ -1,0 +1,50 @@
+"""Elementwise primitives of the CUDA backend: ``unary`` and ``binary`` ops by name, and ``where``."""
+
+from __future__ import annotations
+
+from genesis import dtypes
+from genesis._impl.contract import COMPARISON_OPS
+from genesis._impl.cuda.creation import to_numpy
+from genesis._impl.cuda.launch import _check_device, _ew, _new
+from genesis._impl.cuda.reduce import reduce
+from genesis.ndarray import NDArray, broadcast_shapes
+
+_BOOL_UNARY = frozenset(("isnan", "isinf", "logical_not", "signbit"))
+
+
+def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
+    if out is None:
+        out = _new(x.shape, dtypes.bool_ if op in _BOOL_UNARY else x.dtype, x.device)
+    return _ew(op, 1, out, (x,))
+
+
+def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
+    if out is None:
+        if b.__class__ is NDArray:
+            if b.device is not a.device:
+                _check_device(op, a, b)
+            shape = a.shape if a.shape == b.shape else broadcast_shapes(op, a.shape, b.shape)
+        else:
+            shape = a.shape
+        out = _new(shape, dtypes.bool_ if op in COMPARISON_OPS else a.dtype, a.device)
+    if op in ("floor_divide", "remainder") and a.dtype.category < 2:
+        _check_nonzero_divisor(op, b)
+    return _ew(op, 2, out, (a, b), a.dtype)
+
+
+def _check_nonzero_divisor(op: str, b: NDArray | int | float | bool) -> None:
+    # Integer division by zero is an error (as on the CPU); checking a tensor divisor synchronizes with the GPU.
+    if isinstance(b, NDArray):
+        zero = b.size and bool(to_numpy(reduce("any", binary("eq", b, 0), tuple(range(b.ndim)), False)))
+    else:
+        zero = b == 0
+    if zero:
+        raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")
+
+
+def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
+    _check_device("where", cond, a, b)
+    shapes = [cond.shape] + [t.shape for t in (a, b) if isinstance(t, NDArray)]
+    shape = broadcast_shapes("where", *shapes)
+    dt = a.dtype if isinstance(a, NDArray) else b.dtype
+    return _ew("where", 3, _new(shape, dt, cond.device), (cond, a, b), dt)

@@ -1,0 +1,356 @@
+"""Indexing primitives of the CUDA backend: gather, scatter, advanced indexing, nonzero, sort, unique and
+searchsorted."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from genesis import dtypes
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import triton_driver as td
+from genesis._impl.cuda.creation import arange, cast, contiguous, copy_, from_numpy, full, to_numpy
+from genesis._impl.cuda.elementwise import binary, unary, where
+from genesis._impl.cuda.kernels import index as ik
+from genesis._impl.cuda.launch import (
+    _bstrides,
+    _check_device,
+    _coalesce,
+    _contig,
+    _ew,
+    _istr,
+    _new,
+    _next_pow2,
+    _psig,
+    _ptr,
+    _scalar_sig,
+    _split_rank4,
+    _tile,
+)
+from genesis._impl.cuda.reduce import cumulative
+from genesis.ndarray import NDArray, broadcast_shapes, full_indices
+
+_GATHER = td.Kernel(ik.gather_kernel)
+_SCATTER = td.Kernel(ik.scatter_kernel)
+
+
+def _index_launch(kernel: td.Kernel, shape: tuple[int, ...], first: NDArray, first_strides: list[int],
+                  second: NDArray | int | float, second_strides: list[int], idx: NDArray, idx_strides: list[int],
+                  dim_stride: int, consts: tuple, second_dtype: dtypes.dtype) -> None:
+    """Launch gather (first=out, second=src) or scatter (first=dst, second=src) over ``shape``."""
+    n = math.prod(shape)
+    if n == 0:
+        return
+    rt.ensure_device(idx.device.index)
+    tensors = [first, second, idx] if isinstance(second, NDArray) else [first, idx]
+    strides = [first_strides, second_strides, idx_strides] if isinstance(second, NDArray) else \
+        [first_strides, idx_strides]
+    cshape, cstrides = _coalesce(shape, [list(s) for s in strides])
+    ptrs = [_ptr(t) for t in tensors]
+    for shape4, strides4, tptrs in _split_rank4(cshape, cstrides, ptrs, [t.dtype.itemsize for t in tensors]):
+        R1, R2, C = shape4[1], shape4[2], shape4[3]
+        n_rows = shape4[0] * R1 * R2
+        block_r, block_c, warps = _tile(n_rows, C, 4)
+        n_cblocks = (C + block_c - 1) // block_c
+        if isinstance(second, NDArray):
+            fp, sp, ip = tptrs
+            fs, ss, is_ = strides4
+            stype, sval = _psig(second, sp), sp
+        else:
+            fp, ip = tptrs
+            fs, is_ = strides4
+            ss = [0, 0, 0, 0]
+            stype, sval = _scalar_sig(second, second_dtype)
+        types = [_psig(first, fp), stype, _psig(idx, ip), "i32", "i32", "i32", "i32", "i32"]
+        args = [fp, sval, ip, n_rows, C, R1, R2, n_cblocks]
+        for st in (fs, ss, is_):
+            types += [_istr(v) for v in st]
+            args += list(st)
+        types.append(_istr(dim_stride))
+        args.append(dim_stride)
+        row_index = is_[3] == 0  # one index per row: the indexed rows are read with wide contiguous loads
+        go = kernel.launcher(tuple(types), consts + (row_index, block_r, block_c), warps)
+        go(((n_rows + block_r - 1) // block_r) * n_cblocks, 1, 1, *args)
+
+
+def _pos_strides(x: NDArray, shape: tuple[int, ...], dim: int | None) -> list[int]:
+    return [0 if d == dim or (x.shape[d] == 1 and n != 1) else x.strides[d] for d, n in enumerate(shape)]
+
+
+def gather(x: NDArray, dim: int, index: NDArray) -> NDArray:
+    _check_device("gather", x, index)
+    out = _new(index.shape, x.dtype, x.device)
+    if x.ndim == 0:
+        return _ew("copy", 1, out, (x,))
+    _index_launch(_GATHER, index.shape, out, list(out.strides), x, _pos_strides(x, index.shape, dim), index,
+                  list(index.strides), x.strides[dim], (), x.dtype)
+    return out
+
+
+def index_select(x: NDArray, dim: int, index: NDArray) -> NDArray:
+    _check_device("index_select", x, index)
+    if x.ndim == 0:
+        return gather(x, 0, index.reshape(()) if index.ndim else index)
+    shape = x.shape[:dim] + (index.size,) + x.shape[dim + 1:]
+    out = _new(shape, x.dtype, x.device)
+    flat = index.reshape((index.size,))
+    istr = [0] * len(shape)
+    istr[dim] = flat.strides[0] if flat.ndim else 0
+    _index_launch(_GATHER, shape, out, list(out.strides), x, _pos_strides(x, shape, dim), flat, istr,
+                  x.strides[dim], (), x.dtype)
+    return out
+
+
+def _flat_offsets(x: NDArray, indices: tuple, shape: tuple[int, ...] | None = None) -> NDArray:
+    """int64 element offsets (relative to x's first element) for one index array per dim."""
+    off = None
+    for d, ix in enumerate(indices):
+        if x.strides[d] == 0 or x.shape[d] == 1:
+            continue
+        term = binary("mul", ix, x.strides[d])
+        off = term if off is None else binary("add", off, term)
+    if off is None:
+        shp = broadcast_shapes("index", *[i.shape for i in indices]) if shape is None else shape
+        off = full(shp, 0, dtypes.int64, x.device)
+    return off
+
+
+def index(x: NDArray, indices: tuple) -> NDArray:
+    _check_device("index", x, *[i for i in indices if i is not None])
+    full_ix = full_indices(x.shape, indices)
+    shape = broadcast_shapes("index", *[i.shape for i in full_ix])
+    off = _flat_offsets(x, full_ix, shape)
+    if off.shape != shape:
+        off = contiguous(off.expand(shape))
+    out = _new(shape, x.dtype, x.device)
+    zeros = [0] * len(shape)
+    _index_launch(_GATHER, shape, out, list(out.strides), x, zeros, off, _bstrides(off, shape), 1, (), x.dtype)
+    return out
+
+
+_ATOMIC_DTYPES = frozenset((dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int32,
+                            dtypes.int64))
+
+
+def _host_fallback_put(x: NDArray, offsets: NDArray, values: NDArray, accumulate: bool) -> None:
+    # Atomics exist for 16/32/64-bit floats and 32/64-bit ints only; other dtypes accumulate on the host.
+    base = x if _contig(x) else contiguous(x)
+    host = to_numpy(base).reshape(-1).copy()
+    offs = to_numpy(offsets).reshape(-1)
+    vals = np.broadcast_to(to_numpy(values), offsets.shape).reshape(-1)
+    np.add.at(host, offs, vals) if accumulate else host.__setitem__(offs, vals)
+    copy_(x, from_numpy(host.reshape(x.shape), x.dtype, x.device))
+
+
+def index_put_(x: NDArray, indices: tuple, values: NDArray, accumulate: bool) -> NDArray:
+    _check_device("index_put_", x, values, *indices)
+    shape = broadcast_shapes("index_put_", values.shape, *[i.shape for i in indices])
+    if x.ndim == 0:
+        return copy_(x, values.reshape(()) if values.size == 1 else values) if values.size else x
+    if values.buffer is x.buffer:
+        values = contiguous(values)
+    if not _contig(x):
+        # Offsets are computed for a contiguous layout of x, written back through the view afterwards.
+        tmp = contiguous(x)
+        index_put_(tmp, indices, values, accumulate)
+        return copy_(x, tmp)
+    off = _flat_offsets(x, indices, shape)
+    if accumulate and x.dtype not in _ATOMIC_DTYPES:
+        _host_fallback_put(x, off, values, True)
+        return x
+    zeros = [0] * len(shape)
+    if accumulate:
+        _index_launch(_SCATTER, shape, x, zeros, values, _bstrides(values, shape), off, _bstrides(off, shape), 1,
+                      (1, 1), x.dtype)
+        return x
+    # Plain assignment with repeated indices: the last write in index order wins, as in a sequential loop (and on
+    # the CPU). An atomic max of each write's position picks the winner; the others go to a spill slot.
+    n = math.prod(shape)
+    dev = x.device
+    pos = arange(0, n, 1, dtypes.int64, dev).reshape(shape)
+    winner = full((x.size,), -1, dtypes.int64, dev)
+    off_strides = _bstrides(off, shape)
+    _index_launch(_SCATTER, shape, winner, zeros, pos, list(pos.strides), off, off_strides, 1, (2, 1), dtypes.int64)
+    won = _new(shape, dtypes.int64, dev)
+    _index_launch(_GATHER, shape, won, list(won.strides), winner, zeros, off, off_strides, 1, (), dtypes.int64)
+    target = where(binary("eq", won, pos), off if off.shape == shape else contiguous(off.expand(shape)), x.size)
+    spill = _new((x.size + 1,), x.dtype, dev)
+    flat = x.reshape((x.size,))
+    copy_(spill.narrow(0, 0, x.size), flat)
+    _index_launch(_SCATTER, shape, spill, zeros, values, _bstrides(values, shape), target, list(target.strides), 1,
+                  (0, 1), x.dtype)
+    copy_(flat, spill.narrow(0, 0, x.size))
+    return x
+
+
+def scatter(x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
+    _check_device("scatter", x, index, src)
+    out = contiguous(x)
+    if index.size == 0:
+        return out
+    if x.ndim == 0:
+        return _ew("copy", 1, out, (src,), x.dtype) if mode == "set" else binary("add", out, src)
+    if isinstance(src, NDArray):
+        if src.ndim != index.ndim or any(index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > x.shape[d])
+                                         for d in range(index.ndim)):
+            raise RuntimeError(f"scatter(): Expected index {list(index.shape)} to be smaller than self "
+                               f"{list(x.shape)} apart from dimension {dim} and to be smaller size than src "
+                               f"{list(src.shape)}")
+    add = mode == "add"
+    if add and x.dtype not in _ATOMIC_DTYPES:
+        return _scatter_host(out, dim, index, src, add)
+    shape = index.shape
+    dst_pos = [0 if d == dim else out.strides[d] for d in range(len(shape))]
+    if isinstance(src, NDArray):
+        _index_launch(_SCATTER, shape, out, dst_pos, src, _pos_strides(src, shape, None), index,
+                      list(index.strides), out.strides[dim], (int(add), 1), x.dtype)
+    else:
+        _index_launch(_SCATTER, shape, out, dst_pos, src, [0] * len(shape), index, list(index.strides),
+                      out.strides[dim], (int(add), 2), x.dtype)
+    return out
+
+
+def _scatter_host(out: NDArray, dim: int, index: NDArray, src: NDArray | float, add: bool) -> NDArray:
+    host = to_numpy(out).copy()
+    idx = to_numpy(index)
+    vals = to_numpy(src) if isinstance(src, NDArray) else np.full(idx.shape, src, host.dtype)
+    vals = vals[tuple(slice(0, n) for n in idx.shape)]
+    coords = list(np.indices(idx.shape))
+    coords[dim] = idx
+    if add:
+        np.add.at(host, tuple(coords), vals)
+    else:
+        host[tuple(coords)] = vals
+    return from_numpy(host, out.dtype, out.device)
+
+
+def nonzero(x: NDArray) -> NDArray:
+    mask = x if x.dtype is dtypes.bool_ else binary("ne", x, 0 if x.dtype.category < 2 else 0.0)
+    flat = contiguous(mask).reshape((mask.size,)) if not _contig(mask) else mask.reshape((mask.size,))
+    counts = cumulative("cumsum", cast(flat, dtypes.int64), 0) if flat.size else flat
+    n = int(to_numpy(counts.narrow(0, flat.size - 1, 1))[0]) if flat.size else 0
+    out = _new((n, x.ndim), dtypes.int64, x.device)
+    if n == 0:
+        return out
+    lin = _new((n,), dtypes.int64, x.device)
+    # Position i goes to slot counts[i] - 1 where the mask is set: a scatter of arange through the scan.
+    slots = binary("sub", counts, 1)
+    ar = arange(0, flat.size, 1, dtypes.int64, x.device)
+    masked_slots = where(flat, slots, full((), n, dtypes.int64, x.device))
+    spill = _new((n + 1,), dtypes.int64, x.device)
+    _index_launch(_SCATTER, (flat.size,), spill, [0], ar, [1], masked_slots, [1], 1, (0, 1), dtypes.int64)
+    copy_(lin, spill.narrow(0, 0, n))
+    rem = lin
+    for d in range(x.ndim - 1, -1, -1):
+        col = out.as_strided((n,), (x.ndim,), d)
+        size = x.shape[d]
+        copy_(col, binary("remainder", rem, size))
+        rem = binary("floor_divide", rem, size)
+    return out
+
+
+_SORT = td.Kernel(ik.sort_rows_kernel)
+
+
+def sort(x: NDArray, dim: int, descending: bool, stable: bool) -> tuple[NDArray, NDArray]:
+    """Stable sort along ``dim``: rows of up to 4096 elements of 32-bit or narrower types sort on the GPU (one row
+    per program); longer rows and 64-bit types sort on the host (numpy, stable)."""
+    K = x.shape[dim] if x.ndim else 1
+    if x.ndim and x.size and x.dtype.itemsize <= 4 and K <= 4096:
+        last = x.ndim - 1
+        xt = x if dim == last else x.transpose(dim, last)
+        xt = xt if _contig(xt) else contiguous(xt)
+        values, order = _new(xt.shape, x.dtype, x.device), _new(xt.shape, dtypes.int64, x.device)
+        p, q, r = _ptr(xt), _ptr(values), _ptr(order)
+        block = _next_pow2(K)
+        go = _SORT.launcher((_psig(xt, p), _psig(values, q), _psig(order, r), "i32"), (bool(descending), block),
+                            4 if block <= 1024 else 8)
+        rt.ensure_device(x.device.index)
+        go(xt.size // K, 1, 1, p, q, r, K)
+        if dim != last:
+            values, order = contiguous(values.transpose(dim, last)), contiguous(order.transpose(dim, last))
+        return values, order
+    host = to_numpy(x)
+    if host.ndim == 0:
+        return from_numpy(host, x.dtype, x.device), full((), 0, dtypes.int64, x.device)
+    key = host.astype(np.float32) if x.dtype is dtypes.bfloat16 else host
+    if descending:
+        if x.dtype.category == 2:
+            order = np.flip(np.argsort(np.flip(key, dim), axis=dim, kind="stable"), dim)
+            order = key.shape[dim] - 1 - order
+        elif x.dtype is dtypes.bool_:
+            order = np.argsort(~key, axis=dim, kind="stable")
+        else:
+            order = np.argsort(-key.astype(np.int64) if x.dtype.itemsize < 8 else ~key, axis=dim, kind="stable")
+    else:
+        order = np.argsort(key, axis=dim, kind="stable")
+    values = np.take_along_axis(host, order, dim)
+    return from_numpy(values, x.dtype, x.device), from_numpy(order.astype(np.int64), dtypes.int64, x.device)
+
+
+def unique(x: NDArray, return_inverse: bool, return_counts: bool) -> tuple[NDArray, NDArray | None, NDArray | None]:
+    """Sorted unique values: on the GPU when the flattened array sorts in one row (see ``sort``), else on the host.
+    NaNs count as one value (as numpy and the CPU path)."""
+    n = x.size
+    if 1 < n <= 4096 and x.dtype.itemsize <= 4:
+        return _unique_gpu(x, n, return_inverse, return_counts)
+    host = to_numpy(x).reshape(-1)
+    key = host.astype(np.float32) if x.dtype is dtypes.bfloat16 else host
+    values, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+    values = host[first]
+    inv = from_numpy(inverse.reshape(x.shape).astype(np.int64), dtypes.int64, x.device) if return_inverse else None
+    cnt = from_numpy(counts.astype(np.int64), dtypes.int64, x.device) if return_counts else None
+    return from_numpy(values, x.dtype, x.device), inv, cnt
+
+
+def _unique_gpu(x: NDArray, n: int, return_inverse: bool,
+                return_counts: bool) -> tuple[NDArray, NDArray | None, NDArray | None]:
+    dev = x.device
+    flat = x.reshape((n,)) if _contig(x) else contiguous(x).reshape((n,))
+    values, order = sort(flat, 0, False, True)
+    cur, prev = values.narrow(0, 1, n - 1), values.narrow(0, 0, n - 1)
+    new_value = binary("ne", cur, prev)
+    if x.dtype.category == 2:
+        both_nan = binary("logical_and", unary("isnan", cur), unary("isnan", prev))
+        new_value = binary("logical_and", new_value, unary("logical_not", both_nan))
+    starts = full((n,), True, dtypes.bool_, dev)
+    copy_(starts.narrow(0, 1, n - 1), new_value)
+    group = binary("sub", cumulative("cumsum", cast(starts, dtypes.int64), 0), 1)  # group id of each sorted element
+    m = int(to_numpy(group.narrow(0, n - 1, 1))[0]) + 1
+    # The first element of each group goes to its slot; the others to a spill slot past the end.
+    spill = _new((m + 1,), x.dtype, dev)
+    target = where(starts, group, m)
+    _index_launch(_SCATTER, (n,), spill, [0], values, [1], target, [1], 1, (0, 1), x.dtype)
+    uniq = contiguous(spill.narrow(0, 0, m))
+    inverse = counts = None
+    if return_inverse:
+        inverse = _new((n,), dtypes.int64, dev)
+        _index_launch(_SCATTER, (n,), inverse, [0], group, [1], order, [1], 1, (0, 1), dtypes.int64)
+        inverse = inverse.reshape(x.shape)
+    if return_counts:
+        counts = full((m,), 0, dtypes.int64, dev)
+        _index_launch(_SCATTER, (n,), counts, [0], 1, [0], group, [1], 1, (1, 2), dtypes.int64)
+    return uniq, inverse, counts
+
+
+_SEARCH = td.Kernel(ik.searchsorted_kernel)
+
+
+def searchsorted(seq: NDArray, values: NDArray, right: bool) -> NDArray:
+    _check_device("searchsorted", seq, values)
+    out = _new(values.shape, dtypes.int64, values.device)
+    if out.size == 0:
+        return out
+    seq = seq if _contig(seq) else contiguous(seq)
+    vals = values if _contig(values) else contiguous(values)
+    K = seq.shape[-1] if seq.ndim else 1
+    V = vals.shape[-1] if vals.ndim else 1
+    rows_per_seq = 0 if seq.ndim <= 1 else 1
+    p, q, r = _ptr(seq), _ptr(vals), _ptr(out)
+    steps = max(1, K.bit_length() + 1)
+    go = _SEARCH.launcher((_psig(seq, p), _psig(vals, q), _psig(out, r), "i32", "i32", "i32", "i32"),
+                          (right, steps, 256), 4)
+    rt.ensure_device(values.device.index)
+    go((out.size + 255) // 256, 1, 1, p, q, r, out.size, K, rows_per_seq, V)
+    return out

@@ -1,0 +1,280 @@
+"""Shared launch helpers of the CUDA backend: dtype tables, new arrays, pointers and Triton signatures,
+stride coalescing, tiles, and the elementwise launcher every family builds on."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from genesis import dtypes
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import storage
+from genesis._impl.cuda import triton_driver as td
+from genesis._impl.cuda.kernels import elementwise as ek
+from genesis.ndarray import NDArray, contiguous_strides
+
+_TT = {
+    dtypes.bool_: "i1", dtypes.uint8: "u8", dtypes.int8: "i8", dtypes.int16: "i16", dtypes.int32: "i32",
+    dtypes.int64: "i64", dtypes.float16: "fp16", dtypes.bfloat16: "bf16", dtypes.float32: "fp32",
+    dtypes.float64: "fp64",
+}
+_PTR = {d: "*" + t for d, t in _TT.items()}
+_PTR16 = {d: "*" + t + ":16" for d, t in _TT.items()}
+
+
+def _np_dtype(d: dtypes.dtype) -> np.dtype:
+    if d is dtypes.bfloat16:
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype("bool" if d is dtypes.bool_ else d.name)
+
+
+# ---------------------------------------------------------------- arrays and pointers
+
+_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def _cstrides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    s = _STRIDES.get(shape)
+    if s is None:
+        if len(_STRIDES) > 8192:  # many distinct shapes (dynamic sequence lengths): start over
+            _STRIDES.clear()
+        s = _STRIDES[shape] = contiguous_strides(shape)
+    return s
+
+
+def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArray:
+    n = math.prod(shape)
+    st = storage.alloc(n * dtype.itemsize, device.index)
+    return NDArray(st, shape, _cstrides(shape), 0, dtype, device, True)
+
+
+def _contig(x: NDArray) -> bool:
+    c = x._native
+    if c is None:
+        c = x._native = x.is_contiguous()
+    return c
+
+
+def _ptr(x: NDArray) -> int:
+    return x.buffer.ptr + x.offset * x.dtype.itemsize
+
+
+def _psig(x: NDArray, ptr: int) -> str:
+    return _PTR16[x.dtype] if ptr % 16 == 0 else _PTR[x.dtype]
+
+
+def _check_device(op: str, x: NDArray, *others: object) -> None:
+    for o in others:
+        if isinstance(o, NDArray) and o.device is not x.device:
+            raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found at least two "
+                               f"devices, {x.device} and {o.device}!")
+
+
+def _stream() -> int:
+    s = rt.state.streams.get(rt.state.device)
+    return 0 if s is None else s.handle
+
+
+# ---------------------------------------------------------------- layouts
+
+
+def _bstrides(x: NDArray, shape: tuple[int, ...]) -> list[int]:
+    """Strides of ``x`` broadcast to ``shape`` (0 along broadcast dims)."""
+    lead = len(shape) - x.ndim
+    out = [0] * lead
+    for n, xs, xst in zip(shape[lead:], x.shape, x.strides):
+        out.append(0 if xs == 1 and n != 1 else (xst if xs != 1 else 0))
+    return out
+
+
+def _coalesce(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+    """Drop size-1 dims and merge neighbours that every operand walks as one dim."""
+    cs: list[int] = []
+    cst: list[list[int]] = [[] for _ in strides]
+    for d, n in enumerate(shape):
+        if n == 1:
+            continue
+        if cs and all(st[-1] == s[d] * n for st, s in zip(cst, strides)):
+            cs[-1] *= n
+            for st, s in zip(cst, strides):
+                st[-1] = s[d]
+            continue
+        cs.append(n)
+        for st, s in zip(cst, strides):
+            st.append(s[d])
+    if not cs:
+        return [1], [[0] for _ in strides]
+    return cs, cst
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _tile(n_rows: int, C: int, itemsize: int) -> tuple[int, int, int]:
+    block_c = min(_next_pow2(C), 2048 if itemsize <= 2 else 1024)
+    block_r = min(max(1, 4096 // block_c), _next_pow2(n_rows))
+    warps = 8 if block_r * block_c >= 4096 else 4
+    return block_r, block_c, warps
+
+
+def _istr(v: int) -> str:
+    if v == 1:
+        return "1"
+    return "i64:16" if v % 16 == 0 else "i64"
+
+
+def _split_rank4(shape: list[int], strides: list[list[int]], ptrs: list[int], itemsizes: list[int]):
+    """Yield (shape4, strides4, ptrs) pieces with at most 4 dims: leading dims beyond 4 become a host loop."""
+    extra = len(shape) - 4
+    if extra <= 0:
+        pad = 4 - len(shape)
+        yield [1] * pad + shape, [[0] * pad + s for s in strides], ptrs
+        return
+    lead = shape[:extra]
+    for flat in range(math.prod(lead)):
+        idx = []
+        r = flat
+        for n in reversed(lead):
+            idx.append(r % n)
+            r //= n
+        idx.reverse()
+        moved = [p + sum(i * s for i, s in zip(idx, st[:extra])) * isz for p, st, isz in zip(ptrs, strides, itemsizes)]
+        yield shape[extra:], [s[extra:] for s in strides], moved
+
+
+# ---------------------------------------------------------------- elementwise launcher
+
+_EW_CONTIG = td.Kernel(ek.ew_contig)
+_FAST: dict[tuple, object] = {}
+
+
+def _contig_launcher(op: str, nin: int, out: NDArray, optr: int, ins: tuple, ptrs: tuple, n: int,
+                     scalar_dtype: dtypes.dtype | None) -> tuple:
+    """(launcher, args) of the contiguous kernel for ``ins`` (contiguous NDArrays, single elements or numbers)."""
+    types = [_psig(out, optr)]
+    args = [optr]
+    modes = []
+    for x, p in zip(ins, ptrs):
+        if isinstance(x, NDArray):
+            types.append(_psig(x, p))
+            args.append(p)
+            modes.append(1 if x.shape == out.shape else 3)
+        else:
+            ty, v = _scalar_sig(x, scalar_dtype or out.dtype)
+            types.append(ty)
+            args.append(v)
+            modes.append(2)
+    while len(modes) < 3:
+        types.append("i32")
+        args.append(0)
+        modes.append(0)
+    big = n >= 2**31 - 65536
+    types.append(("i64" if big else "i32") + (":16" if n % 16 == 0 else ""))
+    args.append(n)
+    block, warps = _CONTIG_CFG[out.dtype.itemsize]
+    go = _EW_CONTIG.launcher(tuple(types), (op, nin, modes[0], modes[1], modes[2], block, big), warps)
+    return go, args
+
+
+_EW_STRIDED = td.Kernel(ek.ew_strided)
+_CONTIG_CFG = {1: (4096, 4), 2: (4096, 4), 4: (2048, 4), 8: (1024, 4)}  # itemsize -> (BLOCK, num_warps)
+
+
+def _scalar_sig(value: object, dtype: dtypes.dtype) -> tuple[str, object]:
+    if dtype.category == 2:
+        return ("fp64" if dtype is dtypes.float64 else "fp32"), float(value)
+    if dtype.category == 1:
+        return "i64", int(value)
+    return "i32", int(bool(value))
+
+
+def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype | None = None) -> NDArray:
+    """Run elementwise ``op`` over ``ins`` (NDArrays broadcastable to ``out`` or Python numbers) into ``out``."""
+    n = out.size
+    if n == 0:
+        return out
+    if rt.state.device != out.device.index:
+        rt.set_device(out.device.index)
+    shape = out.shape
+    fast = _contig(out)
+    if fast and nin <= 2:
+        a = ins[0]
+        if a.__class__ is NDArray and a.shape == shape and _contig(a):
+            # The common cases, kept short: contiguous same-shape operands, or a tensor and a Python number.
+            b = ins[1] if nin == 2 else None
+            if b is None:
+                bkey, barg = None, 0
+            elif b.__class__ is NDArray:
+                if b.shape != shape or not _contig(b):
+                    bkey = False
+                else:
+                    barg = _ptr(b)
+                    bkey = b.dtype
+            else:
+                bkey, barg = _scalar_sig(b, scalar_dtype or out.dtype)
+            optr, pa = _ptr(out), _ptr(a)
+            # Only the all-aligned case is cached by dtype alone; other alignments take the general path.
+            if bkey is not False and not ((optr | pa | (barg if bkey.__class__ is dtypes.dtype else 0)) & 15):
+                key = (op, nin, out.dtype, a.dtype, bkey, n & 15 == 0, n >= 2**31 - 65536, out.device)
+                go = _FAST.get(key)
+                if go is None:
+                    go = _FAST[key] = _contig_launcher(op, nin, out, optr, ins, (pa, barg)[:nin], n, scalar_dtype)[0]
+                block = _CONTIG_CFG[out.dtype.itemsize][0]
+                go((n + block - 1) // block, 1, 1, optr, pa, barg, 0, n)
+                return out
+    if fast:
+        for x in ins:
+            if isinstance(x, NDArray) and not ((x.shape == shape and _contig(x)) or x.size == 1):
+                fast = False
+                break
+    if fast:
+        optr = _ptr(out)
+        ptrs = tuple(_ptr(x) if isinstance(x, NDArray) else 0 for x in ins)
+        go, args = _contig_launcher(op, nin, out, optr, ins, ptrs, n, scalar_dtype)
+        block = _CONTIG_CFG[out.dtype.itemsize][0]
+        go((n + block - 1) // block, 1, 1, *args)
+        return out
+    tensors = [out] + [x for x in ins if isinstance(x, NDArray)]
+    cshape, cstrides = _coalesce(shape, [list(out.strides)] + [_bstrides(x, shape) for x in tensors[1:]])
+    ptrs = [_ptr(t) for t in tensors]
+    for shape4, strides4, tptrs in _split_rank4(cshape, cstrides, ptrs, [t.dtype.itemsize for t in tensors]):
+        R1, R2, C = shape4[1], shape4[2], shape4[3]
+        n_rows = shape4[0] * R1 * R2
+        block_r, block_c, warps = _tile(n_rows, C, out.dtype.itemsize)
+        n_cblocks = (C + block_c - 1) // block_c
+        types = [_psig(out, tptrs[0])]
+        args = [tptrs[0]]
+        modes = []
+        op_strides = []
+        k = 1
+        for x in ins:
+            if isinstance(x, NDArray):
+                types.append(_psig(x, tptrs[k]))
+                args.append(tptrs[k])
+                op_strides.append(strides4[k])
+                modes.append(1)
+                k += 1
+            else:
+                ty, v = _scalar_sig(x, scalar_dtype or out.dtype)
+                types.append(ty)
+                args.append(v)
+                op_strides.append([0, 0, 0, 0])
+                modes.append(2)
+        while len(modes) < 3:
+            types.append("i32")
+            args.append(0)
+            modes.append(0)
+            op_strides.append([0, 0, 0, 0])
+        types += ["i32", "i32:16" if C % 16 == 0 else "i32", "i32", "i32", "i32"]
+        args += [n_rows, C, R1, R2, n_cblocks]
+        for st in [strides4[0]] + op_strides:
+            s0, s1, s2, sc = st
+            types += [_istr(s0), _istr(s1), _istr(s2), _istr(sc)]
+            args += [s0, s1, s2, sc]
+        go = _EW_STRIDED.launcher(tuple(types), (op, nin, modes[0], modes[1], modes[2], block_r, block_c), warps)
+        go(((n_rows + block_r - 1) // block_r) * n_cblocks, 1, 1, *args)
+    return out
