@@ -98,7 +98,7 @@ def test_backward_runs_on_the_kernel_of_its_forward(forward: SDPBackend, backwar
 
 @requires_cuda
 def test_the_faster_kernel_is_timed_once_per_shape_class() -> None:
-    from genesis._impl.cuda import attention as sdpa
+    from genesis._impl.cuda import sdpa as sdpa
 
     ts, (q, k, v, dy) = _inputs(1, 8, 8, 500, 500, 128, 1)
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)

@@ -98,6 +98,21 @@ def test_op_lists_are_unique_and_comparisons_are_binary_ops() -> None:
 
 # ------------------------------------------------------------------ every backend implements every primitive
 
+def test_every_kernel_the_registry_names_is_in_the_contract() -> None:
+    """The op registry's in-place kernels run on the backends' ``unary``/``binary``: their op lists must hold them."""
+    from genesis.ops import registry
+
+    missing = {name: k for name, k in registry.kernels().items()
+               if k not in contract.UNARY_OPS and k not in contract.BINARY_OPS}
+    assert not missing, f"registry ops whose kernel the backend contract lacks: {missing}"
+
+
+def test_no_cuda_backend_module_is_named_like_a_primitive() -> None:
+    """The package ``genesis._impl.cuda`` is the backend: a submodule named like a primitive would be shadowed."""
+    modules = {p.stem for p in CUDA_PACKAGE.glob("*.py")} | {p.name for p in CUDA_PACKAGE.iterdir() if p.is_dir()}
+    assert not modules & set(contract.PRIMITIVES), modules & set(contract.PRIMITIVES)
+
+
 def test_cpu_backend_implements_every_primitive() -> None:
     import genesis._impl.cpu as cpu
 

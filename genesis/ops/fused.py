@@ -11,7 +11,7 @@ the backward is written in differentiable tensor ops instead, so higher derivati
   backward is the inverse rotation (itself a ``Rope``).
 - softmax / log_softmax route to ``genesis.ops.reduce.Softmax``, whose backward is fused.
 - ``Attention``: fused attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors; on CUDA
-  Genesis's Triton flash attention or cuDNN's (``genesis._impl.cuda.attention`` chooses).
+  Genesis's Triton flash attention or cuDNN's (``genesis._impl.cuda.sdpa`` chooses).
 
 The ``fused_*`` functions are what ``genesis.nn.functional`` calls: they return the fused result where a kernel
 applies (CUDA tensors of float32/float16/bfloat16) and None elsewhere, so the caller keeps its composite (the CPU

@@ -11,7 +11,6 @@ runs the case (``convolution_cudnn``, ``attention_cudnn``, ``cudnn_library``). A
 # ruff: noqa: F401 - the primitives are imported to be this module's attributes
 
 from genesis._impl.cuda import cudnn_library  # read through the device's backend by the cuDNN switches
-from genesis._impl.cuda.attention import attention, attention_backward
 from genesis._impl.cuda.blas import linear, matmul
 from genesis._impl.cuda.convolution import conv, conv_backward
 from genesis._impl.cuda.creation import (
@@ -29,7 +28,7 @@ from genesis._impl.cuda.creation import (
     to_numpy,
 )
 from genesis._impl.cuda.elementwise import binary, unary, where
-from genesis._impl.cuda.index import (
+from genesis._impl.cuda.indexing import (
     gather,
     index,
     index_put_,
@@ -69,5 +68,6 @@ from genesis._impl.cuda.nn_layers import (
     upsample_backward,
 )
 from genesis._impl.cuda.random import dropout, normal, randint, uniform
-from genesis._impl.cuda.reduce import arg_reduce, cumulative, reduce, softmax
+from genesis._impl.cuda.reductions import arg_reduce, cumulative, reduce, softmax
+from genesis._impl.cuda.sdpa import attention, attention_backward
 

@@ -21,7 +21,7 @@ from genesis._impl.cuda.blas import matmul
 from genesis._impl.cuda.creation import cast, contiguous, copy_, full
 from genesis._impl.cuda.elementwise import binary
 from genesis._impl.cuda.launch import _check_device
-from genesis._impl.cuda.reduce import reduce
+from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray
 
 

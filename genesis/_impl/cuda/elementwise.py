@@ -6,7 +6,7 @@ from genesis import dtypes
 from genesis._impl.contract import COMPARISON_OPS
 from genesis._impl.cuda.creation import to_numpy
 from genesis._impl.cuda.launch import _check_device, _ew, _new
-from genesis._impl.cuda.reduce import reduce
+from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray, broadcast_shapes
 
 _BOOL_UNARY = frozenset(("isnan", "isinf", "logical_not", "signbit"))

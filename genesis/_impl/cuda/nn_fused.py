@@ -21,7 +21,7 @@ from genesis._impl.cuda.kernels import nn_norm as nk
 from genesis._impl.cuda.kernels import nn_rope_swiglu as rsk
 from genesis._impl.cuda.kernels import nn_softmax as sk
 from genesis._impl.cuda.launch import _check_device, _contig, _new, _next_pow2, _psig, _ptr
-from genesis._impl.cuda.reduce import reduce
+from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray
 
 _F32 = dtypes.float32

@@ -22,7 +22,7 @@ from genesis._impl.cuda.kernels import nn_embedding as ek
 from genesis._impl.cuda.kernels import nn_pool as pk
 from genesis._impl.cuda.kernels import nn_upsample as uk
 from genesis._impl.cuda.launch import _check_device, _contig, _new, _next_pow2, _psig, _ptr
-from genesis._impl.cuda.reduce import reduce
+from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray
 
 _F32, _F64, _I32 = dtypes.float32, dtypes.float64, dtypes.int32

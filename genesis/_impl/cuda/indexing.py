@@ -28,7 +28,7 @@ from genesis._impl.cuda.launch import (
     _split_rank4,
     _tile,
 )
-from genesis._impl.cuda.reduce import cumulative
+from genesis._impl.cuda.reductions import cumulative
 from genesis.ndarray import NDArray, broadcast_shapes, full_indices
 
 _GATHER = td.Kernel(ik.gather_kernel)
