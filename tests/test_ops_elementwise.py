@@ -473,6 +473,47 @@ def test_bitwise_on_floats_raises(name):
         check_error(NotImplementedError, lambda lib, a: BITWISE[name](lib, a, 1.5), torch.tensor([1, 2]))
 
 
+SHIFTS = {
+    "lshift": lambda lib, a, b: a << b,
+    "rshift": lambda lib, a, b: a >> b,
+    "left_fn": lambda lib, a, b: lib.bitwise_left_shift(a, b),
+    "right_fn": lambda lib, a, b: lib.bitwise_right_shift(a, b),
+    "left_method": lambda lib, a, b: a.bitwise_left_shift(b),
+    "right_method": lambda lib, a, b: a.bitwise_right_shift(b),
+}
+
+
+@pytest.mark.parametrize("name", list(SHIFTS))
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8], ids=str)
+def test_bitwise_shifts(name, dtype):
+    """Shift amounts below, inside and past the width; wrapped bits and the sign fill of ``>>`` as torch."""
+    a = torch.tensor([[0], [1], [-8], [5], [100], [-128], [127]]).to(dtype)
+    b = torch.tensor([0, 1, 2, 3, 6, 7, 8, 15, 16, 31, 32, 62, 63, 64, 70, -1]).to(dtype)
+    check(SHIFTS[name], a, b)
+
+
+def test_bitwise_shifts_with_numbers_and_mixed_dtypes():
+    a = torch.tensor([1, -8, 5, 100])
+    check(lambda lib, a: a << 2, a)
+    check(lambda lib, a: a >> 1, a)
+    check(lambda lib, a: 3 << a.abs(), a)
+    check(lambda lib, a: 1000 >> a.abs(), a)
+    check(lambda lib, a, b: a << b, torch.tensor([1, 2], dtype=torch.int32), torch.tensor([1], dtype=torch.int64))
+    check(lambda lib, a, b: a >> b, torch.tensor([200, 7], dtype=torch.uint8), torch.tensor([1, 7], dtype=torch.int8))
+    check(lambda lib, a: a << 1, torch.tensor([True, False]))
+
+
+def test_bitwise_shifts_in_place():
+    for op in ("bitwise_left_shift_", "bitwise_right_shift_", "__ilshift__", "__irshift__"):
+        check(lambda lib, a, op=op: getattr(a.clone(), op)(2), torch.tensor([1, -8, 5, 100]))
+
+
+@pytest.mark.parametrize("name", ["lshift", "rshift", "left_fn"])
+def test_bitwise_shifts_on_floats_raise(name):
+    check_error(NotImplementedError, SHIFTS[name], rand(3), torch.tensor([1, 2, 3]))
+    check_error(NotImplementedError, SHIFTS[name], torch.tensor([1, 2]), rand(2))
+
+
 def test_equal_allclose_isclose():
     a = torch.tensor([1.0, 2.0, math.nan, math.inf], dtype=torch.float64)
     b = torch.tensor([1.0 + 1e-9, 2.1, math.nan, math.inf], dtype=torch.float64)

@@ -11,7 +11,7 @@ from typing import Any
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray
-from genesis.ops._args import _as_operand, ones_like_bool
+from genesis.ops._args import _as_operand, _result_dtype, ones_like_bool
 from genesis.tensor import Tensor
 
 
@@ -132,6 +132,54 @@ def bitwise_xor(input: Any, other: Any) -> Tensor:
     return _bitwise("bitwise_xor", input, other)
 
 
+class Shift(Primitive):
+    """``a << b`` or ``a >> b`` on integers, as torch's shifts: bits moved past the width are lost, and a shift by a
+    negative amount or by the width or more gives 0 (``>>`` of a negative signed value: -1). No gradient.
+
+    Built from existing primitives: ``a << s`` is ``a * 2**s`` wrapping in ``a``'s dtype, ``a >> s`` is
+    ``floor(a / 2**s)`` computed in int64 (floor division is the arithmetic shift of negative values).
+    """
+
+    @staticmethod
+    def forward(ctx, a: NDArray, s: NDArray, left: bool) -> NDArray:
+        bits = a.dtype.itemsize * 8
+        # The largest shift a power of two in int64 can express: 2**63 overflows, so signed >> by bits - 1 fills.
+        last = bits if not a.dtype.is_signed or left else bits - 1
+        s = s.astype(dtypes.int64)
+        in_range = s.binary("ge", 0).binary("logical_and", s.binary("lt", last))
+        safe = in_range.where(s, 0)
+        if left:
+            # 2**(bits - 1) is the dtype's top bit: int64's would overflow the power, so it is written directly.
+            top = -(1 << (bits - 1)) if a.dtype.is_signed else 1 << (bits - 1)
+            power = safe.binary("eq", bits - 1).where(top, safe.binary("minimum", bits - 2).rbinary("pow", 2))
+            return in_range.where(a.binary("mul", power.astype(a.dtype)), 0).astype(a.dtype)
+        shifted = a.astype(dtypes.int64).binary("floor_divide", safe.rbinary("pow", 2))
+        fill = a.binary("lt", 0).where(-1, 0)
+        return in_range.where(shifted, fill).astype(a.dtype)
+
+
+def _shift(op: str, input: Any, other: Any, left: bool) -> Tensor:
+    if not isinstance(input, Tensor):
+        input = Tensor._scalar_like(input, other)
+    other = _as_operand(op, other, input)
+    dtype = _result_dtype(input, other)
+    if dtype.is_floating_point:
+        raise NotImplementedError(f"{op}: not implemented for '{dtype.name}' (integer or bool tensors only)")
+    if not isinstance(other, Tensor):
+        other = Tensor._wrap(NDArray.scalar(other, dtypes.int64, input.device))
+    return Shift.apply(input.to(dtype), other, left)
+
+
+def bitwise_left_shift(input: Any, other: Any) -> Tensor:
+    """``input << other`` elementwise on integer (or bool) tensors; bits shifted past the width are lost."""
+    return _shift("bitwise_left_shift", input, other, left=True)
+
+
+def bitwise_right_shift(input: Any, other: Any) -> Tensor:
+    """``input >> other`` elementwise on integer (or bool) tensors: an arithmetic shift for signed dtypes."""
+    return _shift("bitwise_right_shift", input, other, left=False)
+
+
 def bitwise_not(input: Tensor) -> Tensor:
     if input.dtype.is_floating_point:
         raise NotImplementedError(f"bitwise_not: not implemented for '{input.dtype.name}' (integer or bool tensors "
@@ -236,6 +284,7 @@ def can_cast(from_: dtypes.dtype, to: dtypes.dtype) -> bool:
 
 
 __all__ = [
+    "bitwise_left_shift", "bitwise_right_shift",
     "where", "isnan", "isinf", "isfinite", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
     "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "equal", "isclose",
     "allclose", "nonzero", "argwhere", "greater", "greater_equal", "less", "less_equal", "not_equal", "isposinf",

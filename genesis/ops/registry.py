@@ -130,6 +130,8 @@ OPS: tuple[Op, ...] = (
     Op("bitwise_and", compare.bitwise_and, method=True, inplace=BINARY),
     Op("bitwise_or", compare.bitwise_or, method=True, inplace=BINARY),
     Op("bitwise_xor", compare.bitwise_xor, method=True, inplace=BINARY),
+    Op("bitwise_left_shift", compare.bitwise_left_shift, method=True, inplace=GENERAL),
+    Op("bitwise_right_shift", compare.bitwise_right_shift, method=True, inplace=GENERAL),
     Op("bitwise_not", compare.bitwise_not, method=True, inplace=GENERAL),
     Op("equal", compare.equal, method=True),
     Op("isclose", compare.isclose, method=True),
@@ -455,11 +457,13 @@ OPERATORS: dict[str, Callable | str] = {
     "__rand__": compare.bitwise_and, "__or__": compare.bitwise_or, "__ror__": compare.bitwise_or,
     "__xor__": compare.bitwise_xor, "__rxor__": compare.bitwise_xor, "__eq__": compare.eq, "__ne__": compare.ne,
     "__lt__": compare.lt, "__le__": compare.le, "__gt__": compare.gt, "__ge__": compare.ge,
+    "__lshift__": compare.bitwise_left_shift, "__rlshift__": methods.reflected(compare.bitwise_left_shift),
+    "__rshift__": compare.bitwise_right_shift, "__rrshift__": methods.reflected(compare.bitwise_right_shift),
     "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
     # in place: the in-place method of the op
     "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_", "__ipow__": "pow_",
     "__imod__": "remainder_", "__ifloordiv__": "floor_divide_", "__iand__": "bitwise_and_", "__ior__": "bitwise_or_",
-    "__ixor__": "bitwise_xor_",
+    "__ixor__": "bitwise_xor_", "__ilshift__": "bitwise_left_shift_", "__irshift__": "bitwise_right_shift_",
 }
 
 #: Read-only Tensor properties computed by ops.
