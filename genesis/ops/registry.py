@@ -21,7 +21,7 @@ implementation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from genesis import autograd
 from genesis import linalg as LA
@@ -49,7 +49,6 @@ from genesis.ops import (
     views,
 )
 from genesis.ops.autocast import BANNED, FP32, LOWER, PROMOTE
-from genesis.ops.shape import broadcast_shapes
 from genesis.tensor import Tensor
 
 BINARY, KERNEL, GENERAL = "binary", "kernel", "general"
@@ -363,12 +362,12 @@ OPS: tuple[Op, ...] = (
     Op("unravel_index", indexing.unravel_index),
     Op("isin", sorting.isin),
     Op("histogram", statistics.histogram, method=True),
-    Op("broadcast_shapes", broadcast_shapes),
+    Op("broadcast_shapes", shape.broadcast_shapes),
     Op("subtract", arithmetic.sub, method=True, inplace=BINARY),
     Op("multiply", arithmetic.mul, method=True, inplace=BINARY),
     Op("divide", arithmetic.div, method=True, inplace=BINARY),
     Op("absolute", unary.abs, method=True, inplace=KERNEL, kernel="abs"),
-    Op("broadcast_shapes", broadcast_shapes),
+    Op("broadcast_shapes", shape.broadcast_shapes),
     Op("subtract", arithmetic.sub, method=True, inplace=BINARY),
     Op("multiply", arithmetic.mul, method=True, inplace=BINARY),
     Op("divide", arithmetic.div, method=True, inplace=BINARY),
@@ -550,6 +549,6 @@ def bind(tensor_type: type = Tensor) -> None:
         setattr(tensor_type, name, property(fget))
 
 
-def kernels() -> dict[str, Any]:
+def kernels() -> dict[str, str]:
     """The backend elementwise ops the registry relies on (for the backend contract test)."""
     return {op.name: op.kernel for op in OPS if op.kernel}
