@@ -367,11 +367,6 @@ OPS: tuple[Op, ...] = (
     Op("multiply", arithmetic.mul, method=True, inplace=BINARY),
     Op("divide", arithmetic.div, method=True, inplace=BINARY),
     Op("absolute", unary.abs, method=True, inplace=KERNEL, kernel="abs"),
-    Op("broadcast_shapes", shape.broadcast_shapes),
-    Op("subtract", arithmetic.sub, method=True, inplace=BINARY),
-    Op("multiply", arithmetic.mul, method=True, inplace=BINARY),
-    Op("divide", arithmetic.div, method=True, inplace=BINARY),
-    Op("absolute", unary.abs, method=True, inplace=KERNEL, kernel="abs"),
     # ---------------------------------------------------------------- creation (genesis.tensor)
     Op("tensor", _tensor_module.tensor),
     Op("as_tensor", _tensor_module.as_tensor),
