@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from genesis import dtypes
 from genesis.autograd import Primitive
-from genesis.ndarray import NDArray, normalize_dim
+from genesis.ndarray import NDArray, check_same_device, normalize_dim
 from genesis.ndarray import cat as cat_nd
 from genesis.ops._args import _tensor_args
 from genesis.ops.indexing import getitem
@@ -54,9 +54,7 @@ def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> tuple[list[Tenso
     for i, t in enumerate(nonempty):
         if t.ndim != ref.ndim:
             raise RuntimeError(f"{op}(): Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
-        if t.device is not ref.device:
-            raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found {ref.device} "
-                               f"and {t.device}")
+        check_same_device(op, ref.device, t.device)
         for k in range(ref.ndim):
             if k != d and t.shape[k] != ref.shape[k]:
                 raise RuntimeError(
