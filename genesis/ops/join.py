@@ -151,10 +151,10 @@ def row_stack(tensors: Sequence[Tensor]) -> Tensor:
     return vstack(tensors)
 
 
-def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into chunks of a given size (the last may be smaller) or of the listed sizes."""
-    d = normalize_dim("split", dim, input.ndim)
-    n = input.shape[d]
+    d = normalize_dim("split", dim, tensor.ndim)
+    n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
         if size <= 0 and n:
@@ -168,7 +168,7 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Ten
                                f"dimension {d}), but got split_sizes={sizes}")
     out, start = [], 0
     for s in sizes:
-        out.append(narrow(input, d, start, s))
+        out.append(narrow(tensor, d, start, s))
         start += s
     return tuple(out)
 
