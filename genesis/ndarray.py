@@ -67,6 +67,24 @@ def broadcast_shapes(op: str, *shapes: Shape) -> Shape:
     return tuple(result)
 
 
+def check_same_device(op: str, *items: object) -> None:
+    """RuntimeError, worded as torch's, unless every NDArray and device among ``items`` is on one device.
+
+    Callers holding Tensors pass ``t.device`` (or ``t.ndarray``); anything else (None for an absent optional
+    argument, a Python number) is skipped.
+    """
+    first = None
+    for item in items:
+        d = item.device if isinstance(item, NDArray) else item
+        if not isinstance(d, Device):
+            continue
+        if first is None:
+            first = d
+        elif d is not first:
+            raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{first} and {d}!")
+
+
 def view_strides(shape: Shape, strides: tuple[int, ...], new_shape: Shape) -> tuple[int, ...] | None:
     """Strides that let ``new_shape`` view memory laid out as (shape, strides), or None if a copy is needed."""
     if not shape:
@@ -381,10 +399,7 @@ class NDArray:
                 elif a.ndim == 0 and a.device.type == "cpu" and out is None:
                     a = a.to(b.device)
                 else:
-                    raise RuntimeError(
-                        f"{op}: expected all tensors to be on the same device, but found at least two devices, "
-                        f"{a.device} and {b.device}!"
-                    )
+                    check_same_device(op, a, b)
             dt = a.dtype if b.dtype is a.dtype else dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
             if b.dtype is not dt:
                 b = b.backend.cast(b, dt)
@@ -456,11 +471,7 @@ class NDArray:
         else:
             dt = dtypes.promote_types(dtypes.scalar_dtype(a), dtypes.scalar_dtype(b))
             a, b = NDArray.scalar(a, dt, self.device), NDArray.scalar(b, dt, self.device)
-        for t in (a, b):
-            if t.device is not self.device and t.ndim:
-                raise RuntimeError(
-                    f"where: expected all tensors to be on the same device, but found {self.device} and {t.device}"
-                )
+        check_same_device("where", self, *(t for t in (a, b) if t.ndim))
         a, b = a.to(self.device), b.to(self.device)
         return self.backend.where(self, a, b)
 
@@ -486,10 +497,7 @@ class NDArray:
     def matmul(self, other: NDArray) -> NDArray:
         """Matrix product with torch's rules for 1-D operands and broadcast batch dims."""
         a, b = self, other
-        if a.device is not b.device:
-            raise RuntimeError(
-                f"matmul: expected all tensors to be on the same device, but found {a.device} and {b.device}"
-            )
+        check_same_device("matmul", a, b)
         if a.ndim == 0 or b.ndim == 0:
             raise RuntimeError(
                 f"matmul: both arguments need to be at least 1D, but they are {a.ndim}D and {b.ndim}D"

@@ -639,19 +639,19 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
-def from_numpy(array: np.ndarray) -> Tensor:
+def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a numpy array."""
-    if not isinstance(array, np.ndarray):
-        raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
-    dtypes.from_numpy(array.dtype)
-    return Tensor._wrap(_cpu.backend.from_numpy_shared(array))
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(ndarray).__name__})")
+    dtypes.from_numpy(ndarray.dtype)
+    return Tensor._wrap(_cpu.backend.from_numpy_shared(ndarray))
 
 
-def from_dlpack(obj: Any) -> Tensor:
+def from_dlpack(ext_tensor: Any) -> Tensor:
     """A tensor sharing memory with any object implementing the DLPack protocol."""
-    device_type = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else 1
-    dev = _cpu if device_type == 1 else Device("cuda", obj.__dlpack_device__()[1])
-    return Tensor._wrap(dev.backend.from_dlpack(obj))
+    device_type = ext_tensor.__dlpack_device__()[0] if hasattr(ext_tensor, "__dlpack_device__") else 1
+    dev = _cpu if device_type == 1 else Device("cuda", ext_tensor.__dlpack_device__()[1])
+    return Tensor._wrap(dev.backend.from_dlpack(ext_tensor))
 
 
 def _size_args(size: tuple) -> tuple[int, ...]:

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import genesis
+from genesis.ndarray import check_same_device
 from tests.helpers import DEVICE, assert_same, to_genesis
 
 no_cuda = pytest.mark.skipif(genesis.cuda.is_available(), reason="checks behaviour on machines without a CUDA GPU")
@@ -160,13 +161,27 @@ def test_cpu_round_trip_on_test_device() -> None:
     assert h.device == g.device and g.grad.tolist() == [[2.0, 2.0], [2.0, 2.0]]
 
 
+# torch's wording (TensorIterator), after the op name Genesis puts in front of every error.
+MISMATCH = (r"Expected all tensors to be on the same device, but found at least two devices, "
+            r"(cpu and cuda:0|cuda:0 and cpu)!")
+
+
 def test_ops_on_mismatched_devices_raise_when_cuda_exists() -> None:
     if not genesis.cuda.is_available():
         pytest.skip("needs a CUDA GPU to hold tensors on two devices")
     a = genesis.ones(2)
     b = genesis.ones(2, device="cuda")
-    with pytest.raises(RuntimeError, match="device"):
+    with pytest.raises(RuntimeError, match=MISMATCH):
         a + b
+
+
+def test_device_check_message_is_torchs() -> None:
+    cpu, cuda = genesis.device("cpu"), genesis.device("cuda:0")
+    check_same_device("add", cpu, None, 1.0, cpu)
+    with pytest.raises(RuntimeError, match=r"^add: " + MISMATCH + "$"):
+        check_same_device("add", cpu, None, cuda)
+    with pytest.raises(RuntimeError, match="^linear: Expected .* cuda:0 and cpu!$"):
+        check_same_device("linear", cuda, genesis.ones(2).ndarray)
 
 
 def test_version_is_exposed() -> None:

@@ -8,7 +8,7 @@ import operator
 from typing import Any, Sequence
 
 from genesis import dtypes
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, check_same_device
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
 
@@ -81,9 +81,7 @@ def _to_index_tensor(op: str, index: Any, like: Tensor, error: type[Exception] =
         index = like.new_tensor(index, dtype=dtypes.int64)
     if index.dtype.category != 1:
         raise error(f"{op}(): Expected dtype int64 for index, but got {index.dtype}")
-    if index.device is not like.device:
-        raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found {like.device} and "
-                           f"{index.device}")
+    check_same_device(op, like.device, index.device)
     return index if index.dtype is dtypes.int64 else index.to(dtypes.int64)
 
 

@@ -352,24 +352,24 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
 arctan2 = atan2
 
 
-def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Clamp into [min, max]; bounds are numbers or tensors; the gradient passes where the input is inside."""
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     # Conditions are written so NaN fails them: a NaN input stays NaN, as in torch.
-    out = x
+    out = input
     if min is not None:
-        lo = min if isinstance(min, Tensor) else Tensor._scalar_like(min, x)
-        out = where(out < lo, lo.to(_result_dtype(x, min)) if isinstance(min, Tensor) else min, out)
-        if isinstance(min, Tensor) and out.dtype is not _result_dtype(x, min):
-            out = out.to(_result_dtype(x, min))
+        lo = min if isinstance(min, Tensor) else Tensor._scalar_like(min, input)
+        out = where(out < lo, lo.to(_result_dtype(input, min)) if isinstance(min, Tensor) else min, out)
+        if isinstance(min, Tensor) and out.dtype is not _result_dtype(input, min):
+            out = out.to(_result_dtype(input, min))
     if max is not None:
         out = where(out > max, max, out)
-    if x.dtype.is_floating_point and x.requires_grad:
+    if input.dtype.is_floating_point and input.requires_grad:
         # torch passes no gradient through NaN inputs of clamp.
-        out = where(isnan(x), x.detach(), out)
-    if out.dtype is not x.dtype and not isinstance(min, Tensor) and not isinstance(max, Tensor):
-        target = x.dtype
+        out = where(isnan(input), input.detach(), out)
+    if out.dtype is not input.dtype and not isinstance(min, Tensor) and not isinstance(max, Tensor):
+        target = input.dtype
         for bound in (min, max):
             if bound is not None:
                 target = dtypes.result_type_scalar(target, bound)
@@ -380,14 +380,14 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
 clip = clamp
 
 
-def clamp_min(x: Tensor, min: Any) -> Tensor:
-    """``clamp(x, min=min)``."""
-    return clamp(x, min=min)
+def clamp_min(input: Tensor, min: Any) -> Tensor:
+    """``clamp(input, min=min)``."""
+    return clamp(input, min=min)
 
 
-def clamp_max(x: Tensor, max: Any) -> Tensor:
-    """``clamp(x, max=max)``."""
-    return clamp(x, max=max)
+def clamp_max(input: Tensor, max: Any) -> Tensor:
+    """``clamp(input, max=max)``."""
+    return clamp(input, max=max)
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:

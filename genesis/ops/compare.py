@@ -187,18 +187,18 @@ def bitwise_not(input: Tensor) -> Tensor:
     return NoGradUnary.apply(input, "bitwise_not")
 
 
-def isnan(x: Tensor) -> Tensor:
-    return NoGradUnary.apply(x, "isnan")
+def isnan(input: Tensor) -> Tensor:
+    return NoGradUnary.apply(input, "isnan")
 
 
-def isinf(x: Tensor) -> Tensor:
-    return NoGradUnary.apply(x, "isinf")
+def isinf(input: Tensor) -> Tensor:
+    return NoGradUnary.apply(input, "isinf")
 
 
-def isfinite(x: Tensor) -> Tensor:
-    if x.dtype.category < 2:
-        return ones_like_bool(x)
-    return logical_not(logical_or(isnan(x), isinf(x)))
+def isfinite(input: Tensor) -> Tensor:
+    if input.dtype.category < 2:
+        return ones_like_bool(input)
+    return logical_not(logical_or(isnan(input), isinf(input)))
 
 
 def isposinf(input: Tensor) -> Tensor:

@@ -37,7 +37,7 @@ class Index(Primitive):
 
 
 class IndexPut(Primitive):
-    """Out-of-place ``x[indices] = values`` (or ``+=`` with accumulate); values broadcast to the indexed shape."""
+    """Out-of-place ``input[indices] = values`` (or ``+=`` with accumulate); values broadcast to the indexed shape."""
 
     @staticmethod
     def forward(ctx, x: NDArray, indices: tuple, values: NDArray, accumulate: bool) -> NDArray:
@@ -218,17 +218,17 @@ def index_tensor(x: Tensor, indices: tuple) -> Tensor:
     return Index.apply(x, indices)
 
 
-def index_put(x: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
-    """Out-of-place ``x[indices] = values``; indices are NDArrays/None per dim or a tuple of index Tensors."""
+def index_put(input: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
+    """Out-of-place ``input[indices] = values``; indices are NDArrays/None per dim or a tuple of index Tensors."""
     if not isinstance(values, Tensor):
-        values = Tensor._wrap(NDArray.scalar(values, x.dtype, x.device))
-    _check_same_dtype("index_put", x, values)
+        values = Tensor._wrap(NDArray.scalar(values, input.dtype, input.device))
+    _check_same_dtype("index_put", input, values)
     if builtins.any(isinstance(i, Tensor) for i in indices):
-        tensors = [_to_index_tensor("index_put", i, x) for i in indices]
+        tensors = [_to_index_tensor("index_put", i, input) for i in indices]
         shape = broadcast_shapes("index_put", *(t.shape for t in tensors))
-        checked = [_check_bounds("index_put", t, x.shape[d], d) for d, t in enumerate(tensors)]
-        indices = tuple(t.ndarray.expand(shape) for t in checked) + (None,) * (x.ndim - len(tensors))
-    return IndexPut.apply(x, indices, values, accumulate)
+        checked = [_check_bounds("index_put", t, input.shape[d], d) for d, t in enumerate(tensors)]
+        indices = tuple(t.ndarray.expand(shape) for t in checked) + (None,) * (input.ndim - len(tensors))
+    return IndexPut.apply(input, indices, values, accumulate)
 
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from genesis import autograd, dtypes
 from genesis.autograd import Overwrite, is_grad_enabled
-from genesis.ndarray import broadcast_shapes
+from genesis.ndarray import broadcast_shapes, check_same_device
 from genesis.ops import _args, arithmetic, compare, views
 from genesis.tensor import Tensor, tensor
 
@@ -79,9 +79,8 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any) -> Tensor:
     if (is_grad_enabled() and (t.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
         return assign_inplace(t, fn(t, other))
     if isinstance(other, Tensor):
-        if other.device is not t.device and other.ndim:
-            raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "
-                               f"{t.device} and {other.device}")
+        if other.ndim:
+            check_same_device(op, t.device, other.device)
         target = dtypes.result_type(t.dtype, t.ndim, other.dtype, other.ndim)
         other_nd: Any = other.ndarray
         from genesis.ndarray import broadcast_shapes

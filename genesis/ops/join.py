@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from genesis import dtypes
 from genesis.autograd import Primitive
-from genesis.ndarray import NDArray, normalize_dim
+from genesis.ndarray import NDArray, check_same_device, normalize_dim
 from genesis.ndarray import cat as cat_nd
 from genesis.ops._args import _tensor_args
 from genesis.ops.indexing import getitem
@@ -54,9 +54,7 @@ def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> tuple[list[Tenso
     for i, t in enumerate(nonempty):
         if t.ndim != ref.ndim:
             raise RuntimeError(f"{op}(): Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
-        if t.device is not ref.device:
-            raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found {ref.device} "
-                               f"and {t.device}")
+        check_same_device(op, ref.device, t.device)
         for k in range(ref.ndim):
             if k != d and t.shape[k] != ref.shape[k]:
                 raise RuntimeError(
@@ -153,10 +151,10 @@ def row_stack(tensors: Sequence[Tensor]) -> Tensor:
     return vstack(tensors)
 
 
-def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into chunks of a given size (the last may be smaller) or of the listed sizes."""
-    d = normalize_dim("split", dim, input.ndim)
-    n = input.shape[d]
+    d = normalize_dim("split", dim, tensor.ndim)
+    n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
         if size <= 0 and n:
@@ -170,7 +168,7 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Ten
                                f"dimension {d}), but got split_sizes={sizes}")
     out, start = [], 0
     for s in sizes:
-        out.append(narrow(input, d, start, s))
+        out.append(narrow(tensor, d, start, s))
         start += s
     return tuple(out)
 

@@ -76,17 +76,20 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return matmul(input, vec)
 
 
-def dot(input: Tensor, other: Tensor) -> Tensor:
-    if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    if input.shape[0] != other.shape[0]:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] "
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors."""
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
+    if input.shape[0] != tensor.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{tensor.shape[0]}] "
                            "to have the same number of elements, but got "
-                           f"{input.shape[0]} and {other.shape[0]} elements respectively")
-    return matmul(input, other)
+                           f"{input.shape[0]} and {tensor.shape[0]} elements respectively")
+    return matmul(input, tensor)
 
 
-inner = dot
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors (as ``dot``)."""
+    return dot(input, other)
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:

@@ -8,6 +8,7 @@ stays valid at every later position. ``genesis.nn.functional`` exports these ops
 
 from __future__ import annotations
 
+from genesis.ndarray import check_same_device
 from genesis.tensor import Tensor
 
 
@@ -16,9 +17,7 @@ def _check_cache(op: str, cache: Tensor, x: Tensor, what: str) -> None:
     if cache.ndim != 4 or x.ndim != 4:
         raise RuntimeError(f"{op}: expected 4-D (batch, heads, length, head_dim) tensors, got {what} of shape "
                            f"{tuple(x.shape)} and cache of shape {tuple(cache.shape)}")
-    if cache.device != x.device:
-        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found {cache.device} and "
-                           f"{x.device}")
+    check_same_device(op, cache.device, x.device)
 
 
 def kv_cache_write_(cache: Tensor, new: Tensor, position: Tensor) -> Tensor:

@@ -9,7 +9,7 @@ exists so that a layer is one graph node whose weight gradient comes out contigu
 from __future__ import annotations
 
 from genesis.autograd import Primitive, is_grad_enabled
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, check_same_device
 from genesis.ops._args import zeros_like_detached
 from genesis.ops.compare import where
 from genesis.ops.reduce import softmax
@@ -32,10 +32,7 @@ class Linear(Primitive):
     def forward(ctx, x: NDArray, w: NDArray, b: NDArray | None) -> NDArray:
         ctx.save_for_backward(x, w)
         lead = x.shape[:-1]
-        for other in (w, b):
-            if other is not None and other.device is not x.device:
-                raise RuntimeError(f"linear: expected all tensors to be on the same device, but found {x.device} "
-                                   f"and {other.device}")
+        check_same_device("linear", x, w, b)
         x2 = x.reshape((-1, x.shape[-1])) if x.ndim != 2 else x
         out = x.backend.linear(x2, w, b)
         return out.reshape(lead + (w.shape[0],)) if x.ndim != 2 else out

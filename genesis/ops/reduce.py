@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
@@ -220,16 +220,11 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return Extremum.apply(input, dims, keepdim, "amin")
 
 
-class MinMaxResult(tuple):
-    """(values, indices) pair with attribute access, as torch.return_types."""
+class ValuesIndices(NamedTuple):
+    """(values, indices), as torch.return_types of max, min, sort, topk, kthvalue, median, mode, cummax..."""
 
-    @property
-    def values(self) -> Tensor:
-        return self[0]
-
-    @property
-    def indices(self) -> Tensor:
-        return self[1]
+    values: Tensor
+    indices: Tensor
 
 
 def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
@@ -241,7 +236,7 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
                                "Specify the reduction dim with the 'dim' argument.")
         return Extremum.apply(input, tuple(range(input.ndim)), False, "amax" if op == "max" else "amin")
     d = normalize_dim(op, dim, input.ndim)
-    return MinMaxResult(MaxWithIndices.apply(input, d, keepdim, op))
+    return ValuesIndices(*MaxWithIndices.apply(input, d, keepdim, op))
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
@@ -392,7 +387,14 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
     return nansum(input, dim, keepdim) / count
 
 
-def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> MinMaxResult:
+class AminmaxResult(NamedTuple):
+    """(min, max), as torch.return_types.aminmax."""
+
+    min: Tensor
+    max: Tensor
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> AminmaxResult:
     """(min, max) over ``dim`` (all elements when None), each reduced as ``amin`` / ``amax``."""
     if dim is None:
         if input.numel() == 0:
@@ -406,19 +408,7 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
         if input.ndim and input.shape[d] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         low, high = amin(input, dim, keepdim), amax(input, dim, keepdim)
-    return _AminmaxResult((low, high))
-
-
-class _AminmaxResult(MinMaxResult):
-    """torch.return_types.aminmax: (min, max)."""
-
-    @property
-    def min(self) -> Tensor:
-        return self[0]
-
-    @property
-    def max(self) -> Tensor:
-        return self[1]
+    return AminmaxResult(low, high)
 
 
 __all__ = [

@@ -15,7 +15,7 @@ from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import isinf, isnan, where
 from genesis.ops.gather_scatter import gather
 from genesis.ops.join import cat
-from genesis.ops.reduce import MinMaxResult, sum
+from genesis.ops.reduce import ValuesIndices, sum
 from genesis.ops.unary import exp, log
 from genesis.ops.views import narrow
 from genesis.tensor import Tensor
@@ -90,9 +90,9 @@ def _scan(x: Tensor, dim: int, combine: Any) -> Tensor:
     return x
 
 
-def _cum_extremum(op: str, input: Tensor, dim: int) -> MinMaxResult:
+def _cum_extremum(op: str, input: Tensor, dim: int) -> ValuesIndices:
     if input.ndim == 0:
-        return MinMaxResult((input.clone(), _zeros((), dtypes.int64, input)))
+        return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
     d = normalize_dim(op, dim, input.ndim)
     x = input.detach()
     running = _scan(x, d, maximum if op == "cummax" else minimum)
@@ -102,15 +102,15 @@ def _cum_extremum(op: str, input: Tensor, dim: int) -> MinMaxResult:
     if x.dtype.is_floating_point:
         hit = hit | isnan(x)
     indices = _scan(where(hit, positions, 0), d, maximum)
-    return MinMaxResult((gather(input, d, indices), indices))
+    return ValuesIndices(gather(input, d, indices), indices)
 
 
-def cummax(input: Tensor, dim: int) -> MinMaxResult:
+def cummax(input: Tensor, dim: int) -> ValuesIndices:
     """Running maximum along ``dim`` and the index where each was attained (the latest among equals)."""
     return _cum_extremum("cummax", input, dim)
 
 
-def cummin(input: Tensor, dim: int) -> MinMaxResult:
+def cummin(input: Tensor, dim: int) -> ValuesIndices:
     """Running minimum along ``dim`` and the index where each was attained (the latest among equals)."""
     return _cum_extremum("cummin", input, dim)
 

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from genesis import dtypes
 from genesis.ndarray import broadcast_shapes as _broadcast_shapes
-from genesis.ndarray import normalize_dim, normalize_dims
+from genesis.ndarray import check_same_device, normalize_dim, normalize_dims
 from genesis.ops._args import _shape_args, _tensor_args, _zeros, arange_like
 from genesis.ops.gather_scatter import index_select
 from genesis.ops.join import cat, stack
@@ -150,8 +150,7 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.ndim}D")
         if t.dtype is not tensors[0].dtype:
             raise RuntimeError("meshgrid expects all tensors to have the same dtype")
-        if t.device != tensors[0].device:
-            raise RuntimeError("torch.meshgrid: expected all tensors to be on the same device")
+        check_same_device("torch.meshgrid", tensors[0].device, t.device)
     swap = indexing == "xy" and len(tensors) >= 2
     sizes = [t.numel() for t in tensors]
     order = list(range(len(tensors)))

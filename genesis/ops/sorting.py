@@ -14,7 +14,7 @@ from genesis.ops._args import _zeros, arange_like, ones_like_bool, zeros_like_de
 from genesis.ops.compare import where
 from genesis.ops.gather_scatter import zeros_scatter
 from genesis.ops.join import cat
-from genesis.ops.reduce import MinMaxResult
+from genesis.ops.reduce import ValuesIndices
 from genesis.ops.views import movedim, narrow, select
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
@@ -41,16 +41,14 @@ class Sort(Primitive):
         return zeros_scatter(shape, dim, indices, grad), None, None, None
 
 
-class SortResult(MinMaxResult):
-    pass
-
-
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> SortResult:
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
+    """Sorted values along ``dim`` and their original indices (``stable`` keeps equal elements in order)."""
     d = normalize_dim("sort", dim, input.ndim)
-    return SortResult(Sort.apply(input, d, descending, stable))
+    return ValuesIndices(*Sort.apply(input, d, descending, stable))
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """The indices that sort ``input`` along ``dim``."""
     return sort(input, dim, descending, stable)[1]
 
 
@@ -59,20 +57,24 @@ def msort(input: Tensor) -> Tensor:
     return sort(input, 0).values
 
 
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> SortResult:
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:
+    """The ``k`` largest (or, with ``largest=False``, smallest) values along ``dim`` and their indices."""
     d = normalize_dim("topk", dim, input.ndim)
     n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk: selected index k out of range (k = {k}, size along dim {d} = {n})")
     values, indices = sort(input, d, descending=largest, stable=True)
-    return SortResult((narrow(values, d, 0, k), narrow(indices, d, 0, k)) if input.ndim else (values, indices))
+    if input.ndim:
+        values, indices = narrow(values, d, 0, k), narrow(indices, d, 0, k)
+    return ValuesIndices(values, indices)
 
 
-def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> SortResult:
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+    """The ``k``-th smallest value along ``dim`` (1-based) and its index."""
     d = normalize_dim("kthvalue", dim, input.ndim)
     values, indices = sort(input, d, stable=True)
     v, i = select(values, d, k - 1), select(indices, d, k - 1)
-    return SortResult((v.unsqueeze(d), i.unsqueeze(d)) if keepdim else (v, i))
+    return ValuesIndices(v.unsqueeze(d), i.unsqueeze(d)) if keepdim else ValuesIndices(v, i)
 
 
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from genesis import dtypes
 from genesis.ndarray import normalize_dim
@@ -17,7 +17,7 @@ from genesis.ops.gather_scatter import gather, index_add
 from genesis.ops.join import stack
 from genesis.ops.linalg import matmul
 from genesis.ops.matrices import diag
-from genesis.ops.reduce import MinMaxResult, amax, mean, sum
+from genesis.ops.reduce import ValuesIndices, amax, mean, sum
 from genesis.ops.sorting import searchsorted, sort
 from genesis.ops.unary import floor, sqrt
 from genesis.ops.views import movedim
@@ -38,7 +38,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
         return value + where(ties, flat - value, 0.0).sum() / ties.sum()
     d = normalize_dim("nanmedian", dim, input.ndim)
     if input.ndim == 0:
-        return MinMaxResult((input.clone(), _zeros((), dtypes.int64, input)))
+        return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
     if input.shape[d] == 0:
         raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
     values, order = sort(input, d, stable=True)  # NaN sorts last
@@ -49,13 +49,13 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
         valid = _full(reduced, input.shape[d], dtypes.int64, input)
     k = (valid - 1).clamp(min=0) // 2  # the lower median among the valid (sorted-first) elements
     out, idx = gather(values, d, k), gather(order, d, k)
-    return MinMaxResult((out, idx) if keepdim else (out.squeeze(d), idx.squeeze(d)))
+    return ValuesIndices(out, idx) if keepdim else ValuesIndices(out.squeeze(d), idx.squeeze(d))
 
 
-def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> MinMaxResult:
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """Most frequent value along ``dim`` (the smallest among equally frequent ones) and its last index."""
     if input.ndim == 0:
-        return MinMaxResult((input.clone(), _zeros((), dtypes.int64, input)))
+        return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
     d = normalize_dim("mode", dim, input.ndim)
     if input.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
@@ -68,7 +68,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> MinMaxResult:
     index = amax(where(x == value, positions, -1), -1, keepdim=True)
     index = movedim(index, -1, d)
     out = gather(input, d, index)
-    return MinMaxResult((out, index) if keepdim else (out.squeeze(d), index.squeeze(d)))
+    return ValuesIndices(out, index) if keepdim else ValuesIndices(out.squeeze(d), index.squeeze(d))
 
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -203,16 +203,11 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     return index_add(_zeros((bins,), input.dtype, input), 0, position, ones_like_bool(kept).to(input.dtype))
 
 
-class HistogramResult(tuple):
+class HistogramResult(NamedTuple):
     """(hist, bin_edges), as torch.return_types.histogram."""
 
-    @property
-    def hist(self) -> Tensor:
-        return self[0]
-
-    @property
-    def bin_edges(self) -> Tensor:
-        return self[1]
+    hist: Tensor
+    bin_edges: Tensor
 
 
 def histogram(input: Tensor, bins: Any, *, range: tuple[float, float] | None = None, weight: Tensor | None = None,
@@ -251,7 +246,7 @@ def histogram(input: Tensor, bins: Any, *, range: tuple[float, float] | None = N
     if density:
         widths = edges[1:] - edges[:-1]
         hist = hist / (hist.sum() * widths)
-    return HistogramResult((hist, edges))
+    return HistogramResult(hist, edges)
 
 
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,

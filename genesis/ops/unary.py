@@ -284,110 +284,110 @@ def reciprocal(input: Tensor) -> Tensor:
     return Reciprocal.apply(input)
 
 
-def exp(x: Tensor) -> Tensor:
-    (x,) = autocast_args("exp", x)
-    return Exp.apply(x)
+def exp(input: Tensor) -> Tensor:
+    (input,) = autocast_args("exp", input)
+    return Exp.apply(input)
 
 
-def exp2(x: Tensor) -> Tensor:
-    return Exp2.apply(x)
+def exp2(input: Tensor) -> Tensor:
+    return Exp2.apply(input)
 
 
-def expm1(x: Tensor) -> Tensor:
-    return Expm1.apply(x)
+def expm1(input: Tensor) -> Tensor:
+    return Expm1.apply(input)
 
 
-def log(x: Tensor) -> Tensor:
-    (x,) = autocast_args("log", x)
-    return Log.apply(x)
+def log(input: Tensor) -> Tensor:
+    (input,) = autocast_args("log", input)
+    return Log.apply(input)
 
 
-def log2(x: Tensor) -> Tensor:
-    return Log2.apply(x)
+def log2(input: Tensor) -> Tensor:
+    return Log2.apply(input)
 
 
-def log10(x: Tensor) -> Tensor:
-    return Log.apply(x) * (1 / math.log(10.0))
+def log10(input: Tensor) -> Tensor:
+    return Log.apply(input) * (1 / math.log(10.0))
 
 
-def log1p(x: Tensor) -> Tensor:
-    return Log1p.apply(x)
+def log1p(input: Tensor) -> Tensor:
+    return Log1p.apply(input)
 
 
-def sqrt(x: Tensor) -> Tensor:
-    return Sqrt.apply(x)
+def sqrt(input: Tensor) -> Tensor:
+    return Sqrt.apply(input)
 
 
-def rsqrt(x: Tensor) -> Tensor:
-    return Rsqrt.apply(x)
+def rsqrt(input: Tensor) -> Tensor:
+    return Rsqrt.apply(input)
 
 
-def square(x: Tensor) -> Tensor:
-    if x.dtype is dtypes.bool_:
-        x = x.to(dtypes.int64)
-    return Mul.apply(x, x)
+def square(input: Tensor) -> Tensor:
+    if input.dtype is dtypes.bool_:
+        input = input.to(dtypes.int64)
+    return Mul.apply(input, input)
 
 
-def sin(x: Tensor) -> Tensor:
-    return Sin.apply(x)
+def sin(input: Tensor) -> Tensor:
+    return Sin.apply(input)
 
 
-def cos(x: Tensor) -> Tensor:
-    return Cos.apply(x)
+def cos(input: Tensor) -> Tensor:
+    return Cos.apply(input)
 
 
-def tan(x: Tensor) -> Tensor:
-    return Tan.apply(x)
+def tan(input: Tensor) -> Tensor:
+    return Tan.apply(input)
 
 
-def tanh(x: Tensor) -> Tensor:
-    return Tanh.apply(x)
+def tanh(input: Tensor) -> Tensor:
+    return Tanh.apply(input)
 
 
-def sigmoid(x: Tensor) -> Tensor:
-    return Sigmoid.apply(x)
+def sigmoid(input: Tensor) -> Tensor:
+    return Sigmoid.apply(input)
 
 
-def relu(x: Tensor) -> Tensor:
-    if x.dtype is dtypes.bool_:
+def relu(input: Tensor) -> Tensor:
+    if input.dtype is dtypes.bool_:
         raise RuntimeError("relu: Boolean inputs not supported for relu")
-    if x.dtype.category < 2:
-        return NoGradUnary.apply(x, "relu")
-    return Relu.apply(x)
+    if input.dtype.category < 2:
+        return NoGradUnary.apply(input, "relu")
+    return Relu.apply(input)
 
 
-def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """GELU, exact (``x * Phi(x)``) or with the tanh approximation."""
     if approximate == "none":
-        return Gelu.apply(x)
+        return Gelu.apply(input)
     if approximate == "tanh":
-        return GeluTanh.apply(x)
+        return GeluTanh.apply(input)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got '{approximate}'")
 
 
-def silu(x: Tensor) -> Tensor:
-    return Silu.apply(x)
+def silu(input: Tensor) -> Tensor:
+    return Silu.apply(input)
 
 
-def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold`` (torch's softplus)."""
     if beta == 1.0 and threshold == 20.0:
-        return Softplus.apply(x)
-    scaled = x * beta
-    return where(scaled > threshold, x, Softplus.apply(scaled) / beta)
+        return Softplus.apply(input)
+    scaled = input * beta
+    return where(scaled > threshold, input, Softplus.apply(scaled) / beta)
 
 
-def erf(x: Tensor) -> Tensor:
-    return Erf.apply(x)
+def erf(input: Tensor) -> Tensor:
+    return Erf.apply(input)
 
 
 def _rounding(op: str):
-    def fn(x: Tensor) -> Tensor:
+    def fn(input: Tensor) -> Tensor:
         if op != "sign":
-            _reject_bool(op, x)
-        if x.dtype.category < 2 and op != "sign":
-            return x.clone()
-        return ZeroGradUnary.apply(x, op)
+            _reject_bool(op, input)
+        if input.dtype.category < 2 and op != "sign":
+            return input.clone()
+        return ZeroGradUnary.apply(input, op)
 
     fn.__name__ = op
     fn.__doc__ = f"Elementwise {op} (gradient zero, as in torch)."
@@ -406,24 +406,24 @@ ceil = _rounding("ceil")
 trunc = _rounding("trunc")
 
 
-def round(x: Tensor, decimals: int = 0) -> Tensor:
+def round(input: Tensor, decimals: int = 0) -> Tensor:
     """Round half to even, optionally to ``decimals`` places."""
     if decimals == 0:
-        return _rounding("round")(x)
-    if not x.dtype.is_floating_point:
-        raise NotImplementedError(f"round: decimals={decimals} not implemented for '{x.dtype.name}'")
+        return _rounding("round")(input)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"round: decimals={decimals} not implemented for '{input.dtype.name}'")
     scale = 10.0 ** decimals
-    return _rounding("round")(x * scale) / scale
+    return _rounding("round")(input * scale) / scale
 
 
-def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """Replace NaN with ``nan`` and infinities with the given values (default: the dtype's finite extremes)."""
-    if x.dtype.category < 2:
-        return x.clone()
-    big = _finfo_max(x.dtype)
+    if input.dtype.category < 2:
+        return input.clone()
+    big = _finfo_max(input.dtype)
     posinf = big if posinf is None else posinf
     neginf = -big if neginf is None else neginf
-    out = where(isnan(x), nan, x)
+    out = where(isnan(input), nan, input)
     out = where(out == math.inf, posinf, out)
     return where(out == -math.inf, neginf, out)
 

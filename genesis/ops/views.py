@@ -275,7 +275,9 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
 moveaxis = movedim
 
 
-swapaxes = transpose
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """``transpose`` under numpy's name and argument names."""
+    return transpose(input, axis0, axis1)
 
 
 swapdims = transpose

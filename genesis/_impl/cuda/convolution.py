@@ -20,9 +20,8 @@ from genesis._impl.cuda import convolution_cudnn
 from genesis._impl.cuda.blas import matmul
 from genesis._impl.cuda.creation import cast, contiguous, copy_, full
 from genesis._impl.cuda.elementwise import binary
-from genesis._impl.cuda.launch import _check_device
 from genesis._impl.cuda.reductions import reduce
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, check_same_device
 
 
 def _pad(x: NDArray, before: tuple[int, ...], after: tuple[int, ...], value: float) -> NDArray:
@@ -139,7 +138,7 @@ def _conv_adjoint(g: NDArray, w: NDArray, in_size: tuple, stride: tuple, padding
 
 def conv(x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: tuple, dilation: tuple, groups: int,
          transposed: bool, output_padding: tuple) -> NDArray:
-    _check_device("conv", x, w, bias)
+    check_same_device("conv", x, w, bias)
     batched = x.ndim == w.ndim
     if not batched:
         x = x.unsqueeze(0)

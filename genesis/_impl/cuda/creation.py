@@ -13,8 +13,8 @@ from genesis._impl.cuda import dlpack, storage
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
-from genesis._impl.cuda.launch import _check_device, _contig, _ew, _new, _np_dtype, _psig, _ptr, _stream
-from genesis.ndarray import NDArray
+from genesis._impl.cuda.launch import _contig, _ew, _new, _np_dtype, _psig, _ptr, _stream
+from genesis.ndarray import NDArray, check_same_device
 
 
 def empty(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArray:
@@ -74,7 +74,7 @@ def to_numpy(x: NDArray) -> np.ndarray:
 
 def copy_(dst: NDArray, src: NDArray | int | float | bool) -> NDArray:
     if isinstance(src, NDArray):
-        _check_device("copy_", dst, src)
+        check_same_device("copy_", dst, src)
         if src.buffer is dst.buffer and src.size > 1:
             src = contiguous(src)  # overlapping views: read everything before writing
         return _ew("copy", 1, dst, (src,))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from genesis import dtypes
 from genesis._impl.contract import COMPARISON_OPS
 from genesis._impl.cuda.creation import to_numpy
-from genesis._impl.cuda.launch import _check_device, _ew, _new
+from genesis._impl.cuda.launch import _ew, _new
 from genesis._impl.cuda.reductions import reduce
-from genesis.ndarray import NDArray, broadcast_shapes
+from genesis.ndarray import NDArray, broadcast_shapes, check_same_device
 
 _BOOL_UNARY = frozenset(("isnan", "isinf", "logical_not", "signbit"))
 
@@ -22,7 +22,7 @@ def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | 
     if out is None:
         if b.__class__ is NDArray:
             if b.device is not a.device:
-                _check_device(op, a, b)
+                check_same_device(op, a, b)
             shape = a.shape if a.shape == b.shape else broadcast_shapes(op, a.shape, b.shape)
         else:
             shape = a.shape
@@ -43,7 +43,7 @@ def _check_nonzero_divisor(op: str, b: NDArray | int | float | bool) -> None:
 
 
 def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
-    _check_device("where", cond, a, b)
+    check_same_device("where", cond, a, b)
     shapes = [cond.shape] + [t.shape for t in (a, b) if isinstance(t, NDArray)]
     shape = broadcast_shapes("where", *shapes)
     dt = a.dtype if isinstance(a, NDArray) else b.dtype

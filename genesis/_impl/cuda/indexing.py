@@ -15,7 +15,6 @@ from genesis._impl.cuda.elementwise import binary, unary, where
 from genesis._impl.cuda.kernels import index as ik
 from genesis._impl.cuda.launch import (
     _bstrides,
-    _check_device,
     _coalesce,
     _contig,
     _ew,
@@ -29,7 +28,7 @@ from genesis._impl.cuda.launch import (
     _tile,
 )
 from genesis._impl.cuda.reductions import cumulative
-from genesis.ndarray import NDArray, broadcast_shapes, full_indices
+from genesis.ndarray import NDArray, broadcast_shapes, check_same_device, full_indices
 
 _GATHER = td.Kernel(ik.gather_kernel)
 _SCATTER = td.Kernel(ik.scatter_kernel)
@@ -79,7 +78,7 @@ def _pos_strides(x: NDArray, shape: tuple[int, ...], dim: int | None) -> list[in
 
 
 def gather(x: NDArray, dim: int, index: NDArray) -> NDArray:
-    _check_device("gather", x, index)
+    check_same_device("gather", x, index)
     out = _new(index.shape, x.dtype, x.device)
     if x.ndim == 0:
         return _ew("copy", 1, out, (x,))
@@ -89,7 +88,7 @@ def gather(x: NDArray, dim: int, index: NDArray) -> NDArray:
 
 
 def index_select(x: NDArray, dim: int, index: NDArray) -> NDArray:
-    _check_device("index_select", x, index)
+    check_same_device("index_select", x, index)
     if x.ndim == 0:
         return gather(x, 0, index.reshape(()) if index.ndim else index)
     shape = x.shape[:dim] + (index.size,) + x.shape[dim + 1:]
@@ -117,7 +116,7 @@ def _flat_offsets(x: NDArray, indices: tuple, shape: tuple[int, ...] | None = No
 
 
 def index(x: NDArray, indices: tuple) -> NDArray:
-    _check_device("index", x, *[i for i in indices if i is not None])
+    check_same_device("index", x, *[i for i in indices if i is not None])
     full_ix = full_indices(x.shape, indices)
     shape = broadcast_shapes("index", *[i.shape for i in full_ix])
     off = _flat_offsets(x, full_ix, shape)
@@ -144,7 +143,7 @@ def _host_fallback_put(x: NDArray, offsets: NDArray, values: NDArray, accumulate
 
 
 def index_put_(x: NDArray, indices: tuple, values: NDArray, accumulate: bool) -> NDArray:
-    _check_device("index_put_", x, values, *indices)
+    check_same_device("index_put_", x, values, *indices)
     shape = broadcast_shapes("index_put_", values.shape, *[i.shape for i in indices])
     if x.ndim == 0:
         return copy_(x, values.reshape(()) if values.size == 1 else values) if values.size else x
@@ -185,7 +184,7 @@ def index_put_(x: NDArray, indices: tuple, values: NDArray, accumulate: bool) ->
 
 
 def scatter(x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
-    _check_device("scatter", x, index, src)
+    check_same_device("scatter", x, index, src)
     out = contiguous(x)
     if index.size == 0:
         return out
@@ -338,7 +337,7 @@ _SEARCH = td.Kernel(ik.searchsorted_kernel)
 
 
 def searchsorted(seq: NDArray, values: NDArray, right: bool) -> NDArray:
-    _check_device("searchsorted", seq, values)
+    check_same_device("searchsorted", seq, values)
     out = _new(values.shape, dtypes.int64, values.device)
     if out.size == 0:
         return out

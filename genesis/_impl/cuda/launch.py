@@ -66,13 +66,6 @@ def _psig(x: NDArray, ptr: int) -> str:
     return _PTR16[x.dtype] if ptr % 16 == 0 else _PTR[x.dtype]
 
 
-def _check_device(op: str, x: NDArray, *others: object) -> None:
-    for o in others:
-        if isinstance(o, NDArray) and o.device is not x.device:
-            raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found at least two "
-                               f"devices, {x.device} and {o.device}!")
-
-
 def _stream() -> int:
     s = rt.state.streams.get(rt.state.device)
     return 0 if s is None else s.handle

@@ -11,9 +11,9 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import cast
 from genesis._impl.cuda.kernels import nn_decode as dk
-from genesis._impl.cuda.launch import _check_device, _new, _next_pow2, _psig, _ptr
+from genesis._impl.cuda.launch import _new, _next_pow2, _psig, _ptr
 from genesis._impl.cuda.nn_fused import _unit_last
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, check_same_device
 
 _KV_WRITE = td.Kernel(dk.kv_write_kernel)
 _PARTIAL = td.Kernel(dk.decode_attention_kernel)
@@ -25,7 +25,7 @@ BLOCK_N = 64
 
 def kv_cache_write_(cache: NDArray, new: NDArray, position: NDArray) -> None:
     """cache[:, :, p:p + T] = new with p = position[0] read on the device; cache (B, H, S, D), new (B, H, T, D)."""
-    _check_device("kv_cache_write_", cache, new, position)
+    check_same_device("kv_cache_write_", cache, new, position)
     new = _unit_last(new)
     if new.dtype is not cache.dtype:
         new = cast(new, cache.dtype)
@@ -46,7 +46,7 @@ def kv_cache_write_(cache: NDArray, new: NDArray, position: NDArray) -> None:
 def decode_attention(q: NDArray, k: NDArray, v: NDArray, length: NDArray, key_mask: NDArray | None,
                      scale: float) -> NDArray:
     """Attention of one query per head over the first ``length[0]`` cached keys (see the contract)."""
-    _check_device("decode_attention", q, k, v, length, key_mask)
+    check_same_device("decode_attention", q, k, v, length, key_mask)
     B, H, L, D = q.shape
     HK, S = k.shape[1], k.shape[2]
     group = H // HK
@@ -89,7 +89,7 @@ def decode_attention(q: NDArray, k: NDArray, v: NDArray, length: NDArray, key_ma
 def rope_kv_cache_write_(q: NDArray, k: NDArray, v: NDArray, cos: NDArray, sin: NDArray, k_cache: NDArray,
                          v_cache: NDArray, position: NDArray) -> NDArray:
     """Rotated queries (B, H, 1, D); rotated keys and the values written into the caches (see the contract)."""
-    _check_device("rope_kv_cache_write_", q, k, v, cos, sin, k_cache, v_cache, position)
+    check_same_device("rope_kv_cache_write_", q, k, v, cos, sin, k_cache, v_cache, position)
     B, _, H, D = q.shape
     HK = k.shape[2]
     q, k, v = _unit_last(q), _unit_last(k), _unit_last(v)

@@ -20,9 +20,9 @@ from genesis._impl.cuda.kernels import nn_cross_entropy as cek
 from genesis._impl.cuda.kernels import nn_norm as nk
 from genesis._impl.cuda.kernels import nn_rope_swiglu as rsk
 from genesis._impl.cuda.kernels import nn_softmax as sk
-from genesis._impl.cuda.launch import _check_device, _contig, _new, _next_pow2, _psig, _ptr
+from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _psig, _ptr
 from genesis._impl.cuda.reductions import reduce
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, check_same_device
 
 _F32 = dtypes.float32
 
@@ -119,7 +119,7 @@ def _norm_block(n: int, itemsize: int) -> tuple[int, bool]:
 
 def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float,
                rms: bool) -> tuple[NDArray, NDArray, NDArray]:
-    _check_device("layer_norm", x, weight, bias)
+    check_same_device("layer_norm", x, weight, bias)
     xc = _dense(x)
     M, N = _rows(xc)
     y = _new(x.shape, x.dtype, x.device)
@@ -195,7 +195,7 @@ def _ce_cfg(kernel: str, v: int, itemsize: int) -> tuple[int, int]:
 
 
 def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> tuple[NDArray, NDArray]:
-    _check_device("cross_entropy", x, target)
+    check_same_device("cross_entropy", x, target)
     xc, t = _dense(x), _dense(target)
     M, V = xc.shape
     loss = _new((M,), _F32, x.device)
@@ -257,7 +257,7 @@ def _row_view(x: NDArray) -> tuple[NDArray, int]:
 
 
 def swiglu(gate: NDArray, up: NDArray) -> NDArray:
-    _check_device("swiglu", gate, up)
+    check_same_device("swiglu", gate, up)
     g, sg = _row_view(gate)
     u, su = _row_view(up)
     out = _new(gate.shape, gate.dtype, gate.device)
@@ -308,7 +308,7 @@ def _lead3(x: NDArray) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 def rope(x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
-    _check_device("rope", x, cos, sin)
+    check_same_device("rope", x, cos, sin)
     xc = _dense(x)
     D = x.shape[-1]
     cos, sin = cos.expand(x.shape), sin.expand(x.shape)
@@ -445,7 +445,7 @@ _ADAM = td.Kernel(adk.adam_step)
 
 def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
                beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
-    _check_device("adam_step_", param, grad, exp_avg, exp_avg_sq)
+    check_same_device("adam_step_", param, grad, exp_avg, exp_avg_sq)
     arrays = (param, _dense(grad), exp_avg, exp_avg_sq)
     assert all(_contig(a) for a in (param, exp_avg, exp_avg_sq)), "adam_step_ updates contiguous arrays in place"
     n = param.size

@@ -21,9 +21,9 @@ from genesis._impl.cuda.kernels import nn_batchnorm as bk
 from genesis._impl.cuda.kernels import nn_embedding as ek
 from genesis._impl.cuda.kernels import nn_pool as pk
 from genesis._impl.cuda.kernels import nn_upsample as uk
-from genesis._impl.cuda.launch import _check_device, _contig, _new, _next_pow2, _psig, _ptr
+from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _psig, _ptr
 from genesis._impl.cuda.reductions import reduce
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, check_same_device
 
 _F32, _F64, _I32 = dtypes.float32, dtypes.float64, dtypes.int32
 _ACC_KIND = {dtypes.float64: 1, dtypes.int64: 2}  # accumulator of average pooling (others: float32)
@@ -91,7 +91,7 @@ def _div_mode(count_include_pad: bool, divisor_override: int | None) -> int:
 
 def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
          count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
-    _check_device("pool", x)
+    check_same_device("pool", x)
     nd = len(kernel)
     if x.dtype is dtypes.bool_ or (mode == "avg" and x.dtype.category != 2 and x.dtype is not dtypes.int64):
         raise NotImplementedError(f"\"{mode}_pool{nd}d\" not implemented for '{x.dtype.name}'")
@@ -292,7 +292,7 @@ def _bn_apply(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, C: int, S: in
 
 def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
                running_var: NDArray | None, training: bool, momentum: float, eps: float) -> tuple:
-    _check_device("batch_norm", x, weight, bias, running_mean, running_var)
+    check_same_device("batch_norm", x, weight, bias, running_mean, running_var)
     _check_float("batch_norm", x)
     xc, N, C, S = _bn_layout(x)
     acc = _acc(x.dtype)
@@ -360,7 +360,7 @@ def _gn_blocks(C: int, S: int, G: int) -> tuple[int, int, int]:
 
 def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_groups: int,
                eps: float) -> tuple[NDArray, NDArray, NDArray]:
-    _check_device("group_norm", x, weight, bias)
+    check_same_device("group_norm", x, weight, bias)
     _check_float("group_norm", x)
     xc, N, C, S = _bn_layout(x)
     acc = _acc(x.dtype)
@@ -506,7 +506,7 @@ _EMB_SUM = td.Kernel(ek.embedding_segment_sum)
 
 
 def embedding_backward(grad: NDArray, index: NDArray, num_weights: int) -> NDArray:
-    _check_device("embedding_backward", grad, index)
+    check_same_device("embedding_backward", grad, index)
     n = index.size
     D = grad.shape[-1] if grad.ndim else 1
     dw = full((num_weights, D), 0, grad.dtype, grad.device)

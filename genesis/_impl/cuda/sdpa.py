@@ -22,9 +22,8 @@ from genesis._impl.cuda import attention_cudnn as cd
 from genesis._impl.cuda import nn_fused
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
-from genesis._impl.cuda.launch import _check_device
 from genesis.backends import cuda as sdp
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, check_same_device
 
 _LOG2E = 1.4426950408889634
 _SMALL_WORK = 1 << 26  # B * H * L * S * D below which timing is not worth it (a few microseconds of GPU work)
@@ -97,7 +96,7 @@ def _choose(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal:
 def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool,
               scale: float) -> tuple[NDArray, NDArray]:
     """The ``attention`` primitive: (out, row statistics) from the chosen kernel."""
-    _check_device("attention", q, k, v, mask)
+    check_same_device("attention", q, k, v, mask)
     if _choose(q, k, v, mask, is_causal, scale) == sdp.CUDNN:
         try:
             return cd.attention(q, k, v, mask, is_causal, scale)
