@@ -1773,7 +1773,7 @@ def test_backward_in_several_threads_at_once() -> None:
                         assert not (x * 2).requires_grad
                 (g,) = genesis.autograd.grad((x * 2).sin().sum(), x)
                 assert_same(g, expected)
-        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+        except BaseException as err:  # reported by the main thread
             errors.append(err)
 
     threads = [threading.Thread(target=worker, args=(i % 2 == 0,)) for i in range(4)]
