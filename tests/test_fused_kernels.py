@@ -1,4 +1,5 @@
-"""Fused neural-network ops (``genesis.ops.fused``) and the nn.functional calls that use them on CUDA.
+"""Fused neural-network ops (``genesis.ops.fused``, and ``genesis.ops.reduce.Softmax``) and the nn.functional calls
+that use them on CUDA.
 
 Each case runs on ``DEVICE`` twice: through ``genesis.nn.functional`` (the fused kernels on CUDA, the composites on
 the CPU) and through the fused primitive itself (the backend's kernel: Triton on CUDA, torch on the CPU). Outputs
@@ -17,7 +18,7 @@ import torch
 import genesis
 import genesis.nn.functional as F
 from genesis.nn.attention import SDPBackend, sdpa_kernel
-from genesis.ops import fused
+from genesis.ops import fused, reduce
 from tests.helpers import DEVICE, TORCH_DTYPE, to_genesis, to_torch
 
 DTYPES = [genesis.float32, genesis.bfloat16, genesis.float16]
@@ -71,7 +72,7 @@ def test_softmax(path: str, dtype: genesis.dtype, shape: tuple, dim: int, log: b
     if path == "functional":
         out = F.log_softmax(xg, dim) if log else F.softmax(xg, dim)
     else:
-        out = fused.Softmax.apply(xg, dim % len(shape), log)
+        out = reduce.Softmax.apply(xg, dim % len(shape), log)
     ref = torch.log_softmax(xr, dim) if log else torch.softmax(xr, dim)
     _close(out, ref, dtype, "output")
     _backward(out, ref, 1)
@@ -164,7 +165,7 @@ def test_cross_entropy(path: str, dtype: genesis.dtype, shape: tuple, smoothing:
     if path == "functional":
         out = F.cross_entropy(xg, tg, reduction=reduction, label_smoothing=smoothing)
     else:
-        rows = fused.CrossEntropy.apply(xg, tg, -100, smoothing)
+        rows = fused.CrossEntropyRows.apply(xg, tg, -100, smoothing)
         out = rows if reduction == "none" else rows.sum() if reduction == "sum" else rows.sum() / (tg != -100).sum()
         dtype = genesis.float32  # the primitive returns float32 rows
     ref = torch.nn.functional.cross_entropy(xr, target, reduction=reduction, label_smoothing=smoothing)

@@ -4,12 +4,11 @@ Each forward is one backend primitive, and so is each backward when no graph is 
 the backward is written in differentiable tensor ops instead, so higher derivatives still work.
 
 - ``LayerNorm``: layer_norm (or rms_norm with ``rms=True``) over the last dim; saves float32 mean and rstd.
-- ``CrossEntropy``: per-row cross-entropy of (N, C) logits with ignore_index and label smoothing; saves only the
+- ``CrossEntropyRows``: per-row cross-entropy of (N, C) logits with ignore_index and label smoothing; saves only the
   per-row log-sum-exp, never the probabilities.
 - ``SwiGLU``: ``silu(gate) * up``.
 - ``Rope``: rotary embedding ``x * cos + rotate_half(x) * sin`` with tables broadcastable to x; linear in x, its
   backward is the inverse rotation (itself a ``Rope``).
-- softmax / log_softmax route to ``genesis.ops.reduce.Softmax``, whose backward is fused.
 - ``Attention``: fused attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors; on CUDA
   Genesis's Triton flash attention or cuDNN's (``genesis._impl.cuda.attention`` chooses).
 
@@ -23,11 +22,10 @@ from __future__ import annotations
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.backends import cuda as sdp
-from genesis.ndarray import NDArray, normalize_dim
+from genesis.ndarray import NDArray
 from genesis.ops._args import zeros_like_detached
-from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import where
-from genesis.ops.reduce import Softmax, softmax
+from genesis.ops.reduce import softmax
 from genesis.tensor import Tensor
 
 
@@ -85,7 +83,7 @@ def _layer_norm_grads(grad, x, weight, mean, rstd, rms: bool, need: tuple) -> tu
     return gx, gw, gb
 
 
-class CrossEntropy(Primitive):
+class CrossEntropyRows(Primitive):
     """Per-row cross-entropy (float32) of 2-D logits against int64 targets; rows with ``ignore_index`` give 0.
 
     ``loss_i = (1 - e) * (lse_i - x[i, t_i]) + e * (lse_i - mean_j x[i, j])`` for label smoothing ``e``. The
@@ -104,11 +102,11 @@ class CrossEntropy(Primitive):
         x, target, lse = ctx.saved_tensors
         ignore_index, smoothing = ctx.params
         if is_grad_enabled():
-            return _cross_entropy_grad(grad, x, target, ignore_index, smoothing), None, None, None
-        return CrossEntropyBackward.apply(grad, x, target, lse, ignore_index, smoothing), None, None, None
+            return _cross_entropy_rows_grad(grad, x, target, ignore_index, smoothing), None, None, None
+        return CrossEntropyRowsBackward.apply(grad, x, target, lse, ignore_index, smoothing), None, None, None
 
 
-class CrossEntropyBackward(Primitive):
+class CrossEntropyRowsBackward(Primitive):
     @staticmethod
     def forward(ctx, grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, ignore_index: int,
                 label_smoothing: float) -> NDArray:
@@ -119,7 +117,7 @@ class CrossEntropyBackward(Primitive):
         raise NotImplementedError("double backward through the fused cross_entropy backward is not supported")
 
 
-def _cross_entropy_grad(grad, x, target, ignore_index: int, smoothing: float):
+def _cross_entropy_rows_grad(grad, x, target, ignore_index: int, smoothing: float):
     """Differentiable ``(softmax(x) - (1 - e) * onehot(t) - e / C) * grad`` (zero rows where ignored)."""
     valid = target != ignore_index
     safe = where(valid, target, 0)
@@ -216,20 +214,6 @@ def _applies(x: Tensor, *params: Tensor | None, cpu: bool = False) -> bool:
     return all(p is None or (p.device == x.device and p.dtype in _KERNEL_DTYPES) for p in params)
 
 
-def fused_softmax(x: Tensor, dim: int, dtype: object, log: bool) -> Tensor | None:
-    """``softmax`` / ``log_softmax`` along ``dim`` (computed in ``dtype`` when given) with the fused backward.
-
-    Also on the CPU: there the forward is the same torch kernel as before and the backward is torch's own.
-    """
-    name = "log_softmax" if log else "softmax"
-    (x,) = autocast_args(name, x)
-    if dtype is not None:
-        x = x.to(dtypes.to_dtype(dtype))
-    if not _applies(x, cpu=True):
-        return None
-    return Softmax.apply(x, normalize_dim(name, dim, x.ndim), log)
-
-
 def fused_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, n_dims: int, eps: float,
                rms: bool) -> Tensor | None:
     """layer_norm / rms_norm over the trailing ``n_dims`` dims (flattened into one row)."""
@@ -253,7 +237,7 @@ def fused_cross_entropy(x: Tensor, target: Tensor, ignore_index: int, label_smoo
     """
     if x.ndim != 2 or not _applies(x, cpu=label_smoothing > 0) or target.device != x.device:
         return None
-    rows = CrossEntropy.apply(x, target.long(), ignore_index, label_smoothing)  # (N,) float32
+    rows = CrossEntropyRows.apply(x, target.long(), ignore_index, label_smoothing)  # (N,) float32
     if reduction == "none":
         return rows.to(x.dtype)
     total = rows.sum()
