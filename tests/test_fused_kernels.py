@@ -266,12 +266,14 @@ def test_rope(path: str, dtype: genesis.dtype, layout: str, head_dim: int) -> No
     _close(xg.grad, xr.grad, dtype, "grad input")
 
 
-def test_double_backward_through_fused_norm_and_loss() -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_double_backward_through_fused_norm_and_loss(path: str) -> None:
     x = _rand((4, 9), genesis.float32, 0)
     w = _rand((9,), genesis.float32, 1)
     target = torch.tensor([1, 0, 8, 3])
     xg, wg, xr, wr = _leaf(x), _leaf(w), _ref(x), _ref(w)
-    loss = F.cross_entropy(F.layer_norm(xg, (9,), wg), to_genesis(target), label_smoothing=0.1)
+    norm = F.layer_norm(xg, (9,), wg) if path == "functional" else fused.LayerNorm.apply(xg, wg, None, 1e-5, False)
+    loss = F.cross_entropy(norm, to_genesis(target), label_smoothing=0.1)
     (gx,) = genesis.autograd.grad(loss, (xg,), create_graph=True)
     (gx * gx).sum().backward()
     ref = torch.nn.functional.cross_entropy(torch.nn.functional.layer_norm(xr, (9,), wr), target,
@@ -279,6 +281,7 @@ def test_double_backward_through_fused_norm_and_loss() -> None:
     (gr,) = torch.autograd.grad(ref, (xr,), create_graph=True)
     (gr * gr).sum().backward()
     _close(gx, gr, genesis.float32, "first gradient")
+    _close(xg.grad, xr.grad, genesis.float32, "second-order input gradient")
     _close(wg.grad, wr.grad, genesis.float32, "second-order weight gradient")
 
 

@@ -38,6 +38,7 @@ class LayerNorm(Primitive):
         out, mean, rstd = x.backend.layer_norm(x, weight, bias, eps, rms)
         ctx.save_for_backward(x, weight, mean, rstd)
         ctx.rms = rms
+        ctx.eps = eps
         ctx.bias_dtype = bias.dtype if bias is not None else None
         return out
 
@@ -47,7 +48,7 @@ class LayerNorm(Primitive):
         rms = ctx.rms
         need = ctx.needs_input_grad
         if is_grad_enabled():
-            gx, gw, gb = _layer_norm_grads(grad, x, weight, mean, rstd, rms, need)
+            gx, gw, gb = _layer_norm_grads(grad, x, weight, ctx.eps, rms, need)
             if gb is not None and gb.dtype is not ctx.bias_dtype:  # summed in float32
                 gb = gb.to(ctx.bias_dtype)
         else:
@@ -67,11 +68,13 @@ class LayerNormBackward(Primitive):
         raise NotImplementedError("double backward through the fused layer_norm backward is not supported")
 
 
-def _layer_norm_grads(grad, x, weight, mean, rstd, rms: bool, need: tuple) -> tuple:
-    """Differentiable gradients of ``LayerNorm`` (used when the backward itself is recorded)."""
-    g = grad.float()
-    r = rstd.unsqueeze(-1)
-    xhat = (x.float() - mean.unsqueeze(-1)) * r
+def _layer_norm_grads(grad, x, weight, eps: float, rms: bool, need: tuple) -> tuple:
+    """Differentiable gradients of ``LayerNorm`` (used when the backward itself is recorded). The statistics are
+    recomputed from ``x`` rather than taken from the forward, so that second derivatives see their dependence on x."""
+    g, xf = grad.float(), x.float()
+    centered = xf if rms else xf - xf.mean(-1, keepdim=True)
+    r = ((centered * centered).mean(-1, keepdim=True) + eps).rsqrt()
+    xhat = centered * r
     wg = g * weight.float() if weight is not None else g
     dx = wg - xhat * (xhat * wg).mean(-1, keepdim=True)
     if not rms:
