@@ -13,8 +13,9 @@ the backward is written in differentiable tensor ops instead, so higher derivati
   Genesis's Triton flash attention or cuDNN's (``genesis._impl.cuda.attention`` chooses).
 
 The ``fused_*`` functions are what ``genesis.nn.functional`` calls: they return the fused result where a kernel
-applies (CUDA tensors of float32/float16/bfloat16) and None elsewhere, so the caller keeps its composite (the CPU
-path is unchanged: torch's exact results and double backward through plain tensor ops).
+applies (tensors of float32/float16/bfloat16 on CUDA; on the CPU the norms, label-smoothed cross-entropy and the
+optimizer steps, whose backend kernels are torch composites there) and None elsewhere, so the caller keeps its
+composite.
 """
 
 from __future__ import annotations
@@ -219,9 +220,12 @@ def _applies(x: Tensor, *params: Tensor | None, cpu: bool = False) -> bool:
 
 def fused_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, n_dims: int, eps: float,
                rms: bool) -> Tensor | None:
-    """layer_norm / rms_norm over the trailing ``n_dims`` dims (flattened into one row)."""
+    """layer_norm / rms_norm over the trailing ``n_dims`` dims (flattened into one row).
+
+    Also on the CPU, where one node with a fused backward beats the composite's dozen (and matches it in float32).
+    """
     shape = x.shape
-    if not _applies(x, weight, bias) or x.numel() == 0 or any(
+    if not _applies(x, weight, bias, cpu=True) or x.numel() == 0 or any(
             p is not None and tuple(p.shape) != tuple(shape[-n_dims:]) for p in (weight, bias)):
         return None
     if n_dims == 1:  # no reshapes: each would cost a graph node forward and backward
