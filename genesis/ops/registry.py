@@ -21,7 +21,7 @@ implementation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from genesis import autograd
 from genesis import linalg as LA
@@ -544,8 +544,3 @@ def bind(tensor_type: type = Tensor) -> None:
         setattr(tensor_type, dunder, getattr(tensor_type, target) if isinstance(target, str) else target)
     for name, fget in PROPERTIES.items():
         setattr(tensor_type, name, property(fget))
-
-
-def kernels() -> dict[str, Any]:
-    """The backend elementwise ops the registry relies on (for the backend contract test)."""
-    return {op.name: op.kernel for op in OPS if op.kernel}

@@ -67,13 +67,6 @@ def usable(*arrays: NDArray) -> bool:
             and all(a.size for a in arrays) and cudnn.is_available())
 
 
-def clear_cache() -> None:
-    """Forget every built plan (they are rebuilt on next use)."""
-    _plans.clear()
-    _calls.clear()
-    _declined.clear()
-
-
 def declined() -> dict[tuple, str]:
     """cuDNN's reason for each configuration it declined (those run on the im2col path)."""
     return dict(_declined)
