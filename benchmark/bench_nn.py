@@ -25,13 +25,13 @@ from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import torch  # noqa: E402
+import torch
 
-import genesis  # noqa: E402
-import genesis.nn.functional as F  # noqa: E402
-from benchmark.bench_ops import check_close, g_bench, t_bench  # noqa: E402
-from benchmark.common import print_table, row, write_json  # noqa: E402
-from genesis.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+import genesis
+import genesis.nn.functional as F
+from benchmark.bench_ops import check_close, g_bench, t_bench
+from benchmark.common import print_table, row, write_json
+from genesis.nn.attention import SDPBackend, sdpa_kernel
 
 TF = torch.nn.functional
 
@@ -364,7 +364,7 @@ def sweep_attention(rep: int, head_dims: tuple[int, ...] = (128, 64)) -> dict:
                                 ms = g_bench(lambda: attn(q, k, v), rep)  # noqa: B023 - called in the loop
                         else:
                             ms = g_bench(fwd_bwd(genesis, attn, (q, k, v), dy), rep)
-                except Exception as err:  # noqa: BLE001 - a tile that does not fit this GPU is reported and skipped
+                except Exception as err:  # a tile that does not fit this GPU is reported and skipped
                     print(f"  D{D} {kernel} {cfg}: failed ({type(err).__name__}: {err})")
                     continue
                 times.append((ms, cfg))

@@ -20,10 +20,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import torch  # noqa: E402
+import torch
 
-import genesis  # noqa: E402
-from benchmark.common import print_table, row, write_json  # noqa: E402
+import genesis
+from benchmark.common import print_table, row, write_json
 
 GOALS = {"elementwise": 0.95, "broadcast": 0.95, "reduce": 1.0, "argmax": 1.0, "index": 0.9, "matmul": 0.97,
          "bmm": 0.95, "tiny": 1.0, "chain": 1 / 1.5}
@@ -305,7 +305,7 @@ def main() -> None:
                 bench_allocator(rows)
             elif g == "copy":
                 bench_copies(rows)
-        except Exception as e:  # noqa: BLE001 - one failing group must not hide the others' numbers
+        except Exception as e:  # one failing group must not hide the others' numbers
             print(f"  group {g} failed: {type(e).__name__}: {e}", flush=True)
             rows.append(row(f"{g} (failed: {type(e).__name__})", float("nan"), float("nan"), "", float("nan"), ""))
     print_table(rows)

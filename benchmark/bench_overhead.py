@@ -17,8 +17,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import genesis  # noqa: E402
-from benchmark.common import print_table, row, time_per_call, write_json  # noqa: E402
+import genesis
+from benchmark.common import print_table, row, time_per_call, write_json
 
 
 def cases() -> list[tuple[str, float, object, object]]:

@@ -29,9 +29,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import genesis  # noqa: E402
-from benchmark.common import print_table, row, write_json  # noqa: E402
-from genesis.models import AutoModelForCausalLM  # noqa: E402
+import genesis
+from benchmark.common import print_table, row, write_json
+from genesis.models import AutoModelForCausalLM
 
 QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                   num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1e6,

@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import genesis  # noqa: E402
-from benchmark.bench_qwen import QWEN25_05B, SMALL  # noqa: E402
-from genesis.models import AutoModelForCausalLM, Qwen2Config  # noqa: E402
+import genesis
+from benchmark.bench_qwen import QWEN25_05B, SMALL
+from genesis.models import AutoModelForCausalLM, Qwen2Config
 
 
 def profile(name: str, fn: Callable[[], Any], sync: Callable[[], None], repeat: int, out: str | None) -> None:

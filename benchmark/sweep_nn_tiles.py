@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import genesis  # noqa: E402
-import genesis.nn.functional as F  # noqa: E402
-from genesis._impl.cuda import nn_fused as nf  # noqa: E402
-from genesis._impl.cuda.triton_driver import do_bench  # noqa: E402
+import genesis
+import genesis.nn.functional as F
+from genesis._impl.cuda import nn_fused as nf
+from genesis._impl.cuda.triton_driver import do_bench
 
 
 def _nd(shape: tuple[int, ...], dtype: genesis.dtype) -> Any:
@@ -35,7 +35,7 @@ def sweep(name: str, table: dict, key: Any, candidates: list, fn: Callable[[], A
         table[key] = cfg
         try:
             ms = do_bench(fn, warmup=3, rep=20)
-        except Exception as err:  # noqa: BLE001 - a tile that does not fit this GPU is reported and skipped
+        except Exception as err:  # a tile that does not fit this GPU is reported and skipped
             print(f"  {name} {cfg}: failed ({type(err).__name__}: {str(err)[:100]})", flush=True)
             continue
         results.append((ms, cfg))

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import genesis  # noqa: E402
-from apps.llm import train as train_app  # noqa: E402
-from genesis.models import QwenForCausalLM  # noqa: E402
-from genesis.optim import AdamW  # noqa: E402
+import genesis
+from apps.llm import train as train_app
+from genesis.models import QwenForCausalLM
+from genesis.optim import AdamW
 
 # The model: 4 layers of width 192 with grouped-query attention, about 1.9M parameters with a 2048-token vocabulary.
 MODEL_FLAGS = ["--hidden-size", "192", "--layers", "4", "--heads", "6", "--kv-heads", "2", "--seq-len", "128",

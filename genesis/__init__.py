@@ -43,12 +43,12 @@ from genesis.tensor import Size, Tensor
 
 __version__ = "0.1.0"
 
-bool = _dtypes.bool_  # noqa: A001 - torch names its dtype genesis.bool too
-float = float32  # noqa: A001
+bool = _dtypes.bool_  # torch names its dtype genesis.bool too
+float = float32
 double = float64
 half = float16
 long = int64
-int = int32  # noqa: A001
+int = int32
 short = int16
 
 

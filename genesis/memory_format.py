@@ -12,7 +12,7 @@ from __future__ import annotations
 from genesis.ndarray import contiguous_strides
 
 
-class memory_format:  # noqa: N801 - torch's name
+class memory_format:  # torch's name
     """One of ``genesis.contiguous_format``, ``channels_last``, ``channels_last_3d``, ``preserve_format``."""
 
     __slots__ = ("name",)

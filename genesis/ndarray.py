@@ -161,7 +161,7 @@ class NDArray:
         return math.prod(self.shape)
 
     @property
-    def backend(self):  # noqa: ANN201 - a backend module
+    def backend(self):  # a backend module
         return self.device.backend
 
     def is_contiguous(self) -> bool:
@@ -380,7 +380,7 @@ class NDArray:
         host = self.backend.to_numpy(self)
         return device.backend.from_numpy(host, self.dtype, device)
 
-    def numpy(self):  # noqa: ANN201 - numpy.ndarray
+    def numpy(self):  # numpy.ndarray
         return self.backend.to_numpy(self)
 
     # ------------------------------------------------------------ elementwise
@@ -421,31 +421,31 @@ class NDArray:
         dt = dtypes.result_type_scalar(self.dtype, value)
         return NDArray.scalar(value, dt, self.device).binary(op, self)
 
-    def __add__(self, other):  # noqa: ANN001, ANN204
+    def __add__(self, other):
         return self.binary("add", other)
 
-    def __radd__(self, other):  # noqa: ANN001, ANN204
+    def __radd__(self, other):
         return self.binary("add", other)
 
-    def __sub__(self, other):  # noqa: ANN001, ANN204
+    def __sub__(self, other):
         return self.binary("sub", other)
 
-    def __rsub__(self, other):  # noqa: ANN001, ANN204
+    def __rsub__(self, other):
         return self.rbinary("sub", other)
 
-    def __mul__(self, other):  # noqa: ANN001, ANN204
+    def __mul__(self, other):
         return self.binary("mul", other)
 
-    def __rmul__(self, other):  # noqa: ANN001, ANN204
+    def __rmul__(self, other):
         return self.binary("mul", other)
 
-    def __truediv__(self, other):  # noqa: ANN001, ANN204
+    def __truediv__(self, other):
         return self.binary("div", other)
 
-    def __rtruediv__(self, other):  # noqa: ANN001, ANN204
+    def __rtruediv__(self, other):
         return self.rbinary("div", other)
 
-    def __pow__(self, other):  # noqa: ANN001, ANN204
+    def __pow__(self, other):
         return self.binary("pow", other)
 
     def __neg__(self) -> NDArray:

@@ -21,7 +21,7 @@ def kernel_modules(names: Iterable[str]) -> dict[str, types.ModuleType]:
     try:
         importlib.import_module("genesis._impl.cuda")
         loaded = True
-    except Exception:  # noqa: BLE001 - no cuda-python here: load the kernels through a bare package
+    except Exception:  # no cuda-python here: load the kernels through a bare package
         loaded = False
         pkg = types.ModuleType("genesis._impl.cuda")
         pkg.__path__ = [os.path.join(ROOT, "genesis", "_impl", "cuda")]

@@ -1,4 +1,5 @@
-"""Fused neural-network ops (``genesis.ops.fused``) and the nn.functional calls that use them on CUDA.
+"""Fused neural-network ops (``genesis.ops.fused``, and ``genesis.ops.reduce.Softmax``) and the nn.functional calls
+that use them on CUDA.
 
 Each case runs on ``DEVICE`` twice: through ``genesis.nn.functional`` (the fused kernels on CUDA, the composites on
 the CPU) and through the fused primitive itself (the backend's kernel: Triton on CUDA, torch on the CPU). Outputs
@@ -17,7 +18,7 @@ import torch
 import genesis
 import genesis.nn.functional as F
 from genesis.nn.attention import SDPBackend, sdpa_kernel
-from genesis.ops import fused
+from genesis.ops import fused, reduce
 from tests.helpers import DEVICE, TORCH_DTYPE, to_genesis, to_torch
 
 DTYPES = [genesis.float32, genesis.bfloat16, genesis.float16]
@@ -71,7 +72,7 @@ def test_softmax(path: str, dtype: genesis.dtype, shape: tuple, dim: int, log: b
     if path == "functional":
         out = F.log_softmax(xg, dim) if log else F.softmax(xg, dim)
     else:
-        out = fused.Softmax.apply(xg, dim % len(shape), log)
+        out = reduce.Softmax.apply(xg, dim % len(shape), log)
     ref = torch.log_softmax(xr, dim) if log else torch.softmax(xr, dim)
     _close(out, ref, dtype, "output")
     _backward(out, ref, 1)
@@ -164,7 +165,7 @@ def test_cross_entropy(path: str, dtype: genesis.dtype, shape: tuple, smoothing:
     if path == "functional":
         out = F.cross_entropy(xg, tg, reduction=reduction, label_smoothing=smoothing)
     else:
-        rows = fused.CrossEntropy.apply(xg, tg, -100, smoothing)
+        rows = fused.CrossEntropyRows.apply(xg, tg, -100, smoothing)
         out = rows if reduction == "none" else rows.sum() if reduction == "sum" else rows.sum() / (tg != -100).sum()
         dtype = genesis.float32  # the primitive returns float32 rows
     ref = torch.nn.functional.cross_entropy(xr, target, reduction=reduction, label_smoothing=smoothing)
@@ -265,12 +266,14 @@ def test_rope(path: str, dtype: genesis.dtype, layout: str, head_dim: int) -> No
     _close(xg.grad, xr.grad, dtype, "grad input")
 
 
-def test_double_backward_through_fused_norm_and_loss() -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_double_backward_through_fused_norm_and_loss(path: str) -> None:
     x = _rand((4, 9), genesis.float32, 0)
     w = _rand((9,), genesis.float32, 1)
     target = torch.tensor([1, 0, 8, 3])
     xg, wg, xr, wr = _leaf(x), _leaf(w), _ref(x), _ref(w)
-    loss = F.cross_entropy(F.layer_norm(xg, (9,), wg), to_genesis(target), label_smoothing=0.1)
+    norm = F.layer_norm(xg, (9,), wg) if path == "functional" else fused.LayerNorm.apply(xg, wg, None, 1e-5, False)
+    loss = F.cross_entropy(norm, to_genesis(target), label_smoothing=0.1)
     (gx,) = genesis.autograd.grad(loss, (xg,), create_graph=True)
     (gx * gx).sum().backward()
     ref = torch.nn.functional.cross_entropy(torch.nn.functional.layer_norm(xr, (9,), wr), target,
@@ -278,6 +281,7 @@ def test_double_backward_through_fused_norm_and_loss() -> None:
     (gr,) = torch.autograd.grad(ref, (xr,), create_graph=True)
     (gr * gr).sum().backward()
     _close(gx, gr, genesis.float32, "first gradient")
+    _close(xg.grad, xr.grad, genesis.float32, "second-order input gradient")
     _close(wg.grad, wr.grad, genesis.float32, "second-order weight gradient")
 
 

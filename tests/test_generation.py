@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-import genesis  # noqa: E402
-from genesis.generation import (  # noqa: E402
+import genesis
+from genesis.generation import (
     KVCache,
     apply_repetition_penalty,
     sample_from_logits,
     stream_generate,
     warp_logits,
 )
-from genesis.models import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
+from genesis.models import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 from tests.helpers import DEVICE, to_genesis, to_torch
 
 VOCAB = 64

@@ -104,6 +104,12 @@ def test_reflected_operators_on_0d_and_int():
     check_error(RuntimeError, lambda lib, x: 1 - x, torch.tensor([True, False]))
 
 
+def test_unary_plus():
+    check(lambda lib, x: +x, rand(3, 4))
+    check(lambda lib, x: +x, torch.tensor([1, -2, 3]))
+    check_error(RuntimeError, lambda lib, x: +x, torch.tensor([True, False]))
+
+
 def test_pow_cases():
     x = rand(3, 4, seed=5)
     check(lambda lib, x: x ** 2, x)

@@ -68,10 +68,8 @@ def from_numpy_shared(array: np.ndarray) -> NDArray:
 
 def to_numpy(x: NDArray) -> np.ndarray:
     t = native(x)
-    if t.dtype is torch.bfloat16:
-        import ml_dtypes
-
-        return t.contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    if t.dtype is torch.bfloat16:  # numpy has no bfloat16: hand out the bits as ml_dtypes.bfloat16
+        return t.contiguous().view(torch.int16).numpy().view(dtypes.to_numpy(dtypes.bfloat16))
     return t.numpy()
 
 

@@ -22,7 +22,7 @@ def device_count() -> int:
     return cuda_probe.device_count()
 
 
-def _runtime():  # noqa: ANN202 - the backend's runtime module
+def _runtime():  # the backend's runtime module
     if not is_available():
         raise RuntimeError("genesis.cuda: CUDA is not available on this machine (no NVIDIA driver or GPU was found, "
                            "or the Genesis CUDA dependencies cuda-python and triton are not installed)")
@@ -32,7 +32,7 @@ def _runtime():  # noqa: ANN202 - the backend's runtime module
     return runtime
 
 
-def _allocator(device: object = None):  # noqa: ANN202
+def _allocator(device: object = None):
     rt = _runtime()
     from genesis._impl.cuda import allocator
 
@@ -107,18 +107,18 @@ def mem_get_info(device: object = None) -> tuple[int, int]:
     return rt.mem_get_info(_index(device, rt))
 
 
-def __getattr__(name: str):  # noqa: ANN202 - Stream and Event classes, loaded with the runtime
+def __getattr__(name: str):  # Stream and Event classes, loaded with the runtime
     if name in ("Stream", "Event"):
         return getattr(_runtime(), name)
     raise AttributeError(f"module 'genesis.cuda' has no attribute '{name}'")
 
 
-def current_stream(device: object = None):  # noqa: ANN201 - a Stream
+def current_stream(device: object = None):  # a Stream
     rt = _runtime()
     return rt.current_stream(_index(device, rt))
 
 
-def default_stream(device: object = None):  # noqa: ANN201 - a Stream
+def default_stream(device: object = None):  # a Stream
     rt = _runtime()
     return rt.default_stream(_index(device, rt))
 
@@ -127,7 +127,7 @@ def set_stream(stream: object) -> None:
     _runtime().set_stream(stream)
 
 
-class stream:  # noqa: N801 - torch's name
+class stream:  # torch's name
     """``with genesis.cuda.stream(s):`` makes ``s`` the current stream of its device inside the block."""
 
     def __init__(self, s: object) -> None:
@@ -253,7 +253,7 @@ class CUDAGraph:
         return self._graph.num_nodes()
 
 
-class graph:  # noqa: N801 - torch's name
+class graph:  # torch's name
     """``with genesis.cuda.graph(g):`` captures the CUDA work of the block into the :class:`CUDAGraph` ``g``.
 
     The device is synchronized first, the block runs on the graph's own stream, and the previous stream is current

@@ -80,7 +80,7 @@ class _Eigh(Function):
         return vectors @ inner @ vectors.mT
 
 
-def eigh(A: Tensor, UPLO: str = "L") -> tuple[Tensor, Tensor]:  # noqa: N803 - torch's name
+def eigh(A: Tensor, UPLO: str = "L") -> tuple[Tensor, Tensor]:  # torch's name
     """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of symmetric matrices (..., n, n), read from
     the lower (``UPLO="L"``) or upper triangle.
 
@@ -107,7 +107,7 @@ class EighResult(NamedTuple):
     eigenvectors: Tensor
 
 
-def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803 - torch's name
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # torch's name
     """Eigenvalues (ascending) of symmetric matrices; see ``eigh``."""
     return eigh(A, UPLO)[0]
 

@@ -4,18 +4,18 @@ Each forward is one backend primitive, and so is each backward when no graph is 
 the backward is written in differentiable tensor ops instead, so higher derivatives still work.
 
 - ``LayerNorm``: layer_norm (or rms_norm with ``rms=True``) over the last dim; saves float32 mean and rstd.
-- ``CrossEntropy``: per-row cross-entropy of (N, C) logits with ignore_index and label smoothing; saves only the
+- ``CrossEntropyRows``: per-row cross-entropy of (N, C) logits with ignore_index and label smoothing; saves only the
   per-row log-sum-exp, never the probabilities.
 - ``SwiGLU``: ``silu(gate) * up``.
 - ``Rope``: rotary embedding ``x * cos + rotate_half(x) * sin`` with tables broadcastable to x; linear in x, its
   backward is the inverse rotation (itself a ``Rope``).
-- softmax / log_softmax route to ``genesis.ops.reduce.Softmax``, whose backward is fused.
 - ``Attention``: fused attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors; on CUDA
   Genesis's Triton flash attention or cuDNN's (``genesis._impl.cuda.sdpa`` chooses).
 
 The ``fused_*`` functions are what ``genesis.nn.functional`` calls: they return the fused result where a kernel
-applies (CUDA tensors of float32/float16/bfloat16) and None elsewhere, so the caller keeps its composite (the CPU
-path is unchanged: torch's exact results and double backward through plain tensor ops).
+applies (tensors of float32/float16/bfloat16 on CUDA; on the CPU the norms, label-smoothed cross-entropy and the
+optimizer steps, whose backend kernels are torch composites there) and None elsewhere, so the caller keeps its
+composite.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ from __future__ import annotations
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.backends import cuda as sdp
-from genesis.ndarray import NDArray, normalize_dim
+from genesis.ndarray import NDArray
 from genesis.ops._args import zeros_like_detached
-from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import where
-from genesis.ops.reduce import Softmax, softmax
+from genesis.ops.reduce import softmax
 from genesis.tensor import Tensor
 
 
@@ -40,6 +39,7 @@ class LayerNorm(Primitive):
         out, mean, rstd = x.backend.layer_norm(x, weight, bias, eps, rms)
         ctx.save_for_backward(x, weight, mean, rstd)
         ctx.rms = rms
+        ctx.eps = eps
         ctx.bias_dtype = bias.dtype if bias is not None else None
         return out
 
@@ -49,7 +49,7 @@ class LayerNorm(Primitive):
         rms = ctx.rms
         need = ctx.needs_input_grad
         if is_grad_enabled():
-            gx, gw, gb = _layer_norm_grads(grad, x, weight, mean, rstd, rms, need)
+            gx, gw, gb = _layer_norm_grads(grad, x, weight, ctx.eps, rms, need)
             if gb is not None and gb.dtype is not ctx.bias_dtype:  # summed in float32
                 gb = gb.to(ctx.bias_dtype)
         else:
@@ -69,11 +69,13 @@ class LayerNormBackward(Primitive):
         raise NotImplementedError("double backward through the fused layer_norm backward is not supported")
 
 
-def _layer_norm_grads(grad, x, weight, mean, rstd, rms: bool, need: tuple) -> tuple:
-    """Differentiable gradients of ``LayerNorm`` (used when the backward itself is recorded)."""
-    g = grad.float()
-    r = rstd.unsqueeze(-1)
-    xhat = (x.float() - mean.unsqueeze(-1)) * r
+def _layer_norm_grads(grad, x, weight, eps: float, rms: bool, need: tuple) -> tuple:
+    """Differentiable gradients of ``LayerNorm`` (used when the backward itself is recorded). The statistics are
+    recomputed from ``x`` rather than taken from the forward, so that second derivatives see their dependence on x."""
+    g, xf = grad.float(), x.float()
+    centered = xf if rms else xf - xf.mean(-1, keepdim=True)
+    r = ((centered * centered).mean(-1, keepdim=True) + eps).rsqrt()
+    xhat = centered * r
     wg = g * weight.float() if weight is not None else g
     dx = wg - xhat * (xhat * wg).mean(-1, keepdim=True)
     if not rms:
@@ -85,7 +87,7 @@ def _layer_norm_grads(grad, x, weight, mean, rstd, rms: bool, need: tuple) -> tu
     return gx, gw, gb
 
 
-class CrossEntropy(Primitive):
+class CrossEntropyRows(Primitive):
     """Per-row cross-entropy (float32) of 2-D logits against int64 targets; rows with ``ignore_index`` give 0.
 
     ``loss_i = (1 - e) * (lse_i - x[i, t_i]) + e * (lse_i - mean_j x[i, j])`` for label smoothing ``e``. The
@@ -104,11 +106,11 @@ class CrossEntropy(Primitive):
         x, target, lse = ctx.saved_tensors
         ignore_index, smoothing = ctx.params
         if is_grad_enabled():
-            return _cross_entropy_grad(grad, x, target, ignore_index, smoothing), None, None, None
-        return CrossEntropyBackward.apply(grad, x, target, lse, ignore_index, smoothing), None, None, None
+            return _cross_entropy_rows_grad(grad, x, target, ignore_index, smoothing), None, None, None
+        return CrossEntropyRowsBackward.apply(grad, x, target, lse, ignore_index, smoothing), None, None, None
 
 
-class CrossEntropyBackward(Primitive):
+class CrossEntropyRowsBackward(Primitive):
     @staticmethod
     def forward(ctx, grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, ignore_index: int,
                 label_smoothing: float) -> NDArray:
@@ -119,7 +121,7 @@ class CrossEntropyBackward(Primitive):
         raise NotImplementedError("double backward through the fused cross_entropy backward is not supported")
 
 
-def _cross_entropy_grad(grad, x, target, ignore_index: int, smoothing: float):
+def _cross_entropy_rows_grad(grad, x, target, ignore_index: int, smoothing: float):
     """Differentiable ``(softmax(x) - (1 - e) * onehot(t) - e / C) * grad`` (zero rows where ignored)."""
     valid = target != ignore_index
     safe = where(valid, target, 0)
@@ -216,25 +218,14 @@ def _applies(x: Tensor, *params: Tensor | None, cpu: bool = False) -> bool:
     return all(p is None or (p.device == x.device and p.dtype in _KERNEL_DTYPES) for p in params)
 
 
-def fused_softmax(x: Tensor, dim: int, dtype: object, log: bool) -> Tensor | None:
-    """``softmax`` / ``log_softmax`` along ``dim`` (computed in ``dtype`` when given) with the fused backward.
-
-    Also on the CPU: there the forward is the same torch kernel as before and the backward is torch's own.
-    """
-    name = "log_softmax" if log else "softmax"
-    (x,) = autocast_args(name, x)
-    if dtype is not None:
-        x = x.to(dtypes.to_dtype(dtype))
-    if not _applies(x, cpu=True):
-        return None
-    return Softmax.apply(x, normalize_dim(name, dim, x.ndim), log)
-
-
 def fused_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, n_dims: int, eps: float,
                rms: bool) -> Tensor | None:
-    """layer_norm / rms_norm over the trailing ``n_dims`` dims (flattened into one row)."""
+    """layer_norm / rms_norm over the trailing ``n_dims`` dims (flattened into one row).
+
+    Also on the CPU, where one node with a fused backward beats the composite's dozen (and matches it in float32).
+    """
     shape = x.shape
-    if not _applies(x, weight, bias) or x.numel() == 0 or any(
+    if not _applies(x, weight, bias, cpu=True) or x.numel() == 0 or any(
             p is not None and tuple(p.shape) != tuple(shape[-n_dims:]) for p in (weight, bias)):
         return None
     if n_dims == 1:  # no reshapes: each would cost a graph node forward and backward
@@ -253,7 +244,7 @@ def fused_cross_entropy(x: Tensor, target: Tensor, ignore_index: int, label_smoo
     """
     if x.ndim != 2 or not _applies(x, cpu=label_smoothing > 0) or target.device != x.device:
         return None
-    rows = CrossEntropy.apply(x, target.long(), ignore_index, label_smoothing)  # (N,) float32
+    rows = CrossEntropyRows.apply(x, target.long(), ignore_index, label_smoothing)  # (N,) float32
     if reduction == "none":
         return rows.to(x.dtype)
     total = rows.sum()

@@ -61,11 +61,6 @@ def reflected(fn: Callable) -> Callable:
     return method
 
 
-def positive(self: Tensor) -> Tensor:
-    """``+t``: the tensor itself."""
-    return self
-
-
 def invert(self: Tensor) -> Tensor:
     """``~t``: logical not of a bool tensor, bitwise not of an integer one."""
     if self.dtype.is_floating_point:

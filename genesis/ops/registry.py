@@ -446,7 +446,7 @@ OPERATORS: dict[str, Callable | str] = {
     "__floordiv__": arithmetic.floor_divide, "__rfloordiv__": methods.reflected(arithmetic.floor_divide),
     "__mod__": arithmetic.remainder, "__rmod__": methods.reflected(arithmetic.remainder), "__pow__": arithmetic.pow,
     "__rpow__": methods.reflected(arithmetic.pow), "__matmul__": linalg.matmul,
-    "__rmatmul__": methods.reflected(linalg.matmul), "__neg__": unary.neg, "__pos__": methods.positive,
+    "__rmatmul__": methods.reflected(linalg.matmul), "__neg__": unary.neg, "__pos__": unary.positive,
     "__abs__": unary.abs, "__invert__": methods.invert, "__and__": compare.bitwise_and,
     "__rand__": compare.bitwise_and, "__or__": compare.bitwise_or, "__ror__": compare.bitwise_or,
     "__xor__": compare.bitwise_xor, "__rxor__": compare.bitwise_xor, "__eq__": compare.eq, "__ne__": compare.ne,

@@ -115,8 +115,9 @@ def cummin(input: Tensor, dim: int) -> ValuesIndices:
     return _cum_extremum("cummin", input, dim)
 
 
-def _logaddexp(a: Tensor, b: Tensor) -> Tensor:
-    """``log(exp(a) + exp(b))`` shifted by the (detached, finite) larger operand so that nothing overflows."""
+def _shifted_logaddexp(a: Tensor, b: Tensor) -> Tensor:
+    """``log(exp(a) + exp(b))`` shifted by the (detached, finite) larger operand so that nothing overflows: the
+    scan step of ``logcumsumexp`` (the ``logaddexp`` op adds dtype promotion and exact infinities)."""
     shift = maximum(a, b).detach()
     shift = where(isinf(shift), 0.0, shift)
     return log(exp(a - shift) + exp(b - shift)) + shift
@@ -129,7 +130,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
                            f"{input.dtype.name}")
     if input.ndim == 0:
         return input.clone()
-    return _scan(input, normalize_dim("logcumsumexp", dim, input.ndim), _logaddexp)
+    return _scan(input, normalize_dim("logcumsumexp", dim, input.ndim), _shifted_logaddexp)
 
 
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,

@@ -144,7 +144,7 @@ def _graph(phase: str, tensors: dict[int, NDArray], is_causal: bool, scale: floa
     try:
         graph = _graphs[key] = _build(phase, io, tensors, is_causal, scale)
         return graph
-    except Exception as exc:  # noqa: BLE001 - any refusal (unsupported shape or option) means "use Triton"
+    except Exception as exc:  # any refusal (unsupported shape or option) means "use Triton"
         reason = f"cuDNN attention {phase} cannot run {tuple(q.shape)} {q.dtype}: {type(exc).__name__}: {exc}"
     _failed[key] = reason
     raise RuntimeError(reason)

@@ -67,13 +67,6 @@ def usable(*arrays: NDArray) -> bool:
             and all(a.size for a in arrays) and cudnn.is_available())
 
 
-def clear_cache() -> None:
-    """Forget every built plan (they are rebuilt on next use)."""
-    _plans.clear()
-    _calls.clear()
-    _declined.clear()
-
-
 def declined() -> dict[tuple, str]:
     """cuDNN's reason for each configuration it declined (those run on the im2col path)."""
     return dict(_declined)
@@ -184,7 +177,7 @@ def _build(kind: str, dtype: dtypes.dtype, descs: tuple, padding: tuple, stride:
             return plan
         g.build_plans(mod.build_plan_policy.ALL)
         return _fastest(g, pointers)
-    except Exception as exc:  # noqa: BLE001 - any refusal of cuDNN's means "use the im2col path" for this case
+    except Exception as exc:  # any refusal of cuDNN's means "use the im2col path" for this case
         _declined[(kind, dtype, descs, padding, stride, dilation)] = f"{type(exc).__name__}: {exc}"
         return None
 
@@ -196,7 +189,7 @@ def _fastest(g: Any, pointers: dict[int, int]) -> _Plan:
         try:
             plan = _Plan(g, i, int(g.get_workspace_size_plan_at_index(i)))
             plan.run(pointers)  # a plan that was not built (unsupported or deselected) raises here
-        except Exception:  # noqa: BLE001 - skip plans cuDNN cannot run
+        except Exception:  # skip plans cuDNN cannot run
             continue
         times = []
         for _ in range(2):

@@ -13,7 +13,7 @@ from genesis._impl.cuda import dlpack, storage
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
-from genesis._impl.cuda.launch import _contig, _ew, _new, _np_dtype, _psig, _ptr, _stream
+from genesis._impl.cuda.launch import _contig, _ew, _new, _psig, _ptr, _stream
 from genesis.ndarray import NDArray, check_same_device
 
 
@@ -48,7 +48,7 @@ def arange(start: float, end: float, step: float, dtype: dtypes.dtype, device: o
 
 def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object) -> NDArray:
     arr = array if array.flags.c_contiguous else np.ascontiguousarray(array).reshape(array.shape)
-    want = _np_dtype(dtype)
+    want = dtypes.to_numpy(dtype)
     if arr.dtype != want:
         if arr.dtype.itemsize == want.itemsize and dtype is dtypes.bfloat16:
             arr = arr.view(want)
@@ -63,7 +63,7 @@ def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object) -> NDArra
 def to_numpy(x: NDArray) -> np.ndarray:
     if not _contig(x):
         x = contiguous(x)
-    arr = np.empty(x.shape, _np_dtype(x.dtype))
+    arr = np.empty(x.shape, dtypes.to_numpy(x.dtype))
     if arr.nbytes:
         rt.ensure_device(x.device.index)
         s = _stream()

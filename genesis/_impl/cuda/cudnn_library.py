@@ -28,7 +28,7 @@ def _load() -> Any:
 
             cudnn.backend_version()  # loads libcudnn: fails here, not in the middle of a call, when it is missing
             _module = cudnn
-        except Exception as exc:  # noqa: BLE001 - any import or loader failure means "not available"
+        except Exception as exc:  # any import or loader failure means "not available"
             _load_error = f"{type(exc).__name__}: {exc}"
     return _module
 

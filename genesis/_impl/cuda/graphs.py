@@ -121,5 +121,5 @@ class Graph:
     def __del__(self) -> None:
         try:
             self.reset()
-        except Exception:  # noqa: BLE001 - interpreter shutdown: the driver frees everything
+        except Exception:  # interpreter shutdown: the driver frees everything
             pass

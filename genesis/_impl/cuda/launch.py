@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from genesis import dtypes
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import storage
@@ -21,14 +19,6 @@ _TT = {
 }
 _PTR = {d: "*" + t for d, t in _TT.items()}
 _PTR16 = {d: "*" + t + ":16" for d, t in _TT.items()}
-
-
-def _np_dtype(d: dtypes.dtype) -> np.dtype:
-    if d is dtypes.bfloat16:
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype("bool" if d is dtypes.bool_ else d.name)
 
 
 # ---------------------------------------------------------------- arrays and pointers

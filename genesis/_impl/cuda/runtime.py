@@ -187,7 +187,7 @@ class Stream:
         if getattr(self, "_owned", False) and cu is not None:
             try:
                 cu.cuStreamDestroy(self._cu)
-            except Exception:  # noqa: BLE001 - interpreter shutdown
+            except Exception:  # interpreter shutdown
                 pass
 
 
@@ -274,5 +274,5 @@ class Event:
         if cu is not None and getattr(self, "_cu", None) is not None:
             try:
                 cu.cuEventDestroy(self._cu)
-            except Exception:  # noqa: BLE001 - interpreter shutdown
+            except Exception:  # interpreter shutdown
                 pass

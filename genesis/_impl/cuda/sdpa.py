@@ -52,13 +52,13 @@ def _measure(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal
     ms = {}
     for name, fwd, bwd in ((sdp.FLASH, nn_fused.attention, nn_fused.attention_backward),
                            (sdp.CUDNN, cd.attention, cd.attention_backward)):
-        def step(fwd=fwd, bwd=bwd) -> None:  # noqa: ANN001 - bound now, not when the loop ends
+        def step(fwd=fwd, bwd=bwd) -> None:  # bound now, not when the loop ends
             out, stats = fwd(q, k, v, mask, is_causal, scale)
             bwd(out, q, k, v, mask, out, stats, is_causal, scale)  # out stands in for the output gradient
 
         try:
             ms[name] = td.do_bench(step, warmup=1, rep=3)
-        except Exception:  # noqa: BLE001 - cuDNN refused the graph or its run: the Triton kernel it is
+        except Exception:  # cuDNN refused the graph or its run: the Triton kernel it is
             continue
     timings[_key(q, k, mask, is_causal)] = ms
     return min(ms, key=ms.get)

@@ -69,7 +69,7 @@ def _fix_specializer() -> None:
     sys.modules["torch"] = None  # type: ignore[assignment]
     try:
         jit.native_specialize_impl(BaseBackend, 1, False, True, True)
-    except Exception:  # noqa: BLE001 - older/newer Triton without this entry point: nothing to fix
+    except Exception:  # older/newer Triton without this entry point: nothing to fix
         pass
     finally:
         del sys.modules["torch"]

@@ -8,7 +8,6 @@ from genesis import ops as T
 from genesis import random
 from genesis.autograd import is_grad_enabled
 from genesis.nn.functional._out import check_out
-from genesis.ops.fused import fused_softmax
 from genesis.ops.unary import Silu
 from genesis.tensor import Tensor, zeros
 
@@ -147,8 +146,7 @@ def _softmax_dim(ndim: int) -> int:
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
     """``exp(x) / sum(exp(x))`` along ``dim`` (computed in ``dtype`` when given)."""
     dim = _softmax_dim(input.ndim) if dim is None else dim
-    fused = fused_softmax(input, dim, dtype, False)
-    return fused if fused is not None else T.softmax(input, dim, dtype)
+    return T.softmax(input, dim, dtype)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
@@ -158,8 +156,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
     """``log(softmax(x))`` along ``dim``, computed stably."""
     dim = _softmax_dim(input.ndim) if dim is None else dim
-    fused = fused_softmax(input, dim, dtype, True)
-    return fused if fused is not None else T.log_softmax(input, dim, dtype)
+    return T.log_softmax(input, dim, dtype)
 
 
 # ------------------------------------------------------------------ in-place variants

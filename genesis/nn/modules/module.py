@@ -95,7 +95,7 @@ class Module:
 
     forward: Callable[..., Any]
 
-    def forward(self, *args: Any, **kwargs: Any) -> Any:  # noqa: F811 - the annotation above documents the type
+    def forward(self, *args: Any, **kwargs: Any) -> Any:  # the annotation above documents the type
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     # ------------------------------------------------------------ registration

@@ -40,11 +40,6 @@ def _up(x):
 
 
 @triton.jit
-def _is_float(x):
-    return x.dtype.is_floating()
-
-
-@triton.jit
 def _digamma(x):
     # Reflection psi(x) = psi(1 - x) - pi / tan(pi x) below 1/2, then psi(z) = psi(z + 8) - sum 1/(z + k) and the
     # asymptotic series at w = z + 8 >= 8.5 (truncation error below 2e-13). Poles as torch: -inf/+inf at +0/-0,
