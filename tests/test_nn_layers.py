@@ -5,7 +5,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from tests.helpers import DEVICE, check, check_module, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, check, check_module, expected_repr, rand, to_genesis, to_torch
 
 
 def pair(make):
@@ -13,7 +13,7 @@ def pair(make):
     g = make(genesis).to(DEVICE, genesis.float64)
     assert list(g.state_dict()) == list(t.state_dict())
     # torch names MultiheadAttention's out_proj class NonDynamicallyQuantizableLinear (a quantization marker).
-    assert repr(g) == repr(t).replace("NonDynamicallyQuantizableLinear", "Linear")
+    assert repr(g) == expected_repr(t).replace("NonDynamicallyQuantizableLinear", "Linear")
     return g, t
 
 

@@ -7,7 +7,17 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, GENESIS_DTYPE, check, check_error, check_module, rand, to_genesis, to_torch
+from tests.helpers import (
+    DEVICE,
+    GENESIS_DTYPE,
+    check,
+    check_error,
+    check_module,
+    expected_repr,
+    rand,
+    to_genesis,
+    to_torch,
+)
 
 # torch-side notices only: its mask-type deprecation and its nested-tensor remarks.
 pytestmark = [pytest.mark.filterwarnings("ignore:Support for mismatched:UserWarning"),
@@ -25,7 +35,7 @@ def pair(make):
     for name, tp in t.state_dict().items():
         assert tuple(g.state_dict()[name].shape) == tuple(tp.shape), name
     # torch names MultiheadAttention's out_proj class NonDynamicallyQuantizableLinear (a quantization marker).
-    assert repr(g) == repr(t).replace("NonDynamicallyQuantizableLinear", "Linear")
+    assert repr(g) == expected_repr(t).replace("NonDynamicallyQuantizableLinear", "Linear")
     return g, t
 
 
