@@ -197,13 +197,15 @@ def test_distance_layers(make):
     (lambda lib, x: lib.nn.functional.adaptive_avg_pool3d(x, 2), [(2, 3, 5, 3)]),
     (lambda lib, x: lib.nn.functional.softshrink(x, 0.2), [(3, 4)]),
     (lambda lib, x: lib.nn.functional.pixel_unshuffle(x, 2), [(1, 2, 4, 4)]),
-    (lambda lib, w: lib.nn.functional.embedding_bag(lib.tensor([[0, 2], [1, 1]]), w, mode="max"), [(3, 4)]),
+    (lambda lib, w, i: lib.nn.functional.embedding_bag(i, w, mode="max"), [(3, 4), [[0, 2], [1, 1]]]),
     (lambda lib, a, p, n: lib.nn.functional.triplet_margin_loss(a, p, n, swap=True), [(3, 4), (3, 4), (3, 4)]),
-    (lambda lib, x: lib.nn.functional.multi_margin_loss(x, lib.tensor([1, 0, 3]), p=2), [(3, 4)]),
+    (lambda lib, x, y: lib.nn.functional.multi_margin_loss(x, y, p=2), [(3, 4), [1, 0, 3]]),
     (lambda lib, x: lib.nn.functional.multilabel_soft_margin_loss(x, (x > 0).to(x.dtype)), [(3, 4)]),
 ])
 def test_float32(fn, shapes):
-    check(fn, *[rand(*shape, dtype=torch.float32, seed=k) for k, shape in enumerate(shapes)])
+    # Tuples are the shapes of float32 inputs; lists are index values (int64 inputs on the tested device).
+    check(fn, *[rand(*shape, dtype=torch.float32, seed=k) if isinstance(shape, tuple) else long(shape)
+                for k, shape in enumerate(shapes)])
 
 
 # ------------------------------------------------------------------ unpooling
@@ -259,8 +261,8 @@ def test_multi_margin_loss(p, margin, weighted, reduction):
 
     g, t = pair(make)
     check_module(g, t, rand(5, 4, low=-2, high=2), long([0, 3, 1, 1, 2]))
-    check(lambda lib, x: lib.nn.functional.multi_margin_loss(x, lib.tensor(2), p, margin, reduction=reduction),
-          rand(4))
+    check(lambda lib, x, y: lib.nn.functional.multi_margin_loss(x, y, p, margin, reduction=reduction), rand(4),
+          long(2))
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])

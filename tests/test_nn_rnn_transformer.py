@@ -131,8 +131,10 @@ def test_recurrent_parameters_and_init():
 def test_recurrent_state_dict_from_torch():
     torch.manual_seed(0)
     ref = torch.nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True)
-    gru = genesis.nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True)
-    gru.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in ref.state_dict().items()})
+    gru = genesis.nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True).to(DEVICE)
+    gru.load_state_dict({k: to_genesis(v, requires_grad=False, device="cpu") for k, v in ref.state_dict().items()})
+    # Loading copies into the existing parameters: they keep the module's device, whatever the checkpoint's.
+    assert {p.device.type for p in gru.parameters()} == {DEVICE.split(":")[0]}
     x = torch.randn(2, 5, 3)
     out, h = gru(to_genesis(x))
     ref_out, ref_h = ref(x)
