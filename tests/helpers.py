@@ -9,6 +9,7 @@ tensors (the oracle's copies); Genesis copies are made on ``DEVICE``.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -187,3 +188,33 @@ def check_module(g_module: Any, t_module: torch.nn.Module, *inputs: Any, rtol: f
     for name, tb in t_module.named_buffers():
         assert_same(dict(g_module.named_buffers())[name], tb, rtol, atol, f"buffer {name}")
     return g_out
+
+
+# torch's norm layers whose repr gained a ``bias=`` field in torch 2.13.
+_NORM_LAYERS = (torch.nn.LayerNorm, torch.nn.GroupNorm, torch.nn.modules.batchnorm._NormBase)
+_AFFINE_FIELD = re.compile(r"\b((?:elementwise_)?affine=(?:True|False))")
+
+
+def expected_repr(module: torch.nn.Module) -> str:
+    """``repr(module)`` as torch 2.13 prints it: the text Genesis's modules reproduce, whichever torch is installed.
+
+    torch 2.13 prints ``bias=<True|False>`` right after the ``affine=`` / ``elementwise_affine=`` field of LayerNorm,
+    GroupNorm, BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d and their Lazy forms (``bias`` there is whether the layer has
+    a bias parameter); older releases leave the field out. For each such layer, at any depth, whose own
+    ``extra_repr()`` has no ``bias=`` field, this inserts it from the layer's actual ``bias`` attribute. Every
+    other character is torch's own repr (with torch 2.13 the result is exactly ``repr(module)``).
+    """
+    patched = []
+    for layer in module.modules():
+        text = layer.extra_repr()
+        if isinstance(layer, _NORM_LAYERS) and "bias=" not in text:
+            field = f", bias={layer.bias is not None}"
+            new_text, count = _AFFINE_FIELD.subn(r"\g<1>" + field, text, count=1)
+            assert count == 1, f"no affine field in {type(layer).__name__}'s repr: {text}"
+            object.__setattr__(layer, "extra_repr", lambda t=new_text: t)
+            patched.append(layer)
+    try:
+        return repr(module)
+    finally:
+        for layer in patched:
+            del layer.__dict__["extra_repr"]

@@ -1046,6 +1046,24 @@ def test_inplace_on_leaf_allowed_under_no_grad() -> None:
     both(scenario)
 
 
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_inplace_write_into_expanded_tensor_raises(requires_grad: bool) -> None:
+    """An expanded tensor's rows share memory: in-place ops refuse to write it (torch's error), with or without a
+    graph, on every device, and leave the values as they were. (torch's fill_ and zero_ do write it.)"""
+    writes = [lambda lib, a: a.mul_(2), lambda lib, a: a.add_(t(lib, Y)), lambda lib, a: a.sigmoid_(),
+              lambda lib, a: a.exp_(), lambda lib, a: a.copy_(t(lib, Y)), lambda lib, a: a.clamp_(max=0.0),
+              lambda lib, a: a[:, 1:].neg_()]
+    for write in writes:
+        def scenario(lib: Any, write: Callable = write) -> None:
+            expanded = (t(lib, X[:1], requires_grad) * 1).expand(2, 3)
+            try:
+                write(lib, expanded)
+            finally:
+                assert expanded.detach().tolist() == [X[0], X[0]], "a refused write changed the values"
+
+        raises_both(RuntimeError, scenario, match="more than one element of the written-to tensor")
+
+
 def test_inplace_change_of_saved_tensor_raises() -> None:
     def scenario(lib: Any) -> None:
         x = t(lib, X, True)

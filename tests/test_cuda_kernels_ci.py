@@ -33,6 +33,7 @@ def _specs() -> list[tuple]:
         ("gelu fp16", ek.ew_contig, ("*fp16:16", "*fp16:16", "i32", "i32", "i32"), ("gelu", 1, 1, 0, 0, 4096, False)),
         ("floor_divide i64", ek.ew_contig, ("*i64:16", "*i64:16", "*i64:16", "i32", "i32"),
          ("floor_divide", 2, 1, 1, 0, 1024, False)),
+        ("i0 fp64", ek.ew_contig, ("*fp64:16", "*fp64:16", "i32", "i32", "i32"), ("i0", 1, 1, 0, 0, 1024, False)),
         ("where fp64", ek.ew_contig, ("*fp64:16", "*i1:16", "*fp64:16", "*fp64", "i32"),
          ("where", 3, 1, 1, 3, 1024, True)),
         ("strided add", ek.ew_strided, (*ptr3, "i32", "i32", "i32:16", "i32", "i32", "i32", *ST4 * 4),

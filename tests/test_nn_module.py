@@ -7,7 +7,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from tests.helpers import DEVICE, requires_cuda, to_genesis, to_torch
+from tests.helpers import DEVICE, expected_repr, requires_cuda, to_genesis, to_torch
 
 
 class Block(nn.Module):
@@ -220,14 +220,36 @@ def test_forward_hooks():
 
 def test_repr_matches_torch():
     g, t = make_pair()
-    assert repr(g).replace("genesis", "torch") == repr(t)
+    assert repr(g).replace("genesis", "torch") == expected_repr(t)
     layers = [(nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)),
               (nn.MaxPool2d(2), torch.nn.MaxPool2d(2)), (nn.LayerNorm(8), torch.nn.LayerNorm(8)),
               (nn.Embedding(10, 4, padding_idx=0), torch.nn.Embedding(10, 4, padding_idx=0)),
               (nn.Dropout(0.2), torch.nn.Dropout(0.2)), (nn.GELU("tanh"), torch.nn.GELU("tanh")),
               (nn.Flatten(), torch.nn.Flatten())]
     for gm, tm in layers:
-        assert repr(gm) == repr(tm)
+        assert repr(gm) == expected_repr(tm)
+
+
+class _LayerNormReprBefore213(torch.nn.LayerNorm):
+    def extra_repr(self) -> str:  # torch < 2.13: no bias field
+        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
+
+
+class _BatchNormReprBefore213(torch.nn.BatchNorm2d):
+    def extra_repr(self) -> str:  # torch < 2.13: no bias field
+        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
+                "track_running_stats={track_running_stats}".format(**self.__dict__))
+
+
+def test_expected_repr_restores_the_bias_field_of_older_torch_norm_layers():
+    t = torch.nn.Sequential(_LayerNormReprBefore213(4, bias=False), _BatchNormReprBefore213(3, affine=False))
+    assert expected_repr(t) == ("Sequential(\n"
+                                "  (0): _LayerNormReprBefore213((4,), eps=1e-05, elementwise_affine=True, bias=False)\n"
+                                "  (1): _BatchNormReprBefore213(3, eps=1e-05, momentum=0.1, affine=False, bias=False, "
+                                "track_running_stats=True)\n)")
+    assert "bias=" not in repr(t)  # the layers' own repr is left as it was
+    layers = torch.nn.Sequential(torch.nn.LayerNorm(4), torch.nn.GroupNorm(1, 2), torch.nn.InstanceNorm1d(2))
+    assert expected_repr(layers).count("bias=") == 3  # torch's own field (2.13 on) or the restored one
 
 
 def test_parameter_basics():

@@ -7,7 +7,17 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, GENESIS_DTYPE, check, check_error, check_module, rand, to_genesis, to_torch
+from tests.helpers import (
+    DEVICE,
+    GENESIS_DTYPE,
+    check,
+    check_error,
+    check_module,
+    expected_repr,
+    rand,
+    to_genesis,
+    to_torch,
+)
 
 # torch-side notices only: its mask-type deprecation and its nested-tensor remarks.
 pytestmark = [pytest.mark.filterwarnings("ignore:Support for mismatched:UserWarning"),
@@ -25,7 +35,7 @@ def pair(make):
     for name, tp in t.state_dict().items():
         assert tuple(g.state_dict()[name].shape) == tuple(tp.shape), name
     # torch names MultiheadAttention's out_proj class NonDynamicallyQuantizableLinear (a quantization marker).
-    assert repr(g) == repr(t).replace("NonDynamicallyQuantizableLinear", "Linear")
+    assert repr(g) == expected_repr(t).replace("NonDynamicallyQuantizableLinear", "Linear")
     return g, t
 
 
@@ -121,8 +131,10 @@ def test_recurrent_parameters_and_init():
 def test_recurrent_state_dict_from_torch():
     torch.manual_seed(0)
     ref = torch.nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True)
-    gru = genesis.nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True)
-    gru.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in ref.state_dict().items()})
+    gru = genesis.nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True).to(DEVICE)
+    gru.load_state_dict({k: to_genesis(v, requires_grad=False, device="cpu") for k, v in ref.state_dict().items()})
+    # Loading copies into the existing parameters: they keep the module's device, whatever the checkpoint's.
+    assert {p.device.type for p in gru.parameters()} == {DEVICE.split(":")[0]}
     x = torch.randn(2, 5, 3)
     out, h = gru(to_genesis(x))
     ref_out, ref_h = ref(x)

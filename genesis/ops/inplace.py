@@ -32,9 +32,18 @@ def check_inplace(t: Tensor, op: str) -> None:
         )
 
 
+def check_no_internal_overlap(t: Tensor) -> None:
+    """Refuse to write in place into a tensor whose elements share memory (a dimension of size > 1 with stride 0,
+    as ``expand`` makes): torch's error, raised here so that every backend refuses before writing anything."""
+    if any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.ndarray.strides)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
+                           "memory location. Please clone() the tensor before performing the operation.")
+
+
 def assign_inplace(t: Tensor, result: Tensor) -> Tensor:
     """Finish an in-place op: write ``result`` into ``t``'s memory and ``t`` takes over its history."""
     check_inplace(t, "in-place operation")
+    check_no_internal_overlap(t)
     if result.shape != t.shape:
         raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape "
                            f"{list(result.shape)}")
@@ -76,6 +85,7 @@ def inplace_source(t: Tensor) -> Tensor:
 
 def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any) -> Tensor:
     """``t op= other``: written straight into memory when no graph is needed, else through ``fn``."""
+    check_no_internal_overlap(t)
     if (is_grad_enabled() and (t.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
         return assign_inplace(t, fn(t, other))
     if isinstance(other, Tensor):
@@ -129,6 +139,7 @@ def kernel_method(name: str, kernel: str, fn: Callable) -> Callable:
     def method(self: Tensor) -> Tensor:
         if is_grad_enabled() and self.requires_grad or not self.dtype.is_floating_point:
             return assign_inplace(self, fn(self))
+        check_no_internal_overlap(self)
         self.ndarray.unary(kernel, out=self.ndarray)
         self._bump_version()
         return self
@@ -221,6 +232,7 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     if isinstance(src, Tensor) and broadcast_shapes("copy_", self.shape, src.shape) != self.shape:
         raise RuntimeError(f"copy_: the size of src {list(src.shape)} cannot be broadcast to the destination "
                            f"size {list(self.shape)}")
+    check_no_internal_overlap(self)
     needs_graph = is_grad_enabled() and (self.requires_grad or (isinstance(src, Tensor) and src.requires_grad))
     if needs_graph:
         value = src.to(self.device).to(self.dtype) if isinstance(src, Tensor) else src

@@ -207,9 +207,10 @@ def _unary(x, OP: tl.constexpr):
     elif OP == "trigamma":
         y = _trigamma(x)
     elif OP == "i0":
-        y = libdevice.cyl_bessel_i0(x)
+        # torch's Cephes formula exp(|x|) * chbevl(...) / sqrt(|x|) gives inf / inf = NaN at |x| = inf.
+        y = tl.where(tl.abs(x) == float("inf"), float("nan"), libdevice.cyl_bessel_i0(x))
     elif OP == "i1":
-        y = libdevice.cyl_bessel_i1(x)
+        y = tl.where(tl.abs(x) == float("inf"), float("nan"), libdevice.cyl_bessel_i1(x))
     elif OP == "signbit":
         y = libdevice.signbit(x) != 0
     else:
