@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import statistics
 import sys
 import time
 import warnings
@@ -121,6 +122,7 @@ CASES = [
          P.MLPConfig(inputs=4, outputs=2), P.MLPConfig(inputs=4, outputs=2), "ms", images, 1 / 1.5,
          stochastic=True),
 ]
+ROUNDS = 7  # alternating timing rounds of the CPU rows
 MODEL_ROWS = ["gpt2", "qwen", "resnet50", "style", "lstm", "gru", "transformer"]
 CPU_ROWS = ["cpu_mlp", "cpu_pg"]
 
@@ -172,10 +174,9 @@ def start(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarr
     return case.program(lib, model, device, cfg, parity)
 
 
-def run_lib(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarray],
-            batches: list[tuple[np.ndarray, ...]], plan: Plan) -> Result:
-    """The parity pass, then warm-up and timed steps; peak device memory over both."""
-    reset_peak(lib, device)
+def prepare(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarray],
+            batches: list[tuple[np.ndarray, ...]], plan: Plan) -> tuple[P.Program, list[float]]:
+    """The parity pass (its losses), then the program to time, warmed up."""
     program = start(lib, case, cfg, device, state, parity=True)
     losses = [float(program.step(batches[i % len(batches)]).item()) for i in range(plan.parity)]
     if case.stochastic:
@@ -186,14 +187,49 @@ def run_lib(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.nda
         program.notes.extend(n for n in notes if n not in program.notes)
     for i in range(plan.warmup):
         program.step(batches[i % len(batches)])
+    return program, losses
+
+
+def seconds_per_step(program: P.Program, batches: list[tuple[np.ndarray, ...]], steps: int, device: str) -> float:
     synchronize(device)
     begin = time.perf_counter()
-    for i in range(plan.steps):
+    for i in range(steps):
         program.step(batches[i % len(batches)])
     synchronize(device)
-    seconds = (time.perf_counter() - begin) / plan.steps
+    return (time.perf_counter() - begin) / steps
+
+
+def run_lib(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarray],
+            batches: list[tuple[np.ndarray, ...]], plan: Plan) -> Result:
+    """One library alone on the device: parity pass, warm-up, timed steps; peak device memory over all of them."""
+    reset_peak(lib, device)
+    program, losses = prepare(lib, case, cfg, device, state, batches, plan)
+    seconds = seconds_per_step(program, batches, plan.steps, device)
     peak = lib.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
     return Result(losses, seconds, peak, program.notes)
+
+
+def run_interleaved(case: Case, cfg: Any, device: str, state: dict[str, np.ndarray],
+                    batches: list[tuple[np.ndarray, ...]], plan: Plan, errors: list[str]) -> dict[str, Result | None]:
+    """Both libraries' programs side by side, timed in alternating rounds (median) so that load drifts on a shared
+    CPU hit both alike; used for the small CPU rows."""
+    programs, results = {}, {}
+    for lib in (torch, genesis):
+        try:
+            programs[lib.__name__] = prepare(lib, case, cfg, device, state, batches, plan)
+        except Exception as exc:  # noqa: BLE001 - the row reports the failure
+            errors.append(f"{lib.__name__}: {error_text(exc)}")
+    rounds = {name: [] for name in programs}
+    for _ in range(ROUNDS):
+        for name, (program, _) in programs.items():
+            rounds[name].append(seconds_per_step(program, batches, max(1, plan.steps // ROUNDS), device))
+    for name in ("torch", "genesis"):
+        if name in programs:
+            program, losses = programs[name]
+            results[name] = Result(losses, statistics.median(rounds[name]), None, program.notes)
+        else:
+            results[name] = None
+    return results
 
 
 def loss_tolerance(case: Case, device: str) -> float:
@@ -217,21 +253,21 @@ def run_case(case: Case, device: str, small: bool, steps: int | None) -> list[di
         plan = Plan(parity=3, warmup=20 if cpu_row else 3, steps=steps or (200 if cpu_row else 10))
     rng = np.random.default_rng(0)
     batches = [case.data(rng, cfg) for _ in range(max(plan.parity, 2))]
-    results: dict[str, Result | None] = {}
-    errors = []
+    results: dict[str, Result | None] = {"torch": None, "genesis": None}
+    errors: list[str] = []
     try:
         state = initial_state(case, cfg)
     except Exception as exc:  # noqa: BLE001 - the row reports the failure; the other rows still run
         state, errors = {}, [f"torch: {error_text(exc)}"]
-    for lib in (torch, genesis):
-        results[lib.__name__] = None
-        if not state:
-            continue
-        try:
-            results[lib.__name__] = run_lib(lib, case, cfg, device, state, batches, plan)
-        except Exception as exc:  # noqa: BLE001 - as above
-            errors.append(f"{lib.__name__}: {error_text(exc)}")
-        gc.collect()
+    if state and cpu_row:
+        results = run_interleaved(case, cfg, device, state, batches, plan, errors)
+    elif state:
+        for lib in (torch, genesis):
+            try:
+                results[lib.__name__] = run_lib(lib, case, cfg, device, state, batches, plan)
+            except Exception as exc:  # noqa: BLE001 - as above
+                errors.append(f"{lib.__name__}: {error_text(exc)}")
+            gc.collect()
     g, t = results["genesis"], results["torch"]
     tol = loss_tolerance(case, device)
     diff = None
@@ -296,7 +332,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, help="timed steps per row")
     parser.add_argument("--small", action="store_true", help="tiny models and few steps (checks the script on a CPU)")
     parser.add_argument("--json", help="write the rows to this file")
+    parser.add_argument("--threads", type=int, help="torch intra-op threads (both libraries use them on the CPU)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.rows:
         keys = args.rows.split(",")
         unknown = set(keys) - set(MODEL_ROWS + CPU_ROWS)
