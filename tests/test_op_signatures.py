@@ -63,6 +63,11 @@ def _closing(text: str, start: int) -> int:
     return len(text)
 
 
+# Parameters of some torch builds' docstring signatures that Genesis does not take: torch 2.11 documents an ``out_dtype``
+# overload of mm/bmm/addmm/baddbmm first (torch 2.13, the CPU oracle, lists the plain signature).
+_NOT_TAKEN = ("out", "out_dtype")
+
+
 def _from_docstring(name: str) -> list[str] | None:
     """The positional parameters of the signature line that opens ``torch.<name>``'s docstring, or None."""
     doc = (getattr(torch, name).__doc__ or "").lstrip()
@@ -75,7 +80,7 @@ def _from_docstring(name: str) -> list[str] | None:
             break
         if part.startswith("*"):
             names.append("*")
-        elif part and part != "out":
+        elif part and part not in _NOT_TAKEN:
             names.append(part)
     return names
 
