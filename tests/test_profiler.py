@@ -65,6 +65,27 @@ def test_backward_nodes_are_recorded() -> None:
     assert any(e.parent is mul_backward for e in prof.events())  # the ops of a backward nest under its node
 
 
+class _Double(genesis.autograd.Function):
+    @staticmethod
+    def forward(ctx: object, x: genesis.Tensor) -> genesis.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: object, grad: genesis.Tensor) -> genesis.Tensor:
+        return grad * 2
+
+
+def test_user_function_recorded_once_with_its_ops_inside() -> None:
+    x = genesis.randn(3, requires_grad=True)
+    with profile() as prof:
+        _Double.apply(x).sum().backward()
+    events = prof.events()
+    assert [e.name for e in events].count("_Double") == 1
+    double = next(e for e in events if e.name == "_Double")
+    assert [e.name for e in events if e.parent is double] == ["Mul"]
+    assert [e.name for e in events].count("_DoubleBackward") == 1
+
+
 def test_record_function_nesting_and_times() -> None:
     with profile() as prof:
         with record_function("outer"):

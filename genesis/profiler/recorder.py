@@ -1,8 +1,9 @@
 """What a profile records: one :class:`FunctionEvent` per op, backward node and ``record_function`` range.
 
 The :class:`Recorder` is installed into the autograd layer (``genesis.autograd.function.set_recorder``) while a
-profile records; ``Function.apply`` and the backward engine then call it with the op's name, its input tensors and
-the function that runs the op. Only the thread that opened the profile is recorded, as in torch.
+profile records. ``Function.apply`` then hands each op to :meth:`Recorder.record_op`, which opens an event and calls
+``apply`` again to run the op (:meth:`Recorder.claims` lets that one call through), and the backward engine runs each
+node through the recorder. Only the thread that opened the profile is recorded, as in torch.
 
 On a CUDA device each event also gets a pair of Genesis CUDA events recorded on the current stream around it; their
 elapsed times are read once, when the recording stops (one synchronize), never per op.
@@ -98,15 +99,38 @@ class Recorder:
         self._reference = self._cuda_event() if use_cuda else None
         self.sync_start = cuda.synchronization_count()
         self.synchronizations = 0
+        self._running = False
 
-    def __call__(self, name: str, inputs: tuple | list, run: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """Run ``run(*args, **kwargs)`` as one event ``name`` over ``inputs`` (the hook autograd calls)."""
+    def claims(self) -> bool:
+        """Whether the op entering ``Function.apply`` is recorded: an op of this thread, unless it is the call
+        :meth:`record_op` makes to run the op it records."""
         if threading.get_ident() != self.thread:
-            return run(*args, **kwargs)
+            return False
+        if self._running:
+            self._running = False
+            return False
+        return True
+
+    def record_op(self, fn: type, args: tuple, kwargs: dict) -> Any:
+        """Run ``fn.apply(*args, **kwargs)`` as one event named by the Function class."""
+        event = self.begin(fn.__name__, _shapes(args) if self.record_shapes else [])
+        out = None
+        try:
+            self._running = True  # the next claims() is this call entering apply again: run it, do not record
+            out = fn.apply(*args, **kwargs)
+            return out
+        finally:
+            self._running = False
+            self.end(event, out)
+
+    def __call__(self, name: str, inputs: tuple | list, run: Callable[..., Any], *args: Any) -> Any:
+        """Run ``run(*args)`` as one event ``name`` over ``inputs`` (the engine's hook around a backward node)."""
+        if threading.get_ident() != self.thread:
+            return run(*args)
         event = self.begin(name, _shapes(inputs) if self.record_shapes else [])
         out = None
         try:
-            out = run(*args, **kwargs)
+            out = run(*args)
             return out
         finally:
             self.end(event, out)
