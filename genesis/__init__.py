@@ -8,7 +8,21 @@ cuda, serialization → models. The ops of this namespace come from the registry
 
 import builtins as _builtins
 
-from genesis import amp, autograd, backends, cuda, linalg, nn, ops, optim, random, serialization, special, utils
+from genesis import (
+    amp,
+    autograd,
+    backends,
+    cuda,
+    linalg,
+    nn,
+    ops,
+    optim,
+    profiler,
+    random,
+    serialization,
+    special,
+    utils,
+)
 from genesis import dtypes as _dtypes
 from genesis.amp import autocast
 from genesis.autograd import (

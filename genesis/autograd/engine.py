@@ -98,6 +98,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 continue
             if inputs is not None and node not in needed:
                 in_grads: tuple = (None,) * len(node.next_functions)
+            elif _fn._profiling:
+                in_grads = _fn._recorder(node.name(), grads, _call_backward, node, grads, retain_graph, create_graph)
             else:
                 in_grads = _call_backward(node, grads, retain_graph, create_graph)
             for (nxt, idx), g in zip(node.next_functions, in_grads):

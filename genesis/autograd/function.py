@@ -29,6 +29,21 @@ def set_tensor_type(cls: type) -> None:
     Tensor = cls
 
 
+#: True while a profile records (``genesis.profiler``): ``Function.apply`` and the engine check it once per op.
+_profiling = False
+#: The profiler's recorder while ``_profiling``: ``claims()`` says whether the op entering ``apply`` is to be
+#: recorded (not when it is the recorder's own call running that op), ``record_op(cls, args, kwargs)`` runs and records
+#: it, and ``recorder(name, inputs, run, *args)`` runs and records a backward node.
+_recorder: Any = None
+
+
+def set_recorder(recorder: Any) -> None:
+    """Install the profiler's recorder (None removes it and turns the check in ``Function.apply`` off)."""
+    global _profiling, _recorder
+    _recorder = recorder
+    _profiling = recorder is not None
+
+
 # ------------------------------------------------------------------------ graph nodes
 
 class RemovableHandle:
@@ -246,6 +261,8 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        if _profiling and _recorder.claims():
+            return _recorder.record_op(cls, args, kwargs)
         # One pass over the arguments: unwrap Tensors to NDArrays and see whether any of them requires grad.
         record = False
         raw = []

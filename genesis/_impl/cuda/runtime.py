@@ -15,6 +15,11 @@ from cuda.bindings import driver as cu
 
 _SUCCESS = cu.CUresult.CUDA_SUCCESS
 
+#: How many times the host has waited for the device (``genesis.cuda.synchronization_count``): every stream, device
+#: and event synchronize, which includes device-to-host copies (``.item()``, ``.numpy()``, ``.tolist()``) and
+#: host-to-device copies, both of which wait for their stream.
+synchronizations = 0
+
 
 def check(result: tuple, what: str) -> Any:
     """Unpack a ``cuda.bindings`` result tuple, raising RuntimeError naming the call on an error code."""
@@ -150,7 +155,7 @@ class Stream:
         return self.handle
 
     def synchronize(self) -> None:
-        check(cu.cuStreamSynchronize(self._cu), "cuStreamSynchronize")
+        stream_synchronize(self._cu)
 
     def query(self) -> bool:
         """True when all work queued on the stream has finished."""
@@ -224,8 +229,17 @@ def set_stream(stream: Stream) -> None:
 
 
 def synchronize(device: int | None = None) -> None:
+    global synchronizations
     ensure_device(current_device() if device is None else device)
+    synchronizations += 1
     check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+def stream_synchronize(stream: Any) -> None:
+    """Block the host until the work queued on ``stream`` (a ``CUstream`` or a raw handle) has finished."""
+    global synchronizations
+    synchronizations += 1
+    check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
 
 
 class Event:
@@ -253,6 +267,8 @@ class Event:
         (current_stream() if stream is None else stream).wait_event(self)
 
     def synchronize(self) -> None:
+        global synchronizations
+        synchronizations += 1
         check(cu.cuEventSynchronize(self._cu), "cuEventSynchronize")
 
     def query(self) -> bool:

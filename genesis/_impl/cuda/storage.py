@@ -89,7 +89,7 @@ def copy_from_host(dst_ptr: int, array: object, stream: int) -> None:
     n = array.nbytes
     if n < _STAGED_MIN:
         rt.check(cu.cuMemcpyHtoDAsync(dst_ptr, array.ctypes.data, n, stream), "cuMemcpyHtoDAsync")
-        rt.check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+        rt.stream_synchronize(stream)
         return
     if _staging is None:
         _staging = _Staging()
@@ -104,4 +104,4 @@ def copy_from_host(dst_ptr: int, array: object, stream: int) -> None:
         rt.check(cu.cuMemcpyHtoDAsync(dst_ptr + start, _staging.ptrs[k], m, stream), "cuMemcpyHtoDAsync")
         rt.check(cu.cuEventRecord(_staging.events[k]._cu, stream), "cuEventRecord")
         used[k] = True
-    rt.check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+    rt.stream_synchronize(stream)
