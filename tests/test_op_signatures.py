@@ -63,8 +63,8 @@ def _closing(text: str, start: int) -> int:
     return len(text)
 
 
-# Parameters of some torch builds' docstring signatures that Genesis does not take: torch 2.11 documents an ``out_dtype``
-# overload of mm/bmm/addmm/baddbmm first (torch 2.13, the CPU oracle, lists the plain signature).
+# Parameters of some torch builds' docstring signatures that Genesis does not take: torch 2.11 documents an
+# ``out_dtype`` overload of mm/bmm/addmm/baddbmm first (torch 2.13, the CPU oracle, lists the plain signature).
 _NOT_TAKEN = ("out", "out_dtype")
 
 

@@ -83,7 +83,7 @@ _lock = threading.Lock()
 _active: Recorder | None = None  # the recording profile (one per process, as torch)
 
 
-class profile:  # noqa: N801 - torch's name
+class profile:
     """Record ops while the context is open (``torch.profiler.profile``).
 
     Args:
@@ -181,7 +181,7 @@ class profile:  # noqa: N801 - torch's name
         chrome_trace(self._events, path)
 
 
-class record_function:  # noqa: N801 - torch's name
+class record_function:
     """Label a region: its ops nest under ``name`` in the table and the trace. A context manager or a decorator.
 
     Outside a profile (or on another thread than the profile's) it does nothing.

@@ -1,0 +1,53 @@
+"""Shared benchmark helpers: timing loops and the JSON row format every benchmark writes.
+
+A row is ``{"name", "genesis", "torch", "unit", "ratio", "goal"}``; ``ratio`` is defined per benchmark file (time
+ratio Genesis/torch for host-overhead benchmarks, throughput ratio for device benchmarks) and stated in its doc.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from typing import Any, Callable
+
+
+def time_per_call(fn: Callable[[], Any], min_time: float = 0.3, repeat: int = 5) -> float:
+    """Median seconds per call of ``fn`` over ``repeat`` rounds of at least ``min_time`` seconds each."""
+    fn()
+    n = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time / repeat:
+            break
+        n *= 2
+    rounds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        rounds.append((time.perf_counter() - start) / n)
+    return statistics.median(rounds)
+
+
+def row(name: str, genesis: float, torch: float, unit: str, ratio: float, goal: str) -> dict:
+    return {"name": name, "genesis": genesis, "torch": torch, "unit": unit, "ratio": ratio, "goal": goal}
+
+
+def print_table(rows: list[dict]) -> None:
+    print(f"{'benchmark':<40} {'genesis':>12} {'torch':>12} {'unit':>6} {'ratio':>7}  goal")
+    for r in rows:
+        print(f"{r['name']:<40} {r['genesis']:>12.3f} {r['torch']:>12.3f} {r['unit']:>6} {r['ratio']:>7.2f}"
+              f"  {r['goal']}")
+
+
+def write_json(rows: list[dict], path: str | None) -> None:
+    if not path:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(rows, f, indent=2)

@@ -1,0 +1,194 @@
+"""The backend contract: the one list of primitives every device backend implements.
+
+A backend is a module (``genesis.backends.cpu``, ``genesis.backends.cuda``). It receives and returns
+:class:`genesis.ndarray.NDArray` objects. The NDArray layer has already done the bookkeeping shared by every device,
+so a backend can count on:
+
+- binary operands have broadcast-compatible shapes and the same dtype (type promotion is done above); the second
+  operand may be a Python number, already compatible with the first operand's dtype;
+- dims are normalized (non-negative, tuples sorted), index tensors are int64 and in range,
+  ``out=`` arrays have the result's shape and dtype and may be strided views.
+
+Views (reshape, permute, expand, slicing, diagonal ...) never reach a backend: they change only the NDArray's
+shape, strides and offset over the same buffer. A backend reads strided inputs directly or copies to contiguous.
+
+Primitives (name: what it computes):
+
+memory and creation
+    empty(shape, dtype, device)                     uninitialized contiguous array
+    full(shape, value, dtype, device)               array filled with a Python number
+    arange(start, end, step, dtype, device)         1-D range
+    from_numpy(array, dtype, device)                copy a host numpy array in
+    to_numpy(x)                                     contiguous host numpy array (zero-copy where possible)
+    copy_(dst, src)                                 dst[...] = src, src broadcastable, dtype cast; returns dst
+    cast(x, dtype)                                  new contiguous array of another dtype
+    contiguous(x)                                   new contiguous copy of a strided view
+    data_ptr(x)                                     address of the view's first element (host or device memory)
+    to_dlpack(x, stream, max_version=None)          zero-copy export: a DLPack capsule, versioned when the
+                                                    consumer passes max_version >= (1, 0)
+    from_dlpack(obj)                                zero-copy import of any DLPack producer
+elementwise
+    unary(op, x, out)                               op in UNARY_OPS (trigamma: polygamma(1, x); signbit: bool
+                                                    result, floating x only)
+    binary(op, a, b, out)                           op in BINARY_OPS, result dtype of a (bool for comparisons)
+    where(cond, a, b)                               cond bool; a, b same dtype, broadcastable
+reductions
+    reduce(op, x, dims, keepdim)                    op in REDUCE_OPS over the tuple of dims
+    arg_reduce(op, x, dim, keepdim)                 "argmax" / "argmin" (first occurrence), int64
+    cumulative(op, x, dim)                          "cumsum" / "cumprod"
+    softmax(x, dim, log)                            softmax or log_softmax over one dim
+linear algebra
+    matmul(a, b)                                    (..., M, K) @ (..., K, N), batch dims equal
+    linear(x, w, bias)                              x @ w.T + bias for 2-D x (M, K), w (N, K), bias (N,) or None,
+                                                    one dtype (the bias may be fused into the product)
+indexing
+    index(x, indices)                               x[i0, i1, ...]; indices: one entry per dim, None (all) or int64
+                                                    arrays broadcast to one shape; result dims as torch
+    index_put_(x, indices, values, accumulate)      in-place x[i0, i1, ...] = values (or +=, duplicates summed);
+                                                    one int64 array per dim, all broadcast to values' shape
+    gather(x, dim, index)                           torch.gather
+    scatter(x, dim, index, src, mode)               out-of-place torch.scatter; mode "set" or "add"
+    index_select(x, dim, index)                     torch.index_select
+    nonzero(x)                                      (n, ndim) int64 coordinates of non-zero elements
+    sort(x, dim, descending, stable)                (values, int64 indices)
+    unique(x, return_inverse, return_counts)        sorted unique values of the flattened array
+    searchsorted(seq, values, right)                insertion points along the last dim
+neural network (N-d over the trailing spatial dims of (N, C, *spatial) arrays; tuples hold one entry per spatial dim)
+    conv(x, w, bias, stride, padding, dilation, groups, transposed, output_padding)
+                                                    convolution (transposed: its adjoint, "deconvolution"); bias may
+                                                    be None; arguments already validated
+    conv_backward(grad, x, w, stride, padding, dilation, groups, transposed, output_padding, output_mask)
+                                                    (grad_x, grad_w, grad_bias), None where output_mask is False
+    pool(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
+                                                    mode "max": (values, int64 argmax indices into each plane),
+                                                    mode "avg": (values, None); 2 or 3 spatial dims
+    pool_backward(grad, x, indices, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
+                  divisor_override)                 gradient with respect to x
+    batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
+                                                    (out, save_mean, save_invstd) normalizing over every dim but 1;
+                                                    weight/bias/running stats may be None; in training the running
+                                                    stats are updated in place (unbiased variance); all one dtype
+    batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
+                        output_mask)                (grad_x, grad_weight, grad_bias), None where output_mask is False
+    adaptive_pool(x, mode, output_size)             (N, C, H, W) pooled to (OH, OW) over windows [floor(i H / OH),
+                                                    ceil((i + 1) H / OH)); mode "max": (values, int64 argmax
+                                                    indices into each plane), "avg": (values, None)
+    adaptive_pool_backward(grad, x, indices, mode)  gradient with respect to x
+    group_norm(x, weight, bias, num_groups, eps)    (out, mean, rstd) normalizing each of num_groups channel groups
+                                                    of each sample; mean/rstd (N, num_groups), float32 (float64 for
+                                                    float64 x)
+    group_norm_backward(grad, x, weight, mean, rstd, num_groups, output_mask)
+                                                    (grad_x, grad_weight, grad_bias), None where output_mask is False
+    upsample(x, output_size, mode, align_corners, scales)
+                                                    (N, C, H, W) resampled to output_size (OH, OW); mode "nearest",
+                                                    "nearest-exact" or "bilinear"; scales: (scale_h, scale_w), each a
+                                                    float or None, as torch's upsample ops
+    upsample_backward(grad, input_size, mode, align_corners, scales)
+                                                    gradient with respect to the (N, C, H, W) input of input_size
+    embedding_backward(grad, index, num_weights)    (num_weights, D) sum of the rows of grad (n, D) by int64 index
+                                                    (n,), deterministic (the same bits on every run)
+fused neural-network kernels (over the last dim; statistics in float32, results in the input's dtype)
+    softmax_backward(grad, out, dim, log)           gradient of softmax / log_softmax from its output
+    layer_norm(x, weight, bias, eps, rms)           (out, mean, rstd) of layer_norm, or rms_norm (rms=True: mean 0,
+                                                    no bias); mean/rstd float32 of shape x.shape[:-1]
+    layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask, bias_dtype)
+                                                    (grad_x, grad_weight, grad_bias in bias_dtype, float32 where
+                                                    None), None where not needed
+    cross_entropy(x, target, ignore_index, label_smoothing)
+                                                    (loss, logsumexp) per row of 2-D logits, float32; 0 loss where
+                                                    target == ignore_index
+    cross_entropy_backward(grad, x, target, lse, ignore_index, label_smoothing)
+                                                    d(loss rows . grad)/d(logits) in x's dtype
+    swiglu(gate, up) / swiglu_backward(grad, gate, up)
+                                                    silu(gate) * up and (grad_gate, grad_up)
+    rope(x, cos, sin, inverse)                      x * cos + rotate_half(x) * sin (inverse: x * cos -
+                                                    rotate_half(x * sin)); cos/sin broadcastable to x
+    attention(q, k, v, mask, is_causal, scale)      (out, lse): softmax(q k^T * scale + mask) v for (B, H, L, D)
+                                                    q and (B, HK, S, D) k/v, H a multiple of HK (grouped-query);
+                                                    mask additive float broadcastable to (B, H, L, S) or None;
+                                                    causal top-left aligned; lse: backend-specific row statistics
+    attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
+                                                    (grad_q, grad_k, grad_v)
+    kv_cache_write_(cache, new, position)           cache[:, :, p:p + T] = new in place, (B, H, S, D) cache and
+                                                    (B, H, T, D) new, p = position[0] (a 1-element int64 array
+                                                    read on the device, so a captured graph stays valid)
+    rope_kv_cache_write_(q, k, v, cos, sin, k_cache, v_cache, position)
+                                                    one decoding token: (B, H, 1, D) rotated q; rotated k and v
+                                                    written into the (B, HK, S, D) caches at position[0]; q, k, v
+                                                    (B, 1, heads, D), cos/sin (B or 1, D)
+    decode_attention(q, k, v, length, key_mask, scale)
+                                                    (B, H, 1, D): one query per head over the first length[0]
+                                                    keys of (B, HK, S, D) k/v; key_mask (B, >= length) nonzero
+                                                    where a key may be attended, or None
+    adam_step_(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step)
+                                                    one Adam (decoupled: AdamW) step in place on contiguous
+                                                    param/exp_avg/exp_avg_sq, float32 arithmetic; step >= 1
+    adam_multi_step_(params, grads, exp_avgs, exp_avg_sqs, masters, lr, beta1, beta2, eps, weight_decay, decoupled,
+                     step, maximize)                the same step over lists of contiguous arrays (each list one
+                                                    dtype, one step count); masters: float32 master weights updated
+                                                    in place of the parameters (which get the rounded result) or None
+    sgd_multi_step_(params, grads, bufs, lr, momentum, dampening, weight_decay, nesterov, maximize, first)
+                                                    SGD over lists in place; bufs: momentum buffers or None
+                                                    (momentum 0); first: the buffers are new (buf = g)
+    unscale_grads_(grads, inv_scale)                grads *= inv_scale in place; returns a float32 (1,) array,
+                                                    1.0 if any gradient held an inf or nan, else 0.0
+random (counter-based: the same seed and offset give the same numbers)
+    uniform(shape, dtype, device, seed, offset)     U[0, 1)
+    normal(shape, dtype, device, seed, offset)      N(0, 1)
+    randint(low, high, shape, dtype, device, seed, offset)
+    dropout(x, p, seed, offset)                     x * keep / (1 - p), keep[i] = float32 uniform(seed, offset + i)
+                                                    >= p
+                                                    over x's elements in row-major order (its own backward: the
+                                                    same call on the gradient regenerates the mask)
+device
+    synchronize(device)                             wait for all work queued on the device
+"""
+
+UNARY_OPS = (
+    "neg", "abs", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
+    "tan", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "softplus", "erf", "sign", "floor", "ceil",
+    "round", "trunc", "isnan", "isinf", "logical_not", "bitwise_not",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "digamma",
+    "trigamma", "i0", "i1", "signbit",
+)
+BINARY_OPS = (
+    "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "atan2",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor",
+    "hypot", "copysign",
+)
+COMPARISON_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
+REDUCE_OPS = ("sum", "prod", "amax", "amin", "any", "all")
+
+PRIMITIVES = (
+    "empty", "full", "arange", "from_numpy", "to_numpy", "copy_", "cast", "contiguous", "data_ptr",
+    "to_dlpack", "from_dlpack",
+    "unary", "binary", "where",
+    "reduce", "arg_reduce", "cumulative", "softmax",
+    "matmul", "linear",
+    "index", "index_put_", "gather", "scatter", "index_select", "nonzero", "sort", "unique", "searchsorted",
+    "conv", "conv_backward", "pool", "pool_backward", "batch_norm", "batch_norm_backward",
+    "adaptive_pool", "adaptive_pool_backward",
+    "group_norm", "group_norm_backward", "upsample", "upsample_backward", "embedding_backward",
+    "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy", "cross_entropy_backward",
+    "swiglu", "swiglu_backward", "rope", "attention", "attention_backward", "kv_cache_write_", "decode_attention",
+    "rope_kv_cache_write_",
+    "adam_step_", "adam_multi_step_", "sgd_multi_step_", "unscale_grads_",
+    "uniform", "normal", "randint", "dropout",
+    "synchronize",
+)
+
+from genesis.backends import cudnn  # noqa: E402, F401 - cuDNN switches, as torch.backends.cudnn
+
+
+def __getattr__(name: str) -> object:
+    """``genesis.backends.cuda`` on first use: the CUDA backend where its packages are installed (it carries
+    torch.backends.cuda's switches), else a module of those switches alone."""
+    if name == "cuda":
+        import importlib
+
+        try:
+            return importlib.import_module("genesis.backends.cuda")
+        except ImportError:
+            return importlib.import_module("genesis.backends.cuda_switches")
+    raise AttributeError(f"module 'genesis.backends' has no attribute '{name}'")

@@ -1,0 +1,241 @@
+"""Matrix products through cuBLASLt (``nvmath.bindings.cublasLt``, plain int pointers).
+
+Genesis arrays are row-major; cuBLASLt is column-major. A row-major ``D = A @ B`` is the column-major
+``D^T = B^T @ A^T``, so the operands are passed swapped and nothing is transposed in memory. A transposed view (unit
+stride on its row axis) becomes a transpose flag with its own leading dimension, never a copy. Batched products use
+strided batches (a stride of 0 broadcasts an operand). Plans (descriptors, layouts and the heuristic's algorithm)
+are cached per shape, dtype, layout, alignment and TF32 setting; the workspace comes from the caching allocator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from nvmath.bindings import cublasLt as lt
+
+from genesis import dtypes
+from genesis.backends import cuda_switches
+from genesis.backends.cuda import runtime as rt
+from genesis.backends.cuda import storage
+from genesis.ndarray import NDArray
+
+# cudaDataType_t and cublasComputeType_t values (library_types.h, cublas_api.h).
+_CUDA_R_32F, _CUDA_R_64F, _CUDA_R_16F, _CUDA_R_16BF = 0, 1, 2, 14
+_COMPUTE_32F, _COMPUTE_64F, _COMPUTE_32F_FAST_TF32 = 68, 70, 77
+_DATA = {dtypes.float32: _CUDA_R_32F, dtypes.float64: _CUDA_R_64F, dtypes.float16: _CUDA_R_16F,
+         dtypes.bfloat16: _CUDA_R_16BF}
+_WORKSPACE = 32 << 20
+_OP_N, _OP_T = 0, 1
+
+# fp32 products use TF32 tensor cores only when enabled: the switch is torch.backends.cuda.matmul.allow_tf32's,
+# kept in a module that needs no GPU packages (genesis.backends.cuda.matmul.allow_tf32 reads and sets it too).
+_switches = cuda_switches.matmul
+
+
+def set_allow_tf32(flag: bool) -> None:
+    _switches.allow_tf32 = bool(flag)
+
+
+class _Handle:
+    def __init__(self, device: int) -> None:
+        self.handle = lt.create()
+        self.workspace = storage.alloc(_WORKSPACE, device)  # kept for the process lifetime
+
+
+_handles: dict[int, _Handle] = {}
+
+
+def _attr_buf(kind: str, attr: object, value: int) -> np.ndarray:
+    getter = {"desc": lt.get_matmul_desc_attribute_dtype, "layout": lt.get_matrix_layout_attribute_dtype,
+              "pref": lt.get_matmul_preference_attribute_dtype}[kind]
+    return np.array([value], dtype=getter(attr))
+
+
+def _set(kind: str, obj: int, attr: object, value: int) -> None:
+    buf = _attr_buf(kind, attr, value)
+    setter = {"desc": lt.matmul_desc_set_attribute, "layout": lt.matrix_layout_set_attribute,
+              "pref": lt.matmul_preference_set_attribute}[kind]
+    setter(obj, attr, buf.ctypes.data, buf.itemsize)
+
+
+class _Plan:
+    """Everything cuBLASLt needs for one product shape, built once."""
+
+    def __init__(self, h: _Handle, dtype: dtypes.dtype, a_lay: tuple, b_lay: tuple, m: int, n: int, batch: int,
+                 align: tuple[int, int, int], tf32: bool, bias: bool) -> None:
+        data = _DATA[dtype]
+        if dtype is dtypes.float64:
+            compute, scale = _COMPUTE_64F, _CUDA_R_64F
+        else:
+            compute = _COMPUTE_32F_FAST_TF32 if (tf32 and dtype is dtypes.float32) else _COMPUTE_32F
+            scale = _CUDA_R_32F
+        self.desc = lt.matmul_desc_create(compute, scale)
+        D = lt.MatmulDescAttribute
+        # cuBLAS A := Genesis B, cuBLAS B := Genesis A (column-major view of row-major data).
+        (b_rows, b_cols, b_ld, b_op, b_bs), (a_rows, a_cols, a_ld, a_op, a_bs) = b_lay, a_lay
+        _set("desc", self.desc, D.TRANSA, b_op)
+        _set("desc", self.desc, D.TRANSB, a_op)
+        if bias:
+            _set("desc", self.desc, D.EPILOGUE, int(lt.Epilogue.BIAS))
+            _set("desc", self.desc, D.BIAS_DATA_TYPE, data)
+        L = lt.MatrixLayoutAttribute
+        self.la = lt.matrix_layout_create(data, b_rows, b_cols, b_ld)
+        self.lb = lt.matrix_layout_create(data, a_rows, a_cols, a_ld)
+        self.lc = lt.matrix_layout_create(data, n, m, n)
+        if batch > 1:
+            for lay, bs in ((self.la, b_bs), (self.lb, a_bs), (self.lc, m * n)):
+                _set("layout", lay, L.BATCH_COUNT, batch)
+                _set("layout", lay, L.STRIDED_BATCH_OFFSET, bs)
+        P = lt.MatmulPreferenceAttribute
+        pref = lt.matmul_preference_create()
+        _set("pref", pref, P.MAX_WORKSPACE_BYTES, _WORKSPACE)
+        _set("pref", pref, P.MIN_ALIGNMENT_A_BYTES, align[1])
+        _set("pref", pref, P.MIN_ALIGNMENT_B_BYTES, align[0])
+        _set("pref", pref, P.MIN_ALIGNMENT_C_BYTES, align[2])
+        _set("pref", pref, P.MIN_ALIGNMENT_D_BYTES, align[2])
+        self.results = np.zeros(8, dtype=lt.matmul_heuristic_result_dtype)
+        count = np.zeros(1, dtype=np.int32)
+        lt.matmul_algo_get_heuristic(h.handle, self.desc, self.la, self.lb, self.lc, self.lc, pref, 8,
+                                     self.results.ctypes.data, count.ctypes.data)
+        lt.matmul_preference_destroy(pref)
+        if count[0] == 0:
+            raise RuntimeError(f"matmul: cuBLASLt found no algorithm for {dtype} ({m}x{n}, batch {batch})")
+        self.algo = self.results.ctypes.data  # the first result: the heuristic's choice
+        if dtype is dtypes.float64:
+            self.alpha, self.beta = np.ones(1, np.float64), np.zeros(1, np.float64)
+        else:
+            self.alpha, self.beta = np.ones(1, np.float32), np.zeros(1, np.float32)
+        self.alpha_p, self.beta_p = self.alpha.ctypes.data, self.beta.ctypes.data
+        self.handle = h.handle
+        self.ws = h.workspace.ptr
+        self.bias_attr = D.BIAS_POINTER
+
+
+def _layout(x: NDArray, rows: int, cols: int, batch_strides: tuple[int, ...]) -> tuple | None:
+    """(cublas rows, cols, ld, op, batch stride) of a row-major (rows, cols) operand, or None if it needs a copy."""
+    rs, cs = x.strides[-2], x.strides[-1]
+    if rows == 1:
+        rs = cols
+    if cols == 1:
+        cs = 1
+    bs = _batch_stride(x.shape[:-2], batch_strides)
+    if bs is None:
+        return None
+    if cs == 1 and rs >= max(1, cols):
+        # Row-major: column-major (cols x rows) with ld = row stride, used as is.
+        return (cols, rows, max(rs, 1), _OP_N, bs)
+    if rs == 1 and cs >= max(1, rows):
+        # Transposed view: column-major (rows x cols) with ld = column stride, transposed by cuBLASLt.
+        return (rows, cols, max(cs, 1), _OP_T, bs)
+    return None
+
+
+def _batch_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
+    """One stride that walks all batch dims (0 for a broadcast operand), or None."""
+    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    if not dims:
+        return 0
+    if all(s == 0 for _, s in dims):
+        return 0
+    for (_n0, s0), (n1, s1) in zip(dims, dims[1:]):
+        if s0 != s1 * n1:
+            return None
+    return dims[-1][1]
+
+
+def _align(ptr: int, itemsize: int) -> int:
+    for a in (256, 128, 64, 32, 16, 8, 4, 2):
+        if ptr % a == 0:
+            return a
+    return itemsize
+
+
+def matmul(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
+    """(..., M, K) @ (..., K, N) with equal batch dims; ``bias`` (N,) is added by the epilogue (2-D only)."""
+    from genesis.backends import cuda as be
+
+    dtype = a.dtype
+    if dtype not in _DATA and dtype.category == 1 and bias is None:
+        return _int_matmul(a, b)
+    if dtype not in _DATA:
+        raise RuntimeError(f"matmul: not implemented for '{dtype.name}' on CUDA (floating and integer types are "
+                           "supported)")
+    M, K = a.shape[-2], a.shape[-1]
+    N = b.shape[-1]
+    batch_shape = a.shape[:-2]
+    batch = math.prod(batch_shape)
+    out = be._new(batch_shape + (M, N), dtype, a.device)
+    if out.size == 0:
+        return out
+    if K == 0:
+        return be._ew("copy", 1, out, (0.0,), dtype)
+    dev = a.device.index
+    rt.ensure_device(dev)
+    la = _layout(a, M, K, a.strides[:-2])
+    if la is None:
+        a = be.contiguous(a)
+        la = _layout(a, M, K, a.strides[:-2])
+    lb = _layout(b, K, N, b.strides[:-2])
+    if lb is None:
+        b = be.contiguous(b)
+        lb = _layout(b, K, N, b.strides[:-2])
+    pa, pb, pc = be._ptr(a), be._ptr(b), be._ptr(out)
+    isz = dtype.itemsize
+    align = (_align(pa, isz), _align(pb, isz), _align(pc, isz))
+    h = _handles.get(dev)
+    if h is None:
+        h = _handles[dev] = _Handle(dev)
+    allow_tf32 = _switches.allow_tf32
+    key = (dev, dtype, la, lb, M, N, batch, align, allow_tf32, bias is not None)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _Plan(h, dtype, la, lb, M, N, batch, align, allow_tf32, bias is not None)
+    if bias is not None:
+        _set("desc", plan.desc, plan.bias_attr, be._ptr(bias))
+    lt.matmul(plan.handle, plan.desc, plan.alpha_p, pb, plan.la, pa, plan.lb, plan.beta_p, pc, plan.lc, pc,
+              plan.lc, plan.algo, plan.ws, _WORKSPACE, be._stream())
+    return out
+
+
+_plans: dict[tuple, _Plan] = {}
+
+
+def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
+    """``x @ weight.T + bias`` for 2-D x (M, K) and weight (N, K), the bias fused into the product."""
+    return matmul(x, weight.transpose(0, 1), bias)
+
+
+_INT_MATMUL = None
+
+
+def _int_matmul(a: NDArray, b: NDArray) -> NDArray:
+    """Integer products with a Triton kernel (exact, wrapping like the CPU)."""
+    global _INT_MATMUL
+    from genesis.backends import cuda as be
+    from genesis.backends.cuda import triton_driver as td
+    from genesis.backends.cuda.kernels import reduce as rk
+
+    if _INT_MATMUL is None:
+        _INT_MATMUL = td.Kernel(rk.int_matmul_kernel)
+    M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch_shape = a.shape[:-2]
+    batch = math.prod(batch_shape)
+    out = be._new(batch_shape + (M, N), a.dtype, a.device)
+    if out.size == 0:
+        return out
+    sab = _batch_stride(batch_shape, a.strides[:-2])
+    if sab is None:
+        a = be.contiguous(a)
+        sab = _batch_stride(batch_shape, a.strides[:-2])
+    sbb = _batch_stride(batch_shape, b.strides[:-2])
+    if sbb is None:
+        b = be.contiguous(b)
+        sbb = _batch_stride(batch_shape, b.strides[:-2])
+    pa, pb, pc = be._ptr(a), be._ptr(b), be._ptr(out)
+    types = (be._psig(a, pa), be._psig(b, pb), be._psig(out, pc), "i32", "i32", "i32") + ("i64",) * 6
+    go = _INT_MATMUL.launcher(types, (16, 16, 16), 4)
+    rt.ensure_device(a.device.index)
+    go((M + 15) // 16, (N + 15) // 16, batch, pa, pb, pc, M, N, K, sab, a.strides[-2], a.strides[-1], sbb,
+       b.strides[-2], b.strides[-1])
+    return out

@@ -1,0 +1,77 @@
+"""cuDNN through NVIDIA's cudnn-frontend (``import cudnn``): the library handle and workspace shared by every user.
+
+The frontend is optional: :func:`is_available` is False when the package or ``libcudnn`` is missing, and callers
+then use their Triton or cuBLASLt path. One handle per device is created on first use; :func:`handle` binds it to
+the current Genesis stream on every call, so cuDNN work is ordered with Genesis's own kernels. The workspace is one
+device buffer per device from the caching allocator, grown when a plan needs more and kept for the process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from genesis.backends.cuda import runtime as rt
+from genesis.backends.cuda import storage
+
+_module: Any = None
+_load_error: str | None = None
+_handles: dict[int, Any] = {}
+_workspaces: dict[int, tuple[int, Any]] = {}  # device -> (size in bytes, buffer)
+
+
+def _load() -> Any:
+    """The ``cudnn`` module, imported once; None (with the reason kept) when it cannot be used."""
+    global _module, _load_error
+    if _module is None and _load_error is None:
+        try:
+            import cudnn
+
+            cudnn.backend_version()  # loads libcudnn: fails here, not in the middle of a call, when it is missing
+            _module = cudnn
+        except Exception as exc:  # noqa: BLE001 - any import or loader failure means "not available"
+            _load_error = f"{type(exc).__name__}: {exc}"
+    return _module
+
+
+def is_available() -> bool:
+    """True when cudnn-frontend imports and finds ``libcudnn``."""
+    return _load() is not None
+
+
+def unavailable_reason() -> str | None:
+    """Why :func:`is_available` is False, or None."""
+    _load()
+    return _load_error
+
+
+def module() -> Any:
+    """The ``cudnn`` module; raises RuntimeError when cuDNN cannot be used."""
+    mod = _load()
+    if mod is None:
+        raise RuntimeError(f"cuDNN is not available: {_load_error}")
+    return mod
+
+
+def handle() -> Any:
+    """The current device's ``cudnn.Handle``, bound to the current Genesis stream."""
+    mod = module()
+    device = rt.current_device()
+    h = _handles.get(device)
+    if h is None:
+        h = _handles[device] = mod.create_handle()
+    mod.set_stream(h, rt.stream_handle())
+    return h
+
+
+def workspace(nbytes: int) -> int:
+    """Device pointer of at least ``nbytes`` of scratch memory on the current device (0 when none is needed)."""
+    if nbytes <= 0:
+        return 0
+    device = rt.current_device()
+    size, buf = _workspaces.get(device, (0, None))
+    if nbytes > size:
+        # Work queued earlier may still use the old buffer; the allocator reuses it only in stream order.
+        buf = storage.alloc(nbytes, device)
+        size = nbytes
+        _workspaces[device] = (size, buf)
+    return int(buf.ptr)

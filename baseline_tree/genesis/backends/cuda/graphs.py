@@ -1,0 +1,125 @@
+"""CUDA graphs: record the kernels of a piece of code once, replay them with one launch.
+
+Capture runs on a stream of the graph's own. Every kernel Genesis queues there (Triton, cuBLASLt, copies) becomes
+a node instead of running; ``replay`` launches the whole graph on the current stream, so the host cost of a replay
+is one driver call however many kernels it holds.
+
+Memory: the graph's kernels keep reading and writing the addresses they were captured with, so those blocks must
+not go to anyone else while the graph lives.
+
+- Tensors allocated during capture come from the free list of the graph's stream, which nothing else uses: a
+  private pool. Blocks freed during capture return to that pool and are reused later in the same capture, which is
+  safe because a graph runs its nodes in capture order.
+- Blocks allocated before the capture and freed during it are kept aside until the graph is released, since the
+  graph still uses them on every replay.
+- ``reset`` (or garbage collection of the graph) hands all of that memory back to the allocator.
+
+Capture is stream capture in relaxed mode. Code inside it must not read device values on the host (``.item()``,
+``.tolist()``, synchronizing calls): those raise. Genesis skips its host-side index bounds checks while a capture
+is in progress, as the values are not known yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuda.bindings import driver as cu
+
+from genesis.backends.cuda import allocator
+from genesis.backends.cuda import runtime as rt
+
+_RELAXED = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+_spare_streams: dict[int, list[rt.Stream]] = {}  # streams of released graphs, per device
+capturing = 0  # the number of captures in progress (read by host-side checks that must be skipped)
+
+
+class Graph:
+    """One captured CUDA graph and the memory it owns (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.stream: rt.Stream | None = None
+        self.device: int | None = None
+        self._graph: Any = None
+        self._exec: Any = None
+        self._kept: list[tuple[int, int, int]] = []  # (ptr, size, stream) of blocks freed during capture
+        self._previous: rt.Stream | None = None
+
+    def capture_begin(self) -> None:
+        """Start recording on the graph's stream, which becomes the current stream."""
+        global capturing
+        if self._exec is not None:
+            raise RuntimeError("CUDAGraph: this graph was already captured; call reset() before capturing again")
+        self.device = rt.current_device()
+        alloc = allocator.get(self.device)
+        if alloc.mode != "freelist":
+            raise RuntimeError("CUDAGraph: capture needs the freelist allocator (GENESIS_CUDA_ALLOCATOR=freelist)")
+        if self.stream is None:
+            spare = _spare_streams.get(self.device)
+            self.stream = spare.pop() if spare else rt.Stream(self.device)
+        self._previous = rt.current_stream(self.device)
+        self.stream.wait_stream(self._previous)  # the capture reads what earlier work wrote
+        rt.set_stream(self.stream)
+        alloc.begin_capture(self.stream.handle, self._kept)
+        capturing += 1
+        try:
+            rt.check(cu.cuStreamBeginCapture(self.stream._cu, _RELAXED), "cuStreamBeginCapture")
+        except BaseException:
+            capturing -= 1
+            alloc.end_capture()
+            rt.set_stream(self._previous)
+            raise
+
+    def capture_end(self) -> None:
+        """Stop recording and instantiate the graph; the previous stream becomes current again."""
+        global capturing
+        alloc = allocator.get(self.device)
+        try:
+            err, graph = cu.cuStreamEndCapture(self.stream._cu)
+        finally:
+            capturing -= 1
+            alloc.end_capture()
+            rt.set_stream(self._previous)
+        rt.check((err,), "cuStreamEndCapture (did the captured code synchronize or read a device value?)")
+        self._graph = graph
+        self._exec = rt.check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        self._previous.wait_stream(self.stream)
+
+    def replay(self) -> None:
+        """Launch every captured kernel, in order, on the current stream."""
+        if self._exec is None:
+            raise RuntimeError("CUDAGraph: replay() before a capture was completed")
+        rt.check(cu.cuGraphLaunch(self._exec, rt.stream_handle()), "cuGraphLaunch")
+
+    def num_nodes(self) -> int:
+        """How many nodes (kernels, copies, memsets) the captured graph holds."""
+        if self._graph is None:
+            return 0
+        result = rt.check(cu.cuGraphGetNodes(self._graph, 0), "cuGraphGetNodes")  # (nodes, count)
+        return int(result[-1])
+
+    def reset(self) -> None:
+        """Destroy the graph and give its memory back to the allocator (after queued work finished)."""
+        if self.device is None:
+            return
+        rt.synchronize(self.device)
+        if self._exec is not None:
+            cu.cuGraphExecDestroy(self._exec)
+        if self._graph is not None:
+            cu.cuGraphDestroy(self._graph)
+        self._exec = self._graph = None
+        alloc = allocator.get(self.device)
+        for ptr, size, stream in self._kept:
+            alloc.free(ptr, size, stream)
+        self._kept.clear()
+        if self.stream is not None:
+            alloc.retire_stream(self.stream.handle)
+            # Streams are reused, never destroyed: a new stream could get this handle while blocks freed later
+            # still carry it.
+            _spare_streams.setdefault(self.device, []).append(self.stream)
+        self.stream = self._previous = None
+
+    def __del__(self) -> None:
+        try:
+            self.reset()
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the driver frees everything
+            pass

@@ -1,0 +1,1 @@
+"""Genesis Triton kernels (device code only; launch logic lives in ``genesis.backends.cuda``)."""

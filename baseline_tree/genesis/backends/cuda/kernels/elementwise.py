@@ -1,0 +1,390 @@
+"""Elementwise Triton kernels: unary and binary ops, where, casts, fills and copies of strided views.
+
+One kernel body serves every op: the op name is a compile-time constant, so each (op, dtypes, layout) specialization
+compiles to straight-line code. Operand modes (compile-time): 0 absent, 1 tensor, 2 runtime scalar value, 3 one
+element broadcast from a pointer. Two layouts:
+
+- ``ew_contig``: every tensor operand is contiguous with the output's shape (or a broadcast single element);
+  a 1-D grid of BLOCK-element programs.
+- ``ew_strided``: any strides (broadcast, transposed, sliced views, strided ``out=``) over at most 4 coalesced
+  dims, as a 2-D tile: up to 3 leading dims flattened into rows, the last dim as columns. Unit column strides are
+  compile-time constants so contiguous rows load with wide vector accesses.
+"""
+
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def _operand(p, offs, mask, M: tl.constexpr):
+    if M == 1:
+        v = tl.load(p + offs, mask=mask)
+    elif M == 2:
+        v = tl.zeros(offs.shape, p.dtype) + p
+    elif M == 3:
+        v = tl.load(p + offs * 0, mask=mask)
+    else:
+        v = tl.zeros(offs.shape, tl.int8)
+    return v
+
+
+@triton.jit
+def _up(x):
+    # Half types compute in float32 (as torch's opmath); bool computes as int8.
+    if x.dtype.is_fp16() or x.dtype.is_bf16():
+        x = x.to(tl.float32)
+    elif x.dtype.is_int1():
+        x = x.to(tl.int8)
+    return x
+
+
+@triton.jit
+def _is_float(x):
+    return x.dtype.is_floating()
+
+
+@triton.jit
+def _digamma(x):
+    # Reflection psi(x) = psi(1 - x) - pi / tan(pi x) below 1/2, then psi(z) = psi(z + 8) - sum 1/(z + k) and the
+    # asymptotic series at w = z + 8 >= 8.5 (truncation error below 2e-13). Poles as torch: -inf/+inf at +0/-0,
+    # NaN at negative integers.
+    refl = x < 0.5
+    z = tl.where(refl, 1.0 - x, x)
+    acc = tl.zeros(x.shape, x.dtype)
+    for k in tl.static_range(8):
+        acc += 1.0 / (z + k)
+    w = z + 8.0
+    iw2 = 1.0 / (w * w)
+    tail = iw2 * (1.0 / 12 - iw2 * (1.0 / 120 - iw2 * (1.0 / 252 - iw2 * (1.0 / 240 - iw2 * (1.0 / 132)))))
+    psi = libdevice.log(w) - 0.5 / w - tail - acc
+    y = tl.where(refl, psi - 3.141592653589793 / libdevice.tan(3.141592653589793 * x), psi)
+    # The sign of a zero comes from its sign bit: Triton's -x is 0 - x, which loses it.
+    y = tl.where(x == 0, tl.where(libdevice.signbit(x) != 0, float("inf"), float("-inf")), y)
+    return tl.where((x < 0) & (x == libdevice.floor(x)), float("nan"), y)
+
+
+@triton.jit
+def _trigamma(x):
+    # polygamma(1, x): reflection psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x) below 1/2, the recurrence up to
+    # w = z + 8 and the asymptotic series there (truncation error below 5e-12).
+    refl = x < 0.5
+    z = tl.where(refl, 1.0 - x, x)
+    acc = tl.zeros(x.shape, x.dtype)
+    for k in tl.static_range(8):
+        acc += 1.0 / ((z + k) * (z + k))
+    w = z + 8.0
+    iw = 1.0 / w
+    iw2 = iw * iw
+    tail = iw + 0.5 * iw2 + iw * iw2 * (1.0 / 6 - iw2 * (1.0 / 30 - iw2 * (1.0 / 42 - iw2 * (1.0 / 30))))
+    psi1 = tail + acc
+    s = libdevice.sin(3.141592653589793 * x)
+    y = tl.where(refl, 9.869604401089358 / (s * s) - psi1, psi1)
+    return tl.where((x <= 0) & (x == libdevice.floor(x)), float("inf"), y)
+
+
+@triton.jit
+def _unary(x, OP: tl.constexpr):
+    if OP == "copy":
+        y = x
+    elif OP == "neg":
+        if x.dtype.is_floating():
+            y = x * -1.0  # Triton's -x is 0 - x, which turns +0.0 into +0.0 (torch: -0.0)
+        else:
+            y = -x
+    elif OP == "abs":
+        y = tl.abs(x)
+    elif OP == "exp":
+        if x.dtype.is_fp64():
+            y = libdevice.exp(x)
+        else:
+            y = tl.exp(x)
+    elif OP == "exp2":
+        y = libdevice.exp2(x)
+    elif OP == "log":
+        if x.dtype.is_fp64():
+            y = libdevice.log(x)
+        else:
+            y = tl.log(x)
+    elif OP == "log2":
+        y = libdevice.log2(x)
+    elif OP == "log1p":
+        y = libdevice.log1p(x)
+    elif OP == "expm1":
+        y = libdevice.expm1(x)
+    elif OP == "sqrt":
+        if x.dtype.is_fp64():
+            y = libdevice.sqrt(x)
+        else:
+            y = tl.sqrt_rn(x)
+    elif OP == "rsqrt":
+        y = libdevice.rsqrt(x)
+    elif OP == "reciprocal":
+        y = 1.0 / x
+    elif OP == "sin":
+        y = libdevice.sin(x)
+    elif OP == "cos":
+        y = libdevice.cos(x)
+    elif OP == "tan":
+        y = libdevice.tan(x)
+    elif OP == "tanh":
+        y = libdevice.tanh(x)
+    elif OP == "sigmoid":
+        if x.dtype.is_fp64():
+            y = 1.0 / (1.0 + libdevice.exp(-x))
+        else:
+            y = 1.0 / (1.0 + tl.exp(-x))
+    elif OP == "relu":
+        y = tl.where(x < 0, 0, x)
+    elif OP == "gelu":
+        y = 0.5 * x * (1.0 + libdevice.erf(x * 0.7071067811865476))
+    elif OP == "gelu_tanh":
+        y = 0.5 * x * (1.0 + libdevice.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+    elif OP == "silu":
+        if x.dtype.is_fp64():
+            y = x / (1.0 + libdevice.exp(-x))
+        else:
+            y = x / (1.0 + tl.exp(-x))
+    elif OP == "softplus":
+        y = tl.where(x > 20.0, x, libdevice.log1p(libdevice.exp(x)))
+    elif OP == "erf":
+        y = libdevice.erf(x)
+    elif OP == "sign":
+        if x.dtype.is_floating():
+            y = tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0))  # sign(nan) = 0, as torch
+        else:
+            y = tl.where(x > 0, 1, tl.where(x < 0, -1, 0))
+    elif OP == "floor":
+        if x.dtype.is_floating():
+            y = libdevice.floor(x)
+        else:
+            y = x
+    elif OP == "ceil":
+        if x.dtype.is_floating():
+            y = libdevice.ceil(x)
+        else:
+            y = x
+    elif OP == "round":
+        if x.dtype.is_floating():
+            y = libdevice.rint(x)
+        else:
+            y = x
+    elif OP == "trunc":
+        if x.dtype.is_floating():
+            y = libdevice.trunc(x)
+        else:
+            y = x
+    elif OP == "isnan":
+        y = x != x
+    elif OP == "isinf":
+        if x.dtype.is_floating():
+            y = tl.abs(x) == float("inf")
+        else:
+            y = x != x
+    elif OP == "logical_not":
+        y = x == 0
+    elif OP == "bitwise_not":
+        y = ~x
+    elif OP == "asin":
+        y = libdevice.asin(x)
+    elif OP == "acos":
+        y = libdevice.acos(x)
+    elif OP == "atan":
+        y = libdevice.atan(x)
+    elif OP == "sinh":
+        y = libdevice.sinh(x)
+    elif OP == "cosh":
+        y = libdevice.cosh(x)
+    elif OP == "asinh":
+        y = libdevice.asinh(x)
+    elif OP == "acosh":
+        y = libdevice.acosh(x)
+    elif OP == "atanh":
+        y = libdevice.atanh(x)
+    elif OP == "erfc":
+        y = libdevice.erfc(x)
+    elif OP == "erfinv":
+        y = libdevice.erfinv(x)
+    elif OP == "lgamma":
+        y = libdevice.lgamma(x)
+    elif OP == "digamma":
+        y = _digamma(x)
+    elif OP == "trigamma":
+        y = _trigamma(x)
+    elif OP == "i0":
+        y = libdevice.cyl_bessel_i0(x)
+    elif OP == "i1":
+        y = libdevice.cyl_bessel_i1(x)
+    elif OP == "signbit":
+        y = libdevice.signbit(x) != 0
+    else:
+        tl.static_assert(False, "unknown unary op")
+    return y
+
+
+@triton.jit
+def _ipow(a, b):
+    # Integer power by squaring (exponents are non-negative: checked above the backend).
+    r = tl.zeros(a.shape, a.dtype) + 1
+    base = a
+    e = b
+    for _ in range(63):
+        r = tl.where((e & 1) != 0, r * base, r)
+        base = base * base
+        e = e >> 1
+    return r
+
+
+@triton.jit
+def _binary(a, b, OP: tl.constexpr):
+    if OP == "add":
+        y = a + b
+    elif OP == "sub":
+        y = a - b
+    elif OP == "mul":
+        y = a * b
+    elif OP == "div":
+        if a.dtype.is_fp32():
+            y = tl.math.div_rn(a, b.to(tl.float32))
+        else:
+            y = a / b
+    elif OP == "floor_divide":
+        if a.dtype.is_floating():
+            mod = libdevice.fmod(a, b)
+            div = (a - mod) / b
+            div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
+            fd = libdevice.floor(div)
+            fd = tl.where(div - fd > 0.5, fd + 1.0, fd)
+            fd = tl.where(div == 0, libdevice.copysign(div * 0.0, a / b), fd)
+            y = tl.where(b == 0, a / b, fd)
+        else:
+            q = a // b
+            r = a - q * b
+            y = tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+    elif OP == "remainder":
+        if a.dtype.is_floating():
+            mod = libdevice.fmod(a, b)
+            y = tl.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
+        else:
+            r = a % b
+            y = tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+    elif OP == "pow":
+        if a.dtype.is_floating():
+            y = libdevice.pow(a, b.to(a.dtype))
+        else:
+            y = _ipow(a, b)
+    elif OP == "maximum":
+        if a.dtype.is_floating():
+            y = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+        else:
+            y = tl.maximum(a, b)
+    elif OP == "minimum":
+        if a.dtype.is_floating():
+            y = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+        else:
+            y = tl.minimum(a, b)
+    elif OP == "atan2":
+        y = libdevice.atan2(a, b.to(a.dtype))
+    elif OP == "eq":
+        y = a == b
+    elif OP == "ne":
+        y = a != b
+    elif OP == "lt":
+        y = a < b
+    elif OP == "le":
+        y = a <= b
+    elif OP == "gt":
+        y = a > b
+    elif OP == "ge":
+        y = a >= b
+    elif OP == "logical_and":
+        y = (a != 0) & (b != 0)
+    elif OP == "logical_or":
+        y = (a != 0) | (b != 0)
+    elif OP == "logical_xor":
+        y = (a != 0) != (b != 0)
+    elif OP == "bitwise_and":
+        y = a & b
+    elif OP == "bitwise_or":
+        y = a | b
+    elif OP == "bitwise_xor":
+        y = a ^ b
+    elif OP == "hypot":
+        y = libdevice.hypot(a, b.to(a.dtype))
+    elif OP == "copysign":
+        y = libdevice.copysign(a, b.to(a.dtype))
+    else:
+        tl.static_assert(False, "unknown binary op")
+    return y
+
+
+@triton.jit
+def _compute(a, b, c, OP: tl.constexpr, NIN: tl.constexpr):
+    if NIN == 1:
+        if OP == "bitwise_not" and a.dtype.is_int1():
+            y = a == 0
+        elif OP == "copy":
+            y = a
+        else:
+            y = _unary(_up(a), OP)
+    elif NIN == 2:
+        a = _up(a)
+        b = _up(b)
+        if a.dtype.is_int() and b.dtype.is_int() and a.dtype != b.dtype:
+            b = b.to(a.dtype)  # an int64 scalar with an unsigned or narrow tensor: compute in the tensor's type
+        y = _binary(a, b, OP)
+    else:
+        y = tl.where(a != 0, b, c)
+    return y
+
+
+@triton.jit
+def ew_contig(out, x0, x1, x2, n, OP: tl.constexpr, NIN: tl.constexpr, M0: tl.constexpr, M1: tl.constexpr,
+              M2: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
+    pid = tl.program_id(0)
+    if I64:
+        offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = _operand(x0, offs, mask, M0)
+    b = _operand(x1, offs, mask, M1)
+    c = _operand(x2, offs, mask, M2)
+    y = _compute(a, b, c, OP, NIN)
+    tl.store(out + offs, y.to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _tile_offsets(r0, r1, r2, cols, s0, s1, s2, sc):
+    return (r0 * s0 + r1 * s1 + r2 * s2)[:, None] + cols[None, :].to(tl.int64) * sc
+
+
+@triton.jit
+def ew_strided(out, x0, x1, x2, n_rows, C, R1, R2, n_cblocks,
+               os0, os1, os2, osc, as0, as1, as2, asc, bs0, bs1, bs2, bsc, cs0, cs1, cs2, csc,
+               OP: tl.constexpr, NIN: tl.constexpr, M0: tl.constexpr, M1: tl.constexpr, M2: tl.constexpr,
+               BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    pid = tl.program_id(0)
+    pr = pid // n_cblocks
+    pc = pid - pr * n_cblocks
+    rows = pr * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = pc * BLOCK_C + tl.arange(0, BLOCK_C)
+    r2 = rows % R2
+    t = rows // R2
+    r1 = (t % R1).to(tl.int64)
+    r0 = (t // R1).to(tl.int64)
+    r2 = r2.to(tl.int64)
+    mask = (rows < n_rows)[:, None] & (cols < C)[None, :]
+    a = _operand(x0, _tile_offsets(r0, r1, r2, cols, as0, as1, as2, asc), mask, M0)
+    b = _operand(x1, _tile_offsets(r0, r1, r2, cols, bs0, bs1, bs2, bsc), mask, M1)
+    c = _operand(x2, _tile_offsets(r0, r1, r2, cols, cs0, cs1, cs2, csc), mask, M2)
+    y = _compute(a, b, c, OP, NIN)
+    o = _tile_offsets(r0, r1, r2, cols, os0, os1, os2, osc)
+    tl.store(out + o, y.to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def arange_kernel(out, start, step, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = start + offs.to(start.dtype) * step
+    tl.store(out + offs, v.to(out.dtype.element_ty), mask=offs < n)

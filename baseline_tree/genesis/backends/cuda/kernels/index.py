@@ -1,0 +1,117 @@
+"""Indexing Triton kernels: gather (take) and scatter (put, put-add with atomics).
+
+Both walk a 2-D tile over the coalesced index shape (as ``ew_strided``). ``gather`` reads
+``src[pos_offset + index * src_dim_stride]``: with the gathered dim's position stride set to 0 this is
+``torch.gather``; with the index broadcast along the other dims it is ``index_select``; with a precomputed flat
+offset and zero position strides it is advanced indexing (``take``). ``scatter`` is the mirror image for
+``scatter``/``index_put_``/``index_add``, accumulating with atomics.
+"""
+
+import triton
+import triton.language as tl
+
+from genesis.backends.cuda.kernels.elementwise import _operand, _tile_offsets
+
+
+@triton.jit
+def _rows(pid, n_cblocks, n_rows, C, R1, R2, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    pr = pid // n_cblocks
+    pc = pid - pr * n_cblocks
+    rows = pr * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = pc * BLOCK_C + tl.arange(0, BLOCK_C)
+    r2 = rows % R2
+    t = rows // R2
+    r1 = (t % R1).to(tl.int64)
+    r0 = (t // R1).to(tl.int64)
+    mask = (rows < n_rows)[:, None] & (cols < C)[None, :]
+    return r0, r1, r2.to(tl.int64), cols, mask, rows < n_rows
+
+
+@triton.jit
+def _index(idx, r0, r1, r2, cols, is0, is1, is2, isc, mask, rmask, ROW_INDEX: tl.constexpr):
+    if ROW_INDEX:
+        # The index is constant along the columns: load it once per row, so the data access stays contiguous.
+        i = tl.load(idx + (r0 * is0 + r1 * is1 + r2 * is2), mask=rmask, other=0)[:, None]
+    else:
+        i = tl.load(idx + _tile_offsets(r0, r1, r2, cols, is0, is1, is2, isc), mask=mask, other=0)
+    return i
+
+
+@triton.jit
+def gather_kernel(out, src, idx, n_rows, C, R1, R2, n_cblocks,
+                  os0, os1, os2, osc, ss0, ss1, ss2, ssc, is0, is1, is2, isc, s_dim,
+                  ROW_INDEX: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    r0, r1, r2, cols, mask, rmask = _rows(tl.program_id(0), n_cblocks, n_rows, C, R1, R2, BLOCK_R, BLOCK_C)
+    i = _index(idx, r0, r1, r2, cols, is0, is1, is2, isc, mask, rmask, ROW_INDEX)
+    v = tl.load(src + _tile_offsets(r0, r1, r2, cols, ss0, ss1, ss2, ssc) + i * s_dim, mask=mask)
+    tl.store(out + _tile_offsets(r0, r1, r2, cols, os0, os1, os2, osc), v, mask=mask)
+
+
+@triton.jit
+def scatter_kernel(dst, src, idx, n_rows, C, R1, R2, n_cblocks,
+                   ds0, ds1, ds2, dsc, ss0, ss1, ss2, ssc, is0, is1, is2, isc, d_dim,
+                   ADD: tl.constexpr, SRC_MODE: tl.constexpr, ROW_INDEX: tl.constexpr, BLOCK_R: tl.constexpr,
+                   BLOCK_C: tl.constexpr):
+    r0, r1, r2, cols, mask, rmask = _rows(tl.program_id(0), n_cblocks, n_rows, C, R1, R2, BLOCK_R, BLOCK_C)
+    i = _index(idx, r0, r1, r2, cols, is0, is1, is2, isc, mask, rmask, ROW_INDEX)
+    v = _operand(src, _tile_offsets(r0, r1, r2, cols, ss0, ss1, ss2, ssc), mask, SRC_MODE)
+    p = dst + _tile_offsets(r0, r1, r2, cols, ds0, ds1, ds2, dsc) + i * d_dim
+    v = v.to(dst.dtype.element_ty)
+    if ADD == 1:
+        tl.atomic_add(p, v, mask=mask, sem="relaxed")
+    elif ADD == 2:
+        tl.atomic_max(p, v, mask=mask, sem="relaxed")
+    else:
+        tl.store(p, v, mask=mask)
+
+
+@triton.jit
+def searchsorted_kernel(seq, values, out, n_values, K, rows_per_seq, v_per_row, RIGHT: tl.constexpr,
+                        STEPS: tl.constexpr, BLOCK: tl.constexpr):
+    # Contiguous seq (R, K) and values (R, V) (R = 1 broadcasts seq); binary search per value.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n_values
+    v = tl.load(values + offs, mask=m)
+    row = (offs // v_per_row).to(tl.int64) * rows_per_seq
+    lo = tl.zeros([BLOCK], tl.int64)
+    hi = tl.zeros([BLOCK], tl.int64) + K
+    for _ in tl.static_range(STEPS):
+        active = lo < hi
+        mid = (lo + hi) // 2
+        s = tl.load(seq + row * K + tl.minimum(mid, K - 1), mask=m & active)
+        if RIGHT:
+            go_right = s <= v
+        else:
+            go_right = s < v
+        lo = tl.where(active & go_right, mid + 1, lo)
+        hi = tl.where(active & ~go_right, mid, hi)
+    tl.store(out + offs, lo, mask=m)
+
+
+@triton.jit
+def sort_rows_kernel(x, values, indices, K, DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
+    # One contiguous row per program, sorted stably in registers: each element becomes a 64-bit key (an
+    # order-preserving 32-bit image of its value, then its position), so one bitonic sort orders values and breaks
+    # ties by position. NaN sorts as the largest value and -0.0 equals 0.0, as in torch.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    m = cols < K
+    v = tl.load(x + row * K + cols, mask=m)
+    if v.dtype.is_floating():
+        f = v.to(tl.float32)
+        f = tl.where(f == 0, 0.0, f)
+        bits = f.to(tl.uint32, bitcast=True)
+        bits = tl.where(f != f, 0x7FC00000, bits).to(tl.uint32)
+        key = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+    elif v.dtype.is_int_signed():
+        key = (v.to(tl.int32) ^ -2147483648).to(tl.uint32, bitcast=True)
+    else:
+        key = v.to(tl.uint32)
+    if DESCENDING:
+        key = ~key
+    key = tl.where(m, key, 0xFFFFFFFF).to(tl.uint32)
+    packed = (key.to(tl.uint64) << 32) | cols.to(tl.uint64)
+    packed = tl.sort(packed)
+    order = (packed & 0xFFFFFFFF).to(tl.int64)
+    tl.store(indices + row * K + cols, order, mask=m)
+    tl.store(values + row * K + cols, tl.load(x + row * K + order, mask=m), mask=m)

@@ -1,0 +1,334 @@
+"""Batch normalization and group normalization, forward and backward, on contiguous (N, C, S) arrays.
+
+Batch norm (statistics per channel over N * S elements) runs in three launches each way:
+  1. ``bn_partials``: program (c, p) reduces one chunk of channel c. Forward: the chunk's count, mean and sum of
+     squared deviations (Welford per lane, lanes merged with Chan et al.'s parallel-variance formula, which stays
+     accurate where ``E[x^2] - E[x]^2`` cancels). Backward: ``sum(dy)`` and ``sum(dy * (x - mean))``.
+  2. ``bn_finalize`` / ``bn_bwd_finalize``: one program per channel merges its P partials in a fixed order (no atomics,
+     so every statistic and the weight/bias gradients are bitwise reproducible), updates the running statistics and
+     writes per-channel coefficients.
+  3. ``bn_apply`` (forward and backward): one elementwise pass with the per-channel coefficients.
+Bytes: forward reads x twice and writes y (3 N C S elements); backward reads dy and x twice and writes dx
+(5 N C S elements), plus O(C * P) partials.
+
+Group norm: one program per (sample, group) walks the group's ``C / G * S`` contiguous elements: statistics (tiles
+merged with Chan's formula), then normalization with the per-channel affine. Its backward writes per-(sample, channel)
+partial sums of ``dy * xhat`` and ``dy`` (summed over the batch afterwards in a fixed order) and ``dx``. Bytes:
+forward reads x twice and writes y; backward reads dy and x twice and writes dx.
+
+All statistics and sums run in float32 (float64 for float64 input, ``F64``); results are stored in the output dtype.
+"""
+
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def _acc(v, F64: tl.constexpr):
+    if F64:
+        r = v.to(tl.float64)
+    else:
+        r = v.to(tl.float32)
+    return r
+
+
+@triton.jit
+def _rsqrt(v):
+    """``1 / sqrt(v)`` correctly rounded square root (``tl.sqrt`` is an approximation, float32 only in precision)."""
+    if v.dtype.is_fp64():
+        r = 1.0 / libdevice.sqrt(v)
+    else:
+        r = 1.0 / tl.sqrt_rn(v)
+    return r
+
+
+@triton.jit
+def _merge(count, mean, m2, v, m, F64: tl.constexpr):
+    """(count, mean, M2) of a running set merged with the valid elements ``v[m]`` of one tile (Chan et al.)."""
+    v = _acc(v, F64)
+    k = tl.sum(m.to(v.dtype), 0)
+    tmean = tl.sum(tl.where(m, v, 0.0), 0) / tl.maximum(k, 1.0)
+    d = tl.where(m, v - tmean, 0.0)
+    tm2 = tl.sum(d * d, 0)
+    total = count + k
+    delta = tmean - mean
+    frac = k / tl.maximum(total, 1.0)
+    return total, mean + delta * frac, m2 + tm2 + delta * delta * count * frac
+
+
+@triton.jit
+def _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD: tl.constexpr, F64: tl.constexpr):
+    """One element per lane into the lanes' running sums: Welford's (count, mean, M2) forward, or sum(dy) and
+    sum(dy * (x - mean)) backward."""
+    v = _acc(v, F64)
+    if BACKWARD:
+        gv = _acc(gv, F64)
+        s_g += gv
+        s_gx += tl.where(m, gv * (v - mu), 0.0)
+    else:
+        cnt += m.to(v.dtype)
+        delta = tl.where(m, v - mean, 0.0)
+        mean += delta / tl.maximum(cnt, 1.0)
+        m2 += delta * tl.where(m, v - mean, 0.0)
+    return cnt, mean, m2, s_g, s_gx
+
+
+@triton.jit
+def bn_partials(
+    x, g, mean_in, part,                   # pointers: x, g (N, C, S) contiguous; mean_in (C,); part (3, C, P)
+    N, C, S, chunk, P,                     # sizes; chunk: rows (ROWS) or flat elements of the channel per program
+    BACKWARD: tl.constexpr, ROWS: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Program (c, p) reduces rows [p chunk, (p + 1) chunk) of channel c (``ROWS``: S elements each, no division),
+    or flat elements [p chunk, (p + 1) chunk) of the channel's N * S (small S). Lanes accumulate separately and are
+    merged once at the end."""
+    c = tl.program_id(0)
+    p = tl.program_id(1)
+    if I64:
+        c = c.to(tl.int64)
+        p = p.to(tl.int64)
+    if F64:
+        zeros = tl.zeros([BLOCK], tl.float64)
+    else:
+        zeros = tl.zeros([BLOCK], tl.float32)
+    cnt, mean, m2, s_g, s_gx = zeros, zeros, zeros, zeros, zeros
+    mu = 0.0
+    if BACKWARD:
+        mu = _acc(tl.load(mean_in + c), F64)
+    lanes = tl.arange(0, BLOCK)
+    if ROWS:
+        for n in range(p * chunk, tl.minimum(p * chunk + chunk, N)):
+            base = (n * C + c) * S
+            for s0 in range(0, S, BLOCK):
+                m = s0 + lanes < S
+                v = tl.load(x + base + s0 + lanes, mask=m, other=0.0)
+                gv = v
+                if BACKWARD:
+                    gv = tl.load(g + base + s0 + lanes, mask=m, other=0.0)
+                cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
+    else:
+        NS = N * S
+        for k0 in range(0, chunk, BLOCK):
+            e = p * chunk + k0 + lanes
+            m = (e < NS) & (k0 + lanes < chunk)
+            n = e // S
+            addr = (n * C + c) * S + (e - n * S)
+            v = tl.load(x + addr, mask=m, other=0.0)
+            gv = v
+            if BACKWARD:
+                gv = tl.load(g + addr, mask=m, other=0.0)
+            cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
+    if BACKWARD:
+        a0 = tl.sum(s_g, 0)
+        a1 = tl.sum(s_gx, 0)
+        a2 = a0 * 0.0
+    else:
+        a0 = tl.sum(cnt, 0)
+        a1 = tl.sum(cnt * mean, 0) / tl.maximum(a0, 1.0)
+        d = tl.where(cnt > 0, mean - a1, 0.0)
+        a2 = tl.sum(m2, 0) + tl.sum(cnt * d * d, 0)
+    o = c * P + p
+    tl.store(part + o, a0)
+    tl.store(part + C * P + o, a1)
+    tl.store(part + 2 * C * P + o, a2)
+
+
+@triton.jit
+def bn_finalize(
+    part, w, b, rmean, rvar, save_mean, save_invstd, coef,   # part (3, C, P); w, b, running (C,); coef (2, C)
+    C, P, momentum, eps,
+    TRAINING: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, HAS_RUNNING: tl.constexpr,
+    F64: tl.constexpr, BLOCK_P: tl.constexpr,
+):
+    c = tl.program_id(0)
+    if TRAINING:
+        ps = tl.arange(0, BLOCK_P)
+        mp = ps < P
+        cnt = _acc(tl.load(part + c * P + ps, mask=mp, other=0.0), F64)
+        mean_p = _acc(tl.load(part + C * P + c * P + ps, mask=mp, other=0.0), F64)
+        m2_p = _acc(tl.load(part + 2 * C * P + c * P + ps, mask=mp, other=0.0), F64)
+        n = tl.sum(cnt, 0)
+        mean = tl.sum(cnt * mean_p, 0) / n
+        d = mean_p - mean
+        var = (tl.sum(m2_p, 0) + tl.sum(cnt * d * d, 0)) / n
+        if HAS_RUNNING:
+            rm = _acc(tl.load(rmean + c), F64)
+            rv = _acc(tl.load(rvar + c), F64)
+            unbiased = var * n / tl.maximum(n - 1.0, 1.0)
+            tl.store(rmean + c, ((1.0 - momentum) * rm + momentum * mean).to(rmean.dtype.element_ty))
+            tl.store(rvar + c, ((1.0 - momentum) * rv + momentum * unbiased).to(rvar.dtype.element_ty))
+    else:
+        mean = _acc(tl.load(rmean + c), F64)
+        var = _acc(tl.load(rvar + c), F64)
+    invstd = _rsqrt(var + eps)
+    scale = invstd
+    if HAS_W:
+        scale = scale * _acc(tl.load(w + c), F64)
+    shift = -mean * scale
+    if HAS_B:
+        shift = shift + _acc(tl.load(b + c), F64)
+    tl.store(save_mean + c, mean.to(save_mean.dtype.element_ty))
+    tl.store(save_invstd + c, invstd.to(save_invstd.dtype.element_ty))
+    tl.store(coef + c, scale)
+    tl.store(coef + C + c, shift)
+
+
+@triton.jit
+def bn_apply(
+    x, g, coef, y,                         # pointers: x, g, y (N, C, S) contiguous; coef (K, C)
+    C, S, total,                           # sizes (total = N * C * S)
+    BACKWARD: tl.constexpr, ROWS: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Forward: ``y = x * scale[c] + shift[c]``. Backward: ``dx = a[c] * (dy - k1[c] - (x - mean[c]) * k2[c])``.
+
+    ``ROWS``: program (row of N * C, block of S) with the channel's coefficients as scalars; else flat blocks
+    (small S) with a per-element channel."""
+    if ROWS:
+        r = tl.program_id(0)
+        s = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        if I64:
+            r = r.to(tl.int64)
+        m = s < S
+        offs = r * S + s
+        c = r % C
+        mc = True
+    else:
+        pid = tl.program_id(0)
+        if I64:
+            pid = pid.to(tl.int64)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        m = offs < total
+        c = (offs // S) % C
+        mc = m
+    v = tl.load(x + offs, mask=m, other=0.0)
+    a = tl.load(coef + c, mask=mc, other=0.0)
+    if BACKWARD:
+        gv = tl.load(g + offs, mask=m, other=0.0).to(a.dtype)
+        k1 = tl.load(coef + C + c, mask=mc, other=0.0)
+        k2 = tl.load(coef + 2 * C + c, mask=mc, other=0.0)
+        mu = tl.load(coef + 3 * C + c, mask=mc, other=0.0)
+        out = a * (gv - k1 - (v.to(a.dtype) - mu) * k2)
+    else:
+        out = v.to(a.dtype) * a + tl.load(coef + C + c, mask=mc, other=0.0)
+    tl.store(y + offs, out.to(y.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def bn_bwd_finalize(
+    part, w, mean, stat, gw, gb, coef,     # part (3, C, P); w, mean (C,); stat: invstd, or running var in eval
+    C, P, count, eps,                      # count: N * S; gw, gb (C,); coef (4, C)
+    TRAINING: tl.constexpr, HAS_W: tl.constexpr, F64: tl.constexpr, BLOCK_P: tl.constexpr,
+):
+    c = tl.program_id(0)
+    ps = tl.arange(0, BLOCK_P)
+    mp = ps < P
+    sum_g = tl.sum(_acc(tl.load(part + c * P + ps, mask=mp, other=0.0), F64), 0)
+    sum_gx = tl.sum(_acc(tl.load(part + C * P + c * P + ps, mask=mp, other=0.0), F64), 0)
+    mu = _acc(tl.load(mean + c), F64)
+    if TRAINING:
+        r = _acc(tl.load(stat + c), F64)
+    else:
+        r = _rsqrt(_acc(tl.load(stat + c), F64) + eps)
+    a = r
+    if HAS_W:
+        a = a * _acc(tl.load(w + c), F64)
+    if TRAINING:
+        k1 = sum_g / count
+        k2 = sum_gx * r * r / count
+    else:
+        k1 = sum_g * 0.0
+        k2 = sum_gx * 0.0
+    tl.store(gw + c, (sum_gx * r).to(gw.dtype.element_ty))
+    tl.store(gb + c, sum_g.to(gb.dtype.element_ty))
+    tl.store(coef + c, a)
+    tl.store(coef + C + c, k1)
+    tl.store(coef + 2 * C + c, k2)
+    tl.store(coef + 3 * C + c, mu)
+
+
+@triton.jit
+def gn_fwd(
+    x, w, b, y, mean, rstd,                # pointers: x, y (N, C, S) contiguous; w, b (C,); mean, rstd (N * G,)
+    C, S, G, eps,                          # sizes and epsilon
+    HAS_W: tl.constexpr, HAS_B: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr,
+):
+    row = tl.program_id(0)
+    cpg = C // G
+    K = cpg * S
+    base = row.to(tl.int64) * K
+    c0 = (row % G) * cpg
+    if F64:
+        zero = tl.zeros([], tl.float64)
+    else:
+        zero = tl.zeros([], tl.float32)
+    cnt, mu, m2 = zero, zero, zero
+    for k0 in range(0, K, BLOCK):
+        k = k0 + tl.arange(0, BLOCK)
+        m = k < K
+        cnt, mu, m2 = _merge(cnt, mu, m2, tl.load(x + base + k, mask=m, other=0.0), m, F64)
+    r = _rsqrt(m2 / K + eps)
+    tl.store(mean + row, mu.to(mean.dtype.element_ty))
+    tl.store(rstd + row, r.to(rstd.dtype.element_ty))
+    for k0 in range(0, K, BLOCK):
+        k = k0 + tl.arange(0, BLOCK)
+        m = k < K
+        out = (_acc(tl.load(x + base + k, mask=m, other=0.0), F64) - mu) * r
+        c = c0 + k // S
+        if HAS_W:
+            out = out * _acc(tl.load(w + c, mask=m, other=0.0), F64)
+        if HAS_B:
+            out = out + _acc(tl.load(b + c, mask=m, other=0.0), F64)
+        tl.store(y + base + k, out.to(y.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def gn_bwd(
+    g, x, w, mean, rstd, dx, part,         # pointers: g, x, dx (N, C, S); w (C,); mean, rstd (N * G,); part (2, N, C)
+    N, C, S, G,                            # sizes
+    HAS_W: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, BLOCK_S: tl.constexpr,
+):
+    """``dx = rstd * (dy * w - mean(dy * w) - xhat * mean(dy * w * xhat))`` over the group; per-(n, c) sums of
+    ``dy * xhat`` and ``dy`` go to ``part`` for the weight and bias gradients."""
+    row = tl.program_id(0)
+    cpg = C // G
+    K = cpg * S
+    base = row.to(tl.int64) * K
+    n = row // G
+    c0 = (row % G) * cpg
+    mu = _acc(tl.load(mean + row), F64)
+    r = _acc(tl.load(rstd + row), F64)
+    wa = mu * 0.0
+    wb = mu * 0.0
+    for cc in range(0, cpg):
+        sa = tl.zeros([BLOCK_S], mu.dtype)
+        sb = tl.zeros([BLOCK_S], mu.dtype)
+        cbase = base + cc * S
+        for s0 in range(0, S, BLOCK_S):
+            s = s0 + tl.arange(0, BLOCK_S)
+            m = s < S
+            gv = _acc(tl.load(g + cbase + s, mask=m, other=0.0), F64)
+            xh = (_acc(tl.load(x + cbase + s, mask=m, other=0.0), F64) - mu) * r
+            sa += tl.where(m, gv * xh, 0.0)
+            sb += gv
+        a = tl.sum(sa, 0)
+        b = tl.sum(sb, 0)
+        c = c0 + cc
+        tl.store(part + n * C + c, a)
+        tl.store(part + N * C + n * C + c, b)
+        if HAS_W:
+            wc = _acc(tl.load(w + c), F64)
+            a = a * wc
+            b = b * wc
+        wa += a
+        wb += b
+    wa = wa / K
+    wb = wb / K
+    for k0 in range(0, K, BLOCK):
+        k = k0 + tl.arange(0, BLOCK)
+        m = k < K
+        gv = _acc(tl.load(g + base + k, mask=m, other=0.0), F64)
+        if HAS_W:
+            gv = gv * _acc(tl.load(w + c0 + k // S, mask=m, other=0.0), F64)
+        xh = (_acc(tl.load(x + base + k, mask=m, other=0.0), F64) - mu) * r
+        tl.store(dx + base + k, (r * (gv - wb - xh * wa)).to(dx.dtype.element_ty), mask=m)

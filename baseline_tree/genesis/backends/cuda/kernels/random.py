@@ -1,0 +1,39 @@
+"""Counter-based random numbers (Philox 4x32-10, ``tl.rand``/``tl.randn``/``tl.randint4x``).
+
+Element ``i`` of a draw from stream ``(seed, offset)`` uses counter ``offset + i``: the same seed and offset give the
+same numbers on every run and for every launch configuration.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def random_kernel(out, n, seed, offset, low, span, DIST: tl.constexpr, ONE_BELOW: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    c = offset + offs
+    if DIST == "uniform":
+        # Round in float32, then keep the result strictly below 1 in the output dtype.
+        y = tl.minimum(tl.rand(seed, c), ONE_BELOW)
+    elif DIST == "normal":
+        y = tl.randn(seed, c)
+    else:
+        r0, r1, _, _ = tl.randint4x(seed, c)
+        u = (r0.to(tl.uint64) << 32) | r1.to(tl.uint64)
+        y = low + (u % span).to(tl.int64)
+    tl.store(out + offs, y.to(out.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def dropout_kernel(x, out, n, seed, offset, p, scale, BLOCK: tl.constexpr):
+    """out[i] = x[i] * scale where uniform(seed, offset + i) >= p, else 0 (x, out contiguous).
+
+    The mask is never stored: the backward pass runs this kernel on the gradient with the same stream.
+    """
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    keep = tl.rand(seed, offset + offs) >= p
+    v = tl.load(x + offs, mask=m, other=0.0).to(tl.float32)
+    tl.store(out + offs, tl.where(keep, v * scale, 0.0).to(out.dtype.element_ty), mask=m)

@@ -1,0 +1,550 @@
+"""Launchers of the fused neural-network kernels (``kernels/nn_*.py``): check, allocate, launch.
+
+Each implements one primitive of the backend contract (``genesis.backends``): softmax_backward, layer_norm,
+layer_norm_backward, cross_entropy, cross_entropy_backward, swiglu, swiglu_backward, rope, attention,
+attention_backward, adam_step_, adam_multi_step_, sgd_multi_step_, unscale_grads_.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from genesis import dtypes
+from genesis.backends.cuda import _contig, _new, _next_pow2, _psig, _ptr, contiguous, from_numpy, full, rt
+from genesis.backends.cuda import triton_driver as td
+from genesis.backends.cuda.kernels import nn_adamw as adk
+from genesis.backends.cuda.kernels import nn_attention as ak
+from genesis.backends.cuda.kernels import nn_cross_entropy as cek
+from genesis.backends.cuda.kernels import nn_norm as nk
+from genesis.backends.cuda.kernels import nn_rope_swiglu as rsk
+from genesis.backends.cuda.kernels import nn_softmax as sk
+from genesis.ndarray import NDArray
+
+_F32 = dtypes.float32
+
+
+def _dense(x: NDArray) -> NDArray:
+    return x if _contig(x) else contiguous(x)
+
+
+def _rows(x: NDArray) -> tuple[int, int]:
+    n = x.shape[-1] if x.ndim else 1
+    return (x.size // n if n else 0), n
+
+
+def _row_tile(n: int, itemsize: int) -> tuple[int, bool, int]:
+    """(BLOCK, ONE_PASS, num_warps) for a kernel that keeps a row of ``n`` elements in registers when it fits."""
+    limit = 16384 if itemsize <= 2 else 8192
+    if n <= limit:
+        block = max(_next_pow2(n), 16)
+        return block, True, 4 if block <= 1024 else 8 if block <= 4096 else 16
+    return 4096, False, 8
+
+
+# ---------------------------------------------------------------- softmax backward
+
+_SOFTMAX_BWD = td.Kernel(sk.softmax_bwd)
+
+
+def softmax_backward(grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArray:
+    last = out.ndim - 1
+    if out.ndim == 0:  # softmax of one element is constant
+        return full((), 0.0, out.dtype, out.device)
+    if out.dtype is dtypes.float64:
+        # The kernel accumulates in float32: float64 keeps its precision through float64 elementwise ops.
+        from genesis.backends import cuda as be
+
+        if log:
+            total = be.reduce("sum", grad, (dim,), True)
+            return be.binary("sub", grad, be.binary("mul", be.unary("exp", out), total))
+        total = be.reduce("sum", be.binary("mul", grad, out), (dim,), True)
+        return be.binary("mul", out, be.binary("sub", grad, total))
+    g = _dense(grad if dim == last else grad.transpose(dim, last))
+    y = _dense(out if dim == last else out.transpose(dim, last))
+    dx = _new(y.shape, out.dtype, out.device)
+    M, K = _rows(y)
+    if M and K:
+        rt.ensure_device(out.device.index)
+        p, q, r = _ptr(g), _ptr(y), _ptr(dx)
+        block, one_pass, warps = _row_tile(K, out.dtype.itemsize)
+        go = _SOFTMAX_BWD.launcher((_psig(g, p), _psig(y, q), _psig(dx, r), "i32"), (log, block, one_pass), warps)
+        go(M, 1, 1, p, q, r, K)
+    return dx if dim == last else contiguous(dx.transpose(dim, last))
+
+
+# ---------------------------------------------------------------- layer_norm / rms_norm
+
+_NORM_FWD = td.Kernel(nk.norm_fwd)
+_NORM_BWD = td.Kernel(nk.norm_bwd)
+_NORM_REDUCE = td.Kernel(nk.norm_bwd_reduce)
+
+
+def _ndiv(n: int) -> str:
+    """Signature type of a row length: marked a multiple of 16 when it is one, so that rows start 16-byte aligned
+    (given an aligned base pointer) and loads vectorize."""
+    return "i32:16" if n % 16 == 0 else "i32"
+
+
+def _norm_defaults() -> dict[tuple[str, int], tuple[int, ...]]:
+    """Per (kernel, BLOCK_N): forward (BLOCK_M, num_warps), backward (BLOCK_M, num_warps, programs per SM).
+
+    Narrow rows share a program (BLOCK_M rows of BLOCK_N, at least 2048 elements) so each program moves a few KiB;
+    4 warps up to 2048 elements, 8 up to 4096, 16 beyond. The backward runs 16 warps per SM (programs loop over
+    their rows), fewer programs meaning fewer partial sums to reduce. Swept on an H200 at N = 1024 and 4096 bf16.
+    """
+    table = {}
+    for k in range(4, 15):
+        block_n = 1 << k
+        block_m = max(1, min(64, 2048 // block_n))
+        elems = block_m * block_n
+        warps = 4 if elems <= 2048 else 8 if elems <= 4096 else 16
+        table[("fwd", block_n)] = (block_m, warps)
+        table[("bwd", block_n)] = (block_m, warps, max(1, 16 // warps))
+    return table
+
+
+# ``benchmark/sweep_nn_tiles.py`` times alternatives on the GPU at hand.
+NORM_CONFIGS = _norm_defaults()
+_NORM_LONG = 4096  # chunk of the looping kernels for rows that do not fit in registers
+
+
+def _norm_block(n: int, itemsize: int) -> tuple[int, bool]:
+    limit = 16384 if itemsize <= 2 else 8192
+    if n <= limit:
+        return max(_next_pow2(n), 16), True
+    return _NORM_LONG, False
+
+
+def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float,
+               rms: bool) -> tuple[NDArray, NDArray, NDArray]:
+    xc = _dense(x)
+    M, N = _rows(xc)
+    y = _new(x.shape, x.dtype, x.device)
+    mean = _new(x.shape[:-1], _F32, x.device)
+    rstd = _new(x.shape[:-1], _F32, x.device)
+    if M and N:
+        rt.ensure_device(x.device.index)
+        w = _dense(weight) if weight is not None else xc
+        b = _dense(bias) if bias is not None else xc
+        ptrs = (_ptr(xc), _ptr(w), _ptr(b), _ptr(y), _ptr(mean), _ptr(rstd))
+        sig = tuple(_psig(a, p) for a, p in zip((xc, w, b, y, mean, rstd), ptrs)) + ("i32", _ndiv(N), "fp32")
+        block_n, one_pass = _norm_block(N, x.dtype.itemsize)
+        block_m, warps = NORM_CONFIGS[("fwd", block_n)] if one_pass else (1, 8)
+        go = _NORM_FWD.launcher(sig, (rms, weight is not None, bias is not None, block_m, block_n, one_pass), warps)
+        go((M + block_m - 1) // block_m if one_pass else M, 1, 1, *ptrs, M, N, eps)
+    return y, mean, rstd
+
+
+def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
+                        output_mask: tuple, bias_dtype: dtypes.dtype | None = None) -> tuple:
+    g, xc = _dense(grad), _dense(x)
+    M, N = _rows(xc)
+    need_dw = bool(output_mask[1]) and weight is not None
+    need_db = bool(output_mask[2]) and not rms
+    bias_dtype = bias_dtype or _F32
+    dx = _new(x.shape, x.dtype, x.device)
+    if not (M and N):  # no rows: the kernels do not run and the parameter gradients are zero
+        grad_w = full(weight.shape, 0.0, weight.dtype, x.device) if need_dw else None
+        grad_b = full((N,), 0.0, bias_dtype, x.device) if need_db else None
+        return (dx if output_mask[0] else None), grad_w, grad_b
+    grad_w = _new(weight.shape, weight.dtype, x.device) if need_dw else None
+    grad_b = _new((N,), bias_dtype, x.device) if need_db else None
+    rt.ensure_device(x.device.index)
+    block_n, one_pass = _norm_block(N, x.dtype.itemsize)
+    block_m, warps, per_sm = NORM_CONFIGS[("bwd", block_n)] if one_pass else (1, 8, 4)
+    programs = max(1, min((M + block_m - 1) // block_m, per_sm * rt.multiprocessor_count(x.device.index)))
+    dw_part = _new((programs, N), _F32, x.device) if need_dw else None
+    db_part = _new((programs, N), _F32, x.device) if need_db else None
+    w = _dense(weight) if weight is not None else xc
+    arrays = (g, xc, w, mean, rstd, dx, dx if dw_part is None else dw_part, dx if db_part is None else db_part)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32", _ndiv(N))
+    go = _NORM_BWD.launcher(sig, (rms, weight is not None, need_dw, need_db, block_m, block_n, one_pass), warps)
+    go(programs, 1, 1, *ptrs, M, N)
+    if need_dw or need_db:
+        # Second, ordered reduction of the per-program partial sums (deterministic, no atomics), both in one launch.
+        parts = (dw_part if need_dw else db_part, db_part if need_db else dw_part,
+                 grad_w if need_dw else grad_b, grad_b if need_db else grad_w)
+        ptrs = tuple(_ptr(a) for a in parts)
+        sig = tuple(_psig(a, p) for a, p in zip(parts, ptrs)) + ("i32", _ndiv(N))
+        # Narrow column strips (16 floats) give many programs: the sum over P rows is latency-bound otherwise.
+        go = _NORM_REDUCE.launcher(sig, (need_dw, need_db, 128, 16), 4)
+        go((N + 15) // 16, 1, 1, *ptrs, programs, N)
+    return (dx if output_mask[0] else None), grad_w, grad_b
+
+
+# ---------------------------------------------------------------- cross-entropy
+
+_CE_FWD = td.Kernel(cek.cross_entropy_fwd)
+_CE_BWD = td.Kernel(cek.cross_entropy_bwd)
+
+
+# (BLOCK_V, num_warps) per kernel and element size: the forward keeps three float32 running vectors of BLOCK_V per
+# program in registers. Swept on an H200 at 8192 x 151936 bf16 (forward 698 us at (2048, 8) against 823 at
+# (2048, 4); backward within 2% from 1024 to 8192 columns); ``benchmark/sweep_nn_tiles.py`` times alternatives.
+CE_CONFIGS = {("fwd", 2): (2048, 8), ("fwd", 4): (2048, 8), ("bwd", 2): (2048, 4), ("bwd", 4): (4096, 8)}
+
+
+def _ce_cfg(kernel: str, v: int, itemsize: int) -> tuple[int, int]:
+    block, warps = CE_CONFIGS[(kernel, 2 if itemsize <= 2 else 4)]
+    block = min(max(_next_pow2(v), 16), block)
+    return block, warps if block >= 2048 else min(warps, 4)
+
+
+def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> tuple[NDArray, NDArray]:
+    xc, t = _dense(x), _dense(target)
+    M, V = xc.shape
+    loss = _new((M,), _F32, x.device)
+    lse = _new((M,), _F32, x.device)
+    if M:
+        rt.ensure_device(x.device.index)
+        ptrs = (_ptr(xc), _ptr(t), _ptr(loss), _ptr(lse))
+        sig = tuple(_psig(a, p) for a, p in zip((xc, t, loss, lse), ptrs)) + (_ndiv(V), "i64", "fp32")
+        block, warps = _ce_cfg("fwd", V, x.dtype.itemsize)
+        go = _CE_FWD.launcher(sig, (block, label_smoothing > 0), warps)
+        go(M, 1, 1, *ptrs, V, ignore_index, label_smoothing)
+    return loss, lse
+
+
+def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, ignore_index: int,
+                           label_smoothing: float) -> NDArray:
+    xc, t, g = _dense(x), _dense(target), _dense(grad.astype(_F32) if grad.dtype is not _F32 else grad)
+    M, V = xc.shape
+    dx = _new((M, V), x.dtype, x.device)
+    if M and V:
+        rt.ensure_device(x.device.index)
+        arrays = (xc, t, lse, g, dx)
+        ptrs = tuple(_ptr(a) for a in arrays)
+        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + (_ndiv(V), "i64", "fp32")
+        block, warps = _ce_cfg("bwd", V, x.dtype.itemsize)
+        go = _CE_BWD.launcher(sig, (block,), warps)
+        go(M, (V + block - 1) // block, 1, *ptrs, V, ignore_index, label_smoothing)
+    return dx
+
+
+# ---------------------------------------------------------------- SwiGLU
+
+
+_SWIGLU_FWD = td.Kernel(rsk.swiglu_fwd)
+_SWIGLU_BWD = td.Kernel(rsk.swiglu_bwd)
+# (BLOCK_H, num_warps) per kernel: on an H200 at 8192 x 8192 bf16 every block from 1024 to 8192 columns ran within
+# 3% (about 4.1 TB/s); ``benchmark/sweep_nn_tiles.py`` times alternatives.
+SWIGLU_CONFIGS = {"fwd": (4096, 8), "bwd": (4096, 8)}
+
+
+def _swiglu_cfg(kernel: str, h: int) -> tuple[int, int]:
+    block, warps = SWIGLU_CONFIGS[kernel]
+    block = min(_next_pow2(h), block)
+    return block, warps if block >= 2048 else min(warps, 4)
+
+
+def _row_view(x: NDArray) -> tuple[NDArray, int]:
+    """``x`` (or a contiguous copy) as rows of its last dim with one row stride, and that stride."""
+    if x.ndim and x.strides[-1] == 1:
+        H = x.shape[-1]
+        lead = x.shape[:-1]
+        stride = x.strides[-2] if x.ndim > 1 else H
+        # Leading dims must walk rows uniformly: stride[d] = stride[d + 1] * shape[d + 1].
+        ok = all(x.strides[d] == x.strides[d + 1] * x.shape[d + 1] or x.shape[d] == 1 for d in range(len(lead) - 1))
+        if ok:
+            return x, stride
+    xc = contiguous(x)
+    return xc, x.shape[-1] if x.ndim else 1
+
+
+def swiglu(gate: NDArray, up: NDArray) -> NDArray:
+    g, sg = _row_view(gate)
+    u, su = _row_view(up)
+    out = _new(gate.shape, gate.dtype, gate.device)
+    M, H = _rows(out)
+    if M and H:
+        rt.ensure_device(gate.device.index)
+        ptrs = (_ptr(g), _ptr(u), _ptr(out))
+        block, warps = _swiglu_cfg("fwd", H)
+        sig = tuple(_psig(a, p) for a, p in zip((g, u, out), ptrs)) + tuple(_ndiv(v) for v in (H, sg, su, H))
+        go = _SWIGLU_FWD.launcher(sig, (block,), warps)
+        go(M, (H + block - 1) // block, 1, *ptrs, H, sg, su, H)
+    return out
+
+
+def swiglu_backward(grad: NDArray, gate: NDArray, up: NDArray) -> tuple[NDArray, NDArray]:
+    d = _dense(grad)
+    g, sg = _row_view(gate)
+    u, su = _row_view(up)
+    dg = _new(gate.shape, gate.dtype, gate.device)
+    du = _new(up.shape, up.dtype, up.device)
+    M, H = _rows(dg)
+    if M and H:
+        rt.ensure_device(gate.device.index)
+        arrays = (d, g, u, dg, du)
+        ptrs = tuple(_ptr(a) for a in arrays)
+        block, warps = _swiglu_cfg("bwd", H)
+        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + tuple(_ndiv(v) for v in (H, sg, su))
+        go = _SWIGLU_BWD.launcher(sig, (block,), warps)
+        go(M, (H + block - 1) // block, 1, *ptrs, H, sg, su)
+    return dg, du
+
+
+# ---------------------------------------------------------------- RoPE
+
+_ROPE = td.Kernel(rsk.rope_kernel)
+
+
+def _lead3(x: NDArray) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Shape and strides of the leading dims of ``x``, merged or padded to exactly three."""
+    shape, strides = list(x.shape[:-1]), list(x.strides[:-1])
+    while len(shape) > 3:  # merge the two outermost dims (the caller guarantees they merge: contiguous x)
+        shape[0:2] = [shape[0] * shape[1]]
+        strides[0:2] = [strides[1]]
+    while len(shape) < 3:
+        shape.insert(0, 1)
+        strides.insert(0, 0)
+    return tuple(shape), tuple(strides)
+
+
+def rope(x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
+    xc = _dense(x)
+    D = x.shape[-1]
+    cos, sin = cos.expand(x.shape), sin.expand(x.shape)
+    if cos.strides[-1] != 1 or cos.strides != sin.strides or x.ndim > 4:
+        cos, sin = contiguous(cos), contiguous(sin)
+    out = _new(x.shape, x.dtype, x.device)
+    R = x.size // D if D else 0
+    if R:
+        rt.ensure_device(x.device.index)
+        (_, S1, S2), _ = _lead3(xc)
+        _, (c0, c1, c2) = _lead3(cos)
+        arrays = (xc, cos, sin, out)
+        ptrs = tuple(_ptr(a) for a in arrays)
+        half = D // 2
+        block_d = max(_next_pow2(half), 2)
+        block_r = max(1, min(64, 4096 // block_d))
+        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32", "i32", "i32", "i64", "i64", "i64")
+        go = _ROPE.launcher(sig, (half, block_r, block_d, inverse), 4)
+        go((R + block_r - 1) // block_r, 1, 1, *ptrs, R, S1, S2, c0, c1, c2)
+    return out
+
+
+# ---------------------------------------------------------------- flash attention
+
+_ATTN_FWD = td.Kernel(ak.attn_fwd)
+_ATTN_PRE = td.Kernel(ak.attn_bwd_pre)
+_ATTN_DKDV = td.Kernel(ak.attn_bwd_dkdv)
+_ATTN_DQ = td.Kernel(ak.attn_bwd_dq)
+
+
+def _unit_last(x: NDArray) -> NDArray:
+    return x if x.strides[-1] == 1 else contiguous(x)
+
+
+def _attn_args(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, scale: float) -> tuple:
+    """(mask array, signature types and runtime scalars after the pointers) shared by the attention kernels.
+
+    Strides that are multiples of 16 are marked so: rows then start 16-byte aligned and the tile loads vectorize
+    (unmarked, Triton must assume any alignment and loads element by element)."""
+    B, H, L, _ = q.shape
+    HK, S = k.shape[1], k.shape[2]
+    if mask is not None:
+        mask = mask.expand((B, H, L, S))
+        mstrides = mask.strides
+    else:
+        mstrides = (0, 0, 0, 0)
+    strides = (*q.strides[:3], *k.strides[:3], *v.strides[:3], *mstrides)
+    types = tuple("i64:16" if s % 16 == 0 else "i64" for s in strides) + ("i32", "i32", "i32", "i32", "fp32")
+    return mask, types, (*strides, H, H // HK, L, S, scale)
+
+
+# Tile configurations (BLOCK_M, BLOCK_N, num_warps, num_stages) per kernel and head dim class ("small": D <= 64),
+# measured on an H100/H200 (docs/attention.md). BLOCK_N divides BLOCK_M for "fwd" and "dq", BLOCK_M divides BLOCK_N
+# for "dkdv". ``benchmark/bench_nn.py --sweep-attention`` times alternatives on the GPU at hand.
+ATTENTION_CONFIGS = {
+    ("fwd", "small"): (64, 64, 4, 3), ("fwd", "large"): (128, 64, 8, 3),
+    ("dkdv", "small"): (32, 64, 4, 3), ("dkdv", "large"): (32, 64, 4, 3),
+    ("dq", "small"): (64, 64, 4, 4), ("dq", "large"): (128, 64, 8, 3),
+}
+
+
+def _attn_cfg(kernel: str, D: int, rows: int) -> tuple[int, int, int, int]:
+    """The tile configuration, its owned block shrunk to ``rows`` (short sequences, decoding) keeping the nesting."""
+    block_m, block_n, warps, stages = ATTENTION_CONFIGS[(kernel, "small" if D <= 64 else "large")]
+    fit = max(16, _next_pow2(rows))
+    if kernel == "dkdv":
+        block_n = min(block_n, fit)
+        block_m = min(block_m, block_n)
+    else:
+        block_m = min(block_m, fit)
+        block_n = min(block_n, block_m)
+    return block_m, block_n, warps, stages
+
+
+def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool,
+              scale: float) -> tuple[NDArray, NDArray]:
+    q, k, v = _unit_last(q), _unit_last(k), _unit_last(v)
+    B, H, L, D = q.shape
+    out = _new((B, H, L, D), q.dtype, q.device)
+    lse = _new((B * H, L), _F32, q.device)
+    if out.size:
+        rt.ensure_device(q.device.index)
+        if mask is None and not scale > 0:
+            # The unmasked forward folds a positive scale into the running max; a zero mask takes the other path.
+            mask = full((1, 1, 1, 1), 0.0, _F32, q.device)
+        mask, types, scalars = _attn_args(q, k, v, mask, scale)
+        m = mask if mask is not None else q
+        arrays = (q, k, v, m, out, lse)
+        ptrs = tuple(_ptr(a) for a in arrays)
+        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + types
+        block_m, block_n, warps, stages = _attn_cfg("fwd", D, L)
+        go = _ATTN_FWD.launcher(sig, (D, block_m, block_n, is_causal, mask is not None), warps, stages)
+        go((L + block_m - 1) // block_m, B * H, 1, *ptrs, *scalars)
+    return out, lse
+
+
+def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
+                       lse: NDArray, is_causal: bool, scale: float) -> tuple[NDArray, NDArray, NDArray]:
+    q, k, v, do = _unit_last(q), _unit_last(k), _unit_last(v), _dense(grad)
+    B, H, L, D = q.shape
+    HK, S = k.shape[1], k.shape[2]
+    dq = _new(q.shape, q.dtype, q.device)
+    dk = _new((B, HK, S, D), k.dtype, k.device)
+    dv = _new((B, HK, S, D), v.dtype, v.device)
+    if not (q.size and k.size):
+        return dq, dk, dv
+    rt.ensure_device(q.device.index)
+    delta = _new((B * H, L), _F32, q.device)
+    pre = (_ptr(out), _ptr(do), _ptr(delta))
+    go = _ATTN_PRE.launcher(tuple(_psig(a, p) for a, p in zip((out, do, delta), pre)) + ("i32",), (D, 64), 4)
+    go((B * H * L + 63) // 64, 1, 1, *pre, B * H * L)
+    mask, types, scalars = _attn_args(q, k, v, mask, scale)
+    m = mask if mask is not None else q
+    flags = (is_causal, mask is not None)
+    block_m, block_n, warps, stages = _attn_cfg("dkdv", D, S)
+    arrays = (q, k, v, m, do, lse, delta, dk, dv)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    go = _ATTN_DKDV.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + types,
+                             (D, block_m, block_n, *flags), warps, stages)
+    go((S + block_n - 1) // block_n, B * HK, 1, *ptrs, *scalars)
+    block_m, block_n, warps, stages = _attn_cfg("dq", D, L)
+    arrays = (q, k, v, m, do, lse, delta, dq)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    go = _ATTN_DQ.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + types,
+                           (D, block_m, block_n, *flags), warps, stages)
+    go((L + block_m - 1) // block_m, B * H, 1, *ptrs, *scalars)
+    return dq, dk, dv
+
+
+# ---------------------------------------------------------------- Adam / AdamW step
+
+_ADAM = td.Kernel(adk.adam_step)
+
+
+def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
+               beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
+    arrays = (param, _dense(grad), exp_avg, exp_avg_sq)
+    assert all(_contig(a) for a in (param, exp_avg, exp_avg_sq)), "adam_step_ updates contiguous arrays in place"
+    n = param.size
+    if not n:
+        return
+    rt.ensure_device(param.device.index)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i64",) + ("fp32",) * 7
+    block = 2048
+    go = _ADAM.launcher(sig, (block,), 8)
+    l2, decay = (0.0, 1.0 - lr * weight_decay) if decoupled else (weight_decay, 1.0)
+    go((n + block - 1) // block, 1, 1, *ptrs, n, beta1, beta2, eps, l2, decay, lr / (1 - beta1 ** step),
+       (1 - beta2 ** step) ** 0.5)
+
+
+# ---------------------------------------------------------------- multi-tensor optimizer steps
+
+_ADAM_MULTI = td.Kernel(adk.adam_multi_step)
+_SGD_MULTI = td.Kernel(adk.sgd_multi_step)
+_UNSCALE = td.Kernel(adk.unscale_multi)
+_MT_BLOCK = 4096  # elements per program (about 114 KiB of traffic per program for float32 Adam)
+_MT_TABLES: dict[tuple, tuple] = {}
+
+
+def _mt_tables(sizes: tuple[int, ...], device: object) -> tuple[NDArray, NDArray, NDArray, int]:
+    """Device tables of a list of tensor sizes: sizes, the tensor of each program, each tensor's first program.
+
+    They depend only on the sizes, so an optimizer's parameter list uploads them once.
+    """
+    key = (sizes, device.index)
+    hit = _MT_TABLES.get(key)
+    if hit is None:
+        blocks = np.array([(n + _MT_BLOCK - 1) // _MT_BLOCK for n in sizes], np.int64)
+        first = np.concatenate(([0], np.cumsum(blocks)[:-1])).astype(np.int32)
+        owner = np.repeat(np.arange(len(sizes), dtype=np.int32), blocks)
+        if len(_MT_TABLES) >= 64:  # bounded: parameter lists rarely change
+            _MT_TABLES.clear()
+        hit = _MT_TABLES[key] = (from_numpy(np.array(sizes, np.int64), dtypes.int64, device),
+                                 from_numpy(owner, dtypes.int32, device), from_numpy(first, dtypes.int32, device),
+                                 int(blocks.sum()))
+    return hit
+
+
+def _mt_offsets(lists: list[list[NDArray]], device: object) -> tuple[NDArray, tuple[int, ...]]:
+    """(int64 (len(lists), T) element offsets of every tensor from its list's first, per-list alignment constexprs).
+
+    A list's alignment is its elements per 16 bytes when every address in it is 16-byte aligned, else 1.
+    """
+    rows, aligns = [], []
+    for arrays in lists:
+        item = arrays[0].dtype.itemsize
+        addrs = np.array([_ptr(a) for a in arrays], np.int64)
+        assert all(a.dtype is arrays[0].dtype for a in arrays) and not (addrs % item).any()
+        rows.append((addrs - addrs[0]) // item)
+        aligns.append(16 // item if not (addrs % 16).any() else 1)
+    return from_numpy(np.stack(rows), dtypes.int64, device), tuple(aligns)
+
+
+def _mt_launch(kernel: td.Kernel, lists: list[list[NDArray]], extra: tuple, scalars: tuple, scalar_types: tuple,
+               consts: tuple) -> None:
+    """Launch a multi-tensor kernel over ``lists`` (first list: the sizes); ``extra`` pointers follow the firsts."""
+    sizes = tuple(a.size for a in lists[0])
+    device = lists[0][0].device
+    rt.ensure_device(device.index)
+    size_t, owner_t, first_t, programs = _mt_tables(sizes, device)
+    offsets, aligns = _mt_offsets(lists, device)
+    arrays = tuple(a[0] for a in lists) + extra + (offsets, size_t, owner_t, first_t)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32",) + scalar_types
+    go = kernel.launcher(sig, consts + (_MT_BLOCK,) + aligns, 8)
+    go(programs, 1, 1, *ptrs, len(sizes), *scalars)
+
+
+def _nonempty(*lists: list | None) -> list:
+    """The lists with every position whose first-list tensor is empty dropped (None lists stay None)."""
+    keep = [i for i, a in enumerate(lists[0]) if a.size]
+    return [None if lst is None else [lst[i] for i in keep] for lst in lists]
+
+
+def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list[NDArray],
+                     exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float, beta1: float, beta2: float,
+                     eps: float, weight_decay: float, decoupled: bool, step: int, maximize: bool) -> None:
+    params, grads, exp_avgs, exp_avg_sqs, masters = _nonempty(params, grads, exp_avgs, exp_avg_sqs, masters)
+    if not params:
+        return
+    lists = [params, grads, exp_avgs, exp_avg_sqs, masters if masters is not None else params]
+    l2, decay = (0.0, 1.0 - lr * weight_decay) if decoupled else (weight_decay, 1.0)
+    scalars = (beta1, beta2, eps, l2, decay, lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5,
+               -1.0 if maximize else 1.0)
+    _mt_launch(_ADAM_MULTI, lists, (), scalars, ("fp32",) * 8, (masters is not None,))
+
+
+def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDArray] | None, lr: float,
+                    momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+                    first: bool) -> None:
+    params, grads, bufs = _nonempty(params, grads, bufs)
+    if not params:
+        return
+    lists = [params, grads, bufs if bufs is not None else params]
+    scalars = (lr, momentum, dampening, weight_decay, -1.0 if maximize else 1.0)
+    _mt_launch(_SGD_MULTI, lists, (), scalars, ("fp32",) * 5, (bufs is not None, first, nesterov))
+
+
+def unscale_grads_(grads: list[NDArray], inv_scale: float) -> NDArray:
+    found = full((1,), 0.0, _F32, grads[0].device)
+    (grads,) = _nonempty(grads)
+    if grads:
+        _mt_launch(_UNSCALE, [grads], (found,), (inv_scale,), ("fp32",), ())
+    return found

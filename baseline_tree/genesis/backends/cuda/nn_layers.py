@@ -1,0 +1,523 @@
+"""Launchers of the CNN-layer kernels and the embedding gradient (``kernels/nn_pool.py``, ``nn_batchnorm.py``,
+``nn_upsample.py``, ``nn_embedding.py``): check, allocate, launch.
+
+Each implements primitives of the backend contract (``genesis.backends``): pool, pool_backward, adaptive_pool,
+adaptive_pool_backward, batch_norm, batch_norm_backward, group_norm, group_norm_backward, upsample, upsample_backward,
+embedding_backward. Every backward here gathers or reduces in a fixed order (no float atomics): gradients are bitwise
+reproducible run to run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from genesis import dtypes
+from genesis.backends.cuda import _contig, _new, _next_pow2, _psig, _ptr, contiguous, from_numpy, full, reduce, rt
+from genesis.backends.cuda import triton_driver as td
+from genesis.backends.cuda.kernels import nn_batchnorm as bk
+from genesis.backends.cuda.kernels import nn_embedding as ek
+from genesis.backends.cuda.kernels import nn_pool as pk
+from genesis.backends.cuda.kernels import nn_upsample as uk
+from genesis.ndarray import NDArray
+
+_F32, _F64, _I32 = dtypes.float32, dtypes.float64, dtypes.int32
+_ACC_KIND = {dtypes.float64: 1, dtypes.int64: 2}  # accumulator of average pooling (others: float32)
+_BLOCK = 512  # elements per program of the elementwise-shaped kernels (pooling, apply passes, resampling)
+
+
+def _dense(x: NDArray) -> NDArray:
+    return x if _contig(x) else contiguous(x)
+
+
+def _acc(dtype: dtypes.dtype) -> dtypes.dtype:
+    return _F64 if dtype is _F64 else _F32
+
+
+def _sig(arrays: tuple, ptrs: tuple) -> tuple[str, ...]:
+    return tuple(_psig(a, p) for a, p in zip(arrays, ptrs))
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _check_float(op: str, x: NDArray) -> None:
+    if x.dtype.category != 2:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{x.dtype.name}'")
+
+
+def _lowest(dtype: dtypes.dtype) -> float | int:
+    return float("-inf") if dtype.category == 2 else int(np.iinfo(dtype.name).min)
+
+
+# ---------------------------------------------------------------- pooling
+
+_MAX_FWD = td.Kernel(pk.max_pool_fwd)
+_MAX_BWD = td.Kernel(pk.max_pool_bwd)
+_AVG_FWD = td.Kernel(pk.avg_pool_fwd)
+_AVG_BWD = td.Kernel(pk.avg_pool_bwd)
+
+
+def _pool_out(size: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
+              ceil_mode: bool) -> tuple[int, ...]:
+    out = []
+    for s, k, st, p, d in zip(size, kernel, stride, padding, dilation):
+        span = s + 2 * p - d * (k - 1) - 1
+        o = (-(-span // st) if ceil_mode else span // st) + 1
+        if ceil_mode and (o - 1) * st >= s + p:  # the last window must start inside the input or its left padding
+            o -= 1
+        out.append(o)
+    return tuple(out)
+
+
+def _three(t: tuple, fill: int) -> tuple[int, int, int]:
+    """A 2-d pooling parameter as the 3-d kernels' (depth, height, width), depth ``fill``."""
+    return (fill, *t) if len(t) == 2 else tuple(t)
+
+
+def _pool_consts(mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
+    consts = _three(kernel, 1) + _three(stride, 1) + _three(padding, 0)
+    return consts + _three(dilation, 1) if mode == "max" else consts
+
+
+def _div_mode(count_include_pad: bool, divisor_override: int | None) -> int:
+    return 0 if divisor_override else 1 if count_include_pad else 2
+
+
+def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
+         count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
+    nd = len(kernel)
+    if x.dtype is dtypes.bool_ or (mode == "avg" and x.dtype.category != 2 and x.dtype is not dtypes.int64):
+        raise NotImplementedError(f"\"{mode}_pool{nd}d\" not implemented for '{x.dtype.name}'")
+    batched = x.ndim == nd + 2
+    if not batched:
+        x = x.unsqueeze(0)
+    N, C = x.shape[:2]
+    size = x.shape[2:]
+    out_size = _pool_out(size, kernel, stride, padding, dilation, ceil_mode)
+    y = _new((N, C) + out_size, x.dtype, x.device)
+    idx = _new(y.shape, dtypes.int64, x.device) if mode == "max" else None
+    total = y.size
+    if total:
+        rt.ensure_device(x.device.index)
+        D, H, W = _three(size, 1)
+        OD, OH, OW = _three(out_size, 1)
+        sN, sC = x.strides[:2]
+        sD, sH, sW = (0, *x.strides[2:]) if nd == 2 else x.strides[2:]
+        scalars = (total, C, D, H, W, OD, OH, OW)
+        strides = (sN, sC, sD, sH, sW)
+        consts = _pool_consts(mode, kernel, stride, padding, dilation)
+        if mode == "max":
+            arrays = (x, y, idx)
+            ptrs = tuple(_ptr(a) for a in arrays)
+            go = _MAX_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 7 + ("i64",) * 5,
+                                   consts + (_lowest(x.dtype), _wide(x.size, total), _BLOCK), 4)
+            go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, *strides)
+        else:
+            arrays = (x, y)
+            ptrs = tuple(_ptr(a) for a in arrays)
+            go = _AVG_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 8 + ("i64",) * 5,
+                                   consts + (_div_mode(count_include_pad, divisor_override),
+                                             _ACC_KIND.get(x.dtype, 0), _wide(x.size, total), _BLOCK), 4)
+            go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0, *strides)
+    if not batched:
+        y = y.squeeze((0,))
+        idx = idx.squeeze((0,)) if idx is not None else None
+    return y, idx
+
+
+def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str, kernel: tuple, stride: tuple,
+                  padding: tuple, dilation: tuple, ceil_mode: bool, count_include_pad: bool,
+                  divisor_override: int | None) -> NDArray:
+    nd = len(kernel)
+    shape = x.shape
+    if x.ndim == nd + 1:
+        shape = (1,) + shape
+    N, C = shape[:2]
+    size = shape[2:]
+    out_size = _pool_out(size, kernel, stride, padding, dilation, ceil_mode)
+    g = _dense(grad)
+    dx = _new(x.shape, x.dtype, x.device)
+    total = dx.size
+    if total:
+        rt.ensure_device(x.device.index)
+        scalars = (total, *_three(size, 1), *_three(out_size, 1))
+        consts = _pool_consts(mode, kernel, stride, padding, dilation)
+        f64 = x.dtype is _F64
+        if mode == "max":
+            arrays = (g, _dense(indices), dx)
+            ptrs = tuple(_ptr(a) for a in arrays)
+            go = _MAX_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6,
+                                   consts + (f64, _wide(total, g.size), _BLOCK), 4)
+            go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars)
+        else:
+            arrays = (g, dx)
+            ptrs = tuple(_ptr(a) for a in arrays)
+            go = _AVG_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 7,
+                                   consts + (_div_mode(count_include_pad, divisor_override), f64,
+                                             _wide(total, g.size), _BLOCK), 4)
+            go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0)
+    return dx
+
+
+_ADAPTIVE_FWD = td.Kernel(pk.adaptive_pool_fwd)
+_ADAPTIVE_BWD = td.Kernel(pk.adaptive_pool_bwd)
+_ADAPTIVE_TABLES: dict[tuple, tuple] = {}
+
+
+def _adaptive_axis(in_size: int, out_size: int, device: object) -> tuple:
+    """Device tables of one axis: (start, end, lo, hi) as int32 arrays, the longest window and the most outputs
+    covering one input position; cached by (sizes, device)."""
+    key = (in_size, out_size, device.index)
+    hit = _ADAPTIVE_TABLES.get(key)
+    if hit is None:
+        o = np.arange(out_size)
+        start, end = (o * in_size) // out_size, -((-(o + 1) * in_size) // out_size)
+        lo, hi = np.full(in_size, out_size, np.int64), np.zeros(in_size, np.int64)
+        for k in range(int((end - start).max())):  # the outputs whose window holds each input position
+            inside = start + k < end
+            np.minimum.at(lo, (start + k)[inside], o[inside])
+            np.maximum.at(hi, (start + k)[inside], o[inside] + 1)
+        tables = tuple(from_numpy(a.astype(np.int32), _I32, device) for a in (start, end, lo, hi))
+        hit = _ADAPTIVE_TABLES[key] = tables + (int((end - start).max()), int((hi - lo).max()))
+    return hit
+
+
+def adaptive_pool(x: NDArray, mode: str, output_size: tuple) -> tuple[NDArray, NDArray | None]:
+    _check_float(f"adaptive_{mode}_pool2d", x)
+    N, C, H, W = x.shape
+    OH, OW = output_size
+    y = _new((N, C, OH, OW), x.dtype, x.device)
+    idx = _new(y.shape, dtypes.int64, x.device) if mode == "max" else None
+    total = y.size
+    if total:
+        rt.ensure_device(x.device.index)
+        th, tw = _adaptive_axis(H, OH, x.device), _adaptive_axis(W, OW, x.device)
+        arrays = (x, y, idx if idx is not None else y, th[0], th[1], tw[0], tw[1])
+        ptrs = tuple(_ptr(a) for a in arrays)
+        go = _ADAPTIVE_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 4 + ("i64",) * 4,
+                                    (mode == "max", th[4], tw[4], _lowest(x.dtype), x.dtype is _F64,
+                                     _wide(x.size, total), _BLOCK), 4)
+        go(_cdiv(total, _BLOCK), 1, 1, *ptrs, total, C, W, OH, OW, *x.strides)
+    return y, idx
+
+
+def adaptive_pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str) -> NDArray:
+    N, C, H, W = x.shape
+    OH, OW = grad.shape[2:]
+    g = _dense(grad)
+    dx = _new(x.shape, x.dtype, x.device)
+    total = dx.size
+    if total:
+        rt.ensure_device(x.device.index)
+        th, tw = _adaptive_axis(H, OH, x.device), _adaptive_axis(W, OW, x.device)
+        arrays = (g, _dense(indices) if indices is not None else g, dx, *th[:2], *tw[:2], *th[2:4], *tw[2:4])
+        ptrs = tuple(_ptr(a) for a in arrays)
+        go = _ADAPTIVE_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6,
+                                    (mode == "max", x.dtype is _F64, _wide(total, g.size), _BLOCK), 4)
+        go(_cdiv(total, _BLOCK), 1, 1, *ptrs, total, H, W, OH, OW, th[5], tw[5])
+    return dx
+
+
+# ---------------------------------------------------------------- batch normalization
+
+_BN_PARTIALS = td.Kernel(bk.bn_partials)
+_BN_FINALIZE = td.Kernel(bk.bn_finalize)
+_BN_APPLY = td.Kernel(bk.bn_apply)
+_BN_BWD_FINALIZE = td.Kernel(bk.bn_bwd_finalize)
+
+
+def _wide(*sizes: int) -> bool:
+    """Whether flat positions over arrays of these sizes need 64-bit index arithmetic."""
+    return max(sizes) >= 2 ** 31
+
+
+def _rows_block(S: int) -> int | None:
+    """BLOCK for walking (N, C, S) data row by row (S elements per row, no per-element division), or None for
+    short rows, which are walked as flat blocks instead."""
+    return None if S < 256 else 256 if S <= 4096 else 1024
+
+
+def _bn_layout(x: NDArray) -> tuple[NDArray, int, int, int]:
+    """x as contiguous (N, C, S) data: (array, N, C, S)."""
+    N, C = x.shape[:2]
+    return _dense(x), N, C, math.prod(x.shape[2:])
+
+
+def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, N: int, C: int,
+                 S: int) -> tuple[NDArray, int]:
+    """Per-(channel, program) partial statistics, about four programs per multiprocessor: each program takes
+    ``chunk`` whole rows of S elements (long rows) or ``chunk`` flat elements of the channel (short rows)."""
+    target = max(1, _cdiv(4 * rt.multiprocessor_count(xc.device.index), C))
+    block = _rows_block(S)
+    rows = block is not None
+    if rows:
+        chunk = _cdiv(N, max(1, min(target, N, 1024)))
+        P = _cdiv(N, chunk) if N else 1
+    else:
+        count = N * S
+        block = min(max(_next_pow2(count), 16), 1024)
+        chunk = _cdiv(_cdiv(count, max(1, min(target, _cdiv(count, block), 1024))), block) * block
+        P = _cdiv(count, chunk) if count else 1
+    part = _new((3, C, P), acc, xc.device)
+    if not backward:  # the forward reads no gradient or mean
+        g = mean = xc
+    arrays = (xc, g, mean, part)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    go = _BN_PARTIALS.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i32", "i64", "i32"),
+                               (backward, rows, acc is _F64, _wide(xc.size), block), 4 if block <= 512 else 8)
+    go(C, P, 1, *ptrs, N, C, S, chunk, P)
+    return part, P
+
+
+def _bn_apply(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, C: int, S: int, backward: bool) -> None:
+    total = out.size
+    if not total:
+        return
+    arrays = (x, g, coef, out)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    rows = _rows_block(S)
+    block = rows or _BLOCK * 2
+    go = _BN_APPLY.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i64"), (backward, rows is not None, _wide(total),
+                                                                         block), 4)
+    grid = (total // S, _cdiv(S, block)) if rows else (_cdiv(total, block), 1)
+    go(*grid, 1, *ptrs, C, S, total)
+
+
+def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
+               running_var: NDArray | None, training: bool, momentum: float, eps: float) -> tuple:
+    _check_float("batch_norm", x)
+    xc, N, C, S = _bn_layout(x)
+    acc = _acc(x.dtype)
+    dev = x.device
+    y = _new(x.shape, x.dtype, dev)
+    save_mean, save_invstd = _new((C,), acc, dev), _new((C,), acc, dev)
+    if not C:
+        return y, save_mean, save_invstd
+    rt.ensure_device(dev.index)
+    coef = _new((2, C), acc, dev)
+    part, P = _bn_partials(xc, xc, xc, acc, False, N, C, S) if training else (coef, 1)
+    has_running = running_mean is not None and running_var is not None
+    assert not has_running or (_contig(running_mean) and _contig(running_var)), "running stats update in place"
+    arrays = (part, _dense(weight) if weight is not None else coef, _dense(bias) if bias is not None else coef,
+              running_mean if has_running else coef, running_var if has_running else coef, save_mean, save_invstd,
+              coef)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    real = "fp64" if acc is _F64 else "fp32"
+    go = _BN_FINALIZE.launcher(_sig(arrays, ptrs) + ("i32", "i32", real, real),
+                               (training, weight is not None, bias is not None, has_running, acc is _F64,
+                                max(_next_pow2(P), 2)), 4)
+    go(C, 1, 1, *ptrs, C, P, momentum, eps)
+    _bn_apply(xc, xc, coef, y, C, S, False)
+    return y, save_mean, save_invstd
+
+
+def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, running_mean: NDArray | None,
+                        running_var: NDArray | None, save_mean: NDArray, save_invstd: NDArray, training: bool,
+                        eps: float, output_mask: tuple) -> tuple:
+    xc, N, C, S = _bn_layout(x)
+    g = _dense(grad)
+    acc = _acc(x.dtype)
+    dev = x.device
+    wdt = weight.dtype if weight is not None else x.dtype
+    gw, gb = _new((C,), wdt, dev), _new((C,), wdt, dev)
+    dx = _new(x.shape, x.dtype, dev) if output_mask[0] else None
+    if C:
+        rt.ensure_device(dev.index)
+        mean = _dense(save_mean if training else running_mean)
+        stat = _dense(save_invstd if training else running_var)
+        part, P = _bn_partials(xc, g, mean, acc, True, N, C, S)
+        coef = _new((4, C), acc, dev)
+        arrays = (part, _dense(weight) if weight is not None else coef, mean, stat, gw, gb, coef)
+        ptrs = tuple(_ptr(a) for a in arrays)
+        real = "fp64" if acc is _F64 else "fp32"
+        go = _BN_BWD_FINALIZE.launcher(_sig(arrays, ptrs) + ("i32", "i32", real, real),
+                                       (training, weight is not None, acc is _F64, max(_next_pow2(P), 2)), 4)
+        go(C, 1, 1, *ptrs, C, P, float(N * S), eps)
+        if dx is not None:
+            _bn_apply(xc, g, coef, dx, C, S, True)
+    return dx, (gw if output_mask[1] else None), (gb if output_mask[2] else None)
+
+
+# ---------------------------------------------------------------- group normalization
+
+_GN_FWD = td.Kernel(bk.gn_fwd)
+_GN_BWD = td.Kernel(bk.gn_bwd)
+
+
+def _gn_blocks(C: int, S: int, G: int) -> tuple[int, int, int]:
+    """(BLOCK over a group, BLOCK_S over one channel's S elements, num_warps)."""
+    block = min(max(_next_pow2(C // G * S), 16), 2048)
+    return block, min(max(_next_pow2(S), 16), 2048), 4 if block <= 1024 else 8
+
+
+def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_groups: int,
+               eps: float) -> tuple[NDArray, NDArray, NDArray]:
+    _check_float("group_norm", x)
+    xc, N, C, S = _bn_layout(x)
+    acc = _acc(x.dtype)
+    y = _new(x.shape, x.dtype, x.device)
+    mean, rstd = _new((N, num_groups), acc, x.device), _new((N, num_groups), acc, x.device)
+    if N and C:
+        rt.ensure_device(x.device.index)
+        arrays = (xc, _dense(weight) if weight is not None else xc, _dense(bias) if bias is not None else xc, y,
+                  mean, rstd)
+        ptrs = tuple(_ptr(a) for a in arrays)
+        block, _, warps = _gn_blocks(C, S, num_groups)
+        go = _GN_FWD.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i32", "fp64" if acc is _F64 else "fp32"),
+                              (weight is not None, bias is not None, acc is _F64, block), warps)
+        go(N * num_groups, 1, 1, *ptrs, C, S, num_groups, eps)
+    return y, mean, rstd
+
+
+def group_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray,
+                        num_groups: int, output_mask: tuple) -> tuple:
+    xc, N, C, S = _bn_layout(x)
+    g = _dense(grad)
+    acc = _acc(x.dtype)
+    dx = _new(x.shape, x.dtype, x.device)
+    part = _new((2, N, C), acc, x.device)
+    if N and C:
+        rt.ensure_device(x.device.index)
+        arrays = (g, xc, _dense(weight) if weight is not None else xc, _dense(mean), _dense(rstd), dx, part)
+        ptrs = tuple(_ptr(a) for a in arrays)
+        block, block_s, warps = _gn_blocks(C, S, num_groups)
+        go = _GN_BWD.launcher(_sig(arrays, ptrs) + ("i32",) * 4,
+                              (weight is not None, acc is _F64, block, block_s), warps)
+        go(N * num_groups, 1, 1, *ptrs, N, C, S, num_groups)
+    wdt = weight.dtype if weight is not None else x.dtype
+    sums = reduce("sum", part, (1,), False) if N else full((2, C), 0.0, acc, x.device)  # (2, C), batch order fixed
+    gw = sums.narrow(0, 0, 1).reshape((C,)).astype(wdt) if output_mask[1] else None
+    gb = sums.narrow(0, 1, 1).reshape((C,)).astype(wdt) if output_mask[2] else None
+    return (dx if output_mask[0] else None), gw, gb
+
+
+# ---------------------------------------------------------------- upsampling
+
+_UP_FWD = td.Kernel(uk.upsample_fwd)
+_UP_BWD = td.Kernel(uk.upsample_bwd)
+_TABLES: dict[tuple, tuple] = {}
+
+
+def _source_table(in_size: int, out_size: int, mode: str, align_corners: bool, scale: float | None,
+                  f64: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(i0, i1, l1) per output position along one axis, with torch's CPU arithmetic (float32 unless float64)."""
+    o = np.arange(out_size)
+    if mode in ("nearest", "nearest-exact"):
+        s = np.float32(1.0 / scale) if scale else np.float32(in_size) / np.float32(out_size)
+        if mode == "nearest" and out_size == in_size:
+            i0 = o
+        elif mode == "nearest" and out_size == 2 * in_size:
+            i0 = o >> 1
+        else:
+            shift = np.float32(0.5 if mode == "nearest-exact" else 0.0)
+            i0 = np.minimum(np.floor((o.astype(np.float32) + shift) * s).astype(np.int64), in_size - 1)
+        return i0, i0, np.zeros(out_size, np.float64 if f64 else np.float32)
+    T = np.float64 if f64 else np.float32
+    if out_size == in_size:
+        return o, o, np.zeros(out_size, T)
+    if align_corners:
+        s = T(in_size - 1) / T(out_size - 1) if out_size > 1 else T(0)
+        src = s * o.astype(T)
+    else:
+        s = T(1.0 / scale) if scale else T(in_size) / T(out_size)
+        src = np.maximum(s * (o.astype(T) + T(0.5)) - T(0.5), T(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    l1 = np.clip(src - i0.astype(T), T(0), T(1)).astype(T)
+    return i0, i0 + (i0 < in_size - 1), l1
+
+
+def _axis_tables(in_size: int, out_size: int, mode: str, align_corners: bool, scale: float | None, f64: bool,
+                 device: object) -> tuple:
+    """Device tables of one axis: (i0, i1, l1, lo, hi, longest range), cached by their parameters."""
+    key = (in_size, out_size, mode, align_corners, scale, f64, device.index)
+    hit = _TABLES.get(key)
+    if hit is None:
+        i0, i1, l1 = _source_table(in_size, out_size, mode, align_corners, scale, f64)
+        o = np.arange(out_size)
+        lo, hi = np.full(in_size, out_size, np.int64), np.zeros(in_size, np.int64)
+        for src in (i0, i1):  # the output positions reading each input position form one range
+            np.minimum.at(lo, src, o)
+            np.maximum.at(hi, src, o + 1)
+        lo = np.where(hi > 0, lo, 0)
+        longest = int((hi - lo).max()) if in_size else 0
+        tables = tuple(from_numpy(a.astype(np.int32), _I32, device) for a in (i0, i1))
+        tables += (from_numpy(l1, _F64 if f64 else _F32, device),)
+        tables += tuple(from_numpy(a.astype(np.int32), _I32, device) for a in (lo, hi))
+        hit = _TABLES[key] = tables + (longest,)
+    return hit
+
+
+def _tables(in_hw: tuple, out_hw: tuple, mode: str, align_corners: bool, scales: tuple, f64: bool,
+            device: object) -> tuple[tuple, tuple]:
+    return tuple(_axis_tables(i, o, mode, bool(align_corners), s, f64, device)
+                 for i, o, s in zip(in_hw, out_hw, scales))
+
+
+def upsample(x: NDArray, output_size: tuple, mode: str, align_corners: bool | None, scales: tuple) -> NDArray:
+    _check_float(f"upsample_{mode}2d", x)
+    N, C = x.shape[:2]
+    OH, OW = output_size
+    y = _new((N, C, OH, OW), x.dtype, x.device)
+    total = y.size
+    if total:
+        rt.ensure_device(x.device.index)
+        f64 = x.dtype is _F64
+        th, tw = _tables(x.shape[2:], output_size, mode, align_corners, scales, f64, x.device)
+        arrays = (x, y, *th[:3], *tw[:3])
+        ptrs = tuple(_ptr(a) for a in arrays)
+        go = _UP_FWD.launcher(_sig(arrays, ptrs) + ("i64", "i32", "i32", "i32") + ("i64",) * 4,
+                              (mode != "bilinear", f64, _wide(x.size, total), _BLOCK), 4)
+        go(_cdiv(total, _BLOCK), 1, 1, *ptrs, total, C, OH, OW, *x.strides)
+    return y
+
+
+def upsample_backward(grad: NDArray, input_size: tuple, mode: str, align_corners: bool | None,
+                      scales: tuple) -> NDArray:
+    g = _dense(grad)
+    N, C, H, W = input_size
+    OH, OW = grad.shape[2:]
+    dx = _new(tuple(input_size), grad.dtype, grad.device)
+    total = dx.size
+    if total:
+        rt.ensure_device(grad.device.index)
+        f64 = grad.dtype is _F64
+        th, tw = _tables((H, W), (OH, OW), mode, align_corners, scales, f64, grad.device)
+        arrays = (g, dx, *th[:5], *tw[:5])
+        ptrs = tuple(_ptr(a) for a in arrays)
+        go = _UP_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6, (f64, _wide(total, g.size), _BLOCK // 2),
+                              4)
+        go(_cdiv(total, _BLOCK // 2), 1, 1, *ptrs, total, H, W, OH, OW, th[5], tw[5])
+    return dx
+
+
+# ---------------------------------------------------------------- embedding gradient
+
+_EMB_RANK = td.Kernel(ek.embedding_rank)
+_EMB_SUM = td.Kernel(ek.embedding_segment_sum)
+
+
+def embedding_backward(grad: NDArray, index: NDArray, num_weights: int) -> NDArray:
+    n = index.size
+    D = grad.shape[-1] if grad.ndim else 1
+    dw = full((num_weights, D), 0, grad.dtype, grad.device)
+    if not (n and D):
+        return dw
+    rt.ensure_device(grad.device.index)
+    idx = _dense(index.reshape((n,)))
+    g = _dense(grad.reshape((n, D)))
+    order, run = _new((n,), _I32, grad.device), _new((n,), _I32, grad.device)
+    arrays = (idx, order, run)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    block_i = 32  # small blocks of positions: n / 32 programs keep every multiprocessor busy
+    go = _EMB_RANK.launcher(_sig(arrays, ptrs) + ("i32",), (block_i, 128), 4)
+    go(_cdiv(n, block_i), 1, 1, *ptrs, n)
+    arrays = (g, idx, order, run, dw)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    block_d = min(max(_next_pow2(D), 16), 1024)
+    go = _EMB_SUM.launcher(_sig(arrays, ptrs) + ("i32", "i64"), (8, block_d, grad.dtype is _F64),
+                           4 if block_d <= 512 else 8)
+    go(n, _cdiv(D, block_d), 1, *ptrs, D, g.strides[0])
+    return dw

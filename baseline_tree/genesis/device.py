@@ -1,0 +1,105 @@
+"""Devices: ``genesis.device("cpu")``, ``genesis.device("cuda:1")``.
+
+A device names where a tensor's memory lives and which backend computes on it. The CUDA backend package is imported
+only when a CUDA device is first used, so Genesis imports and runs on machines without a GPU or driver.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+
+class device:
+    """A compute device: ``type`` is "cpu" or "cuda", ``index`` the card number (None on the CPU)."""
+
+    __slots__ = ("type", "index", "_backend")
+    _cache: dict[tuple[str, int | None], device] = {}
+
+    def __new__(cls, spec: str | device | int = "cpu", index: int | None = None) -> device:
+        if isinstance(spec, device):
+            return spec
+        if isinstance(spec, int):
+            spec, index = "cuda", spec
+        if not isinstance(spec, str):
+            raise TypeError(f"device: expected a string, device or int, got {type(spec).__name__}")
+        if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+            raise TypeError(f"device: index must be int, not {type(index).__name__}")
+        if index is not None and index < 0:
+            raise RuntimeError(f"device: device index must not be negative, got {index}")
+        kind, colon, idx = spec.partition(":")
+        if colon:
+            if index is not None:
+                raise RuntimeError(f"device: type (string) must not include an index because index was passed: {spec}")
+            if not idx.isdigit():
+                raise RuntimeError(f"device: invalid device string: '{spec}'")
+            index = int(idx)
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(f"device: expected one of cpu, cuda device type at start of device string: {spec}")
+        if kind == "cuda" and index is None:
+            index = 0
+        if kind == "cpu":
+            index = None
+        key = (kind, index)
+        cached = cls._cache.get(key)
+        if cached is None:
+            cached = object.__new__(cls)
+            cached.type = kind
+            cached.index = index
+            cached._backend = None
+            cls._cache[key] = cached
+        return cached
+
+    @property
+    def backend(self) -> ModuleType:
+        """The backend module computing on this device (imported on first use)."""
+        b = self._backend
+        if b is None:
+            if self.type == "cpu":
+                b = importlib.import_module("genesis.backends.cpu")
+            else:
+                b = _cuda_backend(self)
+            self._backend = b
+        return b
+
+    def is_available(self) -> bool:
+        """Whether this device can be used on this machine."""
+        if self.type == "cpu":
+            return True
+        from genesis import cuda
+
+        return cuda.is_available() and self.index < cuda.device_count()
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __reduce__(self) -> tuple:
+        return (device, (str(self),))
+
+
+def _cuda_backend(dev: device) -> ModuleType:
+    from genesis import cuda
+
+    if not cuda.is_available():
+        raise RuntimeError(
+            f"device {dev}: CUDA is not available on this machine (no NVIDIA driver or GPU was found, or the "
+            "Genesis CUDA dependencies cuda-python and triton are not installed)"
+        )
+    if dev.index >= cuda.device_count():
+        raise RuntimeError(f"device {dev}: invalid device ordinal, only {cuda.device_count()} CUDA device(s) present")
+    return importlib.import_module("genesis.backends.cuda")
+
+
+cpu = device("cpu")
+
+
+def to_device(d: str | device | int | None) -> device:
+    """Normalize a device argument; None means the CPU."""
+    if d is None:
+        return cpu
+    return device(d)

@@ -1,0 +1,137 @@
+"""Genesis data types and PyTorch's type-promotion rules.
+
+A ``dtype`` is a small immutable object (``genesis.float32`` ...). Backends map it to their native type by name.
+Promotion follows PyTorch: tensors of higher category (bool < integer < floating) win; within a category the wider
+type wins; Python scalars only raise the category, never the width (``int8 tensor + 1000`` stays ``int8``,
+``int tensor + 2.5`` becomes the default float dtype); zero-dim tensors count like scalars against dimensioned ones.
+"""
+
+from __future__ import annotations
+
+
+class dtype:
+    """A Genesis element type: name, size in bytes and category."""
+
+    __slots__ = ("name", "itemsize", "category", "is_signed", "_rank")
+
+    def __init__(self, name: str, itemsize: int, category: int, is_signed: bool, rank: int) -> None:
+        self.name = name
+        self.itemsize = itemsize
+        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.is_signed = is_signed
+        self._rank = rank
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == 2
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"genesis.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name
+
+
+bool_ = dtype("bool", 1, 0, False, 0)
+uint8 = dtype("uint8", 1, 1, False, 1)
+int8 = dtype("int8", 1, 1, True, 2)
+int16 = dtype("int16", 2, 1, True, 3)
+int32 = dtype("int32", 4, 1, True, 4)
+int64 = dtype("int64", 8, 1, True, 5)
+float16 = dtype("float16", 2, 2, True, 6)
+bfloat16 = dtype("bfloat16", 2, 2, True, 7)
+float32 = dtype("float32", 4, 2, True, 8)
+float64 = dtype("float64", 8, 2, True, 9)
+
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+BY_NAME = {d.name: d for d in ALL_DTYPES}
+BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32, "short": int16})
+
+_default_float = float32
+
+
+def get_default_dtype() -> dtype:
+    """The floating dtype used for Python floats and float-producing factories (``float32`` unless changed)."""
+    return _default_float
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the default floating dtype; only floating dtypes are allowed, as in torch."""
+    global _default_float
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+def to_dtype(d: object) -> dtype:
+    """Turn a dtype, a name ("float32") or a Python type (float, int, bool) into a Genesis dtype."""
+    if isinstance(d, dtype):
+        return d
+    if d is float:
+        return _default_float
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    if isinstance(d, str) and d in BY_NAME:
+        return BY_NAME[d]
+    name = getattr(d, "name", None) or str(d).replace("torch.", "")
+    if name in BY_NAME:
+        return BY_NAME[name]
+    raise TypeError(f"unknown dtype: {d!r}")
+
+
+def _promote_pair(a: dtype, b: dtype) -> dtype:
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.category == 2 and {a, b} == {float16, bfloat16}:
+        return float32
+    if a.category == 1 and {a, b} == {uint8, int8}:
+        return int16
+    return a if a._rank > b._rank else b
+
+
+_PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """The smallest dtype both ``a`` and ``b`` convert to without losing category (torch.promote_types)."""
+    return _PROMOTE[(a, b)]
+
+
+def scalar_dtype(value: object) -> dtype:
+    """The dtype category a Python scalar brings to promotion."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int64
+    if isinstance(value, float):
+        return _default_float
+    raise TypeError(f"expected a Python number, got {type(value).__name__}")
+
+
+def result_type_scalar(t: dtype, value: object) -> dtype:
+    """Result dtype of a dimensioned tensor of dtype ``t`` combined with the Python scalar ``value``."""
+    if isinstance(value, bool):
+        return t
+    if isinstance(value, int):
+        return t if t.category >= 1 else int64
+    if isinstance(value, float):
+        return t if t.category == 2 else _default_float
+    raise TypeError(f"expected a Python number, got {type(value).__name__}")
+
+
+def result_type(a: dtype, a_dim: int, b: dtype, b_dim: int) -> dtype:
+    """Promotion between two tensors where zero-dim tensors act like scalars of their category (torch rules)."""
+    if (a_dim == 0) == (b_dim == 0) or a.category != b.category:
+        if a.category != b.category:
+            # A zero-dim tensor of higher category still wins, with its own dtype.
+            return a if a.category > b.category else b
+        return _PROMOTE[(a, b)]
+    return a if a_dim != 0 else b

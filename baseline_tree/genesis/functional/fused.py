@@ -1,0 +1,411 @@
+"""Fused neural-network ops as single autograd nodes over backend kernels (Triton on CUDA, torch on the CPU).
+
+Each forward is one backend primitive, and so is each backward when no graph is recorded. With ``create_graph``
+the backward is written in differentiable tensor ops instead, so higher derivatives still work.
+
+- ``LayerNorm``: layer_norm (or rms_norm with ``rms=True``) over the last dim; saves float32 mean and rstd.
+- ``CrossEntropy``: per-row cross-entropy of (N, C) logits with ignore_index and label smoothing; saves only the
+  per-row log-sum-exp, never the probabilities.
+- ``SwiGLU``: ``silu(gate) * up``.
+- ``Rope``: rotary embedding ``x * cos + rotate_half(x) * sin`` with tables broadcastable to x; linear in x, its
+  backward is the inverse rotation (itself a ``Rope``).
+- softmax / log_softmax route to ``genesis.functional.reduce.Softmax``, whose backward is fused.
+- ``Attention``: fused attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors; on CUDA
+  Genesis's Triton flash attention or cuDNN's (``genesis.backends.cuda.sdpa`` chooses).
+
+The ``fused_*`` functions are what ``genesis.nn.functional`` calls: they return the fused result where a kernel
+applies (CUDA tensors of float32/float16/bfloat16) and None elsewhere, so the caller keeps its composite (the CPU
+path is unchanged: torch's exact results and double backward through plain tensor ops).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from genesis import amp, dtypes
+from genesis.autograd import is_grad_enabled
+from genesis.backends import sdp
+from genesis.functional.elementwise import Primitive
+from genesis.functional.reduce import Softmax
+from genesis.ndarray import NDArray, normalize_dim
+
+if TYPE_CHECKING:
+    from genesis.tensor import Tensor
+
+
+class LayerNorm(Primitive):
+    """``(x - mean) * rstd * weight + bias`` over the last dim (``rms``: ``x * rstd * weight``, no mean, no bias),
+    with ``rstd = 1 / sqrt(var + eps)`` (``1 / sqrt(mean(x^2) + eps)``); statistics in float32."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float, rms: bool) -> NDArray:
+        out, mean, rstd = x.backend.layer_norm(x, weight, bias, eps, rms)
+        ctx.save_for_backward(x, weight, mean, rstd)
+        ctx.rms = rms
+        ctx.bias_dtype = bias.dtype if bias is not None else None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, mean, rstd = ctx.saved_tensors
+        rms = ctx.rms
+        need = ctx.needs_input_grad
+        if is_grad_enabled():
+            gx, gw, gb = _layer_norm_grads(grad, x, weight, mean, rstd, rms, need)
+            if gb is not None and gb.dtype is not ctx.bias_dtype:  # summed in float32
+                gb = gb.to(ctx.bias_dtype)
+        else:
+            mask = (bool(need[0]), weight is not None and bool(need[1]), not rms and bool(need[2]))
+            gx, gw, gb = LayerNormBackward.apply(grad, x, weight, mean, rstd, rms, mask, ctx.bias_dtype)
+        return gx, gw, gb, None, None
+
+
+class LayerNormBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
+                output_mask: tuple, bias_dtype: dtypes.dtype | None) -> tuple:
+        return x.backend.layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask, bias_dtype)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused layer_norm backward is not supported")
+
+
+def _layer_norm_grads(grad, x, weight, mean, rstd, rms: bool, need: tuple) -> tuple:
+    """Differentiable gradients of ``LayerNorm`` (used when the backward itself is recorded)."""
+    g = grad.float()
+    r = rstd.unsqueeze(-1)
+    xhat = (x.float() - mean.unsqueeze(-1)) * r
+    wg = g * weight.float() if weight is not None else g
+    dx = wg - xhat * (xhat * wg).mean(-1, keepdim=True)
+    if not rms:
+        dx = dx - wg.mean(-1, keepdim=True)
+    lead = tuple(range(x.ndim - 1))
+    gx = (dx * r).to(x.dtype) if need[0] else None
+    gw = (g * xhat).sum(lead).to(weight.dtype) if weight is not None and need[1] else None
+    gb = g.sum(lead) if not rms and need[2] else None
+    return gx, gw, gb
+
+
+class CrossEntropy(Primitive):
+    """Per-row cross-entropy (float32) of 2-D logits against int64 targets; rows with ``ignore_index`` give 0.
+
+    ``loss_i = (1 - e) * (lse_i - x[i, t_i]) + e * (lse_i - mean_j x[i, j])`` for label smoothing ``e``. The
+    caller reduces the rows (sum, or mean over the non-ignored rows).
+    """
+
+    @staticmethod
+    def forward(ctx, x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> NDArray:
+        loss, lse = x.backend.cross_entropy(x, target, ignore_index, label_smoothing)
+        ctx.save_for_backward(x, target, lse)
+        ctx.params = (ignore_index, label_smoothing)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, target, lse = ctx.saved_tensors
+        ignore_index, smoothing = ctx.params
+        if is_grad_enabled():
+            return _cross_entropy_grad(grad, x, target, ignore_index, smoothing), None, None, None
+        return CrossEntropyBackward.apply(grad, x, target, lse, ignore_index, smoothing), None, None, None
+
+
+class CrossEntropyBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, ignore_index: int,
+                label_smoothing: float) -> NDArray:
+        return x.backend.cross_entropy_backward(grad, x, target, lse, ignore_index, label_smoothing)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused cross_entropy backward is not supported")
+
+
+def _cross_entropy_grad(grad, x, target, ignore_index: int, smoothing: float):
+    """Differentiable ``(softmax(x) - (1 - e) * onehot(t) - e / C) * grad`` (zero rows where ignored)."""
+    from genesis.functional import softmax, where, zeros_like_detached
+
+    valid = target != ignore_index
+    safe = where(valid, target, 0)
+    probs = softmax(x.float(), 1)
+    onehot = zeros_like_detached(probs).scatter(1, safe.unsqueeze(1), 1.0 - smoothing)
+    scale = where(valid, grad.float(), 0.0)
+    return ((probs - onehot - smoothing / x.shape[1]) * scale.unsqueeze(1)).to(x.dtype)
+
+
+class SwiGLU(Primitive):
+    """``silu(gate) * up``, computed in float32 and rounded once."""
+
+    @staticmethod
+    def forward(ctx, gate: NDArray, up: NDArray) -> NDArray:
+        ctx.save_for_backward(gate, up)
+        return gate.backend.swiglu(gate, up)
+
+    @staticmethod
+    def backward(ctx, grad):
+        gate, up = ctx.saved_tensors
+        if is_grad_enabled():
+            g, u, d = gate.float(), up.float(), grad.float()
+            sg = g.sigmoid()
+            return (d * u * sg * (1 + g * (1 - sg))).to(gate.dtype), (d * g * sg).to(up.dtype)
+        return SwiGLUBackward.apply(grad, gate, up)
+
+
+class SwiGLUBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, gate: NDArray, up: NDArray) -> tuple:
+        return gate.backend.swiglu_backward(grad, gate, up)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused swiglu backward is not supported")
+
+
+class Rope(Primitive):
+    """``x * cos + rotate_half(x) * sin`` (``inverse``: ``x * cos - rotate_half(x * sin)``); no table gradients."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
+        ctx.save_for_backward(cos, sin)
+        ctx.inverse = inverse
+        return x.backend.rope(x, cos, sin, inverse)
+
+    @staticmethod
+    def backward(ctx, grad):
+        cos, sin = ctx.saved_tensors
+        # The op is linear in x and its adjoint is the inverse rotation: the backward is a Rope too.
+        return Rope.apply(grad, cos.detach(), sin.detach(), not ctx.inverse), None, None, None
+
+
+class Attention(Primitive):
+    """``softmax(q k^T * scale + mask) v``; q (B, H, L, D), k/v (B, HK, S, D) with H a multiple of HK."""
+
+    @staticmethod
+    def forward(ctx, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool,
+                scale: float) -> NDArray:
+        out, lse = q.backend.attention(q, k, v, mask, is_causal, scale)
+        ctx.save_for_backward(q, k, v, mask, out, lse)
+        ctx.params = (is_causal, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, mask, out, lse = ctx.saved_tensors
+        if is_grad_enabled():
+            raise NotImplementedError("double backward through the fused attention is not supported")
+        dq, dk, dv = AttentionBackward.apply(grad, q, k, v, mask, out, lse, *ctx.params)
+        return dq, dk, dv, None, None, None
+
+
+class AttentionBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
+                lse: NDArray, is_causal: bool, scale: float) -> tuple:
+        return q.backend.attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused attention backward is not supported")
+
+
+# ---------------------------------------------------------------- entry points for nn.functional
+
+_KERNEL_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+
+
+def _applies(x: Tensor, *params: Tensor | None, cpu: bool = False) -> bool:
+    """A fused kernel serves ``x`` and its parameters: CUDA (or also the CPU), a kernel dtype, one device."""
+    if (x.device.type != "cuda" and not cpu) or x.dtype not in _KERNEL_DTYPES:
+        return False
+    return all(p is None or (p.device == x.device and p.dtype in _KERNEL_DTYPES) for p in params)
+
+
+def fused_softmax(x: Tensor, dim: int, dtype: object, log: bool) -> Tensor | None:
+    """``softmax`` / ``log_softmax`` along ``dim`` (computed in ``dtype`` when given) with the fused backward.
+
+    Also on the CPU: there the forward is the same torch kernel as before and the backward is torch's own.
+    """
+    name = "log_softmax" if log else "softmax"
+    (x,) = amp.autocast_args(name, x)
+    if dtype is not None:
+        x = x.to(dtypes.to_dtype(dtype))
+    if not _applies(x, cpu=True):
+        return None
+    return Softmax.apply(x, normalize_dim(name, dim, x.ndim), log)
+
+
+def fused_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, n_dims: int, eps: float,
+               rms: bool) -> Tensor | None:
+    """layer_norm / rms_norm over the trailing ``n_dims`` dims (flattened into one row)."""
+    shape = x.shape
+    if not _applies(x, weight, bias) or x.numel() == 0 or any(
+            p is not None and tuple(p.shape) != tuple(shape[-n_dims:]) for p in (weight, bias)):
+        return None
+    if n_dims == 1:  # no reshapes: each would cost a graph node forward and backward
+        return LayerNorm.apply(x, weight, bias, eps, rms)
+    x = x.reshape(tuple(shape[:-n_dims]) + (-1,))
+    weight = weight.reshape(-1) if weight is not None else None
+    bias = bias.reshape(-1) if bias is not None else None
+    return LayerNorm.apply(x, weight, bias, eps, rms).reshape(shape)
+
+
+def fused_cross_entropy(x: Tensor, target: Tensor, ignore_index: int, label_smoothing: float,
+                        reduction: str) -> Tensor | None:
+    """Cross-entropy of (N, C) logits and int64 targets, reduced like torch (mean over the non-ignored rows).
+
+    On the CPU it serves label smoothing (torch in float32, where the composite would sum half-precision logs).
+    """
+    if x.ndim != 2 or not _applies(x, cpu=label_smoothing > 0) or target.device != x.device:
+        return None
+    rows = CrossEntropy.apply(x, target.long(), ignore_index, label_smoothing)  # (N,) float32
+    if reduction == "none":
+        return rows.to(x.dtype)
+    total = rows.sum()
+    if reduction == "sum":
+        return total.to(x.dtype)
+    return (total / (target != ignore_index).sum()).to(x.dtype)
+
+
+def fused_swiglu(gate: Tensor, up: Tensor) -> Tensor | None:
+    """``silu(gate) * up`` for two tensors of one shape and dtype."""
+    if not _applies(gate, up) or gate.dtype is not up.dtype or gate.shape != up.shape:
+        return None
+    return SwiGLU.apply(gate, up)
+
+
+def fused_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor | None:
+    """``x * cos + rotate_half(x) * sin`` with cos/sin broadcastable to x (tables rounded to x's dtype)."""
+    if (not _applies(x, cos, sin) or x.shape[-1] % 2 or cos.requires_grad or sin.requires_grad
+            or cos.ndim > x.ndim):
+        return None
+    return Rope.apply(x, cos.detach(), sin.detach(), False)
+
+
+_HEAD_DIMS = (16, 32, 64, 128)
+
+
+def fused_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, dropout_p: float, is_causal: bool,
+                    scale: float, enable_gqa: bool) -> Tensor | None:
+    """Fused attention for 4-D bfloat16/float16 CUDA tensors (head dims 16..128, powers of two), no dropout: the
+    backend runs Genesis's Triton flash attention or cuDNN's, as the switches of ``genesis.backends.sdp`` allow.
+
+    A bool mask becomes an additive one (0 / -inf); a float mask must not require grad (its gradient is not
+    computed). Grouped-query K/V are read in place, never repeated. None where the composite must run instead;
+    RuntimeError when the composite is switched off too (``sdpa_kernel`` without ``SDPBackend.MATH``).
+    """
+    if q.device.type != "cuda":
+        return None
+    fused = sdp.flash_sdp_enabled() or sdp.cudnn_sdp_enabled()
+    reason = _attention_refusal(q, k, v, attn_mask, dropout_p, enable_gqa) if fused else "both fused kernels are off"
+    if reason is not None:
+        if not sdp.math_sdp_enabled():
+            raise RuntimeError(f"scaled_dot_product_attention: no available kernel: the composite is disabled and "
+                               f"the fused kernels cannot run this call ({reason})")
+        return None
+    if attn_mask is not None and attn_mask.dtype is dtypes.bool_:
+        from genesis.functional import where
+
+        attn_mask = where(attn_mask, 0.0, float("-inf")).float()
+    return Attention.apply(q, k, v, attn_mask, is_causal, scale)
+
+
+def _attention_refusal(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, dropout_p: float,
+                       enable_gqa: bool) -> str | None:
+    """Why the fused attention cannot run this call, or None."""
+    if (q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or q.dtype not in (dtypes.bfloat16, dtypes.float16)
+            or q.dtype is not k.dtype or k.dtype is not v.dtype or q.shape[-1] not in _HEAD_DIMS
+            or v.shape[-1] != q.shape[-1] or k.device != q.device or v.device != q.device
+            or q.shape[0] != k.shape[0] or k.shape[:3] != v.shape[:3]):
+        return (f"needs 4-D bfloat16/float16 q, k, v on one device with head dim in {_HEAD_DIMS}, got "
+                f"{tuple(q.shape)} {q.dtype}, {tuple(k.shape)} {k.dtype}, {tuple(v.shape)} {v.dtype}")
+    if dropout_p > 0.0:
+        return f"dropout_p={dropout_p}"
+    hq, hk = q.shape[1], k.shape[1]
+    if hq != hk and not (enable_gqa and hq % hk == 0):
+        return f"{hq} query heads over {hk} key heads without enable_gqa"
+    if q.shape[2] == 0 or k.shape[2] == 0:
+        return "empty sequence"
+    if attn_mask is not None:
+        if attn_mask.requires_grad or attn_mask.device != q.device or attn_mask.ndim > 4:
+            return "mask requires grad, lives on another device or has more than 4 dims"
+        if attn_mask.dtype is not dtypes.bool_ and attn_mask.dtype not in _KERNEL_DTYPES:
+            return f"mask dtype {attn_mask.dtype}"
+    return None
+
+
+def fused_adam_step_(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, lr: float, beta1: float,
+                     beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> bool:
+    """One fused Adam/AdamW step in place on a parameter and its moments (CUDA: Genesis's kernel; CPU: torch's
+    fused kernel, every floating dtype); False (nothing done) where no fused kernel applies."""
+    arrays = (param, grad, exp_avg, exp_avg_sq)
+    on_cpu = all(t.device.type == "cpu" and t.dtype is param.dtype for t in arrays)
+    if not (on_cpu or _applies(param, grad, exp_avg, exp_avg_sq)) or not all(t.is_contiguous() for t in arrays):
+        return False
+    param.ndarray.backend.adam_step_(param.ndarray, grad.ndarray, exp_avg.ndarray, exp_avg_sq.ndarray, lr, beta1,
+                                     beta2, eps, weight_decay, decoupled, step)
+    for t in (param, exp_avg, exp_avg_sq):
+        t._bump_version()
+    return True
+
+
+def _multi_applies(lists: list[list[Tensor] | None]) -> bool:
+    """Lists of contiguous tensors on one device, each list one kernel dtype (CUDA) or one floating dtype (CPU)."""
+    device = lists[0][0].device
+    for tensors in lists:
+        if tensors is None:
+            continue
+        dtype = tensors[0].dtype
+        if device.type == "cuda" and dtype not in _KERNEL_DTYPES or not dtype.is_floating_point:
+            return False
+        if any(t.device != device or t.dtype is not dtype or not t.is_contiguous() for t in tensors):
+            return False
+    return True
+
+
+def _bump(*lists: list[Tensor] | None) -> None:
+    for tensors in lists:
+        for t in tensors or ():
+            t._bump_version()
+
+
+def fused_adam_multi_step_(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                           exp_avg_sqs: list[Tensor], masters: list[Tensor] | None, lr: float, beta1: float,
+                           beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int,
+                           maximize: bool) -> bool:
+    """One Adam/AdamW step over whole lists of parameters in place (on CUDA one kernel launch for all of them);
+    with ``masters`` the float32 master weights are updated and the parameters get the rounded result. False
+    (nothing done) where the lists do not fit the kernel: mixed devices or dtypes within a list, non-contiguous."""
+    lists = [params, grads, exp_avgs, exp_avg_sqs, masters]
+    if not params or not _multi_applies(lists):
+        return False
+    nd = [None if lst is None else [t.ndarray for t in lst] for lst in lists]
+    params[0].ndarray.backend.adam_multi_step_(*nd, lr, beta1, beta2, eps, weight_decay, decoupled, step, maximize)
+    _bump(params, exp_avgs, exp_avg_sqs, masters)
+    return True
+
+
+def fused_sgd_multi_step_(params: list[Tensor], grads: list[Tensor], bufs: list[Tensor] | None, lr: float,
+                          momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+                          first: bool) -> bool:
+    """One SGD step over whole lists of parameters in place (``bufs``: momentum buffers, new when ``first``);
+    False (nothing done) where the lists do not fit the kernel."""
+    lists = [params, grads, bufs]
+    if not params or not _multi_applies(lists):
+        return False
+    nd = [None if lst is None else [t.ndarray for t in lst] for lst in lists]
+    params[0].ndarray.backend.sgd_multi_step_(*nd, lr, momentum, dampening, weight_decay, nesterov, maximize, first)
+    _bump(params, bufs)
+    return True
+
+
+def fused_unscale_(grads: list[Tensor], inv_scale: float) -> Tensor | None:
+    """``g *= inv_scale`` for every gradient in one pass (one launch per dtype group on CUDA); returns a float32
+    (1,) tensor on their device, 1.0 if any gradient held an inf or nan. None (nothing done) where it does not apply.
+    """
+    from genesis.tensor import Tensor
+
+    if not grads or not _multi_applies([grads]):
+        return None
+    found = grads[0].ndarray.backend.unscale_grads_([g.ndarray for g in grads], inv_scale)
+    _bump(grads)
+    return Tensor._wrap(found)

@@ -1,0 +1,362 @@
+"""Neural-network ops as single autograd nodes: linear, convolution, pooling and batch normalization.
+
+Convolution, pooling and batch norm call fused backend kernels each way (``conv``/``conv_backward``, ...): one
+kernel is several times faster on the CPU than composing them from smaller ops. Their backward primitives have no
+backward of their own (no double differentiation through them). ``Linear`` uses only the ``matmul`` primitive; it
+exists so that a layer is one graph node whose weight gradient comes out contiguous in the weight's layout.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from genesis.autograd import is_grad_enabled
+from genesis.functional.elementwise import Primitive
+from genesis.ndarray import NDArray
+
+if TYPE_CHECKING:
+    from genesis.tensor import Tensor
+
+
+def _raw(t: Tensor | None) -> NDArray | None:
+    """The NDArray of a saved tensor (or None): backward without a graph calls the backend directly."""
+    return t.ndarray if t is not None else None
+
+
+class Linear(Primitive):
+    """``x @ w.T + b`` for ``x`` (*, in), ``w`` (out, in) and optional ``b`` (out,), all of one dtype.
+
+    Leading dims are flattened inside the node (a free view for contiguous ``x``): one graph node and one 2-D
+    product per layer, however many leading dims.
+    """
+
+    @staticmethod
+    def forward(ctx, x: NDArray, w: NDArray, b: NDArray | None) -> NDArray:
+        ctx.save_for_backward(x, w)
+        lead = x.shape[:-1]
+        for other in (w, b):
+            if other is not None and other.device is not x.device:
+                raise RuntimeError(f"linear: expected all tensors to be on the same device, but found {x.device} "
+                                   f"and {other.device}")
+        x2 = x.reshape((-1, x.shape[-1])) if x.ndim != 2 else x
+        out = x.backend.linear(x2, w, b)
+        return out.reshape(lead + (w.shape[0],)) if x.ndim != 2 else out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        flat = x.ndim != 2
+        if not is_grad_enabled():
+            # No graph to record (no create_graph): compute on NDArrays, skipping per-op autograd bookkeeping.
+            g, xa, wa = grad.ndarray, x.ndarray, w.ndarray
+            if flat:
+                g, xa = g.reshape((-1, g.shape[-1])), xa.reshape((-1, xa.shape[-1]))
+            grad_x = g.matmul(wa) if ctx.needs_input_grad[0] else None
+            return (grad_x.reshape(x.shape) if flat and grad_x is not None else grad_x,
+                    g.transpose(0, 1).matmul(xa) if ctx.needs_input_grad[1] else None,
+                    g.sum((0,)) if ctx.needs_input_grad[2] else None)
+        if flat:
+            grad, x2 = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
+        else:
+            x2 = x
+        grad_x = grad @ w if ctx.needs_input_grad[0] else None
+        if flat and grad_x is not None:
+            grad_x = grad_x.reshape(x.shape)
+        # (out, N) @ (N, in): the weight gradient is produced in the weight's own (contiguous) layout.
+        grad_w = grad.t() @ x2 if ctx.needs_input_grad[1] else None
+        grad_b = grad.sum(0) if ctx.needs_input_grad[2] else None
+        return grad_x, grad_w, grad_b
+
+
+class Conv(Primitive):
+    """``conv(x, w) + bias`` (or the transposed convolution) over the trailing spatial dims."""
+
+    # The hyperparameters are keyword-only: autograd tracks positional arguments, and these need no edges.
+    @staticmethod
+    def forward(ctx, x: NDArray, w: NDArray, bias: NDArray | None, *, stride: tuple, padding: tuple,
+                dilation: tuple, groups: int, transposed: bool, output_padding: tuple) -> NDArray:
+        ctx.save_for_backward(x, w)
+        ctx.params = (stride, padding, dilation, groups, transposed, output_padding)
+        return x.backend.conv(x, w, bias, stride, padding, dilation, groups, transposed, output_padding)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        params = ctx.params + (tuple(bool(m) for m in ctx.needs_input_grad[:3]),)
+        if not is_grad_enabled():
+            return grad.ndarray.backend.conv_backward(grad.ndarray, x.ndarray, w.ndarray, *params)
+        return ConvBackward.apply(grad, x, w, params=params)
+
+
+class ConvBackward(Primitive):
+    """(grad_x, grad_w, grad_bias) of ``Conv`` in one backend call."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, w: NDArray, *, params: tuple) -> tuple:
+        # params: (stride, padding, dilation, groups, transposed, output_padding, output_mask)
+        return grad.backend.conv_backward(grad, x, w, *params)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through convolution is not supported")
+
+
+class Pool(Primitive):
+    """Max or average pooling over 2 or 3 trailing spatial dims; max also returns the argmax indices."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, *, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                ceil_mode: bool, count_include_pad: bool, divisor_override: int | None) -> tuple:
+        values, indices = x.backend.pool(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
+                                         divisor_override)
+        ctx.save_for_backward(x, indices)
+        ctx.params = (mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
+        if indices is not None:
+            ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, grad_indices=None):
+        x, indices = ctx.saved_tensors
+        if not is_grad_enabled():
+            nd = grad.ndarray
+            return nd.backend.pool_backward(nd, x.ndarray, _raw(indices), *ctx.params)
+        return PoolBackward.apply(grad, x, indices, params=ctx.params)
+
+
+class PoolBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, indices: NDArray | None, *, params: tuple) -> NDArray:
+        # params: (mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
+        return grad.backend.pool_backward(grad, x, indices, *params)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through pooling is not supported")
+
+
+class AdaptivePool(Primitive):
+    """Adaptive max or average pooling of (N, C, H, W) input to ``output_size``; max also returns the indices."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, *, mode: str, output_size: tuple) -> tuple:
+        values, indices = x.backend.adaptive_pool(x, mode, output_size)
+        ctx.save_for_backward(x, indices)
+        ctx.mode = mode
+        if indices is not None:
+            ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, grad_indices=None):
+        x, indices = ctx.saved_tensors
+        nd = grad.ndarray
+        if not is_grad_enabled():
+            return nd.backend.adaptive_pool_backward(nd, x.ndarray, _raw(indices), ctx.mode)
+        return AdaptivePoolBackward.apply(grad, x, indices, mode=ctx.mode)
+
+
+class AdaptivePoolBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, indices: NDArray | None, *, mode: str) -> NDArray:
+        return grad.backend.adaptive_pool_backward(grad, x, indices, mode)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through adaptive pooling is not supported")
+
+
+class BatchNorm(Primitive):
+    """Batch normalization over every dim but 1; in training it also updates the running statistics in place."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
+                running_var: NDArray | None, *, training: bool, momentum: float, eps: float) -> NDArray:
+        out, save_mean, save_invstd = x.backend.batch_norm(x, weight, bias, running_mean, running_var, training,
+                                                           momentum, eps)
+        ctx.save_for_backward(x, weight, running_mean, running_var, save_mean, save_invstd)
+        ctx.params = (training, eps)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, running_mean, running_var, save_mean, save_invstd = ctx.saved_tensors
+        mask = (bool(ctx.needs_input_grad[0]), weight is not None and bool(ctx.needs_input_grad[1]),
+                bool(ctx.needs_input_grad[2]))
+        if not is_grad_enabled():
+            grads = grad.ndarray.backend.batch_norm_backward(
+                grad.ndarray, x.ndarray, _raw(weight), _raw(running_mean), _raw(running_var), save_mean.ndarray,
+                save_invstd.ndarray, *ctx.params, mask)
+        else:
+            grads = BatchNormBackward.apply(grad, x, weight, running_mean, running_var, save_mean, save_invstd,
+                                            *ctx.params, mask)
+        return tuple(grads) + (None, None)
+
+
+class BatchNormBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, weight: NDArray | None, running_mean: NDArray | None,
+                running_var: NDArray | None, save_mean: NDArray, save_invstd: NDArray, training: bool, eps: float,
+                output_mask: tuple) -> tuple:
+        return grad.backend.batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd,
+                                                training, eps, output_mask)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through batch_norm is not supported")
+
+
+class CrossEntropy(Primitive):
+    """Cross-entropy of (N, C) logits against int64 class indices in one node (no label smoothing).
+
+    An index outside ``[0, C)`` (other than ``ignore_index``) raises IndexError before anything is computed.
+
+    Forward: ``loss_i = -w[t_i] * log_softmax(x)_i[t_i]`` (zero where ``t_i == ignore_index``), then the mean over
+    the summed weights, the sum, or none. Backward: ``(softmax(x) - onehot(t)) * w[t] * dloss``.
+    """
+
+    @staticmethod
+    def forward(ctx, x: NDArray, target: NDArray, weight: NDArray | None, *, ignore_index: int,
+                reduction: str) -> NDArray:
+        valid = target.binary("ne", ignore_index)
+        safe = valid.where(target, 0)
+        if safe.size:
+            lo, hi = int(safe.reduce("amin", (0,)).numpy()), int(safe.reduce("amax", (0,)).numpy())
+            if lo < 0 or hi >= x.shape[1]:
+                raise IndexError(f"Target {lo if lo < 0 else hi} is out of bounds (the input has {x.shape[1]} "
+                                 "classes).")
+        logp = x.backend.softmax(x, 1, True)
+        picked = x.backend.gather(logp, 1, safe.unsqueeze(1)).reshape((x.shape[0],))
+        w = valid.astype(x.dtype)
+        if weight is not None:
+            w = w * x.backend.index_select(weight, 0, safe)
+        loss = valid.where(picked * w, 0.0)
+        count = w.sum((0,))
+        ctx.save_for_backward(x, logp, safe, valid, w, count)
+        ctx.reduction = reduction
+        if reduction == "none":
+            return -loss
+        total = loss.sum((0,))
+        return -total if reduction == "sum" else -total / count
+
+    @staticmethod
+    def backward(ctx, grad):
+        from genesis.functional import softmax, where, zeros_like_detached
+
+        x, logp, safe, valid, w, count = ctx.saved_tensors
+        if not is_grad_enabled():
+            return (_cross_entropy_grad(grad.ndarray, logp.ndarray, safe.ndarray, valid.ndarray, w.ndarray,
+                                        count.ndarray, ctx.reduction), None, None)
+        scale = w * (grad if ctx.reduction == "none" else grad.expand(w.shape))
+        if ctx.reduction == "mean":
+            # where(): ignored rows get exactly zero even when every row is ignored (count == 0).
+            scale = where(valid, scale / count, 0.0)
+        onehot = zeros_like_detached(logp).scatter(1, safe.unsqueeze(1), 1.0)
+        # With create_graph the probabilities are recomputed from the input so that they stay differentiable.
+        probs = softmax(x, 1) if is_grad_enabled() else logp.exp()
+        return (probs - onehot) * scale.unsqueeze(1), None, None
+
+
+def _cross_entropy_grad(grad: NDArray, logp: NDArray, safe: NDArray, valid: NDArray, w: NDArray, count: NDArray,
+                        reduction: str) -> NDArray:
+    """``(softmax - onehot) * scale`` on NDArrays: the gradient of ``CrossEntropy`` when no graph is recorded."""
+    scale = w * grad if reduction == "none" else w * grad.expand(w.shape)
+    if reduction == "mean":
+        scale = valid.where(scale / count, 0.0)
+    out = logp.unary("exp")
+    rows = logp.backend.arange(0, logp.shape[0], 1, safe.dtype, logp.device)
+    picked = logp.backend.index(out, (rows, safe))
+    logp.backend.index_put_(out, (rows, safe), picked - 1.0, False)  # softmax - onehot, in place
+    return out * scale.unsqueeze(1)
+
+
+class GroupNorm(Primitive):
+    """Group normalization of (N, C, *spatial) input: ``num_groups`` groups of channels per sample."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, *, num_groups: int,
+                eps: float) -> NDArray:
+        out, mean, rstd = x.backend.group_norm(x, weight, bias, num_groups, eps)
+        ctx.save_for_backward(x, weight)
+        ctx.stats = (mean, rstd)
+        ctx.num_groups = num_groups
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        mean, rstd = ctx.stats
+        mask = tuple(bool(m) for m in ctx.needs_input_grad[:3])
+        if not is_grad_enabled():
+            nd = grad.ndarray
+            return nd.backend.group_norm_backward(nd, x.ndarray, _raw(weight), mean, rstd, ctx.num_groups, mask)
+        return GroupNormBackward.apply(grad, x, weight, stats=(mean, rstd), num_groups=ctx.num_groups, mask=mask)
+
+
+class GroupNormBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, weight: NDArray | None, *, stats: tuple, num_groups: int,
+                mask: tuple) -> tuple:
+        return grad.backend.group_norm_backward(grad, x, weight, *stats, num_groups, mask)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through group_norm is not supported")
+
+
+class Upsample(Primitive):
+    """Nearest / bilinear resampling of (N, C, H, W) input to ``output_size`` (torch's upsample ops)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, *, output_size: tuple, mode: str, align_corners: bool | None,
+                scales: tuple) -> NDArray:
+        ctx.params = (x.shape, mode, align_corners, scales)
+        return x.backend.upsample(x, output_size, mode, align_corners, scales)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return UpsampleBackward.apply(grad, params=ctx.params)
+
+
+class UpsampleBackward(Primitive):
+    """The adjoint of ``Upsample`` (linear in ``grad``, so its own backward is the forward resampling)."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, *, params: tuple) -> NDArray:
+        ctx.params = params
+        ctx.output_size = grad.shape[2:]
+        return grad.backend.upsample_backward(grad, *params)
+
+    @staticmethod
+    def backward(ctx, gg):
+        _, mode, align_corners, scales = ctx.params
+        return Upsample.apply(gg, output_size=ctx.output_size, mode=mode, align_corners=align_corners, scales=scales)
+
+
+class Embedding(Primitive):
+    """Rows of a (V, D) ``weight`` picked by an int64 ``index`` (n,); the weight gradient is deterministic."""
+
+    @staticmethod
+    def forward(ctx, weight: NDArray, index: NDArray) -> NDArray:
+        ctx.save_for_backward(index)
+        ctx.num_weights = weight.shape[0]
+        return weight.backend.index_select(weight, 0, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        return EmbeddingBackward.apply(grad, index, num_weights=ctx.num_weights), None
+
+
+class EmbeddingBackward(Primitive):
+    """Rows of ``grad`` summed by index into a (num_weights, D) gradient (linear in ``grad``)."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, index: NDArray, *, num_weights: int) -> NDArray:
+        ctx.save_for_backward(index)
+        return grad.backend.embedding_backward(grad, index, num_weights)
+
+    @staticmethod
+    def backward(ctx, gg):
+        (index,) = ctx.saved_tensors
+        return Embedding.apply(gg, index), None

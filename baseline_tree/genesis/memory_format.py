@@ -1,0 +1,69 @@
+"""Memory formats, as torch's: how the elements of an (N, C, *spatial) tensor are ordered in memory.
+
+A memory format is only a choice of strides. ``contiguous_format`` is row-major (N, C, H, W); ``channels_last``
+stores a 4-d tensor as (N, H, W, C) and ``channels_last_3d`` a 5-d one as (N, D, H, W, C), while the tensor keeps
+its logical (N, C, ...) shape. ``preserve_format`` asks a conversion to keep the source's layout. Convolutions on
+``cuda`` read channels_last inputs in place and return channels_last outputs, which cuDNN runs faster in half
+precision.
+"""
+
+from __future__ import annotations
+
+from genesis.ndarray import contiguous_strides
+
+
+class memory_format:  # noqa: N801 - torch's name
+    """One of ``genesis.contiguous_format``, ``channels_last``, ``channels_last_3d``, ``preserve_format``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"genesis.{self.name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+
+_RANK = {channels_last: 4, channels_last_3d: 5}
+
+
+def check(op: str, fmt: object) -> memory_format:
+    """``fmt`` if it is a memory format, else TypeError naming the op."""
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"{op}(): argument 'memory_format' must be genesis.memory_format, not {type(fmt).__name__}")
+    return fmt
+
+
+def strides(shape: tuple[int, ...], fmt: memory_format) -> tuple[int, ...]:
+    """The dense strides of ``shape`` in ``fmt`` (contiguous or a channels_last format of the matching rank)."""
+    rank = _RANK.get(fmt)
+    if rank is None:
+        return contiguous_strides(shape)
+    if len(shape) != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+    stored = contiguous_strides((shape[0],) + tuple(shape[2:]) + (shape[1],))
+    return (stored[0], stored[-1]) + stored[1:-1]
+
+
+def is_dense_in(shape: tuple[int, ...], tensor_strides: tuple[int, ...], fmt: memory_format) -> bool:
+    """Whether (shape, strides) is dense in ``fmt``; size-1 dims may have any stride (torch's rule)."""
+    rank = _RANK.get(fmt)
+    if rank is not None and len(shape) != rank:
+        return False
+    if 0 in shape:
+        return True
+    return all(n == 1 or s == t for n, s, t in zip(shape, tensor_strides, strides(shape, fmt)))
+
+
+def suggest(shape: tuple[int, ...], tensor_strides: tuple[int, ...]) -> memory_format:
+    """The channels_last format a 4-d or 5-d tensor is stored in (when dense in it and not plainly contiguous), else
+    ``contiguous_format``: what ``preserve_format`` keeps."""
+    for fmt in (channels_last, channels_last_3d):
+        if is_dense_in(shape, tensor_strides, fmt) and not is_dense_in(shape, tensor_strides, contiguous_format):
+            return fmt
+    return contiguous_format

@@ -1,0 +1,563 @@
+"""NDArray: a strided view over a device buffer, and the bridge to the device's backend.
+
+An NDArray is ``(buffer, shape, strides, offset, dtype, device)``. Views (reshape, permute, expand, slicing,
+diagonal, ...) are computed here from metadata alone and share the buffer; compute calls go to the device's backend
+module (see ``genesis.backends`` for the contract) after the bookkeeping every backend shares: type promotion,
+device checks and dim normalization. NDArray knows nothing about autograd.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from genesis import dtypes
+from genesis.device import device as Device
+
+Shape = tuple[int, ...]
+_BITWISE_OPS = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor"))
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides (in elements) for ``shape``."""
+    strides = []
+    step = 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def normalize_dim(op: str, dim: int, ndim: int) -> int:
+    """Map a possibly negative dim into ``[0, ndim)``; IndexError naming the op otherwise (torch semantics)."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def normalize_dims(op: str, dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+    """Normalize a reduction's dim argument (None: all dims) into a sorted tuple without repeats."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        d = normalize_dim(op, dim, ndim)
+        return (d,) if ndim else ()
+    dims = tuple(normalize_dim(op, d, ndim) for d in dim)
+    if not ndim:
+        return ()
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"{op}: dim {tuple(dim)} appears multiple times in the list of dims")
+    return tuple(sorted(dims))
+
+
+def broadcast_shapes(op: str, *shapes: Shape) -> Shape:
+    """Broadcast shapes as torch does, RuntimeError naming the op and both shapes otherwise."""
+    ndim = max(len(s) for s in shapes)
+    result = [1] * ndim
+    for s in shapes:
+        for i, n in enumerate(s, ndim - len(s)):
+            if n != 1:
+                if result[i] != 1 and result[i] != n:
+                    raise RuntimeError(
+                        f"{op}: shapes {tuple(shapes[0])} and {tuple(s)} are not broadcastable "
+                        f"(size {result[i]} != {n} at dimension {i - ndim})"
+                    )
+                result[i] = n
+    return tuple(result)
+
+
+def view_strides(shape: Shape, strides: tuple[int, ...], new_shape: Shape) -> tuple[int, ...] | None:
+    """Strides that let ``new_shape`` view memory laid out as (shape, strides), or None if a copy is needed."""
+    if not shape:
+        return contiguous_strides(new_shape)
+    if math.prod(shape) == 0:
+        return contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = strides[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[tensor_d]
+        chunk_ends = tensor_d == 0 or (
+            shape[tensor_d - 1] != 1 and strides[tensor_d - 1] != tensor_numel * chunk_base_stride
+        )
+        if chunk_ends:
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = strides[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+def infer_shape(op: str, shape: Sequence[int], numel: int) -> Shape:
+    """Resolve one -1 in a requested shape; RuntimeError naming the op if the sizes cannot match."""
+    shape = tuple(int(s) for s in shape)
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError(f"{op}: only one dimension can be inferred, got shape {list(shape)}")
+    if any(s < -1 for s in shape):
+        raise RuntimeError(f"{op}: invalid shape dimension in {list(shape)}")
+    known = math.prod(s for s in shape if s != -1)
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
+        i = unknown[0]
+        shape = shape[:i] + (numel // known,) + shape[i + 1:]
+    elif known != numel:
+        raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+class NDArray:
+    """A strided, typed view over a device buffer; compute is dispatched to ``device.backend``."""
+
+    __slots__ = ("buffer", "shape", "strides", "offset", "dtype", "device", "_native", "__weakref__")
+
+    def __init__(self, buffer: object, shape: Shape, strides: tuple[int, ...], offset: int, dtype: dtypes.dtype,
+                 device: Device, native: object = None) -> None:
+        self.buffer = buffer
+        self.shape = shape
+        self.strides = strides
+        self.offset = offset
+        self.dtype = dtype
+        self.device = device
+        self._native = native  # the backend's own handle for this view, built once on demand
+
+    # ------------------------------------------------------------ metadata
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def backend(self):  # noqa: ANN201 - a backend module
+        return self.device.backend
+
+    def is_contiguous(self) -> bool:
+        if 0 in self.shape:
+            return True  # an empty array has no layout to violate (as torch)
+        expected = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != expected:
+                return False
+            expected *= n
+        return True
+
+    def __repr__(self) -> str:
+        return f"NDArray(shape={self.shape}, strides={self.strides}, dtype={self.dtype}, device={self.device})"
+
+    # ------------------------------------------------------------ creation
+    @staticmethod
+    def empty(shape: Shape, dtype: dtypes.dtype, device: Device) -> NDArray:
+        return device.backend.empty(tuple(shape), dtype, device)
+
+    @staticmethod
+    def full(shape: Shape, value: int | float | bool, dtype: dtypes.dtype, device: Device) -> NDArray:
+        return device.backend.full(tuple(shape), value, dtype, device)
+
+    @staticmethod
+    def scalar(value: int | float | bool, dtype: dtypes.dtype, device: Device) -> NDArray:
+        return device.backend.full((), value, dtype, device)
+
+    # ------------------------------------------------------------ views (metadata only)
+    def _view(self, shape: Shape, strides: tuple[int, ...], offset: int | None = None) -> NDArray:
+        return NDArray(self.buffer, shape, strides, self.offset if offset is None else offset, self.dtype,
+                       self.device)
+
+    def as_strided(self, shape: Shape, strides: tuple[int, ...], offset: int) -> NDArray:
+        return self._view(tuple(shape), tuple(strides), offset)
+
+    def view(self, shape: Sequence[int], op: str = "view") -> NDArray:
+        shape = infer_shape(op, shape, self.size)
+        if shape == self.shape:
+            return self
+        strides = view_strides(self.shape, self.strides, shape)
+        if strides is None:
+            raise RuntimeError(
+                f"{op}: size {list(shape)} is not compatible with input tensor's size {list(self.shape)} and stride "
+                f"{list(self.strides)} (at least one dimension spans across two contiguous subspaces). "
+                "Use .reshape(...) instead."
+            )
+        return self._view(shape, strides)
+
+    def reshape(self, shape: Sequence[int]) -> NDArray:
+        shape = infer_shape("reshape", shape, self.size)
+        if shape == self.shape:
+            return self
+        strides = view_strides(self.shape, self.strides, shape)
+        if strides is None:
+            return self.contiguous()._view(shape, contiguous_strides(shape))
+        return self._view(shape, strides)
+
+    def permute(self, dims: Sequence[int]) -> NDArray:
+        dims = tuple(normalize_dim("permute", d, self.ndim) for d in dims)
+        if sorted(dims) != list(range(self.ndim)):
+            raise RuntimeError(f"permute: dims {tuple(dims)} must be a permutation of the {self.ndim} input dims")
+        return self._view(tuple(self.shape[d] for d in dims), tuple(self.strides[d] for d in dims))
+
+    def transpose(self, d0: int, d1: int) -> NDArray:
+        d0 = normalize_dim("transpose", d0, self.ndim)
+        d1 = normalize_dim("transpose", d1, self.ndim)
+        if self.ndim < 2 or d0 == d1:
+            return self
+        shape, strides = list(self.shape), list(self.strides)
+        shape[d0], shape[d1] = shape[d1], shape[d0]
+        strides[d0], strides[d1] = strides[d1], strides[d0]
+        return self._view(tuple(shape), tuple(strides))
+
+    def expand(self, shape: Sequence[int], op: str = "expand") -> NDArray:
+        shape = tuple(shape)
+        if len(shape) < self.ndim:
+            raise RuntimeError(
+                f"{op}: the number of sizes provided ({len(shape)}) must be greater or equal to the number of "
+                f"dimensions in the tensor ({self.ndim})"
+            )
+        lead = len(shape) - self.ndim
+        new_shape, new_strides = [], []
+        for i, n in enumerate(shape):
+            if i < lead:
+                if n < 0:
+                    raise RuntimeError(f"{op}: the expanded size of the tensor (-1) isn't allowed in a leading, "
+                                       "non-existing dimension")
+                new_shape.append(n)
+                new_strides.append(0)
+                continue
+            old, stride = self.shape[i - lead], self.strides[i - lead]
+            if n == -1:
+                n = old
+            if old == n:
+                new_shape.append(n)
+                new_strides.append(stride)
+            elif old == 1:
+                new_shape.append(n)
+                new_strides.append(0)
+            else:
+                raise RuntimeError(
+                    f"{op}: the expanded size of the tensor ({n}) must match the existing size ({old}) at "
+                    f"non-singleton dimension {i}. Target sizes: {list(shape)}. Tensor sizes: {list(self.shape)}"
+                )
+        new_shape = tuple(new_shape)
+        if new_shape == self.shape:
+            return self
+        return self._view(new_shape, tuple(new_strides))
+
+    def squeeze(self, dims: tuple[int, ...] | None = None) -> NDArray:
+        if dims is None:
+            keep = [i for i, n in enumerate(self.shape) if n != 1]
+        else:
+            keep = [i for i, n in enumerate(self.shape) if n != 1 or i not in dims]
+        return self._view(tuple(self.shape[i] for i in keep), tuple(self.strides[i] for i in keep))
+
+    def unsqueeze(self, dim: int) -> NDArray:
+        dim = normalize_dim("unsqueeze", dim, self.ndim + 1)
+        stride = self.strides[dim] * self.shape[dim] if dim < self.ndim else 1
+        return self._view(self.shape[:dim] + (1,) + self.shape[dim:],
+                          self.strides[:dim] + (stride,) + self.strides[dim:])
+
+    def narrow(self, dim: int, start: int, length: int) -> NDArray:
+        shape = list(self.shape)
+        shape[dim] = length
+        return self._view(tuple(shape), self.strides, self.offset + start * self.strides[dim])
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> NDArray:
+        d1 = normalize_dim("diagonal", dim1, self.ndim)
+        d2 = normalize_dim("diagonal", dim2, self.ndim)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal: dimensions cannot be identical {dim1}, {dim2}")
+        start = self.offset
+        if offset >= 0:
+            length = max(min(self.shape[d1], self.shape[d2] - offset), 0)
+            start += offset * self.strides[d2] if length else 0
+        else:
+            length = max(min(self.shape[d1] + offset, self.shape[d2]), 0)
+            start -= offset * self.strides[d1] if length else 0
+        keep = [i for i in range(self.ndim) if i not in (d1, d2)]
+        shape = tuple(self.shape[i] for i in keep) + (length,)
+        strides = tuple(self.strides[i] for i in keep) + (self.strides[d1] + self.strides[d2],)
+        return self._view(shape, strides, start)
+
+    def unfold(self, dim: int, size: int, step: int) -> NDArray:
+        dim = normalize_dim("unfold", dim, self.ndim)
+        n = self.shape[dim] if self.ndim else 1
+        if size > n:
+            raise RuntimeError(f"unfold: maximum size for tensor at dimension {dim} is {n} but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"unfold: step is {step} but must be > 0")
+        shape = list(self.shape)
+        strides = list(self.strides)
+        shape[dim] = (n - size) // step + 1
+        strides[dim] = self.strides[dim] * step
+        return self._view(tuple(shape) + (size,), tuple(strides) + (self.strides[dim],))
+
+    def basic_index(self, key: tuple) -> NDArray:
+        """View for a key of ints, slices (positive steps), None and at most one Ellipsis."""
+        n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+        if n_real > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+        if any(k is Ellipsis for k in key):
+            i = next(i for i, k in enumerate(key) if k is Ellipsis)
+            key = key[:i] + (slice(None),) * (self.ndim - n_real) + key[i + 1:]
+        shape, strides = [], []
+        offset = self.offset
+        d = 0
+        for k in key:
+            if k is None:
+                shape.append(1)
+                strides.append(0)
+                continue
+            n, s = self.shape[d], self.strides[d]
+            if isinstance(k, slice):
+                start, stop, step = k.start, k.stop, k.step
+                step = 1 if step is None else step
+                if step <= 0:
+                    raise ValueError("step must be greater than zero")
+                start, stop, _ = slice(start, stop, step).indices(n)
+                length = max(0, (stop - start + step - 1) // step)
+                if length:
+                    offset += start * s
+                shape.append(length)
+                strides.append(s * step)
+            else:
+                if not -n <= k < n:
+                    raise IndexError(f"index {k} is out of bounds for dimension {d} with size {n}")
+                offset += (k % n) * s
+            d += 1
+        shape.extend(self.shape[d:])
+        strides.extend(self.strides[d:])
+        return self._view(tuple(shape), tuple(strides), offset)
+
+    # ------------------------------------------------------------ copies and casts
+    def contiguous(self) -> NDArray:
+        if self.is_contiguous():
+            return self
+        return self.backend.contiguous(self)
+
+    def astype(self, dtype: dtypes.dtype) -> NDArray:
+        if dtype is self.dtype:
+            return self
+        return self.backend.cast(self, dtype)
+
+    def copy_(self, src: NDArray | int | float | bool) -> NDArray:
+        if isinstance(src, NDArray) and src.device is not self.device:
+            src = src.to(self.device)
+        return self.backend.copy_(self, src)
+
+    def to(self, device: Device) -> NDArray:
+        """Copy to another device (through host memory), or return self on the same device."""
+        if device is self.device:
+            return self
+        host = self.backend.to_numpy(self)
+        return device.backend.from_numpy(host, self.dtype, device)
+
+    def numpy(self):  # noqa: ANN201 - numpy.ndarray
+        return self.backend.to_numpy(self)
+
+    # ------------------------------------------------------------ elementwise
+    def unary(self, op: str, out: NDArray | None = None) -> NDArray:
+        return self.backend.unary(op, self, out)
+
+    def binary(self, op: str, other: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
+        """Elementwise ``self op other`` with torch's type promotion (``other`` may be a Python number)."""
+        a, b = self, other
+        if isinstance(b, NDArray):
+            if a.shape != b.shape:
+                broadcast_shapes(op, a.shape, b.shape)
+            if b.device is not a.device:
+                if b.ndim == 0 and b.device.type == "cpu":
+                    b = b.to(a.device)
+                elif a.ndim == 0 and a.device.type == "cpu" and out is None:
+                    a = a.to(b.device)
+                else:
+                    raise RuntimeError(
+                        f"{op}: expected all tensors to be on the same device, but found at least two devices, "
+                        f"{a.device} and {b.device}!"
+                    )
+            dt = a.dtype if b.dtype is a.dtype else dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
+            if b.dtype is not dt:
+                b = b.backend.cast(b, dt)
+        else:
+            dt = dtypes.result_type_scalar(a.dtype, b)
+        if dt.category < 2:
+            if op == "div":
+                dt = dtypes.get_default_dtype()
+                if isinstance(b, NDArray):
+                    b = b.backend.cast(b, dt)
+        elif op in _BITWISE_OPS:
+            raise RuntimeError(f"{op}: not implemented for '{dt.name}' (integer or bool tensors only)")
+        if a.dtype is not dt:
+            a = a.backend.cast(a, dt)
+        return a.backend.binary(op, a, b, out)
+
+    def rbinary(self, op: str, value: int | float | bool) -> NDArray:
+        """``value op self`` for a Python number on the left."""
+        dt = dtypes.result_type_scalar(self.dtype, value)
+        return NDArray.scalar(value, dt, self.device).binary(op, self)
+
+    def __add__(self, other):  # noqa: ANN001, ANN204
+        return self.binary("add", other)
+
+    def __radd__(self, other):  # noqa: ANN001, ANN204
+        return self.binary("add", other)
+
+    def __sub__(self, other):  # noqa: ANN001, ANN204
+        return self.binary("sub", other)
+
+    def __rsub__(self, other):  # noqa: ANN001, ANN204
+        return self.rbinary("sub", other)
+
+    def __mul__(self, other):  # noqa: ANN001, ANN204
+        return self.binary("mul", other)
+
+    def __rmul__(self, other):  # noqa: ANN001, ANN204
+        return self.binary("mul", other)
+
+    def __truediv__(self, other):  # noqa: ANN001, ANN204
+        return self.binary("div", other)
+
+    def __rtruediv__(self, other):  # noqa: ANN001, ANN204
+        return self.rbinary("div", other)
+
+    def __pow__(self, other):  # noqa: ANN001, ANN204
+        return self.binary("pow", other)
+
+    def __neg__(self) -> NDArray:
+        return self.backend.unary("neg", self, None)
+
+    def __matmul__(self, other: NDArray) -> NDArray:
+        return self.matmul(other)
+
+    def where(self, a: NDArray | float, b: NDArray | float) -> NDArray:
+        """``a`` where self (a bool array) is true, else ``b``; a and b promoted to one dtype."""
+        shapes = [t.shape for t in (self, a, b) if isinstance(t, NDArray)]
+        if any(shape != self.shape for shape in shapes):
+            broadcast_shapes("where", *shapes)
+        if isinstance(a, NDArray) and isinstance(b, NDArray):
+            dt = dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
+            a, b = a.astype(dt), b.astype(dt)
+        elif isinstance(a, NDArray):
+            b = NDArray.scalar(b, dtypes.result_type_scalar(a.dtype, b), self.device)
+            a = a.astype(b.dtype)
+        elif isinstance(b, NDArray):
+            a = NDArray.scalar(a, dtypes.result_type_scalar(b.dtype, a), self.device)
+            b = b.astype(a.dtype)
+        else:
+            dt = dtypes.promote_types(dtypes.scalar_dtype(a), dtypes.scalar_dtype(b))
+            a, b = NDArray.scalar(a, dt, self.device), NDArray.scalar(b, dt, self.device)
+        for t in (a, b):
+            if t.device is not self.device and t.ndim:
+                raise RuntimeError(
+                    f"where: expected all tensors to be on the same device, but found {self.device} and {t.device}"
+                )
+        a, b = a.to(self.device), b.to(self.device)
+        return self.backend.where(self, a, b)
+
+    # ------------------------------------------------------------ reductions
+    def sum(self, dims: tuple[int, ...], keepdim: bool = False, dtype: dtypes.dtype | None = None) -> NDArray:
+        x = self
+        if dtype is not None:
+            x = x.astype(dtype)
+        elif x.dtype.category < 2:
+            x = x.astype(dtypes.int64)
+        return x.backend.reduce("sum", x, dims, keepdim)
+
+    def reduce(self, op: str, dims: tuple[int, ...], keepdim: bool = False) -> NDArray:
+        x = self
+        if op == "prod" and x.dtype.category < 2:
+            x = x.astype(dtypes.int64)
+        return x.backend.reduce(op, x, dims, keepdim)
+
+    def max(self, dims: tuple[int, ...], keepdim: bool = False) -> NDArray:
+        return self.backend.reduce("amax", self, dims, keepdim)
+
+    # ------------------------------------------------------------ linear algebra
+    def matmul(self, other: NDArray) -> NDArray:
+        """Matrix product with torch's rules for 1-D operands and broadcast batch dims."""
+        a, b = self, other
+        if a.device is not b.device:
+            raise RuntimeError(
+                f"matmul: expected all tensors to be on the same device, but found {a.device} and {b.device}"
+            )
+        if a.ndim == 0 or b.ndim == 0:
+            raise RuntimeError(
+                f"matmul: both arguments need to be at least 1D, but they are {a.ndim}D and {b.ndim}D"
+            )
+        dt = dtypes.promote_types(a.dtype, b.dtype)
+        if a.dtype is not b.dtype:
+            raise RuntimeError(
+                f"matmul: expected both operands to have the same dtype, but got {a.dtype} and {b.dtype}"
+            )
+        a_vec, b_vec = a.ndim == 1, b.ndim == 1
+        if a_vec:
+            a = a.unsqueeze(0)
+        if b_vec:
+            b = b.unsqueeze(1)
+        if a.shape[-1] != b.shape[-2]:
+            raise RuntimeError(
+                f"matmul: shapes {tuple(self.shape)} and {tuple(other.shape)} cannot be multiplied "
+                f"({a.shape[-1]} != {b.shape[-2]})"
+            )
+        batch = broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+        a = a.expand(batch + a.shape[-2:])
+        b = b.expand(batch + b.shape[-2:])
+        out = a.backend.matmul(a.astype(dt), b.astype(dt))
+        if a_vec:
+            out = out.squeeze((out.ndim - 2,))
+        if b_vec:
+            out = out.squeeze((out.ndim - 1,))
+        return out
+
+
+def full_indices(shape: Shape, indices: tuple) -> tuple[NDArray, ...]:
+    """Turn ``index`` entries (None or broadcast int64 arrays) into one index array per dim, laid out as the result.
+
+    Advanced indices that are adjacent keep their place in the result; otherwise their dims come first (torch and
+    numpy rules). Each full-dim entry becomes an ``arange`` shaped to broadcast along its result dim.
+    """
+    advanced = [d for d, ix in enumerate(indices) if ix is not None]
+    first = next(ix for ix in indices if ix is not None)
+    index_shape = first.shape
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    position = advanced[0] if adjacent else 0
+    plain = [d for d, ix in enumerate(indices) if ix is None]
+    ndim = len(plain) + len(index_shape)
+    result = []
+    for d, ix in enumerate(indices):
+        if ix is None:
+            q = plain.index(d)
+            q = q if (adjacent and d < position) else q + len(index_shape)
+            view = [1] * ndim
+            view[q] = shape[d]
+            ar = first.device.backend.arange(0, shape[d], 1, dtypes.int64, first.device)
+            result.append(ar.reshape(view))
+        else:
+            view = [1] * position + list(index_shape) + [1] * (ndim - position - len(index_shape))
+            result.append(ix.reshape(view))
+    return tuple(result)
+
+
+def cat(arrays: Sequence[NDArray], dim: int) -> NDArray:
+    """Concatenate same-dtype arrays along ``dim`` by copying each into a slice of one output."""
+    first = arrays[0]
+    shape = list(first.shape)
+    shape[dim] = sum(a.shape[dim] for a in arrays)
+    out = NDArray.empty(tuple(shape), first.dtype, first.device)
+    start = 0
+    for a in arrays:
+        n = a.shape[dim]
+        if n:
+            out.narrow(dim, start, n).copy_(a)
+        start += n
+    return out

@@ -1,0 +1,161 @@
+"""Activation functions (``torch.nn.functional`` names and signatures)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from genesis import functional as T
+from genesis.autograd import is_grad_enabled
+from genesis.functional.elementwise import Silu
+from genesis.functional.fused import fused_softmax
+from genesis.nn.functional._out import check_out
+from genesis.tensor import Tensor
+
+
+def _apply(x: Tensor, inplace: bool, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """``fn(x)``, or with ``inplace`` written into ``x``. When autograd records an in-place call, ``fn`` reads a
+    copy, because the backward of most activations needs the input that the write overwrites."""
+    if not inplace:
+        return fn(x)
+    if x.requires_grad and is_grad_enabled():
+        return x.copy_(fn(x.clone()))
+    return x.copy_(fn(x))
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``max(x, 0)``."""
+    return _apply(input, inplace, T.relu)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """``min(max(x, 0), 6)``."""
+    return _apply(input, inplace, lambda x: hardtanh(x, 0.0, 6.0))
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+    return _apply(input, inplace, lambda x: T.where(x > 0, x, x * negative_slope))
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+    return _apply(input, inplace, lambda x: T.where(x > 0, x, T.expm1(x) * alpha))
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """Scaled ELU with the constants of Klambauer et al. (2017)."""
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return _apply(input, inplace, lambda x: elu(x, alpha) * scale)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    return _apply(input, inplace, lambda x: T.where(x > 0, x, T.expm1(x / alpha) * alpha))
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit: ``x * Phi(x)``, or its tanh approximation with ``approximate="tanh"``."""
+    return T.gelu(input, approximate)
+
+
+def silu(input: Tensor, inplace: bool = False, *, out: Tensor | None = None) -> Tensor:
+    """``x * sigmoid(x)`` (a.k.a. swish). ``out=`` writes into a preallocated tensor (no autograd)."""
+    if out is not None:
+        check_out("silu", out, tuple(input.shape), input)
+        input.ndarray.unary("silu", out.ndarray)
+        out._bump_version()
+        return out
+    return _apply(input, inplace, Silu.apply)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+    return _apply(input, inplace, lambda x: x * T.tanh(T.softplus(x)))
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return T.sigmoid(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    return T.tanh(input)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """``clamp(x, min_val, max_val)``."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _apply(input, inplace, lambda x: T.clamp(x, min_val, max_val))
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """``relu6(x + 3) / 6``."""
+    return _apply(input, inplace, lambda x: T.clamp(x + 3.0, 0.0, 6.0) / 6.0)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * relu6(x + 3) / 6``."""
+    return _apply(input, inplace, lambda x: x * (T.clamp(x + 3.0, 0.0, 6.0) / 6.0))
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold``."""
+    return T.softplus(input, beta, threshold)
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (T.abs(input) + 1)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x)) = -softplus(-x)``, computed stably."""
+    return -T.softplus(-input)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - T.tanh(input)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``x`` where ``x > threshold``, ``value`` elsewhere."""
+    return _apply(input, inplace, lambda x: T.where(x > threshold, x, value))
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """Leaky ReLU with a learned slope per channel (dim 1) or a single one."""
+    if weight.numel() != 1:
+        shape = [1] * input.ndim
+        shape[1 if input.ndim > 1 else 0] = weight.numel()
+        weight = weight.reshape(shape)
+    return T.where(input > 0, input, input * weight)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``dim``."""
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
+    a, b = T.chunk(input, 2, dim)
+    return a * T.sigmoid(b)
+
+
+def _softmax_dim(ndim: int) -> int:
+    # torch's legacy rule when dim is omitted.
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``dim`` (computed in ``dtype`` when given)."""
+    dim = _softmax_dim(input.ndim) if dim is None else dim
+    fused = fused_softmax(input, dim, dtype, False)
+    return fused if fused is not None else T.softmax(input, dim, dtype)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
+    return softmax(-input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
+    """``log(softmax(x))`` along ``dim``, computed stably."""
+    dim = _softmax_dim(input.ndim) if dim is None else dim
+    fused = fused_softmax(input, dim, dtype, True)
+    return fused if fused is not None else T.log_softmax(input, dim, dtype)

@@ -1,0 +1,163 @@
+"""Attention: ``scaled_dot_product_attention`` and the multi-head attention forward of ``nn.MultiheadAttention``."""
+
+from __future__ import annotations
+
+import math
+
+from genesis import amp, dtypes
+from genesis import functional as T
+from genesis.functional.fused import fused_attention
+from genesis.nn.functional.basic import dropout, linear
+from genesis.tensor import Tensor, arange, zeros
+
+
+def _causal_mask(L: int, S: int, like: Tensor) -> Tensor:
+    """Bool (L, S) mask, True where query i may attend key j <= i (top-left aligned, as torch's is_causal)."""
+    rows = arange(L, device=like.device).unsqueeze(1)
+    cols = arange(S, device=like.device).unsqueeze(0)
+    return cols <= rows
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(q k^T * scale + mask) v`` over (..., L, E) queries and (..., S, E) keys / (..., S, Ev) values.
+
+    Args:
+        attn_mask: bool (True = may attend) or float (added to the scores), broadcastable to (..., L, S).
+        dropout_p: dropout on the attention weights (use 0 in evaluation).
+        is_causal: apply a top-left aligned causal mask (combined with ``attn_mask`` when both are given, as
+            torch's CPU implementation does).
+        scale: defaults to ``1 / sqrt(E)``.
+        enable_gqa: keys/values may have fewer heads (dim -3) than queries; each is shared by
+            ``Hq / Hkv`` consecutive query heads.
+    """
+    query, key, value = amp.autocast_args("scaled_dot_product_attention", query, key, value)
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(f"scaled_dot_product_attention: query and key must have the same embedding size, got "
+                           f"{query.shape[-1]} and {key.shape[-1]}")
+    L, S = query.shape[-2], key.shape[-2]
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    fused = fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale_factor, enable_gqa)
+    if fused is not None:
+        return fused
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        hq, hk = query.shape[-3], key.shape[-3]
+        if hq % hk or value.shape[-3] != hk:
+            raise RuntimeError(f"scaled_dot_product_attention: number of query heads {hq} must be a multiple of the "
+                               f"key/value heads {hk}")
+        key = T.repeat_interleave(key, hq // hk, dim=-3)
+        value = T.repeat_interleave(value, hq // hk, dim=-3)
+    scores = T.matmul(query, key.transpose(-2, -1)) * scale_factor  # (..., L, S)
+    if is_causal:
+        scores = T.masked_fill(scores, ~_causal_mask(L, S, query), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype is dtypes.bool_:
+            scores = T.masked_fill(scores, ~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = T.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return T.matmul(weights, value)
+
+
+def _in_projection(q: Tensor, k: Tensor, v: Tensor, w: Tensor, b: Tensor | None, e: int) -> tuple:
+    if q is k and k is v:
+        packed = linear(q, w, b)
+        return tuple(packed.unflatten(-1, (3, e)).unbind(-2))
+    bq = bk = bv = None
+    if b is not None:
+        bq, bk, bv = b[:e], b[e:2 * e], b[2 * e:]
+    return linear(q, w[:e], bq), linear(k, w[e:2 * e], bk), linear(v, w[2 * e:], bv)
+
+
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
+                                 in_proj_weight: Tensor | None, in_proj_bias: Tensor | None,
+                                 out_proj_weight: Tensor, out_proj_bias: Tensor | None, dropout_p: float = 0.0,
+                                 training: bool = True, key_padding_mask: Tensor | None = None,
+                                 need_weights: bool = True, attn_mask: Tensor | None = None,
+                                 average_attn_weights: bool = True, is_causal: bool = False,
+                                 q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+                                 v_proj_weight: Tensor | None = None, bias_k: Tensor | None = None,
+                                 bias_v: Tensor | None = None, add_zero_attn: bool = False) -> tuple:
+    """Multi-head attention on sequence-first input (L, N, E) or unbatched (L, E); torch's argument order.
+
+    Masks: ``key_padding_mask`` (N, S) and ``attn_mask`` (L, S) or (N * H, L, S); bool True means *masked out*
+    (torch's nn.MultiheadAttention convention, the opposite of scaled_dot_product_attention's), float masks are
+    added. Returns (output, weights) with weights averaged over heads if ``average_attn_weights``, or None.
+    """
+    if is_causal and attn_mask is None:
+        raise RuntimeError("multi_head_attention_forward: Need attn_mask if specifying the is_causal hint. You may "
+                           "use the Transformer module method `generate_square_subsequent_mask` to create this mask.")
+    unbatched = query.ndim == 2
+    if unbatched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    if embed_dim % num_heads:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    head_dim = embed_dim // num_heads
+    if in_proj_weight is not None:
+        q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, embed_dim)
+    else:
+        bq = bk = bv = None
+        if in_proj_bias is not None:
+            bq, bk, bv = (in_proj_bias[:embed_dim], in_proj_bias[embed_dim:2 * embed_dim],
+                          in_proj_bias[2 * embed_dim:])
+        q, k, v = linear(query, q_proj_weight, bq), linear(key, k_proj_weight, bk), linear(value, v_proj_weight, bv)
+    if bias_k is not None and bias_v is not None:
+        k = T.cat([k, bias_k.expand(1, bsz, embed_dim)], 0)
+        v = T.cat([v, bias_v.expand(1, bsz, embed_dim)], 0)
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    # (L, N, E) -> (N, H, L, head_dim)
+    q = q.reshape(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    k = k.reshape(k.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    v = v.reshape(v.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    if add_zero_attn:
+        zero_row = zeros((bsz, num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
+        k, v = T.cat([k, zero_row], 2), T.cat([v, zero_row], 2)
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    src_len = k.shape[2]
+    scores = T.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))  # (N, H, L, S)
+    if attn_mask is not None:
+        if attn_mask.ndim == 3:
+            attn_mask = attn_mask.reshape(bsz, num_heads, tgt_len, src_len)
+        scores = _apply_mask(scores, attn_mask)
+    if key_padding_mask is not None:
+        scores = _apply_mask(scores, key_padding_mask.reshape(bsz, 1, 1, src_len))
+    weights = T.softmax(scores, -1)
+    if dropout_p > 0.0 and training:
+        weights = dropout(weights, dropout_p, True)
+    out = T.matmul(weights, v)  # (N, H, L, head_dim)
+    out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias)
+    if unbatched:
+        out = out.squeeze(1)
+    if not need_weights:
+        return out, None
+    if average_attn_weights:
+        weights = weights.mean(1)
+    if unbatched:
+        weights = weights.squeeze(0)
+    return out, weights
+
+
+def _apply_mask(scores: Tensor, mask: Tensor) -> Tensor:
+    if mask.dtype is dtypes.bool_:
+        return T.masked_fill(scores, mask, float("-inf"))
+    return scores + mask.to(scores.dtype)
+
+
+def _pad_last(mask: Tensor) -> Tensor:
+    """Append one column (not masked) to a mask's last dim."""
+    shape = list(mask.shape)
+    shape[-1] = 1
+    return T.cat([mask, zeros(shape, dtype=mask.dtype, device=mask.device)], -1)

@@ -1,0 +1,284 @@
+"""Lazy layers: ``LazyLinear``, ``LazyConv1d/2d/3d``, ``LazyConvTranspose1d/2d/3d``, ``LazyBatchNorm1d/2d/3d``
+and ``LazyInstanceNorm1d/2d/3d`` infer their input size from the first input.
+
+Until then their parameters are empty placeholders (``has_uninitialized_params()``); the first call (or loading a
+state dict that holds the parameters) gives them their shapes in place, so optimizers built beforehand keep
+holding the same Parameter objects, initializes them as the eager layer would, and turns the module into that
+layer (``cls_to_become``: ``Linear``, ``Conv1d``...).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from genesis.autograd import no_grad
+from genesis.nn.modules.conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+    _ConvNd,
+    _ConvTranspose,
+)
+from genesis.nn.modules.extra import InstanceNorm3d
+from genesis.nn.modules.linear import Linear
+from genesis.nn.modules.module import Module
+from genesis.nn.modules.normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    _NormBase,
+)
+from genesis.nn.parameter import Parameter
+from genesis.tensor import Tensor, empty
+
+
+class _LazyMixin:
+    """Placeholder parameters and buffers, their materialization, and the switch to the eager class."""
+
+    cls_to_become: type[Module]
+    _lazy_names: tuple[str, ...] = ()
+    _pending = False
+
+    def _placeholders(self, parameters: Sequence[str], buffers: Sequence[str], device: Any, dtype: Any) -> None:
+        """Empty placeholders for the named parameters and buffers (already registered empty ones are kept)."""
+        self._lazy_names = (*parameters, *buffers)
+        self._pending = True
+        for name in parameters:
+            if getattr(self, name, None) is None:
+                setattr(self, name, Parameter(empty((0,), device=device, dtype=dtype)))
+        for name in buffers:
+            if getattr(self, name, None) is None:
+                self.register_buffer(name, empty((0,), device=device, dtype=dtype))
+
+    def has_uninitialized_params(self) -> bool:
+        """Whether the parameters still wait for their shapes."""
+        return self._pending
+
+    def _shapes(self, size: int) -> dict[str, tuple[int, ...]]:
+        """Each placeholder's shape once the inferred input size is ``size`` (and the size recorded)."""
+        raise NotImplementedError
+
+    def _size_from_checkpoint(self, name: str, shape: tuple[int, ...]) -> int | None:
+        """The input size that a checkpoint entry of this shape implies (None: the entry does not tell)."""
+        raise NotImplementedError
+
+    def _materialize(self, size: int) -> None:
+        with no_grad():
+            for name, shape in self._shapes(size).items():
+                target = getattr(self, name)
+                target.data = empty(shape, device=target.device, dtype=target.dtype)
+        self._lazy_names = ()
+        self._pending = False
+        self.__class__ = self.cls_to_become
+        self.reset_parameters()
+
+    def _upgrade_state_dict(self, state_dict: dict, prefix: str) -> None:
+        # A checkpoint of the initialized layer gives the shapes: materialize before the shapes are compared.
+        for name in self._lazy_names:
+            if prefix + name in state_dict:
+                size = self._size_from_checkpoint(name, tuple(state_dict[prefix + name].shape))
+                if size is not None:
+                    self._materialize(size)
+                    break
+        if isinstance(self, _LazyMixin):
+            super()._upgrade_state_dict(state_dict, prefix)
+        else:
+            # Materialized: the eager class's own checkpoint upgrades (e.g. num_batches_tracked) apply.
+            type(self)._upgrade_state_dict(self, state_dict, prefix)
+
+
+class LazyLinear(_LazyMixin, Linear):
+    """A ``Linear`` whose ``in_features`` is taken from ``input.shape[-1]`` on the first call."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        Linear.__init__(self, 0, out_features, False, device, dtype)
+        self._placeholders(("weight", "bias") if bias else ("weight",), (), device, dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            Linear.reset_parameters(self)
+
+    def _shapes(self, size: int) -> dict[str, tuple[int, ...]]:
+        self.in_features = size
+        shapes = {"weight": (self.out_features, size)}
+        if "bias" in self._lazy_names:
+            shapes["bias"] = (self.out_features,)
+        return shapes
+
+    def _size_from_checkpoint(self, name: str, shape: tuple[int, ...]) -> int | None:
+        return shape[1] if name == "weight" else None
+
+    def forward(self, input: Tensor) -> Tensor:
+        if self.has_uninitialized_params():
+            self._materialize(input.shape[-1])
+        return type(self).forward(self, input)
+
+
+class _LazyConvNd(_LazyMixin, _ConvNd):
+    def __init__(self, out_channels: int, kernel_size: int | Sequence[int], stride: int | Sequence[int] = 1,
+                 padding: int | str | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        _ConvNd.__init__(self, 0, out_channels, kernel_size, stride, padding, dilation, groups, False, padding_mode,
+                         device, dtype)
+        self._placeholders(("weight", "bias") if bias else ("weight",), (), device, dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            _ConvNd.reset_parameters(self)
+
+    def _shapes(self, size: int) -> dict[str, tuple[int, ...]]:
+        if size % self.groups:
+            raise ValueError("in_channels must be divisible by groups")
+        self.in_channels = size
+        if self.transposed:
+            shapes = {"weight": (size, self.out_channels // self.groups, *self.kernel_size)}
+        else:
+            shapes = {"weight": (self.out_channels, size // self.groups, *self.kernel_size)}
+        if "bias" in self._lazy_names:
+            shapes["bias"] = (self.out_channels,)
+        return shapes
+
+    def _size_from_checkpoint(self, name: str, shape: tuple[int, ...]) -> int | None:
+        if name != "weight":
+            return None
+        return shape[0] if self.transposed else shape[1] * self.groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        if self.has_uninitialized_params():
+            n = self._n
+            if input.ndim not in (n + 1, n + 2):
+                raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to "
+                                   f"{type(self).__name__}, but got input of size: {list(input.shape)}")
+            self._materialize(input.shape[1] if input.ndim == n + 2 else input.shape[0])
+        return type(self).forward(self, input)
+
+
+class LazyConv1d(_LazyConvNd, Conv1d):
+    """A ``Conv1d`` whose ``in_channels`` is taken from the first input (``input.shape[-2]``)."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConvNd, Conv2d):
+    """A ``Conv2d`` whose ``in_channels`` is taken from the first input (``input.shape[-3]``)."""
+
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConvNd, Conv3d):
+    """A ``Conv3d`` whose ``in_channels`` is taken from the first input (``input.shape[-4]``)."""
+
+    cls_to_become = Conv3d
+
+
+class _LazyConvTransposeNd(_LazyConvNd, _ConvTranspose):
+    def __init__(self, out_channels: int, kernel_size: int | Sequence[int], stride: int | Sequence[int] = 1,
+                 padding: int | Sequence[int] = 0, output_padding: int | Sequence[int] = 0, groups: int = 1,
+                 bias: bool = True, dilation: int | Sequence[int] = 1, padding_mode: str = "zeros",
+                 device: Any = None, dtype: Any = None) -> None:
+        _ConvTranspose.__init__(self, 0, out_channels, kernel_size, stride, padding, output_padding, groups, False,
+                                dilation, padding_mode, device, dtype)
+        self._placeholders(("weight", "bias") if bias else ("weight",), (), device, dtype)
+
+    def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        if self.has_uninitialized_params():
+            n = self._n
+            if input.ndim not in (n + 1, n + 2):
+                raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to "
+                                   f"{type(self).__name__}, but got input of size: {list(input.shape)}")
+            self._materialize(input.shape[1] if input.ndim == n + 2 else input.shape[0])
+        return type(self).forward(self, input, output_size)
+
+
+class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
+    """A ``ConvTranspose1d`` whose ``in_channels`` is taken from the first input."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
+    """A ``ConvTranspose2d`` whose ``in_channels`` is taken from the first input."""
+
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
+    """A ``ConvTranspose3d`` whose ``in_channels`` is taken from the first input."""
+
+    cls_to_become = ConvTranspose3d
+
+
+class _LazyNorm(_LazyMixin, _NormBase):
+    """Batch/instance norm whose ``num_features`` is ``input.shape[1]`` of the first input (as torch's)."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        _NormBase.__init__(self, 0, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        parameters = [name for name in ("weight", "bias") if getattr(self, name) is not None]
+        buffers = ("running_mean", "running_var") if track_running_stats else ()
+        self._placeholders(parameters, buffers, device, dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            _NormBase.reset_parameters(self)
+
+    def _shapes(self, size: int) -> dict[str, tuple[int, ...]]:
+        # As torch: a layer without parameters or running statistics keeps num_features=0.
+        if self._lazy_names:
+            self.num_features = size
+        return {name: (size,) for name in self._lazy_names}
+
+    def _size_from_checkpoint(self, name: str, shape: tuple[int, ...]) -> int | None:
+        return shape[0]
+
+    def forward(self, input: Tensor) -> Tensor:
+        if self.has_uninitialized_params():
+            if input.ndim < 2:
+                raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+            self._materialize(input.shape[1])
+        return type(self).forward(self, input)
+
+
+class LazyBatchNorm1d(_LazyNorm, BatchNorm1d):
+    """A ``BatchNorm1d`` whose ``num_features`` is taken from the first input."""
+
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNorm, BatchNorm2d):
+    """A ``BatchNorm2d`` whose ``num_features`` is taken from the first input."""
+
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyNorm, BatchNorm3d):
+    """A ``BatchNorm3d`` whose ``num_features`` is taken from the first input."""
+
+    cls_to_become = BatchNorm3d
+
+
+class LazyInstanceNorm1d(_LazyNorm, InstanceNorm1d):
+    """An ``InstanceNorm1d`` whose ``num_features`` is taken from the first input (torch's lazy defaults:
+    ``affine=True``, ``track_running_stats=True``)."""
+
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyNorm, InstanceNorm2d):
+    """An ``InstanceNorm2d`` whose ``num_features`` is taken from the first input."""
+
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyNorm, InstanceNorm3d):
+    """An ``InstanceNorm3d`` whose ``num_features`` is taken from the first input."""
+
+    cls_to_become = InstanceNorm3d

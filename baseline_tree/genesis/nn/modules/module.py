@@ -1,0 +1,618 @@
+"""``nn.Module``: the base class of every layer and model.
+
+A module owns three ordered registries filled by attribute assignment: ``_parameters`` (``nn.Parameter``),
+``_buffers`` (tensors registered with ``register_buffer``) and ``_modules`` (child modules). Everything else —
+``state_dict`` names, ``parameters()``, ``to()``, ``train()`` — walks these registries, exactly as torch's does, so
+the dotted names of a Genesis model equal those of the same torch architecture.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict, namedtuple
+from typing import Any, Callable, Iterator, Mapping
+
+from genesis import dtypes
+from genesis.autograd import no_grad
+from genesis.device import device as Device
+from genesis.nn.parameter import Buffer, Parameter
+from genesis.tensor import Tensor, parse_to_args
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys the module expected but did not get, and the extra ones."""
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class RemovableHandle:
+    """Removes a hook from the ordered dict it was registered in (returned by ``register_*_hook``)."""
+
+    _next_id = itertools.count()
+
+    def __init__(self, *hook_dicts: dict) -> None:
+        self.hook_dicts = hook_dicts
+        self.id = next(RemovableHandle._next_id)
+
+    def remove(self) -> None:
+        for d in self.hook_dicts:
+            d.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def _addindent(text: str, num_spaces: int) -> str:
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * num_spaces + line for line in lines[1:])
+
+
+def _parse_to(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | None]:
+    """The (device, dtype) of ``Module.to``'s arguments: a device, a dtype, both, or a tensor."""
+    device, dtype, _ = parse_to_args(*args, **kwargs)
+    if dtype is not None and not dtype.is_floating_point:
+        raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+    return device, dtype
+
+
+class Module:
+    """Base class for all neural-network modules (``torch.nn.Module``).
+
+    Subclasses call ``super().__init__()`` first, assign parameters, buffers and submodules as attributes, and
+    define ``forward``. Calling the module runs forward pre-hooks, ``forward``, then forward hooks.
+    """
+
+    training: bool
+    _version: int = 1
+    call_super_init: bool = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments {args} {kwargs}")
+        setter = object.__setattr__
+        setter(self, "training", True)
+        setter(self, "_parameters", OrderedDict())
+        setter(self, "_buffers", OrderedDict())
+        setter(self, "_non_persistent_buffers_set", set())
+        setter(self, "_modules", OrderedDict())
+        setter(self, "_forward_pre_hooks", OrderedDict())
+        setter(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
+        setter(self, "_forward_hooks", OrderedDict())
+        setter(self, "_forward_hooks_with_kwargs", OrderedDict())
+        setter(self, "_forward_hooks_always_called", OrderedDict())
+        setter(self, "_state_dict_hooks", OrderedDict())
+        setter(self, "_load_state_dict_pre_hooks", OrderedDict())
+
+    forward: Callable[..., Any]
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:  # noqa: F811 - the annotation above documents the type
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    # ------------------------------------------------------------ registration
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter (or a None placeholder, which state_dict skips) under ``name``."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_name("parameter", name)
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(genesis.nn.Parameter or None required)")
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                             "created explicitly. To express '{name}' as a function of another Tensor, compute the "
+                             "value in the forward() method.")
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer: state that is not a parameter (running statistics, tables); in state_dict if persistent."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_name("buffer", name)
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(genesis Tensor or None required)")
+        if isinstance(tensor, Buffer):
+            persistent = tensor.persistent
+            tensor = tensor.detach()
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a child module under ``name`` (``self.name`` then returns it)."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name("module", name)
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    @staticmethod
+    def _check_name(kind: str, name: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        def remove_from(*dicts: Any) -> None:
+            for d in dicts:
+                if name in d:
+                    if isinstance(d, dict):
+                        del d[name]
+                    else:
+                        d.discard(name)
+
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+            return
+        if params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(genesis.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+            return
+        modules = self.__dict__.get("_modules")
+        if isinstance(value, Module):
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+            modules[name] = value
+            return
+        if modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                "(genesis.nn.Module or None expected)")
+            modules[name] = value
+            return
+        buffers = self.__dict__.get("_buffers")
+        if isinstance(value, Buffer) or (buffers is not None and name in buffers):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                "(genesis Tensor or None expected)")
+            if isinstance(value, Buffer):
+                persistent = value.persistent
+            else:
+                persistent = name not in self._non_persistent_buffers_set
+            remove_from(self.__dict__, self._parameters, self._modules)
+            self.register_buffer(name, value, persistent)
+            return
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when normal lookup fails: look in the registries.
+        d = self.__dict__
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if registry in d and name in d[registry]:
+                return d[registry][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        keys = list(object.__dir__(self)) + list(self._parameters) + list(self._buffers) + list(self._modules)
+        return sorted(k for k in set(keys) if not k[0].isdigit())
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------------ lookup
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path ``target`` ("" is the module itself)."""
+        if target == "":
+            return self
+        mod: Module = self
+        for item in target.split("."):
+            if item not in mod._modules:
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = mod._modules[item]
+        return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path ``target``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if name not in mod._parameters:
+            raise AttributeError(f"{mod._get_name()} has no parameter `{name}`")
+        return mod._parameters[name]
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path ``target``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if name not in mod._buffers:
+            raise AttributeError(f"{mod._get_name()} has no buffer `{name}`")
+        return mod._buffers[name]
+
+    # ------------------------------------------------------------ iteration
+    def _named_members(self, get_members: Callable, prefix: str = "", recurse: bool = True,
+                       remove_duplicate: bool = True) -> Iterator[tuple[str, Any]]:
+        memo = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [
+            (prefix, self)]
+        for module_prefix, module in modules:
+            for k, v in get_members(module):
+                if v is None or id(v) in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield (module_prefix + ("." if module_prefix else "") + k, v)
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """(dotted name, parameter) pairs; a parameter shared by several modules is listed once."""
+        return self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        memo = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in memo:
+                memo.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator[Module]:
+        for _, m in self.named_children():
+            yield m
+
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        """(dotted name, module) pairs of this module and every descendant, depth first."""
+        if memo is None:
+            memo = set()
+        if id(self) in memo:
+            return
+        if remove_duplicate:
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub_prefix = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub_prefix, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    # ------------------------------------------------------------ modes and gradients
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (dropout active, batch norm uses batch statistics) here and in every descendant."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's gradient: drop it (default) or fill it with zeros."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad = p.grad.detach()
+                p.grad.zero_()
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call ``fn`` on every descendant (children first) and then on this module."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------------ device and dtype
+    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
+        """Replace every parameter's, gradient's and buffer's data by ``fn(data)``, keeping Parameter objects."""
+        for module in self.children():
+            module._apply(fn)
+        with no_grad():
+            for p in self._parameters.values():
+                if p is None:
+                    continue
+                p.data = fn(p.data)
+                if p.grad is not None:
+                    p.grad = fn(p.grad)
+            for name, b in self._buffers.items():
+                if b is not None:
+                    self._buffers[name] = fn(b)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """Move and/or cast in place: ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``.
+
+        Only floating-point parameters and buffers change dtype (integer buffers such as
+        ``num_batches_tracked`` keep theirs), as in torch. ``memory_format`` (e.g. ``genesis.channels_last``)
+        applies to the 4-d and 5-d parameters and buffers (convolution weights).
+        """
+        fmt = kwargs.pop("memory_format", None)
+        device, dtype = _parse_to(*args, **kwargs)
+
+        def convert(t: Tensor) -> Tensor:
+            if device is not None and t.device is not device:
+                t = t.to(device)
+            if dtype is not None and t.dtype.is_floating_point and t.dtype is not dtype:
+                t = t.to(dtype)
+            if fmt is not None and t.ndim in (4, 5):
+                t = t.to(memory_format=fmt)
+            return t
+
+        return self._apply(convert)
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> Module:
+        return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
+
+    def type(self, dst_type: Any) -> Module:
+        d = dtypes.to_dtype(dst_type)
+        return self._apply(lambda t: t.to(d))
+
+    def float(self) -> Module:
+        return self._apply(lambda t: t.float() if t.dtype.is_floating_point else t)
+
+    def double(self) -> Module:
+        return self._apply(lambda t: t.double() if t.dtype.is_floating_point else t)
+
+    def half(self) -> Module:
+        return self._apply(lambda t: t.half() if t.dtype.is_floating_point else t)
+
+    def bfloat16(self) -> Module:
+        return self._apply(lambda t: t.bfloat16() if t.dtype.is_floating_point else t)
+
+    # ------------------------------------------------------------ state dict
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *args: Any, destination: dict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name (``"0.weight"``, ``"bn.running_mean"``).
+
+        Values share memory with the module (detached unless ``keep_vars``).
+        """
+        if args:
+            destination = args[0]
+            if len(args) > 1:
+                prefix = args[1]
+            if len(args) > 2:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, {})
+            if result is not None:
+                destination = result
+        return destination
+
+    def _local_state(self) -> dict[str, Tensor]:
+        """This module's own entries of a state dict (parameters and persistent buffers), by local name."""
+        local = {k: v for k, v in self._parameters.items() if v is not None}
+        local.update({k: v for k, v in self._buffers.items()
+                      if v is not None and k not in self._non_persistent_buffers_set})
+        return local
+
+    def _upgrade_state_dict(self, state_dict: dict, prefix: str) -> None:
+        """Hook for subclasses: adapt an older checkpoint's entries in place before loading (default: nothing)."""
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False) -> _IncompatibleKeys:
+        """Copy parameters and buffers from ``state_dict`` into this module.
+
+        Every entry is checked before anything is copied: a shape mismatch (or, with ``strict``, a missing or
+        unexpected key) raises ``RuntimeError`` naming the key(s) and both shapes, and leaves the module unchanged.
+
+        Args:
+            state_dict: a mapping from dotted names to tensors (e.g. from ``state_dict()`` or a checkpoint).
+            strict: whether missing and unexpected keys are errors.
+            assign: whether to take the given tensors as the new parameters/buffers instead of copying into them.
+
+        Returns:
+            ``(missing_keys, unexpected_keys)`` as a named tuple.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        state_dict = OrderedDict(state_dict)
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, "")
+        plan: list[tuple[Module, str, Tensor, Any]] = []
+        missing, errors = [], []
+        expected = set()
+        for module_prefix, module in self.named_modules(remove_duplicate=False):
+            prefix = module_prefix + "." if module_prefix else ""
+            module._upgrade_state_dict(state_dict, prefix)
+            for name, target in module._local_state().items():
+                key = prefix + name
+                expected.add(key)
+                if key not in state_dict:
+                    missing.append(key)
+                    continue
+                value = state_dict[key]
+                if not isinstance(value, Tensor):
+                    errors.append(f'While copying the parameter named "{key}", expected genesis.Tensor or '
+                                  f"Tensor-like object from checkpoint but received {type(value)}")
+                    continue
+                if tuple(value.shape) != tuple(target.shape):
+                    errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                                  f"checkpoint, the shape in current model is {target.shape}.")
+                    continue
+                plan.append((module, name, target, value))
+        unexpected = [k for k in state_dict if k not in expected]
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected)
+                              + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
+        with no_grad():
+            for module, name, target, value in plan:
+                if assign:
+                    if name in module._parameters:
+                        module._parameters[name] = value if isinstance(value, Parameter) else Parameter(
+                            value, target.requires_grad)
+                    else:
+                        module._buffers[name] = value
+                else:
+                    target.copy_(value)
+        return _IncompatibleKeys(missing, unexpected)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after ``state_dict``; may return a new dict."""
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(state_dict, prefix)`` runs before ``load_state_dict`` checks the keys; may edit it in place."""
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    # ------------------------------------------------------------ hooks and calling
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args)`` (or ``hook(module, args, kwargs)``) runs before forward; may return new args."""
+        handle = RemovableHandle(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """``hook(module, args, output)`` (or with kwargs) runs after forward; may return a new output."""
+        handle = RemovableHandle(self._forward_hooks, self._forward_hooks_with_kwargs,
+                                 self._forward_hooks_always_called)
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._forward_pre_hooks and not self._forward_hooks:
+            return self.forward(*args, **kwargs)
+        for hook_id, hook in list(self._forward_pre_hooks.items()):
+            if hook_id in self._forward_pre_hooks_with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        try:
+            output = self.forward(*args, **kwargs)
+        except Exception:
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called:
+                    try:
+                        hook(self, args, None)
+                    except Exception:
+                        pass  # the forward error is the one to report
+            raise
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id in self._forward_hooks_with_kwargs:
+                result = hook(self, args, kwargs, output)
+            else:
+                result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    # ------------------------------------------------------------ printing
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def extra_repr(self) -> str:
+        """Text placed in this module's repr between the parentheses (the constructor's arguments)."""
+        return ""
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = []
+        for name, module in self._modules.items():
+            mod_str = _addindent(repr(module), 2)
+            child_lines.append(f"({name}): {mod_str}")
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"

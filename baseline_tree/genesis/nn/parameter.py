@@ -1,0 +1,72 @@
+"""``nn.Parameter``: a tensor that a Module registers as a learnable parameter when assigned as an attribute."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from genesis.tensor import Tensor, empty
+
+
+class Parameter(Tensor):
+    """A Tensor that is a module parameter (``torch.nn.Parameter``).
+
+    It shares memory with ``data`` and requires gradients unless ``requires_grad=False``. Ops on a Parameter return
+    plain Tensors; assigning a Parameter to a Module attribute registers it in ``module._parameters``.
+
+    Args:
+        data: the initial values (an empty 1-D tensor when omitted).
+        requires_grad: whether the parameter takes part in autograd.
+    """
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
+        if data is None:
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
+        param = cls._wrap(data.ndarray)
+        param._version = data._version
+        param.requires_grad_(requires_grad)
+        return param
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        # Everything happens in __new__; Tensor.__init__ must not run again on the shared storage.
+        pass
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        if id(self) in memo:
+            return memo[id(self)]
+        out = Parameter(self.detach().clone(), self.requires_grad)
+        if self.grad is not None:
+            out.grad = self.grad.clone()
+        memo[id(self)] = out
+        return out
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        return (_rebuild_parameter, (self.detach(), self.requires_grad))
+
+
+def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
+    return Parameter(data, requires_grad)
+
+
+class Buffer(Tensor):
+    """Marks a tensor as a buffer when assigned to a Module attribute (``torch.nn.Buffer``).
+
+    Args:
+        data: the buffer's values.
+        persistent: whether the buffer is part of the module's ``state_dict``.
+    """
+
+    def __new__(cls, data: Tensor, *, persistent: bool = True) -> Buffer:
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer: data must be a Tensor, got {type(data).__name__}")
+        buf = cls._wrap(data.ndarray)
+        buf._version = data._version
+        buf.persistent = persistent
+        return buf
+
+    def __init__(self, data: Tensor, *, persistent: bool = True) -> None:
+        pass

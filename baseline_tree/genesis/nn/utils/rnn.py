@@ -1,0 +1,145 @@
+"""Variable-length sequences for recurrent layers: padding and packing, as ``torch.nn.utils.rnn``.
+
+A :class:`PackedSequence` holds the time steps of a batch sorted by decreasing length, one after the other:
+``data`` (sum of lengths, *) has step ``t``'s ``batch_sizes[t]`` rows (the sequences still running) at offset
+``sum(batch_sizes[:t])``. Packing and unpacking are slices and concatenations, so gradients flow through them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+from genesis import functional as T
+from genesis.tensor import Tensor, full, tensor
+
+
+class PackedSequence(NamedTuple):
+    """Packed time steps (``data``), the batch size of every step (``batch_sizes``, int64 on the CPU) and, when the
+    batch was sorted by length here, the permutation that sorted it (``sorted_indices``) and its inverse
+    (``unsorted_indices``)."""
+
+    data: Tensor
+    batch_sizes: Tensor
+    sorted_indices: Tensor | None = None
+    unsorted_indices: Tensor | None = None
+
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """``data`` converted as ``Tensor.to(*args, **kwargs)``; the indices follow it to its device and
+        ``batch_sizes`` stays on the CPU, as torch's."""
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        indices = [None if i is None else i.to(data.device) for i in (self.sorted_indices, self.unsorted_indices)]
+        return PackedSequence(data, self.batch_sizes, *indices)
+
+
+def _lengths_list(lengths: Tensor | Sequence[int]) -> list[int]:
+    return [int(n) for n in (lengths.tolist() if isinstance(lengths, Tensor) else lengths)]
+
+
+def _batch_sizes(lengths: list[int]) -> list[int]:
+    """Sequences still running at every step, for lengths sorted in decreasing order."""
+    return [sum(1 for n in lengths if n > t) for t in range(lengths[0])]
+
+
+def pad_sequence(sequences: Sequence[Tensor], batch_first: bool = False, padding_value: float = 0.0,
+                 padding_side: str = "right") -> Tensor:
+    """Stack (L_i, *) tensors into (max L, B, *) — (B, max L, *) with ``batch_first`` — filling with
+    ``padding_value`` on the ``padding_side`` ("right" or "left")."""
+    if padding_side not in ("right", "left"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    if len(sequences) == 0:
+        raise RuntimeError("received an empty list of sequences")
+    max_len = max(s.shape[0] for s in sequences)
+    padded = []
+    for s in sequences:
+        fill = full((max_len - s.shape[0], *s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
+        padded.append(T.cat([s, fill] if padding_side == "right" else [fill, s], 0))
+    return T.stack(padded, 0 if batch_first else 1)
+
+
+def pack_padded_sequence(input: Tensor, lengths: Tensor | Sequence[int], batch_first: bool = False,
+                         enforce_sorted: bool = True) -> PackedSequence:
+    """Pack a padded (T, B, *) batch — (B, T, *) with ``batch_first`` — of sequences of the given ``lengths``.
+
+    With ``enforce_sorted`` the lengths must already decrease; otherwise the batch is sorted here and the
+    permutation kept, so that :func:`pad_packed_sequence` and the recurrent layers restore the original order.
+    """
+    lengths = _lengths_list(lengths)
+    batch_dim = 0 if batch_first else 1
+    if len(lengths) != input.shape[batch_dim]:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {len(lengths)} "
+                           f"(batch_size={input.shape[batch_dim]})")
+    sorted_indices = unsorted_indices = None
+    if enforce_sorted and any(a < b for a, b in zip(lengths, lengths[1:])):
+        raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+                           "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
+                           "sidestep this requirement if you do not need ONNX exportability.")
+    if any(n <= 0 for n in lengths):
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
+                           "that is <= 0")
+    if not enforce_sorted:
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        inverse = sorted(range(len(order)), key=lambda i: order[i])
+        sorted_indices = tensor(order, device=input.device)
+        unsorted_indices = tensor(inverse, device=input.device)
+        input = input.index_select(batch_dim, sorted_indices)
+        lengths = [lengths[i] for i in order]
+    if lengths[0] > input.shape[1 - batch_dim]:
+        raise RuntimeError(f"pack_padded_sequence: a length of {lengths[0]} exceeds the padded sequence length "
+                           f"{input.shape[1 - batch_dim]}")
+    if batch_first:
+        input = input.transpose(0, 1)  # (T, B, *)
+    batch_sizes = _batch_sizes(lengths)
+    data = T.cat([input[t, :b] for t, b in enumerate(batch_sizes)], 0)
+    return PackedSequence(data, tensor(batch_sizes), sorted_indices, unsorted_indices)
+
+
+def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
+                        total_length: int | None = None) -> tuple[Tensor, Tensor]:
+    """Inverse of :func:`pack_padded_sequence`: ``(padded, lengths)`` in the batch's original order, ``lengths``
+    int64 on the CPU; ``total_length`` pads the time dim further (e.g. to the input's length)."""
+    data, batch_sizes, _, unsorted_indices = sequence
+    batch_sizes = _lengths_list(batch_sizes)
+    max_len = len(batch_sizes)
+    if total_length is not None:
+        if total_length < max_len:
+            raise ValueError(f"Expected total_length to be at least the length of the longest sequence in input, "
+                             f"but got total_length={total_length} and max sequence length being {max_len}")
+        max_len = total_length
+    batch = batch_sizes[0]
+    feature = tuple(data.shape[1:])
+    steps = []
+    for step in data.split(batch_sizes, 0):
+        fill = full((batch - step.shape[0], *feature), padding_value, dtype=data.dtype, device=data.device)
+        steps.append(T.cat([step, fill], 0))
+    steps += [full((batch, *feature), padding_value, dtype=data.dtype, device=data.device)] * \
+        (max_len - len(batch_sizes))
+    padded = T.stack(steps, 0)  # (T, B, *)
+    lengths = [sum(1 for b in batch_sizes if b > i) for i in range(batch)]
+    if unsorted_indices is not None:
+        padded = padded.index_select(1, unsorted_indices)
+        lengths = [lengths[i] for i in unsorted_indices.tolist()]
+    if batch_first:
+        padded = padded.transpose(0, 1)
+    return padded, tensor(lengths)
+
+
+def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> PackedSequence:
+    """Pack a list of (L_i, *) tensors (``pad_sequence`` then ``pack_padded_sequence``)."""
+    lengths = [s.shape[0] for s in sequences]
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpad_sequence(padded_sequences: Tensor, lengths: Tensor | Sequence[int],
+                   batch_first: bool = False) -> list[Tensor]:
+    """Split a padded batch back into its (L_i, *) sequences."""
+    if not batch_first:
+        padded_sequences = padded_sequences.transpose(0, 1)  # (B, T, *)
+    return [padded_sequences[i, :n] for i, n in enumerate(_lengths_list(lengths))]
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    """Split a packed batch back into its (L_i, *) sequences, in the original order."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)

@@ -1,0 +1,34 @@
+"""Adagrad (Duchi, Hazan & Singer, 2011)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from genesis.optim.optimizer import Optimizer
+from genesis.tensor import Tensor, full_like
+
+
+class Adagrad(Optimizer):
+    """Adagrad (as ``torch.optim.Adagrad``).
+
+    ``s += g * g``, then ``p -= lr / (1 + (t - 1) * lr_decay) * g / (sqrt(s) + eps)``, with ``s`` starting at
+    ``initial_accumulator_value``.
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, *, maximize: bool = False,
+                 foreach: bool | None = None) -> None:
+        defaults = {"lr": lr, "lr_decay": lr_decay, "weight_decay": weight_decay,
+                    "initial_accumulator_value": initial_accumulator_value, "eps": eps, "maximize": maximize,
+                    "foreach": foreach}
+        super().__init__(params, defaults)
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        if "sum" not in state:
+            state["sum"] = full_like(p, group["initial_accumulator_value"])
+        g = self._effective_grad(p, grad, group, group["weight_decay"])
+        clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        s = self._scratch(p)
+        state["sum"].add_(s.copy_(g).mul_(g))
+        std = s.copy_(state["sum"]).sqrt_().add_(group["eps"])
+        p.add_(self._scratch(p, 2).copy_(g).div_(std).mul_(-clr))

@@ -1,0 +1,119 @@
+"""Adam and AdamW (Kingma & Ba, 2015; Loshchilov & Hutter, 2019)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from genesis import dtypes
+from genesis.functional.fused import fused_adam_multi_step_, fused_adam_step_
+from genesis.optim.optimizer import Optimizer
+from genesis.tensor import Tensor, zeros, zeros_like
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
+
+class Adam(Optimizer):
+    """Adam (as ``torch.optim.Adam``).
+
+    ``m = beta1 * m + (1 - beta1) * g``, ``v = beta2 * v + (1 - beta2) * g * g`` (with ``amsgrad``, the running
+    maximum of ``v`` replaces it), then ``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
+    ``weight_decay`` adds ``weight_decay * p`` to the gradient (L2 penalty); with ``decoupled_weight_decay`` the
+    parameter is instead shrunk by ``1 - lr * weight_decay`` before the update, which is AdamW.
+
+    ``fused`` (as torch's): None (default) updates all GPU parameters of a group with one multi-tensor kernel
+    launch per dtype combination unless ``foreach=False`` (the CPU keeps its per-parameter step); True also takes
+    the multi-tensor step on the CPU; False never fuses across parameters. ``master_weights=True`` (as apex's
+    ``FusedAdam``) keeps a float32 copy of every bfloat16/float16 parameter in ``state["master_param"]``, with
+    float32 moments: the update runs on the copy and the parameter receives it rounded, so small updates are not
+    lost to half-precision rounding.
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
+                 decoupled_weight_decay: bool = False, foreach: bool | None = None, fused: bool | None = None,
+                 master_weights: bool = False) -> None:
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
+                    "maximize": maximize, "decoupled_weight_decay": decoupled_weight_decay,
+                    "foreach": foreach, "fused": fused, "master_weights": master_weights}
+        super().__init__(params, defaults)
+
+    def _init_state(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        if "exp_avg" in state:
+            return
+        if group.get("master_weights") and p.dtype in _HALF:
+            state["master_param"] = p.detach().float()
+            state["exp_avg"] = zeros(p.shape, dtype=dtypes.float32, device=p.device)
+            state["exp_avg_sq"] = zeros(p.shape, dtype=dtypes.float32, device=p.device)
+        else:
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = zeros_like(state["exp_avg_sq"])
+
+    def _fused_step(self, group: dict[str, Any], params: list[Tensor]) -> list[Tensor]:
+        if group["amsgrad"]:
+            return params
+        rest = []
+        batches: dict[tuple, list[Tensor]] = {}
+        for p in params:
+            if group.get("fused") is None and p.device.type == "cpu":
+                rest.append(p)
+                continue
+            state = self.state.setdefault(p, {})
+            self._init_state(p, state, group)
+            key = (p.device, p.dtype, p.grad.dtype, state["exp_avg"].dtype, "master_param" in state,
+                   state.get("step", 0))
+            batches.setdefault(key, []).append(p)
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        for (*_, master, step), ps in batches.items():
+            states = [self.state[p] for p in ps]
+            done = fused_adam_multi_step_(
+                ps, [p.grad for p in ps], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+                [s["master_param"] for s in states] if master else None, lr, beta1, beta2, eps,
+                group["weight_decay"], group["decoupled_weight_decay"], step + 1, group["maximize"])
+            if done:
+                for s in states:
+                    s["step"] = step + 1
+            else:
+                rest.extend(ps)
+        return rest
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        self._init_state(p, state, group)
+        master = state.get("master_param")
+        target = master if master is not None else p  # with master weights the update runs on the float32 copy
+        step = state["step"]
+        lr, (beta1, beta2), weight_decay = group["lr"], group["betas"], group["weight_decay"]
+        decoupled = group["decoupled_weight_decay"]
+        if (not group["amsgrad"] and not group["maximize"]
+                and fused_adam_step_(target, grad, state["exp_avg"], state["exp_avg_sq"], lr, beta1, beta2,
+                                     group["eps"], weight_decay, decoupled, step)):
+            if master is not None:
+                p.copy_(master)
+            return  # one fused kernel
+        g = self._effective_grad(target, grad, group, 0.0 if decoupled else weight_decay)
+        if decoupled and weight_decay != 0:
+            target.mul_(1 - lr * weight_decay)
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        s = self._scratch(target)
+        exp_avg.add_(s.copy_(g).sub_(exp_avg).mul_(1 - beta1))  # m = lerp(m, g, 1 - beta1)
+        exp_avg_sq.mul_(beta2).add_(s.copy_(g).mul_(g).mul_(1 - beta2))  # v = beta2 v + (1 - beta2) g^2
+        if group["amsgrad"]:
+            exp_avg_sq = state["max_exp_avg_sq"].maximum_(exp_avg_sq)
+        step_size = lr / (1 - beta1**step)
+        bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+        denom = s.copy_(exp_avg_sq).sqrt_().div_(bias_correction2_sqrt).add_(group["eps"])
+        target.add_(self._scratch(target, 1).copy_(exp_avg).div_(denom).mul_(-step_size))
+        if master is not None:
+            p.copy_(master)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (as ``torch.optim.AdamW``; default ``weight_decay=1e-2``)."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None, fused: bool | None = None,
+                 master_weights: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True, foreach=foreach, fused=fused, master_weights=master_weights)

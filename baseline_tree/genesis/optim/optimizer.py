@@ -1,0 +1,333 @@
+"""The optimizer base class: parameter groups, per-parameter state, hyperparameter checks, state dicts.
+
+A subclass declares its defaults and writes one per-parameter update, ``_update(p, grad, state, group)``; the base
+class walks the groups, skips parameters without a gradient, creates each parameter's state dict on first use and
+runs the update under ``no_grad``. The state dict layout is torch's: ``state`` keyed by the parameter's index
+across all groups, ``param_groups`` holding the hyperparameters and the ``params`` index lists.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Callable, Iterable
+
+from genesis import dtypes
+from genesis.autograd import enable_grad, no_grad
+from genesis.functional import cat
+from genesis.tensor import Tensor, empty
+
+# Hyperparameter checks: name -> (message prefix, predicate the value must satisfy). torch's wording.
+_CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "lr": ("Invalid learning rate", lambda v: v >= 0.0),
+    "eps": ("Invalid epsilon value", lambda v: v >= 0.0),
+    "momentum": ("Invalid momentum value", lambda v: v >= 0.0),
+    "dampening": ("Invalid dampening value", lambda v: v >= 0.0),
+    "weight_decay": ("Invalid weight_decay value", lambda v: v >= 0.0),
+    "alpha": ("Invalid alpha value", lambda v: v >= 0.0),
+    "lr_decay": ("Invalid lr_decay value", lambda v: v >= 0.0),
+    "initial_accumulator_value": ("Invalid initial_accumulator_value value", lambda v: v >= 0.0),
+}
+
+
+# Parameters up to this many elements take the multi-tensor path: below it, per-op overhead costs more than the
+# extra copies of concatenating (about 128 KiB of float32).
+_FLAT_MAX_NUMEL = 32768
+
+
+class _Required:
+    """Marks a hyperparameter without a default (``SGD(params)`` with no lr)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+def _check_hyperparameters(group: dict[str, Any]) -> None:
+    """Raise ValueError naming the first invalid hyperparameter value of a group."""
+    for name, value in group.items():
+        if name in _CHECKS and isinstance(value, (int, float)):
+            prefix, ok = _CHECKS[name]
+            if math.isnan(value) or not ok(value):
+                raise ValueError(f"{prefix}: {value}")
+    betas = group.get("betas")
+    if betas is not None:
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
+class Optimizer:
+    """Base class of all optimizers (``genesis.optim.Optimizer``, as ``torch.optim.Optimizer``).
+
+    Args:
+        params: an iterable of tensors, or of dicts each holding ``"params"`` plus per-group hyperparameters.
+        defaults: hyperparameters used where a group does not set its own.
+    """
+
+    #: Whether ``step()`` counts each parameter's updates in ``state["step"]`` (read by bias corrections, decays).
+    counts_steps = True
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got {type(params).__name__}")
+        _check_hyperparameters(defaults)
+        self.defaults = defaults
+        self.state: dict[Tensor, dict[str, Any]] = {}
+        self._scratch_buffers: dict[tuple, Tensor] = {}
+        self._scratch_views: dict[tuple, Tensor] = {}
+        self._flat_cache: dict[tuple, dict[str, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
+        groups = list(params)
+        if len(groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
+        lines.append(")")
+        return "\n".join(lines)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyperparameters (missing ones come from the defaults)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
+                            "tensors in sets will change between runs. Please use a list instead.")
+        params = list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = dict(param_group, params=params)
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            group.setdefault(name, default)
+        _check_hyperparameters(group)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of every parameter: drop them (default) or fill them with zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad = p.grad.detach()
+                    p.grad.zero_()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update every parameter that has a gradient; ``closure`` re-evaluates the loss first (returned)."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                # Small parameters of one dtype and device are updated together (see _step_flat); large ones one by
+                # one, where the arithmetic outweighs the per-op overhead and concatenating would only add copies.
+                # By default only on GPUs, where each op costs a kernel launch: on the CPU, concatenating and copying
+                # back costs more than it saves.
+                foreach = group.get("foreach")
+                small: dict[tuple, list[Tensor]] = {}
+                single = []
+                params = [p for p in group["params"] if p.grad is not None]
+                fused = group.get("fused")
+                # fused=None fuses unless foreach=False asked for parameter-by-parameter updates.
+                if params and (fused or (fused is None and foreach is not False)):
+                    params = self._fused_step(group, params)
+                for p in params:
+                    flat = foreach or (foreach is None and p.device.type != "cpu")
+                    if not flat or p.numel() > _FLAT_MAX_NUMEL:
+                        single.append(p)
+                    else:
+                        small.setdefault((p.dtype, p.device), []).append(p)
+                for params in small.values():
+                    if len(params) == 1 or not self._step_flat(group, params):
+                        single.extend(params)
+                for p in single:
+                    state = self.state.setdefault(p, {})
+                    if self.counts_steps:
+                        state["step"] = state.get("step", 0) + 1
+                    self._update(p, p.grad, state, group)
+        return loss
+
+    def _fused_step(self, group: dict[str, Any], params: list[Tensor]) -> list[Tensor]:
+        """Update ``params`` (all with gradients) with fused multi-tensor kernels, a few launches for the whole
+        group; returns the parameters it left for the per-parameter paths. The base class has no fused step."""
+        return params
+
+    def _step_flat(self, group: dict[str, Any], params: list[Tensor]) -> bool:
+        """Run ``_update`` once on all ``params`` concatenated (the multi-tensor path); False if it can't apply.
+
+        The updates are elementwise, so one update of the concatenation equals the per-parameter updates, with a
+        few large ops in place of many small ones. Each parameter's state tensors are views into one flat buffer
+        per state entry, kept across steps; it is rebuilt from the per-parameter tensors whenever they were
+        replaced (by ``load_state_dict``, say). It applies when all parameters share their non-tensor state
+        (such as the step count) and their set of state entries.
+        """
+        states = [self.state.setdefault(p, {}) for p in params]
+        first = states[0]
+        plain = {k: v for k, v in first.items() if not isinstance(v, Tensor)}
+        for state in states[1:]:
+            if state.keys() != first.keys() or any(state[k] != v for k, v in plain.items()):
+                return False
+        key = (id(group), params[0].dtype, params[0].device)
+        cache = self._flat_cache.get(key)
+        ids = [id(p) for p in params]
+        fresh = cache is None or cache["ids"] != ids or any(
+            state.get(k) is not views[i] for k, views in cache["views"].items() for i, state in enumerate(states))
+        flat_state = dict(plain)
+        for k, v in first.items():
+            if isinstance(v, Tensor):
+                flat_state[k] = cat([s[k].reshape(-1) for s in states]) if fresh else cache["flat"][k]
+        if self.counts_steps:
+            flat_state["step"] = flat_state.get("step", 0) + 1
+        flat_p = cat([p.reshape(-1) for p in params])
+        self._update(flat_p, cat([p.grad.reshape(-1) for p in params]), flat_state, group)
+        offsets = [0]
+        for p in params:
+            offsets.append(offsets[-1] + p.numel())
+        for p, start, end in zip(params, offsets, offsets[1:]):
+            p.copy_(flat_p[start:end].view(p.shape))
+        plain = {k: v for k, v in flat_state.items() if not isinstance(v, Tensor)}
+        if not fresh and cache["flat"].keys() == flat_state.keys() - plain.keys():
+            for state in states:  # the tensors are still the cached views, updated in place
+                state.update(plain)
+            return True
+        views: dict[str, list[Tensor]] = {}
+        for k, v in flat_state.items():
+            if isinstance(v, Tensor):
+                views[k] = [v[start:end].view(p.shape) for p, start, end in zip(params, offsets, offsets[1:])]
+        for i, state in enumerate(states):
+            state.clear()
+            state.update({k: (views[k][i] if k in views else v) for k, v in flat_state.items()})
+        self._flat_cache[key] = {"ids": ids, "flat": {k: flat_state[k] for k in views}, "views": views}
+        return True
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        """Update one parameter in place from its gradient, its state and its group's hyperparameters.
+
+        ``p`` may be the concatenation of several parameters (see ``_step_flat``): the update must be elementwise,
+        create state entries only when they are missing, and change existing state tensors in place.
+        """
+        raise NotImplementedError
+
+    def _scratch(self, p: Tensor, slot: int = 0) -> Tensor:
+        """A temporary tensor shaped like ``p`` (contents undefined) for the update in progress.
+
+        Updates write their intermediate results into these with in-place ops instead of allocating: on the CPU a
+        fresh parameter-sized allocation per op costs more than the arithmetic itself. One flat buffer per slot,
+        dtype and device serves every parameter; it is not part of the optimizer's state.
+        """
+        key = (slot, p.dtype, p.device)
+        view = self._scratch_views.get((key, p.shape))
+        if view is not None:
+            return view
+        buf = self._scratch_buffers.get(key)
+        if buf is None or buf.numel() < p.numel():
+            buf = self._scratch_buffers[key] = empty(p.numel(), dtype=p.dtype, device=p.device)
+            self._scratch_views = {k: v for k, v in self._scratch_views.items() if k[0] != key}
+        view = self._scratch_views[(key, p.shape)] = buf[:p.numel()].view(p.shape)
+        return view
+
+    def _effective_grad(self, p: Tensor, grad: Tensor, group: dict[str, Any], weight_decay: float) -> Tensor:
+        """The gradient negated for ``maximize`` plus the L2 term ``weight_decay * p`` (``grad`` itself if neither)."""
+        if not group["maximize"] and weight_decay == 0:
+            return grad
+        g = self._scratch(p, 1).copy_(grad)
+        if group["maximize"]:
+            g.neg_()
+        if weight_decay != 0:
+            g.add_(self._scratch(p, 2).copy_(p).mul_(weight_decay))
+        return g
+
+    # ------------------------------------------------------------ state dicts
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer state in torch's layout: ``{"state": {index: {...}}, "param_groups": [...]}``.
+
+        Parameters are named by their index in the order of the groups; the tensors in ``state`` are the live
+        state tensors (save or clone them to keep a snapshot).
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {key: value for key, value in group.items() if key != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore hyperparameters and per-parameter state from :meth:`state_dict` output.
+
+        Everything is checked before anything is changed. Floating-point state tensors are copied to the dtype
+        and device of their parameter; the step count and other values are copied as they are.
+        """
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups "
+                             f"({len(saved_groups)} != {len(self.param_groups)})")
+        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't match the size of "
+                                 f"optimizer's group: group {i} has {len(saved['params'])} parameters, the "
+                                 f"optimizer's has {len(group['params'])}")
+        by_index = {}
+        for group, saved in zip(self.param_groups, saved_groups):
+            for p, idx in zip(group["params"], saved["params"]):
+                by_index[idx] = p
+        unknown = [idx for idx in state_dict["state"] if idx not in by_index]
+        if unknown:
+            raise ValueError(f"loaded state dict has state for parameter indices {unknown} that no group lists")
+        master = {idx: bool(saved.get("master_weights")) for saved in saved_groups for idx in saved["params"]}
+        new_state = {}
+        for idx, saved_state in state_dict["state"].items():
+            p = by_index[idx]
+            new_state[p] = {key: _cast_state(key, value, p, master.get(idx, False)) for key, value in
+                            saved_state.items()}
+        new_groups = []
+        for group, saved in zip(self.param_groups, saved_groups):
+            restored = copy.deepcopy({key: value for key, value in saved.items() if key != "params"})
+            restored["params"] = group["params"]
+            new_groups.append(restored)
+        self.state = new_state
+        self.param_groups = new_groups
+
+
+def _cast_state(key: str, value: Any, param: Tensor, master_weights: bool = False) -> Any:
+    """A private copy of one saved state value, placed like its parameter (the step count stays as it is).
+
+    Floating-point state takes the parameter's dtype, except with master weights, where the float32 state of a
+    half-precision parameter (master copy, moments) stays float32.
+    """
+    if not isinstance(value, Tensor):
+        return copy.deepcopy(value)
+    if key != "step" and value.dtype.is_floating_point:
+        keep = master_weights and value.dtype is dtypes.float32 and param.dtype in (dtypes.float16, dtypes.bfloat16)
+        return value.detach().to(device=param.device, dtype=value.dtype if keep else param.dtype, copy=True)
+    return value.detach().to(device=param.device, copy=True)

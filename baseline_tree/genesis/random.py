@@ -1,0 +1,273 @@
+"""Random numbers: counter-based generators and the random creation functions.
+
+A ``Generator`` is a (seed, offset) pair. Every draw asks the backend for numbers from stream ``(seed, offset)`` and
+advances the offset, so a seed reproduces the same sequence run to run, a state can be saved as two integers, and
+the CPU and CUDA backends share one semantics (``manual_seed`` seeds every device's default generator).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Sequence
+
+from genesis import dtypes
+from genesis.device import device as Device
+from genesis.device import to_device
+from genesis.ndarray import NDArray
+from genesis.tensor import Tensor, _shape_from, _size_args, tensor
+
+
+class Generator:
+    """A counter-based random generator for one device (``genesis.Generator(device="cpu")``)."""
+
+    def __init__(self, device: Any = "cpu") -> None:
+        self.device = to_device(device)
+        self._seed = 67280421310721
+        self._offset = 0
+
+    def manual_seed(self, seed: int) -> Generator:
+        seed = int(seed)
+        if not -(1 << 63) <= seed < (1 << 64):
+            raise RuntimeError(f"manual_seed: seed must be within the range [-0x8000_0000_0000_0000, "
+                               f"0xffff_ffff_ffff_ffff], got {seed}")
+        self._seed = seed % (1 << 64)
+        self._offset = 0
+        return self
+
+    def seed(self) -> int:
+        """Seed from the clock and return the new seed."""
+        self.manual_seed(time.time_ns() % (1 << 63))
+        return self._seed
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> Tensor:
+        return tensor([self._seed % (1 << 63), self._seed >> 63, self._offset], dtype=dtypes.int64)
+
+    def set_state(self, state: Tensor) -> Generator:
+        low, high, offset = (int(v) for v in state.tolist())
+        self._seed = low + (high << 63)
+        self._offset = offset
+        return self
+
+    def next_stream(self, numel: int) -> tuple[int, int]:
+        """Reserve ``numel`` numbers: returns (seed, offset) for the backend and advances the offset."""
+        offset = self._offset
+        self._offset += max(numel, 1)
+        return self._seed, offset
+
+
+_default_generators: dict[Device, Generator] = {}
+
+
+def default_generator(device: Any = "cpu") -> Generator:
+    dev = to_device(device)
+    gen = _default_generators.get(dev)
+    if gen is None:
+        gen = _default_generators[dev] = Generator(dev)
+        if _global_seed is not None:
+            gen.manual_seed(_global_seed)  # a device first used after manual_seed starts from that seed
+    return gen
+
+
+_global_seed: int | None = None
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generators of every device (also those first used later); returns the CPU one."""
+    global _global_seed
+    cpu_gen = default_generator("cpu").manual_seed(seed)
+    _global_seed = seed
+    for gen in _default_generators.values():
+        gen.manual_seed(seed)
+    return cpu_gen
+
+
+def seed() -> int:
+    return default_generator("cpu").seed()
+
+
+def initial_seed() -> int:
+    return default_generator("cpu").initial_seed()
+
+
+def get_rng_state() -> Tensor:
+    return default_generator("cpu").get_state()
+
+
+def set_rng_state(state: Tensor) -> None:
+    default_generator("cpu").set_state(state)
+
+
+def _stream(generator: Generator | None, device: Device, numel: int) -> tuple[int, int]:
+    gen = generator if generator is not None else default_generator(device)
+    return gen.next_stream(numel)
+
+
+def _float_dtype(dtype: Any) -> dtypes.dtype:
+    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if not d.is_floating_point:
+        raise RuntimeError(f"expected a floating-point dtype for random floats, got {d}")
+    return d
+
+
+def _finish(nd: NDArray, requires_grad: bool) -> Tensor:
+    t = Tensor._wrap(nd)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform samples from [0, 1)."""
+    shape, dev, d = _shape_from(sizes, size), to_device(device), _float_dtype(dtype)
+    s, o = _stream(generator, dev, math.prod(shape))
+    return _finish(dev.backend.uniform(shape, d, dev, s, o), requires_grad)
+
+
+def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal samples."""
+    shape, dev, d = _shape_from(sizes, size), to_device(device), _float_dtype(dtype)
+    s, o = _stream(generator, dev, math.prod(shape))
+    return _finish(dev.backend.normal(shape, d, dev, s, o), requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), generator: Generator | None = None,
+            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Integers uniformly from [low, high); ``randint(high, size)`` starts at 0, as torch."""
+    if isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    shape, dev = _size_args((size,) if isinstance(size, int) else tuple(size)), to_device(device)
+    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
+    s, o = _stream(generator, dev, math.prod(shape))
+    nd = dev.backend.randint(int(low), int(high), shape, dtypes.int64, dev, s, o)
+    return _finish(nd.astype(d), requires_grad)
+
+
+def randperm(n: int, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
+    """A random permutation of 0..n-1 (argsort of uniform keys)."""
+    if n < 0:
+        raise RuntimeError(f"randperm: n must be non-negative, got {n}")
+    keys = rand(n, generator=generator, dtype=dtypes.float64, device=device)
+    out = keys.argsort()
+    return out.to(dtypes.to_dtype(dtype)) if dtype is not None else out
+
+
+def rand_like(input: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
+    return rand(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+
+
+def randn_like(input: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
+    return randn(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+
+
+def randint_like(input: Tensor, low: int, high: int | None = None, dtype: Any = None, device: Any = None
+                 ) -> Tensor:
+    return randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device)
+
+
+def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, generator: Generator | None = None,
+           dtype: Any = None, device: Any = None) -> Tensor:
+    """Normal samples with the given mean and std (numbers or broadcastable tensors)."""
+    if isinstance(std, (int, float)) and std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        ref = mean if isinstance(mean, Tensor) else std
+        from genesis.ndarray import broadcast_shapes
+
+        shape = broadcast_shapes("normal", getattr(mean, "shape", ()), getattr(std, "shape", ()))
+        noise = randn(shape, generator=generator, dtype=ref.dtype, device=ref.device)
+        return (noise * std + mean).detach()
+    shape = tuple(size) if size is not None else ()
+    return randn(shape, generator=generator, dtype=dtype, device=device) * std + mean
+
+
+def bernoulli(input: Tensor, p: float | None = None, generator: Generator | None = None) -> Tensor:
+    """0/1 samples with probability ``input`` (or ``p``) of a one, in input's dtype."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"bernoulli: not implemented for '{input.dtype.name}' (floating inputs only)")
+    probs = input if p is None else full_like_value(input, p)
+    if probs.numel() and (float(probs.min().item()) < 0 or float(probs.max().item()) > 1):
+        raise RuntimeError("bernoulli: all probabilities must be in [0, 1]")
+    u = rand(probs.shape, generator=generator, dtype=dtypes.float64 if probs.dtype is dtypes.float64 else
+             dtypes.float32, device=probs.device)
+    return (u < probs.detach()).to(input.dtype)
+
+
+def full_like_value(x: Tensor, value: float) -> Tensor:
+    return Tensor._wrap(NDArray.full(x.shape, value, x.dtype, x.device))
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, generator: Generator | None = None
+                ) -> Tensor:
+    """Sample category indices from rows of non-negative weights.
+
+    With replacement: inverse-CDF sampling (searchsorted into the cumulative weights). Without: the Gumbel-top-k
+    trick (keys ``log(u) / w`` ordered), which draws the same distribution as sequential sampling.
+    """
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {input.ndim}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype.name}")
+    probs = input.detach().to(dtypes.float64)
+    squeeze = probs.ndim == 1
+    if squeeze:
+        probs = probs.unsqueeze(0)
+    n_cat = probs.shape[1]
+    if probs.numel() and float(probs.min().item()) < 0:
+        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+    totals = probs.sum(1)
+    if probs.shape[0] and float(totals.min().item()) <= 0:
+        raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and num_samples > n_cat:
+        raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
+                           f"({num_samples} > {n_cat})")
+    if num_samples <= 0:
+        raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples ({num_samples})")
+    if replacement:
+        cdf = probs.cumsum(1) / totals.unsqueeze(1)
+        u = rand(probs.shape[0], num_samples, generator=generator, dtype=dtypes.float64, device=probs.device)
+        from genesis.functional import searchsorted
+
+        out = searchsorted(cdf.contiguous(), u.contiguous(), right=True).clamp(max=n_cat - 1)
+    else:
+        u = rand(probs.shape, generator=generator, dtype=dtypes.float64, device=probs.device)
+        keys = u.clamp(min=1e-300).log() / probs
+        out = keys.argsort(dim=1, descending=True)[:, :num_samples]
+    return out[0] if squeeze else out
+
+
+def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` with samples from U[a, b) in place."""
+    u = rand(t.shape, generator=generator, dtype=t.dtype, device=t.device)
+    return t._fill_from((u * (b - a) + a).ndarray)
+
+
+def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
+    n = randn(t.shape, generator=generator, dtype=t.dtype, device=t.device)
+    return t._fill_from((n * std + mean).ndarray)
+
+
+def bernoulli_(t: Tensor, p: float = 0.5, generator: Generator | None = None) -> Tensor:
+    u = rand(t.shape, generator=generator, dtype=dtypes.float32, device=t.device)
+    return t._fill_from((u < p).to(t.dtype).ndarray)
+
+
+def random_(t: Tensor, low: int = 0, high: int | None = None, generator: Generator | None = None) -> Tensor:
+    if high is None:
+        low, high = 0, (1 << 24 if t.dtype.is_floating_point else 1 << 31) if low == 0 else low
+    r = randint(low, high, t.shape, generator=generator, device=t.device)
+    return t._fill_from(r.to(t.dtype).ndarray)
+
+
+def exponential_(t: Tensor, lambd: float = 1.0, generator: Generator | None = None) -> Tensor:
+    u = rand(t.shape, generator=generator, dtype=t.dtype, device=t.device)
+    return t._fill_from(((1 - u).log() * (-1.0 / lambd)).ndarray)

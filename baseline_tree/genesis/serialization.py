@@ -1,0 +1,358 @@
+"""Checkpoints: ``genesis.save`` / ``genesis.load`` in the safetensors format, and training checkpoints.
+
+A file is a plain safetensors file: every tensor is stored as raw bytes under a name, and the structure around
+the tensors (nested dicts, lists and tuples of numbers, strings, bools and None) is stored as JSON in the
+file's metadata, where each tensor appears as a reference to its name. Nothing is pickled, so loading an untrusted
+file cannot run code, and any safetensors reader opens the file. A flat ``{name: tensor}`` dict is stored under
+its own names, so a saved ``state_dict()`` is a standard weights file. Writes are atomic (a temporary file in the
+same folder, then ``os.replace``); every tensor carries a CRC-32 checksum, so a truncated or corrupted file is
+reported by name and yields nothing. Sharded Hugging Face checkpoints load through their
+``*.safetensors.index.json``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import zlib
+from typing import Any, BinaryIO, Union
+
+import numpy as np
+import safetensors
+import safetensors.numpy
+
+from genesis import cuda, dtypes
+from genesis.device import device as Device
+from genesis.device import to_device
+from genesis.random import default_generator
+from genesis.safetensors_io import iter_tensors, read_header
+from genesis.tensor import Tensor, tensor
+
+PathLike = Union[str, "os.PathLike[str]"]
+FileLike = Union[PathLike, BinaryIO]
+
+# Metadata keys: the JSON structure, the format version and the per-tensor checksums.
+_STRUCTURE_KEY = "genesis.structure"
+_FORMAT_KEY = "genesis.format"
+_CHECKSUM_KEY = "genesis.crc32"
+_FORMAT_VERSION = "1"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file that cannot be read: truncated, corrupted, or not written by a safetensors writer."""
+
+
+# ------------------------------------------------------------------ encoding
+
+
+class _Encoder:
+    """Turns an object tree into JSON-ready data plus a dict of named numpy arrays."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+        self.names_by_id: dict[int, str] = {}
+
+    def encode(self, obj: Any, path: str) -> Any:
+        if isinstance(obj, Tensor):
+            return self._tensor(obj, path)
+        if obj is None or isinstance(obj, (bool, int, float, str)):
+            return obj
+        if isinstance(obj, dtypes.dtype):
+            return {"__dtype__": obj.name}
+        if isinstance(obj, Device):
+            return {"__device__": str(obj)}
+        if isinstance(obj, tuple):
+            return {"__tuple__": [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
+        if isinstance(obj, list):
+            return [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]
+        if isinstance(obj, dict):
+            plain = all(isinstance(k, str) and not k.startswith("__") for k in obj)
+            if plain:
+                return {k: self.encode(v, _join(path, k)) for k, v in obj.items()}
+            return {"__dict__": [[self.encode(k, f"{path}.<key>"), self.encode(v, _join(path, str(k)))]
+                                 for k, v in obj.items()]}
+        raise TypeError(f"save: cannot store an object of type {type(obj).__name__} at '{path or '<root>'}'; "
+                        "only tensors, dicts, lists, tuples, numbers, strings, bools and None can be saved")
+
+    def _tensor(self, t: Tensor, path: str) -> dict[str, Any]:
+        name = self.names_by_id.get(id(t))
+        if name is None:
+            name = path or "tensor"
+            suffix = 1
+            while name in self.arrays:
+                name = f"{path}#{suffix}"
+                suffix += 1
+            self.names_by_id[id(t)] = name
+            array = t.detach().cpu().numpy()
+            # np.ascontiguousarray would turn a 0-d array into 1-d; copy only what is strided.
+            self.arrays[name] = array if array.flags.c_contiguous else array.copy(order="C")
+        ref: dict[str, Any] = {"__tensor__": name, "device": str(t.device)}
+        if t.requires_grad:
+            ref["requires_grad"] = True
+        return ref
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _checksum(array: np.ndarray) -> str:
+    return format(zlib.crc32(array.reshape(-1).view(np.uint8)) if array.size else 0, "08x")
+
+
+def save(obj: Any, f: FileLike) -> None:
+    """Save tensors, state dicts and nested containers of plain values to a safetensors file.
+
+    Args:
+        obj: a tensor, or dicts / lists / tuples nesting tensors, numbers, strings, bools, None, dtypes, devices.
+            A tensor referenced twice (tied weights) is stored once and loads as one tensor.
+        f: a path (written atomically) or a writable binary file object.
+    """
+    encoder = _Encoder()
+    structure = encoder.encode(obj, "")
+    metadata = {
+        _FORMAT_KEY: _FORMAT_VERSION,
+        _STRUCTURE_KEY: json.dumps(structure, separators=(",", ":")),
+        _CHECKSUM_KEY: json.dumps({name: _checksum(a) for name, a in encoder.arrays.items()}, separators=(",", ":")),
+    }
+    if not isinstance(f, (str, os.PathLike)):
+        f.write(safetensors.numpy.save(encoder.arrays, metadata=metadata))
+        return
+    path = os.fspath(f)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        safetensors.numpy.save_file(encoder.arrays, tmp, metadata=metadata)
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+# ------------------------------------------------------------------ decoding
+
+
+def _read(f: FileLike) -> tuple[dict[str, np.ndarray], dict[str, str], str]:
+    """All arrays and the metadata of one safetensors file; any defect raises CheckpointError naming it."""
+    name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<file object>")
+    try:
+        if isinstance(f, (str, os.PathLike)):
+            if not os.path.exists(name):
+                raise FileNotFoundError(f"load: no such file: '{name}'")
+            with safetensors.safe_open(name, framework="np") as handle:
+                metadata = handle.metadata() or {}
+            # Genesis's own reader: numpy's safetensors loader has no bfloat16, which Hugging Face files use.
+            arrays = {key: np.array(view) for key, view in iter_tensors(read_header(name))}
+        else:
+            data = f.read()
+            with io.BytesIO(data) as buffer:
+                header_len = int.from_bytes(buffer.read(8), "little")
+                header = json.loads(buffer.read(header_len))
+            metadata = header.get("__metadata__") or {}
+            arrays = safetensors.numpy.load(data)
+    except FileNotFoundError:
+        raise
+    except Exception as err:  # safetensors raises its own error type for every kind of damage
+        raise CheckpointError(f"load: '{name}' is not a readable safetensors file (truncated or corrupt?): "
+                              f"{err}") from None
+    if _CHECKSUM_KEY in metadata:
+        sums = _json(metadata[_CHECKSUM_KEY], name)
+        for key, expected in sums.items():
+            if key not in arrays:
+                raise CheckpointError(f"load: '{name}' is missing tensor '{key}' listed in its metadata")
+            if _checksum(arrays[key]) != expected:
+                raise CheckpointError(f"load: '{name}' is corrupt: checksum mismatch in tensor '{key}'")
+    return arrays, metadata, name
+
+
+def _json(text: str, name: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CheckpointError(f"load: '{name}' has corrupt metadata: {err}") from None
+
+
+def _target_device(saved: str, map_location: Any) -> Device:
+    if map_location is None:
+        target = saved
+    elif isinstance(map_location, dict):
+        target = map_location.get(saved, saved)
+    else:
+        target = map_location
+    dev = to_device(target)
+    if dev.type == "cuda":
+        if not cuda.is_available():
+            raise RuntimeError(f"load: attempting to place a tensor saved on '{saved}' on a CUDA device, but CUDA "
+                               "is not available; pass map_location='cpu' to load it on the CPU")
+    return dev
+
+
+class _Decoder:
+    def __init__(self, arrays: dict[str, np.ndarray], map_location: Any, name: str) -> None:
+        self.arrays = arrays
+        self.map_location = map_location
+        self.name = name
+        self.tensors: dict[str, Tensor] = {}
+
+    def decode(self, data: Any) -> Any:
+        if isinstance(data, list):
+            return [self.decode(v) for v in data]
+        if not isinstance(data, dict):
+            return data
+        if "__tensor__" in data:
+            return self._tensor(data)
+        if "__tuple__" in data:
+            return tuple(self.decode(v) for v in data["__tuple__"])
+        if "__dict__" in data:
+            return {_hashable(self.decode(k)): self.decode(v) for k, v in data["__dict__"]}
+        if "__dtype__" in data:
+            return dtypes.to_dtype(data["__dtype__"])
+        if "__device__" in data:
+            return to_device(data["__device__"])
+        return {k: self.decode(v) for k, v in data.items()}
+
+    def _tensor(self, ref: dict[str, Any]) -> Tensor:
+        key = ref["__tensor__"]
+        if key in self.tensors:
+            return self.tensors[key]
+        if key not in self.arrays:
+            raise CheckpointError(f"load: '{self.name}' refers to tensor '{key}' that the file does not hold")
+        t = tensor(self.arrays[key], device=_target_device(ref.get("device", "cpu"), self.map_location))
+        if ref.get("requires_grad"):
+            t.requires_grad_(True)
+        self.tensors[key] = t
+        return t
+
+
+def _hashable(key: Any) -> Any:
+    return tuple(_hashable(k) for k in key) if isinstance(key, (list, tuple)) else key
+
+
+def _load_index(path: str, map_location: Any) -> dict[str, Tensor]:
+    """A sharded Hugging Face checkpoint: ``{"weight_map": {tensor name: shard file}}`` beside its shards."""
+    with open(path, encoding="utf-8") as handle:
+        index = _json(handle.read(), path)
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict):
+        raise CheckpointError(f"load: '{path}' has no 'weight_map' (not a safetensors index)")
+    folder = os.path.dirname(path)
+    out: dict[str, Tensor] = {}
+    for shard in sorted(set(weight_map.values())):
+        arrays, _, shard_name = _read(os.path.join(folder, shard))
+        wanted = [name for name, file in weight_map.items() if file == shard]
+        missing = [name for name in wanted if name not in arrays]
+        if missing:
+            raise CheckpointError(f"load: shard '{shard_name}' lacks tensors {missing[:5]} listed in '{path}'")
+        for name in wanted:
+            out[name] = tensor(arrays[name], device=_target_device("cpu", map_location))
+    return {name: out[name] for name in weight_map}
+
+
+def load(f: FileLike, map_location: Any = None, weights_only: bool = True) -> Any:
+    """Load what :func:`save` wrote, a plain safetensors file, or a sharded ``*.safetensors.index.json``.
+
+    Args:
+        f: a path or a readable binary file object.
+        map_location: where tensors go: None (the device they were saved from), a device or device string, or a
+            dict mapping saved device strings to new ones (``{"cuda:0": "cpu"}``).
+        weights_only: accepted for torch compatibility; files never hold code, so loading is always safe.
+
+    Returns:
+        The saved object; a plain safetensors file (or a sharded index) loads as a ``{name: tensor}`` dict.
+    """
+    if isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".index.json"):
+        return _load_index(os.fspath(f), map_location)
+    arrays, metadata, name = _read(f)
+    decoder = _Decoder(arrays, map_location, name)
+    if _STRUCTURE_KEY not in metadata:
+        return {key: decoder.decode({"__tensor__": key}) for key in arrays}
+    return decoder.decode(_json(metadata[_STRUCTURE_KEY], name))
+
+
+# ------------------------------------------------------------------ training checkpoints
+
+
+def save_checkpoint(path: PathLike, model: Any = None, optimizer: Any = None, scheduler: Any = None,
+                    scaler: Any = None, step: int | None = None, **extra: Any) -> None:
+    """Save everything a training run needs to resume exactly: the state dicts of the model, optimizer,
+    scheduler and gradient scaler, the step, the random-number state, and any ``extra`` plain values."""
+    state: dict[str, Any] = {"step": step, "rng": _rng_states(), "extra": extra}
+    for key, component in (("model", model), ("optimizer", optimizer), ("scheduler", scheduler),
+                           ("scaler", scaler)):
+        if component is not None:
+            state[key] = component.state_dict()
+    save(state, path)
+
+
+def load_checkpoint(path: PathLike, model: Any = None, optimizer: Any = None, scheduler: Any = None,
+                    scaler: Any = None, map_location: Any = None, strict: bool = True) -> dict[str, Any]:
+    """Restore a :func:`save_checkpoint` file into the given components and the random-number state.
+
+    The file is read and verified completely before anything is changed; if restoring any component fails,
+    the ones already restored are put back, so a failed load leaves the run as it was.
+
+    Returns:
+        The checkpoint dict (``step``, ``extra`` and the raw state dicts).
+    """
+    state = load(path, map_location=map_location)
+    if not isinstance(state, dict) or "rng" not in state:
+        raise CheckpointError(f"load_checkpoint: '{os.fspath(path)}' is not a training checkpoint "
+                              "(written by genesis.save_checkpoint)")
+    components = [(key, c) for key, c in (("model", model), ("optimizer", optimizer), ("scheduler", scheduler),
+                                          ("scaler", scaler)) if c is not None]
+    for key, _ in components:
+        if key not in state:
+            raise KeyError(f"load_checkpoint: '{os.fspath(path)}' holds no {key} state")
+    backups = [(key, c, _snapshot(c.state_dict())) for key, c in components]
+    rng_backup = _rng_states()
+    try:
+        for key, component in components:
+            if key == "model":
+                component.load_state_dict(state[key], strict=strict)
+            else:
+                component.load_state_dict(state[key])
+        _set_rng_states(state["rng"])
+    except BaseException:
+        for key, component, backup in backups:
+            if key == "model":
+                component.load_state_dict(backup, strict=False)
+            else:
+                component.load_state_dict(backup)
+        _set_rng_states(rng_backup)
+        raise
+    return state
+
+
+def _rng_states() -> dict[str, Tensor]:
+    """The state of the default generator of the CPU and of every CUDA device."""
+    devices = ["cpu"] + ([f"cuda:{i}" for i in range(cuda.device_count())] if cuda.is_available() else [])
+    return {dev: default_generator(dev).get_state() for dev in devices}
+
+
+def _set_rng_states(states: dict[str, Tensor]) -> None:
+    """Restore default generator states; CUDA ones are skipped when no such device is present."""
+    for dev, rng_state in states.items():
+        if dev == "cpu" or (cuda.is_available() and int(dev.split(":")[1]) < cuda.device_count()):
+            default_generator(dev).set_state(rng_state)
+
+
+def _snapshot(obj: Any) -> Any:
+    """A deep copy of a state dict whose tensors are cloned (the live ones change when loading)."""
+    if isinstance(obj, Tensor):
+        return obj.detach().clone()
+    if isinstance(obj, dict):
+        return {k: _snapshot(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_snapshot(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_snapshot(v) for v in obj)
+    return obj
+
+
+__all__ = ["CheckpointError", "load", "load_checkpoint", "save", "save_checkpoint"]

@@ -1,0 +1,932 @@
+"""Tensor: the user-facing array with autograd metadata, and the creation functions.
+
+A Tensor holds an NDArray (``.ndarray``) and the autograd fields (``requires_grad``, ``grad``, ``grad_fn``).
+Its operators and methods delegate to ``genesis.functional``, where every op is a ``Function`` with forward and
+backward; the Tensor itself never computes.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from genesis import autograd, dtypes
+from genesis import memory_format as _mf
+from genesis.autograd import AccumulateGrad, Overwrite, RemovableHandle, is_grad_enabled
+from genesis.device import cpu as _cpu
+from genesis.device import device as Device
+from genesis.device import to_device
+from genesis.ndarray import NDArray
+
+F: Any = None  # genesis.functional, bound once it is imported (it imports this module)
+
+_NUMPY_DTYPE = {
+    np.dtype("bool"): dtypes.bool_, np.dtype("uint8"): dtypes.uint8, np.dtype("int8"): dtypes.int8,
+    np.dtype("int16"): dtypes.int16, np.dtype("int32"): dtypes.int32, np.dtype("int64"): dtypes.int64,
+    np.dtype("float16"): dtypes.float16, np.dtype("float32"): dtypes.float32, np.dtype("float64"): dtypes.float64,
+}
+_TO_NUMPY = {v: k for k, v in _NUMPY_DTYPE.items()}
+
+
+def _numpy_dtype(d: dtypes.dtype) -> np.dtype:
+    if d is dtypes.bfloat16:
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return _TO_NUMPY[d]
+
+
+def _genesis_dtype_of_numpy(d: np.dtype) -> dtypes.dtype:
+    if d in _NUMPY_DTYPE:
+        return _NUMPY_DTYPE[d]
+    if d.name == "bfloat16":
+        return dtypes.bfloat16
+    if d.kind == "u":
+        raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}. The only supported types are: float64, "
+                        "float32, float16, int64, int32, int16, int8, uint8, and bool.")
+    raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}")
+
+
+def _infer_dtype(data: Any) -> dtypes.dtype:
+    """The dtype torch.tensor would pick for nested Python data."""
+    kind = 0
+    typed = None  # numpy scalars carry their own dtype, which torch keeps
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            return item.dtype
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, np.generic):
+            d = _genesis_dtype_of_numpy(item.dtype)
+            typed = d if typed is None else dtypes.promote_types(typed, d)
+        elif isinstance(item, bool):
+            kind = kind or 0
+        elif isinstance(item, numbers.Integral):
+            kind = max(kind, 1)
+        elif isinstance(item, numbers.Real):
+            kind = 2
+        else:
+            raise TypeError(f"tensor(): could not infer dtype of {type(item).__name__}")
+    if typed is not None:
+        return dtypes.promote_types(typed, (typed, dtypes.int64, dtypes.get_default_dtype())[kind])
+    if kind == 0 and _has_leaf(data):
+        return dtypes.bool_
+    return (dtypes.bool_, dtypes.int64, dtypes.get_default_dtype())[kind] if _has_leaf(data) else \
+        dtypes.get_default_dtype()
+
+
+def _has_leaf(data: Any) -> bool:
+    if isinstance(data, (list, tuple)):
+        return any(_has_leaf(d) for d in data)
+    return True
+
+
+def _nested_to_numpy(data: Any, dtype: dtypes.dtype) -> np.ndarray:
+    def convert(item: Any) -> Any:
+        if isinstance(item, Tensor):
+            return item.detach().numpy().astype(np.float64) if dtype.is_floating_point else item.numpy()
+        if isinstance(item, (list, tuple)):
+            return [convert(i) for i in item]
+        return item
+
+    converted = convert(data)
+    if dtype is dtypes.bfloat16:
+        return np.asarray(np.array(converted, dtype=np.float64), dtype=_numpy_dtype(dtype))
+    try:
+        return np.array(converted, dtype=_TO_NUMPY[dtype])
+    except ValueError as err:
+        raise ValueError(f"tensor(): {err}") from None
+    except OverflowError:
+        raise RuntimeError(f"tensor(): value cannot be converted to type {dtype.name} without overflow") from None
+
+
+class Tensor:
+    """A multi-dimensional array with automatic differentiation (see ``genesis.tensor`` for construction)."""
+
+    __array_priority__ = 1000
+
+    def __init__(self, *args: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> None:
+        if len(args) == 0:
+            args = ([],)
+        if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            # Tensor(2, 3): uninitialized storage of that shape, as torch.Tensor(2, 3).
+            d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+            nd = NDArray.empty(tuple(args), d, to_device(device))
+        else:
+            (data,) = args
+            d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+            nd = _to_ndarray(data, d, to_device(device))
+        self._init(nd)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # Autograd fields default at class level so wrapping a result sets only what differs (cheap per op).
+    _requires_grad = False
+    _grad: Tensor | None = None
+    _grad_fn: Any = None
+    _output_nr = 0
+    _base: Tensor | None = None
+    _hooks: list | None = None
+    _post_accumulate_hooks: list | None = None
+    _retains_grad = False
+    _grad_accumulator: Any = None
+    _view_version = 0  # version of the base when a view's history was recorded (stale histories are rebuilt)
+
+    def _init(self, nd: NDArray) -> None:
+        self.ndarray = nd
+        self._version = [0]
+
+    @classmethod
+    def _wrap(cls, nd: NDArray) -> Tensor:
+        """A new Tensor around an NDArray (no autograd history)."""
+        t = object.__new__(cls)
+        t.ndarray = nd
+        t._version = [0]
+        return t
+
+    @property
+    def grad_fn(self) -> Any:
+        """The graph node that produced this tensor (None for leaves and tensors outside the graph).
+
+        A view whose base changed in place since the view was made gets its history through the base first.
+        """
+        if self._base is not None and self._view_version != self._version[0] and self._requires_grad \
+                and self._base._requires_grad:
+            autograd.refresh_view_history(self)
+        return self._grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, node: Any) -> None:
+        self._grad_fn = node
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by backward (None until one reaches this tensor)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: {list(value.shape)} for a tensor "
+                                   f"of size {list(self.shape)}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: {value.dtype} for a tensor of "
+                                   f"type {self.dtype}")
+            if value.device != self.device:
+                raise RuntimeError(f"assigned grad has data located on a different device: {value.device} for a "
+                                   f"tensor on {self.device}")
+        self._grad = value
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether operations on this tensor are recorded for differentiation."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and not self.ndarray.dtype.is_floating_point:
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients (got {self.dtype})")
+        self._requires_grad = bool(value)
+
+    @staticmethod
+    def _scalar_like(value: Any, like: Any) -> Tensor:
+        """A 0-d tensor for a Python number on the left of an op with ``like`` (promotes like a scalar)."""
+        if not isinstance(like, Tensor):
+            raise TypeError(f"unsupported operand types: {type(value).__name__} and {type(like).__name__}")
+        if not isinstance(value, (bool, int, float)):
+            raise TypeError(f"unsupported operand type: {type(value).__name__}")
+        return Tensor._wrap(NDArray.scalar(value, dtypes.result_type_scalar(like.dtype, value), like.device))
+
+    # ------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self.ndarray.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(self.ndarray.shape)
+        from genesis.ndarray import normalize_dim
+
+        return self.ndarray.shape[normalize_dim("size", dim, self.ndim)]
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return self.ndarray.dtype
+
+    @property
+    def device(self) -> Device:
+        return self.ndarray.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.ndarray.shape)
+
+    def dim(self) -> int:
+        return len(self.ndarray.shape)
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self.ndarray.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    def stride(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return tuple(self.ndarray.strides)
+        from genesis.ndarray import normalize_dim
+
+        return self.ndarray.strides[normalize_dim("stride", dim, self.ndim)]
+
+    def storage_offset(self) -> int:
+        return self.ndarray.offset
+
+    def data_ptr(self) -> int:
+        """Address of the first element (host or device memory)."""
+        return self.ndarray.backend.data_ptr(self.ndarray)
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether the elements are dense in row-major order, or in ``memory_format``'s order (channels_last)."""
+        if memory_format is None or memory_format is _mf.contiguous_format or memory_format is _mf.preserve_format:
+            return self.ndarray.is_contiguous()
+        nd = self.ndarray
+        return _mf.is_dense_in(nd.shape, nd.strides, _mf.check("is_contiguous", memory_format))
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return False
+
+    @property
+    def layout(self) -> str:
+        return "strided"
+
+    def get_device(self) -> int:
+        return -1 if self.device.type == "cpu" else self.device.index
+
+    # ------------------------------------------------------------ autograd
+    @property
+    def data(self) -> Tensor:
+        """A tensor sharing this one's memory, detached from autograd (assigning replaces the contents)."""
+        t = Tensor._wrap(self.ndarray)
+        t._version = self._version
+        return t
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
+        self.ndarray = value.ndarray
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if requires_grad and not (self.dtype.is_floating_point):
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients (got {self.dtype})")
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self) -> Tensor:
+        """A tensor sharing memory and version counter with this one, outside the graph."""
+        t = Tensor._wrap(self.ndarray)
+        t._version = self._version
+        return t
+
+    def detach_(self) -> Tensor:
+        """Take this tensor out of the graph in place (it becomes a leaf that does not require grad)."""
+        if self._base is not None:
+            raise RuntimeError("detach_: can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def _accumulator(self) -> AccumulateGrad:
+        ref = self._grad_accumulator
+        node = ref() if ref is not None else None
+        if node is None:
+            import weakref
+
+            node = AccumulateGrad(self)
+            self._grad_accumulator = weakref.ref(node)
+        return node
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate the gradient of this tensor with respect to the graph leaves into their ``.grad``."""
+        from genesis.autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces the gradient."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            node = self.grad_fn
+            if node._output_hooks is None:
+                node._output_hooks = {}
+            hooks = node._output_hooks.setdefault(self._output_nr, [])
+        hooks.append(hook)
+        return RemovableHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable) -> RemovableHandle:
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = []
+        self._post_accumulate_hooks.append(hook)
+        return RemovableHandle(self._post_accumulate_hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        autograd.retain_grad(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    # ------------------------------------------------------------ in-place support
+    def _bump_version(self) -> None:
+        self._version[0] += 1
+
+    def _check_inplace(self, op: str) -> None:
+        if not (self.requires_grad and is_grad_enabled()):
+            return
+        if self.grad_fn is None:
+            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation.")
+        base = self._base
+        if base is not None and base.requires_grad and base.grad_fn is None:
+            raise RuntimeError(
+                f"{op}: a view of a leaf Variable that requires grad is being used in an in-place operation."
+            )
+
+    def _assign_inplace(self, result: Tensor) -> Tensor:
+        """Finish an in-place op: write ``result`` into this tensor's memory and take over its history."""
+        self._check_inplace("in-place operation")
+        if result.shape != self.shape:
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(result.shape)}")
+        if result.dtype is not self.dtype:
+            if self.dtype.category < result.dtype.category:
+                raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired output type "
+                                   f"{self.dtype.name}")
+            result = result.to(self.dtype)
+        if self.requires_grad and not result.requires_grad and is_grad_enabled():
+            result = Overwrite.apply(self, result)
+        if result.grad_fn is not None:
+            result.grad_fn._snapshot_saved(self)
+        self.ndarray.copy_(result.ndarray)
+        recorded = result.requires_grad and is_grad_enabled()
+        if recorded:
+            # The node's output now lives in this tensor's memory.
+            autograd.take_history(self, result)
+            result.ndarray = self.ndarray
+        self._bump_version()
+        base = self._base
+        if recorded and base is not None and base.ndarray.buffer is self.ndarray.buffer:
+            self._view_version = self._version[0]  # the history just taken is current
+            # The write changed the base too: its history now runs through this op, and this view reads the base.
+            positions = autograd.view_positions(self.ndarray, base.ndarray)
+            autograd.take_history(base, autograd.CopySlices.apply(base, self, positions))
+            autograd.refresh_view_history(self, positions)
+        return self
+
+    def _inplace_source(self) -> Tensor:
+        """This tensor's values as an op input whose graph records an in-place change of this tensor.
+
+        The op may save its input for backward; the in-place write then overwrites this memory, so the op reads a
+        differentiable copy instead (torch keeps the original values of ``self`` the same way).
+        """
+        self._check_inplace("in-place operation")
+        return F.clone(self)
+
+    def _inplace_binary(self, op: str, fn: Callable, other: Any) -> Tensor:
+        """``self op= other``: written straight into memory when no graph is needed, else through ``fn``."""
+        if (is_grad_enabled() and (self.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
+            return self._assign_inplace(fn(self, other))
+        if isinstance(other, Tensor):
+            if other.device is not self.device and other.ndim:
+                raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "
+                                   f"{self.device} and {other.device}")
+            target = dtypes.result_type(self.dtype, self.ndim, other.dtype, other.ndim)
+            other_nd: Any = other.ndarray
+            from genesis.ndarray import broadcast_shapes
+
+            if broadcast_shapes(op, self.shape, other.shape) != self.shape:
+                raise RuntimeError(f"{op}: output with shape {list(self.shape)} doesn't match the broadcast shape "
+                                   f"{list(broadcast_shapes(op, self.shape, other.shape))}")
+        elif isinstance(other, (int, float, bool)):
+            target = dtypes.result_type_scalar(self.dtype, other)
+            other_nd = other
+        else:
+            return self._inplace_binary(op, fn, tensor(other, device=self.device))
+        if op == "div" and target.category < 2:
+            target = dtypes.get_default_dtype()
+        if target.category > self.dtype.category:
+            raise RuntimeError(f"{op}_: result type {target.name} can't be cast to the desired output type "
+                               f"{self.dtype.name}")
+        if target is self.dtype:
+            self.ndarray.binary(op, other_nd, out=self.ndarray)
+        else:
+            self.ndarray.copy_(self.ndarray.binary(op, other_nd))
+        self._bump_version()
+        return self
+
+    # ------------------------------------------------------------ conversion
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``.
+
+        ``memory_format`` (default ``preserve_format``) sets the result's layout; a conversion keeps a
+        channels_last source channels_last.
+        """
+        fmt = _mf.check("to", kwargs.pop("memory_format", _mf.preserve_format))
+        device, dtype, copy = parse_to_args(*args, **kwargs)
+        out = self
+        if device is not None and device is not out.device:
+            out = _ToDevice.apply(out, device)
+        if dtype is not None and dtype is not out.dtype:
+            out = F.Cast.apply(out, dtype)
+        if copy and out is self:
+            out = self.clone()
+        if fmt is _mf.preserve_format:
+            fmt = _mf.suggest(self.ndarray.shape, self.ndarray.strides) if out is not self else None
+        if fmt is not None:
+            out = F.contiguous(out, fmt)
+        return out
+
+    def cpu(self) -> Tensor:
+        return self.to(_cpu)
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
+        return self.to(Device("cuda", device) if isinstance(device, int) else (device or "cuda"))
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f"genesis.{self.dtype.name}"
+        return self.to(dtypes.to_dtype(dtype))
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+    def float(self) -> Tensor:
+        return self.to(dtypes.float32)
+
+    def double(self) -> Tensor:
+        return self.to(dtypes.float64)
+
+    def half(self) -> Tensor:
+        return self.to(dtypes.float16)
+
+    def bfloat16(self) -> Tensor:
+        return self.to(dtypes.bfloat16)
+
+    def long(self) -> Tensor:
+        return self.to(dtypes.int64)
+
+    def int(self) -> Tensor:
+        return self.to(dtypes.int32)
+
+    def short(self) -> Tensor:
+        return self.to(dtypes.int16)
+
+    def char(self) -> Tensor:
+        return self.to(dtypes.int8)
+
+    def byte(self) -> Tensor:
+        return self.to(dtypes.uint8)
+
+    def bool(self) -> Tensor:
+        return self.to(dtypes.bool_)
+
+    def numpy(self, force: bool = False) -> np.ndarray:
+        """The values as a numpy array (sharing memory on the CPU)."""
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self.device.type != "cpu" and not force:
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        return self.ndarray.numpy()
+
+    def tolist(self) -> Any:
+        return self.ndarray.numpy().tolist() if self.dtype is not dtypes.bfloat16 else \
+            self.ndarray.numpy().astype(np.float32).tolist()
+
+    def item(self) -> Any:
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        value = self.ndarray.numpy().reshape(-1)[0]
+        if self.dtype is dtypes.bool_:
+            return bool(value)
+        if self.dtype.is_floating_point:
+            return float(value)
+        return int(value)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """``np.asarray(t)``: the CPU values (sharing memory when possible); like ``numpy()``, not for grad tensors."""
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        needs_copy = self.device.type != "cpu" or (dtype is not None and np.dtype(dtype) != _numpy_dtype(self.dtype))
+        if copy is False and needs_copy:
+            raise ValueError(f"__array__: cannot share memory (tensor on {self.device} of dtype {self.dtype}, numpy "
+                             f"dtype {dtype} asked); pass copy=None or True")
+        array = self.cpu().ndarray.numpy()
+        if dtype is not None:
+            array = array.astype(dtype, copy=bool(copy))
+        elif copy:
+            array = array.copy()
+        return array
+
+    def __dlpack__(self, stream: Any = None, max_version: tuple[int, int] | None = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
+        """A DLPack capsule over this tensor's memory (zero-copy exchange with numpy, torch, ...)."""
+        if self.requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        if copy:
+            raise BufferError("__dlpack__: copy=True is not supported; export a clone() instead")
+        if max_version is None or tuple(max_version) < (1, 0):
+            return self.ndarray.backend.to_dlpack(self.ndarray, stream)
+        return self.ndarray.backend.to_dlpack(self.ndarray, stream, max_version=tuple(max_version))
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0) if self.device.type == "cpu" else (2, self.device.index)
+
+    def __float__(self) -> float:
+        self._check_one_element()
+        return float(self.item())
+
+    def __int__(self) -> int:
+        self._check_one_element()
+        return int(self.item())
+
+    def _check_one_element(self) -> None:
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars (got {self.numel()} "
+                             "elements)")
+
+    def __index__(self) -> int:
+        if self.dtype.category != 1 or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous (numel "
+                               f"{self.numel()})")
+        return bool(self.item())
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.ndarray.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        from genesis.printing import tensor_repr
+
+        return tensor_repr(self)
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def __format__(self, spec: str) -> str:
+        # As torch: a 0-d tensor formats as its Python number, any other tensor only with an empty spec.
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        return (_rebuild, (self.detach().cpu().numpy(), self.dtype.name, str(self.device), self.requires_grad))
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               f"protocol (got a tensor with grad_fn=<{self.grad_fn.name()}>)")
+        if id(self) in memo:
+            return memo[id(self)]
+        out = self.detach().clone()
+        out.requires_grad = self.requires_grad
+        if self.grad is not None:
+            out.grad = self.grad.clone()
+        memo[id(self)] = out
+        return out
+
+    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+        """A new tensor from data with this tensor's dtype and device unless given (as torch)."""
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
+        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
+        return ones(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_full(self, size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
+        return empty(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+
+def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | None, bool]:
+    """The (device, dtype, copy) that ``to(...)`` asks for: a device, a dtype, both, or a tensor to match.
+
+    Shared by ``Tensor.to`` and ``nn.Module.to``; ``non_blocking`` is accepted and ignored (``memory_format`` is read
+    by the callers).
+    """
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (dtypes.dtype, type)) or (isinstance(a, str) and a in dtypes.BY_NAME):
+            dtype = a
+        elif isinstance(a, bool):
+            continue
+        elif a is not None:
+            device = a
+    return (to_device(device) if device is not None else None,
+            dtypes.to_dtype(dtype) if dtype is not None else None, bool(copy))
+
+
+def _rebuild(array: np.ndarray, dtype_name: str, device: str, requires_grad: bool) -> Tensor:
+    return tensor(array, dtype=dtypes.BY_NAME[dtype_name], device=device, requires_grad=requires_grad)
+
+
+autograd.Tensor = Tensor
+
+
+class Size(tuple):
+    """A tensor shape: a tuple of ints that prints like torch.Size."""
+
+    def __repr__(self) -> str:
+        return f"genesis.Size({list(self)})"
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+
+class _ToDevice:
+    """Device transfer as a Function (imported lazily to keep the Function layer below this module)."""
+
+    @staticmethod
+    def apply(x: Tensor, dev: Device) -> Tensor:
+        from genesis.functional.shape import ToDevice
+
+        return ToDevice.apply(x, dev)
+
+
+# ------------------------------------------------------------------ creation
+
+def _to_ndarray(data: Any, dtype: dtypes.dtype | None, device: Device) -> NDArray:
+    if isinstance(data, Tensor):
+        nd = data.ndarray
+        nd = nd.astype(dtype) if dtype is not None and dtype is not nd.dtype else nd
+        nd = nd.to(device)
+        if nd is data.ndarray:
+            nd = nd.backend.contiguous(nd) if not nd.is_contiguous() else nd.backend.cast(nd, nd.dtype)
+        return nd
+    if isinstance(data, np.ndarray) or (hasattr(data, "__array__") and not isinstance(data, (list, tuple))):
+        if hasattr(data, "__dlpack__") and not isinstance(data, np.ndarray) and type(data).__module__.startswith(
+                "torch"):
+            data = data.detach().cpu().numpy() if str(data.dtype) != "torch.bfloat16" else \
+                data.detach().cpu().float().numpy()
+        array = np.asarray(data)
+        d = dtype or _genesis_dtype_of_numpy(array.dtype)
+        if array.dtype != _numpy_dtype(d):
+            array = array.astype(_numpy_dtype(d))
+        return device.backend.from_numpy(array, d, device)
+    if isinstance(data, (bool, int, float)) or isinstance(data, numbers.Number):
+        d = dtype or _infer_dtype(data)
+        if isinstance(data, float) and math.isnan(data) and d.category < 2:
+            raise RuntimeError(f"tensor(): cannot convert float NaN to integer dtype {d.name}")
+        return NDArray.full((), data, d, device)
+    if isinstance(data, (list, tuple)):
+        d = dtype or _infer_dtype(data)
+        return device.backend.from_numpy(_nested_to_numpy(data, d), d, device)
+    raise TypeError(f"tensor(): could not convert data of type {type(data).__name__} to a tensor")
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor copied from ``data`` (numbers, nested lists, numpy arrays, tensors)."""
+    d = dtypes.to_dtype(dtype) if dtype is not None else None
+    dev = to_device(device) if device is not None else (data.device if isinstance(data, Tensor) else _cpu)
+    t = Tensor._wrap(_to_ndarray(data, d, dev))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Like ``tensor``, but returns ``data`` itself when it already is a tensor of that dtype and device."""
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype) if (dtype or device) else data
+    if isinstance(data, np.ndarray) and device in (None, "cpu") and dtype is None:
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with a numpy array."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
+    _genesis_dtype_of_numpy(array.dtype)
+    from genesis.backends.cpu import from_numpy_shared
+
+    return Tensor._wrap(from_numpy_shared(array))
+
+
+def from_dlpack(obj: Any) -> Tensor:
+    """A tensor sharing memory with any object implementing the DLPack protocol."""
+    device_type = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else 1
+    dev = _cpu if device_type == 1 else Device("cuda", obj.__dlpack_device__()[1])
+    return Tensor._wrap(dev.backend.from_dlpack(obj))
+
+
+def _size_args(size: tuple) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, numbers.Integral):
+            raise TypeError(f"size must be a sequence of ints, got {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    return tuple(int(s) for s in size)
+
+
+def _factory(shape: tuple[int, ...], value: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    d = dtypes.to_dtype(dtype) if dtype is not None else (
+        dtypes.get_default_dtype() if isinstance(value, float) else
+        dtypes.bool_ if isinstance(value, bool) else dtypes.int64 if isinstance(value, int) else
+        dtypes.get_default_dtype())
+    t = Tensor._wrap(NDArray.full(shape, value, d, to_device(device)))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _shape_from(sizes: tuple, size: Any) -> tuple[int, ...]:
+    """The shape from positional sizes or the ``size=`` keyword (torch accepts either)."""
+    if size is not None:
+        if sizes:
+            raise TypeError("got the shape both as positional sizes and as size=")
+        sizes = (size,)
+    return _size_args(sizes)
+
+
+def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+          ) -> Tensor:
+    return _factory(_shape_from(sizes, size), 0.0 if dtype is None else 0, dtype, device, requires_grad)
+
+
+def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+         ) -> Tensor:
+    return _factory(_shape_from(sizes, size), 1.0 if dtype is None else 1, dtype, device, requires_grad)
+
+
+def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return _factory(_size_args((size,) if isinstance(size, int) else tuple(size)), fill_value, dtype, device,
+                    requires_grad)
+
+
+def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+          ) -> Tensor:
+    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    t = Tensor._wrap(NDArray.empty(_shape_from(sizes, size), d, to_device(device)))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+              ) -> Tensor:
+    return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return empty(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) spaced by ``step``; int64 unless an argument is a float."""
+    if end is None:
+        start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign (start={start}, "
+                           f"end={end}, step={step})")
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in (start, end, step))
+        d = dtypes.get_default_dtype() if is_float else dtypes.int64
+    else:
+        d = dtypes.to_dtype(dtype)
+    t = Tensor._wrap(to_device(device).backend.arange(start, end, step, d, to_device(device)))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    values = np.linspace(start, end, steps, dtype=np.float64)
+    if d.category < 2:
+        values = np.trunc(values)
+    t = tensor(values, dtype=d, device=device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None, device: Any = None
+             ) -> Tensor:
+    values = np.power(base, np.linspace(start, end, steps, dtype=np.float64))
+    return tensor(values, dtype=dtypes.to_dtype(dtype) if dtype else dtypes.get_default_dtype(), device=device)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
+    m = n if m is None else m
+    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    t = tensor(np.eye(n, m), dtype=d, device=device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def scalar_tensor(value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    return full((), value, dtype=dtype or dtypes.get_default_dtype(), device=device)
