@@ -10,7 +10,7 @@ import builtins as _builtins
 
 from genesis import amp, autograd, backends, cuda, linalg, nn, ops, optim, random, serialization, special, utils
 from genesis import dtypes as _dtypes
-from genesis.amp import autocast
+from genesis.amp import autocast, clear_autocast_cache, is_autocast_cache_enabled, set_autocast_cache_enabled
 from genesis.autograd import (
     enable_grad,
     inference_mode,
