@@ -24,7 +24,7 @@ from genesis import (
     utils,
 )
 from genesis import dtypes as _dtypes
-from genesis.amp import autocast
+from genesis.amp import autocast, clear_autocast_cache, is_autocast_cache_enabled, set_autocast_cache_enabled
 from genesis.autograd import (
     enable_grad,
     inference_mode,

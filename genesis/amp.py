@@ -18,7 +18,16 @@ from typing import Any
 from genesis import dtypes
 from genesis.autograd import no_grad
 from genesis.device import to_device
-from genesis.ops.autocast import POLICY, autocast, autocast_args, get_autocast_dtype, is_autocast_enabled
+from genesis.ops.autocast import (
+    POLICY,
+    autocast,
+    autocast_args,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+)
 from genesis.ops.fused import fused_unscale_
 from genesis.tensor import Tensor, full
 
@@ -233,4 +242,5 @@ def _round_f32(value: float) -> float:
         return math.inf
 
 
-__all__ = ["GradScaler", "POLICY", "autocast", "autocast_args", "get_autocast_dtype", "is_autocast_enabled"]
+__all__ = ["GradScaler", "POLICY", "autocast", "autocast_args", "clear_autocast_cache", "get_autocast_dtype",
+           "is_autocast_cache_enabled", "is_autocast_enabled", "set_autocast_cache_enabled"]

@@ -7,6 +7,9 @@ float32; a few ops that mix inputs promote them to the widest one. Each op that 
 :func:`autocast_args` on its tensor arguments first; outside autocast that call returns at once. float64 tensors
 are never cast. The state is thread-local: each thread starts with autocast off.
 
+Cast cache (torch's): inside a region, the lower-precision copy of a float32 parameter (a leaf that requires grad,
+not a view) is made once and reused by every op of the region; the cache empties when the outermost region exits.
+
 ``genesis.amp`` re-exports everything public here, next to its gradient scaler.
 """
 
@@ -18,6 +21,7 @@ import warnings
 from typing import Any, Callable
 
 from genesis import dtypes
+from genesis.autograd import enable_grad, is_inference_mode_enabled
 from genesis.tensor import Tensor
 
 # ------------------------------------------------------------------ the policy
@@ -36,8 +40,12 @@ _DEFAULT_DTYPE = {"cpu": dtypes.bfloat16, "cuda": dtypes.float16}
 
 class _State(threading.local):
     def __init__(self) -> None:
-        self.stack: list[tuple[str, bool, dtypes.dtype]] = []
+        # (device type, enabled, dtype, cache flag before the region) per open region, innermost last
+        self.stack: list[tuple[str, bool, dtypes.dtype, bool]] = []
         self.active: dict[str, dtypes.dtype] = {}  # device type -> autocast dtype, for enabled ones
+        self.cache_enabled = True
+        # (id(parameter), dtype) -> (parameter, its cast). Holding the parameter keeps its id from being reused.
+        self.cache: dict[tuple[int, dtypes.dtype], tuple[Tensor, Tensor]] = {}
 
 
 _state = _State()
@@ -45,7 +53,7 @@ _state = _State()
 
 def _refresh() -> None:
     active: dict[str, dtypes.dtype] = {}
-    for device_type, enabled, dtype in _state.stack:
+    for device_type, enabled, dtype, _ in _state.stack:
         if enabled:
             active[device_type] = dtype
         else:
@@ -63,8 +71,46 @@ def get_autocast_dtype(device_type: str = "cuda") -> dtypes.dtype:
     return _state.active.get(device_type, _DEFAULT_DTYPE[device_type])
 
 
+def is_autocast_cache_enabled() -> bool:
+    """Whether autocast regions of this thread cache the casts of parameters (``torch.is_autocast_cache_enabled``)."""
+    return _state.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Turn the cast cache on or off for this thread; an ``autocast`` region restores the flag when it exits."""
+    _state.cache_enabled = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    """Drop this thread's cached casts (done by itself when the outermost ``autocast`` region exits)."""
+    _state.cache.clear()
+
+
 def _eligible(x: Any) -> bool:
     return isinstance(x, Tensor) and x.dtype.is_floating_point and x.dtype is not dtypes.float64
+
+
+def _cast(x: Tensor, target: dtypes.dtype, lower: dtypes.dtype) -> Tensor:
+    """``x.to(target)``, through the cast cache when torch's ``cached_cast`` would use it.
+
+    The rule (``aten/src/ATen/autocast_mode.cpp``): cache a cast to the autocast dtype ``lower`` of a float32 leaf
+    that requires grad and is not a view, while the cache is on and inference mode is off. A cast made under
+    ``no_grad`` is recorded all the same, so that a later use with grad on still reaches the parameter. As in
+    torch, an in-place change of a parameter inside the region is not seen by the ops after it: they reuse the
+    cast made before the change (the cache empties only when the outermost region exits). Unlike torch's, the
+    cache is per thread and keyed by the target dtype too, so a nested region with another dtype casts anew.
+    """
+    if not (target is lower and x.dtype is dtypes.float32 and x.requires_grad and x._base is None and x.is_leaf
+            and _state.cache_enabled and not is_inference_mode_enabled()):
+        return x.to(target)
+    key = (id(x), target)
+    hit = _state.cache.get(key)
+    if hit is not None and hit[0] is x:
+        return hit[1]
+    with enable_grad():
+        out = x.to(target)
+    _state.cache[key] = (x, out)
+    return out
 
 
 def autocast_args(op: str, *args: Any) -> tuple[Any, ...]:
@@ -93,13 +139,14 @@ def autocast_args(op: str, *args: Any) -> tuple[Any, ...]:
             "binary_cross_entropy_with_logits (BCEWithLogitsLoss), which combines the sigmoid and the loss and is "
             "safe to autocast, or disable autocast around this op."
         )
+    lower = target
     if rule == FP32:
         target = dtypes.float32
     elif rule == PROMOTE:
         widest = [x.dtype for x in args if _eligible(x)]
         target = functools.reduce(dtypes.promote_types, widest)
-    return tuple(x.to(target) if _eligible(x) and x.dtype is not target and x.device.type == device_type else x
-                 for x in args)
+    return tuple(_cast(x, target, lower) if _eligible(x) and x.dtype is not target and x.device.type == device_type
+                 else x for x in args)
 
 
 class autocast:
@@ -109,7 +156,8 @@ class autocast:
         device_type: "cpu" or "cuda".
         dtype: the lower precision (default bfloat16 on the CPU, float16 on CUDA).
         enabled: False turns autocast off inside the region (also inside an enclosing autocast).
-        cache_enabled: accepted for torch compatibility (casts are not cached).
+        cache_enabled: whether the region caches the casts of parameters (default: the thread's current setting,
+            :func:`is_autocast_cache_enabled`, on unless changed). The cache empties when the outermost region exits.
     """
 
     def __init__(self, device_type: str, dtype: Any = None, enabled: bool = True,
@@ -125,15 +173,18 @@ class autocast:
             warnings.warn(f"In {device_type.upper()} autocast, but the target dtype {self.fast_dtype} is not "
                           "supported. Disabling autocast.", stacklevel=2)
             self._enabled = False
-        self.cache_enabled = cache_enabled
+        self.cache_enabled = _state.cache_enabled if cache_enabled is None else bool(cache_enabled)
 
     def __enter__(self) -> autocast:
-        _state.stack.append((self.device_type, self._enabled, self.fast_dtype))
+        _state.stack.append((self.device_type, self._enabled, self.fast_dtype, _state.cache_enabled))
+        _state.cache_enabled = self.cache_enabled
         _refresh()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _state.stack.pop()
+        _state.cache_enabled = _state.stack.pop()[3]
+        if not _state.stack:  # leaving the outermost region: cached casts must not outlive it
+            _state.cache.clear()
         _refresh()
 
     def __call__(self, fn: Callable) -> Callable:
@@ -145,4 +196,5 @@ class autocast:
         return wrapper
 
 
-__all__ = ["POLICY", "autocast", "autocast_args", "get_autocast_dtype", "is_autocast_enabled"]
+__all__ = ["POLICY", "autocast", "autocast_args", "clear_autocast_cache", "get_autocast_dtype",
+           "is_autocast_cache_enabled", "is_autocast_enabled", "set_autocast_cache_enabled"]
