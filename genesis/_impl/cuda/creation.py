@@ -9,7 +9,7 @@ import numpy as np
 from cuda.bindings import driver as cu
 
 from genesis import dtypes
-from genesis._impl.cuda import dlpack, storage
+from genesis._impl.cuda import device_checks, dlpack, storage
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
@@ -69,6 +69,7 @@ def to_numpy(x: NDArray) -> np.ndarray:
         s = _stream()
         rt.check(cu.cuMemcpyDtoHAsync(arr.ctypes.data, _ptr(x), arr.nbytes, s), "cuMemcpyDtoHAsync")
         rt.check(cu.cuStreamSynchronize(s), "cuStreamSynchronize")
+        device_checks.raise_pending()
     return arr
 
 

@@ -2,7 +2,8 @@
 
 Genesis keeps its own notion of the current device and of each device's current stream. The default stream of every
 device is the legacy NULL stream (handle 0), as in PyTorch, so work from libraries that use it orders with Genesis's
-work; user streams (``genesis.cuda.Stream()``) are non-blocking streams created here.
+work; user streams (``genesis.cuda.Stream()``) are non-blocking streams created here. Every synchronizing call reports the
+errors that device-side checks recorded (``device_checks``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import threading
 from typing import Any
 
 from cuda.bindings import driver as cu
+
+from genesis._impl.cuda import device_checks
 
 _SUCCESS = cu.CUresult.CUDA_SUCCESS
 
@@ -151,6 +154,7 @@ class Stream:
 
     def synchronize(self) -> None:
         check(cu.cuStreamSynchronize(self._cu), "cuStreamSynchronize")
+        device_checks.raise_pending()  # errors found by device-side checks surface here
 
     def query(self) -> bool:
         """True when all work queued on the stream has finished."""
@@ -226,6 +230,7 @@ def set_stream(stream: Stream) -> None:
 def synchronize(device: int | None = None) -> None:
     ensure_device(current_device() if device is None else device)
     check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+    device_checks.raise_pending()  # errors found by device-side checks surface here
 
 
 class Event:
@@ -254,6 +259,7 @@ class Event:
 
     def synchronize(self) -> None:
         check(cu.cuEventSynchronize(self._cu), "cuEventSynchronize")
+        device_checks.raise_pending()  # errors found by device-side checks surface here
 
     def query(self) -> bool:
         err = cu.cuEventQuery(self._cu)[0]
