@@ -12,7 +12,7 @@ from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.autograd.engine import _sum_to_shape
 from genesis.ndarray import NDArray, broadcast_shapes, full_indices
-from genesis.ops._args import _check_same_dtype, _to_index_tensor, _zeros, arange_like
+from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor, _zeros, arange_like
 from genesis.ops.compare import nonzero
 from genesis.ops.inplace import assign_inplace, check_inplace
 from genesis.ops.views import view_of
@@ -69,10 +69,8 @@ def _check_bounds(op: str, index: Tensor, size: int, dim: int, negative: bool = 
         return index
     if size == 0:  # every entry is out of range: known without reading the index
         raise error(f"{op}: index is out of bounds for dimension {dim} with size 0")
-    nd = index.ndarray
     message = f"{op}: index {{value}} is out of bounds for dimension {dim} with size {{size}}"
-    checked = nd.backend.check_index(nd, -size if negative else 0, size, None, error, message)
-    return index if checked is nd else Tensor._wrap(checked)
+    return _check_range(index, -size if negative else 0, size, error, message)
 
 
 def _normalize_key(key: Any) -> tuple:
@@ -313,9 +311,10 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if num_classes == -1:
         if tensor.numel() == 0:
             raise RuntimeError("one_hot: Can not infer total number of classes from empty tensor.")
-        num_classes = int(tensor.max().item()) + 1
-    if tensor.numel() and (int(tensor.min().item()) < 0 or int(tensor.max().item()) >= num_classes):
-        raise RuntimeError(f"one_hot: Class values must be non-negative and smaller than num_classes={num_classes}")
+        num_classes = int(tensor.max().item()) + 1  # the output's size depends on it: torch reads it too
+    if tensor.numel():
+        tensor = _check_range(tensor, 0, num_classes, RuntimeError, "one_hot: Class values must be non-negative and "
+                              f"smaller than num_classes={num_classes} (got {{value}})")
     classes = arange_like(num_classes, tensor)
     return (tensor.unsqueeze(-1) == classes).to(dtypes.int64)
 

@@ -2,8 +2,8 @@
 
 Genesis keeps its own notion of the current device and of each device's current stream. The default stream of every
 device is the legacy NULL stream (handle 0), as in PyTorch, so work from libraries that use it orders with Genesis's
-work; user streams (``genesis.cuda.Stream()``) are non-blocking streams created here. Every synchronizing call reports the
-errors that device-side checks recorded (``device_checks``).
+work; user streams (``genesis.cuda.Stream()``) are non-blocking streams created here. Every synchronizing call
+reports the errors that device-side checks recorded (``device_checks``).
 """
 
 from __future__ import annotations
