@@ -55,6 +55,10 @@ def _specs() -> list[tuple]:
          (True, 1, False, 4, 256)),
         ("searchsorted", ik.searchsorted_kernel, ("*fp32:16", "*fp32:16", "*i64:16", "i32", "i32", "i32", "i32"),
          (True, 12, 256)),
+        ("check index", ik.check_index_kernel, ("*i64:16", "*i64:16", "*i64", "i64", "i64", "i64", "i64", "i64"),
+         (False, 1024)),
+        ("check target", ik.check_index_kernel, ("*i32:16", "*i32:16", "*i64", "i64", "i64", "i64", "i64", "i64"),
+         (True, 1024)),
         ("sort", ik.sort_rows_kernel, ("*fp32:16", "*fp32:16", "*i64:16", "i32"), (False, 64)),
         ("normal", rnd.random_kernel, ("*bf16:16", "i64", "u64", "i64", "i64", "u64"), ("normal", 0.99609375, 1024)),
         ("dropout bf16", rnd.dropout_kernel, ("*bf16:16", "*bf16:16", "i64", "u64", "i64", "fp32", "fp32"), (1024,)),
@@ -92,6 +96,22 @@ rk.softmax_rows[(6,)](x, y, 6, 40, LOG=False, BLOCK_K=64, ONE_PASS=True)
 torch.testing.assert_close(y, x.softmax(1))
 rk.softmax_rows[(6,)](x, y, 6, 40, LOG=True, BLOCK_K=64, ONE_PASS=True)
 torch.testing.assert_close(y, x.log_softmax(1))
+ik = importlib.import_module("genesis._impl.cuda.kernels.index")
+flag = torch.zeros(3, dtype=torch.int64)
+idx = torch.tensor([0, -1, 3, -4, 2])
+res = torch.empty_like(idx)
+ik.check_index_kernel[(1,)](idx, res, flag, 5, -4, 4, 0, 7, HAS_IGNORE=False, BLOCK=8)
+assert res.tolist() == [0, 3, 3, 0, 2] and flag.tolist() == [0, 0, 0], (res, flag)
+ik.check_index_kernel[(2,)](idx, res, flag, 5, 0, 3, 0, 7, HAS_IGNORE=False, BLOCK=4)
+assert res.tolist() == [0, 0, 0, 0, 2] and flag[0] == 7 and flag[2] == 3 and flag[1] in (-1, 3, -4), (res, flag)
+flag.zero_()
+target = torch.tensor([1, -100, 2, 0], dtype=torch.int32)
+res = torch.empty_like(target)
+ik.check_index_kernel[(1,)](target, res, flag, 4, 0, 3, -100, 2, HAS_IGNORE=True, BLOCK=4)
+assert res.tolist() == [1, -100, 2, 0] and flag.tolist() == [0, 0, 0], (res, flag)
+target[2] = 5
+ik.check_index_kernel[(1,)](target, res, flag, 4, 0, 3, -100, 2, HAS_IGNORE=True, BLOCK=4)
+assert res.tolist() == [1, -100, -100, 0] and flag.tolist() == [2, 5, 3], (res, flag)
 print("ok")
 """
 

@@ -73,6 +73,11 @@ PRIMITIVES: dict[str, str] = {
     "sort": "(x, dim, descending, stable): (values, int64 indices)",
     "unique": "(x, return_inverse, return_counts): sorted unique values of the flattened array",
     "searchsorted": "(seq, values, right): insertion points along the last dim",
+    "check_index": "(x, low, high, ignore, error, message): x (integer) checked to lie in [low, high) or equal "
+                   "ignore (None: no such value), negatives in [low, 0) wrapped by +high. A bad value raises "
+                   "error(message.format(value=v, size=high)) at the call on the CPU; the CUDA backend records it "
+                   "on the device, raises RuntimeError at the next synchronization and replaces the value by 0 "
+                   "(ignore where given) so later kernels stay in bounds",
     # neural network
     "conv": "(x, w, bias, stride, padding, dilation, groups, transposed, output_padding): convolution (transposed: "
             "its adjoint, 'deconvolution'); bias may be None; arguments already validated",

@@ -257,6 +257,19 @@ def searchsorted(seq: NDArray, values: NDArray, right: bool) -> NDArray:
     return wrap(torch.searchsorted(native(seq), native(values), right=right))
 
 
+def check_index(x: NDArray, low: int, high: int, ignore: int | None, error: type[Exception], message: str) -> NDArray:
+    """Eager check: raises ``error`` naming the first bad value (in row-major order) at the call."""
+    t = native(x)
+    bad = (t < low) | (t >= high)
+    if ignore is not None:
+        bad &= t != ignore
+    if bad.any():
+        raise error(message.format(value=int(t[bad][0]), size=high))
+    if low < 0 and (t < 0).any():
+        return wrap(torch.where(t < 0, t + high, t))
+    return x
+
+
 # ---------------------------------------------------------------- neural network
 
 def conv(x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: tuple, dilation: tuple, groups: int,

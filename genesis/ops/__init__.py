@@ -25,7 +25,12 @@ from genesis.ops import (
     unary,
     views,
 )
-from genesis.ops._args import arange_like, ones_like_bool, zeros_like_detached  # noqa: F401 - used by genesis.nn
+from genesis.ops._args import (  # noqa: F401 - used by genesis.nn
+    _check_range,
+    arange_like,
+    ones_like_bool,
+    zeros_like_detached,
+)
 from genesis.ops.indexing import _check_bounds, getitem, setitem  # noqa: F401 - Tensor indexing, genesis.nn
 from genesis.ops.unary import Cast  # noqa: F401 - Tensor.to
 

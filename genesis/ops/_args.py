@@ -105,6 +105,16 @@ def zeros_like_detached(x: Tensor) -> Tensor:
     return Tensor._wrap(NDArray.full(x.shape, 0, x.dtype, x.device))
 
 
+def _check_range(x: Tensor, low: int, high: int, error: type[Exception], message: str,
+                 ignore: int | None = None) -> Tensor:
+    """``x`` checked to lie in [low, high) (or equal ``ignore``), negatives in [low, 0) wrapped by +high: the
+    backend's ``check_index``. ``message`` names ``{value}`` (the offending value) and ``{size}`` (high). The CPU
+    raises ``error`` at the call; CUDA raises RuntimeError at the next synchronization, with no host read here."""
+    nd = x.ndarray
+    checked = nd.backend.check_index(nd, low, high, ignore, error, message)
+    return x if checked is nd else Tensor._wrap(checked)
+
+
 def ones_like_bool(x: Tensor) -> Tensor:
     return Tensor._wrap(NDArray.full(x.shape, True, dtypes.bool_, x.device))
 

@@ -14,7 +14,7 @@ from typing import Any
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray
-from genesis.ops._args import Number, _as_operand, _check_tensor, _result_dtype, zeros_like_detached
+from genesis.ops._args import Number, _as_operand, _check_range, _check_tensor, _result_dtype, zeros_like_detached
 from genesis.ops.compare import NoGradBinary, isnan, logical_and, where
 from genesis.tensor import Tensor
 
@@ -276,16 +276,22 @@ def true_divide(input: Any, other: Any) -> Tensor:
     return div(input, other)
 
 
+def _check_divisor(op: str, other: Tensor | Number, what: str) -> None:
+    """RuntimeError for an integer divisor of zero; for a tensor it is a device-side check (see ``_check_range``):
+    ``other == 0`` as integers must lie in [0, 1)."""
+    message = f"{op}: {what}"
+    if isinstance(other, Tensor):
+        _check_range((other == 0).to(dtypes.int8), 0, 1, RuntimeError, message)
+    elif other == 0:
+        raise RuntimeError(message)
+
+
 def floor_divide(input: Any, other: Any) -> Tensor:
     if not isinstance(input, Tensor):
         input = Tensor._scalar_like(input, other)
     other = _as_operand("floor_divide", other, input)
     if _result_dtype(input, other).category < 2:
-        if isinstance(other, Tensor):
-            if (other == 0).any().item():
-                raise RuntimeError("floor_divide: ZeroDivisionError (integer division by zero)")
-        elif other == 0:
-            raise RuntimeError("floor_divide: ZeroDivisionError (integer division by zero)")
+        _check_divisor("floor_divide", other, "ZeroDivisionError (integer division by zero)")
         return NoGradBinary.apply(input, other, "floor_divide")
     return RoundedDiv.apply(input, other, "floor")
 
@@ -296,8 +302,7 @@ def remainder(input: Any, other: Any) -> Tensor:
         input = Tensor._scalar_like(input, other)
     other = _as_operand("remainder", other, input)
     if _result_dtype(input, other).category < 2:
-        if isinstance(other, Tensor) and (other == 0).any().item() or (not isinstance(other, Tensor) and other == 0):
-            raise RuntimeError("remainder: ZeroDivisionError (integer modulo by zero)")
+        _check_divisor("remainder", other, "ZeroDivisionError (integer modulo by zero)")
         return NoGradBinary.apply(input, other, "remainder")
     return Remainder.apply(input, other)
 

@@ -216,8 +216,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         if value.ndim:
             raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but got tensor with "
                                f"{value.ndim} dimension(s).")
-        if not value.requires_grad:
-            value = value.item()
+        if not value.requires_grad:  # a device value stays on the device: reading it would synchronize
+            value = value.item() if value.device.type == "cpu" else value.to(input.dtype)
     broadcast_shapes("masked_fill", input.shape, mask.shape)
     out = where(mask, value if isinstance(value, Tensor) else value, input)
     if out.shape != input.shape:

@@ -11,11 +11,9 @@ from typing import Any
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.autograd.engine import _sum_to_shape
-from genesis.device import device as Device
 from genesis.ndarray import NDArray, broadcast_shapes, full_indices
-from genesis.ndarray import cat as cat_nd
-from genesis.ops._args import _check_same_dtype, _to_index_tensor, _zeros, arange_like
-from genesis.ops.compare import nonzero, where
+from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor, _zeros, arange_like
+from genesis.ops.compare import nonzero
 from genesis.ops.inplace import assign_inplace, check_inplace
 from genesis.ops.views import view_of
 from genesis.tensor import Tensor
@@ -59,35 +57,20 @@ class IndexPut(Primitive):
         return grad_x, None, grad_v, None
 
 
-def _capturing(device: Device) -> bool:
-    """Whether a CUDA graph is being captured on ``device``'s backend (its ``graphs`` module counts the captures in
-    progress; a backend that has not loaded it is capturing nothing)."""
-    graphs = getattr(device.backend, "graphs", None)
-    return graphs is not None and graphs.capturing > 0
-
-
 def _check_bounds(op: str, index: Tensor, size: int, dim: int, negative: bool = True,
                   error: type[Exception] = IndexError) -> Tensor:
-    """Wrap negative indices and raise ``error`` naming the offending index if any is out of range.
+    """The index with negative entries wrapped; an entry out of range raises ``error`` naming it.
 
     ``negative=False`` for ops where torch refuses negative indices (gather, scatter, index_select, index_add);
-    ``error`` is the exception type torch raises for that op.
+    ``error`` is the exception type torch raises for that op. The check is the backend's ``check_index``: eager on
+    the CPU; on CUDA it runs on the device and raises RuntimeError at the next synchronization (no host read here).
     """
     if index.numel() == 0:
         return index
-    if _capturing(index.device):
-        return index  # a graph being captured cannot read device values: indices are trusted, as in torch
-    # Both extremes in one host transfer: on a GPU each read of a result waits for the device.
-    nd = index.ndarray
-    dims = tuple(range(nd.ndim))
-    lo, hi = (int(v) for v in cat_nd([nd.reduce("amin", dims, True).reshape((1,)),
-                                       nd.reduce("amax", dims, True).reshape((1,))], 0).numpy())
-    if lo < (-size if negative else 0) or hi >= size:
-        bad = hi if hi >= size else lo
-        raise error(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
-    if lo < 0:
-        index = where(index < 0, index + size, index)
-    return index
+    if size == 0:  # every entry is out of range: known without reading the index
+        raise error(f"{op}: index is out of bounds for dimension {dim} with size 0")
+    message = f"{op}: index {{value}} is out of bounds for dimension {dim} with size {{size}}"
+    return _check_range(index, -size if negative else 0, size, error, message)
 
 
 def _normalize_key(key: Any) -> tuple:
@@ -328,9 +311,10 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if num_classes == -1:
         if tensor.numel() == 0:
             raise RuntimeError("one_hot: Can not infer total number of classes from empty tensor.")
-        num_classes = int(tensor.max().item()) + 1
-    if tensor.numel() and (int(tensor.min().item()) < 0 or int(tensor.max().item()) >= num_classes):
-        raise RuntimeError(f"one_hot: Class values must be non-negative and smaller than num_classes={num_classes}")
+        num_classes = int(tensor.max().item()) + 1  # the output's size depends on it: torch reads it too
+    if tensor.numel():
+        tensor = _check_range(tensor, 0, num_classes, RuntimeError, "one_hot: Class values must be non-negative and "
+                              f"smaller than num_classes={num_classes} (got {{value}})")
     classes = arange_like(num_classes, tensor)
     return (tensor.unsqueeze(-1) == classes).to(dtypes.int64)
 

@@ -201,10 +201,18 @@ class BatchNormBackward(Primitive):
         raise NotImplementedError("double backward through batch_norm is not supported")
 
 
+def checked_target(target: NDArray, n_classes: int, ignore_index: int) -> NDArray:
+    """Class indices checked to lie in [0, n_classes) or equal ignore_index (the backend's ``check_index``: IndexError
+    at the call on the CPU, RuntimeError at the next synchronization on CUDA)."""
+    return target.backend.check_index(target, 0, n_classes, ignore_index, IndexError,
+                                      "Target {value} is out of bounds (the input has {size} classes).")
+
+
 class CrossEntropy(Primitive):
     """Cross-entropy of (N, C) logits against int64 class indices in one node (no label smoothing).
 
-    An index outside ``[0, C)`` (other than ``ignore_index``) raises IndexError before anything is computed.
+    An index outside ``[0, C)`` (other than ``ignore_index``) raises IndexError before anything is computed (on CUDA:
+    RuntimeError at the next synchronization, see ``checked_target``).
 
     Forward: ``loss_i = -w[t_i] * log_softmax(x)_i[t_i]`` (zero where ``t_i == ignore_index``), then the mean over
     the summed weights, the sum, or none. Backward: ``(softmax(x) - onehot(t)) * w[t] * dloss``.
@@ -213,13 +221,9 @@ class CrossEntropy(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray, target: NDArray, weight: NDArray | None, *, ignore_index: int,
                 reduction: str) -> NDArray:
+        target = checked_target(target, x.shape[1], ignore_index)
         valid = target.binary("ne", ignore_index)
         safe = valid.where(target, 0)
-        if safe.size:
-            lo, hi = int(safe.reduce("amin", (0,)).numpy()), int(safe.reduce("amax", (0,)).numpy())
-            if lo < 0 or hi >= x.shape[1]:
-                raise IndexError(f"Target {lo if lo < 0 else hi} is out of bounds (the input has {x.shape[1]} "
-                                 "classes).")
         logp = x.backend.softmax(x, 1, True)
         picked = x.backend.gather(logp, 1, safe.unsqueeze(1)).reshape((x.shape[0],))
         w = valid.astype(x.dtype)

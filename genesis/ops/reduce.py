@@ -54,9 +54,8 @@ class Prod(Primitive):
         grad = _expand_back(grad, x.shape, dims, keepdim)
         out = _expand_back(out, x.shape, dims, keepdim)
         zero = x == 0
-        if not zero.any().item():
-            return grad * out / x, None, None
-        # With zeros, the product of the other elements is computed directly (one zero: the rest; more: 0).
+        # The product of the other elements: out / x, or with zeros computed directly (one zero: the rest; more: 0).
+        # One formula for both, so the device is never asked whether x has zeros.
         others = where(zero, 1.0, x).prod(dim=dims, keepdim=True).expand(x.shape)
         n_zero = zero.to(x.dtype).sum(dim=dims, keepdim=True).expand(x.shape)
         partial = where(zero, where(n_zero == 1, others, 0.0), out / where(zero, 1.0, x))

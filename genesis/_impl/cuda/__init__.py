@@ -29,6 +29,7 @@ from genesis._impl.cuda.creation import (
 )
 from genesis._impl.cuda.elementwise import binary, unary, where
 from genesis._impl.cuda.indexing import (
+    check_index,
     gather,
     index,
     index_put_,

@@ -68,7 +68,7 @@ def to_numpy(x: NDArray) -> np.ndarray:
         rt.ensure_device(x.device.index)
         s = _stream()
         rt.check(cu.cuMemcpyDtoHAsync(arr.ctypes.data, _ptr(x), arr.nbytes, s), "cuMemcpyDtoHAsync")
-        rt.stream_synchronize(s)
+        rt.stream_synchronize(s)  # also reports errors found by device-side checks
     return arr
 
 

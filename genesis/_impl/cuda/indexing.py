@@ -1,5 +1,5 @@
-"""Indexing primitives of the CUDA backend: gather, scatter, advanced indexing, nonzero, sort, unique and
-searchsorted."""
+"""Indexing primitives of the CUDA backend: gather, scatter, advanced indexing, nonzero, sort, unique,
+searchsorted and the device-side index check."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from genesis import dtypes
+from genesis._impl.cuda import device_checks, graphs
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import arange, cast, contiguous, copy_, from_numpy, full, to_numpy
@@ -352,4 +353,26 @@ def searchsorted(seq: NDArray, values: NDArray, right: bool) -> NDArray:
                           (right, steps, 256), 4)
     rt.ensure_device(values.device.index)
     go((out.size + 255) // 256, 1, 1, p, q, r, out.size, K, rows_per_seq, V)
+    return out
+
+
+_CHECK = td.Kernel(ik.check_index_kernel)
+_CHECK_BLOCK = 1024
+
+
+def check_index(x: NDArray, low: int, high: int, ignore: int | None, error: type[Exception], message: str) -> NDArray:
+    """The checked (wrapped, made safe) copy of ``x``; a bad value is reported at the next synchronization (see
+    ``device_checks``), or here under ``GENESIS_SYNC_CHECKS=1`` outside graph capture."""
+    out = _new(x.shape, x.dtype, x.device)
+    if out.size == 0:
+        return out
+    rt.ensure_device(x.device.index)
+    x = x if _contig(x) else contiguous(x)
+    p, q = _ptr(x), _ptr(out)
+    go = _CHECK.launcher((_psig(x, p), _psig(out, q), "*i64", "i64", "i64", "i64", "i64", "i64"),
+                         (ignore is not None, _CHECK_BLOCK), 4)
+    go((out.size + _CHECK_BLOCK - 1) // _CHECK_BLOCK, 1, 1, p, q, device_checks.flag_pointer(), out.size, low, high,
+       0 if ignore is None else ignore, device_checks.code(error, message))
+    if device_checks.sync_checks and not graphs.capturing:
+        rt.current_stream().synchronize()  # raises the recorded error with the CPU's class and message
     return out

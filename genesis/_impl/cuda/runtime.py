@@ -2,7 +2,8 @@
 
 Genesis keeps its own notion of the current device and of each device's current stream. The default stream of every
 device is the legacy NULL stream (handle 0), as in PyTorch, so work from libraries that use it orders with Genesis's
-work; user streams (``genesis.cuda.Stream()``) are non-blocking streams created here.
+work; user streams (``genesis.cuda.Stream()``) are non-blocking streams created here. Every synchronizing call
+reports the errors that device-side checks recorded (``device_checks``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import threading
 from typing import Any
 
 from cuda.bindings import driver as cu
+
+from genesis._impl.cuda import device_checks
 
 _SUCCESS = cu.CUresult.CUDA_SUCCESS
 
@@ -233,6 +236,7 @@ def synchronize(device: int | None = None) -> None:
     ensure_device(current_device() if device is None else device)
     synchronizations += 1
     check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+    device_checks.raise_pending()  # errors found by device-side checks surface here
 
 
 def stream_synchronize(stream: Any) -> None:
@@ -240,6 +244,7 @@ def stream_synchronize(stream: Any) -> None:
     global synchronizations
     synchronizations += 1
     check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+    device_checks.raise_pending()  # errors found by device-side checks surface here
 
 
 class Event:
@@ -270,6 +275,7 @@ class Event:
         global synchronizations
         synchronizations += 1
         check(cu.cuEventSynchronize(self._cu), "cuEventSynchronize")
+        device_checks.raise_pending()  # errors found by device-side checks surface here
 
     def query(self) -> bool:
         err = cu.cuEventQuery(self._cu)[0]

@@ -9,7 +9,7 @@ from genesis import ops as T
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
 from genesis.ops.fused import fused_cross_entropy
-from genesis.ops.nn import CrossEntropy
+from genesis.ops.nn import CrossEntropy, checked_target
 from genesis.tensor import Tensor, arange, full, tensor, zeros
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -54,24 +54,20 @@ def _check_class_target(op: str, input: Tensor, target: Tensor) -> None:
                          f"{tuple(target.shape)} to match input shape {tuple(input.shape)} without the class dim")
 
 
-def _check_target_range(target: Tensor, ignore_index: int, n_classes: int) -> None:
-    """IndexError naming the first out-of-range class index (ignored entries excepted)."""
-    # On NDArrays: a validity check needs no graph, and this runs on every loss call.
+def _check_target_range(target: Tensor, ignore_index: int, n_classes: int) -> Tensor:
+    """The target, checked: a class index outside [0, n_classes) other than ignore_index raises IndexError naming it
+    (on CUDA: RuntimeError at the next synchronization, without a host read here)."""
     t = target.ndarray
-    bad = t.binary("lt", 0).binary("logical_or", t.binary("ge", n_classes)).binary("logical_and",
-                                                                                t.binary("ne", ignore_index))
-    if t.ndim and bool(bad.reduce("any", tuple(range(t.ndim))).numpy()) or not t.ndim and bool(bad.numpy()):
-        value = int(target[Tensor._wrap(bad)].reshape(-1)[0].item())
-        raise IndexError(f"Target {value} is out of bounds (the input has {n_classes} classes).")
+    checked = checked_target(t, n_classes, ignore_index)
+    return target if checked is t else Tensor._wrap(checked)
 
 
 def _pick_classes(logp: Tensor, target: Tensor, ignore_index: int) -> tuple[Tensor, Tensor, Tensor]:
     """(-logp at the target class, the valid mask, the safe target) for class-index targets."""
     class_dim = 1 if logp.ndim > 1 else 0
+    target = _check_target_range(target, ignore_index, logp.shape[class_dim])
     valid = target != ignore_index
     safe = T.where(valid, target, 0).long()
-    n_classes = logp.shape[class_dim]
-    _check_target_range(target, ignore_index, n_classes)
     picked = T.gather(logp, class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
     return -picked, valid, safe
 
@@ -146,7 +142,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if (input.ndim == 2 and weight is None and not target.dtype.is_floating_point
             and (input.device.type == "cuda" or label_smoothing > 0)):
         _check_class_target("cross_entropy", input, target)
-        _check_target_range(target, ignore_index, n_classes)
+        target = _check_target_range(target, ignore_index, n_classes)
         fused = fused_cross_entropy(input, target, ignore_index, label_smoothing, reduction)
         if fused is not None:
             return fused

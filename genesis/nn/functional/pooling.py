@@ -406,11 +406,8 @@ def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: in
         plane *= s
     lead = tuple(input.shape[:-n])
     flat_index = indices.reshape(*lead, -1).long()
-    if flat_index.numel():
-        lo, hi = int(flat_index.min().item()), int(flat_index.max().item())
-        if lo < 0 or hi >= plane:
-            raise RuntimeError(f"Found an invalid max index: {hi if hi >= plane else lo} (output volumes are of "
-                               f"size {'x'.join(map(str, size))}")
+    flat_index = T._check_range(flat_index, 0, plane, RuntimeError, "Found an invalid max index: {value} (output "
+                                f"volumes are of size {'x'.join(map(str, size))}")
     out = zeros((*lead, plane), dtype=input.dtype, device=input.device)
     out = out.scatter(-1, flat_index, input.reshape(*lead, -1))
     return out.reshape(*lead, *size)

@@ -10,6 +10,7 @@ from genesis.nn.functional.adaptive import _adaptive_log_softmax_full, _adaptive
 from genesis.nn.modules.container import ModuleList, Sequential
 from genesis.nn.modules.linear import Linear
 from genesis.nn.modules.module import Module
+from genesis.ops import _check_range
 from genesis.tensor import Tensor
 
 _ASMoutput = namedtuple("_ASMoutput", ["output", "loss"])
@@ -73,9 +74,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         batched = target_.ndim > 0
         input = input_ if batched else input_.unsqueeze(0)
         target = (target_ if batched else target_.unsqueeze(0)).long()
-        if target.numel() and (int(target.min().item()) < 0 or int(target.max().item()) >= self.n_classes):
-            raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but values in range "
-                               f"[{target.min().item()}, {target.max().item()}] were found. ")
+        target = _check_range(target, 0, self.n_classes, RuntimeError,
+                              f"Target values should be in [0, {self.n_classes - 1}], but {{value}} was found.")
         output, loss = _adaptive_log_softmax_target(input, target, self.head, self.tail, self.cutoffs)
         return _ASMoutput(output if batched else output.squeeze(0), loss)
 

@@ -1,4 +1,4 @@
-"""Indexing Triton kernels: gather (take) and scatter (put, put-add with atomics).
+"""Indexing Triton kernels: gather (take) and scatter (put, put-add with atomics), and the index check.
 
 Both walk a 2-D tile over the coalesced index shape (as ``ew_strided``). ``gather`` reads
 ``src[pos_offset + index * src_dim_stride]``: with the gathered dim's position stride set to 0 this is
@@ -63,6 +63,30 @@ def scatter_kernel(dst, src, idx, n_rows, C, R1, R2, n_cblocks,
         tl.atomic_max(p, v, mask=mask, sem="relaxed")
     else:
         tl.store(p, v, mask=mask)
+
+
+@triton.jit
+def check_index_kernel(x, out, flag, n, low, high, ignore, code, HAS_IGNORE: tl.constexpr, BLOCK: tl.constexpr):
+    # out = x with negatives in [low, 0) wrapped by +high; a value outside [low, high) (other than ignore) is
+    # replaced by a safe one (0, or ignore) and recorded in flag[0:3] = (code, value, high). Every bad lane writes
+    # the same three slots and one of them wins: the host only needs one offending value.
+    # Bytes: n index elements read and written; the flag (mapped host memory) only on a bad value.
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m, other=0).to(tl.int64)
+    bad = (v < low) | (v >= high)
+    if HAS_IGNORE:
+        bad = bad & (v != ignore)
+        safe = ignore
+    else:
+        safe = 0
+    fixed = tl.where(bad, safe, tl.where((v < 0) & (v >= low), v + high, v))
+    tl.store(out + offs, fixed.to(out.dtype.element_ty), mask=m)
+    bad = bad & m
+    slot = tl.zeros([BLOCK], tl.int64)
+    tl.store(flag + 1 + slot, v, mask=bad)
+    tl.store(flag + 2 + slot, slot + high, mask=bad)
+    tl.store(flag + slot, slot + code, mask=bad)
 
 
 @triton.jit
