@@ -22,7 +22,7 @@ from cuda.bindings import driver as cu
 from genesis._impl.cuda import graphs
 from genesis._impl.cuda import runtime as rt
 
-_PORTABLE = 0x01  # CU_MEMHOSTALLOC_PORTABLE: pinned for every context, so any device can copy from it
+_PORTABLE = cu.CU_MEMHOSTALLOC_PORTABLE  # pinned for every context, so any device can copy from it
 _MIN_BLOCK = 512
 
 
