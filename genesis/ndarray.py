@@ -373,12 +373,22 @@ class NDArray:
             src = src.to(self.device)
         return self.backend.copy_(self, src)
 
-    def to(self, device: Device) -> NDArray:
-        """Copy to another device (through host memory), or return self on the same device."""
+    def to(self, device: Device, non_blocking: bool = False) -> NDArray:
+        """Copy to another device (through host memory), or return self on the same device.
+
+        ``non_blocking``: a host-to-device copy from pinned memory is queued on the current stream without waiting.
+        """
         if device is self.device:
             return self
         host = self.backend.to_numpy(self)
-        return device.backend.from_numpy(host, self.dtype, device)
+        return device.backend.from_numpy(host, self.dtype, device, non_blocking)
+
+    def pin_memory(self) -> NDArray:
+        """A contiguous copy in page-locked host memory."""
+        return self.backend.pin_memory(self)
+
+    def is_pinned(self) -> bool:
+        return self.backend.is_pinned(self)
 
     def numpy(self):  # numpy.ndarray
         return self.backend.to_numpy(self)

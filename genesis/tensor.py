@@ -371,7 +371,8 @@ class Tensor:
         return self.to(_cpu)
 
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
-        return self.to(Device("cuda", device) if isinstance(device, int) else (device or "cuda"))
+        return self.to(Device("cuda", device) if isinstance(device, int) else (device or "cuda"),
+                       non_blocking=non_blocking)
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
@@ -550,8 +551,8 @@ class Tensor:
 def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | None, bool]:
     """The (device, dtype, copy) that ``to(...)`` asks for: a device, a dtype, both, or a tensor to match.
 
-    Shared by ``Tensor.to`` and ``nn.Module.to``; ``non_blocking`` is accepted and ignored (``memory_format`` is read
-    by the callers).
+    Shared by ``Tensor.to`` and ``nn.Module.to``; ``non_blocking`` is accepted and ignored here (``Tensor.to`` reads it,
+    as ``memory_format``, before).
     """
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)

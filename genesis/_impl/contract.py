@@ -39,7 +39,12 @@ PRIMITIVES: dict[str, str] = {
     "empty": "(shape, dtype, device): uninitialized contiguous array",
     "full": "(shape, value, dtype, device): array filled with a Python number",
     "arange": "(start, end, step, dtype, device): 1-D range",
-    "from_numpy": "(array, dtype, device): copy a host numpy array in",
+    "from_numpy": "(array, dtype, device, non_blocking): copy a host numpy array in; non_blocking: a contiguous array "
+                  "in page-locked memory may be copied asynchronously on the current stream (the host returns at "
+                  "once)",
+    "pin_memory": "(x): contiguous copy of a host array in page-locked memory (RuntimeError where no CUDA device can "
+                  "run, or for device arrays)",
+    "is_pinned": "(x): whether the array's memory is page-locked host memory",
     "to_numpy": "(x): contiguous host numpy array (zero-copy where possible)",
     "copy_": "(dst, src): dst[...] = src, src broadcastable, dtype cast; returns dst",
     "cast": "(x, dtype): new contiguous array of another dtype",

@@ -12,7 +12,9 @@ import numpy as np
 import torch
 
 from genesis import dtypes
+from genesis._impl import cuda_probe
 from genesis.device import cpu as _cpu
+from genesis.device import device as Device
 from genesis.ndarray import NDArray
 
 TORCH_DTYPE = {
@@ -54,7 +56,7 @@ def arange(start: float, end: float, step: float, dtype: dtypes.dtype, device: o
     return wrap(torch.arange(start, end, step, dtype=TORCH_DTYPE[dtype]))
 
 
-def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object) -> NDArray:
+def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_blocking: bool = False) -> NDArray:
     if dtype is dtypes.bfloat16:
         bits = np.ascontiguousarray(array).view(np.int16).reshape(array.shape)  # keeps 0-d arrays 0-d
         return wrap(torch.from_numpy(bits.copy()).view(torch.bfloat16))
@@ -79,6 +81,23 @@ def copy_(dst: NDArray, src: NDArray | int | float | bool) -> NDArray:
     else:
         native(dst).fill_(src)
     return dst
+
+
+def pin_memory(x: NDArray) -> NDArray:
+    """A contiguous copy in page-locked memory, from the CUDA backend's pinned cache (``Tensor.pin_memory``)."""
+    if not cuda_probe.is_available():
+        raise RuntimeError("pin_memory: Cannot access accelerator device when none is available (no CUDA GPU can be "
+                           "used here, and page-locked memory comes from the CUDA driver)")
+    t = native(x)
+    host = Device("cuda").backend.pinned.empty(t.numel() * t.element_size())
+    out = torch.from_numpy(host).view(t.dtype).view(t.shape)
+    out.copy_(t)
+    return wrap(out)
+
+
+def is_pinned(x: NDArray) -> bool:
+    """Whether the array lies in page-locked memory (only the CUDA backend's pinned cache hands it out)."""
+    return cuda_probe.is_available() and Device("cuda").backend.pinned.contains(data_ptr(x))
 
 
 def cast(x: NDArray, dtype: dtypes.dtype) -> NDArray:

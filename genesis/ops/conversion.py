@@ -1,10 +1,13 @@
-"""``Tensor.to``: dtype, device and memory-format conversion as graph nodes (Cast, ToDevice, a layout copy)."""
+"""``Tensor.to``: dtype, device and memory-format conversion as graph nodes (Cast, ToDevice, a layout copy);
+``Tensor.pin_memory`` and ``Tensor.is_pinned``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from genesis import memory_format as _mf
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray
 from genesis.ops import views
 from genesis.ops.unary import Cast
 from genesis.ops.views import ToDevice
@@ -15,13 +18,18 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``.
 
     ``memory_format`` (default ``preserve_format``) sets the result's layout; a conversion keeps a
-    channels_last source channels_last.
+    channels_last source channels_last. ``non_blocking`` (keyword, or the first positional bool as in torch's
+    ``to(device, dtype, non_blocking, copy)``): a copy from pinned host memory to the GPU is queued on the current
+    stream and the call returns at once; from pageable memory the copy is synchronous, as in torch.
     """
     fmt = _mf.check("to", kwargs.pop("memory_format", _mf.preserve_format))
+    flags = [a for a in args if isinstance(a, bool)]
+    non_blocking = bool(kwargs.pop("non_blocking", flags[0] if flags else False))
     device, dtype, copy = parse_to_args(*args, **kwargs)
+    copy = copy or (len(flags) > 1 and flags[1])
     out = self
     if device is not None and device is not out.device:
-        out = ToDevice.apply(out, device)
+        out = ToDevice.apply(out, device, non_blocking)
     if dtype is not None and dtype is not out.dtype:
         out = Cast.apply(out, dtype)
     if copy and out is self:
@@ -31,3 +39,31 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     if fmt is not None:
         out = views.contiguous(out, fmt)
     return out
+
+
+class PinMemory(Primitive):
+    """A copy in page-locked host memory; the gradient passes through (torch's ``_pin_memory``)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray) -> NDArray:
+        return x.pin_memory()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def pin_memory(self: Tensor, device: Any = None) -> Tensor:
+    """Copy the tensor into page-locked (pinned) host memory, or return it when already there.
+
+    Copies from pinned memory to the GPU run at full DMA speed and, with ``non_blocking=True``, asynchronously.
+    ``device`` is accepted for torch compatibility (deprecated there); RuntimeError where no CUDA GPU is available.
+    """
+    if self.ndarray.is_pinned():
+        return self
+    return PinMemory.apply(self)
+
+
+def is_pinned(self: Tensor, device: Any = None) -> bool:
+    """Whether the tensor lives in page-locked host memory (``pin_memory()``)."""
+    return self.ndarray.is_pinned()

@@ -226,7 +226,10 @@ def zero_(self: Tensor) -> Tensor:
 
 
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
-    """Copy ``src`` (broadcast, cast, any device) into this tensor; differentiable with respect to ``src``."""
+    """Copy ``src`` (broadcast, cast, any device) into this tensor; differentiable with respect to ``src``.
+
+    ``non_blocking``: a copy from pinned host memory to the GPU is queued on the current stream without waiting.
+    """
     if not isinstance(src, (Tensor, int, float, bool)):
         src = tensor(src, dtype=self.dtype, device=self.device)
     if isinstance(src, Tensor) and broadcast_shapes("copy_", self.shape, src.shape) != self.shape:
@@ -235,9 +238,9 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     check_no_internal_overlap(self)
     needs_graph = is_grad_enabled() and (self.requires_grad or (isinstance(src, Tensor) and src.requires_grad))
     if needs_graph:
-        value = src.to(self.device).to(self.dtype) if isinstance(src, Tensor) else src
+        value = src.to(self.device, non_blocking=non_blocking).to(self.dtype) if isinstance(src, Tensor) else src
         return assign_inplace(self, _overwrite(self, value))
-    return fill_from(self, src.ndarray if isinstance(src, Tensor) else src)
+    return fill_from(self, src.ndarray.to(self.device, non_blocking) if isinstance(src, Tensor) else src)
 
 
 def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, value: float = 1) -> Tensor:

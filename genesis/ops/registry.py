@@ -414,6 +414,8 @@ OPS: tuple[Op, ...] = (
     Op("cholesky", methods.cholesky, function=False, method=True),
     # ---------------------------------------------------------------- methods only
     Op("to", conversion.to, function=False, method=True),
+    Op("pin_memory", conversion.pin_memory, function=False, method=True),
+    Op("is_pinned", conversion.is_pinned, function=False, method=True),
     Op("where", methods.where, function=False, method=True),
     Op("expand_as", methods.expand_as, function=False, method=True),
     Op("view_as", methods.view_as, function=False, method=True),

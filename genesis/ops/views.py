@@ -193,13 +193,13 @@ class ToDevice(Primitive):
     """Copy to another device; the gradient goes back to the source device."""
 
     @staticmethod
-    def forward(ctx, x: NDArray, device) -> NDArray:
+    def forward(ctx, x: NDArray, device, non_blocking: bool) -> NDArray:
         ctx.device = x.device
-        return x.to(device)
+        return x.to(device, non_blocking)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.to(ctx.device), None
+        return grad.to(ctx.device), None, None
 
 
 def reshape(input: Tensor, *shape: Any) -> Tensor:

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import bisect
 import collections
+import copy
 import math
 import multiprocessing
 import queue
 import random
 import traceback
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
 from genesis import dtypes
+from genesis.device import device as Device
 from genesis.ops import stack
 from genesis.random import Generator, default_generator, randint, randperm
 from genesis.tensor import Tensor, tensor
@@ -407,6 +410,35 @@ class _IterableFetcher:
             yield self.collate_fn(batch)
 
 
+def _pin_memory(data: Any) -> Any:
+    """``data`` with every tensor copied into pinned host memory, recursing into dicts, lists and tuples as torch's
+    ``torch.utils.data._utils.pin_memory.pin_memory``; other objects with a ``pin_memory()`` method are asked to pin."""
+    if hasattr(data, "pin_memory"):  # tensors
+        return data.pin_memory()
+    if isinstance(data, (str, bytes)):
+        return data
+    if isinstance(data, collections.abc.Mapping):
+        pinned = {key: _pin_memory(value) for key, value in data.items()}
+        try:
+            if isinstance(data, collections.abc.MutableMapping):
+                clone = copy.copy(data)  # keeps the mapping's own type and attributes (defaultdict, OrderedDict)
+                clone.update(pinned)
+                return clone
+            return type(data)(pinned)
+        except TypeError:
+            return pinned
+    if isinstance(data, tuple):
+        if hasattr(data, "_fields"):  # namedtuple
+            return type(data)(*(_pin_memory(sample) for sample in data))
+        return type(data)(_pin_memory(sample) for sample in data)
+    if isinstance(data, collections.abc.Sequence):
+        try:
+            return type(data)([_pin_memory(sample) for sample in data])
+        except TypeError:
+            return [_pin_memory(sample) for sample in data]
+    return data
+
+
 # ------------------------------------------------------------------ the loader
 
 
@@ -428,6 +460,10 @@ class DataLoader(Generic[T]):
         generator: the random generator for shuffling and for the workers' base seed.
         prefetch_factor: batches in flight per worker (default 2).
         persistent_workers: accepted for compatibility; workers are started per epoch.
+        pin_memory: copy every batch's tensors into pinned host memory, so ``.to("cuda", non_blocking=True)`` is
+            asynchronous; done in the main process as each batch is handed out (torch uses a separate thread).
+            Without a CUDA GPU it warns and does not pin, as torch.
+        pin_memory_device: deprecated in torch and ignored (with torch's warning): the GPU is the device.
     """
 
     def __init__(self, dataset: Dataset[T], batch_size: int | None = 1, shuffle: bool | None = None,
@@ -435,7 +471,8 @@ class DataLoader(Generic[T]):
                  collate_fn: Callable[[list], Any] | None = None, pin_memory: bool = False, drop_last: bool = False,
                  timeout: float = 0, worker_init_fn: Callable[[int], None] | None = None,
                  multiprocessing_context: Any = None, generator: Generator | None = None, *,
-                 prefetch_factor: int | None = None, persistent_workers: bool = False) -> None:
+                 prefetch_factor: int | None = None, persistent_workers: bool = False,
+                 pin_memory_device: str = "") -> None:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
                              f"multiprocessing (got {num_workers})")
@@ -452,6 +489,7 @@ class DataLoader(Generic[T]):
         self.multiprocessing_context = multiprocessing_context
         self.generator = generator
         self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
         self.persistent_workers = persistent_workers
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
@@ -497,12 +535,29 @@ class DataLoader(Generic[T]):
         return _MapFetcher(self.dataset, self.collate_fn, self._auto_collation)
 
     def __iter__(self) -> Iterator[Any]:
+        batches = self._batches()
+        if self.pin_memory and self._pinning_available():
+            return (_pin_memory(batch) for batch in batches)
+        return batches
+
+    def _batches(self) -> Iterator[Any]:
         if self.num_workers == 0:
             if self._iterable:
                 return self._fetcher()(None)
             fetch = self._fetcher()
             return (fetch(request) for request in self._requests())
         return _MultiProcessIterator(self)
+
+    def _pinning_available(self) -> bool:
+        """Whether batches can be pinned; warns as torch's loader does when asked for something it ignores."""
+        if self.pin_memory_device:
+            warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the device,"
+                          f"ignore pin_memory_device='{self.pin_memory_device}'.", stacklevel=3)
+        if not Device("cuda").is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.", stacklevel=3)
+            return False
+        return True
 
     def __len__(self) -> int:
         if self._iterable:

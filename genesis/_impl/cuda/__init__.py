@@ -10,7 +10,10 @@ runs the case (``convolution_cudnn``, ``attention_cudnn``, ``cudnn_library``). A
 
 # ruff: noqa: F401 - the primitives are imported to be this module's attributes
 
-from genesis._impl.cuda import cudnn_library  # read through the device's backend by the cuDNN switches
+from genesis._impl.cuda import (
+    cudnn_library,  # read through the device's backend by the cuDNN switches
+    pinned,  # the page-locked host memory the CPU backend pins into
+)
 from genesis._impl.cuda.blas import linear, matmul
 from genesis._impl.cuda.convolution import conv, conv_backward
 from genesis._impl.cuda.creation import (
@@ -23,6 +26,8 @@ from genesis._impl.cuda.creation import (
     from_dlpack,
     from_numpy,
     full,
+    is_pinned,
+    pin_memory,
     synchronize,
     to_dlpack,
     to_numpy,

@@ -9,7 +9,7 @@ import numpy as np
 from cuda.bindings import driver as cu
 
 from genesis import dtypes
-from genesis._impl.cuda import dlpack, storage
+from genesis._impl.cuda import dlpack, pinned, storage
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
@@ -46,7 +46,9 @@ def arange(start: float, end: float, step: float, dtype: dtypes.dtype, device: o
     return out
 
 
-def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object) -> NDArray:
+def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_blocking: bool = False) -> NDArray:
+    """Copy a host array to the device; with ``non_blocking``, a contiguous pinned array of the right dtype is copied
+    asynchronously on the current stream (one ``cuMemcpyHtoDAsync``, no host synchronization)."""
     arr = array if array.flags.c_contiguous else np.ascontiguousarray(array).reshape(array.shape)
     want = dtypes.to_numpy(dtype)
     if arr.dtype != want:
@@ -55,7 +57,7 @@ def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object) -> NDArra
         else:
             arr = arr.astype(want)
     out = _new(tuple(arr.shape), dtype, device)
-    if arr.nbytes:
+    if arr.nbytes and not (non_blocking and pinned.copy_to_device_async(out.buffer.ptr, arr, _stream())):
         storage.copy_from_host(out.buffer.ptr, arr, _stream())
     return out
 
@@ -79,6 +81,14 @@ def copy_(dst: NDArray, src: NDArray | int | float | bool) -> NDArray:
             src = contiguous(src)  # overlapping views: read everything before writing
         return _ew("copy", 1, dst, (src,))
     return _ew("copy", 1, dst, (src,), dst.dtype)
+
+
+def pin_memory(x: NDArray) -> NDArray:
+    raise RuntimeError(f"cannot pin '{x.device}' memory: only dense CPU tensors can be pinned")
+
+
+def is_pinned(x: NDArray) -> bool:
+    return False
 
 
 def cast(x: NDArray, dtype: dtypes.dtype) -> NDArray:

@@ -7,7 +7,7 @@ allocated on (memory imported through DLPack is released through its producer in
 
 from __future__ import annotations
 
-from genesis._impl.cuda import allocator
+from genesis._impl.cuda import allocator, pinned
 from genesis._impl.cuda import runtime as rt
 
 
@@ -80,14 +80,15 @@ _staging: _Staging | None = None
 def copy_from_host(dst_ptr: int, array: object, stream: int) -> None:
     """Copy a contiguous numpy array to device memory and wait for it.
 
-    Large arrays go through pinned staging buffers in chunks, overlapping the host copy of one chunk with the DMA of
-    the previous one; the DMA engine reads pinned memory several times faster than pageable memory.
+    Large pageable arrays go through pinned staging buffers in chunks, overlapping the host copy of one chunk with the
+    DMA of the previous one; the DMA engine reads pinned memory several times faster than pageable memory. Arrays
+    already in pinned memory (``Tensor.pin_memory()``) are copied directly.
     """
     global _staging
     from cuda.bindings import driver as cu
 
     n = array.nbytes
-    if n < _STAGED_MIN:
+    if n < _STAGED_MIN or pinned.contains(array.ctypes.data):
         rt.check(cu.cuMemcpyHtoDAsync(dst_ptr, array.ctypes.data, n, stream), "cuMemcpyHtoDAsync")
         rt.stream_synchronize(stream)
         return
