@@ -14,6 +14,7 @@ the optimizers run.
 
 from __future__ import annotations
 
+import math
 from numbers import Number
 from typing import Any, Sequence
 
@@ -49,6 +50,9 @@ def group_by_device_dtype(tensors: list[Tensor]) -> dict[tuple, list[int]]:
 
 def group_norms(tensors: list[Tensor], ord: float) -> NDArray:
     """The ``ord``-norms of same-device tensors as one (len,) float32 NDArray (float64 if any is float64)."""
+    if (ord < 0 or ord == math.inf) and any(t.numel() == 0 for t in tensors):
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
+                           "operation does not have an identity")
     return tensors[0].ndarray.backend.multi_norm([t.ndarray for t in tensors], float(ord))
 
 

@@ -12,7 +12,6 @@ tensors); a nan anywhere in a tensor makes its max / min norm nan, as in torch.
 
 import triton
 import triton.language as tl
-from triton.language.extra import libdevice
 
 from genesis._impl.cuda.kernels.nn_adamw import _base, _block
 
@@ -28,6 +27,12 @@ def _nanmax(v, axis: tl.constexpr):
 def _nanmin(v, axis: tl.constexpr):
     m = tl.min(tl.where(v == v, v, float("inf")), axis)
     return tl.where(tl.max((v != v).to(tl.int32), axis) > 0, float("nan"), m)
+
+
+@triton.jit
+def _pow(a, p):
+    """``a ** p`` for ``a >= 0`` (0 ** p is 0 for p > 0 and inf for p < 0, through log2(0) = -inf)."""
+    return tl.exp2(tl.cast(p, a.dtype) * tl.log2(a))
 
 
 @triton.jit
@@ -53,7 +58,7 @@ def multi_norm_partials(
     elif ORD == "l0":
         part = tl.sum((a != 0).to(partials.dtype.element_ty), 0)
     else:
-        part = tl.sum(tl.where(ok, libdevice.pow(a, p.to(a.dtype)), 0.0), 0)
+        part = tl.sum(tl.where(ok, _pow(a, p), 0.0), 0)
     tl.store(partials + tl.program_id(0), part)
 
 
@@ -92,7 +97,7 @@ def multi_norm_finish(
     if ORD == "l2":
         total = tl.sqrt(total)
     elif ORD == "lp":
-        total = libdevice.pow(total, (1.0 / p).to(total.dtype))
+        total = _pow(total, 1.0 / p)
     tl.store(out + t, total.to(out.dtype.element_ty))
 
 
@@ -131,7 +136,7 @@ def multi_fill(
     # x = value in place. Bytes: write every element once.
     t, offs, n, _ = _block(block_tensor, block_first, sizes, BLOCK)
     ptr = _base(x, offsets, 0, T, t, AX) + offs
-    tl.store(ptr, tl.broadcast_to(value.to(x.dtype.element_ty), [BLOCK]), mask=offs < n)
+    tl.store(ptr, tl.broadcast_to(tl.cast(value, x.dtype.element_ty), [BLOCK]), mask=offs < n)
 
 
 @triton.jit
@@ -147,7 +152,9 @@ def multi_clamp(
     ok = offs < n
     v = _wide(tl.load(ptr, mask=ok, other=0.0), F64)
     if HAS_LO:
-        v = tl.where(v < lo.to(v.dtype), lo.to(v.dtype), v)
+        lo_ = tl.cast(lo, v.dtype)  # the bound rounded to the arithmetic type, as torch's opmath
+        v = tl.where(v < lo_, lo_, v)
     if HAS_HI:
-        v = tl.where(v > hi.to(v.dtype), hi.to(v.dtype), v)
+        hi_ = tl.cast(hi, v.dtype)
+        v = tl.where(v > hi_, hi_, v)
     tl.store(ptr, v.to(x.dtype.element_ty), mask=ok)
