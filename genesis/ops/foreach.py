@@ -27,6 +27,8 @@ from genesis.tensor import Tensor
 
 def _tensors(op: str, tensors: Sequence[Tensor]) -> list[Tensor]:
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op}: Tensor list must have at least one tensor.")
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected a sequence of tensors, got an element of type {type(t).__name__}")
@@ -48,11 +50,16 @@ def group_by_device_dtype(tensors: list[Tensor]) -> dict[tuple, list[int]]:
     return groups
 
 
-def group_norms(tensors: list[Tensor], ord: float) -> NDArray:
-    """The ``ord``-norms of same-device tensors as one (len,) float32 NDArray (float64 if any is float64)."""
+def _check_identity(tensors: list[Tensor], ord: float) -> None:
+    """torch's error for a norm without identity (max, min, negative p) of an empty tensor."""
     if (ord < 0 or ord == math.inf) and any(t.numel() == 0 for t in tensors):
         raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
                            "operation does not have an identity")
+
+
+def group_norms(tensors: list[Tensor], ord: float) -> NDArray:
+    """The ``ord``-norms of same-device tensors as one (len,) float32 NDArray (float64 if any is float64)."""
+    _check_identity(tensors, ord)
     return tensors[0].ndarray.backend.multi_norm([t.ndarray for t in tensors], float(ord))
 
 
@@ -70,11 +77,15 @@ def _foreach_norm(self: Sequence[Tensor], ord: float = 2, dtype: Any = None) -> 
         if target is not None and dtypes.promote_types(t.dtype, target) is not target:
             raise RuntimeError(f"_foreach_norm: the dtype of the input ({t.dtype.name}) should be convertible "
                                f"without narrowing to the specified dtype ({target.name})")
+    _check_identity(tensors, ord)
     if _recorded(tensors):
         return tuple(norm(t, ord, dtype=target) for t in tensors)
     out: list[Tensor | None] = [None] * len(tensors)
     for (_, dt), idx in group_by_device_dtype(tensors).items():
-        norms = group_norms([tensors[i] for i in idx], ord).astype(target or dt)
+        group = [tensors[i] for i in idx]
+        if target is dtypes.float64 and dt is not target:  # accumulate in float64, as torch's dtype= does
+            group = [t.to(target) for t in group]
+        norms = group_norms(group, ord).astype(target or dt)
         for j, i in enumerate(idx):
             out[i] = Tensor._wrap(norms._view((), (), norms.offset + j))
     return tuple(out)
@@ -145,7 +156,7 @@ def _foreach_zero_(self: Sequence[Tensor]) -> None:
 
 def foreach_clamp_(tensors: Sequence[Tensor], min: float | None, max: float | None) -> None:
     """``t.clamp_(min, max)`` for every tensor in one launch per (device, dtype) group on GPUs (nan stays nan)."""
-    tensors = _tensors("clamp_", tensors)
+    tensors = list(tensors)
     if _recorded(tensors):
         for t in tensors:
             t.clamp_(min=min, max=max)
