@@ -151,6 +151,16 @@ PRIMITIVES: dict[str, str] = {
                        "(buf = g)",
     "unscale_grads_": "(grads, inv_scale): grads *= inv_scale in place; returns a float32 (1,) array, 1.0 if any "
                       "gradient held an inf or nan, else 0.0",
+    # multi-tensor (one launch per dtype on GPUs, whatever the number of arrays; xs on one device, any strides)
+    "multi_norm": "(xs, norm_type): (len(xs),) float32 array (float64 if any x is float64) of the norm_type-norm "
+                  "of each floating array of the non-empty list xs (any dtypes): 2, 1, inf (max |x|), -inf, 0 (count "
+                  "of non-zeros) or any p; accumulated in float32 (float64); an empty array's norm is 0 for finite "
+                  "p >= 0 (callers refuse the others, as torch)",
+    "multi_scale_": "(xs, scale): every array times the 0-d array scale in place, scale read on the device (no host "
+                    "sync), arithmetic in float32 (float64 for float64 arrays)",
+    "multi_fill_": "(xs, value): every array filled with a Python number in place",
+    "multi_clamp_": "(xs, min, max): every array clamped in place to [min, max] (Python numbers, either may be None); "
+                    "nan stays nan",
     # random
     "uniform": "(shape, dtype, device, seed, offset): U[0, 1)",
     "normal": "(shape, dtype, device, seed, offset): N(0, 1)",

@@ -611,6 +611,36 @@ def unscale_grads_(grads: list[NDArray], inv_scale: float) -> NDArray:
     return wrap(torch.tensor([1.0 if found else 0.0]))
 
 
+# ---------------------------------------------------------------- multi-tensor
+
+def multi_norm(xs: list[NDArray], norm_type: float) -> NDArray:
+    if not xs:
+        raise ValueError("multi_norm: expected at least one array")
+    for x in xs:
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"multi_norm: expected floating-point arrays, got {x.dtype}")
+    acc = torch.float64 if any(x.dtype is dtypes.float64 for x in xs) else torch.float32
+    return wrap(torch.stack(torch._foreach_norm([native(x) for x in xs], float(norm_type), dtype=acc)))
+
+
+def multi_scale_(xs: list[NDArray], scale: NDArray) -> None:
+    if xs:
+        torch._foreach_mul_([native(x) for x in xs], native(scale))
+
+
+def multi_fill_(xs: list[NDArray], value: int | float | bool) -> None:
+    for x in xs:
+        native(x).fill_(value)
+
+
+def multi_clamp_(xs: list[NDArray], min: float | None, max: float | None) -> None:
+    ts = [native(x) for x in xs]
+    if ts and min is not None:
+        torch._foreach_clamp_min_(ts, min)
+    if ts and max is not None:
+        torch._foreach_clamp_max_(ts, max)
+
+
 # ---------------------------------------------------------------- random
 
 def _generator(seed: int, offset: int) -> torch.Generator:

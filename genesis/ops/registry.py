@@ -32,6 +32,7 @@ from genesis.ops import (
     autocast,
     compare,
     conversion,
+    foreach,
     gather_scatter,
     indexing,
     inplace,
@@ -401,6 +402,11 @@ OPS: tuple[Op, ...] = (
     Op("bernoulli_", R.bernoulli_, function=False, method=True),
     Op("random_", R.random_, function=False, method=True),
     Op("exponential_", R.exponential_, function=False, method=True),
+    # ---------------------------------------------------------------- multi-tensor ops (one launch per group)
+    Op("_foreach_norm", foreach._foreach_norm),
+    Op("_foreach_mul_", foreach._foreach_mul_),
+    Op("_foreach_add_", foreach._foreach_add_),
+    Op("_foreach_zero_", foreach._foreach_zero_),
     # ---------------------------------------------------------------- linear algebra (genesis.linalg)
     Op("det", LA.det, method=True),
     Op("logdet", LA.logdet, method=True),

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 from genesis import dtypes
 from genesis.autograd import enable_grad, no_grad
 from genesis.ops import cat
+from genesis.ops.foreach import _foreach_zero_
 from genesis.tensor import Tensor, empty
 
 # Hyperparameter checks: name -> (message prefix, predicate the value must satisfy). torch's wording.
@@ -127,7 +128,9 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset the gradients of every parameter: drop them (default) or fill them with zeros."""
+        """Reset the gradients of every parameter: drop them (default) or fill them with zeros (one multi-tensor
+        launch per device and dtype on GPUs)."""
+        grads = []
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
@@ -135,8 +138,12 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                 else:
-                    p.grad = p.grad.detach()
-                    p.grad.zero_()
+                    if p.grad.grad_fn is not None:  # a gradient with history (create_graph=True) is cut loose
+                        p.grad = p.grad.detach()
+                    grads.append(p.grad)
+        if grads:
+            with no_grad():
+                _foreach_zero_(grads)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; ``closure`` re-evaluates the loss first (returned)."""

@@ -45,20 +45,26 @@ from genesis._impl.cuda.indexing import (
     sort,
     unique,
 )
+from genesis._impl.cuda.multi_tensor import (
+    adam_multi_step_,
+    multi_clamp_,
+    multi_fill_,
+    multi_norm,
+    multi_scale_,
+    sgd_multi_step_,
+    unscale_grads_,
+)
 from genesis._impl.cuda.nn_decode import decode_attention, kv_cache_write_, rope_kv_cache_write_
 from genesis._impl.cuda.nn_fused import (
-    adam_multi_step_,
     adam_step_,
     cross_entropy,
     cross_entropy_backward,
     layer_norm,
     layer_norm_backward,
     rope,
-    sgd_multi_step_,
     softmax_backward,
     swiglu,
     swiglu_backward,
-    unscale_grads_,
 )
 from genesis._impl.cuda.nn_layers import (
     adaptive_pool,

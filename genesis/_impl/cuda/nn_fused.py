@@ -2,17 +2,15 @@
 
 Each implements one primitive of the backend contract (``genesis._impl.contract``): softmax_backward, layer_norm,
 layer_norm_backward, cross_entropy, cross_entropy_backward, swiglu, swiglu_backward, rope, attention,
-attention_backward, adam_step_, adam_multi_step_, sgd_multi_step_, unscale_grads_.
+attention_backward, adam_step_ (the multi-tensor steps are in ``multi_tensor.py``).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from genesis import dtypes
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
-from genesis._impl.cuda.creation import contiguous, from_numpy, full
+from genesis._impl.cuda.creation import contiguous, full
 from genesis._impl.cuda.elementwise import binary, unary
 from genesis._impl.cuda.kernels import nn_adamw as adk
 from genesis._impl.cuda.kernels import nn_attention as ak
@@ -459,99 +457,3 @@ def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDAr
     l2, decay = (0.0, 1.0 - lr * weight_decay) if decoupled else (weight_decay, 1.0)
     go((n + block - 1) // block, 1, 1, *ptrs, n, beta1, beta2, eps, l2, decay, lr / (1 - beta1 ** step),
        (1 - beta2 ** step) ** 0.5)
-
-
-# ---------------------------------------------------------------- multi-tensor optimizer steps
-
-_ADAM_MULTI = td.Kernel(adk.adam_multi_step)
-_SGD_MULTI = td.Kernel(adk.sgd_multi_step)
-_UNSCALE = td.Kernel(adk.unscale_multi)
-_MT_BLOCK = 4096  # elements per program (about 114 KiB of traffic per program for float32 Adam)
-_MT_TABLES: dict[tuple, tuple] = {}
-
-
-def _mt_tables(sizes: tuple[int, ...], device: object) -> tuple[NDArray, NDArray, NDArray, int]:
-    """Device tables of a list of tensor sizes: sizes, the tensor of each program, each tensor's first program.
-
-    They depend only on the sizes, so an optimizer's parameter list uploads them once.
-    """
-    key = (sizes, device.index)
-    hit = _MT_TABLES.get(key)
-    if hit is None:
-        blocks = np.array([(n + _MT_BLOCK - 1) // _MT_BLOCK for n in sizes], np.int64)
-        first = np.concatenate(([0], np.cumsum(blocks)[:-1])).astype(np.int32)
-        owner = np.repeat(np.arange(len(sizes), dtype=np.int32), blocks)
-        if len(_MT_TABLES) >= 64:  # bounded: parameter lists rarely change
-            _MT_TABLES.clear()
-        hit = _MT_TABLES[key] = (from_numpy(np.array(sizes, np.int64), dtypes.int64, device),
-                                 from_numpy(owner, dtypes.int32, device), from_numpy(first, dtypes.int32, device),
-                                 int(blocks.sum()))
-    return hit
-
-
-def _mt_offsets(lists: list[list[NDArray]], device: object) -> tuple[NDArray, tuple[int, ...]]:
-    """(int64 (len(lists), T) element offsets of every tensor from its list's first, per-list alignment constexprs).
-
-    A list's alignment is its elements per 16 bytes when every address in it is 16-byte aligned, else 1.
-    """
-    rows, aligns = [], []
-    for arrays in lists:
-        item = arrays[0].dtype.itemsize
-        addrs = np.array([_ptr(a) for a in arrays], np.int64)
-        assert all(a.dtype is arrays[0].dtype for a in arrays) and not (addrs % item).any()
-        rows.append((addrs - addrs[0]) // item)
-        aligns.append(16 // item if not (addrs % 16).any() else 1)
-    return from_numpy(np.stack(rows), dtypes.int64, device), tuple(aligns)
-
-
-def _mt_launch(kernel: td.Kernel, lists: list[list[NDArray]], extra: tuple, scalars: tuple, scalar_types: tuple,
-               consts: tuple) -> None:
-    """Launch a multi-tensor kernel over ``lists`` (first list: the sizes); ``extra`` pointers follow the firsts."""
-    sizes = tuple(a.size for a in lists[0])
-    device = lists[0][0].device
-    rt.ensure_device(device.index)
-    size_t, owner_t, first_t, programs = _mt_tables(sizes, device)
-    offsets, aligns = _mt_offsets(lists, device)
-    arrays = tuple(a[0] for a in lists) + extra + (offsets, size_t, owner_t, first_t)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32",) + scalar_types
-    go = kernel.launcher(sig, consts + (_MT_BLOCK,) + aligns, 8)
-    go(programs, 1, 1, *ptrs, len(sizes), *scalars)
-
-
-def _nonempty(*lists: list | None) -> list:
-    """The lists with every position whose first-list tensor is empty dropped (None lists stay None)."""
-    keep = [i for i, a in enumerate(lists[0]) if a.size]
-    return [None if lst is None else [lst[i] for i in keep] for lst in lists]
-
-
-def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list[NDArray],
-                     exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float, beta1: float, beta2: float,
-                     eps: float, weight_decay: float, decoupled: bool, step: int, maximize: bool) -> None:
-    params, grads, exp_avgs, exp_avg_sqs, masters = _nonempty(params, grads, exp_avgs, exp_avg_sqs, masters)
-    if not params:
-        return
-    lists = [params, grads, exp_avgs, exp_avg_sqs, masters if masters is not None else params]
-    l2, decay = (0.0, 1.0 - lr * weight_decay) if decoupled else (weight_decay, 1.0)
-    scalars = (beta1, beta2, eps, l2, decay, lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5,
-               -1.0 if maximize else 1.0)
-    _mt_launch(_ADAM_MULTI, lists, (), scalars, ("fp32",) * 8, (masters is not None,))
-
-
-def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDArray] | None, lr: float,
-                    momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
-                    first: bool) -> None:
-    params, grads, bufs = _nonempty(params, grads, bufs)
-    if not params:
-        return
-    lists = [params, grads, bufs if bufs is not None else params]
-    scalars = (lr, momentum, dampening, weight_decay, -1.0 if maximize else 1.0)
-    _mt_launch(_SGD_MULTI, lists, (), scalars, ("fp32",) * 5, (bufs is not None, first, nesterov))
-
-
-def unscale_grads_(grads: list[NDArray], inv_scale: float) -> NDArray:
-    found = full((1,), 0.0, _F32, grads[0].device)
-    (grads,) = _nonempty(grads)
-    if grads:
-        _mt_launch(_UNSCALE, [grads], (found,), (inv_scale,), ("fp32",), ())
-    return found
