@@ -87,11 +87,11 @@ def test_a_weight_used_twice_is_cast_once_and_matches_torch(casts: list) -> None
 def test_cache_empties_when_the_region_exits(casts: list) -> None:
     w, _, x = _params()
     gw, gx = to_genesis(w), to_genesis(x, requires_grad=False)
-    with genesis.autocast(DEVICE):
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
         first = gx @ gw
     with genesis.no_grad():
         gw.mul_(2.0)  # an optimizer step between regions
-    with genesis.autocast(DEVICE):
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
         second = gx @ gw
     assert _weight_casts(casts) == 2
     assert_same(second, to_torch(first) * 2, rtol=0, atol=0)  # doubling is exact in bfloat16
@@ -100,15 +100,15 @@ def test_cache_empties_when_the_region_exits(casts: list) -> None:
 def test_nested_regions_clear_only_at_the_outermost_exit(casts: list) -> None:
     w, _, x = _params()
     gw, gx = to_genesis(w), to_genesis(x, requires_grad=False)
-    with genesis.autocast(DEVICE):
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
         gx @ gw
-        with genesis.autocast(DEVICE):
+        with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
             gx @ gw
         with genesis.autocast(DEVICE, enabled=False):
             assert (gx @ gw).dtype is genesis.float32
         gx @ gw
         assert _weight_casts(casts) == 1
-    with genesis.autocast(DEVICE):
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
         gx @ gw
     assert _weight_casts(casts) == 2
 
@@ -135,7 +135,7 @@ def test_cache_enabled_false_and_the_flag_functions_follow_torch(casts: list) ->
     assert flags(genesis) == flags(torch) == [True, False, False, True, True]
     genesis.set_autocast_cache_enabled(False)
     try:
-        with genesis.autocast(DEVICE):
+        with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
             gx @ gw
             gx @ gw
     finally:
@@ -157,7 +157,7 @@ def test_only_float32_leaves_that_require_grad_are_cached(casts: list) -> None:
             x @ tw
             x @ tw
         casts.clear()
-        with genesis.autocast(DEVICE):
+        with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
             gx @ gw
             gx @ gw
         assert _weight_casts(casts) == oracle.shapes.count(W_SHAPE) == 2, name
@@ -166,7 +166,7 @@ def test_only_float32_leaves_that_require_grad_are_cached(casts: list) -> None:
 def test_float64_is_never_cast(casts: list) -> None:
     gw = to_genesis(torch.randn(*W_SHAPE, dtype=torch.float64), requires_grad=True)
     gx = to_genesis(torch.randn(4, 6, dtype=torch.float64), requires_grad=False)
-    with genesis.autocast(DEVICE):
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
         assert (gx @ gw).dtype is genesis.float64
     assert _weight_casts(casts) == 0
 
@@ -174,7 +174,7 @@ def test_float64_is_never_cast(casts: list) -> None:
 def test_a_cast_cached_under_no_grad_still_carries_gradients(casts: list) -> None:
     w, _, x = _params()
     gw, gx = to_genesis(w), to_genesis(x, requires_grad=False)
-    with genesis.autocast(DEVICE):
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
         with genesis.no_grad():
             assert not (gx @ gw).requires_grad
         out = gx @ gw
@@ -191,7 +191,7 @@ def test_a_cast_cached_under_no_grad_still_carries_gradients(casts: list) -> Non
 def test_inference_mode_does_not_cache(casts: list) -> None:
     w, _, x = _params()
     gw, gx = to_genesis(w), to_genesis(x, requires_grad=False)
-    with genesis.autocast(DEVICE):
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
         with genesis.inference_mode():
             gx @ gw
         out = gx @ gw
@@ -231,7 +231,7 @@ def test_the_cache_is_per_thread(casts: list) -> None:
 
     def worker() -> None:
         assert genesis.is_autocast_cache_enabled()
-        with genesis.autocast(DEVICE):
+        with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
             gx @ gw
             gx @ gw
         done.set()
@@ -256,7 +256,7 @@ def test_the_cache_is_per_thread(casts: list) -> None:
 def test_clear_autocast_cache_drops_the_casts(casts: list) -> None:
     w, _, x = _params()
     gw, gx = to_genesis(w), to_genesis(x, requires_grad=False)
-    with genesis.autocast(DEVICE):
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
         gx @ gw
         genesis.clear_autocast_cache()
         gx @ gw

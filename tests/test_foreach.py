@@ -154,9 +154,13 @@ def test_clip_grad_norm_matches_torch(norm_type: float, dtypes: tuple, foreach: 
     t_params, g_params = _grads(dtypes, scale=3.0)
     t_total = torch.nn.utils.clip_grad_norm_(t_params, 0.5, norm_type, foreach=foreach)
     g_total = clip_grad_norm_(g_params, 0.5, norm_type, foreach=foreach)
-    assert_same(g_total, t_total)
+    # The total is only as precise as its least precise per-tensor norm (torch rounds each to its gradient's dtype):
+    # a float32 norm inside a float64 total differs from torch's by the rounding of float32 sums.
+    # ... and so are the gradients it scales.
+    rtol = 1e-6 if torch.float32 in dtypes and t_total.dtype == torch.float64 else None
+    assert_same(g_total, t_total, rtol=rtol)
     for g, t in zip(g_params, t_params):
-        assert_same(g.grad, t.grad)
+        assert_same(g.grad, t.grad, rtol=rtol)
 
 
 def test_get_total_norm_dtypes_and_clip_with_norm() -> None:
@@ -221,7 +225,9 @@ def test_zero_grad_keeps_the_gradients_and_zeroes_them() -> None:
 @requires_cuda
 def test_clip_grad_norm_across_devices() -> None:
     t_params, g_params = _grads((torch.float32, torch.bfloat16, torch.float32), scale=3.0)
-    g_params[1].grad = g_params[1].grad.to("cpu")
+    cpu_param = g_params[1].detach().to("cpu").requires_grad_(True)  # a parameter (and its gradient) on the CPU
+    cpu_param.grad = g_params[1].grad.to("cpu")
+    g_params[1] = cpu_param
     t_total = torch.nn.utils.clip_grad_norm_(t_params, 0.5)
     g_total = clip_grad_norm_(g_params, 0.5)
     assert g_total.device == g_params[0].grad.device

@@ -68,6 +68,11 @@ class FunctionEvent:
                 f"cuda_time={self.cuda_us:.3f}us input_shapes={self.input_shapes}>")
 
 
+def _on_cuda(values: tuple | list) -> bool:
+    """Whether any of ``values`` is a tensor on a CUDA device (an op on CPU tensors has no device time)."""
+    return any(getattr(getattr(v, "device", None), "type", None) == "cuda" for v in values)
+
+
 def _shapes(inputs: tuple | list) -> list:
     """Input shapes as torch's profiler writes them: a list per tensor, [] for anything else."""
     return [list(a.shape) if isinstance(a, Tensor) else [] for a in inputs]
@@ -113,7 +118,7 @@ class Recorder:
 
     def record_op(self, fn: type, args: tuple, kwargs: dict) -> Any:
         """Run ``fn.apply(*args, **kwargs)`` as one event named by the Function class."""
-        event = self.begin(fn.__name__, _shapes(args) if self.record_shapes else [])
+        event = self.begin(fn.__name__, _shapes(args) if self.record_shapes else [], on_device=_on_cuda(args))
         out = None
         try:
             self._running = True  # the next claims() is this call entering apply again: run it, do not record
@@ -127,7 +132,7 @@ class Recorder:
         """Run ``run(*args)`` as one event ``name`` over ``inputs`` (the engine's hook around a backward node)."""
         if threading.get_ident() != self.thread:
             return run(*args)
-        event = self.begin(name, _shapes(inputs) if self.record_shapes else [])
+        event = self.begin(name, _shapes(inputs) if self.record_shapes else [], on_device=_on_cuda(inputs))
         out = None
         try:
             out = run(*args)
@@ -135,8 +140,10 @@ class Recorder:
         finally:
             self.end(event, out)
 
-    def begin(self, name: str, input_shapes: list, is_user_annotation: bool = False) -> FunctionEvent:
-        """Open an event nested in the innermost open one."""
+    def begin(self, name: str, input_shapes: list, is_user_annotation: bool = False, on_device: bool = True
+              ) -> FunctionEvent:
+        """Open an event nested in the innermost open one; ``on_device``: time it on the GPU too (an op on CUDA
+        tensors, or a user range, which may hold some)."""
         event = FunctionEvent(len(self.events), name, self.thread, self.stack[-1] if self.stack else None,
                               input_shapes, is_user_annotation)
         self.events.append(event)
@@ -145,7 +152,7 @@ class Recorder:
             event._sync0 = cuda.synchronization_count()
             if self.profile_memory:
                 event._mem0 = cuda.memory_allocated()
-            start = self._cuda_event()
+            start = self._cuda_event() if on_device else None
             event._events = (start,) if start is not None else None
         event.start_ns = time.perf_counter_ns()
         return event

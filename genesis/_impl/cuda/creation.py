@@ -9,7 +9,7 @@ import numpy as np
 from cuda.bindings import driver as cu
 
 from genesis import dtypes
-from genesis._impl.cuda import dlpack, pinned, storage
+from genesis._impl.cuda import dlpack, graphs, pinned, storage
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
@@ -46,6 +46,9 @@ def arange(start: float, end: float, step: float, dtype: dtypes.dtype, device: o
     return out
 
 
+_STAGE_SMALL = 1 << 16  # bytes: host arrays up to this size are staged through pinned memory
+
+
 def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_blocking: bool = False) -> NDArray:
     """Copy a host array to the device; with ``non_blocking``, a contiguous pinned array of the right dtype is copied
     asynchronously on the current stream (one ``cuMemcpyHtoDAsync``, no host synchronization)."""
@@ -57,6 +60,12 @@ def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_block
         else:
             arr = arr.astype(want)
     out = _new(tuple(arr.shape), dtype, device)
+    if arr.nbytes and not pinned.contains(arr.ctypes.data) and arr.nbytes <= _STAGE_SMALL and not graphs.capturing:
+        # A small host array (an index list, a kernel's offset table) goes through a pinned block: one memcpy on
+        # the host and an asynchronous copy, instead of a copy that waits for the device.
+        staged = pinned.empty(arr.nbytes)
+        staged[:] = arr.reshape(-1).view(np.uint8)
+        arr, non_blocking = staged, True
     if arr.nbytes and not (non_blocking and pinned.copy_to_device_async(out.buffer.ptr, arr, _stream())):
         storage.copy_from_host(out.buffer.ptr, arr, _stream())
     return out
