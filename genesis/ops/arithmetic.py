@@ -415,9 +415,3 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
                            "addcdiv behavior is just the latter implementation: (input + value * tensor1 / "
                            "tensor2), for all dtypes.")
     return input + value * (tensor1 / tensor2)
-
-
-__all__ = [
-    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
-    "atan2", "clamp", "lerp", "clip", "clamp_min", "clamp_max", "arctan2", "float_power", "addcmul", "addcdiv",
-]

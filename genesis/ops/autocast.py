@@ -194,7 +194,3 @@ class autocast:
                 return fn(*args, **kwargs)
 
         return wrapper
-
-
-__all__ = ["POLICY", "autocast", "autocast_args", "clear_autocast_cache", "get_autocast_dtype",
-           "is_autocast_cache_enabled", "is_autocast_enabled", "set_autocast_cache_enabled"]

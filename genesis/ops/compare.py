@@ -281,12 +281,3 @@ def _category(d: dtypes.dtype) -> int:
 def can_cast(from_: dtypes.dtype, to: dtypes.dtype) -> bool:
     """Whether torch's casting rules allow ``from_`` to ``to`` (never to a lower kind: float to int, int to bool)."""
     return _category(dtypes.to_dtype(from_)) <= _category(dtypes.to_dtype(to))
-
-
-__all__ = [
-    "bitwise_left_shift", "bitwise_right_shift",
-    "where", "isnan", "isinf", "isfinite", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-    "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "equal", "isclose",
-    "allclose", "nonzero", "argwhere", "greater", "greater_equal", "less", "less_equal", "not_equal", "isposinf",
-    "isneginf", "isreal", "is_same_size", "is_nonzero", "is_signed", "can_cast",
-]

@@ -380,10 +380,3 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     view = [-1 if k == d else 1 for k in range(source.ndim)]
     full = index.reshape(view).expand(source.shape)
     return scatter_reduce(input, d, full, source, reduce, include_self=include_self)
-
-
-__all__ = [
-    "gather", "take_along_dim", "take", "scatter", "scatter_add", "index_select", "index_add", "index_copy",
-    "index_fill", "masked_fill", "masked_select", "masked_scatter", "select_scatter", "slice_scatter",
-    "diagonal_scatter", "scatter_reduce", "index_reduce",
-]

@@ -317,8 +317,3 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                               f"smaller than num_classes={num_classes} (got {{value}})")
     classes = arange_like(num_classes, tensor)
     return (tensor.unsqueeze(-1) == classes).to(dtypes.int64)
-
-
-__all__ = [
-    "index_put", "one_hot", "unravel_index",
-]

@@ -239,10 +239,3 @@ def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) ->
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {input.shape[d]} (input tensor's "
                            f"size at dimension {d}), but got split_sizes={list(split_sizes)}")
     return split(input, list(split_sizes), d)
-
-
-__all__ = [
-    "cat", "stack", "hstack", "vstack", "split", "chunk", "tensor_split", "unbind", "concat", "concatenate",
-    "atleast_1d", "atleast_2d", "atleast_3d", "dstack", "column_stack", "row_stack", "hsplit", "vsplit", "dsplit",
-    "split_with_sizes",
-]

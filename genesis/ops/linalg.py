@@ -382,9 +382,3 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     # torch's factor, including its 1e-7 guard against dividing by a zero norm.
     factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
     return input * factor
-
-
-__all__ = [
-    "matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "baddbmm", "einsum", "inner", "ger", "cross", "vdot",
-    "kron", "cdist", "dist", "addmv", "addr", "addbmm", "renorm", "tensordot",
-]

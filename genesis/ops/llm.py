@@ -112,6 +112,3 @@ def decode_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, length: Tensor
     out = q.ndarray.backend.decode_attention(q.ndarray, k_cache.ndarray, v_cache.ndarray,
                                              length.ndarray.reshape((1,)), mask, scale)
     return Tensor._wrap(out)
-
-
-__all__ = ["decode_attention", "kv_cache_write_", "rope_kv_cache_write_"]

@@ -461,10 +461,3 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
     a, b = _integer_pair("lcm", input, other)
     g = gcd(a, b)
     return where(g == 0, 0, abs(a // where(g == 0, 1, g) * b))
-
-
-__all__ = [
-    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh",
-    "arccosh", "arctanh", "erfc", "erfinv", "lgamma", "mvlgamma", "digamma", "i0", "sinc", "logit", "xlogy", "hypot",
-    "copysign", "fmax", "fmin", "logaddexp", "logaddexp2", "heaviside", "ldexp", "gcd", "lcm",
-]

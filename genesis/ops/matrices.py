@@ -152,9 +152,3 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     ones = where(ones_like_bool(x), 1, x).unsqueeze(1)
     powers = cat([ones, x.unsqueeze(1).expand(x.shape[0], n - 1)], 1).cumprod(1)
     return powers if increasing else flip(powers, 1)
-
-
-__all__ = [
-    "triu", "tril", "diag", "diagonal_copy", "trace", "block_diag", "triu_indices", "tril_indices", "vander",
-    "diag_embed", "diagflat",
-]

@@ -408,9 +408,3 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
             raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         low, high = amin(input, dim, keepdim), amax(input, dim, keepdim)
     return AminmaxResult(low, high)
-
-
-__all__ = [
-    "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std", "var_mean", "norm",
-    "logsumexp", "softmax", "log_softmax", "all", "any", "count_nonzero", "std_mean", "nansum", "nanmean", "aminmax",
-]

@@ -197,8 +197,3 @@ def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None
         raise RuntimeError("cumulative_trapezoid: received both x and dx; pass only one of them")
     areas, d = _intervals("cumulative_trapezoid", y, x, dx, dim)
     return cumsum(areas, d)
-
-
-__all__ = [
-    "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "diff", "trapezoid", "trapz", "cumulative_trapezoid",
-]

@@ -197,9 +197,3 @@ def broadcast_shapes(*shapes: Any) -> Size:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         result = _broadcast_shapes("broadcast_shapes", result, shape)
     return Size(result)
-
-
-__all__ = [
-    "repeat", "tile", "repeat_interleave", "flip", "fliplr", "flipud", "roll", "meshgrid", "rot90", "cartesian_prod",
-    "combinations",
-]

@@ -192,9 +192,3 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, inve
         position = searchsorted(pool, values.reshape(-1)).clamp(max=pool.numel() - 1)
         found = (pool.index_select(0, position) == values.reshape(-1)).reshape(values.shape)
     return ~found if invert else found
-
-
-__all__ = [
-    "sort", "argsort", "topk", "kthvalue", "median", "unique", "searchsorted", "bucketize", "unique_consecutive",
-    "msort", "isin",
-]

@@ -317,8 +317,3 @@ def corrcoef(input: Tensor) -> Tensor:
     c = c / stddev.unsqueeze(1)
     c = c / stddev.unsqueeze(0)
     return c.clamp(-1, 1)
-
-
-__all__ = [
-    "nanmedian", "mode", "quantile", "nanquantile", "bincount", "histc", "cov", "corrcoef", "histogram",
-]

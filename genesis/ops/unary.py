@@ -505,11 +505,3 @@ def conj(input: Tensor) -> Tensor:
 
 
 conj_physical = resolve_conj = resolve_neg = conj
-
-
-__all__ = [
-    "neg", "abs", "reciprocal", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "square",
-    "sin", "cos", "tan", "tanh", "sigmoid", "relu", "gelu", "silu", "softplus", "erf", "sign", "floor", "ceil",
-    "round", "trunc", "nan_to_num", "negative", "signbit", "frac", "fix", "sgn", "positive", "deg2rad", "rad2deg",
-    "angle", "real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg",
-]

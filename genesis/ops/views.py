@@ -364,10 +364,3 @@ def clone(input: Tensor, memory_format: _mf.memory_format = _mf.preserve_format)
     if fmt is _mf.contiguous_format:
         return Clone.apply(input)
     return ToMemoryFormat.apply(input, strides=_mf.strides(tuple(input.shape), fmt))
-
-
-__all__ = [
-    "reshape", "view", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose", "movedim", "moveaxis",
-    "swapaxes", "swapdims", "ravel", "t", "expand", "broadcast_to", "broadcast_tensors", "narrow", "select",
-    "diagonal", "unfold", "contiguous", "clone",
-]
