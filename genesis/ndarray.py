@@ -395,11 +395,19 @@ class NDArray:
 
     # ------------------------------------------------------------ elementwise
     def unary(self, op: str, out: NDArray | None = None) -> NDArray:
-        return self.backend.unary(op, self, out)
+        return self.device.backend.unary(op, self, out)
 
     def binary(self, op: str, other: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
         """Elementwise ``self op other`` with torch's type promotion (``other`` may be a Python number)."""
         a, b = self, other
+        if a.dtype.category == 2 and op not in _BITWISE_OPS:
+            # The common cases first: a floating array with one of its own dtype, shape and device, or with a Python
+            # number, needs no promotion, cast or check.
+            if b.__class__ is NDArray:
+                if b.dtype is a.dtype and b.shape == a.shape and b.device is a.device:
+                    return a.device.backend.binary(op, a, b, out)
+            elif b.__class__ is float or b.__class__ is int:
+                return a.device.backend.binary(op, a, b, out)
         if isinstance(b, NDArray):
             if a.shape != b.shape:
                 broadcast_shapes(op, a.shape, b.shape)
@@ -424,7 +432,7 @@ class NDArray:
             raise RuntimeError(f"{op}: not implemented for '{dt.name}' (integer or bool tensors only)")
         if a.dtype is not dt:
             a = a.backend.cast(a, dt)
-        return a.backend.binary(op, a, b, out)
+        return a.device.backend.binary(op, a, b, out)
 
     def rbinary(self, op: str, value: int | float | bool) -> NDArray:
         """``value op self`` for a Python number on the left."""

@@ -148,7 +148,7 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
-            if value.shape != self.shape:
+            if value.ndarray.shape != self.ndarray.shape:  # the arrays' tuples: .shape would build two Sizes
                 raise RuntimeError(f"assigned grad has data of a different size: {list(value.shape)} for a tensor "
                                    f"of size {list(self.shape)}")
             if value.dtype is not self.dtype:

@@ -25,9 +25,13 @@ TORCH_DTYPE = {
 GENESIS_DTYPE = {v: k for k, v in TORCH_DTYPE.items()}
 
 
-def wrap(t: torch.Tensor) -> NDArray:
-    """Wrap a torch CPU tensor as an NDArray sharing its memory."""
-    return NDArray(t, tuple(t.shape), t.stride(), t.storage_offset(), GENESIS_DTYPE[t.dtype], _cpu, t)
+def wrap(t: torch.Tensor, shape: tuple[int, ...] | None = None) -> NDArray:
+    """Wrap a torch CPU tensor as an NDArray sharing its memory.
+
+    ``shape``, when the caller knows it (an elementwise result has its input's shape), saves converting ``t.shape``.
+    """
+    return NDArray(t, tuple(t.shape) if shape is None else shape, t.stride(), t.storage_offset(),
+                   GENESIS_DTYPE[t.dtype], _cpu, t)
 
 
 def native(x: NDArray) -> torch.Tensor:
@@ -151,23 +155,26 @@ _SCALAR_SECOND_UNSUPPORTED = frozenset(("maximum", "minimum", "atan2", "hypot"))
 
 
 def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
-    result = _UNARY[op](native(x))
+    result = _UNARY[op](x._native if x._native is not None else native(x))
     if out is None:
-        return wrap(result)
+        return wrap(result, x.shape)
     native(out).copy_(result)
     return out
 
 
 def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
     ta = a._native if a._native is not None else native(a)
-    if isinstance(b, NDArray):
+    shape = a.shape  # the result's shape, unless b broadcasts a
+    if b.__class__ is NDArray:
         tb = b._native if b._native is not None else native(b)
+        if b.shape != shape:
+            shape = None
     elif op in _SCALAR_SECOND_UNSUPPORTED:
         tb = torch.tensor(b, dtype=TORCH_DTYPE[a.dtype])
     else:
         tb = b
     if out is None:
-        return wrap(_BINARY[op](ta, tb))
+        return wrap(_BINARY[op](ta, tb), shape)
     _BINARY[op](ta, tb, out=native(out))
     return out
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 from genesis.autograd import function as _fn
 from genesis.autograd.function import AccumulateGrad, BackwardCtx, Node, _edge
-from genesis.autograd.grad_mode import set_grad_enabled
+from genesis.autograd.grad_mode import _state
 from genesis.ndarray import NDArray
 
 # ------------------------------------------------------------------------ the engine
@@ -79,7 +79,10 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     deps = _collect(roots)
     needed = _leading_to({n for n, _ in captures}, roots) if inputs is not None else set()
     ready = [n for n in roots if deps.get(n, 0) == 0]
-    with set_grad_enabled(create_graph):
+    # Grad mode is create_graph while backward runs (set_grad_enabled's effect, without building its object).
+    prev_mode = _state.enabled
+    _state.enabled = create_graph
+    try:
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, [None])
@@ -112,6 +115,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
                     ready.append(nxt)
+    finally:
+        _state.enabled = prev_mode
     if inputs is None:
         return None
     for k, r in enumerate(results):
@@ -189,24 +194,22 @@ def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_gr
     out = node._fn.backward(node, *grads)
     if not isinstance(out, tuple):
         out = (out,)
-    n_in = len(node.next_functions)
-    if len(out) < n_in:
-        raise RuntimeError(
-            f"function {node.name()} returned an incorrect number of gradients (expected {n_in}, got {len(out)})"
-        )
+    edges = node.next_functions
+    if len(out) < len(edges):
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                           f"(expected {len(edges)}, got {len(out)})")
     result = []
-    for i in range(n_in):
-        g = out[i]
-        if g is None or node.next_functions[i][0] is None:
+    for (nxt, _), g, meta in zip(edges, out, node._input_meta):
+        if g is None or nxt is None:
             result.append(None)
             continue
-        if isinstance(g, NDArray):
+        if g.__class__ is NDArray:
             g = _fn.Tensor._wrap(g)
-        shape, dtype, device = node._input_meta[i]
-        if g.shape != shape:
-            g = _sum_to_shape(g, shape)
-        if g.dtype is not dtype:
-            g = g.to(dtype)
+        # Compare the NDArray's metadata: Tensor.shape would build a Size per gradient.
+        if g.ndarray.shape != meta[0]:
+            g = _sum_to_shape(g, meta[0])
+        if g.ndarray.dtype is not meta[1]:
+            g = g.to(meta[1])
         result.append(g)
     hooks = node._post_hooks
     if hooks:
@@ -225,7 +228,7 @@ def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> No
         g = _run_hooks(t._hooks, g)
     if not create_graph:
         g = g.detach()
-    if t.grad is None:
+    if t._grad is None:
         owned = id(g.ndarray.buffer) not in handed and g.ndarray.is_contiguous()
         t.grad = g if owned or create_graph else g.clone()
         handed.add(id(t.grad.ndarray.buffer))
@@ -291,12 +294,13 @@ def _make_grads(outputs: Sequence[Any], grad_outputs: Any) -> list:
         if not out.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
-            if out.numel() != 1:
+            nd = out.ndarray
+            if nd.size != 1:
                 raise RuntimeError(
                     f"grad can be implicitly created only for scalar outputs (got an output of shape "
                     f"{tuple(out.shape)})"
                 )
-            g = _fn.Tensor._wrap(NDArray.full(out.shape, 1, out.dtype, out.device))
+            g = _fn.Tensor._wrap(NDArray.full(nd.shape, 1, nd.dtype, nd.device))
         elif g.shape != out.shape:
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[0] has a shape of {tuple(g.shape)} and output[0] has a shape of "

@@ -109,15 +109,18 @@ class AccumulateGrad(Node):
 class BackwardCtx(Node):
     """Context of one recorded op: saved tensors, flags and links to the input nodes."""
 
+    # Defaults live on the class (immutable values): one ctx is built per recorded op, so its __init__ sets only
+    # what differs per op.
+    _saved: tuple = ()
+    _saved_versions: tuple = ()
+    _inputs: tuple = ()
+    _outputs: tuple = ()
+    needs_input_grad: tuple[bool, ...] = ()
+    non_differentiable: tuple = ()
+    materialize_grads = True
+
     def __init__(self, fn: type) -> None:
         self._fn = fn
-        self._saved: tuple = ()
-        self._saved_versions: tuple = ()
-        self._inputs: tuple = ()
-        self._outputs: tuple = ()
-        self.needs_input_grad: tuple[bool, ...] = ()
-        self.non_differentiable: tuple = ()
-        self.materialize_grads = True
 
     def name(self) -> str:
         return self._fn.__name__ + "Backward"
@@ -268,54 +271,61 @@ class Function:
         raw = []
         for a in args:
             if isinstance(a, Tensor):
-                record = record or a._requires_grad
+                if a._requires_grad:
+                    record = True
                 raw.append(a.ndarray)
             else:
                 raw.append(a)
-        record = record and _state.enabled
-        if not record:
-            if cls.takes_ndarrays:
-                # The hot path of every op without autograd: unwrap, compute, wrap; nothing else.
-                out = cls.forward(_NO_GRAD_CTX, *raw, **kwargs)
-                out = Tensor._wrap(out) if out.__class__ is NDArray else _wrap_outputs(out, None)
-                if cls.is_view and out.ndarray.buffer is args[0].ndarray.buffer:
-                    out._version = args[0]._version
-                    out._base = args[0] if args[0]._base is None else args[0]._base
-                return out
+        if record and _state.enabled:
+            return _apply_recorded(cls, args, raw, kwargs)
+        if not cls.takes_ndarrays:
             with no_grad():
                 out = cls.forward(_NoGradCtx(), *args, **kwargs)
             return _detach_outputs(out)
+        # The hot path of every op without autograd: unwrap, compute, wrap; nothing else.
+        out = cls.forward(_NO_GRAD_CTX, *raw, **kwargs)
+        if out.__class__ is not NDArray:
+            return _wrap_outputs(out, None)
+        t = Tensor._wrap(out)
+        if cls.is_view and out.buffer is raw[0].buffer:
+            t._version = args[0]._version
+            t._base = args[0] if args[0]._base is None else args[0]._base
+        return t
 
-        ctx = BackwardCtx(cls)
-        ctx._inputs = args
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        if cls.takes_ndarrays:
-            out = cls.forward(ctx, *raw, **kwargs)
+
+def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -> Any:
+    """``cls.apply`` when the op is recorded: run forward with a fresh ctx, then link it into the graph."""
+    ctx = BackwardCtx(cls)
+    ctx._inputs = args
+    ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+    if cls.takes_ndarrays:
+        out = cls.forward(ctx, *raw, **kwargs)
+    else:
+        with no_grad():
+            out = cls.forward(ctx, *args, **kwargs)
+        out = _unwrap_outputs(out)
+        # Tensors created inside forward are saved by memory, so they map to the recorded outputs.
+        ctx._saved = tuple(v.ndarray if isinstance(v, Tensor) and not any(v is a for a in args) else v
+                           for v in ctx._saved)
+    edges, meta = [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            edges.append(_edge(a))
+            nd = a.ndarray
+            meta.append((nd.shape, nd.dtype, nd.device))
         else:
-            with no_grad():
-                out = cls.forward(ctx, *args, **kwargs)
-            out = _unwrap_outputs(out)
-            # Tensors created inside forward are saved by memory, so they map to the recorded outputs.
-            ctx._saved = tuple(v.ndarray if isinstance(v, Tensor) and not any(v is a for a in args) else v
-                               for v in ctx._saved)
-        edges, meta = [], []
-        for a in args:
-            if isinstance(a, Tensor):
-                edges.append(_edge(a))
-                nd = a.ndarray
-                meta.append((nd.shape, nd.dtype, nd.device))
-            else:
-                edges.append((None, 0))
-                meta.append(None)
-        ctx.next_functions = tuple(edges)
-        ctx._input_meta = tuple(meta)
-        outputs = _wrap_outputs(out, ctx)
+            edges.append(_NO_EDGE)
+            meta.append(None)
+    ctx.next_functions = tuple(edges)
+    ctx._input_meta = tuple(meta)
+    outputs = _wrap_outputs(out, ctx)
+    if ctx._saved:
         ctx._record_versions(outputs if isinstance(outputs, tuple) else (outputs,))
-        if cls.is_view and outputs.ndarray.buffer is args[0].ndarray.buffer:
-            outputs._version = args[0]._version
-            outputs._base = args[0] if args[0]._base is None else args[0]._base
-            outputs._view_version = outputs._version[0]
-        return outputs
+    if cls.is_view and outputs.ndarray.buffer is args[0].ndarray.buffer:
+        outputs._version = args[0]._version
+        outputs._base = args[0] if args[0]._base is None else args[0]._base
+        outputs._view_version = outputs._version[0]
+    return outputs
 
 
 class Primitive(Function):
@@ -448,9 +458,13 @@ def retain_grad(t: Any) -> None:
     node._retain_hooks[t._output_nr] = keep
 
 
+#: The edge of an input that receives no gradient (shared: one tuple for all).
+_NO_EDGE = (None, 0)
+
+
 def _edge(a: Any) -> tuple[Node | None, int]:
-    if not isinstance(a, Tensor) or not a.requires_grad:
-        return (None, 0)
+    if not isinstance(a, Tensor) or not a._requires_grad:
+        return _NO_EDGE
     if a._base is not None and a._view_version != a._version[0] and a._base.requires_grad:
         refresh_view_history(a)
     if a._grad_fn is not None:

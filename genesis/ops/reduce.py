@@ -21,7 +21,7 @@ from genesis.tensor import Tensor
 
 def _expand_back(grad, shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool):
     """Broadcast a reduced gradient back to the input shape."""
-    if not keepdim:
+    if not keepdim and grad.ndim:  # a 0-d gradient (of a full reduction) expands to any shape as it is
         for d in dims:
             grad = grad.unsqueeze(d)
     return grad.expand(shape)

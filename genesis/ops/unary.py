@@ -26,12 +26,13 @@ class Unary(Primitive):
 
     @classmethod
     def forward(cls, ctx, x: NDArray) -> NDArray:
-        if not x.dtype.is_floating_point and cls.op not in _INT_SAFE:
+        if x.dtype.category != 2 and cls.op not in _INT_SAFE:
             if cls.op in _FLOAT_ONLY:
                 raise NotImplementedError(f"{cls.op}: not implemented for '{x.dtype.name}'")
             x = x.astype(dtypes.get_default_dtype())
         out = x.unary(cls.op)
-        ctx.save_for_backward(out if cls.saves_output else x)
+        if ctx.needs_input_grad:  # empty when nothing is recorded
+            ctx.save_for_backward(out if cls.saves_output else x)
         return out
 
     @classmethod
