@@ -52,9 +52,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import genesis  # noqa: E402
-from benchmark import programs as P  # noqa: E402
-from benchmark.common import row, write_json  # noqa: E402
+import genesis
+from benchmark import programs as P
+from benchmark.common import row, write_json
 
 warnings.filterwarnings("ignore", message=".*enable_nested_tensor.*")
 
@@ -217,7 +217,7 @@ def run_interleaved(case: Case, cfg: Any, device: str, state: dict[str, np.ndarr
     for lib in (torch, genesis):
         try:
             programs[lib.__name__] = prepare(lib, case, cfg, device, state, batches, plan)
-        except Exception as exc:  # noqa: BLE001 - the row reports the failure
+        except Exception as exc:
             errors.append(f"{lib.__name__}: {error_text(exc)}")
     rounds = {name: [] for name in programs}
     for _ in range(ROUNDS):
@@ -257,7 +257,7 @@ def run_case(case: Case, device: str, small: bool, steps: int | None) -> list[di
     errors: list[str] = []
     try:
         state = initial_state(case, cfg)
-    except Exception as exc:  # noqa: BLE001 - the row reports the failure; the other rows still run
+    except Exception as exc:
         state, errors = {}, [f"torch: {error_text(exc)}"]
     if state and cpu_row:
         results = run_interleaved(case, cfg, device, state, batches, plan, errors)
@@ -265,7 +265,7 @@ def run_case(case: Case, device: str, small: bool, steps: int | None) -> list[di
         for lib in (torch, genesis):
             try:
                 results[lib.__name__] = run_lib(lib, case, cfg, device, state, batches, plan)
-            except Exception as exc:  # noqa: BLE001 - as above
+            except Exception as exc:
                 errors.append(f"{lib.__name__}: {error_text(exc)}")
             gc.collect()
     g, t = results["genesis"], results["torch"]
