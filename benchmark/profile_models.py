@@ -1,0 +1,55 @@
+"""The profiler's table for one training step of a ``bench_models`` program (Genesis's step, on cuda by default).
+
+    python benchmark/profile_models.py [--row gpt2] [--batch 8] [--device cuda] [--sort cuda_time_total]
+                                       [--limit 25] [--small]
+
+Builds the same program ``bench_models.py`` times (same weights, same batches), runs warm-up steps, then profiles
+one step with ``genesis.profiler`` and prints the table, the host-device synchronizations and the step's wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import genesis
+from benchmark.bench_models import CASES, initial_state, start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--row", default="gpt2", help="a --rows name of bench_models")
+    parser.add_argument("--batch", type=int, default=8, help="batch of the GPT rows")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--sort", default="cuda_time_total")
+    parser.add_argument("--limit", type=int, default=25)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--small", action="store_true", help="the program's small configuration (a CPU check)")
+    args = parser.parse_args()
+    case = next(c for c in CASES if c.key == args.row and (c.key != "gpt2" or f"b{args.batch}x" in c.name))
+    cfg = case.small if args.small else case.full
+    rng = np.random.default_rng(0)
+    batches = [case.data(rng, cfg) for _ in range(args.warmup + 2)]
+    program = start(genesis, case, cfg, args.device, initial_state(case, cfg), parity=False)
+    for batch in batches[:args.warmup]:
+        program.step(batch)
+    sync = genesis.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    sync()
+    begin = time.perf_counter()
+    program.step(batches[-2])
+    sync()
+    wall = time.perf_counter() - begin
+    with genesis.profiler.profile(record_shapes=False) as prof:
+        program.step(batches[-1])
+    print(f"{case.name}: one step {wall * 1e3:.1f} ms (unprofiled)")
+    print(prof.key_averages().table(sort_by=args.sort, row_limit=args.limit))
+
+
+if __name__ == "__main__":
+    main()
