@@ -16,6 +16,9 @@ Rows (``ratio`` = Genesis throughput / torch throughput; for the CPU rows torch 
 - ``gpt2``: nanoGPT's GPT-2 124M trainer (bf16 autocast, fused AdamW with weight-decay groups, clip 1.0, pinned
   batches) at batch 2, 8 and 16 x 1024 tokens, tokens/s, goal >= 1.0; on cuda also a peak-memory row each
   (Genesis GiB / torch GiB, goal <= 1.0).
+- ``gpt2_graph``: the batch-8 GPT-2 trainer with Genesis's whole step (forward, backward, clip, capturable fused
+  AdamW) captured in one CUDA graph and replayed per step, against torch eager, goal >= 1.3; with ``--small`` on
+  the CPU Genesis runs the eager program (the note says so).
 - ``qwen``: the same trainer with a Qwen-style block (RMSNorm, SwiGLU, RoPE, 12 query / 4 KV heads), batch 8 x 1024.
 - ``resnet50``: ResNet-50, batch 64 x 3 x 224 x 224, SGD with Nesterov momentum, fp32 and bf16 autocast in
   channels_last, images/s, goal >= 0.9.
@@ -102,6 +105,8 @@ def images(cfg: Any) -> int:
 CASES = [
     *[Case("gpt2", f"gpt2-124m b{b}x1024 bf16", P.build_gpt, P.gpt_program, P.gpt_data, gpt(b),
            replace(GPT_SMALL, batch=b), "tok/s", tokens, 1.0, bf16=True, memory_row=True) for b in (2, 8, 16)],
+    Case("gpt2_graph", "gpt2-124m b8x1024 bf16 cuda-graph", P.build_gpt, P.gpt_graph_program, P.gpt_data, gpt(8),
+         replace(GPT_SMALL, batch=8), "tok/s", tokens, 1.3, bf16=True),
     Case("qwen", "gpt-qwen-block b8x1024 bf16", P.build_gpt, P.gpt_program, P.gpt_data, gpt(8, qwen=True),
          QWEN_SMALL, "tok/s", tokens, 1.0, bf16=True, memory_row=True),
     Case("resnet50", "resnet50 b64 fp32 sgd", P.build_resnet, P.resnet_program, P.image_data, P.ResNetConfig(),
@@ -123,7 +128,7 @@ CASES = [
          stochastic=True),
 ]
 ROUNDS = 7  # alternating timing rounds of the CPU rows
-MODEL_ROWS = ["gpt2", "qwen", "resnet50", "style", "lstm", "gru", "transformer"]
+MODEL_ROWS = ["gpt2", "gpt2_graph", "qwen", "resnet50", "style", "lstm", "gru", "transformer"]
 CPU_ROWS = ["cpu_mlp", "cpu_pg"]
 
 

@@ -205,6 +205,53 @@ def gpt_program(lib: Any, model: Any, device: str, cfg: GPTConfig, parity: bool)
     return Program(step, notes)
 
 
+def gpt_graph_program(lib: Any, model: Any, device: str, cfg: GPTConfig, parity: bool) -> Program:
+    """``gpt_program`` with Genesis's whole step captured in one CUDA graph: static batch buffers, a capturable fused
+    AdamW with a tensor learning rate, two eager warm-up steps, the capture at the third step and a replay per step
+    after copying the batch in. torch, and Genesis on the CPU, run the eager program."""
+    if lib.__name__ != "genesis" or not device.startswith("cuda"):
+        program = gpt_program(lib, model, device, cfg, parity)
+        if lib.__name__ == "genesis":
+            program.notes.append("genesis ran eager on the CPU (no capture)")
+        return program
+    model.to(device)
+    params = [p for _, p in model.named_parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    lr = lib.tensor(6e-4, device=device)
+    optimizer = lib.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), fused=True, capturable=True)
+    static_x = lib.zeros(cfg.batch, cfg.block_size, dtype=lib.int64, device=device)
+    static_y = lib.zeros(cfg.batch, cfg.block_size, dtype=lib.int64, device=device)
+    graph = lib.cuda.CUDAGraph()
+    state: dict[str, Any] = {"steps": 0, "loss": None}
+    notes = ["genesis: whole step captured in a CUDA graph"]
+
+    def train_step() -> Any:
+        with lib.autocast(device_type="cuda", dtype=lib.bfloat16):
+            _, loss = model(static_x, static_y)
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return loss.detach()
+
+    def step(batch: tuple[np.ndarray, ...]) -> Any:
+        for static, a in zip((static_x, static_y), batch):
+            static.copy_(to_device(lib, a, device, notes, pin=True), non_blocking=True)
+        if state["steps"] < 2:  # warm-up: kernels compile, plans and the optimizer state are made
+            loss = train_step()
+            optimizer.zero_grad(set_to_none=True)
+        else:
+            if state["loss"] is None:
+                with lib.cuda.graph(graph):
+                    state["loss"] = train_step()
+            graph.replay()
+            loss = state["loss"]
+        state["steps"] += 1
+        return loss
+
+    return Program(step, notes)
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # ResNet-50 (torchvision's Bottleneck layout)
 # --------------------------------------------------------------------------------------------------------------------

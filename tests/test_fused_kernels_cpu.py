@@ -46,9 +46,12 @@ def _specs() -> list[tuple]:
          (128, 32, 64, True, False)),
         ("attention bwd dq fp16 d64 mask", ak.attn_bwd_dq, (f16, f16, f16, f16, f16, f32, f32, f16, *attn),
          (64, 64, 64, False, True)),
-        ("adam multi-tensor fp32", adk.adam_multi_step, (f32,) * 5 + mt + ("fp32",) * 8, (False, 4096, 4, 4, 4, 4, 4)),
-        ("adam multi-tensor bf16 master weights", adk.adam_multi_step, (bf, bf, f32, f32, f32) + mt + ("fp32",) * 8,
-         (True, 4096, 8, 8, 4, 4, 1)),
+        ("adam multi-tensor fp32", adk.adam_multi_step, (f32,) * 5 + mt + ("fp32",) * 11,
+         (False, False, False, 4096, 4, 4, 4, 4, 4)),
+        ("adam multi-tensor bf16 master weights", adk.adam_multi_step, (bf, bf, f32, f32, f32) + mt + ("fp32",) * 11,
+         (True, False, False, 4096, 8, 8, 4, 4, 1)),
+        ("adam multi-tensor capturable (lr, step on the device)", adk.adam_multi_step,
+         (f32,) * 5 + mt + ("fp32",) * 8 + (f32, f32, "fp32"), (False, True, True, 4096, 4, 4, 4, 4, 4)),
         ("sgd multi-tensor nesterov", adk.sgd_multi_step, (f32,) * 3 + mt + ("fp32",) * 5,
          (True, False, True, 4096, 4, 4, 4)),
         ("unscale multi-tensor bf16", adk.unscale_multi, (bf, f32) + mt + ("fp32",), (4096, 8)),
@@ -282,10 +285,25 @@ for step in range(1, 3):
     opt.step()
     adk.adam_multi_step[(int(sum(blocks)),)](p, grad, m, v, p, offsets, torch.tensor(sizes), owner, first, 3, 0.8,
                                              0.95, 1e-6, 0.1, 1.0, 1e-2 / (1 - 0.8 ** step),
-                                             (1 - 0.95 ** step) ** 0.5, -1.0, HAS_MASTER=False, BLOCK=128, AP=1,
-                                             AG=1, AM=1, AV=1, AW=1)
+                                             (1 - 0.95 ** step) ** 0.5, -1.0, 0.0, 0.0, 0.0, HAS_MASTER=False,
+                                             LR_PTR=False, STEP_PTR=False, BLOCK=128, AP=1, AG=1, AM=1, AV=1, AW=1)
     for r, s, n in zip(refs, starts, sizes):
         close(p[s:s + n], r.detach(), f"multi-tensor adam step {step}")
+
+# The same step with the learning rate and the step count read from the device (capturable), AdamW's decay
+p, m, v = torch.randn(512, generator=g), torch.zeros(512), torch.zeros(512)
+refs = [torch.nn.Parameter(p[s:s + n].double()) for s, n in zip(starts, sizes)]
+opt = torch.optim.AdamW(refs, lr=1e-2, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1)
+for step in range(1, 3):
+    for r, s, n in zip(refs, starts, sizes):
+        r.grad = grad[s:s + n].double()
+    opt.step()
+    adk.adam_multi_step[(int(sum(blocks)),)](p, grad, m, v, p, offsets, torch.tensor(sizes), owner, first, 3, 0.8,
+                                             0.95, 1e-6, 0.0, 1.0, 0.0, 1.0, 1.0, torch.tensor([1e-2]),
+                                             torch.tensor([float(step)]), 0.1, HAS_MASTER=False, LR_PTR=True,
+                                             STEP_PTR=True, BLOCK=128, AP=1, AG=1, AM=1, AV=1, AW=1)
+    for r, s, n in zip(refs, starts, sizes):
+        close(p[s:s + n], r.detach(), f"capturable multi-tensor adam step {step}")
 
 # Multi-tensor SGD (Nesterov momentum, weight decay, maximize) over the same three tensors; the first step fills the
 # momentum buffers

@@ -282,3 +282,66 @@ def test_large_and_small_parameters_together_match_torch(name: str) -> None:
         results.append(params)
     for g, t in zip(*results):
         assert_same(g, t, rtol=1e-10, atol=1e-12)
+
+
+# capturable=True and tensor learning rates (a step captured in a CUDA graph reads both on the device). torch refuses
+# capturable=True on the CPU, so the references there are its non-capturable results with the same tensor lr.
+CAPTURABLE = {
+    "adam": (lambda o, p, lr: o.Adam(p, lr=lr, capturable=True), lambda o, p, lr: o.Adam(p, lr=lr, foreach=False)),
+    "adamw_fused": (lambda o, p, lr: o.AdamW(p, lr=lr, weight_decay=0.3, capturable=True, fused=True),
+                    lambda o, p, lr: o.AdamW(p, lr=lr, weight_decay=0.3, foreach=False)),
+    "adam_maximize_l2": (lambda o, p, lr: o.Adam(p, lr=lr, weight_decay=0.1, maximize=True, capturable=True),
+                         lambda o, p, lr: o.Adam(p, lr=lr, weight_decay=0.1, maximize=True, foreach=False)),
+    "adamw_amsgrad": (lambda o, p, lr: o.AdamW(p, lr=lr, amsgrad=True, capturable=True),
+                      lambda o, p, lr: o.AdamW(p, lr=lr, amsgrad=True, foreach=False)),
+}
+
+
+@pytest.mark.parametrize("tensor_lr", [False, True])
+@pytest.mark.parametrize("name", sorted(CAPTURABLE))
+def test_capturable_and_tensor_lr_match_torch(name: str, tensor_lr: bool) -> None:
+    make_g, make_t = CAPTURABLE[name]
+
+    def lr(lib: object) -> object:
+        if not tensor_lr:
+            return 0.05
+        return torch.tensor(0.05, dtype=torch.float64) if lib is torch else genesis.tensor(0.05, device=DEVICE)
+
+    results = []
+    for lib, make in ((genesis, make_g), (torch, make_t)):
+        rate = lr(lib)
+        params = _run(lib, lambda o, p, rate=rate, make=make: make(o, p, rate), steps=10)
+        results.append((params, rate))
+    (g_params, g_lr), (t_params, _) = results
+    for g, t in zip(g_params, t_params):
+        assert_same(g, t, rtol=1e-6, atol=1e-8)  # float32 step counts and bias corrections on the device
+
+
+def test_capturable_step_is_a_device_tensor_counted_in_place() -> None:
+    params = _make_params(genesis)
+    lr = genesis.tensor(0.1, device=DEVICE)
+    opt = optim.AdamW(params, lr=lr, capturable=True)
+    steps = []
+    for _ in range(3):
+        for p in params:
+            p.grad = genesis.ones_like(p)
+        opt.step()
+        steps.append(opt.state[params[0]]["step"])
+    assert all(s is steps[0] for s in steps)  # the same tensor, counted in place (a captured step counts replays)
+    assert steps[0].dtype is genesis.float32 and steps[0].dim() == 0 and float(steps[0].item()) == 3.0
+    assert steps[0].device == params[0].device
+
+
+def test_scheduler_fills_a_tensor_lr_in_place() -> None:
+    params = _make_params(genesis)
+    lr = genesis.tensor(0.1, device=DEVICE)
+    opt = optim.Adam(params, lr=lr, capturable=True)
+    sched = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] is lr and abs(float(lr.item()) - 0.05) < 1e-7
+
+
+def test_tensor_lr_must_have_one_element() -> None:
+    with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
+        optim.Adam(_make_params(genesis), lr=genesis.tensor([0.1, 0.2]))

@@ -145,7 +145,8 @@ PRIMITIVES: dict[str, str] = {
     "adam_multi_step_": "(params, grads, exp_avgs, exp_avg_sqs, masters, lr, beta1, beta2, eps, weight_decay, "
                         "decoupled, step, maximize): the same step over lists of contiguous arrays (each list one "
                         "dtype, one step count); masters: float32 master weights updated in place of the parameters "
-                        "(which get the rounded result) or None",
+                        "(which get the rounded result) or None; CUDA also takes lr and step as 0-d device arrays "
+                        "(read by the kernel, so the step can be captured in a CUDA graph; step counts this update)",
     "sgd_multi_step_": "(params, grads, bufs, lr, momentum, dampening, weight_decay, nesterov, maximize, first): SGD "
                        "over lists in place; bufs: momentum buffers or None (momentum 0); first: the buffers are new "
                        "(buf = g)",

@@ -10,6 +10,12 @@ import sys
 
 from genesis._impl import cuda_probe
 from genesis._impl.cuda_errors import OutOfMemoryError  # noqa: F401 - torch.cuda.OutOfMemoryError
+from genesis.cuda.graphs import (  # noqa: F401 - the public names of CUDA graphs
+    CUDAGraph,
+    graph,
+    is_current_stream_capturing,
+    make_graphed_callables,
+)
 
 
 def is_available() -> bool:
@@ -220,72 +226,3 @@ def set_allow_tf32(flag: bool) -> None:
     from genesis.backends import cuda as cuda_switches
 
     cuda_switches.matmul.allow_tf32 = bool(flag)
-
-
-# ---------------------------------------------------------------- CUDA graphs
-
-
-def is_current_stream_capturing() -> bool:
-    """True while a CUDA graph capture is in progress (torch's name)."""
-    graphs = sys.modules.get("genesis._impl.cuda.graphs")
-    return graphs is not None and graphs.capturing > 0
-
-
-class CUDAGraph:
-    """A captured sequence of CUDA work, replayed with one launch (``torch.cuda.CUDAGraph``).
-
-    Capture with ``with genesis.cuda.graph(g): out = fn(static_input)``; then fill ``static_input`` in place and
-    call ``g.replay()`` to recompute ``out`` in place. Run the code once before capturing (kernels compile and the
-    allocator warms up on the first run). Inside the capture nothing may read device values on the host. Tensors
-    created during capture live in the graph's private memory pool and are overwritten by every replay.
-    """
-
-    def __init__(self) -> None:
-        _runtime()
-        from genesis._impl.cuda import graphs
-
-        self._graph = graphs.Graph()
-
-    def capture_begin(self) -> None:
-        self._graph.capture_begin()
-
-    def capture_end(self) -> None:
-        self._graph.capture_end()
-
-    def replay(self) -> None:
-        """Run the captured work again on the current stream."""
-        self._graph.replay()
-
-    def reset(self) -> None:
-        """Free the graph and its memory pool; the object can capture again."""
-        self._graph.reset()
-
-    def num_nodes(self) -> int:
-        """The number of nodes (kernels, copies) in the captured graph."""
-        return self._graph.num_nodes()
-
-
-class graph:  # torch's name
-    """``with genesis.cuda.graph(g):`` captures the CUDA work of the block into the :class:`CUDAGraph` ``g``.
-
-    The device is synchronized first, the block runs on the graph's own stream, and the previous stream is current
-    again afterwards. An exception inside the block abandons the capture and is re-raised.
-    """
-
-    def __init__(self, cuda_graph: CUDAGraph) -> None:
-        self.cuda_graph = cuda_graph
-
-    def __enter__(self) -> CUDAGraph:
-        synchronize()
-        self.cuda_graph.capture_begin()
-        return self.cuda_graph
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.cuda_graph.capture_end()
-            return
-        try:
-            self.cuda_graph.capture_end()
-        except RuntimeError:
-            pass  # the capture was invalidated by the error being raised
-        self.cuda_graph.reset()

@@ -354,16 +354,19 @@ def _bump(*lists: list[Tensor] | None) -> None:
 
 
 def fused_adam_multi_step_(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-                           exp_avg_sqs: list[Tensor], masters: list[Tensor] | None, lr: float, beta1: float,
-                           beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int,
+                           exp_avg_sqs: list[Tensor], masters: list[Tensor] | None, lr: float | Tensor, beta1: float,
+                           beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int | Tensor,
                            maximize: bool) -> bool:
     """One Adam/AdamW step over whole lists of parameters in place (on CUDA one kernel launch for all of them);
-    with ``masters`` the float32 master weights are updated and the parameters get the rounded result. False
-    (nothing done) where the lists do not fit the kernel: mixed devices or dtypes within a list, non-contiguous."""
+    with ``masters`` the float32 master weights are updated and the parameters get the rounded result. ``lr`` and
+    ``step`` (the count including this step) may be 0-d tensors on the parameters' CUDA device, read by the kernel.
+    False (nothing done) where the lists do not fit the kernel: mixed devices or dtypes within a list,
+    non-contiguous."""
     lists = [params, grads, exp_avgs, exp_avg_sqs, masters]
     if not params or not _multi_applies(lists):
         return False
     nd = [None if lst is None else [t.ndarray for t in lst] for lst in lists]
+    lr, step = (x.ndarray if isinstance(x, Tensor) else x for x in (lr, step))
     params[0].ndarray.backend.adam_multi_step_(*nd, lr, beta1, beta2, eps, weight_decay, decoupled, step, maximize)
     _bump(params, exp_avgs, exp_avg_sqs, masters)
     return True

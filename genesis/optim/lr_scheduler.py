@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any, Callable, Sequence
 
 from genesis.optim.optimizer import Optimizer
+from genesis.tensor import Tensor
 
 
 def _check_optimizer(optimizer: Any) -> Optimizer:
@@ -45,7 +46,8 @@ class LRScheduler:
         self.optimizer = _check_optimizer(optimizer)
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                lr = group["lr"]  # a tensor learning rate is changed in place: record its value
+                group.setdefault("initial_lr", float(lr.item()) if isinstance(lr, Tensor) else lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -82,7 +84,10 @@ class LRScheduler:
 
     def _set_lrs(self, values: Sequence[float]) -> None:
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            if isinstance(group["lr"], Tensor):
+                group["lr"].fill_(lr)  # in place, as torch: a captured optimizer step reads the tensor
+            else:
+                group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     def _current_lrs(self) -> list[float]:

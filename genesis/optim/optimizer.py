@@ -16,7 +16,7 @@ from genesis import dtypes
 from genesis.autograd import enable_grad, no_grad
 from genesis.ops import cat
 from genesis.ops.foreach import _foreach_zero_
-from genesis.tensor import Tensor, empty
+from genesis.tensor import Tensor, empty, full
 
 # Hyperparameter checks: name -> (message prefix, predicate the value must satisfy). torch's wording.
 _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
@@ -166,7 +166,8 @@ class Optimizer:
                 if params and (fused or (fused is None and foreach is not False)):
                     params = self._fused_step(group, params)
                 for p in params:
-                    flat = foreach or (foreach is None and p.device.type != "cpu")
+                    # Device-side step counts (capturable) stay per parameter: the flat path keeps host counts.
+                    flat = (foreach or (foreach is None and p.device.type != "cpu")) and not group.get("capturable")
                     if not flat or p.numel() > _FLAT_MAX_NUMEL:
                         single.append(p)
                     else:
@@ -177,7 +178,7 @@ class Optimizer:
                 for p in single:
                     state = self.state.setdefault(p, {})
                     if self.counts_steps:
-                        state["step"] = state.get("step", 0) + 1
+                        _count_step(state, p, group)
                     self._update(p, p.grad, state, group)
         return loss
 
@@ -324,6 +325,18 @@ class Optimizer:
             new_groups.append(restored)
         self.state = new_state
         self.param_groups = new_groups
+
+
+def _count_step(state: dict[str, Any], p: Tensor, group: dict[str, Any]) -> None:
+    """Count one more step of ``p``: a host int, or with ``capturable`` a float32 0-d tensor on ``p``'s device
+    incremented in place, so that a step captured in a CUDA graph counts every replay."""
+    step = state.get("step", 0)
+    if isinstance(step, Tensor):
+        step.add_(1)
+    elif group.get("capturable"):
+        state["step"] = full((), float(step + 1), dtype=dtypes.float32, device=p.device)
+    else:
+        state["step"] = step + 1
 
 
 def _cast_state(key: str, value: Any, param: Tensor, master_weights: bool = False) -> Any:

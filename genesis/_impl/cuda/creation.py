@@ -60,7 +60,15 @@ def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_block
         else:
             arr = arr.astype(want)
     out = _new(tuple(arr.shape), dtype, device)
-    if arr.nbytes and not pinned.contains(arr.ctypes.data) and arr.nbytes <= _STAGE_SMALL and not graphs.capturing:
+    if arr.nbytes and graphs.capturing:
+        # Inside a CUDA graph capture the copy becomes a node that reads its source again on every replay: stage the
+        # array in pinned memory that the graph keeps (a synchronous copy would end the capture).
+        staged = pinned.empty(arr.nbytes)
+        staged[:] = arr.reshape(-1).view(np.uint8)
+        graphs.hold(staged)
+        rt.check(cu.cuMemcpyHtoDAsync(out.buffer.ptr, staged.ctypes.data, arr.nbytes, _stream()), "cuMemcpyHtoDAsync")
+        return out
+    if arr.nbytes and not pinned.contains(arr.ctypes.data) and arr.nbytes <= _STAGE_SMALL:
         # A small host array (an index list, a kernel's offset table) goes through a pinned block: one memcpy on
         # the host and an asynchronous copy, instead of a copy that waits for the device.
         staged = pinned.empty(arr.nbytes)

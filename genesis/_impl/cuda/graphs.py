@@ -14,6 +14,11 @@ not go to anyone else while the graph lives.
   graph still uses them on every replay.
 - ``reset`` (or garbage collection of the graph) hands all of that memory back to the allocator.
 
+- Host arrays copied to the device during capture (``from_numpy`` of an index list, a multi-tensor kernel's offset
+  table) are staged in pinned host memory that the graph holds (``hold``): the copy is a node of the graph and
+  reads that memory again on every replay. Device tables cached across steps and read by captured kernels are held
+  the same way, so that evicting them from their cache cannot free memory the graph still reads.
+
 Capture is stream capture in relaxed mode. Code inside it must not read device values on the host (``.item()``,
 ``.tolist()``, synchronizing calls): those raise. Genesis skips its host-side index bounds checks while a capture
 is in progress, as the values are not known yet.
@@ -31,6 +36,13 @@ from genesis._impl.cuda import runtime as rt
 _RELAXED = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
 _spare_streams: dict[int, list[rt.Stream]] = {}  # streams of released graphs, per device
 capturing = 0  # the number of captures in progress (read by host-side checks that must be skipped)
+_active: Graph | None = None  # the graph being captured
+
+
+def hold(obj: object) -> None:
+    """Keep ``obj`` (a pinned host array, a cached device table) alive as long as the graph being captured."""
+    if _active is not None:
+        _active._held.append(obj)
 
 
 class Graph:
@@ -43,10 +55,11 @@ class Graph:
         self._exec: Any = None
         self._kept: list[tuple[int, int, int]] = []  # (ptr, size, stream) of blocks freed during capture
         self._previous: rt.Stream | None = None
+        self._held: list[object] = []  # host and device memory the captured nodes read (see hold)
 
     def capture_begin(self) -> None:
         """Start recording on the graph's stream, which becomes the current stream."""
-        global capturing
+        global capturing, _active
         if self._exec is not None:
             raise RuntimeError("CUDAGraph: this graph was already captured; call reset() before capturing again")
         self.device = rt.current_device()
@@ -61,22 +74,25 @@ class Graph:
         rt.set_stream(self.stream)
         alloc.begin_capture(self.stream.handle, self._kept)
         capturing += 1
+        _active = self
         try:
             rt.check(cu.cuStreamBeginCapture(self.stream._cu, _RELAXED), "cuStreamBeginCapture")
         except BaseException:
             capturing -= 1
+            _active = None
             alloc.end_capture()
             rt.set_stream(self._previous)
             raise
 
     def capture_end(self) -> None:
         """Stop recording and instantiate the graph; the previous stream becomes current again."""
-        global capturing
+        global capturing, _active
         alloc = allocator.get(self.device)
         try:
             err, graph = cu.cuStreamEndCapture(self.stream._cu)
         finally:
             capturing -= 1
+            _active = None
             alloc.end_capture()
             rt.set_stream(self._previous)
         rt.check((err,), "cuStreamEndCapture (did the captured code synchronize or read a device value?)")
@@ -111,6 +127,7 @@ class Graph:
         for ptr, size, stream in self._kept:
             alloc.free(ptr, size, stream)
         self._kept.clear()
+        self._held.clear()
         if self.stream is not None:
             alloc.retire_stream(self.stream.handle)
             # Streams are reused, never destroyed: a new stream could get this handle while blocks freed later

@@ -3,20 +3,25 @@
 ``unscale_grads_``, and the per-tensor norms and in-place scale / fill / clamp behind ``genesis._foreach_*`` and
 ``clip_grad_norm_`` (``multi_norm``, ``multi_scale_``, ``multi_fill_``, ``multi_clamp_``).
 
-A launch covers one list of contiguous tensors of one dtype: the host uploads each tensor's element offset from the
-list's first tensor (a small int64 table, one host-to-device copy) and reuses cached size tables (they depend only on
-the sizes, so a training loop uploads them once). ``multi_*`` primitives accept any mix of dtypes and strides on one
-device: they launch once per dtype (norms: once per run of one dtype in list order) and copy or fall back to one
-elementwise op per non-contiguous tensor.
+A launch covers one list of contiguous tensors of one dtype: the kernel reads each tensor's element offset from the
+list's first tensor (a small int64 table) and size tables. Both are cached on the device: the size tables depend
+only on the sizes and the offset table only on the addresses, so a training loop, whose allocator hands out the same
+blocks step after step, uploads them once. During a CUDA graph capture a cached table is held by the graph, and a
+missing one is uploaded by a copy node of the graph and not cached (its contents exist only once the graph runs).
+
+``multi_*`` primitives accept any mix of dtypes and strides on one device: they launch once per dtype (norms: once
+per run of one dtype in list order) and copy or fall back to one elementwise op per non-contiguous tensor.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
 from genesis import dtypes
+from genesis._impl.cuda import graphs
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import cast, contiguous, copy_, from_numpy, full
@@ -38,6 +43,22 @@ _CLAMP = td.Kernel(mtk.multi_clamp)
 _MT_BLOCK = 4096  # elements per program (about 114 KiB of traffic per program for float32 Adam)
 _NORM_RBLOCK = 1024  # partials per step of the finishing reduction
 _MT_TABLES: dict[tuple, tuple] = {}
+_MT_OFFSETS: dict[tuple, tuple] = {}
+_CACHE_MAX = 64  # entries per cache: parameter lists and their addresses rarely change
+
+
+def _cached(cache: dict[tuple, tuple], key: tuple, build: Callable[[], tuple]) -> tuple:
+    """``cache[key]``, built on a miss; see the module docstring for the rules during a graph capture."""
+    hit = cache.get(key)
+    if hit is not None:
+        graphs.hold(hit)
+        return hit
+    hit = build()
+    if not graphs.capturing:
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[key] = hit
+    return hit
 
 
 def _mt_tables(sizes: tuple[int, ...], device: object) -> tuple[NDArray, NDArray, NDArray, int]:
@@ -46,18 +67,14 @@ def _mt_tables(sizes: tuple[int, ...], device: object) -> tuple[NDArray, NDArray
     They depend only on the sizes, so an optimizer's parameter list uploads them once. An empty tensor has no
     programs.
     """
-    key = (sizes, device.index)
-    hit = _MT_TABLES.get(key)
-    if hit is None:
+    def build() -> tuple:
         blocks = np.array([(n + _MT_BLOCK - 1) // _MT_BLOCK for n in sizes], np.int64)
         first = np.concatenate(([0], np.cumsum(blocks)[:-1])).astype(np.int32)
         owner = np.repeat(np.arange(len(sizes), dtype=np.int32), blocks)
-        if len(_MT_TABLES) >= 64:  # bounded: parameter lists rarely change
-            _MT_TABLES.clear()
-        hit = _MT_TABLES[key] = (from_numpy(np.array(sizes, np.int64), dtypes.int64, device),
-                                 from_numpy(owner, dtypes.int32, device), from_numpy(first, dtypes.int32, device),
-                                 int(blocks.sum()))
-    return hit
+        return (from_numpy(np.array(sizes, np.int64), dtypes.int64, device), from_numpy(owner, dtypes.int32, device),
+                from_numpy(first, dtypes.int32, device), int(blocks.sum()))
+
+    return _cached(_MT_TABLES, (sizes, device.index), build)
 
 
 def _first(arrays: list[NDArray]) -> NDArray:
@@ -71,20 +88,27 @@ def _mt_offsets(lists: list[list[NDArray]], device: object) -> tuple[NDArray, tu
     A list's alignment is its elements per 16 bytes when every address in it is 16-byte aligned, else 1. Empty
     arrays get offset 0.
     """
-    rows, aligns = [], []
-    for arrays in lists:
-        item = arrays[0].dtype.itemsize
-        base = _ptr(_first(arrays))
-        addrs = np.array([_ptr(a) if a.size else base for a in arrays], np.int64)
-        assert all(a.dtype is arrays[0].dtype for a in arrays) and not (addrs % item).any()
-        rows.append((addrs - base) // item)
-        aligns.append(16 // item if not (addrs % 16).any() else 1)
-    return from_numpy(np.stack(rows), dtypes.int64, device), tuple(aligns)
+    key = (device.index,) + tuple((arrays[0].dtype.itemsize, tuple(_ptr(a) if a.size else 0 for a in arrays))
+                                  for arrays in lists)
+
+    def build() -> tuple:
+        rows, aligns = [], []
+        for arrays in lists:
+            item = arrays[0].dtype.itemsize
+            base = _ptr(_first(arrays))
+            addrs = np.array([_ptr(a) if a.size else base for a in arrays], np.int64)
+            assert all(a.dtype is arrays[0].dtype for a in arrays) and not (addrs % item).any()
+            rows.append((addrs - base) // item)
+            aligns.append(16 // item if not (addrs % 16).any() else 1)
+        return from_numpy(np.stack(rows), dtypes.int64, device), tuple(aligns)
+
+    return _cached(_MT_OFFSETS, key, build)
 
 
 def _mt_launch(kernel: td.Kernel, lists: list[list[NDArray]], extra: tuple, scalars: tuple, scalar_types: tuple,
                consts: tuple) -> None:
-    """Launch a multi-tensor kernel over ``lists`` (first list: the sizes); ``extra`` pointers follow the firsts."""
+    """Launch a multi-tensor kernel over ``lists`` (first list: the sizes); ``extra`` pointers follow the firsts,
+    ``scalars`` follow the tensor count (an NDArray among them is passed as its pointer, its type ``None``)."""
     sizes = tuple(a.size for a in lists[0])
     device = lists[0][0].device
     rt.ensure_device(device.index)
@@ -94,9 +118,11 @@ def _mt_launch(kernel: td.Kernel, lists: list[list[NDArray]], extra: tuple, scal
     offsets, aligns = _mt_offsets(lists, device)
     arrays = tuple(_first(a) for a in lists) + extra + (offsets, size_t, owner_t, first_t)
     ptrs = tuple(_ptr(a) for a in arrays)
-    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32",) + scalar_types
+    values = tuple(_ptr(x) if isinstance(x, NDArray) else x for x in scalars)
+    types = tuple(_psig(x, v) if isinstance(x, NDArray) else t for x, v, t in zip(scalars, values, scalar_types))
+    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32",) + types
     go = kernel.launcher(sig, consts + (_MT_BLOCK,) + aligns, 8)
-    go(programs, 1, 1, *ptrs, len(sizes), *scalars)
+    go(programs, 1, 1, *ptrs, len(sizes), *values)
 
 
 def _nonempty(*lists: list | None) -> list:
@@ -108,16 +134,23 @@ def _nonempty(*lists: list | None) -> list:
 # ---------------------------------------------------------------- optimizer steps and GradScaler
 
 def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list[NDArray],
-                     exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float, beta1: float, beta2: float,
-                     eps: float, weight_decay: float, decoupled: bool, step: int, maximize: bool) -> None:
+                     exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float | NDArray, beta1: float,
+                     beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int | NDArray,
+                     maximize: bool) -> None:
     params, grads, exp_avgs, exp_avg_sqs, masters = _nonempty(params, grads, exp_avgs, exp_avg_sqs, masters)
     if not params:
         return
     lists = [params, grads, exp_avgs, exp_avg_sqs, masters if masters is not None else params]
-    l2, decay = (0.0, 1.0 - lr * weight_decay) if decoupled else (weight_decay, 1.0)
-    scalars = (beta1, beta2, eps, l2, decay, lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5,
-               -1.0 if maximize else 1.0)
-    _mt_launch(_ADAM_MULTI, lists, (), scalars, ("fp32",) * 8, (masters is not None,))
+    lr_ptr, step_ptr = isinstance(lr, NDArray), isinstance(step, NDArray)
+    l2, wd = (0.0, weight_decay) if decoupled else (weight_decay, 0.0)
+    sign = -1.0 if maximize else 1.0
+    if lr_ptr or step_ptr:  # the kernel derives the step's scalars from the values on the device
+        check_same_device("adam_multi_step_", params[0], *(x for x in (lr, step) if isinstance(x, NDArray)))
+        scalars = (beta1, beta2, eps, l2, 1.0, 0.0, 1.0, sign, lr, step if step_ptr else float(step), wd)
+    else:
+        scalars = (beta1, beta2, eps, l2, 1.0 - lr * wd, lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5, sign,
+                   0.0, 0.0, 0.0)
+    _mt_launch(_ADAM_MULTI, lists, (), scalars, ("fp32",) * 11, (masters is not None, lr_ptr, step_ptr))
 
 
 def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDArray] | None, lr: float,

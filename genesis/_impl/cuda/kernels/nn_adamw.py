@@ -4,7 +4,11 @@ inf-check-and-unscale of mixed-precision gradients.
 Adam / AdamW per element reads p, g, m, v and writes p, m, v (for float32 states: 28 bytes per fp32 parameter,
 torch's fused AdamW moves the same), in place of about a dozen elementwise passes. With float32 master weights
 ``w`` of a bfloat16/float16 parameter it reads w, g, m, v and writes w, m, v and the rounded p. All arithmetic is
-float32; the step-dependent scalars (bias corrections) come from the host.
+float32; the step-dependent scalars (bias corrections) come from the host, or, for a step captured in a CUDA graph
+(``Adam(capturable=True)``, a tensor learning rate), are computed by every program from the learning rate and the
+step count read from the device (``LR_PTR`` / ``STEP_PTR``):
+
+    decay = 1 - lr * wd,  step_size = lr / (1 - beta1^t),  bc2_sqrt = sqrt(1 - beta2^t)   (powers in float64)
 
     g = sign * g + l2 * p                           (sign -1 maximizes; Adam's L2 weight decay; 0 for AdamW)
     p = p * decay                                   (AdamW's decoupled decay 1 - lr * wd; 1 for Adam)
@@ -103,9 +107,22 @@ def adam_multi_step(
     p, g, m, v, w,                               # pointers: the first tensor of each list (w: float32 master weights)
     offsets, sizes, block_tensor, block_first,   # int64 (5, T) element offsets; int64 (T,); int32 (programs,), (T,)
     T, beta1, beta2, eps, l2, decay, step_size, bc2_sqrt, sign,
-    HAS_MASTER: tl.constexpr, BLOCK: tl.constexpr,
+    lr, step, wd,                                # read only with LR_PTR or STEP_PTR (each a scalar or a 0-d pointer)
+    HAS_MASTER: tl.constexpr, LR_PTR: tl.constexpr, STEP_PTR: tl.constexpr, BLOCK: tl.constexpr,
     AP: tl.constexpr, AG: tl.constexpr, AM: tl.constexpr, AV: tl.constexpr, AW: tl.constexpr,
 ):
+    if LR_PTR or STEP_PTR:
+        if LR_PTR:
+            lr_v = tl.load(lr).to(tl.float32)
+        else:
+            lr_v = lr
+        if STEP_PTR:
+            t_v = tl.load(step).to(tl.float64)
+        else:
+            t_v = tl.cast(step, tl.float64)
+        decay = 1.0 - lr_v * wd
+        step_size = lr_v / (1.0 - tl.exp(t_v * tl.log(tl.cast(beta1, tl.float64)))).to(tl.float32)
+        bc2_sqrt = tl.sqrt((1.0 - tl.exp(t_v * tl.log(tl.cast(beta2, tl.float64)))).to(tl.float32))
     t, offs, n, whole = _block(block_tensor, block_first, sizes, BLOCK)
     pp = _base(p, offsets, 0, T, t, AP)
     gp = _base(g, offsets, 1, T, t, AG)
