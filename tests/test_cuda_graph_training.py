@@ -63,7 +63,7 @@ def test_captured_step_equals_eager_steps(fused: bool) -> None:
                 losses.append(float(_train(model, optimizer, static_x, static_y).item()))
                 optimizer.zero_grad(set_to_none=True)
         step = next(iter(optimizer.state.values()))["step"]
-        results.append((losses, [p.detach().numpy() for p in model.parameters()], float(step.item())))
+        results.append((losses, [p.detach().cpu().numpy() for p in model.parameters()], float(step.item())))
     (eager_losses, eager_params, eager_step), (graph_losses, graph_params, graph_step) = results
     np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-5, atol=1e-6)
     for a, b in zip(graph_params, eager_params):
@@ -99,12 +99,12 @@ def test_make_graphed_callables_matches_eager() -> None:
         xi = (x * (i + 1)).detach().requires_grad_(True)
         xe = xi.detach().requires_grad_(True)
         out_g, out_e = graphed(xi), eager(xe)
-        np.testing.assert_allclose(out_g.detach().numpy(), out_e.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out_g.detach().cpu().numpy(), out_e.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
         (out_g * out_g).sum().backward()
         (out_e * out_e).sum().backward()
-        np.testing.assert_allclose(xi.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(xi.grad.cpu().numpy(), xe.grad.cpu().numpy(), rtol=1e-5, atol=1e-6)
         for pg, pe in zip(graphed.parameters(), eager.parameters()):
-            np.testing.assert_allclose(pg.grad.numpy(), pe.grad.numpy(), rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(pg.grad.cpu().numpy(), pe.grad.cpu().numpy(), rtol=1e-5, atol=1e-5)
 
 
 @requires_cuda
@@ -117,11 +117,11 @@ def test_make_graphed_function() -> None:
     graphed = genesis.cuda.make_graphed_callables(fn, (genesis.randn(8, 16, device="cuda", requires_grad=True),))
     a = genesis.randn(8, 16, device="cuda", requires_grad=True)
     out = graphed(a)
-    np.testing.assert_allclose(out.detach().numpy(), fn(a).detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out.detach().cpu().numpy(), fn(a).detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
     out.sum().backward()
     ref = a.detach().requires_grad_(True)
     fn(ref).sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), ref.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(a.grad.cpu().numpy(), ref.grad.cpu().numpy(), rtol=1e-5, atol=1e-6)
 
 
 @requires_cuda

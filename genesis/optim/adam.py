@@ -106,8 +106,9 @@ class Adam(Optimizer):
             else:
                 if capturable:  # the per-parameter path counts each parameter's step itself
                     step.sub_(1)
-                    for s in states:
-                        s["step"] = step.clone()
+                    if len(states) > 1:  # once: each parameter gets a step tensor of its own, kept from then on
+                        for s in states:
+                            s["step"] = step.clone()
                 rest.extend(ps)
         return rest
 
