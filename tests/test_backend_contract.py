@@ -228,7 +228,12 @@ TORCH_BINARY = {
     "ge": torch.ge, "logical_and": torch.logical_and, "logical_or": torch.logical_or,
     "logical_xor": torch.logical_xor, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
     "bitwise_xor": torch.bitwise_xor, "hypot": torch.hypot, "copysign": torch.copysign,
+    # torch's CPU float32 exact gelu_backward needs operands of one shape
+    "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(*torch.broadcast_tensors(g, x), approximate="none"),
+    "gelu_tanh_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
+    "silu_backward": torch.ops.aten.silu_backward,
 }
+ACTIVATION_GRADIENTS = ("gelu_backward", "gelu_tanh_backward", "silu_backward")
 
 
 def test_every_binary_op_has_a_torch_reference_here() -> None:
@@ -236,10 +241,11 @@ def test_every_binary_op_has_a_torch_reference_here() -> None:
 
 
 # Bitwise ops exist for integers only; atan2, hypot, copysign and true division of integers are promoted to float
-# above the backend.
+# above the backend; activation gradients are for floating arrays only.
 BINARY_CASES = [(op, dtype) for op in contract.BINARY_OPS for dtype in (torch.float32, torch.int64)
                 if not (op.startswith("bitwise") and dtype.is_floating_point)
-                and not (op in ("atan2", "div", "hypot", "copysign") and not dtype.is_floating_point)]
+                and not (op in ("atan2", "div", "hypot", "copysign", *ACTIVATION_GRADIENTS)
+                         and not dtype.is_floating_point)]
 
 
 @pytest.mark.parametrize(("op", "dtype"), BINARY_CASES)
@@ -253,6 +259,17 @@ def test_backend_binary_ops(op: str, dtype: torch.dtype) -> None:
     assert out.dtype is (genesis.bool if op in contract.COMPARISON_OPS else genesis.float32
                          if dtype.is_floating_point else genesis.int64)
     assert_same(out, expected, what=f"binary {op}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("op", ACTIVATION_GRADIENTS)
+def test_backend_activation_gradients(op: str, dtype: torch.dtype) -> None:
+    # Half types compute in float32 and round once, as torch's kernels.
+    gen = torch.Generator().manual_seed(0)
+    g = torch.randn(4, 64, generator=gen, dtype=torch.float64).to(dtype)
+    x = (torch.rand(4, 64, generator=gen, dtype=torch.float64) * 60 - 30).to(dtype)
+    out = genesis.Tensor._wrap(_backend().binary(op, _nd(g), _nd(x.T.contiguous().T), None))
+    assert_same(out, TORCH_BINARY[op](g, x), what=f"binary {op}")
 
 
 @pytest.mark.parametrize("op", ["add", "mul", "sub", "maximum", "lt"])

@@ -1,6 +1,7 @@
 """Genesis Triton kernels on a machine without a GPU: every kernel compiles ahead of time for sm_90, and the
-elementwise and softmax kernels compute the right values under the Triton interpreter (float32). Kernels with
-loops over runtime bounds are checked on the GPU only: Triton 3.6's interpreter fails on them with numpy >= 2.4.
+elementwise and softmax kernels compute the right values under the Triton interpreter (float32; not the ops that
+call libdevice, which the interpreter cannot run). Kernels with loops over runtime bounds are checked on the GPU
+only: Triton 3.6's interpreter fails on them with numpy >= 2.4.
 
 Skips with a reason when Triton is not installed. The interpreter checks run in a subprocess because
 ``TRITON_INTERPRET=1`` must be set before any ``@triton.jit`` function is created.
@@ -31,6 +32,15 @@ def _specs() -> list[tuple]:
         ("mul bf16 scalar", ek.ew_contig, ("*bf16:16", "*bf16:16", "fp32", "i32", "i32"),
          ("mul", 2, 1, 2, 0, 4096, False)),
         ("gelu fp16", ek.ew_contig, ("*fp16:16", "*fp16:16", "i32", "i32", "i32"), ("gelu", 1, 1, 0, 0, 4096, False)),
+        ("gelu_backward bf16", ek.ew_contig, ("*bf16:16", "*bf16:16", "*bf16:16", "i32", "i32:16"),
+         ("gelu_backward", 2, 1, 1, 0, 4096, False)),
+        ("gelu_tanh_backward fp16", ek.ew_contig, ("*fp16:16", "*fp16:16", "*fp16:16", "i32", "i32:16"),
+         ("gelu_tanh_backward", 2, 1, 1, 0, 4096, False)),
+        ("silu_backward fp32", ek.ew_contig, (*ptr3, "i32", "i32:16"), ("silu_backward", 2, 1, 1, 0, 2048, False)),
+        ("silu_backward fp64", ek.ew_contig, ("*fp64:16", "*fp64:16", "*fp64:16", "i32", "i32:16"),
+         ("silu_backward", 2, 1, 1, 0, 1024, False)),
+        ("strided gelu_backward", ek.ew_strided, (*ptr3, "i32", "i32", "i32:16", "i32", "i32", "i32", *ST4 * 4),
+         ("gelu_backward", 2, 1, 1, 0, 2, 1024)),
         ("floor_divide i64", ek.ew_contig, ("*i64:16", "*i64:16", "*i64:16", "i32", "i32"),
          ("floor_divide", 2, 1, 1, 0, 1024, False)),
         ("i0 fp64", ek.ew_contig, ("*fp64:16", "*fp64:16", "i32", "i32", "i32"), ("i0", 1, 1, 0, 0, 1024, False)),
@@ -86,6 +96,9 @@ out = torch.empty(1000)
 for op, ref in (("add", a + b), ("mul", a * b), ("maximum", torch.maximum(a, b)), ("sub", a - b)):
     ek.ew_contig[(4,)](out, a, b, a, 1000, OP=op, NIN=2, M0=1, M1=1, M2=0, BLOCK=256, I64=False)
     torch.testing.assert_close(out, ref, msg=op)
+# silu_backward (the GELU gradients call libdevice, which only a GPU runs)
+ek.ew_contig[(4,)](out, b, a * 8, a, 1000, OP="silu_backward", NIN=2, M0=1, M1=1, M2=0, BLOCK=256, I64=False)
+torch.testing.assert_close(out, torch.ops.aten.silu_backward(b, a * 8), msg="silu_backward")
 for op, ref in (("relu", a.relu()), ("neg", -a), ("abs", a.abs())):
     ek.ew_contig[(4,)](out, a, a, a, 1000, OP=op, NIN=1, M0=1, M1=0, M2=0, BLOCK=256, I64=False)
     torch.testing.assert_close(out, ref, msg=op)

@@ -29,6 +29,8 @@ BINARY_OPS = (
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor",
     "hypot", "copysign",
+    # activation gradients: (grad, x) -> grad * d activation(x) / dx, floating arrays only
+    "gelu_backward", "gelu_tanh_backward", "silu_backward",
 )
 COMPARISON_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
 REDUCE_OPS = ("sum", "prod", "amax", "amin", "any", "all")
@@ -55,7 +57,8 @@ PRIMITIVES: dict[str, str] = {
     "from_dlpack": "(obj): zero-copy import of any DLPack producer",
     # elementwise
     "unary": "(op, x, out): op in UNARY_OPS (trigamma: polygamma(1, x); signbit: bool result, floating x only)",
-    "binary": "(op, a, b, out): op in BINARY_OPS, result dtype of a (bool for comparisons)",
+    "binary": "(op, a, b, out): op in BINARY_OPS, result dtype of a (bool for comparisons); the activation gradients "
+              "(gelu_backward ...) take the gradient a and the activation's input b, both arrays",
     "where": "(cond, a, b): cond bool; a, b same dtype, broadcastable",
     # reductions
     "reduce": "(op, x, dims, keepdim): op in REDUCE_OPS over the tuple of dims",

@@ -7,6 +7,7 @@ shape, strides and offset is built once with ``as_strided`` and cached on the ND
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -143,6 +144,18 @@ _UNARY = {
     "i0": torch.i0, "i1": torch.special.i1, "signbit": torch.signbit,
 }
 
+
+def _activation_backward(fn: Callable) -> Callable:
+    """An ``aten.*_backward(grad, x)`` as a ``_BINARY`` entry: operands broadcast first (the oneDNN float32/bfloat16
+    exact gelu_backward rejects operands of different shapes, not expanded views), ``out=`` written by copy."""
+    def run(grad: torch.Tensor, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        if grad.shape != x.shape:
+            grad, x = torch.broadcast_tensors(grad, x)
+        result = fn(grad, x)
+        return result if out is None else out.copy_(result)
+    return run
+
+
 _BINARY = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "floor_divide": torch.floor_divide,
     "remainder": torch.remainder, "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum,
@@ -150,6 +163,9 @@ _BINARY = {
     "ge": torch.ge, "logical_and": torch.logical_and, "logical_or": torch.logical_or,
     "logical_xor": torch.logical_xor, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
     "bitwise_xor": torch.bitwise_xor, "hypot": torch.hypot, "copysign": torch.copysign,
+    "gelu_backward": _activation_backward(lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="none")),
+    "gelu_tanh_backward": _activation_backward(lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh")),
+    "silu_backward": _activation_backward(torch.ops.aten.silu_backward),
 }
 _SCALAR_SECOND_UNSUPPORTED = frozenset(("maximum", "minimum", "atan2", "hypot"))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from genesis import dtypes
-from genesis.autograd import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
 from genesis.ops._args import _reject_integers, ones_like_bool
 from genesis.ops.arithmetic import Mul
@@ -19,10 +19,16 @@ from genesis.tensor import Tensor
 
 
 class Unary(Primitive):
-    """Unary op; subclasses set ``op`` and write ``derivative(x, out)`` (the local derivative as Tensors)."""
+    """Unary op; subclasses set ``op`` and write ``derivative(x, out)`` (the local derivative as Tensors).
+
+    An activation with a fused gradient kernel names it in ``backward_op``: a binary backend op ``(grad, x)`` that
+    computes ``grad * derivative(x)`` in one pass. It serves backward when no graph is recorded; with
+    ``create_graph`` the differentiable ``derivative`` runs instead, so higher derivatives stay exact.
+    """
 
     op = ""
     saves_output = False
+    backward_op = ""
 
     @classmethod
     def forward(cls, ctx, x: NDArray) -> NDArray:
@@ -38,6 +44,8 @@ class Unary(Primitive):
     @classmethod
     def backward(cls, ctx, grad):
         (saved,) = ctx.saved_tensors
+        if cls.backward_op and not is_grad_enabled():
+            return Tensor._wrap(grad.ndarray.binary(cls.backward_op, saved.ndarray))
         return grad * cls.derivative(saved)
 
 
@@ -184,7 +192,7 @@ class Relu(Unary):
 
 
 class Gelu(Unary):
-    op = "gelu"
+    op, backward_op = "gelu", "gelu_backward"
 
     @staticmethod
     def derivative(x):
@@ -194,7 +202,7 @@ class Gelu(Unary):
 
 
 class GeluTanh(Unary):
-    op = "gelu_tanh"
+    op, backward_op = "gelu_tanh", "gelu_tanh_backward"
 
     @staticmethod
     def derivative(x):
@@ -205,7 +213,7 @@ class GeluTanh(Unary):
 
 
 class Silu(Unary):
-    op = "silu"
+    op, backward_op = "silu", "silu_backward"
 
     @staticmethod
     def derivative(x):

@@ -40,6 +40,33 @@ def _up(x):
 
 
 @triton.jit
+def _exp(x):
+    if x.dtype.is_fp64():
+        y = libdevice.exp(x)
+    else:
+        y = tl.exp(x)
+    return y
+
+
+@triton.jit
+def _activation_backward(grad, x, OP: tl.constexpr):
+    # grad * d activation(x) / dx with torch's formulas (ActivationGeluKernel.cu, ActivationSiluKernel.cu); the
+    # composites of genesis/ops/unary.py write the same derivatives.
+    if OP == "gelu_backward":
+        cdf = 0.5 * (1.0 + libdevice.erf(x * 0.7071067811865476))  # Phi(x)
+        pdf = _exp(-0.5 * x * x) * 0.3989422804014327  # exp(-x^2 / 2) / sqrt(2 pi)
+        y = grad * (cdf + x * pdf)
+    elif OP == "gelu_tanh_backward":
+        k = 0.7978845608028654  # sqrt(2 / pi)
+        t = libdevice.tanh(k * (x + 0.044715 * x * x * x))
+        y = grad * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x))
+    else:  # silu_backward
+        s = 1.0 / (1.0 + _exp(-x))
+        y = grad * s * (1.0 + x * (1.0 - s))
+    return y
+
+
+@triton.jit
 def _digamma(x):
     # Reflection psi(x) = psi(1 - x) - pi / tan(pi x) below 1/2, then psi(z) = psi(z + 8) - sum 1/(z + k) and the
     # asymptotic series at w = z + 8 >= 8.5 (truncation error below 2e-13). Poles as torch: -inf/+inf at +0/-0,
@@ -309,6 +336,8 @@ def _binary(a, b, OP: tl.constexpr):
         y = libdevice.hypot(a, b.to(a.dtype))
     elif OP == "copysign":
         y = libdevice.copysign(a, b.to(a.dtype))
+    elif OP == "gelu_backward" or OP == "gelu_tanh_backward" or OP == "silu_backward":
+        y = _activation_backward(a, b, OP)
     else:
         tl.static_assert(False, "unknown binary op")
     return y
