@@ -142,7 +142,9 @@ def _graph_one(fn: Callable[..., Any], args: tuple[Tensor, ...], params: tuple[T
                 if static is not None and g is not None and static.data_ptr() != g.data_ptr():
                     static.copy_(g)
             bwd_graph.replay()
-            return tuple(None if g is None else g.detach() for g in static_grad_inputs)
+            # Copies: the static buffers are overwritten by the next replay, and a leaf's first gradient is
+            # adopted as its .grad (the next accumulation would add into the buffer itself).
+            return tuple(None if g is None else g.detach().clone() for g in static_grad_inputs)
 
     def replay(*values: Tensor) -> Any:
         if len(values) != len(args):

@@ -52,14 +52,17 @@ def _exp(x):
 def _activation_backward(grad, x, OP: tl.constexpr):
     # grad * d activation(x) / dx with torch's formulas (ActivationGeluKernel.cu, ActivationSiluKernel.cu); the
     # composites of genesis/ops/unary.py write the same derivatives.
+    # Irrational constants as tensors of x's dtype: a bare Python float would be a float32 literal, short of
+    # float64 precision.
     if OP == "gelu_backward":
-        cdf = 0.5 * (1.0 + libdevice.erf(x * 0.7071067811865476))  # Phi(x)
-        pdf = _exp(-0.5 * x * x) * 0.3989422804014327  # exp(-x^2 / 2) / sqrt(2 pi)
+        cdf = 0.5 * (1.0 + libdevice.erf(x * tl.full(x.shape, 0.7071067811865476, x.dtype)))  # Phi(x)
+        pdf = _exp(-0.5 * x * x) * tl.full(x.shape, 0.3989422804014327, x.dtype)  # exp(-x^2 / 2) / sqrt(2 pi)
         y = grad * (cdf + x * pdf)
     elif OP == "gelu_tanh_backward":
-        k = 0.7978845608028654  # sqrt(2 / pi)
-        t = libdevice.tanh(k * (x + 0.044715 * x * x * x))
-        y = grad * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x))
+        k = tl.full(x.shape, 0.7978845608028654, x.dtype)  # sqrt(2 / pi)
+        kappa = tl.full(x.shape, 0.044715, x.dtype)
+        t = libdevice.tanh(k * (x + kappa * x * x * x))
+        y = grad * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * kappa * x * x))
     else:  # silu_backward
         s = 1.0 / (1.0 + _exp(-x))
         y = grad * s * (1.0 + x * (1.0 - s))
