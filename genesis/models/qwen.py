@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import genesis
 from genesis import nn
@@ -55,6 +55,7 @@ class QwenConfig:
     pad_token_id: int | None = None
 
     def __post_init__(self) -> None:
+        check_field_types(asdict(self), type(self).__name__)
         if self.model_type not in MODEL_TYPES:
             raise ValueError(f"QwenConfig: unsupported model_type {self.model_type!r} (supported: "
                              f"{', '.join(MODEL_TYPES)})")
@@ -82,6 +83,7 @@ class QwenConfig:
             ValueError: an unsupported architecture or option (sliding-window layers, rope scaling, an activation
                 other than SiLU, mixture-of-experts), or a missing required key.
         """
+        check_field_types(d, source)
         model_type = d.get("model_type")
         if model_type not in MODEL_TYPES:
             raise ValueError(f"{source}: unsupported architecture model_type={model_type!r} (supported: "
@@ -96,6 +98,7 @@ class QwenConfig:
             raise ValueError(f"{source}: unsupported hidden_act {d['hidden_act']!r} (only 'silu')")
         rope = d.get("rope_parameters") or {}
         scaling = d.get("rope_scaling") or rope
+        check_field_types({"rope_theta": rope.get("rope_theta", 10000.0)}, f"{source}: rope_parameters")
         rope_type = scaling.get("rope_type", scaling.get("type", "default"))
         if rope_type != "default":
             raise ValueError(f"{source}: unsupported rope scaling type {rope_type!r} (only the default rotary "
@@ -138,6 +141,45 @@ class QwenConfig:
         if dtype is not None:
             d["torch_dtype"] = d["dtype"] = dtype.name
         return d
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON true is not a size
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# What each config.json field read here must hold: a test and its words for the error. Values of the wrong type
+# would otherwise load silently (the string "false" is truthy) or fail later, far from the file.
+_FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    **dict.fromkeys(("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                     "num_key_value_heads", "max_position_embeddings"), (_is_int, "an int")),
+    **dict.fromkeys(("head_dim", "bos_token_id", "pad_token_id"),
+                    (lambda v: v is None or _is_int(v), "an int or null")),
+    "eos_token_id": (lambda v: v is None or _is_int(v) or (isinstance(v, list) and all(map(_is_int, v))),
+                     "an int, a list of ints or null"),
+    **dict.fromkeys(("rope_theta", "rms_norm_eps", "initializer_range"), (_is_number, "a number")),
+    **dict.fromkeys(("tie_word_embeddings", "attention_bias", "qk_norm"), (lambda v: isinstance(v, bool),
+                                                                           "a bool (true or false)")),
+    **dict.fromkeys(("model_type", "hidden_act"), (lambda v: isinstance(v, str), "a string")),
+    **dict.fromkeys(("rope_scaling", "rope_parameters"), (lambda v: v is None or isinstance(v, dict),
+                                                          "an object or null")),
+    "use_sliding_window": (lambda v: v is None or isinstance(v, bool), "a bool or null"),
+    "layer_types": (lambda v: v is None or isinstance(v, list), "a list or null"),
+}
+
+
+def check_field_types(values: dict[str, Any], source: str) -> None:
+    """Check the type of every known field in ``values`` (a ``config.json``'s contents).
+
+    Raises:
+        ValueError: a field holds the wrong type; the message names ``source`` and the field.
+    """
+    for name, (valid, kind) in _FIELD_TYPES.items():
+        if name in values and not valid(values[name]):
+            raise ValueError(f"{source}: field {name!r} must be {kind}, got {values[name]!r}")
 
 
 @dataclass
