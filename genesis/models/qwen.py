@@ -19,7 +19,7 @@ from genesis import nn
 from genesis.models.checkpoint import read_index, save_checkpoint
 from genesis.models.generation import KVCache, generate
 from genesis.nn import functional as F
-from genesis.safetensors_io import iter_tensors
+from genesis.safetensors_io import iter_tensors, write_text
 from genesis.tensor import Tensor
 
 IGNORE_INDEX = -100  # label value excluded from the loss, as in transformers
@@ -518,7 +518,8 @@ class QwenForCausalLM(nn.Module):
     def save_pretrained(self, path: str | Path, max_shard_size: int | str = "5GB") -> None:
         """Write ``config.json`` and safetensors weights (sharded above ``max_shard_size``) that transformers loads.
 
-        With tied embeddings ``lm_head.weight`` is left out, as transformers does.
+        With tied embeddings ``lm_head.weight`` is left out, as transformers does. Every file is written atomically
+        and the previous checkpoint in ``path`` stays loadable until the new one is complete.
         """
         directory = Path(path)
         directory.mkdir(parents=True, exist_ok=True)
@@ -528,9 +529,9 @@ class QwenForCausalLM(nn.Module):
                 continue
             arrays[name] = p.detach().cpu().numpy()
         save_checkpoint(arrays, directory, max_shard_size)
-        (directory / "config.json").write_text(json.dumps(self.config.to_dict(self.dtype), indent=2))
+        write_text(directory / "config.json", json.dumps(self.config.to_dict(self.dtype), indent=2))
         if self.generation_config:
-            (directory / "generation_config.json").write_text(json.dumps(self.generation_config, indent=2))
+            write_text(directory / "generation_config.json", json.dumps(self.generation_config, indent=2))
 
 
 def _read_config(path: Path) -> dict[str, Any]:
