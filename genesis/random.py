@@ -177,8 +177,7 @@ def randint_like(input: Tensor, low: int, high: int | None = None, dtype: Any = 
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, generator: Generator | None = None,
            dtype: Any = None, device: Any = None) -> Tensor:
     """Normal samples with the given mean and std (numbers or broadcastable tensors)."""
-    if isinstance(std, (int, float)) and std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    _check_std(std)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         from genesis.ndarray import broadcast_shapes
@@ -188,6 +187,15 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, g
         return (noise * std + mean).detach()
     shape = tuple(size) if size is not None else ()
     return randn(shape, generator=generator, dtype=dtype, device=device) * std + mean
+
+
+def _check_std(std: Any) -> None:
+    """Refuse a negative or NaN standard deviation, as torch does (``not std >= 0`` also catches NaN)."""
+    if isinstance(std, Tensor):
+        if std.numel() and not bool((std.detach() >= 0).all()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif not std >= 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
 
 
 def bernoulli(input: Tensor, p: float | None = None, generator: Generator | None = None) -> Tensor:
@@ -222,7 +230,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
     if squeeze:
         probs = probs.unsqueeze(0)
     n_cat = probs.shape[1]
-    if probs.numel() and float(probs.min().item()) < 0:
+    if probs.numel() and not bool(((probs >= 0) & (probs < math.inf)).all()):  # NaN fails both comparisons
         raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
     totals = probs.sum(1)
     if probs.shape[0] and float(totals.min().item()) <= 0:
@@ -252,6 +260,8 @@ def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | N
 
 
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` with samples from N(mean, std²) in place."""
+    _check_std(std)
     n = randn(t.shape, generator=generator, dtype=t.dtype, device=t.device)
     return t._fill_from((n * std + mean).ndarray)
 

@@ -24,7 +24,7 @@ from genesis import cuda, dtypes
 from genesis.device import device as Device
 from genesis.device import to_device
 from genesis.random import default_generator
-from genesis.safetensors_io import iter_tensors, read_header, read_metadata, read_weight_map, write_file
+from genesis.safetensors_io import iter_tensors, read_bytes, read_header, read_metadata, read_weight_map, write_file
 from genesis.tensor import Tensor, tensor
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -109,6 +109,11 @@ def save(obj: Any, f: FileLike) -> None:
     """
     encoder = _Encoder()
     structure = encoder.encode(obj, "")
+    if "__metadata__" in encoder.arrays:
+        # Tensors are stored under their key; this one would collide with the header's metadata entry and make
+        # a file no reader accepts.
+        raise ValueError("save: '__metadata__' is reserved by the safetensors format and cannot name a tensor; "
+                         "store the tensor under another key")
     metadata = {
         _FORMAT_KEY: _FORMAT_VERSION,
         _STRUCTURE_KEY: json.dumps(structure, separators=(",", ":")),
@@ -136,10 +141,10 @@ def _read(f: FileLike) -> tuple[dict[str, np.ndarray], dict[str, str], str]:
         else:
             data = f.read()
             metadata = read_metadata(data)
-            arrays = safetensors.numpy.load(data)
+            arrays = read_bytes(data)
     except FileNotFoundError:
         raise
-    except Exception as err:  # safetensors raises its own error type for every kind of damage
+    except Exception as err:  # the reader's ValueError, or numpy's errors on a damaged file
         raise CheckpointError(f"load: '{name}' is not a readable safetensors file (truncated or corrupt?): "
                               f"{err}") from None
     if _CHECKSUM_KEY in metadata:

@@ -318,3 +318,15 @@ def test_published_configs_parse_and_round_trip(published: dict) -> None:
                 "tie_word_embeddings"):
         assert getattr(ref, key) == getattr(config, key), key
     assert ref.rope_parameters["rope_theta"] == config.rope_theta
+
+
+@pytest.mark.parametrize("field, value", [("tie_word_embeddings", "false"), ("head_dim", "8"),
+                                          ("rope_scaling", "linear"), ("rms_norm_eps", "1e-6"),
+                                          ("hidden_size", 64.0), ("num_hidden_layers", True),
+                                          ("eos_token_id", [1, "2"])])
+def test_config_field_types_checked_at_load(tmp_path, field, value) -> None:
+    write_tiny(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, field: value}))
+    with pytest.raises(ValueError, match=f"config.json: field '{field}' must be"):
+        AutoModelForCausalLM.from_pretrained(tmp_path)

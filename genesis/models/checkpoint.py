@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genesis.safetensors_io import TensorInfo, read_header, read_weight_map, write_file
+from genesis.safetensors_io import TensorInfo, read_header, read_weight_map, write_file, write_text
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
@@ -83,21 +83,24 @@ def save_checkpoint(arrays: dict[str, np.ndarray], directory: str | Path,
             size = 0
         shards[-1][name] = np.ascontiguousarray(array)
         size += array.nbytes
-    for stale in [directory / SINGLE_FILE, directory / INDEX_FILE, *directory.glob("model-*-of-*.safetensors")]:
-        stale.unlink(missing_ok=True)
+    # The old checkpoint stays loadable until the new one is complete: new files are written atomically beside it,
+    # the index (which the loader prefers to model.safetensors) is written or removed last, then obsolete files go.
+    old_files = {directory / SINGLE_FILE, *directory.glob("model-*-of-*.safetensors")}
     metadata = {"format": "pt"}
+    index_path = directory / INDEX_FILE
     if len(shards) == 1:
         path = directory / SINGLE_FILE
         write_file(shards[0], path, metadata)
-        return [path]
-    paths = []
-    weight_map = {}
-    for i, shard in enumerate(shards):
-        path = directory / f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        write_file(shard, path, metadata)
-        paths.append(path)
-        weight_map.update(dict.fromkeys(shard, path.name))
-    total = sum(a.nbytes for a in arrays.values())
-    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
-    (directory / INDEX_FILE).write_text(json.dumps(index, indent=2))
+        index_path.unlink(missing_ok=True)
+        paths = [path]
+    else:
+        paths = [directory / f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
+        weight_map = {}
+        for path, shard in zip(paths, shards):
+            write_file(shard, path, metadata)
+            weight_map.update(dict.fromkeys(shard, path.name))
+        total = sum(a.nbytes for a in arrays.values())
+        write_text(index_path, json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2))
+    for stale in old_files - set(paths):
+        stale.unlink(missing_ok=True)
     return paths

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import genesis
 from genesis import nn
 from genesis.models.checkpoint import read_index, save_checkpoint
 from genesis.models.generation import KVCache, generate
 from genesis.nn import functional as F
-from genesis.safetensors_io import iter_tensors
+from genesis.safetensors_io import iter_tensors, write_text
 from genesis.tensor import Tensor
 
 IGNORE_INDEX = -100  # label value excluded from the loss, as in transformers
@@ -55,6 +55,7 @@ class QwenConfig:
     pad_token_id: int | None = None
 
     def __post_init__(self) -> None:
+        check_field_types(asdict(self), type(self).__name__)
         if self.model_type not in MODEL_TYPES:
             raise ValueError(f"QwenConfig: unsupported model_type {self.model_type!r} (supported: "
                              f"{', '.join(MODEL_TYPES)})")
@@ -82,6 +83,7 @@ class QwenConfig:
             ValueError: an unsupported architecture or option (sliding-window layers, rope scaling, an activation
                 other than SiLU, mixture-of-experts), or a missing required key.
         """
+        check_field_types(d, source)
         model_type = d.get("model_type")
         if model_type not in MODEL_TYPES:
             raise ValueError(f"{source}: unsupported architecture model_type={model_type!r} (supported: "
@@ -96,6 +98,7 @@ class QwenConfig:
             raise ValueError(f"{source}: unsupported hidden_act {d['hidden_act']!r} (only 'silu')")
         rope = d.get("rope_parameters") or {}
         scaling = d.get("rope_scaling") or rope
+        check_field_types({"rope_theta": rope.get("rope_theta", 10000.0)}, f"{source}: rope_parameters")
         rope_type = scaling.get("rope_type", scaling.get("type", "default"))
         if rope_type != "default":
             raise ValueError(f"{source}: unsupported rope scaling type {rope_type!r} (only the default rotary "
@@ -138,6 +141,45 @@ class QwenConfig:
         if dtype is not None:
             d["torch_dtype"] = d["dtype"] = dtype.name
         return d
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON true is not a size
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# What each config.json field read here must hold: a test and its words for the error. Values of the wrong type
+# would otherwise load silently (the string "false" is truthy) or fail later, far from the file.
+_FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    **dict.fromkeys(("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                     "num_key_value_heads", "max_position_embeddings"), (_is_int, "an int")),
+    **dict.fromkeys(("head_dim", "bos_token_id", "pad_token_id"),
+                    (lambda v: v is None or _is_int(v), "an int or null")),
+    "eos_token_id": (lambda v: v is None or _is_int(v) or (isinstance(v, list) and all(map(_is_int, v))),
+                     "an int, a list of ints or null"),
+    **dict.fromkeys(("rope_theta", "rms_norm_eps", "initializer_range"), (_is_number, "a number")),
+    **dict.fromkeys(("tie_word_embeddings", "attention_bias", "qk_norm"), (lambda v: isinstance(v, bool),
+                                                                           "a bool (true or false)")),
+    **dict.fromkeys(("model_type", "hidden_act"), (lambda v: isinstance(v, str), "a string")),
+    **dict.fromkeys(("rope_scaling", "rope_parameters"), (lambda v: v is None or isinstance(v, dict),
+                                                          "an object or null")),
+    "use_sliding_window": (lambda v: v is None or isinstance(v, bool), "a bool or null"),
+    "layer_types": (lambda v: v is None or isinstance(v, list), "a list or null"),
+}
+
+
+def check_field_types(values: dict[str, Any], source: str) -> None:
+    """Check the type of every known field in ``values`` (a ``config.json``'s contents).
+
+    Raises:
+        ValueError: a field holds the wrong type; the message names ``source`` and the field.
+    """
+    for name, (valid, kind) in _FIELD_TYPES.items():
+        if name in values and not valid(values[name]):
+            raise ValueError(f"{source}: field {name!r} must be {kind}, got {values[name]!r}")
 
 
 @dataclass
@@ -476,7 +518,8 @@ class QwenForCausalLM(nn.Module):
     def save_pretrained(self, path: str | Path, max_shard_size: int | str = "5GB") -> None:
         """Write ``config.json`` and safetensors weights (sharded above ``max_shard_size``) that transformers loads.
 
-        With tied embeddings ``lm_head.weight`` is left out, as transformers does.
+        With tied embeddings ``lm_head.weight`` is left out, as transformers does. Every file is written atomically
+        and the previous checkpoint in ``path`` stays loadable until the new one is complete.
         """
         directory = Path(path)
         directory.mkdir(parents=True, exist_ok=True)
@@ -486,9 +529,9 @@ class QwenForCausalLM(nn.Module):
                 continue
             arrays[name] = p.detach().cpu().numpy()
         save_checkpoint(arrays, directory, max_shard_size)
-        (directory / "config.json").write_text(json.dumps(self.config.to_dict(self.dtype), indent=2))
+        write_text(directory / "config.json", json.dumps(self.config.to_dict(self.dtype), indent=2))
         if self.generation_config:
-            (directory / "generation_config.json").write_text(json.dumps(self.generation_config, indent=2))
+            write_text(directory / "generation_config.json", json.dumps(self.generation_config, indent=2))
 
 
 def _read_config(path: Path) -> dict[str, Any]:

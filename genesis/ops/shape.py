@@ -58,7 +58,7 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
     n = input.shape[d]
     if isinstance(repeats, int):
         if repeats < 0:
-            raise RuntimeError(f"repeat_interleave: repeats can not be negative, got {repeats}")
+            raise RuntimeError(f"repeat_interleave: Repeats must be non-negative, got {repeats}")
         x = input.unsqueeze(d + 1)
         shape = list(x.shape)
         shape[d + 1] = repeats
@@ -66,6 +66,8 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
         out_shape[d] = n * repeats
         return x.expand(shape).reshape(out_shape)
     counts = repeats if isinstance(repeats, Tensor) else input.new_tensor(repeats, dtype=dtypes.int64)
+    if counts.numel() and int(counts.min().item()) < 0:
+        raise RuntimeError("repeat_interleave: repeats can not be negative")
     if counts.numel() == 1:
         return repeat_interleave(input, int(counts.item()), d)
     if counts.shape != (n,):

@@ -11,8 +11,8 @@ from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray, normalize_dim
 from genesis.ops._args import _zeros, arange_like, ones_like_bool, zeros_like_detached
-from genesis.ops.compare import where
-from genesis.ops.gather_scatter import zeros_scatter
+from genesis.ops.compare import isnan, where
+from genesis.ops.gather_scatter import gather, zeros_scatter
 from genesis.ops.join import cat
 from genesis.ops.reduce import ValuesIndices
 from genesis.ops.views import movedim, narrow, select
@@ -78,17 +78,31 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Val
 
 
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
-    """Lower median (torch semantics); with ``dim`` returns (values, indices)."""
+    """Lower median (torch semantics); with ``dim`` returns (values, indices). NaN propagates: a slice holding NaN
+    has median NaN, at the index of its first NaN (``nanmedian`` ignores NaN instead)."""
+    floating = input.dtype.is_floating_point
     if dim is None:
         flat = input.reshape(-1)
-        value = sort(flat.detach())[0][(flat.shape[0] - 1) // 2]
+        value = sort(flat.detach())[0][(flat.shape[0] - 1) // 2]  # NaN sorts last
+        nans = isnan(flat.detach()) if floating else None
+        if nans is not None and bool(nans.any()):
+            value = flat.detach()[nans][0]
         if not flat.requires_grad:
             return value
-        # As torch, the gradient is shared evenly by the elements equal to the median; the sum adds exact zeros.
-        ties = flat == value
+        # As torch, the gradient is shared evenly by the elements equal to the median (the NaNs when it is NaN);
+        # the sum adds exact zeros.
+        ties = nans if nans is not None and bool(nans.any()) else flat == value
         return value + where(ties, flat - value, 0.0).sum() / ties.sum()
     d = normalize_dim("median", dim, input.ndim)
-    return kthvalue(input, (input.shape[d] - 1) // 2 + 1, d, keepdim)
+    if input.ndim == 0:
+        return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
+    result = kthvalue(input, (input.shape[d] - 1) // 2 + 1, d, keepdim=True)
+    if floating:
+        nans = isnan(input.detach())
+        first_nan = nans.to(dtypes.int8).argmax(d, keepdim=True)  # argmax takes the first maximum
+        index = where(nans.any(d, keepdim=True), first_nan, result.indices)
+        result = ValuesIndices(gather(input, d, index), index)
+    return result if keepdim else ValuesIndices(result.values.squeeze(d), result.indices.squeeze(d))
 
 
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,

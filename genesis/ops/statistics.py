@@ -190,12 +190,11 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     x = input.detach().reshape(-1)
     low, high = float(min), float(max)
     if low == high and x.numel():
-        finite = x[~isnan(x)]
-        if finite.numel():
-            low, high = float(finite.min().item()), float(finite.max().item())
+        # As torch, the data's range is NaN (hence refused below) when the data holds NaN.
+        low, high = float(x.min().item()), float(x.max().item())
     if low == high:
         low, high = low - 1, high + 1
-    if math.isinf(low) or math.isinf(high):
+    if not (math.isfinite(low) and math.isfinite(high)):
         raise RuntimeError(f"torch.histc: range of [{low}, {high}] is not finite")
     inside = (x >= low) & (x <= high)
     kept = x[inside]

@@ -15,6 +15,8 @@ import math
 import multiprocessing
 import queue
 import random
+import sys
+import time
 import traceback
 import warnings
 from dataclasses import dataclass
@@ -349,12 +351,17 @@ class _WorkerError:
 _END = "end-of-stream"
 
 
-def _worker_loop(dataset: Any, jobs: Any, results: Any, fetch: Callable[[Any], Any], seed: int, worker_id: int,
-                 num_workers: int, worker_init_fn: Callable[[int], None] | None, iterable: bool) -> None:
-    """Body of a worker process: fetch and collate the batches it is asked for until told to stop."""
+def _worker_loop(dataset: Any, jobs: Any, results: Any, done: Any, fetch: Callable[[Any], Any], seed: int,
+                 worker_id: int, num_workers: int, worker_init_fn: Callable[[int], None] | None,
+                 iterable: bool) -> None:
+    """Body of a worker process: fetch and collate the batches it is asked for until told to stop (a ``None``
+    job, or the ``done`` event, which also skips the jobs still queued)."""
     global _worker_info
     from genesis.random import manual_seed
 
+    _one_compute_thread()
+    # Nothing a worker queued matters once it is told to stop: exiting must not wait for the main process to read.
+    results.cancel_join_thread()
     manual_seed(seed)
     random.seed(seed)
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
@@ -367,7 +374,7 @@ def _worker_loop(dataset: Any, jobs: Any, results: Any, fetch: Callable[[Any], A
         return
     while True:
         job = jobs.get()
-        if job is None:
+        if job is None or done.is_set():
             return
         index, request = job
         try:
@@ -375,6 +382,19 @@ def _worker_loop(dataset: Any, jobs: Any, results: Any, fetch: Callable[[Any], A
             results.put((index, data, None))
         except Exception as exc:  # reported to the main process, which re-raises it
             results.put((index, None, _WorkerError(worker_id, exc)))
+
+
+def _one_compute_thread() -> None:
+    """Give a worker one intra-op thread, as torch's DataLoader does.
+
+    The CPU backend computes with torch, whose OpenMP pool does not survive ``fork``: a worker forked from a parent
+    that used the pool would wait forever in its barrier. One thread also keeps ``num_workers`` workers from
+    oversubscribing the cores. The backend is only touched if the parent already loaded it (a fresh one in the
+    worker has a fresh pool).
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 class _MapFetcher:
@@ -581,14 +601,15 @@ class _MultiProcessIterator:
         self.timeout = loader.timeout
         base_seed = int(randint(0, 1 << 62, (), generator=loader.generator).item())
         self.results = ctx.Queue()
+        self.done = ctx.Event()
         self.jobs = []
         self.workers = []
         fetch = loader._fetcher()
         for worker_id in range(loader.num_workers):
             jobs = ctx.Queue()
             worker = ctx.Process(target=_worker_loop, daemon=True,
-                                 args=(loader.dataset, jobs, self.results, fetch, base_seed + worker_id, worker_id,
-                                       loader.num_workers, loader.worker_init_fn, self.iterable))
+                                 args=(loader.dataset, jobs, self.results, self.done, fetch, base_seed + worker_id,
+                                       worker_id, loader.num_workers, loader.worker_init_fn, self.iterable))
             worker.start()
             self.jobs.append(jobs)
             self.workers.append(worker)
@@ -646,30 +667,46 @@ class _MultiProcessIterator:
             self.buffer[index] = data
 
     def _receive(self) -> tuple[int, Any, Any]:
-        waited = 0.0
+        """The next result of any worker; raises if a worker died (whatever its exit code) or, with ``timeout``,
+        if none arrives in time."""
+        start = time.monotonic()
         while True:
+            wait = _STATUS_INTERVAL
+            if self.timeout:
+                wait = min(wait, max(0.0, start + self.timeout - time.monotonic()))
             try:
-                return self.results.get(timeout=1.0)
+                return self.results.get(timeout=wait)
             except queue.Empty:
-                waited += 1.0
-                dead = [w for w in self.workers if not w.is_alive() and w.exitcode not in (0, None)]
-                if dead:
-                    self._shutdown()
-                    raise RuntimeError(f"DataLoader worker (pid {dead[0].pid}) exited unexpectedly with exit code "
-                                       f"{dead[0].exitcode}") from None
-                if self.timeout and waited >= self.timeout:
-                    self._shutdown()
-                    raise RuntimeError(f"DataLoader timed out after {self.timeout} seconds") from None
+                pass
+            dead = [w for w in self.workers if not w.is_alive()]  # workers only exit when told to
+            if dead:
+                self._shutdown()
+                pids = ", ".join(str(w.pid) for w in dead)
+                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly (exit code "
+                                   f"{dead[0].exitcode})") from None
+            if self.timeout and time.monotonic() - start >= self.timeout:
+                self._shutdown()
+                raise RuntimeError(f"DataLoader timed out after {self.timeout} seconds") from None
 
     def _shutdown(self) -> None:
+        """Stop the workers within about a second: ask each to stop, wait for those that listen, terminate the
+        rest (one busy in a long ``__getitem__``), and drop what is still queued rather than read it."""
         if not self.workers:
             return
+        self.done.set()
         for jobs in self.jobs:
             jobs.put(None)
+        deadline = time.monotonic() + _SHUTDOWN_GRACE
         for worker in self.workers:
-            worker.join(timeout=5)
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        for worker in self.workers:
             if worker.is_alive():
                 worker.terminate()
+        for worker in self.workers:
+            worker.join(timeout=_SHUTDOWN_GRACE)
+            if worker.is_alive():  # ignores SIGTERM
+                worker.kill()
+                worker.join()
         for q in (*self.jobs, self.results):
             q.cancel_join_thread()
             q.close()
@@ -679,6 +716,9 @@ class _MultiProcessIterator:
         self._shutdown()
 
 
+# How often a waiting loader checks that its workers live, and how long stopping workers may take (seconds).
+_STATUS_INTERVAL = 0.2
+_SHUTDOWN_GRACE = 1.0
 _END_MARK = object()
 
 

@@ -57,7 +57,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             scores = T.masked_fill(scores, ~attn_mask, float("-inf"))
         else:
             scores = scores + attn_mask
-    weights = T.softmax(scores, -1)
+        # As torch's safe softmax: a query row that may attend no key gets zero weights (not NaN) and no gradient.
+        empty_rows = (scores.detach() == float("-inf")).all(-1, keepdim=True)  # (..., L, 1)
+        weights = T.masked_fill(T.softmax(T.masked_fill(scores, empty_rows, 0.0), -1), empty_rows, 0.0)
+    else:
+        weights = T.softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return T.matmul(weights, value)

@@ -185,8 +185,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     input, target, weight = amp.autocast_args("binary_cross_entropy", input, target, weight)
     reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
     _check_same_size("binary_cross_entropy", input, target)
-    if input.numel() and (float(input.detach().min().item()) < 0 or float(input.detach().max().item()) > 1):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    for name, t in (("input", input), ("target", target)):
+        # As torch, NaN fails the check too (it is neither >= 0 nor <= 1).
+        if t.numel() and not bool(((t.detach() >= 0) & (t.detach() <= 1)).all()):
+            raise RuntimeError(f"all elements of {name} should be between 0 and 1")
     log_p = T.clamp(T.log(input), min=-100.0)
     log_1mp = T.clamp(T.log(1 - input), min=-100.0)
     loss = -(target * log_p + (1 - target) * log_1mp)
