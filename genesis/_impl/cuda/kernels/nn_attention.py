@@ -108,10 +108,13 @@ def attn_fwd(
                                 qk_scale, HEAD_D, BLOCK_N, False, CAUSAL, HAS_MASK)
     acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, m_base, offs_m, full, end, skn, svn, smm, smn, L, S,
                                 qk_scale, HEAD_D, BLOCK_N, True, CAUSAL, HAS_MASK)
-    out = acc / l_i[:, None]
+    # A row that sees no key (a mask of -inf everywhere) gives zeros, as torch; its log-sum-exp is stored as +inf so
+    # that the backward's probabilities exp2(score - lse) are 0 there too.
+    empty = l_i == 0
+    out = acc / tl.where(empty, 1.0, l_i)[:, None]
     o_rows = bh.to(tl.int64) * L + offs_m
     tl.store(O + o_rows[:, None] * HEAD_D + offs_d[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
-    tl.store(LSE + o_rows, m_i + tl.log2(l_i), mask=row_ok)
+    tl.store(LSE + o_rows, tl.where(empty, float("inf"), m_i + tl.log2(l_i)), mask=row_ok)
 
 
 @triton.jit
