@@ -37,6 +37,9 @@ _RELAXED = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
 _spare_streams: dict[int, list[rt.Stream]] = {}  # streams of released graphs, per device
 capturing = 0  # the number of captures in progress (read by host-side checks that must be skipped)
 _active: Graph | None = None  # the graph being captured
+# Graphs collected while a capture was running: releasing one synchronizes the device, which would break the
+# capture, so they are kept until it ends.
+_released_during_capture: list[Graph] = []
 
 
 def hold(obj: object) -> None:
@@ -98,6 +101,8 @@ class Graph:
         rt.check((err,), "cuStreamEndCapture (did the captured code synchronize or read a device value?)")
         self._graph = graph
         self._exec = rt.check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        while not capturing and _released_during_capture:
+            _released_during_capture.pop().reset()
         self._previous.wait_stream(self.stream)
 
     def replay(self) -> None:
@@ -136,6 +141,10 @@ class Graph:
         self.stream = self._previous = None
 
     def __del__(self) -> None:
+        if capturing and self is not _active:
+            # The garbage collector can run in the middle of another capture: release this graph after it.
+            _released_during_capture.append(self)
+            return
         try:
             self.reset()
         except Exception:  # interpreter shutdown: the driver frees everything
