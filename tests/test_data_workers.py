@@ -19,7 +19,7 @@ from genesis.utils.data import DataLoader, Dataset
 """
 
 
-def run_script(body: str, limit: float = 20.0) -> str:
+def run_script(body: str, limit: float = 40.0) -> str:
     """Run ``body`` after the imports in a fresh interpreter; its stdout (a hang past ``limit`` fails)."""
     script = PRELUDE + textwrap.dedent(body)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=limit,
@@ -58,7 +58,8 @@ def test_a_worker_exiting_with_status_zero_is_reported() -> None:
             print(err, time.monotonic() - start)
     """)
     assert "exited unexpectedly" in out and "DataLoader worker (pid(s) " in out
-    assert float(out.split()[-1]) < 5
+    # Detected, not waited for forever; the bound leaves room for the workers' start on a loaded machine.
+    assert float(out.split()[-1]) < 20
 
 
 def test_leaving_a_loop_early_stops_the_workers_promptly() -> None:
@@ -92,4 +93,4 @@ def test_timeout_raises_as_torch() -> None:
     """)
     message, seconds = out.split("|")
     assert message.strip() == "DataLoader timed out after 0.3 seconds"
-    assert float(seconds) < 5
+    assert float(seconds) < 20  # well before the 30 s sample: the timeout fired (the workers' start included)

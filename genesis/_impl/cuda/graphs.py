@@ -34,7 +34,7 @@ from genesis._impl.cuda import allocator
 from genesis._impl.cuda import runtime as rt
 
 _RELAXED = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
-_spare_streams: dict[int, list[rt.Stream]] = {}  # streams of released graphs, per device
+_retired_streams: list[rt.Stream] = []  # streams of released graphs, kept alive
 capturing = 0  # the number of captures in progress (read by host-side checks that must be skipped)
 _active: Graph | None = None  # the graph being captured
 # Graphs collected while a capture was running: releasing one synchronizes the device, which would break the
@@ -70,8 +70,7 @@ class Graph:
         if alloc.mode != "freelist":
             raise RuntimeError("CUDAGraph: capture needs the freelist allocator (GENESIS_CUDA_ALLOCATOR=freelist)")
         if self.stream is None:
-            spare = _spare_streams.get(self.device)
-            self.stream = spare.pop() if spare else rt.Stream(self.device)
+            self.stream = rt.Stream(self.device)
         self._previous = rt.current_stream(self.device)
         self.stream.wait_stream(self._previous)  # the capture reads what earlier work wrote
         rt.set_stream(self.stream)
@@ -135,9 +134,9 @@ class Graph:
         self._held.clear()
         if self.stream is not None:
             alloc.retire_stream(self.stream.handle)
-            # Streams are reused, never destroyed: a new stream could get this handle while blocks freed later
-            # still carry it.
-            _spare_streams.setdefault(self.device, []).append(self.stream)
+            # Streams are kept, never destroyed: a new stream could get this handle while blocks freed later still
+            # carry it. (Reusing a released graph's stream for a later capture broke that capture.)
+            _retired_streams.append(self.stream)
         self.stream = self._previous = None
 
     def __del__(self) -> None:
