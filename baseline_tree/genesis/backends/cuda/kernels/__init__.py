@@ -1,1 +1,0 @@
-"""Genesis Triton kernels (device code only; launch logic lives in ``genesis.backends.cuda``)."""
