@@ -253,9 +253,12 @@ def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, value: float = 1) -
     return self.add_(tensor1 / tensor2 * value if value != 1 else tensor1 / tensor2)
 
 
+_float_power_written_back = general_method("float_power", arithmetic.float_power)
+
+
 def float_power_(self: Tensor, exponent: Any) -> Tensor:
     """In-place float_power: the tensor must already be float64, the dtype of the result."""
     if self.dtype is not dtypes.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name} but the operation's result "
                            "requires dtype float64")
-    return general_method("float_power", arithmetic.float_power)(self, exponent)
+    return _float_power_written_back(self, exponent)

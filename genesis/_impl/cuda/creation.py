@@ -49,6 +49,13 @@ def arange(start: float, end: float, step: float, dtype: dtypes.dtype, device: o
 _STAGE_SMALL = 1 << 16  # bytes: host arrays up to this size are staged through pinned memory
 
 
+def _pinned_copy(arr: np.ndarray) -> np.ndarray:
+    """The bytes of contiguous ``arr`` in a pinned block (one memcpy on the host)."""
+    staged = pinned.empty(arr.nbytes)
+    staged[:] = arr.reshape(-1).view(np.uint8)
+    return staged
+
+
 def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_blocking: bool = False) -> NDArray:
     """Copy a host array to the device; with ``non_blocking``, a contiguous pinned array of the right dtype is copied
     asynchronously on the current stream (one ``cuMemcpyHtoDAsync``, no host synchronization)."""
@@ -63,17 +70,14 @@ def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_block
     if arr.nbytes and graphs.capturing:
         # Inside a CUDA graph capture the copy becomes a node that reads its source again on every replay: stage the
         # array in pinned memory that the graph keeps (a synchronous copy would end the capture).
-        staged = pinned.empty(arr.nbytes)
-        staged[:] = arr.reshape(-1).view(np.uint8)
+        staged = _pinned_copy(arr)
         graphs.hold(staged)
         rt.check(cu.cuMemcpyHtoDAsync(out.buffer.ptr, staged.ctypes.data, arr.nbytes, _stream()), "cuMemcpyHtoDAsync")
         return out
     if arr.nbytes and not pinned.contains(arr.ctypes.data) and arr.nbytes <= _STAGE_SMALL:
         # A small host array (an index list, a kernel's offset table) goes through a pinned block: one memcpy on
         # the host and an asynchronous copy, instead of a copy that waits for the device.
-        staged = pinned.empty(arr.nbytes)
-        staged[:] = arr.reshape(-1).view(np.uint8)
-        arr, non_blocking = staged, True
+        arr, non_blocking = _pinned_copy(arr), True
     if arr.nbytes and not (non_blocking and pinned.copy_to_device_async(out.buffer.ptr, arr, _stream())):
         storage.copy_from_host(out.buffer.ptr, arr, _stream())
     return out
