@@ -156,7 +156,8 @@ _SAVER = textwrap.dedent("""
                     for p in model.parameters():
                         p.fill_(float(step))
                 model.save_pretrained(directory)
-                print(directory, os.getpid(), step, flush=True)
+                # One write per record: forked writers share the pipe, and a short write is never interleaved.
+                os.write(1, f"{directory} {os.getpid()} {step}\\n".encode())
     os.wait()
 """)
 
