@@ -16,6 +16,8 @@ from genesis.device import device as Device
 
 Shape = tuple[int, ...]
 _BITWISE_OPS = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor"))
+#: Binary ops whose backends take two floating operands of different widths and compute in the wider dtype.
+_MIXED_FLOAT_OPS = frozenset(("add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"))
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -418,7 +420,15 @@ class NDArray:
                     a = a.to(b.device)
                 else:
                     check_same_device(op, a, b)
-            dt = a.dtype if b.dtype is a.dtype else dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
+            if b.dtype is a.dtype:
+                dt = a.dtype
+            else:
+                dt = dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
+                if op in _MIXED_FLOAT_OPS and a.dtype.category == 2 and b.dtype.category == 2 and \
+                        (dt is a.dtype or dt is b.dtype) and a.dtype.itemsize != b.dtype.itemsize:
+                    # Floats of two widths (a bfloat16 activation plus a float32 residual): the backends read each
+                    # operand in its own dtype and compute in the wider one, which is exact; no cast copy first.
+                    return a.device.backend.binary(op, a, b, out)
             if b.dtype is not dt:
                 b = b.backend.cast(b, dt)
         else:
