@@ -6,6 +6,7 @@ only when a CUDA device is first used, so Genesis imports and runs on machines w
 
 from __future__ import annotations
 
+import atexit
 import gc
 import importlib
 import os
@@ -97,8 +98,16 @@ def _freeze_heap() -> None:
     (~300,000 objects) one costs 100-200 ms, a stall of several steps. Frozen objects are still freed by reference
     counting; only reference cycles among them are never collected. ``GENESIS_GC_FREEZE=0`` turns this off.
     """
+    global _unfreeze_registered
     if os.environ.get("GENESIS_GC_FREEZE", "1") != "0":
         gc.freeze()
+        if not _unfreeze_registered:
+            # At exit the objects go back to the collector, so extension types see their instances freed.
+            atexit.register(gc.unfreeze)
+            _unfreeze_registered = True
+
+
+_unfreeze_registered = False
 
 
 def _cuda_backend(dev: device) -> ModuleType:
