@@ -32,7 +32,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("genesis.ops", "genesis.tensor_methods", "genesis.random", "genesis.linalg", "genesis.special",
      "genesis.tensor_types"),
     ("genesis.nn", "genesis.optim", "genesis.amp", "genesis.cuda", "genesis.serialization", "genesis.safetensors_io",
-     "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.accelerator"),
+     "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.accelerator",
+     "genesis.torch_pickle"),
     ("genesis.models", "genesis.generation", "genesis.tokenizer"),
     ("genesis.torch_compat",),
 ]
