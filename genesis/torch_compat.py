@@ -185,6 +185,10 @@ def run(script: str, args: Sequence[str] = ()) -> dict[str, Any]:
     namespace = compat_builtins()
     finder = ScriptFolderFinder(folder, namespace)
     saved_argv, saved_path = sys.argv, list(sys.path)
+    # Modules of the folder imported before (with the real torch) are set aside, so the script gets its own copies.
+    saved_modules = _folder_modules(folder)
+    for name in saved_modules:
+        del sys.modules[name]
     sys.argv = [script, *args]
     sys.path.insert(0, folder)
     sys.meta_path.insert(0, finder)
@@ -194,6 +198,15 @@ def run(script: str, args: Sequence[str] = ()) -> dict[str, Any]:
         sys.meta_path.remove(finder)
         sys.argv = saved_argv
         sys.path[:] = saved_path
+        for name in _folder_modules(folder):
+            del sys.modules[name]
+        sys.modules.update(saved_modules)
+
+
+def _folder_modules(folder: str) -> dict[str, ModuleType]:
+    """The imported modules whose file lies in ``folder`` or below."""
+    return {name: module for name, module in list(sys.modules.items())
+            if isinstance(getattr(module, "__file__", None), str) and _inside(module.__file__, folder)}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
