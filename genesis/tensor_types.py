@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from genesis import dtypes
-from genesis.tensor import Tensor
+from genesis.tensor import Size, Tensor
 
 
 class _TypedTensorMeta(type):
@@ -21,7 +21,7 @@ class _TypedTensorMeta(type):
         if device is not None and str(device) != "cpu":
             raise RuntimeError(f"{cls.__name__}: legacy constructor expects device type: cpu but device type: "
                                f"{device} was passed")
-        if len(args) == 1 and isinstance(args[0], (tuple, list)) and type(args[0]).__name__ == "Size":
+        if len(args) == 1 and isinstance(args[0], Size):
             args = tuple(args[0])  # FloatTensor(t.shape): sizes
         return Tensor(*args, dtype=cls.dtype, device="cpu")
 

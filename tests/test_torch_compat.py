@@ -15,6 +15,7 @@ import pytest
 
 import genesis
 from genesis import torch_compat
+from tests.helpers import DEVICE
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat_scripts")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,7 +46,9 @@ def _compare(name: str, args: list[str], rtol: float = 1e-5) -> list[float]:
 
 
 def test_mnist_cnn_with_adadelta_and_steplr() -> None:
-    losses = _compare("mnist_adadelta.py", ["--epochs", "2", "--dropout", "0.0"], rtol=2e-5)
+    # On a GPU the script picks it (torch stays on its CPU): cuDNN's convolutions round differently.
+    losses = _compare("mnist_adadelta.py", ["--epochs", "2", "--dropout", "0.0"],
+                      rtol=2e-5 if DEVICE == "cpu" else 1e-3)
     assert losses[-1] < losses[0]
 
 

@@ -16,10 +16,9 @@ class Adadelta(Optimizer):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0, foreach: bool | None = None, *, capturable: bool = False,
-                 maximize: bool = False) -> None:
+                 weight_decay: float = 0.0, foreach: bool | None = None, *, maximize: bool = False) -> None:
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
-                    "capturable": capturable, "maximize": maximize}
+                    "maximize": maximize}
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:

@@ -17,10 +17,10 @@ class ASGD(Optimizer):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
-                 t0: float = 1e6, weight_decay: float = 0.0, foreach: bool | None = None, maximize: bool = False,
-                 capturable: bool = False) -> None:
+                 t0: float = 1e6, weight_decay: float = 0.0, foreach: bool | None = None,
+                 maximize: bool = False) -> None:
         defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay,
-                    "foreach": foreach, "maximize": maximize, "capturable": capturable}
+                    "foreach": foreach, "maximize": maximize}
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
