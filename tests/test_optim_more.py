@@ -9,7 +9,7 @@ import torch
 import genesis
 from genesis import optim
 from tests.helpers import DEVICE, assert_same, to_genesis
-from tests.test_optim import _loss, _make_params, _run
+from tests.test_optim import _make_params, _run, assert_resumes_exactly
 
 CONFIGS = {
     "adadelta": lambda o, p: o.Adadelta(p),
@@ -62,22 +62,7 @@ def test_multi_tensor_path_matches_torch(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["adadelta_options", "adamax", "nadam", "radam", "asgd_averaging", "rprop"])
 def test_state_dict_round_trip_resumes_exactly(name: str) -> None:
-    straight = _run(genesis, CONFIGS[name], steps=20)
-    params = _make_params(genesis)
-    x = to_genesis(torch.linspace(-1, 1, 20, dtype=torch.float64).reshape(5, 4))
-    opt = CONFIGS[name](optim, params)
-    for _ in range(10):
-        opt.zero_grad()
-        _loss(genesis, params, x).backward()
-        opt.step()
-    resumed = CONFIGS[name](optim, params)
-    resumed.load_state_dict(opt.state_dict())
-    for _ in range(10):
-        resumed.zero_grad()
-        _loss(genesis, params, x).backward()
-        resumed.step()
-    for a, b in zip(params, straight):
-        assert genesis.equal(a, b)
+    assert_resumes_exactly(CONFIGS[name])
 
 
 def _rosenbrock(lib: object, xy: object) -> object:
