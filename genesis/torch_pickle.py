@@ -21,7 +21,6 @@ import os
 import pickle
 import struct
 import zipfile
-from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable
 
 import numpy as np
@@ -51,32 +50,49 @@ _STORAGE_DTYPES = {
 }
 
 
-@dataclass(frozen=True)
-class StorageType:
+class _Sealed:
+    """An object a pickle cannot change: no ``__dict__``, and setting an attribute (pickle's BUILD opcode with slot
+    state) raises. Fields are set once, by the constructor."""
+
+    __slots__ = ()
+
+    def _init(self, **fields: Any) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise CheckpointError(f"load: the pickle tries to set '{name}' of a {type(self).__name__}")
+
+
+class StorageType(_Sealed):
     """What the pickle's ``torch.FloatStorage`` (or another typed storage) stands for: its element dtype."""
 
-    dtype: dtypes.dtype
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: dtypes.dtype) -> None:
+        self._init(dtype=dtype)
 
 
-class Storage:
+class Storage(_Sealed):
     """One storage: its elements as a 1-D numpy array (filled after unpickling in the legacy format)."""
 
+    __slots__ = ("dtype", "numel", "location", "array")
+
     def __init__(self, dtype: dtypes.dtype, numel: int, location: str) -> None:
-        self.dtype = dtype
-        self.numel = numel
-        self.location = location
-        self.array: np.ndarray | None = None
+        self._init(dtype=dtype, numel=numel, location=location, array=None)
+
+    def fill(self, array: np.ndarray) -> None:
+        object.__setattr__(self, "array", array)
 
 
-@dataclass
-class TensorRecord:
+class TensorRecord(_Sealed):
     """A tensor as the pickle describes it: a strided window of a storage."""
 
-    storage: Storage
-    offset: int
-    size: tuple[int, ...]
-    stride: tuple[int, ...]
-    requires_grad: bool = False
+    __slots__ = ("storage", "offset", "size", "stride", "requires_grad")
+
+    def __init__(self, storage: Storage, offset: int, size: tuple[int, ...], stride: tuple[int, ...],
+                 requires_grad: bool = False) -> None:
+        self._init(storage=storage, offset=offset, size=size, stride=stride, requires_grad=requires_grad)
 
 
 def _ints(value: Any, what: str) -> tuple[int, ...]:
@@ -106,8 +122,7 @@ def _rebuild_parameter(data: Any, requires_grad: Any, backward_hooks: Any = None
     """Stands in for ``torch._utils._rebuild_parameter``: a tensor that requires grad."""
     if not isinstance(data, TensorRecord):
         raise CheckpointError(f"load: a parameter wraps {type(data).__name__}, not a tensor")
-    data.requires_grad = bool(requires_grad)
-    return data
+    return TensorRecord(data.storage, data.offset, data.size, data.stride, bool(requires_grad))
 
 
 def _encode(text: Any, encoding: Any = "latin1") -> bytes:
@@ -117,17 +132,34 @@ def _encode(text: Any, encoding: Any = "latin1") -> bytes:
     return text.encode("latin1")
 
 
-_ALLOWED: dict[tuple[str, str], Any] = {
-    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
-    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-    ("collections", "OrderedDict"): collections.OrderedDict,
-    ("builtins", "set"): set,
-    ("builtins", "frozenset"): frozenset,
-    ("__builtin__", "set"): set,  # protocol 2 writes Python 2's module name
-    ("__builtin__", "frozenset"): frozenset,
-    ("_codecs", "encode"): _encode,
-    **{("torch", name): StorageType(dtype) for name, dtype in _STORAGE_DTYPES.items()},
-}
+def _allowed() -> dict[tuple[str, str], Any]:
+    """The globals a pickle may ask for, made fresh for each file, so that one file cannot alter what the next
+    one gets (functions come as bound methods, whose attributes a pickle cannot set)."""
+    helpers = _Helpers()
+    return {
+        ("torch._utils", "_rebuild_tensor_v2"): helpers.rebuild_tensor,
+        ("torch._utils", "_rebuild_parameter"): helpers.rebuild_parameter,
+        ("collections", "OrderedDict"): collections.OrderedDict,
+        ("builtins", "set"): set,
+        ("builtins", "frozenset"): frozenset,
+        ("__builtin__", "set"): set,  # protocol 2 writes Python 2's module name
+        ("__builtin__", "frozenset"): frozenset,
+        ("_codecs", "encode"): helpers.encode,
+        **{("torch", name): StorageType(dtype) for name, dtype in _STORAGE_DTYPES.items()},
+    }
+
+
+class _Helpers:
+    """The rebuild functions, as methods of one object per file."""
+
+    def rebuild_tensor(self, *args: Any) -> TensorRecord:
+        return _rebuild_tensor(*args)
+
+    def rebuild_parameter(self, *args: Any) -> TensorRecord:
+        return _rebuild_parameter(*args)
+
+    def encode(self, *args: Any) -> bytes:
+        return _encode(*args)
 
 
 class RestrictedUnpickler(pickle.Unpickler):
@@ -143,9 +175,10 @@ class RestrictedUnpickler(pickle.Unpickler):
         super().__init__(file)
         self.name = name
         self.storage = storage
+        self.allowed = _allowed()
 
     def find_class(self, module: str, name: str) -> Any:
-        found = _ALLOWED.get((module, name))
+        found = self.allowed.get((module, name))
         if found is None:
             raise CheckpointError(
                 f"load: '{self.name}' asks for the global '{module}.{name}'; Genesis reads only tensors, storages "
@@ -203,7 +236,7 @@ def read_zip(source: str | BinaryIO, name: str) -> Any:
                 if entry not in entries:
                     raise CheckpointError(f"load: '{name}' refers to storage '{key}' that the file does not hold")
                 found = Storage(storage_type.dtype, numel, str(location))
-                found.array = _storage_array(archive.read(entry), found.dtype, numel, name, big_endian)
+                found.fill(_storage_array(archive.read(entry), found.dtype, numel, name, big_endian))
                 storages[key] = found
             return storages[key]
 
@@ -242,7 +275,7 @@ def read_legacy(data: BinaryIO, name: str) -> Any:
         if numel != found.numel:
             raise CheckpointError(f"load: '{name}': storage '{key}' holds {numel} elements, {found.numel} expected")
         raw = data.read(numel * dtypes.to_numpy(found.dtype).itemsize)
-        found.array = _storage_array(raw, found.dtype, numel, name, big_endian=not little)
+        found.fill(_storage_array(raw, found.dtype, numel, name, big_endian=not little))
     missing = [key for key, s in storages.items() if s.array is None]
     if missing:
         raise CheckpointError(f"load: '{name}' lacks the data of storages {missing[:5]}")
@@ -290,9 +323,21 @@ def _map(tree: Any, leaf: Callable[[TensorRecord], Any]) -> Any:
     return tree
 
 
+def _checked(record: TensorRecord) -> TensorRecord:
+    """The record, once more checked against the data its storage really holds (the last word before memory is
+    read through its window)."""
+    storage = record.storage
+    array = storage.array
+    if not isinstance(array, np.ndarray) or array.ndim != 1 or array.dtype != dtypes.to_numpy(storage.dtype):
+        raise CheckpointError("load: a tensor's storage holds no data")
+    _rebuild_tensor(Storage(storage.dtype, array.size, storage.location), record.offset, record.size, record.stride)
+    return record
+
+
 def records_to_arrays(tree: Any) -> Any:
     """The tree with numpy arrays (copies, C-contiguous) in place of tensor records."""
     def leaf(record: TensorRecord) -> np.ndarray:
+        _checked(record)
         itemsize = record.storage.array.itemsize
         view = np.lib.stride_tricks.as_strided(record.storage.array[record.offset:], shape=record.size,
                                                strides=tuple(s * itemsize for s in record.stride))
@@ -310,7 +355,7 @@ def records_to_tensors(tree: Any, place: Callable[[str], Device]) -> Any:
     bases: dict[int, Tensor] = {}
 
     def leaf(record: TensorRecord) -> Tensor:
-        storage = record.storage
+        storage = _checked(record).storage
         base = bases.get(id(storage))
         if base is None:
             base = bases[id(storage)] = tensor(storage.array, device=place(storage.location))

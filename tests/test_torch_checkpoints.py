@@ -120,6 +120,23 @@ def test_handcrafted_global_reduce_pickle(tmp_path) -> None:
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("program", [
+    b"ctorch\nFloatStorage\n(S'dtype'\nI1\ndb.",  # BUILD with a dict state on a storage type
+    b"ctorch\nFloatStorage\n(N(S'dtype'\nI1\ndtb.",  # BUILD with slot state (setattr)
+    b"ctorch._utils\n_rebuild_tensor_v2\n(N(S'__defaults__'\n(I1\ntdtb.",  # setattr on a rebuild function
+], ids=["dict_state", "slot_state", "function_defaults"])
+def test_pickles_cannot_modify_what_they_are_given(tmp_path, program: bytes) -> None:
+    """BUILD opcodes aimed at the objects find_class hands out raise, and the next file reads as before."""
+    path = tmp_path / "build.pt"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("build/data.pkl", program)
+    with pytest.raises(CheckpointError):
+        genesis.load(path)
+    good = tmp_path / "good.pt"
+    torch.save({"w": torch.arange(3.0)}, good)
+    _tree_same(genesis.load(good), {"w": torch.arange(3.0)})
+
+
 def test_whole_modules_and_other_globals_are_refused(tmp_path) -> None:
     path = tmp_path / "module.pt"
     torch.save(torch.nn.Linear(2, 2), path)
