@@ -137,3 +137,25 @@ def test_lbfgs_state_and_arguments() -> None:
 def test_bad_hyperparameters_raise_as_torch(make, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace(".", r"\.")):
         make(_make_params(genesis))
+
+
+def test_lbfgs_state_dict_round_trip_resumes_exactly() -> None:
+    straight, _ = _lbfgs_run(genesis, 4, line_search_fn="strong_wolfe", max_iter=3)
+    start = torch.tensor([-1.5, 2.0], dtype=torch.float64)
+    xy = to_genesis(start, requires_grad=True)
+    opt = optim.LBFGS([xy], line_search_fn="strong_wolfe", max_iter=3)
+
+    def closure() -> genesis.Tensor:
+        opt.zero_grad()
+        loss = _rosenbrock(genesis, xy)
+        loss.backward()
+        return loss
+
+    for _ in range(2):
+        opt.step(closure)
+    resumed = optim.LBFGS([xy], line_search_fn="strong_wolfe", max_iter=3)
+    resumed.load_state_dict(opt.state_dict())
+    opt = resumed  # the closure zeroes the gradients through the optimizer in use
+    for _ in range(2):
+        resumed.step(closure)
+    assert genesis.equal(xy, straight)
