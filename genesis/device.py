@@ -83,6 +83,15 @@ class device:
     def __reduce__(self) -> tuple:
         return (device, (str(self),))
 
+    def __enter__(self) -> device:
+        """``with genesis.device("cuda"):`` makes this the default device of the creation functions inside."""
+        _default_stack.append(_default[0])
+        _default[0] = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _default[0] = _default_stack.pop()
+
 
 def _cuda_probe() -> ModuleType:
     """Whether and how many CUDA devices can be used, known without importing the CUDA backend."""
@@ -130,3 +139,24 @@ def to_device(d: str | device | int | None) -> device:
     if d is None:
         return cpu
     return device(d)
+
+
+# The device creation functions use when given none: [current], and the defaults that ``with device`` blocks replaced.
+_default: list[device] = [cpu]
+_default_stack: list[device] = []
+
+
+def factory_device(d: str | device | int | None) -> device:
+    """The device a creation function (``zeros``, ``randn``, ``tensor``...) puts a new tensor on: ``d``, or the
+    default device when ``d`` is None."""
+    return _default[0] if d is None else device(d)
+
+
+def set_default_device(d: str | device | int | None) -> None:
+    """Set the device creation functions use when given none (as ``torch.set_default_device``; None: the CPU)."""
+    _default[0] = to_device(d)
+
+
+def get_default_device() -> device:
+    """The device creation functions use when given none (as ``torch.get_default_device``)."""
+    return _default[0]
