@@ -358,6 +358,10 @@ def _compute(a, b, c, OP: tl.constexpr, NIN: tl.constexpr):
     elif NIN == 2:
         a = _up(a)
         b = _up(b)
+        if a.dtype.is_floating() and b.dtype.is_floating() and a.dtype != b.dtype:
+            # float32 with float64 (operands of two widths): both in float64, as torch computes them.
+            a = a.to(tl.float64)
+            b = b.to(tl.float64)
         if a.dtype.is_int() and b.dtype.is_int() and a.dtype != b.dtype:
             b = b.to(a.dtype)  # an int64 scalar with an unsigned or narrow tensor: compute in the tensor's type
         y = _binary(a, b, OP)
