@@ -19,7 +19,12 @@ from genesis.cuda.graphs import (  # noqa: F401 - the public names of CUDA graph
 
 
 def is_available() -> bool:
-    """Whether a CUDA GPU can be used (driver, device and Genesis's CUDA dependencies present)."""
+    """Whether a CUDA GPU can be used: an NVIDIA driver, a GPU and Genesis's GPU packages are all present.
+
+    Returns a bool and never raises. When it is False, ``python -m genesis.utils.collect_env`` prints what is missing
+    (the GPU packages of the ``cuda`` extra not installed, no driver library, no GPU visible); ``make demo
+    DEVICE=cuda`` or ``pip install -e ".[cuda]"`` installs the packages.
+    """
     return cuda_probe.is_available()
 
 
@@ -31,7 +36,8 @@ def device_count() -> int:
 def _runtime():  # the backend's runtime module
     if not is_available():
         raise RuntimeError("genesis.cuda: CUDA is not available on this machine (no NVIDIA driver or GPU was found, "
-                           "or the Genesis CUDA dependencies cuda-python and triton are not installed)")
+                           "or the Genesis GPU packages are not installed); python -m genesis.utils.collect_env "
+                           "says what is missing")
     import genesis._impl.cuda  # noqa: F401 - the backend (its kernels launch through Genesis's Triton driver)
     from genesis._impl.cuda import runtime
 
