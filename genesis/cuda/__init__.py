@@ -70,20 +70,24 @@ def init() -> None:
 
 
 def current_device() -> int:
+    """The index of the current CUDA device."""
     return _runtime().current_device()
 
 
 def set_device(device: object) -> None:
+    """Make ``device`` the current CUDA device."""
     rt = _runtime()
     rt.set_device(_index(device, rt))
 
 
 def get_device_name(device: object = None) -> str:
+    """The name of ``device``, e.g. ``"NVIDIA H100 80GB HBM3"``."""
     rt = _runtime()
     return rt.device_name(_index(device, rt))
 
 
 def get_device_capability(device: object = None) -> tuple[int, int]:
+    """The compute capability ``(major, minor)`` of ``device``."""
     rt = _runtime()
     return rt.capability(_index(device, rt))
 
@@ -104,6 +108,7 @@ class _DeviceProperties:
 
 
 def get_device_properties(device: object = None) -> _DeviceProperties:
+    """Name, compute capability, total memory and multiprocessor count of ``device``."""
     return _DeviceProperties(_index(device))
 
 
@@ -138,16 +143,19 @@ def __getattr__(name: str):  # Stream and Event classes, loaded with the runtime
 
 
 def current_stream(device: object = None):  # a Stream
+    """Genesis's current stream on ``device`` (the current device by default)."""
     rt = _runtime()
     return rt.current_stream(_index(device, rt))
 
 
 def default_stream(device: object = None):  # a Stream
+    """The default (legacy NULL) stream of ``device``."""
     rt = _runtime()
     return rt.default_stream(_index(device, rt))
 
 
 def set_stream(stream: object) -> None:
+    """Make ``stream`` Genesis's current stream on its device."""
     _runtime().set_stream(stream)
 
 
@@ -182,6 +190,7 @@ def memory_allocated(device: object = None) -> int:
 
 
 def max_memory_allocated(device: object = None) -> int:
+    """The peak of ``memory_allocated`` on ``device`` since the start or the last reset, in bytes."""
     return _allocator(device).peak
 
 
@@ -191,6 +200,7 @@ def memory_reserved(device: object = None) -> int:
 
 
 def reset_peak_memory_stats(device: object = None) -> None:
+    """Reset the peak statistics (``max_memory_allocated``) of ``device``."""
     _allocator(device).reset_peak()
 
 
@@ -209,6 +219,7 @@ def memory_stats(device: object = None) -> dict[str, int]:
 
 
 def memory_summary(device: object = None, abbreviated: bool = False) -> str:
+    """A readable table of the caching allocator's statistics on ``device``."""
     return _allocator(device).summary()
 
 
@@ -220,6 +231,7 @@ def manual_seed(seed: int) -> None:
 
 
 def manual_seed_all(seed: int) -> None:
+    """Seed the random number generators of every CUDA device."""
     from genesis.random import default_generator
 
     for i in range(device_count()):
