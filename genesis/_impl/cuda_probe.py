@@ -5,6 +5,7 @@ CUDA Python bindings, Triton and a driver, so a device and ``genesis.cuda`` ask 
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,6 +55,9 @@ def report() -> dict[str, object]:
         import triton  # noqa: F401
     except ImportError as e:
         problems.append(f"triton cannot be imported ({e}): pip install -e '.[cuda]'")
+    if importlib.util.find_spec("nvmath") is None:
+        problems.append("nvmath-python (cuBLASLt, the matrix products of the CUDA backend) is not installed: "
+                        "pip install -e '.[cuda]'")
     try:
         from cuda.bindings import driver
     except ImportError as e:
@@ -75,14 +79,15 @@ def report() -> dict[str, object]:
 
 
 def is_available() -> bool:
-    """Whether a CUDA GPU can be used (driver, device and Genesis's CUDA dependencies present)."""
+    """Whether a CUDA GPU can be used (driver, device and the packages the CUDA backend imports present)."""
     if _probe() == 0:
         return False
     try:
         import triton  # noqa: F401
     except ImportError:
         return False
-    return True
+    # The backend imports cuBLASLt's bindings when it loads; found without importing it (the import takes a while).
+    return importlib.util.find_spec("nvmath") is not None
 
 
 def device_count() -> int:

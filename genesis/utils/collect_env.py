@@ -71,8 +71,9 @@ def pretty_str(info: dict[str, object]) -> str:
         *[f"GPU {index}: {device}" for index, device in enumerate(info["devices"])],
         f"genesis.cuda.is_available(): {info['cuda_available']}",
     ]
-    if not info["cuda_available"]:
-        lines += ["Why CUDA cannot be used:", *[f"  - {problem}" for problem in info["problems"]]]
+    if info["problems"]:
+        title = "Missing (optional with a GPU)" if info["cuda_available"] else "Why CUDA cannot be used"
+        lines += [f"{title}:", *[f"  - {problem}" for problem in info["problems"]]]
     if info["env"]:
         lines += ["", "Environment:", *[f"  {name}={value}" for name, value in info["env"].items()]]
     return "\n".join(lines)
