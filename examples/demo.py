@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda" if genesis.cuda.is_available() else "cpu", help="cpu or cuda")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.device.startswith("cuda") and not genesis.cuda.is_available():
+        parser.error("--device cuda: no usable GPU here; python -m genesis.utils.collect_env says what is missing")
     if args.minutes <= 0:
         parser.error(f"--minutes must be positive, got {args.minutes}")
     began = time.perf_counter()

@@ -19,7 +19,12 @@ from genesis.cuda.graphs import (  # noqa: F401 - the public names of CUDA graph
 
 
 def is_available() -> bool:
-    """Whether a CUDA GPU can be used (driver, device and Genesis's CUDA dependencies present)."""
+    """Whether a CUDA GPU can be used: an NVIDIA driver, a GPU and Genesis's GPU packages are all present.
+
+    Returns a bool and never raises. When it is False, ``python -m genesis.utils.collect_env`` prints what is missing
+    (the GPU packages of the ``cuda`` extra not installed, no driver library, no GPU visible); ``make demo
+    DEVICE=cuda`` or ``pip install -e ".[cuda]"`` installs the packages.
+    """
     return cuda_probe.is_available()
 
 
@@ -31,7 +36,8 @@ def device_count() -> int:
 def _runtime():  # the backend's runtime module
     if not is_available():
         raise RuntimeError("genesis.cuda: CUDA is not available on this machine (no NVIDIA driver or GPU was found, "
-                           "or the Genesis CUDA dependencies cuda-python and triton are not installed)")
+                           "or the Genesis GPU packages are not installed); python -m genesis.utils.collect_env "
+                           "says what is missing")
     import genesis._impl.cuda  # noqa: F401 - the backend (its kernels launch through Genesis's Triton driver)
     from genesis._impl.cuda import runtime
 
@@ -64,20 +70,24 @@ def init() -> None:
 
 
 def current_device() -> int:
+    """The index of the current CUDA device."""
     return _runtime().current_device()
 
 
 def set_device(device: object) -> None:
+    """Make ``device`` the current CUDA device."""
     rt = _runtime()
     rt.set_device(_index(device, rt))
 
 
 def get_device_name(device: object = None) -> str:
+    """The name of ``device``, e.g. ``"NVIDIA H100 80GB HBM3"``."""
     rt = _runtime()
     return rt.device_name(_index(device, rt))
 
 
 def get_device_capability(device: object = None) -> tuple[int, int]:
+    """The compute capability ``(major, minor)`` of ``device``."""
     rt = _runtime()
     return rt.capability(_index(device, rt))
 
@@ -98,6 +108,7 @@ class _DeviceProperties:
 
 
 def get_device_properties(device: object = None) -> _DeviceProperties:
+    """Name, compute capability, total memory and multiprocessor count of ``device``."""
     return _DeviceProperties(_index(device))
 
 
@@ -132,16 +143,19 @@ def __getattr__(name: str):  # Stream and Event classes, loaded with the runtime
 
 
 def current_stream(device: object = None):  # a Stream
+    """Genesis's current stream on ``device`` (the current device by default)."""
     rt = _runtime()
     return rt.current_stream(_index(device, rt))
 
 
 def default_stream(device: object = None):  # a Stream
+    """The default (legacy NULL) stream of ``device``."""
     rt = _runtime()
     return rt.default_stream(_index(device, rt))
 
 
 def set_stream(stream: object) -> None:
+    """Make ``stream`` Genesis's current stream on its device."""
     _runtime().set_stream(stream)
 
 
@@ -176,6 +190,7 @@ def memory_allocated(device: object = None) -> int:
 
 
 def max_memory_allocated(device: object = None) -> int:
+    """The peak of ``memory_allocated`` on ``device`` since the start or the last reset, in bytes."""
     return _allocator(device).peak
 
 
@@ -185,6 +200,7 @@ def memory_reserved(device: object = None) -> int:
 
 
 def reset_peak_memory_stats(device: object = None) -> None:
+    """Reset the peak statistics (``max_memory_allocated``) of ``device``."""
     _allocator(device).reset_peak()
 
 
@@ -203,6 +219,7 @@ def memory_stats(device: object = None) -> dict[str, int]:
 
 
 def memory_summary(device: object = None, abbreviated: bool = False) -> str:
+    """A readable table of the caching allocator's statistics on ``device``."""
     return _allocator(device).summary()
 
 
@@ -214,6 +231,7 @@ def manual_seed(seed: int) -> None:
 
 
 def manual_seed_all(seed: int) -> None:
+    """Seed the random number generators of every CUDA device."""
     from genesis.random import default_generator
 
     for i in range(device_count()):

@@ -398,6 +398,7 @@ def _rounding(op: str):
         return ZeroGradUnary.apply(input, op)
 
     fn.__name__ = op
+    fn.__qualname__ = op  # the module-level name it is bound to, so documentation tools find it
     fn.__doc__ = f"Elementwise {op} (gradient zero, as in torch)."
     return fn
 

@@ -74,10 +74,12 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """Elementwise ``1 / (1 + exp(-x))``."""
     return T.sigmoid(input)
 
 
 def tanh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent."""
     return T.tanh(input)
 
 
@@ -104,6 +106,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 def softsign(input: Tensor) -> Tensor:
+    """Elementwise ``x / (1 + |x|)``."""
     return input / (T.abs(input) + 1)
 
 
@@ -113,6 +116,7 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def tanhshrink(input: Tensor) -> Tensor:
+    """Elementwise ``x - tanh(x)``."""
     return input - T.tanh(input)
 
 
@@ -150,6 +154,7 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
+    """``softmax(-input)`` along ``dim``."""
     return softmax(-input, dim, dtype=dtype)
 
 

@@ -51,8 +51,9 @@ def rope(x: Tensor, cos: Tensor, sin: Tensor, position_ids: Tensor | None = None
 
     Args:
         x: (B, H, T, D) when ``unsqueeze_dim=1`` (the default), or (B, T, H, D) with ``unsqueeze_dim=2``.
-        cos, sin: tables of shape (P, D) indexed by position, or already gathered per token: (B, T, D) or (T, D),
-            or already broadcastable to ``x`` (as many dims as ``x``, e.g. (B, 1, T, D)): used as they are.
+        cos: table of shape (P, D) indexed by position, or already gathered per token: (B, T, D) or (T, D), or
+            already broadcastable to ``x`` (as many dims as ``x``, e.g. (B, 1, T, D)): used as it is.
+        sin: the sine table, of the same shape as ``cos``.
         position_ids: (B, T) or (T,) int positions into the tables; default ``arange(T)`` for (P, D) tables.
         out: preallocated result (inference only).
     """

@@ -280,6 +280,7 @@ def _adaptive_max_pool(op: str, n: int, input: Tensor, output_size: int | None |
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: int | Sequence[int]) -> Tensor:
+    """Average pooling of a (N, C, L) or (C, L) input to ``output_size`` positions."""
     return _adaptive("adaptive_avg_pool1d", input, output_size, 1, "mean")
 
 

@@ -52,6 +52,7 @@ def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_ty
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """One-hot encoding of an integer tensor: a new last dim of ``num_classes`` (from the data when -1)."""
     return T.one_hot(tensor, num_classes)
 
 

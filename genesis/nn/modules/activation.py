@@ -27,6 +27,7 @@ class ReLU(_Inplace):
 
 
 class ReLU6(_Inplace):
+    """``min(max(0, x), 6)``."""
     def forward(self, input: Tensor) -> Tensor:
         return F.relu6(input, self.inplace)
 
@@ -46,16 +47,19 @@ class Mish(_Inplace):
 
 
 class SELU(_Inplace):
+    """``scale * elu(x, alpha)`` with the self-normalizing constants (Klambauer et al., 2017)."""
     def forward(self, input: Tensor) -> Tensor:
         return F.selu(input, self.inplace)
 
 
 class Hardswish(_Inplace):
+    """``x * relu6(x + 3) / 6`` (Howard et al., 2019)."""
     def forward(self, input: Tensor) -> Tensor:
         return F.hardswish(input, self.inplace)
 
 
 class Hardsigmoid(_Inplace):
+    """``relu6(x + 3) / 6``, a piecewise-linear sigmoid."""
     def forward(self, input: Tensor) -> Tensor:
         return F.hardsigmoid(input, self.inplace)
 
@@ -76,6 +80,7 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    """``x`` for x > 0, ``alpha * (exp(x) - 1)`` otherwise (Clevert et al., 2015)."""
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha = alpha
@@ -89,6 +94,7 @@ class ELU(Module):
 
 
 class CELU(ELU):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (Barron, 2017)."""
     def forward(self, input: Tensor) -> Tensor:
         return F.celu(input, self.alpha, self.inplace)
 
@@ -108,31 +114,37 @@ class GELU(Module):
 
 
 class Sigmoid(Module):
+    """``1 / (1 + exp(-x))``."""
     def forward(self, input: Tensor) -> Tensor:
         return F.sigmoid(input)
 
 
 class Tanh(Module):
+    """Elementwise hyperbolic tangent."""
     def forward(self, input: Tensor) -> Tensor:
         return F.tanh(input)
 
 
 class Softsign(Module):
+    """``x / (1 + |x|)``."""
     def forward(self, input: Tensor) -> Tensor:
         return F.softsign(input)
 
 
 class LogSigmoid(Module):
+    """``log(sigmoid(x))``, computed stably."""
     def forward(self, input: Tensor) -> Tensor:
         return F.logsigmoid(input)
 
 
 class Tanhshrink(Module):
+    """``x - tanh(x)``."""
     def forward(self, input: Tensor) -> Tensor:
         return F.tanhshrink(input)
 
 
 class Hardtanh(Module):
+    """Clamps the input to ``[min_val, max_val]``."""
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.min_val = min_val
@@ -147,6 +159,7 @@ class Hardtanh(Module):
 
 
 class Threshold(Module):
+    """``x`` where ``x > threshold``, else ``value``."""
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()
         self.threshold = threshold
@@ -192,6 +205,7 @@ class PReLU(Module):
 
 
 class GLU(Module):
+    """Gated linear unit: splits the input in two halves ``a, b`` along ``dim`` and returns ``a * sigmoid(b)``."""
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
@@ -220,6 +234,7 @@ class Softmax(_SoftmaxBase):
 
 
 class Softmin(_SoftmaxBase):
+    """``softmax(-x)`` along ``dim``."""
     def forward(self, input: Tensor) -> Tensor:
         return F.softmin(input, self.dim)
 

@@ -125,6 +125,7 @@ class KLDivLoss(_Loss):
 
 
 class PoissonNLLLoss(_Loss):
+    """Negative log-likelihood of targets under a Poisson distribution with the predicted rate."""
     def __init__(self, log_input: bool = True, full: bool = False, size_average: bool | None = None,
                  eps: float = 1e-8, reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
@@ -138,6 +139,7 @@ class PoissonNLLLoss(_Loss):
 
 
 class GaussianNLLLoss(_Loss):
+    """Negative log-likelihood of targets under a Gaussian with predicted mean and variance."""
     def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> None:
         super().__init__(reduction=reduction)
         self.full = full
@@ -148,11 +150,13 @@ class GaussianNLLLoss(_Loss):
 
 
 class SoftMarginLoss(_Loss):
+    """Two-class logistic loss ``log(1 + exp(-y * x))``, averaged."""
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class CosineEmbeddingLoss(_Loss):
+    """``1 - cos(x1, x2)`` for similar pairs (y = 1), ``max(0, cos(x1, x2) - margin)`` for y = -1."""
     def __init__(self, margin: float = 0.0, size_average: bool | None = None, reduce: bool | None = None,
                  reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
@@ -163,6 +167,7 @@ class CosineEmbeddingLoss(_Loss):
 
 
 class MarginRankingLoss(_Loss):
+    """``max(0, -y * (x1 - x2) + margin)``: ranks ``x1`` above ``x2`` when y = 1."""
     def __init__(self, margin: float = 0.0, size_average: bool | None = None, reduce: bool | None = None,
                  reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)

@@ -236,6 +236,7 @@ class InstanceNorm2d(_InstanceNorm):
 
 
 class LocalResponseNorm(Module):
+    """Normalizes each channel by the squared activity of its neighbouring channels (Krizhevsky et al.)."""
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__()
         self.size = size

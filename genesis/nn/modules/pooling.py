@@ -29,6 +29,7 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
+    """1-D max pooling (``F.max_pool1d``)."""
     def forward(self, input: Tensor) -> Tensor:
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                             self.return_indices)
@@ -43,6 +44,7 @@ class MaxPool2d(_MaxPoolNd):
 
 
 class MaxPool3d(_MaxPoolNd):
+    """3-D max pooling (``F.max_pool3d``)."""
     def forward(self, input: Tensor) -> Tensor:
         return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                             self.return_indices)
@@ -65,6 +67,7 @@ class _AvgPoolNd(Module):
 
 
 class AvgPool1d(_AvgPoolNd):
+    """1-D average pooling (``F.avg_pool1d``)."""
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
@@ -79,6 +82,7 @@ class AvgPool2d(_AvgPoolNd):
 
 
 class AvgPool3d(_AvgPoolNd):
+    """3-D average pooling (``F.avg_pool3d``)."""
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
@@ -97,6 +101,7 @@ class _AdaptivePool(Module):
 
 
 class AdaptiveAvgPool1d(_AdaptivePool):
+    """Average pooling over a 1-D input to a fixed output length (``F.adaptive_avg_pool1d``)."""
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool1d(input, self.output_size)
 
@@ -129,6 +134,7 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPool):
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPool):
+    """Max pooling over a 2-D input to a fixed output size (``F.adaptive_max_pool2d``)."""
     def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 

@@ -8,6 +8,7 @@ from genesis.tensor import Tensor
 
 
 class PixelShuffle(Module):
+    """Rearranges (N, C * r^2, H, W) into (N, C, H * r, W * r) for upscale factor r."""
     def __init__(self, upscale_factor: int) -> None:
         super().__init__()
         self.upscale_factor = upscale_factor

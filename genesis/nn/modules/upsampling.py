@@ -33,12 +33,14 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour 2-D upsampling (torch's legacy module)."""
     def __init__(self, size: int | Sequence[int] | None = None,
                  scale_factor: float | Sequence[float] | None = None) -> None:
         super().__init__(size, scale_factor, mode="nearest")
 
 
 class UpsamplingBilinear2d(Upsample):
+    """Bilinear 2-D upsampling with ``align_corners=True`` (torch's legacy module)."""
     def __init__(self, size: int | Sequence[int] | None = None,
                  scale_factor: float | Sequence[float] | None = None) -> None:
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
