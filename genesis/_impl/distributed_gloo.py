@@ -98,12 +98,12 @@ class Engine:
         return self._run(work, async_op)
 
     def all_gather_into(self, out: NDArray, x: NDArray, async_op: bool) -> Work | None:
-        work = dist.all_gather_into_tensor(native(out), native(x), group=self.group, async_op=True)
+        work = dist.all_gather_single(native(out), native(x), group=self.group, async_op=True)
         return self._run(work, async_op)
 
     def reduce_scatter(self, out: NDArray, x: NDArray, op: str, async_op: bool) -> Work | None:
         t = native(out)
-        work = dist.reduce_scatter_tensor(t, native(x), _OPS[op], group=self.group, async_op=True)
+        work = dist.reduce_scatter_single(t, native(x), _OPS[op], group=self.group, async_op=True)
         return self._run(work, async_op, self._average(t, len(self.ranks)) if op == "avg" else None)
 
     def all_to_all_single(self, out: NDArray, x: NDArray, out_splits: list[int] | None,
