@@ -13,6 +13,7 @@ from genesis import (
     autograd,
     backends,
     cuda,
+    distributed,
     linalg,
     nn,
     ops,
