@@ -21,6 +21,8 @@ from genesis.utils.data import DataLoader, TensorDataset
 from genesis.utils.data.distributed import DistributedSampler
 
 DEVICE = sys.argv[1] if len(sys.argv) > 1 else "cpu"
+if DEVICE == "cuda":
+    DEVICE = f"cuda:{dist.get_local_rank()}"  # one GPU per rank
 
 
 def base(r: int, n: int = 6) -> np.ndarray:
@@ -83,11 +85,14 @@ def collectives(r: int, n: int) -> None:
     dist.all_to_all_single(out, t(src), [k + 1 for k in range(n)], [r + 1] * n)
     want = np.stack([base(k * 10 + j, 3) for k in range(n) for j in range(r * (k + 1), (r + 1) * (k + 1))])
     same("all_to_all_single uneven", out, want)
-    # send/recv around a ring.
+    # send/recv around a ring; even ranks send first, odd ranks receive first (NCCL orders both on one stream).
     got = genesis.zeros(6, device=DEVICE)
-    sent = dist.isend(t(inputs[r]), (r + 1) % n)
-    dist.irecv(got, (r - 1) % n).wait()
-    sent.wait()
+    if r % 2 == 0:
+        dist.send(t(inputs[r]), (r + 1) % n)
+        dist.recv(got, (r - 1) % n)
+    else:
+        dist.irecv(got, (r - 1) % n).wait()
+        dist.isend(t(inputs[r]), (r + 1) % n).wait()
     same("send/recv", got, inputs[(r - 1) % n])
     objs: list = [None] * n
     dist.all_gather_object(objs, {"rank": r, "pair": (r, "x" * r), "nan": float("inf")})
@@ -224,9 +229,9 @@ def sampler(r: int, n: int) -> None:
 
 
 def main() -> None:
-    if DEVICE == "cuda":
+    if DEVICE != "cpu":
         genesis.cuda.set_device(dist.get_local_rank())
-    dist.init_process_group("nccl" if DEVICE == "cuda" else "gloo")
+    dist.init_process_group("gloo" if DEVICE == "cpu" else "nccl")
     r, n = dist.get_rank(), dist.get_world_size()
     collectives(r, n)
     ddp(r, n)

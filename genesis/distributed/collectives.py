@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from genesis import dtypes
+from genesis import cuda, dtypes
 from genesis.distributed import objects
 from genesis.distributed.process_group import ProcessGroup, ReduceOp, resolve
 from genesis.tensor import Tensor, empty, from_numpy, tensor
@@ -212,7 +212,7 @@ def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_id
 # ---------------------------------------------------------------- objects (restricted format, see objects.py)
 
 def _object_device(pg: ProcessGroup) -> str:
-    return "cpu" if pg._gloo is not None else "cuda"
+    return "cpu" if pg._gloo is not None else f"cuda:{cuda.current_device()}"
 
 
 def _bytes_tensor(data: bytes, device: str) -> Tensor:

@@ -81,6 +81,11 @@ class Engine:
     # ------------------------------------------------------------ ordering
     def _launch(self, arrays: tuple, launch: Callable[[int], None], async_op: bool,
                 finish: Callable[[], None] | None = None) -> Work | None:
+        for a in arrays:
+            if a.device.index != self.device:
+                raise ValueError(f"nccl: a tensor is on {a.device}, but this process group communicates on "
+                                 f"cuda:{self.device} (call genesis.cuda.set_device(local_rank) before the first "
+                                 "collective)")
         rt.ensure_device(self.device)
         ready = rt.Event()
         ready.record(rt.current_stream())
