@@ -172,6 +172,12 @@ def ddp(r: int, n: int) -> None:
     fresh.load_state_dict(state)
     for p, w in zip(fresh.module.parameters(), want):
         same("DDP load_state_dict", p.detach(), w, 2e-5)
+    try:
+        DDP(nn.Linear(2, 2 + r).to(DEVICE))
+    except RuntimeError as e:
+        assert "wraps other parameters than rank" in str(e), e
+    else:
+        raise AssertionError("DDP accepted different models on different ranks")
     # A parameter that no rank uses keeps no gradient; one used on rank 0 only gets the average.
     net = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 2), "c": nn.Linear(2, 2)}).to(DEVICE)
 

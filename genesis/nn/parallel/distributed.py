@@ -39,10 +39,11 @@ class _Bucket:
         self.pending = len(params)
         self.work: Any = None
         self.position = {id(p): i for i, p in enumerate(params)}
+        # One view per parameter, made once: with gradient_as_bucket_view they are the parameters' .grad.
+        self.views = [self.buffer[o: o + p.numel()].view(p.shape) for o, p in zip(self.offsets, params)]
 
     def view(self, i: int) -> Tensor:
-        p = self.params[i]
-        return self.buffer[self.offsets[i]: self.offsets[i] + p.numel()].view(p.shape)
+        return self.views[i]
 
 
 def _tensors(obj: Any) -> Iterator[Tensor]:
@@ -111,6 +112,7 @@ class DistributedDataParallel(Module):
         self._params = [p for p in module.parameters() if p.requires_grad]
         self._names = {id(p): n for n, p in module.named_parameters() if p.requires_grad}
         if init_sync:
+            self._check_same_model()
             self._broadcast([*self._params, *module.buffers()])
         self._buckets = self._make_buckets(int(bucket_cap_mb * 1024 * 1024))
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
@@ -122,6 +124,19 @@ class DistributedDataParallel(Module):
             p.register_post_accumulate_grad_hook(self._grad_ready)
 
     # ------------------------------------------------------------ set-up
+    def _check_same_model(self) -> None:
+        """Every rank must wrap the same parameters (else the broadcasts and buckets would not match up)."""
+        mine = [[self._names[id(p)], list(p.shape), str(p.dtype)] for p in self._params]
+        everyone: list = [None] * self.process_group.size()
+        collectives.all_gather_object(everyone, mine, self.process_group)
+        for rank, theirs in enumerate(everyone):
+            if theirs != mine:
+                diff = next((f"{a} vs {b}" for a, b in zip(mine, theirs) if a != b),
+                            f"{len(mine)} vs {len(theirs)} parameters")
+                raise RuntimeError(f"DistributedDataParallel: rank {self.process_group.ranks[rank]} wraps other "
+                                   f"parameters than rank {self.process_group.ranks[self.process_group.rank()]} "
+                                   f"({diff})")
+
     def _broadcast(self, tensors: list[Tensor]) -> None:
         src = self.process_group.ranks[0]
         with no_grad():
@@ -189,7 +204,8 @@ class DistributedDataParallel(Module):
 
     # ------------------------------------------------------------ backward
     def _grad_ready(self, p: Parameter) -> None:
-        if not (self._armed and self.require_backward_grad_sync):
+        # Whether this backward synchronizes was decided by the forward (as torch): outside no_sync it was armed.
+        if not self._armed:
             return
         if not self._queued:
             self._queued = True
