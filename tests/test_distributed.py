@@ -217,3 +217,18 @@ def test_torch_is_absent_from_the_import_of_genesis_distributed() -> None:
     # The public package reaches torch.distributed only through the gloo engine, imported by init_process_group.
     code = "import sys, genesis.distributed; assert 'torch.distributed' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+def test_queue_callback_runs_once_backward_ends() -> None:
+    # The hook DDP relies on: a callback queued during backward runs after every gradient is accumulated.
+    from genesis.autograd.engine import queue_callback
+
+    w = genesis.ones(3, requires_grad=True)
+    b = genesis.ones(3, requires_grad=True)
+    seen = []
+    w.register_post_accumulate_grad_hook(lambda p: queue_callback(lambda: seen.append((w.grad is not None,
+                                                                                      b.grad is not None))))
+    (w * b * 2).sum().backward()
+    assert seen == [(True, True)]
+    with pytest.raises(RuntimeError, match="queue_callback: callbacks can only be queued while a backward pass runs"):
+        queue_callback(lambda: None)
