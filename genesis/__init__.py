@@ -14,6 +14,7 @@ from genesis import (
     autograd,
     backends,
     cuda,
+    distributed,
     linalg,
     nn,
     ops,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from tests.helpers import DEVICE, to_genesis, to_torch
 
 transformers = pytest.importorskip("transformers")
 
+import genesis  # noqa: E402
 from apps.llm import chat, sft  # noqa: E402
 from apps.llm import train as train_app  # noqa: E402
 from genesis.models import AutoModelForCausalLM  # noqa: E402
@@ -177,3 +179,22 @@ def test_demo_runs_end_to_end(tmp_path, capsys) -> None:
     out = capsys.readouterr().out
     assert "training loss" in out and "--- sample" in out
     assert (tmp_path / "loss.png").is_file() and (tmp_path / "model.safetensors").is_file()
+
+
+def test_pretraining_under_the_launcher(tmp_path) -> None:
+    # Two ranks on one machine (gloo on the CPU, NCCL with GENESIS_TEST_DEVICE=cuda and two GPUs): rank 0 alone
+    # logs and writes the results; both join and leave the job.
+    if DEVICE == "cuda" and genesis.cuda.device_count() < 2:
+        pytest.skip("needs at least 2 GPUs on cuda")
+    corpus = write_corpus(tmp_path / "corpus")
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    result = subprocess.run(
+        [sys.executable, "-m", "genesis.distributed.run", "--nproc-per-node", "2", "--master-port", "0",
+         str(ROOT / "apps/llm/train.py"), str(corpus), "--output", str(out), "--steps", "4", "--save-every", "2",
+         *TINY, "--sample-tokens", "0"], env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "[rank0]:saved to" in result.stdout and "[rank1]:saved to" not in result.stdout
+    assert "[rank1]:corpus" not in result.stdout
+    summary = json.loads((out / "training.json").read_text())
+    assert summary["history"]["step"] == [2, 4] and (out / "model.safetensors").is_file()

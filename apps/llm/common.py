@@ -4,6 +4,10 @@
 function to :func:`train`, which runs AdamW with warmup and cosine decay, gradient accumulation and clipping, bf16
 autocast on the GPU, periodic evaluation, checkpoints that a later run resumes exactly, and saves the result as a
 Hugging Face directory. ``chat.py`` and the demo generate text through :func:`generate_text`.
+
+Started by the launcher (``python -m genesis.distributed.run --nproc-per-node N apps/llm/train.py ...``), every
+process joins the job, trains a DistributedDataParallel replica on its own micro-batches (one GPU each), and rank 0
+alone logs, shows the progress bar and writes checkpoints and results.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -21,8 +26,10 @@ from typing import Any
 from tqdm import tqdm
 
 import genesis
+import genesis.distributed as dist
 from genesis.generation import stream_generate
 from genesis.models import QwenForCausalLM
+from genesis.nn.parallel import DistributedDataParallel
 from genesis.nn.utils import clip_grad_norm_
 from genesis.optim import AdamW
 from genesis.optim.lr_scheduler import warmup_cosine
@@ -101,7 +108,36 @@ def settings_from_args(args: argparse.Namespace) -> TrainSettings:
         raise UsageError(f"--warmup must be between 0 and --steps ({s.steps}), got {s.warmup}")
     if s.device.startswith("cuda") and not genesis.cuda.is_available():
         raise UsageError("--device cuda: no CUDA GPU is available")
+    start_distributed(s)
     return s
+
+
+def start_distributed(settings: TrainSettings) -> None:
+    """Join the job when the launcher started several processes: one GPU per rank (NCCL), or gloo on the CPU."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or dist.is_initialized():
+        return
+    if settings.device.startswith("cuda"):
+        local = dist.get_local_rank()
+        genesis.cuda.set_device(local)
+        settings.device = f"cuda:{local}"
+    dist.init_process_group("nccl" if settings.device.startswith("cuda") else "gloo")
+
+
+def rank_and_world() -> tuple[int, int]:
+    """This process's rank and the number of processes (0 and 1 outside a distributed job)."""
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+
+
+def log(*args: Any) -> None:
+    """Print on rank 0 only."""
+    if rank_and_world()[0] == 0:
+        print(*args)
+
+
+def finish_distributed() -> None:
+    """Leave the distributed job, if this process joined one."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _autocast(settings: TrainSettings) -> Any:
@@ -152,22 +188,31 @@ def train(model: QwenForCausalLM, tokenizer: Tokenizer, batch_fn: Callable[[int,
         state = genesis.load_checkpoint(checkpoint, model=model, optimizer=optimizer, scheduler=scheduler)
         start = int(state["step"])
         history.update(json.loads(state["extra"]["history"]))
-        tqdm.write(f"resumed from {checkpoint} at step {start}")
+        log(f"resumed from {checkpoint} at step {start}")
     model.train()
+    rank, world = rank_and_world()
+    main = rank == 0
+    net = DistributedDataParallel(model) if world > 1 else model  # rank 0's (possibly resumed) weights everywhere
     tokens_per_step = 0
     bar = tqdm(range(start, settings.steps), initial=start, total=settings.steps, desc="train", unit="step",
-               dynamic_ncols=True)
+               dynamic_ncols=True, disable=not main)
     t0 = time.perf_counter()
     running = []
     for step in bar:
         loss_sum = 0.0
         for micro in range(settings.grad_accum):
-            ids, labels, mask = batch_fn(step, micro)
-            tokens_per_step = ids.numel() * settings.grad_accum
-            with _autocast(settings):
-                loss = model(ids, attention_mask=mask, labels=labels).loss
-            (loss / settings.grad_accum).backward()
+            ids, labels, mask = batch_fn(step, micro * world + rank)  # each rank its own micro-batches
+            tokens_per_step = ids.numel() * settings.grad_accum * world
+            last = micro == settings.grad_accum - 1
+            with net.no_sync() if world > 1 and not last else contextlib.nullcontext():
+                with _autocast(settings):
+                    loss = net(ids, attention_mask=mask, labels=labels).loss
+                (loss / settings.grad_accum).backward()
             loss_sum += loss.item()
+        if world > 1:
+            mean = genesis.tensor([loss_sum], device=settings.device)
+            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+            loss_sum = mean.item()
         if settings.clip > 0:
             clip_grad_norm_(model.parameters(), settings.clip)
         optimizer.step()
@@ -189,13 +234,16 @@ def train(model: QwenForCausalLM, tokenizer: Tokenizer, batch_fn: Callable[[int,
             eval_loss = evaluate(model, eval_batches, settings)
             history["eval_step"].append(done)
             history["eval_loss"].append(eval_loss)
-            tqdm.write(f"step {done:5d}  train loss {history['loss'][-1] if history['loss'] else loss_value:.4f}"
-                       f"  eval loss {eval_loss:.4f}")
-        if (settings.save_every and done % settings.save_every == 0) or done == settings.steps:
+            if main:
+                tqdm.write(f"step {done:5d}  train loss "
+                           f"{history['loss'][-1] if history['loss'] else loss_value:.4f}  eval loss {eval_loss:.4f}")
+        if main and ((settings.save_every and done % settings.save_every == 0) or done == settings.steps):
             genesis.save_checkpoint(checkpoint, model=model, optimizer=optimizer, scheduler=scheduler, step=done,
                                     history=json.dumps(history), meta=json.dumps(meta or {}))
     bar.close()
     model.eval()
+    if not main:
+        return settings
     model.save_pretrained(output)
     tokenizer.save_pretrained(output)
     summary = {"settings": {k: v for k, v in asdict(settings).items() if k != "history"}, "history": history,

@@ -23,7 +23,16 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import genesis
-from apps.llm.common import Batch, TrainSettings, UsageError, add_train_flags, settings_from_args, train
+from apps.llm.common import (
+    Batch,
+    TrainSettings,
+    UsageError,
+    add_train_flags,
+    finish_distributed,
+    log,
+    settings_from_args,
+    train,
+)
 from genesis.models import AutoModelForCausalLM, QwenForCausalLM
 from genesis.models.qwen import IGNORE_INDEX
 from genesis.tokenizer import Tokenizer
@@ -144,7 +153,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     scored = sum(sum(1 for t in y[1:] if t != IGNORE_INDEX) for _, y in encode)
     if scored == 0:
         raise UsageError(f"no assistant tokens left to learn from within --seq-len {max_len}")
-    print(f"data: {len(encode)} conversations ({scored:,} assistant tokens), {len(held_out)} held out")
+    log(f"data: {len(encode)} conversations ({scored:,} assistant tokens), {len(held_out)} held out")
     data = ChatData(encode, settings.batch_size, pad_id, settings.seed, settings.device)
     eval_data = ChatData([encode_conversation(tokenizer, m, max_len) for m in held_out], settings.batch_size,
                          pad_id, settings.seed, settings.device)
@@ -159,10 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result = run(args)
+        log(f"saved to {result['output']}")
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"saved to {result['output']}")
+    finally:
+        finish_distributed()
     return 0
 
 

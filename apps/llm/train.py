@@ -26,11 +26,15 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import genesis
+import genesis.distributed as dist
 from apps.llm.common import (
     Batch,
     UsageError,
     add_train_flags,
+    finish_distributed,
     generate_text,
+    log,
+    rank_and_world,
     settings_from_args,
     train,
 )
@@ -184,34 +188,39 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     files = collect_files(paths, args.patterns, int(args.max_mb * 1e6), settings.seed)
     documents = read_documents(files)
     n_bytes = sum(len(d.encode()) for d in documents)
-    print(f"corpus: {len(files)} files, {n_bytes / 1e6:.2f} MB")
+    log(f"corpus: {len(files)} files, {n_bytes / 1e6:.2f} MB")
+    rank, world = rank_and_world()
+    output.mkdir(parents=True, exist_ok=True)
     if args.resume and (output / "tokenizer.json").is_file():
         tokenizer = Tokenizer.from_pretrained(output)
     elif args.tokenizer is not None:
         tokenizer = Tokenizer.from_pretrained(args.tokenizer)
-    else:
+    elif rank == 0:
         tokenizer = train_bpe_tokenizer(documents, vocab_size=args.vocab_size)
-        print(f"trained a byte-level BPE tokenizer with {tokenizer.vocab_size} tokens")
-    output.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(output)
+        log(f"trained a byte-level BPE tokenizer with {tokenizer.vocab_size} tokens")
+    if rank == 0:
+        tokenizer.save_pretrained(output)
+    if world > 1:
+        dist.barrier()  # every rank uses the tokenizer rank 0 saved
+        tokenizer = Tokenizer.from_pretrained(output)
     train_tokens, val_tokens = pack(tokenizer, documents, args.val_fraction)
     if len(train_tokens) <= args.seq_len or len(val_tokens) <= args.seq_len:
         raise UsageError(f"the corpus is too small for --seq-len {args.seq_len} ({len(train_tokens)} train and "
                          f"{len(val_tokens)} eval tokens)")
-    print(f"tokens: {len(train_tokens):,} train, {len(val_tokens):,} eval "
+    log(f"tokens: {len(train_tokens):,} train, {len(val_tokens):,} eval "
           f"({n_bytes / (len(train_tokens) + len(val_tokens)):.2f} bytes/token)")
     genesis.manual_seed(settings.seed)
     config = model_config(args, tokenizer)
     model = AutoModelForCausalLM.from_config(config, device=settings.device)
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"model: {config.model_type}, {config.num_hidden_layers} layers, hidden {config.hidden_size}, "
+    log(f"model: {config.model_type}, {config.num_hidden_layers} layers, hidden {config.hidden_size}, "
           f"{n_params / 1e6:.2f}M parameters")
     data = PackedData(train_tokens, val_tokens, args.seq_len, settings.batch_size, settings.seed, settings.device)
     meta = {"files": len(files), "bytes": n_bytes, "train_tokens": len(train_tokens), "parameters": n_params}
     train(model, tokenizer, data.batch, data.eval_batches(settings.eval_batches), settings, output, args.resume,
           meta)
     sample = ""
-    if args.sample_tokens > 0:
+    if args.sample_tokens > 0 and rank == 0:
         sample = args.sample_prompt + "".join(sample_text(model, tokenizer, args.sample_prompt, args.sample_tokens,
                                                           settings.seed))
     return {"output": output, "history": settings.history, "sample": sample, "model": model,
@@ -229,12 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result = run(args)
+        if result["sample"]:
+            print(f"\n--- sample ---\n{result['sample']}\n--------------")
+        log(f"saved to {result['output']}")
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if result["sample"]:
-        print(f"\n--- sample ---\n{result['sample']}\n--------------")
-    print(f"saved to {result['output']}")
+    finally:
+        finish_distributed()
     return 0
 
 

@@ -14,6 +14,18 @@ from genesis.ndarray import NDArray
 
 # ------------------------------------------------------------------------ the engine
 
+_depth = 0  # how many backward passes are running (a hook may start another)
+_callbacks: list[Callable[[], None]] = []
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Run ``callback()`` once the running backward pass has finished (torch's
+    ``Variable._execution_engine.queue_callback``): DistributedDataParallel waits for its last gradient buckets there.
+    """
+    if _depth == 0:
+        raise RuntimeError("queue_callback: callbacks can only be queued while a backward pass runs")
+    _callbacks.append(callback)
+
 def _sum_to_shape(grad: Any, shape: tuple[int, ...]) -> Any:
     """Sum a broadcast gradient back to ``shape`` (the one unbroadcasting helper)."""
     if grad.shape == shape:
@@ -82,6 +94,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     # Grad mode is create_graph while backward runs (set_grad_enabled's effect, without building its object).
     prev_mode = _state.enabled
     _state.enabled = create_graph
+    global _depth
+    _depth += 1
     try:
         while ready:
             node = ready.pop()
@@ -115,8 +129,14 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
                     ready.append(nxt)
+        if _depth == 1:
+            while _callbacks:
+                _callbacks.pop(0)()
     finally:
         _state.enabled = prev_mode
+        _depth -= 1
+        if _depth == 0:
+            _callbacks.clear()  # a failed pass drops its callbacks
     if inputs is None:
         return None
     for k, r in enumerate(results):

@@ -1,8 +1,8 @@
 """``genesis.nn``: modules, parameters, the functional namespace and initializers (``torch.nn``'s shape)."""
 
-from genesis.nn import attention, functional, init, utils
+from genesis.nn import attention, functional, init, parallel, utils
 from genesis.nn.modules import *  # noqa: F403 - the layer classes
 from genesis.nn.modules import __all__ as _modules_all
 from genesis.nn.parameter import Buffer, Parameter
 
-__all__ = ["Buffer", "Parameter", "attention", "functional", "init", "utils", *_modules_all]
+__all__ = ["Buffer", "Parameter", "attention", "functional", "init", "parallel", "utils", *_modules_all]

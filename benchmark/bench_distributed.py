@@ -1,0 +1,241 @@
+"""Data-parallel training across GPUs: Genesis DDP (NCCL) and torch DDP (NCCL) side by side on the same cards.
+
+Rows (``ratio`` as stated per row, the issue's goal beside it):
+
+- ``train_step_<N>gpu``: Qwen2.5-0.5B-shape bf16 training step (forward + backward + AdamW, batch 4 x 1024 per GPU)
+  under DistributedDataParallel on N GPUs, global tokens/s; ratio = Genesis / torch (goal >= 1.0). N = 1 runs the
+  plain model (the baseline of scaling).
+- ``scaling_<N>gpu``: tokens/s on N GPUs / (N x tokens/s on one GPU), Genesis in ``genesis``, torch in ``torch``;
+  ratio = Genesis's efficiency (goal >= 0.95 on 2, >= 0.90 on 4).
+- ``all_reduce_busbw_<N>gpu``: bus bandwidth of all_reduce on 256 MiB of bf16 (size / time x 2(N-1)/N), GB/s;
+  ratio = Genesis / torch (goal >= 0.95).
+- ``two_nodes_*``: the same on 2 "nodes" of one GPU each on this host, NCCL's shared-memory and peer-to-peer
+  transports disabled so that traffic takes the network path.
+
+Every measurement runs in its own job started by the launcher (Genesis: ``python -m genesis.distributed.run``,
+torch: ``python -m torch.distributed.run``); this script starts them with ``--worker`` and gathers the numbers.
+
+    python benchmark/bench_distributed.py --gpus 1,2,4 --two-nodes  # results/<card>x<N>-<date>-distributed.json
+    python benchmark/bench_distributed.py --small                   # a tiny model on the CPU through gloo
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmark.common import print_table, row, write_json  # noqa: E402
+
+QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                  num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1e6,
+                  tie_word_embeddings=True)
+SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, vocab_size=512, max_position_embeddings=512, rope_theta=1e6,
+             tie_word_embeddings=True)
+
+
+# ---------------------------------------------------------------- one rank of a measurement job
+
+def _timed(step, sync, warmup: int, repeat: int) -> float:
+    for _ in range(warmup):
+        step()
+    sync()
+    start = time.perf_counter()
+    for _ in range(repeat):
+        step()
+    sync()
+    return (time.perf_counter() - start) / repeat
+
+
+def _worker_genesis(args: argparse.Namespace) -> dict:
+    import genesis
+    import genesis.distributed as dist
+    from genesis.models.qwen import QwenConfig, QwenForCausalLM
+
+    cuda = not args.small
+    n = int(os.environ.get("WORLD_SIZE", "1"))
+    if cuda:
+        genesis.cuda.set_device(dist.get_local_rank())
+    device = f"cuda:{dist.get_local_rank()}" if cuda else "cpu"
+    dtype = genesis.bfloat16 if cuda else genesis.float32
+    dist.init_process_group("nccl" if cuda else "gloo")
+    result = {}
+    if args.measure == "train":
+        genesis.manual_seed(0)
+        shape = SMALL if args.small else QWEN25_05B
+        model = QwenForCausalLM(QwenConfig(**shape), device=device, dtype=dtype)
+        net = genesis.nn.parallel.DistributedDataParallel(model) if n > 1 else model
+        opt = genesis.optim.AdamW(model.parameters(), lr=1e-5)
+        ids = genesis.randint(0, shape["vocab_size"], (args.batch, args.seq), device=device)
+
+        def step() -> None:
+            net(ids, labels=ids).loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        seconds = _timed(step, lambda: genesis.cuda.synchronize() if cuda else None, args.warmup, args.repeat)
+        result["tokens_per_s"] = n * args.batch * args.seq / seconds
+    else:
+        x = genesis.ones(args.numel, dtype=genesis.bfloat16 if cuda else genesis.float32, device=device)
+        seconds = _timed(lambda: dist.all_reduce(x), lambda: genesis.cuda.synchronize() if cuda else None,
+                         args.warmup, args.repeat)
+        result["busbw_gbps"] = x.numel() * x.element_size() / seconds * 2 * (n - 1) / n / 1e9
+    dist.barrier()
+    dist.destroy_process_group()
+    return result
+
+
+def _worker_torch(args: argparse.Namespace) -> dict:
+    import torch
+    import torch.distributed as dist
+    import transformers
+
+    cuda = not args.small
+    n = int(os.environ.get("WORLD_SIZE", "1"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if cuda:
+        torch.cuda.set_device(local)
+    device = f"cuda:{local}" if cuda else "cpu"
+    dtype = torch.bfloat16 if cuda else torch.float32
+    dist.init_process_group("nccl" if cuda else "gloo")
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    result = {}
+    if args.measure == "train":
+        torch.manual_seed(0)
+        shape = SMALL if args.small else QWEN25_05B
+        config = transformers.Qwen2Config(**shape)
+        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)
+        model = model.to(device)
+        net = torch.nn.parallel.DistributedDataParallel(model) if n > 1 else model
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        ids = torch.randint(0, shape["vocab_size"], (args.batch, args.seq), device=device)
+
+        def step() -> None:
+            net(input_ids=ids, labels=ids).loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        result["tokens_per_s"] = n * args.batch * args.seq / _timed(step, sync, args.warmup, args.repeat)
+    else:
+        x = torch.ones(args.numel, dtype=torch.bfloat16 if cuda else torch.float32, device=device)
+        seconds = _timed(lambda: dist.all_reduce(x), sync, args.warmup, args.repeat)
+        result["busbw_gbps"] = x.numel() * x.element_size() / seconds * 2 * (n - 1) / n / 1e9
+    dist.barrier()
+    dist.destroy_process_group()
+    return result
+
+
+# ---------------------------------------------------------------- the driver
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _job(args: argparse.Namespace, lib: str, measure: str, n: int, two_nodes: bool = False) -> dict:
+    """Run one measurement job of ``n`` ranks and return rank 0's numbers."""
+    launcher = "genesis.distributed.run" if lib == "genesis" else "torch.distributed.run"
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "result.json")
+        worker = [__file__, "--worker", lib, "--measure", measure, "--out", out, "--batch", str(args.batch),
+                  "--seq", str(args.seq), "--numel", str(args.numel), "--warmup", str(args.warmup),
+                  "--repeat", str(args.repeat)] + (["--small"] if args.small else [])
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        port = str(_free_port())
+        if two_nodes:
+            env.update(NCCL_SHM_DISABLE="1", NCCL_P2P_DISABLE="1")
+            procs = [subprocess.Popen([sys.executable, "-m", launcher, "--nnodes", "2", "--node-rank", str(node),
+                                       "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", port,
+                                       *worker], env=dict(env, CUDA_VISIBLE_DEVICES=str(node)))
+                     for node in range(2)]
+            codes = [p.wait() for p in procs]
+        else:
+            codes = [subprocess.call([sys.executable, "-m", launcher, "--nproc-per-node", str(n), "--master-addr",
+                                      "127.0.0.1", "--master-port", port, *worker], env=env)]
+        if any(codes):
+            raise RuntimeError(f"bench_distributed: the {lib} {measure} job on {n} rank(s) failed ({codes})")
+        with open(out) as f:
+            return json.load(f)
+
+
+def _card() -> str:
+    import genesis
+
+    name = genesis.cuda.get_device_name(0).lower()
+    for card in ("h200", "h100", "a100", "l40s", "l4"):
+        if card in name:
+            return card
+    return name.replace(" ", "-")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gpus", default=None, help="comma-separated GPU counts (default 1,2,4 on cuda; 1,2 small)")
+    parser.add_argument("--small", action="store_true", help="tiny model and sizes on the CPU through gloo")
+    parser.add_argument("--two-nodes", action="store_true", help="also measure 2 simulated nodes of 1 GPU each")
+    parser.add_argument("--json", default=None, help="write the rows here (default: benchmark/results/... on cuda)")
+    parser.add_argument("--worker", choices=("genesis", "torch"), default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=("train", "all_reduce"), default="train", help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--batch", type=int, default=None)
+    parser.add_argument("--seq", type=int, default=None)
+    parser.add_argument("--numel", type=int, default=None, help="all_reduce elements (default 256 MiB of bf16)")
+    parser.add_argument("--warmup", type=int, default=None)
+    parser.add_argument("--repeat", type=int, default=None)
+    args = parser.parse_args()
+    small = args.small
+    args.batch = args.batch or (2 if small else 4)
+    args.seq = args.seq or (32 if small else 1024)
+    args.numel = args.numel or ((1 << 18) if small else (256 << 20) // 2)
+    args.warmup = args.warmup if args.warmup is not None else (1 if small else 3)
+    args.repeat = args.repeat or (3 if small else 10)
+    if args.worker:
+        result = (_worker_genesis if args.worker == "genesis" else _worker_torch)(args)
+        if int(os.environ.get("RANK", "0")) == 0:
+            with open(args.out, "w") as f:
+                json.dump(result, f)
+        return
+
+    counts = [int(c) for c in (args.gpus or ("1,2" if small else "1,2,4")).split(",")]
+    rows = []
+    train = {lib: {n: _job(args, lib, "train", n)["tokens_per_s"] for n in counts} for lib in ("genesis", "torch")}
+    for n in counts:
+        g, t = train["genesis"][n], train["torch"][n]
+        rows.append(row(f"train_step_{n}{'cpu' if small else 'gpu'}", g, t, "tok/s", g / t, ">= 1.0"))
+    for n in counts:
+        if n > 1 and 1 in counts:
+            eff = {lib: train[lib][n] / (n * train[lib][1]) for lib in train}
+            goal = ">= 0.95" if n == 2 else ">= 0.90"
+            rows.append(row(f"scaling_{n}{'cpu' if small else 'gpu'}", eff["genesis"], eff["torch"], "eff",
+                            eff["genesis"], goal))
+    for n in counts:
+        if n > 1:
+            g = _job(args, "genesis", "all_reduce", n)["busbw_gbps"]
+            t = _job(args, "torch", "all_reduce", n)["busbw_gbps"]
+            rows.append(row(f"all_reduce_busbw_{n}{'cpu' if small else 'gpu'}", g, t, "GB/s", g / t, ">= 0.95"))
+    if args.two_nodes and not small:
+        for measure, key, unit in (("train", "tokens_per_s", "tok/s"), ("all_reduce", "busbw_gbps", "GB/s")):
+            g = _job(args, "genesis", measure, 2, two_nodes=True)[key]
+            t = _job(args, "torch", measure, 2, two_nodes=True)[key]
+            rows.append(row(f"two_nodes_{measure}", g, t, unit, g / t, ">= 1.0" if measure == "train" else ">= 0.95"))
+    print_table(rows)
+    path = args.json
+    if path is None and not small:
+        date = datetime.date.today().isoformat()
+        path = os.path.join(ROOT, "benchmark", "results", f"{_card()}x{max(counts)}-{date}-distributed.json")
+    write_json(rows, path)
+
+
+if __name__ == "__main__":
+    main()

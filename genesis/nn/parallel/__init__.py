@@ -1,0 +1,5 @@
+"""``genesis.nn.parallel``: data parallelism across processes (torch.nn.parallel)."""
+
+from genesis.nn.parallel.distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]

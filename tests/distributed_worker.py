@@ -1,0 +1,251 @@
+"""One rank of the multi-process tests (tests/test_distributed.py starts it under the launcher).
+
+``python distributed_worker.py DEVICE``: every collective against a reference computed here from every rank's
+(deterministic) input, DistributedDataParallel and ZeroRedundancyOptimizer against single-process training on the
+concatenated batch, and DistributedSampler. Prints ``WORKER OK <rank>`` when everything matched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import numpy as np
+
+import genesis
+import genesis.distributed as dist
+from genesis import nn
+from genesis.distributed.optim import ZeroRedundancyOptimizer
+from genesis.nn.parallel import DistributedDataParallel as DDP
+from genesis.utils.data import DataLoader, TensorDataset
+from genesis.utils.data.distributed import DistributedSampler
+
+DEVICE = sys.argv[1] if len(sys.argv) > 1 else "cpu"
+if DEVICE == "cuda":
+    DEVICE = f"cuda:{dist.get_local_rank()}"  # one GPU per rank
+
+
+def base(r: int, n: int = 6) -> np.ndarray:
+    return (np.arange(n, dtype=np.float32) - 2.0) * (r + 1) + r
+
+
+def same(what: str, got: genesis.Tensor, want: np.ndarray, tol: float = 1e-6) -> None:
+    g = got.float().cpu().numpy()
+    if g.shape != want.shape or not np.allclose(g, want, rtol=tol, atol=tol):
+        raise AssertionError(f"{what}: got {g.tolist()}, expected {want.tolist()}")
+
+
+def t(a: np.ndarray, dtype: genesis.dtype = genesis.float32) -> genesis.Tensor:
+    return genesis.tensor(a, dtype=dtype, device=DEVICE)
+
+
+def collectives(r: int, n: int) -> None:
+    inputs = [base(k) for k in range(n)]
+    reference = {"sum": sum(inputs), "avg": sum(inputs) / n, "max": np.max(inputs, 0), "min": np.min(inputs, 0),
+                 "product": np.prod(inputs, 0)}
+    for name, want in reference.items():
+        x = t(inputs[r])
+        dist.all_reduce(x, op=getattr(dist.ReduceOp, name.upper()))
+        same(f"all_reduce {name}", x, want, 1e-5)
+        y = t(inputs[r])
+        work = dist.all_reduce(y, op=getattr(dist.ReduceOp, name.upper()), async_op=True)
+        work.wait()
+        same(f"all_reduce {name} async", y, want, 1e-5)
+    x = t(inputs[r], genesis.bfloat16)
+    dist.all_reduce(x)
+    same("all_reduce bfloat16", x, sum(inputs), 0.1)
+    x = t(inputs[r])
+    dist.broadcast(x, src=n - 1)
+    same("broadcast", x, inputs[n - 1])
+    x = t(inputs[r])
+    dist.reduce(x, dst=0)
+    if r == 0:
+        same("reduce", x, sum(inputs))
+    outs = [genesis.zeros(6, device=DEVICE) for _ in range(n)]
+    dist.all_gather(outs, t(inputs[r]))
+    for k in range(n):
+        same(f"all_gather[{k}]", outs[k], inputs[k])
+    out = genesis.zeros(6 * n, device=DEVICE)
+    dist.all_gather_into_tensor(out, t(inputs[r]))
+    same("all_gather_into_tensor", out, np.concatenate(inputs))
+    big = [np.concatenate([base(k + j, 2) for j in range(n)]) for k in range(n)]
+    for op in ("sum", "avg"):
+        out = genesis.zeros(2, device=DEVICE)
+        dist.reduce_scatter_tensor(out, t(big[r]), op=getattr(dist.ReduceOp, op.upper()))
+        same(f"reduce_scatter_tensor {op}", out, (sum(big) / (n if op == "avg" else 1))[2 * r: 2 * r + 2])
+    # all_to_all_single: rank k sends its rows [j*2, j*2+2) to rank j.
+    src = np.stack([base(r * 10 + j, 3) for j in range(2 * n)])
+    out = genesis.zeros(2 * n, 3, device=DEVICE)
+    dist.all_to_all_single(out, t(src))
+    want = np.stack([base(k * 10 + j, 3) for k in range(n) for j in (2 * r, 2 * r + 1)])
+    same("all_to_all_single", out, want)
+    # Uneven splits: rank k sends k + 1 rows to every rank.
+    src = np.stack([base(r * 10 + j, 3) for j in range((r + 1) * n)])
+    out = genesis.zeros(sum(k + 1 for k in range(n)), 3, device=DEVICE)
+    dist.all_to_all_single(out, t(src), [k + 1 for k in range(n)], [r + 1] * n)
+    want = np.stack([base(k * 10 + j, 3) for k in range(n) for j in range(r * (k + 1), (r + 1) * (k + 1))])
+    same("all_to_all_single uneven", out, want)
+    # send/recv around a ring; even ranks send first, odd ranks receive first (NCCL orders both on one stream).
+    got = genesis.zeros(6, device=DEVICE)
+    if r % 2 == 0:
+        dist.send(t(inputs[r]), (r + 1) % n)
+        dist.recv(got, (r - 1) % n)
+    else:
+        dist.irecv(got, (r - 1) % n).wait()
+        dist.isend(t(inputs[r]), (r + 1) % n).wait()
+    same("send/recv", got, inputs[(r - 1) % n])
+    objs: list = [None] * n
+    dist.all_gather_object(objs, {"rank": r, "pair": (r, "x" * r), "nan": float("inf")})
+    assert objs == [{"rank": k, "pair": (k, "x" * k), "nan": float("inf")} for k in range(n)], objs
+    lst = [r, None] if r == 0 else [None, None]
+    dist.broadcast_object_list(lst, src=0)
+    assert lst == [0, None], lst
+    members = list(range(n - 1)) if n > 2 else [0, 1]
+    group = dist.new_group(members)
+    if r in members:
+        x = t(inputs[r])
+        dist.all_reduce(x, group=group)
+        same("all_reduce on a subgroup", x, sum(inputs[k] for k in members))
+        assert dist.get_world_size(group) == len(members) and dist.get_rank(group) == members.index(r)
+    else:
+        assert group is None
+    dist.barrier()
+    for bad, error in ((lambda: dist.all_reduce(genesis.zeros(3, 2, device=DEVICE).t()), ValueError),
+                       (lambda: dist.all_reduce(genesis.zeros(2, dtype=genesis.int64, device=DEVICE),
+                                                op=dist.ReduceOp.AVG), ValueError),
+                       (lambda: dist.broadcast(genesis.zeros(2, device=DEVICE), src=n), ValueError),
+                       (lambda: dist.all_gather_object([None], 1), ValueError)):
+        try:
+            bad()
+        except error as e:
+            assert str(e).split(":")[0] in ("all_reduce", "broadcast", "all_gather_object"), e
+        else:
+            raise AssertionError("a bad collective call raised nothing")
+
+
+def make_model(seed: int = 0) -> nn.Module:
+    genesis.manual_seed(seed)
+    return nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 3)).to(DEVICE)
+
+
+def batches(n: int, steps: int) -> list[tuple[genesis.Tensor, genesis.Tensor]]:
+    g = genesis.Generator().manual_seed(7)
+    return [(genesis.randn(4 * n, 5, generator=g).to(DEVICE), genesis.randn(4 * n, 3, generator=g).to(DEVICE))
+            for _ in range(steps)]
+
+
+def train(model: nn.Module, opt, data, r: int, n: int, shard: bool, accumulate: int = 1) -> None:
+    for x, y in data:
+        if shard:
+            x, y = x[4 * r: 4 * r + 4], y[4 * r: 4 * r + 4]
+        opt.zero_grad()
+        chunks = list(zip(x.chunk(accumulate), y.chunk(accumulate)))
+        for i, (xc, yc) in enumerate(chunks):
+            last = i == len(chunks) - 1
+            ctx = model.no_sync() if shard and not last else contextlib.nullcontext()
+            with ctx:
+                loss = ((model(xc) - yc) ** 2).mean() / accumulate
+                loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+
+def ddp(r: int, n: int) -> None:
+    data = batches(n, 3)
+    reference = make_model()
+    train(reference, genesis.optim.AdamW(reference.parameters(), lr=0.05), data, r, n, shard=False)
+    want = [p.detach().cpu().numpy() for p in reference.parameters()]
+    variants = [{}, {"gradient_as_bucket_view": True, "bucket_cap_mb": 0.001}, {"static_graph": True},
+                {"find_unused_parameters": True}]
+    for kwargs in variants:
+        model = DDP(make_model(seed=r), **kwargs)  # rank 0's parameters are broadcast at construction
+        train(model, genesis.optim.AdamW(model.parameters(), lr=0.05), data, r, n, shard=True)
+        for p, w in zip(model.module.parameters(), want):
+            same(f"DDP {kwargs}", p.detach(), w, 2e-5)
+    model = DDP(make_model(), bucket_cap_mb=0.001)
+    train(model, genesis.optim.AdamW(model.parameters(), lr=0.05), data, r, n, shard=True, accumulate=2)
+    for p, w in zip(model.module.parameters(), want):
+        same("DDP no_sync accumulation", p.detach(), w, 2e-5)
+    state = model.state_dict()
+    assert all(k.startswith("module.") for k in state), list(state)
+    fresh = DDP(make_model(seed=3))
+    fresh.load_state_dict(state)
+    for p, w in zip(fresh.module.parameters(), want):
+        same("DDP load_state_dict", p.detach(), w, 2e-5)
+    try:
+        DDP(nn.Linear(2, 2 + r).to(DEVICE))
+    except RuntimeError as e:
+        assert "wraps other parameters than rank" in str(e), e
+    else:
+        raise AssertionError("DDP accepted different models on different ranks")
+    # A parameter that no rank uses keeps no gradient; one used on rank 0 only gets the average.
+    net = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 2), "c": nn.Linear(2, 2)}).to(DEVICE)
+
+    class Branchy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, x: genesis.Tensor) -> genesis.Tensor:
+            return self.net["a"](x) + (self.net["b"](x) if r == 0 else 0)
+
+    model = DDP(Branchy(), find_unused_parameters=True)
+    model(genesis.ones(1, 2, device=DEVICE)).sum().backward()
+    assert net["c"].weight.grad is None
+    same("unused elsewhere", net["b"].bias.grad, np.full(2, 1.0 / n, dtype=np.float32))
+    same("used everywhere", net["a"].bias.grad, np.ones(2, dtype=np.float32))
+
+
+def zero(r: int, n: int) -> None:
+    data = batches(n, 3)
+    reference = make_model()
+    ref_opt = genesis.optim.AdamW(reference.parameters(), lr=0.05)
+    train(reference, ref_opt, data, r, n, shard=False)
+    model = DDP(make_model())
+    opt = ZeroRedundancyOptimizer(model.parameters(), genesis.optim.AdamW, lr=0.05)
+    train(model, opt, data, r, n, shard=True)
+    for p, w in zip(model.module.parameters(), reference.parameters()):
+        same("ZeroRedundancyOptimizer", p.detach(), w.detach().cpu().numpy(), 2e-5)
+    owned = sum(p.numel() for p in model.parameters() if opt.owner[id(p)] == r)
+    assert 0 < owned < sum(p.numel() for p in model.parameters()), owned
+    opt.consolidate_state_dict(to=0)
+    if r == 0:
+        state = opt.state_dict()
+        ref_state = ref_opt.state_dict()
+        for i, s in ref_state["state"].items():
+            same(f"consolidated exp_avg {i}", state["state"][i]["exp_avg"], s["exp_avg"].cpu().numpy(), 2e-5)
+        assert state["param_groups"][0]["lr"] == 0.05
+
+
+def sampler(r: int, n: int) -> None:
+    data = TensorDataset(genesis.arange(11))
+    for shuffle in (False, True):
+        for drop_last in (False, True):
+            s = DistributedSampler(data, shuffle=shuffle, drop_last=drop_last, seed=3)
+            s.set_epoch(1)
+            mine = [int(v) for b in DataLoader(data, batch_size=2, sampler=s) for v in b[0].tolist()]
+            everyone: list = [None] * n
+            dist.all_gather_object(everyone, mine)
+            flat = sorted(v for ranks in everyone for v in ranks)
+            assert all(len(e) == len(s) for e in everyone), everyone
+            if drop_last:
+                assert len(set(flat)) == len(flat) == (11 // n) * n, everyone
+            else:
+                assert set(flat) == set(range(11)) and len(flat) == len(s) * n, everyone
+
+
+def main() -> None:
+    if DEVICE != "cpu":
+        genesis.cuda.set_device(dist.get_local_rank())
+    dist.init_process_group("gloo" if DEVICE == "cpu" else "nccl")
+    r, n = dist.get_rank(), dist.get_world_size()
+    collectives(r, n)
+    ddp(r, n)
+    zero(r, n)
+    sampler(r, n)
+    dist.destroy_process_group()
+    print(f"WORKER OK {r}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""genesis.distributed: the rendezvous store, the object format, init errors, the sampler, and multi-process jobs
+started by the launcher (every collective, DDP and ZeRO against single-process references, a torch-style script,
+a failing rank stopping the job).
+
+The multi-process jobs run on the CPU through gloo; with ``GENESIS_TEST_DEVICE=cuda`` and at least two GPUs the
+same worker runs on cuda through NCCL.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import torch.utils.data as tdata
+
+import genesis
+import genesis.distributed as dist
+from genesis.distributed import objects
+from genesis.utils.data.distributed import DistributedSampler
+
+from .helpers import DEVICE
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def _launch(script: str, *args: str, nproc: int = 2, env: dict | None = None,
+            timeout: float = 240) -> subprocess.CompletedProcess:
+    environ = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
+    command = [sys.executable, "-m", "genesis.distributed.run", "--nproc-per-node", str(nproc), "--master-port", "0",
+               script, *args]
+    return subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout)
+
+
+# ---------------------------------------------------------------- the store
+
+def test_store_set_get_add_wait() -> None:
+    server = dist.TCPStore("127.0.0.1", 0, is_master=True, timeout=5)
+    client = dist.TCPStore("127.0.0.1", server.port, timeout=5)
+    try:
+        client.set("a", b"\x00\x01")
+        assert server.get("a") == b"\x00\x01"
+        assert client.add("n", 2) == 2 and server.add("n", 3) == 5
+        assert client.check(["a", "n"]) and not client.check(["b"])
+        threading.Timer(0.1, lambda: server.set("later", "x")).start()
+        client.wait(["later"], timeout=5)
+        assert client.get("later") == b"x"
+        prefixed = dist.PrefixStore("p", client)
+        prefixed.set("k", b"v")
+        assert server.get("p/k") == b"v" and prefixed.delete_key("k") and not server.check(["p/k"])
+    finally:
+        client.close()
+        server.close()
+
+
+def test_store_timeout_names_the_key() -> None:
+    server = dist.TCPStore("127.0.0.1", 0, is_master=True, timeout=5)
+    try:
+        start = time.monotonic()
+        with pytest.raises(TimeoutError, match=r"TCPStore: timed out after 0.2 s waiting for key\(s\) \['missing'\]"):
+            server.get("missing", timeout=0.2)
+        assert time.monotonic() - start < 4
+    finally:
+        server.close()
+
+
+# ---------------------------------------------------------------- the object format
+
+def test_objects_round_trip() -> None:
+    value = {"a": [1, 2.5, None, True], 3: (b"\xff", "x"), "f": [float("inf"), -float("inf")], None: {"n": {}}}
+    assert objects.loads(objects.dumps(value)) == value
+    nan = objects.loads(objects.dumps(float("nan")))
+    assert nan != nan
+
+
+@pytest.mark.parametrize("bad", [object(), {1, 2}, genesis.zeros(1), {(1, 2): 1}])
+def test_objects_reject_other_types(bad: object) -> None:
+    with pytest.raises(TypeError, match="object collectives: .* not supported"):
+        objects.dumps(bad)
+
+
+def test_objects_never_unpickle() -> None:
+    import pickle
+
+    with pytest.raises(ValueError):
+        objects.loads(pickle.dumps({"a": 1}))
+
+
+# ---------------------------------------------------------------- init_process_group errors
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_init_missing_variable(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("MASTER_ADDR", "127.0.0.1")
+    with pytest.raises(ValueError, match="environment variable MASTER_PORT expected, but not set"):
+        dist.init_process_group("gloo")
+    assert not dist.is_initialized()
+
+
+def test_init_rank_out_of_range(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("MASTER_ADDR", "127.0.0.1")
+    clean_env.setenv("MASTER_PORT", "1")
+    with pytest.raises(ValueError, match=r"rank 2 is out of range for world_size 2"):
+        dist.init_process_group("gloo", rank=2, world_size=2)
+    with pytest.raises(ValueError, match="backend 'mpi' is not supported"):
+        dist.init_process_group("mpi", rank=0, world_size=1)
+
+
+def test_init_timeout_names_missing_ranks(clean_env: pytest.MonkeyPatch) -> None:
+    from datetime import timedelta
+
+    with pytest.raises(TimeoutError, match=r"timed out after 0.5 s waiting for rank\(s\) \[1, 2\] of 3 to join"):
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=3,
+                                timeout=timedelta(seconds=0.5))
+    assert not dist.is_initialized()
+
+
+def test_not_initialized_errors() -> None:
+    with pytest.raises(RuntimeError, match="all_reduce: Default process group has not been initialized"):
+        dist.all_reduce(genesis.zeros(1))
+    assert dist.get_local_rank() == int(os.environ.get("LOCAL_RANK", "0"))
+
+
+# ---------------------------------------------------------------- DistributedSampler
+
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("size", [10, 11, 2])
+def test_sampler_matches_torch_without_shuffle(size: int, drop_last: bool) -> None:
+    data = list(range(size))
+    for rank in range(3):
+        ours = DistributedSampler(data, num_replicas=3, rank=rank, shuffle=False, drop_last=drop_last)
+        theirs = tdata.distributed.DistributedSampler(data, num_replicas=3, rank=rank, shuffle=False,
+                                                      drop_last=drop_last)
+        assert list(ours) == list(theirs) and len(ours) == len(theirs)
+
+
+def test_sampler_shuffles_by_epoch_and_partitions() -> None:
+    data = list(range(13))
+    shards = [DistributedSampler(data, num_replicas=3, rank=r, seed=5) for r in range(3)]
+    first = [list(s) for s in shards]
+    assert set(sum(first, [])) == set(data) and len(sum(first, [])) == 15
+    assert first == [list(s) for s in shards]  # the same epoch gives the same order
+    for s in shards:
+        s.set_epoch(1)
+    assert [list(s) for s in shards] != first
+
+
+def test_sampler_errors() -> None:
+    with pytest.raises(ValueError, match=r"Invalid rank 3, rank should be in the interval \[0, 2\]"):
+        DistributedSampler(range(4), num_replicas=3, rank=3)
+    with pytest.raises(RuntimeError, match="DistributedSampler: num_replicas and rank are required"):
+        DistributedSampler(range(4))
+
+
+# ---------------------------------------------------------------- multi-process jobs
+
+def _device_for_jobs() -> str:
+    if DEVICE != "cuda":
+        return "cpu"
+    if genesis.cuda.device_count() < 2:
+        pytest.skip("the CUDA multi-process tests need at least 2 GPUs")
+    return "cuda"
+
+
+def test_collectives_ddp_zero_sampler_across_processes() -> None:
+    device = _device_for_jobs()
+    result = _launch(os.path.join(HERE, "distributed_worker.py"), device)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    for rank in range(2):
+        assert f"[rank{rank}]:WORKER OK {rank}" in result.stdout, result.stdout[-4000:]
+
+
+def test_torch_style_script_runs_under_the_launcher(tmp_path: object) -> None:
+    _device_for_jobs()
+    checkpoint = os.path.join(str(tmp_path), "ddp.pt")
+    result = _launch(os.path.join(HERE, "distributed_torch_style.py"), env={"CHECKPOINT": checkpoint})
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert "[rank0]:epoch 1 mean loss" in result.stdout and "[rank1]:TORCH-STYLE OK 1" in result.stdout
+    state = genesis.load(checkpoint)
+    assert sorted(state) == ["module.fc1.bias", "module.fc1.weight", "module.fc2.bias", "module.fc2.weight"]
+
+
+def test_a_failing_rank_stops_the_job(tmp_path: object) -> None:
+    script = os.path.join(str(tmp_path), "fail.py")
+    with open(script, "w") as f:
+        f.write("import os, sys, time\n"
+                "print('started', os.environ['RANK'], os.environ['LOCAL_RANK'], os.environ['WORLD_SIZE'])\n"
+                "if os.environ['RANK'] == '1':\n    sys.exit(7)\n"
+                "time.sleep(120)\n")
+    start = time.monotonic()
+    result = _launch(script, nproc=3, timeout=60)
+    assert time.monotonic() - start < 30
+    assert result.returncode == 7
+    assert "[rank1]:started 1 1 3" in result.stdout
+    assert "rank 1 (local rank 1" in result.stderr and "failed with exit code 7; stopping the job" in result.stderr
+
+
+def test_launcher_argument_errors() -> None:
+    from genesis.distributed import run
+
+    with pytest.raises(SystemExit):
+        run.launch(["--nnodes", "2", "--node-rank", "2", "x.py"])
+    with pytest.raises(SystemExit):
+        run.launch(["--nproc-per-node", "0", "x.py"])
+
+
+def test_torch_is_absent_from_the_import_of_genesis_distributed() -> None:
+    # The public package reaches torch.distributed only through the gloo engine, imported by init_process_group.
+    code = "import sys, genesis.distributed; assert 'torch.distributed' not in sys.modules, 'imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+def test_queue_callback_runs_once_backward_ends() -> None:
+    # The hook DDP relies on: a callback queued during backward runs after every gradient is accumulated.
+    from genesis.autograd.engine import queue_callback
+
+    w = genesis.ones(3, requires_grad=True)
+    b = genesis.ones(3, requires_grad=True)
+    seen = []
+    w.register_post_accumulate_grad_hook(lambda p: queue_callback(lambda: seen.append((w.grad is not None,
+                                                                                      b.grad is not None))))
+    (w * b * 2).sum().backward()
+    assert seen == [(True, True)]
+    with pytest.raises(RuntimeError, match="queue_callback: callbacks can only be queued while a backward pass runs"):
+        queue_callback(lambda: None)
