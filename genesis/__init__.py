@@ -13,6 +13,7 @@ from genesis import (
     autograd,
     backends,
     cuda,
+    distributions,
     linalg,
     nn,
     ops,

@@ -10,7 +10,7 @@ Layers, lowest first (a module may import its own layer and those below):
 3. autograd (Function, Primitive, the engine, grad mode)
 4. Tensor
 5. ops (``genesis.ops``: the registry and the ops by theme), random numbers, linalg, special functions
-6. nn, optim, amp, cuda (the public GPU API), serialization, data loading, profiler
+6. nn, optim, amp, cuda (the public GPU API), serialization, data loading, profiler, distributions
 7. models and the LLM stack
 """
 
@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("genesis.tensor", "genesis.printing"),
     ("genesis.ops", "genesis.tensor_methods", "genesis.random", "genesis.linalg", "genesis.special"),
     ("genesis.nn", "genesis.optim", "genesis.amp", "genesis.cuda", "genesis.serialization", "genesis.safetensors_io",
-     "genesis.utils", "genesis.profiler", "genesis.distributed"),
+     "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.distributions"),
     ("genesis.models", "genesis.generation", "genesis.tokenizer"),
 ]
 # Packages only the backend implementations may import.
