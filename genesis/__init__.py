@@ -38,6 +38,7 @@ from genesis.device import device
 from genesis.dtypes import (
     bfloat16,
     dtype,
+    finfo,
     float16,
     float32,
     float64,

@@ -316,8 +316,7 @@ def _standard_gamma(concentration: Tensor, generator: Generator | None = None) -
     u = rand(shape, generator=generator, dtype=dtypes.float64, device=dev)
     out = (out * u ** (1.0 / alpha)).where(boosted, out)
     out = out.where(alpha == alpha, alpha)
-    tiny = {dtypes.float16: 2.0 ** -14, dtypes.bfloat16: 2.0 ** -126, dtypes.float32: 2.0 ** -126}
-    sample = out.to(concentration.dtype).clamp(min=tiny.get(concentration.dtype, 2.0 ** -1022))
+    sample = out.to(concentration.dtype).clamp(min=dtypes.finfo(concentration.dtype).tiny)
     if not (concentration.requires_grad and is_grad_enabled()):
         return sample
     grad = _standard_gamma_grad(concentration.detach(), sample)

@@ -9,28 +9,20 @@ import genesis.ops as F
 from genesis import dtypes
 from genesis.tensor import Tensor, tensor
 
-# Machine epsilon and smallest normal number per floating dtype (torch.finfo's eps and tiny).
-_EPS = {dtypes.float16: 2.0 ** -10, dtypes.bfloat16: 2.0 ** -7, dtypes.float32: 2.0 ** -23, dtypes.float64: 2.0 ** -52}
-_TINY = {dtypes.float16: 2.0 ** -14, dtypes.bfloat16: 2.0 ** -126, dtypes.float32: 2.0 ** -126,
-         dtypes.float64: 2.0 ** -1022}
-
 
 def eps(dtype: dtypes.dtype) -> float:
-    """The machine epsilon of a floating dtype (``torch.finfo(dtype).eps``)."""
-    return _EPS[dtype]
+    """The machine epsilon of a floating dtype."""
+    return dtypes.finfo(dtype).eps
 
 
 def tiny(dtype: dtypes.dtype) -> float:
-    """The smallest positive normal number of a floating dtype (``torch.finfo(dtype).tiny``)."""
-    return _TINY[dtype]
-
-_MAX = {dtypes.float16: 65504.0, dtypes.bfloat16: 3.3895313892515355e38, dtypes.float32: 3.4028234663852886e38,
-        dtypes.float64: 1.7976931348623157e308}
+    """The smallest positive normal number of a floating dtype."""
+    return dtypes.finfo(dtype).tiny
 
 
 def lowest(dtype: dtypes.dtype) -> float:
-    """The most negative finite number of a floating dtype (``torch.finfo(dtype).min``)."""
-    return -_MAX[dtype]
+    """The most negative finite number of a floating dtype."""
+    return dtypes.finfo(dtype).min
 
 
 def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
