@@ -290,7 +290,7 @@ class PowerTransform(Transform):
 
     def __init__(self, exponent: Tensor | float, cache_size: int = 0) -> None:
         super().__init__(cache_size=cache_size)
-        self.exponent = exponent if isinstance(exponent, Tensor) else F.tensor(float(exponent))
+        self.exponent = exponent
 
     def with_cache(self, cache_size: int = 1) -> Transform:
         if self._cache_size == cache_size:
@@ -301,13 +301,13 @@ class PowerTransform(Transform):
         return f"{self.__class__.__name__}(exponent={self.exponent})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, PowerTransform) and bool((self.exponent == other.exponent).all().item())
+        return isinstance(other, PowerTransform) and _same(self.exponent, other.exponent)
 
     __hash__ = object.__hash__
 
     @property
     def sign(self) -> Any:
-        return self.exponent.sign()
+        return _sign(self.exponent)
 
     def _call(self, x: Tensor) -> Tensor:
         return x.pow(self.exponent)
@@ -319,7 +319,7 @@ class PowerTransform(Transform):
         return (self.exponent * y / x).abs().log()
 
     def forward_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        return tuple(F.broadcast_shapes(tuple(shape), tuple(self.exponent.shape)))
+        return tuple(F.broadcast_shapes(tuple(shape), tuple(getattr(self.exponent, "shape", ()))))
 
     inverse_shape = forward_shape
 
@@ -412,9 +412,7 @@ class AffineTransform(Transform):
 
     @property
     def sign(self) -> Any:
-        if isinstance(self.scale, Number):
-            return 1 if float(self.scale) > 0 else -1 if float(self.scale) < 0 else 0
-        return self.scale.sign()
+        return _sign(self.scale)
 
     def _call(self, x: Tensor) -> Tensor:
         return self.loc + self.scale * x
@@ -438,6 +436,13 @@ class AffineTransform(Transform):
                                         tuple(getattr(self.scale, "shape", ()))))
 
     inverse_shape = forward_shape
+
+
+def _sign(a: Tensor | float) -> Tensor | int:
+    """The sign of a transform parameter: an int for a number, a tensor for a tensor."""
+    if isinstance(a, Number):
+        return (a > 0) - (a < 0)
+    return a.sign()
 
 
 def _same(a: Tensor | float, b: Tensor | float) -> bool:
