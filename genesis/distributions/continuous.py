@@ -14,6 +14,16 @@ from genesis.distributions.utils import broadcast_all, eps
 from genesis.tensor import Size, Tensor
 
 
+def _init_params(self: Distribution, names: Sequence[str], values: Sequence[Tensor | float],
+                 validate_args: bool | None) -> None:
+    """The shared body of ``__init__``: broadcast the parameters, store them under ``names`` and set the batch shape
+    (empty when every parameter is a number, as torch)."""
+    for name, value in zip(names, broadcast_all(*values)):
+        setattr(self, name, value)
+    scalar = all(isinstance(v, Number) for v in values)
+    Distribution.__init__(self, Size() if scalar else getattr(self, names[0]).shape, validate_args=validate_args)
+
+
 def _expand_params(self: Distribution, cls: type, batch_shape: Sequence[int], names: Sequence[str],
                    _instance: Distribution | None) -> Any:
     """The shared body of ``expand``: a new instance whose named parameters are expanded to ``batch_shape``."""
@@ -40,9 +50,7 @@ class Normal(Distribution):
     has_rsample = True
 
     def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = Size() if isinstance(loc, Number) and isinstance(scale, Number) else self.loc.shape
-        super().__init__(batch_shape, validate_args=validate_args)
+        _init_params(self, ("loc", "scale"), (loc, scale), validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Normal:
         return _expand_params(self, Normal, batch_shape, ("loc", "scale"), _instance)
@@ -94,9 +102,7 @@ class Uniform(Distribution):
     has_rsample = True
 
     def __init__(self, low: Tensor | float, high: Tensor | float, validate_args: bool | None = None) -> None:
-        self.low, self.high = broadcast_all(low, high)
-        batch_shape = Size() if isinstance(low, Number) and isinstance(high, Number) else self.low.shape
-        super().__init__(batch_shape, validate_args=validate_args)
+        _init_params(self, ("low", "high"), (low, high), validate_args)
         if self._validate_args and not bool((self.low < self.high).all().item()):
             raise ValueError("Uniform is not defined when low>= high")
 
@@ -154,9 +160,7 @@ class Exponential(Distribution):
     has_rsample = True
 
     def __init__(self, rate: Tensor | float, validate_args: bool | None = None) -> None:
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = Size() if isinstance(rate, Number) else self.rate.shape
-        super().__init__(batch_shape, validate_args=validate_args)
+        _init_params(self, ("rate",), (rate,), validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Exponential:
         return _expand_params(self, Exponential, batch_shape, ("rate",), _instance)
@@ -206,9 +210,7 @@ class Laplace(Distribution):
     has_rsample = True
 
     def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = Size() if isinstance(loc, Number) and isinstance(scale, Number) else self.loc.shape
-        super().__init__(batch_shape, validate_args=validate_args)
+        _init_params(self, ("loc", "scale"), (loc, scale), validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Laplace:
         return _expand_params(self, Laplace, batch_shape, ("loc", "scale"), _instance)

@@ -13,7 +13,7 @@ from typing import Sequence
 import genesis.ops as F
 from genesis import random
 from genesis.distributions import constraints
-from genesis.distributions.continuous import _expand_params
+from genesis.distributions.continuous import _expand_params, _init_params
 from genesis.distributions.distribution import Distribution
 from genesis.distributions.utils import broadcast_all, tiny
 from genesis.tensor import Size, Tensor, tensor
@@ -33,9 +33,7 @@ class Gamma(Distribution):
     has_rsample = True
 
     def __init__(self, concentration: Tensor | float, rate: Tensor | float, validate_args: bool | None = None) -> None:
-        self.concentration, self.rate = broadcast_all(concentration, rate)
-        scalar = isinstance(concentration, Number) and isinstance(rate, Number)
-        super().__init__(Size() if scalar else self.concentration.shape, validate_args=validate_args)
+        _init_params(self, ("concentration", "rate"), (concentration, rate), validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Gamma:
         return _expand_params(self, Gamma, batch_shape, ("concentration", "rate"), _instance)
