@@ -259,12 +259,13 @@ def test_rsample_gradients_through_normalized_gammas(name: str) -> None:
     weights = torch.tensor([1.0, -1.0, 2.0, 0.5], dtype=torch.float64)  # the last dimension of both families
     g_params = [to_genesis(p) for p in params]
     genesis.manual_seed(4)
-    g_mean = build(genesis, *g_params).rsample((10000,)).mean(0)
+    g_mean = build(genesis, *g_params).rsample((4000,)).mean(0)
     (g_mean * to_genesis(weights, requires_grad=False)).sum().backward()
     t_params = [p.detach().clone().requires_grad_() for p in params]
     (build(torch, *t_params).mean * weights).sum().backward()
     for g, t in zip(g_params, t_params):
-        torch.testing.assert_close(to_torch(g.grad), t.grad, rtol=0.0, atol=0.01)
+        # 4000 draws leave an error of about 0.006 on gradients of size 0.2-0.6.
+        torch.testing.assert_close(to_torch(g.grad), t.grad, rtol=0.0, atol=0.015)
 
 
 KL_PAIRS: dict[str, tuple[str, str]] = {
