@@ -11,7 +11,7 @@ from numbers import Number
 from typing import Sequence
 
 import genesis.ops as F
-from genesis import random
+from genesis import random, special
 from genesis.distributions import constraints
 from genesis.distributions.continuous import _expand_params, _init_params
 from genesis.distributions.distribution import Distribution
@@ -60,6 +60,12 @@ class Gamma(Distribution):
         value = value.to(self.rate.dtype) if isinstance(value, Tensor) else value
         return (F.xlogy(self.concentration, self.rate) + F.xlogy(self.concentration - 1, value)
                 - self.rate * value - self.concentration.lgamma())
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """``P(concentration, rate * value)``, the regularized lower incomplete gamma function."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return special.gammainc(self.concentration, self.rate * value)
 
     def entropy(self) -> Tensor:
         c = self.concentration
