@@ -5,10 +5,10 @@ run twice: both libraries start from the same weights (torch's initial ``state_d
 the same batches (numpy RNG). A row runs, for each library in turn:
 
 1. a parity pass: ``--parity`` steps whose losses are compared step by step (``loss_rel_diff`` = max over steps of
-   |genesis - torch| / max(|torch|, 1); the row fails above ``loss_tol``: 2e-2 under bf16 autocast, 1e-4 in fp32,
-   1e-3 in fp32 on cuda for convolutions and RNNs, which torch runs in TF32 through cuDNN by default). Rows with
-   randomness compare a deterministic variant: dropout built with ``p=0`` and the policy's sampled actions replaced
-   by fixed ones; the timed pass then rebuilds the program with its dropout and sampling on;
+   |genesis - torch| / max(|torch|, 1); the row fails above ``loss_tol``: 2e-2 under bf16 autocast, else 1e-4,
+   with TF32 convolutions and RNNs turned off in both libraries for the pass). Rows with randomness compare a
+   deterministic variant: dropout built with ``p=0`` and the policy's sampled actions replaced by fixed ones; the
+   timed pass then builds the program anew, with its dropout and sampling on (and TF32 as each library's default);
 2. warm-up steps, a device synchronization, ``--steps`` timed steps and a synchronization before the clock is read.
 
 Rows (``ratio`` = Genesis throughput / torch throughput; for the CPU rows torch ms / Genesis ms per step):
@@ -21,7 +21,8 @@ Rows (``ratio`` = Genesis throughput / torch throughput; for the CPU rows torch 
   the CPU Genesis runs the eager program (the note says so).
 - ``qwen``: the same trainer with a Qwen-style block (RMSNorm, SwiGLU, RoPE, 12 query / 4 KV heads), batch 8 x 1024.
 - ``resnet50``: ResNet-50, batch 64 x 3 x 224 x 224, SGD with Nesterov momentum, fp32 and bf16 autocast in
-  channels_last, images/s, goal >= 0.9.
+  channels_last, images/s, goal >= 0.9 (the parity pass runs at lr 0.01: at the timed lr 0.1 the loss diverges on
+  random labels and the comparison measures chaos, not correctness).
 - ``style``: the fast-neural-style transformer net, 4 x 3 x 256 x 256, Adam, MSE, fp32, images/s, goal >= 0.9.
 - ``lstm`` / ``gru``: the word-language-model example (2 layers, 650 hidden, 35 x 20 tokens, 33,278 words,
   dropout 0.5, SGD lr 20, clip 0.25), tokens/s, goal >= 0.9.
@@ -182,14 +183,21 @@ def start(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarr
 def prepare(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarray],
             batches: list[tuple[np.ndarray, ...]], plan: Plan) -> tuple[P.Program, list[float]]:
     """The parity pass (its losses), then the program to time, warmed up."""
-    program = start(lib, case, cfg, device, state, parity=True)
-    losses = [float(program.step(batches[i % len(batches)]).item()) for i in range(plan.parity)]
-    if case.stochastic:
-        notes = program.notes
-        del program  # free the parity pass's model and optimizer state before the timed pass builds its own
-        gc.collect()
-        program = start(lib, case, cfg, device, state, parity=False)
-        program.notes.extend(n for n in notes if n not in program.notes)
+    # float32 convolutions and RNNs compare exactly: TF32 off in both libraries for the parity pass (torch's cuDNN
+    # default is on, and two libraries' TF32 engines round differently).
+    exact = case.cudnn and not case.bf16 and device.startswith("cuda")
+    tf32 = lib.backends.cudnn.allow_tf32
+    lib.backends.cudnn.allow_tf32 = tf32 and not exact
+    try:
+        program = start(lib, case, cfg, device, state, parity=True)
+        losses = [float(program.step(batches[i % len(batches)]).item()) for i in range(plan.parity)]
+    finally:
+        lib.backends.cudnn.allow_tf32 = tf32
+    notes = program.notes
+    del program  # free the parity pass's model and optimizer state before the timed pass builds its own
+    gc.collect()
+    program = start(lib, case, cfg, device, state, parity=False)
+    program.notes.extend(n for n in notes if n not in program.notes)
     for i in range(plan.warmup):
         program.step(batches[i % len(batches)])
     return program, losses
@@ -237,10 +245,10 @@ def run_interleaved(case: Case, cfg: Any, device: str, state: dict[str, np.ndarr
     return results
 
 
-def loss_tolerance(case: Case, device: str) -> float:
+def loss_tolerance(case: Case) -> float:
     if case.bf16:
         return 2e-2
-    return 1e-3 if case.cudnn and device.startswith("cuda") else 1e-4
+    return 1e-4
 
 
 def error_text(exc: BaseException) -> str:
@@ -274,7 +282,7 @@ def run_case(case: Case, device: str, small: bool, steps: int | None) -> list[di
                 errors.append(f"{lib.__name__}: {error_text(exc)}")
             gc.collect()
     g, t = results["genesis"], results["torch"]
-    tol = loss_tolerance(case, device)
+    tol = loss_tolerance(case)
     diff = None
     if g and t:
         diff = max(abs(a - b) / max(abs(b), 1.0) for a, b in zip(g.losses, t.losses))

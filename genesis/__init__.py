@@ -9,6 +9,7 @@ cuda, serialization → models. The ops of this namespace come from the registry
 import builtins as _builtins
 
 from genesis import (
+    accelerator,
     amp,
     autograd,
     backends,
@@ -34,7 +35,7 @@ from genesis.autograd import (
     no_grad,
     set_grad_enabled,
 )
-from genesis.device import device
+from genesis.device import device, get_default_device, set_default_device
 from genesis.dtypes import (
     bfloat16,
     dtype,
@@ -56,6 +57,18 @@ from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor op
 from genesis.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from genesis.serialization import load, load_checkpoint, save, save_checkpoint
 from genesis.tensor import Size, Tensor
+from genesis.tensor_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 
 __version__ = "0.1.0"
 

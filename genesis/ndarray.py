@@ -16,6 +16,8 @@ from genesis.device import device as Device
 
 Shape = tuple[int, ...]
 _BITWISE_OPS = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor"))
+#: Binary ops whose backends take two floating operands of different widths and compute in the wider dtype.
+_MIXED_FLOAT_OPS = frozenset(("add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"))
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -117,6 +119,27 @@ def view_strides(shape: Shape, strides: tuple[int, ...], new_shape: Shape) -> tu
     return tuple(new_strides)
 
 
+_VIEW_PLANS: dict[tuple, tuple[Shape, tuple[int, ...] | None]] = {}
+
+
+def view_plan(op: str, shape: Shape, strides: tuple[int, ...], requested: Sequence[int]) \
+        -> tuple[Shape, tuple[int, ...] | None]:
+    """(new shape, its view strides or None if a copy is needed) for viewing (shape, strides) as ``requested``.
+
+    A training step asks for the same few views every step, so the answers are kept: one dict lookup in place of
+    resolving -1 and walking the strides (a bad request raises and is never kept).
+    """
+    key = (shape, strides, requested if requested.__class__ is tuple else tuple(requested))
+    plan = _VIEW_PLANS.get(key)
+    if plan is None:
+        new_shape = infer_shape(op, requested, math.prod(shape))
+        plan = (new_shape, strides if new_shape == shape else view_strides(shape, strides, new_shape))
+        if len(_VIEW_PLANS) > 8192:  # many distinct shapes (dynamic sequence lengths): start over
+            _VIEW_PLANS.clear()
+        _VIEW_PLANS[key] = plan
+    return plan
+
+
 def infer_shape(op: str, shape: Sequence[int], numel: int) -> Shape:
     """Resolve one -1 in a requested shape; RuntimeError naming the op if the sizes cannot match."""
     shape = tuple(int(s) for s in shape)
@@ -199,10 +222,9 @@ class NDArray:
         return self._view(tuple(shape), tuple(strides), offset)
 
     def view(self, shape: Sequence[int], op: str = "view") -> NDArray:
-        shape = infer_shape(op, shape, self.size)
+        shape, strides = view_plan(op, self.shape, self.strides, shape)
         if shape == self.shape:
             return self
-        strides = view_strides(self.shape, self.strides, shape)
         if strides is None:
             raise RuntimeError(
                 f"{op}: size {list(shape)} is not compatible with input tensor's size {list(self.shape)} and stride "
@@ -212,10 +234,9 @@ class NDArray:
         return self._view(shape, strides)
 
     def reshape(self, shape: Sequence[int]) -> NDArray:
-        shape = infer_shape("reshape", shape, self.size)
+        shape, strides = view_plan("reshape", self.shape, self.strides, shape)
         if shape == self.shape:
             return self
-        strides = view_strides(self.shape, self.strides, shape)
         if strides is None:
             return self.contiguous()._view(shape, contiguous_strides(shape))
         return self._view(shape, strides)
@@ -418,7 +439,15 @@ class NDArray:
                     a = a.to(b.device)
                 else:
                     check_same_device(op, a, b)
-            dt = a.dtype if b.dtype is a.dtype else dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
+            if b.dtype is a.dtype:
+                dt = a.dtype
+            else:
+                dt = dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
+                if op in _MIXED_FLOAT_OPS and a.dtype.category == 2 and b.dtype.category == 2 and \
+                        (dt is a.dtype or dt is b.dtype) and a.dtype.itemsize != b.dtype.itemsize:
+                    # Floats of two widths (a bfloat16 activation plus a float32 residual): the backends read each
+                    # operand in its own dtype and compute in the wider one, which is exact; no cast copy first.
+                    return a.device.backend.binary(op, a, b, out)
             if b.dtype is not dt:
                 b = b.backend.cast(b, dt)
         else:

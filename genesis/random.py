@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from genesis import dtypes
 from genesis.autograd import is_grad_enabled
 from genesis.device import device as Device
-from genesis.device import to_device
+from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
 from genesis.tensor import Tensor, _shape_from, _size_args, tensor
 
@@ -124,7 +124,7 @@ def _finish(nd: NDArray, requires_grad: bool) -> Tensor:
 def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """Uniform samples from [0, 1)."""
-    shape, dev, d = _shape_from(sizes, size), to_device(device), _float_dtype(dtype)
+    shape, dev, d = _shape_from(sizes, size), factory_device(device), _float_dtype(dtype)
     s, o = _stream(generator, dev, math.prod(shape))
     return _finish(dev.backend.uniform(shape, d, dev, s, o), requires_grad)
 
@@ -132,7 +132,7 @@ def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtyp
 def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
-    shape, dev, d = _shape_from(sizes, size), to_device(device), _float_dtype(dtype)
+    shape, dev, d = _shape_from(sizes, size), factory_device(device), _float_dtype(dtype)
     s, o = _stream(generator, dev, math.prod(shape))
     return _finish(dev.backend.normal(shape, d, dev, s, o), requires_grad)
 
@@ -146,7 +146,7 @@ def randint(low: int, high: int | None = None, size: Sequence[int] = (), generat
         low, high = 0, low
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    shape, dev = _size_args((size,) if isinstance(size, int) else tuple(size)), to_device(device)
+    shape, dev = _size_args((size,) if isinstance(size, int) else tuple(size)), factory_device(device)
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
     s, o = _stream(generator, dev, math.prod(shape))
     nd = dev.backend.randint(int(low), int(high), shape, dtypes.int64, dev, s, o)

@@ -20,12 +20,13 @@ from typing import Any, BinaryIO, Union
 import numpy as np
 import safetensors.numpy
 
-from genesis import cuda, dtypes
+from genesis import cuda, dtypes, torch_pickle
 from genesis.device import device as Device
 from genesis.device import to_device
 from genesis.random import default_generator
 from genesis.safetensors_io import iter_tensors, read_bytes, read_header, read_metadata, read_weight_map, write_file
 from genesis.tensor import Tensor, tensor
+from genesis.torch_pickle import CheckpointError
 
 PathLike = Union[str, "os.PathLike[str]"]
 FileLike = Union[PathLike, BinaryIO]
@@ -35,10 +36,6 @@ _STRUCTURE_KEY = "genesis.structure"
 _FORMAT_KEY = "genesis.format"
 _CHECKSUM_KEY = "genesis.crc32"
 _FORMAT_VERSION = "1"
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint file that cannot be read: truncated, corrupted, or not written by a safetensors writer."""
 
 
 # ------------------------------------------------------------------ encoding
@@ -107,6 +104,10 @@ def save(obj: Any, f: FileLike) -> None:
             A tensor referenced twice (tied weights) is stored once and loads as one tensor.
         f: a path (written atomically) or a writable binary file object.
     """
+    if callable(getattr(obj, "state_dict", None)):
+        raise TypeError(f"save: cannot store a whole {type(obj).__name__} object: Genesis files hold tensors and "
+                        f"plain values, never pickled code; save its state_dict() instead "
+                        f"(genesis.save(model.state_dict(), path)) and load it with load_state_dict()")
     encoder = _Encoder()
     structure = encoder.encode(obj, "")
     if "__metadata__" in encoder.arrays:
@@ -228,7 +229,7 @@ def _load_index(path: str, map_location: Any) -> dict[str, Tensor]:
         raise CheckpointError(f"load: {err}") from None
     out: dict[str, Tensor] = {}
     for shard in dict.fromkeys(weight_map.values()):
-        arrays, _, shard_name = _read(shard)
+        arrays, shard_name = _shard_arrays(shard)
         wanted = [name for name, file in weight_map.items() if file == shard]
         missing = [name for name in wanted if name not in arrays]
         if missing:
@@ -238,20 +239,51 @@ def _load_index(path: str, map_location: Any) -> dict[str, Tensor]:
     return {name: out[name] for name in weight_map}
 
 
+def _shard_arrays(shard: PathLike) -> tuple[dict[str, np.ndarray], str]:
+    """The arrays of one shard of a sharded checkpoint: a safetensors file or a ``pytorch_model-*.bin``."""
+    name = os.fspath(shard)
+    if os.path.exists(name) and _is_torch_file(name):
+        arrays = torch_pickle.records_to_arrays(torch_pickle.read(name))
+        if not isinstance(arrays, dict):
+            raise CheckpointError(f"load: shard '{name}' holds a {type(arrays).__name__}, not a state dict")
+        return arrays, name
+    return _read(shard)[0], name
+
+
+def _is_torch_file(f: FileLike) -> bool:
+    """Whether ``f`` starts as a ``torch.save`` file does (a file object is left where it was)."""
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as file:
+            return torch_pickle.is_torch_file(file.read(len(torch_pickle.LEGACY_MAGIC)))
+    head = f.read(len(torch_pickle.LEGACY_MAGIC))
+    f.seek(-len(head), os.SEEK_CUR)
+    return torch_pickle.is_torch_file(head)
+
+
 def load(f: FileLike, map_location: Any = None, weights_only: bool = True) -> Any:
-    """Load what :func:`save` wrote, a plain safetensors file, or a sharded ``*.safetensors.index.json``.
+    """Load what :func:`save` wrote, a plain safetensors file, a sharded ``*.index.json``, or a PyTorch file.
+
+    PyTorch files (``.pt`` / ``.bin`` written by ``torch.save``, zip or legacy format) are read without PyTorch by
+    a restricted unpickler (``genesis.torch_pickle``): tensors (bfloat16, float16, integer and bool dtypes; views
+    and tensors sharing a storage share memory again), storages, dicts, OrderedDicts, lists, tuples and plain
+    values. A pickle that asks for anything else (a module's class, a function) raises CheckpointError naming it,
+    before anything is imported or called.
 
     Args:
         f: a path or a readable binary file object.
         map_location: where tensors go: None (the device they were saved from), a device or device string, or a
             dict mapping saved device strings to new ones (``{"cuda:0": "cpu"}``).
-        weights_only: accepted for torch compatibility; files never hold code, so loading is always safe.
+        weights_only: accepted for torch compatibility; loading is always weights-only (safetensors files hold no
+            code, and PyTorch pickles are restricted to tensors and containers).
 
     Returns:
         The saved object; a plain safetensors file (or a sharded index) loads as a ``{name: tensor}`` dict.
     """
     if isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".index.json"):
         return _load_index(os.fspath(f), map_location)
+    if (not isinstance(f, (str, os.PathLike)) or os.path.exists(f)) and _is_torch_file(f):
+        tree = torch_pickle.read(f)
+        return torch_pickle.records_to_tensors(tree, lambda saved: _target_device(saved, map_location))
     arrays, metadata, name = _read(f)
     decoder = _Decoder(arrays, map_location, name)
     if _STRUCTURE_KEY not in metadata:

@@ -19,7 +19,7 @@ from genesis import memory_format as _mf
 from genesis.autograd import AccumulateGrad, RemovableHandle
 from genesis.device import cpu as _cpu
 from genesis.device import device as Device
-from genesis.device import to_device
+from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
 
 
@@ -89,11 +89,11 @@ class Tensor:
         if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
             # Tensor(2, 3): uninitialized storage of that shape, as torch.Tensor(2, 3).
             d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-            nd = NDArray.empty(tuple(args), d, to_device(device))
+            nd = NDArray.empty(tuple(args), d, factory_device(device))
         else:
             (data,) = args
             d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-            nd = _to_ndarray(data, d, to_device(device))
+            nd = _to_ndarray(data, d, factory_device(device))
         self._init(nd)
         if requires_grad:
             self.requires_grad_(True)
@@ -615,16 +615,24 @@ def _to_ndarray(data: Any, dtype: dtypes.dtype | None, device: Device) -> NDArra
         if isinstance(data, float) and math.isnan(data) and d.category < 2:
             raise RuntimeError(f"tensor(): cannot convert float NaN to integer dtype {d.name}")
         return NDArray.full((), data, d, device)
-    if isinstance(data, (list, tuple)):
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):  # lists, tuples, deques, ranges...
+        data = _plain(data)
         d = dtype or _infer_dtype(data)
         return device.backend.from_numpy(_nested_to_numpy(data, d), d, device)
-    raise TypeError(f"tensor(): could not convert data of type {type(data).__name__} to a tensor")
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"tensor(): invalid data type '{type(data).__name__}'")
+    raise RuntimeError(f"tensor(): Could not infer dtype of {type(data).__name__}")
+
+
+def _plain(data: Any) -> Any:
+    """Nested sequences of any kind (deque, range, tuple...) as the nested lists the converters walk."""
+    return [_plain(x) for x in data] if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) else data
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A new tensor copied from ``data`` (numbers, nested lists, numpy arrays, tensors)."""
     d = dtypes.to_dtype(dtype) if dtype is not None else None
-    dev = to_device(device) if device is not None else (data.device if isinstance(data, Tensor) else _cpu)
+    dev = factory_device(device) if device is not None or not isinstance(data, Tensor) else data.device
     t = Tensor._wrap(_to_ndarray(data, d, dev))
     if requires_grad:
         t.requires_grad_(True)
@@ -671,7 +679,7 @@ def _factory(shape: tuple[int, ...], value: Any, dtype: Any, device: Any, requir
         dtypes.get_default_dtype() if isinstance(value, float) else
         dtypes.bool_ if isinstance(value, bool) else dtypes.int64 if isinstance(value, int) else
         dtypes.get_default_dtype())
-    t = Tensor._wrap(NDArray.full(shape, value, d, to_device(device)))
+    t = Tensor._wrap(NDArray.full(shape, value, d, factory_device(device)))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -707,7 +715,7 @@ def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = 
 def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
           ) -> Tensor:
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    t = Tensor._wrap(NDArray.empty(_shape_from(sizes, size), d, to_device(device)))
+    t = Tensor._wrap(NDArray.empty(_shape_from(sizes, size), d, factory_device(device)))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -747,7 +755,8 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, de
         d = dtypes.get_default_dtype() if is_float else dtypes.int64
     else:
         d = dtypes.to_dtype(dtype)
-    t = Tensor._wrap(to_device(device).backend.arange(start, end, step, d, to_device(device)))
+    dev = factory_device(device)
+    t = Tensor._wrap(dev.backend.arange(start, end, step, d, dev))
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 from typing import Any, Callable
 
 import pytest
@@ -186,3 +189,15 @@ def test_device_check_message_is_torchs() -> None:
 
 def test_version_is_exposed() -> None:
     assert isinstance(genesis.__version__, str) and genesis.__version__[0].isdigit()
+
+
+@pytest.mark.parametrize("setting,frozen", [(None, True), ("0", False)])
+def test_backend_load_freezes_the_import_heap(setting, frozen):
+    # Full garbage collections over torch's and Triton's import-time objects stall training steps; the first use of a
+    # backend moves them out of the collector's reach unless GENESIS_GC_FREEZE=0.
+    env = {k: v for k, v in os.environ.items() if k != "GENESIS_GC_FREEZE"}
+    if setting is not None:
+        env["GENESIS_GC_FREEZE"] = setting
+    code = "import gc, genesis; genesis.ones(2) + 1; print(gc.get_freeze_count())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert (int(out.stdout) > 0) is frozen

@@ -29,10 +29,13 @@ LAYERS: list[tuple[str, ...]] = [
     ("genesis._impl",),
     ("genesis.autograd",),
     ("genesis.tensor", "genesis.printing"),
-    ("genesis.ops", "genesis.tensor_methods", "genesis.random", "genesis.linalg", "genesis.special"),
+    ("genesis.ops", "genesis.tensor_methods", "genesis.random", "genesis.linalg", "genesis.special",
+     "genesis.tensor_types"),
     ("genesis.nn", "genesis.optim", "genesis.amp", "genesis.cuda", "genesis.serialization", "genesis.safetensors_io",
-     "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.distributions"),
+     "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.accelerator",
+     "genesis.torch_pickle", "genesis.distributions"),
     ("genesis.models", "genesis.generation", "genesis.tokenizer"),
+    ("genesis.torch_compat",),
 ]
 # Packages only the backend implementations may import.
 FOREIGN = ("torch", "triton", "cuda", "cudnn", "nvmath", "nccl")

@@ -777,3 +777,26 @@ def _t(*values):
 def test_special_points_gradients(case):
     _, fn, x = case
     check(fn, x)
+
+
+@pytest.mark.parametrize("narrow,wide", [(torch.bfloat16, torch.float32), (torch.float16, torch.float32),
+                                         (torch.float32, torch.float64)])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "minimum"])
+def test_binary_of_two_float_widths(op, narrow, wide):
+    # A narrow activation with a wide residual (autocast): computed in the wider dtype, gradients in each input's own.
+    a = rand(4, 6, dtype=narrow, seed=3)
+    b = rand(4, 6, dtype=wide, seed=4)
+    row = rand(6, dtype=wide, seed=5)
+    check(lambda lib, a, b: getattr(lib, op)(a, b), a, b)
+    check(lambda lib, a, b: getattr(lib, op)(b, a), a, b)
+    check(lambda lib, a, r: getattr(lib, op)(a, r), a, row)
+    check(lambda lib, a, b: (a > b, a == b, a <= b), a.detach(), b.detach(), backward=False)
+
+
+def test_binary_of_two_float_widths_in_place_and_zero_dim():
+    a = rand(3, 5, dtype=torch.bfloat16, requires_grad=False, seed=6)
+    b = rand(3, 5, dtype=torch.float32, requires_grad=False, seed=7)
+    check(lambda lib, a, b: a.clone().add_(b), a, b, backward=False)  # result keeps a's dtype
+    check(lambda lib, a, b: b.clone().mul_(a), a, b, backward=False)
+    s = torch.tensor(1.2345678, dtype=torch.float32)  # a 0-dim operand does not widen a tensor (as torch)
+    check(lambda lib, a, s: a + s, a, s, backward=False)

@@ -372,3 +372,23 @@ def test_inplace_shape_ops_record_history(op, args, shape):
     with pytest.raises(RuntimeError, match="leaf Variable"):
         getattr(leaf, op)(*args)
     assert tuple(leaf.shape) == shape
+
+
+def test_split_gradient_reaches_only_used_pieces():
+    x = rand(6, 9, seed=13)
+    check(lambda lib, x: x.split([2, 3, 4], dim=1)[1] * 2.0, x)
+    check(lambda lib, x: [p * (i + 1) for i, p in enumerate(x.chunk(3))][2], x)
+    check(lambda lib, x: x.split(3, dim=1)[0].exp() + x.split(3, dim=1)[2], x)
+
+
+def test_split_pieces_share_the_version_counter():
+    # An in-place change to a piece after its base was saved for backward is caught, as in torch.
+    for lib in (torch, genesis):
+        w = lib.ones(4, 2, requires_grad=True) if lib is torch else genesis.ones(4, 2, requires_grad=True)
+        y = w * 1.0
+        z = y.exp()  # exp saves its output z; changing z through a piece makes backward fail
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            a, _ = z.split(2)
+            with lib.no_grad():
+                a.add_(1.0)
+            z.sum().backward()

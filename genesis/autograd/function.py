@@ -285,7 +285,10 @@ class Function:
         # The hot path of every op without autograd: unwrap, compute, wrap; nothing else.
         out = cls.forward(_NO_GRAD_CTX, *raw, **kwargs)
         if out.__class__ is not NDArray:
-            return _wrap_outputs(out, None)
+            outputs = _wrap_outputs(out, None)
+            if cls.is_view:
+                _share_base(outputs, args[0], recorded=False)
+            return outputs
         t = Tensor._wrap(out)
         if cls.is_view and out.buffer is raw[0].buffer:
             t._version = args[0]._version
@@ -321,11 +324,20 @@ def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -
     outputs = _wrap_outputs(out, ctx)
     if ctx._saved:
         ctx._record_versions(outputs if isinstance(outputs, tuple) else (outputs,))
-    if cls.is_view and outputs.ndarray.buffer is args[0].ndarray.buffer:
-        outputs._version = args[0]._version
-        outputs._base = args[0] if args[0]._base is None else args[0]._base
-        outputs._view_version = outputs._version[0]
+    if cls.is_view:
+        _share_base(outputs, args[0], recorded=True)
     return outputs
+
+
+def _share_base(outputs: Any, source: Any, recorded: bool) -> None:
+    """Outputs of a view op that look into ``source``'s memory share its version counter and base (an op that may
+    return a copy instead, as reshape, leaves those alone); ``recorded`` notes the version their history is of."""
+    for t in outputs if isinstance(outputs, tuple) else (outputs,):
+        if isinstance(t, Tensor) and t.ndarray.buffer is source.ndarray.buffer:
+            t._version = source._version
+            t._base = source if source._base is None else source._base
+            if recorded:
+                t._view_version = t._version[0]
 
 
 class Primitive(Function):

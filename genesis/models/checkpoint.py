@@ -1,4 +1,5 @@
-"""Hugging Face checkpoints: safetensors files, sharded or not, read by streaming and written for transformers.
+"""Hugging Face checkpoints: safetensors files, sharded or not, read by streaming and written for transformers;
+``pytorch_model.bin`` files (and their shards) read through Genesis's restricted unpickler.
 
 Files and indexes are read and written through ``genesis.safetensors_io`` (headers checked first, then tensors
 streamed from a memory map one at a time, bfloat16 included, so peak host memory stays near one tensor of the shard
@@ -8,14 +9,21 @@ being read; files written atomically); this module knows the layout of a model d
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from genesis.safetensors_io import TensorInfo, read_header, read_weight_map, write_file, write_text
+from genesis import torch_pickle
+from genesis.safetensors_io import TensorInfo, iter_tensors, read_header, read_weight_map, write_file, write_text
+from genesis.torch_pickle import CheckpointError
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
+# PyTorch-format weights (``torch.save`` pickles), read by Genesis's restricted unpickler when no safetensors exist.
+BIN_FILE = "pytorch_model.bin"
+BIN_INDEX_FILE = "pytorch_model.bin.index.json"
 
 
 def checkpoint_files(directory: str | Path) -> list[Path]:
@@ -32,25 +40,66 @@ def checkpoint_files(directory: str | Path) -> list[Path]:
     single = directory / SINGLE_FILE
     if single.is_file():
         return [single]
+    bin_index = directory / BIN_INDEX_FILE
+    if bin_index.is_file():
+        return list(dict.fromkeys(read_weight_map(bin_index).values()))
+    if (directory / BIN_FILE).is_file():
+        return [directory / BIN_FILE]
     if not directory.is_dir():
         raise FileNotFoundError(f"model directory not found: {directory}")
-    raise FileNotFoundError(f"no {SINGLE_FILE} or {INDEX_FILE} in {directory} (only safetensors checkpoints "
-                            "are supported)")
+    raise FileNotFoundError(f"no {SINGLE_FILE}, {INDEX_FILE}, {BIN_FILE} or {BIN_INDEX_FILE} in {directory}")
 
 
-def read_index(directory: str | Path) -> dict[str, TensorInfo]:
-    """Every tensor of a checkpoint directory, from the headers of all its files (checked before any data is read).
+@dataclass
+class LoadedArray:
+    """A tensor of a PyTorch-format file, already read (pickles cannot be read tensor by tensor)."""
+
+    file: Path
+    array: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.array.shape)
+
+
+def _pytorch_arrays(path: Path) -> dict[str, np.ndarray]:
+    """The state dict of a ``pytorch_model*.bin`` file as numpy arrays."""
+    try:
+        state = torch_pickle.records_to_arrays(torch_pickle.read(path))
+    except CheckpointError as err:
+        raise ValueError(str(err)) from None
+    if not isinstance(state, dict) or not all(isinstance(v, np.ndarray) for v in state.values()):
+        raise ValueError(f"{path}: not a state dict of tensors")
+    return state
+
+
+def read_index(directory: str | Path) -> dict[str, TensorInfo | LoadedArray]:
+    """Every tensor of a checkpoint directory, from the headers of all its files (checked before any data is read;
+    PyTorch ``.bin`` files have no header and are read whole).
 
     Raises:
         ValueError: a tensor name appears in two files, or a file is corrupt (the message names it).
     """
-    tensors: dict[str, TensorInfo] = {}
+    tensors: dict[str, TensorInfo | LoadedArray] = {}
     for path in checkpoint_files(directory):
-        for name, info in read_header(path).items():
+        if path.suffix == ".bin":
+            found = {name: LoadedArray(path, array) for name, array in _pytorch_arrays(path).items()}
+        else:
+            found = read_header(path)
+        for name, info in found.items():
             if name in tensors:
                 raise ValueError(f"tensor {name!r} appears in both {tensors[name].file} and {path}")
             tensors[name] = info
     return tensors
+
+
+def iter_weights(tensors: dict[str, TensorInfo | LoadedArray]) -> Iterator[tuple[str, np.ndarray]]:
+    """The arrays of :func:`read_index` entries, safetensors ones streamed from their files."""
+    streamed = {name: info for name, info in tensors.items() if isinstance(info, TensorInfo)}
+    yield from iter_tensors(streamed)
+    for name, info in tensors.items():
+        if isinstance(info, LoadedArray):
+            yield name, info.array
 
 
 def _size_limit(max_shard_size: int | str) -> int:

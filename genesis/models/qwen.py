@@ -16,10 +16,10 @@ from typing import Any, Callable
 
 import genesis
 from genesis import nn
-from genesis.models.checkpoint import read_index, save_checkpoint
+from genesis.models.checkpoint import iter_weights, read_index, save_checkpoint
 from genesis.models.generation import KVCache, generate
 from genesis.nn import functional as F
-from genesis.safetensors_io import iter_tensors, write_text
+from genesis.safetensors_io import iter_tensors, write_text  # noqa: F401 - iter_tensors: kept public here
 from genesis.tensor import Tensor
 
 IGNORE_INDEX = -100  # label value excluded from the loss, as in transformers
@@ -465,7 +465,8 @@ class QwenForCausalLM(nn.Module):
     # ------------------------------------------------------------------------------------------------ checkpoints
     @classmethod
     def from_pretrained(cls, path: str | Path, dtype: Any = None, device: Any = None) -> QwenForCausalLM:
-        """Load a Hugging Face model directory (``config.json`` and safetensors weights, sharded or not).
+        """Load a Hugging Face model directory (``config.json`` and safetensors weights, sharded or not, or
+        PyTorch-format ``pytorch_model.bin`` weights and their shards, read without running pickled code).
 
         Every header is read and checked against the model (names, shapes) before any weight is, then tensors are
         streamed file by file, so host memory stays near one tensor beyond the model itself and an error never
@@ -507,7 +508,7 @@ class QwenForCausalLM(nn.Module):
                 raise ValueError(f"{info.file}: tensor {name!r} has shape {list(info.shape)}, the config needs "
                                  f"{list(params[name].shape)}")
         with genesis.no_grad():
-            for name, array in iter_tensors(tensors):
+            for name, array in iter_weights(tensors):
                 params[name].copy_(genesis.tensor(array, device=params[name].device))
         generation_path = directory / "generation_config.json"
         if generation_path.is_file():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from genesis import dtypes
 from genesis import memory_format as _mf
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray
@@ -22,6 +23,13 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     ``to(device, dtype, non_blocking, copy)``): a copy from pinned host memory to the GPU is queued on the current
     stream and the call returns at once; from pageable memory the copy is synchronous, as in torch.
     """
+    if not kwargs and len(args) == 1 and args[0].__class__ is dtypes.dtype:
+        # ``to(dtype)``, the autocast and gradient casts: the same result as the general path below, without parsing.
+        if args[0] is self.dtype:
+            return self
+        nd = self.ndarray
+        fmt = _mf.suggest(nd.shape, nd.strides) if nd.ndim >= 4 else _mf.contiguous_format
+        return views.contiguous(Cast.apply(self, args[0]), fmt)
     fmt = _mf.check("to", kwargs.pop("memory_format", _mf.preserve_format))
     flags = [a for a in args if isinstance(a, bool)]
     non_blocking = bool(kwargs.pop("non_blocking", flags[0] if flags else False))

@@ -13,7 +13,7 @@ from genesis.ndarray import NDArray, check_same_device, normalize_dim
 from genesis.ndarray import cat as cat_nd
 from genesis.ops._args import _tensor_args
 from genesis.ops.indexing import getitem
-from genesis.ops.views import narrow, select
+from genesis.ops.views import select
 from genesis.tensor import Tensor
 
 
@@ -37,6 +37,27 @@ class Cat(Primitive):
             grads.append(grad.narrow(dim, start, n))
             start += n
         return (None, *grads)
+
+
+class Split(Primitive):
+    """Pieces of an array along ``dim``, each a view of it. The gradient is one concatenation of the pieces'
+    gradients (as torch's SplitBackward), not a zero-filled copy of the whole array per piece."""
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int, sizes: tuple[int, ...]) -> tuple[NDArray, ...]:
+        ctx.dim = dim
+        pieces, start = [], 0
+        for n in sizes:
+            pieces.append(x.narrow(dim, start, n))
+            start += n
+        return tuple(pieces)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        # Pieces that received no gradient arrive as zeros (materialized by the engine).
+        return cat(grads, ctx.dim), None, None
 
 
 def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> tuple[list[Tensor], int]:
@@ -166,11 +187,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         if builtins.sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={sizes}")
-    out, start = [], 0
-    for s in sizes:
-        out.append(narrow(tensor, d, start, s))
-        start += s
-    return tuple(out)
+    return Split.apply(tensor, d, tuple(sizes))
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:

@@ -12,7 +12,7 @@ from genesis import dtypes
 from genesis import memory_format as _mf
 from genesis.autograd import Primitive
 from genesis.autograd.engine import _sum_to_shape
-from genesis.ndarray import NDArray, broadcast_shapes, infer_shape, normalize_dim, normalize_dims, view_strides
+from genesis.ndarray import NDArray, broadcast_shapes, infer_shape, normalize_dim, normalize_dims, view_plan
 from genesis.ops._args import _shape_args
 from genesis.tensor import Tensor
 
@@ -205,8 +205,8 @@ class ToDevice(Primitive):
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """A view when the strides allow one (sharing memory and version counter, as torch), else a copy."""
     nd = input.ndarray
-    target = infer_shape("reshape", _shape_args("reshape", shape), nd.size)
-    if view_strides(nd.shape, nd.strides, target) is not None:
+    target, strides = view_plan("reshape", nd.shape, nd.strides, _shape_args("reshape", shape))
+    if strides is not None:
         return View.apply(input, target, "reshape")
     return Reshape.apply(input, target)
 

@@ -1,10 +1,17 @@
 """Optimizers and learning-rate schedules (``genesis.optim``, as ``torch.optim``)."""
 
 from genesis.optim import lr_scheduler
+from genesis.optim.adadelta import Adadelta
 from genesis.optim.adagrad import Adagrad
 from genesis.optim.adam import Adam, AdamW
+from genesis.optim.adamax import Adamax
+from genesis.optim.asgd import ASGD
+from genesis.optim.lbfgs import LBFGS
+from genesis.optim.nadam import NAdam, RAdam
 from genesis.optim.optimizer import Optimizer
 from genesis.optim.rmsprop import RMSprop
+from genesis.optim.rprop import Rprop
 from genesis.optim.sgd import SGD
 
-__all__ = ["Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]
+__all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
+           "RMSprop", "Rprop", "SGD", "lr_scheduler"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import struct
 from typing import Any, Callable, Iterable
 
 from genesis import dtypes
@@ -28,6 +29,8 @@ _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "alpha": ("Invalid alpha value", lambda v: v >= 0.0),
     "lr_decay": ("Invalid lr_decay value", lambda v: v >= 0.0),
     "initial_accumulator_value": ("Invalid initial_accumulator_value value", lambda v: v >= 0.0),
+    "rho": ("Invalid rho value", lambda v: 0.0 <= v <= 1.0),
+    "momentum_decay": ("Invalid momentum_decay value", lambda v: v >= 0.0),
 }
 
 
@@ -337,6 +340,12 @@ def _count_step(state: dict[str, Any], p: Tensor, group: dict[str, Any]) -> None
         state["step"] = full((), float(step + 1), dtype=dtypes.float32, device=p.device)
     else:
         state["step"] = step + 1
+
+
+def float32_scalar(value: float) -> float:
+    """``value`` rounded to float32: torch keeps some optimizer scalars (NAdam's ``mu_product``, ASGD's ``eta`` and
+    ``mu``) as float32 tensors, and the updates read them back at that precision."""
+    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 def _cast_state(key: str, value: Any, param: Tensor, master_weights: bool = False) -> Any:

@@ -20,13 +20,16 @@ def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
 
 def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
     if out is None:
+        dt = a.dtype
         if b.__class__ is NDArray:
             if b.device is not a.device:
                 check_same_device(op, a, b)
             shape = a.shape if a.shape == b.shape else broadcast_shapes(op, a.shape, b.shape)
+            if b.dtype is not dt:  # floats of two widths: the kernel reads each in its dtype, computes in the wider
+                dt = dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
         else:
             shape = a.shape
-        out = _new(shape, dtypes.bool_ if op in COMPARISON_OPS else a.dtype, a.device)
+        out = _new(shape, dtypes.bool_ if op in COMPARISON_OPS else dt, a.device)
     if op in ("floor_divide", "remainder") and a.dtype.category < 2:
         _check_nonzero_divisor(op, b)
     return _ew(op, 2, out, (a, b), a.dtype)

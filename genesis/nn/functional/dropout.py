@@ -3,6 +3,8 @@ dropout for SELU networks; all are the identity when not training."""
 
 from __future__ import annotations
 
+import warnings
+
 from genesis import random
 from genesis.ops.dropout import Dropout
 from genesis.tensor import Tensor
@@ -34,34 +36,71 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return input.copy_(out) if inplace else out
 
 
-def _feature_dropout(op: str, input: Tensor, p: float, training: bool, inplace: bool, batched_ndim: int) -> Tensor:
-    _check_p(op, p)
-    if not training or p == 0.0:
+def _channel_dropout(input: Tensor, p: float, training: bool) -> Tensor:
+    """torch's ``feature_dropout``: one draw per entry of the first two dimensions, shared by the rest (so a 2-D
+    input gets one draw per element)."""
+    if not training or p == 0.0 or input.numel() == 0:
         return input
-    # One draw per channel: shape (N, C, 1, 1, ...) or (C, 1, 1, ...) for unbatched input.
-    lead = 2 if input.ndim == batched_ndim else 1
-    shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if p == 1.0:
-        out = input * 0.0
-    else:
-        keep = random.rand(shape, dtype=input.dtype, device=input.device) >= p
-        out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
-    return input.copy_(out) if inplace else out
+        return input * 0.0
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)  # (N, C, 1, 1, ...)
+    keep = random.rand(shape, dtype=input.dtype, device=input.device) >= p
+    return input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+
+
+def _unbatched_channel_dropout(input: Tensor, p: float, training: bool, inplace: bool, batched: bool) -> Tensor:
+    """Channel dropout of input with a batch dimension, or of one sample (a batch dimension added and removed)."""
+    out = _channel_dropout(input if batched else input.unsqueeze(0), p, training)
+    out = out if batched else out.squeeze(0)
+    return input.copy_(out) if inplace and out is not input else out
+
+
+def _warn_rank(op: str, input: Tensor, ranks: tuple[int, int], spatial: int) -> None:
+    if input.ndim not in ranks:
+        warnings.warn(f"{op}: Received a {input.ndim}-D input to {op}, which is deprecated and will result in an "
+                      f"error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that {op} exists to provide channel-wise dropout on inputs with "
+                      f"{spatial} spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      f"{ranks[0]}D or {ranks[1]}D inputs).", stacklevel=3)
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels of (N, C, L) or (C, L) input."""
-    return _feature_dropout("dropout1d", input, p, training, inplace, 3)
+    """Zero whole channels of (N, C, L) or (C, L) input with probability ``p``."""
+    _check_p("dropout1d", p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _unbatched_channel_dropout(input, p, training, inplace, input.ndim == 3)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels of (N, C, H, W) or (C, H, W) input."""
-    return _feature_dropout("dropout2d", input, p, training, inplace, 4)
+    """Zero whole channels of (N, C, H, W) input with probability ``p``.
+
+    As torch's (and with its warnings): every rank draws one value per entry of the first two dimensions, so a
+    3-D input is read as (N, C, L), not as one unbatched (C, H, W) sample, and a 2-D input drops single elements.
+    """
+    _check_p("dropout2d", p)
+    _warn_rank("dropout2d", input, (3, 4), 2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a "
+                      "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+                      "please switch to using dropout1d instead.", stacklevel=2)
+    return _unbatched_channel_dropout(input, p, training, inplace, True)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability ``p``."""
-    return _feature_dropout("dropout3d", input, p, training, inplace, 5)
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability ``p``.
+
+    As torch's (and with its warning for other ranks): any input that is not 5-D is taken as one unbatched sample.
+    """
+    _check_p("dropout3d", p)
+    _warn_rank("dropout3d", input, (4, 5), 3)
+    return _unbatched_channel_dropout(input, p, training, inplace, input.ndim == 5)
 
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:

@@ -35,7 +35,7 @@ class Dropout1d(_DropoutNd):
 
 
 class Dropout2d(_DropoutNd):
-    """Zeroes whole channels of (N, C, H, W) input."""
+    """Zeroes whole channels of (N, C, H, W) input (other ranks as ``F.dropout2d``)."""
 
     def forward(self, input: Tensor) -> Tensor:
         return F.dropout2d(input, self.p, self.training, self.inplace)
@@ -49,7 +49,7 @@ class AlphaDropout(_DropoutNd):
 
 
 class Dropout3d(_DropoutNd):
-    """Zeroes whole channels of (N, C, D, H, W) input."""
+    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input (other ranks as ``F.dropout3d``)."""
 
     def forward(self, input: Tensor) -> Tensor:
         return F.dropout3d(input, self.p, self.training, self.inplace)

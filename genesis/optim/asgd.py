@@ -1,0 +1,40 @@
+"""ASGD, averaged stochastic gradient descent (Polyak & Juditsky, 1992)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from genesis.optim.optimizer import Optimizer, float32_scalar
+from genesis.tensor import Tensor, zeros_like
+
+
+class ASGD(Optimizer):
+    """ASGD (as ``torch.optim.ASGD``).
+
+    ``p = p * (1 - lambd * eta) - eta * g``; the average ``ax`` follows ``p`` with weight ``mu``
+    (``ax += mu * (p - ax)``); then ``eta = lr / (1 + lambd * lr * t)^alpha`` and ``mu = 1 / max(1, t - t0)``.
+    ``eta`` and ``mu`` are float32 values, as torch keeps them.
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
+                 t0: float = 1e6, weight_decay: float = 0.0, foreach: bool | None = None,
+                 maximize: bool = False) -> None:
+        defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay,
+                    "foreach": foreach, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        if "ax" not in state:
+            state["eta"] = float32_scalar(group["lr"])
+            state["mu"] = 1.0
+            state["ax"] = zeros_like(p)
+        lr, lambd, step = group["lr"], group["lambd"], state["step"]
+        g = self._effective_grad(p, grad, group, group["weight_decay"])
+        eta = state["eta"]
+        p.mul_(1 - lambd * eta).add_(self._scratch(p).copy_(g).mul_(-eta))
+        if state["mu"] != 1:
+            state["ax"].add_(self._scratch(p).copy_(p).sub_(state["ax"]).mul_(state["mu"]))
+        else:
+            state["ax"].copy_(p)
+        state["eta"] = float32_scalar(lr / ((1 + lambd * lr * step) ** group["alpha"]))
+        state["mu"] = float32_scalar(1 / max(1, step - group["t0"]))

@@ -1,0 +1,171 @@
+"""torch API that PyTorch programs use and Genesis added for them: ``genesis.accelerator``, default devices and
+``with genesis.device(...)``, the legacy typed constructors, ``tensor()`` from any sequence, and dropout2d/3d on
+every input rank as torch draws and warns."""
+
+from __future__ import annotations
+
+import collections
+import warnings
+
+import pytest
+import torch
+
+import genesis
+import genesis.nn.functional as F
+from tests.helpers import DEVICE, TORCH_DTYPE, assert_same, to_genesis
+
+
+def test_accelerator_matches_cuda() -> None:
+    available = genesis.cuda.is_available()
+    assert genesis.accelerator.is_available() is available
+    assert genesis.accelerator.device_count() == (genesis.cuda.device_count() if available else 0)
+    if available:
+        assert genesis.accelerator.current_accelerator() == genesis.device("cuda")
+        assert genesis.accelerator.current_device_index() == genesis.cuda.current_device()
+        genesis.accelerator.set_device_index(0)
+        genesis.accelerator.synchronize()
+    else:
+        assert genesis.accelerator.current_accelerator() is None
+        for fn, torch_fn in ((genesis.accelerator.current_device_index, torch.accelerator.current_device_index),
+                             (genesis.accelerator.synchronize, torch.accelerator.synchronize)):
+            with pytest.raises(RuntimeError, match="none is available") as err:
+                fn()
+            if not torch.accelerator.is_available():
+                with pytest.raises(RuntimeError) as torch_err:
+                    torch_fn()
+                assert str(err.value) == str(torch_err.value)
+
+
+def test_device_pick_idiom() -> None:
+    """The idiom of PyTorch's examples picks the GPU when there is one, else the CPU."""
+    acc = genesis.accelerator.current_accelerator()
+    dev = acc if genesis.accelerator.is_available() else genesis.device("cpu")
+    assert genesis.zeros(2, device=dev).device.type == ("cuda" if genesis.cuda.is_available() else "cpu")
+
+
+def test_default_device_and_device_context() -> None:
+    assert genesis.get_default_device() == genesis.device("cpu")
+    with genesis.device(DEVICE) as dev:
+        assert dev == genesis.device(DEVICE) and genesis.get_default_device() == dev
+        for t in (genesis.zeros(2), genesis.randn(2), genesis.tensor([1, 2]), genesis.arange(3),
+                  genesis.empty(2), genesis.full((2,), 3.0), genesis.randint(0, 3, (2,))):
+            assert t.device == dev
+        with genesis.device("cpu"):
+            assert genesis.ones(1).device.type == "cpu"
+        assert genesis.get_default_device() == dev
+    assert genesis.get_default_device() == genesis.device("cpu")
+    # An explicit device wins; a tensor argument keeps its own device.
+    with genesis.device(DEVICE):
+        assert genesis.zeros(1, device="cpu").device.type == "cpu"
+        assert genesis.tensor(genesis.ones(1, device="cpu")).device.type == "cpu"
+    if not genesis.cuda.is_available():
+        with genesis.device("cuda"), pytest.raises(RuntimeError, match="CUDA is not available"):
+            genesis.zeros(1)
+        assert genesis.zeros(1).device.type == "cpu"  # the context was left on the error
+    genesis.set_default_device(DEVICE)
+    try:
+        assert genesis.zeros(1).device == genesis.device(DEVICE)
+    finally:
+        genesis.set_default_device(None)
+    assert genesis.zeros(1).device.type == "cpu"
+
+
+def test_default_dtype() -> None:
+    assert genesis.get_default_dtype() is genesis.float32
+    genesis.set_default_dtype(genesis.float64)
+    try:
+        assert genesis.zeros(1).dtype is genesis.float64 and genesis.tensor([1.5]).dtype is genesis.float64
+    finally:
+        genesis.set_default_dtype(genesis.float32)
+
+
+@pytest.mark.parametrize("name", ["FloatTensor", "DoubleTensor", "HalfTensor", "ByteTensor", "CharTensor",
+                                  "ShortTensor", "IntTensor", "LongTensor", "BoolTensor"])
+def test_legacy_typed_constructors(name: str) -> None:
+    g_cls, t_cls = getattr(genesis, name), getattr(torch, name)
+    for args in (([1, 0, 1],), ([[1, 2], [3, 4]],), ((1, 1),)):
+        assert_same(g_cls(*args), t_cls(*args))
+    for sizes in ((2, 3), (4,), ()):
+        g, t = g_cls(*sizes), t_cls(*sizes)
+        assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPE[g.dtype] == t.dtype
+    assert isinstance(g_cls([1]), g_cls) and g_cls([1]).device.type == "cpu"
+    assert not isinstance(genesis.zeros(1, dtype=genesis.int8 if name != "CharTensor" else genesis.int16), g_cls)
+    assert g_cls(genesis.Size([2, 2])).shape == (2, 2)
+
+
+def test_legacy_constructor_refuses_other_devices() -> None:
+    with pytest.raises(RuntimeError, match="legacy constructor expects device type: cpu"):
+        genesis.FloatTensor(2, device="cuda")
+
+
+@pytest.mark.parametrize("data", [
+    collections.deque([1, 2, 3]), range(5), (1.5, 2), collections.deque([(1, 2), (3, 4)]),
+    [range(2), collections.deque([3, 4])], collections.deque([True, False]), range(0),
+    [collections.deque([1.0, 2.0]), (3, 4)],
+], ids=["deque", "range", "tuple", "deque_of_tuples", "list_of_range_and_deque", "bools", "empty_range",
+        "mixed_nested"])
+def test_tensor_from_any_sequence(data: object) -> None:
+    assert_same(genesis.tensor(data, device=DEVICE), torch.tensor(data))
+    assert_same(genesis.tensor(data, dtype=genesis.float64, device=DEVICE), torch.tensor(data, dtype=torch.float64))
+
+
+def test_tensor_from_non_sequences_raises_as_torch() -> None:
+    for data in ({1, 2}, (x for x in range(2)), object()):
+        with pytest.raises(RuntimeError, match=f"Could not infer dtype of {type(data).__name__}"):
+            torch.tensor(data)
+        with pytest.raises(RuntimeError, match=f"tensor\\(\\): Could not infer dtype of {type(data).__name__}"):
+            genesis.tensor(data)
+
+
+def _zero_pattern(t: object) -> torch.Tensor:
+    return torch.tensor(t.detach().cpu().numpy() == 0) if isinstance(t, genesis.Tensor) else (t == 0)
+
+
+def _shared_axes(pattern: torch.Tensor) -> tuple[int, ...]:
+    """The axes along which every slice of the zero pattern is the same (the mask was drawn without them)."""
+    return tuple(d for d in range(pattern.ndim) if pattern.shape[d] > 1 and
+                 bool((pattern == pattern.narrow(d, 0, 1)).all()))
+
+
+@pytest.mark.parametrize(("fn", "shape"), [
+    ("dropout2d", (8, 6)), ("dropout2d", (8, 6, 5)), ("dropout2d", (4, 6, 3, 3)), ("dropout2d", (4, 6, 2, 2, 2)),
+    ("dropout3d", (8, 6)), ("dropout3d", (8, 6, 5)), ("dropout3d", (8, 6, 2, 2)), ("dropout3d", (4, 6, 2, 2, 2)),
+    ("dropout1d", (8, 6)), ("dropout1d", (4, 8, 6)),
+])
+def test_channel_dropout_masks_have_torch_structure(fn: str, shape: tuple[int, ...]) -> None:
+    """Masks drawn per element of the same leading axes as torch's (RNGs differ: compared by structure), the same
+    warnings, the kept values scaled by 1 / (1 - p)."""
+    torch.manual_seed(0)
+    genesis.manual_seed(0)
+    x_t = torch.rand(shape) + 1.0
+    with warnings.catch_warnings(record=True) as t_warned:
+        warnings.simplefilter("always")
+        t_out = getattr(torch.nn.functional, fn)(x_t, 0.5)
+    with warnings.catch_warnings(record=True) as g_warned:
+        warnings.simplefilter("always")
+        g_out = getattr(F, fn)(to_genesis(x_t), 0.5)
+    assert [str(w.message) for w in g_warned] == [str(w.message) for w in t_warned]
+    assert all(w.filename == __file__ for w in g_warned)
+    t_pattern, g_pattern = _zero_pattern(t_out), _zero_pattern(g_out)
+    assert _shared_axes(g_pattern) == _shared_axes(t_pattern)
+    kept = ~g_pattern
+    torch.testing.assert_close(torch.tensor(g_out.cpu().numpy())[kept], x_t[kept] * 2.0)
+    assert 0 < int(g_pattern.sum()) < g_pattern.numel()
+
+
+def test_dropout2d_module_and_inplace_and_errors() -> None:
+    x = genesis.ones(8, 6, device=DEVICE)
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+        out = genesis.nn.Dropout2d(0.5)(x)
+    assert out.shape == (8, 6)
+    y = genesis.ones(2, 3, 4, device=DEVICE)
+    with pytest.warns(UserWarning, match="Received a 3-D input to dropout3d"):
+        F.dropout3d(y, 0.5, inplace=True)  # (2, 3, 4) is one unbatched sample: one draw per first-axis entry
+    assert bool(((y == 0).all(2).all(1) | (y != 0).all(2).all(1)).all())
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"), \
+            pytest.warns(UserWarning):
+        F.dropout2d(genesis.ones(3, device=DEVICE), 0.5)
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but received a 4D input"):
+        F.dropout1d(genesis.ones(1, 2, 3, 4, device=DEVICE))
+    with pytest.warns(UserWarning):
+        assert F.dropout2d(genesis.ones(3, device=DEVICE), 0.5, training=False).shape == (3,)

@@ -1,0 +1,134 @@
+"""``python -m genesis.torch_compat``: PyTorch scripts (tests/compat_scripts) run unchanged on Genesis with the
+losses they have under PyTorch; torch imports resolve to Genesis only in the script's own code; missing names are
+reported with the script's file and line."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import runpy
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import genesis
+from genesis import torch_compat
+from tests.helpers import DEVICE
+
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat_scripts")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_torch(script: str, args: list[str]) -> dict:
+    """The script under real PyTorch, in this process (its folder's modules imported fresh and dropped after)."""
+    folder = os.path.dirname(script)
+    before = set(sys.modules)
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv, sys.path[:0] = [script, *args], [folder]
+    try:
+        return runpy.run_path(script, run_name="__main__")
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        for name in set(sys.modules) - before:
+            if getattr(sys.modules[name], "__file__", "") and sys.modules[name].__file__.startswith(folder):
+                del sys.modules[name]
+
+
+def _compare(name: str, args: list[str], rtol: float = 1e-5) -> list[float]:
+    script = os.path.join(SCRIPTS, name)
+    expected = _run_torch(script, args)["losses"]
+    got = torch_compat.run(script, args)["losses"]
+    assert len(got) == len(expected) > 0
+    assert got == pytest.approx(expected, rel=rtol, abs=1e-7)
+    return got
+
+
+def test_mnist_cnn_with_adadelta_and_steplr() -> None:
+    # On a GPU the script picks it (torch stays on its CPU): cuDNN's convolutions round differently.
+    losses = _compare("mnist_adadelta.py", ["--epochs", "2", "--dropout", "0.0"],
+                      rtol=2e-5 if DEVICE == "cpu" else 1e-3)
+    assert losses[-1] < losses[0]
+
+
+def test_accelerator_device_pick_and_legacy_idioms() -> None:
+    _compare("accelerator_pick.py", ["15"])
+
+
+def test_lbfgs_curve_fit() -> None:
+    _compare("lbfgs_fit.py", [], rtol=1e-8)
+    assert genesis.get_default_dtype() is genesis.float32
+
+
+@pytest.mark.skipif(importlib.util.find_spec("genesis.distributions") is None,
+                    reason="genesis.distributions (Categorical) is not in this tree yet")
+def test_policy_gradient_with_categorical() -> None:
+    _compare("policy_gradient.py", [])
+
+
+def test_imports_resolve_to_genesis_only_in_the_script(tmp_path) -> None:
+    (tmp_path / "helper.py").write_text(textwrap.dedent("""
+        import torch.nn.functional as F
+        from torch import nn
+        LINEAR = nn.Linear
+        RELU = F.relu
+    """))
+    script = tmp_path / "main.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import json
+        import torch
+        import torch.utils.data
+        from torch.utils.data import DataLoader
+        import helper
+        ARGV = list(sys.argv)
+        NAME = __name__
+        TENSOR = torch.Tensor
+        DATA = torch.utils.data
+        LOADER = DataLoader
+        HELPER = helper
+    """))
+    env = torch_compat.run(str(script), ["--flag", "x"])
+    assert env["ARGV"] == [str(script), "--flag", "x"] and env["NAME"] == "__main__"
+    assert env["TENSOR"] is genesis.Tensor and env["LOADER"] is genesis.utils.data.DataLoader
+    assert env["DATA"].__name__ == "torch.utils.data"
+    assert env["HELPER"].LINEAR is genesis.nn.Linear and env["HELPER"].RELU is genesis.nn.functional.relu
+    # Nothing leaks: the real torch is still what everyone else imports; the script's modules are gone.
+    import torch
+
+    assert sys.modules["torch"] is torch and torch.Tensor is not genesis.Tensor
+    assert "helper" not in sys.modules and sys.argv[0] != str(script)
+
+
+def test_missing_names_say_what_and_where(tmp_path) -> None:
+    script = tmp_path / "uses_missing.py"
+    script.write_text("import torch\n\nx = torch.ones(2)\ny = torch.definitely_not_there(x)\n")
+    with pytest.raises(AttributeError) as err:
+        torch_compat.run(str(script))
+    message = str(err.value)
+    assert "'torch.definitely_not_there'" in message and "'genesis'" in message and f"{script}:4" in message
+    script.write_text("import torch.nn.functional as F\n\nF.not_a_function\n")
+    with pytest.raises(AttributeError, match=r"'torch\.nn\.functional\.not_a_function'.*'genesis\.nn\.functional'"
+                       rf".*{script.name}:3"):
+        torch_compat.run(str(script))
+    script.write_text("import os\nimport torch.onnx\n")
+    with pytest.raises(ModuleNotFoundError, match=rf"module 'torch\.onnx' is not available.*{script.name}:2"):
+        torch_compat.run(str(script))
+    script.write_text("from torch.nn import NoSuchLayer\n")
+    with pytest.raises(AttributeError, match=rf"'torch\.nn\.NoSuchLayer'.*{script.name}:1"):
+        torch_compat.run(str(script))
+
+
+def test_command_line(tmp_path) -> None:
+    script = tmp_path / "cli.py"
+    script.write_text("import sys, torch\nprint(type(torch.zeros(1)).__module__, sys.argv[1:], __name__)\n")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-m", "genesis.torch_compat", str(script), "a", "--b"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "genesis.tensor ['a', '--b'] __main__"
+    with open(os.path.join(ROOT, "pyproject.toml")) as f:
+        assert 'genesis-torch = "genesis.torch_compat:main"' in f.read().split("[project.scripts]")[1]
+    missing = subprocess.run([sys.executable, "-m", "genesis.torch_compat", str(tmp_path / "nope.py")], env=env,
+                             capture_output=True, text=True)
+    assert missing.returncode != 0 and "no such script" in missing.stderr
