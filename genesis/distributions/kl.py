@@ -191,7 +191,7 @@ def _kl_multivariatenormal_multivariatenormal(p: MultivariateNormal, q: Multivar
     batch = tuple(F.broadcast_shapes(tuple(q_L.shape[:-2]), tuple(p_L.shape[:-2])))
     # tr(Σq^-1 Σp) = |Lq^-1 Lp|_F²
     solved = linalg.solve_triangular(q_L.expand(batch + (n, n)), p_L.expand(batch + (n, n)), upper=False)
-    term2 = solved.pow(2).sum((-2, -1)) if solved.ndim > 2 else solved.pow(2).sum()
+    term2 = solved.pow(2).sum((-2, -1))
     term3 = _batch_mahalanobis(q_L, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
 

@@ -31,8 +31,8 @@ def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
     Without any tensor, numbers become tensors of the default dtype, as torch.
     """
     if not all(isinstance(v, (Tensor, Number)) for v in values):
-        raise ValueError("Input arguments must all be instances of numbers.Number, torch.Tensor or objects "
-                         "implementing __torch_function__.")
+        raise ValueError(f"Input arguments must all be instances of numbers.Number or genesis.Tensor, got "
+                         f"{[type(v).__name__ for v in values]}")
     tensors = [v for v in values if isinstance(v, Tensor)]
     if not tensors:
         return tuple(tensor(float(v), dtype=dtypes.get_default_dtype()) for v in values)
