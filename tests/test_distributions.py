@@ -20,12 +20,12 @@ def pos(*shape: int, seed: int = 0, low: float = 0.5, high: float = 2.0) -> torc
 
 def _spd(lib: Any, a: Any) -> Any:
     """A positive-definite matrix from any square one: A Aᵀ + I."""
-    return a @ a.transpose(-2, -1) + lib.eye(a.shape[-1], dtype=a.dtype)
+    return a @ a.transpose(-2, -1) + lib.eye(a.shape[-1], dtype=a.dtype, device=a.device)
 
 
 def _lower(lib: Any, a: Any) -> Any:
     """A lower-triangular matrix with a positive diagonal (A's entries are in [-1, 1))."""
-    return a.tril() + 2 * lib.eye(a.shape[-1], dtype=a.dtype)
+    return a.tril() + 2 * lib.eye(a.shape[-1], dtype=a.dtype, device=a.device)
 
 
 def _tr(lib: Any) -> Any:
