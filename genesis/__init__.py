@@ -15,6 +15,7 @@ from genesis import (
     backends,
     cuda,
     distributed,
+    distributions,
     linalg,
     nn,
     ops,
@@ -39,6 +40,7 @@ from genesis.device import device, get_default_device, set_default_device
 from genesis.dtypes import (
     bfloat16,
     dtype,
+    finfo,
     float16,
     float32,
     float64,

@@ -160,3 +160,26 @@ def from_numpy(d: np.dtype) -> dtype:
         raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}. The only supported types are: float64, "
                         "float32, float16, int64, int32, int16, int8, uint8, and bool.")
     raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}")
+
+
+class finfo:
+    """Machine limits of a floating dtype, as ``torch.finfo``: ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (the
+    smallest positive normal number, also ``smallest_normal``) and ``resolution``; the default dtype without an
+    argument."""
+
+    def __init__(self, type: object = None) -> None:
+        d = to_dtype(type) if type is not None else _default_float
+        if not d.is_floating_point:
+            raise TypeError(f"finfo: requires a floating point input type, got {d}")
+        info = ml_dtypes.finfo(to_numpy(d))
+        self.dtype = d.name
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
+                f"smallest_normal={self.smallest_normal}, tiny={self.tiny}, dtype={self.dtype})")

@@ -176,3 +176,13 @@ def test_element_size_by_dtype():
         assert g.nbytes == t.nbytes
         assert g.is_floating_point() == t.is_floating_point()
         assert genesis.is_floating_point(g) == torch.is_floating_point(t)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_finfo_matches_torch(name):
+    g, t = genesis.finfo(getattr(genesis, name)), torch.finfo(getattr(torch, name))
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(g, attr) == getattr(t, attr), attr
+    assert genesis.finfo().eps == torch.finfo().eps
+    with pytest.raises(TypeError):
+        genesis.finfo(genesis.int32)

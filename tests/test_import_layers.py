@@ -10,7 +10,7 @@ Layers, lowest first (a module may import its own layer and those below):
 3. autograd (Function, Primitive, the engine, grad mode)
 4. Tensor
 5. ops (``genesis.ops``: the registry and the ops by theme), random numbers, linalg, special functions
-6. nn, optim, amp, cuda (the public GPU API), serialization, data loading, profiler
+6. nn, optim, amp, cuda (the public GPU API), serialization, data loading, profiler, distributions
 7. models and the LLM stack
 """
 
@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
      "genesis.tensor_types"),
     ("genesis.nn", "genesis.optim", "genesis.amp", "genesis.cuda", "genesis.serialization", "genesis.safetensors_io",
      "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.accelerator",
-     "genesis.torch_pickle"),
+     "genesis.torch_pickle", "genesis.distributions"),
     ("genesis.models", "genesis.generation", "genesis.tokenizer"),
     ("genesis.torch_compat",),
 ]

@@ -488,3 +488,20 @@ def test_real_number_helpers() -> None:
     assert g.is_conj() is False and g.is_neg() is False
     check_error(RuntimeError, lambda lib, x: lib.imag(x), rand(3))
     check_error(RuntimeError, lambda lib, x: x.imag, rand(3))
+
+
+@pytest.mark.parametrize("name", ["gammainc", "gammaincc"])
+def test_regularized_incomplete_gamma(name: str) -> None:
+    """Both branches (series and continued fraction), large orders, the limits, broadcasting, float32, the gradient
+    in x, and the missing gradient in a raising as torch's."""
+    fn = lambda lib, a, x: getattr(lib.special, name)(a, x)  # noqa: E731
+    check(fn, rand(3, 1, low=0.05, high=6.0, requires_grad=False), rand(4, low=0.01, high=12.0))
+    check(fn, torch.tensor([200.0, 1000.0, 5000.0], dtype=torch.float64),
+          torch.tensor([190.0, 1010.0, 5100.0], dtype=torch.float64, requires_grad=True), rtol=1e-8, atol=1e-12)
+    edges = (torch.tensor([0.0, 2.0, 2.0, -1.0, 2.0, NAN], dtype=torch.float64),
+             torch.tensor([1.0, 0.0, math.inf, 1.0, -1.0, 1.0], dtype=torch.float64))
+    check(fn, *edges, backward=False)
+    check(fn, rand(5, low=0.5, high=3.0, dtype=torch.float32, requires_grad=False),
+          rand(5, low=0.1, high=5.0, dtype=torch.float32))
+    check_error(RuntimeError, lambda lib, a, x: getattr(lib.special, name)(a, x).sum().backward(),
+                rand(3, low=0.5, high=2.0), rand(3, low=0.5, high=2.0))

@@ -4,7 +4,6 @@ reported with the script's file and line."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import runpy
 import subprocess
@@ -61,8 +60,6 @@ def test_lbfgs_curve_fit() -> None:
     assert genesis.get_default_dtype() is genesis.float32
 
 
-@pytest.mark.skipif(importlib.util.find_spec("genesis.distributions") is None,
-                    reason="genesis.distributions (Categorical) is not in this tree yet")
 def test_policy_gradient_with_categorical() -> None:
     _compare("policy_gradient.py", [])
 

@@ -438,8 +438,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
 
 
 def _finfo_max(d: dtypes.dtype) -> float:
-    return {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
-            "float64": 1.7976931348623157e308}[d.name]
+    return dtypes.finfo(d).max
 
 
 def signbit(input: Tensor) -> Tensor:

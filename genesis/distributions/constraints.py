@@ -1,0 +1,306 @@
+"""Constraints: which values a distribution's parameters and samples may take (``torch.distributions.constraints``).
+
+A constraint's ``check(value)`` returns a boolean tensor over the batch (the trailing ``event_dim`` dimensions are
+reduced), ``is_discrete`` says whether its values are integers and ``event_dim`` how many trailing dimensions make
+one event. The module-level names (``real``, ``positive``, ``simplex``...) are shared instances, as in torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from genesis import linalg
+from genesis.tensor import Tensor
+
+
+class Constraint:
+    """A region of valid values; ``check`` answers elementwise (per event) whether a value lies in it."""
+
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value: Tensor) -> Tensor:
+        """A boolean tensor of shape ``value.shape[:value.ndim - event_dim]``: whether each event is valid."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.__class__.__name__[1:] + "()"
+
+
+class _Dependent(Constraint):
+    """The constraint of a parameter whose support depends on other parameters; it cannot be checked."""
+
+    def __init__(self, *, is_discrete: Any = NotImplemented, event_dim: Any = NotImplemented) -> None:
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return self._is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return self._event_dim
+
+    def __call__(self, *, is_discrete: Any = NotImplemented, event_dim: Any = NotImplemented) -> _Dependent:
+        """A copy with ``is_discrete`` / ``event_dim`` filled in."""
+        if is_discrete is NotImplemented:
+            is_discrete = self._is_discrete
+        if event_dim is NotImplemented:
+            event_dim = self._event_dim
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, value: Tensor) -> Tensor:
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint: Any) -> bool:
+    """Whether ``constraint`` is a dependent constraint (one that validation skips)."""
+    return isinstance(constraint, _Dependent)
+
+
+class _DependentProperty(property, _Dependent):
+    """A property that is a dependent constraint on the class and the computed constraint on an instance."""
+
+    def __init__(self, fn: Any = None, *, is_discrete: Any = NotImplemented, event_dim: Any = NotImplemented) -> None:
+        property.__init__(self, fn)
+        _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
+
+    def __call__(self, fn: Any) -> _DependentProperty:  # type: ignore[override]
+        return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
+
+
+class _IndependentConstraint(Constraint):
+    """A constraint whose rightmost ``reinterpreted_batch_ndims`` batch dimensions become event dimensions."""
+
+    def __init__(self, base_constraint: Constraint, reinterpreted_batch_ndims: int) -> None:
+        if not isinstance(base_constraint, Constraint):
+            raise TypeError(f"independent: expected a Constraint, got {type(base_constraint).__name__}")
+        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
+            raise ValueError(f"independent: reinterpreted_batch_ndims must be a non-negative int, "
+                             f"got {reinterpreted_batch_ndims}")
+        self.base_constraint = base_constraint
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+
+    def check(self, value: Tensor) -> Tensor:
+        result = self.base_constraint.check(value)
+        if result.ndim < self.reinterpreted_batch_ndims:
+            expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+            raise ValueError(f"Expected value.dim() >= {expected} but got {value.ndim}")
+        result = result.reshape(result.shape[:result.ndim - self.reinterpreted_batch_ndims] + (-1,))
+        return result.all(-1)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
+
+
+class _Boolean(Constraint):
+    """Values 0 and 1."""
+
+    is_discrete = True
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value == 0) | (value == 1)
+
+
+class _OneHot(Constraint):
+    """One-hot vectors: zeros and a single one along the last dimension."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value: Tensor) -> Tensor:
+        is_boolean = (value == 0) | (value == 1)
+        return is_boolean.all(-1) & (value.sum(-1) == 1)
+
+
+class _IntegerInterval(Constraint):
+    """Integers in ``[lower_bound, upper_bound]``."""
+
+    is_discrete = True
+
+    def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _IntegerGreaterThan(Constraint):
+    """Integers ``>= lower_bound``."""
+
+    is_discrete = True
+
+    def __init__(self, lower_bound: Any) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _Real(Constraint):
+    """The extended real line (anything but NaN)."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return value == value  # False for NaN
+
+
+class _GreaterThan(Constraint):
+    """Values ``> lower_bound``."""
+
+    def __init__(self, lower_bound: Any) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return self.lower_bound < value
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _GreaterThanEq(_GreaterThan):
+    """Values ``>= lower_bound``."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return self.lower_bound <= value
+
+
+class _LessThan(Constraint):
+    """Values ``< upper_bound``."""
+
+    def __init__(self, upper_bound: Any) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return value < self.upper_bound
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
+
+
+class _Interval(Constraint):
+    """Values in the closed interval ``[lower_bound, upper_bound]``."""
+
+    def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _HalfOpenInterval(_Interval):
+    """Values in ``[lower_bound, upper_bound)``."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return (self.lower_bound <= value) & (value < self.upper_bound)
+
+
+class _Simplex(Constraint):
+    """Non-negative vectors along the last dimension that sum to one (within 1e-6)."""
+
+    event_dim = 1
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+class _LowerTriangular(Constraint):
+    """Lower-triangular square matrices."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value.tril() == value).reshape(value.shape[:-2] + (-1,)).all(-1)
+
+
+class _LowerCholesky(Constraint):
+    """Lower-triangular matrices with a positive diagonal."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        lower = (value.tril() == value).reshape(value.shape[:-2] + (-1,)).all(-1)
+        return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
+class _Symmetric(Constraint):
+    """Square matrices equal to their transpose (within 1e-6)."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        if value.shape[-2] != value.shape[-1]:
+            raise ValueError(f"{self!r}: expected square matrices, got shape {tuple(value.shape)}")
+        return ((value - value.transpose(-2, -1)).abs() <= 1e-6).all(-1).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    """Symmetric matrices with non-negative eigenvalues."""
+
+    def check(self, value: Tensor) -> Tensor:
+        symmetric = super().check(value)
+        return symmetric & (linalg.eigvalsh(value) >= 0).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    """Symmetric matrices with positive eigenvalues."""
+
+    def check(self, value: Tensor) -> Tensor:
+        symmetric = super().check(value)
+        return symmetric & (linalg.eigvalsh(value) > 0).all(-1)
+
+
+dependent = _Dependent()
+dependent_property = _DependentProperty
+independent = _IndependentConstraint
+boolean = _Boolean()
+one_hot = _OneHot()
+nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
+integer_interval = _IntegerInterval
+real = _Real()
+real_vector = independent(real, 1)
+positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+greater_than = _GreaterThan
+greater_than_eq = _GreaterThanEq
+less_than = _LessThan
+unit_interval = _Interval(0.0, 1.0)
+interval = _Interval
+half_open_interval = _HalfOpenInterval
+simplex = _Simplex()
+lower_triangular = _LowerTriangular()
+lower_cholesky = _LowerCholesky()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
+positive_definite = _PositiveDefinite()
+
+__all__ = [
+    "Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq", "half_open_interval",
+    "independent", "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
+    "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer",
+    "positive_semidefinite", "real", "real_vector", "simplex", "symmetric", "unit_interval",
+]
