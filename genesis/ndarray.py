@@ -85,6 +85,30 @@ def check_same_device(op: str, *items: object) -> None:
                                f"{first} and {d}!")
 
 
+def check_tensor_lists(op: str, names: tuple[str, ...], *lists: list[NDArray] | None,
+                       same_dtype: bool = False) -> None:
+    """RuntimeError, worded as torch's, unless the lists an in-place multi-tensor kernel reads and writes line up.
+
+    Every list (None for an absent optional one) holds as many arrays as the first, each array has the shape of the
+    first list's array at its position, and all live on one device; with ``same_dtype`` each list holds one dtype.
+    A foreign kernel trusts these facts for every address it computes, so they are checked before the call.
+    """
+    first = lists[0]
+    check_same_device(op, *(a for lst in lists if lst is not None for a in lst))
+    for name, lst in zip(names, lists):
+        if lst is None:
+            continue
+        if len(lst) != len(first):
+            raise RuntimeError(f"{op}: Tensor lists must have the same number of tensors, got {len(first)} "
+                               f"{names[0]} and {len(lst)} {name}")
+        for i, (ref, a) in enumerate(zip(first, lst)):
+            if a.shape != ref.shape:
+                raise RuntimeError(f"{op}: {name}[{i}] has shape {tuple(a.shape)}, but {names[0]}[{i}] has shape "
+                                   f"{tuple(ref.shape)}")
+            if same_dtype and a.dtype is not lst[0].dtype:
+                raise RuntimeError(f"{op}: {name} must have one dtype, got {lst[0].dtype} and {a.dtype}")
+
+
 def view_strides(shape: Shape, strides: tuple[int, ...], new_shape: Shape) -> tuple[int, ...] | None:
     """Strides that let ``new_shape`` view memory laid out as (shape, strides), or None if a copy is needed."""
     if not shape:
