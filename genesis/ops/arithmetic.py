@@ -396,7 +396,9 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    """``input + weight * (end - input)``."""
+    """``input + weight * (end - input)``; floating tensors only, as torch."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"lerp: not implemented for '{input.dtype.name}'")
     return input + weight * (end - input)
 
 

@@ -44,7 +44,9 @@ def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> tuple[list[Tenso
         raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not Tensor")
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+        # torch: ValueError from cat and its aliases, RuntimeError from stack.
+        raise (ValueError if op in ("cat", "concat", "concatenate") else RuntimeError)(
+            f"{op}(): expected a non-empty list of Tensors")
     # torch skips 1-D empty tensors in cat (legacy behaviour).
     nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] if op == "cat" else tensors
     ref = nonempty[0] if nonempty else tensors[0]
@@ -97,11 +99,25 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return cat([t.unsqueeze(d) for t in tensors], d)
 
 
+def _stack_list(op: str, tensors: Sequence[Tensor]) -> list[Tensor]:
+    """The tensors of an ``*stack`` op as a list; torch's errors for a bare tensor and an empty list."""
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
+    return tensors
+
+
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along the first dim of 1-d tensors, the second of others."""
+    tensors = _stack_list("hstack", tensors)
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along the first dim after ``atleast_2d``."""
+    tensors = _stack_list("vstack", tensors)
     return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
 
 
@@ -138,11 +154,13 @@ def _atleast(tensors: tuple, promote: Any) -> Any:
 
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Stack along the third dim after ``atleast_3d``."""
+    tensors = _stack_list("dstack", tensors)
     return cat(list(atleast_3d(*tensors)) if len(tensors) != 1 else [atleast_3d(tensors[0])], 2)
 
 
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Stack 0-/1-d tensors as columns (and 2-d ones as blocks of columns) into a matrix."""
+    tensors = _stack_list("column_stack", tensors)
     return hstack([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors])
 
 

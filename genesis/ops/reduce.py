@@ -210,13 +210,19 @@ def prod(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = Non
 
 
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    dims = normalize_dims("amax", None if dim == () else dim, input.ndim)
-    return Extremum.apply(input, dims, keepdim, "amax")
+    return Extremum.apply(input, _extremum_dims("amax", input, dim), keepdim, "amax")
 
 
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    dims = normalize_dims("amin", None if dim == () else dim, input.ndim)
-    return Extremum.apply(input, dims, keepdim, "amin")
+    return Extremum.apply(input, _extremum_dims("amin", input, dim), keepdim, "amin")
+
+
+def _extremum_dims(op: str, input: Tensor, dim: Any) -> tuple[int, ...]:
+    """The dims amax / amin reduce; as torch, an empty tensor needs them named (RuntimeError, not IndexError)."""
+    if dim in ((), None) and input.numel() == 0:
+        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           "reduction dim with the 'dim' argument.")
+    return normalize_dims(op, None if dim == () else dim, input.ndim)
 
 
 class ValuesIndices(NamedTuple):
@@ -341,7 +347,7 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"softmax: not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"softmax: not implemented for '{input.dtype.name}'")
     return Softmax.apply(input, normalize_dim("softmax", dim, input.ndim), False)
 
 
@@ -350,7 +356,7 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"log_softmax: not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"log_softmax: not implemented for '{input.dtype.name}'")
     return Softmax.apply(input, normalize_dim("log_softmax", dim, input.ndim), True)
 
 

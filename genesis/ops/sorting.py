@@ -5,12 +5,13 @@ searchsorted, bucketize and isin.
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
 
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray, normalize_dim
-from genesis.ops._args import _zeros, arange_like, ones_like_bool, zeros_like_detached
+from genesis.ops._args import _full, _zeros, arange_like, ones_like_bool, zeros_like_detached
 from genesis.ops.compare import isnan, where
 from genesis.ops.gather_scatter import gather, zeros_scatter
 from genesis.ops.join import cat
@@ -72,6 +73,9 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """The ``k``-th smallest value along ``dim`` (1-based) and its index."""
     d = normalize_dim("kthvalue", dim, input.ndim)
+    size = input.shape[d] if input.ndim else 1
+    if not 1 <= k <= size:
+        raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {d} of size {size}")
     values, indices = sort(input, d, stable=True)
     v, i = select(values, d, k - 1), select(indices, d, k - 1)
     return ValuesIndices(v.unsqueeze(d), i.unsqueeze(d)) if keepdim else ValuesIndices(v, i)
@@ -83,6 +87,8 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     floating = input.dtype.is_floating_point
     if dim is None:
         flat = input.reshape(-1)
+        if flat.shape[0] == 0 and floating:
+            return _full((), math.nan, input.dtype, input)  # torch: the median of nothing is NaN
         value = sort(flat.detach())[0][(flat.shape[0] - 1) // 2]  # NaN sorts last
         nans = isnan(flat.detach()) if floating else None
         if nans is not None and bool(nans.any()):
@@ -94,6 +100,8 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
         ties = nans if nans is not None and bool(nans.any()) else flat == value
         return value + where(ties, flat - value, 0.0).sum() / ties.sum()
     d = normalize_dim("median", dim, input.ndim)
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     if input.ndim == 0:
         return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
     result = kthvalue(input, (input.shape[d] - 1) // 2 + 1, d, keepdim=True)
