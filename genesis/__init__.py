@@ -33,7 +33,7 @@ from genesis.autograd import (
     no_grad,
     set_grad_enabled,
 )
-from genesis.device import device
+from genesis.device import device, get_num_threads, set_num_threads
 from genesis.dtypes import (
     bfloat16,
     dtype,

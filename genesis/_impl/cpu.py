@@ -701,3 +701,13 @@ def randint(low: int, high: int, shape: tuple[int, ...], dtype: dtypes.dtype, de
 
 def synchronize(device: object = None) -> None:
     """Nothing to wait for: CPU work is synchronous."""
+
+
+def set_num_threads(n: int) -> None:
+    """Intra-op threads of torch's CPU kernels (``genesis.set_num_threads`` checks ``n``)."""
+    torch.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """Intra-op threads of torch's CPU kernels."""
+    return torch.get_num_threads()
