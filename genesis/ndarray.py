@@ -245,7 +245,13 @@ class NDArray:
         return self._view(shape, strides)
 
     def permute(self, dims: Sequence[int]) -> NDArray:
-        dims = tuple(normalize_dim("permute", d, self.ndim) for d in dims)
+        seen: list[int] = []
+        for d in dims:  # in order, as torch: a repeat is reported before a later dim out of range
+            d = normalize_dim("permute", d, self.ndim)
+            if d in seen:
+                raise RuntimeError("permute(): duplicate dims are not allowed.")
+            seen.append(d)
+        dims = tuple(seen)
         if sorted(dims) != list(range(self.ndim)):
             raise RuntimeError(f"permute: dims {tuple(dims)} must be a permutation of the {self.ndim} input dims")
         return self._view(tuple(self.shape[d] for d in dims), tuple(self.strides[d] for d in dims))
@@ -280,6 +286,9 @@ class NDArray:
             old, stride = self.shape[i - lead], self.strides[i - lead]
             if n == -1:
                 n = old
+            elif n < 0:
+                raise RuntimeError(f"{op}: the expanded size {n} at dimension {i} must be non-negative (or -1 to "
+                                   "keep the size)")
             if old == n:
                 new_shape.append(n)
                 new_strides.append(stride)
@@ -334,10 +343,14 @@ class NDArray:
     def unfold(self, dim: int, size: int, step: int) -> NDArray:
         dim = normalize_dim("unfold", dim, self.ndim)
         n = self.shape[dim] if self.ndim else 1
+        if size < 0:
+            raise RuntimeError(f"unfold: size is {size} but must be >= 0")
         if size > n:
             raise RuntimeError(f"unfold: maximum size for tensor at dimension {dim} is {n} but size is {size}")
         if step <= 0:
             raise RuntimeError(f"unfold: step is {step} but must be > 0")
+        if not self.ndim:  # a scalar is one window of its single element (or of none)
+            return self._view((size,), (0,))
         shape = list(self.shape)
         strides = list(self.strides)
         shape[dim] = (n - size) // step + 1

@@ -173,7 +173,9 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     index = _to_index_tensor("index_select", index, input)
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    index = _check_bounds("index_select", index.reshape(-1), input.shape[d] if input.ndim else 1, d, False)
+    # torch's class: RuntimeError along dim 1 (its dim-1 CPU kernel), IndexError along the others.
+    index = _check_bounds("index_select", index.reshape(-1), input.shape[d] if input.ndim else 1, d, False,
+                          RuntimeError if d == 1 else IndexError)
     if input.ndim == 0:
         return input.clone()
     return IndexSelect.apply(input, d, index)

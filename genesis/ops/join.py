@@ -70,9 +70,9 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dim; dtypes are promoted as in torch."""
     if not isinstance(tensors, Tensor):
         tensors = list(tensors)
-    kept, d = _check_cat("cat", tensors, dim)
-    dt = kept[0].dtype
-    for t in kept[1:]:
+    _, d = _check_cat("cat", tensors, dim)
+    dt = tensors[0].dtype
+    for t in tensors[1:]:  # the skipped empty 1-d tensors count too, as in torch
         dt = dtypes.promote_types(dt, t.dtype)
     tensors = [t.to(dt) for t in tensors]
     if len(tensors) == 1:
@@ -171,6 +171,10 @@ def row_stack(tensors: Sequence[Tensor]) -> Tensor:
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into chunks of a given size (the last may be smaller) or of the listed sizes."""
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if isinstance(split_size_or_sections, int) and split_size_or_sections < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")
     d = normalize_dim("split", dim, tensor.ndim)
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -192,6 +196,9 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """``chunks`` nearly equal pieces along ``dim`` (fewer when the dim is short), as torch."""
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = input.shape[normalize_dim("chunk", dim, input.ndim)]

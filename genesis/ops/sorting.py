@@ -61,6 +61,8 @@ def msort(input: Tensor) -> Tensor:
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:
     """The ``k`` largest (or, with ``largest=False``, smallest) values along ``dim`` and their indices."""
     d = normalize_dim("topk", dim, input.ndim)
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("topk does not support bool dtypes")
     n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk: selected index k out of range (k = {k}, size along dim {d} = {n})")
@@ -70,10 +72,19 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     return ValuesIndices(values, indices)
 
 
+def _check_not_bool(op: str, input: Tensor) -> None:
+    """NotImplementedError for bool input: torch's order statistics have no bool kernel."""
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError(f"{op}: not implemented for 'bool'")
+
+
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """The ``k``-th smallest value along ``dim`` (1-based) and its index."""
     d = normalize_dim("kthvalue", dim, input.ndim)
     size = input.shape[d] if input.ndim else 1
+    if size == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
+    _check_not_bool("kthvalue", input)
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {d} of size {size}")
     values, indices = sort(input, d, stable=True)
@@ -85,6 +96,11 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """Lower median (torch semantics); with ``dim`` returns (values, indices). NaN propagates: a slice holding NaN
     has median NaN, at the index of its first NaN (``nanmedian`` ignores NaN instead)."""
     floating = input.dtype.is_floating_point
+    if dim is not None:
+        d = normalize_dim("median", dim, input.ndim)
+        if input.ndim and input.shape[d] == 0:
+            raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    _check_not_bool("median", input)
     if dim is None:
         flat = input.reshape(-1)
         if flat.shape[0] == 0 and floating:
