@@ -562,6 +562,8 @@ class NDArray:
             raise RuntimeError(
                 f"matmul: expected both operands to have the same dtype, but got {a.dtype} and {b.dtype}"
             )
+        if dt is dtypes.bool_:  # torch has no bool kernel (NotImplementedError even for empty operands)
+            raise NotImplementedError("matmul: not implemented for 'bool'")
         a_vec, b_vec = a.ndim == 1, b.ndim == 1
         if a_vec:
             a = a.unsqueeze(0)
