@@ -562,7 +562,8 @@ class NDArray:
             raise RuntimeError(
                 f"matmul: expected both operands to have the same dtype, but got {a.dtype} and {b.dtype}"
             )
-        if dt is dtypes.bool_:  # torch has no bool kernel (NotImplementedError even for empty operands)
+        if dt is dtypes.bool_ and ((a.ndim == 1 and b.ndim == 1) or (a.size and b.size)):
+            # torch has no bool kernel: refused wherever one would run (and for any dot, even of empty vectors)
             raise NotImplementedError("matmul: not implemented for 'bool'")
         a_vec, b_vec = a.ndim == 1, b.ndim == 1
         if a_vec:
