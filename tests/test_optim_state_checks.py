@@ -89,7 +89,8 @@ def test_parameter_resized_after_a_step_does_not_crash_the_process():
             print("refused:", err)
     """)
     assert proc.returncode == 0, proc.stderr
-    assert "refused: Adam: state 'exp_avg' has shape (10, 3), but its parameter has shape (50000, 3)" in proc.stdout
+    # The per-parameter step (CPU) or the multi-tensor kernel's own check (CUDA) names both shapes.
+    assert "refused:" in proc.stdout and "(10, 3)" in proc.stdout and "(50000, 3)" in proc.stdout
 
 
 def test_edited_checkpoint_state_does_not_crash_the_process(tmp_path):
