@@ -36,7 +36,7 @@ from genesis.autograd import (
     no_grad,
     set_grad_enabled,
 )
-from genesis.device import device, get_default_device, set_default_device
+from genesis.device import device, get_default_device, get_num_threads, set_default_device, set_num_threads
 from genesis.dtypes import (
     bfloat16,
     dtype,

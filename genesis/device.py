@@ -134,6 +134,19 @@ def _cuda_backend(dev: device) -> ModuleType:
 cpu = device("cpu")
 
 
+def set_num_threads(n: int) -> None:
+    """Use ``n`` threads for intra-op parallelism on the CPU (as ``torch.set_num_threads``); RuntimeError unless
+    ``n`` is a positive integer. DataLoader workers set one thread each."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {n!r}")
+    cpu.backend.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """The number of threads used for intra-op parallelism on the CPU (as ``torch.get_num_threads``)."""
+    return cpu.backend.get_num_threads()
+
+
 def to_device(d: str | device | int | None) -> device:
     """Normalize a device argument; None means the CPU."""
     if d is None:

@@ -87,6 +87,30 @@ def check_same_device(op: str, *items: object) -> None:
                                f"{first} and {d}!")
 
 
+def check_tensor_lists(op: str, names: tuple[str, ...], *lists: list[NDArray] | None,
+                       same_dtype: bool = False) -> None:
+    """RuntimeError, worded as torch's, unless the lists an in-place multi-tensor kernel reads and writes line up.
+
+    Every list (None for an absent optional one) holds as many arrays as the first, each array has the shape of the
+    first list's array at its position, and all live on one device; with ``same_dtype`` each list holds one dtype.
+    A foreign kernel trusts these facts for every address it computes, so they are checked before the call.
+    """
+    first = lists[0]
+    check_same_device(op, *(a for lst in lists if lst is not None for a in lst))
+    for name, lst in zip(names, lists):
+        if lst is None:
+            continue
+        if len(lst) != len(first):
+            raise RuntimeError(f"{op}: Tensor lists must have the same number of tensors, got {len(first)} "
+                               f"{names[0]} and {len(lst)} {name}")
+        for i, (ref, a) in enumerate(zip(first, lst)):
+            if a.shape != ref.shape:
+                raise RuntimeError(f"{op}: {name}[{i}] has shape {tuple(a.shape)}, but {names[0]}[{i}] has shape "
+                                   f"{tuple(ref.shape)}")
+            if same_dtype and a.dtype is not lst[0].dtype:
+                raise RuntimeError(f"{op}: {name} must have one dtype, got {lst[0].dtype} and {a.dtype}")
+
+
 def view_strides(shape: Shape, strides: tuple[int, ...], new_shape: Shape) -> tuple[int, ...] | None:
     """Strides that let ``new_shape`` view memory laid out as (shape, strides), or None if a copy is needed."""
     if not shape:
@@ -242,7 +266,13 @@ class NDArray:
         return self._view(shape, strides)
 
     def permute(self, dims: Sequence[int]) -> NDArray:
-        dims = tuple(normalize_dim("permute", d, self.ndim) for d in dims)
+        seen: list[int] = []
+        for d in dims:  # in order, as torch: a repeat is reported before a later dim out of range
+            d = normalize_dim("permute", d, self.ndim)
+            if d in seen:
+                raise RuntimeError("permute(): duplicate dims are not allowed.")
+            seen.append(d)
+        dims = tuple(seen)
         if sorted(dims) != list(range(self.ndim)):
             raise RuntimeError(f"permute: dims {tuple(dims)} must be a permutation of the {self.ndim} input dims")
         return self._view(tuple(self.shape[d] for d in dims), tuple(self.strides[d] for d in dims))
@@ -277,6 +307,9 @@ class NDArray:
             old, stride = self.shape[i - lead], self.strides[i - lead]
             if n == -1:
                 n = old
+            elif n < 0:
+                raise RuntimeError(f"{op}: the expanded size {n} at dimension {i} must be non-negative (or -1 to "
+                                   "keep the size)")
             if old == n:
                 new_shape.append(n)
                 new_strides.append(stride)
@@ -331,10 +364,14 @@ class NDArray:
     def unfold(self, dim: int, size: int, step: int) -> NDArray:
         dim = normalize_dim("unfold", dim, self.ndim)
         n = self.shape[dim] if self.ndim else 1
+        if size < 0:
+            raise RuntimeError(f"unfold: size is {size} but must be >= 0")
         if size > n:
             raise RuntimeError(f"unfold: maximum size for tensor at dimension {dim} is {n} but size is {size}")
         if step <= 0:
             raise RuntimeError(f"unfold: step is {step} but must be > 0")
+        if not self.ndim:  # a scalar is one window of its single element (or of none)
+            return self._view((size,), (0,))
         shape = list(self.shape)
         strides = list(self.strides)
         shape[dim] = (n - size) // step + 1
@@ -554,6 +591,9 @@ class NDArray:
             raise RuntimeError(
                 f"matmul: expected both operands to have the same dtype, but got {a.dtype} and {b.dtype}"
             )
+        if dt is dtypes.bool_ and ((a.ndim == 1 and b.ndim == 1) or (a.size and b.size)):
+            # torch has no bool kernel: refused wherever one would run (and for any dot, even of empty vectors)
+            raise NotImplementedError("matmul: not implemented for 'bool'")
         a_vec, b_vec = a.ndim == 1, b.ndim == 1
         if a_vec:
             a = a.unsqueeze(0)

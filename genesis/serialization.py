@@ -150,6 +150,8 @@ def _read(f: FileLike) -> tuple[dict[str, np.ndarray], dict[str, str], str]:
                               f"{err}") from None
     if _CHECKSUM_KEY in metadata:
         sums = _json(metadata[_CHECKSUM_KEY], name)
+        if not isinstance(sums, dict):
+            raise CheckpointError(f"load: '{name}' has corrupt metadata: the checksums are not a map")
         for key, expected in sums.items():
             if key not in arrays:
                 raise CheckpointError(f"load: '{name}' is missing tensor '{key}' listed in its metadata")
@@ -161,8 +163,8 @@ def _read(f: FileLike) -> tuple[dict[str, np.ndarray], dict[str, str], str]:
 def _json(text: str, name: str) -> Any:
     try:
         return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise CheckpointError(f"load: '{name}' has corrupt metadata: {err}") from None
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise CheckpointError(f"load: '{name}' has corrupt metadata: {type(err).__name__}: {err}") from None
 
 
 def _target_device(saved: str, map_location: Any) -> Device:
@@ -180,41 +182,95 @@ def _target_device(saved: str, map_location: Any) -> Device:
     return dev
 
 
+# Nesting deeper than this in a file's structure is refused (a state dict nests a few levels; a crafted file could
+# nest thousands and exhaust the interpreter's stack).
+_MAX_DEPTH = 100
+
+
 class _Decoder:
+    """Rebuilds the saved object from a file's structure; anything that :func:`save` could not have written raises
+    CheckpointError naming the file and the place in the structure."""
+
     def __init__(self, arrays: dict[str, np.ndarray], map_location: Any, name: str) -> None:
         self.arrays = arrays
         self.map_location = map_location
         self.name = name
         self.tensors: dict[str, Tensor] = {}
 
-    def decode(self, data: Any) -> Any:
+    def _bad(self, path: str, what: str) -> CheckpointError:
+        return CheckpointError(f"load: '{self.name}' has a corrupt structure at '{path or '<root>'}': {what}")
+
+    def decode(self, data: Any, path: str = "", depth: int = 0) -> Any:
+        if depth > _MAX_DEPTH:
+            raise self._bad(path, f"nested deeper than {_MAX_DEPTH} levels")
         if isinstance(data, list):
-            return [self.decode(v) for v in data]
+            return [self.decode(v, f"{path}.{i}", depth + 1) for i, v in enumerate(data)]
         if not isinstance(data, dict):
             return data
         if "__tensor__" in data:
-            return self._tensor(data)
+            return self._tensor(data, path)
         if "__tuple__" in data:
-            return tuple(self.decode(v) for v in data["__tuple__"])
+            items = data["__tuple__"]
+            if not isinstance(items, list):
+                raise self._bad(path, f"'__tuple__' holds {type(items).__name__}, not a list")
+            return tuple(self.decode(v, f"{path}.{i}", depth + 1) for i, v in enumerate(items))
         if "__dict__" in data:
-            return {_hashable(self.decode(k)): self.decode(v) for k, v in data["__dict__"]}
+            return self._dict(data["__dict__"], path, depth)
         if "__dtype__" in data:
-            return dtypes.to_dtype(data["__dtype__"])
+            try:
+                return dtypes.to_dtype(_text(data["__dtype__"]))
+            except (TypeError, ValueError, KeyError, AttributeError):
+                raise self._bad(path, f"unknown dtype {data['__dtype__']!r}") from None
         if "__device__" in data:
-            return to_device(data["__device__"])
-        return {k: self.decode(v) for k, v in data.items()}
+            return self._device(data["__device__"], path)
+        return {k: self.decode(v, _join(path, k), depth + 1) for k, v in data.items()}
 
-    def _tensor(self, ref: dict[str, Any]) -> Tensor:
+    def _dict(self, pairs: Any, path: str, depth: int) -> dict[Any, Any]:
+        if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+            raise self._bad(path, "'__dict__' must hold a list of [key, value] pairs")
+        out = {}
+        for k, v in pairs:
+            key = _hashable(self.decode(k, f"{path}.<key>", depth + 1))
+            try:
+                hash(key)
+            except TypeError:
+                raise self._bad(path, f"a key of type {type(key).__name__} cannot key a dict") from None
+            out[key] = self.decode(v, _join(path, str(key)), depth + 1)
+        return out
+
+    def _device(self, text: Any, path: str) -> Device:
+        try:
+            return to_device(_text(text))
+        except (TypeError, ValueError, RuntimeError, AttributeError):
+            raise self._bad(path, f"unknown device {text!r}") from None
+
+    def _tensor(self, ref: dict[str, Any], path: str) -> Tensor:
         key = ref["__tensor__"]
+        if not isinstance(key, str):
+            raise self._bad(path, f"a tensor reference names {type(key).__name__}, not a string")
         if key in self.tensors:
             return self.tensors[key]
         if key not in self.arrays:
             raise CheckpointError(f"load: '{self.name}' refers to tensor '{key}' that the file does not hold")
-        t = tensor(self.arrays[key], device=_target_device(ref.get("device", "cpu"), self.map_location))
-        if ref.get("requires_grad"):
+        saved = ref.get("device", "cpu")
+        self._device(saved, path)
+        requires_grad = ref.get("requires_grad", False)
+        if not isinstance(requires_grad, bool):
+            raise self._bad(path, f"requires_grad is {requires_grad!r}, not a bool")
+        t = tensor(self.arrays[key], device=_target_device(saved, self.map_location))
+        if requires_grad:
+            if not t.dtype.is_floating_point:
+                raise self._bad(path, f"tensor '{key}' of dtype {t.dtype} cannot require gradients")
             t.requires_grad_(True)
         self.tensors[key] = t
         return t
+
+
+def _text(value: Any) -> str:
+    """``value`` if it is a string; TypeError otherwise (the decoder turns it into CheckpointError)."""
+    if not isinstance(value, str):
+        raise TypeError(type(value).__name__)
+    return value
 
 
 def _hashable(key: Any) -> Any:

@@ -110,10 +110,6 @@ class Tensor:
     _grad_accumulator: Any = None
     _view_version = 0  # version of the base when a view's history was recorded (stale histories are rebuilt)
 
-    def _init(self, nd: NDArray) -> None:
-        self.ndarray = nd
-        self._version = [0]
-
     @classmethod
     def _wrap(cls, nd: NDArray) -> Tensor:
         """A new Tensor around an NDArray (no autograd history)."""
@@ -634,9 +630,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     d = dtypes.to_dtype(dtype) if dtype is not None else None
     dev = factory_device(device) if device is not None or not isinstance(data, Tensor) else data.device
     t = Tensor._wrap(_to_ndarray(data, d, dev))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -680,9 +674,7 @@ def _factory(shape: tuple[int, ...], value: Any, dtype: Any, device: Any, requir
         dtypes.bool_ if isinstance(value, bool) else dtypes.int64 if isinstance(value, int) else
         dtypes.get_default_dtype())
     t = Tensor._wrap(NDArray.full(shape, value, d, factory_device(device)))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def _shape_from(sizes: tuple, size: Any) -> tuple[int, ...]:
@@ -691,6 +683,8 @@ def _shape_from(sizes: tuple, size: Any) -> tuple[int, ...]:
         if sizes:
             raise TypeError("got the shape both as positional sizes and as size=")
         sizes = (size,)
+    elif not sizes:
+        raise TypeError("missing 1 required positional argument: \"size\"")
     return _size_args(sizes)
 
 
@@ -716,9 +710,7 @@ def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, 
           ) -> Tensor:
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     t = Tensor._wrap(NDArray.empty(_shape_from(sizes, size), d, factory_device(device)))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -745,21 +737,18 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, de
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    is_float = any(isinstance(v, float) for v in (start, end, step))
+    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype() if is_float else dtypes.int64
+    if d is dtypes.bool_:
+        raise NotImplementedError("arange: not implemented for 'bool'")
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     if (end - start) * step < 0:
         raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign (start={start}, "
                            f"end={end}, step={step})")
-    if dtype is None:
-        is_float = any(isinstance(v, float) for v in (start, end, step))
-        d = dtypes.get_default_dtype() if is_float else dtypes.int64
-    else:
-        d = dtypes.to_dtype(dtype)
     dev = factory_device(device)
     t = Tensor._wrap(dev.backend.arange(start, end, step, d, dev))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,
@@ -768,13 +757,24 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    values = np.linspace(start, end, steps, dtype=np.float64)
+    if steps >= 1 << 60:  # more bytes than an address space holds
+        raise RuntimeError(f"linspace: Storage size calculation overflowed with sizes=[{steps}]")
+    if (steps > 1 and d is dtypes.bool_) or (steps and d.category < 2 and not np.isfinite([start, end]).all()):
+        raise (NotImplementedError if d is dtypes.bool_ else RuntimeError)(
+            f"linspace: {d.name} cannot hold start={start}, end={end}")
+    if d.category < 2:  # integer results count from the bounds as integers, as torch
+        start, end = math.trunc(start), math.trunc(end)
+    # torch's formula: the first half counted from start, the second from end (NaN anywhere gives all NaN).
+    try:
+        i, step = np.arange(steps, dtype=np.float64), (end - start) / (steps - 1) if steps > 1 else 0.0
+    except (MemoryError, ValueError) as err:  # torch: RuntimeError for a size it cannot allocate
+        raise RuntimeError(f"linspace: cannot allocate {steps} steps: {err}") from None
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as torch
+        values = np.where(i < steps / 2, start + step * i, end - step * (steps - 1 - i))
     if d.category < 2:
         values = np.trunc(values)
     t = tensor(values, dtype=d, device=device)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None, device: Any = None
@@ -787,11 +787,10 @@ def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, req
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
     m = n if m is None else m
-    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    t = tensor(np.eye(n, m), dtype=d, device=device)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    t = zeros(n, m, dtype=dtype if dtype is not None else dtypes.get_default_dtype(), device=device)
+    if t.numel():  # allocated by the backend: a size it cannot hold raises its RuntimeError
+        t.diagonal().fill_(1)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def scalar_tensor(value: Any, dtype: Any = None, device: Any = None) -> Tensor:

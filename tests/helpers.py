@@ -220,3 +220,24 @@ def expected_repr(module: torch.nn.Module) -> str:
     finally:
         for layer in patched:
             del layer.__dict__["extra_repr"]
+
+
+def torch_error_class(err: BaseException) -> type[BaseException]:
+    """The Genesis class matching a torch exception: ``torch.linalg.LinAlgError`` is ``genesis.linalg.LinAlgError``;
+    any other is torch's class itself (Genesis raises the builtin ones torch raises)."""
+    return genesis.linalg.LinAlgError if isinstance(err, torch.linalg.LinAlgError) else type(err)
+
+
+def check_like_torch(fn: Callable, *inputs: Any) -> BaseException | None:
+    """``fn(lib, *inputs)`` raises in Genesis exactly when it raises in torch, an instance of the matching class
+    with a message; otherwise the results match (``assert_same``). Returns torch's exception, if any."""
+    g_inputs, t_inputs = _leaves(inputs)
+    try:
+        expected = fn(torch, *t_inputs)
+    except Exception as err:  # any class torch raises is the expectation
+        with pytest.raises(torch_error_class(err)) as info:
+            fn(genesis, *g_inputs)
+        assert str(info.value), f"{type(info.value).__name__} without a message"
+        return err
+    assert_same(fn(genesis, *g_inputs), expected)
+    return None

@@ -10,6 +10,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+import torch
+
+import genesis
+
 ROOT = Path(__file__).resolve().parents[1]
 PRELUDE = """
 import os, time
@@ -40,6 +45,35 @@ def test_workers_compute_after_the_parent_used_the_thread_pool() -> None:
         print(len(list(DataLoader(D(), batch_size=2, num_workers=2))))
     """)
     assert out.split() == ["4"]
+
+
+def test_workers_use_one_thread_after_a_large_parent_op() -> None:
+    """The issue's case: a large elementwise op in the parent (the pool's threads all started), then workers that
+    compute; each worker runs on one intra-op thread, the parent keeps its own count."""
+    out = run_script("""
+        before = genesis.get_num_threads()
+        (genesis.ones(64, 250_000) * 2).sum()
+        class D(Dataset):
+            def __len__(self): return 6
+            def __getitem__(self, i):
+                y = genesis.ones(64, 25_000) * 2
+                return genesis.get_num_threads() * 1000 + int(y.sum().item()) % 7
+        print(sorted(set(int(b) for b in DataLoader(D(), batch_size=None, num_workers=2))),
+              genesis.get_num_threads() == before)
+    """)
+    threads = 1000 + (64 * 25_000 * 2) % 7
+    assert out.split() == [f"[{threads}]", "True"]
+
+
+def test_set_num_threads_checks_its_argument() -> None:
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
+            genesis.set_num_threads(bad)
+    with pytest.raises(RuntimeError):
+        torch.set_num_threads(0)
+    before = genesis.get_num_threads()
+    genesis.set_num_threads(before)
+    assert genesis.get_num_threads() == before == torch.get_num_threads()
 
 
 def test_a_worker_exiting_with_status_zero_is_reported() -> None:

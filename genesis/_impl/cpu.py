@@ -16,7 +16,7 @@ from genesis import dtypes
 from genesis._impl import cuda_probe
 from genesis.device import cpu as _cpu
 from genesis.device import device as Device
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, check_tensor_lists
 
 TORCH_DTYPE = {
     dtypes.bool_: torch.bool, dtypes.uint8: torch.uint8, dtypes.int8: torch.int8, dtypes.int16: torch.int16,
@@ -576,8 +576,13 @@ def decode_attention(q: NDArray, k: NDArray, v: NDArray, length: NDArray, key_ma
     return wrap(_attention_fp32(qt.float(), kt, vt, mask, False, scale).to(qt.dtype))
 
 
+# The lists of the Adam steps, as their errors name them.
+_ADAM_NAMES = ("params", "grads", "exp_avgs", "exp_avg_sqs", "masters")
+
+
 def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
                beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
+    check_tensor_lists("adam_step_", _ADAM_NAMES[:4], [param], [grad], [exp_avg], [exp_avg_sq])
     p, g, m, v = native(param), native(grad), native(exp_avg), native(exp_avg_sq)
     if p.dtype == g.dtype == m.dtype == v.dtype:
         # torch's fused CPU kernel: one pass over parameter, gradient and both moments.
@@ -602,6 +607,7 @@ def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDAr
 def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list[NDArray],
                      exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float, beta1: float, beta2: float,
                      eps: float, weight_decay: float, decoupled: bool, step: int, maximize: bool) -> None:
+    check_tensor_lists("adam_multi_step_", _ADAM_NAMES, params, grads, exp_avgs, exp_avg_sqs, masters)
     for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
         target = masters[i] if masters is not None else p
         grad = wrap(-native(g)) if maximize else g
@@ -613,6 +619,7 @@ def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list
 def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDArray] | None, lr: float,
                     momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
                     first: bool) -> None:
+    check_tensor_lists("sgd_multi_step_", ("params", "grads", "bufs"), params, grads, bufs)
     for i, (param, grad) in enumerate(zip(params, grads)):
         p = native(param)
         acc = torch.float64 if p.dtype == torch.float64 else torch.float32  # half precision rounds once
@@ -694,3 +701,13 @@ def randint(low: int, high: int, shape: tuple[int, ...], dtype: dtypes.dtype, de
 
 def synchronize(device: object = None) -> None:
     """Nothing to wait for: CPU work is synchronous."""
+
+
+def set_num_threads(n: int) -> None:
+    """Intra-op threads of torch's CPU kernels (``genesis.set_num_threads`` checks ``n``)."""
+    torch.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """Intra-op threads of torch's CPU kernels."""
+    return torch.get_num_threads()

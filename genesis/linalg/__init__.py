@@ -13,6 +13,7 @@ from typing import Any
 from genesis import dtypes
 from genesis import ops as F
 from genesis.linalg.solvers import (
+    LinAlgError,
     _check_float,
     _check_square,
     cholesky,
@@ -136,7 +137,8 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
 
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det", "slogdet", "logdet",
+__all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "cross", "vecdot", "matmul", "diagonal", "det",
+           "slogdet", "logdet",
            "solve", "inv", "cholesky", "qr", "matrix_power",
            "solve_triangular", "multi_dot", "eigh", "eigvalsh", "svd",
            "svdvals", "pinv", "matrix_rank", "cond", "matrix_exp", "lstsq", "lu",

@@ -15,6 +15,11 @@ from genesis.autograd import Function
 from genesis.tensor import Tensor
 
 
+class LinAlgError(RuntimeError):
+    """A linear-algebra routine met a matrix it cannot handle: singular for ``solve``/``inv``, not positive-definite
+    for ``cholesky`` (``genesis.linalg.LinAlgError``, as ``torch.linalg.LinAlgError``, a RuntimeError)."""
+
+
 def _check_float(op: str, x: Tensor) -> None:
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {x.dtype.name}")
@@ -68,12 +73,17 @@ def slogdet(A: Tensor) -> SlogdetResult:
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """The solution X of ``A X = B`` (``X A = B`` when left is False); B (..., n, k) or a vector (..., n).
 
-    RuntimeError for a singular A, as torch.
+    LinAlgError (a RuntimeError) for a singular A, as torch.
     """
-    _check_float("linalg.solve", A)
-    _check_square("linalg.solve", A)
+    return _solve("linalg.solve", A, B, left)
+
+
+def _solve(op: str, A: Tensor, B: Tensor, left: bool) -> Tensor:
+    """``solve`` for ``op`` (linalg.solve or linalg.inv), which its errors name."""
+    _check_float(op, A)
+    _check_square(op, A)
     if not left:
-        return solve(A.mT, B.mT).mT
+        return _solve(op, A.mT, B.mT, True).mT
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     rhs = B.unsqueeze(-1) if vector else B
     if rhs.shape[-2] != A.shape[-1]:
@@ -84,7 +94,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     rhs = rhs.expand((*batch, *rhs.shape[-2:])).to(A.dtype)
     LU, _, order = _pivoted(A)
     if bool((LU.diagonal(0, -2, -1) == 0).any().item()):
-        raise RuntimeError("linalg.solve: The solver failed because the input matrix is singular.")
+        raise LinAlgError(f"{op}: The solver failed because the input matrix is singular.")
     # P^T A = L U: permute B's rows, then solve L Y = P^T B (unit diagonal) and U X = Y.
     permuted = F.gather(rhs, -2, order.unsqueeze(-1).expand(rhs.shape))
     X = _substitute(LU, _substitute(LU, permuted, upper=False, unit=True), upper=True, unit=False)
@@ -133,12 +143,12 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
 
 
 def inv(A: Tensor) -> Tensor:
-    """Inverse of square matrices (..., n, n); RuntimeError for a singular one."""
+    """Inverse of square matrices (..., n, n); LinAlgError (a RuntimeError) for a singular one."""
     _check_float("linalg.inv", A)
     _check_square("linalg.inv", A)
     n = A.shape[-1]
     eye = (F.arange_like(n, A).unsqueeze(1) == F.arange_like(n, A).unsqueeze(0)).to(A.dtype)
-    return solve(A, eye.expand(A.shape))
+    return _solve("linalg.inv", A, eye.expand(A.shape), True)
 
 
 def logdet(A: Tensor) -> Tensor:
@@ -170,7 +180,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
             v = v - (done * done[..., j, :].unsqueeze(-2)).sum(-1)
         pivot = v[..., j]
         if bool((pivot.detach() <= 0).any().item()) or bool(pivot.detach().isnan().any().item()):
-            raise RuntimeError(f"linalg.cholesky: The factorization could not be completed because the input is not "
+            raise LinAlgError(f"linalg.cholesky: The factorization could not be completed because the input is not "
                                f"positive-definite (the leading minor of order {j + 1} is not positive-definite).")
         root = F.sqrt(pivot).unsqueeze(-1)
         columns.append(F.where(rows >= j, v / root, 0.0))

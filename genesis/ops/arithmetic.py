@@ -74,6 +74,8 @@ class RoundedDiv(Primitive):
 
     @staticmethod
     def forward(ctx, a: NDArray, b: NDArray | float, op: str) -> NDArray:
+        if op == "floor":  # torch's floor division (through fmod): exact where floor(a / b) rounds, NaN for inf / b
+            return a.binary("floor_divide", b)
         return a.binary("div", b).unary(op)
 
     @staticmethod
@@ -276,10 +278,12 @@ def true_divide(input: Any, other: Any) -> Tensor:
     return div(input, other)
 
 
-def _check_divisor(op: str, other: Tensor | Number, what: str) -> None:
+def _check_divisor(op: str, input: Tensor, other: Tensor | Number, what: str) -> None:
     """RuntimeError for an integer divisor of zero; for a tensor it is a device-side check (see ``_check_range``):
     ``other == 0`` as integers must lie in [0, 1)."""
     message = f"{op}: {what}"
+    if input.numel() == 0 or (isinstance(other, Tensor) and other.numel() == 0):
+        return  # nothing is divided (torch returns the empty result)
     if isinstance(other, Tensor):
         _check_range((other == 0).to(dtypes.int8), 0, 1, RuntimeError, message)
     elif other == 0:
@@ -291,7 +295,7 @@ def floor_divide(input: Any, other: Any) -> Tensor:
         input = Tensor._scalar_like(input, other)
     other = _as_operand("floor_divide", other, input)
     if _result_dtype(input, other).category < 2:
-        _check_divisor("floor_divide", other, "ZeroDivisionError (integer division by zero)")
+        _check_divisor("floor_divide", input, other, "ZeroDivisionError (integer division by zero)")
         return NoGradBinary.apply(input, other, "floor_divide")
     return RoundedDiv.apply(input, other, "floor")
 
@@ -302,7 +306,7 @@ def remainder(input: Any, other: Any) -> Tensor:
         input = Tensor._scalar_like(input, other)
     other = _as_operand("remainder", other, input)
     if _result_dtype(input, other).category < 2:
-        _check_divisor("remainder", other, "ZeroDivisionError (integer modulo by zero)")
+        _check_divisor("remainder", input, other, "ZeroDivisionError (integer modulo by zero)")
         return NoGradBinary.apply(input, other, "remainder")
     return Remainder.apply(input, other)
 
@@ -396,7 +400,9 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    """``input + weight * (end - input)``."""
+    """``input + weight * (end - input)``; floating tensors only, as torch."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"lerp: not implemented for '{input.dtype.name}'")
     return input + weight * (end - input)
 
 

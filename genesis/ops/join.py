@@ -65,7 +65,9 @@ def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> tuple[list[Tenso
         raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not Tensor")
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+        # torch: ValueError from cat and its aliases, RuntimeError from stack.
+        raise (ValueError if op in ("cat", "concat", "concatenate") else RuntimeError)(
+            f"{op}(): expected a non-empty list of Tensors")
     # torch skips 1-D empty tensors in cat (legacy behaviour).
     nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] if op == "cat" else tensors
     ref = nonempty[0] if nonempty else tensors[0]
@@ -89,9 +91,9 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dim; dtypes are promoted as in torch."""
     if not isinstance(tensors, Tensor):
         tensors = list(tensors)
-    kept, d = _check_cat("cat", tensors, dim)
-    dt = kept[0].dtype
-    for t in kept[1:]:
+    _, d = _check_cat("cat", tensors, dim)
+    dt = tensors[0].dtype
+    for t in tensors[1:]:  # the skipped empty 1-d tensors count too, as in torch
         dt = dtypes.promote_types(dt, t.dtype)
     tensors = [t.to(dt) for t in tensors]
     if len(tensors) == 1:
@@ -118,11 +120,25 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return cat([t.unsqueeze(d) for t in tensors], d)
 
 
+def _stack_list(op: str, tensors: Sequence[Tensor]) -> list[Tensor]:
+    """The tensors of an ``*stack`` op as a list; torch's errors for a bare tensor and an empty list."""
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
+    return tensors
+
+
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along the first dim of 1-d tensors, the second of others."""
+    tensors = _stack_list("hstack", tensors)
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along the first dim after ``atleast_2d``."""
+    tensors = _stack_list("vstack", tensors)
     return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
 
 
@@ -159,11 +175,13 @@ def _atleast(tensors: tuple, promote: Any) -> Any:
 
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Stack along the third dim after ``atleast_3d``."""
+    tensors = _stack_list("dstack", tensors)
     return cat(list(atleast_3d(*tensors)) if len(tensors) != 1 else [atleast_3d(tensors[0])], 2)
 
 
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Stack 0-/1-d tensors as columns (and 2-d ones as blocks of columns) into a matrix."""
+    tensors = _stack_list("column_stack", tensors)
     return hstack([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors])
 
 
@@ -174,6 +192,10 @@ def row_stack(tensors: Sequence[Tensor]) -> Tensor:
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into chunks of a given size (the last may be smaller) or of the listed sizes."""
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if isinstance(split_size_or_sections, int) and split_size_or_sections < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")
     d = normalize_dim("split", dim, tensor.ndim)
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -191,6 +213,9 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """``chunks`` nearly equal pieces along ``dim`` (fewer when the dim is short), as torch."""
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = input.shape[normalize_dim("chunk", dim, input.ndim)]

@@ -61,6 +61,9 @@ def diagonal_copy(input: Tensor, offset: int = 0) -> Tensor:
 
 
 def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a matrix."""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     return diagonal(input).sum()
 
 

@@ -210,13 +210,19 @@ def prod(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = Non
 
 
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    dims = normalize_dims("amax", None if dim == () else dim, input.ndim)
-    return Extremum.apply(input, dims, keepdim, "amax")
+    return Extremum.apply(input, _extremum_dims("amax", input, dim), keepdim, "amax")
 
 
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    dims = normalize_dims("amin", None if dim == () else dim, input.ndim)
-    return Extremum.apply(input, dims, keepdim, "amin")
+    return Extremum.apply(input, _extremum_dims("amin", input, dim), keepdim, "amin")
+
+
+def _extremum_dims(op: str, input: Tensor, dim: Any) -> tuple[int, ...]:
+    """The dims amax / amin reduce; as torch, an empty tensor needs them named (RuntimeError, not IndexError)."""
+    if dim in ((), None) and input.numel() == 0:
+        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           "reduction dim with the 'dim' argument.")
+    return normalize_dims(op, None if dim == () else dim, input.ndim)
 
 
 class ValuesIndices(NamedTuple):
@@ -248,6 +254,9 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest element (of the flattened input when ``dim`` is None)."""
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("argmax(): does not support bool input")
     if input.numel() == 0 and dim is None:
         raise IndexError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
     d = None if dim is None else normalize_dim("argmax", dim, input.ndim)
@@ -255,6 +264,9 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest element (of the flattened input when ``dim`` is None)."""
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("argmin(): does not support bool input")
     if input.numel() == 0 and dim is None:
         raise IndexError("argmin(): Expected reduction dim to be specified for input.numel() == 0.")
     d = None if dim is None else normalize_dim("argmin", dim, input.ndim)
@@ -340,18 +352,20 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     (input,) = autocast_args("softmax", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
+    d = normalize_dim("softmax", dim, input.ndim)  # torch checks the dim first
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"softmax: not implemented for '{input.dtype.name}'")
-    return Softmax.apply(input, normalize_dim("softmax", dim, input.ndim), False)
+        raise NotImplementedError(f"softmax: not implemented for '{input.dtype.name}'")
+    return Softmax.apply(input, d, False)
 
 
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     (input,) = autocast_args("log_softmax", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
+    d = normalize_dim("log_softmax", dim, input.ndim)  # torch checks the dim first
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"log_softmax: not implemented for '{input.dtype.name}'")
-    return Softmax.apply(input, normalize_dim("log_softmax", dim, input.ndim), True)
+        raise NotImplementedError(f"log_softmax: not implemented for '{input.dtype.name}'")
+    return Softmax.apply(input, d, True)
 
 
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:

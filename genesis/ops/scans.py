@@ -92,6 +92,8 @@ def _scan(x: Tensor, dim: int, combine: Any) -> Tensor:
 
 def _cum_extremum(op: str, input: Tensor, dim: int) -> ValuesIndices:
     if input.ndim == 0:
+        if dim not in (-1, 0):
+            raise IndexError(f"{op}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
         return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
     d = normalize_dim(op, dim, input.ndim)
     x = input.detach()

@@ -5,12 +5,13 @@ searchsorted, bucketize and isin.
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
 
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray, normalize_dim
-from genesis.ops._args import _zeros, arange_like, ones_like_bool, zeros_like_detached
+from genesis.ops._args import _full, _zeros, arange_like, ones_like_bool, zeros_like_detached
 from genesis.ops.compare import isnan, where
 from genesis.ops.gather_scatter import gather, zeros_scatter
 from genesis.ops.join import cat
@@ -60,6 +61,8 @@ def msort(input: Tensor) -> Tensor:
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:
     """The ``k`` largest (or, with ``largest=False``, smallest) values along ``dim`` and their indices."""
     d = normalize_dim("topk", dim, input.ndim)
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("topk does not support bool dtypes")
     n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk: selected index k out of range (k = {k}, size along dim {d} = {n})")
@@ -69,9 +72,21 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     return ValuesIndices(values, indices)
 
 
+def _check_not_bool(op: str, input: Tensor) -> None:
+    """NotImplementedError for bool input: torch's order statistics have no bool kernel."""
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError(f"{op}: not implemented for 'bool'")
+
+
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """The ``k``-th smallest value along ``dim`` (1-based) and its index."""
     d = normalize_dim("kthvalue", dim, input.ndim)
+    size = input.shape[d] if input.ndim else 1
+    if size == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
+    _check_not_bool("kthvalue", input)
+    if not 1 <= k <= size:
+        raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {d} of size {size}")
     values, indices = sort(input, d, stable=True)
     v, i = select(values, d, k - 1), select(indices, d, k - 1)
     return ValuesIndices(v.unsqueeze(d), i.unsqueeze(d)) if keepdim else ValuesIndices(v, i)
@@ -81,8 +96,15 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """Lower median (torch semantics); with ``dim`` returns (values, indices). NaN propagates: a slice holding NaN
     has median NaN, at the index of its first NaN (``nanmedian`` ignores NaN instead)."""
     floating = input.dtype.is_floating_point
+    if dim is not None:
+        d = normalize_dim("median", dim, input.ndim)
+        if input.ndim and input.shape[d] == 0:
+            raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    _check_not_bool("median", input)
     if dim is None:
         flat = input.reshape(-1)
+        if flat.shape[0] == 0 and floating:
+            return _full((), math.nan, input.dtype, input)  # torch: the median of nothing is NaN
         value = sort(flat.detach())[0][(flat.shape[0] - 1) // 2]  # NaN sorts last
         nans = isnan(flat.detach()) if floating else None
         if nans is not None and bool(nans.any()):
@@ -94,6 +116,8 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
         ties = nans if nans is not None and bool(nans.any()) else flat == value
         return value + where(ties, flat - value, 0.0).sum() / ties.sum()
     d = normalize_dim("median", dim, input.ndim)
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     if input.ndim == 0:
         return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
     result = kthvalue(input, (input.shape[d] - 1) // 2 + 1, d, keepdim=True)

@@ -26,6 +26,8 @@ from genesis.tensor import Tensor, linspace
 
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """Lower median of the non-NaN elements; with ``dim`` returns (values, indices)."""
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError("nanmedian: not implemented for 'bool'")
     if dim is None:
         if input.numel() == 0:
             return _full((), math.nan, input.dtype, input)
@@ -160,7 +162,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     The length is ``max(input.max() + 1, minlength)``. Counts are int64; weights give float32 for float32
     weights and float64 otherwise, like torch. Not differentiable (torch has no derivative either).
     """
-    if input.dtype.is_floating_point:
+    if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
         raise NotImplementedError(f"\"bincount\" not implemented for '{input.dtype.name}'")
     if input.ndim != 1 or input.dtype is dtypes.bool_ or (input.numel() and int(input.min().item()) < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")

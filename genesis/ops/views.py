@@ -313,12 +313,19 @@ def view_of(input: Tensor, make_view: Callable[[NDArray], NDArray]) -> Tensor:
 
 
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
+    """The view of ``length`` elements from ``start`` along ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     d = normalize_dim("narrow", dim, input.ndim)
     start = int(start)
     n = input.shape[d]
+    if not -n <= start <= n:
+        raise IndexError(f"narrow: start out of range (expected to be in range of [{-n}, {n}], but got {start})")
     if start < 0:
         start += n
-    if not 0 <= start <= n or length < 0 or start + length > n:
+    if start + length > n:
         raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({n}).")
     return view_of(input, lambda x: x.narrow(d, start, length))
 

@@ -180,6 +180,7 @@ class Optimizer:
                         single.extend(params)
                 for p in single:
                     state = self.state.setdefault(p, {})
+                    _check_state(type(self).__name__, p, state)
                     if self.counts_steps:
                         _count_step(state, p, group)
                     self._update(p, p.grad, state, group)
@@ -206,6 +207,8 @@ class Optimizer:
             if state.keys() != first.keys() or any(state[k] != v for k, v in plain.items()):
                 return False
         key = (id(group), params[0].dtype, params[0].device)
+        for p, state in zip(params, states):
+            _check_state(type(self).__name__, p, state)
         cache = self._flat_cache.get(key)
         ids = [id(p) for p in params]
         fresh = cache is None or cache["ids"] != ids or any(
@@ -319,6 +322,13 @@ class Optimizer:
         new_state = {}
         for idx, saved_state in state_dict["state"].items():
             p = by_index[idx]
+            if not isinstance(saved_state, dict):
+                raise ValueError(f"loaded state dict has a state of type {type(saved_state).__name__} for parameter "
+                                 f"{idx}, expected a dict")
+            for key, value in saved_state.items():
+                if key != "step" and isinstance(value, Tensor) and tuple(value.shape) != tuple(p.shape):
+                    raise ValueError(f"loaded state dict contains a state '{key}' of shape {tuple(value.shape)} for "
+                                     f"parameter {idx} of shape {tuple(p.shape)}")
             new_state[p] = {key: _cast_state(key, value, p, master.get(idx, False)) for key, value in
                             saved_state.items()}
         new_groups = []
@@ -328,6 +338,15 @@ class Optimizer:
             new_groups.append(restored)
         self.state = new_state
         self.param_groups = new_groups
+
+
+def _check_state(op: str, p: Tensor, state: dict[str, Any]) -> None:
+    """RuntimeError unless every state tensor of ``p`` (the step count aside) has its shape: a parameter replaced
+    by one of another shape after its state was created (``p.data = ...``) must not reach an update."""
+    for key, value in state.items():
+        if key != "step" and isinstance(value, Tensor) and value.shape != p.shape:
+            raise RuntimeError(f"{op}: state '{key}' has shape {tuple(value.shape)}, but its parameter has shape "
+                               f"{tuple(p.shape)}")
 
 
 def _count_step(state: dict[str, Any], p: Tensor, group: dict[str, Any]) -> None:

@@ -29,7 +29,7 @@ from genesis._impl.cuda.elementwise import binary
 from genesis._impl.cuda.kernels import multi_tensor as mtk
 from genesis._impl.cuda.kernels import nn_adamw as adk
 from genesis._impl.cuda.launch import _contig, _new, _psig, _ptr
-from genesis.ndarray import NDArray, check_same_device
+from genesis.ndarray import NDArray, check_same_device, check_tensor_lists
 
 _F32 = dtypes.float32
 _ADAM_MULTI = td.Kernel(adk.adam_multi_step)
@@ -137,6 +137,8 @@ def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list
                      exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float | NDArray, beta1: float,
                      beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int | NDArray,
                      maximize: bool) -> None:
+    check_tensor_lists("adam_multi_step_", ("params", "grads", "exp_avgs", "exp_avg_sqs", "masters"), params, grads,
+                       exp_avgs, exp_avg_sqs, masters, same_dtype=True)
     params, grads, exp_avgs, exp_avg_sqs, masters = _nonempty(params, grads, exp_avgs, exp_avg_sqs, masters)
     if not params:
         return
@@ -156,6 +158,7 @@ def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list
 def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDArray] | None, lr: float,
                     momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
                     first: bool) -> None:
+    check_tensor_lists("sgd_multi_step_", ("params", "grads", "bufs"), params, grads, bufs, same_dtype=True)
     params, grads, bufs = _nonempty(params, grads, bufs)
     if not params:
         return
@@ -165,6 +168,7 @@ def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDAr
 
 
 def unscale_grads_(grads: list[NDArray], inv_scale: float) -> NDArray:
+    check_tensor_lists("unscale_grads_", ("grads",), grads, same_dtype=True)
     found = full((1,), 0.0, _F32, grads[0].device)
     (grads,) = _nonempty(grads)
     if grads:

@@ -20,7 +20,7 @@ from genesis._impl.cuda.kernels import nn_rope_swiglu as rsk
 from genesis._impl.cuda.kernels import nn_softmax as sk
 from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _psig, _ptr
 from genesis._impl.cuda.reductions import reduce
-from genesis.ndarray import NDArray, check_same_device
+from genesis.ndarray import NDArray, check_same_device, check_tensor_lists
 
 _F32 = dtypes.float32
 
@@ -443,7 +443,8 @@ _ADAM = td.Kernel(adk.adam_step)
 
 def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
                beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
-    check_same_device("adam_step_", param, grad, exp_avg, exp_avg_sq)
+    check_tensor_lists("adam_step_", ("param", "grad", "exp_avg", "exp_avg_sq"), [param], [grad], [exp_avg],
+                       [exp_avg_sq])
     arrays = (param, _dense(grad), exp_avg, exp_avg_sq)
     assert all(_contig(a) for a in (param, exp_avg, exp_avg_sq)), "adam_step_ updates contiguous arrays in place"
     n = param.size

@@ -15,7 +15,6 @@ import math
 import multiprocessing
 import queue
 import random
-import sys
 import time
 import traceback
 import warnings
@@ -26,6 +25,7 @@ import numpy as np
 
 from genesis import dtypes
 from genesis.device import device as Device
+from genesis.device import set_num_threads
 from genesis.ops import stack
 from genesis.random import Generator, default_generator, randint, randperm
 from genesis.tensor import Tensor, tensor
@@ -387,14 +387,11 @@ def _worker_loop(dataset: Any, jobs: Any, results: Any, done: Any, fetch: Callab
 def _one_compute_thread() -> None:
     """Give a worker one intra-op thread, as torch's DataLoader does.
 
-    The CPU backend computes with torch, whose OpenMP pool does not survive ``fork``: a worker forked from a parent
-    that used the pool would wait forever in its barrier. One thread also keeps ``num_workers`` workers from
-    oversubscribing the cores. The backend is only touched if the parent already loaded it (a fresh one in the
-    worker has a fresh pool).
+    The CPU backend's thread pool (OpenMP) does not survive ``fork``: a worker forked from a parent that used the
+    pool would wait forever in its barrier unless it computes on one thread. One thread also keeps ``num_workers``
+    workers from oversubscribing the cores.
     """
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
+    set_num_threads(1)
 
 
 class _MapFetcher:
