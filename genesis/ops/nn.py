@@ -1,4 +1,4 @@
-"""Neural-network ops as single autograd nodes: linear, convolution, pooling and batch normalization.
+"""Neural-network ops as single autograd nodes: linear, convolution, pooling, normalization, resampling and padding.
 
 Convolution, pooling and batch norm call fused backend kernels each way (``conv``/``conv_backward``, ...): one
 kernel is several times faster on the CPU than composing them from smaller ops. Their backward primitives have no
@@ -328,6 +328,34 @@ class UpsampleBackward(Primitive):
     def backward(ctx, gg):
         _, mode, align_corners, scales = ctx.params
         return Upsample.apply(gg, output_size=ctx.output_size, mode=mode, align_corners=align_corners, scales=scales)
+
+
+class Pad(Primitive):
+    """Reflect, replicate or circular padding of the trailing 1 to 3 dims (torch's ``F.pad`` modes but constant)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, *, pad: tuple, mode: str) -> NDArray:
+        ctx.params = (x.shape, pad, mode)
+        return x.backend.pad(x, pad, mode)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return PadBackward.apply(grad, params=ctx.params)
+
+
+class PadBackward(Primitive):
+    """The adjoint of ``Pad``: each input element sums the gradients of the outputs that read it (linear in
+    ``grad``, so its own backward pads again)."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, *, params: tuple) -> NDArray:
+        ctx.params = params
+        return grad.backend.pad_backward(grad, *params)
+
+    @staticmethod
+    def backward(ctx, gg):
+        _, pad, mode = ctx.params
+        return Pad.apply(gg, pad=pad, mode=mode)
 
 
 class Embedding(Primitive):
