@@ -400,8 +400,12 @@ def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_gro
 def group_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray,
                         num_groups: int, output_mask: tuple) -> tuple:
     t = native(x)
+    # torch's kernel reads dy in x's layout: give both one layout
+    fmt = next((f for f in (torch.channels_last, torch.channels_last_3d) if t.dim() == (4 if f is torch.channels_last
+                else 5) and t.is_contiguous(memory_format=f) and not t.is_contiguous()), torch.contiguous_format)
+    t, g = t.contiguous(memory_format=fmt), native(grad).contiguous(memory_format=fmt)
     N, C = t.shape[:2]
-    grads = torch.ops.aten.native_group_norm_backward(native(grad), t, native(mean), native(rstd), _opt(weight), N,
+    grads = torch.ops.aten.native_group_norm_backward(g, t, native(mean), native(rstd), _opt(weight), N,
                                                       C, math.prod(t.shape[2:]), num_groups, list(output_mask))
     return tuple(wrap(g) if m and g is not None else None for g, m in zip(grads, output_mask))
 

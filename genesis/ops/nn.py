@@ -281,13 +281,44 @@ class GroupNorm(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        x, weight = ctx.saved_tensors
-        mean, rstd = ctx.stats
-        mask = tuple(bool(m) for m in ctx.needs_input_grad[:3])
-        if not is_grad_enabled():
-            nd = grad.ndarray
-            return nd.backend.group_norm_backward(nd, x.ndarray, _raw(weight), mean, rstd, ctx.num_groups, mask)
-        return GroupNormBackward.apply(grad, x, weight, stats=(mean, rstd), num_groups=ctx.num_groups, mask=mask)
+        return _group_norm_grads(ctx, grad)
+
+
+class InstanceNorm(Primitive):
+    """Instance normalization: group norm with one channel per group (the same kernel each way), and torch's
+    running-statistics update: ``running = (1 - momentum) * running + momentum * batch mean of the per-instance
+    statistics`` (unbiased variances, recovered from the kernel's ``rstd`` as ``rstd^-2 - eps``)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
+                running_var: NDArray | None, *, momentum: float, eps: float) -> NDArray:
+        channels = x.shape[1]
+        out, mean, rstd = x.backend.group_norm(x, weight, bias, channels, eps)
+        if running_mean is not None and running_var is not None:
+            count = x.size // (x.shape[0] * channels)
+            unbiased = ((rstd * rstd).unary("reciprocal") - eps) * (count / max(count - 1, 1))
+            for running, stat in ((running_mean, mean), (running_var, unbiased)):
+                batch = stat.sum((0,)) * (momentum / x.shape[0])  # (C,)
+                x.backend.copy_(running, running * (1 - momentum) + batch.astype(running.dtype))
+        ctx.save_for_backward(x, weight)
+        ctx.stats = (mean, rstd)
+        ctx.num_groups = channels
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _group_norm_grads(ctx, grad) + (None, None)
+
+
+def _group_norm_grads(ctx, grad) -> tuple:
+    """(grad_x, grad_weight, grad_bias) of ``GroupNorm`` / ``InstanceNorm`` from their saved input and statistics."""
+    x, weight = ctx.saved_tensors
+    mean, rstd = ctx.stats
+    mask = tuple(bool(m) for m in ctx.needs_input_grad[:3])
+    if not is_grad_enabled():
+        nd = grad.ndarray
+        return tuple(nd.backend.group_norm_backward(nd, x.ndarray, _raw(weight), mean, rstd, ctx.num_groups, mask))
+    return tuple(GroupNormBackward.apply(grad, x, weight, stats=(mean, rstd), num_groups=ctx.num_groups, mask=mask))
 
 
 class GroupNormBackward(Primitive):
