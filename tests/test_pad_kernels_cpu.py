@@ -1,13 +1,15 @@
 """The padding kernels on a machine without a GPU: they compile ahead of time for sm_90, and the CUDA backend's
-launchers (``genesis/_impl/cuda/nn_padding.py``) compute the same values as the CPU backend under
-``TRITON_INTERPRET=1``, with CPU arrays standing in for device memory, with 32-bit and with 64-bit index arithmetic.
+launchers (``genesis/_impl/cuda/nn_padding.py``; ``nn_layers.py``'s group norm in the instance-norm configuration,
+one channel per group) compute the same values as the CPU backend under ``TRITON_INTERPRET=1``, with CPU arrays
+standing in for device memory, with 32-bit and with 64-bit index arithmetic.
 
 Covers reflect, replicate and circular padding of 1 to 3 dims (batched and unbatched, full-width amounts, one side
 zero), strided and channels_last input (the output stays channels_last), float64, float32, bfloat16 and int64
 values, and the atomic-free gathering backward (replicate's long lists at the edges included).
 
-The launcher module imports the CUDA runtime, which needs cuda-python and a driver: the subprocess puts stand-ins
-for the runtime, the Triton driver and the allocation helpers in its place, so the launchers' own code runs as is.
+The launcher modules import the CUDA runtime, which needs cuda-python and a driver: the subprocess puts stand-ins
+for the runtime, the Triton driver, the allocation helpers and the reduction in their place, so the launchers' own
+code runs as is.
 """
 
 from __future__ import annotations
@@ -59,12 +61,14 @@ pkg = types.ModuleType("genesis._impl.cuda")
 pkg.__path__ = [os.path.join(root, "genesis", "_impl", "cuda")]
 sys.modules["genesis._impl.cuda"] = pkg
 stubs = {
-    "runtime": {"ensure_device": lambda index: None},
+    "runtime": {"ensure_device": lambda index: None, "multiprocessor_count": lambda index=None: 3},
     "triton_driver": {"Kernel": type("Kernel", (), {"__init__": lambda self, fn: setattr(self, "fn", fn),
                                                      "launcher": launcher})},
-    "creation": {"from_numpy": cpu.from_numpy},
+    "creation": {"from_numpy": cpu.from_numpy, "contiguous": cpu.contiguous, "full": cpu.full},
     "launch": {"_new": lambda shape, dtype, device: cpu.empty(shape, dtype, device), "_ptr": cpu.native,
-               "_psig": lambda x, p: "*fp32"},
+               "_psig": lambda x, p: "*fp32", "_contig": lambda x: x.is_contiguous(),
+               "_next_pow2": lambda n: 1 << max(n - 1, 0).bit_length()},
+    "reductions": {"reduce": cpu.reduce},
 }
 for name, attrs in stubs.items():
     module = types.ModuleType("genesis._impl.cuda." + name)
@@ -72,8 +76,10 @@ for name, attrs in stubs.items():
     sys.modules[module.__name__] = module
     setattr(pkg, name, module)
 nl = importlib.import_module("genesis._impl.cuda.nn_padding")
-if sys.argv[2:] == ["wide"]:  # the 64-bit index arithmetic variants, as for arrays of 2**31 elements or more
-    nl._wide = lambda *sizes: True
+layers = importlib.import_module("genesis._impl.cuda.nn_layers")
+wide = sys.argv[2:] == ["wide"]
+if wide:  # the 64-bit index arithmetic variants, as for arrays of 2**31 elements or more (a few cases: it is slow)
+    nl._wide = layers._wide = lambda *sizes: True
 g = torch.Generator().manual_seed(0)
 nd = cpu.wrap
 
@@ -82,6 +88,7 @@ cases = [
     ((1, 2, 3, 4, 5), (1, 1, 2, 0, 2, 1)), ((2, 3, 4, 5, 3), (0, 2, 1, 1, 0, 0)), ((1, 2, 5), (4, 4)),
     ((1, 1, 1, 2), (0, 0, 3, 2)),
 ]
+cases = cases[2:5] if wide else cases
 for mode in ("reflect", "replicate", "circular"):
     for shape, pad in cases:
         if mode == "reflect" and any(p >= n for p, n in zip(pad, [s for s in shape[::-1] for _ in (0, 1)])):
@@ -116,6 +123,31 @@ try:
     raise AssertionError("bool reflect padding did not raise")
 except NotImplementedError as e:
     assert "reflection_pad1d" in str(e) and "Bool" in str(e), e
+print("pad ok")
+
+# instance norm: group norm's kernels with one channel per group, planes longer than one block; channels_last input
+instance_cases = (((2, 3, 2500), None), ((2, 4, 5, 6), torch.channels_last), ((1, 2, 3, 1, 7), None))
+for shape, fmt in instance_cases[1:2] if wide else instance_cases:
+    C = shape[1]
+    x = torch.randn(*shape, generator=g) * 2 + 1
+    x = x.to(memory_format=fmt) if fmt is not None else x
+    w, b = torch.randn(C, generator=g), torch.randn(C, generator=g)
+    for W, B in ((nd(w), nd(b)), (None, None)):
+        got = layers.group_norm(nd(x), W, B, C, 1e-5)
+        W64, B64 = (nd(w.double()), nd(b.double())) if W is not None else (None, None)
+        ref = cpu.group_norm(nd(x.double()), W64, B64, C, 1e-5)
+        for a, r, name in zip(got, ref, ("out", "mean", "rstd")):
+            torch.testing.assert_close(cpu.native(a).double(), cpu.native(r), rtol=1e-4, atol=1e-5,
+                                       msg=lambda m: f"instance norm {name} {shape}: {m}")
+        dy = torch.randn(*shape, generator=g)
+        mask = (True, W is not None, W is not None)
+        for a, r, name in zip(layers.group_norm_backward(nd(dy), nd(x), W, got[1], got[2], C, mask),
+                              cpu.group_norm_backward(nd(dy.double()), nd(x.double()), W64, ref[1], ref[2], C, mask),
+                              ("dx", "dw", "db")):
+            assert (a is None) == (r is None), name
+            if a is not None:
+                torch.testing.assert_close(cpu.native(a).double(), cpu.native(r), rtol=1e-4, atol=1e-5,
+                                           msg=lambda m: f"instance norm {name} {shape}: {m}")
 print("ok")
 """
 
