@@ -286,8 +286,8 @@ def bench_conv(rows: list, rep: int) -> None:
 
 
 def bench_cnn(rows: list, rep: int) -> None:
-    """Pooling, batch norm, group norm, resampling and the embedding gradient: Genesis's Triton kernels against
-    torch's CUDA kernels (bytes: what the kernels move, docs/kernels.md)."""
+    """Pooling, batch, group and instance norm, resampling, reflection padding and the embedding gradient: Genesis's
+    Triton kernels against torch's CUDA kernels (bytes: what the kernels move, docs/kernels.md)."""
     x = torch.randn(32, 128, 56, 56, device="cuda")
     (gx, tx), n = leaf(x), x.numel()
     cases = [  # (name, Genesis fn, torch fn, inputs (Genesis, torch), fwd bytes, fwd+bwd bytes)
@@ -308,6 +308,14 @@ def bench_cnn(rows: list, rep: int) -> None:
     cases.append(("group_norm G32 16x256x64x64 bf16", lambda a, w, b: F.group_norm(a, 32, w, b),
                   lambda a, w, b: TF.group_norm(a, 32, w, b), (gxh, gwh, gbh), (txh, twh, tbh), 3 * nh * 2,
                   8 * nh * 2))
+    xs = torch.randn(4, 32, 256, 256, device="cuda")  # the style-transfer network's first block
+    (gxs, txs), ns = leaf(xs), xs.numel()
+    (gws, tws), (gbs, tbs) = (leaf(torch.randn(32, device="cuda")) for _ in range(2))
+    cases.append(("instance_norm affine 4x32x256x256 fp32", lambda a, w, b: F.instance_norm(a, weight=w, bias=b),
+                  lambda a, w, b: TF.instance_norm(a, weight=w, bias=b), (gxs, gws, gbs), (txs, tws, tbs),
+                  3 * ns * 4, 8 * ns * 4))
+    cases.append(("reflection pad 4 4x32x256x256 fp32", lambda a: F.pad(a, (4, 4, 4, 4), mode="reflect"),
+                  lambda a: TF.pad(a, (4, 4, 4, 4), mode="reflect"), (gxs,), (txs,), 2 * ns * 4, 4 * ns * 4))
     for name, gfn, tfn, gin, tin, fwd_bytes, total_bytes in cases:
         gin, tin = gin or (gx, gw, gb), tin or (tx, tw, tb)
         gy, ty = gfn(*gin), tfn(*tin)

@@ -113,6 +113,11 @@ PRIMITIVES: dict[str, str] = {
                 "torch's upsample ops",
     "upsample_backward": "(grad, input_size, mode, align_corners, scales): gradient with respect to the (N, C, H, W) "
                          "input of input_size",
+    "pad": "(x, pad, mode): x padded over its trailing len(pad) // 2 dims (1 to 3) by non-negative amounts pad = "
+           "(last_before, last_after, previous_before, ...) as torch; mode 'reflect' (amounts < the dim), "
+           "'replicate' or 'circular' (amounts <= the dim); arguments already validated",
+    "pad_backward": "(grad, input_shape, pad, mode): gradient with respect to the input of input_shape: each input "
+                    "element gets the sum of the gradients of the outputs that read it",
     "embedding_backward": "(grad, index, num_weights): (num_weights, D) sum of the rows of grad (n, D) by int64 "
                           "index (n,), deterministic (the same bits on every run)",
     # fused neural-network kernels (over the last dim)

@@ -400,8 +400,12 @@ def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_gro
 def group_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray,
                         num_groups: int, output_mask: tuple) -> tuple:
     t = native(x)
+    # torch's kernel reads dy in x's layout: give both one layout
+    fmt = next((f for f in (torch.channels_last, torch.channels_last_3d) if t.dim() == (4 if f is torch.channels_last
+                else 5) and t.is_contiguous(memory_format=f) and not t.is_contiguous()), torch.contiguous_format)
+    t, g = t.contiguous(memory_format=fmt), native(grad).contiguous(memory_format=fmt)
     N, C = t.shape[:2]
-    grads = torch.ops.aten.native_group_norm_backward(native(grad), t, native(mean), native(rstd), _opt(weight), N,
+    grads = torch.ops.aten.native_group_norm_backward(g, t, native(mean), native(rstd), _opt(weight), N,
                                                       C, math.prod(t.shape[2:]), num_groups, list(output_mask))
     return tuple(wrap(g) if m and g is not None else None for g, m in zip(grads, output_mask))
 
@@ -426,6 +430,33 @@ def upsample_backward(grad: NDArray, input_size: tuple, mode: str, align_corners
     if mode == "bilinear":
         return wrap(op(native(grad), out_size, list(input_size), bool(align_corners), *scales))
     return wrap(op(native(grad), out_size, list(input_size), *scales))
+
+
+_PAD_BACKWARD = {("reflect", 1): torch.ops.aten.reflection_pad1d_backward,
+                 ("reflect", 2): torch.ops.aten.reflection_pad2d_backward,
+                 ("reflect", 3): torch.ops.aten.reflection_pad3d_backward,
+                 ("replicate", 1): torch.ops.aten.replication_pad1d_backward,
+                 ("replicate", 2): torch.ops.aten.replication_pad2d_backward,
+                 ("replicate", 3): torch.ops.aten.replication_pad3d_backward}
+
+
+def pad(x: NDArray, pad: tuple, mode: str) -> NDArray:
+    return wrap(torch.nn.functional.pad(native(x), list(pad), mode=mode))
+
+
+def pad_backward(grad: NDArray, input_shape: tuple, pad: tuple, mode: str) -> NDArray:
+    g = native(grad)
+    if mode != "circular":
+        like = g.new_empty(()).expand(input_shape)  # torch reads only the input's sizes
+        return wrap(_PAD_BACKWARD[mode, len(pad) // 2].default(g, like, list(pad)))
+    for i in range(len(pad) // 2):  # fold each padded dim back: the wrapped bands land on the opposite edge
+        dim, size = g.ndim - 1 - i, input_shape[-1 - i]
+        before, after = pad[2 * i], pad[2 * i + 1]
+        out = g.narrow(dim, before, size).clone()
+        out.narrow(dim, size - before, before).add_(g.narrow(dim, 0, before))
+        out.narrow(dim, 0, after).add_(g.narrow(dim, before + size, after))
+        g = out
+    return wrap(g)
 
 
 def embedding_backward(grad: NDArray, index: NDArray, num_weights: int) -> NDArray:

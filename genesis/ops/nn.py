@@ -1,4 +1,4 @@
-"""Neural-network ops as single autograd nodes: linear, convolution, pooling and batch normalization.
+"""Neural-network ops as single autograd nodes: linear, convolution, pooling, normalization, resampling and padding.
 
 Convolution, pooling and batch norm call fused backend kernels each way (``conv``/``conv_backward``, ...): one
 kernel is several times faster on the CPU than composing them from smaller ops. Their backward primitives have no
@@ -281,13 +281,44 @@ class GroupNorm(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        x, weight = ctx.saved_tensors
-        mean, rstd = ctx.stats
-        mask = tuple(bool(m) for m in ctx.needs_input_grad[:3])
-        if not is_grad_enabled():
-            nd = grad.ndarray
-            return nd.backend.group_norm_backward(nd, x.ndarray, _raw(weight), mean, rstd, ctx.num_groups, mask)
-        return GroupNormBackward.apply(grad, x, weight, stats=(mean, rstd), num_groups=ctx.num_groups, mask=mask)
+        return _group_norm_grads(ctx, grad)
+
+
+class InstanceNorm(Primitive):
+    """Instance normalization: group norm with one channel per group (the same kernel each way), and torch's
+    running-statistics update: ``running = (1 - momentum) * running + momentum * batch mean of the per-instance
+    statistics`` (unbiased variances, recovered from the kernel's ``rstd`` as ``rstd^-2 - eps``)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
+                running_var: NDArray | None, *, momentum: float, eps: float) -> NDArray:
+        channels = x.shape[1]
+        out, mean, rstd = x.backend.group_norm(x, weight, bias, channels, eps)
+        if running_mean is not None and running_var is not None:
+            count = x.size // (x.shape[0] * channels)
+            unbiased = ((rstd * rstd).unary("reciprocal") - eps) * (count / max(count - 1, 1))
+            for running, stat in ((running_mean, mean), (running_var, unbiased)):
+                batch = stat.sum((0,)) * (momentum / x.shape[0])  # (C,)
+                x.backend.copy_(running, running * (1 - momentum) + batch.astype(running.dtype))
+        ctx.save_for_backward(x, weight)
+        ctx.stats = (mean, rstd)
+        ctx.num_groups = channels
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _group_norm_grads(ctx, grad) + (None, None)
+
+
+def _group_norm_grads(ctx, grad) -> tuple:
+    """(grad_x, grad_weight, grad_bias) of ``GroupNorm`` / ``InstanceNorm`` from their saved input and statistics."""
+    x, weight = ctx.saved_tensors
+    mean, rstd = ctx.stats
+    mask = tuple(bool(m) for m in ctx.needs_input_grad[:3])
+    if not is_grad_enabled():
+        nd = grad.ndarray
+        return tuple(nd.backend.group_norm_backward(nd, x.ndarray, _raw(weight), mean, rstd, ctx.num_groups, mask))
+    return tuple(GroupNormBackward.apply(grad, x, weight, stats=(mean, rstd), num_groups=ctx.num_groups, mask=mask))
 
 
 class GroupNormBackward(Primitive):
@@ -328,6 +359,34 @@ class UpsampleBackward(Primitive):
     def backward(ctx, gg):
         _, mode, align_corners, scales = ctx.params
         return Upsample.apply(gg, output_size=ctx.output_size, mode=mode, align_corners=align_corners, scales=scales)
+
+
+class Pad(Primitive):
+    """Reflect, replicate or circular padding of the trailing 1 to 3 dims (torch's ``F.pad`` modes but constant)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, *, pad: tuple, mode: str) -> NDArray:
+        ctx.params = (x.shape, pad, mode)
+        return x.backend.pad(x, pad, mode)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return PadBackward.apply(grad, params=ctx.params)
+
+
+class PadBackward(Primitive):
+    """The adjoint of ``Pad``: each input element sums the gradients of the outputs that read it (linear in
+    ``grad``, so its own backward pads again)."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, *, params: tuple) -> NDArray:
+        ctx.params = params
+        return grad.backend.pad_backward(grad, *params)
+
+    @staticmethod
+    def backward(ctx, gg):
+        _, pad, mode = ctx.params
+        return Pad.apply(gg, pad=pad, mode=mode)
 
 
 class Embedding(Primitive):

@@ -13,7 +13,7 @@ from genesis import ops as T
 from genesis.autograd import no_grad
 from genesis.nn.functional._out import write_out
 from genesis.ops.fused import fused_norm
-from genesis.ops.nn import BatchNorm, GroupNorm
+from genesis.ops.nn import BatchNorm, GroupNorm, InstanceNorm
 from genesis.tensor import Tensor, arange, zeros
 
 
@@ -152,15 +152,28 @@ def _batch_norm_composite(input: Tensor, running_mean: Tensor | None, running_va
 def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
                   weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
-    """Normalize each (sample, channel) plane over its spatial dims."""
+    """Normalize each (sample, channel) plane over its spatial dims (Ulyanov et al., 2016).
+
+    With ``use_input_stats`` the running statistics, when given, are updated in place with the batch mean of the
+    per-instance mean and unbiased variance; without it the running statistics normalize (as eval batch norm).
+    Floating input with parameters of its dtype runs as one kernel each way (group norm's, one channel per group).
+    """
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    count = 1
+    for s in input.shape[2:]:
+        count *= s
+    if count <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(input.shape)}")
+    channels = input.shape[1]
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and t.numel() != channels:
+            raise RuntimeError(f"instance_norm: {name} should contain {channels} elements not {t.numel()}")
+    if input.dtype.is_floating_point and all(t is None or t.dtype is input.dtype for t in (weight, bias)):
+        return InstanceNorm.apply(input, weight, bias, running_mean, running_var, momentum=momentum, eps=eps)
     dims = tuple(range(2, input.ndim))
     out, mean, var = _standardize(_upcast(input), dims, eps)
     if running_mean is not None and running_var is not None:
-        count = 1
-        for s in input.shape[2:]:
-            count *= s
         with no_grad():
             running_mean.mul_(1 - momentum).add_(mean.detach().mean(0).reshape(-1) * momentum)
             unbiased = var.detach().mean(0).reshape(-1) * (count / max(count - 1, 1))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from genesis import ops as T
-from genesis.tensor import Tensor, full, tensor
+from genesis.ops.nn import Pad
+from genesis.tensor import Tensor, full
 
 
 def _pad_constant(x: Tensor, dim: int, before: int, after: int, value: float) -> Tensor:
@@ -24,20 +25,6 @@ def _pad_constant(x: Tensor, dim: int, before: int, after: int, value: float) ->
             shape[dim] = n
             parts.append(full(shape, value, dtype=x.dtype, device=x.device))
     return T.cat(parts, dim) if len(parts) > 1 else x
-
-
-def _pad_indices(mode: str, size: int, before: int, after: int) -> list[int]:
-    idx = []
-    for i in range(-before, size + after):
-        if mode == "reflect":
-            period = 2 * (size - 1)
-            j = abs(i) % period if period else 0
-            idx.append(period - j if j >= size else j)
-        elif mode == "replicate":
-            idx.append(min(max(i, 0), size - 1))
-        else:  # circular
-            idx.append(i % size)
-    return idx
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
@@ -61,21 +48,29 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
-    out = input
+    if mode == "constant":
+        out = input
+        for i in range(len(pad) // 2):
+            before, after = int(pad[2 * i]), int(pad[2 * i + 1])
+            if before or after:
+                out = _pad_constant(out, input.ndim - 1 - i, before, after, 0.0 if value is None else value)
+        return out
     for i in range(len(pad) // 2):
-        dim = input.ndim - 1 - i
+        dim, size = input.ndim - 1 - i, input.shape[input.ndim - 1 - i]
         before, after = int(pad[2 * i]), int(pad[2 * i + 1])
-        if before == 0 and after == 0:
-            continue
-        if mode == "constant":
-            out = _pad_constant(out, dim, before, after, 0.0 if value is None else value)
-            continue
-        size = out.shape[dim]
         if mode == "reflect" and (before >= size or after >= size):
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
                                f"but got: padding ({before}, {after}) at dimension {dim} of input {tuple(input.shape)}")
         if mode == "circular" and (before > size or after > size):
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        index = tensor(_pad_indices(mode, size, before, after), device=input.device)
-        out = T.index_select(out, dim, index)
-    return out
+    # Negative amounts crop first (torch's result is the same), then one kernel pads every dim at once.
+    out = input
+    for i in range(len(pad) // 2):
+        before, after = min(int(pad[2 * i]), 0), min(int(pad[2 * i + 1]), 0)
+        if before or after:
+            dim = input.ndim - 1 - i
+            out = out.narrow(dim, -before, out.shape[dim] + before + after)
+    amounts = tuple(max(int(p), 0) for p in pad)
+    if not any(amounts):
+        return out
+    return Pad.apply(out, pad=amounts, mode=mode)

@@ -1,0 +1,129 @@
+"""Launchers of the padding kernels (``kernels/nn_pad.py``): the contract's ``pad`` and ``pad_backward``.
+
+Reflect, replicate and circular padding of 1 to 3 trailing dims in one launch each way, any input strides. A
+channels_last (or channels_last_3d) input padded over all its spatial dims gives a channels_last output (and a
+channels_last output gradient a channels_last input gradient); other inputs give contiguous results. The backward
+gathers in a fixed order (no atomics), so gradients are bitwise reproducible.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from genesis import dtypes
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import triton_driver as td
+from genesis._impl.cuda.creation import from_numpy
+from genesis._impl.cuda.kernels import nn_pad as pk
+from genesis._impl.cuda.launch import _new, _psig, _ptr
+from genesis.memory_format import channels_last, channels_last_3d, suggest
+from genesis.ndarray import NDArray
+
+_FWD = td.Kernel(pk.pad_fwd)
+_BWD = td.Kernel(pk.pad_bwd)
+_BLOCK = 512
+_TABLES: dict[tuple, tuple] = {}
+
+
+def _axis_tables(size: int, before: int, after: int, mode: str, device: object) -> tuple:
+    """Device tables of one axis, cached: (src, first, count, outs, longest list)."""
+    key = (size, before, after, mode, device.index)
+    hit = _TABLES.get(key)
+    if hit is None:
+        o = np.arange(-before, size + after)
+        if mode == "reflect":
+            src = np.abs(o)
+            src = np.where(src >= size, 2 * (size - 1) - src, src)
+        elif mode == "replicate":
+            src = np.clip(o, 0, size - 1)
+        else:  # circular
+            src = o % size
+        count = np.bincount(src, minlength=size)
+        first = np.cumsum(count) - count
+        outs = np.argsort(src, kind="stable")  # the outputs reading each input position, in output order
+        arrays = tuple(from_numpy(a.astype(np.int32), dtypes.int32, device) for a in (src, first, count, outs))
+        hit = _TABLES[key] = arrays + (int(count.max()),)
+    return hit
+
+
+def _channels_last(x: NDArray, padded: int) -> bool:
+    """Whether x is stored channels_last with every spatial dim padded (then the channels are iterated last)."""
+    if x.ndim != padded + 2 or x.ndim not in (4, 5):
+        return False
+    return suggest(x.shape, x.strides) in (channels_last, channels_last_3d)
+
+
+def _space(x: NDArray, padded: int, last: bool) -> tuple[list[int], list[int]]:
+    """(sizes, strides) of x over the kernels' (A0, A1, D, H, W, B) iteration space."""
+    dims = list(zip(x.shape, x.strides))
+    lead, spatial = dims[:x.ndim - padded], [(1, 0)] * (3 - padded) + dims[x.ndim - padded:]
+    if last:  # channels_last: (N, 1, D, H, W, C)
+        space = [lead[0], (1, 0)] + spatial + [lead[1]]
+    else:
+        space = [(1, 0)] * (2 - len(lead)) + lead + spatial + [(1, 0)]
+    return [s for s, _ in space], [st for _, st in space]
+
+
+def _alloc(shape: tuple, dtype: dtypes.dtype, device: object, last: bool) -> NDArray:
+    """A new array of ``shape``, channels_last when ``last`` (dense in the iteration space's order either way)."""
+    if not last:
+        return _new(shape, dtype, device)
+    order = (0,) + tuple(range(2, len(shape))) + (1,)
+    stored = _new(tuple(shape[d] for d in order), dtype, device)
+    return stored.permute(tuple(order.index(d) for d in range(len(shape))))
+
+
+def _amounts(pad: tuple) -> list[tuple[int, int]]:
+    """(before, after) of the D, H, W axes (the unpadded ones (0, 0))."""
+    padded = len(pad) // 2
+    return [(0, 0)] * (3 - padded) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(padded))]
+
+
+def _wide(*sizes: int) -> bool:
+    return max(sizes) >= 2 ** 31
+
+
+def _sig(arrays: tuple, ptrs: tuple) -> tuple[str, ...]:
+    return tuple(_psig(a, p) for a, p in zip(arrays, ptrs))
+
+
+def pad(x: NDArray, pad: tuple, mode: str) -> NDArray:
+    padded = len(pad) // 2
+    if mode != "circular" and x.dtype is dtypes.bool_:
+        name = "reflection" if mode == "reflect" else "replication"
+        raise NotImplementedError(f"\"{name}_pad{padded}d\" not implemented for 'Bool'")
+    last = _channels_last(x, padded)
+    sizes, strides = _space(x, padded, last)
+    amounts = _amounts(pad)
+    axes = [_axis_tables(n, b, a, mode, x.device) for n, (b, a) in zip(sizes[2:5], amounts)]
+    out_sizes = sizes[:2] + [n + b + a for n, (b, a) in zip(sizes[2:5], amounts)] + sizes[5:]
+    y = _alloc(tuple(x.shape[:x.ndim - padded]) + tuple(out_sizes[5 - padded:5]), x.dtype, x.device, last)
+    total = y.size
+    if total:
+        rt.ensure_device(x.device.index)
+        arrays = (x, y, axes[0][0], axes[1][0], axes[2][0])
+        ptrs = tuple(_ptr(a) for a in arrays)
+        go = _FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 5 + ("i64",) * 6,
+                           (_wide(x.size, total), _BLOCK), 4)
+        go(-(-total // _BLOCK), 1, 1, *ptrs, total, *out_sizes[1:], *strides)
+    return y
+
+
+def pad_backward(grad: NDArray, input_shape: tuple, pad: tuple, mode: str) -> NDArray:
+    if grad.dtype.category != 2:
+        raise RuntimeError(f"pad_backward: expected a floating-point gradient, got {grad.dtype.name}")
+    padded = len(pad) // 2
+    last = _channels_last(grad, padded)
+    _, strides = _space(grad, padded, last)
+    dx = _alloc(tuple(input_shape), grad.dtype, grad.device, last)
+    sizes, _ = _space(dx, padded, last)
+    total = dx.size
+    if total:
+        rt.ensure_device(grad.device.index)
+        axes = [_axis_tables(n, b, a, mode, grad.device) for n, (b, a) in zip(sizes[2:5], _amounts(pad))]
+        arrays = (grad, dx) + tuple(t for axis in axes for t in axis[1:4])
+        ptrs = tuple(_ptr(a) for a in arrays)
+        go = _BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 5 + ("i64",) * 6 + ("i32",) * 3,
+                           (grad.dtype is dtypes.float64, _wide(total, grad.size), _BLOCK // 2), 4)
+        go(-(-total // (_BLOCK // 2)), 1, 1, *ptrs, total, *sizes[1:], *strides, *(axis[4] for axis in axes))
+    return dx
