@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from genesis import dtypes
-from genesis._impl import cuda_probe
+from genesis._impl import cpu_rnn, cuda_probe
 from genesis.device import cpu as _cpu
 from genesis.device import device as Device
 from genesis.ndarray import NDArray
@@ -433,6 +433,18 @@ def embedding_backward(grad: NDArray, index: NDArray, num_weights: int) -> NDArr
 
 
 # ---------------------------------------------------------------- fused neural-network kernels (torch composites)
+
+def rnn_cell_(mode: str, gi: NDArray, gh: NDArray, h: NDArray, c: NDArray | None, h_out: NDArray,
+              saved: NDArray | None) -> None:
+    cpu_rnn.cell(mode, native(gi), native(gh), native(h), _opt(c), native(h_out), _opt(saved))
+
+
+def rnn_cell_backward_(mode: str, grad_out: NDArray | None, grad_h: NDArray | None, grad_state: NDArray | None,
+                       h: NDArray, c: NDArray | None, saved: NDArray, grad_gi: NDArray, grad_gh: NDArray | None,
+                       grad_state_prev: NDArray | None) -> None:
+    cpu_rnn.cell_backward(mode, _opt(grad_out), _opt(grad_h), _opt(grad_state), native(h), _opt(c), native(saved),
+                          native(grad_gi), _opt(grad_gh), _opt(grad_state_prev))
+
 
 def softmax_backward(grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArray:
     g, y = native(grad), native(out)
