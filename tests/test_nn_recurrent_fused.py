@@ -134,3 +134,16 @@ def test_output_changed_in_place_is_detected():
     out.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+def test_inference_without_grad_matches_torch():
+    g, t = _pair("GRU", {"num_layers": 2, "bidirectional": True}, torch.float64)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
+    x = rand(4, 3, 4, requires_grad=False)
+    with genesis.no_grad():
+        out, h = g(to_genesis(x))
+    with torch.no_grad():
+        ref, ref_h = t(x)
+    assert out.grad_fn is None
+    torch.testing.assert_close(to_torch(out), ref)
+    torch.testing.assert_close(to_torch(h), ref_h)

@@ -440,6 +440,12 @@ def _f32(x: torch.Tensor) -> torch.Tensor:
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
+def _tanh_(x: torch.Tensor) -> torch.Tensor:
+    """``tanh(x) = 2 sigmoid(2x) - 1`` in place: torch's CPU tanh of a (20, 650) block right after a matrix product
+    took a median 8 ms on a shared 2-core machine (its threaded path), the sigmoid form 0.13 ms."""
+    return x.mul_(2).sigmoid_().mul_(2).sub_(1)
+
+
 def rnn_cell_(mode: str, gi: NDArray, gh: NDArray, h: NDArray, c: NDArray | None, h_out: NDArray,
               saved: NDArray | None) -> None:
     H = h_out.shape[-1]
@@ -447,24 +453,24 @@ def rnn_cell_(mode: str, gi: NDArray, gh: NDArray, h: NDArray, c: NDArray | None
     if mode == "LSTM":
         act = gi + gh  # (B, 4H) pre-activations, activated in place
         act[:, :2 * H].sigmoid_()
-        act[:, 2 * H:3 * H].tanh_()
+        _tanh_(act[:, 2 * H:3 * H])
         act[:, 3 * H:].sigmoid_()
         i, f, g, o = act.split(H, 1)
         c_new = torch.addcmul(f * _f32(native(c)), i, g)
-        out.copy_(o * c_new.tanh())
+        out.copy_(o * _tanh_(c_new * 1))
         s[:, :4 * H].copy_(act)
         s[:, 4 * H:].copy_(c_new)
     elif mode == "GRU":
         rz = torch.sigmoid(gi[:, :2 * H] + gh[:, :2 * H])
         r, z = rz.split(H, 1)
-        n = torch.addcmul(gi[:, 2 * H:], r, gh[:, 2 * H:]).tanh_()
+        n = _tanh_(torch.addcmul(gi[:, 2 * H:], r, gh[:, 2 * H:]))
         out.copy_(torch.addcmul(n, z, _f32(native(h)) - n))  # (1 - z) n + z h
         s[:, :2 * H].copy_(rz)
         s[:, 2 * H:3 * H].copy_(n)
         s[:, 3 * H:].copy_(gh[:, 2 * H:])
     else:
         pre = gi + gh
-        out.copy_(pre.tanh_() if mode == "RNN_TANH" else pre.relu_())
+        out.copy_(_tanh_(pre) if mode == "RNN_TANH" else pre.relu_())
 
 
 def _grad_sum(parts: tuple[NDArray | None, ...], like: NDArray) -> torch.Tensor:
@@ -484,7 +490,7 @@ def rnn_cell_backward_(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
     if mode == "LSTM":
         dh = _grad_sum((grad_out, grad_h), h)
         i, f, g, o, c_new = s.split(H, 1)
-        tc = c_new.tanh()
+        tc = _tanh_(c_new * 1)
         dc = dh * o * (1 - tc * tc)
         if grad_state is not None:
             dc += native(grad_state)
