@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, check_module, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, check_module, rand, requires_cuda, to_genesis, to_torch
 
 GENESIS_DTYPE = {torch.float32: genesis.float32, torch.float64: genesis.float64}
 
@@ -147,3 +147,11 @@ def test_inference_without_grad_matches_torch():
     assert out.grad_fn is None
     torch.testing.assert_close(to_torch(out), ref)
     torch.testing.assert_close(to_torch(h), ref_h)
+
+
+@requires_cuda
+def test_states_on_another_device_are_refused():
+    lstm = genesis.nn.LSTM(3, 4).to("cuda")
+    h = genesis.zeros(1, 2, 4)
+    with pytest.raises(RuntimeError, match="Input and hidden tensors are not at the same device"):
+        lstm(genesis.randn(5, 2, 3, device="cuda"), (h, h))

@@ -142,5 +142,10 @@ class RecurrentLayerBackward(Primitive):
 def recurrent_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor, w_hh: Tensor,
                     b_ih: Tensor | None, b_hh: Tensor | None, reverse: bool) -> tuple[Tensor, tuple[Tensor, ...]]:
     """One layer-direction over padded (T, B, I) input: (output (T, B, H), (h_n,) or (h_n, c_n))."""
+    for what, group in (("hidden", (h0, c0)), ("parameter", (w_ih, w_hh, b_ih, b_hh))):
+        for t in group:
+            if t is not None and t.device != x.device:
+                raise RuntimeError(f"Input and {what} tensors are not at the same device, found input tensor at "
+                                   f"{x.device} and {what} tensor at {t.device}")
     outs = RecurrentLayer.apply(x, h0, c0, w_ih, w_hh, b_ih, b_hh, mode, reverse)
     return outs[0], tuple(outs[1:])
