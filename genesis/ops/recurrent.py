@@ -21,7 +21,7 @@ from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
 from genesis.tensor import Tensor
 
-GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 # Columns of the per-step activations kept for backward, in hidden units (RNN keeps none: its output serves).
 _SAVED = {"LSTM": 5, "GRU": 4}
 
@@ -53,7 +53,7 @@ class RecurrentLayer(Primitive):
         be = x.backend
         T, B, I = x.shape
         H = h0.shape[-1]
-        gi = be.linear(x.reshape((T * B, I)), w_ih, b_ih).reshape((T, B, GATES[mode] * H))
+        gi = be.linear(x.reshape((T * B, I)), w_ih, b_ih).reshape((T, B, _GATES[mode] * H))
         hs = be.empty((T + 1, B, H), x.dtype, x.device)
         first = T if reverse else 0
         be.copy_(_step(hs, first), h0)
@@ -95,7 +95,7 @@ class RecurrentLayerBackward(Primitive):
         be = x.backend
         T, B, I = x.shape
         H = h0.shape[-1]
-        G = GATES[mode] * H
+        G = _GATES[mode] * H
         hs = _states(out, reverse)
         d_gi = be.empty((T, B, G), x.dtype, x.device)
         d_gh = be.empty((T, B, G), x.dtype, x.device) if mode == "GRU" else d_gi
