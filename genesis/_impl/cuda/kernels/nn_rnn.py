@@ -15,6 +15,8 @@ previous state, and writes the gate gradients once (GRU twice: the hidden-side n
 import triton
 import triton.language as tl
 
+from genesis._impl.cuda.kernels.nn_batchnorm import _acc  # float64 stays float64, the rest computes in float32
+
 
 @triton.jit
 def _sigmoid(v):
@@ -30,12 +32,7 @@ def _tanh(v):
 
 @triton.jit
 def _load(ptr, m, F64: tl.constexpr):
-    v = tl.load(ptr, mask=m, other=0.0)
-    if F64:
-        v = v.to(tl.float64)
-    else:
-        v = v.to(tl.float32)
-    return v
+    return _acc(tl.load(ptr, mask=m, other=0.0), F64)
 
 
 @triton.jit
