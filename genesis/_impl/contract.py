@@ -118,6 +118,19 @@ PRIMITIVES: dict[str, str] = {
            "'replicate' or 'circular' (amounts <= the dim); arguments already validated",
     "pad_backward": "(grad, input_shape, pad, mode): gradient with respect to the input of input_shape: each input "
                     "element gets the sum of the gradients of the outputs that read it",
+    "rnn_cell_": "(mode, gi, gh, h, c, h_out, saved): one time step of a recurrent cell, in place; mode 'LSTM', "
+                 "'GRU', 'RNN_TANH' or 'RNN_RELU'; gi = x W_ih^T + b_ih and gh = h W_hh^T + b_hh (B, gates * H) in "
+                 "torch's gate order, h (B, H) the previous hidden state, c the previous cell state (LSTM) or None; "
+                 "writes the new hidden state into h_out (B, H) and, for LSTM, (sigmoid(i), sigmoid(f), tanh(g), "
+                 "sigmoid(o), c') into saved (B, 5H), for GRU (r, z, n, h W_hn^T + b_hn) into saved (B, 4H) (None "
+                 "for RNN); all arrays one dtype, row views with unit column stride; float32 arithmetic",
+    "rnn_cell_backward_": "(mode, grad_out, grad_h, grad_state, h, c, saved, grad_gi, grad_gh, grad_state_prev): the "
+                          "gradients of one rnn_cell_ step, in place: dh = grad_out + grad_h (+ grad_state for GRU), "
+                          "each (B, H) or None (zero); grad_state: the incoming dc (LSTM) or the carried dh z part "
+                          "(GRU); h, c: the step's previous hidden / cell state (GRU uses h, LSTM c); saved: the "
+                          "step's saved activations (for RNN: its output h'); writes grad_gi (B, gates * H), grad_gh "
+                          "(GRU only, where r scales the n part; None otherwise: it equals grad_gi) and "
+                          "grad_state_prev (B, H): dc_prev (LSTM), dh * z (GRU), None for RNN",
     "embedding_backward": "(grad, index, num_weights): (num_weights, D) sum of the rows of grad (n, D) by int64 "
                           "index (n,), deterministic (the same bits on every run)",
     # fused neural-network kernels (over the last dim)

@@ -2,8 +2,11 @@
 ``nn.LSTM`` and ``nn.GRU``, on padded or packed sequences.
 
 torch has no public functional form of these (its layers call fused kernels), so the helpers here are private to
-``genesis.nn``: each layer runs its time loop in Python over Genesis ops, the input projection of a whole sequence is
-one matrix product, then every time step adds the hidden projection and applies the gates.
+``genesis.nn``. A padded sequence runs each layer and direction as one autograd node
+(``genesis.ops.recurrent.RecurrentLayer``: one product for all input projections, then one product and one fused
+cell per step, and a fused backward). Packed sequences, LSTM projections (``proj_size``) and mixed dtypes under
+autocast run the time loop in Python over Genesis ops: the input projection of a whole sequence is one matrix
+product, then every time step adds the hidden projection and applies the gates.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 from genesis import ops as T
 from genesis.nn.functional.dropout import dropout
 from genesis.nn.functional.linear import linear
+from genesis.ops.autocast import is_autocast_enabled
+from genesis.ops.recurrent import recurrent_layer
 from genesis.tensor import Tensor
 
 
@@ -50,6 +55,16 @@ def _cell_step(mode: str, gi: Tensor, state: tuple[Tensor, ...], w: dict[str, Te
     return (_rnn_step(mode, gi, state[0], w["weight_hh"], w.get("bias_hh")),)
 
 
+def _fused(x: Tensor, batch_sizes: list[int] | None, initial: tuple[Tensor, ...], w: dict[str, Tensor]) -> bool:
+    """Whether one layer-direction runs as one ``RecurrentLayer`` node: padded, non-empty input without a projection,
+    every tensor of one dtype (not under autocast, which casts each product on its own)."""
+    if batch_sizes is not None or "weight_hr" in w or x.shape[0] == 0 or x.shape[1] == 0:
+        return False
+    if is_autocast_enabled(x.device.type):
+        return False
+    return all(t.dtype == x.dtype for t in (*initial, *w.values()))
+
+
 def _run_direction(mode: str, x: Tensor, batch_sizes: list[int] | None, initial: tuple[Tensor, ...],
                    w: dict[str, Tensor], reverse: bool) -> tuple[Tensor, tuple[Tensor, ...]]:
     """One layer in one direction: (output, final states).
@@ -58,6 +73,9 @@ def _run_direction(mode: str, x: Tensor, batch_sizes: list[int] | None, initial:
     is sorted by decreasing length). Going forward, a finished sequence keeps its last state; going backward, a
     sequence joins at its own last step, from its initial state.
     """
+    if _fused(x, batch_sizes, initial, w):
+        return recurrent_layer(mode, x, initial[0], initial[1] if len(initial) > 1 else None, w["weight_ih"],
+                               w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"), reverse)
     gi = linear(x, w["weight_ih"], w.get("bias_ih"))  # input projections of all steps at once
     steps = list(gi.unbind(0)) if batch_sizes is None else list(gi.split(batch_sizes, 0))
     outputs: list[Tensor | None] = [None] * len(steps)

@@ -1,0 +1,95 @@
+"""One recurrent layer, forward + backward, Genesis vs PyTorch eager in the same process on the same inputs.
+
+The layer of the word-language-model rows of ``bench_models.py``: 650 -> 650 hidden units over 35 steps x batch 20,
+for LSTM and GRU. Each row times Genesis's fused layer (one autograd node per layer and direction) and, as the
+"before" column, Genesis's per-step composite (the path packed sequences still take), against torch's layer (oneDNN's
+fused LSTM on the CPU, cuDNN on cuda). Rounds of the libraries alternate and each keeps its best round, so a shared
+machine's load hits both alike. ``ratio`` is torch's time over Genesis's fused time (goal >= 0.5 on the CPU).
+
+    python benchmark/bench_rnn.py --device cpu [--threads 2] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any, Callable
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch
+
+import genesis
+import genesis.nn.functional.rnn as rnn_functional
+from benchmark.common import print_table, row, write_json
+
+STEPS, BATCH, SIZE = 35, 20, 650
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+        genesis.cuda.synchronize()
+
+
+def _best(fn: Callable[[], None], device: str, rounds: list[float]) -> None:
+    _sync(device)
+    start = time.perf_counter()
+    fn()
+    fn()
+    _sync(device)
+    rounds.append((time.perf_counter() - start) / 2)
+
+
+def bench(mode: str, device: str, rounds: int) -> dict:
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, mode)(SIZE, SIZE).to(device)
+    gm = getattr(genesis.nn, mode)(SIZE, SIZE).to(device)
+    gm.load_state_dict({k: genesis.tensor(v.detach().cpu().numpy()) for k, v in tm.state_dict().items()})
+    xt = torch.randn(STEPS, BATCH, SIZE, device=device, requires_grad=True)
+    xg = genesis.tensor(xt.detach().cpu().numpy(), device=device, requires_grad=True)
+
+    def step(m: Any, x: Any) -> Callable[[], None]:
+        def run() -> None:
+            out, _ = m(x)
+            out.sum().backward()
+        return run
+
+    fused = rnn_functional._fused
+    times: dict[str, list[float]] = {"torch": [], "fused": [], "composite": []}
+    for fn in (step(tm, xt), step(gm, xg)):
+        fn()
+    for _ in range(rounds):
+        _best(step(tm, xt), device, times["torch"])
+        _best(step(gm, xg), device, times["fused"])
+    rnn_functional._fused = lambda *args: False  # the per-step composite, as before the fused layer
+    try:
+        step(gm, xg)()
+        for _ in range(max(1, rounds // 2)):
+            _best(step(gm, xg), device, times["composite"])
+    finally:
+        rnn_functional._fused = fused
+    t, g, c = (min(times[k]) * 1e3 for k in ("torch", "fused", "composite"))
+    print(f"{mode}: per-step composite {c:.1f} ms ({t / c:.2f}x torch)")
+    return row(f"{mode.lower()} layer {STEPS}x{BATCH} {SIZE} fwd+bwd", g, t, "ms", t / g, ">= 0.5")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, help="torch intra-op threads (both libraries use them on the CPU)")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--json", help="write the rows to this file")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"device {args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    rows = [bench(mode, args.device, args.rounds) for mode in ("LSTM", "GRU")]
+    print_table(rows)
+    write_json(rows, args.json)
+
+
+if __name__ == "__main__":
+    main()

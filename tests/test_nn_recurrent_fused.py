@@ -1,0 +1,157 @@
+"""The fused recurrent layers (one ``RecurrentLayer`` autograd node per layer and direction) against torch: outputs
+and every gradient (input, h0, c0, all weights and biases) in float32 and float64, the gradients of partly used
+outputs, inputs without gradient, half precision, the paths that keep the per-step composite (packed sequences,
+``proj_size``), and the checks on saved values."""
+
+import pytest
+import torch
+
+import genesis
+from tests.helpers import DEVICE, check_module, rand, requires_cuda, to_genesis, to_torch
+
+GENESIS_DTYPE = {torch.float32: genesis.float32, torch.float64: genesis.float64}
+
+CONFIGS = [
+    {},
+    {"num_layers": 2, "bidirectional": True},
+    {"num_layers": 2, "batch_first": True, "bias": False},
+    {"bidirectional": True, "batch_first": True},
+]
+MODES = [("RNN", {}), ("RNN", {"nonlinearity": "relu"}), ("LSTM", {}), ("GRU", {})]
+
+
+def _pair(name: str, kwargs: dict, dtype: torch.dtype, input_size: int = 4, hidden: int = 6):
+    torch.manual_seed(0)
+    t = getattr(torch.nn, name)(input_size, hidden, **kwargs).to(dtype)
+    g = getattr(genesis.nn, name)(input_size, hidden, **kwargs).to(DEVICE, GENESIS_DTYPE[dtype])
+    return g, t
+
+
+def _flat(out):
+    if isinstance(out, tuple):
+        return tuple(x for o in out for x in _flat(o))
+    return (out,)
+
+
+def _states(name: str, kwargs: dict, batch: int, dtype: torch.dtype, hidden: int = 6) -> tuple:
+    lead = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+    count = 2 if name == "LSTM" else 1
+    return tuple(rand(lead, batch, hidden, dtype=dtype, seed=1 + k) for k in range(count))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("config", CONFIGS, ids=["plain", "2layer-bidir", "2layer-batchfirst-nobias", "bidir-bf"])
+@pytest.mark.parametrize("name,extra", MODES, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
+def test_fused_layers_match_torch(name, extra, config, dtype):
+    kwargs = {**extra, **config}
+    g, t = _pair(name, kwargs, dtype)
+    shape = (3, 5, 4) if kwargs.get("batch_first") else (5, 3, 4)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype is torch.float32 else {}
+    states = _states(name, kwargs, 3, dtype)
+    if name == "LSTM":
+        check_module(g, t, rand(*shape, dtype=dtype), *states, call=lambda m, x, h, c: _flat(m(x, (h, c))), **tol)
+    else:
+        check_module(g, t, rand(*shape, dtype=dtype), *states, call=lambda m, x, h: _flat(m(x, h)), **tol)
+    check_module(g, t, rand(*shape, dtype=dtype, seed=5), call=lambda m, x: _flat(m(x)), **tol)
+
+
+@pytest.mark.parametrize("used", ["output", "h_n", "c_n"])
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_gradients_of_partly_used_outputs(name, used):
+    if used == "c_n" and name != "LSTM":
+        pytest.skip("only an LSTM has a cell state")
+    kwargs = {"num_layers": 2, "bidirectional": True}
+    g, t = _pair(name, kwargs, torch.float64)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
+    x = rand(4, 2, 4)
+    states = _states(name, kwargs, 2, torch.float64)
+    results = []
+    for lib, m in ((genesis, g), (torch, t)):
+        xs = [to_genesis(v) if lib is genesis else v.detach().clone().requires_grad_() for v in (x, *states)]
+        out, hidden = m(xs[0], tuple(xs[1:]) if name == "LSTM" else xs[1])
+        hidden = hidden if name == "LSTM" else (hidden,)
+        pick = {"output": out, "h_n": hidden[0], "c_n": hidden[-1]}[used]
+        (pick * pick).sum().backward()
+        results.append([v.grad for v in xs] + [p.grad for p in m.parameters()])
+    for got, ref in zip(*results):
+        torch.testing.assert_close(to_torch(got), ref)
+
+
+def test_inputs_without_gradient_and_frozen_weights():
+    g, t = _pair("LSTM", {"num_layers": 2}, torch.float64)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
+    for m in (g, t):
+        m.weight_ih_l0.requires_grad_(False)
+        m.bias_hh_l1.requires_grad_(False)
+    x = rand(4, 3, 4, requires_grad=False)
+    out, _ = g(to_genesis(x))
+    ref, _ = t(x)
+    (out * out).sum().backward()
+    (ref * ref).sum().backward()
+    assert g.weight_ih_l0.grad is None and g.bias_hh_l1.grad is None
+    for (name, p), q in zip(g.named_parameters(), t.parameters()):
+        if q.grad is not None:
+            torch.testing.assert_close(to_torch(p.grad), q.grad, msg=name)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_bfloat16_computes_cells_in_float32(name):
+    g, t = _pair(name, {"bidirectional": True}, torch.float64)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
+    g = g.to(genesis.bfloat16)
+    x = rand(6, 2, 4)
+    out, _ = g(to_genesis(x.to(torch.bfloat16)))
+    ref, _ = t(x.to(torch.bfloat16).double())
+    assert out.dtype is genesis.bfloat16
+    torch.testing.assert_close(to_torch(out).double(), ref.detach(), rtol=0.05, atol=0.03)
+    out.float().sum().backward()
+    ref.sum().backward()
+    torch.testing.assert_close(to_torch(g.weight_hh_l0.grad).double(), t.weight_hh_l0.grad, rtol=0.05, atol=0.05)
+
+
+def test_one_node_per_layer_direction_and_the_composite_paths():
+    lstm = genesis.nn.LSTM(3, 4, num_layers=2).to(DEVICE)
+    out, (h, c) = lstm(genesis.randn(5, 2, 3, device=DEVICE))
+    assert "RecurrentLayer" in out.grad_fn.name()
+    projected = genesis.nn.LSTM(3, 4, proj_size=2).to(DEVICE)
+    out, _ = projected(genesis.randn(5, 2, 3, device=DEVICE))
+    assert "RecurrentLayer" not in out.grad_fn.name()
+    packed = genesis.nn.utils.rnn.pack_padded_sequence(genesis.randn(5, 2, 3, device=DEVICE), [5, 3])
+    out, _ = lstm(packed)
+    assert "RecurrentLayer" not in out.data.grad_fn.name()
+
+
+def test_double_backward_is_refused():
+    gru = genesis.nn.GRU(3, 4).to(DEVICE)
+    out, _ = gru(genesis.randn(5, 2, 3, device=DEVICE, requires_grad=True))
+    with pytest.raises(NotImplementedError, match="double backward through the fused recurrent layer"):
+        genesis.autograd.grad(out.sum(), list(gru.parameters()), create_graph=True)
+
+
+def test_output_changed_in_place_is_detected():
+    lstm = genesis.nn.LSTM(3, 4).to(DEVICE)
+    out, _ = lstm(genesis.randn(5, 2, 3, device=DEVICE))
+    out.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_inference_without_grad_matches_torch():
+    g, t = _pair("GRU", {"num_layers": 2, "bidirectional": True}, torch.float64)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
+    x = rand(4, 3, 4, requires_grad=False)
+    with genesis.no_grad():
+        out, h = g(to_genesis(x))
+    with torch.no_grad():
+        ref, ref_h = t(x)
+    assert out.grad_fn is None
+    torch.testing.assert_close(to_torch(out), ref)
+    torch.testing.assert_close(to_torch(h), ref_h)
+
+
+@requires_cuda
+def test_states_on_another_device_are_refused():
+    lstm = genesis.nn.LSTM(3, 4).to("cuda")
+    h = genesis.zeros(1, 2, 4)
+    with pytest.raises(RuntimeError, match="Input and hidden tensors are not at the same device"):
+        lstm(genesis.randn(5, 2, 3, device="cuda"), (h, h))
