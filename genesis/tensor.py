@@ -94,7 +94,8 @@ class Tensor:
             (data,) = args
             d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
             nd = _to_ndarray(data, d, factory_device(device))
-        self._init(nd)
+        self.ndarray = nd
+        self._version = [0]
         if requires_grad:
             self.requires_grad_(True)
 

@@ -1,0 +1,451 @@
+"""CPU backend: the backend contract (see ``genesis._impl.contract``) on PyTorch CPU tensors.
+
+An NDArray's buffer here is a torch tensor that owns (or shares) the storage; the torch view matching the NDArray's
+shape, strides and offset is built once with ``as_strided`` and cached on the NDArray.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from genesis import dtypes
+from genesis._impl import cuda_probe
+from genesis._impl.cpu.nn import (  # noqa: F401 - the backend's neural-network primitives
+    adaptive_pool,
+    adaptive_pool_backward,
+    attention,
+    attention_backward,
+    batch_norm,
+    batch_norm_backward,
+    conv,
+    conv_backward,
+    cross_entropy,
+    cross_entropy_backward,
+    decode_attention,
+    embedding_backward,
+    group_norm,
+    group_norm_backward,
+    kv_cache_write_,
+    layer_norm,
+    layer_norm_backward,
+    pad,
+    pad_backward,
+    pool,
+    pool_backward,
+    rnn_cell_,
+    rnn_cell_backward_,
+    rope,
+    rope_kv_cache_write_,
+    softmax_backward,
+    swiglu,
+    swiglu_backward,
+    upsample,
+    upsample_backward,
+)
+from genesis._impl.cpu.tensors import GENESIS_DTYPE, TORCH_DTYPE, _arg, native, wrap  # noqa: F401
+from genesis.device import device as Device
+from genesis.ndarray import NDArray, check_tensor_lists
+
+# ---------------------------------------------------------------- memory and creation
+
+def empty(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArray:
+    return wrap(torch.empty(shape, dtype=TORCH_DTYPE[dtype]))
+
+
+def full(shape: tuple[int, ...], value: int | float | bool, dtype: dtypes.dtype, device: object) -> NDArray:
+    return wrap(torch.full(shape, value, dtype=TORCH_DTYPE[dtype]))
+
+
+def arange(start: float, end: float, step: float, dtype: dtypes.dtype, device: object) -> NDArray:
+    return wrap(torch.arange(start, end, step, dtype=TORCH_DTYPE[dtype]))
+
+
+def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_blocking: bool = False) -> NDArray:
+    if dtype is dtypes.bfloat16:
+        bits = np.ascontiguousarray(array).view(np.int16).reshape(array.shape)  # keeps 0-d arrays 0-d
+        return wrap(torch.from_numpy(bits.copy()).view(torch.bfloat16))
+    return wrap(torch.from_numpy(np.array(array, copy=True)))
+
+
+def from_numpy_shared(array: np.ndarray) -> NDArray:
+    """Wrap a numpy array without copying (``genesis.from_numpy``)."""
+    return wrap(torch.from_numpy(array))
+
+
+def to_numpy(x: NDArray) -> np.ndarray:
+    t = native(x)
+    if t.dtype is torch.bfloat16:  # numpy has no bfloat16: hand out the bits as ml_dtypes.bfloat16
+        return t.contiguous().view(torch.int16).numpy().view(dtypes.to_numpy(dtypes.bfloat16))
+    return t.numpy()
+
+
+def copy_(dst: NDArray, src: NDArray | int | float | bool) -> NDArray:
+    if isinstance(src, NDArray):
+        native(dst).copy_(native(src))
+    else:
+        native(dst).fill_(src)
+    return dst
+
+
+def pin_memory(x: NDArray) -> NDArray:
+    """A contiguous copy in page-locked memory, from the CUDA backend's pinned cache (``Tensor.pin_memory``)."""
+    if not cuda_probe.is_available():
+        raise RuntimeError("pin_memory: Cannot access accelerator device when none is available (no CUDA GPU can be "
+                           "used here, and page-locked memory comes from the CUDA driver)")
+    t = native(x)
+    host = Device("cuda").backend.pinned.empty(t.numel() * t.element_size())
+    out = torch.from_numpy(host).view(t.dtype).view(t.shape)
+    out.copy_(t)
+    return wrap(out)
+
+
+def is_pinned(x: NDArray) -> bool:
+    """Whether the array lies in page-locked memory (only the CUDA backend's pinned cache hands it out)."""
+    return cuda_probe.is_available() and Device("cuda").backend.pinned.contains(data_ptr(x))
+
+
+def cast(x: NDArray, dtype: dtypes.dtype) -> NDArray:
+    return wrap(native(x).to(TORCH_DTYPE[dtype], copy=True))
+
+
+def contiguous(x: NDArray) -> NDArray:
+    return wrap(native(x).clone(memory_format=torch.contiguous_format))
+
+
+def data_ptr(x: NDArray) -> int:
+    return native(x).data_ptr()
+
+
+def to_dlpack(x: NDArray, stream: object = None, max_version: tuple[int, int] | None = None) -> object:
+    # A consumer that names max_version reads versioned capsules, which also carry writability.
+    return native(x).__dlpack__(max_version=max_version) if max_version else native(x).__dlpack__()
+
+
+def from_dlpack(obj: object) -> NDArray:
+    return wrap(torch.from_dlpack(obj))
+
+
+# ---------------------------------------------------------------- elementwise
+
+_F = torch.nn.functional
+_UNARY = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2,
+    "log1p": torch.log1p, "expm1": torch.expm1, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
+    "reciprocal": torch.reciprocal, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid, "relu": torch.relu, "gelu": _F.gelu,
+    "gelu_tanh": lambda t: _F.gelu(t, approximate="tanh"),
+    "silu": _F.silu, "softplus": _F.softplus, "erf": torch.erf, "sign": torch.sign, "floor": torch.floor,
+    "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "isnan": torch.isnan, "isinf": torch.isinf,
+    "logical_not": torch.logical_not, "bitwise_not": torch.bitwise_not,
+    "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh, "cosh": torch.cosh,
+    "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "erfc": torch.erfc, "erfinv": torch.erfinv,
+    "lgamma": torch.lgamma, "digamma": torch.digamma, "trigamma": lambda t: torch.polygamma(1, t),
+    "i0": torch.i0, "i1": torch.special.i1, "signbit": torch.signbit,
+}
+
+
+def _activation_backward(fn: Callable) -> Callable:
+    """An ``aten.*_backward(grad, x)`` as a ``_BINARY`` entry: operands broadcast first (the oneDNN float32/bfloat16
+    exact gelu_backward rejects operands of different shapes, not expanded views), ``out=`` written by copy."""
+    def run(grad: torch.Tensor, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        if grad.shape != x.shape:
+            grad, x = torch.broadcast_tensors(grad, x)
+        result = fn(grad, x)
+        return result if out is None else out.copy_(result)
+    return run
+
+
+_BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "floor_divide": torch.floor_divide,
+    "remainder": torch.remainder, "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum,
+    "atan2": torch.atan2, "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
+    "ge": torch.ge, "logical_and": torch.logical_and, "logical_or": torch.logical_or,
+    "logical_xor": torch.logical_xor, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor, "hypot": torch.hypot, "copysign": torch.copysign,
+    "gelu_backward": _activation_backward(lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="none")),
+    "gelu_tanh_backward": _activation_backward(lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh")),
+    "silu_backward": _activation_backward(torch.ops.aten.silu_backward),
+}
+_SCALAR_SECOND_UNSUPPORTED = frozenset(("maximum", "minimum", "atan2", "hypot"))
+
+
+def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
+    result = _UNARY[op](x._native if x._native is not None else native(x))
+    if out is None:
+        return wrap(result, x.shape)
+    native(out).copy_(result)
+    return out
+
+
+def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
+    ta = a._native if a._native is not None else native(a)
+    shape = a.shape  # the result's shape, unless b broadcasts a
+    if b.__class__ is NDArray:
+        tb = b._native if b._native is not None else native(b)
+        if b.shape != shape:
+            shape = None
+    elif op in _SCALAR_SECOND_UNSUPPORTED:
+        tb = torch.tensor(b, dtype=TORCH_DTYPE[a.dtype])
+    else:
+        tb = b
+    if out is None:
+        return wrap(_BINARY[op](ta, tb), shape)
+    _BINARY[op](ta, tb, out=native(out))
+    return out
+
+
+def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
+    return wrap(torch.where(native(cond), _arg(a), _arg(b)))
+
+
+# ---------------------------------------------------------------- reductions
+
+def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
+    t = native(x)
+    if op == "sum":
+        # The NDArray layer already chose the accumulation dtype; torch would widen integers to int64 again.
+        return wrap(torch.sum(t, dim=dims, keepdim=keepdim, dtype=t.dtype))
+    if op == "amax":
+        return wrap(torch.amax(t, dim=dims, keepdim=keepdim))
+    if op == "amin":
+        return wrap(torch.amin(t, dim=dims, keepdim=keepdim))
+    if op in ("prod", "any", "all"):
+        fn = getattr(torch, op)
+        # torch's prod/any/all reduce one dim at a time; go from the last dim down so indices stay valid.
+        if not dims:
+            return wrap(t.clone())
+        for d in sorted(dims, reverse=True):
+            t = fn(t, dim=d, keepdim=keepdim)
+        return wrap(t)
+    raise ValueError(f"reduce: unknown op {op}")
+
+
+def arg_reduce(op: str, x: NDArray, dim: int, keepdim: bool) -> NDArray:
+    fn = torch.argmax if op == "argmax" else torch.argmin
+    return wrap(fn(native(x), dim=dim, keepdim=keepdim))
+
+
+def cumulative(op: str, x: NDArray, dim: int) -> NDArray:
+    fn = torch.cumsum if op == "cumsum" else torch.cumprod
+    t = native(x)
+    return wrap(fn(t, dim=dim, dtype=t.dtype))  # the NDArray layer chose the dtype; torch would widen integers
+
+
+def softmax(x: NDArray, dim: int, log: bool) -> NDArray:
+    fn = torch.log_softmax if log else torch.softmax
+    return wrap(fn(native(x), dim=dim))
+
+
+# ---------------------------------------------------------------- linear algebra
+
+def matmul(a: NDArray, b: NDArray) -> NDArray:
+    return wrap(torch.matmul(native(a), native(b)))
+
+
+def linear(x: NDArray, w: NDArray, bias: NDArray | None) -> NDArray:
+    return wrap(torch.nn.functional.linear(native(x), native(w), None if bias is None else native(bias)))
+
+
+# ---------------------------------------------------------------- indexing
+
+def _torch_indices(indices: tuple) -> tuple:
+    return tuple(slice(None) if i is None else native(i) for i in indices)
+
+
+def index(x: NDArray, indices: tuple) -> NDArray:
+    return wrap(native(x)[_torch_indices(indices)])
+
+
+def index_put_(x: NDArray, indices: tuple, values: NDArray, accumulate: bool) -> NDArray:
+    native(x).index_put_(tuple(native(i) for i in indices), native(values), accumulate=accumulate)
+    return x
+
+
+def gather(x: NDArray, dim: int, index: NDArray) -> NDArray:
+    return wrap(torch.gather(native(x), dim, native(index)))
+
+
+def scatter(x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
+    t = native(x).clone()
+    if mode == "add":
+        t.scatter_add_(dim, native(index), native(src))
+    elif isinstance(src, NDArray):
+        t.scatter_(dim, native(index), native(src))
+    else:
+        t.scatter_(dim, native(index), src)
+    return wrap(t)
+
+
+def index_select(x: NDArray, dim: int, index: NDArray) -> NDArray:
+    return wrap(torch.index_select(native(x), dim, native(index)))
+
+
+def nonzero(x: NDArray) -> NDArray:
+    return wrap(torch.nonzero(native(x)))
+
+
+def sort(x: NDArray, dim: int, descending: bool, stable: bool) -> tuple[NDArray, NDArray]:
+    values, indices = torch.sort(native(x), dim=dim, descending=descending, stable=stable)
+    return wrap(values), wrap(indices)
+
+
+def unique(x: NDArray, return_inverse: bool, return_counts: bool) -> tuple[NDArray, NDArray | None, NDArray | None]:
+    values, inverse, counts = torch.unique(native(x), sorted=True, return_inverse=True, return_counts=True)
+    return wrap(values), wrap(inverse) if return_inverse else None, wrap(counts) if return_counts else None
+
+
+def searchsorted(seq: NDArray, values: NDArray, right: bool) -> NDArray:
+    return wrap(torch.searchsorted(native(seq), native(values), right=right))
+
+
+def check_index(x: NDArray, low: int, high: int, ignore: int | None, error: type[Exception], message: str) -> NDArray:
+    """Eager check: raises ``error`` naming the first bad value (in row-major order) at the call."""
+    t = native(x)
+    bad = (t < low) | (t >= high)
+    if ignore is not None:
+        bad &= t != ignore
+    if bad.any():
+        raise error(message.format(value=int(t[bad][0]), size=high))
+    if low < 0 and (t < 0).any():
+        return wrap(torch.where(t < 0, t + high, t))
+    return x
+
+
+# The lists of the Adam steps, as their errors name them.
+_ADAM_NAMES = ("params", "grads", "exp_avgs", "exp_avg_sqs", "masters")
+
+
+def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
+               beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
+    check_tensor_lists("adam_step_", _ADAM_NAMES[:4], [param], [grad], [exp_avg], [exp_avg_sq])
+    p, g, m, v = native(param), native(grad), native(exp_avg), native(exp_avg_sq)
+    if p.dtype == g.dtype == m.dtype == v.dtype:
+        # torch's fused CPU kernel: one pass over parameter, gradient and both moments.
+        fused = torch._fused_adamw_ if decoupled else torch._fused_adam_
+        fused([p], [g], [m], [v], [], [torch.tensor(float(step))], lr=lr, beta1=beta1, beta2=beta2,
+              weight_decay=weight_decay, eps=eps, amsgrad=False, maximize=False)
+        return
+    # Low-precision parameters with float32 moments: update in float32, round the parameter once.
+    pf, gf = p.float(), g.float()
+    if decoupled:
+        pf = pf * (1 - lr * weight_decay)
+    else:
+        gf = gf + weight_decay * pf
+    mf = m.float().lerp(gf, 1 - beta1)
+    vf = v.float() * beta2 + (1 - beta2) * gf * gf
+    denom = vf.sqrt() / (1 - beta2 ** step) ** 0.5 + eps
+    p.copy_(pf - lr / (1 - beta1 ** step) * mf / denom)
+    m.copy_(mf)
+    v.copy_(vf)
+
+
+def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list[NDArray],
+                     exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float, beta1: float, beta2: float,
+                     eps: float, weight_decay: float, decoupled: bool, step: int, maximize: bool) -> None:
+    check_tensor_lists("adam_multi_step_", _ADAM_NAMES, params, grads, exp_avgs, exp_avg_sqs, masters)
+    for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
+        target = masters[i] if masters is not None else p
+        grad = wrap(-native(g)) if maximize else g
+        adam_step_(target, grad, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step)
+        if masters is not None:
+            native(p).copy_(native(target))
+
+
+def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDArray] | None, lr: float,
+                    momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+                    first: bool) -> None:
+    check_tensor_lists("sgd_multi_step_", ("params", "grads", "bufs"), params, grads, bufs)
+    for i, (param, grad) in enumerate(zip(params, grads)):
+        p = native(param)
+        acc = torch.float64 if p.dtype == torch.float64 else torch.float32  # half precision rounds once
+        g = native(grad).to(acc) * (-1.0 if maximize else 1.0) + weight_decay * p.to(acc)
+        if bufs is not None:
+            b = native(bufs[i])
+            nb = g if first else momentum * b.to(acc) + (1 - dampening) * g
+            b.copy_(nb)
+            g = g + momentum * nb if nesterov else nb
+        p.copy_(p.to(acc) - lr * g)
+
+
+def unscale_grads_(grads: list[NDArray], inv_scale: float) -> NDArray:
+    found = False
+    for grad in grads:
+        g = native(grad)
+        found = found or not bool(torch.isfinite(g).all())
+        g.mul_(inv_scale)
+    return wrap(torch.tensor([1.0 if found else 0.0]))
+
+
+# ---------------------------------------------------------------- multi-tensor
+
+def multi_norm(xs: list[NDArray], norm_type: float) -> NDArray:
+    if not xs:
+        raise ValueError("multi_norm: expected at least one array")
+    for x in xs:
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"multi_norm: expected floating-point arrays, got {x.dtype}")
+    acc = torch.float64 if any(x.dtype is dtypes.float64 for x in xs) else torch.float32
+    return wrap(torch.stack(torch._foreach_norm([native(x) for x in xs], float(norm_type), dtype=acc)))
+
+
+def multi_scale_(xs: list[NDArray], scale: NDArray) -> None:
+    if xs:
+        torch._foreach_mul_([native(x) for x in xs], native(scale))
+
+
+def multi_fill_(xs: list[NDArray], value: int | float | bool) -> None:
+    for x in xs:
+        native(x).fill_(value)
+
+
+def multi_clamp_(xs: list[NDArray], min: float | None, max: float | None) -> None:
+    ts = [native(x) for x in xs]
+    if ts and min is not None:
+        torch._foreach_clamp_min_(ts, min)
+    if ts and max is not None:
+        torch._foreach_clamp_max_(ts, max)
+
+
+# ---------------------------------------------------------------- random
+
+def _generator(seed: int, offset: int) -> torch.Generator:
+    # Counter-based semantics on top of torch's Mersenne twister: each (seed, offset) pair names its own stream.
+    g = torch.Generator()
+    g.manual_seed((seed * 0x9E3779B97F4A7C15 + offset) % (1 << 63))
+    return g
+
+
+def uniform(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, seed: int, offset: int) -> NDArray:
+    return wrap(torch.rand(shape, generator=_generator(seed, offset), dtype=TORCH_DTYPE[dtype]))
+
+
+def dropout(x: NDArray, p: float, seed: int, offset: int) -> NDArray:
+    xt = native(x)
+    keep = torch.rand(xt.shape, generator=_generator(seed, offset), dtype=torch.float32) >= p  # as on cuda
+    return wrap(xt * (keep.to(xt.dtype) * (1.0 / (1.0 - p))))
+
+
+def normal(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, seed: int, offset: int) -> NDArray:
+    return wrap(torch.randn(shape, generator=_generator(seed, offset), dtype=TORCH_DTYPE[dtype]))
+
+
+def randint(low: int, high: int, shape: tuple[int, ...], dtype: dtypes.dtype, device: object, seed: int,
+            offset: int) -> NDArray:
+    return wrap(torch.randint(low, high, shape, generator=_generator(seed, offset), dtype=TORCH_DTYPE[dtype]))
+
+
+def synchronize(device: object = None) -> None:
+    """Nothing to wait for: CPU work is synchronous."""
+
+
+def set_num_threads(n: int) -> None:
+    """Intra-op threads of torch's CPU kernels (``genesis.set_num_threads`` checks ``n``)."""
+    torch.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """Intra-op threads of torch's CPU kernels."""
+    return torch.get_num_threads()

@@ -1,0 +1,37 @@
+"""The CPU backend's link to torch: dtype tables, and NDArrays as views of torch CPU tensors."""
+
+from __future__ import annotations
+
+import torch
+
+from genesis import dtypes
+from genesis.device import cpu as _cpu
+from genesis.ndarray import NDArray
+
+TORCH_DTYPE = {
+    dtypes.bool_: torch.bool, dtypes.uint8: torch.uint8, dtypes.int8: torch.int8, dtypes.int16: torch.int16,
+    dtypes.int32: torch.int32, dtypes.int64: torch.int64, dtypes.float16: torch.float16,
+    dtypes.bfloat16: torch.bfloat16, dtypes.float32: torch.float32, dtypes.float64: torch.float64,
+}
+GENESIS_DTYPE = {v: k for k, v in TORCH_DTYPE.items()}
+
+
+def wrap(t: torch.Tensor, shape: tuple[int, ...] | None = None) -> NDArray:
+    """Wrap a torch CPU tensor as an NDArray sharing its memory.
+
+    ``shape``, when the caller knows it (an elementwise result has its input's shape), saves converting ``t.shape``.
+    """
+    return NDArray(t, tuple(t.shape) if shape is None else shape, t.stride(), t.storage_offset(),
+                   GENESIS_DTYPE[t.dtype], _cpu, t)
+
+
+def native(x: NDArray) -> torch.Tensor:
+    """The torch view of an NDArray (built on first use, then cached)."""
+    t = x._native
+    if t is None:
+        t = x._native = torch.as_strided(x.buffer, x.shape, x.strides, x.offset)
+    return t
+
+
+def _arg(b: NDArray | int | float | bool) -> torch.Tensor | int | float | bool:
+    return native(b) if isinstance(b, NDArray) else b
