@@ -120,8 +120,9 @@ def test_instance_norm_running_stats(use_input_stats: bool) -> None:
 def test_instance_norm_modules_and_channels_last() -> None:
     for name, shape in (("InstanceNorm1d", (2, 3, 8)), ("InstanceNorm2d", (2, 3, 4, 5)),
                         ("InstanceNorm3d", (2, 3, 2, 3, 4))):
-        check(lambda lib, x, name=name: getattr(lib.nn, name)(3, affine=True, track_running_stats=True).double()(x),
-              rand(*shape))
+        def run(lib, x, name=name):
+            return getattr(lib.nn, name)(3, affine=True, track_running_stats=True).double().to(x.device)(x)
+        check(run, rand(*shape))
     t = rand(2, 3, 4, 5).to(memory_format=torch.channels_last)
     check(lambda lib, x: lib.nn.functional.instance_norm(x), t)
 
