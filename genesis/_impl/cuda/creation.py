@@ -13,7 +13,7 @@ from genesis._impl.cuda import dlpack, graphs, pinned, storage
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
-from genesis._impl.cuda.launch import _contig, _ew, _new, _psig, _ptr, _stream
+from genesis._impl.cuda.launch import _contig, _ew, _new, _new_like, _psig, _ptr, _stream
 from genesis.ndarray import NDArray, check_same_device
 
 
@@ -113,7 +113,7 @@ def is_pinned(x: NDArray) -> bool:
 
 
 def cast(x: NDArray, dtype: dtypes.dtype) -> NDArray:
-    return _ew("copy", 1, _new(x.shape, dtype, x.device), (x,))
+    return _ew("copy", 1, _new_like(x, dtype), (x,))
 
 
 def contiguous(x: NDArray) -> NDArray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from genesis import dtypes
 from genesis._impl.contract import COMPARISON_OPS
 from genesis._impl.cuda.creation import to_numpy
-from genesis._impl.cuda.launch import _ew, _new
+from genesis._impl.cuda.launch import _ew, _new, _new_like
 from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray, broadcast_shapes, check_same_device
 
@@ -14,7 +14,7 @@ _BOOL_UNARY = frozenset(("isnan", "isinf", "logical_not", "signbit"))
 
 def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
     if out is None:
-        out = _new(x.shape, dtypes.bool_ if op in _BOOL_UNARY else x.dtype, x.device)
+        out = _new_like(x, dtypes.bool_ if op in _BOOL_UNARY else x.dtype)
     return _ew(op, 1, out, (x,))
 
 
@@ -29,7 +29,8 @@ def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | 
                 dt = dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
         else:
             shape = a.shape
-        out = _new(shape, dtypes.bool_ if op in COMPARISON_OPS else dt, a.device)
+        dt = dtypes.bool_ if op in COMPARISON_OPS else dt
+        out = _new_like(a, dt) if shape == a.shape else _new(shape, dt, a.device)
     if op in ("floor_divide", "remainder") and a.dtype.category < 2:
         _check_nonzero_divisor(op, b)
     return _ew(op, 2, out, (a, b), a.dtype)

@@ -48,6 +48,26 @@ def _contig(x: NDArray) -> bool:
     return c
 
 
+def _dense(x: NDArray) -> bool:
+    """Whether ``x`` fills one block of memory without gaps or overlaps, in any dim order (row-major, channels_last,
+    a transpose): then an elementwise op over arrays laid out alike walks them as one flat array."""
+    expected = 1
+    for stride, n in sorted((s, n) for n, s in zip(x.shape, x.strides) if n != 1):
+        if stride != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _new_like(x: NDArray, dtype: dtypes.dtype) -> NDArray:
+    """A new array of ``x``'s shape laid out as ``x`` when ``x`` is dense, else row-major: elementwise results keep
+    their input's memory format (a channels_last network stays channels_last), as torch's do."""
+    if _contig(x) or not _dense(x):
+        return _new(x.shape, dtype, x.device)
+    st = storage.alloc(x.size * dtype.itemsize, x.device.index)
+    return NDArray(st, x.shape, x.strides, 0, dtype, x.device, False)
+
+
 def _ptr(x: NDArray) -> int:
     return x.buffer.ptr + x.offset * x.dtype.itemsize
 
@@ -209,9 +229,14 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
                 block = _CONTIG_CFG[out.dtype.itemsize][0]
                 go((n + block - 1) // block, 1, 1, optr, pa, barg, 0, n)
                 return out
+    contig = fast
+    if not fast and _dense(out):
+        fast = True  # a dense output in another dim order: flat if every operand is laid out the same way
     if fast:
+        ostr = out.strides
         for x in ins:
-            if isinstance(x, NDArray) and not ((x.shape == shape and _contig(x)) or x.size == 1):
+            if isinstance(x, NDArray) and not (x.size == 1 or x.shape == shape and (
+                    x.strides == ostr or contig and _contig(x))):
                 fast = False
                 break
     if fast:

@@ -23,8 +23,8 @@ def _apply(x: Tensor, inplace: bool, fn: Callable[[Tensor], Tensor]) -> Tensor:
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``max(x, 0)``."""
-    return _apply(input, inplace, T.relu)
+    """``max(x, 0)``. In place, the graph needs no copy of the input: relu's gradient reads its output."""
+    return input.relu_() if inplace else T.relu(input)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
