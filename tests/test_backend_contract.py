@@ -234,8 +234,9 @@ TORCH_BINARY = {
     "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(*torch.broadcast_tensors(g, x), approximate="none"),
     "gelu_tanh_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
     "silu_backward": torch.ops.aten.silu_backward,
+    "relu_backward": lambda g, out: torch.ops.aten.threshold_backward(*torch.broadcast_tensors(g, out), 0),
 }
-ACTIVATION_GRADIENTS = ("gelu_backward", "gelu_tanh_backward", "silu_backward")
+ACTIVATION_GRADIENTS = ("gelu_backward", "gelu_tanh_backward", "silu_backward", "relu_backward")
 
 
 def test_every_binary_op_has_a_torch_reference_here() -> None:

@@ -34,6 +34,8 @@ def _specs() -> list[tuple]:
         ("gelu fp16", ek.ew_contig, ("*fp16:16", "*fp16:16", "i32", "i32", "i32"), ("gelu", 1, 1, 0, 0, 4096, False)),
         ("gelu_backward bf16", ek.ew_contig, ("*bf16:16", "*bf16:16", "*bf16:16", "i32", "i32:16"),
          ("gelu_backward", 2, 1, 1, 0, 4096, False)),
+        ("relu_backward bf16", ek.ew_contig, ("*bf16:16", "*bf16:16", "*bf16:16", "i32", "i32:16"),
+         ("relu_backward", 2, 1, 1, 0, 4096, False)),
         ("gelu_tanh_backward fp16", ek.ew_contig, ("*fp16:16", "*fp16:16", "*fp16:16", "i32", "i32:16"),
          ("gelu_tanh_backward", 2, 1, 1, 0, 4096, False)),
         ("silu_backward fp32", ek.ew_contig, (*ptr3, "i32", "i32:16"), ("silu_backward", 2, 1, 1, 0, 2048, False)),
@@ -99,6 +101,8 @@ for op, ref in (("add", a + b), ("mul", a * b), ("maximum", torch.maximum(a, b))
 # silu_backward (the GELU gradients call libdevice, which only a GPU runs)
 ek.ew_contig[(4,)](out, b, a * 8, a, 1000, OP="silu_backward", NIN=2, M0=1, M1=1, M2=0, BLOCK=256, I64=False)
 torch.testing.assert_close(out, torch.ops.aten.silu_backward(b, a * 8), msg="silu_backward")
+ek.ew_contig[(4,)](out, b, a.relu(), a, 1000, OP="relu_backward", NIN=2, M0=1, M1=1, M2=0, BLOCK=256, I64=False)
+torch.testing.assert_close(out, torch.ops.aten.threshold_backward(b, a.relu(), 0), msg="relu_backward")
 for op, ref in (("relu", a.relu()), ("neg", -a), ("abs", a.abs())):
     ek.ew_contig[(4,)](out, a, a, a, 1000, OP=op, NIN=1, M0=1, M1=0, M2=0, BLOCK=256, I64=False)
     torch.testing.assert_close(out, ref, msg=op)

@@ -29,8 +29,9 @@ BINARY_OPS = (
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor",
     "hypot", "copysign",
-    # activation gradients: (grad, x) -> grad * d activation(x) / dx, floating arrays only
-    "gelu_backward", "gelu_tanh_backward", "silu_backward",
+    # activation gradients: (grad, x) -> grad * d activation(x) / dx, floating arrays only; relu_backward takes
+    # relu's output: grad where out > 0, else 0 (torch's threshold_backward)
+    "gelu_backward", "gelu_tanh_backward", "silu_backward", "relu_backward",
 )
 COMPARISON_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
 REDUCE_OPS = ("sum", "prod", "amax", "amin", "any", "all")

@@ -187,7 +187,8 @@ class Relu(Unary):
     @classmethod
     def backward(cls, ctx, grad):
         (out,) = ctx.saved_tensors
-        # A select instead of multiplying by a cast mask: two kernels, not three.
+        if not is_grad_enabled():  # one fused pass (torch's threshold_backward) when no graph is recorded
+            return Tensor._wrap(grad.ndarray.binary("relu_backward", out.ndarray))
         return where(out > 0, grad, 0.0)
 
 

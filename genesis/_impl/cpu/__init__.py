@@ -168,6 +168,7 @@ _BINARY = {
     "gelu_backward": _activation_backward(lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="none")),
     "gelu_tanh_backward": _activation_backward(lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh")),
     "silu_backward": _activation_backward(torch.ops.aten.silu_backward),
+    "relu_backward": _activation_backward(lambda g, out: torch.ops.aten.threshold_backward(g, out, 0)),
 }
 _SCALAR_SECOND_UNSUPPORTED = frozenset(("maximum", "minimum", "atan2", "hypot"))
 

@@ -341,6 +341,8 @@ def _binary(a, b, OP: tl.constexpr):
         y = libdevice.copysign(a, b.to(a.dtype))
     elif OP == "gelu_backward" or OP == "gelu_tanh_backward" or OP == "silu_backward":
         y = _activation_backward(a, b, OP)
+    elif OP == "relu_backward":  # b is relu's output
+        y = tl.where(b > 0, a, tl.zeros_like(a))
     else:
         tl.static_assert(False, "unknown binary op")
     return y
