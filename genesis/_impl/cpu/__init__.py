@@ -315,18 +315,31 @@ def check_index(x: NDArray, low: int, high: int, ignore: int | None, error: type
     return x
 
 
+_STEP: list[tuple] = [(None, None)]  # (step, its float tensor): every parameter of one optimizer step shares it
+
+
+def _step_tensor(step: int) -> torch.Tensor:
+    """The step count as the fused kernel reads it (it only reads it), made once per step value."""
+    cached = _STEP[0]  # one tuple read: consistent even when another thread replaces it
+    if cached[0] != step:
+        cached = _STEP[0] = (step, torch.tensor(float(step)))
+    return cached[1]
+
+
 # The lists of the Adam steps, as their errors name them.
 _ADAM_NAMES = ("params", "grads", "exp_avgs", "exp_avg_sqs", "masters")
 
 
 def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, lr: float, beta1: float,
                beta2: float, eps: float, weight_decay: float, decoupled: bool, step: int) -> None:
-    check_tensor_lists("adam_step_", _ADAM_NAMES[:4], [param], [grad], [exp_avg], [exp_avg_sq])
+    if not (param.shape == grad.shape == exp_avg.shape == exp_avg_sq.shape
+            and param.device is grad.device is exp_avg.device is exp_avg_sq.device):
+        check_tensor_lists("adam_step_", _ADAM_NAMES[:4], [param], [grad], [exp_avg], [exp_avg_sq])  # raises
     p, g, m, v = native(param), native(grad), native(exp_avg), native(exp_avg_sq)
     if p.dtype == g.dtype == m.dtype == v.dtype:
         # torch's fused CPU kernel: one pass over parameter, gradient and both moments.
         fused = torch._fused_adamw_ if decoupled else torch._fused_adam_
-        fused([p], [g], [m], [v], [], [torch.tensor(float(step))], lr=lr, beta1=beta1, beta2=beta2,
+        fused([p], [g], [m], [v], [], [_step_tensor(step)], lr=lr, beta1=beta1, beta2=beta2,
               weight_decay=weight_decay, eps=eps, amsgrad=False, maximize=False)
         return
     # Low-precision parameters with float32 moments: update in float32, round the parameter once.
