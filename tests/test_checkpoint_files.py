@@ -189,3 +189,39 @@ def test_kill_during_save_keeps_the_directory_loadable(tmp_path) -> None:
         assert all(p.detach().numpy().min() == p.detach().numpy().max() for p in model.parameters())
         model.save_pretrained(d)  # the next save removes what the killed one left
         assert not any(p.name.endswith(".tmp") for p in d.iterdir())
+
+
+def test_sharded_save_over_a_sharded_checkpoint_never_overwrites_a_live_shard(tmp_path: Path, monkeypatch) -> None:
+    # Replacing a sharded checkpoint writes its shards under names the live index does not use, so a save that dies
+    # after its first shard leaves the old index with all of its old shards.
+    from genesis.models import checkpoint as ckpt
+
+    def arrays(value: float) -> dict[str, np.ndarray]:
+        return {f"w{i}": np.full((64, 64), value + i, np.float32) for i in range(4)}
+
+    def loaded() -> dict[str, np.ndarray]:
+        return {k: np.asarray(v) for k, v in ckpt.iter_weights(ckpt.read_index(tmp_path))}
+
+    first = ckpt.save_checkpoint(arrays(1.0), tmp_path, max_shard_size=20_000)
+    assert len(first) == 4 and all("-b" not in p.name for p in first)
+    written = []
+
+    def dies_after_one(shard, path, metadata=None):
+        if written:
+            raise OSError("killed")
+        written.append(path)
+        write_file(shard, path, metadata)
+
+    monkeypatch.setattr(ckpt, "write_file", dies_after_one)
+    with pytest.raises(OSError):
+        ckpt.save_checkpoint(arrays(2.0), tmp_path, max_shard_size=20_000)
+    assert written[0].name.endswith("-b.safetensors")
+    assert all(np.array_equal(loaded()[k], v) for k, v in arrays(1.0).items())  # the old checkpoint, intact
+    monkeypatch.undo()
+    second = ckpt.save_checkpoint(arrays(2.0), tmp_path, max_shard_size=20_000)
+    assert all(p.name.endswith("-b.safetensors") for p in second)
+    assert all(np.array_equal(loaded()[k], v) for k, v in arrays(2.0).items())
+    assert sorted(p.name for p in tmp_path.glob("*.safetensors")) == sorted(p.name for p in second)  # old removed
+    third = ckpt.save_checkpoint(arrays(3.0), tmp_path, max_shard_size=20_000)
+    assert [p.name for p in third] == [p.name for p in first]  # the names alternate
+    assert all(np.array_equal(loaded()[k], v) for k, v in arrays(3.0).items())

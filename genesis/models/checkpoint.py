@@ -113,6 +113,25 @@ def _size_limit(max_shard_size: int | str) -> int:
     raise ValueError(f"save_checkpoint: max_shard_size must be an int or like '5GB', got {max_shard_size!r}")
 
 
+def _new_shard_paths(directory: Path, index_path: Path, n: int) -> list[Path]:
+    """Shard files for a new sharded save that no file of the live index names.
+
+    transformers' names (``model-00001-of-00002.safetensors``), or the same with ``-b`` when the live checkpoint uses
+    those: replacing a sharded checkpoint then never overwrites one of its shards, so a save killed half-way leaves
+    the old index with all its old shards (the loader finds shards through the index, whatever their names).
+    """
+    live: set[str] = set()
+    try:
+        live = set(json.loads(index_path.read_text())["weight_map"].values())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass  # no index, or one no loader could use: no shard of it is live
+    for suffix in ("", "-b"):
+        paths = [directory / f"model-{i + 1:05d}-of-{n:05d}{suffix}.safetensors" for i in range(n)]
+        if not live.intersection(p.name for p in paths):
+            break
+    return paths
+
+
 def save_checkpoint(arrays: dict[str, np.ndarray], directory: str | Path,
                     max_shard_size: int | str = "5GB") -> list[Path]:
     """Write arrays as ``model.safetensors``, or as shards plus ``model.safetensors.index.json`` when larger.
@@ -143,7 +162,7 @@ def save_checkpoint(arrays: dict[str, np.ndarray], directory: str | Path,
         index_path.unlink(missing_ok=True)
         paths = [path]
     else:
-        paths = [directory / f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
+        paths = _new_shard_paths(directory, index_path, len(shards))
         weight_map = {}
         for path, shard in zip(paths, shards):
             write_file(shard, path, metadata)
