@@ -219,9 +219,13 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
                 ) -> Tensor:
     """Sample category indices from rows of non-negative weights.
 
-    With replacement: inverse-CDF sampling (searchsorted into the cumulative weights). Without: the Gumbel-top-k
-    trick (keys ``log(u) / w`` ordered), which draws the same distribution as sequential sampling.
+    With replacement: inverse-CDF sampling (searchsorted into the cumulative weights). Without, and for a single
+    draw: the Gumbel-top-k trick (keys ``log(u) / w`` ordered), which draws the same distribution as sequential
+    sampling. The weights are checked with one read of the values (one synchronization on a GPU).
     """
+    from genesis.ops.join import stack
+    from genesis.ops.sorting import searchsorted
+
     if input.ndim not in (1, 2):
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {input.ndim}")
     if not input.dtype.is_floating_point:
@@ -231,26 +235,31 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
     if squeeze:
         probs = probs.unsqueeze(0)
     n_cat = probs.shape[1]
-    if probs.numel() and not bool(((probs >= 0) & (probs < math.inf)).all()):  # NaN fails both comparisons
-        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
     totals = probs.sum(1)
-    if probs.shape[0] and float(totals.min().item()) <= 0:
-        raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+    if probs.numel():
+        # One read of the values for both checks: the smallest weight (NaN, negative and -inf fail ">= 0") and the
+        # extreme row totals (a +inf weight makes its row's total inf).
+        low, total_min, total_max = stack([probs.amin(), totals.amin(), totals.amax()]).tolist()
+        if not (low >= 0 and total_max < math.inf):
+            raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+        if total_min <= 0:
+            raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
     if not replacement and num_samples > n_cat:
         raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
                            f"({num_samples} > {n_cat})")
     if num_samples <= 0:
         raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples ({num_samples})")
-    if replacement:
+    if replacement and num_samples > 1:
         cdf = probs.cumsum(1) / totals.unsqueeze(1)
         u = rand(probs.shape[0], num_samples, generator=generator, dtype=dtypes.float64, device=probs.device)
-        from genesis.ops.sorting import searchsorted
-
         out = searchsorted(cdf.contiguous(), u.contiguous(), right=True).clamp(max=n_cat - 1)
     else:
+        # Gumbel-top-k: the keys log(u) / w in decreasing order draw as sequential sampling without replacement
+        # does; a single draw (with or without replacement alike) is their argmax.
         u = rand(probs.shape, generator=generator, dtype=dtypes.float64, device=probs.device)
         keys = u.clamp(min=1e-300).log() / probs
-        out = keys.argsort(dim=1, descending=True)[:, :num_samples]
+        out = keys.argmax(dim=1, keepdim=True) if num_samples == 1 else \
+            keys.argsort(dim=1, descending=True)[:, :num_samples]
     return out[0] if squeeze else out
 
 

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from genesis import dtypes
-from genesis.autograd import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
 from genesis.ops._args import Number, _as_operand, _check_range, _check_tensor, _result_dtype, zeros_like_detached
 from genesis.ops.compare import NoGradBinary, isnan, logical_and, where
@@ -365,6 +365,15 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Clamp into [min, max]; bounds are numbers or tensors; the gradient passes where the input is inside."""
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+    if input.dtype.is_floating_point and not (input.requires_grad and is_grad_enabled()) and all(
+            b is None or b.__class__ in (int, float) for b in (min, max)):
+        # Nothing to differentiate and number bounds: one maximum / minimum pass each (NaN stays NaN, as in torch).
+        nd = input.ndarray
+        if min is not None:
+            nd = nd.binary("maximum", float(min))
+        if max is not None:
+            nd = nd.binary("minimum", float(max))
+        return Tensor._wrap(nd)
     # Conditions are written so NaN fails them: a NaN input stays NaN, as in torch.
     out = input
     if min is not None:

@@ -39,6 +39,23 @@ class Sum(Primitive):
         return _expand_back(grad, shape, dims, keepdim), None, None, None
 
 
+class Mean(Primitive):
+    """The mean over ``dims``: the sum over the count, one graph node (an empty reduction is nan, as in torch)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
+        count = math.prod(x.shape[d] for d in dims)
+        ctx.meta = (x.shape, dims, keepdim, count)
+        total = x.sum(dims, keepdim, None)
+        return total / count if count else total * math.nan
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dims, keepdim, count = ctx.meta
+        grad = _expand_back(grad, shape, dims, keepdim)
+        return grad / count if count else grad * math.nan, None, None  # an empty input: an empty gradient
+
+
 class Prod(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
@@ -195,10 +212,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = Non
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
             f"Got: {input.dtype.name}"
         )
-    dims = _reduce_dims("mean", dim, input.ndim)
-    count = math.prod(input.shape[d] for d in dims)
-    total = Sum.apply(input, dims, keepdim, None)
-    return total / count if count else total * math.nan
+    return Mean.apply(input, _reduce_dims("mean", dim, input.ndim), keepdim)
 
 
 def prod(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
@@ -273,28 +287,60 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     return ArgReduce.apply(input, d, keepdim, "argmin")
 
 
-def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-        correction: float | None = None) -> Tensor:
-    """Variance with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+class Moments(Primitive):
+    """Variance, or with ``root`` the standard deviation, over ``dims`` with Bessel's ``correction``: one graph node.
+
+    Forward on NDArrays (mean, centered squares, their sum over ``n - correction``); backward as torch's:
+    ``grad * 2 (x - mean) / (n - correction)``, over ``2 std`` for the standard deviation (zero where it is 0).
+    """
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool, correction: float, root: bool) -> NDArray:
+        n = math.prod(x.shape[d] for d in dims)
+        centered = x - x.sum(dims, True) / n
+        # torch divides by max(0, n - correction): too few samples give inf (or nan for an all-zero sum).
+        out = (centered * centered).sum(dims, keepdim) / builtins.max(0, n - correction)
+        if root:
+            out = out.unary("sqrt")
+        ctx.save_for_backward(x, out)
+        ctx.meta = (dims, keepdim, builtins.max(0, n - correction), root)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        dims, keepdim, denominator, root = ctx.meta
+        grad = _expand_back(grad, x.shape, dims, keepdim)
+        if root:
+            std = _expand_back(out, x.shape, dims, keepdim)
+            zero = std == 0
+            grad = where(zero, 0.0, grad / (2 * where(zero, 1.0, std)))
+        return grad * (2 * (x - mean(x, dims, keepdim=True)) / denominator), None, None, None, None
+
+
+def _moments(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: float | None,
+             root: bool) -> Tensor:
     if correction is None:
         correction = 0 if unbiased is False else 1
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"var: std and var only support floating point inputs, got {input.dtype.name}")
-    dims = _reduce_dims("var", dim, input.ndim)
-    n = math.prod(input.shape[d] for d in dims)
-    centered = input - mean(input, dims, keepdim=True)
-    total = Sum.apply(centered * centered, dims, keepdim, None)
-    # torch divides by max(0, n - correction): too few samples give inf (or nan for an all-zero sum).
-    return total / builtins.max(0, n - correction)
+        raise RuntimeError(f"{op}: std and var only support floating point inputs, got {input.dtype.name}")
+    return Moments.apply(input, _reduce_dims(op, dim, input.ndim), keepdim, correction, root)
+
+
+def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    """Variance with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    return _moments("var", input, dim, unbiased, keepdim, correction, False)
 
 
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: float | None = None) -> Tensor:
-    return _root(var(input, dim, unbiased, keepdim, correction=correction), 2)
+    """Standard deviation with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    return _moments("std", input, dim, unbiased, keepdim, correction, True)
 
 
 def _root(x: Tensor, p: float) -> Tensor:
-    """``x ** (1 / p)`` with a zero gradient where ``x == 0`` (torch's convention for std and norms at zero)."""
+    """``x ** (1 / p)`` with a zero gradient where ``x == 0`` (torch's convention for norms at zero)."""
     zero = x == 0
     safe = where(zero, 1.0, x)
     return where(zero, 0.0, sqrt(safe) if p == 2 else safe ** (1.0 / p))
