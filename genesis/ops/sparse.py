@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from genesis import dtypes
 from genesis.device import device as Device
 from genesis.device import factory_device
-from genesis.ndarray import normalize_dims
+from genesis.ndarray import normalize_dim, normalize_dims
 from genesis.ops.join import stack
 from genesis.tensor import Size, Tensor, zeros
 from genesis.tensor import tensor as _from_data
@@ -103,7 +103,7 @@ class SparseTensor(Tensor):
         return self._size
 
     def size(self, dim: int | None = None) -> Any:
-        return self._size if dim is None else self._size[normalize_dims("size", dim, len(self._size))[0]]
+        return self._size if dim is None else self._size[normalize_dim("size", dim, len(self._size))]
 
     @property
     def dtype(self) -> dtypes.dtype:
@@ -277,10 +277,13 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
     Returns:
         The sparse tensor (uncoalesced unless ``is_coalesced``).
     """
+    if device is not None:
+        _check_cpu("sparse_coo_tensor", factory_device(device))
     d = dtypes.to_dtype(dtype) if dtype is not None else None
     values = _as_tensor(values, d, device)
     indices = _as_tensor(indices, dtypes.int64, values.device if device is None else device)
     _check_cpu("sparse_coo_tensor", values.device)
+    _check_cpu("sparse_coo_tensor", indices.device)
     if d is not None and values.dtype is not d:
         values = values.to(d)
     if indices.dtype is not dtypes.int64:
