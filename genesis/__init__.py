@@ -23,6 +23,7 @@ from genesis import (
     profiler,
     random,
     serialization,
+    sparse,
     special,
     utils,
 )
@@ -55,6 +56,7 @@ from genesis.dtypes import (
 )
 from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops, from the op registry
+from genesis.ops.sparse import layout, sparse_coo, strided
 from genesis.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from genesis.serialization import load, load_checkpoint, save, save_checkpoint
 from genesis.tensor import Size, Tensor

@@ -260,10 +260,6 @@ class Tensor:
     def is_complex(self) -> bool:
         return False
 
-    @property
-    def layout(self) -> str:
-        return "strided"
-
     def get_device(self) -> int:
         return -1 if self.device.type == "cpu" else self.device.index
 

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("genesis.autograd",),
     ("genesis.tensor", "genesis.printing"),
     ("genesis.ops", "genesis.tensor_methods", "genesis.random", "genesis.linalg", "genesis.special",
-     "genesis.tensor_types"),
+     "genesis.tensor_types", "genesis.sparse"),
     ("genesis.nn", "genesis.optim", "genesis.amp", "genesis.cuda", "genesis.serialization", "genesis.safetensors_io",
      "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.accelerator",
      "genesis.torch_pickle", "genesis.distributions"),

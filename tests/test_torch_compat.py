@@ -64,6 +64,12 @@ def test_policy_gradient_with_categorical() -> None:
     _compare("policy_gradient.py", [])
 
 
+def test_sparse_gcn_layer() -> None:
+    # Sparse COO tensors are CPU-only; the script makes its tensors on the default device, the CPU in a GPU run too.
+    losses = _compare("sparse_gcn.py", [])
+    assert losses[8] < losses[3]
+
+
 def test_imports_resolve_to_genesis_only_in_the_script(tmp_path) -> None:
     (tmp_path / "helper.py").write_text(textwrap.dedent("""
         import torch.nn.functional as F

@@ -15,6 +15,7 @@ from genesis.ops._args import _check_tensor, ones_like_bool
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import where
 from genesis.ops.reduce import norm, sum
+from genesis.ops.sparse import SparseTensor, sparse_matmul
 from genesis.tensor import Tensor
 
 
@@ -52,11 +53,15 @@ class Matmul(Primitive):
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     _check_tensor("matmul", other)
+    if input.__class__ is SparseTensor or other.__class__ is SparseTensor:
+        return sparse_matmul(input, other, "matmul")
     input, other = autocast_args("matmul", input, other)
     return Matmul.apply(input, other)
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.__class__ is SparseTensor or mat2.__class__ is SparseTensor:
+        return sparse_matmul(input, mat2, "mm")
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
     return matmul(input, mat2)

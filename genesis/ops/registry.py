@@ -45,6 +45,7 @@ from genesis.ops import (
     scans,
     shape,
     sorting,
+    sparse,
     statistics,
     unary,
     views,
@@ -443,6 +444,11 @@ OPS: tuple[Op, ...] = (
     Op("addcdiv_", inplace.addcdiv_, function=False, method=True),
     Op("float_power_", inplace.float_power_, function=False, method=True),
     Op("conj_physical_", unary.resolve_conj, function=False, method=True),
+    # ---------------------------------------------------------------- sparse COO tensors (CPU)
+    Op("sparse_coo_tensor", sparse.sparse_coo_tensor),
+    Op("spmm", sparse.spmm),
+    Op("to_sparse", sparse.to_sparse, function=False, method=True),
+    Op("to_dense", sparse.to_dense, function=False, method=True),
     Op("_index_nd", indexing.index_tensor, function=False, method=True),  # x[indices] for NDArray indices (autograd)
 )
 
@@ -471,7 +477,8 @@ OPERATORS: dict[str, Callable | str] = {
 #: Read-only Tensor properties computed by ops.
 PROPERTIES: dict[str, Callable] = {
     "T": methods.reversed_dims, "mT": methods.matrix_transpose, "H": methods.reversed_dims,
-    "mH": methods.matrix_transpose, "real": unary.real, "imag": unary.imag,
+    "mH": methods.matrix_transpose, "real": unary.real, "imag": unary.imag, "layout": sparse.layout_of,
+    "is_sparse": sparse.is_sparse,
 }
 
 #: Autocast rules of the ``genesis.nn.functional`` ops (defined in the nn layer above; named here so the whole

@@ -1,0 +1,172 @@
+"""Sparse COO tensors (CPU): construction, coalesce, conversions, the sparse-times-dense product and sparse.sum,
+with values and gradients compared with torch; other ops and CUDA raise clear errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import genesis
+from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis
+
+cpu_only = pytest.mark.skipif(DEVICE != "cpu", reason="sparse COO tensors are CPU-only (cuda raises, tested below)")
+
+# Uncoalesced: (0, 2) appears twice.
+INDICES = [[0, 1, 1, 0, 2], [2, 0, 2, 2, 1]]
+SIZE = (3, 4)
+torch.sparse.check_sparse_tensor_invariants.disable()  # torch's default, stated to silence its warning
+
+
+def _coo(lib, values, indices=INDICES, size=SIZE, **kwargs):
+    return lib.sparse_coo_tensor(lib.tensor(indices), values, size, **kwargs)
+
+
+def assert_same_sparse(g, t, flags: bool = True) -> None:
+    """A Genesis sparse tensor equals torch's: layout, size, dtype, nnz, and coalesced indices and values (with
+    ``flags``, also whether it is marked coalesced)."""
+    assert g.layout is genesis.sparse_coo and g.is_sparse and t.is_sparse
+    assert tuple(g.shape) == tuple(t.shape) and g._nnz() == t._nnz()
+    assert (g.sparse_dim(), g.dense_dim()) == (t.sparse_dim(), t.dense_dim())
+    assert g.is_coalesced() == t.is_coalesced() or not flags
+    g, t = g.coalesce(), t.coalesce()
+    assert_same(g.indices(), t.indices(), what="indices")
+    assert_same(g.values(), t.values(), what="values")
+
+
+@cpu_only
+def test_construction_metadata_and_to_dense() -> None:
+    v = rand(5, requires_grad=False)
+    g, t = _coo(genesis, to_genesis(v)), _coo(torch, v)
+    assert_same_sparse(g, t)
+    assert g.layout is genesis.sparse_coo and genesis.ones(2).layout is genesis.strided
+    assert not genesis.ones(2).is_sparse and repr(g.layout) == "genesis.sparse_coo"
+    assert g.dtype is genesis.float64 and g.dim() == 2 and g.size(1) == 4 and g.device.type == "cpu"
+    assert_same(g.to_dense(), t.to_dense())
+    assert_same(g._values(), t._values())
+    assert_same(g._indices(), t._indices())
+    # Size inferred from the largest index; hybrid tensors (dense trailing dims) as torch.
+    assert_same_sparse(genesis.sparse_coo_tensor(genesis.tensor(INDICES), to_genesis(v)),
+                       torch.sparse_coo_tensor(torch.tensor(INDICES), v))
+    h = rand(5, 2, requires_grad=False)
+    assert_same_sparse(_coo(genesis, to_genesis(h), size=(3, 4, 2)), _coo(torch, h, size=(3, 4, 2)))
+    assert_same(_coo(genesis, to_genesis(h), size=(3, 4, 2)).to_dense(), _coo(torch, h, size=(3, 4, 2)).to_dense())
+    assert_same(_coo(genesis, [1, 2, 3, 4, 5], dtype=genesis.float32).to_dense(),
+                _coo(torch, [1, 2, 3, 4, 5], dtype=torch.float32).to_dense())
+
+
+@cpu_only
+def test_coalesce_and_values_of_uncoalesced() -> None:
+    v = rand(5, requires_grad=False)
+    g, t = _coo(genesis, to_genesis(v)), _coo(torch, v)
+    assert not g.is_coalesced()
+    assert_same_sparse(g.coalesce(), t.coalesce())
+    c = g.coalesce()
+    assert c.is_coalesced() and c.coalesce() is c
+    check_error(RuntimeError, lambda lib, v: _coo(lib, v).values(), v, match="values: Cannot get values")
+    check_error(RuntimeError, lambda lib, v: _coo(lib, v).indices(), v, match="uncoalesced")
+    # Gradient through coalesce, to the values' duplicates.
+    check(lambda lib, v: _coo(lib, v).coalesce().values() * lib.arange(4.0, dtype=lib.float64), rand(5))
+
+
+@cpu_only
+def test_to_sparse_and_back_with_gradients() -> None:
+    x = rand(3, 4)
+    x.data[0, 1] = 0.0
+    x.data[2] = 0.0
+    g, t = to_genesis(x).to_sparse(), x.to_sparse()
+    assert_same_sparse(g, t)
+    assert_same_sparse(to_genesis(x).to_sparse(1), x.to_sparse(1))
+    check(lambda lib, x: x.to_sparse().to_dense() * 3, x)
+    check(lambda lib, x: x.to_sparse().values().exp(), x)
+    check(lambda lib, x: x.to_dense(), x)
+    assert g.to_sparse() is g
+
+
+@cpu_only
+@pytest.mark.parametrize("name", ["sparse.mm", "spmm", "mm", "matmul", "@"])
+def test_sparse_times_dense_values_and_gradients(name: str) -> None:
+    def product(lib, v, d):
+        s = _coo(lib, v)
+        if name == "sparse.mm":
+            return lib.sparse.mm(s, d)
+        if name == "@":
+            return s @ d
+        return getattr(lib, name)(s, d)
+
+    check(product, rand(5), rand(4, 6, seed=1))
+    check(product, rand(5, dtype=torch.float32), rand(4, 6, dtype=torch.float32, seed=1))
+
+
+@cpu_only
+def test_dense_times_sparse() -> None:
+    check(lambda lib, d, v: d @ _coo(lib, v, size=(3, 4)), rand(2, 3), rand(5))
+    check(lambda lib, d, v: lib.mm(d, _coo(lib, v)), rand(2, 3), rand(5))
+
+
+@cpu_only
+def test_leaf_sparse_gradient_as_torch_sparse_mm() -> None:
+    v, d = rand(5, requires_grad=False), rand(4, 6, seed=1)
+    g = _coo(genesis, to_genesis(v), requires_grad=True)
+    t = _coo(torch, v, requires_grad=True)
+    assert g.is_leaf and g.requires_grad and g.grad_fn is None
+    gd, td = to_genesis(d), d.detach().clone().requires_grad_(True)
+    genesis.sparse.mm(g, gd).tanh().sum().backward()
+    torch.sparse.mm(t, td).tanh().sum().backward()
+    assert_same_sparse(g.grad, t.grad, flags=False)  # torch leaves its gradient unmarked; Genesis's is coalesced
+    assert_same(gd.grad, td.grad)
+    g.grad = None
+    assert g.grad is None and g._values().grad is None
+    # A sparse tensor over values that require grad is a graph node, not a leaf (as torch).
+    assert not _coo(genesis, to_genesis(rand(5))).is_leaf
+
+
+@cpu_only
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1), -1])
+def test_sparse_sum(dim) -> None:
+    v = rand(5)
+    g, t = genesis.sparse.sum(_coo(genesis, to_genesis(v)), dim), torch.sparse.sum(_coo(torch, v), dim)
+    if t.is_sparse:
+        assert_same_sparse(g, t)
+        check(lambda lib, v: lib.sparse.sum(_coo(lib, v), dim).to_dense(), v)
+    else:
+        check(lambda lib, v: lib.sparse.sum(_coo(lib, v), dim), v)
+
+
+@cpu_only
+@pytest.mark.parametrize("dim", [2, (1, 2), (0, 1)])
+def test_sparse_sum_over_dense_dims(dim) -> None:
+    check(lambda lib, h: lib.sparse.sum(_coo(lib, h, size=(3, 4, 2)), dim).to_dense(), rand(5, 2))
+
+
+@cpu_only
+def test_bad_arguments_raise_as_torch() -> None:
+    v, d = rand(5), rand(4, 6)
+    check_error(RuntimeError, lambda lib, v, d: lib.sparse.mm(_coo(lib, v), d.t()), v, d, match="sparse.mm: mat1")
+    check_error(RuntimeError, lambda lib, v, d: lib.sparse.mm(_coo(lib, v), d.float()), v, d, match="same dtype")
+    check_error(RuntimeError, lambda lib, v: lib.sparse_coo_tensor(lib.tensor(INDICES), v[:4], SIZE), v,
+                match="same nnz")
+    check_error(RuntimeError, lambda lib, v: lib.sparse_coo_tensor(lib.tensor(INDICES), v, (2, 4),
+                                                                   check_invariants=True), v,
+                match="for dim 0, size is 2 but found index 2")
+
+
+@cpu_only
+@pytest.mark.parametrize("op", [lambda s: s + 1, lambda s: s.exp(), lambda s: s.view(12), lambda s: s.sum(),
+                                lambda s: s * 2, lambda s: genesis.add(s, s), lambda s: s.detach().numpy(),
+                                lambda s: s.relu()])
+def test_other_ops_name_themselves_and_list_what_is_supported(op) -> None:
+    s = _coo(genesis, to_genesis(rand(5, requires_grad=False)))
+    with pytest.raises(NotImplementedError, match=r"^(add|exp|view|sum|mul|numpy|relu): not supported for sparse "
+                                                  r"COO tensors .*they support only to_dense"):
+        op(s)
+    assert_same(s.to_dense(), _coo(torch, rand(5, requires_grad=False)).to_dense())  # unchanged
+
+
+def test_sparse_on_cuda_raises() -> None:
+    if DEVICE != "cuda":
+        pytest.skip("checks the error on a CUDA device (GENESIS_TEST_DEVICE=cuda)")
+    v = genesis.ones(5, device="cuda")
+    with pytest.raises(RuntimeError, match="sparse_coo_tensor: sparse COO tensors are supported on the CPU only"):
+        genesis.sparse_coo_tensor(genesis.tensor(INDICES, device="cuda"), v, SIZE)
+    with pytest.raises(RuntimeError, match="to_sparse: sparse COO tensors are supported on the CPU only"):
+        genesis.ones(2, 2, device="cuda").to_sparse()
