@@ -31,6 +31,7 @@ from genesis.ops import (
     arithmetic,
     autocast,
     compare,
+    complex,
     conversion,
     foreach,
     gather_scatter,
@@ -288,16 +289,22 @@ OPS: tuple[Op, ...] = (
     Op("less", compare.less, method=True, inplace=GENERAL),
     Op("less_equal", compare.less_equal, method=True, inplace=GENERAL),
     Op("not_equal", compare.not_equal, method=True, inplace=GENERAL),
-    Op("angle", unary.angle, method=True),
+    Op("angle", complex.angle, method=True),
     Op("isposinf", compare.isposinf, method=True),
     Op("isneginf", compare.isneginf, method=True),
-    Op("isreal", compare.isreal, method=True),
-    Op("real", unary.real),
-    Op("imag", unary.imag),
-    Op("conj", unary.conj, method=True),
-    Op("conj_physical", unary.conj_physical, method=True),
-    Op("resolve_conj", unary.resolve_conj, method=True),
-    Op("resolve_neg", unary.resolve_neg, method=True),
+    Op("isreal", complex.isreal, method=True),
+    Op("real", complex.real),
+    Op("imag", complex.imag),
+    Op("conj", complex.conj, method=True),
+    Op("conj_physical", complex.conj_physical, method=True),
+    Op("resolve_conj", complex.resolve_conj, method=True),
+    Op("view_as_real", complex.view_as_real),
+    Op("view_as_complex", complex.view_as_complex),
+    Op("complex", complex.complex),
+    Op("polar", complex.polar),
+    Op("is_complex", complex.is_complex),
+    Op("adjoint", methods.adjoint, method=True),
+    Op("resolve_neg", complex.resolve_neg, method=True),
     Op("std_mean", reduce.std_mean),
     Op("nansum", reduce.nansum, method=True),
     Op("nanmean", reduce.nanmean, method=True),
@@ -442,7 +449,7 @@ OPS: tuple[Op, ...] = (
     Op("addcmul_", inplace.addcmul_, function=False, method=True),
     Op("addcdiv_", inplace.addcdiv_, function=False, method=True),
     Op("float_power_", inplace.float_power_, function=False, method=True),
-    Op("conj_physical_", unary.resolve_conj, function=False, method=True),
+    Op("conj_physical_", complex.conj_physical_, function=False, method=True),
     Op("_index_nd", indexing.index_tensor, function=False, method=True),  # x[indices] for NDArray indices (autograd)
 )
 
@@ -470,8 +477,8 @@ OPERATORS: dict[str, Callable | str] = {
 
 #: Read-only Tensor properties computed by ops.
 PROPERTIES: dict[str, Callable] = {
-    "T": methods.reversed_dims, "mT": methods.matrix_transpose, "H": methods.reversed_dims,
-    "mH": methods.matrix_transpose, "real": unary.real, "imag": unary.imag,
+    "T": methods.reversed_dims, "mT": methods.matrix_transpose, "H": methods.conj_reversed_dims,
+    "mH": methods.adjoint, "real": complex.real, "imag": complex.imag,
 }
 
 #: Autocast rules of the ``genesis.nn.functional`` ops (defined in the nn layer above; named here so the whole
