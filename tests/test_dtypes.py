@@ -129,7 +129,7 @@ def test_to_names_and_python_types():
     assert g.to(bool).dtype is genesis.bool
     assert g.type() == "genesis.float32"
     with pytest.raises(RuntimeError):
-        g.to("complex128")  # neither a dtype nor a device, as torch reads it
+        g.to("complex256")  # neither a dtype nor a device, as torch reads it
 
 
 def test_to_same_dtype_returns_self_and_copy_flag():
