@@ -182,6 +182,11 @@ def conj_physical_(input: Tensor) -> Tensor:
     return input
 
 
+def adjoint(input: Tensor) -> Tensor:
+    """``t.mH`` / ``t.adjoint()``: the last two dims swapped, conjugated (``mT`` for real tensors)."""
+    return conj(input.transpose(-2, -1))
+
+
 def complex_abs(input: Tensor) -> Tensor:
     """``|z|`` of a complex tensor, in the real dtype of its parts (``abs`` of complex tensors)."""
     return ComplexAbs.apply(input)

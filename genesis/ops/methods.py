@@ -83,7 +83,3 @@ def conj_reversed_dims(self: Tensor) -> Tensor:
     """``t.H``: the dims in reverse order, conjugated (``T`` for real tensors)."""
     return complex.conj(reversed_dims(self))
 
-
-def adjoint(self: Tensor) -> Tensor:
-    """``t.mH`` / ``t.adjoint()``: the last two dims swapped, conjugated (``mT`` for real tensors)."""
-    return complex.conj(matrix_transpose(self))

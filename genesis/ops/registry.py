@@ -303,7 +303,7 @@ OPS: tuple[Op, ...] = (
     Op("complex", complex.complex),
     Op("polar", complex.polar),
     Op("is_complex", complex.is_complex),
-    Op("adjoint", methods.adjoint, method=True),
+    Op("adjoint", complex.adjoint, method=True),
     Op("resolve_neg", complex.resolve_neg, method=True),
     Op("std_mean", reduce.std_mean),
     Op("nansum", reduce.nansum, method=True),
@@ -478,7 +478,7 @@ OPERATORS: dict[str, Callable | str] = {
 #: Read-only Tensor properties computed by ops.
 PROPERTIES: dict[str, Callable] = {
     "T": methods.reversed_dims, "mT": methods.matrix_transpose, "H": methods.conj_reversed_dims,
-    "mH": methods.adjoint, "real": complex.real, "imag": complex.imag,
+    "mH": complex.adjoint, "real": complex.real, "imag": complex.imag,
 }
 
 #: Autocast rules of the ``genesis.nn.functional`` ops (defined in the nn layer above; named here so the whole

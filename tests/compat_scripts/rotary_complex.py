@@ -42,7 +42,7 @@ freqs_cis = precompute_freqs_cis(head_dim, seq)
 assert freqs_cis.dtype == torch.complex64 and freqs_cis.is_complex()
 optimizer = torch.optim.SGD(list(wq.parameters()) + list(wk.parameters()), lr=0.05)
 losses = []
-for step in range(3):
+for _ in range(3):
     xq = wq(x).view(batch, seq, heads, head_dim)
     xk = wk(x).view(batch, seq, heads, head_dim)
     xq, xk = apply_rotary_emb(xq, xk, freqs_cis)
