@@ -672,9 +672,7 @@ def _size_args(size: tuple) -> tuple[int, ...]:
 
 def _factory(shape: tuple[int, ...], value: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     d = dtypes.to_dtype(dtype) if dtype is not None else (
-        dtypes.get_default_dtype() if isinstance(value, float) else
-        dtypes.bool_ if isinstance(value, bool) else dtypes.int64 if isinstance(value, int) else
-        dtypes.get_default_dtype())
+        dtypes.scalar_dtype(value) if isinstance(value, (int, float, complex)) else dtypes.get_default_dtype())
     t = Tensor._wrap(NDArray.full(shape, value, d, factory_device(device)))
     return t.requires_grad_(True) if requires_grad else t
 

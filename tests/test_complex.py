@@ -58,6 +58,17 @@ def test_tensor_from_python_complex(data: object) -> None:
 
 
 @cpu_only
+def test_factories_and_joins() -> None:
+    assert_same(genesis.full((2, 3), 1 - 2j), torch.full((2, 3), 1 - 2j))
+    assert_same(genesis.zeros(2, dtype=genesis.complex128), torch.zeros(2, dtype=torch.complex128))
+    assert_same(genesis.ones(2) * genesis.tensor(1j), torch.ones(2) * torch.tensor(1j))
+    assert_same(genesis.cat([genesis.tensor([1j]), genesis.tensor([2 + 0j])]),
+                torch.cat([torch.tensor([1j]), torch.tensor([2 + 0j])]))
+    check(lambda lib, z: lib.stack([z, z * 2])[:, 1:], crand(3))
+    check(lambda lib, z: z[lib.tensor([2, 0])], crand(3))
+
+
+@cpu_only
 def test_item_to_and_numpy() -> None:
     t = torch.tensor([1.5, -2.0, 0.25])
     g = to_genesis(t)
@@ -186,6 +197,7 @@ def test_bad_input_raises_as_torch() -> None:
     check_error(RuntimeError, lambda lib, x: lib.view_as_complex(x.T), rrand(2, 4), match="stride")
     check_error(RuntimeError, lambda lib, x: lib.view_as_real(x), rrand(3, 2), match="complex tensors")
     check_error(RuntimeError, lambda lib, x: x.imag, rrand(3), match="non-complex")
+    check_error(RuntimeError, lambda lib, z: z.abs_(), crand(3, requires_grad=False), match="complex64|complex128")
     check_error(RuntimeError, lambda lib, a, b: lib.complex(a, b), rrand(2), rrand(2, dtype=torch.float32),
                 match="complex")
     check_error(RuntimeError, lambda lib, a, b: lib.polar(a, b), rrand(2), rrand(2, dtype=torch.float32),
