@@ -19,7 +19,7 @@ def values(dtype: torch.dtype, shape: tuple = (2, 3)) -> torch.Tensor:
 def test_dtype_objects():
     for g, t in TORCH_DTYPE.items():
         assert g.itemsize == t.itemsize
-        assert g.is_floating_point == t.is_floating_point
+        assert g.is_floating_point == t.is_floating_point and g.is_complex == t.is_complex
         assert g.is_signed == t.is_signed
         assert repr(g) == f"genesis.{g.name}"
     assert genesis.float is genesis.float32 and genesis.double is genesis.float64 and genesis.half is genesis.float16
