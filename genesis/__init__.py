@@ -40,6 +40,8 @@ from genesis.autograd import (
 from genesis.device import device, get_default_device, get_num_threads, set_default_device, set_num_threads
 from genesis.dtypes import (
     bfloat16,
+    complex64,
+    complex128,
     dtype,
     finfo,
     float16,
@@ -78,6 +80,8 @@ __version__ = "0.1.0"
 bool = _dtypes.bool_  # torch names its dtype genesis.bool too
 float = float32
 double = float64
+cfloat = complex64
+cdouble = complex128
 half = float16
 long = int64
 int = int32

@@ -1,9 +1,11 @@
 """Genesis data types and PyTorch's type-promotion rules.
 
 A ``dtype`` is a small immutable object (``genesis.float32`` ...). Backends map it to their native type by name.
-Promotion follows PyTorch: tensors of higher category (bool < integer < floating) win; within a category the wider
-type wins; Python scalars only raise the category, never the width (``int8 tensor + 1000`` stays ``int8``,
+Promotion follows PyTorch: tensors of higher category (bool < integer < floating < complex) win; within a category
+the wider type wins; Python scalars only raise the category, never the width (``int8 tensor + 1000`` stays ``int8``,
 ``int tensor + 2.5`` becomes the default float dtype); zero-dim tensors count like scalars against dimensioned ones.
+A complex operand that wins over a floating one keeps the floating one's width (``float64 + complex64`` is
+``complex128``; ``float32 tensor + 1j`` is ``complex64``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ class dtype:
     def __init__(self, name: str, itemsize: int, category: int, is_signed: bool, rank: int) -> None:
         self.name = name
         self.itemsize = itemsize
-        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.category = category  # 0 bool, 1 integer, 2 floating, 3 complex
         self.is_signed = is_signed
         self._rank = rank
 
@@ -30,7 +32,20 @@ class dtype:
 
     @property
     def is_complex(self) -> bool:
-        return False
+        return self.category == 3
+
+    @property
+    def to_real(self) -> dtype:
+        """The real dtype of a complex one's parts (``complex64`` -> ``float32``); a real dtype itself."""
+        return _REAL_OF.get(self, self)
+
+    @property
+    def to_complex(self) -> dtype:
+        """The complex dtype whose parts have this floating dtype's width (``float64`` -> ``complex128``; narrower
+        floats give ``complex64``, Genesis has no complex32); a complex dtype itself."""
+        if self.category == 3:
+            return self
+        return complex128 if self is float64 else complex64
 
     def __repr__(self) -> str:
         return f"genesis.{self.name}"
@@ -49,10 +64,14 @@ float16 = dtype("float16", 2, 2, True, 6)
 bfloat16 = dtype("bfloat16", 2, 2, True, 7)
 float32 = dtype("float32", 4, 2, True, 8)
 float64 = dtype("float64", 8, 2, True, 9)
+complex64 = dtype("complex64", 8, 3, True, 10)
+complex128 = dtype("complex128", 16, 3, True, 11)
+_REAL_OF = {complex64: float32, complex128: float64}
 
-ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
 BY_NAME = {d.name: d for d in ALL_DTYPES}
-BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32, "short": int16})
+BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32, "short": int16,
+                "cfloat": complex64, "cdouble": complex128})
 
 _default_float = float32
 
@@ -80,6 +99,8 @@ def to_dtype(d: object) -> dtype:
         return int64
     if d is bool:
         return bool_
+    if d is complex:
+        return _default_float.to_complex
     if isinstance(d, str) and d in BY_NAME:
         return BY_NAME[d]
     name = getattr(d, "name", None) or str(d).replace("torch.", "")
@@ -92,7 +113,11 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
     if a.category != b.category:
-        return a if a.category > b.category else b
+        high, low = (a, b) if a.category > b.category else (b, a)
+        # Complex wins over floating with the wider of the two widths (complex64 with float64 is complex128).
+        return complex128 if high.category == 3 and low is float64 else high
+    if a.category == 3:
+        return a if a._rank > b._rank else b
     if a.category == 2 and {a, b} == {float16, bfloat16}:
         return float32
     if a.category == 1 and {a, b} == {uint8, int8}:
@@ -116,7 +141,15 @@ def scalar_dtype(value: object) -> dtype:
         return int64
     if isinstance(value, float):
         return _default_float
+    if isinstance(value, complex):
+        return _default_float.to_complex
     raise TypeError(f"expected a Python number, got {type(value).__name__}")
+
+
+def scalar_kind_dtype(kind: int) -> dtype:
+    """The dtype of Python scalars of a kind: 0 bool, 1 int (int64), 2 float (the default), 3 complex (its
+    complex counterpart)."""
+    return (bool_, int64, _default_float, _default_float.to_complex)[kind]
 
 
 def result_type_scalar(t: dtype, value: object) -> dtype:
@@ -126,16 +159,20 @@ def result_type_scalar(t: dtype, value: object) -> dtype:
     if isinstance(value, int):
         return t if t.category >= 1 else int64
     if isinstance(value, float):
-        return t if t.category == 2 else _default_float
+        return t if t.category >= 2 else _default_float
+    if isinstance(value, complex):
+        return t.to_complex if t.category >= 2 else _default_float.to_complex
     raise TypeError(f"expected a Python number, got {type(value).__name__}")
 
 
 def result_type(a: dtype, a_dim: int, b: dtype, b_dim: int) -> dtype:
     """Promotion between two tensors where zero-dim tensors act like scalars of their category (torch rules)."""
     if (a_dim == 0) == (b_dim == 0) or a.category != b.category:
-        if a.category != b.category:
-            # A zero-dim tensor of higher category still wins, with its own dtype.
-            return a if a.category > b.category else b
+        if a.category != b.category and (a_dim == 0) != (b_dim == 0):
+            # A zero-dim tensor of higher category still wins, with its own dtype; a zero-dim complex one against
+            # a dimensioned floating one takes that one's width (torch's combine_categories).
+            high, high_dim, low = (a, a_dim, b) if a.category > b.category else (b, b_dim, a)
+            return low.to_complex if high.category == 3 and low.category == 2 and high_dim == 0 else high
         return _PROMOTE[(a, b)]
     return a if a_dim != 0 else b
 
@@ -165,10 +202,10 @@ def from_numpy(d: np.dtype) -> dtype:
 class finfo:
     """Machine limits of a floating dtype, as ``torch.finfo``: ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (the
     smallest positive normal number, also ``smallest_normal``) and ``resolution``; the default dtype without an
-    argument."""
+    argument; a complex dtype gives its parts' limits."""
 
     def __init__(self, type: object = None) -> None:
-        d = to_dtype(type) if type is not None else _default_float
+        d = to_dtype(type).to_real if type is not None else _default_float  # complex: its parts' limits, as torch
         if not d.is_floating_point:
             raise TypeError(f"finfo: requires a floating point input type, got {d}")
         info = ml_dtypes.finfo(to_numpy(d))

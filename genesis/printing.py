@@ -62,6 +62,20 @@ class _Formatter:
         return (self.max_width - len(text)) * " " + text
 
 
+class _ComplexFormatter:
+    """Complex elements as torch prints them: real parts and imaginary parts each with a formatter of their own,
+    joined as ``1.5000-2.j``."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.real = _Formatter(values.real, True)
+        self.imag = _Formatter(values.imag, True)
+        self.max_width = self.real.max_width + self.imag.max_width + 1
+
+    def format(self, value: complex) -> str:
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        return self.real.format(value.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _summarized(values: np.ndarray) -> np.ndarray:
     """The edge entries shown of a large array (they alone decide the format)."""
     if values.ndim == 0:
@@ -76,7 +90,7 @@ def _summarized(values: np.ndarray) -> np.ndarray:
     return np.stack([_summarized(values[i]) for i in rows])
 
 
-def _vector(values: np.ndarray, indent: int, summarize: bool, formatter: _Formatter) -> str:
+def _vector(values: np.ndarray, indent: int, summarize: bool, formatter: _Formatter | _ComplexFormatter) -> str:
     per_line = max(1, math.floor((LINEWIDTH - indent) / (formatter.max_width + 2)))
     if summarize and values.shape[0] > 2 * EDGEITEMS:
         items = [formatter.format(v) for v in values[:EDGEITEMS].tolist()] + [" ..."] + \
@@ -87,7 +101,7 @@ def _vector(values: np.ndarray, indent: int, summarize: bool, formatter: _Format
     return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _nested(values: np.ndarray, indent: int, summarize: bool, formatter: _Formatter) -> str:
+def _nested(values: np.ndarray, indent: int, summarize: bool, formatter: _Formatter | _ComplexFormatter) -> str:
     if values.ndim == 0:
         return formatter.format(values.item())
     if values.ndim == 1:
@@ -106,7 +120,8 @@ def _body(t: Any, indent: int) -> str:
     if t.dtype is dtypes.bfloat16 or t.dtype is dtypes.float16:
         values = values.astype(np.float32)
     summarize = values.size > THRESHOLD
-    formatter = _Formatter(_summarized(values) if summarize else values, t.dtype.is_floating_point)
+    shown = _summarized(values) if summarize else values
+    formatter = _ComplexFormatter(shown) if t.dtype.is_complex else _Formatter(shown, t.dtype.is_floating_point)
     return _nested(values, indent, summarize, formatter)
 
 
@@ -125,7 +140,8 @@ def tensor_repr(t: Any) -> str:
             suffixes.append(f"dtype={t.dtype}")
     else:
         body = _body(t, indent)
-        if t.dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool_):
+        default = dtypes.get_default_dtype()
+        if t.dtype not in (default, default.to_complex, dtypes.int64, dtypes.bool_):
             suffixes.append(f"dtype={t.dtype}")
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")

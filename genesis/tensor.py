@@ -42,15 +42,16 @@ def _infer_dtype(data: Any) -> dtypes.dtype:
         elif isinstance(item, numbers.Integral):
             kind = max(kind, 1)
         elif isinstance(item, numbers.Real):
-            kind = 2
+            kind = max(kind, 2)
+        elif isinstance(item, numbers.Complex):
+            kind = 3
         else:
             raise TypeError(f"tensor(): could not infer dtype of {type(item).__name__}")
     if typed is not None:
-        return dtypes.promote_types(typed, (typed, dtypes.int64, dtypes.get_default_dtype())[kind])
+        return dtypes.promote_types(typed, dtypes.scalar_kind_dtype(kind) if kind else typed)
     if kind == 0 and _has_leaf(data):
         return dtypes.bool_
-    return (dtypes.bool_, dtypes.int64, dtypes.get_default_dtype())[kind] if _has_leaf(data) else \
-        dtypes.get_default_dtype()
+    return dtypes.scalar_kind_dtype(kind) if _has_leaf(data) else dtypes.get_default_dtype()
 
 
 def _has_leaf(data: Any) -> bool:
@@ -163,8 +164,9 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        if value and not self.ndarray.dtype.is_floating_point:
-            raise RuntimeError(f"only Tensors of floating point dtype can require gradients (got {self.dtype})")
+        if value and self.ndarray.dtype.category < 2:
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients "
+                               f"(got {self.dtype})")
         self._requires_grad = bool(value)
 
     @staticmethod
@@ -258,7 +260,7 @@ class Tensor:
         return self.dtype.is_floating_point
 
     def is_complex(self) -> bool:
-        return False
+        return self.dtype.is_complex
 
     def get_device(self) -> int:
         return -1 if self.device.type == "cpu" else self.device.index
@@ -282,8 +284,9 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
-        if requires_grad and not (self.dtype.is_floating_point):
-            raise RuntimeError(f"only Tensors of floating point dtype can require gradients (got {self.dtype})")
+        if requires_grad and self.dtype.category < 2:
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients "
+                               f"(got {self.dtype})")
         self.requires_grad = requires_grad
         return self
 
@@ -424,9 +427,7 @@ class Tensor:
         value = self.ndarray.numpy().reshape(-1)[0]
         if self.dtype is dtypes.bool_:
             return bool(value)
-        if self.dtype.is_floating_point:
-            return float(value)
-        return int(value)
+        return float(value) if self.dtype.is_floating_point else complex(value) if self.dtype.is_complex else int(value)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """``np.asarray(t)``: the CPU values (sharing memory when possible); like ``numpy()``, not for grad tensors."""
@@ -667,9 +668,7 @@ def _size_args(size: tuple) -> tuple[int, ...]:
 
 def _factory(shape: tuple[int, ...], value: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     d = dtypes.to_dtype(dtype) if dtype is not None else (
-        dtypes.get_default_dtype() if isinstance(value, float) else
-        dtypes.bool_ if isinstance(value, bool) else dtypes.int64 if isinstance(value, int) else
-        dtypes.get_default_dtype())
+        dtypes.scalar_dtype(value) if isinstance(value, (int, float, complex)) else dtypes.get_default_dtype())
     t = Tensor._wrap(NDArray.full(shape, value, d, factory_device(device)))
     return t.requires_grad_(True) if requires_grad else t
 

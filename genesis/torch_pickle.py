@@ -46,7 +46,7 @@ _STORAGE_DTYPES = {
     "FloatStorage": dtypes.float32, "DoubleStorage": dtypes.float64, "HalfStorage": dtypes.float16,
     "BFloat16Storage": dtypes.bfloat16, "LongStorage": dtypes.int64, "IntStorage": dtypes.int32,
     "ShortStorage": dtypes.int16, "CharStorage": dtypes.int8, "ByteStorage": dtypes.uint8,
-    "BoolStorage": dtypes.bool_,
+    "BoolStorage": dtypes.bool_, "ComplexFloatStorage": dtypes.complex64, "ComplexDoubleStorage": dtypes.complex128,
 }
 
 

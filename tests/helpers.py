@@ -28,13 +28,14 @@ TORCH_DTYPE = {
     genesis.float16: torch.float16, genesis.bfloat16: torch.bfloat16, genesis.float32: torch.float32,
     genesis.float64: torch.float64, genesis.int8: torch.int8, genesis.uint8: torch.uint8,
     genesis.int16: torch.int16, genesis.int32: torch.int32, genesis.int64: torch.int64, genesis.bool: torch.bool,
+    genesis.complex64: torch.complex64, genesis.complex128: torch.complex128,
 }
 GENESIS_DTYPE = {v: k for k, v in TORCH_DTYPE.items()}
 
 # Default tolerances per dtype (relative, absolute).
 TOLERANCE = {
     torch.float64: (1e-9, 1e-10), torch.float32: (1e-5, 1e-6), torch.float16: (2e-3, 2e-3),
-    torch.bfloat16: (1.6e-2, 1e-2),
+    torch.bfloat16: (1.6e-2, 1e-2), torch.complex128: (1e-9, 1e-10), torch.complex64: (1e-5, 1e-6),
 }
 
 
@@ -73,9 +74,10 @@ def assert_same(g: Any, t: Any, rtol: float | None = None, atol: float | None = 
     assert TORCH_DTYPE[g.dtype] == t.dtype, f"{what}: dtype {g.dtype} != torch {t.dtype}"
     assert str(g.device).split(":")[0] == DEVICE.split(":")[0] or g.device.type == "cpu", f"{what}: device {g.device}"
     got = to_torch(g)
-    if t.dtype.is_floating_point:
+    if t.dtype.is_floating_point or t.dtype.is_complex:
         r, a = TOLERANCE[t.dtype]
-        torch.testing.assert_close(got.double(), t.detach().double(), rtol=rtol or r, atol=atol or a,
+        wide = torch.complex128 if t.dtype.is_complex else torch.float64
+        torch.testing.assert_close(got.to(wide), t.detach().to(wide), rtol=rtol or r, atol=atol or a,
                                    equal_nan=True, msg=lambda m: f"{what}: {m}")
     else:
         assert torch.equal(got, t.detach()), f"{what}: values differ\n{got}\n{t}"
@@ -99,6 +101,11 @@ def _backward_same(pairs: list[tuple[genesis.Tensor, torch.Tensor]]) -> None:
     gen = torch.Generator().manual_seed(0)
     t_total, g_total = 0, 0
     for g, t in pairs:
+        if t.dtype.is_complex:  # a real loss: the real part of a complex-weighted sum
+            w = torch.view_as_complex(torch.randn((*t.shape, 2), generator=gen, dtype=torch.float64)).to(t.dtype)
+            t_total = t_total + (t * w).real.sum()
+            g_total = g_total + (g * to_genesis(w, requires_grad=False)).real.sum()
+            continue
         w = torch.randn(t.shape, generator=gen, dtype=torch.float64).to(t.dtype)
         t_total = t_total + (t * w).sum()
         g_total = g_total + (g * to_genesis(w, requires_grad=False)).sum()

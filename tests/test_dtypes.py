@@ -19,7 +19,7 @@ def values(dtype: torch.dtype, shape: tuple = (2, 3)) -> torch.Tensor:
 def test_dtype_objects():
     for g, t in TORCH_DTYPE.items():
         assert g.itemsize == t.itemsize
-        assert g.is_floating_point == t.is_floating_point
+        assert g.is_floating_point == t.is_floating_point and g.is_complex == t.is_complex
         assert g.is_signed == t.is_signed
         assert repr(g) == f"genesis.{g.name}"
     assert genesis.float is genesis.float32 and genesis.double is genesis.float64 and genesis.half is genesis.float16
@@ -129,7 +129,7 @@ def test_to_names_and_python_types():
     assert g.to(bool).dtype is genesis.bool
     assert g.type() == "genesis.float32"
     with pytest.raises(RuntimeError):
-        g.to("complex128")  # neither a dtype nor a device, as torch reads it
+        g.to("complex256")  # neither a dtype nor a device, as torch reads it
 
 
 def test_to_same_dtype_returns_self_and_copy_flag():

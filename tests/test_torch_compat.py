@@ -70,6 +70,10 @@ def test_sparse_gcn_layer() -> None:
     assert losses[8] < losses[3]
 
 
+def test_rotary_embedding_with_complex_numbers() -> None:
+    _compare("rotary_complex.py", [])
+
+
 def test_imports_resolve_to_genesis_only_in_the_script(tmp_path) -> None:
     (tmp_path / "helper.py").write_text(textwrap.dedent("""
         import torch.nn.functional as F

@@ -61,6 +61,9 @@ PRIMITIVES: dict[str, str] = {
     "binary": "(op, a, b, out): op in BINARY_OPS, result dtype of a (bool for comparisons); the activation gradients "
               "(gelu_backward ...) take the gradient a and the activation's input b, both arrays",
     "where": "(cond, a, b): cond bool; a, b same dtype, broadcastable",
+    "complex_op": "(op, x): complex numbers (CPU backend only for now; elsewhere a RuntimeError naming the dtype): "
+                  "'view_as_real' (complex -> real with a last dim of 2, sharing memory), 'view_as_complex' (the "
+                  "reverse), 'real' / 'imag' (the parts, sharing memory), 'conj', 'abs' and 'angle' (real results)",
     # reductions
     "reduce": "(op, x, dims, keepdim): op in REDUCE_OPS over the tuple of dims",
     "arg_reduce": "(op, x, dim, keepdim): 'argmax' / 'argmin' (first occurrence), int64",

@@ -505,7 +505,7 @@ def _wrap_outputs(out: Any, ctx: BackwardCtx | None) -> Any:
     if out.__class__ is NDArray and not non_diff:
         # The common case, one output: the loop below without its lists.
         t = Tensor._wrap(out)
-        if out.dtype.is_floating_point:
+        if out.dtype.category >= 2:  # floating or complex
             t._requires_grad = True
             t._grad_fn = ctx
         ctx._outputs = (weakref.ref(t),)
@@ -521,7 +521,7 @@ def _wrap_outputs(out: Any, ctx: BackwardCtx | None) -> Any:
             wrapped.append(o)
             refs.append(lambda: None)
             continue
-        differentiable = o.dtype.is_floating_point and not any(o is n or getattr(n, "ndarray", None) is o
+        differentiable = o.dtype.category >= 2 and not any(o is n or getattr(n, "ndarray", None) is o
                                                                 for n in non_diff)
         t = Tensor._wrap(o)
         if differentiable:

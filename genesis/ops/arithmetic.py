@@ -19,6 +19,14 @@ from genesis.ops.compare import NoGradBinary, isnan, logical_and, where
 from genesis.tensor import Tensor
 
 
+def _conj(x: Any) -> Any:
+    """``x`` conjugated where it is complex: the backward of a product multiplies by the conjugate of the other factor
+    (torch's convention for complex gradients); real tensors and numbers pass unchanged."""
+    if x.__class__ is complex:
+        return x.conjugate()
+    return x.conj() if x.__class__ is Tensor and x.dtype.category == 3 else x
+
+
 class Add(Primitive):
     @staticmethod
     def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
@@ -51,7 +59,8 @@ class Mul(Primitive):
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        return grad * b if ctx.needs_input_grad[0] else None, grad * a if ctx.needs_input_grad[1] else None
+        return (grad * _conj(b) if ctx.needs_input_grad[0] else None,
+                grad * _conj(a) if ctx.needs_input_grad[1] else None)
 
 
 class Div(Primitive):
@@ -63,7 +72,7 @@ class Div(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
+        a, b = _conj(ctx.saved_tensors[0]), _conj(ctx.saved_tensors[1])
         grad_a = grad / b if ctx.needs_input_grad[0] else None
         grad_b = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
@@ -95,8 +104,8 @@ class RDiv(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return -grad * ctx.value / (x * x), None
+        x = _conj(ctx.saved_tensors[0])
+        return -grad * _conj(ctx.value) / (x * x), None
 
 
 class RSub(Primitive):

@@ -211,11 +211,6 @@ def isneginf(input: Tensor) -> Tensor:
     return eq(input, -math.inf)
 
 
-def isreal(input: Tensor) -> Tensor:
-    """True everywhere: Genesis tensors hold real numbers."""
-    return ones_like_bool(input)
-
-
 def equal(input: Tensor, other: Tensor) -> bool:
     """True if both tensors have the same shape and elements."""
     if input.shape != other.shape:

@@ -48,7 +48,8 @@ def assign_inplace(t: Tensor, result: Tensor) -> Tensor:
         raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape "
                            f"{list(result.shape)}")
     if result.dtype is not t.dtype:
-        if t.dtype.category < result.dtype.category:
+        if t.dtype.category < result.dtype.category or (t.dtype.is_complex and not result.dtype.is_complex):
+            # A real result (abs, angle) would drop the imaginary parts: torch refuses too.
             raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired output type "
                                f"{t.dtype.name}")
         result = result.to(t.dtype)

@@ -41,11 +41,11 @@ class Matmul(Primitive):
         if a.ndim == 1:
             g = g.unsqueeze(-2)
         if ctx.needs_input_grad[0]:
-            grad_a = g @ b2.mT
+            grad_a = g @ b2.mH  # the conjugate transpose: torch's convention for complex gradients
             if a.ndim == 1:
                 grad_a = grad_a.reshape(grad_a.shape[:-2] + grad_a.shape[-1:])
         if ctx.needs_input_grad[1]:
-            grad_b = a2.mT @ g
+            grad_b = a2.mH @ g
             if b.ndim == 1:
                 grad_b = grad_b.reshape(grad_b.shape[:-1])
         return grad_a, grad_b

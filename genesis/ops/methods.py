@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from genesis import dtypes
 from genesis import linalg as LA
-from genesis.ops import compare, reduce, views
+from genesis.ops import compare, complex, reduce, views
 from genesis.tensor import Tensor
 
 
@@ -43,7 +43,7 @@ def sum_to_size(self: Tensor, *size: Any) -> Tensor:
 
 
 def is_conj(self: Tensor) -> bool:
-    """Genesis tensors are real: never a lazily conjugated (or negated) view."""
+    """Never: Genesis conjugates eagerly, so no tensor is a lazily conjugated (or negated) view."""
     return False
 
 
@@ -77,3 +77,9 @@ def reversed_dims(self: Tensor) -> Tensor:
 def matrix_transpose(self: Tensor) -> Tensor:
     """``t.mT``: the last two dims swapped."""
     return views.transpose(self, -2, -1)
+
+
+def conj_reversed_dims(self: Tensor) -> Tensor:
+    """``t.H``: the dims in reverse order, conjugated (``T`` for real tensors)."""
+    return complex.conj(reversed_dims(self))
+

@@ -207,7 +207,7 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
-    if not input.dtype.is_floating_point:
+    if input.dtype.category < 2:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
             f"Got: {input.dtype.name}"

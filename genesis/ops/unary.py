@@ -1,6 +1,6 @@
 """Unary elementwise ops: negation and absolute value, exponentials and logarithms, roots, trigonometric
-functions, activations (sigmoid, relu, gelu, silu, softplus), rounding, sign helpers and the real-number
-stand-ins for torch's complex API (real, imag, conj). ``Unary`` is the primitive family behind most of them:
+functions, activations (sigmoid, relu, gelu, silu, softplus), rounding and sign helpers (complex numbers:
+``genesis.ops.complex``). ``Unary`` is the primitive family behind most of them:
 a subclass names the backend op and writes its local derivative.
 """
 
@@ -11,10 +11,11 @@ import math
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
-from genesis.ops._args import _reject_integers, ones_like_bool
+from genesis.ops._args import _reject_integers
 from genesis.ops.arithmetic import Mul
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import NoGradUnary, isnan, lt, where
+from genesis.ops.complex import complex_abs, conj
 from genesis.tensor import Tensor
 
 
@@ -32,7 +33,7 @@ class Unary(Primitive):
 
     @classmethod
     def forward(cls, ctx, x: NDArray) -> NDArray:
-        if x.dtype.category != 2 and cls.op not in _INT_SAFE:
+        if x.dtype.category < 2 and cls.op not in _INT_SAFE:
             if cls.op in _FLOAT_ONLY:
                 raise NotImplementedError(f"{cls.op}: not implemented for '{x.dtype.name}'")
             x = x.astype(dtypes.get_default_dtype())
@@ -46,7 +47,7 @@ class Unary(Primitive):
         (saved,) = ctx.saved_tensors
         if cls.backward_op and not is_grad_enabled():
             return Tensor._wrap(grad.ndarray.binary(cls.backward_op, saved.ndarray))
-        return grad * cls.derivative(saved)
+        return grad * conj(cls.derivative(saved))  # conj: torch's convention for complex gradients
 
 
 _INT_SAFE = frozenset(("neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc"))
@@ -286,6 +287,8 @@ def abs(input: Tensor) -> Tensor:
     _reject_bool("abs", input)
     if input.dtype.category < 2:
         return NoGradUnary.apply(input, "abs")
+    if input.dtype.is_complex:
+        return complex_abs(input)
     return Abs.apply(input)
 
 
@@ -463,7 +466,10 @@ def fix(input: Tensor) -> Tensor:
 
 
 def sgn(input: Tensor) -> Tensor:
-    """``sign`` extended to complex numbers; for real tensors the same as :func:`sign`."""
+    """``sign`` extended to complex numbers (``z / |z|``, 0 at 0); for real tensors the same as :func:`sign`."""
+    if input.dtype.is_complex:
+        r = complex_abs(input)
+        return where(r == 0, 0j, input / where(r == 0, 1.0, r))
     return sign(input)
 
 
@@ -486,32 +492,3 @@ def rad2deg(input: Tensor) -> Tensor:
     if not input.dtype.is_floating_point:
         input = input.to(dtypes.get_default_dtype())
     return input * (180.0 / math.pi)
-
-
-def angle(input: Tensor) -> Tensor:
-    """Argument of each (real) element: pi where negative, else 0, NaN for NaN; the gradient is zero (torch)."""
-    if not input.dtype.is_floating_point:
-        input = input.to(dtypes.get_default_dtype())
-    x = input.detach()
-    out = where(isnan(x), x, (x < 0).to(x.dtype) * math.pi)
-    if input.requires_grad:
-        out = where(ones_like_bool(x), out, input)  # a graph node whose input gradient is zero
-    return out
-
-
-def real(input: Tensor) -> Tensor:
-    """The real part: the tensor itself (Genesis has no complex dtypes)."""
-    return input
-
-
-def imag(input: Tensor) -> Tensor:
-    """The imaginary part, which real tensors do not have (as torch, an error)."""
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-
-
-def conj(input: Tensor) -> Tensor:
-    """Complex conjugate: the tensor itself for real dtypes (as torch, no copy)."""
-    return input
-
-
-conj_physical = resolve_conj = resolve_neg = conj

@@ -108,7 +108,10 @@ def is_pinned(x: NDArray) -> bool:
 
 
 def cast(x: NDArray, dtype: dtypes.dtype) -> NDArray:
-    return wrap(native(x).to(TORCH_DTYPE[dtype], copy=True))
+    t = native(x)
+    if t.is_complex() and not dtype.is_complex:  # the real part, as torch's cast, without its warning
+        t = t.real
+    return wrap(t.to(TORCH_DTYPE[dtype], copy=True))
 
 
 def contiguous(x: NDArray) -> NDArray:
@@ -196,6 +199,16 @@ def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | 
         return wrap(_BINARY[op](ta, tb), shape)
     _BINARY[op](ta, tb, out=native(out))
     return out
+
+
+_COMPLEX = {
+    "view_as_real": torch.view_as_real, "view_as_complex": torch.view_as_complex, "real": torch.real,
+    "imag": torch.imag, "conj": torch.conj_physical, "abs": torch.abs, "angle": torch.angle,
+}
+
+
+def complex_op(op: str, x: NDArray) -> NDArray:
+    return wrap(_COMPLEX[op](native(x)))
 
 
 def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:

@@ -12,6 +12,7 @@ TORCH_DTYPE = {
     dtypes.bool_: torch.bool, dtypes.uint8: torch.uint8, dtypes.int8: torch.int8, dtypes.int16: torch.int16,
     dtypes.int32: torch.int32, dtypes.int64: torch.int64, dtypes.float16: torch.float16,
     dtypes.bfloat16: torch.bfloat16, dtypes.float32: torch.float32, dtypes.float64: torch.float64,
+    dtypes.complex64: torch.complex64, dtypes.complex128: torch.complex128,
 }
 GENESIS_DTYPE = {v: k for k, v in TORCH_DTYPE.items()}
 

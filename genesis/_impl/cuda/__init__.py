@@ -19,6 +19,7 @@ from genesis._impl.cuda.convolution import conv, conv_backward
 from genesis._impl.cuda.creation import (
     arange,
     cast,
+    complex_op,
     contiguous,
     copy_,
     data_ptr,

@@ -13,7 +13,7 @@ from genesis._impl.cuda import dlpack, graphs, pinned, storage
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
-from genesis._impl.cuda.launch import _contig, _ew, _new, _new_like, _psig, _ptr, _stream
+from genesis._impl.cuda.launch import _contig, _ew, _new, _new_like, _psig, _ptr, _stream, complex_unsupported
 from genesis.ndarray import NDArray, check_same_device
 
 
@@ -132,6 +132,12 @@ def to_dlpack(x: NDArray, stream: object = None, max_version: tuple[int, int] | 
 
 def from_dlpack(obj: object) -> NDArray:
     return dlpack.from_dlpack(obj)
+
+
+def complex_op(op: str, x: NDArray) -> NDArray:
+    """Complex numbers are CPU-only for now: no complex array exists here, and none is made."""
+    raise complex_unsupported(dtypes.complex64 if op == "view_as_complex" and x.dtype is dtypes.float32 else
+                              dtypes.complex128 if op == "view_as_complex" else x.dtype)
 
 
 # ---------------------------------------------------------------- device

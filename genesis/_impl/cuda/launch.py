@@ -35,7 +35,15 @@ def _cstrides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return s
 
 
+def complex_unsupported(dtype: dtypes.dtype) -> RuntimeError:
+    """The error for a complex array on the GPU: complex tensors are implemented on the CPU backend only."""
+    return RuntimeError(f"dtype {dtype.name} is not supported on cuda: complex tensors are CPU-only for now (keep "
+                        "them on the CPU)")
+
+
 def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArray:
+    if dtype.category == 3:
+        raise complex_unsupported(dtype)
     n = math.prod(shape)
     st = storage.alloc(n * dtype.itemsize, device.index)
     return NDArray(st, shape, _cstrides(shape), 0, dtype, device, True)
@@ -62,7 +70,7 @@ def _dense(x: NDArray) -> bool:
 def _new_like(x: NDArray, dtype: dtypes.dtype) -> NDArray:
     """A new array of ``x``'s shape laid out as ``x`` when ``x`` is dense, else row-major: elementwise results keep
     their input's memory format (a channels_last network stays channels_last), as torch's do."""
-    if _contig(x) or not _dense(x):
+    if _contig(x) or not _dense(x) or dtype.category == 3:  # _new raises for complex dtypes
         return _new(x.shape, dtype, x.device)
     st = storage.alloc(x.size * dtype.itemsize, x.device.index)
     return NDArray(st, x.shape, x.strides, 0, dtype, x.device, False)
