@@ -183,13 +183,14 @@ class Sigmoid(Unary):
 
 
 class Relu(Unary):
-    op, saves_output = "relu", True
+    op, saves_output, backward_op = "relu", True, "relu_backward"
 
     @classmethod
     def backward(cls, ctx, grad):
+        if not is_grad_enabled():  # the fused pass (torch's threshold_backward)
+            return super().backward(ctx, grad)
         (out,) = ctx.saved_tensors
-        if not is_grad_enabled():  # one fused pass (torch's threshold_backward) when no graph is recorded
-            return Tensor._wrap(grad.ndarray.binary("relu_backward", out.ndarray))
+        # A select rather than grad * (out > 0): a NaN gradient where relu is flat stays 0, as torch's.
         return where(out > 0, grad, 0.0)
 
 

@@ -56,7 +56,7 @@ def _contig(x: NDArray) -> bool:
     return c
 
 
-def _dense(x: NDArray) -> bool:
+def _fills_block(x: NDArray) -> bool:
     """Whether ``x`` fills one block of memory without gaps or overlaps, in any dim order (row-major, channels_last,
     a transpose): then an elementwise op over arrays laid out alike walks them as one flat array."""
     expected = 1
@@ -70,7 +70,7 @@ def _dense(x: NDArray) -> bool:
 def _new_like(x: NDArray, dtype: dtypes.dtype) -> NDArray:
     """A new array of ``x``'s shape laid out as ``x`` when ``x`` is dense, else row-major: elementwise results keep
     their input's memory format (a channels_last network stays channels_last), as torch's do."""
-    if _contig(x) or not _dense(x) or dtype.category == 3:  # _new raises for complex dtypes
+    if _contig(x) or not _fills_block(x) or dtype.category == 3:  # _new raises for complex dtypes
         return _new(x.shape, dtype, x.device)
     st = storage.alloc(x.size * dtype.itemsize, x.device.index)
     return NDArray(st, x.shape, x.strides, 0, dtype, x.device, False)
@@ -238,7 +238,7 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
                 go((n + block - 1) // block, 1, 1, optr, pa, barg, 0, n)
                 return out
     contig = fast
-    if not fast and _dense(out):
+    if not fast and _fills_block(out):
         fast = True  # a dense output in another dim order: flat if every operand is laid out the same way
     if fast:
         ostr = out.strides
