@@ -348,6 +348,35 @@ def _check_attention(path: str, dtype: genesis.dtype, case: str) -> None:
     _close(vg.grad, vr.grad, dtype, "grad v")
 
 
+@pytest.mark.parametrize("kernel", list(ATTENTION_KERNELS) if DEVICE == "cuda" else ["default"])
+@pytest.mark.parametrize("kv_heads", [4, 2], ids=["mha", "gqa"])
+def test_attention_on_projection_views(kernel: str, kv_heads: int) -> None:
+    """q, k, v as a GPT block makes them: views of one projection, (B, L, H, D) transposed to (B, H, L, D); the
+    output goes back through ``transpose(1, 2).reshape``. Values and the projection's gradient as torch's."""
+    B, L, H, D = 2, 40, 4, 64
+    dtype = genesis.bfloat16
+    x = _rand((B, L, (H + 2 * kv_heads) * D), dtype, 5)
+    xg, xr = _leaf(x), _ref(x)
+    forced = ATTENTION_KERNELS[kernel]
+
+    def run(lib, t):
+        q, k, v = t.split([H * D, kv_heads * D, kv_heads * D], dim=2)
+        q = q.view(B, L, H, D).transpose(1, 2)
+        k, v = (a.view(B, L, kv_heads, D).transpose(1, 2) for a in (k, v))
+        if lib is torch:
+            y = _attention_ref(q, k, v, None, True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kv_heads != H)
+        return y.transpose(1, 2).reshape(B, L, H * D)
+
+    with sdpa_kernel(forced) if forced is not None else contextlib.nullcontext():
+        out = run(genesis, xg)
+        ref = run(torch, xr)
+        _close(out, ref, dtype, "output")
+        _backward(out, ref, 6)
+    _close(xg.grad, xr.grad, dtype, "grad of the projection")
+
+
 # ---------------------------------------------------------------- Adam / AdamW step
 
 

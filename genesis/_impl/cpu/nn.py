@@ -261,7 +261,18 @@ def _norm_stats(x: torch.Tensor, eps: float, rms: bool) -> tuple[torch.Tensor, t
     return mean, torch.rsqrt((centered * centered).mean(-1) + eps)
 
 
+def _native_layer_norm(x: NDArray, *params: NDArray | None) -> bool:
+    """torch's fused layer norm serves float32/float64 with parameters of the input's dtype (computed in it), over
+    rows longer than one (for one element its backward leaves the rounding noise of ``x - mean`` in the weight's
+    gradient, where the exact value is zero)."""
+    return x.shape[-1] > 1 and x.dtype in (dtypes.float32, dtypes.float64) and all(p is None or p.dtype is x.dtype for p in params)
+
+
 def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float, rms: bool) -> tuple:
+    if not rms and _native_layer_norm(x, weight, bias):
+        t = native(x)
+        out, mean, rstd = torch.native_layer_norm(t, t.shape[-1:], _opt(weight), _opt(bias), eps)
+        return wrap(out), wrap(mean.squeeze(-1)), wrap(rstd.squeeze(-1))
     xf = native(x).float()
     mean, rstd = _norm_stats(xf, eps, rms)
     out = (xf - mean.unsqueeze(-1)) * rstd.unsqueeze(-1)
@@ -274,6 +285,14 @@ def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: fl
 
 def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
                         output_mask: tuple, bias_dtype: dtypes.dtype | None = None) -> tuple:
+    if not rms and _native_layer_norm(x, grad, weight) and mean.dtype is x.dtype and bias_dtype in (None, x.dtype):
+        g, xt = native(grad), native(x)
+        dx, dw, _ = torch.ops.aten.native_layer_norm_backward(
+            g, xt, xt.shape[-1:], native(mean).unsqueeze(-1), native(rstd).unsqueeze(-1), _opt(weight), None,
+            [output_mask[0], output_mask[1] and weight is not None, False])
+        db = g.sum(tuple(range(g.ndim - 1))) if output_mask[2] else None
+        return (wrap(dx) if dx is not None else None), (wrap(dw) if dw is not None else None), \
+            (wrap(db) if db is not None else None)
     g, xt = native(grad).float(), native(x)
     r = native(rstd).unsqueeze(-1)
     xhat = (xt.float() - native(mean).unsqueeze(-1)) * r

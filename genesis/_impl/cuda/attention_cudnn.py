@@ -21,7 +21,7 @@ from typing import Any
 from genesis import dtypes
 from genesis._impl.cuda import cudnn_library as dnn
 from genesis._impl.cuda import runtime as rt
-from genesis._impl.cuda.creation import contiguous
+from genesis._impl.cuda.creation import contiguous, copy_
 from genesis._impl.cuda.launch import _new, _ptr
 from genesis.ndarray import NDArray
 
@@ -86,6 +86,19 @@ def _bias(mask: NDArray, q: NDArray, S: int) -> NDArray:
     if m.dtype is not q.dtype:
         m = m.astype(q.dtype)
     return contiguous(m) if not (m.is_contiguous() and _ptr(m) % 16 == 0) else m
+
+
+def _new_in_layout(shape: tuple[int, ...], like: NDArray) -> NDArray:
+    """A dense (B, H, L, D) array whose dims lie in memory in the order of ``like``'s strides (head dim innermost).
+
+    Attention operands are usually ``view(B, L, H, D).transpose(1, 2)`` of a projection: outputs and gradients laid
+    out as (B, L, H, D) make the caller's ``transpose(1, 2).reshape(B, L, H * D)`` a view, not a copy (as torch's).
+    """
+    order = sorted(range(4), key=lambda d: (-like.strides[d], d))
+    if order[-1] != 3 or order == [0, 1, 2, 3]:
+        return _new(shape, like.dtype, like.device)
+    dense = _new(tuple(shape[d] for d in order), like.dtype, like.device)
+    return dense.permute([order.index(d) for d in range(4)])
 
 
 def _dims(x: NDArray) -> tuple[list[int], list[int]]:
@@ -156,7 +169,7 @@ def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causa
     q, k, v = _aligned(q), _aligned(k), _aligned(v)
     B, H, L, D = q.shape
     S = k.shape[2]
-    out = _new((B, H, L, D), q.dtype, q.device)
+    out = _new_in_layout((B, H, L, D), q)
     stats = _new((B, H, L, 1), _F32, q.device)
     tensors = {_Q: q, _K: k, _V: v, _O: out, _STATS: stats}
     if mask is not None:
@@ -169,14 +182,16 @@ def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causa
 
 def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
                        stats: NDArray, is_causal: bool, scale: float) -> tuple[NDArray, NDArray, NDArray]:
-    """(dq, dk, dv) from the forward's ``out`` and ``stats``; dK and dV are summed over each group of query heads."""
+    """(dq, dk, dv) from the forward's ``out`` and ``stats``; dK and dV are summed over each group of query heads.
+
+    Each gradient is laid out as its input (``_new_in_layout``)."""
     q, k, v = _aligned(q), _aligned(k), _aligned(v)
-    do = grad if grad.is_contiguous() and _ptr(grad) % 16 == 0 else contiguous(grad)  # dO takes O's dense layout
-    B, H, L, D = q.shape
-    HK, S = k.shape[1], k.shape[2]
-    dq = _new((B, H, L, D), q.dtype, q.device)
-    dk = _new((B, HK, S, D), k.dtype, k.device)
-    dv = _new((B, HK, S, D), v.dtype, v.device)
+    do = grad
+    if grad.strides != out.strides or _ptr(grad) % 16:  # dO takes O's layout
+        do = _new_in_layout(out.shape, out)
+        copy_(do, grad)
+    dq, dk, dv = _new_in_layout(q.shape, q), _new_in_layout(k.shape, k), _new_in_layout(v.shape, v)
+    S = k.shape[2]
     tensors = {_Q: q, _K: k, _V: v, _O: out, _DO: do, _STATS: stats, _DQ: dq, _DK: dk, _DV: dv}
     if mask is not None:
         tensors[_BIAS] = _bias(mask, q, S)

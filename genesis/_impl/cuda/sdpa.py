@@ -22,6 +22,7 @@ from genesis._impl.cuda import attention_cudnn as cd
 from genesis._impl.cuda import nn_fused
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
+from genesis._impl.cuda.creation import contiguous
 from genesis.backends import cuda as sdp
 from genesis.ndarray import NDArray, check_same_device
 
@@ -118,5 +119,6 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
             # statistics, converted to its base-2 layout.
             B, H, L, _ = q.shape
             lse = lse.reshape((B * H, L)).binary("mul", _LOG2E)
+            out, grad = contiguous(out), contiguous(grad)  # cuDNN's out may be laid out as its q; Triton reads rows
     return nn_fused.attention_backward(grad, q, k, v, mask, out, lse, is_causal, scale)
 

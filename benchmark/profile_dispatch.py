@@ -1,0 +1,117 @@
+"""Where the host time of one op goes: each layer of the dispatch path timed alone, and the Python calls per op.
+
+    python benchmark/profile_dispatch.py [--device cpu|cuda] [--trace]
+
+The tiny-op rows time the same 8x8 ``add`` entered at each layer (operator, op function, ``Function.apply``,
+``NDArray.binary``, the backend), so the differences between rows are what each layer costs. The op rows count the
+Python-level calls that one call of a common training op makes (``--trace`` also lists them) and time it, with
+torch's time for the same op on the same device beside it when torch can use that device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import timeit
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import genesis
+from genesis.ops.arithmetic import Add
+
+
+def per_call_us(fn, sync, number: int = 2000) -> float:
+    """The best of five repeats, in microseconds per call (device work drained by ``sync`` after each repeat)."""
+    def run() -> None:
+        for _ in range(number):
+            fn()
+        sync()
+    run()
+    return min(timeit.repeat(run, number=1, repeat=5)) / number * 1e6
+
+
+def python_calls(fn) -> list[str]:
+    """The Python functions (and C functions) that one call of ``fn`` enters, in order, once caches are warm."""
+    fn()
+    calls: list[str] = []
+
+    def hook(frame, event, arg) -> None:
+        if event == "call":
+            code = frame.f_code
+            calls.append(f"{code.co_filename.rsplit('genesis/', 1)[-1]}:{code.co_name}")
+        elif event == "c_call":
+            calls.append(f"[c] {getattr(arg, '__qualname__', arg)}")
+    sys.setprofile(hook)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls[:-1]  # the last one is setprofile itself
+
+
+def op_cases(lib, device: str) -> list[tuple[str, object]]:
+    """Common training ops as closures over ``lib`` (torch or genesis) on ``device``."""
+    lib.manual_seed(0)
+    x = lib.randn(8, 64, 768, device=device, requires_grad=True)
+    w = lib.randn(768, 768, device=device, requires_grad=True)
+    ln_w = lib.ones(768, device=device, requires_grad=True)
+    logits = lib.randn(512, 1000, device=device, requires_grad=True)
+    target = lib.randint(0, 1000, (512,), device=device)
+    table = lib.randn(1000, 768, device=device, requires_grad=True)
+    ids = lib.randint(0, 1000, (8, 64), device=device)
+    a, b = lib.randn(8, 8, device=device), lib.randn(8, 8, device=device)
+    fn = lib.nn.functional
+    autocast_dtype = lib.bfloat16
+
+    def linear_autocast():
+        with lib.autocast(device_type=device, dtype=autocast_dtype):
+            return fn.linear(x, w)
+    return [
+        ("add 8x8", lambda: a + b),
+        ("add 8x8, grad", lambda: x + x),
+        ("view", lambda: x.view(512, 768)),
+        ("linear (autocast bf16)", linear_autocast),
+        ("layer_norm", lambda: fn.layer_norm(x, (768,), ln_w)),
+        ("gelu", lambda: fn.gelu(x)),
+        ("cross_entropy", lambda: fn.cross_entropy(logits, target, ignore_index=-1)),
+        ("embedding", lambda: fn.embedding(ids, table)),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--trace", action="store_true", help="list the calls of each op")
+    args = parser.parse_args()
+    dev = args.device
+    sync = genesis.cuda.synchronize if dev == "cuda" else (lambda: None)
+
+    a, b = genesis.randn(8, 8, device=dev), genesis.randn(8, 8, device=dev)
+    na, nb = a.ndarray, b.ndarray
+    backend = na.device.backend
+    print(f"tiny add 8x8 on {dev}, entered at each layer (us per call)")
+    for name, fn in [("a + b", lambda: a + b), ("genesis.add", lambda: genesis.add(a, b)),
+                     ("Add.apply", lambda: Add.apply(a, b)), ("NDArray.binary", lambda: na.binary("add", nb)),
+                     ("backend.binary", lambda: backend.binary("add", na, nb))]:
+        print(f"  {name:20s} {per_call_us(fn, sync):8.2f}")
+
+    try:
+        import torch
+        torch_ok = dev == "cpu" or torch.cuda.is_available()
+    except ImportError:
+        torch, torch_ok = None, False
+    torch_cases = dict(op_cases(torch, dev)) if torch_ok else {}
+    print(f"\n{'op':26s} {'py calls':>8s} {'genesis us':>11s} {'torch us':>9s}")
+    for name, fn in op_cases(genesis, dev):
+        calls = python_calls(fn)
+        t_us = per_call_us(torch_cases[name], torch.cuda.synchronize if dev == "cuda" else (lambda: None), 300) \
+            if name in torch_cases else float("nan")
+        print(f"{name:26s} {sum(not c.startswith('[c]') for c in calls):8d} {per_call_us(fn, sync, 300):11.2f} "
+              f"{t_us:9.2f}")
+        if args.trace:
+            print("    " + "\n    ".join(calls))
+
+
+if __name__ == "__main__":
+    main()
