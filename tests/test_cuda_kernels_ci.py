@@ -24,8 +24,9 @@ ST4 = ["i64:16", "i64", "i64", "1"]
 
 
 def _specs() -> list[tuple]:
-    k = kernel_modules(("elementwise", "reduce", "index", "random"))
-    ek, rk, ik, rnd = k["elementwise"], k["reduce"], k["index"], k["random"]
+    k = kernel_modules(("elementwise", "reduce", "index", "random", "complex"))
+    ek, rk, ik, rnd, ck = k["elementwise"], k["reduce"], k["index"], k["random"], k["complex"]
+    c64, c128 = ("*fp32:16",) * 3 + ("fp32", "fp32", "i32"), ("*fp64:16",) * 3 + ("fp64", "fp64", "i32")
     ptr3 = ("*fp32:16", "*fp32:16", "*fp32:16")
     return [
         ("add fp32", ek.ew_contig, (*ptr3, "i32", "i32:16"), ("add", 2, 1, 1, 0, 2048, False)),
@@ -74,6 +75,13 @@ def _specs() -> list[tuple]:
         ("sort", ik.sort_rows_kernel, ("*fp32:16", "*fp32:16", "*i64:16", "i32"), (False, 64)),
         ("normal", rnd.random_kernel, ("*bf16:16", "i64", "u64", "i64", "i64", "u64"), ("normal", 0.99609375, 1024)),
         ("dropout bf16", rnd.dropout_kernel, ("*bf16:16", "*bf16:16", "i64", "u64", "i64", "fp32", "fp32"), (1024,)),
+        ("complex64 mul", ck.complex_ew, c64, ("mul", 2, 1, 1, 512, False)),
+        ("complex128 div by a scalar", ck.complex_ew, c128, ("div", 2, 1, 2, 512, False)),
+        ("complex64 div by one element", ck.complex_ew, c64, ("div", 2, 1, 3, 512, False)),
+        ("complex64 exp", ck.complex_ew, c64, ("exp", 1, 1, 2, 512, False)),
+        ("complex128 exp", ck.complex_ew, c128, ("exp", 1, 1, 2, 512, True)),
+        ("complex128 reciprocal", ck.complex_ew, c128, ("reciprocal", 1, 1, 2, 512, False)),
+        ("complex64 conj", ck.complex_ew, c64, ("conj", 1, 1, 2, 512, False)),
     ]
 
 
@@ -129,6 +137,24 @@ assert res.tolist() == [1, -100, 2, 0] and flag.tolist() == [0, 0, 0], (res, fla
 target[2] = 5
 ik.check_index_kernel[(1,)](target, res, flag, 4, 0, 3, -100, 2, HAS_IGNORE=True, BLOCK=4)
 assert res.tolist() == [1, -100, -100, 0] and flag.tolist() == [2, 5, 3], (res, flag)
+# complex products and quotients on interleaved parts (exp calls libdevice: GPU only); divisors with a larger real
+# or imaginary part take the two branches of Smith's algorithm, 0 gives infinities and NaN as torch
+ck = importlib.import_module("genesis._impl.cuda.kernels.complex")
+z = torch.view_as_complex(torch.randn(300, 2, generator=g, dtype=torch.float64))
+w = torch.view_as_complex(torch.randn(300, 2, generator=g, dtype=torch.float64))
+w[:3] = torch.tensor([0j, 1e-200 + 1e200j, 3.0 + 0j])
+for dt in (torch.complex64, torch.complex128):
+    zz, ww = z.to(dt), w.to(dt)
+    got = torch.empty_like(zz)
+    real = torch.view_as_real
+    for op, nin, mb, bb, ref in (("mul", 2, 1, ww, zz * ww), ("div", 2, 1, ww, zz / ww), ("div", 2, 3, ww[2:], zz / 3),
+                                 ("reciprocal", 1, 2, zz, 1 / zz), ("conj", 1, 2, zz, zz.conj())):
+        ck.complex_ew[(3,)](real(got), real(zz), real(bb), 0.0, 0.0, 300, OP=op, NIN=nin, MA=1, MB=mb, BLOCK=128,
+                            I64=False)
+        torch.testing.assert_close(got, ref.resolve_conj(), equal_nan=True, msg=f"{op} {dt}")
+    ck.complex_ew[(3,)](real(got), real(zz), real(zz), 2.0, -0.5, 300, OP="mul", NIN=2, MA=1, MB=2, BLOCK=128,
+                        I64=False)
+    torch.testing.assert_close(got, zz * (2 - 0.5j), msg=f"mul by a scalar {dt}")
 print("ok")
 """
 

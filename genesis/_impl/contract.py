@@ -61,7 +61,7 @@ PRIMITIVES: dict[str, str] = {
     "binary": "(op, a, b, out): op in BINARY_OPS, result dtype of a (bool for comparisons); the activation gradients "
               "(gelu_backward ...) take the gradient a and the activation's input b, both arrays",
     "where": "(cond, a, b): cond bool; a, b same dtype, broadcastable",
-    "complex_op": "(op, x): complex numbers (CPU backend only for now; elsewhere a RuntimeError naming the dtype): "
+    "complex_op": "(op, x): complex numbers: "
                   "'view_as_real' (complex -> real with a last dim of 2, sharing memory), 'view_as_complex' (the "
                   "reverse), 'real' / 'imag' (the parts, sharing memory), 'conj', 'abs' and 'angle' (real results)",
     # reductions

@@ -3,8 +3,9 @@
 
 Gradients follow torch's convention for complex inputs: the gradient handed to ``z`` is the conjugate Wirtinger
 derivative ``dL/dx + i dL/dy`` of a real loss ``L`` (``z = x + iy``), so the backward of a holomorphic ``f`` multiplies
-the incoming gradient by ``conj(f'(z))``. Complex tensors exist on the CPU backend only for now; the GPU backend
-raises a RuntimeError naming the dtype.
+the incoming gradient by ``conj(f'(z))``. Both backends hold complex arrays (the CUDA backend as interleaved parts,
+computing through their real view; see ``genesis/_impl/cuda/complex.py``), so these ops and their gradients run on
+the CPU and on GPUs alike.
 
 ``real``, ``imag``, ``view_as_real`` and ``view_as_complex`` share memory with their input as in torch; an in-place
 write through one of them changes the input's values, but autograd does not track it as a write to the input.

@@ -15,11 +15,11 @@ from genesis._impl.cuda import (
     pinned,  # the page-locked host memory the CPU backend pins into
 )
 from genesis._impl.cuda.blas import linear, matmul
+from genesis._impl.cuda.complex import complex_op
 from genesis._impl.cuda.convolution import conv, conv_backward
 from genesis._impl.cuda.creation import (
     arange,
     cast,
-    complex_op,
     contiguous,
     copy_,
     data_ptr,

@@ -22,7 +22,7 @@ from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import contiguous
 from genesis._impl.cuda.elementwise import binary
 from genesis._impl.cuda.kernels import reduce as rk
-from genesis._impl.cuda.launch import _ew, _new, _psig, _ptr, _stream
+from genesis._impl.cuda.launch import _cstrides, _ew, _new, _psig, _ptr, _stream, part, real_view
 from genesis.backends import cuda as cuda_switches
 from genesis.ndarray import NDArray
 
@@ -199,7 +199,44 @@ _plans: dict[tuple, _Plan] = {}
 
 def matmul(a: NDArray, b: NDArray) -> NDArray:
     """(..., M, K) @ (..., K, N) with equal batch dims."""
+    if a.dtype.category == 3:
+        return _complex_matmul(a, b)
     return _gemm(a, b)
+
+
+def _complex_matmul(a: NDArray, b: NDArray) -> NDArray:
+    """A complex product as one real product of twice the size in K and N, with no planar copies of ``a`` and none
+    of the result.
+
+    Row m of ``a``'s real view is (re a_m0, im a_m0, re a_m1, ...), a (M, 2K) real matrix. ``b`` becomes the real
+    (2K, 2N) matrix whose 2x2 block (k, n) is [[re b, im b], [-im b, re b]]; their product's row m is then
+    (re c_m0, im c_m0, re c_m1, ...): the interleaved result, each part one dot product of length 2K summed by
+    cuBLASLt in the parts' precision (four real products' worth of work, without the Gauss trick's cancellation).
+    """
+    batch, (M, K), N = a.shape[:-2], a.shape[-2:], b.shape[-1]
+    real = a.dtype.to_real
+    if a.strides[-1] != 1 and K > 1:
+        a = contiguous(a)
+    ar = real_view(a)
+    a2 = NDArray(ar.buffer, batch + (M, 2 * K), ar.strides[:-3] + (ar.strides[-3], 1), ar.offset, real, a.device)
+    # A b broadcast over the batch (every batch stride 0) gives one real matrix, broadcast the same way.
+    shared = all(s == 0 for n, s in zip(batch, b.strides[:-2]) if n != 1)
+    bb = NDArray(b.buffer, b.shape[-2:], b.strides[-2:], b.offset, b.dtype, b.device) if shared and batch else b
+    lead = bb.shape[:-2]
+    b4 = _new(lead + (K, 2, N, 2), real, a.device)
+    st = b4.strides
+    blocks = [NDArray(b4.buffer, lead + (K, N), st[:-4] + (st[-4], st[-2]), off, real, a.device)
+              for off in (0, 1, st[-3], st[-3] + 1)]  # the (k, n) blocks' entries [0, 0], [0, 1], [1, 0], [1, 1]
+    _ew("copy", 1, blocks[0], (part(bb, 0),))
+    _ew("copy", 1, blocks[1], (part(bb, 1),))
+    _ew("neg", 1, blocks[2], (part(bb, 1),))
+    _ew("copy", 1, blocks[3], (part(bb, 0),))
+    b2 = b4.reshape(lead + (2 * K, 2 * N))
+    if len(lead) != len(batch):
+        b2 = b2.expand(batch + (2 * K, 2 * N))
+    out = _gemm(a2, b2)  # (..., M, 2N), row-major
+    shape = batch + (M, N)
+    return NDArray(out.buffer, shape, _cstrides(shape), 0, a.dtype, a.device, True)
 
 
 def linear(x: NDArray, w: NDArray, bias: NDArray | None) -> NDArray:

@@ -13,7 +13,7 @@ from genesis._impl.cuda import dlpack, graphs, pinned, storage
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
-from genesis._impl.cuda.launch import _contig, _ew, _new, _new_like, _psig, _ptr, _stream, complex_unsupported
+from genesis._impl.cuda.launch import _contig, _ew, _new, _new_like, _psig, _ptr, _stream, part, real_view
 from genesis.ndarray import NDArray, check_same_device
 
 
@@ -21,11 +21,26 @@ def empty(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArra
     return _new(tuple(shape), dtype, device)
 
 
-def full(shape: tuple[int, ...], value: int | float | bool, dtype: dtypes.dtype, device: object) -> NDArray:
+def full(shape: tuple[int, ...], value: int | float | bool | complex, dtype: dtypes.dtype, device: object
+         ) -> NDArray:
     out = _new(tuple(shape), dtype, device)
+    if dtype.category == 3:
+        return fill_complex(out, value)
     if dtype.category == 1 and isinstance(value, float):
         value = int(value)
     return _ew("copy", 1, out, (value,))
+
+
+def fill_complex(out: NDArray, value: complex | float | int | bool) -> NDArray:
+    """Set every element of the complex array ``out`` to the number ``value``: its parts, through the real view."""
+    value = complex(value)
+    real = out.dtype.to_real
+    if value == 0:
+        _ew("copy", 1, real_view(out), (0.0,), real)
+    else:
+        _ew("copy", 1, part(out, 0), (value.real,), real)
+        _ew("copy", 1, part(out, 1), (value.imag,), real)
+    return out
 
 
 _ARANGE = td.Kernel(ek.arange_kernel)
@@ -95,13 +110,20 @@ def to_numpy(x: NDArray) -> np.ndarray:
     return arr
 
 
-def copy_(dst: NDArray, src: NDArray | int | float | bool) -> NDArray:
+def copy_(dst: NDArray, src: NDArray | int | float | bool | complex) -> NDArray:
     if isinstance(src, NDArray):
         check_same_device("copy_", dst, src)
         if src.buffer is dst.buffer and src.size > 1:
             src = contiguous(src)  # overlapping views: read everything before writing
+        if dst.dtype.category == 3 or src.dtype.category == 3:
+            if src.dtype is not dst.dtype:
+                src = cast(src, dst.dtype)
+            _ew("copy", 1, real_view(dst), (real_view(src),))
+            return dst
         return _ew("copy", 1, dst, (src,))
-    return _ew("copy", 1, dst, (src,), dst.dtype)
+    if dst.dtype.category == 3:
+        return fill_complex(dst, src)
+    return _ew("copy", 1, dst, (src.real if isinstance(src, complex) else src,), dst.dtype)
 
 
 def pin_memory(x: NDArray) -> NDArray:
@@ -113,11 +135,33 @@ def is_pinned(x: NDArray) -> bool:
 
 
 def cast(x: NDArray, dtype: dtypes.dtype) -> NDArray:
+    if x.dtype.category == 3 or dtype.category == 3:
+        return _cast_complex(x, dtype)
     return _ew("copy", 1, _new_like(x, dtype), (x,))
 
 
+def _cast_complex(x: NDArray, dtype: dtypes.dtype) -> NDArray:
+    """Casts to, from and between complex dtypes, as torch: a real array becomes the real part (the imaginary part
+    zero); a complex one gives its real part, or for bool whether either part is nonzero."""
+    out = _new(x.shape, dtype, x.device)
+    if x.dtype.category == 3 and dtype.category == 3:
+        _ew("copy", 1, real_view(out), (real_view(x),))
+    elif dtype.category == 3:
+        _ew("copy", 1, part(out, 0), (x,))
+        _ew("copy", 1, part(out, 1), (0.0,), dtype.to_real)
+    elif dtype is dtypes.bool_:
+        _ew("logical_or", 2, out, (part(x, 0), part(x, 1)))
+    else:
+        _ew("copy", 1, out, (part(x, 0),))
+    return out
+
+
 def contiguous(x: NDArray) -> NDArray:
-    return _ew("copy", 1, _new(x.shape, x.dtype, x.device), (x,))
+    out = _new(x.shape, x.dtype, x.device)
+    if x.dtype.category == 3:
+        _ew("copy", 1, real_view(out), (real_view(x),))
+        return out
+    return _ew("copy", 1, out, (x,))
 
 
 def data_ptr(x: NDArray) -> int:
@@ -132,12 +176,6 @@ def to_dlpack(x: NDArray, stream: object = None, max_version: tuple[int, int] | 
 
 def from_dlpack(obj: object) -> NDArray:
     return dlpack.from_dlpack(obj)
-
-
-def complex_op(op: str, x: NDArray) -> NDArray:
-    """Complex numbers are CPU-only for now: no complex array exists here, and none is made."""
-    raise complex_unsupported(dtypes.complex64 if op == "view_as_complex" and x.dtype is dtypes.float32 else
-                              dtypes.complex128 if op == "view_as_complex" else x.dtype)
 
 
 # ---------------------------------------------------------------- device

@@ -43,7 +43,7 @@ _KDLCUDA = 2
 _CODES = {  # Genesis dtype -> (DLPack type code, bits)
     dtypes.bool_: (6, 8), dtypes.uint8: (1, 8), dtypes.int8: (0, 8), dtypes.int16: (0, 16), dtypes.int32: (0, 32),
     dtypes.int64: (0, 64), dtypes.float16: (2, 16), dtypes.bfloat16: (4, 16), dtypes.float32: (2, 32),
-    dtypes.float64: (2, 64),
+    dtypes.float64: (2, 64), dtypes.complex64: (5, 64), dtypes.complex128: (5, 128),
 }
 _FROM_CODES = {v: k for k, v in _CODES.items()}
 

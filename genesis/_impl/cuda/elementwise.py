@@ -1,9 +1,11 @@
-"""Elementwise primitives of the CUDA backend: ``unary`` and ``binary`` ops by name, and ``where``."""
+"""Elementwise primitives of the CUDA backend: ``unary`` and ``binary`` ops by name, and ``where`` (complex arrays go
+to ``complex.py``)."""
 
 from __future__ import annotations
 
 from genesis import dtypes
 from genesis._impl.contract import COMPARISON_OPS
+from genesis._impl.cuda import complex as cx
 from genesis._impl.cuda.creation import to_numpy
 from genesis._impl.cuda.launch import _ew, _new, _new_like
 from genesis._impl.cuda.reductions import reduce
@@ -13,12 +15,17 @@ _BOOL_UNARY = frozenset(("isnan", "isinf", "logical_not", "signbit"))
 
 
 def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
+    if x.dtype.category == 3:
+        return cx.unary(op, x, out)
     if out is None:
         out = _new_like(x, dtypes.bool_ if op in _BOOL_UNARY else x.dtype)
     return _ew(op, 1, out, (x,))
 
 
-def binary(op: str, a: NDArray, b: NDArray | int | float | bool, out: NDArray | None = None) -> NDArray:
+def binary(op: str, a: NDArray, b: NDArray | int | float | bool | complex, out: NDArray | None = None
+           ) -> NDArray:
+    if a.dtype.category == 3:
+        return cx.binary(op, a, b, out)
     if out is None:
         dt = a.dtype
         if b.__class__ is NDArray:
@@ -51,4 +58,6 @@ def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
     shapes = [cond.shape] + [t.shape for t in (a, b) if isinstance(t, NDArray)]
     shape = broadcast_shapes("where", *shapes)
     dt = a.dtype if isinstance(a, NDArray) else b.dtype
+    if dt.category == 3:
+        return cx.where(cond, a, b)
     return _ew("where", 3, _new(shape, dt, cond.device), (cond, a, b), dt)

@@ -27,6 +27,8 @@ from genesis._impl.cuda.launch import (
     _scalar_sig,
     _split_rank4,
     _tile,
+    complex_view,
+    real_view,
 )
 from genesis._impl.cuda.reductions import cumulative
 from genesis.ndarray import NDArray, broadcast_shapes, check_same_device, full_indices
@@ -90,6 +92,8 @@ def gather(x: NDArray, dim: int, index: NDArray) -> NDArray:
 
 def index_select(x: NDArray, dim: int, index: NDArray) -> NDArray:
     check_same_device("index_select", x, index)
+    if x.dtype.category == 3 and x.ndim:  # complex: the real view's rows, parts and all
+        return complex_view(index_select(real_view(x), dim, index))
     if x.ndim == 0:
         return gather(x, 0, index.reshape(()) if index.ndim else index)
     shape = x.shape[:dim] + (index.size,) + x.shape[dim + 1:]
@@ -118,6 +122,8 @@ def _flat_offsets(x: NDArray, indices: tuple, shape: tuple[int, ...] | None = No
 
 def index(x: NDArray, indices: tuple) -> NDArray:
     check_same_device("index", x, *[i for i in indices if i is not None])
+    if x.dtype.category == 3:  # complex: index the real view, taking both parts of each element
+        return complex_view(index(real_view(x), tuple(indices) + (None,)))
     full_ix = full_indices(x.shape, indices)
     shape = broadcast_shapes("index", *[i.shape for i in full_ix])
     off = _flat_offsets(x, full_ix, shape)
@@ -150,6 +156,14 @@ def index_put_(x: NDArray, indices: tuple, values: NDArray, accumulate: bool) ->
         return copy_(x, values.reshape(()) if values.size == 1 else values) if values.size else x
     if values.buffer is x.buffer:
         values = contiguous(values)
+    if x.dtype.category == 3:  # complex: write both parts of each element through the real views
+        if values.dtype is not x.dtype:
+            values = cast(values, x.dtype)
+        # Each index gains a unit last dim, and the parts' dim its own index (0, 1): all broadcast to (..., 2).
+        parts = arange(0, 2, 1, dtypes.int64, x.device)
+        index_put_(real_view(x), tuple(i.unsqueeze(i.ndim) for i in indices) + (parts,), real_view(values),
+                   accumulate)
+        return x
     if not _contig(x):
         # Offsets are computed for a contiguous layout of x, written back through the view afterwards.
         tmp = contiguous(x)

@@ -35,15 +35,33 @@ def _cstrides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return s
 
 
-def complex_unsupported(dtype: dtypes.dtype) -> RuntimeError:
-    """The error for a complex array on the GPU: complex tensors are implemented on the CPU backend only."""
-    return RuntimeError(f"dtype {dtype.name} is not supported on cuda: complex tensors are CPU-only for now (keep "
-                        "them on the CPU)")
+def complex_unsupported(what: str, dtype: dtypes.dtype) -> NotImplementedError:
+    """The error for a complex array reaching a CUDA primitive that has no complex implementation."""
+    return NotImplementedError(f"{what}: not implemented for '{dtype.name}' on cuda (complex tensors there support "
+                               "creation, copies, casts, views, indexing, + - * /, ==, !=, where, exp, reciprocal, "
+                               "abs, angle, conj, sum, mean and matmul)")
+
+
+def real_view(x: NDArray) -> NDArray:
+    """The complex array ``x`` as its real and imaginary parts: shape ``(..., 2)``, strides ``(2 s..., 1)`` in the
+    real dtype, sharing memory (torch's ``view_as_real``)."""
+    return NDArray(x.buffer, x.shape + (2,), tuple(2 * s for s in x.strides) + (1,), 2 * x.offset, x.dtype.to_real,
+                   x.device)
+
+
+def part(x: NDArray, k: int) -> NDArray:
+    """The real (``k = 0``) or imaginary (``k = 1``) parts of the complex array ``x``, as a real view."""
+    return NDArray(x.buffer, x.shape, tuple(2 * s for s in x.strides), 2 * x.offset + k, x.dtype.to_real, x.device)
+
+
+def complex_view(r: NDArray) -> NDArray:
+    """The real array ``r`` of shape ``(..., 2)`` (unit last stride, even other strides and offset) as a complex
+    array of one dim less, sharing memory (torch's ``view_as_complex``)."""
+    return NDArray(r.buffer, r.shape[:-1], tuple(s // 2 for s in r.strides[:-1]), r.offset // 2, r.dtype.to_complex,
+                   r.device)
 
 
 def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArray:
-    if dtype.category == 3:
-        raise complex_unsupported(dtype)
     n = math.prod(shape)
     st = storage.alloc(n * dtype.itemsize, device.index)
     return NDArray(st, shape, _cstrides(shape), 0, dtype, device, True)
@@ -70,7 +88,7 @@ def _fills_block(x: NDArray) -> bool:
 def _new_like(x: NDArray, dtype: dtypes.dtype) -> NDArray:
     """A new array of ``x``'s shape laid out as ``x`` when ``x`` is dense, else row-major: elementwise results keep
     their input's memory format (a channels_last network stays channels_last), as torch's do."""
-    if _contig(x) or not _fills_block(x) or dtype.category == 3:  # _new raises for complex dtypes
+    if _contig(x) or not _fills_block(x):
         return _new(x.shape, dtype, x.device)
     st = storage.alloc(x.size * dtype.itemsize, x.device.index)
     return NDArray(st, x.shape, x.strides, 0, dtype, x.device, False)
@@ -81,7 +99,10 @@ def _ptr(x: NDArray) -> int:
 
 
 def _psig(x: NDArray, ptr: int) -> str:
-    return _PTR16[x.dtype] if ptr % 16 == 0 else _PTR[x.dtype]
+    sig = _PTR16.get(x.dtype) if ptr % 16 == 0 else _PTR.get(x.dtype)
+    if sig is None:  # a complex array in a kernel written for real ones
+        raise complex_unsupported("this operation", x.dtype)
+    return sig
 
 
 def _stream() -> int:

@@ -11,7 +11,19 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import cast, contiguous, full
 from genesis._impl.cuda.kernels import reduce as rk
-from genesis._impl.cuda.launch import _contig, _ew, _istr, _new, _next_pow2, _psig, _ptr, _scalar_sig
+from genesis._impl.cuda.launch import (
+    _contig,
+    _ew,
+    _istr,
+    _new,
+    _next_pow2,
+    _psig,
+    _ptr,
+    _scalar_sig,
+    complex_unsupported,
+    complex_view,
+    real_view,
+)
 from genesis.ndarray import NDArray, view_strides
 
 _RROWS = td.Kernel(rk.reduce_rows)
@@ -101,6 +113,11 @@ def _merge_op(op: str) -> str:
 
 
 def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
+    if x.dtype.category == 3:
+        if op != "sum":
+            raise complex_unsupported(op, x.dtype)
+        # The sum of the parts: the real view's last dim (the parts) is never reduced.
+        return complex_view(reduce("sum", real_view(x), dims, keepdim))
     out_dtype = dtypes.bool_ if op in ("any", "all") and x.dtype is not dtypes.uint8 else x.dtype
     if not dims:
         return cast(x, out_dtype)
