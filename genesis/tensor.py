@@ -146,7 +146,9 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
-            if value.ndarray.shape != self.ndarray.shape:  # the arrays' tuples: .shape would build two Sizes
+            # The arrays' tuples: .shape would build two Sizes. A sparse COO gradient has no array but a size.
+            shape = value.ndarray.shape if value.__class__ is Tensor or not value.is_sparse else tuple(value.shape)
+            if shape != self.ndarray.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: {list(value.shape)} for a tensor "
                                    f"of size {list(self.shape)}")
             if value.dtype is not self.dtype:

@@ -225,6 +225,10 @@ def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_gr
             continue
         if g.__class__ is NDArray:
             g = _fn.Tensor._wrap(g)
+        elif _is_sparse(g):
+            # A sparse gradient (Embedding(sparse=True)) reaches a leaf as it is; any other node gets it dense.
+            result.append(g if nxt.__class__ is AccumulateGrad else g.to_dense())
+            continue
         # Compare the NDArray's metadata: Tensor.shape would build a Size per gradient.
         if g.ndarray.shape != meta[0]:
             g = _sum_to_shape(g, meta[0])
@@ -248,7 +252,9 @@ def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> No
         g = _run_hooks(t._hooks, g)
     if not create_graph:
         g = g.detach()
-    if t._grad is None:
+    if _is_sparse(g) or (t._grad is not None and _is_sparse(t._grad)):
+        _accumulate_sparse(t, g, create_graph, handed)
+    elif t._grad is None:
         owned = id(g.ndarray.buffer) not in handed and g.ndarray.is_contiguous()
         t.grad = g if owned or create_graph else g.clone()
         handed.add(id(t.grad.ndarray.buffer))
@@ -259,6 +265,25 @@ def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> No
         t.grad._version[0] += 1
     for hook in t._post_accumulate_hooks or ():
         hook(t)
+
+
+def _is_sparse(g: Any) -> bool:
+    """Whether a gradient is a sparse COO tensor (a Tensor subclass that reports ``is_sparse``)."""
+    return g.__class__ is not _fn.Tensor and g.is_sparse
+
+
+def _accumulate_sparse(t: Any, g: Any, create_graph: bool, handed: set[int]) -> None:
+    """Add ``g`` into ``t.grad`` where either is sparse, as torch: sparse + sparse stays sparse (entries
+    concatenated, uncoalesced), a dense gradient receives a sparse one in place, and a sparse gradient plus a dense
+    one becomes dense."""
+    if t._grad is None:
+        owned = not _is_sparse(g) or id(g._values().ndarray.buffer) not in handed
+        t.grad = g if owned or create_graph else g.clone()
+    elif create_graph or _is_sparse(t._grad):
+        t.grad = t._grad + g
+    else:
+        t._grad.ndarray.binary("add", g.to_dense().ndarray.astype(t._grad.dtype), out=t._grad.ndarray)
+        t._grad._version[0] += 1
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,

@@ -20,18 +20,19 @@ import sys
 from typing import Any, Sequence
 
 from genesis import dtypes
+from genesis.autograd import Primitive
 from genesis.device import device as Device
 from genesis.device import factory_device
-from genesis.ndarray import normalize_dim, normalize_dims
-from genesis.ops.join import stack
+from genesis.ndarray import NDArray, normalize_dim, normalize_dims
+from genesis.ops.join import cat, stack
 from genesis.tensor import Size, Tensor, zeros
 from genesis.tensor import tensor as _from_data
 
 #: The operations a sparse COO tensor supports (everything else raises NotImplementedError naming the op).
 SUPPORTED = ("to_dense", "to_sparse", "coalesce", "is_coalesced", "indices", "values", "_indices", "_values",
              "_nnz", "sparse_dim", "dense_dim", "size", "shape", "dim", "ndim", "dtype", "device", "layout",
-             "is_sparse", "requires_grad", "requires_grad_", "grad", "detach", "mm", "matmul", "@",
-             "genesis.sparse.mm", "genesis.spmm", "genesis.sparse.sum")
+             "is_sparse", "requires_grad", "requires_grad_", "grad", "detach", "clone", "zero_", "+", "mm", "matmul",
+             "@", "genesis.sparse.mm", "genesis.spmm", "genesis.sparse.sum")
 
 
 class layout:
@@ -206,6 +207,41 @@ class SparseTensor(Tensor):
     def detach(self) -> SparseTensor:
         return SparseTensor(self._indices_t, self._values_t.detach(), self._size, self._coalesced)
 
+    def clone(self) -> SparseTensor:
+        """A copy with indices and values of its own."""
+        return SparseTensor(self._indices_t.clone(), self._values_t.clone(), self._size, self._coalesced)
+
+    def zero_(self) -> SparseTensor:
+        """Drop every stored entry in place (nnz becomes 0), as torch's ``zero_`` on a sparse tensor."""
+        self._indices_t = self._indices_t[:, :0]
+        self._values_t = self._values_t[:0].detach()
+        self._coalesced = True
+        self._version[0] += 1
+        return self
+
+    # ------------------------------------------------------------ addition (gradients accumulate with it)
+    def __add__(self, other: Tensor) -> Tensor:
+        """sparse + sparse: a sparse tensor holding both sets of entries (uncoalesced, as torch's gradient
+        accumulation); sparse + strided: a strided tensor. A number is not supported, as by the other ops."""
+        if not isinstance(other, Tensor):
+            return Tensor.__add__(self, other)
+        if not isinstance(other, SparseTensor):
+            return self.to_dense() + other
+        if other._size != self._size:
+            raise RuntimeError(f"add: sparse tensors of sizes {list(self._size)} and {list(other._size)} cannot be "
+                               "added (the sizes must be equal)")
+        if other.sparse_dim() != self.sparse_dim():
+            raise RuntimeError(f"add: sparse tensors with {self.sparse_dim()} and {other.sparse_dim()} sparse "
+                               "dimensions cannot be added")
+        return SparseTensor(cat([self._indices_t, other._indices_t], 1), cat([self._values_t, other._values_t]),
+                            self._size)
+
+    def __radd__(self, other: Tensor) -> Tensor:
+        """strided + sparse: a strided tensor."""
+        if not isinstance(other, Tensor):
+            return Tensor.__radd__(self, other)
+        return other + self.to_dense()
+
     # ------------------------------------------------------------ conversions
     def to_sparse(self, sparse_dim: int | None = None) -> SparseTensor:
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
@@ -235,6 +271,31 @@ class SparseTensor(Tensor):
             unique = unique // n
         indices = stack(rows[::-1]) if rows else linear.new_zeros(0, unique.shape[0])
         return SparseTensor(indices, values, self._size, coalesced=True)
+
+
+class EmbeddingSparseGrad(Primitive):
+    """Rows of a (V, D) ``weight`` picked by an int64 ``index`` (n,), whose weight gradient is a sparse COO tensor
+    (torch's ``embedding(..., sparse=True)``): one entry per looked-up position, the positions equal to
+    ``padding_idx`` left out, duplicates not summed (uncoalesced)."""
+
+    @staticmethod
+    def forward(ctx, weight: NDArray, index: NDArray, *, padding_idx: int | None,
+                scale_grad_by_freq: bool) -> NDArray:
+        ctx.save_for_backward(index)
+        ctx.weight_shape = tuple(weight.shape)
+        ctx.padding_idx = padding_idx
+        ctx.scale_grad_by_freq = scale_grad_by_freq
+        return weight.backend.index_select(weight, 0, index)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[SparseTensor, None]:
+        if ctx.scale_grad_by_freq:
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+        (index,) = ctx.saved_tensors
+        if ctx.padding_idx is not None:
+            keep = index != ctx.padding_idx
+            index, grad = index[keep], grad[keep]
+        return SparseTensor(index.unsqueeze(0), grad, ctx.weight_shape), None
 
 
 def _ones_for(g: Tensor) -> Tensor:

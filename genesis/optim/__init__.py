@@ -12,6 +12,7 @@ from genesis.optim.optimizer import Optimizer
 from genesis.optim.rmsprop import RMSprop
 from genesis.optim.rprop import Rprop
 from genesis.optim.sgd import SGD
+from genesis.optim.sparse_adam import SparseAdam
 
 __all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
-           "RMSprop", "Rprop", "SGD", "lr_scheduler"]
+           "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler"]

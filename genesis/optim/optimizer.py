@@ -140,6 +140,8 @@ class Optimizer:
                     continue
                 if set_to_none:
                     p.grad = None
+                elif p.grad.is_sparse:
+                    p.grad.zero_()  # a sparse gradient keeps its size and drops its entries, as torch's
                 else:
                     if p.grad.grad_fn is not None:  # a gradient with history (create_graph=True) is cut loose
                         p.grad = p.grad.detach()

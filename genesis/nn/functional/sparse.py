@@ -5,12 +5,19 @@ from __future__ import annotations
 from genesis import ops as T
 from genesis.autograd import no_grad
 from genesis.ops.nn import Embedding
+from genesis.ops.sparse import EmbeddingSparseGrad
 from genesis.tensor import Tensor, arange, full, ones_like, zeros, zeros_like
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
-    """Rows of ``weight`` picked by the integer ``input``; positions equal to ``padding_idx`` get no gradient."""
+    """Rows of ``weight`` picked by the integer ``input``; positions equal to ``padding_idx`` get no gradient.
+
+    With ``sparse=True`` the gradient of ``weight`` is a sparse COO tensor with one entry per looked-up position
+    (as torch's), for optimizers such as :class:`genesis.optim.SparseAdam`; ``scale_grad_by_freq`` then raises in
+    backward, as torch. Sparse tensors live on the CPU only: on a GPU ``sparse=True`` raises NotImplementedError
+    (use ``sparse=False``).
+    """
     if input.dtype.is_floating_point:
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.dtype} instead (while checking arguments for embedding)")
@@ -24,12 +31,16 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
             padding_idx += num
         elif padding_idx >= num:
             raise AssertionError("Padding_idx must be within num_embeddings")
-    if sparse:
-        raise NotImplementedError("embedding: sparse gradients are not supported; use sparse=False")
+    if sparse and weight.device.type != "cpu":
+        raise NotImplementedError(f"embedding: sparse gradients (sparse=True) are supported on the CPU only (sparse "
+                                  f"COO tensors are CPU-only), got weight on {weight.device}; use sparse=False")
     flat = input.reshape(-1).long()
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
     flat = T._check_bounds("embedding", flat, num, 0, False)
+    if sparse:
+        rows = EmbeddingSparseGrad.apply(weight, flat, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+        return rows.reshape(*input.shape, weight.shape[1])
     rows = Embedding.apply(weight, flat)
     if scale_grad_by_freq and weight.requires_grad:
         counts = zeros_like(weight[:, 0]).index_add(0, flat, ones_like(flat, dtype=weight.dtype))
