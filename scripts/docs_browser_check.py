@@ -40,8 +40,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # The API reference entry that searching layer_norm must list.
 LAYER_NORM = "reference/genesis-nn-functional/#genesis.nn.functional.layer_norm"
-# A Chinese word that only the Chinese pages hold, in the middle of a sentence of the Chinese home page (jieba cuts
-# it out as a word at build time), and that page.
+# A Chinese word in the middle of a sentence of the Chinese home page (jieba cuts it out as a word when the site is
+# built), and that page.
 CHINESE_WORD, CHINESE_PAGE = "框架", "zh/"
 HAN = re.compile(r"[\u4e00-\u9fff]")
 TIMEOUT_MS = 30000
