@@ -1,8 +1,9 @@
 """MkDocs hook: the API reference pages, generated at build time from each module's public names.
 
-One page per module of ``MODULES`` (``docs/reference/genesis-nn.md`` for ``genesis.nn``, git-ignored), with one mkdocstrings block per name of the
-module's ``__all__`` (or its public attributes where it has none). A module that does not import yet is left out of
-the pages and the navigation, so the build stays strict while it is absent; adding a module is one line here.
+One page per module of ``MODULES`` (``docs/reference/genesis-nn.md`` for ``genesis.nn``, git-ignored), with one
+mkdocstrings block per name of the module's ``__all__`` (or its public attributes where it has none). A module that
+does not import yet is left out of the pages and the navigation, so the build stays strict while it is absent; adding
+a module is one line here.
 """
 
 from __future__ import annotations
