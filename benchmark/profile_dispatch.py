@@ -75,6 +75,8 @@ def op_cases(lib, device: str) -> list[tuple[str, object]]:
         ("layer_norm", lambda: fn.layer_norm(x, (768,), ln_w)),
         ("gelu", lambda: fn.gelu(x)),
         ("cross_entropy", lambda: fn.cross_entropy(logits, target, ignore_index=-1)),
+        # The CPU runs the fused cross-entropy node (the one CUDA runs for every call) only for label smoothing.
+        ("cross_entropy, smoothing", lambda: fn.cross_entropy(logits, target, ignore_index=-1, label_smoothing=0.1)),
         ("embedding", lambda: fn.embedding(ids, table)),
     ]
 

@@ -165,9 +165,7 @@ def test_cross_entropy(path: str, dtype: genesis.dtype, shape: tuple, smoothing:
     if path == "functional":
         out = F.cross_entropy(xg, tg, reduction=reduction, label_smoothing=smoothing)
     else:
-        rows = fused.CrossEntropyRows.apply(xg, tg, -100, smoothing)
-        out = rows if reduction == "none" else rows.sum() if reduction == "sum" else rows.sum() / (tg != -100).sum()
-        dtype = genesis.float32  # the primitive returns float32 rows
+        out = fused.FusedCrossEntropy.apply(xg, tg, -100, smoothing, reduction)
     ref = torch.nn.functional.cross_entropy(xr, target, reduction=reduction, label_smoothing=smoothing)
     _close(out, ref, dtype, "loss")
     _backward(out, ref, 2)
@@ -204,6 +202,44 @@ def test_cross_entropy_bad_target_raises() -> None:
     xg = _leaf(_rand((2, 5), genesis.float32, 0))
     with pytest.raises(IndexError):
         F.cross_entropy(xg, to_genesis(torch.tensor([1, 5])))
+
+
+CE_TARGETS = {"some ignored": [1, -100, 5, 0], "all ignored": [-100, -100, -100, -100]}
+
+
+def _fused_ce(lib, path: str, x, t, reduction: str):
+    """The fused node itself (no smoothing), or nn.functional with label smoothing, which takes the fused node on
+    the CPU too (on CUDA every class-index call does)."""
+    if lib is genesis and path == "primitive":
+        return fused.FusedCrossEntropy.apply(x, t, -100, 0.0, reduction)
+    return lib.nn.functional.cross_entropy(x, t, reduction=reduction, label_smoothing=0.1 if path == "functional"
+                                           else 0.0)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("targets", list(CE_TARGETS), ids=str)
+def test_cross_entropy_one_node_and_double_backward(path: str, reduction: str, targets: str) -> None:
+    # One node straight onto the logits, whatever the reduction; with create_graph its gradient is differentiable
+    # in the logits and in the output gradient. Every row ignored: mean is nan, every gradient of the logits 0, and
+    # the second derivative in the output gradient nan, all as torch.
+    x, target = _rand((4, 6), genesis.float32, 0, 2.0), torch.tensor(CE_TARGETS[targets])
+    v = _rand((4,) if reduction == "none" else (), genesis.float32, 3)
+    xg, vg, tg = _leaf(x), _leaf(v), to_genesis(target)
+    xr, vr = _ref(x), _ref(v)
+    out = _fused_ce(genesis, path, xg, tg, reduction)
+    ref = _fused_ce(torch, path, xr, target, reduction)
+    assert out.dtype is genesis.float32 and tuple(out.shape) == tuple(ref.shape)
+    assert out.grad_fn.name() == "FusedCrossEntropyBackward"
+    assert [n.name() for n, _ in out.grad_fn.next_functions if n is not None] == ["AccumulateGrad"]
+    (g,) = genesis.autograd.grad(out, xg, vg, create_graph=True)
+    (gr,) = torch.autograd.grad(ref, xr, vr, create_graph=True)
+    (g * g).sum().backward()
+    (gr * gr).sum().backward()
+    for got, want, what in ((out, ref, "loss"), (g, gr, "grad"), (xg.grad, xr.grad, "grad of grad . grad in x"),
+                            (vg.grad, vr.grad, "... in the output gradient")):
+        torch.testing.assert_close(to_torch(got).double(), want.detach(), rtol=1e-4, atol=1e-5, equal_nan=True,
+                                   msg=lambda m, what=what: f"{what}: {m}")
 
 
 # ---------------------------------------------------------------- SwiGLU and RoPE

@@ -116,6 +116,22 @@ def test_layer_norm_and_rms_norm():
     check_error(RuntimeError, lambda lib, x: lib.nn.functional.layer_norm(x, (4,)), rand(3, 5))
 
 
+def test_layer_norm_fused_entry_cases():
+    f32 = torch.float32
+    ln = lambda lib, x, *p: lib.nn.functional.layer_norm(x, (4, 5), *p)  # noqa: E731
+    check(ln, rand(3, 4, 5, dtype=f32), rand(4, 5, dtype=f32), rand(4, 5, dtype=f32))  # rows flattened
+    check(ln, rand(0, 4, 5, dtype=f32), rand(4, 5, dtype=f32))  # empty: the composite
+    check(lambda lib, x, w: lib.nn.functional.rms_norm(x, [5], w), rand(2, 3, 5, dtype=f32), rand(5, dtype=f32))
+    check_error(RuntimeError, lambda lib, x, w: lib.nn.functional.layer_norm(x, (5,), w), rand(3, 5, dtype=f32),
+                rand(4, dtype=f32))
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.layer_norm(x, (2, 5)), rand(3, 5, dtype=f32))
+    # One node from the input and the parameters.
+    x, w, b = (to_genesis(t) for t in (rand(2, 3, 5, dtype=f32), rand(5, dtype=f32), rand(5, dtype=f32)))
+    out = F.layer_norm(x, (5,), w, b)
+    assert out.grad_fn.name() == "LayerNormBackward"
+    assert [n.name() for n, _ in out.grad_fn.next_functions if n is not None] == ["AccumulateGrad"] * 3
+
+
 @pytest.mark.parametrize("name", ["layer_norm", "rms_norm"])
 def test_bfloat16_norm_gradients_match_float64_reference(name):
     # torch's bf16 CPU backward rounds intermediates to bf16 (errors up to ~15% on small entries); Genesis

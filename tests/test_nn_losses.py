@@ -172,3 +172,22 @@ def test_cross_entropy_double_backward():
         (g,) = lib.autograd.grad(lib.nn.functional.cross_entropy(x, t), x, create_graph=True)
         return (g * g).sum()
     check(f, rand(4, 5))
+
+
+def test_cross_entropy_fused_node_checks_and_dtypes():
+    # Label smoothing takes the fused node on the CPU too (on CUDA every class-index call does): the same checks.
+    f32 = torch.float32
+
+    def ce(**kw):
+        return lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, label_smoothing=0.1, **kw)
+    check_error(IndexError, ce(), rand(3, 4, dtype=f32), torch.tensor([0, 4, 1]), match="Target 4 is out of bounds")
+    check_error(IndexError, ce(ignore_index=-1), rand(3, 4, dtype=f32), torch.tensor([0, -2, 1]), match="-2")
+    check_error(ValueError, ce(), rand(3, 4, dtype=f32), torch.tensor([0, 1]))
+    check_error(ValueError, ce(reduction="avg"), rand(3, 4, dtype=f32), torch.tensor([0, 1, 1]))
+    check_error(RuntimeError, ce(), rand(3, 4, dtype=f32), torch.tensor([0.0, 1.0, 1.0]))
+    for dtype in (f32, torch.bfloat16, torch.float16):
+        for reduction in REDUCTIONS:
+            check(ce(reduction=reduction, ignore_index=3), rand(6, 5, dtype=dtype),
+                  targets(6, classes=5, ignore=3, seed=2))
+    check(ce(reduction="sum"), rand(0, 5, dtype=f32), targets(0, classes=5))
+    check(ce(), rand(0, 5, dtype=f32), targets(0, classes=5))

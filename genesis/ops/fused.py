@@ -1,11 +1,12 @@
 """Fused neural-network ops as single autograd nodes over backend kernels (Triton on CUDA, torch on the CPU).
 
-Each forward is one backend primitive, and so is each backward when no graph is recorded. With ``create_graph``
-the backward is written in differentiable tensor ops instead, so higher derivatives still work.
+Each forward is one backend primitive (cross-entropy's then reduces its rows on NDArrays, inside the same node), and
+so is each backward when no graph is recorded. With ``create_graph`` the backward is written in differentiable tensor
+ops instead, so higher derivatives still work.
 
 - ``LayerNorm``: layer_norm (or rms_norm with ``rms=True``) over the last dim; saves float32 mean and rstd.
-- ``CrossEntropyRows``: per-row cross-entropy of (N, C) logits with ignore_index and label smoothing; saves only the
-  per-row log-sum-exp, never the probabilities.
+- ``FusedCrossEntropy``: cross-entropy of (N, C) logits with ignore_index, label smoothing and the reduction in one
+  node; saves only the per-row log-sum-exp, never the probabilities.
 - ``SwiGLU``: ``silu(gate) * up``.
 - ``Rope``: rotary embedding ``x * cos + rotate_half(x) * sin`` with tables broadcastable to x; linear in x, its
   backward is the inverse rotation (itself a ``Rope``).
@@ -36,7 +37,7 @@ class LayerNorm(Primitive):
 
     @staticmethod
     def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float, rms: bool) -> NDArray:
-        out, mean, rstd = x.backend.layer_norm(x, weight, bias, eps, rms)
+        out, mean, rstd = x.device.backend.layer_norm(x, weight, bias, eps, rms)
         ctx.save_for_backward(x, weight, mean, rstd)
         ctx.rms = rms
         ctx.eps = eps
@@ -87,38 +88,51 @@ def _layer_norm_grads(grad, x, weight, eps: float, rms: bool, need: tuple) -> tu
     return gx, gw, gb
 
 
-class CrossEntropyRows(Primitive):
-    """Per-row cross-entropy (float32) of 2-D logits against int64 targets; rows with ``ignore_index`` give 0.
+class FusedCrossEntropy(Primitive):
+    """Cross-entropy of 2-D logits against int64 targets, reduced, in one node (rows with ``ignore_index`` give 0).
 
-    ``loss_i = (1 - e) * (lse_i - x[i, t_i]) + e * (lse_i - mean_j x[i, j])`` for label smoothing ``e``. The
-    caller reduces the rows (sum, or mean over the non-ignored rows).
+    ``loss_i = (1 - e) * (lse_i - x[i, t_i]) + e * (lse_i - mean_j x[i, j])`` for label smoothing ``e``, computed by
+    the backend's row kernel in float32 and reduced here on NDArrays: ``none`` keeps the rows, ``sum`` adds them,
+    ``mean`` divides the sum by the number of non-ignored rows (nan when every row is ignored, as torch). The output
+    has the logits' dtype. Saves only the per-row log-sum-exp, never the probabilities.
     """
 
     @staticmethod
-    def forward(ctx, x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> NDArray:
-        loss, lse = x.backend.cross_entropy(x, target, ignore_index, label_smoothing)
+    def forward(ctx, x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float,
+                reduction: str) -> NDArray:
+        rows, lse = x.device.backend.cross_entropy(x, target, ignore_index, label_smoothing)  # (N,) float32 each
         ctx.save_for_backward(x, target, lse)
-        ctx.params = (ignore_index, label_smoothing)
-        return loss
+        ctx.params = (ignore_index, label_smoothing, reduction)
+        if reduction == "none":
+            return rows.astype(x.dtype)
+        total = rows.sum((0,))
+        if reduction == "mean":
+            count = target.binary("ne", ignore_index).sum((0,), dtype=dtypes.float32)
+            ctx.count = count
+            total = total / count
+        return total.astype(x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
         x, target, lse = ctx.saved_tensors
-        ignore_index, smoothing = ctx.params
-        if is_grad_enabled():
-            return _cross_entropy_rows_grad(grad, x, target, ignore_index, smoothing), None, None, None
-        return CrossEntropyRowsBackward.apply(grad, x, target, lse, ignore_index, smoothing), None, None, None
-
-
-class CrossEntropyRowsBackward(Primitive):
-    @staticmethod
-    def forward(ctx, grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, ignore_index: int,
-                label_smoothing: float) -> NDArray:
-        return x.backend.cross_entropy_backward(grad, x, target, lse, ignore_index, label_smoothing)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise NotImplementedError("double backward through the fused cross_entropy backward is not supported")
+        ignore_index, smoothing, reduction = ctx.params
+        n = x.ndarray.shape[0]
+        if is_grad_enabled():  # create_graph: the gradient in differentiable tensor ops
+            if reduction == "mean":
+                grad = grad / Tensor._wrap(ctx.count)
+            if reduction != "none":
+                grad = grad.expand(n)
+            return _cross_entropy_rows_grad(grad, x, target, ignore_index, smoothing), None, None, None, None
+        # The per-row scale of the backward kernel; ignored rows get 0 there (a where, not a product, so the inf or
+        # nan of an all-ignored mean never reaches the gradient).
+        scale = grad.ndarray
+        if reduction == "mean":
+            scale = scale / ctx.count
+        if reduction != "none":
+            scale = scale.expand((n,))
+        gx = x.device.backend.cross_entropy_backward(scale, x.ndarray, target.ndarray, lse.ndarray, ignore_index,
+                                                      smoothing)
+        return gx, None, None, None, None
 
 
 def _cross_entropy_rows_grad(grad, x, target, ignore_index: int, smoothing: float):
@@ -211,9 +225,9 @@ class AttentionBackward(Primitive):
 _KERNEL_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
 
-def _applies(x: Tensor, *params: Tensor | None, cpu: bool = False) -> bool:
-    """A fused kernel serves ``x`` and its parameters: CUDA (or also the CPU), a kernel dtype, one device."""
-    if (x.device.type != "cuda" and not cpu) or x.dtype not in _KERNEL_DTYPES:
+def _applies(x: Tensor, *params: Tensor | None) -> bool:
+    """A fused kernel serves ``x`` and its parameters: CUDA, a kernel dtype, one device."""
+    if x.device.type != "cuda" or x.dtype not in _KERNEL_DTYPES:
         return False
     return all(p is None or (p.device == x.device and p.dtype in _KERNEL_DTYPES) for p in params)
 
@@ -224,13 +238,19 @@ def fused_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, n_dims: in
 
     Also on the CPU, where one node with a fused backward beats the composite's dozen (and matches it in float32).
     """
-    shape = x.shape
-    if not _applies(x, weight, bias, cpu=True) or x.numel() == 0 or any(
-            p is not None and tuple(p.shape) != tuple(shape[-n_dims:]) for p in (weight, bias)):
+    nd = x.ndarray
+    shape, device = nd.shape, nd.device
+    if nd.dtype not in _KERNEL_DTYPES or 0 in shape:
         return None
+    norm_shape = shape[-n_dims:]
+    for p in (weight, bias):
+        if p is not None:
+            pnd = p.ndarray
+            if pnd.device is not device or pnd.dtype not in _KERNEL_DTYPES or pnd.shape != norm_shape:
+                return None
     if n_dims == 1:  # no reshapes: each would cost a graph node forward and backward
         return LayerNorm.apply(x, weight, bias, eps, rms)
-    x = x.reshape(tuple(shape[:-n_dims]) + (-1,))
+    x = x.reshape(shape[:-n_dims] + (-1,))
     weight = weight.reshape(-1) if weight is not None else None
     bias = bias.reshape(-1) if bias is not None else None
     return LayerNorm.apply(x, weight, bias, eps, rms).reshape(shape)
@@ -238,19 +258,19 @@ def fused_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, n_dims: in
 
 def fused_cross_entropy(x: Tensor, target: Tensor, ignore_index: int, label_smoothing: float,
                         reduction: str) -> Tensor | None:
-    """Cross-entropy of (N, C) logits and int64 targets, reduced like torch (mean over the non-ignored rows).
+    """Cross-entropy of (N, C) logits and integer targets (already checked), reduced like torch (mean over the
+    non-ignored rows), as one autograd node.
 
     On the CPU it serves label smoothing (torch in float32, where the composite would sum half-precision logs).
     """
-    if x.ndim != 2 or not _applies(x, cpu=label_smoothing > 0) or target.device != x.device:
+    nd, tnd = x.ndarray, target.ndarray
+    device = nd.device
+    if (len(nd.shape) != 2 or nd.dtype not in _KERNEL_DTYPES or tnd.device is not device
+            or (device.type != "cuda" and label_smoothing <= 0)):
         return None
-    rows = CrossEntropyRows.apply(x, target.long(), ignore_index, label_smoothing)  # (N,) float32
-    if reduction == "none":
-        return rows.to(x.dtype)
-    total = rows.sum()
-    if reduction == "sum":
-        return total.to(x.dtype)
-    return (total / (target != ignore_index).sum()).to(x.dtype)
+    if tnd.dtype is not dtypes.int64:
+        target = target.long()
+    return FusedCrossEntropy.apply(x, target, ignore_index, label_smoothing, reduction)
 
 
 def fused_swiglu(gate: Tensor, up: Tensor) -> Tensor | None:

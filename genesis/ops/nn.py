@@ -204,8 +204,8 @@ class BatchNormBackward(Primitive):
 def checked_target(target: NDArray, n_classes: int, ignore_index: int) -> NDArray:
     """Class indices checked to lie in [0, n_classes) or equal ignore_index (the backend's ``check_index``: IndexError
     at the call on the CPU, RuntimeError at the next synchronization on CUDA)."""
-    return target.backend.check_index(target, 0, n_classes, ignore_index, IndexError,
-                                      "Target {value} is out of bounds (the input has {size} classes).")
+    return target.device.backend.check_index(target, 0, n_classes, ignore_index, IndexError,
+                                             "Target {value} is out of bounds (the input has {size} classes).")
 
 
 class CrossEntropy(Primitive):
@@ -221,14 +221,15 @@ class CrossEntropy(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray, target: NDArray, weight: NDArray | None, *, ignore_index: int,
                 reduction: str) -> NDArray:
+        backend = x.device.backend
         target = checked_target(target, x.shape[1], ignore_index)
         valid = target.binary("ne", ignore_index)
         safe = valid.where(target, 0)
-        logp = x.backend.softmax(x, 1, True)
-        picked = x.backend.gather(logp, 1, safe.unsqueeze(1)).reshape((x.shape[0],))
+        logp = backend.softmax(x, 1, True)
+        picked = backend.gather(logp, 1, safe.unsqueeze(1)).reshape((x.shape[0],))
         w = valid.astype(x.dtype)
         if weight is not None:
-            w = w * x.backend.index_select(weight, 0, safe)
+            w = w * backend.index_select(weight, 0, safe)
         loss = valid.where(picked * w, 0.0)
         count = w.sum((0,))
         ctx.save_for_backward(x, logp, safe, valid, w, count)

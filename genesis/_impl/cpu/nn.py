@@ -265,8 +265,12 @@ def _native_layer_norm(x: NDArray, *params: NDArray | None) -> bool:
     """torch's fused layer norm serves float32/float64 with parameters of the input's dtype (computed in it), over
     rows longer than one (for one element its backward leaves the rounding noise of ``x - mean`` in the weight's
     gradient, where the exact value is zero)."""
-    return (x.shape[-1] > 1 and x.dtype in (dtypes.float32, dtypes.float64)
-            and all(p is None or p.dtype is x.dtype for p in params))
+    if x.shape[-1] <= 1 or x.dtype not in (dtypes.float32, dtypes.float64):
+        return False
+    for p in params:
+        if p is not None and p.dtype is not x.dtype:
+            return False
+    return True
 
 
 def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float, rms: bool) -> tuple:

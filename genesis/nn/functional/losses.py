@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from genesis import amp
+from genesis import amp, dtypes
 from genesis import ops as T
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
@@ -43,15 +43,16 @@ def _check_same_size(op: str, input: Tensor, target: Tensor) -> None:
 # ------------------------------------------------------------------ classification
 
 def _check_class_target(op: str, input: Tensor, target: Tensor) -> None:
-    if target.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: expected target of integer class indices (int64), got {target.dtype}")
-    if input.ndim == 1:
-        if target.ndim != 0:
-            raise ValueError(f"{op}: Expected target of 0 dims for 1-D input, got {target.ndim} dims")
-    elif input.ndim < 1 or target.ndim != input.ndim - 1 or target.shape[0] != input.shape[0] or (
-            tuple(target.shape[1:]) != tuple(input.shape[2:])):
-        raise ValueError(f"{op}: Expected input batch_size ({input.shape[0] if input.ndim else 0}) and target shape "
-                         f"{tuple(target.shape)} to match input shape {tuple(input.shape)} without the class dim")
+    tnd = target.ndarray
+    if tnd.dtype.category == 2:
+        raise RuntimeError(f"{op}: expected target of integer class indices (int64), got {tnd.dtype}")
+    shape, tshape = input.ndarray.shape, tnd.shape
+    if len(shape) == 1:
+        if tshape:
+            raise ValueError(f"{op}: Expected target of 0 dims for 1-D input, got {len(tshape)} dims")
+    elif not shape or len(tshape) != len(shape) - 1 or tshape[0] != shape[0] or tshape[1:] != shape[2:]:
+        raise ValueError(f"{op}: Expected input batch_size ({shape[0] if shape else 0}) and target shape "
+                         f"{tshape} to match input shape {shape} without the class dim")
 
 
 def _check_target_range(target: Tensor, ignore_index: int, n_classes: int) -> Tensor:
@@ -134,22 +135,26 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     reduction = _reduction("cross_entropy", size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 1 if input.ndim > 1 else 0
-    n_classes = input.shape[class_dim]
+    nd = input.ndarray
+    ndim = len(nd.shape)
+    class_dim = 1 if ndim > 1 else 0
+    n_classes = nd.shape[class_dim]
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
         raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {n_classes} classes or "
                            f"no classes but got weight tensor of shape: {list(weight.shape)}")
-    if (input.ndim == 2 and weight is None and not target.dtype.is_floating_point
-            and (input.device.type == "cuda" or label_smoothing > 0)):
-        _check_class_target("cross_entropy", input, target)
-        target = _check_target_range(target, ignore_index, n_classes)
-        fused = fused_cross_entropy(input, target, ignore_index, label_smoothing, reduction)
-        if fused is not None:
-            return fused
-    if (input.ndim == 2 and not target.dtype.is_floating_point and label_smoothing == 0.0
-            and input.dtype.is_floating_point and (weight is None or weight.dtype is input.dtype)):
-        _check_class_target("cross_entropy", input, target)
-        return CrossEntropy.apply(input, target.long(), weight, ignore_index=ignore_index, reduction=reduction)
+    class_indices = target.ndarray.dtype.category != 2
+    if ndim == 2 and class_indices:
+        if weight is None and (nd.device.type == "cuda" or label_smoothing > 0):
+            _check_class_target("cross_entropy", input, target)
+            target = _check_target_range(target, ignore_index, n_classes)
+            fused = fused_cross_entropy(input, target, ignore_index, label_smoothing, reduction)
+            if fused is not None:
+                return fused
+        if label_smoothing == 0.0 and nd.dtype.category == 2 and (weight is None or weight.dtype is nd.dtype):
+            _check_class_target("cross_entropy", input, target)
+            if target.ndarray.dtype is not dtypes.int64:
+                target = target.long()
+            return CrossEntropy.apply(input, target, weight, ignore_index=ignore_index, reduction=reduction)
     logp = T.log_softmax(input, class_dim)
     if target.dtype.is_floating_point:
         _check_same_size_probs(input, target)

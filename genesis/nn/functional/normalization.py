@@ -21,24 +21,26 @@ def _upcast(x: Tensor) -> Tensor:
     return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
 
 
-def _norm_dims(op: str, input: Tensor, normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
+def _norm_count(op: str, input: Tensor, normalized_shape: int | Sequence[int]) -> int:
+    """How many trailing dims ``normalized_shape`` names (checked against the input's shape)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     n = len(shape)
-    if n == 0 or input.ndim < n or tuple(input.shape[-n:]) != shape:
+    xshape = input.ndarray.shape
+    if n == 0 or len(xshape) < n or xshape[-n:] != shape:
         raise RuntimeError(f"{op}: Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
-    return tuple(range(input.ndim - n, input.ndim))
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(xshape)}")
+    return n
 
 
 def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing ``normalized_shape`` dims."""
     input, weight, bias = amp.autocast_args("layer_norm", input, weight, bias)
-    dims = _norm_dims("layer_norm", input, normalized_shape)
-    fused = fused_norm(input, weight, bias, len(dims), eps, False)
+    n = _norm_count("layer_norm", input, normalized_shape)
+    fused = fused_norm(input, weight, bias, n, eps, False)
     if fused is not None:
         return fused
-    out, _, _ = _standardize(_upcast(input), dims, eps)
+    out, _, _ = _standardize(_upcast(input), tuple(range(input.ndim - n, input.ndim)), eps)
     if weight is not None:
         out = out * weight
     if bias is not None:
@@ -56,14 +58,14 @@ def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tenso
     ``out=`` writes into a preallocated tensor (inference only).
     """
     input, weight = amp.autocast_args("rms_norm", input, weight)
-    dims = _norm_dims("rms_norm", input, normalized_shape)
+    n = _norm_count("rms_norm", input, normalized_shape)
     if eps is None:
         eps = _EPS[input.dtype]
-    fused = fused_norm(input, weight, None, len(dims), eps, True)
+    fused = fused_norm(input, weight, None, n, eps, True)
     if fused is not None:
         return write_out("rms_norm", fused, out)
     x = _upcast(input)
-    result = x * T.rsqrt((x * x).mean(dims, keepdim=True) + eps)
+    result = x * T.rsqrt((x * x).mean(tuple(range(input.ndim - n, input.ndim)), keepdim=True) + eps)
     if weight is not None:
         result = result * weight
     return write_out("rms_norm", result.to(input.dtype), out)
