@@ -256,6 +256,10 @@ for n, V, D in ((37, 5, 3), (1, 4, 7), (300, 50, 20)):
     gy = randn(n, D)
     got = nl.embedding_backward(nd(gy), nd(idx), V)
     close(got, cpu.embedding_backward(nd(gy), nd(idx), V), f"embedding {n}")
+# an index of any shape, the rows' gradient shaped (*index.shape, D)
+idx = torch.randint(0, 6, (4, 9), generator=g)
+gy = randn(4, 9, 5)
+close(nl.embedding_backward(nd(gy), nd(idx), 6), cpu.embedding_backward(nd(gy), nd(idx), 6), "embedding 2-d index")
 print("ok")
 """
 

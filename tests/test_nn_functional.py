@@ -156,6 +156,33 @@ def test_embedding_and_one_hot():
     check_error(IndexError, lambda lib, w, i: lib.nn.functional.embedding(i, w), rand(3, 3), idx)
 
 
+@pytest.mark.parametrize("case", ["0-d", "1-d", "3-d", "transposed", "int32", "empty"])
+def test_embedding_index_shapes_one_node(case):
+    idx = {"0-d": torch.tensor(3), "1-d": torch.tensor([4, 0, 4]),
+           "3-d": torch.tensor([[[0, 2], [1, 1]], [[3, 2], [0, 4]]]),
+           "transposed": torch.tensor([[0, 2, 1], [3, 2, 0]]).T,
+           "int32": torch.tensor([[1, 4], [4, 0]], dtype=torch.int32),
+           "empty": torch.zeros(2, 0, dtype=torch.long)}[case]
+    for dtype in (torch.float64, torch.float32, torch.bfloat16):
+        check(lambda lib, w, i: lib.nn.functional.embedding(i, w), rand(5, 3, dtype=dtype), idx)
+    check(lambda lib, w, i: lib.nn.functional.embedding(i, w, padding_idx=4), rand(5, 3), idx)
+    check(lambda lib, w, i: lib.nn.functional.embedding(i, w, scale_grad_by_freq=True), rand(5, 3), idx)
+    # One node from the weight to the rows, whatever the index's shape.
+    out = F.embedding(to_genesis(idx), to_genesis(rand(5, 3)))
+    assert out.grad_fn.name() == "EmbeddingBackward"
+    assert [n.name() for n, _ in out.grad_fn.next_functions if n is not None] == ["AccumulateGrad"]
+
+
+def test_embedding_double_backward():
+    idx = torch.tensor([[0, 2, 2], [4, 2, 0]])
+
+    def f(lib, w, v):
+        i = idx if lib is torch else to_genesis(idx)
+        (g,) = lib.autograd.grad(lib.nn.functional.embedding(i, w), w, v, create_graph=True)
+        return g * g
+    check(f, rand(5, 3), rand(2, 3, 3, seed=1))
+
+
 def test_embedding_max_norm_renormalizes_in_place():
     w = rand(5, 3, requires_grad=False) * 4
     idx = torch.tensor([0, 2, 2])

@@ -135,8 +135,8 @@ PRIMITIVES: dict[str, str] = {
                           "step's saved activations (for RNN: its output h'); writes grad_gi (B, gates * H), grad_gh "
                           "(GRU only, where r scales the n part; None otherwise: it equals grad_gi) and "
                           "grad_state_prev (B, H): dc_prev (LSTM), dh * z (GRU), None for RNN",
-    "embedding_backward": "(grad, index, num_weights): (num_weights, D) sum of the rows of grad (n, D) by int64 "
-                          "index (n,), deterministic (the same bits on every run)",
+    "embedding_backward": "(grad, index, num_weights): (num_weights, D) sum of the rows of grad (*index.shape, D) "
+                          "by int64 index of any shape, deterministic (the same bits on every run)",
     # fused neural-network kernels (over the last dim)
     "softmax_backward": "(grad, out, dim, log): gradient of softmax / log_softmax from its output",
     "layer_norm": "(x, weight, bias, eps, rms): (out, mean, rstd) of layer_norm, or rms_norm (rms=True: mean 0, no "

@@ -65,7 +65,7 @@ def _check_bounds(op: str, index: Tensor, size: int, dim: int, negative: bool = 
     ``error`` is the exception type torch raises for that op. The check is the backend's ``check_index``: eager on
     the CPU; on CUDA it runs on the device and raises RuntimeError at the next synchronization (no host read here).
     """
-    if index.numel() == 0:
+    if 0 in index.ndarray.shape:  # empty
         return index
     if size == 0:  # every entry is out of range: known without reading the index
         raise error(f"{op}: index is out of bounds for dimension {dim} with size 0")

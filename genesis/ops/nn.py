@@ -391,13 +391,16 @@ class PadBackward(Primitive):
 
 
 class Embedding(Primitive):
-    """Rows of a (V, D) ``weight`` picked by an int64 ``index`` (n,); the weight gradient is deterministic."""
+    """Rows of a (V, D) ``weight`` picked by an int64 ``index`` of any shape: (*index.shape, D); the weight gradient
+    is deterministic. One node whatever the index's shape (the flattening is NDArray metadata)."""
 
     @staticmethod
     def forward(ctx, weight: NDArray, index: NDArray) -> NDArray:
         ctx.save_for_backward(index)
         ctx.num_weights = weight.shape[0]
-        return weight.backend.index_select(weight, 0, index)
+        flat = index if len(index.shape) == 1 else index.reshape((-1,))
+        rows = weight.device.backend.index_select(weight, 0, flat)  # (n, D)
+        return rows if flat is index else rows.reshape(index.shape + weight.shape[1:])
 
     @staticmethod
     def backward(ctx, grad):
@@ -406,12 +409,12 @@ class Embedding(Primitive):
 
 
 class EmbeddingBackward(Primitive):
-    """Rows of ``grad`` summed by index into a (num_weights, D) gradient (linear in ``grad``)."""
+    """Rows of ``grad`` (*index.shape, D) summed by index into a (num_weights, D) gradient (linear in ``grad``)."""
 
     @staticmethod
     def forward(ctx, grad: NDArray, index: NDArray, *, num_weights: int) -> NDArray:
         ctx.save_for_backward(index)
-        return grad.backend.embedding_backward(grad, index, num_weights)
+        return grad.device.backend.embedding_backward(grad, index, num_weights)
 
     @staticmethod
     def backward(ctx, gg):

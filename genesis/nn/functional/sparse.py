@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from genesis import dtypes
 from genesis import ops as T
 from genesis.autograd import no_grad
 from genesis.ops.nn import Embedding
@@ -16,14 +17,17 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     With ``sparse=True`` the gradient of ``weight`` is a sparse COO tensor with one entry per looked-up position
     (as torch's), for optimizers such as :class:`genesis.optim.SparseAdam`; ``scale_grad_by_freq`` then raises in
     backward, as torch. Sparse tensors live on the CPU only: on a GPU ``sparse=True`` raises NotImplementedError
-    (use ``sparse=False``).
+    (use ``sparse=False``). Dense gradients take one autograd node for any shape of ``input`` (plus one for
+    ``padding_idx`` or ``scale_grad_by_freq`` when the weight requires grad).
     """
-    if input.dtype.is_floating_point:
+    index_dtype = input.ndarray.dtype
+    if index_dtype.category == 2:
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got {input.dtype} instead (while checking arguments for embedding)")
-    if weight.ndim != 2:
-        raise RuntimeError(f"embedding: 'weight' must be 2-D, got {weight.ndim}-D")
-    num = weight.shape[0]
+                           f"Long, Int; but got {index_dtype} instead (while checking arguments for embedding)")
+    wshape = weight.ndarray.shape
+    if len(wshape) != 2:
+        raise RuntimeError(f"embedding: 'weight' must be 2-D, got {len(wshape)}-D")
+    num = wshape[0]
     if padding_idx is not None:
         if padding_idx < 0:
             if padding_idx < -num:
@@ -34,22 +38,24 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if sparse and weight.device.type != "cpu":
         raise NotImplementedError(f"embedding: sparse gradients (sparse=True) are supported on the CPU only (sparse "
                                   f"COO tensors are CPU-only), got weight on {weight.device}; use sparse=False")
-    flat = input.reshape(-1).long()
+    index = input if index_dtype is dtypes.int64 else input.long()
     if max_norm is not None:
-        _embedding_renorm_(weight, flat, max_norm, norm_type)
-    flat = T._check_bounds("embedding", flat, num, 0, False)
+        _embedding_renorm_(weight, index.reshape(-1), max_norm, norm_type)
+    index = T._check_bounds("embedding", index, num, 0, False)
     if sparse:
-        rows = EmbeddingSparseGrad.apply(weight, flat, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq)
-        return rows.reshape(*input.shape, weight.shape[1])
-    rows = Embedding.apply(weight, flat)
+        rows = EmbeddingSparseGrad.apply(weight, index.reshape(-1), padding_idx=padding_idx,
+                                         scale_grad_by_freq=scale_grad_by_freq)
+        return rows.reshape(*input.shape, wshape[1])
+    rows = Embedding.apply(weight, index)  # (*input.shape, D)
     if scale_grad_by_freq and weight.requires_grad:
+        flat = index.reshape(-1)
         counts = zeros_like(weight[:, 0]).index_add(0, flat, ones_like(flat, dtype=weight.dtype))
-        scale = 1.0 / T.index_select(counts, 0, flat).unsqueeze(1)
+        scale = 1.0 / T.index_select(counts, 0, flat).reshape(index.shape).unsqueeze(-1)
         rows = rows.detach() + (rows - rows.detach()) * scale
     if padding_idx is not None and weight.requires_grad:
         # Same values; the rows read at padding_idx are cut from the graph so that row's gradient stays zero.
-        rows = T.where((flat == padding_idx).unsqueeze(1), rows.detach(), rows)
-    return rows.reshape(*input.shape, weight.shape[1])
+        rows = T.where((index == padding_idx).unsqueeze(-1), rows.detach(), rows)
+    return rows
 
 
 def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
