@@ -255,7 +255,7 @@ class NDArray:
                 f"{list(self.strides)} (at least one dimension spans across two contiguous subspaces). "
                 "Use .reshape(...) instead."
             )
-        return self._view(shape, strides)
+        return NDArray(self.buffer, shape, strides, self.offset, self.dtype, self.device)
 
     def reshape(self, shape: Sequence[int]) -> NDArray:
         shape, strides = view_plan("reshape", self.shape, self.strides, shape)
@@ -263,7 +263,7 @@ class NDArray:
             return self
         if strides is None:
             return self.contiguous()._view(shape, contiguous_strides(shape))
-        return self._view(shape, strides)
+        return NDArray(self.buffer, shape, strides, self.offset, self.dtype, self.device)
 
     def permute(self, dims: Sequence[int]) -> NDArray:
         seen: list[int] = []
@@ -419,17 +419,17 @@ class NDArray:
     def contiguous(self) -> NDArray:
         if self.is_contiguous():
             return self
-        return self.backend.contiguous(self)
+        return self.device.backend.contiguous(self)
 
     def astype(self, dtype: dtypes.dtype) -> NDArray:
         if dtype is self.dtype:
             return self
-        return self.backend.cast(self, dtype)
+        return self.device.backend.cast(self, dtype)
 
     def copy_(self, src: NDArray | int | float | bool) -> NDArray:
         if isinstance(src, NDArray) and src.device is not self.device:
             src = src.to(self.device)
-        return self.backend.copy_(self, src)
+        return self.device.backend.copy_(self, src)
 
     def to(self, device: Device, non_blocking: bool = False) -> NDArray:
         """Copy to another device (through host memory), or return self on the same device.
@@ -438,18 +438,18 @@ class NDArray:
         """
         if device is self.device:
             return self
-        host = self.backend.to_numpy(self)
+        host = self.device.backend.to_numpy(self)
         return device.backend.from_numpy(host, self.dtype, device, non_blocking)
 
     def pin_memory(self) -> NDArray:
         """A contiguous copy in page-locked host memory."""
-        return self.backend.pin_memory(self)
+        return self.device.backend.pin_memory(self)
 
     def is_pinned(self) -> bool:
-        return self.backend.is_pinned(self)
+        return self.device.backend.is_pinned(self)
 
     def numpy(self):  # numpy.ndarray
-        return self.backend.to_numpy(self)
+        return self.device.backend.to_numpy(self)
 
     # ------------------------------------------------------------ elementwise
     def unary(self, op: str, out: NDArray | None = None) -> NDArray:
@@ -486,18 +486,18 @@ class NDArray:
                     # operand in its own dtype and compute in the wider one, which is exact; no cast copy first.
                     return a.device.backend.binary(op, a, b, out)
             if b.dtype is not dt:
-                b = b.backend.cast(b, dt)
+                b = b.device.backend.cast(b, dt)
         else:
             dt = dtypes.result_type_scalar(a.dtype, b)
         if dt.category < 2:
             if op == "div":
                 dt = dtypes.get_default_dtype()
                 if isinstance(b, NDArray):
-                    b = b.backend.cast(b, dt)
+                    b = b.device.backend.cast(b, dt)
         elif op in _BITWISE_OPS:
             raise RuntimeError(f"{op}: not implemented for '{dt.name}' (integer or bool tensors only)")
         if a.dtype is not dt:
-            a = a.backend.cast(a, dt)
+            a = a.device.backend.cast(a, dt)
         return a.device.backend.binary(op, a, b, out)
 
     def rbinary(self, op: str, value: int | float | bool) -> NDArray:
@@ -533,31 +533,36 @@ class NDArray:
         return self.binary("pow", other)
 
     def __neg__(self) -> NDArray:
-        return self.backend.unary("neg", self, None)
+        return self.device.backend.unary("neg", self, None)
 
     def __matmul__(self, other: NDArray) -> NDArray:
         return self.matmul(other)
 
     def where(self, a: NDArray | float, b: NDArray | float) -> NDArray:
         """``a`` where self (a bool array) is true, else ``b``; a and b promoted to one dtype."""
-        shapes = [t.shape for t in (self, a, b) if isinstance(t, NDArray)]
-        if any(shape != self.shape for shape in shapes):
-            broadcast_shapes("where", *shapes)
-        if isinstance(a, NDArray) and isinstance(b, NDArray):
-            dt = dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
-            a, b = a.astype(dt), b.astype(dt)
-        elif isinstance(a, NDArray):
-            b = NDArray.scalar(b, dtypes.result_type_scalar(a.dtype, b), self.device)
-            a = a.astype(b.dtype)
-        elif isinstance(b, NDArray):
-            a = NDArray.scalar(a, dtypes.result_type_scalar(b.dtype, a), self.device)
-            b = b.astype(a.dtype)
+        a_array, b_array = isinstance(a, NDArray), isinstance(b, NDArray)
+        shape, device = self.shape, self.device
+        if (a_array and a.shape != shape) or (b_array and b.shape != shape):
+            broadcast_shapes("where", *[t.shape for t in (self, a, b) if isinstance(t, NDArray)])
+        if a_array and b_array:
+            dt = a.dtype if a.dtype is b.dtype else dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim)
+        elif a_array:
+            dt = dtypes.result_type_scalar(a.dtype, b)
+            b = device.backend.full((), b, dt, device)
+        elif b_array:
+            dt = dtypes.result_type_scalar(b.dtype, a)
+            a = device.backend.full((), a, dt, device)
         else:
             dt = dtypes.promote_types(dtypes.scalar_dtype(a), dtypes.scalar_dtype(b))
-            a, b = NDArray.scalar(a, dt, self.device), NDArray.scalar(b, dt, self.device)
-        check_same_device("where", self, *(t for t in (a, b) if t.ndim))
-        a, b = a.to(self.device), b.to(self.device)
-        return self.backend.where(self, a, b)
+            a, b = device.backend.full((), a, dt, device), device.backend.full((), b, dt, device)
+        if a.dtype is not dt:
+            a = a.astype(dt)
+        if b.dtype is not dt:
+            b = b.astype(dt)
+        if a.device is not device or b.device is not device:
+            check_same_device("where", self, *(t for t in (a, b) if t.shape))
+            a, b = a.to(device), b.to(device)
+        return device.backend.where(self, a, b)
 
     # ------------------------------------------------------------ reductions
     def sum(self, dims: tuple[int, ...], keepdim: bool = False, dtype: dtypes.dtype | None = None) -> NDArray:
@@ -566,16 +571,16 @@ class NDArray:
             x = x.astype(dtype)
         elif x.dtype.category < 2:
             x = x.astype(dtypes.int64)
-        return x.backend.reduce("sum", x, dims, keepdim)
+        return x.device.backend.reduce("sum", x, dims, keepdim)
 
     def reduce(self, op: str, dims: tuple[int, ...], keepdim: bool = False) -> NDArray:
         x = self
         if op == "prod" and x.dtype.category < 2:
             x = x.astype(dtypes.int64)
-        return x.backend.reduce(op, x, dims, keepdim)
+        return x.device.backend.reduce(op, x, dims, keepdim)
 
     def max(self, dims: tuple[int, ...], keepdim: bool = False) -> NDArray:
-        return self.backend.reduce("amax", self, dims, keepdim)
+        return self.device.backend.reduce("amax", self, dims, keepdim)
 
     # ------------------------------------------------------------ linear algebra
     def matmul(self, other: NDArray) -> NDArray:
@@ -607,7 +612,7 @@ class NDArray:
         batch = broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
         a = a.expand(batch + a.shape[-2:])
         b = b.expand(batch + b.shape[-2:])
-        out = a.backend.matmul(a.astype(dt), b.astype(dt))
+        out = a.device.backend.matmul(a.astype(dt), b.astype(dt))
         if a_vec:
             out = out.squeeze((out.ndim - 2,))
         if b_vec:

@@ -1,5 +1,6 @@
 """Shape and view ops against torch: values, gradients, which results share memory, and bad-input errors."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -92,6 +93,15 @@ def test_view_on_noncontiguous_raises():
     check(lambda lib, x: x.permute(1, 0, 2).view(3, 2, 2, 2), rand(2, 3, 4))
     check(lambda lib, x: x.expand(3, 4).view(3, 2, 2), rand(4))
     check(lambda lib, x: x.mT.reshape(-1), rand(3, 4))
+
+
+def test_view_shape_arguments():
+    # Plain ints take the fast path; numpy integers, a Size and a list still convert; a float is refused.
+    check(lambda lib, x: x.view(np.int64(4), 3), rand(2, 6))
+    check(lambda lib, x: x.view(x.shape), rand(2, 6))
+    check(lambda lib, x: x.view([3, np.int32(4)]), rand(2, 6))
+    check_error(TypeError, lambda lib, x: x.view(2.0, 6), rand(2, 6))
+    check_error(TypeError, lambda lib, x: x.reshape((2, 6.0)), rand(2, 6))
 
 
 def test_reshape_errors():

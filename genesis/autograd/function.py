@@ -179,8 +179,14 @@ class BackwardCtx(Node):
         if not self._saved:
             return
         versions = []
+        candidates = self._inputs + outputs  # inputs first: an input holding the value is preferred
         for value in self._saved:
-            holder = value if isinstance(value, Tensor) else _holder(value, self._inputs, outputs)
+            holder = value if isinstance(value, Tensor) else None
+            if holder is None:
+                for t in candidates:
+                    if isinstance(t, Tensor) and t.ndarray is value:
+                        holder = t
+                        break
             versions.append((holder._version, holder._version[0]) if holder is not None else None)
         self._saved_versions = tuple(versions)
 
@@ -210,15 +216,6 @@ class BackwardCtx(Node):
         self._saved = ()
         self._inputs = ()
         self._released = True
-
-
-def _holder(value: Any, inputs: tuple, outputs: tuple) -> Any:
-    """The input (preferred) or output Tensor whose NDArray is ``value``, or None."""
-    for group in (inputs, outputs):
-        for t in group:
-            if isinstance(t, Tensor) and t.ndarray is value:
-                return t
-    return None
 
 
 class _NoGradCtx:

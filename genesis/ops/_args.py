@@ -60,8 +60,14 @@ def _reject_integers(op: str, dtype: dtypes.dtype) -> None:
 
 
 def _shape_args(op: str, shape: tuple) -> tuple[int, ...]:
+    """torch's varargs-or-one-sequence shape arguments as a tuple of ints (TypeError naming ``op`` otherwise)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    for s in shape:  # the common case, plain ints, needs no conversion
+        if s.__class__ is not int:
+            break
+    else:
+        return shape
     try:
         return tuple(operator.index(s) for s in shape)
     except TypeError:
@@ -111,7 +117,7 @@ def _check_range(x: Tensor, low: int, high: int, error: type[Exception], message
     backend's ``check_index``. ``message`` names ``{value}`` (the offending value) and ``{size}`` (high). The CPU
     raises ``error`` at the call; CUDA raises RuntimeError at the next synchronization, with no host read here."""
     nd = x.ndarray
-    checked = nd.backend.check_index(nd, low, high, ignore, error, message)
+    checked = nd.device.backend.check_index(nd, low, high, ignore, error, message)
     return x if checked is nd else Tensor._wrap(checked)
 
 
