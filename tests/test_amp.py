@@ -97,6 +97,19 @@ def test_cross_entropy_and_nll_run_in_float32() -> None:
     check(ce, rand(3, 3, seed=1, dtype=torch.float32), target, **LOOSE)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_of_half_logits_under_autocast(reduction: str) -> None:
+    """Half-precision logits (a linear layer's output under autocast): the loss is float32 and every gradient as
+    torch's, with ignored rows (on CUDA the fused kernel reads the half logits without a float32 copy)."""
+    target = torch.tensor([0, -1, 3, 2, -1, 1])
+
+    def ce(lib: object, x: object, w: object, t: object) -> object:
+        with _autocast(lib):
+            return _nn_f(lib).cross_entropy(x @ w, t, ignore_index=-1, reduction=reduction)
+
+    check(ce, rand(6, 5, seed=2, dtype=torch.float32), rand(5, 4, seed=3, dtype=torch.float32), target, **LOOSE)
+
+
 def test_float64_is_never_cast_and_other_devices_are_untouched() -> None:
     a = genesis.ones(2, 2, dtype=genesis.float64, device=DEVICE)
     with genesis.autocast(DEVICE):

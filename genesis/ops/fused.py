@@ -94,23 +94,24 @@ class FusedCrossEntropy(Primitive):
     ``loss_i = (1 - e) * (lse_i - x[i, t_i]) + e * (lse_i - mean_j x[i, j])`` for label smoothing ``e``, computed by
     the backend's row kernel in float32 and reduced here on NDArrays: ``none`` keeps the rows, ``sum`` adds them,
     ``mean`` divides the sum by the number of non-ignored rows (nan when every row is ignored, as torch). The output
-    has the logits' dtype. Saves only the per-row log-sum-exp, never the probabilities.
+    has the logits' dtype (float32 with ``float_out``). Saves only the per-row log-sum-exp, never the probabilities.
     """
 
     @staticmethod
     def forward(ctx, x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float,
-                reduction: str) -> NDArray:
+                reduction: str, float_out: bool = False) -> NDArray:
         rows, lse = x.device.backend.cross_entropy(x, target, ignore_index, label_smoothing)  # (N,) float32 each
         ctx.save_for_backward(x, target, lse)
         ctx.params = (ignore_index, label_smoothing, reduction)
+        out_dtype = dtypes.float32 if float_out else x.dtype
         if reduction == "none":
-            return rows.astype(x.dtype)
+            return rows.astype(out_dtype)
         total = rows.sum((0,))
         if reduction == "mean":
             count = target.binary("ne", ignore_index).sum((0,), dtype=dtypes.float32)
             ctx.count = count
             total = total / count
-        return total.astype(x.dtype)
+        return total.astype(out_dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -122,7 +123,7 @@ class FusedCrossEntropy(Primitive):
                 grad = grad / Tensor._wrap(ctx.count)
             if reduction != "none":
                 grad = grad.expand(n)
-            return _cross_entropy_rows_grad(grad, x, target, ignore_index, smoothing), None, None, None, None
+            return _cross_entropy_rows_grad(grad, x, target, ignore_index, smoothing), None, None, None, None, None
         # The per-row scale of the backward kernel; ignored rows get 0 there (a where, not a product, so the inf or
         # nan of an all-ignored mean never reaches the gradient).
         scale = grad.ndarray
@@ -132,7 +133,7 @@ class FusedCrossEntropy(Primitive):
             scale = scale.expand((n,))
         gx = x.device.backend.cross_entropy_backward(scale, x.ndarray, target.ndarray, lse.ndarray, ignore_index,
                                                       smoothing)
-        return gx, None, None, None, None
+        return gx, None, None, None, None, None
 
 
 def _cross_entropy_rows_grad(grad, x, target, ignore_index: int, smoothing: float):
@@ -257,11 +258,13 @@ def fused_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, n_dims: in
 
 
 def fused_cross_entropy(x: Tensor, target: Tensor, ignore_index: int, label_smoothing: float,
-                        reduction: str) -> Tensor | None:
+                        reduction: str, float_out: bool = False) -> Tensor | None:
     """Cross-entropy of (N, C) logits and integer targets (already checked), reduced like torch (mean over the
     non-ignored rows), as one autograd node.
 
     On the CPU it serves label smoothing (torch in float32, where the composite would sum half-precision logs).
+    ``float_out`` gives a float32 loss for half-precision logits (autocast's float32 policy, without the float32
+    copy of the logits: the kernel computes in float32 either way; the logits' gradient keeps their dtype).
     """
     nd, tnd = x.ndarray, target.ndarray
     device = nd.device
@@ -270,7 +273,7 @@ def fused_cross_entropy(x: Tensor, target: Tensor, ignore_index: int, label_smoo
         return None
     if tnd.dtype is not dtypes.int64:
         target = target.long()
-    return FusedCrossEntropy.apply(x, target, ignore_index, label_smoothing, reduction)
+    return FusedCrossEntropy.apply(x, target, ignore_index, label_smoothing, reduction, float_out)
 
 
 def fused_swiglu(gate: Tensor, up: Tensor) -> Tensor | None:
