@@ -36,11 +36,11 @@ _AVG_POOL = {2: (torch.ops.aten.avg_pool2d, torch.ops.aten.avg_pool2d_backward),
 
 
 def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
-         count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
+         count_include_pad: bool, divisor_override: int | None, with_indices: bool) -> tuple[NDArray, NDArray | None]:
     if mode == "max":
         values, indices = _MAX_POOL[len(kernel)][0](native(x), list(kernel), list(stride), list(padding),
                                                     list(dilation), ceil_mode)
-        return wrap(values), wrap(indices)
+        return wrap(values), wrap(indices) if with_indices else None
     return wrap(_AVG_POOL[len(kernel)][0](native(x), list(kernel), list(stride), list(padding), ceil_mode,
                                           count_include_pad, divisor_override)), None
 
@@ -265,7 +265,8 @@ def _native_layer_norm(x: NDArray, *params: NDArray | None) -> bool:
     """torch's fused layer norm serves float32/float64 with parameters of the input's dtype (computed in it), over
     rows longer than one (for one element its backward leaves the rounding noise of ``x - mean`` in the weight's
     gradient, where the exact value is zero)."""
-    return x.shape[-1] > 1 and x.dtype in (dtypes.float32, dtypes.float64) and all(p is None or p.dtype is x.dtype for p in params)
+    return x.shape[-1] > 1 and x.dtype in (dtypes.float32, dtypes.float64) and all(
+        p is None or p.dtype is x.dtype for p in params)
 
 
 def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float, rms: bool) -> tuple:
