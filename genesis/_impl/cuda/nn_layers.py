@@ -108,6 +108,12 @@ def _new_in(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, fmt: me
     return stored.permute((0, len(shape) - 1) + tuple(range(1, len(shape) - 1)))
 
 
+def _i32(v: int) -> str:
+    """The signature type of an int32 size: marked divisible by 16 when it is, so that Triton can prove rows of
+    that many elements keep 16-byte alignment and vectorize the loads and stores along them."""
+    return "i32:16" if v % 16 == 0 else "i32"
+
+
 def _stride_types(strides: tuple[int, ...], wide: bool) -> tuple[str, ...]:
     """Signature types of element strides: unit strides become the constant 1 (so Triton vectorizes and orders
     its threads along that dim), others 32-bit unless the arrays need 64-bit offsets."""
@@ -366,7 +372,7 @@ def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, back
         tr = _cdiv(R, br)
         P = max(1, min(tr, _cdiv(target, _cdiv(C, bk)), 1024))
         rch, sch = _cdiv(tr, P) * br, 1
-        P = ps = max(1, _cdiv(R, rch))
+        P = ps = _cdiv(R, rch) if R else 1
         grid0 = _cdiv(C, bk)
     else:  # channel c's N x S matrix (rows C * S apart) cut into PR x PS pieces
         R = N
@@ -374,18 +380,20 @@ def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, back
         br = min(_next_pow2(N), max(1, _BN_TILE // bk))
         tr, ts = _cdiv(N, br), _cdiv(S, bk)
         P = max(1, min(tr * ts, _cdiv(target, C), 1024))
-        pr = min(tr, P)
-        ps = min(ts, _cdiv(P, pr))
-        rch, sch = _cdiv(tr, pr) * br, _cdiv(ts, ps) * bk
-        pr, ps = max(1, _cdiv(N, rch)), max(1, _cdiv(S, sch))
+        pr = max(1, min(tr, P))
+        ps = max(1, min(ts, _cdiv(P, pr)))
+        rch, sch = max(1, _cdiv(tr, pr)) * br, max(1, _cdiv(ts, ps)) * bk
+        pr, ps = _cdiv(N, rch), _cdiv(S, sch)
         P = pr * ps
         grid0 = C
+    if not N * S:  # nothing to reduce: one program per channel writes a zero count
+        P = ps = rch = sch = 1
     part = _new((3, C, P), acc, xc.device)
     if not backward:  # the forward reads no gradient or mean
         g = mean = xc
     arrays = (xc, g, mean, part)
     ptrs = tuple(_ptr(a) for a in arrays)
-    go = _BN_PARTIALS.launcher(_sig(arrays, ptrs) + ("i32",) * 7,
+    go = _BN_PARTIALS.launcher(_sig(arrays, ptrs) + ("i32", _i32(C), _i32(S), "i32", _i32(sch), "i32", "i32"),
                                (backward, cl, acc is _F64, _wide(xc.size), br, bk), 8)
     go(grid0, P, 1, *ptrs, R, C, S, rch, sch, ps, P)
     return part, P
@@ -402,7 +410,7 @@ def _bn_apply(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, N: int, C: in
     br = min(_next_pow2(R), max(1, _BN_TILE // bk))
     arrays = (x, g, coef, out)
     ptrs = tuple(_ptr(a) for a in arrays)
-    go = _BN_APPLY.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i32"), (backward, cl, _wide(total), br, bk), 4)
+    go = _BN_APPLY.launcher(_sig(arrays, ptrs) + ("i32", _i32(K), _i32(C)), (backward, cl, _wide(total), br, bk), 4)
     go(_cdiv(R, br), _cdiv(K, bk), 1, *ptrs, R, K, C)
 
 
