@@ -10,6 +10,7 @@ one step with ``genesis.profiler`` and prints the table, the host-device synchro
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
@@ -45,15 +46,27 @@ def main() -> None:
     sync()
     stats = genesis.cuda.memory_stats if args.device == "cuda" else (lambda: {"driver_alloc_calls": 0})
     walls = []
+    collections: list[list[float]] = []  # [generation, seconds] of each garbage collection in the step
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append([info["generation"], time.perf_counter()])
+        else:
+            collections[-1][1] = time.perf_counter() - collections[-1][1]
+    gc.callbacks.append(on_gc)
     for i, batch in enumerate(batches[args.warmup:-1]):
         calls = stats()["driver_alloc_calls"]
+        collections.clear()
         begin = time.perf_counter()
         program.step(batch)
         host = time.perf_counter() - begin
         sync()
         walls.append(time.perf_counter() - begin)
+        gcs = ", ".join(f"gen{g} {t * 1e3:.1f} ms" for g, t in collections if g > 0 or t > 1e-3)
         print(f"step {i}: host {host * 1e3:.1f} ms, wall {walls[-1] * 1e3:.1f} ms, "
-              f"driver allocations {stats()['driver_alloc_calls'] - calls}")
+              f"driver allocations {stats()['driver_alloc_calls'] - calls}, "
+              f"{len(collections)} garbage collections{': ' + gcs if gcs else ''}")
+    gc.callbacks.remove(on_gc)
     wall = min(walls)
     with genesis.profiler.profile(record_shapes=False) as prof:
         program.step(batches[-1])
