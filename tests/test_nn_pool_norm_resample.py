@@ -62,44 +62,6 @@ def test_adaptive_pools_uneven_windows_float32(size):
     check(lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, size), _with_nan(rand(3, 7, 9, dtype=F32)))
 
 
-def _channels_last_out(fn):
-    """``fn(lib, x, ...)`` on a channels_last copy of x that checks the output is channels_last, as torch's is."""
-    def run(lib, x, *rest):
-        fmt = lib.channels_last
-        out = fn(lib, x.contiguous(memory_format=fmt), *rest)
-        first = out[0] if isinstance(out, tuple) else out
-        assert first.is_contiguous(memory_format=fmt), f"{lib.__name__}: output not channels_last"
-        return out
-    return run
-
-
-@pytest.mark.parametrize("dtype", [F32, BF16])
-def test_channels_last_pool_norm_resample_keep_the_layout(dtype):
-    """The layers of a channels_last network (max pooling with its indices, batch norm in training, nearest and
-    bilinear resampling): values and gradients as torch's, outputs channels_last."""
-    check(_channels_last_out(lambda lib, x: lib.nn.functional.max_pool2d(x, 3, 2, 1, return_indices=True)),
-          rand(2, 6, 9, 7, dtype=dtype))
-    check(_channels_last_out(lambda lib, x: lib.nn.functional.max_pool2d(x, 2, ceil_mode=True)),
-          rand(1, 3, 5, 5, dtype=dtype))
-    weight, bias = rand(6, dtype=F32, seed=1), rand(6, dtype=F32, seed=2)
-    tol = {"rtol": 2e-2, "atol": 2e-2} if dtype == BF16 else {}
-    grad_tol = {"grad_rtol": 5e-2, "grad_atol": 5e-2} if dtype == BF16 else {}
-    check(_channels_last_out(lambda lib, x, w, b: lib.nn.functional.batch_norm(x, None, None, w, b, training=True)),
-          rand(3, 6, 5, 7, dtype=dtype, low=-2.0, high=3.0), weight.to(dtype), bias.to(dtype), **tol, **grad_tol)
-    check(_channels_last_out(lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=2)),
-          rand(2, 6, 5, 3, dtype=dtype))
-    check(_channels_last_out(lambda lib, x: lib.nn.functional.interpolate(x, size=(7, 4), mode="bilinear")),
-          rand(2, 6, 5, 3, dtype=dtype), **tol)
-
-
-def test_max_pool_without_gradient_or_indices():
-    """Without autograd and return_indices the argmax indices are not needed (nor written): the values stay exact."""
-    x = rand(2, 3, 9, 11, dtype=F32, requires_grad=False)
-    with genesis.no_grad():
-        got = genesis.nn.functional.max_pool2d(to_genesis(x, requires_grad=False), 3, 2, 1)
-    torch.testing.assert_close(to_torch(got), torch.nn.functional.max_pool2d(x, 3, 2, 1), rtol=0, atol=0)
-
-
 def test_adaptive_avg_pool1d_and_bfloat16():
     check(lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x, 4), rand(2, 3, 11, dtype=F32))
     check(lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (3, 5)), rand(2, 3, 7, 9, dtype=BF16))

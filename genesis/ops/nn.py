@@ -97,16 +97,13 @@ class ConvBackward(Primitive):
 
 
 class Pool(Primitive):
-    """Max or average pooling over 2 or 3 trailing spatial dims; max also returns the argmax indices when they are
-    asked for (``return_indices``) or needed by the backward pass (else None: the backend need not write them)."""
+    """Max or average pooling over 2 or 3 trailing spatial dims; max also returns the argmax indices."""
 
     @staticmethod
     def forward(ctx, x: NDArray, *, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
-                ceil_mode: bool, count_include_pad: bool, divisor_override: int | None,
-                return_indices: bool = False) -> tuple:
-        with_indices = return_indices or any(ctx.needs_input_grad)
+                ceil_mode: bool, count_include_pad: bool, divisor_override: int | None) -> tuple:
         values, indices = x.backend.pool(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
-                                         divisor_override, with_indices)
+                                         divisor_override)
         ctx.save_for_backward(x, indices)
         ctx.params = (mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
         if indices is not None:

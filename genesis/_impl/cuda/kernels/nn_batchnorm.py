@@ -1,22 +1,15 @@
-"""Batch normalization and group normalization, forward and backward, on (N, C, S) arrays (batch norm also on
-channels_last ones).
+"""Batch normalization and group normalization, forward and backward, on contiguous (N, C, S) arrays.
 
-Batch norm (statistics per channel over N * S elements) reads its input in place in one of two layouts: row-major
-(N, C, S), or rows of channels (element (r, c) at r C + c: channels_last / channels_last_3d input, and (N, C) input),
-and runs in three launches each way:
-  1. ``bn_partials``: each program reduces one piece of the input in (BR, BK) tiles of 2048 elements (8 KB of
-     float32 in flight per program and iteration; about six programs per multiprocessor). Row-major: program (c, p)
-     takes a block of rows x columns of channel c's N x S matrix; rows of channels: program (cb, p) takes a range of
-     rows of BK channels. Forward: each lane keeps Welford's (count, mean, M2), lanes are merged once with Chan et
-     al.'s parallel-variance formula (accurate where ``E[x^2] - E[x]^2`` cancels). Backward: ``sum(dy)`` and
-     ``sum(dy * (x - mean))``.
+Batch norm (statistics per channel over N * S elements) runs in three launches each way:
+  1. ``bn_partials``: program (c, p) reduces one chunk of channel c. Forward: the chunk's count, mean and sum of
+     squared deviations (Welford per lane, lanes merged with Chan et al.'s parallel-variance formula, which stays
+     accurate where ``E[x^2] - E[x]^2`` cancels). Backward: ``sum(dy)`` and ``sum(dy * (x - mean))``.
   2. ``bn_finalize`` / ``bn_bwd_finalize``: one program per channel merges its P partials in a fixed order (no atomics,
      so every statistic and the weight/bias gradients are bitwise reproducible), updates the running statistics and
      writes per-channel coefficients.
-  3. ``bn_apply`` (forward and backward): one elementwise pass in (BR, BK) tiles, the coefficients loaded once per
-     tile row (row-major: channel = row mod C) or column (rows of channels).
-Bytes: forward reads x twice and writes y (3 N C S elements: the minimum for two-pass statistics); backward reads dy
-and x twice and writes dx (5 N C S elements), plus O(C * P) partials.
+  3. ``bn_apply`` (forward and backward): one elementwise pass with the per-channel coefficients.
+Bytes: forward reads x twice and writes y (3 N C S elements); backward reads dy and x twice and writes dx
+(5 N C S elements), plus O(C * P) partials.
 
 Group norm: one program per (sample, group) walks the group's ``C / G * S`` contiguous elements: statistics (tiles
 merged with Chan's formula), then normalization with the per-channel affine. Its backward writes per-(sample, channel)
@@ -82,85 +75,63 @@ def _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD: tl.constexpr, F64: 
 
 
 @triton.jit
-def _sum_lanes(v, CL: tl.constexpr):
-    """A tile's lanes summed per channel: over both axes (one channel per program) or over rows (channels_last)."""
-    if CL:
-        r = tl.sum(v, 0)
-    else:
-        r = tl.sum(tl.sum(v, 1), 0)
-    return r
-
-
-@triton.jit
 def bn_partials(
-    x, g, mean_in, part,                   # pointers: x, g laid out as below; mean_in (C,); part (3, C, P)
-    R, C, S, RCH, SCH, PS, P,              # sizes: R rows (N, or N * S channels_last); pieces of RCH rows x SCH cols
-    BACKWARD: tl.constexpr, CL: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr,
-    BR: tl.constexpr, BK: tl.constexpr,
+    x, g, mean_in, part,                   # pointers: x, g (N, C, S) contiguous; mean_in (C,); part (3, C, P)
+    N, C, S, chunk, P,                     # sizes; chunk: rows (ROWS) or flat elements of the channel per program
+    BACKWARD: tl.constexpr, ROWS: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    """Partial statistics of one piece of the input per program, read in (BR, BK) tiles.
-
-    Row-major (N, C, S) input (``CL`` False): program (c, p) reduces rows [pr RCH, (pr + 1) RCH) x columns
-    [ps SCH, (ps + 1) SCH) of channel c's N x S matrix (p = pr PS + ps) to one (count, mean, M2) or
-    (sum dy, sum dy (x - mean)). Rows of channels (channels_last, 2-d input; ``CL``): element (r, c) at r C + c,
-    program (cb, p) reduces rows [p RCH, (p + 1) RCH) of the BK channels of block cb, one result per channel.
-    Each lane keeps its own Welford state (forward); lanes are merged with Chan's formula once, at the end."""
+    """Program (c, p) reduces rows [p chunk, (p + 1) chunk) of channel c (``ROWS``: S elements each, no division),
+    or flat elements [p chunk, (p + 1) chunk) of the channel's N * S (small S). Lanes accumulate separately and are
+    merged once at the end."""
+    c = tl.program_id(0)
     p = tl.program_id(1)
-    rows = tl.arange(0, BR)[:, None]
-    if CL:
-        c = tl.program_id(0) * BK + tl.arange(0, BK)[None, :]
-        cm = c < C
-        r_lo = p * RCH
-        k_lo = 0
-        k_hi = 1
-    else:
-        c = tl.program_id(0)
-        cm = c < C
-        r_lo = (p // PS) * RCH
-        k_lo = (p % PS) * SCH
-        k_hi = tl.minimum(k_lo + SCH, S)
-    r_hi = tl.minimum(r_lo + RCH, R)
+    if I64:
+        c = c.to(tl.int64)
+        p = p.to(tl.int64)
     if F64:
-        zeros = tl.zeros([BR, BK], tl.float64)
+        zeros = tl.zeros([BLOCK], tl.float64)
     else:
-        zeros = tl.zeros([BR, BK], tl.float32)
+        zeros = tl.zeros([BLOCK], tl.float32)
     cnt, mean, m2, s_g, s_gx = zeros, zeros, zeros, zeros, zeros
-    mu = zeros
+    mu = 0.0
     if BACKWARD:
-        mu = zeros + _acc(tl.load(mean_in + c, mask=cm, other=0.0), F64)
-    for r0 in range(r_lo, r_hi, BR):
-        r = r0 + rows
-        if I64:
-            r = r.to(tl.int64)
-        for k0 in range(k_lo, k_hi, BK):
-            if CL:
-                m = (r < r_hi) & cm
-                offs = r * C + c
-            else:
-                k = k0 + tl.arange(0, BK)[None, :]
-                m = (r < r_hi) & (k < k_hi)
-                offs = (r * C + c) * S + k
-            v = tl.load(x + offs, mask=m, other=0.0)
+        mu = _acc(tl.load(mean_in + c), F64)
+    lanes = tl.arange(0, BLOCK)
+    if ROWS:
+        for n in range(p * chunk, tl.minimum(p * chunk + chunk, N)):
+            base = (n * C + c) * S
+            for s0 in range(0, S, BLOCK):
+                m = s0 + lanes < S
+                v = tl.load(x + base + s0 + lanes, mask=m, other=0.0)
+                gv = v
+                if BACKWARD:
+                    gv = tl.load(g + base + s0 + lanes, mask=m, other=0.0)
+                cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
+    else:
+        NS = N * S
+        for k0 in range(0, chunk, BLOCK):
+            e = p * chunk + k0 + lanes
+            m = (e < NS) & (k0 + lanes < chunk)
+            n = e // S
+            addr = (n * C + c) * S + (e - n * S)
+            v = tl.load(x + addr, mask=m, other=0.0)
             gv = v
             if BACKWARD:
-                gv = tl.load(g + offs, mask=m, other=0.0)
+                gv = tl.load(g + addr, mask=m, other=0.0)
             cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
     if BACKWARD:
-        a0 = _sum_lanes(s_g, CL)
-        a1 = _sum_lanes(s_gx, CL)
+        a0 = tl.sum(s_g, 0)
+        a1 = tl.sum(s_gx, 0)
         a2 = a0 * 0.0
     else:
-        a0 = _sum_lanes(cnt, CL)
-        a1 = _sum_lanes(cnt * mean, CL) / tl.maximum(a0, 1.0)
+        a0 = tl.sum(cnt, 0)
+        a1 = tl.sum(cnt * mean, 0) / tl.maximum(a0, 1.0)
         d = tl.where(cnt > 0, mean - a1, 0.0)
-        a2 = _sum_lanes(m2, CL) + _sum_lanes(cnt * d * d, CL)
-    if CL:
-        c = tl.program_id(0) * BK + tl.arange(0, BK)
-        cm = c < C
+        a2 = tl.sum(m2, 0) + tl.sum(cnt * d * d, 0)
     o = c * P + p
-    tl.store(part + o, a0, mask=cm)
-    tl.store(part + C * P + o, a1, mask=cm)
-    tl.store(part + 2 * C * P + o, a2, mask=cm)
+    tl.store(part + o, a0)
+    tl.store(part + C * P + o, a1)
+    tl.store(part + 2 * C * P + o, a2)
 
 
 @triton.jit
@@ -205,26 +176,31 @@ def bn_finalize(
 
 @triton.jit
 def bn_apply(
-    x, g, coef, y,                         # pointers: x, g, y: R rows of K elements; coef (2 or 4, C)
-    R, K, C,                               # sizes: rows (N * C, or N * S channels_last) of K (S, or C) elements
-    BACKWARD: tl.constexpr, CL: tl.constexpr, I64: tl.constexpr, BR: tl.constexpr, BK: tl.constexpr,
+    x, g, coef, y,                         # pointers: x, g, y (N, C, S) contiguous; coef (K, C)
+    C, S, total,                           # sizes (total = N * C * S)
+    BACKWARD: tl.constexpr, ROWS: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
     """Forward: ``y = x * scale[c] + shift[c]``. Backward: ``dx = a[c] * (dy - k1[c] - (x - mean[c]) * k2[c])``.
 
-    Program (i, j) maps the (BR, BK) tile at rows i BR, columns j BK; the channel is the row modulo C (row-major
-    input, one division per row) or the column (``CL``), so the coefficients are loaded once per tile."""
-    r = tl.program_id(0) * BR + tl.arange(0, BR)[:, None]
-    if I64:
-        r = r.to(tl.int64)
-    k = tl.program_id(1) * BK + tl.arange(0, BK)[None, :]
-    m = (r < R) & (k < K)
-    offs = r * K + k
-    if CL:
-        c = k
-        mc = k < K
-    else:
+    ``ROWS``: program (row of N * C, block of S) with the channel's coefficients as scalars; else flat blocks
+    (small S) with a per-element channel."""
+    if ROWS:
+        r = tl.program_id(0)
+        s = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        if I64:
+            r = r.to(tl.int64)
+        m = s < S
+        offs = r * S + s
         c = r % C
-        mc = r < R
+        mc = True
+    else:
+        pid = tl.program_id(0)
+        if I64:
+            pid = pid.to(tl.int64)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        m = offs < total
+        c = (offs // S) % C
+        mc = m
     v = tl.load(x + offs, mask=m, other=0.0)
     a = tl.load(coef + c, mask=mc, other=0.0)
     if BACKWARD:
