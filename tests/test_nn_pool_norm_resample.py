@@ -217,3 +217,32 @@ def test_bad_sizes_raise_like_torch():
     check_error(RuntimeError, lambda lib, x: lib.nn.functional.interpolate(x, size=3), rand(1, 2, 0, dtype=F32))
     check_error(RuntimeError, lambda lib, x, w: lib.nn.functional.group_norm(x, 2, w), x, rand(3, dtype=F32))
     check_error(RuntimeError, lambda lib, x, b: lib.nn.functional.group_norm(x, 2, None, b), x, rand(1, 2, dtype=F32))
+
+
+def _channels_last_out(fn):
+    """``fn(lib, x, ...)`` on a channels_last copy of x that checks the output is channels_last, as torch's is."""
+    def run(lib, x, *rest):
+        fmt = lib.channels_last if x.dim() == 4 else lib.channels_last_3d
+        out = fn(lib, x.contiguous(memory_format=fmt), *rest)
+        assert out.is_contiguous(memory_format=fmt), f"{lib.__name__}: output not channels_last"
+        return out
+    return run
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+@pytest.mark.parametrize("shape", [(3, 6, 5, 7), (2, 150, 3, 4), (2, 5, 3, 4, 2)], ids=["4d", "wide", "5d"])
+def test_batch_norm_keeps_channels_last(dtype, shape):
+    """Batch norm of a channels_last network (training, then eval on the running statistics): values, running
+    statistics and every gradient as torch's, outputs channels_last."""
+    C = shape[1]
+    weight, bias = rand(C, dtype=F32, seed=1), rand(C, dtype=F32, seed=2)
+    tol = {"rtol": 2e-2, "atol": 2e-2, "grad_rtol": 5e-2, "grad_atol": 5e-2} if dtype == BF16 else {}
+
+    def train_then_eval(lib, x, w, b):
+        mean, var = lib.zeros(C, dtype=x.dtype, device=x.device), lib.ones(C, dtype=x.dtype, device=x.device)
+        y = lib.nn.functional.batch_norm(x, mean, var, w, b, training=True, momentum=0.3)
+        z = lib.nn.functional.batch_norm(x, mean, var, w, b, training=False)
+        return y * 2 + z
+
+    check(_channels_last_out(train_then_eval), rand(*shape, dtype=dtype, low=-2.0, high=3.0), weight.to(dtype),
+          bias.to(dtype), **tol)

@@ -16,13 +16,14 @@ import numpy as np
 from genesis import dtypes
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
-from genesis._impl.cuda.creation import contiguous, from_numpy, full
+from genesis._impl.cuda.creation import contiguous, copy_, from_numpy, full
 from genesis._impl.cuda.kernels import nn_batchnorm as bk
 from genesis._impl.cuda.kernels import nn_embedding as ek
 from genesis._impl.cuda.kernels import nn_pool as pk
 from genesis._impl.cuda.kernels import nn_upsample as uk
 from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _psig, _ptr
 from genesis._impl.cuda.reductions import reduce
+from genesis.memory_format import channels_last, channels_last_3d, is_dense_in, memory_format
 from genesis.ndarray import NDArray, check_same_device
 
 _F32, _F64, _I32 = dtypes.float32, dtypes.float64, dtypes.int32
@@ -231,6 +232,10 @@ _BN_PARTIALS = td.Kernel(bk.bn_partials)
 _BN_FINALIZE = td.Kernel(bk.bn_finalize)
 _BN_APPLY = td.Kernel(bk.bn_apply)
 _BN_BWD_FINALIZE = td.Kernel(bk.bn_bwd_finalize)
+_BN_PARTIALS_CL = td.Kernel(bk.bn_partials_cl)
+_BN_APPLY_CL = td.Kernel(bk.bn_apply_cl)
+_CL_FORMATS = {4: channels_last, 5: channels_last_3d}
+_BN_TILE = 2048  # elements per (rows, channels) tile of the channels_last batch-norm kernels
 
 
 def _wide(*sizes: int) -> bool:
@@ -244,10 +249,66 @@ def _rows_block(S: int) -> int | None:
     return None if S < 256 else 256 if S <= 4096 else 1024
 
 
-def _bn_layout(x: NDArray) -> tuple[NDArray, int, int, int]:
-    """x as contiguous (N, C, S) data: (array, N, C, S)."""
+def _bn_layout(x: NDArray) -> tuple[NDArray, int, int, int, memory_format | None]:
+    """x as the batch-norm kernels read it: (array, N, C, S, memory format). Dense channels_last input is read in
+    place (format channels_last or channels_last_3d) as N * S rows of C channels; other input as contiguous
+    (N, C, S) data (copied when strided)."""
     N, C = x.shape[:2]
-    return _dense(x), N, C, math.prod(x.shape[2:])
+    fmt = _CL_FORMATS.get(x.ndim)
+    if fmt is None or _contig(x) or not is_dense_in(x.shape, x.strides, fmt):
+        fmt = None
+    return (x if fmt is not None else _dense(x)), N, C, math.prod(x.shape[2:]), fmt
+
+
+def _new_in(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, fmt: memory_format | None) -> NDArray:
+    """A new (N, C, *spatial) array in memory format ``fmt`` (row-major for None)."""
+    if fmt is None:
+        return _new(shape, dtype, device)
+    stored = _new((shape[0], *shape[2:], shape[1]), dtype, device)  # (N, *spatial, C) in memory
+    return stored.permute((0, len(shape) - 1) + tuple(range(1, len(shape) - 1)))
+
+
+def _in_format(a: NDArray, fmt: memory_format | None) -> NDArray:
+    """``a`` dense in memory format ``fmt`` (row-major for None): as it is when it already is, else a copy."""
+    if fmt is None:
+        return _dense(a)
+    if is_dense_in(a.shape, a.strides, fmt):
+        return a
+    out = _new_in(a.shape, a.dtype, a.device, fmt)
+    copy_(out, a)
+    return out
+
+
+def _bn_partials_cl(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, R: int,
+                    C: int) -> tuple[NDArray, int]:
+    """``_bn_partials`` for R rows of C channels (channels_last): programs over channel blocks x row ranges, about
+    six per multiprocessor, each reading (BR, BK) tiles of ``_BN_TILE`` elements."""
+    bk_ = min(_next_pow2(C), 128)
+    br = min(_next_pow2(max(R, 1)), _BN_TILE // bk_)
+    tiles = _cdiv(R, br)
+    P = max(1, min(tiles, _cdiv(6 * rt.multiprocessor_count(xc.device.index), _cdiv(C, bk_)), 1024))
+    rch = _cdiv(tiles, P) * br
+    P = _cdiv(R, rch) if R else 1
+    part = _new((3, C, P), acc, xc.device)
+    if not backward:
+        g = mean = xc
+    arrays = (xc, g, mean, part)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    go = _BN_PARTIALS_CL.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i32", "i32"),
+                                  (backward, acc is _F64, _wide(xc.size), br, bk_), 8)
+    go(_cdiv(C, bk_), P, 1, *ptrs, R, C, max(rch, 1), P)
+    return part, P
+
+
+def _bn_apply_cl(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, R: int, C: int, backward: bool) -> None:
+    if not out.size:
+        return
+    bk_ = min(_next_pow2(C), 256)
+    br = min(_next_pow2(R), max(1, _BN_TILE // bk_))
+    arrays = (x, g, coef, out)
+    ptrs = tuple(_ptr(a) for a in arrays)
+    go = _BN_APPLY_CL.launcher(_sig(arrays, ptrs) + ("i32", "i32"), (backward, _wide(out.size), br, bk_), 4)
+    go(_cdiv(R, br), _cdiv(C, bk_), 1, *ptrs, R, C)
 
 
 def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, N: int, C: int,
@@ -294,16 +355,21 @@ def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running
                running_var: NDArray | None, training: bool, momentum: float, eps: float) -> tuple:
     check_same_device("batch_norm", x, weight, bias, running_mean, running_var)
     _check_float("batch_norm", x)
-    xc, N, C, S = _bn_layout(x)
+    xc, N, C, S, fmt = _bn_layout(x)
     acc = _acc(x.dtype)
     dev = x.device
-    y = _new(x.shape, x.dtype, dev)
+    y = _new_in(x.shape, x.dtype, dev, fmt)
     save_mean, save_invstd = _new((C,), acc, dev), _new((C,), acc, dev)
     if not C:
         return y, save_mean, save_invstd
     rt.ensure_device(dev.index)
     coef = _new((2, C), acc, dev)
-    part, P = _bn_partials(xc, xc, xc, acc, False, N, C, S) if training else (coef, 1)
+    if not training:
+        part, P = coef, 1
+    elif fmt is not None:
+        part, P = _bn_partials_cl(xc, xc, xc, acc, False, N * S, C)
+    else:
+        part, P = _bn_partials(xc, xc, xc, acc, False, N, C, S)
     has_running = running_mean is not None and running_var is not None
     assert not has_running or (_contig(running_mean) and _contig(running_var)), "running stats update in place"
     arrays = (part, _dense(weight) if weight is not None else coef, _dense(bias) if bias is not None else coef,
@@ -315,25 +381,31 @@ def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running
                                (training, weight is not None, bias is not None, has_running, acc is _F64,
                                 max(_next_pow2(P), 2)), 4)
     go(C, 1, 1, *ptrs, C, P, momentum, eps)
-    _bn_apply(xc, xc, coef, y, C, S, False)
+    if fmt is not None:
+        _bn_apply_cl(xc, xc, coef, y, N * S, C, False)
+    else:
+        _bn_apply(xc, xc, coef, y, C, S, False)
     return y, save_mean, save_invstd
 
 
 def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, running_mean: NDArray | None,
                         running_var: NDArray | None, save_mean: NDArray, save_invstd: NDArray, training: bool,
                         eps: float, output_mask: tuple) -> tuple:
-    xc, N, C, S = _bn_layout(x)
-    g = _dense(grad)
+    xc, N, C, S, fmt = _bn_layout(x)
+    g = _in_format(grad, fmt)
     acc = _acc(x.dtype)
     dev = x.device
     wdt = weight.dtype if weight is not None else x.dtype
     gw, gb = _new((C,), wdt, dev), _new((C,), wdt, dev)
-    dx = _new(x.shape, x.dtype, dev) if output_mask[0] else None
+    dx = _new_in(x.shape, x.dtype, dev, fmt) if output_mask[0] else None
     if C:
         rt.ensure_device(dev.index)
         mean = _dense(save_mean if training else running_mean)
         stat = _dense(save_invstd if training else running_var)
-        part, P = _bn_partials(xc, g, mean, acc, True, N, C, S)
+        if fmt is not None:
+            part, P = _bn_partials_cl(xc, g, mean, acc, True, N * S, C)
+        else:
+            part, P = _bn_partials(xc, g, mean, acc, True, N, C, S)
         coef = _new((4, C), acc, dev)
         arrays = (part, _dense(weight) if weight is not None else coef, mean, stat, gw, gb, coef)
         ptrs = tuple(_ptr(a) for a in arrays)
@@ -342,7 +414,10 @@ def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, runni
                                        (training, weight is not None, acc is _F64, max(_next_pow2(P), 2)), 4)
         go(C, 1, 1, *ptrs, C, P, float(N * S), eps)
         if dx is not None:
-            _bn_apply(xc, g, coef, dx, C, S, True)
+            if fmt is not None:
+                _bn_apply_cl(xc, g, coef, dx, N * S, C, True)
+            else:
+                _bn_apply(xc, g, coef, dx, C, S, True)
     return dx, (gw if output_mask[1] else None), (gb if output_mask[2] else None)
 
 

@@ -1,4 +1,5 @@
-"""Batch normalization and group normalization, forward and backward, on contiguous (N, C, S) arrays.
+"""Batch normalization and group normalization, forward and backward, on contiguous (N, C, S) arrays (batch norm
+also on channels_last ones).
 
 Batch norm (statistics per channel over N * S elements) runs in three launches each way:
   1. ``bn_partials``: program (c, p) reduces one chunk of channel c. Forward: the chunk's count, mean and sum of
@@ -8,6 +9,9 @@ Batch norm (statistics per channel over N * S elements) runs in three launches e
      so every statistic and the weight/bias gradients are bitwise reproducible), updates the running statistics and
      writes per-channel coefficients.
   3. ``bn_apply`` (forward and backward): one elementwise pass with the per-channel coefficients.
+channels_last input (and (N, C) input) is read in place as N * S rows of C channels by ``bn_partials_cl`` and
+``bn_apply_cl``: (rows, channels) tiles whose columns are channels, so a program loads its coefficients once and
+nothing is divided; the result keeps the input's layout.
 Bytes: forward reads x twice and writes y (3 N C S elements); backward reads dy and x twice and writes dx
 (5 N C S elements), plus O(C * P) partials.
 
@@ -245,6 +249,85 @@ def bn_bwd_finalize(
     tl.store(coef + C + c, k1)
     tl.store(coef + 2 * C + c, k2)
     tl.store(coef + 3 * C + c, mu)
+
+
+@triton.jit
+def bn_partials_cl(
+    x, g, mean_in, part,                   # pointers: x, g as R rows of C channels; mean_in (C,); part (3, C, P)
+    R, C, RCH, P,                          # R = N * S rows; each program takes RCH rows of one block of BK channels
+    BACKWARD: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BR: tl.constexpr, BK: tl.constexpr,
+):
+    """``bn_partials`` for channels_last input (and (N, C) input), read in place: program (cb, p) reduces rows
+    [p RCH, (p + 1) RCH) of the BK channels of block cb in (BR, BK) tiles, one result per channel (the channel is the
+    tile's column: no division anywhere)."""
+    p = tl.program_id(1)
+    rows = tl.arange(0, BR)[:, None]
+    c = tl.program_id(0) * BK + tl.arange(0, BK)[None, :]
+    cm = c < C
+    r_lo = p * RCH
+    r_hi = tl.minimum(r_lo + RCH, R)
+    if F64:
+        zeros = tl.zeros([BR, BK], tl.float64)
+    else:
+        zeros = tl.zeros([BR, BK], tl.float32)
+    cnt, mean, m2, s_g, s_gx = zeros, zeros, zeros, zeros, zeros
+    mu = zeros
+    if BACKWARD:
+        mu = zeros + _acc(tl.load(mean_in + c, mask=cm, other=0.0), F64)
+    for r0 in range(r_lo, r_hi, BR):
+        r = r0 + rows
+        if I64:
+            r = r.to(tl.int64)
+        m = (r < r_hi) & cm
+        offs = r * C + c
+        v = tl.load(x + offs, mask=m, other=0.0)
+        gv = v
+        if BACKWARD:
+            gv = tl.load(g + offs, mask=m, other=0.0)
+        cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
+    if BACKWARD:
+        a0 = tl.sum(s_g, 0)
+        a1 = tl.sum(s_gx, 0)
+        a2 = a0 * 0.0
+    else:
+        a0 = tl.sum(cnt, 0)
+        a1 = tl.sum(cnt * mean, 0) / tl.maximum(a0, 1.0)
+        d = tl.where(cnt > 0, mean - a1, 0.0)
+        a2 = tl.sum(m2, 0) + tl.sum(cnt * d * d, 0)
+    c1 = tl.program_id(0) * BK + tl.arange(0, BK)
+    cm1 = c1 < C
+    o = c1 * P + p
+    tl.store(part + o, a0, mask=cm1)
+    tl.store(part + C * P + o, a1, mask=cm1)
+    tl.store(part + 2 * C * P + o, a2, mask=cm1)
+
+
+@triton.jit
+def bn_apply_cl(
+    x, g, coef, y,                         # pointers: x, g, y as R rows of C channels; coef (2 or 4, C)
+    R, C,
+    BACKWARD: tl.constexpr, I64: tl.constexpr, BR: tl.constexpr, BK: tl.constexpr,
+):
+    """``bn_apply`` for channels_last input: program (i, j) maps the (BR, BK) tile at rows i BR, channels j BK;
+    the coefficients are loaded once per tile column."""
+    r = tl.program_id(0) * BR + tl.arange(0, BR)[:, None]
+    if I64:
+        r = r.to(tl.int64)
+    c = tl.program_id(1) * BK + tl.arange(0, BK)[None, :]
+    mc = c < C
+    m = (r < R) & mc
+    offs = r * C + c
+    v = tl.load(x + offs, mask=m, other=0.0)
+    a = tl.load(coef + c, mask=mc, other=0.0)
+    if BACKWARD:
+        gv = tl.load(g + offs, mask=m, other=0.0).to(a.dtype)
+        k1 = tl.load(coef + C + c, mask=mc, other=0.0)
+        k2 = tl.load(coef + 2 * C + c, mask=mc, other=0.0)
+        mu = tl.load(coef + 3 * C + c, mask=mc, other=0.0)
+        out = a * (gv - k1 - (v.to(a.dtype) - mu) * k2)
+    else:
+        out = v.to(a.dtype) * a + tl.load(coef + C + c, mask=mc, other=0.0)
+    tl.store(y + offs, out.to(y.dtype.element_ty), mask=m)
 
 
 @triton.jit
