@@ -64,7 +64,7 @@ stubs = {
     "runtime": {"ensure_device": lambda index: None, "multiprocessor_count": lambda index=None: 3},
     "triton_driver": {"Kernel": type("Kernel", (), {"__init__": lambda self, fn: setattr(self, "fn", fn),
                                                      "launcher": launcher})},
-    "creation": {"from_numpy": cpu.from_numpy, "contiguous": cpu.contiguous, "full": cpu.full},
+    "creation": {"from_numpy": cpu.from_numpy, "contiguous": cpu.contiguous, "full": cpu.full, "copy_": cpu.copy_},
     "launch": {"_new": lambda shape, dtype, device: cpu.empty(shape, dtype, device), "_ptr": cpu.native,
                "_psig": lambda x, p: "*fp32", "_contig": lambda x: x.is_contiguous(),
                "_next_pow2": lambda n: 1 << max(n - 1, 0).bit_length()},

@@ -28,7 +28,10 @@ from genesis.ndarray import NDArray, check_same_device
 
 _F32, _F64, _I32 = dtypes.float32, dtypes.float64, dtypes.int32
 _ACC_KIND = {dtypes.float64: 1, dtypes.int64: 2}  # accumulator of average pooling (others: float32)
-_BLOCK = 512  # elements per program of the elementwise-shaped kernels (pooling, apply passes, resampling)
+_BLOCK = 512  # elements per program of the elementwise-shaped kernels (adaptive pooling, apply passes)
+# Outputs per program and warps of the pooling and resampling kernels (benchmark/sweep_cnn_tiles.py times them).
+_POOL_BLOCK, _POOL_WARPS = 256, 4
+_UP_BLOCK, _UP_WARPS = 512, 4
 
 
 def _dense(x: NDArray) -> NDArray:
@@ -118,15 +121,16 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
             arrays = (x, y, idx)
             ptrs = tuple(_ptr(a) for a in arrays)
             go = _MAX_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 7 + ("i64",) * 5,
-                                   consts + (_lowest(x.dtype), _wide(x.size, total), _BLOCK), 4)
-            go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, *strides)
+                                   consts + (_lowest(x.dtype), _wide(x.size, total), _POOL_BLOCK), _POOL_WARPS)
+            go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, *strides)
         else:
             arrays = (x, y)
             ptrs = tuple(_ptr(a) for a in arrays)
             go = _AVG_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 8 + ("i64",) * 5,
                                    consts + (_div_mode(count_include_pad, divisor_override),
-                                             _ACC_KIND.get(x.dtype, 0), _wide(x.size, total), _BLOCK), 4)
-            go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0, *strides)
+                                             _ACC_KIND.get(x.dtype, 0), _wide(x.size, total), _POOL_BLOCK),
+                                            _POOL_WARPS)
+            go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0, *strides)
     if not batched:
         y = y.squeeze((0,))
         idx = idx.squeeze((0,)) if idx is not None else None
@@ -155,15 +159,15 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
             arrays = (g, _dense(indices), dx)
             ptrs = tuple(_ptr(a) for a in arrays)
             go = _MAX_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6,
-                                   consts + (f64, _wide(total, g.size), _BLOCK), 4)
-            go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars)
+                                   consts + (f64, _wide(total, g.size), _POOL_BLOCK), _POOL_WARPS)
+            go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars)
         else:
             arrays = (g, dx)
             ptrs = tuple(_ptr(a) for a in arrays)
             go = _AVG_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 7,
                                    consts + (_div_mode(count_include_pad, divisor_override), f64,
-                                             _wide(total, g.size), _BLOCK), 4)
-            go(_cdiv(total, _BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0)
+                                             _wide(total, g.size), _POOL_BLOCK), _POOL_WARPS)
+            go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0)
     return dx
 
 
@@ -243,10 +247,17 @@ def _wide(*sizes: int) -> bool:
     return max(sizes) >= 2 ** 31
 
 
+# Tiles of the row-major batch-norm kernels: BLOCK for rows of up to 4096 elements, and programs per
+# multiprocessor of the statistics pass, chosen with benchmark/sweep_cnn_tiles.py on an H100 (among the fastest for
+# every shape it times).
+_BN_ROW_BLOCK = 1024
+_BN_PROGRAMS_PER_SM = 8
+
+
 def _rows_block(S: int) -> int | None:
     """BLOCK for walking (N, C, S) data row by row (S elements per row, no per-element division), or None for
     short rows, which are walked as flat blocks instead."""
-    return None if S < 256 else 256 if S <= 4096 else 1024
+    return None if S < 256 else _BN_ROW_BLOCK if S <= 4096 else 1024
 
 
 def _rows_layout(x: NDArray) -> tuple[NDArray, int, int, int]:
@@ -321,7 +332,7 @@ def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, back
                  S: int) -> tuple[NDArray, int]:
     """Per-(channel, program) partial statistics, about four programs per multiprocessor: each program takes
     ``chunk`` whole rows of S elements (long rows) or ``chunk`` flat elements of the channel (short rows)."""
-    target = max(1, _cdiv(4 * rt.multiprocessor_count(xc.device.index), C))
+    target = max(1, _cdiv(_BN_PROGRAMS_PER_SM * rt.multiprocessor_count(xc.device.index), C))
     block = _rows_block(S)
     rows = block is not None
     if rows:
@@ -556,8 +567,8 @@ def upsample(x: NDArray, output_size: tuple, mode: str, align_corners: bool | No
         arrays = (x, y, *th[:3], *tw[:3])
         ptrs = tuple(_ptr(a) for a in arrays)
         go = _UP_FWD.launcher(_sig(arrays, ptrs) + ("i64", "i32", "i32", "i32") + ("i64",) * 4,
-                              (mode != "bilinear", f64, _wide(x.size, total), _BLOCK), 4)
-        go(_cdiv(total, _BLOCK), 1, 1, *ptrs, total, C, OH, OW, *x.strides)
+                              (mode != "bilinear", f64, _wide(x.size, total), _UP_BLOCK), _UP_WARPS)
+        go(_cdiv(total, _UP_BLOCK), 1, 1, *ptrs, total, C, OH, OW, *x.strides)
     return y
 
 
@@ -574,9 +585,9 @@ def upsample_backward(grad: NDArray, input_size: tuple, mode: str, align_corners
         th, tw = _tables((H, W), (OH, OW), mode, align_corners, scales, f64, grad.device)
         arrays = (g, dx, *th[:5], *tw[:5])
         ptrs = tuple(_ptr(a) for a in arrays)
-        go = _UP_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6, (f64, _wide(total, g.size), _BLOCK // 2),
-                              4)
-        go(_cdiv(total, _BLOCK // 2), 1, 1, *ptrs, total, H, W, OH, OW, th[5], tw[5])
+        go = _UP_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6,
+                              (f64, _wide(total, g.size), _UP_BLOCK // 2), _UP_WARPS)
+        go(_cdiv(total, _UP_BLOCK // 2), 1, 1, *ptrs, total, H, W, OH, OW, th[5], tw[5])
     return dx
 
 
