@@ -155,6 +155,18 @@ for dt in (torch.complex64, torch.complex128):
     ck.complex_ew[(3,)](real(got), real(zz), real(zz), 2.0, -0.5, 300, OP="mul", NIN=2, MA=1, MB=2, BLOCK=128,
                         I64=False)
     torch.testing.assert_close(got, zz * (2 - 0.5j), msg=f"mul by a scalar {dt}")
+# nearest x2 resampling: the 2 x 2 replicas and their summed gradient, rows of odd width
+uk = importlib.import_module("genesis._impl.cuda.kernels.nn_upsample")
+xi = torch.randn(2, 3, 5, 7, generator=g)
+yo = torch.empty(2, 3, 10, 14)
+uk.nearest2x_fwd[(2,)](xi, yo, xi.numel(), 7, I64=False, BLOCK=128)
+torch.testing.assert_close(yo, torch.nn.functional.interpolate(xi, scale_factor=2), rtol=0, atol=0)
+gy = torch.randn(2, 3, 10, 14, generator=g)
+dxi = torch.empty(2, 3, 5, 7)
+uk.nearest2x_bwd[(2,)](gy, dxi, xi.numel(), 7, F64=False, I64=False, BLOCK=128)
+xr = xi.clone().requires_grad_(True)
+torch.nn.functional.interpolate(xr, scale_factor=2).backward(gy)
+torch.testing.assert_close(dxi, xr.grad)
 print("ok")
 """
 

@@ -496,6 +496,13 @@ def group_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
 
 _UP_FWD = td.Kernel(uk.upsample_fwd)
 _UP_BWD = td.Kernel(uk.upsample_bwd)
+_NEAREST2X_FWD = td.Kernel(uk.nearest2x_fwd)
+_NEAREST2X_BWD = td.Kernel(uk.nearest2x_bwd)
+
+
+def _nearest2x(mode: str, in_hw: tuple, out_hw: tuple) -> bool:
+    """Nearest resampling by exactly 2 in both dims (source ``o >> 1``, as the tables): the dedicated kernels."""
+    return mode == "nearest" and out_hw[0] == 2 * in_hw[0] and out_hw[1] == 2 * in_hw[1]
 _TABLES: dict[tuple, tuple] = {}
 
 
@@ -562,6 +569,14 @@ def upsample(x: NDArray, output_size: tuple, mode: str, align_corners: bool | No
     total = y.size
     if total:
         rt.ensure_device(x.device.index)
+        if _nearest2x(mode, x.shape[2:], output_size):
+            xc = _dense(x)
+            ptrs = (_ptr(xc), _ptr(y))
+            wide = _wide(total)  # the output's offsets: four times the input's
+            go = _NEAREST2X_FWD.launcher(_sig((xc, y), ptrs) + ("i64" if wide else "i32", "i32"), (wide, _UP_BLOCK),
+                                         _UP_WARPS)
+            go(_cdiv(xc.size, _UP_BLOCK), 1, 1, *ptrs, xc.size, x.shape[3])
+            return y
         f64 = x.dtype is _F64
         th, tw = _tables(x.shape[2:], output_size, mode, align_corners, scales, f64, x.device)
         arrays = (x, y, *th[:3], *tw[:3])
@@ -582,6 +597,13 @@ def upsample_backward(grad: NDArray, input_size: tuple, mode: str, align_corners
     if total:
         rt.ensure_device(grad.device.index)
         f64 = grad.dtype is _F64
+        if _nearest2x(mode, (H, W), (OH, OW)):
+            ptrs = (_ptr(g), _ptr(dx))
+            wide = _wide(g.size)
+            go = _NEAREST2X_BWD.launcher(_sig((g, dx), ptrs) + ("i64" if wide else "i32", "i32"),
+                                         (f64, wide, _UP_BLOCK), _UP_WARPS)
+            go(_cdiv(total, _UP_BLOCK), 1, 1, *ptrs, total, W)
+            return dx
         th, tw = _tables((H, W), (OH, OW), mode, align_corners, scales, f64, grad.device)
         arrays = (g, dx, *th[:5], *tw[:5])
         ptrs = tuple(_ptr(a) for a in arrays)

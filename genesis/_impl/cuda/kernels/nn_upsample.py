@@ -89,3 +89,44 @@ def upsample_bwd(
             gv = tl.load(gbase + oh * OW + ow, mask=ok, other=0.0).to(acc.dtype)
             acc += tl.where(ok, gv * (wh * ww), 0.0)
     tl.store(dx + offs, acc.to(dx.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def nearest2x_fwd(
+    x, y,                                  # pointers: x (R, W) contiguous rows (R = N C H); y (2 R, 2 W) contiguous
+    total, W,                              # sizes: total = R * W input elements
+    I64: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Nearest x2 in both dims: each input element is written to its 2 x 2 block of outputs, as two stores of
+    adjacent pairs (one per output row), so the input is read once and every store is coalesced."""
+    offs = _offsets(BLOCK, I64)
+    m = offs < total
+    v = tl.load(x + offs, mask=m, other=0.0)
+    r = offs // W
+    out = (4 * r * W + 2 * (offs - r * W))[:, None] + tl.arange(0, 2)[None, :]  # row 2r, columns 2w and 2w + 1
+    pair = tl.broadcast_to(v[:, None], (BLOCK, 2))
+    m2 = tl.broadcast_to(m[:, None], (BLOCK, 2))
+    tl.store(y + out, pair, mask=m2)
+    tl.store(y + out + 2 * W, pair, mask=m2)
+
+
+@triton.jit
+def nearest2x_bwd(
+    g, dx,                                 # pointers: g (2 R, 2 W) contiguous; dx (R, W) contiguous
+    total, W,                              # sizes: total = R * W input elements
+    F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """The gradient of ``nearest2x_fwd``: each input element sums its 2 x 2 block of output gradients in output
+    order (row 2r then row 2r + 1), in float32 (float64 for float64), without atomics."""
+    offs = _offsets(BLOCK, I64)
+    m = offs < total
+    r = offs // W
+    o = 4 * r * W + 2 * (offs - r * W)
+    if F64:
+        acc = tl.load(g + o, mask=m, other=0.0).to(tl.float64)
+    else:
+        acc = tl.load(g + o, mask=m, other=0.0).to(tl.float32)
+    acc += tl.load(g + o + 1, mask=m, other=0.0).to(acc.dtype)
+    acc += tl.load(g + o + 2 * W, mask=m, other=0.0).to(acc.dtype)
+    acc += tl.load(g + o + 2 * W + 1, mask=m, other=0.0).to(acc.dtype)
+    tl.store(dx + offs, acc.to(dx.dtype.element_ty), mask=m)
