@@ -79,6 +79,22 @@ def _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD: tl.constexpr, F64: 
 
 
 @triton.jit
+def _merge_lanes(cnt, mean, m2, s_g, s_gx, BACKWARD: tl.constexpr):
+    """A program's lanes merged over axis 0 into its partial: forward (count, mean, M2) with Chan's formula,
+    backward (sum dy, sum dy (x - mean), 0)."""
+    if BACKWARD:
+        a0 = tl.sum(s_g, 0)
+        a1 = tl.sum(s_gx, 0)
+        a2 = a0 * 0.0
+    else:
+        a0 = tl.sum(cnt, 0)
+        a1 = tl.sum(cnt * mean, 0) / tl.maximum(a0, 1.0)
+        d = tl.where(cnt > 0, mean - a1, 0.0)
+        a2 = tl.sum(m2, 0) + tl.sum(cnt * d * d, 0)
+    return a0, a1, a2
+
+
+@triton.jit
 def bn_partials(
     x, g, mean_in, part,                   # pointers: x, g (N, C, S) contiguous; mean_in (C,); part (3, C, P)
     N, C, S, chunk, P,                     # sizes; chunk: rows (ROWS) or flat elements of the channel per program
@@ -123,15 +139,7 @@ def bn_partials(
             if BACKWARD:
                 gv = tl.load(g + addr, mask=m, other=0.0)
             cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
-    if BACKWARD:
-        a0 = tl.sum(s_g, 0)
-        a1 = tl.sum(s_gx, 0)
-        a2 = a0 * 0.0
-    else:
-        a0 = tl.sum(cnt, 0)
-        a1 = tl.sum(cnt * mean, 0) / tl.maximum(a0, 1.0)
-        d = tl.where(cnt > 0, mean - a1, 0.0)
-        a2 = tl.sum(m2, 0) + tl.sum(cnt * d * d, 0)
+    a0, a1, a2 = _merge_lanes(cnt, mean, m2, s_g, s_gx, BACKWARD)
     o = c * P + p
     tl.store(part + o, a0)
     tl.store(part + C * P + o, a1)
@@ -179,6 +187,22 @@ def bn_finalize(
 
 
 @triton.jit
+def _apply_store(x, g, coef, y, offs, m, c, mc, C, BACKWARD: tl.constexpr):
+    """``y[offs] = x * scale[c] + shift[c]`` (forward) or ``a[c] (dy - k1[c] - (x - mean[c]) k2[c])`` (backward)."""
+    v = tl.load(x + offs, mask=m, other=0.0)
+    a = tl.load(coef + c, mask=mc, other=0.0)
+    if BACKWARD:
+        gv = tl.load(g + offs, mask=m, other=0.0).to(a.dtype)
+        k1 = tl.load(coef + C + c, mask=mc, other=0.0)
+        k2 = tl.load(coef + 2 * C + c, mask=mc, other=0.0)
+        mu = tl.load(coef + 3 * C + c, mask=mc, other=0.0)
+        out = a * (gv - k1 - (v.to(a.dtype) - mu) * k2)
+    else:
+        out = v.to(a.dtype) * a + tl.load(coef + C + c, mask=mc, other=0.0)
+    tl.store(y + offs, out.to(y.dtype.element_ty), mask=m)
+
+
+@triton.jit
 def bn_apply(
     x, g, coef, y,                         # pointers: x, g, y (N, C, S) contiguous; coef (K, C)
     C, S, total,                           # sizes (total = N * C * S)
@@ -205,17 +229,7 @@ def bn_apply(
         m = offs < total
         c = (offs // S) % C
         mc = m
-    v = tl.load(x + offs, mask=m, other=0.0)
-    a = tl.load(coef + c, mask=mc, other=0.0)
-    if BACKWARD:
-        gv = tl.load(g + offs, mask=m, other=0.0).to(a.dtype)
-        k1 = tl.load(coef + C + c, mask=mc, other=0.0)
-        k2 = tl.load(coef + 2 * C + c, mask=mc, other=0.0)
-        mu = tl.load(coef + 3 * C + c, mask=mc, other=0.0)
-        out = a * (gv - k1 - (v.to(a.dtype) - mu) * k2)
-    else:
-        out = v.to(a.dtype) * a + tl.load(coef + C + c, mask=mc, other=0.0)
-    tl.store(y + offs, out.to(y.dtype.element_ty), mask=m)
+    _apply_store(x, g, coef, y, offs, m, c, mc, C, BACKWARD)
 
 
 @triton.jit
@@ -285,15 +299,7 @@ def bn_partials_cl(
         if BACKWARD:
             gv = tl.load(g + offs, mask=m, other=0.0)
         cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
-    if BACKWARD:
-        a0 = tl.sum(s_g, 0)
-        a1 = tl.sum(s_gx, 0)
-        a2 = a0 * 0.0
-    else:
-        a0 = tl.sum(cnt, 0)
-        a1 = tl.sum(cnt * mean, 0) / tl.maximum(a0, 1.0)
-        d = tl.where(cnt > 0, mean - a1, 0.0)
-        a2 = tl.sum(m2, 0) + tl.sum(cnt * d * d, 0)
+    a0, a1, a2 = _merge_lanes(cnt, mean, m2, s_g, s_gx, BACKWARD)
     c1 = tl.program_id(0) * BK + tl.arange(0, BK)
     cm1 = c1 < C
     o = c1 * P + p
@@ -317,17 +323,7 @@ def bn_apply_cl(
     mc = c < C
     m = (r < R) & mc
     offs = r * C + c
-    v = tl.load(x + offs, mask=m, other=0.0)
-    a = tl.load(coef + c, mask=mc, other=0.0)
-    if BACKWARD:
-        gv = tl.load(g + offs, mask=m, other=0.0).to(a.dtype)
-        k1 = tl.load(coef + C + c, mask=mc, other=0.0)
-        k2 = tl.load(coef + 2 * C + c, mask=mc, other=0.0)
-        mu = tl.load(coef + 3 * C + c, mask=mc, other=0.0)
-        out = a * (gv - k1 - (v.to(a.dtype) - mu) * k2)
-    else:
-        out = v.to(a.dtype) * a + tl.load(coef + C + c, mask=mc, other=0.0)
-    tl.store(y + offs, out.to(y.dtype.element_ty), mask=m)
+    _apply_store(x, g, coef, y, offs, m, c, mc, C, BACKWARD)
 
 
 @triton.jit
