@@ -4,8 +4,8 @@ reported with the script's file and line."""
 
 from __future__ import annotations
 
+import json
 import os
-import runpy
 import subprocess
 import sys
 import textwrap
@@ -20,24 +20,27 @@ SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat_scrip
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _run_torch(script: str, args: list[str]) -> dict:
-    """The script under real PyTorch, in this process (its folder's modules imported fresh and dropped after)."""
-    folder = os.path.dirname(script)
-    before = set(sys.modules)
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv, sys.path[:0] = [script, *args], [folder]
-    try:
-        return runpy.run_path(script, run_name="__main__")
-    finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
-        for name in set(sys.modules) - before:
-            if getattr(sys.modules[name], "__file__", "") and sys.modules[name].__file__.startswith(folder):
-                del sys.modules[name]
+_TORCH_RUNNER = """
+import json, runpy, sys
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+sys.path.insert(0, __import__("os").path.dirname(script))
+print(json.dumps(runpy.run_path(script, run_name="__main__")["losses"]))
+"""
+
+
+def _run_torch(script: str, args: list[str]) -> list[float]:
+    """The script's losses under real PyTorch, in a fresh interpreter: state that other tests leave in this
+    process's torch (such as the factory functions torch's device context recognizes) cannot change the oracle."""
+    out = subprocess.run([sys.executable, "-c", _TORCH_RUNNER, script, *args], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _compare(name: str, args: list[str], rtol: float = 1e-5) -> list[float]:
     script = os.path.join(SCRIPTS, name)
-    expected = _run_torch(script, args)["losses"]
+    expected = _run_torch(script, args)
     got = torch_compat.run(script, args)["losses"]
     assert len(got) == len(expected) > 0
     assert got == pytest.approx(expected, rel=rtol, abs=1e-7)
