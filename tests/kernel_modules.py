@@ -8,11 +8,30 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 import sys
 import types
 from collections.abc import Iterable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def bare_cuda_package(root: str) -> types.ModuleType:
+    """Register (and return) ``genesis._impl.cuda`` as a bare package, its ``__init__`` not run, so that its kernel
+    modules and launchers import without cuda-python or a driver."""
+    pkg = types.ModuleType("genesis._impl.cuda")
+    pkg.__path__ = [os.path.join(root, "genesis", "_impl", "cuda")]
+    sys.modules["genesis._impl.cuda"] = pkg
+    return pkg
+
+
+def run_interpreted(script: str, *args: str) -> None:
+    """Run ``script`` (Python source) in a subprocess under the Triton interpreter, with the repository importable,
+    and check that it ends by printing ``ok`` (``TRITON_INTERPRET`` must be set before any kernel is created)."""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
+    out = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout[-1000:] + out.stderr[-3000:]
 
 
 def kernel_modules(names: Iterable[str]) -> dict[str, types.ModuleType]:
@@ -23,9 +42,7 @@ def kernel_modules(names: Iterable[str]) -> dict[str, types.ModuleType]:
         loaded = True
     except Exception:  # no cuda-python here: load the kernels through a bare package
         loaded = False
-        pkg = types.ModuleType("genesis._impl.cuda")
-        pkg.__path__ = [os.path.join(ROOT, "genesis", "_impl", "cuda")]
-        sys.modules["genesis._impl.cuda"] = pkg
+        bare_cuda_package(ROOT)
     try:
         return {n: importlib.import_module(f"genesis._impl.cuda.kernels.{n}") for n in names}
     finally:

@@ -15,12 +15,10 @@ bounds are converted as in ``tests/test_fused_kernels_cpu.py``.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.kernel_modules import compile_for_sm90, kernel_modules
+from tests.kernel_modules import compile_for_sm90, kernel_modules, run_interpreted
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
@@ -267,8 +265,4 @@ print("ok")
 @pytest.mark.parametrize("index_bits", ["narrow", "wide"])
 def test_cuda_launchers_under_the_interpreter(index_bits: str) -> None:
     pytest.importorskip("cuda.bindings", reason="cuda-python is not installed: the CUDA backend cannot be imported")
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
-    out = subprocess.run([sys.executable, "-c", _LAUNCHERS, index_bits], env=env, capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout[-1000:] + out.stderr[-3000:]
+    run_interpreted(_LAUNCHERS, index_bits)

@@ -10,12 +10,10 @@ Skips with a reason when Triton is not installed. The interpreter checks run in 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.kernel_modules import compile_for_sm90, kernel_modules
+from tests.kernel_modules import compile_for_sm90, kernel_modules, run_interpreted
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
@@ -92,12 +90,11 @@ def test_kernel_compiles_for_sm90(spec: tuple) -> None:
 
 
 _INTERPRETED = r"""
-import importlib, os, sys, types
+import importlib, sys
 import torch
 root = sys.argv[1]
-pkg = types.ModuleType("genesis._impl.cuda")
-pkg.__path__ = [os.path.join(root, "genesis", "_impl", "cuda")]
-sys.modules["genesis._impl.cuda"] = pkg
+from tests.kernel_modules import bare_cuda_package
+bare_cuda_package(root)
 ek = importlib.import_module("genesis._impl.cuda.kernels.elementwise")
 rk = importlib.import_module("genesis._impl.cuda.kernels.reduce")
 g = torch.Generator().manual_seed(0)
@@ -172,8 +169,4 @@ print("ok")
 
 
 def test_kernels_compute_right_values_under_the_interpreter() -> None:
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
-    out = subprocess.run([sys.executable, "-c", _INTERPRETED, ROOT], env=env, capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+    run_interpreted(_INTERPRETED, ROOT)

@@ -14,12 +14,10 @@ Triton 3.9): the subprocess converts them through ``reshape(-1)[0]`` instead, so
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.kernel_modules import compile_for_sm90, kernel_modules
+from tests.kernel_modules import compile_for_sm90, kernel_modules, run_interpreted
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
@@ -92,15 +90,14 @@ def test_kernel_compiles_for_sm90(spec: tuple) -> None:
 
 
 _INTERPRETED = r"""
-import importlib, os, sys, types
+import importlib, os, sys
 import torch
 from tests.interpreter_stubs import patch_loop_bounds
 
 patch_loop_bounds()
 root = sys.argv[1]
-pkg = types.ModuleType("genesis._impl.cuda")
-pkg.__path__ = [os.path.join(root, "genesis", "_impl", "cuda")]
-sys.modules["genesis._impl.cuda"] = pkg
+from tests.kernel_modules import bare_cuda_package
+bare_cuda_package(root)
 nk = importlib.import_module("genesis._impl.cuda.kernels.nn_norm")
 ck = importlib.import_module("genesis._impl.cuda.kernels.nn_cross_entropy")
 rk = importlib.import_module("genesis._impl.cuda.kernels.nn_rope_swiglu")
@@ -339,11 +336,7 @@ print("ok")
 
 
 def test_kernels_compute_right_values_under_the_interpreter() -> None:
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
-    out = subprocess.run([sys.executable, "-c", _INTERPRETED, ROOT], env=env, capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+    run_interpreted(_INTERPRETED, ROOT)
 
 
 _LAUNCHERS = _INTERPRETED.split("root = sys.argv[1]")[0] + r"""
@@ -430,7 +423,4 @@ print("ok")
 
 def test_cuda_launchers_under_the_interpreter() -> None:
     pytest.importorskip("cuda.bindings", reason="cuda-python is not installed: the CUDA backend cannot be imported")
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
-    out = subprocess.run([sys.executable, "-c", _LAUNCHERS], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+    run_interpreted(_LAUNCHERS)

@@ -4,15 +4,13 @@ cases, in-place methods, aliases and bad input; the new CUDA kernel ops compile 
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
 import genesis
 from tests.helpers import DEVICE, check, check_error, rand, to_genesis, to_torch
+from tests.kernel_modules import ROOT, run_interpreted
 
 INF, NAN = math.inf, math.nan
 
@@ -311,9 +309,8 @@ import torch
 import triton
 import triton.language as tl
 root = sys.argv[1]
-pkg = types.ModuleType("genesis._impl.cuda")
-pkg.__path__ = [os.path.join(root, "genesis", "_impl", "cuda")]
-sys.modules["genesis._impl.cuda"] = pkg
+from tests.kernel_modules import bare_cuda_package
+bare_cuda_package(root)
 ek = importlib.import_module("genesis._impl.cuda.kernels.elementwise")
 
 
@@ -361,12 +358,7 @@ print("ok")
 
 def test_cuda_digamma_trigamma_series_and_neg_under_the_interpreter() -> None:
     pytest.importorskip("triton", reason="Triton is not installed: interpreter check skipped")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    out = subprocess.run([sys.executable, "-c", _INTERPRETED_GAMMA, root], env=env, capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+    run_interpreted(_INTERPRETED_GAMMA, ROOT)
 
 
 # ------------------------------------------------------------------ genesis.special

@@ -15,12 +15,10 @@ code runs as is.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.kernel_modules import compile_for_sm90, kernel_modules
+from tests.kernel_modules import compile_for_sm90, kernel_modules, run_interpreted
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
@@ -57,9 +55,8 @@ patch_loop_bounds()
 import genesis._impl.cpu as cpu
 
 root = sys.argv[1]
-pkg = types.ModuleType("genesis._impl.cuda")
-pkg.__path__ = [os.path.join(root, "genesis", "_impl", "cuda")]
-sys.modules["genesis._impl.cuda"] = pkg
+from tests.kernel_modules import bare_cuda_package
+pkg = bare_cuda_package(root)
 stubs = {
     "runtime": {"ensure_device": lambda index: None, "multiprocessor_count": lambda index=None: 3},
     "triton_driver": {"Kernel": type("Kernel", (), {"__init__": lambda self, fn: setattr(self, "fn", fn),
@@ -154,8 +151,4 @@ print("ok")
 
 @pytest.mark.parametrize("index_bits", ["narrow", "wide"])
 def test_padding_launchers_under_the_interpreter(index_bits: str) -> None:
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
-    out = subprocess.run([sys.executable, "-c", _LAUNCHERS, ROOT, index_bits], env=env, capture_output=True,
-                         text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout[-1000:] + out.stderr[-3000:]
+    run_interpreted(_LAUNCHERS, ROOT, index_bits)

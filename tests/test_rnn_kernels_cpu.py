@@ -9,12 +9,10 @@ The interpreter runs in a subprocess: ``TRITON_INTERPRET`` must be set before an
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.kernel_modules import compile_for_sm90, kernel_modules
+from tests.kernel_modules import compile_for_sm90, kernel_modules, run_interpreted
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
@@ -40,12 +38,11 @@ def test_kernel_compiles_for_sm90(spec: tuple) -> None:
 
 
 _INTERPRETED = r"""
-import importlib, os, sys, types
+import importlib, sys
 import torch
 root = sys.argv[1]
-pkg = types.ModuleType("genesis._impl.cuda")
-pkg.__path__ = [os.path.join(root, "genesis", "_impl", "cuda")]
-sys.modules["genesis._impl.cuda"] = pkg
+from tests.kernel_modules import bare_cuda_package
+bare_cuda_package(root)
 rk = importlib.import_module("genesis._impl.cuda.kernels.nn_rnn")
 import genesis._impl.cpu as cpu
 
@@ -115,8 +112,4 @@ print("ok")
 
 
 def test_kernels_compute_the_cpu_cells_under_the_interpreter() -> None:
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
-    out = subprocess.run([sys.executable, "-c", _INTERPRETED, ROOT], env=env, capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout[-1000:] + out.stderr[-3000:]
+    run_interpreted(_INTERPRETED, ROOT)
