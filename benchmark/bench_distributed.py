@@ -34,15 +34,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmark.common import print_table, row, write_json  # noqa: E402
-
-QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                  num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1e6,
-                  tie_word_embeddings=True)
-SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, vocab_size=512, max_position_embeddings=512, rope_theta=1e6,
-             tie_word_embeddings=True)
-
+from benchmark.common import QWEN25_05B, QWEN_SMALL, print_table, row, write_json  # noqa: E402
 
 # ---------------------------------------------------------------- one rank of a measurement job
 
@@ -72,7 +64,7 @@ def _worker_genesis(args: argparse.Namespace) -> dict:
     result = {}
     if args.measure == "train":
         genesis.manual_seed(0)
-        shape = SMALL if args.small else QWEN25_05B
+        shape = QWEN_SMALL if args.small else QWEN25_05B
         model = QwenForCausalLM(QwenConfig(**shape), device=device, dtype=dtype)
         net = genesis.nn.parallel.DistributedDataParallel(model) if n > 1 else model
         opt = genesis.optim.AdamW(model.parameters(), lr=1e-5)
@@ -112,7 +104,7 @@ def _worker_torch(args: argparse.Namespace) -> dict:
     result = {}
     if args.measure == "train":
         torch.manual_seed(0)
-        shape = SMALL if args.small else QWEN25_05B
+        shape = QWEN_SMALL if args.small else QWEN25_05B
         config = transformers.Qwen2Config(**shape)
         model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)
         model = model.to(device)

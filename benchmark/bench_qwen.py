@@ -30,15 +30,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import genesis
-from benchmark.common import print_table, row, write_json
+from benchmark.common import QWEN25_05B, QWEN_SMALL, print_table, row, write_json
 from genesis.models import AutoModelForCausalLM
-
-QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                  num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1e6,
-                  tie_word_embeddings=True)
-SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, vocab_size=512, max_position_embeddings=512, rope_theta=1e6,
-             tie_word_embeddings=True)
 
 
 def timed(fn: Callable[[], Any], sync: Callable[[], None], warmup: int, repeat: int) -> float:
@@ -77,7 +70,7 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="write the rows to this file")
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32"))
-    shape = SMALL if args.small else QWEN25_05B
+    shape = QWEN_SMALL if args.small else QWEN25_05B
     batch, seq, prefill, prompt, new_tokens = (2, 64, 32, 8, 16) if args.small else (4, 1024, 512, 32, 128)
     warmup, repeat = (1, 3) if args.small else (2, 5)
     cuda = args.device.startswith("cuda")

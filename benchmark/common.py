@@ -12,6 +12,15 @@ import statistics
 import time
 from typing import Any, Callable
 
+# Model shapes of the Qwen benchmarks (bench_qwen, profile_qwen, bench_distributed): Qwen2.5-0.5B, and a tiny one that
+# runs on a CPU.
+QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                  num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1e6,
+                  tie_word_embeddings=True)
+QWEN_SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, vocab_size=512, max_position_embeddings=512, rope_theta=1e6,
+             tie_word_embeddings=True)
+
 
 def time_per_call(fn: Callable[[], Any], min_time: float = 0.3, repeat: int = 5) -> float:
     """Median seconds per call of ``fn`` over ``repeat`` rounds of at least ``min_time`` seconds each."""

@@ -21,7 +21,7 @@ from typing import Any, Callable
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import genesis
-from benchmark.bench_qwen import QWEN25_05B, SMALL
+from benchmark.common import QWEN25_05B, QWEN_SMALL
 from genesis.models import AutoModelForCausalLM, Qwen2Config
 
 
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--small", action="store_true")
     parser.add_argument("--out", default=None, help="folder for the .pstats files")
     args = parser.parse_args()
-    shape = SMALL if args.small else QWEN25_05B
+    shape = QWEN_SMALL if args.small else QWEN25_05B
     dtype = genesis.bfloat16 if args.device.startswith("cuda") else genesis.float32
     model = AutoModelForCausalLM.from_config(Qwen2Config(**shape), dtype=dtype, device=args.device)
     model.eval()
