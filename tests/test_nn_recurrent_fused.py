@@ -1,7 +1,7 @@
 """The fused recurrent layers (one ``RecurrentLayer`` autograd node per layer and direction) against torch: outputs
 and every gradient (input, h0, c0, all weights and biases) in float32 and float64, the gradients of partly used
 outputs, inputs without gradient, half precision, the paths that keep the per-step composite (packed sequences,
-``proj_size``), and the checks on saved values."""
+``proj_size``), and the checks on saved values; on cuda, cuDNN's RNN against the time loop and the TF32 switches."""
 
 import pytest
 import torch
@@ -155,3 +155,62 @@ def test_states_on_another_device_are_refused():
     h = genesis.zeros(1, 2, 4)
     with pytest.raises(RuntimeError, match="Input and hidden tensors are not at the same device"):
         lstm(genesis.randn(5, 2, 3, device="cuda"), (h, h))
+
+
+def _run_all(m, x, states, name):
+    out, hidden = m(x, states if name == "LSTM" else states[0])
+    hidden = hidden if name == "LSTM" else (hidden,)
+    loss = (out * out).sum() + sum((h * h).sum() for h in hidden)
+    loss.backward()
+    return [out, *hidden, x.grad, *(s.grad for s in states), *(p.grad for p in m.parameters())]
+
+
+@requires_cuda
+@pytest.mark.parametrize("name,extra", MODES, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
+def test_cudnn_layers_match_the_time_loop(name, extra):
+    """On cuda the padded layers run through cuDNN's RNN API where cuDNN is there; with cuDNN switched off they run
+    the time loop of fused cells. Both give the same values and gradients, bidirectional and over two layers."""
+    if not genesis.backends.cudnn.is_available():
+        pytest.skip("cuDNN is not available")
+    from genesis._impl.cuda import rnn_cudnn
+
+    torch.manual_seed(0)
+    kwargs = {**extra, "num_layers": 2, "bidirectional": True}
+    m = getattr(genesis.nn, name)(24, 40, **kwargs).to("cuda")
+    x = rand(9, 5, 24, dtype=torch.float32)
+    states = _states(name, kwargs, 5, torch.float32, hidden=40)
+    results = []
+    for enabled in (True, False):
+        rnn_cudnn._plans.clear()
+        m.zero_grad()
+        with genesis.backends.cudnn.flags(enabled=enabled):
+            got = _run_all(m, to_genesis(x, device="cuda"), tuple(to_genesis(s, device="cuda") for s in states), name)
+        assert any(p is not None for p in rnn_cudnn._plans.values()) is enabled
+        results.append([to_torch(v) for v in got])
+    for k, (a, b) in enumerate(zip(*results)):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=f"result {k}")
+
+
+@requires_cuda
+def test_tf32_needs_both_switches():
+    """float32 layers on cuda use TF32 tensor cores only with both ``genesis.backends.cuda.matmul.allow_tf32`` and
+    ``genesis.backends.cudnn.allow_tf32``; the results then stay within TF32's precision of torch's float32 ones,
+    and otherwise within float32's."""
+    g, t = _pair("LSTM", {"num_layers": 2}, torch.float32, input_size=64, hidden=128)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False, device="cuda") for k, v in t.state_dict().items()})
+    g = g.to("cuda")
+    x = rand(12, 8, 64, dtype=torch.float32)
+    ref, (ref_h, ref_c) = t(x)
+    ref.sum().backward()
+    for matmul, cudnn, tol in ((True, True, {"rtol": 2e-2, "atol": 2e-3}), (False, True, {"rtol": 1e-4, "atol": 1e-5}),
+                               (True, False, {"rtol": 1e-4, "atol": 1e-5})):
+        g.zero_grad()
+        genesis.backends.cuda.matmul.allow_tf32 = matmul
+        try:
+            with genesis.backends.cudnn.flags(allow_tf32=cudnn):
+                out, (h, c) = g(to_genesis(x, device="cuda"))
+                out.sum().backward()
+        finally:
+            genesis.backends.cuda.matmul.allow_tf32 = False
+        for got, want in ((out, ref), (h, ref_h), (c, ref_c), (g.weight_hh_l0.grad, t.weight_hh_l0.grad)):
+            torch.testing.assert_close(to_torch(got), want.detach(), **tol)

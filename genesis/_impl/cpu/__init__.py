@@ -46,6 +46,7 @@ from genesis._impl.cpu.nn import (  # noqa: F401 - the backend's neural-network 
     upsample_backward,
 )
 from genesis._impl.cpu.tensors import GENESIS_DTYPE, TORCH_DTYPE, _arg, native, wrap  # noqa: F401
+from genesis._impl.recurrent_loop import rnn_layer, rnn_layer_backward  # noqa: F401 - the time loop
 from genesis.device import device as Device
 from genesis.ndarray import NDArray, check_tensor_lists
 
