@@ -8,7 +8,8 @@ the same batches (numpy RNG). A row runs, for each library in turn:
    |genesis - torch| / max(|torch|, 1); the row fails above ``loss_tol``: 2e-2 under bf16 autocast, else 1e-4,
    with TF32 convolutions and RNNs turned off in both libraries for the pass). Rows with randomness compare a
    deterministic variant: dropout built with ``p=0`` and the policy's sampled actions replaced by fixed ones; the
-   timed pass then builds the program anew, with its dropout and sampling on (and TF32 as each library's default);
+   timed pass then builds the program anew, with its dropout and sampling on (and TF32 as each library's default,
+   or on in both with ``--tf32``);
 2. warm-up steps, a device synchronization, ``--steps`` timed steps and a synchronization before the clock is read.
 
 Rows (``ratio`` = Genesis throughput / torch throughput; for the CPU rows torch ms / Genesis ms per step):
@@ -183,16 +184,17 @@ def start(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarr
 def prepare(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarray],
             batches: list[tuple[np.ndarray, ...]], plan: Plan) -> tuple[P.Program, list[float]]:
     """The parity pass (its losses), then the program to time, warmed up."""
-    # float32 convolutions and RNNs compare exactly: TF32 off in both libraries for the parity pass (torch's cuDNN
-    # default is on, and two libraries' TF32 engines round differently).
-    exact = case.cudnn and not case.bf16 and device.startswith("cuda")
-    tf32 = lib.backends.cudnn.allow_tf32
-    lib.backends.cudnn.allow_tf32 = tf32 and not exact
+    # float32 convolutions, RNNs and products compare exactly: TF32 off in both libraries for the parity pass
+    # (torch's cuDNN default is on, and two libraries' TF32 engines round differently).
+    exact = not case.bf16 and device.startswith("cuda")
+    tf32 = lib.backends.cudnn.allow_tf32, lib.backends.cuda.matmul.allow_tf32
+    lib.backends.cudnn.allow_tf32 = tf32[0] and not (exact and case.cudnn)
+    lib.backends.cuda.matmul.allow_tf32 = tf32[1] and not exact
     try:
         program = start(lib, case, cfg, device, state, parity=True)
         losses = [float(program.step(batches[i % len(batches)]).item()) for i in range(plan.parity)]
     finally:
-        lib.backends.cudnn.allow_tf32 = tf32
+        lib.backends.cudnn.allow_tf32, lib.backends.cuda.matmul.allow_tf32 = tf32
     notes = program.notes
     del program  # free the parity pass's model and optimizer state before the timed pass builds its own
     gc.collect()
@@ -346,7 +348,13 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="tiny models and few steps (checks the script on a CPU)")
     parser.add_argument("--json", help="write the rows to this file")
     parser.add_argument("--threads", type=int, help="torch intra-op threads (both libraries use them on the CPU)")
+    parser.add_argument("--tf32", action="store_true",
+                        help="float32 matrix products, convolutions and RNNs on TF32 tensor cores in both libraries "
+                             "for the timed pass (rows named '... tf32')")
     args = parser.parse_args()
+    if args.tf32:
+        for lib in (torch, genesis):
+            lib.backends.cuda.matmul.allow_tf32 = lib.backends.cudnn.allow_tf32 = True
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.rows:
@@ -360,8 +368,12 @@ def main() -> None:
         keys = MODEL_ROWS if args.device.startswith("cuda") else CPU_ROWS
     print(f"device {args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads"
           f"{', small models' if args.small else ''}")
-    print(f"{'benchmark':<42} {'genesis':>12} {'torch':>12} {'unit':>6} {'ratio':>6}  goal")
+    print(f"{'benchmark':<42} {'genesis':>12} {'torch':>12} {'unit':>6} {'ratio':>6}  goal"
+          f"{'  (TF32 on in both libraries)' if args.tf32 else ''}")
     rows = run(keys, args.device, args.small, args.steps)
+    if args.tf32:
+        for r in rows:
+            r["name"] += " tf32"
     write_json(rows, args.json)
     failed = [r["name"] for r in rows if r.get("status", "ok") != "ok"]
     if failed:
