@@ -5,7 +5,8 @@ run twice: both libraries start from the same weights (torch's initial ``state_d
 the same batches (numpy RNG). A row runs, for each library in turn:
 
 1. a parity pass: ``--parity`` steps whose losses are compared step by step (``loss_rel_diff`` = max over steps of
-   |genesis - torch| / max(|torch|, 1); the row fails above ``loss_tol``: 2e-2 under bf16 autocast, else 1e-4,
+   |genesis - torch| / max(|torch|, 1); the row fails above ``loss_tol``: 2e-2 under bf16 autocast, 5e-3 for
+   ResNet-50 fp32 (whose gradients are ill-conditioned: torch's own fp32 ones differ from float64 by 2%), else 1e-4,
    with TF32 convolutions and RNNs turned off in both libraries for the pass). Rows with randomness compare a
    deterministic variant: dropout built with ``p=0`` and the policy's sampled actions replaced by fixed ones; the
    timed pass then builds the program anew, with its dropout and sampling on (and TF32 as each library's default,
@@ -82,6 +83,7 @@ class Case:
     cudnn: bool = False  # convolutions or RNNs: torch computes them in TF32 on cuda by default
     stochastic: bool = False  # dropout or sampling: the parity pass builds a deterministic variant
     memory_row: bool = False
+    loss_tol: float | None = None  # instead of the default (see loss_tolerance)
 
 
 def gpt(batch: int, qwen: bool = False) -> P.GPTConfig:
@@ -111,8 +113,11 @@ CASES = [
          replace(GPT_SMALL, batch=8), "tok/s", tokens, 1.3, bf16=True),
     Case("qwen", "gpt-qwen-block b8x1024 bf16", P.build_gpt, P.gpt_program, P.gpt_data, gpt(8, qwen=True),
          QWEN_SMALL, "tok/s", tokens, 1.0, bf16=True, memory_row=True),
+    # ResNet-50's gradients at initialization are ill-conditioned: against a float64 CPU reference, torch's own fp32
+    # cuda gradients differ by 2% (median over parameters) and Genesis's by the same, so fp32 losses part by ~1e-3
+    # after one SGD step whatever the library; the row checks that agreement, not 1e-4.
     Case("resnet50", "resnet50 b64 fp32 sgd", P.build_resnet, P.resnet_program, P.image_data, P.ResNetConfig(),
-         RESNET_SMALL, "img/s", images, 0.9, cudnn=True),
+         RESNET_SMALL, "img/s", images, 0.9, cudnn=True, loss_tol=5e-3),
     Case("resnet50", "resnet50 b64 bf16 channels_last", P.build_resnet, P.resnet_program, P.image_data,
          P.ResNetConfig(bf16=True), replace(RESNET_SMALL, bf16=True), "img/s", images, 0.9, bf16=True),
     Case("style", "style-transfer b4x256 fp32 adam", P.build_style, P.style_program, P.style_data, P.StyleConfig(),
@@ -248,6 +253,8 @@ def run_interleaved(case: Case, cfg: Any, device: str, state: dict[str, np.ndarr
 
 
 def loss_tolerance(case: Case) -> float:
+    if case.loss_tol is not None:
+        return case.loss_tol
     if case.bf16:
         return 2e-2
     return 1e-4
