@@ -110,6 +110,7 @@ def test_bfloat16_computes_cells_in_float32(name):
 
 
 def test_one_node_per_layer_direction_and_the_composite_paths():
+    """Padded and packed input run one node per layer and direction; LSTM projections keep the composite."""
     lstm = genesis.nn.LSTM(3, 4, num_layers=2).to(DEVICE)
     out, (h, c) = lstm(genesis.randn(5, 2, 3, device=DEVICE))
     assert "RecurrentLayer" in out.grad_fn.name()
@@ -118,7 +119,7 @@ def test_one_node_per_layer_direction_and_the_composite_paths():
     assert "RecurrentLayer" not in out.grad_fn.name()
     packed = genesis.nn.utils.rnn.pack_padded_sequence(genesis.randn(5, 2, 3, device=DEVICE), [5, 3])
     out, _ = lstm(packed)
-    assert "RecurrentLayer" not in out.data.grad_fn.name()
+    assert out.data.grad_fn.name() == "RecurrentLayerBackward"
 
 
 def test_double_backward_is_refused():
@@ -214,3 +215,55 @@ def test_tf32_needs_both_switches():
             genesis.backends.cuda.matmul.allow_tf32 = False
         for got, want in ((out, ref), (h, ref_h), (c, ref_c), (g.weight_hh_l0.grad, t.weight_hh_l0.grad)):
             torch.testing.assert_close(to_torch(got), want.detach(), **tol)
+
+
+def _run_packed(m, x, *hx, lengths):
+    lib = torch if isinstance(m, torch.nn.Module) else genesis
+    packed = lib.nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=False)
+    out, state = m(packed, None if not hx else (hx if len(hx) == 2 else hx[0]))
+    return (out.data,) + _flat(state)
+
+
+PACKED_LENGTHS = [[6, 6, 3, 2, 2, 1], [2, 6, 1, 6, 2, 3], [4, 4, 4, 4, 4, 4], [6, 1, 1, 1, 1, 1]]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("lengths", PACKED_LENGTHS, ids=["sorted-repeats", "unsorted", "equal", "one-long"])
+@pytest.mark.parametrize("config", [{}, {"num_layers": 2, "bidirectional": True}], ids=["plain", "2layer-bidir"])
+@pytest.mark.parametrize("name,extra", MODES, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
+def test_packed_layers_match_torch(name, extra, config, lengths, dtype):
+    """Packed sequences run one node per layer and direction too: every sequence ends (going forward) or starts
+    (going backward) at its own last step, with its own final state, and every gradient matches torch's."""
+    kwargs = {**extra, **config}
+    g, t = _pair(name, kwargs, dtype)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype is torch.float32 else {}
+    states = _states(name, kwargs, len(lengths), dtype)
+    check_module(g, t, rand(max(lengths), len(lengths), 4, dtype=dtype), *states,
+                 call=lambda m, x, *hx: _run_packed(m, x, *hx, lengths=lengths), **tol)
+    check_module(g, t, rand(max(lengths), len(lengths), 4, dtype=dtype, seed=7),
+                 call=lambda m, x: _run_packed(m, x, lengths=lengths), **tol)
+
+
+@pytest.mark.parametrize("used", ["output", "h_n", "c_n"])
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_packed_gradients_of_partly_used_outputs(name, used):
+    """The final states' gradients enter each sequence at its own last step."""
+    if used == "c_n" and name != "LSTM":
+        pytest.skip("only an LSTM has a cell state")
+    kwargs = {"num_layers": 2, "bidirectional": True}
+    g, t = _pair(name, kwargs, torch.float64)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
+    x = rand(5, 4, 4)
+    lengths = [5, 2, 4, 1]
+    states = _states(name, kwargs, 4, torch.float64)
+    results = []
+    for lib, m in ((genesis, g), (torch, t)):
+        xs = [to_genesis(v) if lib is genesis else v.detach().clone().requires_grad_() for v in (x, *states)]
+        packed = lib.nn.utils.rnn.pack_padded_sequence(xs[0], lengths, enforce_sorted=False)
+        out, hidden = m(packed, tuple(xs[1:]) if name == "LSTM" else xs[1])
+        hidden = hidden if name == "LSTM" else (hidden,)
+        pick = {"output": out.data, "h_n": hidden[0], "c_n": hidden[-1]}[used]
+        (pick * pick).sum().backward()
+        results.append([v.grad for v in xs] + [p.grad for p in m.parameters()])
+    for got, ref in zip(*results):
+        torch.testing.assert_close(to_torch(got), ref)

@@ -281,14 +281,15 @@ def _dense(x: NDArray | None) -> NDArray | None:
 
 
 def rnn_layer(mode: str, x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDArray, w_hh: NDArray,
-              b_ih: NDArray | None, b_hh: NDArray | None, reverse: bool, training: bool) -> tuple:
+              b_ih: NDArray | None, b_hh: NDArray | None, reverse: bool, training: bool,
+              batch_sizes: tuple[int, ...] | None) -> tuple:
     """One layer-direction through ``cudnnRNNForward``; the time loop where cuDNN cannot run it. ``saved`` is
     (weight space, reserve space, input and output in cuDNN's step order)."""
     check_same_device("rnn_layer", x, h0, c0, w_ih, w_hh, b_ih, b_hh)
     H = h0.shape[-1]
-    plan = _plan(mode, x, H, b_ih is not None) if x.size and H else None
+    plan = _plan(mode, x, H, b_ih is not None) if x.size and H and batch_sizes is None else None
     if plan is None:
-        return recurrent_loop.rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse, training)
+        return recurrent_loop.rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse, training, batch_sizes)
     T, B, _ = x.shape
     xs = index_select(x, 0, plan.reverse_index) if reverse else _dense(x)
     space = plan.pack(tuple(_dense(w) for w in (w_ih, w_hh, b_ih, b_hh)))
@@ -314,11 +315,12 @@ def _opt(x: NDArray | None) -> int | None:
 
 def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | None, grad_c: NDArray | None,
                        x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDArray, w_hh: NDArray, out: NDArray,
-                       saved: tuple, reverse: bool, has_bias: bool, mask: tuple) -> tuple:
+                       saved: tuple, reverse: bool, has_bias: bool, mask: tuple,
+                       batch_sizes: tuple[int, ...] | None) -> tuple:
     """The gradients of :func:`rnn_layer` through ``cudnnRNNBackwardData_v8`` and ``cudnnRNNBackwardWeights_v8``."""
     if len(saved) == 1:  # the forward ran the time loop
         return recurrent_loop.rnn_layer_backward(mode, grad_out, grad_h, grad_c, x, h0, c0, w_ih, w_hh, out, saved,
-                                                 reverse, has_bias, mask)
+                                                 reverse, has_bias, mask, batch_sizes)
     space, reserve, xs, y = saved
     if reserve is None:
         raise RuntimeError("rnn_layer_backward: the forward pass ran without recording (no reserve space)")

@@ -2,11 +2,11 @@
 ``nn.LSTM`` and ``nn.GRU``, on padded or packed sequences.
 
 torch has no public functional form of these (its layers call fused kernels), so the helpers here are private to
-``genesis.nn``. A padded sequence runs each layer and direction as one autograd node
-(``genesis.ops.recurrent.RecurrentLayer``: one product for all input projections, then one product and one fused
-cell per step, and a fused backward). Packed sequences, LSTM projections (``proj_size``) and mixed dtypes under
-autocast run the time loop in Python over Genesis ops: the input projection of a whole sequence is one matrix
-product, then every time step adds the hidden projection and applies the gates.
+``genesis.nn``. A padded or packed sequence runs each layer and direction as one autograd node
+(``genesis.ops.recurrent.RecurrentLayer``: cuDNN's RNN on cuda, a time loop of fused cells on the CPU). LSTM
+projections (``proj_size``) and mixed dtypes under autocast run the time loop in Python over Genesis ops: the input
+projection of a whole sequence is one matrix product, then every time step adds the hidden projection and applies
+the gates.
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ def _cell_step(mode: str, gi: Tensor, state: tuple[Tensor, ...], w: dict[str, Te
 
 
 def _fused(x: Tensor, batch_sizes: list[int] | None, initial: tuple[Tensor, ...], w: dict[str, Tensor]) -> bool:
-    """Whether one layer-direction runs as one ``RecurrentLayer`` node: padded, non-empty input without a projection,
-    every tensor of one dtype (not under autocast, which casts each product on its own)."""
-    if batch_sizes is not None or "weight_hr" in w or x.shape[0] == 0 or x.shape[1] == 0:
+    """Whether one layer-direction runs as one ``RecurrentLayer`` node: padded or packed, non-empty input without a
+    projection, every tensor of one dtype (not under autocast, which casts each product on its own)."""
+    if "weight_hr" in w or x.shape[0] == 0 or x.shape[1] == 0:
         return False
     if is_autocast_enabled(x.device.type):
         return False
@@ -75,7 +75,7 @@ def _run_direction(mode: str, x: Tensor, batch_sizes: list[int] | None, initial:
     """
     if _fused(x, batch_sizes, initial, w):
         return recurrent_layer(mode, x, initial[0], initial[1] if len(initial) > 1 else None, w["weight_ih"],
-                               w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"), reverse)
+                               w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"), reverse, batch_sizes)
     gi = linear(x, w["weight_ih"], w.get("bias_ih"))  # input projections of all steps at once
     steps = list(gi.unbind(0)) if batch_sizes is None else list(gi.split(batch_sizes, 0))
     outputs: list[Tensor | None] = [None] * len(steps)
