@@ -1,13 +1,13 @@
 """One recurrent layer, forward + backward, Genesis vs PyTorch eager in the same process on the same inputs.
 
 The layer of the word-language-model rows of ``bench_models.py``: 650 -> 650 hidden units over 35 steps x batch 20,
-for LSTM and GRU. Each row times Genesis's fused layer (one autograd node per layer and direction) and, as the
-"before" column, Genesis's per-step composite (the path packed sequences still take), against torch's layer (oneDNN's
-fused LSTM on the CPU, cuDNN on cuda). On cuda Genesis's layer is cuDNN's RNN too, and a further column times the
-time loop of fused cells that runs without cuDNN. Rounds of the libraries alternate and each keeps its best round,
-so a shared machine's load hits both alike. ``ratio`` is torch's time over Genesis's fused time (goal >= 0.5 on the
-CPU, >= 0.9 on cuda). Both libraries compute float32 in full precision unless ``--tf32`` (TF32 tensor cores in
-both; torch's own default is TF32 in cuDNN's RNN).
+for LSTM and GRU, padded and packed (sequences of 11 to 35 steps). Each row times Genesis's fused layer (one
+autograd node per layer and direction) and, as the "before" column, Genesis's per-step composite (the path packed
+sequences took before), against torch's layer (oneDNN's fused LSTM on the CPU, cuDNN on cuda). On cuda Genesis's
+layer is cuDNN's RNN too, and a further column times the time loop of fused cells that runs without cuDNN. Rounds of
+the libraries alternate and each keeps its best round, so a shared machine's load hits both alike. ``ratio`` is
+torch's time over Genesis's fused time (goal >= 0.5 on the CPU, >= 0.9 on cuda). Both libraries compute float32 in
+full precision unless ``--tf32`` (TF32 tensor cores in both; torch's own default is TF32 in cuDNN's RNN).
 
     python benchmark/bench_rnn.py --device cpu|cuda [--threads 2] [--tf32] [--json PATH]
 """
@@ -46,7 +46,11 @@ def _best(fn: Callable[[], None], device: str, rounds: list[float]) -> None:
     rounds.append((time.perf_counter() - start) / 2)
 
 
-def bench(mode: str, device: str, rounds: int) -> dict:
+# The packed rows' sequence lengths: from 35 steps down to 11, unsorted (pack_padded_sequence sorts them).
+LENGTHS = [35 - (7 * k) % 25 for k in range(BATCH)]
+
+
+def bench(mode: str, device: str, rounds: int, packed: bool = False) -> dict:
     torch.manual_seed(0)
     tm = getattr(torch.nn, mode)(SIZE, SIZE).to(device)
     gm = getattr(genesis.nn, mode)(SIZE, SIZE).to(device)
@@ -55,9 +59,12 @@ def bench(mode: str, device: str, rounds: int) -> dict:
     xg = genesis.tensor(xt.detach().cpu().numpy(), device=device, requires_grad=True)
 
     def step(m: Any, x: Any) -> Callable[[], None]:
+        lib = torch if isinstance(m, torch.nn.Module) else genesis
+
         def run() -> None:
-            out, _ = m(x)
-            out.sum().backward()
+            data = lib.nn.utils.rnn.pack_padded_sequence(x, LENGTHS, enforce_sorted=False) if packed else x
+            out, _ = m(data)
+            (out.data if packed else out).sum().backward()
         return run
 
     fused = rnn_functional._fused
@@ -82,11 +89,13 @@ def bench(mode: str, device: str, rounds: int) -> dict:
     finally:
         rnn_functional._fused = fused
     t, g, c = (min(times[k]) * 1e3 for k in ("torch", "fused", "composite"))
-    print(f"{mode}: per-step composite {c:.1f} ms ({t / c:.2f}x torch)")
+    what = f"{mode}{' packed' if packed else ''}"
+    print(f"{what}: per-step composite {c:.1f} ms ({t / c:.2f}x torch)")
     if device == "cuda":
-        print(f"{mode}: time loop of fused cells {loop:.1f} ms ({t / loop:.2f}x torch)")
+        print(f"{what}: time loop of fused cells {loop:.1f} ms ({t / loop:.2f}x torch)")
     goal = ">= 0.9" if device == "cuda" else ">= 0.5"
-    return row(f"{mode.lower()} layer {STEPS}x{BATCH} {SIZE} fwd+bwd", g, t, "ms", t / g, goal)
+    name = f"{mode.lower()} layer {STEPS}x{BATCH} {SIZE}{' packed' if packed else ''} fwd+bwd"
+    return row(name, g, t, "ms", t / g, goal)
 
 
 def main() -> None:
@@ -103,7 +112,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"device {args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
-    rows = [bench(mode, args.device, args.rounds) for mode in ("LSTM", "GRU")]
+    rows = [bench(mode, args.device, args.rounds, packed) for packed in (False, True) for mode in ("LSTM", "GRU")]
     print_table(rows)
     write_json(rows, args.json)
 

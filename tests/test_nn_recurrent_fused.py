@@ -158,8 +158,10 @@ def test_states_on_another_device_are_refused():
         lstm(genesis.randn(5, 2, 3, device="cuda"), (h, h))
 
 
-def _run_all(m, x, states, name):
-    out, hidden = m(x, states if name == "LSTM" else states[0])
+def _run_all(m, x, states, name, lengths=None):
+    data = x if lengths is None else genesis.nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=False)
+    out, hidden = m(data, states if name == "LSTM" else states[0])
+    out = out if lengths is None else out.data
     hidden = hidden if name == "LSTM" else (hidden,)
     loss = (out * out).sum() + sum((h * h).sum() for h in hidden)
     loss.backward()
@@ -167,10 +169,12 @@ def _run_all(m, x, states, name):
 
 
 @requires_cuda
+@pytest.mark.parametrize("lengths", [None, [9, 4, 9, 1, 6]], ids=["padded", "packed"])
 @pytest.mark.parametrize("name,extra", MODES, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
-def test_cudnn_layers_match_the_time_loop(name, extra):
-    """On cuda the padded layers run through cuDNN's RNN API where cuDNN is there; with cuDNN switched off they run
-    the time loop of fused cells. Both give the same values and gradients, bidirectional and over two layers."""
+def test_cudnn_layers_match_the_time_loop(name, extra, lengths):
+    """On cuda the layers run through cuDNN's RNN API where cuDNN is there; with cuDNN switched off they run the
+    time loop of fused cells. Both give the same values and gradients, padded or packed, bidirectional and over two
+    layers."""
     if not genesis.backends.cudnn.is_available():
         pytest.skip("cuDNN is not available")
     from genesis._impl.cuda import rnn_cudnn
@@ -185,7 +189,8 @@ def test_cudnn_layers_match_the_time_loop(name, extra):
         rnn_cudnn._plans.clear()
         m.zero_grad()
         with genesis.backends.cudnn.flags(enabled=enabled):
-            got = _run_all(m, to_genesis(x, device="cuda"), tuple(to_genesis(s, device="cuda") for s in states), name)
+            got = _run_all(m, to_genesis(x, device="cuda"), tuple(to_genesis(s, device="cuda") for s in states), name,
+                           lengths)
         assert any(p is not None for p in rnn_cudnn._plans.values()) is enabled
         results.append([to_torch(v) for v in got])
     for k, (a, b) in enumerate(zip(*results)):

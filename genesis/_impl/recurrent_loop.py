@@ -65,7 +65,7 @@ class _Steps:
         return _rows(a, self.offsets[t], self.sizes[t] if n is None else n)
 
 
-def _layout(x: NDArray, batch_sizes: tuple[int, ...] | None) -> tuple[NDArray, tuple[int, ...]]:
+def as_rows(x: NDArray, batch_sizes: tuple[int, ...] | None) -> tuple[NDArray, tuple[int, ...]]:
     """``x`` as packed rows (N, I) and its steps' sizes."""
     if batch_sizes is not None:
         return x, tuple(batch_sizes)
@@ -105,7 +105,7 @@ def rnn_layer(mode: str, x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDAr
               batch_sizes: tuple[int, ...] | None) -> tuple:
     """(output, h_n, c_n or None, saved): ``saved`` holds the per-step activations (None for RNN)."""
     be = x.backend
-    flat, sizes = _layout(x, batch_sizes)
+    flat, sizes = as_rows(x, batch_sizes)
     steps = _Steps(sizes, reverse)
     N, B, H = steps.N, steps.B, h0.shape[-1]
     gi = be.linear(flat, w_ih, b_ih)
@@ -143,7 +143,7 @@ def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
     """(dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh), None where ``mask`` is False."""
     be = x.backend
     saved = saved[0]
-    flat, sizes = _layout(x, batch_sizes)
+    flat, sizes = as_rows(x, batch_sizes)
     steps = _Steps(sizes, reverse)
     N, B, H = steps.N, steps.B, h0.shape[-1]
     out = out.reshape((N, H))

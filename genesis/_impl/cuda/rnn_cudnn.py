@@ -1,6 +1,7 @@
 """Recurrent layers through cuDNN's RNN API: the CUDA backend's ``rnn_layer`` and ``rnn_layer_backward``.
 
-One layer-direction of an LSTM, GRU or Elman RNN over a padded (T, B, I) sequence is one ``cudnnRNNForward`` call;
+One layer-direction of an LSTM, GRU or Elman RNN over a padded (T, B, I) sequence, or a packed one (cuDNN's
+``SEQ_MAJOR_PACKED`` layout is a ``PackedSequence``'s), is one ``cudnnRNNForward`` call;
 its gradients are one ``cudnnRNNBackwardData_v8`` and, when a weight needs a gradient, one
 ``cudnnRNNBackwardWeights_v8``. cuDNN runs the products and cells of every step from C, so the host cost of a layer
 no longer grows with the sequence length. cudnn-frontend has no RNN graphs, so the C API of the ``libcudnn`` it
@@ -9,7 +10,8 @@ loads is called directly through ctypes, with plain integer pointers.
 - Weights: cuDNN reads one packed weight space. Each forward copies ``w_ih``, ``w_hh``, ``b_ih``, ``b_hh`` into a
   new one (a few device-to-device copies: the gates of one matrix lie next to each other there); the backward reads
   the same space. Weight gradients are views into the gradient space where a matrix's gates are adjacent.
-- The reverse direction of a bidirectional layer runs forward over the time-reversed sequence (one gather each way).
+- The reverse direction of a bidirectional layer runs forward over the time-reversed sequences (one gather each
+  way; each sequence is reversed within its own length, which keeps a packed batch's layout).
 - float32 uses TF32 tensor cores only where both ``genesis.backends.cuda.matmul.allow_tf32`` (off by default) and
   ``genesis.backends.cudnn.allow_tf32`` are True: the layer's products are matrix products, and by default its
   results match the CPU's and the time loop's in full float32. torch's cuDNN RNN reads only the cuDNN switch (TF32
@@ -26,11 +28,13 @@ import ctypes
 import os
 from typing import Any
 
+import numpy as np
+
 from genesis import dtypes
 from genesis._impl import recurrent_loop
 from genesis._impl.cuda import cudnn_library as dnn
 from genesis._impl.cuda import runtime as rt
-from genesis._impl.cuda.creation import arange, contiguous, empty, full
+from genesis._impl.cuda.creation import contiguous, empty, from_numpy, full
 from genesis._impl.cuda.indexing import index_select
 from genesis._impl.cuda.launch import _contig, _ptr, _stream
 from genesis.backends import cuda as cuda_switches
@@ -133,10 +137,11 @@ def _int_array(values: list[int]) -> ctypes.Array:
 class _Plan:
     """cuDNN's descriptors and sizes for one layer shape, the packed weight layout, and the copies into it."""
 
-    def __init__(self, mode: str, dtype: dtypes.dtype, T: int, B: int, I: int, H: int, has_bias: bool, math: int,
-                 device: Any) -> None:
+    def __init__(self, mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int, has_bias: bool,
+                 math: int, device: Any) -> None:
         self.mode, self.dtype, self.device = mode, dtype, device
-        self.T, self.B, self.I, self.H = T, B, I, H
+        T, B = len(sizes), sizes[0]
+        self.N, self.I, self.H = sum(sizes), I, H
         self._descs: list[tuple[str, int]] = []
         dt = _DATA_TYPE[dtype]
         self.rnn = self._new("RNNDescriptor")
@@ -145,10 +150,11 @@ class _Plan:
             _LINEAR_INPUT, dt, dt if dtype.itemsize >= 4 else _DATA_TYPE[dtypes.float32], math, I, H, H, 1, None,
             0),
             "cudnnSetRNNDescriptor_v8")
-        lengths = _int_array([T] * B)
+        lengths = [sum(1 for b in sizes if b > k) for k in range(B)]  # each sequence's length
+        host_lengths = _int_array(lengths)
         self.x_desc, self.y_desc = self._new("RNNDataDescriptor"), self._new("RNNDataDescriptor")
         for desc, width in ((self.x_desc, I), (self.y_desc, H)):
-            _check(_lib.cudnnSetRNNDataDescriptor(desc, dt, _SEQ_MAJOR_PACKED, T, B, width, lengths, None),
+            _check(_lib.cudnnSetRNNDataDescriptor(desc, dt, _SEQ_MAJOR_PACKED, T, B, width, host_lengths, None),
                    "cudnnSetRNNDataDescriptor")
         self.h_desc = self._new("TensorDescriptor")
         _check(_lib.cudnnSetTensorNdDescriptor(self.h_desc, dt, 3, _int_array([1, B, H]), _int_array([B * H, H, 1])),
@@ -163,8 +169,9 @@ class _Plan:
             _check(_lib.cudnnGetRNNTempSpaceSizes(handle, self.rnn, fwd_mode, self.x_desc, ctypes.byref(work),
                                                   ctypes.byref(reserve)), "cudnnGetRNNTempSpaceSizes")
             self.scratch[fwd_mode] = (work.value, reserve.value)
-        self.seq_lengths = full((B,), T, dtypes.int32, device)  # cuDNN's kernels read the lengths on the device
-        self.reverse_index = arange(T - 1, -1, -1, dtypes.int64, device)
+        # cuDNN's kernels read the lengths on the device.
+        self.seq_lengths = from_numpy(np.array(lengths, np.int32), dtypes.int32, device)
+        self.reverse_index = from_numpy(_reversal(sizes, lengths), dtypes.int64, device)
         G = recurrent_loop.GATES[mode]
         self.shapes = ((G * H, I), (G * H, H), (G * H,), (G * H,))  # w_ih, w_hh, b_ih, b_hh
         self.segments, self.views = self._layout(handle, has_bias)
@@ -237,6 +244,17 @@ class _Plan:
             pass
 
 
+def _reversal(sizes: tuple[int, ...], lengths: list[int]) -> np.ndarray:
+    """For rows laid out by steps of ``sizes`` (step t holds the first ``sizes[t]`` sequences), the row each row
+    moves to when every sequence is reversed within its own length (the permutation is its own inverse)."""
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    index = np.empty(int(offsets[-1]), np.int64)
+    for t, b in enumerate(sizes):
+        seq = np.arange(b)
+        index[offsets[t]:offsets[t] + b] = offsets[np.array(lengths[:b]) - 1 - t] + seq
+    return index
+
+
 _cu: Any = None
 _plans: dict[tuple, _Plan | None] = {}
 
@@ -249,23 +267,23 @@ def _math(dtype: dtypes.dtype) -> int:
     return _DEFAULT_MATH
 
 
-def _plan(mode: str, x: NDArray, H: int, has_bias: bool) -> _Plan | None:
+def _plan(mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int, has_bias: bool,
+          device: Any) -> _Plan | None:
     """The cached plan for this layer, or None where cuDNN cannot run it (the time loop serves then)."""
     global _cu
-    if not flags.enabled or x.dtype not in _DATA_TYPE or _load() is None:
+    if not flags.enabled or dtype not in _DATA_TYPE or _load() is None:
         return None
-    T, B, I = x.shape
-    math = _math(x.dtype)
-    key = (mode, x.dtype, T, B, I, H, has_bias, math, x.device)
+    math = _math(dtype)
+    key = (mode, dtype, sizes, I, H, has_bias, math, device)
     if key in _plans:
         return _plans[key]
     if _cu is None:
         from cuda.bindings import driver
 
         _cu = driver
-    rt.ensure_device(x.device.index)
+    rt.ensure_device(device.index)
     try:
-        plan = _Plan(mode, x.dtype, T, B, I, H, has_bias, math, x.device)
+        plan = _Plan(mode, dtype, sizes, I, H, has_bias, math, device)
     except CudnnRnnError as exc:
         if exc.status < _NOT_SUPPORTED or exc.status >= _NOT_SUPPORTED + 1000:
             raise
@@ -287,14 +305,15 @@ def rnn_layer(mode: str, x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDAr
     (weight space, reserve space, input and output in cuDNN's step order)."""
     check_same_device("rnn_layer", x, h0, c0, w_ih, w_hh, b_ih, b_hh)
     H = h0.shape[-1]
-    plan = _plan(mode, x, H, b_ih is not None) if x.size and H and batch_sizes is None else None
+    flat, sizes = recurrent_loop.as_rows(x, batch_sizes)
+    plan = _plan(mode, x.dtype, sizes, flat.shape[1], H, b_ih is not None, x.device) if x.size and H else None
     if plan is None:
         return recurrent_loop.rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse, training, batch_sizes)
-    T, B, _ = x.shape
-    xs = index_select(x, 0, plan.reverse_index) if reverse else _dense(x)
+    B = sizes[0]
+    xs = index_select(flat, 0, plan.reverse_index) if reverse else _dense(flat)
     space = plan.pack(tuple(_dense(w) for w in (w_ih, w_hh, b_ih, b_hh)))
     h0, c0 = _dense(h0), _dense(c0)
-    y = empty((T, B, H), x.dtype, x.device)
+    y = empty((plan.N, H), x.dtype, x.device)
     h_n = empty((B, H), x.dtype, x.device)
     c_n = empty((B, H), x.dtype, x.device) if mode == "LSTM" else None
     fwd_mode = _TRAINING if training else _INFERENCE
@@ -306,6 +325,8 @@ def rnn_layer(mode: str, x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDAr
         plan.h_desc, _ptr(h0), _ptr(h_n), plan.h_desc, _opt(c0), _opt(c_n), plan.weight_bytes, _ptr(space),
         work_bytes, dnn.workspace(work_bytes) or None, reserve_bytes, _opt(reserve)), "cudnnRNNForward")
     out = index_select(y, 0, plan.reverse_index) if reverse else y
+    if batch_sizes is None:
+        out = out.reshape((len(sizes), B, H))
     return out, h_n, c_n, (space, reserve, xs, y)
 
 
@@ -324,15 +345,18 @@ def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
     space, reserve, xs, y = saved
     if reserve is None:
         raise RuntimeError("rnn_layer_backward: the forward pass ran without recording (no reserve space)")
-    T, B, I = x.shape
     H = h0.shape[-1]
-    plan = _plan(mode, x, H, has_bias)
+    flat, sizes = recurrent_loop.as_rows(x, batch_sizes)
+    N, I = flat.shape
+    B = sizes[0]
+    plan = _plan(mode, x.dtype, sizes, I, H, has_bias, x.device)
     if grad_out is None:
-        dy = full((T, B, H), 0, x.dtype, x.device)
+        dy = full((N, H), 0, x.dtype, x.device)
     else:
+        grad_out = grad_out.reshape((N, H))
         dy = index_select(grad_out, 0, plan.reverse_index) if reverse else _dense(grad_out)
     h0, c0 = _dense(h0), _dense(c0)
-    dx = empty((T, B, I), x.dtype, x.device)
+    dx = empty((N, I), x.dtype, x.device)
     dh0 = empty((B, H), x.dtype, x.device) if mask[1] else None
     dc0 = empty((B, H), x.dtype, x.device) if mode == "LSTM" and mask[2] else None
     work_bytes, reserve_bytes = plan.scratch[_TRAINING]
@@ -353,6 +377,10 @@ def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
         for source in range(4 if has_bias else 2):
             if mask[3 + source]:
                 grads[source] = plan.unpack(d_space, source)
-    if mask[0] and reverse:
+    if not mask[0]:
+        dx = None
+    elif reverse:
         dx = index_select(dx, 0, plan.reverse_index)
-    return (dx if mask[0] else None, dh0, dc0, *grads)
+    if dx is not None and batch_sizes is None:
+        dx = dx.reshape(x.shape)
+    return (dx, dh0, dc0, *grads)

@@ -2,7 +2,8 @@
 
 A :class:`PackedSequence` holds the time steps of a batch sorted by decreasing length, one after the other:
 ``data`` (sum of lengths, *) has step ``t``'s ``batch_sizes[t]`` rows (the sequences still running) at offset
-``sum(batch_sizes[:t])``. Packing and unpacking are slices and concatenations, so gradients flow through them.
+``sum(batch_sizes[:t])``. Packing and unpacking are each one gather (``index_select``) with an index built on the
+host, so gradients flow through them.
 """
 
 from __future__ import annotations
@@ -78,20 +79,22 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | Sequence[int], batch_f
     if any(n <= 0 for n in lengths):
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
                            "that is <= 0")
+    order = list(range(len(lengths)))
     if not enforce_sorted:
-        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        order.sort(key=lambda i: -lengths[i])
         inverse = sorted(range(len(order)), key=lambda i: order[i])
         sorted_indices = tensor(order, device=input.device)
         unsorted_indices = tensor(inverse, device=input.device)
-        input = input.index_select(batch_dim, sorted_indices)
         lengths = [lengths[i] for i in order]
-    if lengths[0] > input.shape[1 - batch_dim]:
+    steps, batch = input.shape[1 - batch_dim], input.shape[batch_dim]
+    if lengths[0] > steps:
         raise RuntimeError(f"pack_padded_sequence: a length of {lengths[0]} exceeds the padded sequence length "
-                           f"{input.shape[1 - batch_dim]}")
-    if batch_first:
-        input = input.transpose(0, 1)  # (T, B, *)
+                           f"{steps}")
     batch_sizes = _batch_sizes(lengths)
-    data = T.cat([input[t, :b] for t, b in enumerate(batch_sizes)], 0)
+    # One gather: packed row k of step t is element (t, order[k]) of the padded batch.
+    index = [order[k] * steps + t if batch_first else t * batch + order[k]
+             for t, b in enumerate(batch_sizes) for k in range(b)]
+    data = input.flatten(0, 1).index_select(0, tensor(index, device=input.device))
     return PackedSequence(data, tensor(batch_sizes), sorted_indices, unsorted_indices)
 
 
@@ -109,20 +112,26 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
         max_len = total_length
     batch = batch_sizes[0]
     feature = tuple(data.shape[1:])
-    steps = []
-    for step in data.split(batch_sizes, 0):
-        fill = full((batch - step.shape[0], *feature), padding_value, dtype=data.dtype, device=data.device)
-        steps.append(T.cat([step, fill], 0))
-    steps += [full((batch, *feature), padding_value, dtype=data.dtype, device=data.device)] * \
-        (max_len - len(batch_sizes))
-    padded = T.stack(steps, 0)  # (T, B, *)
     lengths = [sum(1 for b in batch_sizes if b > i) for i in range(batch)]
+    rank = list(range(batch))  # the sorted position of each sequence of the original batch
     if unsorted_indices is not None:
-        padded = padded.index_select(1, unsorted_indices)
-        lengths = [lengths[i] for i in unsorted_indices.tolist()]
-    if batch_first:
-        padded = padded.transpose(0, 1)
-    return padded, tensor(lengths)
+        rank = unsorted_indices.tolist()
+        lengths = [lengths[i] for i in rank]
+    # One gather from the packed rows and a padding row after them: element (t, j) of the padded batch.
+    offsets = [0]
+    for b in batch_sizes:
+        offsets.append(offsets[-1] + b)
+    pad_row = offsets[-1]
+
+    def source(t: int, j: int) -> int:
+        return offsets[t] + rank[j] if t < len(batch_sizes) and rank[j] < batch_sizes[t] else pad_row
+
+    index = ([source(t, j) for j in range(batch) for t in range(max_len)] if batch_first else
+             [source(t, j) for t in range(max_len) for j in range(batch)])
+    rows = T.cat([data, full((1, *feature), padding_value, dtype=data.dtype, device=data.device)], 0)
+    padded = rows.index_select(0, tensor(index, device=data.device))
+    shape = (batch, max_len) if batch_first else (max_len, batch)
+    return padded.reshape(*shape, *feature), tensor(lengths)
 
 
 def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> PackedSequence:
