@@ -612,12 +612,54 @@ def _to_ndarray(data: Any, dtype: dtypes.dtype | None, device: Device) -> NDArra
             raise RuntimeError(f"tensor(): cannot convert float NaN to integer dtype {d.name}")
         return NDArray.full((), data, d, device)
     if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):  # lists, tuples, deques, ranges...
+        array = _scalars_to_numpy(data, dtype)
+        if array is not None:
+            return device.backend.from_numpy(array, dtype or dtypes.from_numpy(array.dtype), device)
         data = _plain(data)
         d = dtype or _infer_dtype(data)
         return device.backend.from_numpy(_nested_to_numpy(data, d), d, device)
     if isinstance(data, (str, bytes)):
         raise TypeError(f"tensor(): invalid data type '{type(data).__name__}'")
     raise RuntimeError(f"tensor(): Could not infer dtype of {type(data).__name__}")
+
+
+_SCALARS = frozenset((bool, int, float))
+
+
+def _scalar_kind(row: Any) -> int | None:
+    """For a list or tuple of Python bools, ints and floats: 0 (all bools), 1 (ints among them) or 2 (floats among
+    them); None for anything else."""
+    kinds = set(map(type, row))
+    if not kinds <= _SCALARS:
+        return None
+    return 2 if float in kinds else 1 if int in kinds else 0
+
+
+def _scalars_to_numpy(data: Any, dtype: dtypes.dtype | None) -> np.ndarray | None:
+    """The common case of ``tensor(data)`` without walking each element in Python: a flat list or tuple of Python
+    numbers, or a rectangular list of such rows. None where the general path must decide (other element types,
+    ragged rows, complex or bfloat16 results, out-of-range integers)."""
+    if type(data) not in (list, tuple) or not data:
+        return None
+    if type(data[0]) in (list, tuple):
+        width = len(data[0])
+        if not width or any(type(r) not in (list, tuple) or len(r) != width for r in data):
+            return None
+        kinds = [_scalar_kind(r) for r in data]
+        if None in kinds:
+            return None
+        kind = max(kinds)
+    else:
+        kind = _scalar_kind(data)
+        if kind is None:
+            return None
+    d = dtype or (dtypes.bool_, dtypes.int64, dtypes.get_default_dtype())[kind]
+    if d.category == 3 or d is dtypes.bfloat16 or (kind == 2 and d.category < 2):
+        return None  # complex, bfloat16 and float-to-integer conversions keep the general path's rules
+    try:
+        return np.array(data, dtype=dtypes.to_numpy(d))
+    except (OverflowError, ValueError):
+        return None
 
 
 def _plain(data: Any) -> Any:

@@ -24,7 +24,9 @@ def both(fn):
 @pytest.mark.parametrize("data", [
     1, 2.5, True, -3, [1, 2, 3], [1.0, 2, 3], [True, False], [[1, 2], [3, 4]], [[1.5], [2.5]], [], [[]],
     [[[1, 2]], [[3, 4]]], (1, 2), [1, True], [2.5, True], [[1, 2.0], (3, 4)],
-], ids=str)
+    [True, 2, 3.5], [[True, 1], [2, 3]], [[1, 2], [3.5, 4]], ((1, 2), (3, 4)), [[True], [False]],
+    list(range(-500, 500)), [float("inf"), -0.0, 1e-40],
+], ids=lambda d: str(d)[:40])
 def test_tensor_from_python(data):
     both(lambda lib, kw: lib.tensor(data, **kw))
 
