@@ -21,62 +21,7 @@ from genesis.device import cpu as _cpu
 from genesis.device import device as Device
 from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
-
-
-def _infer_dtype(data: Any) -> dtypes.dtype:
-    """The dtype torch.tensor would pick for nested Python data."""
-    kind = 0
-    typed = None  # numpy scalars carry their own dtype, which torch keeps
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Tensor):
-            return item.dtype
-        if isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif isinstance(item, np.generic):
-            d = dtypes.from_numpy(item.dtype)
-            typed = d if typed is None else dtypes.promote_types(typed, d)
-        elif isinstance(item, bool):
-            kind = kind or 0
-        elif isinstance(item, numbers.Integral):
-            kind = max(kind, 1)
-        elif isinstance(item, numbers.Real):
-            kind = max(kind, 2)
-        elif isinstance(item, numbers.Complex):
-            kind = 3
-        else:
-            raise TypeError(f"tensor(): could not infer dtype of {type(item).__name__}")
-    if typed is not None:
-        return dtypes.promote_types(typed, dtypes.scalar_kind_dtype(kind) if kind else typed)
-    if kind == 0 and _has_leaf(data):
-        return dtypes.bool_
-    return dtypes.scalar_kind_dtype(kind) if _has_leaf(data) else dtypes.get_default_dtype()
-
-
-def _has_leaf(data: Any) -> bool:
-    if isinstance(data, (list, tuple)):
-        return any(_has_leaf(d) for d in data)
-    return True
-
-
-def _nested_to_numpy(data: Any, dtype: dtypes.dtype) -> np.ndarray:
-    def convert(item: Any) -> Any:
-        if isinstance(item, Tensor):
-            return item.detach().numpy().astype(np.float64) if dtype.is_floating_point else item.numpy()
-        if isinstance(item, (list, tuple)):
-            return [convert(i) for i in item]
-        return item
-
-    converted = convert(data)
-    if dtype is dtypes.bfloat16:
-        return np.asarray(np.array(converted, dtype=np.float64), dtype=dtypes.to_numpy(dtype))
-    try:
-        return np.array(converted, dtype=dtypes.to_numpy(dtype))
-    except ValueError as err:
-        raise ValueError(f"tensor(): {err}") from None
-    except OverflowError:
-        raise RuntimeError(f"tensor(): value cannot be converted to type {dtype.name} without overflow") from None
+from genesis.tensor_data import infer_dtype, nested_to_numpy, plain, scalars_to_numpy
 
 
 class Tensor:
@@ -607,64 +552,20 @@ def _to_ndarray(data: Any, dtype: dtypes.dtype | None, device: Device) -> NDArra
             array = array.astype(dtypes.to_numpy(d))
         return device.backend.from_numpy(array, d, device)
     if isinstance(data, (bool, int, float)) or isinstance(data, numbers.Number):
-        d = dtype or _infer_dtype(data)
+        d = dtype or infer_dtype(data, Tensor)
         if isinstance(data, float) and math.isnan(data) and d.category < 2:
             raise RuntimeError(f"tensor(): cannot convert float NaN to integer dtype {d.name}")
         return NDArray.full((), data, d, device)
     if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):  # lists, tuples, deques, ranges...
-        array = _scalars_to_numpy(data, dtype)
+        array = scalars_to_numpy(data, dtype)
         if array is not None:
             return device.backend.from_numpy(array, dtype or dtypes.from_numpy(array.dtype), device)
-        data = _plain(data)
-        d = dtype or _infer_dtype(data)
-        return device.backend.from_numpy(_nested_to_numpy(data, d), d, device)
+        data = plain(data)
+        d = dtype or infer_dtype(data, Tensor)
+        return device.backend.from_numpy(nested_to_numpy(data, d, Tensor), d, device)
     if isinstance(data, (str, bytes)):
         raise TypeError(f"tensor(): invalid data type '{type(data).__name__}'")
     raise RuntimeError(f"tensor(): Could not infer dtype of {type(data).__name__}")
-
-
-_SCALARS = frozenset((bool, int, float))
-
-
-def _scalar_kind(row: Any) -> int | None:
-    """For a list or tuple of Python bools, ints and floats: 0 (all bools), 1 (ints among them) or 2 (floats among
-    them); None for anything else."""
-    kinds = set(map(type, row))
-    if not kinds <= _SCALARS:
-        return None
-    return 2 if float in kinds else 1 if int in kinds else 0
-
-
-def _scalars_to_numpy(data: Any, dtype: dtypes.dtype | None) -> np.ndarray | None:
-    """The common case of ``tensor(data)`` without walking each element in Python: a flat list or tuple of Python
-    numbers, or a rectangular list of such rows. None where the general path must decide (other element types,
-    ragged rows, complex or bfloat16 results, out-of-range integers)."""
-    if type(data) not in (list, tuple) or not data:
-        return None
-    if type(data[0]) in (list, tuple):
-        width = len(data[0])
-        if not width or any(type(r) not in (list, tuple) or len(r) != width for r in data):
-            return None
-        kinds = [_scalar_kind(r) for r in data]
-        if None in kinds:
-            return None
-        kind = max(kinds)
-    else:
-        kind = _scalar_kind(data)
-        if kind is None:
-            return None
-    d = dtype or (dtypes.bool_, dtypes.int64, dtypes.get_default_dtype())[kind]
-    if d.category == 3 or d is dtypes.bfloat16 or (kind == 2 and d.category < 2):
-        return None  # complex, bfloat16 and float-to-integer conversions keep the general path's rules
-    try:
-        return np.array(data, dtype=dtypes.to_numpy(d))
-    except (OverflowError, ValueError):
-        return None
-
-
-def _plain(data: Any) -> Any:
-    """Nested sequences of any kind (deque, range, tuple...) as the nested lists the converters walk."""
-    return [_plain(x) for x in data] if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) else data
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:

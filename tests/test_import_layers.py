@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("genesis.ndarray", "genesis.memory_format"),
     ("genesis._impl",),
     ("genesis.autograd",),
-    ("genesis.tensor", "genesis.printing"),
+    ("genesis.tensor", "genesis.tensor_data", "genesis.printing"),
     ("genesis.ops", "genesis.tensor_methods", "genesis.random", "genesis.linalg", "genesis.special",
      "genesis.tensor_types", "genesis.sparse"),
     ("genesis.nn", "genesis.optim", "genesis.amp", "genesis.cuda", "genesis.serialization", "genesis.safetensors_io",

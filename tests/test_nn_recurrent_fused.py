@@ -272,3 +272,34 @@ def test_packed_gradients_of_partly_used_outputs(name, used):
         results.append([v.grad for v in xs] + [p.grad for p in m.parameters()])
     for got, ref in zip(*results):
         torch.testing.assert_close(to_torch(got), ref)
+
+
+@pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_autocast_casts_the_layer_as_torch(name, dtype):
+    """Under autocast, torch runs cuDNN's recurrent layers in float16 whatever the region's dtype, and on the CPU
+    the LSTM in the region's dtype (oneDNN) while GRU and RNN follow their products. Genesis gives the same dtypes,
+    runs the fused node where torch runs a fused layer, and stays close to the float32 result."""
+    device_type = DEVICE.split(":")[0]
+    if device_type == "cpu" and dtype is genesis.float16:
+        pytest.skip("CPU autocast runs bfloat16 here")
+    g, t = _pair(name, {"num_layers": 2}, torch.float32)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
+    x = rand(7, 3, 4, dtype=torch.float32)
+    ref, _ = t(x)
+    xg = to_genesis(x)
+    with genesis.autocast(device_type, dtype=dtype):
+        out, hidden = g(xg)
+    if device_type == "cuda":
+        expected, fused = genesis.float16, True
+    else:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            expected = GENESIS_DTYPE.get(t(x)[0].dtype, genesis.bfloat16)
+        fused = name == "LSTM"
+    assert out.dtype is expected
+    assert (out.grad_fn.name() == "RecurrentLayerBackward") is fused
+    torch.testing.assert_close(to_torch(out.float()), ref.detach(), rtol=0.05, atol=0.03)
+    out.float().sum().backward()
+    ref.sum().backward()
+    assert g.weight_ih_l0.grad.dtype is genesis.float32
+    torch.testing.assert_close(to_torch(g.weight_hh_l0.grad), t.weight_hh_l0.grad, rtol=0.05, atol=0.05)

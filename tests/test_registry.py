@@ -47,9 +47,11 @@ def test_operators_are_bound() -> None:
 
 def test_the_autocast_policy_is_the_registry_rules() -> None:
     assert autocast.POLICY == registry.autocast_policy()
-    rules = {autocast.LOWER, autocast.FP32, autocast.PROMOTE, autocast.BANNED}
+    rules = {autocast.LOWER, autocast.FP32, autocast.FP16, autocast.PROMOTE, autocast.BANNED}
     for table in autocast.POLICY.values():
         assert set(table.values()) <= rules
     # The nn.functional rows name real functions of the layer above.
     missing = [name for name in registry.NN_AUTOCAST if not hasattr(genesis.nn.functional, name)]
     assert not missing, missing
+    # The recurrent rows name the modes of the recurrent layers.
+    assert {m.lower() for m in ("LSTM", "GRU", "RNN_TANH", "RNN_RELU")} == set(registry.RNN_AUTOCAST)

@@ -27,6 +27,7 @@ from genesis.tensor import Tensor
 # ------------------------------------------------------------------ the policy
 
 LOWER, FP32, PROMOTE, BANNED = "lower", "fp32", "promote", "banned"
+FP16 = "fp16"  # float16 whatever the region's dtype: torch's rule for cuDNN's recurrent layers
 
 #: device type -> op name -> how autocast treats the op's floating-point inputs. Filled from the rules the op registry
 #: declares (``genesis.ops.registry``) by its binding step.
@@ -86,6 +87,14 @@ def clear_autocast_cache() -> None:
     _state.cache.clear()
 
 
+def autocast_rule(op: str, device_type: str) -> str | None:
+    """The rule autocast applies to ``op`` on ``device_type`` now: None outside autocast or for ops it leaves
+    alone."""
+    if device_type not in _state.active:
+        return None
+    return POLICY[device_type].get(op)
+
+
 def _eligible(x: Any) -> bool:
     return isinstance(x, Tensor) and x.dtype.is_floating_point and x.dtype is not dtypes.float64
 
@@ -142,6 +151,8 @@ def autocast_args(op: str, *args: Any) -> tuple[Any, ...]:
     lower = target
     if rule == FP32:
         target = dtypes.float32
+    elif rule == FP16:
+        target = dtypes.float16
     elif rule == PROMOTE:
         widest = [x.dtype for x in args if _eligible(x)]
         target = functools.reduce(dtypes.promote_types, widest)

@@ -51,7 +51,7 @@ from genesis.ops import (
     unary,
     views,
 )
-from genesis.ops.autocast import BANNED, FP32, LOWER, PROMOTE
+from genesis.ops.autocast import BANNED, FP16, FP32, LOWER, PROMOTE
 from genesis.tensor import Tensor
 
 BINARY, KERNEL, GENERAL = "binary", "kernel", "general"
@@ -525,15 +525,28 @@ NN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
 }
 
 
+#: Autocast rules of the recurrent layers (``nn.LSTM``, ``nn.GRU``, ``nn.RNN``; named by their modes), as torch's:
+#: on cuda cuDNN's RNN in float16 whatever the region's dtype; on the CPU the LSTM in the region's dtype (oneDNN's
+#: layer there), GRU and Elman RNN left to their products' own rules.
+RNN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
+    "lstm": (LOWER, FP16),
+    "gru": (None, FP16),
+    "rnn_tanh": (None, FP16),
+    "rnn_relu": (None, FP16),
+}
+
+
 def namespace() -> list[str]:
     """The names of the ``genesis`` namespace that are ops (``genesis.ops.__all__``)."""
     return [op.name for op in OPS if op.function]
 
 
 def autocast_policy() -> dict[str, dict[str, str]]:
-    """device type -> op name -> autocast rule, from the rows' ``autocast`` and :data:`NN_AUTOCAST`."""
+    """device type -> op name -> autocast rule, from the rows' ``autocast``, :data:`NN_AUTOCAST` and
+    :data:`RNN_AUTOCAST`."""
     policy: dict[str, dict[str, str]] = {"cpu": {}, "cuda": {}}
-    rules = [(op.name, op.autocast) for op in OPS if op.autocast] + list(NN_AUTOCAST.items())
+    rules = [(op.name, op.autocast) for op in OPS if op.autocast] + list(NN_AUTOCAST.items()) + list(
+        RNN_AUTOCAST.items())
     for name, (cpu, cuda) in rules:
         for device_type, rule in (("cpu", cpu), ("cuda", cuda)):
             if rule is not None:

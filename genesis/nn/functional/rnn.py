@@ -3,10 +3,11 @@
 
 torch has no public functional form of these (its layers call fused kernels), so the helpers here are private to
 ``genesis.nn``. A padded or packed sequence runs each layer and direction as one autograd node
-(``genesis.ops.recurrent.RecurrentLayer``: cuDNN's RNN on cuda, a time loop of fused cells on the CPU). LSTM
-projections (``proj_size``) and mixed dtypes under autocast run the time loop in Python over Genesis ops: the input
-projection of a whole sequence is one matrix product, then every time step adds the hidden projection and applies
-the gates.
+(``genesis.ops.recurrent.RecurrentLayer``: cuDNN's RNN on cuda, a time loop of fused cells on the CPU); under
+autocast the whole layer is cast as torch casts it (float16 on cuda, the region's dtype for the CPU's LSTM). LSTM
+projections (``proj_size``), and autocast where its policy leaves the layer to its products (GRU and Elman RNN on the
+CPU), run the time loop in Python over Genesis ops: the input projection of a whole sequence is one matrix product,
+then every time step adds the hidden projection and applies the gates.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from genesis import ops as T
 from genesis.nn.functional.dropout import dropout
 from genesis.nn.functional.linear import linear
-from genesis.ops.autocast import is_autocast_enabled
+from genesis.ops.autocast import autocast_args, autocast_rule, is_autocast_enabled
 from genesis.ops.recurrent import recurrent_layer
 from genesis.tensor import Tensor
 
@@ -55,25 +56,28 @@ def _cell_step(mode: str, gi: Tensor, state: tuple[Tensor, ...], w: dict[str, Te
     return (_rnn_step(mode, gi, state[0], w["weight_hh"], w.get("bias_hh")),)
 
 
-def _fused(x: Tensor, batch_sizes: list[int] | None, initial: tuple[Tensor, ...], w: dict[str, Tensor]) -> bool:
+def _fused(x: Tensor, batch_sizes: list[int] | None, initial: tuple[Tensor, ...], w: dict[str, Tensor],
+           autocast_layer: bool) -> bool:
     """Whether one layer-direction runs as one ``RecurrentLayer`` node: padded or packed, non-empty input without a
-    projection, every tensor of one dtype (not under autocast, which casts each product on its own)."""
+    projection, every tensor of one dtype; under autocast only where its policy casts the whole layer
+    (``autocast_layer``; otherwise each product casts on its own in the per-step composite)."""
     if "weight_hr" in w or x.shape[0] == 0 or x.shape[1] == 0:
         return False
-    if is_autocast_enabled(x.device.type):
+    if is_autocast_enabled(x.device.type) and not autocast_layer:
         return False
     return all(t.dtype == x.dtype for t in (*initial, *w.values()))
 
 
 def _run_direction(mode: str, x: Tensor, batch_sizes: list[int] | None, initial: tuple[Tensor, ...],
-                   w: dict[str, Tensor], reverse: bool) -> tuple[Tensor, tuple[Tensor, ...]]:
+                   w: dict[str, Tensor], reverse: bool,
+                   autocast_layer: bool = False) -> tuple[Tensor, tuple[Tensor, ...]]:
     """One layer in one direction: (output, final states).
 
     Packed input runs at step ``t`` only the ``batch_sizes[t]`` sequences still going (the first rows: the batch
     is sorted by decreasing length). Going forward, a finished sequence keeps its last state; going backward, a
     sequence joins at its own last step, from its initial state.
     """
-    if _fused(x, batch_sizes, initial, w):
+    if _fused(x, batch_sizes, initial, w, autocast_layer):
         return recurrent_layer(mode, x, initial[0], initial[1] if len(initial) > 1 else None, w["weight_ih"],
                                w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"), reverse, batch_sizes)
     gi = linear(x, w["weight_ih"], w.get("bias_ih"))  # input projections of all steps at once
@@ -102,13 +106,20 @@ def _recurrent(mode: str, x: Tensor, batch_sizes: list[int] | None, states: tupl
     holds one dict per layer and direction (in that order) of ``weight_ih``, ``weight_hh`` and, when present,
     ``bias_ih``, ``bias_hh`` and ``weight_hr``. ``dropout_p`` applies to every layer's output but the last."""
     num_layers = len(weights) // num_directions
+    autocast_layer = autocast_rule(mode.lower(), x.device.type) is not None and all(
+        "weight_hr" not in w for w in weights)
+    if autocast_layer:  # the whole stack in autocast's dtype for recurrent layers, as torch's cuDNN / oneDNN layers
+        names = [list(w) for w in weights]
+        flat = autocast_args(mode.lower(), x, *states, *(t for w in weights for t in w.values()))
+        x, states, rest = flat[0], tuple(flat[1:1 + len(states)]), iter(flat[1 + len(states):])
+        weights = [{name: next(rest) for name in keys} for keys in names]
     finals = []
     for layer in range(num_layers):
         outputs = []
         for direction in range(num_directions):
             index = layer * num_directions + direction
             out, last = _run_direction(mode, x, batch_sizes, tuple(s[index] for s in states), weights[index],
-                                       reverse=direction == 1)
+                                       reverse=direction == 1, autocast_layer=autocast_layer)
             outputs.append(out)
             finals.append(last)
         x = outputs[0] if len(outputs) == 1 else T.cat(outputs, -1)

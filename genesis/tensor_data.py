@@ -1,0 +1,118 @@
+"""Python data for ``genesis.tensor``: the dtype torch would infer for nested numbers, and their numpy array.
+
+``tensor([1, 2.5])`` and friends walk nested lists, tuples and other sequences of Python numbers, numpy scalars and
+tensors. The common case, a flat list or a rectangular list of rows of Python numbers, converts through numpy in
+one call (:func:`scalars_to_numpy`); the rest takes the general walk. The tensor class is passed in by the caller
+(``genesis.tensor``), which imports this module.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from genesis import dtypes
+
+
+def infer_dtype(data: Any, tensor_type: type) -> dtypes.dtype:
+    """The dtype torch.tensor would pick for nested Python data (a ``tensor_type`` inside gives its own)."""
+    kind = 0
+    typed = None  # numpy scalars carry their own dtype, which torch keeps
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tensor_type):
+            return item.dtype
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, np.generic):
+            d = dtypes.from_numpy(item.dtype)
+            typed = d if typed is None else dtypes.promote_types(typed, d)
+        elif isinstance(item, bool):
+            kind = kind or 0
+        elif isinstance(item, numbers.Integral):
+            kind = max(kind, 1)
+        elif isinstance(item, numbers.Real):
+            kind = max(kind, 2)
+        elif isinstance(item, numbers.Complex):
+            kind = 3
+        else:
+            raise TypeError(f"tensor(): could not infer dtype of {type(item).__name__}")
+    if typed is not None:
+        return dtypes.promote_types(typed, dtypes.scalar_kind_dtype(kind) if kind else typed)
+    if kind == 0 and _has_leaf(data):
+        return dtypes.bool_
+    return dtypes.scalar_kind_dtype(kind) if _has_leaf(data) else dtypes.get_default_dtype()
+
+
+def _has_leaf(data: Any) -> bool:
+    if isinstance(data, (list, tuple)):
+        return any(_has_leaf(d) for d in data)
+    return True
+
+
+def nested_to_numpy(data: Any, dtype: dtypes.dtype, tensor_type: type) -> np.ndarray:
+    """Nested Python data as a numpy array of ``dtype`` (tensors inside converted through numpy)."""
+    def convert(item: Any) -> Any:
+        if isinstance(item, tensor_type):
+            return item.detach().numpy().astype(np.float64) if dtype.is_floating_point else item.numpy()
+        if isinstance(item, (list, tuple)):
+            return [convert(i) for i in item]
+        return item
+
+    converted = convert(data)
+    if dtype is dtypes.bfloat16:
+        return np.asarray(np.array(converted, dtype=np.float64), dtype=dtypes.to_numpy(dtype))
+    try:
+        return np.array(converted, dtype=dtypes.to_numpy(dtype))
+    except ValueError as err:
+        raise ValueError(f"tensor(): {err}") from None
+    except OverflowError:
+        raise RuntimeError(f"tensor(): value cannot be converted to type {dtype.name} without overflow") from None
+
+
+_SCALARS = frozenset((bool, int, float))
+
+
+def _scalar_kind(row: Any) -> int | None:
+    """For a list or tuple of Python bools, ints and floats: 0 (all bools), 1 (ints among them) or 2 (floats among
+    them); None for anything else."""
+    kinds = set(map(type, row))
+    if not kinds <= _SCALARS:
+        return None
+    return 2 if float in kinds else 1 if int in kinds else 0
+
+
+def scalars_to_numpy(data: Any, dtype: dtypes.dtype | None) -> np.ndarray | None:
+    """The common case of ``tensor(data)`` without walking each element in Python: a flat list or tuple of Python
+    numbers, or a rectangular list of such rows. None where the general path must decide (other element types,
+    ragged rows, complex or bfloat16 results, out-of-range integers)."""
+    if type(data) not in (list, tuple) or not data:
+        return None
+    if type(data[0]) in (list, tuple):
+        width = len(data[0])
+        if not width or any(type(r) not in (list, tuple) or len(r) != width for r in data):
+            return None
+        kinds = [_scalar_kind(r) for r in data]
+        if None in kinds:
+            return None
+        kind = max(kinds)
+    else:
+        kind = _scalar_kind(data)
+        if kind is None:
+            return None
+    d = dtype or (dtypes.bool_, dtypes.int64, dtypes.get_default_dtype())[kind]
+    if d.category == 3 or d is dtypes.bfloat16 or (kind == 2 and d.category < 2):
+        return None  # complex, bfloat16 and float-to-integer conversions keep the general path's rules
+    try:
+        return np.array(data, dtype=dtypes.to_numpy(d))
+    except (OverflowError, ValueError):
+        return None
+
+
+def plain(data: Any) -> Any:
+    """Nested sequences of any kind (deque, range, tuple...) as the nested lists the converters walk."""
+    return [plain(x) for x in data] if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) else data
