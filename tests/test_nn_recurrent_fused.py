@@ -303,3 +303,69 @@ def test_autocast_casts_the_layer_as_torch(name, dtype):
     ref.sum().backward()
     assert g.weight_ih_l0.grad.dtype is genesis.float32
     torch.testing.assert_close(to_torch(g.weight_hh_l0.grad), t.weight_hh_l0.grad, rtol=0.05, atol=0.05)
+
+
+CELLS = [("RNNCell", {}), ("RNNCell", {"nonlinearity": "relu"}), ("LSTMCell", {}), ("GRUCell", {})]
+
+
+def _cell_pair(name, kwargs, dtype):
+    torch.manual_seed(0)
+    t = getattr(torch.nn, name)(4, 5, **kwargs).to(dtype)
+    g = getattr(genesis.nn, name)(4, 5, **kwargs).to(DEVICE, GENESIS_DTYPE[dtype])
+    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
+    return g, t
+
+
+def _cell_states(name, dtype):
+    states = (rand(3, 5, dtype=dtype, seed=1),) + ((rand(3, 5, dtype=dtype, seed=2),) if name == "LSTMCell" else ())
+    return states
+
+
+def _cell_call(m, x, states, name):
+    out = m(x, tuple(states)) if name == "LSTMCell" else m(x, states[0])
+    return out if isinstance(out, tuple) else (out,)
+
+
+@pytest.mark.parametrize("name,extra", CELLS, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
+def test_cells_are_one_fused_node(name, extra):
+    """A cell step is its two products and one fused cell node, in float32 as in float64."""
+    g, t = _cell_pair(name, extra, torch.float32)
+    x, states = rand(3, 4, dtype=torch.float32), _cell_states(name, torch.float32)
+    outs = _cell_call(g, to_genesis(x), [to_genesis(s) for s in states], name)
+    assert all(o.grad_fn.name() == "RecurrentCellBackward" for o in outs)
+    check_module(g, t, x, *states, call=lambda m, x, *s: _cell_call(m, x, s, name), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,extra", CELLS, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
+def test_cells_double_backward_matches_torch(name, extra):
+    """create_graph through a fused cell differentiates the step again in tensor ops: second derivatives (a
+    gradient penalty on the input) match torch's."""
+    g, t = _cell_pair(name, extra, torch.float64)
+    x, states = rand(3, 4), _cell_states(name, torch.float64)
+    results = []
+    for lib, m in ((genesis, g), (torch, t)):
+        xs = [to_genesis(v) if lib is genesis else v.detach().clone().requires_grad_() for v in (x, *states)]
+        outs = _cell_call(m, xs[0], xs[1:], name)
+        loss = sum((o * o).sum() for o in outs)
+        grads = lib.autograd.grad(loss, [xs[0], xs[1]], create_graph=True)
+        penalty = sum((gr * gr).sum() for gr in grads)
+        penalty.backward()
+        results.append([v.grad for v in xs] + [p.grad for p in m.parameters()])
+    for got, ref in zip(*results):
+        torch.testing.assert_close(to_torch(got), ref)
+
+
+def test_cells_with_mixed_dtypes_compute_in_tensor_ops():
+    """Products in bfloat16 beside a float32 state (autocast on the CPU) take the step in tensor ops, as torch."""
+    from genesis.ops.recurrent import recurrent_cell
+
+    gi = genesis.randn(3, 15, dtype=genesis.bfloat16, device=DEVICE)
+    gh = genesis.randn(3, 15, dtype=genesis.bfloat16, device=DEVICE)
+    h = genesis.randn(3, 5, device=DEVICE)
+    (out,) = recurrent_cell("GRU", gi, gh, h)
+    assert out.dtype is genesis.float32 and out.grad_fn is None
+    i_r, i_z, i_n = to_torch(gi).chunk(3, -1)
+    h_r, h_z, h_n = to_torch(gh).chunk(3, -1)
+    r, z = (i_r + h_r).sigmoid(), (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    torch.testing.assert_close(to_torch(out), (1 - z) * n + z * to_torch(h))

@@ -1,4 +1,5 @@
-"""One layer in one direction of ``nn.RNN``, ``nn.LSTM`` or ``nn.GRU`` as one autograd node.
+"""One layer in one direction of ``nn.RNN``, ``nn.LSTM`` or ``nn.GRU`` as one autograd node, and one step of their
+cells (``nn.LSTMCell``, ...) as one node.
 
 ``RecurrentLayer`` runs a padded (T, B, I) sequence, or a packed one (``PackedSequence`` data and batch sizes),
 through the backend's ``rnn_layer`` primitive and its gradient through ``rnn_layer_backward``. On cuda that is
@@ -12,6 +13,7 @@ backward is not itself differentiable (``create_graph`` raises).
 from __future__ import annotations
 
 from genesis.autograd import Primitive, is_grad_enabled
+from genesis.autograd import grad as autograd_grad
 from genesis.ndarray import NDArray
 from genesis.tensor import Tensor
 
@@ -55,6 +57,100 @@ class RecurrentLayerBackward(Primitive):
     @staticmethod
     def backward(ctx, *grads):
         raise NotImplementedError("double backward through the fused recurrent layer is not supported")
+
+
+_SAVED = {"LSTM": 5, "GRU": 4}  # columns of a cell's saved activations, in hidden units (RNN keeps none)
+
+
+def _cell_composite(mode: str, gi: Tensor, gh: Tensor, h: Tensor, c: Tensor | None) -> tuple[Tensor, ...]:
+    """One step of ``mode``'s cell in differentiable tensor ops (mixed dtypes promote as the ops do): (h',) or
+    (h', c')."""
+    if mode == "LSTM":
+        i, f, g, o = (gi + gh).chunk(4, -1)
+        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return o.sigmoid() * c.tanh(), c
+    if mode == "GRU":
+        i_r, i_z, i_n = gi.chunk(3, -1)
+        h_r, h_z, h_n = gh.chunk(3, -1)
+        r = (i_r + h_r).sigmoid()
+        z = (i_z + h_z).sigmoid()
+        n = (i_n + r * h_n).tanh()
+        return ((1 - z) * n + z * h,)
+    pre = gi + gh
+    return (pre.tanh() if mode == "RNN_TANH" else pre.relu(),)
+
+
+class RecurrentCell(Primitive):
+    """One step of an LSTM, GRU or Elman cell from its two products ``gi = x W_ih^T + b_ih`` and ``gh = h W_hh^T +
+    b_hh`` (B, G*H), the previous hidden state ``h`` (B, H) and cell state ``c`` (LSTM; else None), all one dtype:
+    h' (and c' for LSTM) from one fused ``rnn_cell_``; the gradients from one ``rnn_cell_backward_``."""
+
+    @staticmethod
+    def forward(ctx, gi: NDArray, gh: NDArray, h: NDArray, c: NDArray | None, mode: str):
+        be = gi.backend
+        B, H = c.shape if mode == "LSTM" else h.shape
+        h_out = be.empty((B, H), gi.dtype, gi.device)
+        saved = be.empty((B, _SAVED[mode] * H), gi.dtype, gi.device) if mode in _SAVED else None
+        # An LSTM cell reads c, not h (h reaches it through gh, and may be narrower with a projection): c stands in.
+        be.rnn_cell_(mode, gi, gh, c if mode == "LSTM" else h, c, h_out, saved)
+        ctx.save_for_backward(gi, gh, h, c, h_out, saved)
+        ctx.mode = mode
+        ctx.set_materialize_grads(False)
+        if mode != "LSTM":
+            return h_out
+        return h_out, be.contiguous(saved.as_strided((B, H), saved.strides, saved.offset + 4 * H * saved.strides[1]))
+
+    @staticmethod
+    def backward(ctx, grad_h, grad_c=None):
+        gi, gh, h, c, h_out, saved = ctx.saved_tensors
+        mode = ctx.mode
+        if is_grad_enabled():  # create_graph: differentiate the step written in tensor ops, itself differentiable
+            # Each input through a view of its own, so that the gradient of one does not run on through the graph
+            # to another (h also reaches the step through gh).
+            args = [t.view_as(t) if t is not None and t.requires_grad else t for t in (gi, gh, h, c)]
+            outs = _cell_composite(mode, *args)
+            pairs = [(o, g) for o, g in zip(outs, (grad_h, grad_c)) if g is not None]
+            inputs = [a for a, t in zip(args, (gi, gh, h, c)) if t is not None and t.requires_grad]
+            grads = iter(autograd_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], create_graph=True,
+                                       allow_unused=True))
+            return (*(next(grads) if t is not None and t.requires_grad else None for t in (gi, gh, h, c)), None)
+        return (*RecurrentCellBackward.apply(grad_h, grad_c, gi, gh, h, c, saved if saved is not None else h_out,
+                                             mode), None)
+
+
+class RecurrentCellBackward(Primitive):
+    """The gradients of :class:`RecurrentCell`: (d_gi, d_gh, dh, dc); incoming gradients may be None (zero)."""
+
+    @staticmethod
+    def forward(ctx, grad_h: NDArray | None, grad_c: NDArray | None, gi: NDArray, gh: NDArray, h: NDArray,
+                c: NDArray | None, saved: NDArray, mode: str) -> tuple:
+        be = gi.backend
+        if mode == "LSTM":
+            h = c  # as in the forward
+        B, H = h.shape
+        d_gi = be.empty(gi.shape, gi.dtype, gi.device)
+        d_gh = be.empty(gi.shape, gi.dtype, gi.device) if mode == "GRU" else None
+        state = be.empty((B, H), gi.dtype, gi.device) if mode in _SAVED else None  # dc (LSTM), dh z (GRU)
+        be.rnn_cell_backward_(mode, grad_h, None, grad_c if mode == "LSTM" else None, h, c, saved, d_gi, d_gh, state)
+        # h reaches an LSTM or Elman cell only through gh; a GRU's h' also takes z h directly.
+        return d_gi, d_gh if mode == "GRU" else d_gi, state if mode == "GRU" else None, \
+            state if mode == "LSTM" else None
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused recurrent cell's backward is not supported")
+
+
+def recurrent_cell(mode: str, gi: Tensor, gh: Tensor, h: Tensor, c: Tensor | None = None) -> tuple[Tensor, ...]:
+    """One step of ``mode``'s cell ('LSTM', 'GRU', 'RNN_TANH', 'RNN_RELU') from its two products: (h',) or
+    (h', c'). One fused node where every tensor shares a floating dtype and a device; the step in tensor ops
+    otherwise (e.g. products in bfloat16 under autocast beside a float32 state)."""
+    tensors = [t for t in (gi, gh, h, c) if t is not None]
+    if all(t.dtype is gi.dtype and t.device == gi.device for t in tensors) and gi.dtype.is_floating_point \
+            and gi.ndim == 2 and gi.dtype.category == 2:
+        out = RecurrentCell.apply(gi, gh, h, c, mode)
+        return tuple(out) if mode == "LSTM" else (out,)
+    return _cell_composite(mode, gi, gh, h, c)
 
 
 def recurrent_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor, w_hh: Tensor,

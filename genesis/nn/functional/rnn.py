@@ -16,22 +16,19 @@ from genesis import ops as T
 from genesis.nn.functional.dropout import dropout
 from genesis.nn.functional.linear import linear
 from genesis.ops.autocast import autocast_args, autocast_rule, is_autocast_enabled
-from genesis.ops.recurrent import recurrent_layer
+from genesis.ops.recurrent import recurrent_cell, recurrent_layer
 from genesis.tensor import Tensor
 
 
 def _rnn_step(mode: str, gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
     """One Elman step ``act(gi + h W_hh^T + b_hh)``, ``gi`` being the input's projection ``x W_ih^T + b_ih``."""
-    pre = gi + linear(h, w_hh, b_hh)
-    return pre.tanh() if mode == "RNN_TANH" else pre.relu()
+    return recurrent_cell(mode, gi, linear(h, w_hh, b_hh), h)[0]
 
 
 def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
                w_hr: Tensor | None) -> tuple[Tensor, Tensor]:
     """One LSTM step (Hochreiter & Schmidhuber, 1997); ``w_hr`` projects the new hidden state (Sak et al., 2014)."""
-    i, f, g, o = (gi + linear(h, w_hh, b_hh)).chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
+    h, c = recurrent_cell("LSTM", gi, linear(h, w_hh, b_hh), h, c)
     if w_hr is not None:
         h = linear(h, w_hr)
     return h, c
@@ -39,12 +36,7 @@ def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | No
 
 def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
     """One GRU step (Cho et al., 2014) as torch: ``n = tanh(i_n + r * (h W_hn^T + b_hn))``, ``h' = (1-z) n + z h``."""
-    i_r, i_z, i_n = gi.chunk(3, -1)
-    h_r, h_z, h_n = linear(h, w_hh, b_hh).chunk(3, -1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
-    return (1 - z) * n + z * h
+    return recurrent_cell("GRU", gi, linear(h, w_hh, b_hh), h)[0]
 
 
 def _cell_step(mode: str, gi: Tensor, state: tuple[Tensor, ...], w: dict[str, Tensor]) -> tuple[Tensor, ...]:
