@@ -31,6 +31,7 @@ _DTYPES = {
     "F64": np.dtype(np.float64), "F32": np.dtype(np.float32), "F16": np.dtype(np.float16),
     "BF16": np.dtype(ml_dtypes.bfloat16), "I64": np.dtype(np.int64), "I32": np.dtype(np.int32),
     "I16": np.dtype(np.int16), "I8": np.dtype(np.int8), "U8": np.dtype(np.uint8), "BOOL": np.dtype(np.bool_),
+    "C64": np.dtype(np.complex64),
 }
 # Headers larger than this are not safetensors files (the format itself caps them at 100 MB).
 _MAX_HEADER = 100_000_000

@@ -17,6 +17,7 @@ import os
 import zlib
 from typing import Any, BinaryIO, Union
 
+import ml_dtypes
 import numpy as np
 import safetensors.numpy
 
@@ -53,6 +54,8 @@ class _Encoder:
             return self._tensor(obj, path)
         if obj is None or isinstance(obj, (bool, int, float, str)):
             return obj
+        if isinstance(obj, (np.ndarray, np.generic)):  # torch.save stores numpy data too; it loads as numpy
+            return self._numpy(obj, path)
         if isinstance(obj, dtypes.dtype):
             return {"__dtype__": obj.name}
         if isinstance(obj, Device):
@@ -68,24 +71,51 @@ class _Encoder:
             return {"__dict__": [[self.encode(k, f"{path}.<key>"), self.encode(v, _join(path, str(k)))]
                                  for k, v in obj.items()]}
         raise TypeError(f"save: cannot store an object of type {type(obj).__name__} at '{path or '<root>'}'; "
-                        "only tensors, dicts, lists, tuples, numbers, strings, bools and None can be saved")
+                        "only tensors, numpy arrays, dicts, lists, tuples, numbers, strings, bools and None can be "
+                        "saved")
+
+    def _name(self, path: str) -> str:
+        name = path or "tensor"
+        suffix = 1
+        while name in self.arrays:
+            name = f"{path}#{suffix}"
+            suffix += 1
+        return name
+
+    def _store(self, array: np.ndarray, path: str, ref: dict[str, Any]) -> str:
+        """Keep ``array`` under a new name; complex128, which safetensors lacks, as its float64 parts (``ref``
+        records it)."""
+        if array.dtype == np.complex128:
+            array = np.ascontiguousarray(array).view(np.float64).reshape(array.shape + (2,))
+            ref["complex128"] = True
+        elif array.dtype not in _STORABLE:
+            raise TypeError(f"save: cannot store an array of dtype {array.dtype} at '{path or '<root>'}'")
+        name = self._name(path)
+        # np.ascontiguousarray would turn a 0-d array into 1-d; copy only what is strided.
+        self.arrays[name] = array if array.flags.c_contiguous else array.copy(order="C")
+        return name
+
+    def _numpy(self, value: np.ndarray | np.generic, path: str) -> dict[str, Any]:
+        ref: dict[str, Any] = {"scalar": isinstance(value, np.generic)}
+        ref["__numpy__"] = self._store(np.array(value), path, ref)
+        return ref
 
     def _tensor(self, t: Tensor, path: str) -> dict[str, Any]:
+        ref: dict[str, Any] = {"device": str(t.device)}
         name = self.names_by_id.get(id(t))
         if name is None:
-            name = path or "tensor"
-            suffix = 1
-            while name in self.arrays:
-                name = f"{path}#{suffix}"
-                suffix += 1
-            self.names_by_id[id(t)] = name
-            array = t.detach().cpu().numpy()
-            # np.ascontiguousarray would turn a 0-d array into 1-d; copy only what is strided.
-            self.arrays[name] = array if array.flags.c_contiguous else array.copy(order="C")
-        ref: dict[str, Any] = {"__tensor__": name, "device": str(t.device)}
+            name = self.names_by_id[id(t)] = self._store(t.detach().cpu().numpy(), path, ref)
+        elif t.dtype is dtypes.complex128:
+            ref["complex128"] = True
+        ref["__tensor__"] = name
         if t.requires_grad:
             ref["requires_grad"] = True
         return ref
+
+
+# What a safetensors file holds natively (complex128 is stored as float64 parts).
+_STORABLE = frozenset(np.dtype(t) for t in (np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16,
+                                             np.float32, np.float64, np.complex64, ml_dtypes.bfloat16))
 
 
 def _join(path: str, key: str) -> str:
@@ -209,6 +239,12 @@ class _Decoder:
             return data
         if "__tensor__" in data:
             return self._tensor(data, path)
+        if "__numpy__" in data:
+            key = data["__numpy__"]
+            if not isinstance(key, str) or key not in self.arrays:
+                raise CheckpointError(f"load: '{self.name}' refers to array {key!r} that the file does not hold")
+            array = _restore(self.arrays[key], data).copy()
+            return array[()] if data.get("scalar") else array
         if "__tuple__" in data:
             items = data["__tuple__"]
             if not isinstance(items, list):
@@ -257,13 +293,20 @@ class _Decoder:
         requires_grad = ref.get("requires_grad", False)
         if not isinstance(requires_grad, bool):
             raise self._bad(path, f"requires_grad is {requires_grad!r}, not a bool")
-        t = tensor(self.arrays[key], device=_target_device(saved, self.map_location))
+        t = tensor(_restore(self.arrays[key], ref), device=_target_device(saved, self.map_location))
         if requires_grad:
             if not t.dtype.is_floating_point:
                 raise self._bad(path, f"tensor '{key}' of dtype {t.dtype} cannot require gradients")
             t.requires_grad_(True)
         self.tensors[key] = t
         return t
+
+
+def _restore(array: np.ndarray, ref: dict[str, Any]) -> np.ndarray:
+    """A stored array as saved: complex128 back from its float64 parts."""
+    if ref.get("complex128") and array.dtype == np.float64 and array.ndim and array.shape[-1] == 2:
+        return array.view(np.complex128).reshape(array.shape[:-1])
+    return array
 
 
 def _text(value: Any) -> str:

@@ -21,7 +21,7 @@ from genesis.serialization import CheckpointError
 from tests.helpers import DEVICE, to_genesis, to_torch
 
 DTYPES = [genesis.float32, genesis.float64, genesis.float16, genesis.bfloat16, genesis.int8, genesis.uint8,
-          genesis.int16, genesis.int32, genesis.int64, genesis.bool]
+          genesis.int16, genesis.int32, genesis.int64, genesis.bool, genesis.complex64, genesis.complex128]
 
 
 def _bits(t: genesis.Tensor) -> bytes:
@@ -32,6 +32,8 @@ def _sample(dtype: genesis.dtype, shape: tuple[int, ...]) -> genesis.Tensor:
     values = torch.randn(shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 50
     if dtype is genesis.bool:
         return to_genesis(values > 0)
+    if dtype.is_complex:
+        return to_genesis(torch.complex(values, values.flip(-1) if values.ndim else -values)).to(dtype)
     if not dtype.is_floating_point:
         values = values.round().clamp(0 if dtype is genesis.uint8 else -100, 100)
     return to_genesis(values).to(dtype)
@@ -40,7 +42,7 @@ def _sample(dtype: genesis.dtype, shape: tuple[int, ...]) -> genesis.Tensor:
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 def test_round_trip_is_exact_for_every_dtype(tmp_path, dtype: genesis.dtype) -> None:
     tensors = {"matrix": _sample(dtype, (5, 7)), "scalar": _sample(dtype, ()), "empty": _sample(dtype, (0, 3))}
-    if dtype.is_floating_point:
+    if dtype.is_floating_point or dtype.is_complex:
         tensors["special"] = genesis.tensor([math.inf, -math.inf, math.nan, -0.0, 1e-30], dtype=dtype,
                                             device=DEVICE)
     path = tmp_path / "t.safetensors"
@@ -134,6 +136,23 @@ def test_map_location(tmp_path) -> None:
     if not genesis.cuda.is_available():
         with pytest.raises(RuntimeError, match="CUDA is not available"):
             genesis.load(path, map_location="cuda")
+
+
+def test_numpy_arrays_and_scalars_round_trip(tmp_path) -> None:
+    """As torch.save, numpy data can be saved beside tensors; it loads as numpy, dtype, shape and bits kept."""
+    obj = {"a": np.arange(6.0).reshape(2, 3), "b": np.float32(2.5), "c": [np.int64(3), genesis.ones(2)],
+           "empty": np.zeros((0, 3), np.int8), "zero_dim": np.array(7), "strided": np.arange(10)[::3],
+           "z": np.array([1 + 2j, 3 - 1j], np.complex128), "zs": np.complex64(1 - 1j)}
+    genesis.save(obj, tmp_path / "np.pt")
+    loaded = genesis.load(tmp_path / "np.pt")
+    for key in ("a", "empty", "zero_dim", "strided", "z"):
+        assert isinstance(loaded[key], np.ndarray) and loaded[key].dtype == obj[key].dtype
+        np.testing.assert_array_equal(loaded[key], obj[key])
+    for key in ("b", "zs"):
+        assert type(loaded[key]) is type(obj[key]) and loaded[key] == obj[key]
+    assert type(loaded["c"][0]) is np.int64 and loaded["c"][0] == 3
+    with pytest.raises(TypeError, match="cannot store an array of dtype <U1 at 'text'"):
+        genesis.save({"text": np.array(["a"])}, tmp_path / "bad.pt")
 
 
 def test_unsupported_object_raises_and_keeps_the_old_file(tmp_path) -> None:
