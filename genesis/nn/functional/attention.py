@@ -68,13 +68,15 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 
 
 def _in_projection(q: Tensor, k: Tensor, v: Tensor, w: Tensor, b: Tensor | None, e: int) -> tuple:
+    """(q, k, v) projected, and for self-attention the packed (L, N, 3E) projection they are views of (else
+    None)."""
     if q is k and k is v:
         packed = linear(q, w, b)
-        return tuple(packed.unflatten(-1, (3, e)).unbind(-2))
+        return (*packed.unflatten(-1, (3, e)).unbind(-2), packed)
     bq = bk = bv = None
     if b is not None:
         bq, bk, bv = b[:e], b[e:2 * e], b[2 * e:]
-    return linear(q, w[:e], bq), linear(k, w[e:2 * e], bk), linear(v, w[2 * e:], bv)
+    return linear(q, w[:e], bq), linear(k, w[e:2 * e], bk), linear(v, w[2 * e:], bv), None
 
 
 def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
@@ -114,8 +116,9 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     if not use_separate_proj_weight:
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, embed_dim)
+        q, k, v, packed = _in_projection(query, key, value, in_proj_weight, in_proj_bias, embed_dim)
     else:
+        packed = None
         for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
             if w is None:
                 raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
@@ -131,10 +134,14 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
             attn_mask = _pad_last(attn_mask)
         if key_padding_mask is not None:
             key_padding_mask = _pad_last(key_padding_mask)
-    # (L, N, E) -> (N, H, L, head_dim)
-    q = q.reshape(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
-    k = k.reshape(k.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
-    v = v.reshape(v.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    # (L, N, E) -> (N, H, L, head_dim), each contiguous: then the products walk the (N, H) batch with one stride, in
+    # the forward and the backward, where these views of the projection would be copied by every product.
+    # Self-attention copies its packed projection once, as torch.
+    if packed is not None and bias_k is None:
+        q, k, v = packed.reshape(tgt_len, bsz, 3, num_heads, head_dim).permute(2, 1, 3, 0, 4).contiguous().unbind(0)
+    else:
+        q, k, v = (t.reshape(t.shape[0], bsz, num_heads, head_dim).permute(1, 2, 0, 3).contiguous()
+                   for t in (q, k, v))
     if add_zero_attn:
         zero_row = zeros((bsz, num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
         k, v = T.cat([k, zero_row], 2), T.cat([v, zero_row], 2)
@@ -143,7 +150,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         if key_padding_mask is not None:
             key_padding_mask = _pad_last(key_padding_mask)
     src_len = k.shape[2]
-    scores = T.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))  # (N, H, L, S)
+    scores = T.matmul(q * (1.0 / math.sqrt(head_dim)), k.transpose(-2, -1))  # (N, H, L, S); q scaled, as torch
     if attn_mask is not None:
         if attn_mask.ndim == 3:
             attn_mask = attn_mask.reshape(bsz, num_heads, tgt_len, src_len)
