@@ -267,14 +267,19 @@ def _math(dtype: dtypes.dtype) -> int:
     return _DEFAULT_MATH
 
 
+def _key(mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int, has_bias: bool,
+         device: Any) -> tuple:
+    return mode, dtype, sizes, I, H, has_bias, _math(dtype), device
+
+
 def _plan(mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int, has_bias: bool,
-          device: Any) -> _Plan | None:
-    """The cached plan for this layer, or None where cuDNN cannot run it (the time loop serves then)."""
+          device: Any, backward: bool = False) -> _Plan | None:
+    """The cached plan for this layer, or None where cuDNN cannot run it (the time loop serves then). The backward
+    of a layer cuDNN ran forward gets its plan whatever ``genesis.backends.cudnn.enabled`` says now."""
     global _cu
-    if not flags.enabled or dtype not in _DATA_TYPE or _load() is None:
+    if not (flags.enabled or backward) or dtype not in _DATA_TYPE or _load() is None:
         return None
-    math = _math(dtype)
-    key = (mode, dtype, sizes, I, H, has_bias, math, device)
+    key = _key(mode, dtype, sizes, I, H, has_bias, device)
     if key in _plans:
         return _plans[key]
     if _cu is None:
@@ -283,7 +288,7 @@ def _plan(mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int
         _cu = driver
     rt.ensure_device(device.index)
     try:
-        plan = _Plan(mode, dtype, sizes, I, H, has_bias, math, device)
+        plan = _Plan(mode, dtype, sizes, I, H, has_bias, key[-2], device)
     except CudnnRnnError as exc:
         if exc.status < _NOT_SUPPORTED or exc.status >= _NOT_SUPPORTED + 1000:
             raise
@@ -320,10 +325,14 @@ def rnn_layer(mode: str, x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDAr
     work_bytes, reserve_bytes = plan.scratch[fwd_mode]
     reserve = empty((reserve_bytes,), dtypes.uint8, x.device) if reserve_bytes else None
     handle = dnn.handle().backend_handle
-    _check(_lib.cudnnRNNForward(
+    status = _lib.cudnnRNNForward(
         handle, plan.rnn, fwd_mode, _ptr(plan.seq_lengths), plan.x_desc, _ptr(xs), plan.y_desc, _ptr(y),
         plan.h_desc, _ptr(h0), _ptr(h_n), plan.h_desc, _opt(c0), _opt(c_n), plan.weight_bytes, _ptr(space),
-        work_bytes, dnn.workspace(work_bytes) or None, reserve_bytes, _opt(reserve)), "cudnnRNNForward")
+        work_bytes, dnn.workspace(work_bytes) or None, reserve_bytes, _opt(reserve))
+    if _NOT_SUPPORTED <= status < _NOT_SUPPORTED + 1000:  # refused only when run: this shape takes the loop
+        _plans[_key(mode, x.dtype, sizes, flat.shape[1], H, b_ih is not None, x.device)] = None
+        return recurrent_loop.rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse, training, batch_sizes)
+    _check(status, "cudnnRNNForward")
     out = index_select(y, 0, plan.reverse_index) if reverse else y
     if batch_sizes is None:
         out = out.reshape((len(sizes), B, H))
@@ -349,7 +358,7 @@ def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
     flat, sizes = recurrent_loop.as_rows(x, batch_sizes)
     N, I = flat.shape
     B = sizes[0]
-    plan = _plan(mode, x.dtype, sizes, I, H, has_bias, x.device)
+    plan = _plan(mode, x.dtype, sizes, I, H, has_bias, x.device, backward=True)
     if grad_out is None:
         dy = full((N, H), 0, x.dtype, x.device)
     else:
