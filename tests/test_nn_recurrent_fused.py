@@ -369,3 +369,18 @@ def test_cells_with_mixed_dtypes_compute_in_tensor_ops():
     r, z = (i_r + h_r).sigmoid(), (i_z + h_z).sigmoid()
     n = (i_n + r * h_n).tanh()
     torch.testing.assert_close(to_torch(out), (1 - z) * n + z * to_torch(h))
+
+
+@requires_cuda
+def test_backward_after_cudnn_was_switched_off():
+    """A layer that ran forward through cuDNN takes its backward there too, whatever the switch says by then."""
+    g, t = _pair("LSTM", {"num_layers": 2}, torch.float64)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False, device="cuda") for k, v in t.state_dict().items()})
+    g = g.to("cuda")
+    x = rand(6, 3, 4)
+    out, _ = g(to_genesis(x, device="cuda"))
+    with genesis.backends.cudnn.flags(enabled=False):
+        out.sum().backward()
+    ref, _ = t(x)
+    ref.sum().backward()
+    torch.testing.assert_close(to_torch(g.weight_ih_l0.grad), t.weight_ih_l0.grad)
