@@ -60,6 +60,51 @@ def is_dense_in(shape: tuple[int, ...], tensor_strides: tuple[int, ...], fmt: me
     return all(n == 1 or s == t for n, s, t in zip(shape, tensor_strides, strides(shape, fmt)))
 
 
+def is_dense(shape: tuple[int, ...], tensor_strides: tuple[int, ...]) -> bool:
+    """Whether (shape, strides) covers one block of memory without gaps or overlaps, in any dim order (torch's
+    "non-overlapping and dense"): row-major, channels_last, a transpose..."""
+    expected = 1
+    for stride, n in sorted((s, n) for n, s in zip(shape, tensor_strides) if n != 1):
+        if stride != expected:
+            return False
+        expected *= n
+    return True
+
+
+def preserved_strides(shape: tuple[int, ...], tensor_strides: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides ``preserve_format`` gives a new tensor like one of (shape, strides): the same where that one is
+    dense, else those of its suggested format (torch's ``empty_like`` rule)."""
+    if 0 in shape or is_dense(shape, tensor_strides):
+        return tuple(tensor_strides)
+    # Not dense (a strided slice, say): dense strides in the dim order its strides follow, as torch's
+    # infer_dense_strides: a stable insertion sort from the innermost dim, where a broadcast dim (stride 0) compares
+    # as unordered and so keeps its row-major place, and equal strides put the smaller dim inside.
+    def after(a: int, b: int) -> int:  # 1: dim a goes outside dim b, -1: inside, 0: unordered
+        sa, sb = tensor_strides[a], tensor_strides[b]
+        if sa == 0 or sb == 0:
+            return 0
+        if sa != sb:
+            return 1 if sa > sb else -1
+        return 1 if shape[a] > shape[b] else 0
+
+    perm = list(range(len(shape)))[::-1]  # innermost first
+    for i in range(1, len(perm)):
+        k = i
+        for j in range(i - 1, -1, -1):
+            order = after(perm[j], perm[k])
+            if order > 0:
+                perm[j], perm[k] = perm[k], perm[j]
+                k = j
+            elif order < 0:
+                break
+    out = [0] * len(shape)
+    step = 1
+    for d in perm:
+        out[d] = step
+        step *= max(shape[d], 1)
+    return tuple(out)
+
+
 def suggest(shape: tuple[int, ...], tensor_strides: tuple[int, ...]) -> memory_format:
     """The channels_last format a 4-d or 5-d tensor is stored in (when dense in it and not plainly contiguous), else
     ``contiguous_format``: what ``preserve_format`` keeps."""

@@ -654,22 +654,49 @@ def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, 
     return t.requires_grad_(True) if requires_grad else t
 
 
-def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+def _like(input: Tensor, new: Tensor, memory_format: Any, op: str) -> Tensor:
+    """``new`` (a fresh row-major tensor of ``input``'s shape holding one value everywhere) laid out as
+    ``memory_format`` asks: ``preserve_format`` keeps a dense ``input``'s strides (channels_last, a transpose...),
+    as torch's ``*_like`` functions."""
+    shape = tuple(input.shape)
+    fmt = _mf.check(op, memory_format)
+    if fmt is _mf.preserve_format:
+        strides = _mf.preserved_strides(shape, input.stride())
+    else:
+        strides = _mf.strides(shape, fmt)
+    nd = new.ndarray
+    if strides == nd.strides:
+        return new
+    out = Tensor._wrap(NDArray(nd.buffer, nd.shape, strides, 0, nd.dtype, nd.device))
+    return out.requires_grad_(True) if new.requires_grad else out
 
 
-def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+               memory_format: Any = _mf.preserve_format) -> Tensor:
+    """Zeros shaped and (``preserve_format``) laid out like ``input``."""
+    return _like(input, zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                              requires_grad=requires_grad), memory_format, "zeros_like")
 
 
-def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
-              ) -> Tensor:
-    return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
+def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+              memory_format: Any = _mf.preserve_format) -> Tensor:
+    """Ones shaped and (``preserve_format``) laid out like ``input``."""
+    return _like(input, ones(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                             requires_grad=requires_grad), memory_format, "ones_like")
 
 
-def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return empty(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+              memory_format: Any = _mf.preserve_format) -> Tensor:
+    """``fill_value`` everywhere, shaped and (``preserve_format``) laid out like ``input``."""
+    return _like(input, full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
+                             requires_grad=requires_grad), memory_format, "full_like")
+
+
+def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+               memory_format: Any = _mf.preserve_format) -> Tensor:
+    """Uninitialized, shaped and (``preserve_format``) laid out like ``input``."""
+    return _like(input, empty(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                              requires_grad=requires_grad), memory_format, "empty_like")
 
 
 def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,

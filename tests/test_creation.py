@@ -382,3 +382,28 @@ def test_keyword_forms_of_factories():
         assert tuple(g.shape) == tuple(t.shape) and TORCH_DTYPE[g.dtype] == t.dtype
     with pytest.raises(TypeError):
         genesis.zeros(2, size=(2,))
+
+
+def _layouts(lib):
+    x = lib.randn(2, 3, 4, 5)
+    cl = x.contiguous(memory_format=lib.channels_last)
+    return [x, cl, cl.transpose(0, 1), cl[:, :, ::2], x[:, ::2], x.transpose(1, 3), lib.randn(4, 6).t()[:, ::2],
+            lib.randn(5).expand(3, 5), lib.randn(3, 1).expand(3, 4), lib.randn(3, 1, 4)[:, :, ::2],
+            lib.randn(2, 3)[:, :0], lib.randn(2, 3, 1, 1).contiguous(memory_format=lib.channels_last)]
+
+
+@pytest.mark.parametrize("name", ["empty_like", "zeros_like", "ones_like", "full_like"])
+def test_like_functions_preserve_the_layout(name):
+    """As torch's, *_like keep a dense input's strides (channels_last, transposes) and give other inputs dense
+    strides in their dim order; memory_format asks for a format instead."""
+    args = (2.5,) if name == "full_like" else ()
+    for g, t in zip(_layouts(genesis), _layouts(torch)):
+        got, want = getattr(genesis, name)(g, *args), getattr(torch, name)(t, *args)
+        assert got.stride() == want.stride() and tuple(got.shape) == tuple(want.shape), (got.stride(), want.stride())
+        if name != "empty_like":
+            assert_same(got, want)
+        for fmt in ("contiguous_format", "channels_last"):
+            if fmt == "channels_last" and g.ndim != 4:
+                continue
+            got = getattr(genesis, name)(g, *args, memory_format=getattr(genesis, fmt))
+            assert got.stride() == getattr(torch, name)(t, *args, memory_format=getattr(torch, fmt)).stride()

@@ -180,12 +180,14 @@ PRIMITIVES: dict[str, str] = {
                   "Adam (decoupled: AdamW) step in place on contiguous param/exp_avg/exp_avg_sq, float32 arithmetic; "
                   "step >= 1",
     "adam_multi_step_": "(params, grads, exp_avgs, exp_avg_sqs, masters, lr, beta1, beta2, eps, weight_decay, "
-                        "decoupled, step, maximize): the same step over lists of contiguous arrays (each list one "
-                        "dtype, one step count); masters: float32 master weights updated in place of the parameters "
+                        "decoupled, step, maximize): the same step over lists of dense arrays (each list one dtype, "
+                        "the arrays at one position of the lists laid out alike, walked as flat memory; one step "
+                        "count); masters: float32 master weights updated in place of the parameters "
                         "(which get the rounded result) or None; CUDA also takes lr and step as 0-d device arrays "
                         "(read by the kernel, so the step can be captured in a CUDA graph; step counts this update)",
     "sgd_multi_step_": "(params, grads, bufs, lr, momentum, dampening, weight_decay, nesterov, maximize, first): SGD "
-                       "over lists in place; bufs: momentum buffers or None (momentum 0); first: the buffers are new "
+                       "over lists of dense arrays in place (laid out alike at each position, as "
+                       "adam_multi_step_); bufs: momentum buffers or None (momentum 0); first: the buffers are new "
                        "(buf = g)",
     "unscale_grads_": "(grads, inv_scale): grads *= inv_scale in place; returns a float32 (1,) array, 1.0 if any "
                       "gradient held an inf or nan, else 0.0",

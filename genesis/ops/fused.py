@@ -24,6 +24,7 @@ from __future__ import annotations
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.backends import cuda as sdp
+from genesis.memory_format import is_dense
 from genesis.ndarray import NDArray
 from genesis.ops._args import zeros_like_detached
 from genesis.ops.compare import where
@@ -357,15 +358,24 @@ def fused_adam_step_(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: T
 
 
 def _multi_applies(lists: list[list[Tensor] | None]) -> bool:
-    """Lists of contiguous tensors on one device, each list one kernel dtype (CUDA) or one floating dtype (CPU)."""
+    """Lists of dense tensors on one device, each list one kernel dtype (CUDA) or one floating dtype (CPU), the
+    tensors at one position laid out alike (row-major, channels_last ...: the kernels walk each as flat memory)."""
     device = lists[0][0].device
+    layouts = None
     for tensors in lists:
         if tensors is None:
             continue
         dtype = tensors[0].dtype
         if device.type == "cuda" and dtype not in _KERNEL_DTYPES or not dtype.is_floating_point:
             return False
-        if any(t.device != device or t.dtype is not dtype or not t.is_contiguous() for t in tensors):
+        if any(t.device != device or t.dtype is not dtype for t in tensors):
+            return False
+        strides = [t.ndarray.strides for t in tensors]
+        if layouts is None:
+            if not all(is_dense(t.ndarray.shape, s) for t, s in zip(tensors, strides)):
+                return False
+            layouts = strides
+        elif strides != layouts:
             return False
     return True
 
