@@ -361,7 +361,7 @@ def _multi_applies(lists: list[list[Tensor] | None]) -> bool:
     """Lists of dense tensors on one device, each list one kernel dtype (CUDA) or one floating dtype (CPU), the
     tensors at one position laid out alike (row-major, channels_last ...: the kernels walk each as flat memory)."""
     device = lists[0][0].device
-    layouts = None
+    contiguous = True
     for tensors in lists:
         if tensors is None:
             continue
@@ -370,14 +370,14 @@ def _multi_applies(lists: list[list[Tensor] | None]) -> bool:
             return False
         if any(t.device != device or t.dtype is not dtype for t in tensors):
             return False
-        strides = [t.ndarray.strides for t in tensors]
-        if layouts is None:
-            if not all(is_dense(t.ndarray.shape, s) for t, s in zip(tensors, strides)):
-                return False
-            layouts = strides
-        elif strides != layouts:
-            return False
-    return True
+        contiguous = contiguous and all(t.is_contiguous() for t in tensors)
+    if contiguous:  # the common case, checked cheaply
+        return True
+    present = [tensors for tensors in lists if tensors is not None]
+    layouts = [t.ndarray.strides for t in present[0]]
+    if not all(is_dense(t.ndarray.shape, s) for t, s in zip(present[0], layouts)):
+        return False
+    return all([t.ndarray.strides for t in tensors] == layouts for tensors in present[1:])
 
 
 def _bump(*lists: list[Tensor] | None) -> None:
