@@ -7,7 +7,7 @@ allocated on (memory imported through DLPack is released through its producer in
 
 from __future__ import annotations
 
-from genesis._impl.cuda import allocator, pinned
+from genesis._impl.cuda import allocator
 from genesis._impl.cuda import runtime as rt
 
 
@@ -53,56 +53,16 @@ def alloc(nbytes: int, device: int) -> CudaStorage:
 
 # ---------------------------------------------------------------- host <-> device copies
 
-_STAGE = 16 << 20  # bytes per pinned staging buffer
-_STAGED_MIN = 8 << 20  # smaller copies go straight from pageable memory
-
-
-class _Staging:
-    """Two pinned host buffers: while the DMA engine copies one to the device, the CPU fills the other."""
-
-    def __init__(self) -> None:
-        import ctypes
-
-        import numpy as np
-        from cuda.bindings import driver as cu
-
-        self.ptrs, self.views, self.events = [], [], []
-        for _ in range(2):
-            ptr = int(rt.check(cu.cuMemHostAlloc(_STAGE, 0), "cuMemHostAlloc"))
-            self.ptrs.append(ptr)
-            self.views.append(np.ctypeslib.as_array((ctypes.c_uint8 * _STAGE).from_address(ptr)))
-            self.events.append(rt.Event())
-
-
-_staging: _Staging | None = None
-
 
 def copy_from_host(dst_ptr: int, array: object, stream: int) -> None:
     """Copy a contiguous numpy array to device memory and wait for it.
 
-    Large pageable arrays go through pinned staging buffers in chunks, overlapping the host copy of one chunk with the
-    DMA of the previous one; the DMA engine reads pinned memory several times faster than pageable memory. Arrays
-    already in pinned memory (``Tensor.pin_memory()``) are copied directly.
+    One ``cuMemcpyHtoDAsync`` on ``stream``: from pinned memory (``Tensor.pin_memory()``) the DMA engine reads the
+    array directly; from pageable memory the driver stages it. Measured on an H100 host for a 37 MB batch, the
+    driver's staging took 2.6-3.2 ms against 3.3-5.2 ms for Genesis's own double-buffered pinned staging (bound by
+    the host's memcpy), and torch's ``.to("cuda")`` 2.4-3.7 ms.
     """
-    global _staging
     from cuda.bindings import driver as cu
 
-    n = array.nbytes
-    if n < _STAGED_MIN or pinned.contains(array.ctypes.data):
-        rt.check(cu.cuMemcpyHtoDAsync(dst_ptr, array.ctypes.data, n, stream), "cuMemcpyHtoDAsync")
-        rt.stream_synchronize(stream)
-        return
-    if _staging is None:
-        _staging = _Staging()
-    src = array.reshape(-1).view("uint8")
-    used = [False, False]
-    for i, start in enumerate(range(0, n, _STAGE)):
-        k = i % 2
-        if used[k]:
-            _staging.events[k].synchronize()
-        m = min(_STAGE, n - start)
-        _staging.views[k][:m] = src[start:start + m]
-        rt.check(cu.cuMemcpyHtoDAsync(dst_ptr + start, _staging.ptrs[k], m, stream), "cuMemcpyHtoDAsync")
-        rt.check(cu.cuEventRecord(_staging.events[k]._cu, stream), "cuEventRecord")
-        used[k] = True
+    rt.check(cu.cuMemcpyHtoDAsync(dst_ptr, array.ctypes.data, array.nbytes, stream), "cuMemcpyHtoDAsync")
     rt.stream_synchronize(stream)
