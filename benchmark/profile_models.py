@@ -1,7 +1,7 @@
 """The profiler's table for one training step of a ``bench_models`` program (Genesis's step, on cuda by default).
 
     python benchmark/profile_models.py [--row gpt2] [--batch 8] [--device cuda] [--sort cuda_time_total]
-                                       [--limit 25] [--steps 1] [--small]
+                                       [--limit 25] [--steps 1] [--small] [--variant WORD]
 
 Builds the same program ``bench_models.py`` times (same weights, same batches), runs warm-up steps, then profiles
 one step with ``genesis.profiler`` and prints the table, the host-device synchronizations and the step's wall time.
@@ -34,8 +34,11 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="the program's small configuration (a CPU check)")
     parser.add_argument("--steps", type=int, default=1,
                         help="unprofiled steps to time, each split into host time (until the step returns) and wall")
+    parser.add_argument("--variant", default="", help="a word of the row's name, for rows that share a --rows name "
+                                                      "(e.g. --row resnet50 --variant bf16)")
     args = parser.parse_args()
-    case = next(c for c in CASES if c.key == args.row and (c.key != "gpt2" or f"b{args.batch}x" in c.name))
+    case = next(c for c in CASES if c.key == args.row and (c.key != "gpt2" or f"b{args.batch}x" in c.name)
+                and args.variant in c.name)
     cfg = case.small if args.small else case.full
     rng = np.random.default_rng(0)
     batches = [case.data(rng, cfg) for _ in range(args.warmup + args.steps + 1)]
