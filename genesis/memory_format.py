@@ -39,15 +39,27 @@ def check(op: str, fmt: object) -> memory_format:
     return fmt
 
 
+_STRIDES: dict[tuple, tuple[int, ...]] = {}  # (shape, format) -> strides: layers ask for the same few each step
+
+
 def strides(shape: tuple[int, ...], fmt: memory_format) -> tuple[int, ...]:
     """The dense strides of ``shape`` in ``fmt`` (contiguous or a channels_last format of the matching rank)."""
+    key = (tuple(shape), fmt)
+    cached = _STRIDES.get(key)
+    if cached is not None:
+        return cached
     rank = _RANK.get(fmt)
     if rank is None:
-        return contiguous_strides(shape)
-    if len(shape) != rank:
+        out = contiguous_strides(shape)
+    elif len(shape) != rank:
         raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
-    stored = contiguous_strides((shape[0],) + tuple(shape[2:]) + (shape[1],))
-    return (stored[0], stored[-1]) + stored[1:-1]
+    else:
+        stored = contiguous_strides((shape[0],) + tuple(shape[2:]) + (shape[1],))
+        out = (stored[0], stored[-1]) + stored[1:-1]
+    if len(_STRIDES) > 4096:  # many distinct shapes: start over
+        _STRIDES.clear()
+    _STRIDES[key] = out
+    return out
 
 
 def is_dense_in(shape: tuple[int, ...], tensor_strides: tuple[int, ...], fmt: memory_format) -> bool:
@@ -57,7 +69,8 @@ def is_dense_in(shape: tuple[int, ...], tensor_strides: tuple[int, ...], fmt: me
         return False
     if 0 in shape:
         return True
-    return all(n == 1 or s == t for n, s, t in zip(shape, tensor_strides, strides(shape, fmt)))
+    dense = strides(shape, fmt)
+    return tuple(tensor_strides) == dense or all(n == 1 or s == t for n, s, t in zip(shape, tensor_strides, dense))
 
 
 def is_dense(shape: tuple[int, ...], tensor_strides: tuple[int, ...]) -> bool:
