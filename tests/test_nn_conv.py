@@ -5,7 +5,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from tests.helpers import DEVICE, check, check_error, check_module, rand
+from tests.helpers import DEVICE, check, check_error, check_module, rand, to_genesis, to_torch
 
 
 def conv_fn(name: str, **kwargs: object):
@@ -194,3 +194,50 @@ def test_digits_cnn_training_step_matches_torch():
     g = make(genesis).to(DEVICE, genesis.float64)
     assert list(g.state_dict()) == list(t.state_dict())
     check_module(g, t, rand(4, 1, 8, 8))
+
+
+@pytest.mark.parametrize("name,weight_shape,kwargs", [
+    ("conv1d", (6, 4, 3), {"padding": 1}),
+    ("conv2d", (6, 4, 3, 3), {"stride": 2, "padding": 1}),
+    ("conv3d", (6, 4, 3, 3, 3), {}),
+    ("conv_transpose1d", (4, 6, 3), {"stride": 2, "output_padding": 1}),
+    ("conv_transpose2d", (4, 6, 3, 3), {"padding": 1}),
+    ("conv_transpose3d", (4, 6, 2, 2, 2), {"stride": 2}),
+])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "unbatched"])
+def test_conv_out_writes_into_the_given_tensor(name, weight_shape, kwargs, layout):
+    """out= (inference code reusing memory) writes the result into a preallocated tensor, row-major or
+    channels_last, and returns it; the values equal torch's."""
+    nd = len(weight_shape) - 2
+    if layout == "channels_last" and nd != 2:
+        pytest.skip("channels_last is a 4-d layout")
+    spatial = (7,) * nd
+    x = rand(*((4,) if layout == "unbatched" else (2, 4)), *spatial, dtype=torch.float32)
+    w = rand(*weight_shape, dtype=torch.float32, seed=1)
+    b = rand(weight_shape[1 if "transpose" in name else 0], dtype=torch.float32, seed=2)
+    with genesis.backends.cudnn.flags(allow_tf32=False):
+        want = getattr(torch.nn.functional, name)(x, w, b, **kwargs)
+        out = genesis.empty(*want.shape, device=DEVICE)
+        if layout == "channels_last":
+            out = out.contiguous(memory_format=genesis.channels_last)
+        with genesis.no_grad():
+            got = getattr(genesis.nn.functional, name)(to_genesis(x), to_genesis(w), to_genesis(b), **kwargs,
+                                                       out=out)
+    assert got is out
+    assert out.stride() == (tuple(want.contiguous(memory_format=torch.channels_last).stride())
+                            if layout == "channels_last" else tuple(want.contiguous().stride()))
+    torch.testing.assert_close(to_torch(out), want.detach(), rtol=1e-4, atol=1e-4)
+
+
+def test_conv_out_errors():
+    x, w = genesis.randn(1, 2, 5, 5, device=DEVICE), genesis.randn(3, 2, 3, 3, device=DEVICE)
+    F = genesis.nn.functional
+    with genesis.no_grad():
+        with pytest.raises(RuntimeError, match=r"conv2d: out has shape \(1, 3, 4, 4\) but the result has shape"):
+            F.conv2d(x, w, out=genesis.empty(1, 3, 4, 4, device=DEVICE))
+        with pytest.raises(RuntimeError, match="conv2d: out has dtype genesis.float64"):
+            F.conv2d(x, w, out=genesis.empty(1, 3, 3, 3, dtype=genesis.float64, device=DEVICE))
+        with pytest.raises(RuntimeError, match=r"conv2d: out must be dense"):
+            F.conv2d(x, w, out=genesis.empty(1, 3, 3, 6, device=DEVICE)[..., ::2])
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        F.conv2d(x, w.requires_grad_(), out=genesis.empty(1, 3, 3, 3, device=DEVICE))

@@ -91,8 +91,10 @@ PRIMITIVES: dict[str, str] = {
                    "on the device, raises RuntimeError at the next synchronization and replaces the value by 0 "
                    "(ignore where given) so later kernels stay in bounds",
     # neural network
-    "conv": "(x, w, bias, stride, padding, dilation, groups, transposed, output_padding): convolution (transposed: "
-            "its adjoint, 'deconvolution'); bias may be None; arguments already validated",
+    "conv": "(x, w, bias, stride, padding, dilation, groups, transposed, output_padding, out): convolution "
+            "(transposed: its adjoint, 'deconvolution'); bias may be None; arguments already validated; out: None, "
+            "or a dense array (any dim order) of the result's shape and dtype on x's device, written in place and "
+            "returned",
     "conv_backward": "(grad, x, w, stride, padding, dilation, groups, transposed, output_padding, output_mask): "
                      "(grad_x, grad_w, grad_bias), None where output_mask is False",
     "pool": "(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override): mode "

@@ -15,10 +15,14 @@ from genesis.ndarray import NDArray
 # ---------------------------------------------------------------- neural network
 
 def conv(x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: tuple, dilation: tuple, groups: int,
-         transposed: bool, output_padding: tuple) -> NDArray:
+         transposed: bool, output_padding: tuple, out: NDArray | None = None) -> NDArray:
     b = native(bias) if bias is not None else None
-    return wrap(torch.ops.aten.convolution(native(x), native(w), b, list(stride), list(padding), list(dilation),
-                                           transposed, list(output_padding), groups))
+    args = (native(x), native(w), b, list(stride), list(padding), list(dilation), transposed, list(output_padding),
+            groups)
+    if out is not None:
+        torch.ops.aten.convolution.out(*args, out=native(out))
+        return out
+    return wrap(torch.ops.aten.convolution(*args))
 
 
 def conv_backward(grad: NDArray, x: NDArray, w: NDArray, stride: tuple, padding: tuple, dilation: tuple, groups: int,

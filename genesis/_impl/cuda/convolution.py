@@ -137,19 +137,21 @@ def _conv_adjoint(g: NDArray, w: NDArray, in_size: tuple, stride: tuple, padding
 
 
 def conv(x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: tuple, dilation: tuple, groups: int,
-         transposed: bool, output_padding: tuple) -> NDArray:
-    check_same_device("conv", x, w, bias)
+         transposed: bool, output_padding: tuple, out: NDArray | None = None) -> NDArray:
+    check_same_device("conv", x, w, bias, out)
     batched = x.ndim == w.ndim
     if not batched:
         x = x.unsqueeze(0)
+    given = out if out is None or batched else out.unsqueeze(0)  # cuDNN writes straight into it where it can
     out = None
     if transposed:
         size = tuple((s - 1) * st - 2 * p + d * (k - 1) + op + 1 for s, st, p, d, k, op in
                      zip(x.shape[2:], stride, padding, dilation, w.shape[2:], output_padding))
         if convolution_cudnn.usable(x, w):
-            out = convolution_cudnn.data_grad(x, w, (x.shape[0], w.shape[1] * groups) + size, stride, padding, dilation)
+            out = convolution_cudnn.data_grad(x, w, (x.shape[0], w.shape[1] * groups) + size, stride, padding, dilation,
+                                              into=given)
     elif convolution_cudnn.usable(x, w):
-        out = convolution_cudnn.forward(x, w, stride, padding, dilation)
+        out = convolution_cudnn.forward(x, w, stride, padding, dilation, into=given)
     if out is None:
         if transposed:
             out = _conv_adjoint(x, w, size, stride, padding, dilation, groups, w.shape[1] * groups)
@@ -159,6 +161,8 @@ def conv(x: NDArray, w: NDArray, bias: NDArray | None, stride: tuple, padding: t
             # The im2col path computes in NC* order; the output keeps the input's channels_last layout (as torch).
             relaid = convolution_cudnn.empty(out.shape, out.dtype, out.device, True)
             out = copy_(relaid, out)
+    if given is not None and out is not given:
+        out = copy_(given, out)
     out = _add_bias(out, bias)
     return out if batched else out.squeeze((0,))
 

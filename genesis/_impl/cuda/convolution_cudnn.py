@@ -210,9 +210,16 @@ def _fastest(g: Any, pointers: dict[int, int]) -> _Plan:
 
 
 def _run(kind: str, a: NDArray, a_cl: bool, b: NDArray, b_cl: bool, out_shape: tuple, out_cl: bool,
-         padding: tuple, stride: tuple, dilation: tuple) -> tuple[NDArray | None, _Plan | None]:
-    """Run one graph into a new output array of ``out_shape``: (output, plan), (None, None) when cuDNN declines."""
-    out = empty(out_shape, a.dtype, a.device, out_cl)
+         padding: tuple, stride: tuple, dilation: tuple, into: NDArray | None = None) -> tuple[NDArray | None,
+                                                                                              _Plan | None]:
+    """Run one graph into a new output array of ``out_shape``, or into ``into`` where it has the planned layout:
+    (output, plan), (None, None) when cuDNN declines."""
+    strides = _cl_strides(out_shape) if out_cl else contiguous_strides(out_shape)
+    if into is not None and into.shape == out_shape and into.strides == strides and into.dtype is a.dtype \
+            and not _ptr(into) & 15:
+        out = into
+    else:
+        out = empty(out_shape, a.dtype, a.device, out_cl)
     descs = (_desc(a.shape, a_cl), _desc(b.shape, b_cl), _desc(out_shape, out_cl))
     padding, stride, dilation = _geometry(len(out_shape) - 2, padding, stride, dilation)
     key = (kind, a.dtype, descs, padding, stride, dilation, a.dtype is dtypes.float32 and flags.allow_tf32,
@@ -243,12 +250,16 @@ class _Call:
         self.plan = plan
         self.size, self.shape, self.strides = (out.size,), out.shape, out.strides
 
-    def run(self, a: NDArray, b: NDArray) -> NDArray | None:
-        """The output for operands of the recorded configuration; None if one is misaligned this time."""
+    def run(self, a: NDArray, b: NDArray, into: NDArray | None = None) -> NDArray | None:
+        """The output for operands of the recorded configuration (``into`` where it has the recorded layout); None
+        if one is misaligned this time."""
         pa, pb = _ptr(a), _ptr(b)
         if (pa | pb) & 15:
             return None
-        out = _new(self.size, a.dtype, a.device).as_strided(self.shape, self.strides, 0)
+        if into is not None and into.shape == self.shape and into.strides == self.strides and not _ptr(into) & 15:
+            out = into
+        else:
+            out = _new(self.size, a.dtype, a.device).as_strided(self.shape, self.strides, 0)
         rt.ensure_device(a.device.index)
         self.plan.run({_UIDS[0]: pa, _UIDS[1]: pb, _UIDS[2]: _ptr(out)})
         return out
@@ -258,11 +269,11 @@ _calls: dict[tuple, _Call | None] = {}  # (operation, operands' metadata, switch
 
 
 def _call(key: tuple, kind: str, a: NDArray, b: NDArray, out_shape: tuple, cl: bool, padding: tuple,
-          stride: tuple, dilation: tuple) -> NDArray | None:
+          stride: tuple, dilation: tuple, into: NDArray | None = None) -> NDArray | None:
     """Bring the operands to one layout, run, and remember the configuration for the fast path when nothing was
     copied."""
     ra, rb = _operand(a, cl), _operand(b, cl)
-    out, plan = _run(kind, ra, cl, rb, cl, out_shape, cl, padding, stride, dilation)
+    out, plan = _run(kind, ra, cl, rb, cl, out_shape, cl, padding, stride, dilation, into)
     if len(_calls) >= _MAX_CALLS:
         _calls.clear()
     if plan is None:
@@ -272,14 +283,14 @@ def _call(key: tuple, kind: str, a: NDArray, b: NDArray, out_shape: tuple, cl: b
     return out
 
 
-def _cached(key: tuple, a: NDArray, b: NDArray) -> tuple[bool, NDArray | None]:
+def _cached(key: tuple, a: NDArray, b: NDArray, into: NDArray | None = None) -> tuple[bool, NDArray | None]:
     """(whether the fast path answered, its output): the output, or None for a configuration cuDNN declined."""
     if key not in _calls:
         return False, None
     call = _calls[key]
     if call is None:
         return True, None
-    out = call.run(a, b)
+    out = call.run(a, b, into)
     return out is not None, out
 
 
@@ -294,11 +305,12 @@ def _conv_out(size: tuple, kernel: tuple, stride: tuple, padding: tuple, dilatio
 
 
 def forward(x: NDArray, w: NDArray, stride: tuple, padding: tuple, dilation: tuple,
-            out_cl: bool | None = None, out_size: tuple | None = None) -> NDArray | None:
+            out_cl: bool | None = None, out_size: tuple | None = None, into: NDArray | None = None) -> NDArray | None:
     """conv(x, w) for batched x (N, C, *S) and w (O, C/groups, *K); None when cuDNN declines (or the output size
-    differs from ``out_size``). The output is channels_last when ``out_cl`` (default: when x or w is)."""
+    differs from ``out_size``). The output is channels_last when ``out_cl`` (default: when x or w is); it is
+    ``into`` where that array has the output's layout."""
     key = _key(_FPROP, x, w, (out_cl, out_size), stride, padding, dilation)
-    hit, out = _cached(key, x, w)
+    hit, out = _cached(key, x, w, into)
     if hit:
         return out
     size = _conv_out(x.shape[2:], w.shape[2:], stride, padding, dilation)
@@ -307,15 +319,16 @@ def forward(x: NDArray, w: NDArray, stride: tuple, padding: tuple, dilation: tup
         return None
     if out_cl is None:
         out_cl = is_channels_last(x) or is_channels_last(w)
-    return _call(key, _FPROP, x, w, (x.shape[0], w.shape[0]) + size, out_cl, padding, stride, dilation)
+    return _call(key, _FPROP, x, w, (x.shape[0], w.shape[0]) + size, out_cl, padding, stride, dilation, into)
 
 
 def data_grad(g: NDArray, w: NDArray, in_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
-              out_cl: bool | None = None) -> NDArray | None:
+              out_cl: bool | None = None, into: NDArray | None = None) -> NDArray | None:
     """The input gradient (N, C, *in) of conv(x, w) from g (N, O, *out), which is also the transposed
-    convolution of g; None when cuDNN declines or g's size does not follow from ``in_shape``."""
+    convolution of g; None when cuDNN declines or g's size does not follow from ``in_shape``. It is ``into``
+    where that array has the result's layout."""
     key = _key(_DGRAD, g, w, (out_cl, tuple(in_shape)), stride, padding, dilation)
-    hit, out = _cached(key, g, w)
+    hit, out = _cached(key, g, w, into)
     if hit:
         return out
     if _conv_out(in_shape[2:], w.shape[2:], stride, padding, dilation) != tuple(g.shape[2:]):
@@ -323,7 +336,7 @@ def data_grad(g: NDArray, w: NDArray, in_shape: tuple, stride: tuple, padding: t
         return None
     if out_cl is None:
         out_cl = is_channels_last(g) or is_channels_last(w)
-    return _call(key, _DGRAD, g, w, tuple(in_shape), out_cl, padding, stride, dilation)
+    return _call(key, _DGRAD, g, w, tuple(in_shape), out_cl, padding, stride, dilation, into)
 
 
 def weight_grad(x: NDArray, g: NDArray, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,

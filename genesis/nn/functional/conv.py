@@ -6,6 +6,9 @@ from typing import Sequence
 
 from genesis import amp
 from genesis import ops as T
+from genesis.autograd import is_grad_enabled
+from genesis.memory_format import is_dense
+from genesis.nn.functional._out import check_out
 from genesis.nn.functional.padding import pad
 from genesis.ops.nn import Conv
 from genesis.tensor import Tensor, arange, zeros
@@ -41,7 +44,7 @@ def _same_padding(op: str, weight: Tensor, stride: tuple, dilation: tuple, n: in
 
 def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: int | Sequence[int],
             padding: int | str | Sequence[int], dilation: int | Sequence[int], groups: int,
-            transposed: bool = False, output_padding: int | Sequence[int] = 0) -> Tensor:
+            transposed: bool = False, output_padding: int | Sequence[int] = 0, out: Tensor | None = None) -> Tensor:
     input, weight, bias = amp.autocast_args(op, input, weight, bias)
     if weight.ndim != n + 2:
         raise RuntimeError(f"{op}: expected a {n + 2}-D weight, got weight of size {list(weight.shape)}")
@@ -107,55 +110,92 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
                            f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
     if x.dtype is not weight.dtype:
         raise RuntimeError(f"{op}: Input type ({x.dtype}) and weight type ({weight.dtype}) should be the same")
-    out = Conv.apply(x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups,
-                     transposed=transposed, output_padding=output_padding)
-    return out if batched else out.squeeze(0)
+    if out is not None:
+        return _conv_into(op, out, x, weight, bias, batched, stride, padding, dilation, groups, transposed,
+                          output_padding, out_channels)
+    result = Conv.apply(x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                        transposed=transposed, output_padding=output_padding)
+    return result if batched else result.squeeze(0)
+
+
+def _conv_into(op: str, out: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, batched: bool, stride: tuple,
+               padding: tuple, dilation: tuple, groups: int, transposed: bool, output_padding: tuple,
+               out_channels: int) -> Tensor:
+    """The convolution written into ``out`` (inference only): on cuda cuDNN writes straight into it when it is laid
+    out as the result would be (row-major, or channels_last for channels_last operands), else the result is
+    copied in."""
+    if transposed:
+        size = [(s - 1) * st - 2 * p + d * (k - 1) + o + 1 for s, st, p, d, k, o in
+                zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], output_padding)]
+    else:
+        size = [(s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
+                zip(x.shape[2:], weight.shape[2:], stride, padding, dilation)]
+    shape = ((x.shape[0],) if batched else ()) + (out_channels, *size)
+    if is_grad_enabled() and any(t is not None and t.requires_grad for t in (weight, bias)):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    check_out(op, out, shape, x)
+    if out.device != x.device:
+        raise RuntimeError(f"{op}: out is on {out.device} but the input is on {x.device}")
+    if not is_dense(tuple(out.shape), out.stride()):
+        raise RuntimeError(f"{op}: out must be dense (contiguous or channels_last), got strides {out.stride()}")
+    target = out if batched else out.unsqueeze(0)
+    x.ndarray.backend.conv(x.ndarray, weight.ndarray, bias.ndarray if bias is not None else None, stride, padding,
+                           dilation, groups, transposed, output_padding, target.ndarray)
+    out._bump_version()
+    return out
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
-           padding: int | str | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1) -> Tensor:
-    """1-d convolution of (N, C_in, L) input with weight (C_out, C_in / groups, k)."""
-    return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+           padding: int | str | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1, *,
+           out: Tensor | None = None) -> Tensor:
+    """1-d convolution of (N, C_in, L) input with weight (C_out, C_in / groups, k); ``out=`` writes the result into
+    a preallocated dense tensor (inference only, no autograd)."""
+    return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups, out=out)
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
-           padding: int | str | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1) -> Tensor:
+           padding: int | str | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1, *,
+           out: Tensor | None = None) -> Tensor:
     """2-d convolution (cross-correlation, as in torch) of (N, C_in, H, W) input with weight
-    (C_out, C_in / groups, kh, kw); ``padding`` may be an int, a pair, ``"valid"`` or ``"same"``."""
-    return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+    (C_out, C_in / groups, kh, kw); ``padding`` may be an int, a pair, ``"valid"`` or ``"same"``. ``out=`` writes
+    the result into a preallocated dense tensor (inference only, no autograd)."""
+    return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups, out=out)
 
 
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
-           padding: int | str | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1) -> Tensor:
-    """3-d convolution of (N, C_in, D, H, W) input."""
-    return _convnd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+           padding: int | str | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1, *,
+           out: Tensor | None = None) -> Tensor:
+    """3-d convolution of (N, C_in, D, H, W) input; ``out=`` as :func:`conv2d`'s."""
+    return _convnd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups, out=out)
 
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
                      padding: int | Sequence[int] = 0, output_padding: int | Sequence[int] = 0, groups: int = 1,
-                     dilation: int | Sequence[int] = 1) -> Tensor:
-    """Transposed 1-d convolution with weight (C_in, C_out / groups, k)."""
+                     dilation: int | Sequence[int] = 1, *, out: Tensor | None = None) -> Tensor:
+    """Transposed 1-d convolution with weight (C_in, C_out / groups, k); ``out=`` as :func:`conv2d`'s."""
     return _convnd("conv_transpose1d", 1, input, weight, bias, stride, padding, dilation, groups, True,
-                   output_padding)
+                   output_padding, out=out)
 
 
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
                      padding: int | Sequence[int] = 0, output_padding: int | Sequence[int] = 0, groups: int = 1,
-                     dilation: int | Sequence[int] = 1) -> Tensor:
+                     dilation: int | Sequence[int] = 1, *, out: Tensor | None = None) -> Tensor:
     """Transposed 2-d convolution (the gradient of conv2d) with weight (C_in, C_out / groups, kh, kw).
 
-    Output size per dim: ``(in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
+    Output size per dim: ``(in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``. ``out=``
+    as :func:`conv2d`'s.
     """
     return _convnd("conv_transpose2d", 2, input, weight, bias, stride, padding, dilation, groups, True,
-                   output_padding)
+                   output_padding, out=out)
 
 
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1,
                      padding: int | Sequence[int] = 0, output_padding: int | Sequence[int] = 0, groups: int = 1,
-                     dilation: int | Sequence[int] = 1) -> Tensor:
-    """Transposed 3-d convolution with weight (C_in, C_out / groups, kd, kh, kw)."""
+                     dilation: int | Sequence[int] = 1, *, out: Tensor | None = None) -> Tensor:
+    """Transposed 3-d convolution with weight (C_in, C_out / groups, kd, kh, kw); ``out=`` as :func:`conv2d`'s."""
     return _convnd("conv_transpose3d", 3, input, weight, bias, stride, padding, dilation, groups, True,
-                   output_padding)
+                   output_padding, out=out)
 
 
 # ------------------------------------------------------------------ sliding windows (fold / unfold)
