@@ -110,13 +110,13 @@ def test_bfloat16_computes_cells_in_float32(name):
 
 
 def test_one_node_per_layer_direction_and_the_composite_paths():
-    """Padded and packed input run one node per layer and direction; LSTM projections keep the composite."""
+    """Padded and packed input, and LSTM projections, run one node per layer and direction."""
     lstm = genesis.nn.LSTM(3, 4, num_layers=2).to(DEVICE)
     out, (h, c) = lstm(genesis.randn(5, 2, 3, device=DEVICE))
     assert "RecurrentLayer" in out.grad_fn.name()
     projected = genesis.nn.LSTM(3, 4, proj_size=2).to(DEVICE)
     out, _ = projected(genesis.randn(5, 2, 3, device=DEVICE))
-    assert "RecurrentLayer" not in out.grad_fn.name()
+    assert out.grad_fn.name() == "RecurrentLayerBackward"
     packed = genesis.nn.utils.rnn.pack_padded_sequence(genesis.randn(5, 2, 3, device=DEVICE), [5, 3])
     out, _ = lstm(packed)
     assert out.data.grad_fn.name() == "RecurrentLayerBackward"
@@ -384,3 +384,26 @@ def test_backward_after_cudnn_was_switched_off():
     ref, _ = t(x)
     ref.sum().backward()
     torch.testing.assert_close(to_torch(g.weight_ih_l0.grad), t.weight_ih_l0.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("lengths", [None, [6, 2, 5]], ids=["padded", "packed"])
+@pytest.mark.parametrize("config", [{}, {"num_layers": 2, "bidirectional": True, "batch_first": True},
+                                    {"bias": False}], ids=["plain", "2layer-bidir-bf", "nobias"])
+def test_lstm_projection_matches_torch(config, lengths, dtype):
+    """LSTM with proj_size: h (and the output) projected to P by weight_hr, c kept H wide; every gradient,
+    weight_hr's included, matches torch's, padded and packed."""
+    kwargs = {"proj_size": 3, **config}
+    g, t = _pair("LSTM", kwargs, dtype)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype is torch.float32 else {}
+    lead = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+    states = (rand(lead, 3, 3, dtype=dtype, seed=1), rand(lead, 3, 6, dtype=dtype, seed=2))
+    shape = (3, 6, 4) if kwargs.get("batch_first") else (6, 3, 4)
+
+    def call(m, x, h, c):
+        lib = torch if isinstance(m, torch.nn.Module) else genesis
+        data = x if lengths is None else lib.nn.utils.rnn.pack_padded_sequence(
+            x, lengths, batch_first=kwargs.get("batch_first", False), enforce_sorted=False)
+        out, (h_n, c_n) = m(data, (h, c))
+        return (out if lengths is None else out.data, h_n, c_n)
+    check_module(g, t, rand(*shape, dtype=dtype), *states, call=call, **tol)

@@ -137,18 +137,19 @@ PRIMITIVES: dict[str, str] = {
                           "step's saved activations (for RNN: its output h'); writes grad_gi (B, gates * H), grad_gh "
                           "(GRU only, where r scales the n part; None otherwise: it equals grad_gi) and "
                           "grad_state_prev (B, H): dc_prev (LSTM), dh * z (GRU), None for RNN",
-    "rnn_layer": "(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse, training, batch_sizes): one layer-direction "
-                 "of an RNN, LSTM or GRU over x (T, B, I), or with batch_sizes (a tuple, as a PackedSequence's) over "
-                 "packed x (N, I), from h0 (B, H) and c0 (LSTM; else None) with weights (gates * H, I), "
-                 "(gates * H, H) and biases (gates * H,) or None in torch's gate order, all one dtype; reverse runs "
-                 "the steps from T - 1 down to 0; returns (out (T, B, H) or (N, H), h_n, c_n or None, saved): h_n "
-                 "and c_n hold each sequence's state after its own last step; saved is a tuple of arrays (or None) "
-                 "that rnn_layer_backward needs, meaningful only to the same backend; training False: no backward "
-                 "will follow",
-    "rnn_layer_backward": "(mode, grad_out, grad_h, grad_c, x, h0, c0, w_ih, w_hh, out, saved, reverse, has_bias, "
-                          "mask, batch_sizes): the gradients of rnn_layer, (dx, dh0, dc0, dw_ih, dw_hh, db_ih, "
-                          "db_hh), each None where the boolean mask (same order) is False; the incoming gradients "
-                          "may be None (zero)",
+    "rnn_layer": "(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, training, batch_sizes): one "
+                 "layer-direction of an RNN, LSTM or GRU over x (T, B, I), or with batch_sizes (a tuple, as a "
+                 "PackedSequence's) over packed x (N, I), from h0 (B, P) and c0 (LSTM, (B, H); else None) with "
+                 "weights (gates * H, I), (gates * H, P) and biases (gates * H,) or None in torch's gate order, and "
+                 "for an LSTM with a projection w_hr (P, H) (else None, P = H), all one dtype; reverse runs the "
+                 "steps from T - 1 down to 0; returns (out (T, B, P) or (N, P), h_n, c_n or None, saved): h_n and "
+                 "c_n hold each sequence's state after its own last step; saved is a tuple of arrays (or None) that "
+                 "rnn_layer_backward needs, meaningful only to the same backend; training False: no backward will "
+                 "follow",
+    "rnn_layer_backward": "(mode, grad_out, grad_h, grad_c, x, h0, c0, w_ih, w_hh, w_hr, out, saved, reverse, "
+                          "has_bias, mask, batch_sizes): the gradients of rnn_layer, (dx, dh0, dc0, dw_ih, dw_hh, "
+                          "db_ih, db_hh, dw_hr), each None where the boolean mask (same order) is False, dw_hr also "
+                          "without a projection; the incoming gradients may be None (zero)",
     "embedding_backward": "(grad, index, num_weights): (num_weights, D) sum of the rows of grad (*index.shape, D) "
                           "by int64 index of any shape, deterministic (the same bits on every run)",
     # fused neural-network kernels (over the last dim)

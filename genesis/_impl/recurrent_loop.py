@@ -90,70 +90,80 @@ def _joined(be, top: NDArray | None, k: int, rest: NDArray | None, b: int, like:
 
 def _previous(be, steps: _Steps, t: int, out: NDArray, saved: NDArray | None, h0: NDArray, c0: NDArray | None,
               mode: str) -> tuple[NDArray, NDArray | None]:
-    """Step t's previous hidden state (and cell state for LSTM), (b_t, H) each."""
+    """Step t's previous hidden state (B_t, P) and, for LSTM, cell state (B_t, H)."""
     b, k, s = steps.sizes[t], steps.carried(t), steps.before(t)
-    H = h0.shape[-1]
     h = _joined(be, steps.step(out, s, k) if k else None, k, h0, b, h0)
     c = None
     if mode == "LSTM":
-        c = _joined(be, _cols(steps.step(saved, s, k), 4 * H, H) if k else None, k, c0, b, h0)
+        H = c0.shape[-1]
+        c = _joined(be, _cols(steps.step(saved, s, k), 4 * H, H) if k else None, k, c0, b, c0)
     return h, c
 
 
+def _finals(be, steps: _Steps, a: NDArray) -> NDArray:
+    """Each sequence's row of the (N, m) per-step array ``a`` at its last step (step 0 going backward)."""
+    if steps.reverse or steps.uniform:
+        return be.contiguous(steps.step(a, 0 if steps.reverse else steps.T - 1))
+    final = be.empty((steps.B, a.shape[1]), a.dtype, a.device)
+    for t in range(steps.T):
+        k = steps.sizes[t + 1] if t + 1 < steps.T else 0  # rows [k, sizes[t]) end at step t
+        if k < steps.sizes[t]:
+            be.copy_(_rows(final, k, steps.sizes[t] - k), _rows(a, steps.offsets[t] + k, steps.sizes[t] - k))
+    return final
+
+
 def rnn_layer(mode: str, x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDArray, w_hh: NDArray,
-              b_ih: NDArray | None, b_hh: NDArray | None, reverse: bool, training: bool,
+              b_ih: NDArray | None, b_hh: NDArray | None, w_hr: NDArray | None, reverse: bool, training: bool,
               batch_sizes: tuple[int, ...] | None) -> tuple:
-    """(output, h_n, c_n or None, saved): ``saved`` holds the per-step activations (None for RNN)."""
+    """(output, h_n, c_n or None, saved): ``saved`` holds the per-step activations (None for RNN) and, with an LSTM
+    projection ``w_hr`` (P, H), the hidden states before it."""
     be = x.backend
     flat, sizes = as_rows(x, batch_sizes)
     steps = _Steps(sizes, reverse)
-    N, B, H = steps.N, steps.B, h0.shape[-1]
+    N, B, P = steps.N, steps.B, h0.shape[-1]  # P: the width of h (the projection's, or H)
+    H = w_hh.shape[0] // GATES[mode]
     gi = be.linear(flat, w_ih, b_ih)
     # The outputs sit in one buffer with h0 beside them (before them going forward, after them going backward), so
     # that for padded input every step's previous hidden state is one strided view of it, in both passes.
-    hs = be.empty((N + B, H), x.dtype, x.device)
+    hs = be.empty((N + B, P), x.dtype, x.device)
     be.copy_(_rows(hs, N if reverse else 0, B), h0)
     out = _rows(hs, 0 if reverse else B, N)
     saved = be.empty((N, _SAVED[mode] * H), x.dtype, x.device) if mode in _SAVED else None
+    raw = be.empty((N, H), x.dtype, x.device) if w_hr is not None else None
     for t in steps.order:
         h, c = _previous(be, steps, t, out, saved, h0, c0, mode)
         s = steps.step(saved, t) if saved is not None else None
-        be.rnn_cell_(mode, steps.step(gi, t), be.linear(h, w_hh, b_hh), h, c, steps.step(out, t), s)
-    # Final states: going forward each sequence's own last step, going backward step 0 (every sequence's last).
-    last = [(0, B)] if reverse else [(t, steps.sizes[t + 1] if t + 1 < steps.T else 0) for t in range(steps.T)]
-    finals = [out] + ([_cols(saved, 4 * H, H)] if mode == "LSTM" else [])
-    results = []
-    for a in finals:
-        if reverse or steps.uniform:
-            results.append(be.contiguous(steps.step(a, 0 if reverse else steps.T - 1)))
-            continue
-        final = be.empty((B, H), x.dtype, x.device)
-        for t, k in last:
-            if k < steps.sizes[t]:
-                be.copy_(_rows(final, k, steps.sizes[t] - k), _rows(a, steps.offsets[t] + k, steps.sizes[t] - k))
-        results.append(final)
-    output = out if batch_sizes is not None else out.reshape((steps.T, B, H))
-    return output, results[0], results[1] if mode == "LSTM" else None, (saved,)
+        cell_out = steps.step(raw if w_hr is not None else out, t)
+        be.rnn_cell_(mode, steps.step(gi, t), be.linear(h, w_hh, b_hh), cell_out if w_hr is not None else h, c,
+                     cell_out, s)
+        if w_hr is not None:
+            be.copy_(steps.step(out, t), be.linear(cell_out, w_hr, None))
+    c_n = _finals(be, steps, _cols(saved, 4 * H, H)) if mode == "LSTM" else None
+    output = out if batch_sizes is not None else out.reshape((steps.T, B, P))
+    return output, _finals(be, steps, out), c_n, (saved, raw)
 
 
 def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | None, grad_c: NDArray | None,
-                       x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDArray, w_hh: NDArray, out: NDArray,
-                       saved: tuple, reverse: bool, has_bias: bool, mask: tuple,
+                       x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDArray, w_hh: NDArray,
+                       w_hr: NDArray | None, out: NDArray, saved: tuple, reverse: bool, has_bias: bool, mask: tuple,
                        batch_sizes: tuple[int, ...] | None) -> tuple:
-    """(dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh), None where ``mask`` is False."""
+    """(dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh, dw_hr), None where ``mask`` is False (and dw_hr without a
+    projection)."""
     be = x.backend
-    saved = saved[0]
+    saved, raw = saved
     flat, sizes = as_rows(x, batch_sizes)
     steps = _Steps(sizes, reverse)
-    N, B, H = steps.N, steps.B, h0.shape[-1]
-    out = out.reshape((N, H))
-    grad_out = grad_out.reshape((N, H)) if grad_out is not None else None
+    N, B, P = steps.N, steps.B, h0.shape[-1]
+    H = w_hh.shape[0] // GATES[mode]
+    out = out.reshape((N, P))
+    grad_out = grad_out.reshape((N, P)) if grad_out is not None else None
     G = GATES[mode] * H
     d_gi = be.empty((N, G), x.dtype, x.device)
     d_gh = be.empty((N, G), x.dtype, x.device) if mode == "GRU" else d_gi
+    d_proj = be.empty((N, P), x.dtype, x.device) if w_hr is not None else None  # gradients of the projected h
     carried = mode in _SAVED  # LSTM carries dc, GRU the z part of dh, from step to step
     buffers = [be.empty((B, H), x.dtype, x.device) for _ in range(2)] if carried else [None, None]
-    dh0 = be.empty((B, H), x.dtype, x.device) if mask[1] else None
+    dh0 = be.empty((B, P), x.dtype, x.device) if mask[1] else None
     dc0 = be.empty((B, H), x.dtype, x.device) if mask[2] and mode == "LSTM" else None
     # Each step's incoming gradients: rows that carry on into the step run after it (in the forward pass) get that
     # step's gradients; the rows whose sequence ends at it get the final states' gradients (grad_h, grad_c).
@@ -163,11 +173,20 @@ def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
         b = steps.sizes[t]
         n = min(b, steps.sizes[prev_t]) if prev_t is not None else 0  # rows fed by the step run after t
         dh = _joined(be, rec, n, grad_h, b, h0)
-        st = _joined(be, state, n, grad_c if mode == "LSTM" else None, b, h0) if carried else None
+        st = _joined(be, state, n, grad_c if mode == "LSTM" else None, b, c0 if mode == "LSTM" else h0) \
+            if carried else None
         h, c = _previous(be, steps, t, out, saved, h0, c0, mode)
         s = steps.step(saved, t) if saved is not None else steps.step(out, t)
+        g_out = steps.step(grad_out, t) if grad_out is not None else None
+        if w_hr is not None:  # through the projection: the cell's output gradient is (g_out + dh) W_hr
+            dp = steps.step(d_proj, t)
+            if g_out is None and dh is None:
+                be.copy_(dp, 0)
+            else:
+                be.copy_(dp, g_out if dh is None else dh if g_out is None else be.binary("add", g_out, dh))
+            g_out, dh = be.matmul(dp, w_hr), None
         new_state = _rows(buffers[k % 2], 0, b) if carried else None
-        be.rnn_cell_backward_(mode, steps.step(grad_out, t) if grad_out is not None else None, dh, st, h, c, s,
+        be.rnn_cell_backward_(mode, g_out, dh, st, steps.step(raw, t) if w_hr is not None else h, c, s,
                               steps.step(d_gi, t), steps.step(d_gh, t) if mode == "GRU" else None, new_state)
         state = new_state
         starts = steps.carried(t)  # rows [starts, b) began from the initial state at this step
@@ -189,13 +208,14 @@ def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
     dw_hh = None
     if mask[4]:
         if steps.uniform:
-            hs = out.as_strided((N + B, H), out.strides, out.offset - (0 if reverse else B * out.strides[0]))
+            hs = out.as_strided((N + B, P), out.strides, out.offset - (0 if reverse else B * out.strides[0]))
             h_prev_all = _rows(hs, B if reverse else 0, N)
         else:
-            h_prev_all = be.empty((N, H), x.dtype, x.device)
+            h_prev_all = be.empty((N, P), x.dtype, x.device)
             for t in range(steps.T):
                 be.copy_(steps.step(h_prev_all, t), _previous(be, steps, t, out, saved, h0, c0, mode)[0])
         dw_hh = be.matmul(d_gh.transpose(0, 1), h_prev_all)
     db_ih = be.reduce("sum", d_gi, (0,), False) if has_bias and mask[5] else None
     db_hh = be.reduce("sum", d_gh, (0,), False) if has_bias and mask[6] else None
-    return dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh
+    dw_hr = be.matmul(d_proj.transpose(0, 1), raw) if w_hr is not None and mask[7] else None
+    return dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh, dw_hr

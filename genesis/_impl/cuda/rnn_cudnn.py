@@ -137,28 +137,29 @@ def _int_array(values: list[int]) -> ctypes.Array:
 class _Plan:
     """cuDNN's descriptors and sizes for one layer shape, the packed weight layout, and the copies into it."""
 
-    def __init__(self, mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int, has_bias: bool,
-                 math: int, device: Any) -> None:
+    def __init__(self, mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int, P: int,
+                 has_bias: bool, math: int, device: Any) -> None:
         self.mode, self.dtype, self.device = mode, dtype, device
         T, B = len(sizes), sizes[0]
-        self.N, self.I, self.H = sum(sizes), I, H
+        self.N, self.I, self.H, self.P = sum(sizes), I, H, P
         self._descs: list[tuple[str, int]] = []
         dt = _DATA_TYPE[dtype]
         self.rnn = self._new("RNNDescriptor")
         _check(_lib.cudnnSetRNNDescriptor_v8(
             self.rnn, _ALGO_STANDARD, _CELL[mode], _DOUBLE_BIAS if has_bias else _NO_BIAS, _UNIDIRECTIONAL,
-            _LINEAR_INPUT, dt, dt if dtype.itemsize >= 4 else _DATA_TYPE[dtypes.float32], math, I, H, H, 1, None,
+            _LINEAR_INPUT, dt, dt if dtype.itemsize >= 4 else _DATA_TYPE[dtypes.float32], math, I, H, P, 1, None,
             0),
             "cudnnSetRNNDescriptor_v8")
         lengths = [sum(1 for b in sizes if b > k) for k in range(B)]  # each sequence's length
         host_lengths = _int_array(lengths)
         self.x_desc, self.y_desc = self._new("RNNDataDescriptor"), self._new("RNNDataDescriptor")
-        for desc, width in ((self.x_desc, I), (self.y_desc, H)):
+        for desc, width in ((self.x_desc, I), (self.y_desc, P)):
             _check(_lib.cudnnSetRNNDataDescriptor(desc, dt, _SEQ_MAJOR_PACKED, T, B, width, host_lengths, None),
                    "cudnnSetRNNDataDescriptor")
-        self.h_desc = self._new("TensorDescriptor")
-        _check(_lib.cudnnSetTensorNdDescriptor(self.h_desc, dt, 3, _int_array([1, B, H]), _int_array([B * H, H, 1])),
-               "cudnnSetTensorNdDescriptor")
+        self.h_desc, self.c_desc = self._new("TensorDescriptor"), self._new("TensorDescriptor")
+        for desc, width in ((self.h_desc, P), (self.c_desc, H)):  # h is projected to P wide; c stays H wide
+            _check(_lib.cudnnSetTensorNdDescriptor(desc, dt, 3, _int_array([1, B, width]),
+                                                   _int_array([B * width, width, 1])), "cudnnSetTensorNdDescriptor")
         handle = dnn.handle().backend_handle
         size = ctypes.c_size_t()
         _check(_lib.cudnnGetRNNWeightSpaceSize(handle, self.rnn, ctypes.byref(size)), "cudnnGetRNNWeightSpaceSize")
@@ -173,7 +174,7 @@ class _Plan:
         self.seq_lengths = from_numpy(np.array(lengths, np.int32), dtypes.int32, device)
         self.reverse_index = from_numpy(_reversal(sizes, lengths), dtypes.int64, device)
         G = recurrent_loop.GATES[mode]
-        self.shapes = ((G * H, I), (G * H, H), (G * H,), (G * H,))  # w_ih, w_hh, b_ih, b_hh
+        self.shapes = ((G * H, I), (G * H, P), (G * H,), (G * H,), (P, H))  # w_ih, w_hh, b_ih, b_hh, w_hr
         self.segments, self.views = self._layout(handle, has_bias)
 
     def _new(self, kind: str) -> int:
@@ -183,21 +184,25 @@ class _Plan:
 
     def _layout(self, handle: int, has_bias: bool) -> tuple[list[tuple[int, int, int, int]], list]:
         """Where each gate's matrix and bias lies in the weight space: the copies (dst offset, source, source
-        offset, bytes; adjacent pieces merged) that pack (w_ih, w_hh, b_ih, b_hh), and for each source its element
-        offset in the space when it lies there in one piece (else None)."""
+        offset, bytes; adjacent pieces merged) that pack (w_ih, w_hh, b_ih, b_hh, w_hr), and for each source its
+        element offset in the space when it lies there in one piece (else None). cuDNN's matrix 8 is an LSTM's
+        projection."""
         G = recurrent_loop.GATES[self.mode]
-        I, H, size = self.I, self.H, self.dtype.itemsize
+        I, H, P, size = self.I, self.H, self.P, self.dtype.itemsize
         space = empty((self.weight_bytes // size,), self.dtype, self.device)
         base = _ptr(space)
         m_desc, b_desc = self._new("TensorDescriptor"), self._new("TensorDescriptor")
         pieces = []
-        for lin in range(2 * G):
+        for lin in range(2 * G + (P != H)):
             m_addr, b_addr = ctypes.c_void_p(), ctypes.c_void_p()
             _check(_lib.cudnnGetRNNWeightParams(handle, self.rnn, 0, self.weight_bytes, base, lin, m_desc,
                                                 ctypes.byref(m_addr), b_desc, ctypes.byref(b_addr)),
                    "cudnnGetRNNWeightParams")
+            if lin == 2 * G:  # the projection (P, H), no bias
+                pieces.append((m_addr.value - base, 4, 0, P * H * size))
+                continue
             gate, source = lin % G, lin // G
-            width = (I, H)[source]
+            width = (I, P)[source]
             pieces.append((m_addr.value - base, source, gate * H * width * size, H * width * size))
             if has_bias:
                 pieces.append((b_addr.value - base, 2 + source, gate * H * size, H * size))
@@ -209,13 +214,13 @@ class _Plan:
             else:
                 segments.append([dst, source, src, n])
         views = []
-        for source in range(4):
+        for source in range(5):
             mine = [s for s in segments if s[1] == source]
             views.append(mine[0][0] // size if len(mine) == 1 else None)
         return [tuple(s) for s in segments], views
 
     def pack(self, weights: tuple) -> NDArray:
-        """A new weight space holding ``weights`` (w_ih, w_hh, b_ih, b_hh; contiguous)."""
+        """A new weight space holding ``weights`` (w_ih, w_hh, b_ih, b_hh, w_hr; contiguous)."""
         space = empty((self.weight_bytes // self.dtype.itemsize,), self.dtype, self.device)
         base, stream = _ptr(space), _stream()
         ptrs = [_ptr(w) if w is not None else 0 for w in weights]
@@ -267,19 +272,19 @@ def _math(dtype: dtypes.dtype) -> int:
     return _DEFAULT_MATH
 
 
-def _key(mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int, has_bias: bool,
+def _key(mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int, P: int, has_bias: bool,
          device: Any) -> tuple:
-    return mode, dtype, sizes, I, H, has_bias, _math(dtype), device
+    return mode, dtype, sizes, I, H, P, has_bias, _math(dtype), device
 
 
-def _plan(mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int, has_bias: bool,
+def _plan(mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int, P: int, has_bias: bool,
           device: Any, backward: bool = False) -> _Plan | None:
     """The cached plan for this layer, or None where cuDNN cannot run it (the time loop serves then). The backward
     of a layer cuDNN ran forward gets its plan whatever ``genesis.backends.cudnn.enabled`` says now."""
     global _cu
     if not (flags.enabled or backward) or dtype not in _DATA_TYPE or _load() is None:
         return None
-    key = _key(mode, dtype, sizes, I, H, has_bias, device)
+    key = _key(mode, dtype, sizes, I, H, P, has_bias, device)
     if key in _plans:
         return _plans[key]
     if _cu is None:
@@ -288,7 +293,7 @@ def _plan(mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int
         _cu = driver
     rt.ensure_device(device.index)
     try:
-        plan = _Plan(mode, dtype, sizes, I, H, has_bias, key[-2], device)
+        plan = _Plan(mode, dtype, sizes, I, H, P, has_bias, key[-2], device)
     except CudnnRnnError as exc:
         if exc.status < _NOT_SUPPORTED or exc.status >= _NOT_SUPPORTED + 1000:
             raise
@@ -304,22 +309,25 @@ def _dense(x: NDArray | None) -> NDArray | None:
 
 
 def rnn_layer(mode: str, x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDArray, w_hh: NDArray,
-              b_ih: NDArray | None, b_hh: NDArray | None, reverse: bool, training: bool,
+              b_ih: NDArray | None, b_hh: NDArray | None, w_hr: NDArray | None, reverse: bool, training: bool,
               batch_sizes: tuple[int, ...] | None) -> tuple:
     """One layer-direction through ``cudnnRNNForward``; the time loop where cuDNN cannot run it. ``saved`` is
     (weight space, reserve space, input and output in cuDNN's step order)."""
-    check_same_device("rnn_layer", x, h0, c0, w_ih, w_hh, b_ih, b_hh)
-    H = h0.shape[-1]
+    check_same_device("rnn_layer", x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+    P = h0.shape[-1]
+    H = w_hh.shape[0] // recurrent_loop.GATES[mode]
     flat, sizes = recurrent_loop.as_rows(x, batch_sizes)
-    plan = _plan(mode, x.dtype, sizes, flat.shape[1], H, b_ih is not None, x.device) if x.size and H else None
+    key = (mode, x.dtype, sizes, flat.shape[1], H, P, b_ih is not None, x.device)
+    plan = _plan(*key) if x.size and H else None
     if plan is None:
-        return recurrent_loop.rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse, training, batch_sizes)
+        return recurrent_loop.rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, training,
+                                        batch_sizes)
     B = sizes[0]
     xs = index_select(flat, 0, plan.reverse_index) if reverse else _dense(flat)
-    space = plan.pack(tuple(_dense(w) for w in (w_ih, w_hh, b_ih, b_hh)))
+    space = plan.pack(tuple(_dense(w) for w in (w_ih, w_hh, b_ih, b_hh, w_hr)))
     h0, c0 = _dense(h0), _dense(c0)
-    y = empty((plan.N, H), x.dtype, x.device)
-    h_n = empty((B, H), x.dtype, x.device)
+    y = empty((plan.N, P), x.dtype, x.device)
+    h_n = empty((B, P), x.dtype, x.device)
     c_n = empty((B, H), x.dtype, x.device) if mode == "LSTM" else None
     fwd_mode = _TRAINING if training else _INFERENCE
     work_bytes, reserve_bytes = plan.scratch[fwd_mode]
@@ -327,15 +335,16 @@ def rnn_layer(mode: str, x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDAr
     handle = dnn.handle().backend_handle
     status = _lib.cudnnRNNForward(
         handle, plan.rnn, fwd_mode, _ptr(plan.seq_lengths), plan.x_desc, _ptr(xs), plan.y_desc, _ptr(y),
-        plan.h_desc, _ptr(h0), _ptr(h_n), plan.h_desc, _opt(c0), _opt(c_n), plan.weight_bytes, _ptr(space),
+        plan.h_desc, _ptr(h0), _ptr(h_n), plan.c_desc, _opt(c0), _opt(c_n), plan.weight_bytes, _ptr(space),
         work_bytes, dnn.workspace(work_bytes) or None, reserve_bytes, _opt(reserve))
     if _NOT_SUPPORTED <= status < _NOT_SUPPORTED + 1000:  # refused only when run: this shape takes the loop
-        _plans[_key(mode, x.dtype, sizes, flat.shape[1], H, b_ih is not None, x.device)] = None
-        return recurrent_loop.rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse, training, batch_sizes)
+        _plans[_key(*key)] = None
+        return recurrent_loop.rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, training,
+                                        batch_sizes)
     _check(status, "cudnnRNNForward")
     out = index_select(y, 0, plan.reverse_index) if reverse else y
     if batch_sizes is None:
-        out = out.reshape((len(sizes), B, H))
+        out = out.reshape((len(sizes), B, P))
     return out, h_n, c_n, (space, reserve, xs, y)
 
 
@@ -344,48 +353,50 @@ def _opt(x: NDArray | None) -> int | None:
 
 
 def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | None, grad_c: NDArray | None,
-                       x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDArray, w_hh: NDArray, out: NDArray,
-                       saved: tuple, reverse: bool, has_bias: bool, mask: tuple,
+                       x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDArray, w_hh: NDArray,
+                       w_hr: NDArray | None, out: NDArray, saved: tuple, reverse: bool, has_bias: bool, mask: tuple,
                        batch_sizes: tuple[int, ...] | None) -> tuple:
     """The gradients of :func:`rnn_layer` through ``cudnnRNNBackwardData_v8`` and ``cudnnRNNBackwardWeights_v8``."""
-    if len(saved) == 1:  # the forward ran the time loop
-        return recurrent_loop.rnn_layer_backward(mode, grad_out, grad_h, grad_c, x, h0, c0, w_ih, w_hh, out, saved,
-                                                 reverse, has_bias, mask, batch_sizes)
+    if len(saved) == 2:  # the forward ran the time loop
+        return recurrent_loop.rnn_layer_backward(mode, grad_out, grad_h, grad_c, x, h0, c0, w_ih, w_hh, w_hr, out,
+                                                 saved, reverse, has_bias, mask, batch_sizes)
     space, reserve, xs, y = saved
     if reserve is None:
         raise RuntimeError("rnn_layer_backward: the forward pass ran without recording (no reserve space)")
-    H = h0.shape[-1]
+    P = h0.shape[-1]
+    H = w_hh.shape[0] // recurrent_loop.GATES[mode]
     flat, sizes = recurrent_loop.as_rows(x, batch_sizes)
     N, I = flat.shape
     B = sizes[0]
-    plan = _plan(mode, x.dtype, sizes, I, H, has_bias, x.device, backward=True)
+    plan = _plan(mode, x.dtype, sizes, I, H, P, has_bias, x.device, backward=True)
     if grad_out is None:
-        dy = full((N, H), 0, x.dtype, x.device)
+        dy = full((N, P), 0, x.dtype, x.device)
     else:
-        grad_out = grad_out.reshape((N, H))
+        grad_out = grad_out.reshape((N, P))
         dy = index_select(grad_out, 0, plan.reverse_index) if reverse else _dense(grad_out)
     h0, c0 = _dense(h0), _dense(c0)
     dx = empty((N, I), x.dtype, x.device)
-    dh0 = empty((B, H), x.dtype, x.device) if mask[1] else None
+    dh0 = empty((B, P), x.dtype, x.device) if mask[1] else None
     dc0 = empty((B, H), x.dtype, x.device) if mode == "LSTM" and mask[2] else None
     work_bytes, reserve_bytes = plan.scratch[_TRAINING]
     handle = dnn.handle().backend_handle
     work = dnn.workspace(work_bytes) or None
     _check(_lib.cudnnRNNBackwardData_v8(
         handle, plan.rnn, _ptr(plan.seq_lengths), plan.y_desc, _ptr(y), _ptr(dy), plan.x_desc, _ptr(dx),
-        plan.h_desc, _ptr(h0), _opt(_dense(grad_h)), _opt(dh0), plan.h_desc, _opt(c0), _opt(_dense(grad_c)),
+        plan.h_desc, _ptr(h0), _opt(_dense(grad_h)), _opt(dh0), plan.c_desc, _opt(c0), _opt(_dense(grad_c)),
         _opt(dc0), plan.weight_bytes, _ptr(space), work_bytes, work, reserve_bytes, _ptr(reserve)),
         "cudnnRNNBackwardData_v8")
-    grads = [None, None, None, None]
-    if any(mask[3:7]):
+    grads = [None] * 5  # w_ih, w_hh, b_ih, b_hh, w_hr
+    sources = [0, 1] + ([2, 3] if has_bias else []) + ([4] if w_hr is not None else [])
+    wanted = [source for source in sources if mask[3 + source]]
+    if wanted:
         d_space = full(space.shape, 0, x.dtype, x.device)  # cuDNN adds the weight gradients into it
         _check(_lib.cudnnRNNBackwardWeights_v8(
             handle, plan.rnn, _WGRAD_ADD, _ptr(plan.seq_lengths), plan.x_desc, _ptr(xs), plan.h_desc, _ptr(h0),
             plan.y_desc, _ptr(y), plan.weight_bytes, _ptr(d_space), work_bytes, work, reserve_bytes, _ptr(reserve)),
             "cudnnRNNBackwardWeights_v8")
-        for source in range(4 if has_bias else 2):
-            if mask[3 + source]:
-                grads[source] = plan.unpack(d_space, source)
+        for source in wanted:
+            grads[source] = plan.unpack(d_space, source)
     if not mask[0]:
         dx = None
     elif reverse:

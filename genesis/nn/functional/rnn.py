@@ -4,10 +4,10 @@
 torch has no public functional form of these (its layers call fused kernels), so the helpers here are private to
 ``genesis.nn``. A padded or packed sequence runs each layer and direction as one autograd node
 (``genesis.ops.recurrent.RecurrentLayer``: cuDNN's RNN on cuda, a time loop of fused cells on the CPU); under
-autocast the whole layer is cast as torch casts it (float16 on cuda, the region's dtype for the CPU's LSTM). LSTM
-projections (``proj_size``), and autocast where its policy leaves the layer to its products (GRU and Elman RNN on the
-CPU), run the time loop in Python over Genesis ops: the input projection of a whole sequence is one matrix product,
-then every time step adds the hidden projection and applies the gates.
+autocast the whole layer is cast as torch casts it (float16 on cuda, the region's dtype for the CPU's LSTM). Where
+autocast's policy leaves the layer to its products (GRU and Elman RNN on the CPU) the time loop runs in Python over
+Genesis ops: the input projection of a whole sequence is one matrix product, then every time step adds the hidden
+projection and applies the gates.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _fused(x: Tensor, batch_sizes: list[int] | None, initial: tuple[Tensor, ...]
     """Whether one layer-direction runs as one ``RecurrentLayer`` node: padded or packed, non-empty input without a
     projection, every tensor of one dtype; under autocast only where its policy casts the whole layer
     (``autocast_layer``; otherwise each product casts on its own in the per-step composite)."""
-    if "weight_hr" in w or x.shape[0] == 0 or x.shape[1] == 0:
+    if x.shape[0] == 0 or x.shape[1] == 0:
         return False
     if is_autocast_enabled(x.device.type) and not autocast_layer:
         return False
@@ -71,7 +71,8 @@ def _run_direction(mode: str, x: Tensor, batch_sizes: list[int] | None, initial:
     """
     if _fused(x, batch_sizes, initial, w, autocast_layer):
         return recurrent_layer(mode, x, initial[0], initial[1] if len(initial) > 1 else None, w["weight_ih"],
-                               w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"), reverse, batch_sizes)
+                               w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"), reverse, batch_sizes,
+                               w.get("weight_hr"))
     gi = linear(x, w["weight_ih"], w.get("bias_ih"))  # input projections of all steps at once
     steps = list(gi.unbind(0)) if batch_sizes is None else list(gi.split(batch_sizes, 0))
     outputs: list[Tensor | None] = [None] * len(steps)
@@ -98,8 +99,7 @@ def _recurrent(mode: str, x: Tensor, batch_sizes: list[int] | None, states: tupl
     holds one dict per layer and direction (in that order) of ``weight_ih``, ``weight_hh`` and, when present,
     ``bias_ih``, ``bias_hh`` and ``weight_hr``. ``dropout_p`` applies to every layer's output but the last."""
     num_layers = len(weights) // num_directions
-    autocast_layer = autocast_rule(mode.lower(), x.device.type) is not None and all(
-        "weight_hr" not in w for w in weights)
+    autocast_layer = autocast_rule(mode.lower(), x.device.type) is not None
     if autocast_layer:  # the whole stack in autocast's dtype for recurrent layers, as torch's cuDNN / oneDNN layers
         names = [list(w) for w in weights]
         flat = autocast_args(mode.lower(), x, *states, *(t for w in weights for t in w.values()))
