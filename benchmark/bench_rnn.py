@@ -1,13 +1,14 @@
 """One recurrent layer, forward + backward, Genesis vs PyTorch eager in the same process on the same inputs.
 
 The layer of the word-language-model rows of ``bench_models.py``: 650 -> 650 hidden units over 35 steps x batch 20,
-for LSTM and GRU, padded and packed (sequences of 11 to 35 steps). Each row times Genesis's fused layer (one
-autograd node per layer and direction) and, as the "before" column, Genesis's per-step composite (the path packed
-sequences took before), against torch's layer (oneDNN's fused LSTM on the CPU, cuDNN on cuda). On cuda Genesis's
-layer is cuDNN's RNN too, and a further column times the time loop of fused cells that runs without cuDNN. Rounds of
-the libraries alternate and each keeps its best round, so a shared machine's load hits both alike. ``ratio`` is
-torch's time over Genesis's fused time (goal >= 0.5 on the CPU, >= 0.9 on cuda). Both libraries compute float32 in
-full precision unless ``--tf32`` (TF32 tensor cores in both; torch's own default is TF32 in cuDNN's RNN).
+for LSTM and GRU, padded and packed (sequences of 11 to 35 steps), and an LSTM projected to 256. Each row times
+Genesis's fused layer (one autograd node per layer and direction) and, as the "before" column, Genesis's per-step
+composite (the path packed sequences and projections took before), against torch's layer (oneDNN's fused LSTM on
+the CPU, cuDNN on cuda). On cuda Genesis's layer is cuDNN's RNN too, and a further column times the time loop of
+fused cells that runs without cuDNN. Rounds of the libraries alternate and each keeps its best round, so a shared
+machine's load hits both alike. ``ratio`` is torch's time over Genesis's fused time (goal >= 0.5 on the CPU, >= 0.9
+on cuda). Both libraries compute float32 in full precision unless ``--tf32`` (TF32 tensor cores in both; torch's
+own default is TF32 in cuDNN's RNN).
 
     python benchmark/bench_rnn.py --device cpu|cuda [--threads 2] [--tf32] [--json PATH]
 """
@@ -46,14 +47,16 @@ def _best(fn: Callable[[], None], device: str, rounds: list[float]) -> None:
     rounds.append((time.perf_counter() - start) / 2)
 
 
+PROJ = 256  # the projected LSTM row's proj_size
 # The packed rows' sequence lengths: from 35 steps down to 11, unsorted (pack_padded_sequence sorts them).
 LENGTHS = [35 - (7 * k) % 25 for k in range(BATCH)]
 
 
-def bench(mode: str, device: str, rounds: int, packed: bool = False) -> dict:
+def bench(mode: str, device: str, rounds: int, packed: bool = False, proj: int = 0) -> dict:
     torch.manual_seed(0)
-    tm = getattr(torch.nn, mode)(SIZE, SIZE).to(device)
-    gm = getattr(genesis.nn, mode)(SIZE, SIZE).to(device)
+    extra = {"proj_size": proj} if proj else {}
+    tm = getattr(torch.nn, mode)(SIZE, SIZE, **extra).to(device)
+    gm = getattr(genesis.nn, mode)(SIZE, SIZE, **extra).to(device)
     gm.load_state_dict({k: genesis.tensor(v.detach().cpu().numpy()) for k, v in tm.state_dict().items()})
     xt = torch.randn(STEPS, BATCH, SIZE, device=device, requires_grad=True)
     xg = genesis.tensor(xt.detach().cpu().numpy(), device=device, requires_grad=True)
@@ -89,12 +92,13 @@ def bench(mode: str, device: str, rounds: int, packed: bool = False) -> dict:
     finally:
         rnn_functional._fused = fused
     t, g, c = (min(times[k]) * 1e3 for k in ("torch", "fused", "composite"))
-    what = f"{mode}{' packed' if packed else ''}"
+    variant = (" packed" if packed else "") + (f" proj {proj}" if proj else "")
+    what = mode + variant
     print(f"{what}: per-step composite {c:.1f} ms ({t / c:.2f}x torch)")
     if device == "cuda":
         print(f"{what}: time loop of fused cells {loop:.1f} ms ({t / loop:.2f}x torch)")
     goal = ">= 0.9" if device == "cuda" else ">= 0.5"
-    name = f"{mode.lower()} layer {STEPS}x{BATCH} {SIZE}{' packed' if packed else ''} fwd+bwd"
+    name = f"{mode.lower()} layer {STEPS}x{BATCH} {SIZE}{variant} fwd+bwd"
     return row(name, g, t, "ms", t / g, goal)
 
 
@@ -113,6 +117,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     print(f"device {args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
     rows = [bench(mode, args.device, args.rounds, packed) for packed in (False, True) for mode in ("LSTM", "GRU")]
+    rows.append(bench("LSTM", args.device, args.rounds, proj=PROJ))
     print_table(rows)
     write_json(rows, args.json)
 
