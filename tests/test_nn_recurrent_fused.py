@@ -55,20 +55,26 @@ def test_fused_layers_match_torch(name, extra, config, dtype):
     check_module(g, t, rand(*shape, dtype=dtype, seed=5), call=lambda m, x: _flat(m(x)), **tol)
 
 
+@pytest.mark.parametrize("lengths", [None, [5, 2, 4, 1]], ids=["padded", "packed"])
 @pytest.mark.parametrize("used", ["output", "h_n", "c_n"])
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
-def test_gradients_of_partly_used_outputs(name, used):
+def test_gradients_of_partly_used_outputs(name, used, lengths):
+    """Only one output feeds the loss; packed, the final states' gradients enter each sequence at its own last
+    step."""
     if used == "c_n" and name != "LSTM":
         pytest.skip("only an LSTM has a cell state")
     kwargs = {"num_layers": 2, "bidirectional": True}
     g, t = _pair(name, kwargs, torch.float64)
     g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
-    x = rand(4, 2, 4)
-    states = _states(name, kwargs, 2, torch.float64)
+    x = rand(5, 4, 4)
+    states = _states(name, kwargs, 4, torch.float64)
     results = []
     for lib, m in ((genesis, g), (torch, t)):
         xs = [to_genesis(v) if lib is genesis else v.detach().clone().requires_grad_() for v in (x, *states)]
-        out, hidden = m(xs[0], tuple(xs[1:]) if name == "LSTM" else xs[1])
+        data = xs[0] if lengths is None else lib.nn.utils.rnn.pack_padded_sequence(xs[0], lengths,
+                                                                                     enforce_sorted=False)
+        out, hidden = m(data, tuple(xs[1:]) if name == "LSTM" else xs[1])
+        out = out if lengths is None else out.data
         hidden = hidden if name == "LSTM" else (hidden,)
         pick = {"output": out, "h_n": hidden[0], "c_n": hidden[-1]}[used]
         (pick * pick).sum().backward()
@@ -247,31 +253,6 @@ def test_packed_layers_match_torch(name, extra, config, lengths, dtype):
                  call=lambda m, x, *hx: _run_packed(m, x, *hx, lengths=lengths), **tol)
     check_module(g, t, rand(max(lengths), len(lengths), 4, dtype=dtype, seed=7),
                  call=lambda m, x: _run_packed(m, x, lengths=lengths), **tol)
-
-
-@pytest.mark.parametrize("used", ["output", "h_n", "c_n"])
-@pytest.mark.parametrize("name", ["LSTM", "GRU"])
-def test_packed_gradients_of_partly_used_outputs(name, used):
-    """The final states' gradients enter each sequence at its own last step."""
-    if used == "c_n" and name != "LSTM":
-        pytest.skip("only an LSTM has a cell state")
-    kwargs = {"num_layers": 2, "bidirectional": True}
-    g, t = _pair(name, kwargs, torch.float64)
-    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
-    x = rand(5, 4, 4)
-    lengths = [5, 2, 4, 1]
-    states = _states(name, kwargs, 4, torch.float64)
-    results = []
-    for lib, m in ((genesis, g), (torch, t)):
-        xs = [to_genesis(v) if lib is genesis else v.detach().clone().requires_grad_() for v in (x, *states)]
-        packed = lib.nn.utils.rnn.pack_padded_sequence(xs[0], lengths, enforce_sorted=False)
-        out, hidden = m(packed, tuple(xs[1:]) if name == "LSTM" else xs[1])
-        hidden = hidden if name == "LSTM" else (hidden,)
-        pick = {"output": out.data, "h_n": hidden[0], "c_n": hidden[-1]}[used]
-        (pick * pick).sum().backward()
-        results.append([v.grad for v in xs] + [p.grad for p in m.parameters()])
-    for got, ref in zip(*results):
-        torch.testing.assert_close(to_torch(got), ref)
 
 
 @pytest.mark.parametrize("dtype", [genesis.float16, genesis.bfloat16], ids=["float16", "bfloat16"])
