@@ -80,8 +80,14 @@ def _cross_entropy(bad: int) -> genesis.Tensor:
     return F.cross_entropy(genesis.randn(3, 4, device="cuda"), genesis.tensor([1, -100, bad], device="cuda"))
 
 
+def _binary_cross_entropy(bad: int) -> genesis.Tensor:
+    probabilities = genesis.tensor([0.5, float(bad)], device="cuda")  # 9 is out of [0, 1], 1 is in it
+    return F.binary_cross_entropy(probabilities, genesis.tensor([1.0, 0.0], device="cuda"))
+
+
 CASES = [
     (_embedding, "embedding: index 9 is out of bounds for dimension 0 with size 4"),
+    (_binary_cross_entropy, "all elements of input should be between 0 and 1"),
     (_gather, "gather: index 9 is out of bounds for dimension 1 with size 4"),
     (_index_select, "index_select: index 9 is out of bounds for dimension 0 with size 4"),
     (_cross_entropy, "Target 9 is out of bounds"),
@@ -193,6 +199,31 @@ def test_training_step_does_not_synchronize(deferred: None) -> None:
         return loss
 
     step()  # the first step compiles kernels and creates the optimizer state
+    genesis.cuda.synchronize()
+    before = genesis.cuda.synchronization_count()
+    for _ in range(3):
+        loss = step()
+    assert genesis.cuda.synchronization_count() == before, "a training step synchronized host and device"
+    assert np.isfinite(loss.item())
+
+
+@requires_cuda
+def test_gan_step_does_not_synchronize(deferred: None) -> None:
+    """A DCGAN-style discriminator step (LeakyReLU, sigmoid, BCELoss, Adam): the loss's range checks run on the
+    device."""
+    model = genesis.nn.Sequential(genesis.nn.Linear(8, 16), genesis.nn.LeakyReLU(0.2), genesis.nn.Linear(16, 1),
+                                  genesis.nn.Sigmoid()).to("cuda")
+    opt = genesis.optim.Adam(model.parameters(), lr=1e-3)
+    x, label = genesis.randn(4, 8, device="cuda"), genesis.full((4,), 1.0, device="cuda")
+
+    def step() -> genesis.Tensor:
+        opt.zero_grad()
+        loss = genesis.nn.BCELoss()(model(x).view(-1), label)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step()
     genesis.cuda.synchronize()
     before = genesis.cuda.synchronization_count()
     for _ in range(3):

@@ -201,6 +201,14 @@ class BatchNormBackward(Primitive):
         raise NotImplementedError("double backward through batch_norm is not supported")
 
 
+def check_all(ok: Tensor, error: type[Exception], message: str) -> None:
+    """Report ``message`` as ``error`` unless the bool tensor ``ok`` is all true, without reading the device: the
+    backend's ``check_index`` on the count of false elements (raised here on the CPU; on CUDA recorded on the device
+    and raised as RuntimeError at the next synchronization, as torch's device-side asserts)."""
+    bad = (~ok).any().long().reshape(1).ndarray
+    bad.device.backend.check_index(bad, 0, 1, None, error, message)
+
+
 def checked_target(target: NDArray, n_classes: int, ignore_index: int) -> NDArray:
     """Class indices checked to lie in [0, n_classes) or equal ignore_index (the backend's ``check_index``: IndexError
     at the call on the CPU, RuntimeError at the next synchronization on CUDA)."""

@@ -9,7 +9,7 @@ from genesis import ops as T
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
 from genesis.ops.fused import fused_cross_entropy
-from genesis.ops.nn import CrossEntropy, checked_target
+from genesis.ops.nn import CrossEntropy, check_all, checked_target
 from genesis.tensor import Tensor, arange, full, tensor, zeros
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -201,9 +201,11 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
     _check_same_size("binary_cross_entropy", input, target)
     for name, t in (("input", input), ("target", target)):
-        # As torch, NaN fails the check too (it is neither >= 0 nor <= 1).
-        if t.numel() and not bool(((t.detach() >= 0) & (t.detach() <= 1)).all()):
-            raise RuntimeError(f"all elements of {name} should be between 0 and 1")
+        # As torch, NaN fails the check too (it is neither >= 0 nor <= 1). On cuda the check runs on the device and
+        # reports at the next synchronization: no host-device synchronization inside a training step.
+        if t.numel():
+            check_all((t.detach() >= 0) & (t.detach() <= 1), RuntimeError,
+                      f"all elements of {name} should be between 0 and 1")
     log_p = T.clamp(T.log(input), min=-100.0)
     log_1mp = T.clamp(T.log(1 - input), min=-100.0)
     loss = -(target * log_p + (1 - target) * log_1mp)
