@@ -314,3 +314,14 @@ def test_backend_round_trips_every_dtype() -> None:
         assert torch.equal(to_torch(genesis.Tensor._wrap(backend.contiguous(nd.transpose(0, 1)))), values.T)
         assert torch.equal(to_torch(genesis.Tensor._wrap(backend.cast(nd, genesis.float64))),
                            (values.real if t_dtype.is_complex else values).to(torch.float64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_backend_leaky_relu_and_its_gradient(dtype: torch.dtype) -> None:
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.rand(4, 64, generator=gen, dtype=torch.float64) * 6 - 3).to(dtype)
+    g = torch.randn(4, 64, generator=gen, dtype=torch.float64).to(dtype)
+    out = genesis.Tensor._wrap(_backend().leaky_relu(_nd(x.T.contiguous().T), 0.2))
+    assert_same(out, torch.nn.functional.leaky_relu(x, 0.2), what="leaky_relu")
+    grad = genesis.Tensor._wrap(_backend().leaky_relu_backward(_nd(g), _nd(x), 0.2))
+    assert_same(grad, torch.ops.aten.leaky_relu_backward(g, x, 0.2, False), what="leaky_relu_backward")

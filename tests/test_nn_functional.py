@@ -27,10 +27,13 @@ def test_activations(name, kwargs):
 
 
 FUSED_GRADIENT_ACTIVATIONS = [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {})]
+# leaky_relu's fused kernels too; its second derivative is zero (torch returns zeros where Genesis returns None).
+FUSED_KERNEL_ACTIVATIONS = FUSED_GRADIENT_ACTIVATIONS + [("leaky_relu", {"negative_slope": 0.2}),
+                                                         ("leaky_relu", {"negative_slope": 1.5})]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("name,kwargs", FUSED_GRADIENT_ACTIVATIONS)
+@pytest.mark.parametrize("name,kwargs", FUSED_KERNEL_ACTIVATIONS)
 def test_activation_gradient_kernels(name, kwargs, dtype):
     # One backend kernel computes these gradients (gelu_backward ...), over both tails.
     x = rand(8, 33, low=-12, high=12, dtype=dtype)

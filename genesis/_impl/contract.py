@@ -150,6 +150,9 @@ PRIMITIVES: dict[str, str] = {
                           "has_bias, mask, batch_sizes): the gradients of rnn_layer, (dx, dh0, dc0, dw_ih, dw_hh, "
                           "db_ih, db_hh, dw_hr), each None where the boolean mask (same order) is False, dw_hr also "
                           "without a projection; the incoming gradients may be None (zero)",
+    "leaky_relu": "(x, negative_slope): x where x > 0, negative_slope * x elsewhere (a Python number); floating x",
+    "leaky_relu_backward": "(grad, x, negative_slope): grad where x > 0, negative_slope * grad elsewhere (x: "
+                           "leaky_relu's input, same shape as grad); floating arrays",
     "embedding_backward": "(grad, index, num_weights): (num_weights, D) sum of the rows of grad (*index.shape, D) "
                           "by int64 index of any shape, deterministic (the same bits on every run)",
     # fused neural-network kernels (over the last dim)

@@ -194,6 +194,40 @@ class Relu(Unary):
         return where(out > 0, grad, 0.0)
 
 
+class LeakyRelu(Primitive):
+    """``x`` where positive, ``negative_slope * x`` elsewhere: one elementwise kernel each way."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, negative_slope: float) -> NDArray:
+        ctx.save_for_backward(x)
+        ctx.slope = negative_slope
+        return x.backend.leaky_relu(x, negative_slope)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        if is_grad_enabled():  # create_graph: the gradient in differentiable tensor ops
+            return where(x > 0, grad, grad * ctx.slope), None
+        return LeakyReluBackward.apply(grad, x, ctx.slope), None
+
+
+class LeakyReluBackward(Primitive):
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, negative_slope: float) -> NDArray:
+        return grad.backend.leaky_relu_backward(grad, x, negative_slope)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("double backward through the fused leaky_relu backward is not supported")
+
+
+def leaky_relu(x: Tensor, negative_slope: float) -> Tensor:
+    """``torch.nn.functional.leaky_relu``'s math: one node for floating ``x``, tensor ops otherwise."""
+    if x.dtype.is_floating_point and not x.dtype.is_complex:
+        return LeakyRelu.apply(x, float(negative_slope))
+    return where(x > 0, x, x * negative_slope)
+
+
 class Gelu(Unary):
     op, backward_op = "gelu", "gelu_backward"
 

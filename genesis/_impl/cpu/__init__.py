@@ -177,6 +177,14 @@ _BINARY = {
 _SCALAR_SECOND_UNSUPPORTED = frozenset(("maximum", "minimum", "atan2", "hypot"))
 
 
+def leaky_relu(x: NDArray, negative_slope: float) -> NDArray:
+    return wrap(torch.ops.aten.leaky_relu(native(x), negative_slope))
+
+
+def leaky_relu_backward(grad: NDArray, x: NDArray, negative_slope: float) -> NDArray:
+    return wrap(torch.ops.aten.leaky_relu_backward(native(grad), native(x), negative_slope, False))
+
+
 def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
     result = _UNARY[op](x._native if x._native is not None else native(x))
     if out is None:

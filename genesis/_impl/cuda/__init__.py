@@ -33,7 +33,7 @@ from genesis._impl.cuda.creation import (
     to_dlpack,
     to_numpy,
 )
-from genesis._impl.cuda.elementwise import binary, unary, where
+from genesis._impl.cuda.elementwise import binary, leaky_relu, leaky_relu_backward, unary, where
 from genesis._impl.cuda.indexing import (
     check_index,
     gather,

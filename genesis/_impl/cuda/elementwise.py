@@ -53,6 +53,15 @@ def _check_nonzero_divisor(op: str, b: NDArray | int | float | bool) -> None:
         raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")
 
 
+def leaky_relu(x: NDArray, negative_slope: float) -> NDArray:
+    return _ew("leaky_relu", 2, _new_like(x, x.dtype), (x, float(negative_slope)), x.dtype)
+
+
+def leaky_relu_backward(grad: NDArray, x: NDArray, negative_slope: float) -> NDArray:
+    check_same_device("leaky_relu_backward", grad, x)
+    return _ew("leaky_relu_backward", 3, _new_like(grad, grad.dtype), (grad, x, float(negative_slope)), grad.dtype)
+
+
 def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
     check_same_device("where", cond, a, b)
     shapes = [cond.shape] + [t.shape for t in (a, b) if isinstance(t, NDArray)]

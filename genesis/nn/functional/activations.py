@@ -9,6 +9,7 @@ from genesis import random
 from genesis.autograd import is_grad_enabled
 from genesis.nn.functional._out import check_out
 from genesis.ops.unary import Silu
+from genesis.ops.unary import leaky_relu as _leaky_relu
 from genesis.tensor import Tensor, zeros
 
 
@@ -33,8 +34,8 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """``x`` where positive, ``negative_slope * x`` elsewhere."""
-    return _apply(input, inplace, lambda x: T.where(x > 0, x, x * negative_slope))
+    """``x`` where positive, ``negative_slope * x`` elsewhere (one fused node for floating input)."""
+    return _apply(input, inplace, lambda x: _leaky_relu(x, negative_slope))
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:

@@ -343,6 +343,8 @@ def _binary(a, b, OP: tl.constexpr):
         y = _activation_backward(a, b, OP)
     elif OP == "relu_backward":  # b is relu's output
         y = tl.where(b > 0, a, tl.zeros_like(a))
+    elif OP == "leaky_relu":  # b is the negative slope
+        y = tl.where(a > 0, a, a * b.to(a.dtype))
     else:
         tl.static_assert(False, "unknown binary op")
     return y
@@ -367,6 +369,9 @@ def _compute(a, b, c, OP: tl.constexpr, NIN: tl.constexpr):
         if a.dtype.is_int() and b.dtype.is_int() and a.dtype != b.dtype:
             b = b.to(a.dtype)  # an int64 scalar with an unsigned or narrow tensor: compute in the tensor's type
         y = _binary(a, b, OP)
+    elif OP == "leaky_relu_backward":  # a: grad, b: leaky_relu's input, c: the negative slope
+        a = _up(a)
+        y = tl.where(_up(b) > 0, a, a * c.to(a.dtype))
     else:
         y = tl.where(a != 0, b, c)
     return y
