@@ -16,11 +16,12 @@ def write_out(op: str, result: Tensor, out: Tensor | None) -> Tensor:
     return out
 
 
-def check_out(op: str, out: Tensor, shape: tuple[int, ...], like: Tensor) -> None:
-    """``out=`` must match the result and cannot take part in autograd (as in torch)."""
+def check_out(op: str, out: Tensor, shape: tuple[int, ...], like: Tensor, inputs: tuple = ()) -> None:
+    """``out=`` must match the result (``like`` gives its dtype) and cannot take part in autograd (as in torch):
+    neither ``out``, ``like`` nor any of the other ``inputs`` (None allowed) may require grad in grad mode."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
-    if is_grad_enabled() and (like.requires_grad or out.requires_grad):
+    if is_grad_enabled() and (out.requires_grad or any(t is not None and t.requires_grad for t in (like, *inputs))):
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
     if tuple(out.shape) != shape:

@@ -6,7 +6,6 @@ from typing import Sequence
 
 from genesis import amp
 from genesis import ops as T
-from genesis.autograd import is_grad_enabled
 from genesis.memory_format import is_dense
 from genesis.nn.functional._out import check_out
 from genesis.nn.functional.padding import pad
@@ -131,10 +130,7 @@ def _conv_into(op: str, out: Tensor, x: Tensor, weight: Tensor, bias: Tensor | N
         size = [(s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
                 zip(x.shape[2:], weight.shape[2:], stride, padding, dilation)]
     shape = ((x.shape[0],) if batched else ()) + (out_channels, *size)
-    if is_grad_enabled() and any(t is not None and t.requires_grad for t in (weight, bias)):
-        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
-                           "but one of the arguments requires grad.")
-    check_out(op, out, shape, x)
+    check_out(op, out, shape, x, (weight, bias))
     if out.device != x.device:
         raise RuntimeError(f"{op}: out is on {out.device} but the input is on {x.device}")
     if not is_dense(tuple(out.shape), out.stride()):
