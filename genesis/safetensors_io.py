@@ -33,6 +33,8 @@ _DTYPES = {
     "I16": np.dtype(np.int16), "I8": np.dtype(np.int8), "U8": np.dtype(np.uint8), "BOOL": np.dtype(np.bool_),
     "C64": np.dtype(np.complex64),
 }
+#: The numpy dtypes a safetensors file holds (and this reader reads back).
+STORABLE_DTYPES = frozenset(_DTYPES.values())
 # Headers larger than this are not safetensors files (the format itself caps them at 100 MB).
 _MAX_HEADER = 100_000_000
 

@@ -17,7 +17,6 @@ import os
 import zlib
 from typing import Any, BinaryIO, Union
 
-import ml_dtypes
 import numpy as np
 import safetensors.numpy
 
@@ -25,7 +24,15 @@ from genesis import cuda, dtypes, torch_pickle
 from genesis.device import device as Device
 from genesis.device import to_device
 from genesis.random import default_generator
-from genesis.safetensors_io import iter_tensors, read_bytes, read_header, read_metadata, read_weight_map, write_file
+from genesis.safetensors_io import (
+    STORABLE_DTYPES,
+    iter_tensors,
+    read_bytes,
+    read_header,
+    read_metadata,
+    read_weight_map,
+    write_file,
+)
 from genesis.tensor import Tensor, tensor
 from genesis.torch_pickle import CheckpointError
 
@@ -88,7 +95,7 @@ class _Encoder:
         if array.dtype == np.complex128:
             array = np.ascontiguousarray(array).view(np.float64).reshape(array.shape + (2,))
             ref["complex128"] = True
-        elif array.dtype not in _STORABLE:
+        elif array.dtype not in STORABLE_DTYPES:
             raise TypeError(f"save: cannot store an array of dtype {array.dtype} at '{path or '<root>'}'")
         name = self._name(path)
         # np.ascontiguousarray would turn a 0-d array into 1-d; copy only what is strided.
@@ -111,11 +118,6 @@ class _Encoder:
         if t.requires_grad:
             ref["requires_grad"] = True
         return ref
-
-
-# What a safetensors file holds natively (complex128 is stored as float64 parts).
-_STORABLE = frozenset(np.dtype(t) for t in (np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16,
-                                             np.float32, np.float64, np.complex64, ml_dtypes.bfloat16))
 
 
 def _join(path: str, key: str) -> str:
