@@ -86,7 +86,7 @@ def is_dense(shape: tuple[int, ...], tensor_strides: tuple[int, ...]) -> bool:
 
 def preserved_strides(shape: tuple[int, ...], tensor_strides: tuple[int, ...]) -> tuple[int, ...]:
     """The strides ``preserve_format`` gives a new tensor like one of (shape, strides): the same where that one is
-    dense, else those of its suggested format (torch's ``empty_like`` rule)."""
+    dense (or empty), else dense strides in the dim order its strides follow (torch's ``empty_like`` rule)."""
     if 0 in shape or is_dense(shape, tensor_strides):
         return tuple(tensor_strides)
     # Not dense (a strided slice, say): dense strides in the dim order its strides follow, as torch's

@@ -7,7 +7,7 @@ cuDNN's RNN (one call per direction and pass, weights packed into cuDNN's layout
 cuDNN, it is a time loop of fused cells (``genesis._impl.recurrent_loop``). The cells follow torch: LSTM
 ``c' = σ(f) c + σ(i) tanh(g)``, ``h' = σ(o) tanh(c')``; GRU ``n = tanh(gi_n + r (h W_hn^T + b_hn))``,
 ``h' = (1 - z) n + z h``; Elman ``h' = tanh`` or ``relu(gi + gh)``. Half-precision cells compute in float32. The
-backward is not itself differentiable (``create_graph`` raises).
+layer's backward is not itself differentiable (``create_graph`` raises); a cell's is (see :class:`RecurrentCell`).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def recurrent_cell(mode: str, gi: Tensor, gh: Tensor, h: Tensor, c: Tensor | Non
     otherwise (e.g. products in bfloat16 under autocast beside a float32 state)."""
     tensors = [t for t in (gi, gh, h, c) if t is not None]
     if all(t.dtype is gi.dtype and t.device == gi.device for t in tensors) and gi.dtype.is_floating_point \
-            and gi.ndim == 2 and gi.dtype.category == 2:
+            and gi.ndim == 2:
         out = RecurrentCell.apply(gi, gh, h, c, mode)
         return tuple(out) if mode == "LSTM" else (out,)
     return _cell_composite(mode, gi, gh, h, c)
@@ -160,7 +160,7 @@ def recurrent_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: T
                     b_ih: Tensor | None, b_hh: Tensor | None, reverse: bool, batch_sizes: list[int] | None = None,
                     w_hr: Tensor | None = None) -> tuple[Tensor, tuple[Tensor, ...]]:
     """One layer-direction over padded (T, B, I) input, or packed (N, I) input with its ``batch_sizes``:
-    (output (T, B, H) or (N, H), (h_n,) or (h_n, c_n))."""
+    (output (T, B, P) or (N, P), (h_n,) or (h_n, c_n)); P is ``w_hr``'s projection width, else the hidden size."""
     for what, group in (("hidden", (h0, c0)), ("parameter", (w_ih, w_hh, b_ih, b_hh, w_hr))):
         for t in group:
             if t is not None and t.device != x.device:

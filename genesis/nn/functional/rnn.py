@@ -48,11 +48,10 @@ def _cell_step(mode: str, gi: Tensor, state: tuple[Tensor, ...], w: dict[str, Te
     return (_rnn_step(mode, gi, state[0], w["weight_hh"], w.get("bias_hh")),)
 
 
-def _fused(x: Tensor, batch_sizes: list[int] | None, initial: tuple[Tensor, ...], w: dict[str, Tensor],
-           autocast_layer: bool) -> bool:
-    """Whether one layer-direction runs as one ``RecurrentLayer`` node: padded or packed, non-empty input without a
-    projection, every tensor of one dtype; under autocast only where its policy casts the whole layer
-    (``autocast_layer``; otherwise each product casts on its own in the per-step composite)."""
+def _fused(x: Tensor, initial: tuple[Tensor, ...], w: dict[str, Tensor], autocast_layer: bool) -> bool:
+    """Whether one layer-direction runs as one ``RecurrentLayer`` node: padded or packed non-empty input, every
+    tensor of one dtype; under autocast only where its policy casts the whole layer (``autocast_layer``; otherwise
+    each product casts on its own in the per-step composite)."""
     if x.shape[0] == 0 or x.shape[1] == 0:
         return False
     if is_autocast_enabled(x.device.type) and not autocast_layer:
@@ -69,7 +68,7 @@ def _run_direction(mode: str, x: Tensor, batch_sizes: list[int] | None, initial:
     is sorted by decreasing length). Going forward, a finished sequence keeps its last state; going backward, a
     sequence joins at its own last step, from its initial state.
     """
-    if _fused(x, batch_sizes, initial, w, autocast_layer):
+    if _fused(x, initial, w, autocast_layer):
         return recurrent_layer(mode, x, initial[0], initial[1] if len(initial) > 1 else None, w["weight_ih"],
                                w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"), reverse, batch_sizes,
                                w.get("weight_hr"))
