@@ -258,60 +258,99 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
                 block = _CONTIG_CFG[out.dtype.itemsize][0]
                 go((n + block - 1) // block, 1, 1, optr, pa, barg, 0, n)
                 return out
-    contig = fast
-    if not fast and _fills_block(out):
-        fast = True  # a dense output in another dim order: flat if every operand is laid out the same way
-    if fast:
+    # Every other layout: a launch plan cached by everything that shapes the launch (dtypes, shapes, strides and
+    # pointer alignments), so a broadcast or strided op pays the layout analysis once, not at every call.
+    optr = _ptr(out)
+    key = [op, nin, out.dtype, shape, out.strides, optr & 15, scalar_dtype, out.device.index]
+    vals = [optr]
+    for x in ins:
+        if x.__class__ is NDArray:
+            p = _ptr(x)
+            key += (x.dtype, x.shape, x.strides, p & 15)
+            vals.append(p)
+        else:
+            key.append(None)
+            vals.append(x)
+    key = tuple(key)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) > 4096:  # many distinct layouts (dynamic shapes): start over
+            _PLANS.clear()
+        plan = _PLANS[key] = _ew_plan(op, nin, out, ins, vals, scalar_dtype)
+    conv, pieces = plan
+    if conv is not None:
+        vals = [v if x.__class__ is NDArray else conv(v) for v, x in zip(vals, (out,) + tuple(ins))]
+    while len(vals) < 4:
+        vals.append(0)
+    v0, v1, v2, v3 = vals
+    for go, grid, (o0, o1, o2, o3), tail in pieces:
+        go(grid, 1, 1, v0 + o0, v1 + o1, v2 + o2, v3 + o3, *tail)
+    return out
+
+
+_PLANS: dict[tuple, tuple] = {}
+
+
+def _bool_int(value: object) -> int:
+    return int(bool(value))
+
+
+def _ew_plan(op: str, nin: int, out: NDArray, ins: tuple, vals: list, scalar_dtype: dtypes.dtype | None) -> tuple:
+    """The launches of elementwise ``op`` for this layout: ``(conv, pieces)`` where ``conv`` converts the Python
+    numbers among ``ins`` to their kernel argument (None when there are none) and each piece is ``(launcher, grid,
+    byte offsets of the four pointer slots, trailing arguments)``; ``vals`` holds the current pointers (for their
+    alignment) and numbers."""
+    sdt = scalar_dtype or out.dtype
+    conv = None
+    if any(x.__class__ is not NDArray for x in ins):
+        conv = {2: float, 1: int}.get(sdt.category, _bool_int)
+    shape = out.shape
+    contig = _contig(out)
+    flat = contig or _fills_block(out)  # a dense output in any dim order: flat if every operand is laid out alike
+    if flat:
         ostr = out.strides
-        for x in ins:
-            if isinstance(x, NDArray) and not (x.size == 1 or x.shape == shape and (
-                    x.strides == ostr or contig and _contig(x))):
-                fast = False
-                break
-    if fast:
-        optr = _ptr(out)
-        ptrs = tuple(_ptr(x) if isinstance(x, NDArray) else 0 for x in ins)
-        go, args = _contig_launcher(op, nin, out, optr, ins, ptrs, n, scalar_dtype)
+        flat = all(x.__class__ is not NDArray or x.size == 1 or x.shape == shape and (
+            x.strides == ostr or contig and _contig(x)) for x in ins)
+    if flat:
+        go, args = _contig_launcher(op, nin, out, vals[0], ins, tuple(vals[1:]), out.size, scalar_dtype)
         block = _CONTIG_CFG[out.dtype.itemsize][0]
-        go((n + block - 1) // block, 1, 1, *args)
-        return out
-    tensors = [out] + [x for x in ins if isinstance(x, NDArray)]
+        return conv, [(go, (out.size + block - 1) // block, (0, 0, 0, 0), tuple(args[4:]))]
+    tensors = [out] + [x for x in ins if x.__class__ is NDArray]
     cshape, cstrides = _coalesce(shape, [list(out.strides)] + [_bstrides(x, shape) for x in tensors[1:]])
     ptrs = [_ptr(t) for t in tensors]
+    pieces = []
     for shape4, strides4, tptrs in _split_rank4(cshape, cstrides, ptrs, [t.dtype.itemsize for t in tensors]):
         R1, R2, C = shape4[1], shape4[2], shape4[3]
         n_rows = shape4[0] * R1 * R2
         block_r, block_c, warps = _tile(n_rows, C, out.dtype.itemsize)
         n_cblocks = (C + block_c - 1) // block_c
         types = [_psig(out, tptrs[0])]
-        args = [tptrs[0]]
+        offsets = [tptrs[0] - ptrs[0]]
         modes = []
         op_strides = []
         k = 1
         for x in ins:
-            if isinstance(x, NDArray):
+            if x.__class__ is NDArray:
                 types.append(_psig(x, tptrs[k]))
-                args.append(tptrs[k])
+                offsets.append(tptrs[k] - ptrs[k])
                 op_strides.append(strides4[k])
                 modes.append(1)
                 k += 1
             else:
-                ty, v = _scalar_sig(x, scalar_dtype or out.dtype)
-                types.append(ty)
-                args.append(v)
+                types.append(_scalar_sig(x, sdt)[0])
+                offsets.append(0)
                 op_strides.append([0, 0, 0, 0])
                 modes.append(2)
         while len(modes) < 3:
             types.append("i32")
-            args.append(0)
+            offsets.append(0)
             modes.append(0)
             op_strides.append([0, 0, 0, 0])
         types += ["i32", "i32:16" if C % 16 == 0 else "i32", "i32", "i32", "i32"]
-        args += [n_rows, C, R1, R2, n_cblocks]
+        tail = [n_rows, C, R1, R2, n_cblocks]
         for st in [strides4[0]] + op_strides:
-            s0, s1, s2, sc = st
-            types += [_istr(s0), _istr(s1), _istr(s2), _istr(sc)]
-            args += [s0, s1, s2, sc]
+            types += [_istr(s) for s in st]
+            tail += st
         go = _EW_STRIDED.launcher(tuple(types), (op, nin, modes[0], modes[1], modes[2], block_r, block_c), warps)
-        go(((n_rows + block_r - 1) // block_r) * n_cblocks, 1, 1, *args)
-    return out
+        pieces.append((go, ((n_rows + block_r - 1) // block_r) * n_cblocks, tuple(offsets), tuple(tail)))
+    return conv, pieces

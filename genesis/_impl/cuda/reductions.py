@@ -12,6 +12,8 @@ from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import cast, contiguous, full
 from genesis._impl.cuda.kernels import reduce as rk
 from genesis._impl.cuda.launch import (
+    _PTR,
+    _PTR16,
     _contig,
     _ew,
     _istr,
@@ -66,30 +68,32 @@ def _as_2d(x: NDArray, kept: list[int], red: list[int]) -> tuple[NDArray, int, i
     return x, M, K, ms[0] if M > 1 else K, ks[0] if K > 1 else 1
 
 
-def _reduce_2d(op: str, x: NDArray, M: int, K: int, sm: int, sk: int, out: NDArray) -> None:
-    """out[m] = op over k of x[m*sm + k*sk] (out contiguous, M elements)."""
-    ident = _identity(op, x.dtype)
-    ity, ival = _scalar_sig(ident, x.dtype)
-    if ity == "i64" and x.dtype is dtypes.uint8:
+def _plan_2d(op: str, dtype: dtypes.dtype, out_dtype: dtypes.dtype, M: int, K: int, sm: int, sk: int,
+             x_aligned: bool) -> tuple:
+    """The launches of ``out[m] = op over k of x[m*sm + k*sk]`` (x of ``dtype``, out of ``out_dtype``, contiguous, M
+    elements) as ``(launcher, grid_x,
+    grid_y, arguments after the two pointers, partials)``, where ``partials`` is None or ``(shape, dtype, plan)``: a
+    scratch array the launch writes instead of ``out``, then reduced into ``out`` by ``plan``."""
+    ident = _identity(op, dtype)
+    ity, ival = _scalar_sig(ident, dtype)
+    if ity == "i64" and dtype is dtypes.uint8:
         ity = "i32"
     sms = rt.multiprocessor_count()
-    p = _ptr(x)
+    xsig = _PTR16[dtype] if x_aligned else _PTR[dtype]
     if sk != 1 and sm == 1 and M > 1:
         # Reduced axis outer, kept axis contiguous: column reduction, split over K when the columns are few.
-        block_n = min(_next_pow2(M), 256 if x.dtype.itemsize >= 4 else 512)
+        block_n = min(_next_pow2(M), 256 if dtype.itemsize >= 4 else 512)
         block_k = min(max(1, _TILE_COLS // block_n), _next_pow2(K))
         grid_n = (M + block_n - 1) // block_n
         n_split = max(1, min((K + block_k - 1) // block_k, (4 * sms + grid_n - 1) // grid_n))
         kps = ((K + n_split - 1) // n_split + block_k - 1) // block_k * block_k
         n_split = (K + kps - 1) // kps
-        dst = out if n_split == 1 else _new((n_split, M), _acc_dtype(op, x.dtype), x.device)
-        dp = _ptr(dst)
-        go = _RCOLS.launcher((_psig(x, p), _psig(dst, dp), "i32", "i32:16" if M % 16 == 0 else "i32", _istr(sk),
+        dst_dtype = out_dtype if n_split == 1 else _acc_dtype(op, dtype)
+        go = _RCOLS.launcher((xsig, _PTR16[dst_dtype], "i32", "i32:16" if M % 16 == 0 else "i32", _istr(sk),
                               "1", "i32", ity), (op, block_k, block_n), 4)
-        go(grid_n, n_split, 1, p, dp, K, M, sk, 1, kps, ival)
-        if n_split > 1:
-            _reduce_2d(_merge_op(op), dst, M, n_split, 1, M, out)
-        return
+        partials = None if n_split == 1 else \
+            ((n_split, M), dst_dtype, _plan_2d(_merge_op(op), dst_dtype, out_dtype, M, n_split, 1, M, True))
+        return go, grid_n, n_split, (K, M, sk, 1, kps, ival), partials
     block_k = min(_next_pow2(K), _TILE)
     block_m = min(max(1, _TILE // block_k), _next_pow2(M))
     grid_m = (M + block_m - 1) // block_m
@@ -98,18 +102,32 @@ def _reduce_2d(op: str, x: NDArray, M: int, K: int, sm: int, sk: int, out: NDArr
         n_split = min((K + block_k - 1) // block_k, (4 * sms + grid_m - 1) // grid_m)
     kps = ((K + n_split - 1) // n_split + block_k - 1) // block_k * block_k
     n_split = (K + kps - 1) // kps
-    dst = out if n_split == 1 else _new((M, n_split), _acc_dtype(op, x.dtype), x.device)
-    dp = _ptr(dst)
+    dst_dtype = out_dtype if n_split == 1 else _acc_dtype(op, dtype)
     warps = 8 if block_m * block_k >= 4096 else 4
-    go = _RROWS.launcher((_psig(x, p), _psig(dst, dp), "i32", "i32", _istr(sm), _istr(sk), "i32", "i32", ity),
+    go = _RROWS.launcher((xsig, _PTR16[dst_dtype], "i32", "i32", _istr(sm), _istr(sk), "i32", "i32", ity),
                          (op, block_m, block_k), warps)
-    go(grid_m, n_split, 1, p, dp, M, K, sm, sk, kps, n_split, ival)
-    if n_split > 1:
-        _reduce_2d(_merge_op(op), dst, M, n_split, n_split, 1, out)
+    partials = None if n_split == 1 else \
+        ((M, n_split), dst_dtype, _plan_2d(_merge_op(op), dst_dtype, out_dtype, M, n_split, n_split, 1, True))
+    return go, grid_m, n_split, (M, K, sm, sk, kps, n_split, ival), partials
+
+
+def _run_2d(plan: tuple, p: int, out: NDArray) -> None:
+    """Launch ``plan`` (from ``_plan_2d``) over the array at pointer ``p`` into ``out``."""
+    go, gx, gy, rest, partials = plan
+    if partials is None:
+        go(gx, gy, 1, p, _ptr(out), *rest)
+        return
+    shape, dtype, merge = partials
+    dst = _new(shape, dtype, out.device)
+    go(gx, gy, 1, p, _ptr(dst), *rest)
+    _run_2d(merge, _ptr(dst), out)
 
 
 def _merge_op(op: str) -> str:
     return {"any": "amax", "all": "amin"}.get(op, op)
+
+
+_PLANS: dict[tuple, tuple | None] = {}
 
 
 def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
@@ -118,26 +136,64 @@ def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray
             raise complex_unsupported(op, x.dtype)
         # The sum of the parts: the real view's last dim (the parts) is never reduced.
         return complex_view(reduce("sum", real_view(x), dims, keepdim))
+    # The layout analysis and the launch parameters are cached per (op, dtype, shape, strides, dims, alignment).
+    p = _ptr(x)
+    key = (op, x.dtype, x.shape, x.strides, dims, keepdim, p & 15, x.device.index)
+    plan = _PLANS.get(key, False)
+    if plan is False:
+        if len(_PLANS) > 4096:  # many distinct shapes (dynamic sequence lengths): start over
+            _PLANS.clear()
+        plan = _PLANS[key] = _reduce_plan(op, x, dims, keepdim)
+    if plan is None:
+        return _reduce_edge(op, x, dims, keepdim)
+    shape, out_dtype, order, steps = plan
+    out = _new(shape, out_dtype, x.device)
+    if rt.state.device != x.device.index:
+        rt.set_device(x.device.index)
+    if order is not None:  # dims that do not merge into one (M, K) view: a copy with the reduced dims last
+        x = contiguous(x.permute(order))
+        p = _ptr(x)
+    _run_2d(steps, p, out)
+    return out
+
+
+def _out_shape(x: NDArray, dims: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
+    if keepdim:
+        return tuple(1 if d in dims else n for d, n in enumerate(x.shape))
+    return tuple(n for d, n in enumerate(x.shape) if d not in dims)
+
+
+def _reduce_plan(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> tuple | None:
+    """``(out shape, out dtype, permutation to copy x into first or None, _plan_2d's plan)``, or None for the cases
+    ``_reduce_edge`` runs: no dims, an empty output or an empty reduction."""
+    out_dtype = dtypes.bool_ if op in ("any", "all") and x.dtype is not dtypes.uint8 else x.dtype
+    shape = _out_shape(x, dims, keepdim)
+    kept = [d for d in range(x.ndim) if d not in dims]
+    red = list(dims)
+    M = math.prod(x.shape[d] for d in kept)
+    K = math.prod(x.shape[d] for d in red)
+    if not dims or M == 0 or K == 0:
+        return None
+    ms = view_strides(tuple(x.shape[d] for d in kept), tuple(x.strides[d] for d in kept), (M,)) if kept else (0,)
+    ks = view_strides(tuple(x.shape[d] for d in red), tuple(x.strides[d] for d in red), (K,)) if red else (0,)
+    if ms is None or ks is None:
+        order, aligned, sm, sk = kept + red, True, K, 1
+    else:
+        order, aligned = None, _ptr(x) % 16 == 0
+        sm, sk = ms[0] if M > 1 else K, ks[0] if K > 1 else 1
+    return shape, out_dtype, order, _plan_2d(op, x.dtype, out_dtype, M, K, sm, sk, aligned)
+
+
+def _reduce_edge(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
     out_dtype = dtypes.bool_ if op in ("any", "all") and x.dtype is not dtypes.uint8 else x.dtype
     if not dims:
         return cast(x, out_dtype)
-    kept = [d for d in range(x.ndim) if d not in dims]
-    red = list(dims)
-    shape = tuple(1 if d in dims else n for d, n in enumerate(x.shape)) if keepdim else \
-        tuple(x.shape[d] for d in kept)
-    out = _new(shape, out_dtype, x.device)
-    M = out.size
-    K = math.prod(x.shape[d] for d in red)
-    if M == 0:
+    out = _new(_out_shape(x, dims, keepdim), out_dtype, x.device)
+    if out.size == 0:
         return out
-    if K == 0:
-        if op in ("amax", "amin"):
-            raise IndexError(f"{op}(): Expected reduction dim {red[0]} to have non-zero size.")
-        return _ew("copy", 1, out, (_identity(op, out_dtype),), out_dtype)
-    rt.ensure_device(x.device.index)
-    xx, M, K, sm, sk = _as_2d(x, kept, red)
-    _reduce_2d(op, xx, M, K, sm, sk, out)
-    return out
+    if op in ("amax", "amin"):
+        raise IndexError(f"{op}(): Expected reduction dim {dims[0]} to have non-zero size.")
+    return _ew("copy", 1, out, (_identity(op, out_dtype),), out_dtype)
 
 
 _ARG = td.Kernel(rk.arg_reduce_rows)
