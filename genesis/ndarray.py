@@ -586,6 +586,9 @@ class NDArray:
     def matmul(self, other: NDArray) -> NDArray:
         """Matrix product with torch's rules for 1-D operands and broadcast batch dims."""
         a, b = self, other
+        if (len(a.shape) == 2 and len(b.shape) == 2 and a.dtype is b.dtype and a.dtype is not dtypes.bool_
+                and a.device is b.device and a.shape[1] == b.shape[0]):
+            return a.device.backend.matmul(a, b)  # the common case, two matrices: none of the checks below apply
         check_same_device("matmul", a, b)
         if a.ndim == 0 or b.ndim == 0:
             raise RuntimeError(

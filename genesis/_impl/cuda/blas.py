@@ -142,10 +142,23 @@ def _batch_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | Non
 
 
 def _align(ptr: int, itemsize: int) -> int:
-    for a in (256, 128, 64, 32, 16, 8, 4, 2):
-        if ptr % a == 0:
-            return a
-    return itemsize
+    """The largest power of two up to 256 dividing ``ptr`` (the lowest set bit), at least ``itemsize``."""
+    low = ptr & -ptr
+    return 256 if low > 256 or not ptr else max(low, itemsize)
+
+
+_LAYOUTS: dict[tuple, tuple | None] = {}
+
+
+def _layout_of(x: NDArray, rows: int, cols: int) -> tuple | None:
+    """``_layout`` of ``x`` as a (rows, cols) operand, cached by its shape and strides."""
+    key = (x.shape, x.strides)
+    lay = _LAYOUTS.get(key, False)
+    if lay is False:
+        if len(_LAYOUTS) > 4096:  # many distinct shapes (dynamic sequence lengths): start over
+            _LAYOUTS.clear()
+        lay = _LAYOUTS[key] = _layout(x, rows, cols, x.strides[:-2])
+    return lay
 
 
 def _gemm(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
@@ -167,14 +180,14 @@ def _gemm(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
         return _ew("copy", 1, out, (0.0,), dtype)
     dev = a.device.index
     rt.ensure_device(dev)
-    la = _layout(a, M, K, a.strides[:-2])
+    la = _layout_of(a, M, K)
     if la is None:
         a = contiguous(a)
-        la = _layout(a, M, K, a.strides[:-2])
-    lb = _layout(b, K, N, b.strides[:-2])
+        la = _layout_of(a, M, K)
+    lb = _layout_of(b, K, N)
     if lb is None:
         b = contiguous(b)
-        lb = _layout(b, K, N, b.strides[:-2])
+        lb = _layout_of(b, K, N)
     pa, pb, pc = _ptr(a), _ptr(b), _ptr(out)
     isz = dtype.itemsize
     align = (_align(pa, isz), _align(pb, isz), _align(pc, isz))
