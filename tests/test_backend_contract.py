@@ -288,8 +288,8 @@ def _torch_prod(x: torch.Tensor, dim: tuple, keepdim: bool) -> torch.Tensor:
     return x
 
 
-TORCH_REDUCE = {"sum": torch.sum, "prod": _torch_prod, "amax": torch.amax, "amin": torch.amin, "any": torch.any,
-                "all": torch.all}
+TORCH_REDUCE = {"sum": torch.sum, "mean": torch.mean, "prod": _torch_prod, "amax": torch.amax, "amin": torch.amin,
+                "any": torch.any, "all": torch.all}
 
 
 @pytest.mark.parametrize("keepdim", [False, True])

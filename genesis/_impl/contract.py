@@ -34,7 +34,7 @@ BINARY_OPS = (
     "gelu_backward", "gelu_tanh_backward", "silu_backward", "relu_backward",
 )
 COMPARISON_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
-REDUCE_OPS = ("sum", "prod", "amax", "amin", "any", "all")
+REDUCE_OPS = ("sum", "mean", "prod", "amax", "amin", "any", "all")
 
 # name -> "(parameters): what it computes". A test checks that every backend defines each name with these parameters.
 PRIMITIVES: dict[str, str] = {

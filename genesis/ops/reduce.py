@@ -40,12 +40,16 @@ class Sum(Primitive):
 
 
 class Mean(Primitive):
-    """The mean over ``dims``: the sum over the count, one graph node (an empty reduction is nan, as in torch)."""
+    """The mean over ``dims`` in one graph node: the backend's ``mean`` reduction for real floating inputs (the sum
+    scaled by 1 / count in the accumulation dtype and rounded once, as torch), else the sum over the count (an empty
+    reduction is nan, as in torch)."""
 
     @staticmethod
     def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
         count = math.prod(x.shape[d] for d in dims)
         ctx.meta = (x.shape, dims, keepdim, count)
+        if count and dims and x.dtype.category == 2:
+            return x.reduce("mean", dims, keepdim)
         total = x.sum(dims, keepdim, None)
         return total / count if count else total * math.nan
 

@@ -231,6 +231,8 @@ def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray
     if op == "sum":
         # The NDArray layer already chose the accumulation dtype; torch would widen integers to int64 again.
         return wrap(torch.sum(t, dim=dims, keepdim=keepdim, dtype=t.dtype))
+    if op == "mean":
+        return wrap(torch.mean(t, dim=dims, keepdim=keepdim))
     if op == "amax":
         return wrap(torch.amax(t, dim=dims, keepdim=keepdim))
     if op == "amin":

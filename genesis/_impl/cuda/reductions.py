@@ -35,7 +35,7 @@ _TILE_COLS = 8192  # elements per program of a column reduction (8192 beats 4096
 
 
 def _identity(op: str, dtype: dtypes.dtype) -> int | float:
-    if op in ("sum", "any"):
+    if op in ("sum", "mean", "any"):
         return 0
     if op in ("prod", "all"):
         return 1
@@ -69,15 +69,18 @@ def _as_2d(x: NDArray, kept: list[int], red: list[int]) -> tuple[NDArray, int, i
 
 
 def _plan_2d(op: str, dtype: dtypes.dtype, out_dtype: dtypes.dtype, M: int, K: int, sm: int, sk: int,
-             x_aligned: bool) -> tuple:
+             x_aligned: bool, scale: float | None = None) -> tuple:
     """The launches of ``out[m] = op over k of x[m*sm + k*sk]`` (x of ``dtype``, out of ``out_dtype``, contiguous, M
-    elements) as ``(launcher, grid_x,
-    grid_y, arguments after the two pointers, partials)``, where ``partials`` is None or ``(shape, dtype, plan)``: a
-    scratch array the launch writes instead of ``out``, then reduced into ``out`` by ``plan``."""
+    elements) as ``(launcher, grid_x, grid_y, arguments after the two pointers, partials)``, where ``partials`` is
+    None or ``(shape, dtype, plan)``: a scratch array the launch writes instead of ``out``, then reduced into ``out``
+    by ``plan``. ``mean`` multiplies by ``scale`` (default 1 / K) once, in the launch that writes ``out``."""
+    if op == "mean" and scale is None:
+        scale = 1.0 / K
     ident = _identity(op, dtype)
     ity, ival = _scalar_sig(ident, dtype)
     if ity == "i64" and dtype is dtypes.uint8:
         ity = "i32"
+    sty, sval = ("fp64" if dtype is dtypes.float64 else "fp32"), (1.0 if scale is None else scale)
     sms = rt.multiprocessor_count()
     xsig = _PTR16[dtype] if x_aligned else _PTR[dtype]
     if sk != 1 and sm == 1 and M > 1:
@@ -89,11 +92,12 @@ def _plan_2d(op: str, dtype: dtypes.dtype, out_dtype: dtypes.dtype, M: int, K: i
         kps = ((K + n_split - 1) // n_split + block_k - 1) // block_k * block_k
         n_split = (K + kps - 1) // kps
         dst_dtype = out_dtype if n_split == 1 else _acc_dtype(op, dtype)
+        kop = op if n_split == 1 or op != "mean" else "sum"  # partial sums; the merge applies the scale
         go = _RCOLS.launcher((xsig, _PTR16[dst_dtype], "i32", "i32:16" if M % 16 == 0 else "i32", _istr(sk),
-                              "1", "i32", ity), (op, block_k, block_n), 4)
+                              "1", "i32", ity, sty), (kop, block_k, block_n), 4)
         partials = None if n_split == 1 else \
-            ((n_split, M), dst_dtype, _plan_2d(_merge_op(op), dst_dtype, out_dtype, M, n_split, 1, M, True))
-        return go, grid_n, n_split, (K, M, sk, 1, kps, ival), partials
+            ((n_split, M), dst_dtype, _plan_2d(_merge_op(op), dst_dtype, out_dtype, M, n_split, 1, M, True, scale))
+        return go, grid_n, n_split, (K, M, sk, 1, kps, ival, sval), partials
     block_k = min(_next_pow2(K), _TILE)
     block_m = min(max(1, _TILE // block_k), _next_pow2(M))
     grid_m = (M + block_m - 1) // block_m
@@ -103,12 +107,13 @@ def _plan_2d(op: str, dtype: dtypes.dtype, out_dtype: dtypes.dtype, M: int, K: i
     kps = ((K + n_split - 1) // n_split + block_k - 1) // block_k * block_k
     n_split = (K + kps - 1) // kps
     dst_dtype = out_dtype if n_split == 1 else _acc_dtype(op, dtype)
+    kop = op if n_split == 1 or op != "mean" else "sum"
     warps = 8 if block_m * block_k >= 4096 else 4
-    go = _RROWS.launcher((xsig, _PTR16[dst_dtype], "i32", "i32", _istr(sm), _istr(sk), "i32", "i32", ity),
-                         (op, block_m, block_k), warps)
+    go = _RROWS.launcher((xsig, _PTR16[dst_dtype], "i32", "i32", _istr(sm), _istr(sk), "i32", "i32", ity, sty),
+                         (kop, block_m, block_k), warps)
     partials = None if n_split == 1 else \
-        ((M, n_split), dst_dtype, _plan_2d(_merge_op(op), dst_dtype, out_dtype, M, n_split, n_split, 1, True))
-    return go, grid_m, n_split, (M, K, sm, sk, kps, n_split, ival), partials
+        ((M, n_split), dst_dtype, _plan_2d(_merge_op(op), dst_dtype, out_dtype, M, n_split, n_split, 1, True, scale))
+    return go, grid_m, n_split, (M, K, sm, sk, kps, n_split, ival, sval), partials
 
 
 def _run_2d(plan: tuple, p: int, out: NDArray) -> None:

@@ -1,9 +1,10 @@
-"""Reduction Triton kernels: sum/prod/amax/amin/any/all, argmax/argmin, cumsum/cumprod, softmax.
+"""Reduction Triton kernels: sum/mean/prod/amax/amin/any/all, argmax/argmin, cumsum/cumprod, softmax.
 
 Every reduction sees its input as a strided (M, K) matrix (M kept rows, K reduced), or (K, N) when the reduced
 axis is the outer one: ``reduce_rows`` walks K inside each row (unit K stride: wide loads), ``reduce_cols`` walks K
 across rows with N contiguous. Both can split K over several programs (a second launch then reduces the partials),
-so short outputs still fill the GPU.
+so short outputs still fill the GPU. ``mean`` is the sum times ``scale`` (1 / the reduced count) in the accumulation
+dtype, rounded once; when K is split, the partials are plain sums and the second launch applies the scale.
 """
 
 import triton
@@ -39,7 +40,7 @@ def _acc_type(x, OP: tl.constexpr):
 
 @triton.jit
 def _combine(acc, v, OP: tl.constexpr):
-    if OP == "sum":
+    if OP == "sum" or OP == "mean":
         r = acc + v
     elif OP == "prod":
         r = acc * v
@@ -62,7 +63,7 @@ def _combine(acc, v, OP: tl.constexpr):
 
 @triton.jit
 def _finish(acc, axis: tl.constexpr, OP: tl.constexpr):
-    if OP == "sum":
+    if OP == "sum" or OP == "mean":
         r = tl.sum(acc, axis)
     elif OP == "prod":
         r = tl.reduce(acc, axis, _mul)
@@ -84,7 +85,7 @@ def _finish(acc, axis: tl.constexpr, OP: tl.constexpr):
 
 
 @triton.jit
-def reduce_rows(x, out, M, K, sm, sk, k_per_split, n_split, identity,
+def reduce_rows(x, out, M, K, sm, sk, k_per_split, n_split, identity, scale,
                 OP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_s = tl.program_id(1)
@@ -100,11 +101,13 @@ def reduce_rows(x, out, M, K, sm, sk, k_per_split, n_split, identity,
         v = tl.load(x + base[:, None] + cols[None, :].to(tl.int64) * sk, mask=m, other=identity)
         acc = _combine(acc, _acc_type(v, OP), OP)
     r = _finish(acc, 1, OP)
+    if OP == "mean":
+        r = r * scale
     tl.store(out + rows * n_split + pid_s, r.to(out.dtype.element_ty), mask=rmask)
 
 
 @triton.jit
-def reduce_cols(x, out, K, N, sk, sn, k_per_split, identity,
+def reduce_cols(x, out, K, N, sk, sn, k_per_split, identity, scale,
                 OP: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr):
     pid_n = tl.program_id(0)
     pid_s = tl.program_id(1)
@@ -120,6 +123,8 @@ def reduce_cols(x, out, K, N, sk, sn, k_per_split, identity,
         v = tl.load(x + rows[:, None].to(tl.int64) * sk + coff[None, :], mask=m, other=identity)
         acc = _combine(acc, _acc_type(v, OP), OP)
     r = _finish(acc, 0, OP)
+    if OP == "mean":
+        r = r * scale
     tl.store(out + pid_s.to(tl.int64) * N + cols, r.to(out.dtype.element_ty), mask=cmask)
 
 
