@@ -62,9 +62,9 @@ def complex_view(r: NDArray) -> NDArray:
 
 
 def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArray:
-    n = math.prod(shape)
-    st = storage.alloc(n * dtype.itemsize, device.index)
-    return NDArray(st, shape, _cstrides(shape), 0, dtype, device, True)
+    st = storage.alloc(math.prod(shape) * dtype.itemsize, device.index)
+    strides = _STRIDES.get(shape)
+    return NDArray(st, shape, strides if strides is not None else _cstrides(shape), 0, dtype, device, True)
 
 
 def _contig(x: NDArray) -> bool:
@@ -226,29 +226,33 @@ def _scalar_sig(value: object, dtype: dtypes.dtype) -> tuple[str, object]:
 
 def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype | None = None) -> NDArray:
     """Run elementwise ``op`` over ``ins`` (NDArrays broadcastable to ``out`` or Python numbers) into ``out``."""
-    n = out.size
+    shape = out.shape
+    n = math.prod(shape)
     if n == 0:
         return out
     if rt.state.device != out.device.index:
         rt.set_device(out.device.index)
-    shape = out.shape
-    fast = _contig(out)
+    # The hot path inlines _contig and _ptr: a Python call per operand is a measurable part of a small op.
+    fast = out._native
+    if fast is None:
+        fast = _contig(out)
     if fast and nin <= 2:
         a = ins[0]
-        if a.__class__ is NDArray and a.shape == shape and _contig(a):
+        if a.__class__ is NDArray and a.shape == shape and (a._native if a._native is not None else _contig(a)):
             # The common cases, kept short: contiguous same-shape operands, or a tensor and a Python number.
             b = ins[1] if nin == 2 else None
             if b is None:
                 bkey, barg = None, 0
             elif b.__class__ is NDArray:
-                if b.shape != shape or not _contig(b):
+                if b.shape != shape or not (b._native if b._native is not None else _contig(b)):
                     bkey = False
                 else:
-                    barg = _ptr(b)
+                    barg = b.buffer.ptr + b.offset * b.dtype.itemsize
                     bkey = b.dtype
             else:
                 bkey, barg = _scalar_sig(b, scalar_dtype or out.dtype)
-            optr, pa = _ptr(out), _ptr(a)
+            optr = out.buffer.ptr + out.offset * out.dtype.itemsize
+            pa = a.buffer.ptr + a.offset * a.dtype.itemsize
             # Only the all-aligned case is cached by dtype alone; other alignments take the general path.
             if bkey is not False and not ((optr | pa | (barg if bkey.__class__ is dtypes.dtype else 0)) & 15):
                 key = (op, nin, out.dtype, a.dtype, bkey, n & 15 == 0, n >= 2**31 - 65536, out.device)
