@@ -60,7 +60,9 @@ class Split(Primitive):
         return cat(grads, ctx.dim), None, None
 
 
-def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> tuple[list[Tensor], int]:
+def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> int:
+    """The normalized ``dim`` of a concatenation of ``tensors``, after torch's checks of their count, dims, sizes
+    and devices."""
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not Tensor")
     tensors = list(tensors)
@@ -68,34 +70,45 @@ def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> tuple[list[Tenso
         # torch: ValueError from cat and its aliases, RuntimeError from stack.
         raise (ValueError if op in ("cat", "concat", "concatenate") else RuntimeError)(
             f"{op}(): expected a non-empty list of Tensors")
-    # torch skips 1-D empty tensors in cat (legacy behaviour).
-    nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] if op == "cat" else tensors
-    ref = nonempty[0] if nonempty else tensors[0]
-    if ref.ndim == 0:
+    # torch skips 1-D empty tensors in cat (legacy behaviour). The checks read the NDArrays' metadata directly: the
+    # Tensor properties would build a Size per access.
+    arrays = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+        arrays.append(t.ndarray)
+    nonempty = [a for a in arrays if a.shape != (0,)] if op == "cat" else arrays
+    ref = nonempty[0] if nonempty else arrays[0]
+    ndim = len(ref.shape)
+    if ndim == 0:
         raise RuntimeError(f"{op}(): zero-dimensional tensor (at position 0) cannot be concatenated")
-    d = normalize_dim(op, dim, ref.ndim)
-    for i, t in enumerate(nonempty):
-        if t.ndim != ref.ndim:
-            raise RuntimeError(f"{op}(): Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
-        check_same_device(op, ref.device, t.device)
-        for k in range(ref.ndim):
-            if k != d and t.shape[k] != ref.shape[k]:
-                raise RuntimeError(
-                    f"{op}(): Sizes of tensors must match except in dimension {d}. Expected size {ref.shape[k]} but "
-                    f"got size {t.shape[k]} for tensor number {i} in the list."
-                )
-    return (nonempty or tensors[:1]), d
+    d = normalize_dim(op, dim, ndim)
+    before, after = ref.shape[:d], ref.shape[d + 1:]
+    for i, a in enumerate(nonempty):
+        shape = a.shape
+        if len(shape) != ndim:
+            raise RuntimeError(f"{op}(): Tensors must have same number of dimensions: got {ndim} and {len(shape)}")
+        if a.device is not ref.device:
+            check_same_device(op, ref.device, a.device)
+        if shape[:d] != before or shape[d + 1:] != after:
+            k = next(k for k in range(ndim) if k != d and shape[k] != ref.shape[k])
+            raise RuntimeError(
+                f"{op}(): Sizes of tensors must match except in dimension {d}. Expected size {ref.shape[k]} but "
+                f"got size {shape[k]} for tensor number {i} in the list."
+            )
+    return d
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dim; dtypes are promoted as in torch."""
     if not isinstance(tensors, Tensor):
         tensors = list(tensors)
-    _, d = _check_cat("cat", tensors, dim)
+    d = _check_cat("cat", tensors, dim)
     dt = tensors[0].dtype
     for t in tensors[1:]:  # the skipped empty 1-d tensors count too, as in torch
-        dt = dtypes.promote_types(dt, t.dtype)
-    tensors = [t.to(dt) for t in tensors]
+        if t.dtype is not dt:
+            dt = dtypes.promote_types(dt, t.dtype)
+    tensors = [t if t.dtype is dt else t.to(dt) for t in tensors]
     if len(tensors) == 1:
         return tensors[0].clone()
     return Cat.apply(d, *tensors)
