@@ -216,6 +216,7 @@ def test_split_chunk_unbind():
     check(lambda lib, x: x.mT.chunk(4), x)
     check(lambda lib, x: x.unbind(), x)
     check(lambda lib, x: lib.unbind(x, 1), x)
+    check(lambda lib, x: x.unbind(1)[2] * 3, x)  # the other slices' gradients are zeros
     check(lambda lib, x: x.tensor_split(3), x)
     check(lambda lib, x: x.chunk(2), rand(0, 4, seed=13))
     check(lambda lib, x: x.split(2), rand(0, 4, seed=13))

@@ -13,7 +13,6 @@ from genesis.ndarray import NDArray, check_same_device, normalize_dim
 from genesis.ndarray import cat as cat_nd
 from genesis.ops._args import _tensor_args
 from genesis.ops.indexing import getitem
-from genesis.ops.views import select
 from genesis.tensor import Tensor
 
 
@@ -256,9 +255,30 @@ def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple
     return tuple(getitem(input, lead + (slice(a, b),)) for a, b in zip(bounds, bounds[1:]))
 
 
+class Unbind(Primitive):
+    """The slices of an array along ``dim``, each a view of it. The gradient is one stack of the slices' gradients
+    (as torch's UnbindBackward), not a zero-filled copy of the whole array per slice."""
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int) -> tuple[NDArray, ...]:
+        ctx.dim = dim
+        shape = x.shape[:dim] + x.shape[dim + 1:]
+        strides = x.strides[:dim] + x.strides[dim + 1:]
+        step = x.strides[dim]
+        return tuple(x.as_strided(shape, strides, x.offset + i * step) for i in range(x.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        # Slices that received no gradient arrive as zeros (materialized by the engine).
+        return stack(grads, ctx.dim), None
+
+
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along ``dim`` as a tuple of views (one graph node; its gradient is one stack)."""
     d = normalize_dim("unbind", dim, input.ndim)
-    return tuple(select(input, d, i) for i in range(input.shape[d]))
+    return Unbind.apply(input, d)
 
 
 def _split_along(op: str, input: Tensor, sections: Any, dim: int, min_ndim: int) -> tuple[Tensor, ...]:
