@@ -11,7 +11,9 @@ the same batches (numpy RNG). A row runs, for each library in turn:
    deterministic variant: dropout built with ``p=0`` and the policy's sampled actions replaced by fixed ones; the
    timed pass then builds the program anew, with its dropout and sampling on (and TF32 as each library's default,
    or on in both with ``--tf32``);
-2. warm-up steps, a device synchronization, ``--steps`` timed steps and a synchronization before the clock is read.
+2. warm-up steps (8 on cuda, 20 for the CPU rows: a host-bound step reaches its steady speed only after a few
+   steps; both libraries get the same), a device synchronization, ``--steps`` timed steps and a synchronization
+   before the clock is read.
 
 Rows (``ratio`` = Genesis throughput / torch throughput; for the CPU rows torch ms / Genesis ms per step):
 
@@ -272,7 +274,7 @@ def run_case(case: Case, device: str, small: bool, steps: int | None) -> list[di
     if small:
         plan = Plan(parity=2, warmup=1, steps=steps or (10 if cpu_row else 2))
     else:
-        plan = Plan(parity=3, warmup=20 if cpu_row else 3, steps=steps or (200 if cpu_row else 10))
+        plan = Plan(parity=3, warmup=20 if cpu_row else 8, steps=steps or (200 if cpu_row else 10))
     rng = np.random.default_rng(0)
     batches = [case.data(rng, cfg) for _ in range(max(plan.parity, 2))]
     results: dict[str, Result | None] = {"torch": None, "genesis": None}
