@@ -4,6 +4,7 @@ stride coalescing, tiles, and the elementwise launcher every family builds on.""
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 from genesis import dtypes
 from genesis._impl.cuda import runtime as rt
@@ -103,6 +104,17 @@ def _psig(x: NDArray, ptr: int) -> str:
     if sig is None:  # a complex array in a kernel written for real ones
         raise complex_unsupported("this operation", x.dtype)
     return sig
+
+
+def _pointers(arrays: Sequence[NDArray]) -> tuple[list[int], tuple[str, ...]]:
+    """The device pointers of ``arrays`` and their Triton pointer types (``:16`` where 16-byte aligned), in one pass
+    without a Python call per array."""
+    ptrs = [a.buffer.ptr + a.offset * a.dtype.itemsize for a in arrays]
+    try:
+        sig = tuple([_PTR[a.dtype] if p & 15 else _PTR16[a.dtype] for a, p in zip(arrays, ptrs)])
+    except KeyError:  # a complex array in a kernel written for real ones
+        raise complex_unsupported("this operation", next(a.dtype for a in arrays if a.dtype not in _PTR)) from None
+    return ptrs, sig
 
 
 def _stream() -> int:

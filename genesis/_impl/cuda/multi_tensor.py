@@ -28,7 +28,7 @@ from genesis._impl.cuda.creation import cast, contiguous, copy_, from_numpy, ful
 from genesis._impl.cuda.elementwise import binary
 from genesis._impl.cuda.kernels import multi_tensor as mtk
 from genesis._impl.cuda.kernels import nn_adamw as adk
-from genesis._impl.cuda.launch import _contig, _new, _psig, _ptr
+from genesis._impl.cuda.launch import _contig, _new, _pointers, _psig, _ptr
 from genesis.ndarray import NDArray, check_same_device, check_tensor_lists
 
 _F32 = dtypes.float32
@@ -117,10 +117,10 @@ def _mt_launch(kernel: td.Kernel, lists: list[list[NDArray]], extra: tuple, scal
         return
     offsets, aligns = _mt_offsets(lists, device)
     arrays = tuple(_first(a) for a in lists) + extra + (offsets, size_t, owner_t, first_t)
-    ptrs = tuple(_ptr(a) for a in arrays)
+    ptrs, sig = _pointers(arrays)
     values = tuple(_ptr(x) if isinstance(x, NDArray) else x for x in scalars)
     types = tuple(_psig(x, v) if isinstance(x, NDArray) else t for x, v, t in zip(scalars, values, scalar_types))
-    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32",) + types
+    sig = sig + ("i32",) + types
     go = kernel.launcher(sig, consts + (_MT_BLOCK,) + aligns, 8)
     go(programs, 1, 1, *ptrs, len(sizes), *values)
 
@@ -213,8 +213,8 @@ def _norm_run(xs: list[NDArray], out: NDArray, ord_: str, p: float) -> None:
     partials = _new((max(programs, 1),), wide, xs[0].device)
     _mt_launch(_NORM_PARTIALS, [xs], (partials,), (p,), ("fp64",), (ord_,))
     arrays = (partials, out, size_t, first_t)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    go = _NORM_FINISH.launcher(tuple(_psig(a, q) for a, q in zip(arrays, ptrs)) + ("fp64",),
+    ptrs, sig = _pointers(arrays)
+    go = _NORM_FINISH.launcher(sig + ("fp64",),
                                (ord_, _MT_BLOCK, _NORM_RBLOCK), 4)
     go(len(xs), 1, 1, *ptrs, p)
 

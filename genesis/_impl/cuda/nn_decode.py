@@ -11,7 +11,7 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import cast
 from genesis._impl.cuda.kernels import nn_decode as dk
-from genesis._impl.cuda.launch import _new, _next_pow2, _psig, _ptr
+from genesis._impl.cuda.launch import _new, _next_pow2, _pointers
 from genesis._impl.cuda.nn_fused import _unit_last
 from genesis.ndarray import NDArray, check_same_device
 
@@ -36,8 +36,8 @@ def kv_cache_write_(cache: NDArray, new: NDArray, position: NDArray) -> None:
         return
     rt.ensure_device(cache.device.index)
     arrays = (cache, new, position)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32", "i32") + ("i64",) * 6 + ("i32",)
+    ptrs, sig = _pointers(arrays)
+    sig = sig + ("i32", "i32") + ("i64",) * 6 + ("i32",)
     go = _KV_WRITE.launcher(sig, (_next_pow2(D),), 1 if D <= 64 else 2)
     (n_sb, n_sh, n_st, _), (c_sb, c_sh, c_ss, _) = new.strides, cache.strides
     go(B * H * T, 1, 1, *ptrs, T, H, n_sb, n_sh, n_st, c_sb, c_sh, c_ss, D)
@@ -70,18 +70,17 @@ def decode_attention(q: NDArray, k: NDArray, v: NDArray, length: NDArray, key_ma
     pm = _new((B, H, num_splits), dtypes.float32, q.device)
     pl = _new((B, H, num_splits), dtypes.float32, q.device)
     arrays = (q, k, v, length, key_mask, po, pm, pl)
-    ptrs = tuple(_ptr(a) for a in arrays)
+    ptrs, sig = _pointers(arrays)
     block_d = max(_next_pow2(D), 16)
     block_g = max(_next_pow2(group), 16)
     consts = (group, block_g, BLOCK_N, block_d, SPLIT, has_mask, q.dtype is dtypes.float32)
-    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("fp32", "i32", "i32", "i32") + ("i64",) * 9
+    sig = sig + ("fp32", "i32", "i32", "i32") + ("i64",) * 9
     go = _PARTIAL.launcher(sig, consts, 4)
     go(B * HK, num_splits, 1, *ptrs, scale, HK, D, num_splits, q.strides[0], q.strides[1],
        k.strides[0], k.strides[1], k.strides[2], v.strides[0], v.strides[1], v.strides[2], mask_sb)
     combine = (po, pm, pl, out)
-    cptrs = tuple(_ptr(a) for a in combine)
-    csig = tuple(_psig(a, p) for a, p in zip(combine, cptrs)) + ("i32", "i32", "i64", "i64", "i32")
-    go = _COMBINE.launcher(csig, (min(_next_pow2(num_splits), 64), block_d), 4)
+    cptrs, csig = _pointers(combine)
+    go = _COMBINE.launcher(csig + ("i32", "i32", "i64", "i64", "i32"), (min(_next_pow2(num_splits), 64), block_d), 4)
     go(B * H, 1, 1, *cptrs, num_splits, D, out.strides[0], out.strides[1], H)
     return out
 
@@ -101,8 +100,8 @@ def rope_kv_cache_write_(q: NDArray, k: NDArray, v: NDArray, cos: NDArray, sin: 
         return out
     rt.ensure_device(q.device.index)
     arrays = (q, k, v, cos, sin, out, k_cache, v_cache, position)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i64",) * 13 + ("i32",)
+    ptrs, sig = _pointers(arrays)
+    sig = sig + ("i64",) * 13 + ("i32",)
     half = D // 2
     go = _ROPE_CACHE.launcher(sig, (half, max(_next_pow2(half), 16)), 1 if D <= 128 else 2)
     t_sb = cos.strides[0] if cos.shape[0] > 1 else 0

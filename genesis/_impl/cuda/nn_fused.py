@@ -18,7 +18,7 @@ from genesis._impl.cuda.kernels import nn_cross_entropy as cek
 from genesis._impl.cuda.kernels import nn_norm as nk
 from genesis._impl.cuda.kernels import nn_rope_swiglu as rsk
 from genesis._impl.cuda.kernels import nn_softmax as sk
-from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _psig, _ptr
+from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _pointers, _psig, _ptr
 from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray, check_same_device, check_tensor_lists
 
@@ -127,8 +127,8 @@ def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: fl
         rt.ensure_device(x.device.index)
         w = _dense(weight) if weight is not None else xc
         b = _dense(bias) if bias is not None else xc
-        ptrs = (_ptr(xc), _ptr(w), _ptr(b), _ptr(y), _ptr(mean), _ptr(rstd))
-        sig = tuple(_psig(a, p) for a, p in zip((xc, w, b, y, mean, rstd), ptrs)) + ("i32", _ndiv(N), "fp32")
+        ptrs, sig = _pointers((xc, w, b, y, mean, rstd))
+        sig = sig + ("i32", _ndiv(N), "fp32")
         block_n, one_pass = _norm_block(N, x.dtype.itemsize)
         block_m, warps = NORM_CONFIGS[("fwd", block_n)] if one_pass else (1, 8)
         go = _NORM_FWD.launcher(sig, (rms, weight is not None, bias is not None, block_m, block_n, one_pass), warps)
@@ -158,16 +158,16 @@ def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
     db_part = _new((programs, N), _F32, x.device) if need_db else None
     w = _dense(weight) if weight is not None else xc
     arrays = (g, xc, w, mean, rstd, dx, dx if dw_part is None else dw_part, dx if db_part is None else db_part)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32", _ndiv(N))
+    ptrs, sig = _pointers(arrays)
+    sig = sig + ("i32", _ndiv(N))
     go = _NORM_BWD.launcher(sig, (rms, weight is not None, need_dw, need_db, block_m, block_n, one_pass), warps)
     go(programs, 1, 1, *ptrs, M, N)
     if need_dw or need_db:
         # Second, ordered reduction of the per-program partial sums (deterministic, no atomics), both in one launch.
         parts = (dw_part if need_dw else db_part, db_part if need_db else dw_part,
                  grad_w if need_dw else grad_b, grad_b if need_db else grad_w)
-        ptrs = tuple(_ptr(a) for a in parts)
-        sig = tuple(_psig(a, p) for a, p in zip(parts, ptrs)) + ("i32", _ndiv(N))
+        ptrs, sig = _pointers(parts)
+        sig = sig + ("i32", _ndiv(N))
         # Narrow column strips (16 floats) give many programs: the sum over P rows is latency-bound otherwise.
         go = _NORM_REDUCE.launcher(sig, (need_dw, need_db, 128, 16), 4)
         go((N + 15) // 16, 1, 1, *ptrs, programs, N)
@@ -200,8 +200,8 @@ def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothin
     lse = _new((M,), _F32, x.device)
     if M:
         rt.ensure_device(x.device.index)
-        ptrs = (_ptr(xc), _ptr(t), _ptr(loss), _ptr(lse))
-        sig = tuple(_psig(a, p) for a, p in zip((xc, t, loss, lse), ptrs)) + (_ndiv(V), "i64", "fp32")
+        ptrs, sig = _pointers((xc, t, loss, lse))
+        sig = sig + (_ndiv(V), "i64", "fp32")
         block, warps = _ce_cfg("fwd", V, x.dtype.itemsize)
         go = _CE_FWD.launcher(sig, (block, label_smoothing > 0), warps)
         go(M, 1, 1, *ptrs, V, ignore_index, label_smoothing)
@@ -216,8 +216,8 @@ def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDAr
     if M and V:
         rt.ensure_device(x.device.index)
         arrays = (xc, t, lse, g, dx)
-        ptrs = tuple(_ptr(a) for a in arrays)
-        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + (_ndiv(V), "i64", "fp32")
+        ptrs, sig = _pointers(arrays)
+        sig = sig + (_ndiv(V), "i64", "fp32")
         block, warps = _ce_cfg("bwd", V, x.dtype.itemsize)
         go = _CE_BWD.launcher(sig, (block,), warps)
         go(M, (V + block - 1) // block, 1, *ptrs, V, ignore_index, label_smoothing)
@@ -262,9 +262,9 @@ def swiglu(gate: NDArray, up: NDArray) -> NDArray:
     M, H = _rows(out)
     if M and H:
         rt.ensure_device(gate.device.index)
-        ptrs = (_ptr(g), _ptr(u), _ptr(out))
+        ptrs, sig = _pointers((g, u, out))
         block, warps = _swiglu_cfg("fwd", H)
-        sig = tuple(_psig(a, p) for a, p in zip((g, u, out), ptrs)) + tuple(_ndiv(v) for v in (H, sg, su, H))
+        sig = sig + tuple(_ndiv(v) for v in (H, sg, su, H))
         go = _SWIGLU_FWD.launcher(sig, (block,), warps)
         go(M, (H + block - 1) // block, 1, *ptrs, H, sg, su, H)
     return out
@@ -280,9 +280,9 @@ def swiglu_backward(grad: NDArray, gate: NDArray, up: NDArray) -> tuple[NDArray,
     if M and H:
         rt.ensure_device(gate.device.index)
         arrays = (d, g, u, dg, du)
-        ptrs = tuple(_ptr(a) for a in arrays)
+        ptrs, sig = _pointers(arrays)
         block, warps = _swiglu_cfg("bwd", H)
-        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + tuple(_ndiv(v) for v in (H, sg, su))
+        sig = sig + tuple(_ndiv(v) for v in (H, sg, su))
         go = _SWIGLU_BWD.launcher(sig, (block,), warps)
         go(M, (H + block - 1) // block, 1, *ptrs, H, sg, su)
     return dg, du
@@ -319,11 +319,11 @@ def rope(x: NDArray, cos: NDArray, sin: NDArray, inverse: bool) -> NDArray:
         (_, S1, S2), _ = _lead3(xc)
         _, (c0, c1, c2) = _lead3(cos)
         arrays = (xc, cos, sin, out)
-        ptrs = tuple(_ptr(a) for a in arrays)
+        ptrs, sig = _pointers(arrays)
         half = D // 2
         block_d = max(_next_pow2(half), 2)
         block_r = max(1, min(64, 4096 // block_d))
-        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32", "i32", "i32", "i64", "i64", "i64")
+        sig = sig + ("i32", "i32", "i32", "i64", "i64", "i64")
         go = _ROPE.launcher(sig, (half, block_r, block_d, inverse), 4)
         go((R + block_r - 1) // block_r, 1, 1, *ptrs, R, S1, S2, c0, c1, c2)
     return out
@@ -395,8 +395,8 @@ def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causa
         mask, types, scalars = _attn_args(q, k, v, mask, scale)
         m = mask if mask is not None else q
         arrays = (q, k, v, m, out, lse)
-        ptrs = tuple(_ptr(a) for a in arrays)
-        sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + types
+        ptrs, sig = _pointers(arrays)
+        sig = sig + types
         block_m, block_n, warps, stages = _attn_cfg("fwd", D, L)
         go = _ATTN_FWD.launcher(sig, (D, block_m, block_n, is_causal, mask is not None), warps, stages)
         go((L + block_m - 1) // block_m, B * H, 1, *ptrs, *scalars)
@@ -415,22 +415,22 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
         return dq, dk, dv
     rt.ensure_device(q.device.index)
     delta = _new((B * H, L), _F32, q.device)
-    pre = (_ptr(out), _ptr(do), _ptr(delta))
-    go = _ATTN_PRE.launcher(tuple(_psig(a, p) for a, p in zip((out, do, delta), pre)) + ("i32",), (D, 64), 4)
+    pre, sig = _pointers((out, do, delta))
+    go = _ATTN_PRE.launcher(sig + ("i32",), (D, 64), 4)
     go((B * H * L + 63) // 64, 1, 1, *pre, B * H * L)
     mask, types, scalars = _attn_args(q, k, v, mask, scale)
     m = mask if mask is not None else q
     flags = (is_causal, mask is not None)
     block_m, block_n, warps, stages = _attn_cfg("dkdv", D, S)
     arrays = (q, k, v, m, do, lse, delta, dk, dv)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    go = _ATTN_DKDV.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + types,
+    ptrs, sig = _pointers(arrays)
+    go = _ATTN_DKDV.launcher(sig + types,
                              (D, block_m, block_n, *flags), warps, stages)
     go((S + block_n - 1) // block_n, B * HK, 1, *ptrs, *scalars)
     block_m, block_n, warps, stages = _attn_cfg("dq", D, L)
     arrays = (q, k, v, m, do, lse, delta, dq)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    go = _ATTN_DQ.launcher(tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + types,
+    ptrs, sig = _pointers(arrays)
+    go = _ATTN_DQ.launcher(sig + types,
                            (D, block_m, block_n, *flags), warps, stages)
     go((L + block_m - 1) // block_m, B * H, 1, *ptrs, *scalars)
     return dq, dk, dv
@@ -451,8 +451,8 @@ def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDAr
     if not n:
         return
     rt.ensure_device(param.device.index)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i64",) + ("fp32",) * 7
+    ptrs, sig = _pointers(arrays)
+    sig = sig + ("i64",) + ("fp32",) * 7
     block = 2048
     go = _ADAM.launcher(sig, (block,), 8)
     l2, decay = (0.0, 1.0 - lr * weight_decay) if decoupled else (weight_decay, 1.0)

@@ -21,7 +21,7 @@ from genesis._impl.cuda.kernels import nn_batchnorm as bk
 from genesis._impl.cuda.kernels import nn_embedding as ek
 from genesis._impl.cuda.kernels import nn_pool as pk
 from genesis._impl.cuda.kernels import nn_upsample as uk
-from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _psig, _ptr
+from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _pointers
 from genesis._impl.cuda.reductions import reduce
 from genesis.memory_format import channels_last, channels_last_3d, is_dense_in, memory_format
 from genesis.ndarray import NDArray, check_same_device
@@ -40,10 +40,6 @@ def _dense(x: NDArray) -> NDArray:
 
 def _acc(dtype: dtypes.dtype) -> dtypes.dtype:
     return _F64 if dtype is _F64 else _F32
-
-
-def _sig(arrays: tuple, ptrs: tuple) -> tuple[str, ...]:
-    return tuple(_psig(a, p) for a, p in zip(arrays, ptrs))
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -119,14 +115,14 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
         consts = _pool_consts(mode, kernel, stride, padding, dilation)
         if mode == "max":
             arrays = (x, y, idx)
-            ptrs = tuple(_ptr(a) for a in arrays)
-            go = _MAX_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 7 + ("i64",) * 5,
+            ptrs, sig = _pointers(arrays)
+            go = _MAX_FWD.launcher(sig + ("i64",) + ("i32",) * 7 + ("i64",) * 5,
                                    consts + (_lowest(x.dtype), _wide(x.size, total), _POOL_BLOCK), _POOL_WARPS)
             go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, *strides)
         else:
             arrays = (x, y)
-            ptrs = tuple(_ptr(a) for a in arrays)
-            go = _AVG_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 8 + ("i64",) * 5,
+            ptrs, sig = _pointers(arrays)
+            go = _AVG_FWD.launcher(sig + ("i64",) + ("i32",) * 8 + ("i64",) * 5,
                                    consts + (_div_mode(count_include_pad, divisor_override),
                                              _ACC_KIND.get(x.dtype, 0), _wide(x.size, total), _POOL_BLOCK),
                                             _POOL_WARPS)
@@ -157,14 +153,14 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
         f64 = x.dtype is _F64
         if mode == "max":
             arrays = (g, _dense(indices), dx)
-            ptrs = tuple(_ptr(a) for a in arrays)
-            go = _MAX_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6,
+            ptrs, sig = _pointers(arrays)
+            go = _MAX_BWD.launcher(sig + ("i64",) + ("i32",) * 6,
                                    consts + (f64, _wide(total, g.size), _POOL_BLOCK), _POOL_WARPS)
             go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars)
         else:
             arrays = (g, dx)
-            ptrs = tuple(_ptr(a) for a in arrays)
-            go = _AVG_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 7,
+            ptrs, sig = _pointers(arrays)
+            go = _AVG_BWD.launcher(sig + ("i64",) + ("i32",) * 7,
                                    consts + (_div_mode(count_include_pad, divisor_override), f64,
                                              _wide(total, g.size), _POOL_BLOCK), _POOL_WARPS)
             go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0)
@@ -205,8 +201,8 @@ def adaptive_pool(x: NDArray, mode: str, output_size: tuple) -> tuple[NDArray, N
         rt.ensure_device(x.device.index)
         th, tw = _adaptive_axis(H, OH, x.device), _adaptive_axis(W, OW, x.device)
         arrays = (x, y, idx if idx is not None else y, th[0], th[1], tw[0], tw[1])
-        ptrs = tuple(_ptr(a) for a in arrays)
-        go = _ADAPTIVE_FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 4 + ("i64",) * 4,
+        ptrs, sig = _pointers(arrays)
+        go = _ADAPTIVE_FWD.launcher(sig + ("i64",) + ("i32",) * 4 + ("i64",) * 4,
                                     (mode == "max", th[4], tw[4], _lowest(x.dtype), x.dtype is _F64,
                                      _wide(x.size, total), _BLOCK), 4)
         go(_cdiv(total, _BLOCK), 1, 1, *ptrs, total, C, W, OH, OW, *x.strides)
@@ -223,8 +219,8 @@ def adaptive_pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, m
         rt.ensure_device(x.device.index)
         th, tw = _adaptive_axis(H, OH, x.device), _adaptive_axis(W, OW, x.device)
         arrays = (g, _dense(indices) if indices is not None else g, dx, *th[:2], *tw[:2], *th[2:4], *tw[2:4])
-        ptrs = tuple(_ptr(a) for a in arrays)
-        go = _ADAPTIVE_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6,
+        ptrs, sig = _pointers(arrays)
+        go = _ADAPTIVE_BWD.launcher(sig + ("i64",) + ("i32",) * 6,
                                     (mode == "max", x.dtype is _F64, _wide(total, g.size), _BLOCK), 4)
         go(_cdiv(total, _BLOCK), 1, 1, *ptrs, total, H, W, OH, OW, th[5], tw[5])
     return dx
@@ -310,8 +306,8 @@ def _bn_partials_cl(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, b
     if not backward:
         g = mean = xc
     arrays = (xc, g, mean, part)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    go = _BN_PARTIALS_CL.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i32", "i32"),
+    ptrs, sig = _pointers(arrays)
+    go = _BN_PARTIALS_CL.launcher(sig + ("i32", "i32", "i32", "i32"),
                                   (backward, acc is _F64, _wide(xc.size), br, bk_), 8)
     go(_cdiv(C, bk_), P, 1, *ptrs, R, C, max(rch, 1), P)
     return part, P
@@ -323,8 +319,8 @@ def _bn_apply_cl(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, R: int, C:
     bk_ = min(_next_pow2(C), 256)
     br = min(_next_pow2(R), max(1, _BN_TILE // bk_))
     arrays = (x, g, coef, out)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    go = _BN_APPLY_CL.launcher(_sig(arrays, ptrs) + ("i32", "i32"), (backward, _wide(out.size), br, bk_), 4)
+    ptrs, sig = _pointers(arrays)
+    go = _BN_APPLY_CL.launcher(sig + ("i32", "i32"), (backward, _wide(out.size), br, bk_), 4)
     go(_cdiv(R, br), _cdiv(C, bk_), 1, *ptrs, R, C)
 
 
@@ -347,8 +343,8 @@ def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, back
     if not backward:  # the forward reads no gradient or mean
         g = mean = xc
     arrays = (xc, g, mean, part)
-    ptrs = tuple(_ptr(a) for a in arrays)
-    go = _BN_PARTIALS.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i32", "i64", "i32"),
+    ptrs, sig = _pointers(arrays)
+    go = _BN_PARTIALS.launcher(sig + ("i32", "i32", "i32", "i64", "i32"),
                                (backward, rows, acc is _F64, _wide(xc.size), block), 4 if block <= 512 else 8)
     go(C, P, 1, *ptrs, N, C, S, chunk, P)
     return part, P
@@ -359,10 +355,10 @@ def _bn_apply(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, C: int, S: in
     if not total:
         return
     arrays = (x, g, coef, out)
-    ptrs = tuple(_ptr(a) for a in arrays)
+    ptrs, sig = _pointers(arrays)
     rows = _rows_block(S)
     block = rows or _BLOCK * 2
-    go = _BN_APPLY.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i64"), (backward, rows is not None, _wide(total),
+    go = _BN_APPLY.launcher(sig + ("i32", "i32", "i64"), (backward, rows is not None, _wide(total),
                                                                          block), 4)
     grid = (total // S, _cdiv(S, block)) if rows else (_cdiv(total, block), 1)
     go(*grid, 1, *ptrs, C, S, total)
@@ -392,9 +388,9 @@ def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running
     arrays = (part, _dense(weight) if weight is not None else coef, _dense(bias) if bias is not None else coef,
               running_mean if has_running else coef, running_var if has_running else coef, save_mean, save_invstd,
               coef)
-    ptrs = tuple(_ptr(a) for a in arrays)
+    ptrs, sig = _pointers(arrays)
     real = "fp64" if acc is _F64 else "fp32"
-    go = _BN_FINALIZE.launcher(_sig(arrays, ptrs) + ("i32", "i32", real, real),
+    go = _BN_FINALIZE.launcher(sig + ("i32", "i32", real, real),
                                (training, weight is not None, bias is not None, has_running, acc is _F64,
                                 max(_next_pow2(P), 2)), 4)
     go(C, 1, 1, *ptrs, C, P, momentum, eps)
@@ -425,9 +421,9 @@ def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, runni
             part, P = _bn_partials(xc, g, mean, acc, True, N, C, S)
         coef = _new((4, C), acc, dev)
         arrays = (part, _dense(weight) if weight is not None else coef, mean, stat, gw, gb, coef)
-        ptrs = tuple(_ptr(a) for a in arrays)
+        ptrs, sig = _pointers(arrays)
         real = "fp64" if acc is _F64 else "fp32"
-        go = _BN_BWD_FINALIZE.launcher(_sig(arrays, ptrs) + ("i32", "i32", real, real),
+        go = _BN_BWD_FINALIZE.launcher(sig + ("i32", "i32", real, real),
                                        (training, weight is not None, acc is _F64, max(_next_pow2(P), 2)), 4)
         go(C, 1, 1, *ptrs, C, P, float(N * S), eps)
         if dx is not None:
@@ -462,9 +458,9 @@ def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_gro
         rt.ensure_device(x.device.index)
         arrays = (xc, _dense(weight) if weight is not None else xc, _dense(bias) if bias is not None else xc, y,
                   mean, rstd)
-        ptrs = tuple(_ptr(a) for a in arrays)
+        ptrs, sig = _pointers(arrays)
         block, _, warps = _gn_blocks(C, S, num_groups)
-        go = _GN_FWD.launcher(_sig(arrays, ptrs) + ("i32", "i32", "i32", "fp64" if acc is _F64 else "fp32"),
+        go = _GN_FWD.launcher(sig + ("i32", "i32", "i32", "fp64" if acc is _F64 else "fp32"),
                               (weight is not None, bias is not None, acc is _F64, block), warps)
         go(N * num_groups, 1, 1, *ptrs, C, S, num_groups, eps)
     return y, mean, rstd
@@ -480,9 +476,9 @@ def group_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
     if N and C:
         rt.ensure_device(x.device.index)
         arrays = (g, xc, _dense(weight) if weight is not None else xc, _dense(mean), _dense(rstd), dx, part)
-        ptrs = tuple(_ptr(a) for a in arrays)
+        ptrs, sig = _pointers(arrays)
         block, block_s, warps = _gn_blocks(C, S, num_groups)
-        go = _GN_BWD.launcher(_sig(arrays, ptrs) + ("i32",) * 4,
+        go = _GN_BWD.launcher(sig + ("i32",) * 4,
                               (weight is not None, acc is _F64, block, block_s), warps)
         go(N * num_groups, 1, 1, *ptrs, N, C, S, num_groups)
     wdt = weight.dtype if weight is not None else x.dtype
@@ -571,17 +567,16 @@ def upsample(x: NDArray, output_size: tuple, mode: str, align_corners: bool | No
         rt.ensure_device(x.device.index)
         if _nearest2x(mode, x.shape[2:], output_size):
             xc = _dense(x)
-            ptrs = (_ptr(xc), _ptr(y))
+            ptrs, sig = _pointers((xc, y))
             wide = _wide(total)  # the output's offsets: four times the input's
-            go = _NEAREST2X_FWD.launcher(_sig((xc, y), ptrs) + ("i64" if wide else "i32", "i32"), (wide, _UP_BLOCK),
-                                         _UP_WARPS)
+            go = _NEAREST2X_FWD.launcher(sig + ("i64" if wide else "i32", "i32"), (wide, _UP_BLOCK), _UP_WARPS)
             go(_cdiv(xc.size, _UP_BLOCK), 1, 1, *ptrs, xc.size, x.shape[3])
             return y
         f64 = x.dtype is _F64
         th, tw = _tables(x.shape[2:], output_size, mode, align_corners, scales, f64, x.device)
         arrays = (x, y, *th[:3], *tw[:3])
-        ptrs = tuple(_ptr(a) for a in arrays)
-        go = _UP_FWD.launcher(_sig(arrays, ptrs) + ("i64", "i32", "i32", "i32") + ("i64",) * 4,
+        ptrs, sig = _pointers(arrays)
+        go = _UP_FWD.launcher(sig + ("i64", "i32", "i32", "i32") + ("i64",) * 4,
                               (mode != "bilinear", f64, _wide(x.size, total), _UP_BLOCK), _UP_WARPS)
         go(_cdiv(total, _UP_BLOCK), 1, 1, *ptrs, total, C, OH, OW, *x.strides)
     return y
@@ -598,16 +593,15 @@ def upsample_backward(grad: NDArray, input_size: tuple, mode: str, align_corners
         rt.ensure_device(grad.device.index)
         f64 = grad.dtype is _F64
         if _nearest2x(mode, (H, W), (OH, OW)):
-            ptrs = (_ptr(g), _ptr(dx))
+            ptrs, sig = _pointers((g, dx))
             wide = _wide(g.size)
-            go = _NEAREST2X_BWD.launcher(_sig((g, dx), ptrs) + ("i64" if wide else "i32", "i32"),
-                                         (f64, wide, _UP_BLOCK), _UP_WARPS)
+            go = _NEAREST2X_BWD.launcher(sig + ("i64" if wide else "i32", "i32"), (f64, wide, _UP_BLOCK), _UP_WARPS)
             go(_cdiv(total, _UP_BLOCK), 1, 1, *ptrs, total, W)
             return dx
         th, tw = _tables((H, W), (OH, OW), mode, align_corners, scales, f64, grad.device)
         arrays = (g, dx, *th[:5], *tw[:5])
-        ptrs = tuple(_ptr(a) for a in arrays)
-        go = _UP_BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 6,
+        ptrs, sig = _pointers(arrays)
+        go = _UP_BWD.launcher(sig + ("i64",) + ("i32",) * 6,
                               (f64, _wide(total, g.size), _UP_BLOCK // 2), _UP_WARPS)
         go(_cdiv(total, _UP_BLOCK // 2), 1, 1, *ptrs, total, H, W, OH, OW, th[5], tw[5])
     return dx
@@ -631,14 +625,14 @@ def embedding_backward(grad: NDArray, index: NDArray, num_weights: int) -> NDArr
     g = _dense(grad.reshape((n, D)))
     order, run = _new((n,), _I32, grad.device), _new((n,), _I32, grad.device)
     arrays = (idx, order, run)
-    ptrs = tuple(_ptr(a) for a in arrays)
+    ptrs, sig = _pointers(arrays)
     block_i = 32  # small blocks of positions: n / 32 programs keep every multiprocessor busy
-    go = _EMB_RANK.launcher(_sig(arrays, ptrs) + ("i32",), (block_i, 128), 4)
+    go = _EMB_RANK.launcher(sig + ("i32",), (block_i, 128), 4)
     go(_cdiv(n, block_i), 1, 1, *ptrs, n)
     arrays = (g, idx, order, run, dw)
-    ptrs = tuple(_ptr(a) for a in arrays)
+    ptrs, sig = _pointers(arrays)
     block_d = min(max(_next_pow2(D), 16), 1024)
-    go = _EMB_SUM.launcher(_sig(arrays, ptrs) + ("i32", "i64"), (8, block_d, grad.dtype is _F64),
+    go = _EMB_SUM.launcher(sig + ("i32", "i64"), (8, block_d, grad.dtype is _F64),
                            4 if block_d <= 512 else 8)
     go(n, _cdiv(D, block_d), 1, *ptrs, D, g.strides[0])
     return dw

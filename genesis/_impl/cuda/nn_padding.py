@@ -15,7 +15,7 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import from_numpy
 from genesis._impl.cuda.kernels import nn_pad as pk
-from genesis._impl.cuda.launch import _new, _psig, _ptr
+from genesis._impl.cuda.launch import _new, _pointers
 from genesis.memory_format import channels_last, channels_last_3d, suggest
 from genesis.ndarray import NDArray
 
@@ -83,10 +83,6 @@ def _wide(*sizes: int) -> bool:
     return max(sizes) >= 2 ** 31
 
 
-def _sig(arrays: tuple, ptrs: tuple) -> tuple[str, ...]:
-    return tuple(_psig(a, p) for a, p in zip(arrays, ptrs))
-
-
 def pad(x: NDArray, pad: tuple, mode: str) -> NDArray:
     padded = len(pad) // 2
     if mode != "circular" and x.dtype is dtypes.bool_:
@@ -102,8 +98,8 @@ def pad(x: NDArray, pad: tuple, mode: str) -> NDArray:
     if total:
         rt.ensure_device(x.device.index)
         arrays = (x, y, axes[0][0], axes[1][0], axes[2][0])
-        ptrs = tuple(_ptr(a) for a in arrays)
-        go = _FWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 5 + ("i64",) * 6,
+        ptrs, sig = _pointers(arrays)
+        go = _FWD.launcher(sig + ("i64",) + ("i32",) * 5 + ("i64",) * 6,
                            (_wide(x.size, total), _BLOCK), 4)
         go(-(-total // _BLOCK), 1, 1, *ptrs, total, *out_sizes[1:], *strides)
     return y
@@ -122,8 +118,8 @@ def pad_backward(grad: NDArray, input_shape: tuple, pad: tuple, mode: str) -> ND
         rt.ensure_device(grad.device.index)
         axes = [_axis_tables(n, b, a, mode, grad.device) for n, (b, a) in zip(sizes[2:5], _amounts(pad))]
         arrays = (grad, dx) + tuple(t for axis in axes for t in axis[1:4])
-        ptrs = tuple(_ptr(a) for a in arrays)
-        go = _BWD.launcher(_sig(arrays, ptrs) + ("i64",) + ("i32",) * 5 + ("i64",) * 6 + ("i32",) * 3,
+        ptrs, sig = _pointers(arrays)
+        go = _BWD.launcher(sig + ("i64",) + ("i32",) * 5 + ("i64",) * 6 + ("i32",) * 3,
                            (grad.dtype is dtypes.float64, _wide(total, grad.size), _BLOCK // 2), 4)
         go(-(-total // (_BLOCK // 2)), 1, 1, *ptrs, total, *sizes[1:], *strides, *(axis[4] for axis in axes))
     return dx

@@ -11,7 +11,7 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import contiguous
 from genesis._impl.cuda.kernels import nn_rnn as rk
-from genesis._impl.cuda.launch import _next_pow2, _psig, _ptr
+from genesis._impl.cuda.launch import _next_pow2, _pointers
 from genesis.ndarray import NDArray, check_same_device
 
 _FWD = td.Kernel(rk.rnn_cell_fwd)
@@ -53,9 +53,9 @@ def rnn_cell_(mode: str, gi: NDArray, gh: NDArray, h: NDArray, c: NDArray | None
     s_saved = _out_rows(saved, "saved") if saved is not None else s_out
     saved = saved if saved is not None else h_out  # unused by the Elman cells
     arrays = (gi, gh, h, c, h_out, saved)
-    ptrs = tuple(_ptr(a) for a in arrays)
+    ptrs, sig = _pointers(arrays)
     block, warps = _block(H)
-    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32",) * 7
+    sig = sig + ("i32",) * 7
     rt.ensure_device(h_out.device.index)
     go = _FWD.launcher(sig, (mode, h_out.dtype is dtypes.float64, block), warps)
     go(B, (H + block - 1) // block, 1, *ptrs, H, s_gi, s_gh, s_h, s_c, s_out, s_saved)
@@ -82,9 +82,9 @@ def rnn_cell_backward_(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
     d_state, s_ds = ((grad_state_prev, _out_rows(grad_state_prev, "grad_state_prev"))
                      if grad_state_prev is not None else (grad_gi, s_dgi))
     arrays = (g_out, g_h, g_state, h, c, saved, grad_gi, d_gh, d_state)
-    ptrs = tuple(_ptr(a) for a in arrays)
+    ptrs, sig = _pointers(arrays)
     block, warps = _block(H)
-    sig = tuple(_psig(a, p) for a, p in zip(arrays, ptrs)) + ("i32",) * 10
+    sig = sig + ("i32",) * 10
     consts = (mode, grad_out is not None, grad_h is not None, grad_state is not None,
               grad_gi.dtype is dtypes.float64, block)
     rt.ensure_device(h.device.index)
