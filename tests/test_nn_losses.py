@@ -94,6 +94,31 @@ def test_binary_cross_entropy(reduction):
     check(lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t, reduction=reduction), edge,
           torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64), backward=False)
     check_error(RuntimeError, lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t), p * 3, t)
+    # A target that requires grad gets log1p(-p) - log p, as torch's
+    tg = rand(4, 5, low=0.0, high=1.0, seed=3)
+    check(lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t, reduction=reduction), p, tg)
+
+
+def test_binary_cross_entropy_gradient_at_saturated_probabilities():
+    # A sigmoid of 17 is exactly 1 in float32: torch's gradient stays finite there (0 for a right prediction, the
+    # 1e-12 clamp of p (1 - p) for a wrong one) where the chain rule through clamped logs gives 0 * inf = NaN.
+    logits = torch.tensor([17.0, 2.0, -20.0, 0.5])
+    target = torch.tensor([1.0, 1.0, 1.0, 0.0])
+    check(lambda lib, x, t: lib.nn.functional.binary_cross_entropy(x.sigmoid(), t, reduction="sum"),
+          logits.requires_grad_(True), target)
+    check(lambda lib, p, t: lib.nn.BCELoss()(p, t), torch.tensor([1.0, 0.0, 1e-30], requires_grad=True),
+          torch.tensor([0.0, 1.0, 1.0]))
+
+
+def test_binary_cross_entropy_double_backward():
+    p = rand(6, low=0.1, high=0.9, dtype=torch.float64)
+    t = rand(6, low=0.0, high=1.0, seed=4, dtype=torch.float64)
+
+    def penalty(lib, p, t):
+        gp, gt = lib.autograd.grad(lib.nn.functional.binary_cross_entropy(p, t), (p, t), create_graph=True)
+        return (gp * gp).sum() + (gt * gt).sum()
+
+    check(penalty, p, t)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)

@@ -216,6 +216,31 @@ def checked_target(target: NDArray, n_classes: int, ignore_index: int) -> NDArra
                                              "Target {value} is out of bounds (the input has {size} classes).")
 
 
+class BinaryCrossEntropy(Primitive):
+    """Elementwise binary cross-entropy of probabilities ``p`` against targets ``t`` (unreduced, unweighted), as
+    torch: ``-(t max(log p, -100) + (1 - t) max(log1p(-p), -100))``.
+
+    Backward is torch's formula, not the composite's chain rule: ``(p - t) / max(p (1 - p), 1e-12)`` for ``p`` and
+    ``log1p(-p) - log p`` for ``t``. Where a saturated sigmoid gave ``p`` exactly 0 or 1, the chain rule through the
+    clamped logs multiplies 0 by an infinite derivative (NaN); this stays finite, as torch's does.
+    """
+
+    @staticmethod
+    def forward(ctx, p: NDArray, t: NDArray) -> NDArray:
+        ctx.save_for_backward(p, t)
+        log_p = p.unary("log").binary("maximum", -100.0)
+        log_q = (-p).unary("log1p").binary("maximum", -100.0)
+        return -(t * log_p + (1 - t) * log_q)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Tensor ops: recorded under create_graph (a differentiable gradient), plain computation otherwise.
+        p, t = ctx.saved_tensors
+        grad_p = grad * (p - t) / (p * (1 - p)).clamp(min=1e-12) if ctx.needs_input_grad[0] else None
+        grad_t = grad * ((-p).log1p() - p.log()) if ctx.needs_input_grad[1] else None
+        return grad_p, grad_t
+
+
 class CrossEntropy(Primitive):
     """Cross-entropy of (N, C) logits against int64 class indices in one node (no label smoothing).
 

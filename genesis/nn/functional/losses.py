@@ -9,7 +9,7 @@ from genesis import ops as T
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
 from genesis.ops.fused import fused_cross_entropy
-from genesis.ops.nn import CrossEntropy, check_all, checked_target
+from genesis.ops.nn import BinaryCrossEntropy, CrossEntropy, check_all, checked_target
 from genesis.tensor import Tensor, arange, full, tensor, zeros
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -196,7 +196,8 @@ def _check_same_size_probs(input: Tensor, target: Tensor) -> None:
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
-    """``-(t log p + (1 - t) log(1 - p))`` for probabilities ``input``; logs are clamped at -100 as in torch."""
+    """``-(t log p + (1 - t) log(1 - p))`` for probabilities ``input``; logs are clamped at -100 as in torch, and the
+    gradient is torch's ``(p - t) / max(p (1 - p), 1e-12)`` (finite where ``p`` is exactly 0 or 1)."""
     input, target, weight = amp.autocast_args("binary_cross_entropy", input, target, weight)
     reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
     _check_same_size("binary_cross_entropy", input, target)
@@ -206,9 +207,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         if t.numel():
             check_all((t.detach() >= 0) & (t.detach() <= 1), RuntimeError,
                       f"all elements of {name} should be between 0 and 1")
-    log_p = T.clamp(T.log(input), min=-100.0)
-    log_1mp = T.clamp(T.log(1 - input), min=-100.0)
-    loss = -(target * log_p + (1 - target) * log_1mp)
+    loss = BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
