@@ -241,3 +241,28 @@ def test_conv_out_errors():
             F.conv2d(x, w, out=genesis.empty(1, 3, 3, 6, device=DEVICE)[..., ::2])
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
         F.conv2d(x, w.requires_grad_(), out=genesis.empty(1, 3, 3, 3, device=DEVICE))
+
+
+def _penalty(op):
+    """A gradient penalty through ``op``: the squared gradient of the output's cube with respect to every input."""
+    def fn(lib, *inputs):
+        out = op(lib, *inputs)
+        grads = lib.autograd.grad((out ** 3).sum(), inputs, create_graph=True)
+        return sum((g * g).sum() for g in grads) + out.sum()
+    return fn
+
+
+@pytest.mark.parametrize("name, op, shapes", [
+    ("conv2d strided", lambda lib, x, w, b: lib.nn.functional.conv2d(x, w, b, stride=2, padding=1),
+     [(2, 3, 7, 7), (4, 3, 3, 3), (4,)]),
+    ("conv2d grouped dilated", lambda lib, x, w, b: lib.nn.functional.conv2d(x, w, b, dilation=2, groups=2),
+     [(1, 4, 8, 8), (6, 2, 3, 3), (6,)]),
+    ("conv1d", lambda lib, x, w, b: lib.nn.functional.conv1d(x, w, b, padding=2), [(2, 3, 9), (5, 3, 4), (5,)]),
+    ("conv_transpose2d", lambda lib, x, w, b: lib.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1,
+                                                                                  output_padding=1),
+     [(2, 3, 4, 4), (3, 2, 3, 3), (2,)]),
+])
+def test_convolution_double_backward(name, op, shapes):
+    # Gradient penalties (WGAN-GP, R1) differentiate the convolution's gradient again, in every input.
+    inputs = [rand(*s, seed=i) for i, s in enumerate(shapes)]
+    check(_penalty(op), *inputs)

@@ -247,3 +247,21 @@ def test_batch_norm_keeps_channels_last(dtype, shape):
 
     check(_channels_last_out(train_then_eval), rand(*shape, dtype=dtype, low=-2.0, high=3.0), weight.to(dtype),
           bias.to(dtype), **tol)
+
+
+@pytest.mark.parametrize("name, op, shape", [
+    ("max_pool2d", lambda lib, x: lib.nn.functional.max_pool2d(x, 3, 2, 1), (2, 3, 7, 7)),
+    ("max_pool1d", lambda lib, x: lib.nn.functional.max_pool1d(x, 2), (2, 3, 8)),
+    ("max_pool3d", lambda lib, x: lib.nn.functional.max_pool3d(x, 2), (1, 2, 4, 4, 4)),
+    ("max_pool2d unbatched", lambda lib, x: lib.nn.functional.max_pool2d(x, 2), (3, 6, 6)),
+    ("avg_pool2d", lambda lib, x: lib.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False), (2, 3, 7, 7)),
+    ("adaptive_avg_pool2d", lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, (2, 3)), (2, 3, 7, 7)),
+    ("adaptive_max_pool2d", lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, (2, 3)), (2, 3, 7, 7)),
+])
+def test_pooling_double_backward(name, op, shape):
+    # A gradient penalty through pooling: the pooling of the upstream gradient (the gather at the argmax for max).
+    def penalty(lib, x):
+        y = op(lib, x * x)
+        (g,) = lib.autograd.grad((y ** 3).sum(), x, create_graph=True)
+        return (g * g).sum()
+    check(penalty, rand(*shape, seed=3))

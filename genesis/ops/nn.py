@@ -8,6 +8,8 @@ exists so that a layer is one graph node whose weight gradient comes out contigu
 
 from __future__ import annotations
 
+from typing import Callable
+
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, check_same_device
 from genesis.ops._args import zeros_like_detached
@@ -84,16 +86,45 @@ class Conv(Primitive):
 
 
 class ConvBackward(Primitive):
-    """(grad_x, grad_w, grad_bias) of ``Conv`` in one backend call."""
+    """(grad_x, grad_w, grad_bias) of ``Conv`` in one backend call.
+
+    A convolution ``y = B(x, w)`` is bilinear, so its backward is made of the same two adjoints and differentiates
+    into convolutions again: for upstream ``(gg_x, gg_w, gg_b)``, the gradient of the incoming ``grad`` is
+    ``B(gg_x, w) + B(x, gg_w) + gg_b``, that of ``x`` is the input adjoint of ``(grad, gg_w)`` and that of ``w`` the
+    weight adjoint of ``(gg_x, grad)`` (torch's ``_convolution_double_backward``). Gradient penalties through
+    convolutions (WGAN-GP, R1) take this path.
+    """
 
     @staticmethod
     def forward(ctx, grad: NDArray, x: NDArray, w: NDArray, *, params: tuple) -> tuple:
         # params: (stride, padding, dilation, groups, transposed, output_padding, output_mask)
+        ctx.save_for_backward(grad, x, w)
+        ctx.params = params
         return grad.backend.conv_backward(grad, x, w, *params)
 
     @staticmethod
-    def backward(ctx, *grads):
-        raise NotImplementedError("double backward through convolution is not supported")
+    def backward(ctx, gg_x, gg_w, gg_b):
+        grad, x, w = ctx.saved_tensors
+        stride, padding, dilation, groups, transposed, output_padding, _ = ctx.params
+        conv = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, transposed=transposed,
+                    output_padding=output_padding)
+        need_grad, need_x, need_w = ctx.needs_input_grad[:3]
+        d_grad = d_x = d_w = None
+        if need_grad:
+            terms = []
+            if gg_x is not None:
+                terms.append(Conv.apply(gg_x, w, gg_b, **conv))
+            elif gg_b is not None:
+                terms.append(gg_b.reshape((1, -1) + (1,) * (grad.ndim - 2)).expand(grad.shape))
+            if gg_w is not None:
+                terms.append(Conv.apply(x, gg_w, None, **conv))
+            for term in terms:
+                d_grad = term if d_grad is None else d_grad + term
+        if need_x and gg_w is not None:
+            d_x = ConvBackward.apply(grad, x, gg_w, params=ctx.params[:6] + ((True, False, False),))[0]
+        if need_w and gg_x is not None:
+            d_w = ConvBackward.apply(grad, gg_x, w, params=ctx.params[:6] + ((False, True, False),))[1]
+        return d_grad, d_x, d_w
 
 
 class Pool(Primitive):
@@ -119,15 +150,41 @@ class Pool(Primitive):
         return PoolBackward.apply(grad, x, indices, params=ctx.params)
 
 
+def _pooled_double_grad(gg: Tensor, indices: Tensor | None, grad_shape: tuple, spatial: int,
+                        average: Callable) -> Tensor:
+    """The gradient of a pooling backward's incoming ``grad``: pooling is linear, so it is the pooling of ``gg``:
+    for max, ``gg`` read at the saved argmax positions (counted within each plane of the ``spatial`` trailing dims);
+    for average, ``average(gg)``."""
+    if indices is None:
+        return average(gg)
+    flat = gg.reshape(tuple(gg.shape[:-spatial]) + (-1,))
+    index = indices.reshape(tuple(indices.shape[:-spatial]) + (-1,))
+    return flat.gather(-1, index).reshape(grad_shape)
+
+
 class PoolBackward(Primitive):
+    """The gradient of ``Pool``; linear in ``grad``, so it differentiates into a pooling of the upstream gradient
+    (a gather at the argmax indices for max pooling)."""
+
     @staticmethod
     def forward(ctx, grad: NDArray, x: NDArray, indices: NDArray | None, *, params: tuple) -> NDArray:
         # params: (mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
+        ctx.save_for_backward(indices)
+        ctx.params = params
+        ctx.grad_shape = grad.shape
         return grad.backend.pool_backward(grad, x, indices, *params)
 
     @staticmethod
-    def backward(ctx, *grads):
-        raise NotImplementedError("double backward through pooling is not supported")
+    def backward(ctx, gg):
+        (indices,) = ctx.saved_tensors
+        mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override = ctx.params
+
+        def average(t: Tensor) -> Tensor:
+            return Pool.apply(t, mode=mode, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
+                              ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                              divisor_override=divisor_override)[0]
+
+        return _pooled_double_grad(gg, indices, ctx.grad_shape, len(kernel), average), None, None
 
 
 class AdaptivePool(Primitive):
@@ -152,13 +209,23 @@ class AdaptivePool(Primitive):
 
 
 class AdaptivePoolBackward(Primitive):
+    """The gradient of ``AdaptivePool``; linear in ``grad``, differentiated like ``PoolBackward``."""
+
     @staticmethod
     def forward(ctx, grad: NDArray, x: NDArray, indices: NDArray | None, *, mode: str) -> NDArray:
+        ctx.save_for_backward(indices)
+        ctx.meta = (mode, grad.shape)
         return grad.backend.adaptive_pool_backward(grad, x, indices, mode)
 
     @staticmethod
-    def backward(ctx, *grads):
-        raise NotImplementedError("double backward through adaptive pooling is not supported")
+    def backward(ctx, gg):
+        (indices,) = ctx.saved_tensors
+        mode, grad_shape = ctx.meta
+
+        def average(t: Tensor) -> Tensor:
+            return AdaptivePool.apply(t, mode=mode, output_size=tuple(grad_shape[2:]))[0]
+
+        return _pooled_double_grad(gg, indices, grad_shape, 2, average), None, None
 
 
 class BatchNorm(Primitive):
