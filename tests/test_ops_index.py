@@ -92,6 +92,10 @@ def test_getitem_list_keys_follow_torch():
     check(lambda lib, x: x[[[0, 1], [1, 2]]], x)
     check(lambda lib, x: x[[slice(None), 1]], x)
     check(lambda lib, x: x[[0, 1], [1, 2]], x)
+    # A range is a list of indices (makemore's logprobs[range(n), Yb])
+    check(lambda lib, x: x[range(3), [1, 0, 3]], x)
+    check(lambda lib, x: x[:, range(1, 3)], x)
+    check(lambda lib, x: x[range(2)], x)
 
 
 def test_getitem_int_dtypes_and_0d():

@@ -107,8 +107,8 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
                                        f"indexed tensor ({x.device}), got indices on {k.device}")
                 k = k.to(x.device)
             items.append(k)
-        elif isinstance(k, (list, tuple)) or hasattr(k, "__array__") and not isinstance(k, (int, float)):
-            t = _from_data(k, device=x.device)
+        elif isinstance(k, (list, tuple, range)) or hasattr(k, "__array__") and not isinstance(k, (int, float)):
+            t = _from_data(list(k) if isinstance(k, range) else k, device=x.device)
             items.append(t if t.dtype is dtypes.bool_ else t.to(dtypes.int64))
         elif isinstance(k, bool):
             items.append(_from_data(k, device=x.device))
