@@ -18,17 +18,22 @@ def test_no_name_is_declared_twice_for_the_same_role() -> None:
     assert not twice, f"declared twice: {twice}"
 
 
+def _is_row_fn(found, op: registry.Op) -> bool:
+    """``found`` is the row's function, or its wrapper taking numpy's keyword names (which wraps exactly it)."""
+    return found is op.fn or getattr(found, "__wrapped__", None) is op.fn
+
+
 def test_every_function_row_is_the_genesis_function() -> None:
     for op in registry.OPS:
         if op.function:
-            assert getattr(genesis, op.name) is op.fn, op.name
+            assert _is_row_fn(getattr(genesis, op.name), op), op.name
     assert genesis.ops.__all__ == registry.namespace()
 
 
 def test_every_method_row_is_bound_on_tensor() -> None:
     for op in registry.OPS:
         if op.method:
-            assert getattr(genesis.Tensor, op.name) is op.fn, op.name
+            assert _is_row_fn(getattr(genesis.Tensor, op.name), op), op.name
         if op.inplace:
             assert getattr(genesis.Tensor, f"{op.name}_").__name__ == f"{op.name}_", op.name
 
@@ -55,3 +60,16 @@ def test_the_autocast_policy_is_the_registry_rules() -> None:
     assert not missing, missing
     # The recurrent rows name the modes of the recurrent layers.
     assert {m.lower() for m in ("LSTM", "GRU", "RNN_TANH", "RNN_RELU")} == set(registry.RNN_AUTOCAST)
+
+
+def test_ops_with_dim_take_numpy_keyword_names() -> None:
+    # torch's argument parser accepts axis= for dim= and keepdims= for keepdim= (numpy's names)
+    x = genesis.arange(6.0).reshape(2, 3)
+    assert x.sum(1, keepdims=True).tolist() == [[3.0], [12.0]]
+    assert genesis.mean(x, axis=0).tolist() == [1.5, 2.5, 3.5]
+    assert tuple(genesis.cat([x, x], axis=1).shape) == (2, 6)
+    assert x.argmax(axis=1).tolist() == [2, 2]
+    with pytest.raises(TypeError):
+        x.sum(dim=1, axis=1)
+    wrapped = [op.name for op, fn in registry.callables().items() if fn is not op.fn]
+    assert "sum" in wrapped and "add" not in wrapped  # ops without dim/keepdim are not wrapped

@@ -40,5 +40,5 @@ _THEMES = (compare, arithmetic, unary, math_special, views, indexing, join, gath
 from genesis.ops import registry  # noqa: E402 - the registry reads the themes above
 
 registry.bind()
-globals().update({op.name: op.fn for op in registry.OPS if op.function})
+globals().update({op.name: fn for op, fn in registry.callables().items() if op.function})
 __all__ = registry.namespace()

@@ -20,8 +20,10 @@ implementation.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from genesis import autograd
 from genesis import linalg as LA
@@ -536,6 +538,41 @@ RNN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
 }
 
 
+#: numpy's keyword names that torch's argument parser accepts for ``dim`` and ``keepdim`` (``x.sum(axis=1,
+#: keepdims=True)``, ``genesis.cat(ts, axis=0)``).
+NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def public(op: Op) -> Callable:
+    """``op.fn`` as users call it (``genesis.<name>`` and ``Tensor.<name>``): where it takes ``dim`` or ``keepdim``,
+    it also takes them under numpy's names, as torch does; other ops are their function itself."""
+    params = inspect.signature(op.fn).parameters
+    aliases = {alias: name for alias, name in NUMPY_NAMES.items() if name in params and alias not in params}
+    if not aliases:
+        return op.fn
+    fn = op.fn
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            for alias, name in aliases.items():
+                if alias in kwargs:
+                    if name in kwargs:
+                        raise TypeError(f"{op.name}() got multiple values for argument '{name}' ('{alias}' is its "
+                                        "numpy name)")
+                    kwargs[name] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+
+    return call
+
+
+@functools.cache
+def callables() -> dict[Op, Callable]:
+    """Every row's public callable (:func:`public`): the functions of the ``genesis`` namespace and the Tensor
+    methods (a name may have a function row and a method row, as ``where``)."""
+    return {op: public(op) for op in OPS}
+
+
 def namespace() -> list[str]:
     """The names of the ``genesis`` namespace that are ops (``genesis.ops.__all__``)."""
     return [op.name for op in OPS if op.function]
@@ -568,9 +605,10 @@ def bind(tensor_type: type = Tensor) -> None:
     autograd.set_tensor_type(tensor_type)
     for device_type, rules in autocast_policy().items():
         autocast.POLICY[device_type].update(rules)
+    public_ops = callables()
     for op in OPS:
         if op.method:
-            setattr(tensor_type, op.name, op.fn)
+            setattr(tensor_type, op.name, public_ops[op])
         if op.inplace:
             setattr(tensor_type, f"{op.name}_", _inplace_method(op))
     for dunder, target in OPERATORS.items():
