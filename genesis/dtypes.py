@@ -89,6 +89,16 @@ def set_default_dtype(d: dtype) -> None:
     _default_float = d
 
 
+#: The legacy typed-tensor names of the dtypes that have one (``FloatTensor``...): ``Tensor.type()`` and the
+#: legacy constructors of ``genesis.tensor_types``.
+LEGACY_TYPE_NAMES = {
+    float32: "FloatTensor", float64: "DoubleTensor", float16: "HalfTensor", bfloat16: "BFloat16Tensor",
+    uint8: "ByteTensor", int8: "CharTensor", int16: "ShortTensor", int32: "IntTensor", int64: "LongTensor",
+    bool_: "BoolTensor",
+}
+BY_LEGACY_NAME = {name: d for d, name in LEGACY_TYPE_NAMES.items()}
+
+
 def to_dtype(d: object) -> dtype:
     """Turn a dtype, a name ("float32") or a Python type (float, int, bool) into a Genesis dtype."""
     if isinstance(d, dtype):

@@ -1,7 +1,8 @@
 """The legacy typed tensor constructors: ``genesis.FloatTensor(2, 3)``, ``genesis.LongTensor([1, 2])``...
 
-As torch's, each makes a CPU tensor of its dtype from sizes (uninitialized memory), from data, or empty when given
-nothing, and ``isinstance(t, genesis.FloatTensor)`` asks whether ``t`` is a float32 CPU tensor.
+As torch's, each makes a tensor of its dtype from sizes (uninitialized memory), from data, or empty when given
+nothing, and ``isinstance(t, genesis.FloatTensor)`` asks whether ``t`` is a float32 CPU tensor. The ``genesis.cuda``
+variants (``genesis.cuda.FloatTensor``, from :func:`cuda_typed`) make and recognize CUDA tensors.
 """
 
 from __future__ import annotations
@@ -13,37 +14,47 @@ from genesis.tensor import Size, Tensor
 
 
 class _TypedTensorMeta(type):
-    """Calling the class constructs a Genesis Tensor of its dtype; isinstance checks the dtype and the device."""
+    """Calling the class constructs a Genesis Tensor of its dtype on its device type; isinstance checks both."""
 
     dtype: dtypes.dtype
+    device_type: str
 
     def __call__(cls, *args: Any, device: Any = None) -> Tensor:
-        if device is not None and str(device) != "cpu":
-            raise RuntimeError(f"{cls.__name__}: legacy constructor expects device type: cpu but device type: "
-                               f"{device} was passed")
+        if device is not None and str(device).split(":")[0] != cls.device_type:
+            raise RuntimeError(f"{cls.__name__}: legacy constructor expects device type: {cls.device_type} but "
+                               f"device type: {device} was passed")
         if len(args) == 1 and isinstance(args[0], Size):
             args = tuple(args[0])  # FloatTensor(t.shape): sizes
-        return Tensor(*args, dtype=cls.dtype, device="cpu")
+        return Tensor(*args, dtype=cls.dtype, device=device or cls.device_type)
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == cls.device_type
 
 
-def _typed(name: str, dtype: dtypes.dtype) -> type:
-    doc = f"A CPU tensor of dtype {dtype.name} (legacy constructor, as ``torch.{name}``): sizes, data, or nothing."
-    return _TypedTensorMeta(name, (), {"dtype": dtype, "__doc__": doc, "__module__": "genesis"})
+def _typed(dtype: dtypes.dtype, device_type: str = "cpu") -> type:
+    name = dtypes.LEGACY_TYPE_NAMES[dtype]
+    where, module = ("", "genesis") if device_type == "cpu" else ("cuda.", "genesis.cuda")
+    doc = (f"A {device_type.upper() if device_type == 'cpu' else 'CUDA'} tensor of dtype {dtype.name} (legacy "
+           f"constructor, as ``torch.{where}{name}``): sizes, data, or nothing.")
+    return _TypedTensorMeta(name, (), {"dtype": dtype, "device_type": device_type, "__doc__": doc,
+                                       "__module__": module})
 
 
-FloatTensor = _typed("FloatTensor", dtypes.float32)
-DoubleTensor = _typed("DoubleTensor", dtypes.float64)
-HalfTensor = _typed("HalfTensor", dtypes.float16)
-BFloat16Tensor = _typed("BFloat16Tensor", dtypes.bfloat16)
-ByteTensor = _typed("ByteTensor", dtypes.uint8)
-CharTensor = _typed("CharTensor", dtypes.int8)
-ShortTensor = _typed("ShortTensor", dtypes.int16)
-IntTensor = _typed("IntTensor", dtypes.int32)
-LongTensor = _typed("LongTensor", dtypes.int64)
-BoolTensor = _typed("BoolTensor", dtypes.bool_)
+def cuda_typed(dtype: dtypes.dtype) -> type:
+    """The CUDA legacy constructor of ``dtype`` (``genesis.cuda.FloatTensor``...)."""
+    return _typed(dtype, "cuda")
+
+
+FloatTensor = _typed(dtypes.float32)
+DoubleTensor = _typed(dtypes.float64)
+HalfTensor = _typed(dtypes.float16)
+BFloat16Tensor = _typed(dtypes.bfloat16)
+ByteTensor = _typed(dtypes.uint8)
+CharTensor = _typed(dtypes.int8)
+ShortTensor = _typed(dtypes.int16)
+IntTensor = _typed(dtypes.int32)
+LongTensor = _typed(dtypes.int64)
+BoolTensor = _typed(dtypes.bool_)
 
 __all__ = ["BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
            "IntTensor", "LongTensor", "ShortTensor"]

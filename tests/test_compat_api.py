@@ -96,6 +96,60 @@ def test_legacy_typed_constructors(name: str) -> None:
 def test_legacy_constructor_refuses_other_devices() -> None:
     with pytest.raises(RuntimeError, match="legacy constructor expects device type: cpu"):
         genesis.FloatTensor(2, device="cuda")
+    with pytest.raises(RuntimeError, match="legacy constructor expects device type: cuda"):
+        genesis.cuda.FloatTensor(2, device="cpu")
+
+
+def test_cuda_legacy_constructors() -> None:
+    # PyTorch-GAN's idiom: Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor; Tensor(n, 1).fill_(1.0)
+    assert not isinstance(genesis.ones(1), genesis.cuda.FloatTensor)
+    assert genesis.cuda.LongTensor.dtype is genesis.int64
+    if DEVICE == "cuda":
+        t = genesis.cuda.FloatTensor(3, 1).fill_(1.0)
+        assert t.device.type == "cuda" and isinstance(t, genesis.cuda.FloatTensor)
+        assert not isinstance(t, genesis.FloatTensor)
+        assert genesis.cuda.LongTensor([1, 2]).tolist() == [1, 2]
+
+
+def test_legacy_type_conversions_and_names() -> None:
+    t = torch.tensor([1.5, -2.0])
+    g = to_genesis(t, device="cpu")
+    for target in ("LongTensor", "IntTensor", "DoubleTensor", "BoolTensor"):
+        assert_same(g.type(getattr(genesis, target)), t.type(getattr(torch, target)))
+        assert_same(g.type(f"torch.{target}"), t.type(f"torch.{target}"))
+    assert_same(g.type(genesis.int16), t.type(torch.int16))
+    assert g.type() == "genesis.FloatTensor" and t.type() == "torch.FloatTensor"
+    assert genesis.zeros(1, dtype=genesis.int64).type() == "genesis.LongTensor"
+    with pytest.raises(ValueError):
+        g.type("torch.NoSuchTensor")
+    with pytest.raises(ValueError):
+        t.type("torch.NoSuchTensor")
+
+
+def test_legacy_new_and_resize() -> None:
+    t = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=torch.float64)
+    g = to_genesis(t)
+    assert tuple(g.new(2, 3).shape) == (2, 3) and g.new(2, 3).dtype is genesis.float64
+    assert g.new(2, 3).device == g.device
+    assert_same(g.new([1, 2]), t.new([1, 2]))
+    assert tuple(g.new().shape) == tuple(t.new().shape) == (0,)
+    assert tuple(g.new(genesis.Size([4])).shape) == (4,)
+    g.resize_(3, 1)
+    t.resize_(3, 1)
+    assert_same(g, t)
+    g.resize_((2, 2))
+    t.resize_((2, 2))
+    assert tuple(g.shape) == (2, 2) and g.view(-1)[:3].tolist() == t.view(-1)[:3].tolist()
+    with pytest.raises(RuntimeError):
+        genesis.ones(2, requires_grad=True).resize_(3)
+
+
+def test_size_slices_sums_and_products_are_sizes() -> None:
+    g, t = genesis.zeros(2, 3, 4).shape, torch.zeros(2, 3, 4).shape
+    for fn in (lambda s: s[1:], lambda s: s + (5,), lambda s: (5,) + s, lambda s: s * 2, lambda s: s + s):
+        assert isinstance(fn(g), genesis.Size) and tuple(fn(g)) == tuple(fn(t))
+    assert g[1:].numel() == t[1:].numel() == 12
+    assert isinstance(g[0], int)
 
 
 @pytest.mark.parametrize("data", [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from genesis import dtypes
 from genesis._impl import cuda_probe
 from genesis._impl.cuda_errors import OutOfMemoryError  # noqa: F401 - torch.cuda.OutOfMemoryError
 from genesis.cuda.graphs import (  # noqa: F401 - the public names of CUDA graphs
@@ -16,6 +17,19 @@ from genesis.cuda.graphs import (  # noqa: F401 - the public names of CUDA graph
     is_current_stream_capturing,
     make_graphed_callables,
 )
+from genesis.tensor_types import cuda_typed
+
+# The legacy typed constructors of CUDA tensors (torch.cuda.FloatTensor...), as the CPU ones in the genesis namespace.
+FloatTensor = cuda_typed(dtypes.float32)
+DoubleTensor = cuda_typed(dtypes.float64)
+HalfTensor = cuda_typed(dtypes.float16)
+BFloat16Tensor = cuda_typed(dtypes.bfloat16)
+ByteTensor = cuda_typed(dtypes.uint8)
+CharTensor = cuda_typed(dtypes.int8)
+ShortTensor = cuda_typed(dtypes.int16)
+IntTensor = cuda_typed(dtypes.int32)
+LongTensor = cuda_typed(dtypes.int64)
+BoolTensor = cuda_typed(dtypes.bool_)
 
 
 def is_available() -> bool:
