@@ -476,13 +476,13 @@ class Module:
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         state_dict = OrderedDict(state_dict)
-        for hook in self._load_state_dict_pre_hooks.values():
-            hook(state_dict, "")
         plan: list[tuple[Module, str, Tensor, Any]] = []
         missing, errors = [], []
         expected = set()
         for module_prefix, module in self.named_modules(remove_duplicate=False):
             prefix = module_prefix + "." if module_prefix else ""
+            for hook in module._load_state_dict_pre_hooks.values():  # each module's hooks, with its own prefix
+                hook(state_dict, prefix)
             module._upgrade_state_dict(state_dict, prefix)
             for name, target in module._local_state().items():
                 key = prefix + name
