@@ -1,8 +1,11 @@
-"""genesis.utils.data against torch.utils.data: datasets, samplers, collation, DataLoader (incl. workers)."""
+"""genesis.utils.data against torch.utils.data: datasets, samplers, collation, DataLoader (incl. workers), and the
+submodule paths scripts import from (``torch.utils.data.sampler``, ``.dataset``, ``.dataloader``, ``._utils``)."""
 
 from __future__ import annotations
 
 import collections
+import importlib
+import textwrap
 
 import numpy as np
 import pytest
@@ -10,8 +13,9 @@ import torch
 import torch.utils.data as tdata
 
 import genesis
+from genesis import torch_compat
 from genesis.utils import data as gdata
-from tests.helpers import DEVICE, assert_same, to_genesis
+from tests.helpers import DEVICE, assert_same, check_like_torch, to_genesis
 
 
 def _tensor_datasets(n: int = 10) -> tuple[gdata.TensorDataset, tdata.TensorDataset]:
@@ -81,49 +85,215 @@ def test_random_sampler_with_replacement_and_num_samples() -> None:
     assert sorted(subset) == [3, 5, 7]
 
 
+def _weighted(lib: object, *args: object, **kwargs: object) -> list[int]:
+    return list(lib.utils.data.WeightedRandomSampler(*args, **kwargs))
+
+
+@pytest.mark.parametrize("replacement", [True, False])
+def test_weighted_random_sampler_lengths(replacement: bool) -> None:
+    weights = [0.1, 0.9, 0.4, 0.7, 3.0, 0.6]
+    g_sampler = gdata.WeightedRandomSampler(weights, 5, replacement=replacement)
+    t_sampler = tdata.WeightedRandomSampler(weights, 5, replacement=replacement)
+    assert len(g_sampler) == len(t_sampler) == 5
+    assert g_sampler.weights.dtype == genesis.float64 and g_sampler.weights.tolist() == t_sampler.weights.tolist()
+    draws = list(g_sampler)
+    assert len(draws) == 5 and set(draws) <= set(range(6)) and all(isinstance(i, int) for i in draws)
+    if not replacement:
+        assert len(set(draws)) == 5
+        assert sorted(_weighted(genesis, weights, 6, replacement=False)) == list(range(6))
+
+
+def test_weighted_random_sampler_generator_and_seed() -> None:
+    weights = genesis.tensor([1.0, 2.0, 3.0, 0.0])
+
+    def draws(seed: int) -> list[int]:
+        return list(gdata.WeightedRandomSampler(weights, 50, generator=genesis.Generator().manual_seed(seed)))
+
+    assert draws(3) == draws(3) and draws(3) != draws(4)
+    assert 3 not in draws(3)  # a zero weight is never drawn
+    genesis.manual_seed(7)
+    first = list(gdata.WeightedRandomSampler(weights, 50))
+    genesis.manual_seed(7)
+    assert list(gdata.WeightedRandomSampler(weights, 50)) == first
+
+
+@pytest.mark.parametrize("replacement", [True, False])
+def test_weighted_random_sampler_follows_the_weights(replacement: bool) -> None:
+    weights = [1.0, 2.0, 3.0, 4.0]
+    expected = np.array(weights) / sum(weights)
+    g_gen, t_gen = genesis.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    if replacement:  # one pass of many draws
+        g_draws = _weighted(genesis, weights, 40000, generator=g_gen)
+        t_draws = _weighted(torch, weights, 40000, generator=t_gen)
+    else:  # the first index of many passes without replacement
+        g_draws = [_weighted(genesis, weights, 4, replacement=False, generator=g_gen)[0] for _ in range(3000)]
+        t_draws = [_weighted(torch, weights, 4, replacement=False, generator=t_gen)[0] for _ in range(3000)]
+    g_freq = np.bincount(g_draws, minlength=4) / len(g_draws)
+    t_freq = np.bincount(t_draws, minlength=4) / len(t_draws)
+    tol = 0.01 if replacement else 0.035
+    assert np.abs(t_freq - expected).max() < tol
+    assert np.abs(g_freq - expected).max() < tol, (g_freq, expected)
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    (([1.0, 2.0], 0), {}),
+    (([1.0, 2.0], -3), {}),
+    (([1.0, 2.0], 2.0), {}),
+    (([1.0, 2.0], True), {}),
+    (([1.0, 2.0], 2), {"replacement": 1}),
+    (([[1.0, 2.0]], 2), {}),
+    ((3.0, 2), {}),
+    (("ab", 2), {}),
+    (([1.0, 2.0], 3), {"replacement": False}),
+    (([1.0, -1.0], 2), {}),
+    (([1.0, float("nan")], 2), {}),
+    (([0.0, 0.0], 2), {}),
+])
+def test_weighted_random_sampler_errors_match_torch(args: tuple, kwargs: dict) -> None:
+    assert check_like_torch(lambda lib: _weighted(lib, *args, **kwargs)) is not None
+
+
+def test_weighted_random_sampler_in_a_loader() -> None:
+    g_ds, t_ds = _tensor_datasets(10)
+    weights = [0.0] * 5 + [1.0] * 5
+    g_loader = gdata.DataLoader(g_ds, batch_size=4, sampler=gdata.WeightedRandomSampler(weights, 10))
+    t_loader = tdata.DataLoader(t_ds, batch_size=4, sampler=tdata.WeightedRandomSampler(weights, 10))
+    g_batches, t_batches = list(g_loader), list(t_loader)
+    assert len(g_loader) == len(t_loader) == len(g_batches) == len(t_batches) == 3
+    assert [len(b[1]) for b in g_batches] == [len(b[1]) for b in t_batches] == [4, 4, 2]
+    assert all(row[0] >= 15 for b in g_batches for row in b[0].tolist())  # only samples 5..9 have weight
+
+
+SUBMODULE_NAMES = {
+    "sampler": ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+                "BatchSampler"],
+    "dataset": ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"],
+    "dataloader": ["DataLoader", "default_collate", "default_convert", "get_worker_info"],
+    "_utils.collate": ["default_collate", "default_convert"],
+    "distributed": ["DistributedSampler"],
+}
+
+
+@pytest.mark.parametrize("module, name", [(m, n) for m, names in SUBMODULE_NAMES.items() for n in names])
+def test_submodule_paths_match_torch(module: str, name: str) -> None:
+    assert hasattr(importlib.import_module(f"torch.utils.data.{module}"), name)
+    assert getattr(importlib.import_module(f"genesis.utils.data.{module}"), name) is getattr(gdata, name)
+    assert hasattr(tdata, name)
+
+
+def test_submodule_imports_in_a_torch_script(tmp_path) -> None:
+    script = tmp_path / "paths.py"
+    script.write_text(textwrap.dedent("""
+        from torch.utils.data import DistributedSampler, WeightedRandomSampler
+        from torch.utils.data._utils.collate import default_collate
+        from torch.utils.data.dataloader import DataLoader
+        from torch.utils.data.dataset import Subset, TensorDataset
+        from torch.utils.data.sampler import SubsetRandomSampler
+        import torch.utils.data.sampler as sampler_module
+        FOUND = [DistributedSampler, WeightedRandomSampler, default_collate, DataLoader, Subset, TensorDataset,
+                 SubsetRandomSampler, sampler_module.BatchSampler]
+    """))
+    found = torch_compat.run(str(script))["FOUND"]
+    assert found == [gdata.DistributedSampler, gdata.WeightedRandomSampler, gdata.default_collate, gdata.DataLoader,
+                     gdata.Subset, gdata.TensorDataset, gdata.SubsetRandomSampler, gdata.BatchSampler]
+
+
+class _Row(list):
+    """A list subclass: collation keeps a mutable sequence's type."""
+
+
 Point = collections.namedtuple("Point", ["x", "label"])
-
-
-@pytest.mark.parametrize("batch", [
+_COUNTS = collections.defaultdict(int, a=1, b=2)
+COLLATE_BATCHES = [
     [1.5, 2.0, -3.25],
     [1, 2, 3],
+    [1, 2.5],
     [True, False],
+    [True, 2],
     [np.arange(3, dtype=np.float32), np.ones(3, dtype=np.float32)],
+    [np.arange(4, dtype=np.int16).reshape(2, 2), np.zeros((2, 2), dtype=np.int16)],
+    [np.array(1.0), np.array(2.5)],
     [np.int64(3), np.int64(4)],
+    [np.float32(1.5), np.float32(2.0)],
+    [np.int32(1), np.int32(2)],
+    [np.bool_(True), np.bool_(False)],
     [{"a": 1, "b": np.zeros(2)}, {"a": 2, "b": np.ones(2)}],
+    [collections.OrderedDict(z=1.0, a=2), collections.OrderedDict(z=3.0, a=4)],
+    [_COUNTS, _COUNTS],
     [(1, 2.0), (3, 4.0)],
+    [("a", 1), ("b", 2)],
+    [("a", b"x", np.str_("p")), ("b", b"y", np.str_("q"))],
     [[1, 2], [3, 4]],
+    [[1, [2.0, "s"]], [3, [4.0, "t"]]],
+    [[("x", 1)], [("y", 2)]],
+    [_Row([1, 2]), _Row([3, 4])],
+    [range(2), range(2)],
     [Point(np.float32(1.0), 0), Point(np.float32(2.0), 1)],
+    [Point("cat", 0), Point("dog", 1)],
     ["a", "b"],
-])
+    ("a", "b"),
+    [b"a", b"b"],
+]
+
+
+@pytest.mark.parametrize("batch", COLLATE_BATCHES)
 def test_default_collate_matches_torch(batch: list) -> None:
-    got = gdata.default_collate(batch)
-    expected = tdata.default_collate(batch)
-    _compare_collated(got, expected)
+    _compare_collated(gdata.default_collate(batch), tdata.default_collate(batch))
+
+
+@pytest.mark.parametrize("sample", [sample for batch in COLLATE_BATCHES for sample in batch[:1]] + [
+    np.array(["a"]), np.array([1, 2], dtype=np.uint8), ((np.zeros(2), "s"),),
+])
+def test_default_convert_matches_torch(sample: object) -> None:
+    _compare_collated(gdata.default_convert(sample), tdata.default_convert(sample))
 
 
 def _compare_collated(got: object, expected: object) -> None:
+    """Equal tensors, and containers of exactly torch's types (a mapping of the same type, a tuple where torch
+    returns a tuple, a defaultdict with its factory) holding equal fields."""
     if isinstance(expected, torch.Tensor):
         assert_same(got, expected)
-    elif isinstance(expected, dict):
-        assert got.keys() == expected.keys()
+        return
+    assert type(got) is type(expected), f"{type(got).__name__} != torch's {type(expected).__name__}"
+    if isinstance(expected, dict):
+        assert list(got) == list(expected)
+        assert getattr(got, "default_factory", None) is getattr(expected, "default_factory", None)
         for key in expected:
             _compare_collated(got[key], expected[key])
     elif isinstance(expected, (list, tuple)):
-        assert type(got) is type(expected) and len(got) == len(expected)
+        assert len(got) == len(expected)
         for g, e in zip(got, expected):
             _compare_collated(g, e)
+    elif isinstance(expected, np.ndarray):
+        assert np.array_equal(got, expected)
     else:
         assert got == expected
 
 
-def test_default_collate_tensors_and_errors() -> None:
+@pytest.mark.parametrize("batch", [
+    [object(), object()],
+    [np.array(["a"]), np.array(["b"])],
+    [np.array([None]), np.array([None])],
+    [np.datetime64("2020-01-01"), np.datetime64("2020-01-02")],
+    [[1, 2], [3]],
+    [np.zeros(2), np.zeros(3)],
+])
+def test_default_collate_errors_match_torch(batch: list) -> None:
+    with pytest.raises(Exception) as expected:
+        tdata.default_collate(batch)
+    with pytest.raises(type(expected.value)) as got:
+        gdata.default_collate(batch)
+    if "default_collate" in str(expected.value) or "equal size" in str(expected.value):
+        assert str(got.value) == str(expected.value)
+
+
+def test_default_collate_stacks_tensors() -> None:
     a, b = torch.randn(2, 3), torch.randn(2, 3)
     assert_same(gdata.default_collate([to_genesis(a), to_genesis(b)]), tdata.default_collate([a, b]))
-    with pytest.raises(RuntimeError, match="equal size"):
-        gdata.default_collate([[1, 2], [3]])
-    with pytest.raises(TypeError):
-        gdata.default_collate([object(), object()])
+    samples = [(to_genesis(a), "first"), (to_genesis(b), "second")]
+    got = gdata.default_collate(samples)
+    assert_same(got[0], torch.stack([a, b]))
+    assert got[1] == ("first", "second")
 
 
 def test_collate_fn_is_used() -> None:

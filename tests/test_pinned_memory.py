@@ -16,7 +16,7 @@ import torch
 
 import genesis
 from genesis.utils.data import DataLoader, TensorDataset
-from genesis.utils.data import _pin_memory as pin_batch
+from genesis.utils.data.dataloader import _pin_memory as pin_batch
 from tests.helpers import requires_cuda
 
 no_cuda = pytest.mark.skipif(genesis.cuda.is_available(), reason="checks the behavior without a CUDA GPU")

@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 from genesis.distributed import process_group
 from genesis.random import Generator, randperm
-from genesis.utils.data import Sampler
+from genesis.utils.data.sampler import Sampler
 
 
 class DistributedSampler(Sampler[int]):

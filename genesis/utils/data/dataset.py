@@ -1,0 +1,130 @@
+"""Datasets (``genesis.utils.data.dataset``, as ``torch.utils.data.dataset``).
+
+A map-style :class:`Dataset` answers ``dataset[i]``; an :class:`IterableDataset` yields samples. TensorDataset,
+Subset and ConcatDataset build datasets from tensors and other datasets; :func:`random_split` cuts one into random
+non-overlapping parts.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from typing import Any, Generic, Iterable, Iterator, Sequence, TypeVar
+
+from genesis.random import Generator, randperm
+from genesis.tensor import Tensor
+
+T = TypeVar("T")
+
+
+class Dataset(Generic[T]):
+    """A map-style dataset: subclasses implement ``__getitem__`` (and usually ``__len__``)."""
+
+    def __getitem__(self, index: int) -> T:
+        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
+
+    def __add__(self, other: Dataset[T]) -> ConcatDataset[T]:
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset[T]):
+    """A dataset that is a stream: subclasses implement ``__iter__``.
+
+    With ``num_workers > 0`` every worker iterates its own copy; use :func:`get_worker_info` inside ``__iter__``
+    to give each worker a different share of the stream.
+    """
+
+    def __iter__(self) -> Iterator[T]:
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+    def __add__(self, other: Dataset[T]) -> Any:
+        raise TypeError("ConcatDataset does not support IterableDataset")
+
+
+class TensorDataset(Dataset[tuple]):
+    """Samples are the rows ``(t[i] for t in tensors)`` of tensors that share their first dimension."""
+
+    def __init__(self, *tensors: Tensor) -> None:
+        if not tensors:
+            raise ValueError("TensorDataset needs at least one tensor")
+        if any(t.shape[0] != tensors[0].shape[0] for t in tensors):
+            raise ValueError(f"Size mismatch between tensors: first dimensions {[t.shape[0] for t in tensors]}")
+        self.tensors = tensors
+
+    def __getitem__(self, index: Any) -> tuple:
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].shape[0]
+
+
+class Subset(Dataset[T]):
+    """The samples of ``dataset`` at ``indices``, in that order."""
+
+    def __init__(self, dataset: Dataset[T], indices: Sequence[int]) -> None:
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, list):
+            return self.dataset[[self.indices[i] for i in index]]
+        return self.dataset[self.indices[index]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class ConcatDataset(Dataset[T]):
+    """Several map-style datasets one after another."""
+
+    def __init__(self, datasets: Iterable[Dataset]) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise TypeError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index: int) -> T:
+        if index < 0:
+            if -index > len(self):
+                raise ValueError(f"absolute value of index {index} should not exceed dataset length {len(self)}")
+            index = len(self) + index
+        if index >= len(self):
+            raise IndexError(f"index {index} is out of range for a dataset of length {len(self)}")
+        which = bisect.bisect_right(self.cumulative_sizes, index)
+        offset = index - (self.cumulative_sizes[which - 1] if which > 0 else 0)
+        return self.datasets[which][offset]
+
+
+def random_split(dataset: Dataset[T], lengths: Sequence[int | float],
+                 generator: Generator | None = None) -> list[Subset[T]]:
+    """Split ``dataset`` into non-overlapping random subsets of the given lengths (or fractions summing to 1).
+
+    Fractions are floored and the remainder handed out one by one to the first subsets, as torch does.
+    """
+    n = len(dataset)
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        sizes = [int(math.floor(n * frac)) for frac in lengths]
+        for i in range(n - sum(sizes)):
+            sizes[i % len(sizes)] += 1
+        lengths = sizes
+    if any(length < 0 for length in lengths):
+        raise ValueError(f"random_split: lengths must be non-negative, got {list(lengths)}")
+    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset! "
+                         f"({sum(lengths)} != {n})")
+    order = randperm(n, generator=generator).tolist()
+    out, start = [], 0
+    for length in lengths:
+        out.append(Subset(dataset, order[start:start + length]))
+        start += length
+    return out
+
+
+__all__ = ["ConcatDataset", "Dataset", "IterableDataset", "Subset", "TensorDataset", "random_split"]
