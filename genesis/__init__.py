@@ -37,6 +37,12 @@ from genesis.autograd import (
     no_grad,
     set_grad_enabled,
 )
+from genesis.backends import (
+    are_deterministic_algorithms_enabled,
+    is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms,
+)
+from genesis.backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision
 from genesis.device import device, get_default_device, get_num_threads, set_default_device, set_num_threads
 from genesis.dtypes import (
     bfloat16,
@@ -48,6 +54,7 @@ from genesis.dtypes import (
     float32,
     float64,
     get_default_dtype,
+    iinfo,
     int8,
     int16,
     int32,
@@ -59,6 +66,7 @@ from genesis.dtypes import (
 from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops, from the op registry
 from genesis.ops.sparse import layout, sparse_coo, strided
+from genesis.printing import set_printoptions
 from genesis.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from genesis.serialization import load, load_checkpoint, save, save_checkpoint
 from genesis.tensor import Size, Tensor
@@ -76,6 +84,9 @@ from genesis.tensor_types import (
 )
 
 __version__ = "0.1.0"
+
+# torch's in-place functions of its namespace: genesis.relu_(x) is x.relu_().
+globals().update({f"{name}_": getattr(Tensor, f"{name}_") for name in ops.registry.INPLACE_FUNCTIONS})
 
 bool = _dtypes.bool_  # torch names its dtype genesis.bool too
 float = float32
@@ -110,6 +121,28 @@ def result_type(a: object, b: object) -> dtype:
     if isinstance(b, Tensor):
         return _dtypes.result_type_scalar(b.dtype, a)
     return _dtypes.promote_types(_dtypes.scalar_dtype(a), _dtypes.scalar_dtype(b))
+
+
+def typename(obj: object) -> str:
+    """The type name of ``obj`` as torch's ``typename``: a tensor's legacy type (``"genesis.FloatTensor"``), else
+    the qualified class name (``"int"``, ``"genesis.nn.modules.linear.Linear"``)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = obj if isinstance(obj, type) else type(obj)
+    module = cls.__module__
+    return cls.__qualname__ if module in (None, "builtins") else f"{module}.{cls.__qualname__}"
+
+
+def compile(model: object = None, *, fullgraph: _builtins.bool = False, dynamic: object = None,
+            backend: object = "inductor", mode: object = None, options: object = None,
+            disable: _builtins.bool = False) -> object:
+    """torch's ``compile``, for scripts that call it: Genesis runs eagerly, so the module or function comes back
+    unchanged (used as a decorator, with or without arguments, it leaves the function as it is). To cut the host
+    cost of a whole training step, capture it in a CUDA graph instead (``genesis.cuda.graph``,
+    ``genesis.cuda.make_graphed_callables``)."""
+    if model is None:
+        return lambda fn: fn
+    return model
 
 
 def synchronize(device: object = None) -> None:  # noqa: F811 - torch names the argument device

@@ -209,6 +209,23 @@ def from_numpy(d: np.dtype) -> dtype:
     raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}")
 
 
+class iinfo:
+    """Machine limits of an integer dtype, as ``torch.iinfo``: ``bits``, ``min``, ``max`` and ``dtype`` (its name)."""
+
+    def __init__(self, type: object) -> None:
+        d = to_dtype(type)
+        if d.category != 1:
+            raise TypeError(f"{d} is not supported by iinfo (it takes integer dtypes)")
+        info = np.iinfo(to_numpy(d))
+        self.dtype = d.name
+        self.bits = int(info.bits)
+        self.min = int(info.min)
+        self.max = int(info.max)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={float(self.min):g}, max={float(self.max):g}, dtype={self.dtype})"
+
+
 class finfo:
     """Machine limits of a floating dtype, as ``torch.finfo``: ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (the
     smallest positive normal number, also ``smallest_normal``) and ``resolution``; the default dtype without an

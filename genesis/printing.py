@@ -18,6 +18,31 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE: bool | None = None  # None: chosen per tensor from its values
+
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None, edgeitems: int | None = None,
+                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """Set how tensors print, as ``torch.set_printoptions``: digits after the point, the element count above which
+    a tensor is summarized, the entries shown at each end of a summarized dim, the line width, a ``profile``
+    ("default", "short" or "full") applied first, and ``sci_mode`` (True/False forces scientific or fixed notation,
+    None lets each tensor choose)."""
+    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH, SCI_MODE
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: unknown profile {profile!r} (expected one of {list(_PROFILES)})")
+        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = _PROFILES[profile]
+    if precision is not None:
+        PRECISION = precision
+    if threshold is not None:
+        THRESHOLD = threshold
+    if edgeitems is not None:
+        EDGEITEMS = edgeitems
+    if linewidth is not None:
+        LINEWIDTH = linewidth
+    SCI_MODE = sci_mode
 
 
 class _Formatter:
@@ -40,10 +65,10 @@ class _Formatter:
         low, high = float(magnitudes.min()), float(magnitudes.max())
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
         if self.int_mode:
-            self.sci_mode = high / low > 1000.0 or high > 1.0e8
+            self.sci_mode = high / low > 1000.0 or high > 1.0e8 if SCI_MODE is None else SCI_MODE
             width_of = (lambda v: len(f"{v:.{PRECISION}e}")) if self.sci_mode else (lambda v: len(f"{v:.0f}") + 1)
         else:
-            self.sci_mode = high / low > 1000.0 or high > 1.0e8 or low < 1.0e-4
+            self.sci_mode = high / low > 1000.0 or high > 1.0e8 or low < 1.0e-4 if SCI_MODE is None else SCI_MODE
             width_of = (lambda v: len(f"{v:.{PRECISION}e}")) if self.sci_mode else (lambda v: len(f"{v:.{PRECISION}f}"))
         for value in finite.tolist():
             self.max_width = max(self.max_width, width_of(value))

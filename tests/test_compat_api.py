@@ -223,3 +223,74 @@ def test_dropout2d_module_and_inplace_and_errors() -> None:
         F.dropout1d(genesis.ones(1, 2, 3, 4, device=DEVICE))
     with pytest.warns(UserWarning):
         assert F.dropout2d(genesis.ones(3, device=DEVICE), 0.5, training=False).shape == (3,)
+
+
+def test_process_settings_as_torch() -> None:
+    # Scripts set these at the top; each behaves as torch's.
+    try:
+        genesis.set_float32_matmul_precision("high")
+        assert genesis.get_float32_matmul_precision() == "high" and genesis.backends.cuda.matmul.allow_tf32
+        with pytest.warns(UserWarning):
+            genesis.set_float32_matmul_precision("fastest")
+        assert genesis.get_float32_matmul_precision() == "high"
+    finally:
+        genesis.set_float32_matmul_precision("highest")
+    assert genesis.get_float32_matmul_precision() == "highest" and not genesis.backends.cuda.matmul.allow_tf32
+    try:
+        genesis.use_deterministic_algorithms(True, warn_only=True)
+        assert genesis.are_deterministic_algorithms_enabled()
+        assert genesis.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        genesis.use_deterministic_algorithms(False)
+    assert not genesis.are_deterministic_algorithms_enabled()
+    assert genesis.backends.mps.is_available() is False and genesis.backends.mps.is_built() is False
+
+
+def test_compile_returns_its_argument() -> None:
+    model = genesis.nn.Linear(2, 2)
+    assert genesis.compile(model) is model
+    assert genesis.compile(model, mode="max-autotune", fullgraph=True) is model
+
+    @genesis.compile
+    def f(x):
+        return x + 1
+
+    @genesis.compile(dynamic=True)
+    def g(x):
+        return x * 2
+
+    assert f(1) == 2 and g(2) == 4
+
+
+def test_iinfo_typename_and_inplace_functions() -> None:
+    for name in ("uint8", "int8", "int16", "int32", "int64"):
+        g, t = genesis.iinfo(getattr(genesis, name)), torch.iinfo(getattr(torch, name))
+        assert (g.bits, g.min, g.max, repr(g)) == (t.bits, t.min, t.max, repr(t))
+    with pytest.raises(TypeError):
+        genesis.iinfo(genesis.float32)
+    with pytest.raises(TypeError):
+        torch.iinfo(torch.float32)
+    assert genesis.typename(genesis.zeros(1, dtype=genesis.int64)) == "genesis.LongTensor"
+    assert genesis.typename(3) == torch.typename(3) == "int"
+    assert genesis.typename(genesis.nn.Linear(1, 1)) == "genesis.nn.modules.linear.Linear"
+    t = torch.tensor([-1.5, 0.25, 2.0])
+    for name in ("relu_", "sigmoid_", "tanh_", "exp_", "neg_", "abs_", "zero_"):
+        g, r = to_genesis(t.clone()), t.clone()
+        assert getattr(genesis, name)(g) is g
+        getattr(torch, name)(r)
+        assert_same(g, r)
+
+
+def test_set_printoptions_as_torch() -> None:
+    t = torch.tensor([1.123456, 2.5, -3.0])
+    g = to_genesis(t, device="cpu")
+    cases = [dict(precision=2), dict(sci_mode=True), dict(profile="short"), dict(precision=6, sci_mode=False)]
+    try:
+        for options in cases:
+            genesis.set_printoptions(**options)
+            torch.set_printoptions(**options)
+            assert repr(g) == repr(t), options
+    finally:
+        genesis.set_printoptions(profile="default")
+        torch.set_printoptions(profile="default")
+    assert repr(g) == repr(t)

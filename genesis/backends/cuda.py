@@ -17,6 +17,8 @@ process.
 
 from __future__ import annotations
 
+import warnings
+
 
 class _MatmulSwitches:
     """``torch.backends.cuda.matmul``: whether float32 products may use TF32 tensor cores (off by default)."""
@@ -25,6 +27,29 @@ class _MatmulSwitches:
 
 
 matmul = _MatmulSwitches()
+
+_PRECISIONS = ("highest", "high", "medium")
+_precision = "highest"  # the last precision set, while allow_tf32 agrees with it
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """torch's ``set_float32_matmul_precision``: "highest" keeps float32 products in float32; "high" and "medium"
+    let them use TF32 tensor cores (``matmul.allow_tf32``). Another value warns and changes nothing, as torch."""
+    global _precision
+    if precision not in _PRECISIONS:
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "set_float32_matmul_precision call has no effect.", stacklevel=2)
+        return
+    _precision = precision
+    matmul.allow_tf32 = precision != "highest"
+
+
+def get_float32_matmul_precision() -> str:
+    """The float32 matrix-product precision: "highest" unless TF32 is allowed (then the precision last set, "high"
+    when ``matmul.allow_tf32`` was set directly)."""
+    if not matmul.allow_tf32:
+        return "highest"
+    return _precision if _precision != "highest" else "high"
 
 FLASH, CUDNN, MATH = "flash", "cudnn", "math"
 BACKENDS = (FLASH, CUDNN, MATH)

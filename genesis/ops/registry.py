@@ -573,6 +573,13 @@ def callables() -> dict[Op, Callable]:
     return {op: public(op) for op in OPS}
 
 
+#: The in-place variants torch also offers as functions of its namespace (``genesis.relu_(x)`` is ``x.relu_()``);
+#: ``genesis/__init__.py`` binds them from the Tensor methods.
+INPLACE_FUNCTIONS = ("abs", "ceil", "clamp", "clip", "cos", "erf", "exp", "exp2", "expm1", "fill", "fix", "floor",
+                     "frac", "log", "log1p", "neg", "reciprocal", "relu", "round", "rsqrt", "sigmoid", "sin", "sinc",
+                     "sqrt", "square", "tanh", "trunc", "zero")
+
+
 def namespace() -> list[str]:
     """The names of the ``genesis`` namespace that are ops (``genesis.ops.__all__``)."""
     return [op.name for op in OPS if op.function]

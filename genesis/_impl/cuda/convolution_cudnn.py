@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from genesis import dtypes
+from genesis import backends, dtypes
 from genesis._impl.cuda import cudnn_library as cudnn
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda.creation import copy_
@@ -35,6 +35,11 @@ _FPROP, _DGRAD, _WGRAD = "fprop", "dgrad", "wgrad"
 _UIDS = (1, 2, 3)  # (first input, second input, output) in every graph
 _BENCH_REPS = 5  # runs per timing of a plan in benchmark mode
 _MAX_CALLS = 4096  # fast-path entries kept (many distinct shapes, e.g. dynamic sizes: start over)
+
+
+def _deterministic() -> bool:
+    """Whether convolutions must take deterministic plans: ``cudnn.deterministic`` or deterministic mode."""
+    return flags.deterministic or backends.are_deterministic_algorithms_enabled()
 
 
 class _Plan:
@@ -167,7 +172,7 @@ def _build(kind: str, dtype: dtypes.dtype, descs: tuple, padding: tuple, stride:
             raise RuntimeError("no execution plans from cuDNN's heuristics")
         if dtype is dtypes.float32 and not flags.allow_tf32:
             g.deselect_numeric_notes([mod.numerical_note.TENSOR_CORE])
-        if flags.deterministic:
+        if _deterministic():
             g.deselect_numeric_notes([mod.numerical_note.NONDETERMINISTIC])
         g.check_support()
         if not flags.benchmark:
@@ -223,7 +228,7 @@ def _run(kind: str, a: NDArray, a_cl: bool, b: NDArray, b_cl: bool, out_shape: t
     descs = (_desc(a.shape, a_cl), _desc(b.shape, b_cl), _desc(out_shape, out_cl))
     padding, stride, dilation = _geometry(len(out_shape) - 2, padding, stride, dilation)
     key = (kind, a.dtype, descs, padding, stride, dilation, a.dtype is dtypes.float32 and flags.allow_tf32,
-           flags.deterministic, flags.benchmark, a.device.index)
+           _deterministic(), flags.benchmark, a.device.index)
     pointers = {_UIDS[0]: _ptr(a), _UIDS[1]: _ptr(b), _UIDS[2]: _ptr(out)}
     rt.ensure_device(a.device.index)
     if key in _plans:
@@ -296,7 +301,7 @@ def _cached(key: tuple, a: NDArray, b: NDArray, into: NDArray | None = None) -> 
 
 def _key(kind: str, a: NDArray, b: NDArray, extra: object, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
     return (kind, a.dtype, a.shape, a.strides, b.shape, b.strides, extra, stride, padding, dilation,
-            flags.allow_tf32, flags.deterministic, flags.benchmark, a.device)
+            flags.allow_tf32, _deterministic(), flags.benchmark, a.device)
 
 
 def _conv_out(size: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> tuple[int, ...]:
