@@ -1932,3 +1932,40 @@ def test_node_prehooks_replace_output_gradients_and_handles_remove() -> None:
         return [first, x.grad, [s for s in seen if isinstance(s, str)], [s for s in seen if not isinstance(s, str)]]
 
     both(scenario)
+
+
+def test_grad_takes_torch_keywords_and_batched_vectors():
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    g = to_genesis(x)
+    (gt,) = torch.autograd.grad(x ** 3, x, torch.eye(3, dtype=torch.float64), is_grads_batched=True)
+    (gg,) = genesis.autograd.grad(g ** 3, g, genesis.eye(3, dtype=genesis.float64), is_grads_batched=True)
+    assert_same(gg, gt)  # the Jacobian, one row per vector of the batch
+    # only_inputs is accepted (and ignored) as in torch; the positional order is torch's
+    (a,) = genesis.autograd.grad((g * g).sum(), g, None, None, False, True)
+    (b,) = torch.autograd.grad((x * x).sum(), x, None, None, False, True)
+    assert_same(a, b)
+
+
+def test_variable_is_a_tensor():
+    from genesis.autograd import Variable
+
+    base = genesis.ones(2)
+    v = Variable(base, requires_grad=True)
+    assert v.requires_grad and v.is_leaf and isinstance(v, Variable) and isinstance(base, Variable)
+    v.detach().add_(1.0)
+    assert base.tolist() == [2.0, 2.0]  # shares memory with its data
+    with pytest.raises(TypeError):
+        Variable([1.0, 2.0])
+
+
+def test_detect_anomaly_names_the_node_that_made_a_nan():
+    x = genesis.tensor([0.0, 1.0], requires_grad=True)
+    with genesis.autograd.detect_anomaly():
+        assert genesis.autograd.is_anomaly_enabled()
+        with pytest.raises(RuntimeError, match="Function 'DivBackward' returned nan values in its 1th output"):
+            (x.sqrt() * 0 + x / x).sum().backward()
+        (x * 2).sum().backward()  # finite gradients pass
+    assert not genesis.autograd.is_anomaly_enabled()
+    with genesis.autograd.set_detect_anomaly(True):
+        assert genesis.autograd.is_anomaly_enabled()
+    assert not genesis.autograd.is_anomaly_enabled()

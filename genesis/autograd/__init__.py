@@ -4,10 +4,18 @@
 - :mod:`~genesis.autograd.function`: graph nodes, the ``Function`` base whose one ``apply`` does all graph
   bookkeeping, the ``Primitive`` base of built-in ops, and the view machinery of in-place changes.
 - :mod:`~genesis.autograd.engine`: the backward pass (``backward``, ``grad``).
+- :mod:`~genesis.autograd.anomaly_mode`: NaN checks of every node's gradients while debugging.
+- :mod:`~genesis.autograd.variable`: ``Variable``, the legacy wrapper (a tensor, as in torch since 0.4).
 
 Every differentiable op is a small ``Function`` subclass with ``forward`` and ``backward`` side by side.
 """
 
+from genesis.autograd.anomaly_mode import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from genesis.autograd.engine import backward, grad, run_backward
 from genesis.autograd.function import (
     AccumulateGrad,
@@ -33,10 +41,12 @@ from genesis.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from genesis.autograd.variable import Variable
 
 __all__ = [
     "Function", "Primitive", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "grad", "backward", "Node", "AccumulateGrad", "BackwardCtx", "RemovableHandle",
+    "Variable", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     # the engine and view machinery, for the layers above
     "run_backward", "set_tensor_type", "Overwrite", "CopySlices", "ViewOfBase", "view_positions", "take_history",
     "refresh_view_history", "retain_grad",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from genesis.autograd import anomaly_mode
 from genesis.autograd import function as _fn
 from genesis.autograd.function import AccumulateGrad, BackwardCtx, Node, _edge
 from genesis.autograd.grad_mode import _state
@@ -119,6 +120,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 in_grads = _fn._recorder(node.name(), grads, _call_backward, node, grads, retain_graph, create_graph)
             else:
                 in_grads = _call_backward(node, grads, retain_graph, create_graph)
+            if anomaly_mode._enabled:
+                anomaly_mode.check_gradients(node.name(), in_grads)
             for (nxt, idx), g in zip(node.next_functions, in_grads):
                 if nxt is None:
                     continue
@@ -305,13 +308,22 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
-    """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``."""
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
+    """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``.
+
+    As torch's: ``only_inputs`` is accepted and ignored (deprecated there too); with ``is_grads_batched`` the first
+    dim of every ``grad_outputs`` entry is a batch of vectors, each propagated in turn (torch vectorizes this), and
+    every gradient gets that leading dim.
+    """
     outputs = (outputs,) if isinstance(outputs, _fn.Tensor) else tuple(outputs)
     inputs_t = (inputs,) if isinstance(inputs, _fn.Tensor) else tuple(inputs)
     for t in inputs_t:
         if not t.requires_grad:
             raise RuntimeError("grad: one of the differentiated Tensors does not require grad")
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs_t, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     grads = _make_grads(outputs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
@@ -321,6 +333,32 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         result = tuple(_fn.Tensor._wrap(NDArray.full(t.shape, 0, t.dtype, t.device)) if g is None else g
                        for t, g in zip(inputs_t, result))
     return result
+
+
+def _batched_grad(outputs: tuple, inputs: tuple, grad_outputs: Any, retain_graph: bool | None, create_graph: bool,
+                  allow_unused: bool | None, materialize_grads: bool) -> tuple:
+    """``grad`` with ``is_grads_batched``: one pass per vector of the batch, results stacked along a new dim 0."""
+    if grad_outputs is None:
+        raise RuntimeError("grad: is_grads_batched=True needs grad_outputs with a leading batch dim")
+    batch = (grad_outputs,) if isinstance(grad_outputs, _fn.Tensor) else tuple(grad_outputs)
+    n = batch[0].shape[0]
+    passes = []
+    for i in range(n):
+        vectors = tuple(g[i] if g is not None else None for g in batch)
+        passes.append(grad(outputs, inputs, vectors, True if i < n - 1 else retain_graph, create_graph,
+                           allow_unused=allow_unused, materialize_grads=materialize_grads))
+    result = []
+    for k in range(len(inputs)):
+        column = [p[k] for p in passes]
+        if any(g is None for g in column):
+            result.append(None)
+            continue
+        # Stacked through Tensor methods (this layer imports no op); under create_graph the writes are recorded.
+        stacked = column[0].new_zeros((n,) + tuple(column[0].shape))
+        for i, g in enumerate(column):
+            stacked[i] = g
+        result.append(stacked)
+    return tuple(result)
 
 
 def _make_grads(outputs: Sequence[Any], grad_outputs: Any) -> list:
