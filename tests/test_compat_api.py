@@ -294,3 +294,55 @@ def test_set_printoptions_as_torch() -> None:
         genesis.set_printoptions(profile="default")
         torch.set_printoptions(profile="default")
     assert repr(g) == repr(t)
+
+
+def test_torch_module_paths_scripts_import() -> None:
+    import importlib
+
+    for path, names in {
+        "genesis.nn.modules.batchnorm": ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "_BatchNorm", "_NormBase"],
+        "genesis.nn.modules.instancenorm": ["InstanceNorm1d", "InstanceNorm2d", "_InstanceNorm"],
+        "genesis.nn.modules.pixelshuffle": ["PixelShuffle", "PixelUnshuffle"],
+        "genesis.nn.modules.channelshuffle": ["ChannelShuffle"],
+        "genesis.nn.modules.flatten": ["Flatten", "Unflatten"],
+        "genesis.nn.modules.fold": ["Fold", "Unfold"],
+        "genesis.utils.checkpoint": ["checkpoint", "checkpoint_sequential"],
+        "genesis.cuda.amp": ["autocast", "GradScaler"],
+    }.items():
+        module, twin = importlib.import_module(path), importlib.import_module(path.replace("genesis", "torch", 1))
+        for name in names:
+            assert hasattr(module, name) and hasattr(twin, name), (path, name)
+    # the weight-decay idiom: norm layers singled out by their base class
+    from genesis.nn.modules.batchnorm import _BatchNorm
+
+    model = genesis.nn.Sequential(genesis.nn.Linear(2, 2), genesis.nn.BatchNorm1d(2), genesis.nn.LazyBatchNorm1d())
+    assert [isinstance(m, _BatchNorm) for m in model] == [False, True, True]
+
+
+def test_cuda_amp_spelling() -> None:
+    from genesis.cuda.amp import GradScaler, autocast
+
+    scaler = GradScaler(enabled=False)
+    x = genesis.ones(2, 2, device=DEVICE, requires_grad=True)
+    with autocast(enabled=DEVICE == "cuda"):
+        y = x @ x
+    assert y.dtype is (genesis.float16 if DEVICE == "cuda" else genesis.float32)
+    scaler.scale(y.float().sum()).backward()
+    assert x.grad is not None
+
+    @autocast(dtype=genesis.bfloat16)
+    def product(a):
+        return a @ a
+
+    assert product(x).dtype is (genesis.bfloat16 if DEVICE == "cuda" else genesis.float32)
+
+
+def test_data_parallel_runs_the_module_on_one_device() -> None:
+    model = genesis.nn.Linear(3, 2).to(DEVICE)
+    wrapped = genesis.nn.DataParallel(model)
+    assert wrapped.module is model and list(wrapped.state_dict()) == ["module.weight", "module.bias"]
+    out = wrapped(genesis.ones(4, 3))  # inputs go to the module's device
+    assert tuple(out.shape) == (4, 2) and out.device == model.weight.device
+    if DEVICE == "cuda":
+        with pytest.raises(RuntimeError, match="device_ids"):
+            genesis.nn.DataParallel(genesis.nn.Linear(3, 2))(genesis.ones(1, 3))

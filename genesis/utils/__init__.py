@@ -1,5 +1,6 @@
-"""Utilities: ``genesis.utils.data`` (datasets, samplers, DataLoader)."""
+"""Utilities: ``genesis.utils.data`` (datasets, samplers, DataLoader) and ``genesis.utils.checkpoint`` (activation
+checkpointing, at torch's path)."""
 
-from genesis.utils import data
+from genesis.utils import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]

@@ -1,0 +1,26 @@
+"""``genesis.cuda.amp``: the older spelling of mixed precision on CUDA that many scripts still import
+(``from torch.cuda.amp import GradScaler, autocast``). Both are ``genesis.amp``'s, with "cuda" as the device type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from genesis import amp, dtypes
+
+
+class autocast(amp.autocast):
+    """``autocast(enabled=True, dtype=float16, cache_enabled=True)``: ``genesis.autocast("cuda", ...)``."""
+
+    def __init__(self, enabled: bool = True, dtype: Any = dtypes.float16, cache_enabled: bool = True) -> None:
+        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+class GradScaler(amp.GradScaler):
+    """``GradScaler(init_scale=65536.0, ...)``: ``genesis.amp.GradScaler("cuda", ...)``."""
+
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
+        super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+
+
+__all__ = ["GradScaler", "autocast"]
