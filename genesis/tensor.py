@@ -317,51 +317,6 @@ class Tensor:
         return self.to(Device("cuda", device) if isinstance(device, int) else (device or "cuda"),
                        non_blocking=non_blocking)
 
-    def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
-        """Without ``dtype``, the legacy type name (``"genesis.FloatTensor"``, ``"genesis.cuda.LongTensor"``); with
-        one, this tensor converted to it: a dtype, a legacy type (``genesis.LongTensor``, a CPU type as torch's) or
-        a legacy type name (``"torch.LongTensor"``, ``"torch.cuda.FloatTensor"``: a ``cuda.`` name also moves it to
-        the GPU, a plain one to the CPU)."""
-        if dtype is None:
-            where = "cuda." if self.device.type == "cuda" else ""
-            return f"genesis.{where}{dtypes.LEGACY_TYPE_NAMES.get(self.dtype, self.dtype.name)}"
-        if isinstance(dtype, type) and hasattr(dtype, "device_type"):  # genesis.LongTensor, genesis.cuda.FloatTensor
-            return self.to(dtype.device_type, dtype.dtype, non_blocking=non_blocking)
-        if not (isinstance(dtype, str) and dtype.endswith("Tensor")):
-            return self.to(dtypes.to_dtype(dtype), non_blocking=non_blocking)
-        parts = dtype.split(".")
-        if parts[-1] not in dtypes.BY_LEGACY_NAME or set(parts[:-1]) - {"torch", "genesis", "cuda"}:
-            raise ValueError(f"invalid type: '{dtype}'")
-        device = "cuda" if "cuda" in parts else "cpu"
-        return self.to(device, dtypes.BY_LEGACY_NAME[parts[-1]], non_blocking=non_blocking)
-
-    def new(self, *args: Any) -> Tensor:
-        """Legacy constructor of this tensor's dtype and device: ``x.new(2, 3)`` (sizes, uninitialized),
-        ``x.new([1, 2])`` (data), ``x.new()`` (empty)."""
-        if len(args) == 1 and isinstance(args[0], Size):
-            args = tuple(args[0])
-        return Tensor(*args, dtype=self.dtype, device=self.device)
-
-    def resize_(self, *sizes: Any) -> Tensor:
-        """Give this tensor the shape ``sizes`` in place (torch's legacy ``resize_``): the elements kept are the
-        first ones in memory order; new ones are uninitialized."""
-        shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
-        if self._requires_grad:
-            raise RuntimeError("cannot resize variables that require grad")
-        if any(not isinstance(n, int) or n < 0 for n in shape):
-            raise RuntimeError(f"resize_: sizes must be non-negative integers, got {list(shape)}")
-        if shape == self.ndarray.shape:
-            return self
-        nd = self.ndarray
-        new = NDArray.empty(shape, nd.dtype, nd.device)
-        keep = min(new.size, nd.size)
-        if keep:
-            flat = nd.reshape((nd.size,)) if nd.is_contiguous() else nd.backend.contiguous(nd).reshape((nd.size,))
-            new.reshape((new.size,)).narrow(0, 0, keep).copy_(flat.narrow(0, 0, keep))
-        self.ndarray = new
-        self._bump_version()
-        return self
-
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
 
