@@ -56,19 +56,52 @@ def _schedulers(lib: object, opt: object, name: str) -> object:
         second = s.ExponentialLR(opt, gamma=0.9)
         third = s.StepLR(opt, step_size=3, gamma=0.5)
         return s.SequentialLR(opt, [first, second, third], milestones=[10, 25])
+    if name == "multiplicative":
+        return s.MultiplicativeLR(opt, lambda e: 0.95)
+    if name == "multiplicative_per_group":
+        return s.MultiplicativeLR(opt, [lambda e: 0.9 if e % 4 else 1.2, lambda e: 1.0 - 0.01 * e])
+    if name == "polynomial":
+        return s.PolynomialLR(opt, total_iters=23)
+    if name == "polynomial_power":
+        return s.PolynomialLR(opt, total_iters=17, power=2.5)
+    if name == "warm_restarts":
+        return s.CosineAnnealingWarmRestarts(opt, T_0=7)
+    if name == "warm_restarts_mult":
+        return s.CosineAnnealingWarmRestarts(opt, T_0=5, T_mult=2, eta_min=0.002)
+    if name == "cyclic_triangular":
+        return s.CyclicLR(opt, base_lr=0.01, max_lr=[0.1, 0.2], step_size_up=7, step_size_down=5)
+    if name == "cyclic_triangular2":
+        return s.CyclicLR(opt, base_lr=[0.01, 0.02], max_lr=0.3, step_size_up=4, mode="triangular2",
+                          base_momentum=[0.7, 0.75], max_momentum=0.95)
+    if name == "cyclic_exp_range":
+        return s.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=6, mode="exp_range", gamma=0.97)
+    if name == "cyclic_scale_fn":
+        return s.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=5, scale_fn=lambda x: 1 / (1 + 0.1 * x),
+                          scale_mode="iterations", cycle_momentum=False)
+    if name == "chained":
+        return s.ChainedScheduler([s.ConstantLR(opt, factor=0.1, total_iters=4), s.ExponentialLR(opt, gamma=0.9)])
+    if name == "chained_cosine_step":
+        return s.ChainedScheduler([s.CosineAnnealingLR(opt, T_max=13), s.StepLR(opt, step_size=9, gamma=0.5)],
+                                  optimizer=opt)
+    if name == "sequential_of_chained":
+        chained = s.ChainedScheduler([s.ConstantLR(opt, factor=0.5, total_iters=3), s.ExponentialLR(opt, gamma=0.8)])
+        return s.SequentialLR(opt, [chained, s.PolynomialLR(opt, total_iters=20)], milestones=[8])
     raise AssertionError(name)
 
 
 NAMES = ["lambda", "lambda_per_group", "step", "multistep", "exponential", "cosine", "linear", "constant",
-         "onecycle", "onecycle_linear_three_phase", "sequential", "sequential_three"]
+         "onecycle", "onecycle_linear_three_phase", "sequential", "sequential_three", "multiplicative",
+         "multiplicative_per_group", "polynomial", "polynomial_power", "warm_restarts", "warm_restarts_mult",
+         "cyclic_triangular", "cyclic_triangular2", "cyclic_exp_range", "cyclic_scale_fn", "chained",
+         "chained_cosine_step", "sequential_of_chained"]
 
 
 def _trajectory(lib: object, name: str, kind: str = "sgd") -> tuple[list, list]:
     opt = _optimizer(lib, kind)
-    sched = _schedulers(lib, opt, name)
-    lrs, momenta = [list(sched.get_last_lr())], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch warns that optimizer.step() was never called
+        sched = _schedulers(lib, opt, name)
+        lrs, momenta = [list(sched.get_last_lr())], []
         for _ in range(STEPS if "three_phase" not in name else 65):
             sched.step()
             lrs.append(list(sched.get_last_lr()))
@@ -87,9 +120,10 @@ def test_lr_sequence_matches_torch(name: str) -> None:
     assert g_mom == pytest.approx(t_mom, rel=1e-12)
 
 
-def test_onecycle_cycles_adam_beta1_like_torch() -> None:
-    g_lrs, g_mom = _trajectory(genesis, "onecycle", kind="adam")
-    t_lrs, t_mom = _trajectory(torch, "onecycle", kind="adam")
+@pytest.mark.parametrize("name", ["onecycle", "cyclic_triangular", "cyclic_exp_range"])
+def test_momentum_cycles_adam_beta1_like_torch(name: str) -> None:
+    g_lrs, g_mom = _trajectory(genesis, name, kind="adam")
+    t_lrs, t_mom = _trajectory(torch, name, kind="adam")
     assert sum(g_lrs, []) == pytest.approx(sum(t_lrs, []), rel=1e-12)
     assert g_mom == pytest.approx(t_mom, rel=1e-12)
 
@@ -122,7 +156,9 @@ def test_reduce_on_plateau_matches_torch(mode: str, threshold_mode: str, cooldow
     assert results[0] == results[1]
 
 
-@pytest.mark.parametrize("name", ["step", "multistep", "cosine", "onecycle", "sequential", "lambda"])
+@pytest.mark.parametrize("name", ["step", "multistep", "cosine", "onecycle", "sequential", "lambda", "multiplicative",
+                                  "polynomial", "warm_restarts_mult", "cyclic_triangular2", "cyclic_scale_fn",
+                                  "chained", "sequential_of_chained"])
 def test_state_dict_resumes_the_sequence(name: str) -> None:
     opt = _optimizer(genesis)
     sched = _schedulers(genesis, opt, name)
@@ -191,7 +227,194 @@ def test_invalid_arguments(make) -> None:
         make(lr_scheduler, _optimizer(genesis))
 
 
+@pytest.mark.parametrize("make, error", [
+    (lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=0), ValueError),
+    (lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=2.5), ValueError),
+    (lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=5, T_mult=0), ValueError),
+    (lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=5, T_mult=1.5), ValueError),
+    (lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=5, eta_min="0"), ValueError),
+    (lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=5).step(-1), ValueError),
+    (lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=0.1, mode="sawtooth"), ValueError),
+    (lambda s, o: s.CyclicLR(o, base_lr=[0.01], max_lr=0.1), ValueError),
+    (lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=0.1, max_momentum=[0.9, 0.9, 0.9]), ValueError),
+    (lambda s, o: s.CyclicLR(object(), base_lr=0.01, max_lr=0.1), TypeError),
+    (lambda s, o: s.MultiplicativeLR(o, 0.95), TypeError),
+    (lambda s, o: s.MultiplicativeLR(o, [lambda e: 0.9]), ValueError),
+    (lambda s, o: s.LambdaLR(o, [lambda e: 0.9] * 3), ValueError),
+    (lambda s, o: s.ChainedScheduler([]), ValueError),
+    (lambda s, o: s.ChainedScheduler([s.StepLR(o, 2), s.ReduceLROnPlateau(o)]), ValueError),
+    (lambda s, o: s.ChainedScheduler([s.StepLR(o, 2)], optimizer=type(o)(o.param_groups[0]["params"])), ValueError),
+    (lambda s, o: s.ChainedScheduler([s.StepLR(o, 2), object()], optimizer=o), TypeError),
+    (lambda s, o: s.ChainedScheduler([s.StepLR(o, 2)]).step(3), TypeError),
+    (lambda s, o: s.SequentialLR(o, [s.StepLR(o, 2), s.ExponentialLR(o, 0.9)], milestones=[3]).step(3), TypeError),
+])
+def test_invalid_arguments_raise_torch_exceptions(make, error: type) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(error):
+            make(torch.optim.lr_scheduler, _optimizer(torch))
+        with pytest.raises(error):
+            make(lr_scheduler, _optimizer(genesis))
+
+
+def test_cyclic_momentum_needs_momentum_or_betas() -> None:
+    for lib in (torch, genesis):
+        adagrad = lib.optim.Adagrad([lib.zeros(2, requires_grad=True)], lr=0.1)  # neither momentum nor betas
+        with pytest.raises(ValueError, match="optimizer must support momentum or beta1"):
+            lib.optim.lr_scheduler.CyclicLR(adagrad, base_lr=0.01, max_lr=0.1)
+        sched = lib.optim.lr_scheduler.CyclicLR(adagrad, base_lr=0.01, max_lr=0.1, cycle_momentum=False)
+        assert sched.get_last_lr() == [0.01]
+
+
 def test_scheduler_needs_an_optimizer() -> None:
     with pytest.raises(TypeError, match="is not an Optimizer"):
         lr_scheduler.StepLR(object(), step_size=2)
     assert isinstance(_optimizer(genesis), optim.Optimizer)
+
+
+STEP_EPOCH_NAMES = ["lambda", "step", "multistep", "exponential", "cosine", "linear", "constant", "onecycle",
+                    "multiplicative", "polynomial", "polynomial_power", "cyclic_triangular", "cyclic_exp_range"]
+
+
+def _epoch_trajectory(lib: object, name: str, epochs: list) -> tuple[list, list[str]]:
+    """lrs after each step; ``None`` is ``step()``, a number ``step(epoch)``. Also the warnings raised."""
+    opt = _optimizer(lib)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sched = _schedulers(lib, opt, name)
+        caught.clear()
+        lrs = [list(sched.get_last_lr())]
+        for epoch in epochs:
+            sched.step() if epoch is None else sched.step(epoch)
+            lrs.append(list(sched.get_last_lr()))
+    messages = [str(w.message) for w in caught if "optimizer.step()" not in str(w.message)]
+    return lrs, messages
+
+
+@pytest.mark.parametrize("name", STEP_EPOCH_NAMES)
+def test_step_with_epoch_matches_torch(name: str) -> None:
+    epochs = [None, None, 5, None, None, 3, 12, None, 0, None, None, 20, 21, None, 9, 9, None]
+    g_lrs, g_warnings = _epoch_trajectory(genesis, name, epochs)
+    t_lrs, t_warnings = _epoch_trajectory(torch, name, epochs)
+    for step, (g, t) in enumerate(zip(g_lrs, t_lrs)):
+        assert g == pytest.approx(t, rel=1e-12, abs=1e-15), f"step {step}: {g} != {t}"
+    assert g_warnings == t_warnings == [lr_scheduler.EPOCH_DEPRECATION_WARNING] * (len(epochs) - epochs.count(None))
+    assert lr_scheduler.EPOCH_DEPRECATION_WARNING == torch.optim.lr_scheduler.EPOCH_DEPRECATION_WARNING
+
+
+@pytest.mark.parametrize("name", ["warm_restarts", "warm_restarts_mult"])
+@pytest.mark.parametrize("epochs", [
+    [e + i / 4 for e in range(40) for i in range(4)],  # torch's documented per-batch use
+    [None, None, 2.5, None, 0.75, 6, 17.3, None, None, 44.9, 3, None, 0, None],
+    [None] * 3 + [100.0] + [None] * 50,
+])
+def test_warm_restarts_fractional_epochs_match_torch(name: str, epochs: list) -> None:
+    g_lrs, g_warnings = _epoch_trajectory(genesis, name, epochs)
+    t_lrs, t_warnings = _epoch_trajectory(torch, name, epochs)
+    for step, (g, t) in enumerate(zip(g_lrs, t_lrs)):
+        assert g == pytest.approx(t, rel=1e-12, abs=1e-15), f"step {step}: {g} != {t}"
+    assert g_warnings == t_warnings == []  # torch's CosineAnnealingWarmRestarts.step(epoch) does not warn
+
+
+def test_warm_restarts_third_period_and_attributes() -> None:
+    for lib in (genesis, torch):
+        opt = _optimizer(lib)
+        sched = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=3)
+        sched.step(14.5)  # restarts at 3 and 12: T_i = 27, T_cur = 2.5
+        assert (sched.T_i, sched.T_cur, sched.last_epoch) == (27, 2.5, 14)
+
+
+def test_reduce_on_plateau_step_with_epoch() -> None:
+    for lib in (genesis, torch):
+        sched = lib.optim.lr_scheduler.ReduceLROnPlateau(_optimizer(lib), patience=0)
+        with pytest.warns(UserWarning, match="The epoch parameter in `scheduler.step\\(\\)`"):
+            sched.step(1.0, epoch=7)
+        sched.step(2.0)
+        assert sched.last_epoch == 8 and sched.get_last_lr() == pytest.approx([0.01, 0.003])
+
+
+class _Factor:
+    """A callable-object lr factor: torch saves its ``__dict__`` in the scheduler state."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+
+    def __call__(self, epoch: int) -> float:
+        return self.rate**epoch
+
+
+@pytest.mark.parametrize("cls", ["LambdaLR", "MultiplicativeLR"])
+def test_lambda_state_dict_has_torch_layout(cls: str) -> None:
+    states = {}
+    for lib in (genesis, torch):
+        opt = _optimizer(lib)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sched = getattr(lib.optim.lr_scheduler, cls)(opt, [lambda e: 0.9, _Factor(0.97)])
+            for _ in range(4):
+                sched.step()
+        states[lib] = sched.state_dict()
+    assert states[genesis]["lr_lambdas"] == states[torch]["lr_lambdas"] == [None, {"rate": 0.97}]
+    assert states[genesis]["last_epoch"] == states[torch]["last_epoch"] == 4
+
+    # torch's state loads into Genesis: the callable object gets its attributes back and the sequence continues
+    lrs = {}
+    for lib in (genesis, torch):
+        opt = _optimizer(lib)
+        factor = _Factor(0.5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sched = getattr(lib.optim.lr_scheduler, cls)(opt, [lambda e: 0.9, factor])
+            state = dict(states[torch])
+            sched.load_state_dict(state)
+            assert factor.rate == 0.97 and "lr_lambdas" in state
+            for group, lr in zip(opt.param_groups, state["_last_lr"]):  # the optimizer's state would hold them
+                group["lr"] = lr
+            lrs[lib] = []
+            for _ in range(6):
+                sched.step()
+                lrs[lib].append(list(sched.get_last_lr()))
+    assert sum(lrs[genesis], []) == pytest.approx(sum(lrs[torch], []), rel=1e-12)
+
+
+def test_cyclic_state_dict_saves_a_callable_scale_fn_like_torch() -> None:
+    states = {}
+    for lib in (genesis, torch):
+        sched = lib.optim.lr_scheduler.CyclicLR(_optimizer(lib), 0.01, 0.1, step_size_up=3, scale_fn=_Factor(0.9))
+        states[lib] = sched.state_dict()
+        fn_sched = lib.optim.lr_scheduler.CyclicLR(_optimizer(lib), 0.01, 0.1, scale_fn=lambda x: 1.0)
+        assert fn_sched.state_dict()["_scale_fn_custom"] is None
+    assert states[genesis]["_scale_fn_custom"] == states[torch]["_scale_fn_custom"] == {"rate": 0.9}
+    factor = _Factor(0.1)
+    sched = lr_scheduler.CyclicLR(_optimizer(genesis), 0.01, 0.1, step_size_up=3, scale_fn=factor)
+    sched.load_state_dict(states[torch])
+    assert factor.rate == 0.9 and sched.scale_fn(2) == pytest.approx(0.81)
+
+
+def test_legacy_lr_scheduler_subclass_matches_torch() -> None:
+    def custom(lib: object) -> type:
+        class HalveEveryThree(lib.optim.lr_scheduler._LRScheduler):
+            def get_lr(self) -> list[float]:
+                return [base * 0.5 ** (self.last_epoch // 3) for base in self.base_lrs]
+
+        return HalveEveryThree
+
+    results = []
+    for lib in (genesis, torch):
+        opt = _optimizer(lib)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sched = custom(lib)(opt)
+            lrs = [list(sched.get_last_lr())]
+            for epoch in [None] * 7 + [20, None, 2]:
+                sched.step() if epoch is None else sched.step(epoch)
+                lrs.append(list(sched.get_last_lr()))
+        results.append(lrs)
+    assert results[0] == results[1]
+    assert issubclass(lr_scheduler._LRScheduler, lr_scheduler.LRScheduler)
+    assert lr_scheduler._LRScheduler.__name__ == "_LRScheduler"
+
+
+def test_new_schedulers_are_exported() -> None:
+    for name in torch.optim.lr_scheduler.__all__:
+        assert name in lr_scheduler.__all__ and hasattr(lr_scheduler, name), name

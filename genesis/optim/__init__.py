@@ -1,6 +1,6 @@
-"""Optimizers and learning-rate schedules (``genesis.optim``, as ``torch.optim``)."""
+"""Optimizers, learning-rate schedules and weight averaging (``genesis.optim``, as ``torch.optim``)."""
 
-from genesis.optim import lr_scheduler
+from genesis.optim import lr_scheduler, swa_utils
 from genesis.optim.adadelta import Adadelta
 from genesis.optim.adagrad import Adagrad
 from genesis.optim.adam import Adam, AdamW
@@ -15,4 +15,4 @@ from genesis.optim.sgd import SGD
 from genesis.optim.sparse_adam import SparseAdam
 
 __all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
-           "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler"]
+           "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]
