@@ -394,3 +394,38 @@ def test_sequential_delete_renumbers_like_torch():
         seq = lib.nn.Sequential(OD(a=lib.nn.ReLU(), b=lib.nn.Tanh(), c=lib.nn.Sigmoid()))
         del seq[0]
         assert list(seq._modules) == ["0", "1"] and type(seq[1]).__name__ == "Sigmoid"
+
+
+def _backward_hook_trace(lib):
+    """What a module's backward hooks see and do, in the same program for either library."""
+    lin = lib.nn.Linear(3, 2)
+    with lib.no_grad():
+        lin.weight.copy_(lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+        lin.bias.zero_()
+    seen = []
+    lin.register_full_backward_pre_hook(lambda m, go: seen.append(("pre", [g.tolist() for g in go])))
+
+    def full(m, grad_input, grad_output):
+        seen.append(("full", [None if g is None else g.tolist() for g in grad_input],
+                     [g.tolist() for g in grad_output]))
+        return (grad_input[0] * 2,) if grad_input[0] is not None else None  # replaces the input's gradient
+
+    handle = lin.register_full_backward_hook(full)
+    x = lib.tensor([[1.0, 1.0, 1.0]], requires_grad=True)
+    (lin(x) * lib.tensor([[1.0, 10.0]])).sum().backward()
+    seen.append(("x.grad", x.grad.tolist()))
+    with pytest.warns(UserWarning, match="no inputs require gradients"):
+        lin(lib.ones(1, 3)).sum().backward()  # no input requires grad: the hook fires with grad_input (None,)
+    handle.remove()
+    x.grad = None
+    lin(x).sum().backward()
+    seen.append(("removed", x.grad.tolist()))
+    conv, shapes = lib.nn.Conv2d(1, 2, 3), []
+    conv.register_backward_hook(lambda m, gi, go: shapes.append(tuple(go[0].shape)))  # Grad-CAM's idiom
+    conv(lib.ones(1, 1, 5, 5, requires_grad=True)).sum().backward()
+    seen.append(("grad_output shapes", shapes))
+    return seen
+
+
+def test_module_backward_hooks_as_torch():
+    assert _backward_hook_trace(genesis) == _backward_hook_trace(torch)

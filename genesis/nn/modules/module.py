@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Mapping
 from genesis import dtypes
 from genesis.autograd import no_grad
 from genesis.device import device as Device
+from genesis.nn.modules.backward_hooks import BackwardHook
 from genesis.nn.parameter import Buffer, Parameter
 from genesis.tensor import Tensor, parse_to_args
 
@@ -90,6 +91,8 @@ class Module:
         setter(self, "_forward_hooks", OrderedDict())
         setter(self, "_forward_hooks_with_kwargs", OrderedDict())
         setter(self, "_forward_hooks_always_called", OrderedDict())
+        setter(self, "_backward_hooks", OrderedDict())
+        setter(self, "_backward_pre_hooks", OrderedDict())
         setter(self, "_state_dict_hooks", OrderedDict())
         setter(self, "_load_state_dict_pre_hooks", OrderedDict())
 
@@ -559,8 +562,32 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` runs when the gradients of the module's inputs are computed;
+        may return a new ``grad_input`` (see ``backward_hooks.py`` for the rules)."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output)`` runs when the gradients of the module's outputs are computed; may return a
+        new ``grad_output``."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook: Callable) -> RemovableHandle:
+        """The deprecated spelling, registered as a full backward hook: torch's old hook saw the gradients of the
+        module's last operation instead, which differ in ``grad_input`` for modules of several ops (``grad_output``,
+        what Grad-CAM reads, is the same)."""
+        return self.register_full_backward_hook(hook)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not self._forward_pre_hooks and not self._forward_hooks:
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -574,6 +601,11 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        backward_hook = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            backward_hook = BackwardHook(self, list(self._backward_hooks.values()),
+                                         list(self._backward_pre_hooks.values()))
+            args = backward_hook.setup_inputs(args)
         try:
             output = self.forward(*args, **kwargs)
         except Exception:
@@ -591,6 +623,8 @@ class Module:
                 result = hook(self, args, output)
             if result is not None:
                 output = result
+        if backward_hook is not None:
+            output = backward_hook.setup_outputs(output)
         return output
 
     # ------------------------------------------------------------ printing

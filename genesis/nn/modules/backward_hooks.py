@@ -1,0 +1,110 @@
+"""Module backward hooks (``register_full_backward_hook``, ``register_full_backward_pre_hook``), as torch runs them.
+
+A call of a module with backward hooks routes its tensor inputs and its outputs through two identity graph nodes.
+The backward of the output node receives the gradients of the outputs: the pre-hooks see (and may replace) them.
+The backward of the input node receives the gradients of the inputs: the full hooks see ``(module, grad_input,
+grad_output)`` and may return a replacement ``grad_input``. Entries for positional arguments that are not tensors
+requiring grad are None; keyword arguments are not part of ``grad_input`` (torch's rules). When no input requires
+grad, the full hooks run with an all-None ``grad_input`` as soon as the output gradients are known.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+from genesis.autograd import Function, is_grad_enabled
+from genesis.tensor import Tensor
+
+
+class _Identity(Function):
+    """The given tensors themselves as one graph node; its backward hands their gradients to ``on_grads``."""
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx: Any, *tensors: Tensor, on_grads: Callable[[tuple], tuple]) -> Any:
+        ctx.on_grads = on_grads
+        return tensors if len(tensors) > 1 else tensors[0]
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> tuple:
+        return tuple(ctx.on_grads(grads))
+
+
+def _replaced(what: str, result: Any, count: int) -> tuple:
+    """A hook's replacement of ``what`` ("grad_input" or "grad_output"), checked to hold ``count`` entries."""
+    result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    if len(result) != count:
+        raise RuntimeError(f"Backward hook returned an invalid number of {what}, got {len(result)}, but expected "
+                           f"{count}")
+    return result
+
+
+class BackwardHook:
+    """The backward hooks of one module call: wrap the inputs before forward and the outputs after it."""
+
+    def __init__(self, module: Any, full_hooks: list[Callable], pre_hooks: list[Callable]) -> None:
+        self.module = module
+        self.full_hooks = full_hooks
+        self.pre_hooks = pre_hooks
+        self.n_args = 0
+        self.positions: list[int] = []
+        self.grad_output: tuple | None = None
+
+    def setup_inputs(self, args: tuple) -> tuple:
+        """``args`` with the tensors requiring grad routed through the input node."""
+        self.n_args = len(args)
+        if not is_grad_enabled():
+            return args
+        self.positions = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        if not self.positions:
+            return args
+        wrapped = _Identity.apply(*(args[i] for i in self.positions), on_grads=self._input_grads)
+        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+        args = list(args)
+        for i, t in zip(self.positions, wrapped):
+            args[i] = t
+        return tuple(args)
+
+    def setup_outputs(self, output: Any) -> Any:
+        """``output`` (a tensor, or a tuple or list of them) with its tensors requiring grad routed through the
+        output node."""
+        if not is_grad_enabled():
+            return output
+        single = isinstance(output, Tensor)
+        items = [output] if single else list(output) if isinstance(output, (tuple, list)) else None
+        if items is None:
+            return output
+        positions = [i for i, t in enumerate(items) if isinstance(t, Tensor) and t.requires_grad]
+        if not positions:
+            return output
+        wrapped = _Identity.apply(*(items[i] for i in positions), on_grads=self._output_grads)
+        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+        for i, t in zip(positions, wrapped):
+            items[i] = t
+        return items[0] if single else type(output)(items)
+
+    def _output_grads(self, grads: tuple) -> tuple:
+        for hook in self.pre_hooks:
+            result = hook(self.module, grads)
+            if result is not None:
+                grads = _replaced("grad_output", result, len(grads))
+        self.grad_output = grads
+        if not self.positions and self.full_hooks:  # no input requires grad: the full hooks run now, all-None input
+            warnings.warn("Full backward hook is firing when gradients are computed with respect to module outputs "
+                          "since no inputs require gradients.", UserWarning, stacklevel=2)
+            for hook in self.full_hooks:
+                hook(self.module, (None,) * self.n_args, grads)
+        return grads
+
+    def _input_grads(self, grads: tuple) -> tuple:
+        grad_input = [None] * self.n_args
+        for i, g in zip(self.positions, grads):
+            grad_input[i] = g
+        grad_input = tuple(grad_input)
+        for hook in self.full_hooks:
+            result = hook(self.module, grad_input, self.grad_output)
+            if result is not None:
+                grad_input = _replaced("grad_input", result, self.n_args)
+        return tuple(grad_input[i] for i in self.positions)
