@@ -205,3 +205,29 @@ def test_embedding_sparse_on_gpu_raises_not_implemented() -> None:
     weight = genesis.zeros(7, 5, device=DEVICE, requires_grad=True)
     with pytest.raises(NotImplementedError, match="supported on the CPU only"):
         genesis.nn.functional.embedding(genesis.tensor(INDEX, device=DEVICE), weight, sparse=True)
+
+
+@pytest.mark.parametrize("name, kwargs", [("SGD", {"lr": 0.1}), ("SGD", {"lr": 0.1, "momentum": 0.9}),
+                                          ("Adagrad", {"lr": 0.1})])
+def test_sgd_and_adagrad_take_sparse_embedding_gradients(name, kwargs):
+    # As torch's: the same trajectory as torch's sparse update (zero rows of the dense form change nothing)
+    weights = []
+    for lib in (genesis, torch):
+        emb = lib.nn.Embedding(4, 2, sparse=True)
+        with lib.no_grad():
+            emb.weight.copy_(lib.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]))
+        opt = getattr(lib.optim, name)(emb.parameters(), **kwargs)
+        for ids in ([1, 2], [2, 3], [1, 1]):
+            opt.zero_grad()
+            (emb(lib.tensor(ids)) ** 2).sum().backward()
+            opt.step()
+        weights.append(sum(emb.weight.detach().tolist(), []))
+    assert weights[0] == pytest.approx(weights[1], rel=1e-6)
+
+
+def test_adam_refuses_sparse_gradients_as_torch():
+    emb = genesis.nn.Embedding(4, 2, sparse=True)
+    opt = genesis.optim.Adam(emb.parameters())
+    emb(genesis.tensor([1])).sum().backward()
+    with pytest.raises(RuntimeError, match="does not support sparse gradients"):
+        opt.step()

@@ -15,6 +15,8 @@ class Adagrad(Optimizer):
     ``initial_accumulator_value``.
     """
 
+    accepts_sparse_grads = True
+
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
                  initial_accumulator_value: float = 0.0, eps: float = 1e-10, *, maximize: bool = False,
                  foreach: bool | None = None) -> None:

@@ -73,6 +73,9 @@ class Optimizer:
 
     #: Whether ``step()`` counts each parameter's updates in ``state["step"]`` (read by bias corrections, decays).
     counts_steps = True
+    #: Whether the update accepts the sparse gradient of ``embedding(..., sparse=True)``, as its dense form (SGD and
+    #: Adagrad: zero rows change nothing there, so the result is torch's sparse update); others raise as torch's.
+    accepts_sparse_grads = False
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         if isinstance(params, Tensor):
@@ -183,9 +186,14 @@ class Optimizer:
                 for p in single:
                     state = self.state.setdefault(p, {})
                     _check_state(type(self).__name__, p, state)
+                    grad = p.grad
+                    if grad.__class__ is not Tensor and grad.is_sparse:
+                        if not self.accepts_sparse_grads:
+                            raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
+                        grad = grad.to_dense()
                     if self.counts_steps:
                         _count_step(state, p, group)
-                    self._update(p, p.grad, state, group)
+                    self._update(p, grad, state, group)
         return loss
 
     def _fused_step(self, group: dict[str, Any], params: list[Tensor]) -> list[Tensor]:

@@ -21,6 +21,8 @@ class SGD(Optimizer):
     CPU; False never fuses.
     """
 
+    accepts_sparse_grads = True
+
     counts_steps = False  # torch's SGD keeps no step count
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
