@@ -153,6 +153,22 @@ def test_interpolate_length_one_half_precision_and_1d():
     check(lambda lib, x: lib.nn.functional.interpolate(x, size=5), rand(2, 3, 4, dtype=F32))
 
 
+@pytest.mark.parametrize("kwargs", [
+    dict(scale_factor=2, mode="bicubic"), dict(size=(8, 4), mode="bicubic", align_corners=True),
+    dict(size=(9, 13), mode="bicubic"), dict(scale_factor=1.5, mode="bicubic", align_corners=False),
+    dict(size=(3, 3), mode="area"), dict(scale_factor=0.5, mode="area"), dict(size=(4, 6), mode="area"),
+], ids=str)
+def test_interpolate_bicubic_and_area(kwargs):
+    check(lambda lib, x: lib.nn.functional.interpolate(x, **kwargs), rand(2, 3, 5, 7))
+
+
+def test_interpolate_area_1d_and_3d_and_bicubic_rank():
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=4, mode="area"), rand(1, 2, 9))
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=(2, 3, 2), mode="area"), rand(1, 2, 4, 5, 6))
+    check_error(NotImplementedError, lambda lib, x: lib.nn.functional.interpolate(x, size=4, mode="bicubic"),
+                rand(1, 2, 9))
+
+
 def test_interpolate_double_backward():
     x = to_genesis(rand(1, 2, 3, 4))
     y = genesis.nn.functional.interpolate(x, size=(5, 6), mode="bilinear")

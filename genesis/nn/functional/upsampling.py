@@ -1,5 +1,5 @@
-"""Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, trilinear) and torch's deprecated
-``upsample`` aliases."""
+"""Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area) and torch's
+deprecated ``upsample`` aliases."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 from typing import Sequence
 
 from genesis import ops as T
+from genesis.nn.functional.pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from genesis.ops.nn import Upsample
 from genesis.tensor import Tensor, arange
 
@@ -23,7 +24,35 @@ def _source_index(out_size: int, in_size: int, scale: float | None, align_corner
         ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
         return dst * ratio
     ratio = 1.0 / scale if scale is not None else in_size / out_size
-    return T.clamp((dst + 0.5) * ratio - 0.5, min=0.0)
+    src = (dst + 0.5) * ratio - 0.5
+    return src if mode == "bicubic" else T.clamp(src, min=0.0)  # cubic convolution reads past 0 (clamped taps)
+
+
+_CUBIC_A = -0.75  # torch's (and OpenCV's) cubic convolution parameter
+
+
+def _cubic(x: Tensor, dim: int, src: Tensor, in_size: int) -> Tensor:
+    """``x`` resampled along ``dim`` at the fractional positions ``src`` by cubic convolution over four taps (the
+    indices clamped to the input, as torch's ``upsample_bicubic2d``)."""
+    base = T.floor(src)
+    t = src - base
+    a = _CUBIC_A
+
+    def near(v: Tensor) -> Tensor:  # |v| <= 1
+        return ((a + 2) * v - (a + 3)) * v * v + 1
+
+    def far(v: Tensor) -> Tensor:  # 1 < |v| < 2
+        return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
+
+    weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    shape = [1] * x.ndim
+    shape[dim] = src.shape[0]
+    out = None
+    for k, w in enumerate(weights):
+        index = T.clamp(base + (k - 1), min=0, max=in_size - 1).long()
+        term = T.index_select(x, dim, index) * w.to(x.dtype).reshape(shape)
+        out = term if out is None else out + term
+    return out
 
 
 def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
@@ -32,17 +61,19 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
                 antialias: bool = False) -> Tensor:
     """Resize the spatial dims of (N, C, *spatial) input.
 
-    Modes: ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (1-d), ``"bilinear"`` (2-d), ``"trilinear"`` (3-d);
-    the linear modes interpolate one dim at a time (they are separable), with torch's ``align_corners`` rule.
+    Modes: ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (1-d), ``"bilinear"`` (2-d), ``"bicubic"`` (2-d:
+    torch's cubic convolution with ``A = -0.75``, borders clamped), ``"trilinear"`` (3-d), and ``"area"`` (adaptive
+    average pooling to the output size); the interpolating modes work one dim at a time (they are separable), with
+    torch's ``align_corners`` rule.
     """
     n = input.ndim - 2
     if n < 1:
         raise ValueError(f"interpolate: expected at least 3-D input (N, C, *spatial), got {input.ndim}-D")
-    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    linear_modes = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
     if mode in linear_modes and linear_modes[mode] != n:
         raise NotImplementedError(f"interpolate: mode {mode!r} needs {linear_modes[mode] + 2}-D input, got "
                                   f"{input.ndim}-D")
-    if mode not in linear_modes and mode not in ("nearest", "nearest-exact"):
+    if mode not in linear_modes and mode not in ("nearest", "nearest-exact", "area"):
         raise NotImplementedError(f"interpolate: unsupported mode {mode!r}")
     if align_corners is not None and mode not in linear_modes:
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
@@ -66,7 +97,9 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
         raise RuntimeError("Input and output sizes should be greater than 0, but got input ("
                            + ", ".join(f"{k}: {v}" for k, v in zip(names, in_sizes)) + ") output ("
                            + ", ".join(f"{k}: {v}" for k, v in zip(names, out_sizes)) + ")")
-    if n <= 2 and mode != "trilinear" and input.dtype.is_floating_point:
+    if mode == "area":
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, out_sizes)
+    if n <= 2 and mode not in ("trilinear", "bicubic") and input.dtype.is_floating_point:
         # One resampling kernel each way (1-d runs as 2-d over a height of one).
         kernel_mode = "bilinear" if mode in linear_modes else mode
         x = input if n == 2 else input.unsqueeze(2)
@@ -83,6 +116,9 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
         src = _source_index(out_size, in_size, scale, align_corners, mode, input.device)
         if mode in ("nearest", "nearest-exact"):
             out = T.index_select(out, dim, src.long())
+            continue
+        if mode == "bicubic":
+            out = _cubic(out, dim, src, in_size)
             continue
         lo = T.clamp(T.floor(src), max=in_size - 1).long()
         hi = T.clamp(lo + 1, max=in_size - 1)
