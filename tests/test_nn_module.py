@@ -357,6 +357,9 @@ def test_deepcopy_and_pickle_keep_parameters_and_ties():
         assert clone["bn"].num_batches_tracked.dtype is genesis.int64
         for k, v in model.state_dict().items():
             assert torch.equal(to_torch(clone.state_dict()[k]), to_torch(v)), k
+    # A deep copy of a trained model (an EMA copy) starts without gradients, as torch's
+    model["head"](model["emb"](genesis.tensor([1]))).sum().backward()
+    assert emb.weight.grad is not None and copy.deepcopy(model)["emb"].weight.grad is None
 
 
 def test_load_state_dict_casts_dtype_and_rejects_non_tensors():

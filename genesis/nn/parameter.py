@@ -38,9 +38,7 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo: dict) -> Parameter:
         if id(self) in memo:
             return memo[id(self)]
-        out = Parameter(self.detach().clone(), self.requires_grad)
-        if self.grad is not None:
-            out.grad = self.grad.clone()
+        out = Parameter(self.detach().clone(), self.requires_grad)  # no .grad: torch's copy leaves it None
         memo[id(self)] = out
         return out
 
