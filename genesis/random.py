@@ -235,6 +235,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
     if squeeze:
         probs = probs.unsqueeze(0)
     n_cat = probs.shape[1]
+    if n_cat == 0:
+        raise RuntimeError("multinomial: cannot sample from an empty set of categories (the weights have no entries)")
     totals = probs.sum(1)
     if probs.numel():
         # One read of the values for both checks: the smallest weight (NaN, negative and -inf fail ">= 0") and the

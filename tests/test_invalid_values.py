@@ -26,6 +26,11 @@ def test_multinomial_refuses_invalid_probabilities(probs):
                 match="probability tensor contains either `inf`, `nan` or element < 0")
 
 
+@pytest.mark.parametrize("shape", [(0,), (2, 0)])
+def test_multinomial_refuses_empty_weights(shape):
+    check_error(RuntimeError, lambda lib, p: lib.multinomial(p, 1, True), torch.ones(shape))
+
+
 @pytest.mark.parametrize("std", [-1.0, NAN])
 def test_normal_refuses_negative_std(std):
     check_error(RuntimeError, lambda lib, s: lib.normal(torch.zeros(2) if lib is torch else lib.zeros(2), s),
