@@ -85,8 +85,21 @@ from genesis.tensor_types import (
 
 __version__ = "0.1.0"
 
-# torch's in-place functions of its namespace: genesis.relu_(x) is x.relu_().
-globals().update({f"{name}_": getattr(Tensor, f"{name}_") for name in ops.registry.INPLACE_FUNCTIONS})
+
+
+def _inplace_function(name: str) -> object:
+    """torch's in-place function ``name`` of its namespace: ``genesis.relu_(x)`` is ``x.relu_()``."""
+    method = getattr(Tensor, name)
+
+    def fn(input: Tensor, *args: object, **kwargs: object) -> Tensor:
+        return method(input, *args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"In place, as ``input.{name}(...)``."
+    return fn
+
+
+globals().update({f"{name}_": _inplace_function(f"{name}_") for name in ops.registry.INPLACE_FUNCTIONS})
 
 bool = _dtypes.bool_  # torch names its dtype genesis.bool too
 float = float32

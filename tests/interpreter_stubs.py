@@ -57,4 +57,5 @@ def install(module: Any) -> None:
     module._new = lambda shape, dtype, device: cpu.empty(shape, dtype, device)
     module._ptr = cpu.native
     module._psig = lambda x, p: "*fp32"
+    module._pointers = lambda arrays: ([cpu.native(a) for a in arrays], ("*fp32",) * len(arrays))
     module._contig = lambda x: x.is_contiguous()
