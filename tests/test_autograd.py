@@ -1938,7 +1938,8 @@ def test_grad_takes_torch_keywords_and_batched_vectors():
     x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
     g = to_genesis(x)
     (gt,) = torch.autograd.grad(x ** 3, x, torch.eye(3, dtype=torch.float64), is_grads_batched=True)
-    (gg,) = genesis.autograd.grad(g ** 3, g, genesis.eye(3, dtype=genesis.float64), is_grads_batched=True)
+    (gg,) = genesis.autograd.grad(g ** 3, g, genesis.eye(3, dtype=genesis.float64, device=g.device),
+                                  is_grads_batched=True)
     assert_same(gg, gt)  # the Jacobian, one row per vector of the batch
     # only_inputs is accepted (and ignored) as in torch; the positional order is torch's
     (a,) = genesis.autograd.grad((g * g).sum(), g, None, None, False, True)

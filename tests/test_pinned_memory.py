@@ -180,7 +180,7 @@ def test_dataloader_pins_batches_and_reuses_blocks() -> None:
     data = [{"x": genesis.randn(64) + i, "y": [genesis.tensor(i), "label"]} for i in range(16)]
     loader = DataLoader(data, batch_size=4, pin_memory=True)
     for batch in loader:
-        assert batch["x"].is_pinned() and batch["y"][0].is_pinned() and batch["y"][1] == ["label"] * 4
+        assert batch["x"].is_pinned() and batch["y"][0].is_pinned() and batch["y"][1] == ("label",) * 4
         x = batch["x"].to("cuda", non_blocking=True)
         genesis.cuda.synchronize()
         np.testing.assert_array_equal(x.cpu().numpy(), batch["x"].numpy())

@@ -48,8 +48,9 @@ def _assert_same_state(g_module: object, t_module: torch.nn.Module, rtol: float 
         assert_same(g_state[name], t, rtol=rtol, what=name)
 
 
-# On GPUs the equal average takes torch's multi-tensor path, whose weight 1 / (n + 1) is a float32 number.
-_GPU_SWA_RTOL = 1e-6 if DEVICE != "cpu" else None
+# On GPUs the equal average takes torch's multi-tensor path, whose weight 1 / (n + 1) is a float32 number, while
+# the oracle runs torch's CPU path (a float64 weight): over six updates they part by a few float32 ulps.
+_GPU_SWA_RTOL = 1e-5 if DEVICE != "cpu" else None
 
 AVERAGERS = {
     "swa_default": lambda u: {},
