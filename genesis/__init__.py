@@ -16,6 +16,7 @@ from genesis import (
     cuda,
     distributed,
     distributions,
+    jit,
     linalg,
     nn,
     ops,

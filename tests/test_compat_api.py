@@ -346,3 +346,23 @@ def test_data_parallel_runs_the_module_on_one_device() -> None:
     if DEVICE == "cuda":
         with pytest.raises(RuntimeError, match="device_ids"):
             genesis.nn.DataParallel(genesis.nn.Linear(3, 2))(genesis.ones(1, 3))
+
+
+def test_jit_entry_points_leave_code_eager() -> None:
+    @genesis.jit.script
+    def gelu_tanh(x):
+        return 0.5 * x * (1.0 + genesis.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+    @torch.jit.script
+    def gelu_tanh_torch(x):
+        return 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+    t = torch.linspace(-3, 3, 7)
+    assert_same(gelu_tanh(to_genesis(t)), gelu_tanh_torch(t))
+    model = genesis.nn.Linear(2, 2)
+    assert genesis.jit.trace(model, genesis.ones(1, 2)) is model and genesis.jit.script(model) is model
+    assert genesis.jit.ignore(len) is len and genesis.jit.ignore(drop=True)(len) is len
+    assert genesis.jit.unused(len) is len and genesis.jit.export(len) is len
+    assert not genesis.jit.is_scripting() and not genesis.jit.is_tracing() and genesis.jit.annotate(int, 3) == 3
+    with pytest.raises(NotImplementedError, match="state_dict"):
+        genesis.jit.save(model, "model.pt")

@@ -1,0 +1,79 @@
+"""``genesis.jit``: torch's TorchScript entry points, for scripts that decorate or compile with them.
+
+Genesis runs Python eagerly and has no graph compiler, so ``script`` and ``trace`` return what they are given (the
+function or module runs as it is, with the same results) and the decorators leave their function unchanged.
+Saving a scripted program (``jit.save`` / ``jit.load``) has no Genesis equivalent and raises; save a
+``state_dict()`` instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def script(obj: T, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None, example_inputs: Any = None) -> T:
+    """``obj`` itself (a function, module or class): it runs eagerly."""
+    return obj
+
+
+def trace(func: T, example_inputs: Any = None, *args: Any, **kwargs: Any) -> T:
+    """``func`` itself (a function or module): it runs eagerly on whatever inputs it gets."""
+    return func
+
+
+def trace_module(mod: T, inputs: Any = None, *args: Any, **kwargs: Any) -> T:
+    """``mod`` itself: it runs eagerly."""
+    return mod
+
+
+def ignore(drop: Any = False, **kwargs: Any) -> Any:
+    """The decorator that keeps a function out of TorchScript: the function unchanged (with or without arguments)."""
+    if callable(drop):
+        return drop
+    return lambda fn: fn
+
+
+def unused(fn: Callable) -> Callable:
+    """The decorator for methods TorchScript should not compile: the method unchanged."""
+    return fn
+
+
+def export(fn: Callable) -> Callable:
+    """The decorator for methods TorchScript compiles as entry points: the method unchanged."""
+    return fn
+
+
+def annotate(the_type: Any, the_value: T) -> T:
+    """TorchScript's type hint for a value: the value."""
+    return the_value
+
+
+def is_scripting() -> bool:
+    """False: Genesis never runs code as TorchScript."""
+    return False
+
+
+def is_tracing() -> bool:
+    """False: Genesis never traces."""
+    return False
+
+
+def _unavailable(name: str) -> Callable:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"jit.{name}: Genesis has no TorchScript programs to save or load; save the "
+                                  "model's state_dict() with genesis.save and build the model in Python")
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = "Not available in Genesis (raises NotImplementedError): there are no TorchScript programs."
+    return fn
+
+
+save = _unavailable("save")
+load = _unavailable("load")
+
+#: TorchScript's marker for constant attributes (``x: jit.Final[int]``): a plain type hint in Genesis.
+Final = Any
+
+__all__ = ["Final", "annotate", "export", "ignore", "is_scripting", "is_tracing", "load", "save", "script", "trace",
+           "trace_module", "unused"]
