@@ -347,3 +347,45 @@ def test_multihead_attention_is_causal_needs_a_mask():
         x = q if lib is torch else to_genesis(q)
         with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
             m(x, x, x, is_causal=True)
+
+
+THETA = torch.tensor([[[0.9, 0.2, 0.1], [-0.3, 1.1, -0.2]], [[1.2, -0.1, 0.3], [0.25, 0.8, 0.05]]],
+                     dtype=torch.float64)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid(align_corners):
+    check(lambda lib, t: lib.nn.functional.affine_grid(t, (2, 3, 4, 7), align_corners=align_corners),
+          THETA.clone().requires_grad_(True))
+    theta3 = torch.tensor([[[1.0, 0.1, 0.0, 0.2], [0.0, 0.9, 0.1, 0.0], [0.2, 0.0, 1.1, -0.1]]], dtype=torch.float64)
+    check(lambda lib, t: lib.nn.functional.affine_grid(t, (1, 2, 3, 4, 5), align_corners=align_corners),
+          theta3.requires_grad_(True))
+    check_error(NotImplementedError, lambda lib, t: lib.nn.functional.affine_grid(t, (2, 3, 4)), THETA)
+    check_error(RuntimeError, lambda lib, t: lib.nn.functional.affine_grid(t, (3, 3, 4, 4)), THETA)
+    check_error(ValueError, lambda lib, t: lib.nn.functional.affine_grid(t[:, :, :2], (2, 3, 4, 4)), THETA)
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_bilinear_and_nearest(padding_mode, align_corners):
+    # Points inside and outside the image; gradients reach the image and (bilinear) the grid, as torch's
+    gen = torch.Generator().manual_seed(5)
+    grid = (torch.rand(2, 4, 7, 2, generator=gen, dtype=torch.float64) * 2.8 - 1.4).requires_grad_(True)
+    image = rand(2, 3, 5, 6, seed=6)
+    check(lambda lib, x, g: lib.nn.functional.grid_sample(x, g, padding_mode=padding_mode,
+                                                          align_corners=align_corners), image, grid)
+    check(lambda lib, x, g: lib.nn.functional.grid_sample(x, g, mode="nearest", padding_mode=padding_mode,
+                                                          align_corners=align_corners), image, grid.detach())
+
+
+def test_spatial_transformer_round_trip():
+    # An STN's use: affine_grid then grid_sample, differentiated in the image and the transform; the identity map
+    # reproduces the image (its points fall on pixel centres, where bilinear sampling has no derivative: values only)
+    identity = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], dtype=torch.float64).repeat(2, 1, 1)
+    image = rand(2, 3, 5, 6, seed=7)
+    check(lambda lib, x, t: lib.nn.functional.grid_sample(
+        x, lib.nn.functional.affine_grid(t, x.shape, align_corners=False), align_corners=False),
+        image, THETA.clone().requires_grad_(True))
+    g_out = genesis.nn.functional.grid_sample(
+        to_genesis(image), genesis.nn.functional.affine_grid(to_genesis(identity.detach()), (2, 3, 5, 6)))
+    torch.testing.assert_close(to_torch(g_out), image.detach())

@@ -128,9 +128,11 @@ from genesis.nn.functional.pooling import (
 from genesis.nn.functional.shuffle import channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle
 from genesis.nn.functional.sparse import embedding, embedding_bag, one_hot
 from genesis.nn.functional.upsampling import interpolate, upsample, upsample_bilinear, upsample_nearest
+from genesis.nn.functional.vision import affine_grid, grid_sample
 from genesis.ops.llm import decode_attention, kv_cache_write_, rope_kv_cache_write_
 
 __all__ = [
+    "affine_grid", "grid_sample",
     "celu", "celu_", "elu", "elu_", "gelu", "glu", "gumbel_softmax", "hardshrink", "hardsigmoid", "hardswish",
     "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "log_softmax", "logsigmoid", "mish", "prelu", "relu",
     "relu6", "relu_", "rrelu", "rrelu_", "selu", "selu_", "sigmoid", "silu", "softmax", "softmin", "softplus",
