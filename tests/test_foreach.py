@@ -97,8 +97,8 @@ def test_foreach_mul_matches_torch(other: object) -> None:
     else:
         t_other = g_other = other
     versions = [g._version[0] for g in gs]
-    assert genesis._foreach_mul_(gs, g_other) is None
-    torch._foreach_mul_(ts, t_other)
+    assert genesis._foreach_mul_(gs, g_other) is gs  # as torch's: the list itself, updated in place
+    assert torch._foreach_mul_(ts, t_other) is ts
     assert_same(gs, ts)
     assert all(g._version[0] > v for g, v in zip(gs, versions))
 
@@ -236,3 +236,41 @@ def test_clip_grad_norm_across_devices() -> None:
         assert_same(g.grad, t.grad)
     norms = genesis._foreach_norm([g.grad for g in g_params])
     assert [n.device for n in norms] == [g.grad.device for g in g_params]
+
+
+def _lists(seed: int) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.rand(shape, generator=gen, dtype=torch.float64) + 0.5 for shape in ((3,), (2, 4), (5,))]
+
+
+@pytest.mark.parametrize("name, args", [
+    ("_foreach_sub_", lambda a, b, c: (b, )), ("_foreach_sub_", lambda a, b, c: (0.25,)),
+    ("_foreach_div_", lambda a, b, c: (b,)), ("_foreach_div_", lambda a, b, c: ([2.0, 3.0, 4.0],)),
+    ("_foreach_lerp_", lambda a, b, c: (b, 0.1)), ("_foreach_lerp_", lambda a, b, c: (b, c)),
+    ("_foreach_addcmul_", lambda a, b, c: (b, c, 0.5)), ("_foreach_addcdiv_", lambda a, b, c: (b, c, [1, 2, 3])),
+    ("_foreach_copy_", lambda a, b, c: (b,)), ("_foreach_sqrt_", lambda a, b, c: ()),
+])
+def test_per_tensor_inplace_ops_match_torch(name, args):
+    t_lists = [_lists(1), _lists(2), _lists(3)]
+    g_lists = [[to_genesis(t) for t in lst] for lst in t_lists]
+    assert getattr(torch, name)(t_lists[0], *args(*t_lists)) is t_lists[0]  # the list itself, updated
+    assert getattr(genesis, name)(g_lists[0], *args(*g_lists)) is g_lists[0]
+    for g, t in zip(g_lists[0], t_lists[0]):
+        assert_same(g, t)
+
+
+@pytest.mark.parametrize("name, args", [
+    ("_foreach_add", lambda a, b: (b,)), ("_foreach_add", lambda a, b: (2.0,)), ("_foreach_sub", lambda a, b: (b,)),
+    ("_foreach_mul", lambda a, b: ([1.0, 2.0, 3.0],)), ("_foreach_div", lambda a, b: (b,)),
+    ("_foreach_lerp", lambda a, b: (b, 0.3)), ("_foreach_sqrt", lambda a, b: ()), ("_foreach_neg", lambda a, b: ()),
+])
+def test_per_tensor_ops_return_new_lists(name, args):
+    t_a, t_b = _lists(4), _lists(5)
+    g_a, g_b = [to_genesis(t) for t in t_a], [to_genesis(t) for t in t_b]
+    assert_same(list(getattr(genesis, name)(g_a, *args(g_a, g_b))), list(getattr(torch, name)(t_a, *args(t_a, t_b))))
+
+
+def test_per_tensor_ops_check_list_lengths():
+    a = [genesis.ones(2), genesis.ones(3)]
+    with pytest.raises(RuntimeError):
+        genesis._foreach_lerp_(a, [genesis.ones(2)], 0.5)

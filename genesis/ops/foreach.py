@@ -102,7 +102,7 @@ def _scale_array(other: Tensor | Number, dtype: dtypes.dtype, device: Any) -> ND
     return NDArray.full((), other, wide, device)
 
 
-def _foreach_mul_(self: Sequence[Tensor], other: Any) -> None:
+def _foreach_mul_(self: Sequence[Tensor], other: Any) -> Sequence[Tensor]:
     """``t.mul_(other)`` for every tensor (``torch._foreach_mul_``); ``other`` a number, a 0-d tensor or a list.
 
     A number or 0-d tensor takes one launch per (device, dtype) group on GPUs; the tensor is read on the device,
@@ -114,19 +114,20 @@ def _foreach_mul_(self: Sequence[Tensor], other: Any) -> None:
             raise RuntimeError(f"_foreach_mul_: expected {len(tensors)} multipliers, got {len(other)}")
         for t, o in zip(tensors, other):
             t.mul_(o)
-        return
+        return self
     if _recorded(tensors, other) or any(not t.dtype.is_floating_point for t in tensors):
         for t in tensors:  # graphs; integer tensors (torch's promotion rules and errors)
             t.mul_(other)
-        return
+        return self
     for (device, dt), idx in group_by_device_dtype(tensors).items():
         group = [tensors[i] for i in idx]
         device.backend.multi_scale_([t.ndarray for t in group], _scale_array(other, dt, device))
         for t in group:
             t._bump_version()
+    return self
 
 
-def _foreach_add_(self: Sequence[Tensor], other: Any, alpha: Number = 1) -> None:
+def _foreach_add_(self: Sequence[Tensor], other: Any, alpha: Number = 1) -> Sequence[Tensor]:
     """``t.add_(other, alpha=alpha)`` for every tensor (``torch._foreach_add_``); ``other`` a number, a tensor or a
     list of numbers or tensors. One in-place op per tensor."""
     tensors = _tensors("_foreach_add_", self)
@@ -135,23 +136,25 @@ def _foreach_add_(self: Sequence[Tensor], other: Any, alpha: Number = 1) -> None
             raise RuntimeError(f"_foreach_add_: expected {len(tensors)} addends, got {len(other)}")
         for t, o in zip(tensors, other):
             t.add_(o, alpha=alpha)
-        return
+        return self
     for t in tensors:
         t.add_(other, alpha=alpha)
+    return self
 
 
-def _foreach_zero_(self: Sequence[Tensor]) -> None:
+def _foreach_zero_(self: Sequence[Tensor]) -> Sequence[Tensor]:
     """``t.zero_()`` for every tensor (``torch._foreach_zero_``): one launch per (device, dtype) group on GPUs."""
     tensors = _tensors("_foreach_zero_", self)
     if _recorded(tensors):
         for t in tensors:
             t.zero_()
-        return
+        return self
     for (device, _), idx in group_by_device_dtype(tensors).items():
         group = [tensors[i] for i in idx]
         device.backend.multi_fill_([t.ndarray for t in group], 0)
         for t in group:
             t._bump_version()
+    return self
 
 
 def foreach_clamp_(tensors: Sequence[Tensor], min: float | None, max: float | None) -> None:
@@ -166,3 +169,120 @@ def foreach_clamp_(tensors: Sequence[Tensor], min: float | None, max: float | No
         device.backend.multi_clamp_([t.ndarray for t in group], min, max)
         for t in group:
             t._bump_version()
+
+
+# ---------------------------------------------------------------- the per-tensor family
+# torch's other common _foreach_* ops (EMA updates, optimizer code written with them): one op per tensor, with
+# torch's argument forms: a number or tensor for every element, or a list with one entry per element.
+
+
+def _each(op: str, other: Any, n: int) -> list:
+    """``other`` per element: its entries when it is a list or tuple (one per tensor), else itself ``n`` times."""
+    if isinstance(other, (list, tuple)):
+        if len(other) != n:
+            raise RuntimeError(f"{op}: Tensor lists must have the same number of tensors, got {n} and {len(other)}.")
+        return list(other)
+    return [other] * n
+
+
+def _foreach_sub_(self: Sequence[Tensor], other: Any, alpha: Number = 1) -> Sequence[Tensor]:
+    """``t.sub_(other, alpha=alpha)`` for every tensor."""
+    tensors = _tensors("_foreach_sub_", self)
+    for t, o in zip(tensors, _each("_foreach_sub_", other, len(tensors))):
+        t.sub_(o, alpha=alpha)
+    return self
+
+
+def _foreach_div_(self: Sequence[Tensor], other: Any) -> Sequence[Tensor]:
+    """``t.div_(other)`` for every tensor."""
+    tensors = _tensors("_foreach_div_", self)
+    for t, o in zip(tensors, _each("_foreach_div_", other, len(tensors))):
+        t.div_(o)
+    return self
+
+
+def _foreach_lerp_(self: Sequence[Tensor], tensors1: Sequence[Tensor], weight: Any) -> Sequence[Tensor]:
+    """``t.lerp_(end, weight)`` for every tensor (EMA updates: ``_foreach_lerp_(ema, params, 1 - decay)``)."""
+    tensors = _tensors("_foreach_lerp_", self)
+    ends = _each("_foreach_lerp_", list(tensors1), len(tensors))
+    for t, e, w in zip(tensors, ends, _each("_foreach_lerp_", weight, len(tensors))):
+        t.lerp_(e, w)
+    return self
+
+
+def _foreach_addcmul_(self: Sequence[Tensor], tensor1: Sequence[Tensor], tensor2: Sequence[Tensor],
+                      value: Any = 1) -> Sequence[Tensor]:
+    """``t.addcmul_(a, b, value=v)`` for every tensor (``value`` a number or one number per tensor)."""
+    tensors = _tensors("_foreach_addcmul_", self)
+    n = len(tensors)
+    for t, a, b, v in zip(tensors, _each("_foreach_addcmul_", list(tensor1), n),
+                          _each("_foreach_addcmul_", list(tensor2), n), _each("_foreach_addcmul_", value, n)):
+        t.addcmul_(a, b, value=v)
+    return self
+
+
+def _foreach_addcdiv_(self: Sequence[Tensor], tensor1: Sequence[Tensor], tensor2: Sequence[Tensor],
+                      value: Any = 1) -> Sequence[Tensor]:
+    """``t.addcdiv_(a, b, value=v)`` for every tensor (``value`` a number or one number per tensor)."""
+    tensors = _tensors("_foreach_addcdiv_", self)
+    n = len(tensors)
+    for t, a, b, v in zip(tensors, _each("_foreach_addcdiv_", list(tensor1), n),
+                          _each("_foreach_addcdiv_", list(tensor2), n), _each("_foreach_addcdiv_", value, n)):
+        t.addcdiv_(a, b, value=v)
+    return self
+
+
+def _foreach_copy_(self: Sequence[Tensor], src: Sequence[Tensor], non_blocking: bool = False) -> Sequence[Tensor]:
+    """``t.copy_(s)`` for every pair."""
+    tensors = _tensors("_foreach_copy_", self)
+    for t, s in zip(tensors, _each("_foreach_copy_", list(src), len(tensors))):
+        t.copy_(s, non_blocking=non_blocking)
+    return self
+
+
+def _foreach_sqrt_(self: Sequence[Tensor]) -> Sequence[Tensor]:
+    """``t.sqrt_()`` for every tensor."""
+    for t in _tensors("_foreach_sqrt_", self):
+        t.sqrt_()
+    return self
+
+
+def _foreach_add(self: Sequence[Tensor], other: Any, alpha: Number = 1) -> list[Tensor]:
+    """``t.add(other, alpha=alpha)`` for every tensor, as a new list."""
+    tensors = _tensors("_foreach_add", self)
+    return [t.add(o, alpha=alpha) for t, o in zip(tensors, _each("_foreach_add", other, len(tensors)))]
+
+
+def _foreach_sub(self: Sequence[Tensor], other: Any, alpha: Number = 1) -> list[Tensor]:
+    """``t.sub(other, alpha=alpha)`` for every tensor, as a new list."""
+    tensors = _tensors("_foreach_sub", self)
+    return [t.sub(o, alpha=alpha) for t, o in zip(tensors, _each("_foreach_sub", other, len(tensors)))]
+
+
+def _foreach_mul(self: Sequence[Tensor], other: Any) -> list[Tensor]:
+    """``t.mul(other)`` for every tensor, as a new list."""
+    tensors = _tensors("_foreach_mul", self)
+    return [t.mul(o) for t, o in zip(tensors, _each("_foreach_mul", other, len(tensors)))]
+
+
+def _foreach_div(self: Sequence[Tensor], other: Any) -> list[Tensor]:
+    """``t.div(other)`` for every tensor, as a new list."""
+    tensors = _tensors("_foreach_div", self)
+    return [t.div(o) for t, o in zip(tensors, _each("_foreach_div", other, len(tensors)))]
+
+
+def _foreach_lerp(self: Sequence[Tensor], tensors1: Sequence[Tensor], weight: Any) -> list[Tensor]:
+    """``t.lerp(end, weight)`` for every tensor, as a new list."""
+    tensors = _tensors("_foreach_lerp", self)
+    ends = _each("_foreach_lerp", list(tensors1), len(tensors))
+    return [t.lerp(e, w) for t, e, w in zip(tensors, ends, _each("_foreach_lerp", weight, len(tensors)))]
+
+
+def _foreach_sqrt(self: Sequence[Tensor]) -> list[Tensor]:
+    """``t.sqrt()`` for every tensor, as a new list."""
+    return [t.sqrt() for t in _tensors("_foreach_sqrt", self)]
+
+
+def _foreach_neg(self: Sequence[Tensor]) -> list[Tensor]:
+    """``t.neg()`` for every tensor, as a new list."""
+    return [t.neg() for t in _tensors("_foreach_neg", self)]
