@@ -65,6 +65,7 @@ from genesis.dtypes import (
     uint8,
 )
 from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
+from genesis.nn.functional.distance import cosine_similarity, pairwise_distance
 from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops, from the op registry
 from genesis.ops.sparse import layout, sparse_coo, strided
 from genesis.printing import set_printoptions

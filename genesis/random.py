@@ -7,9 +7,10 @@ the CPU and CUDA backends share one semantics (``manual_seed`` seeds every devic
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from genesis import dtypes
 from genesis.autograd import is_grad_enabled
@@ -100,6 +101,28 @@ def get_rng_state() -> Tensor:
 
 def set_rng_state(state: Tensor) -> None:
     default_generator("cpu").set_state(state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices: Any = None, enabled: bool = True, _caller: str = "fork_rng", _devices_kw: str = "devices",
+             device_type: str = "cuda") -> Iterator[None]:
+    """Run a block with the random states saved before it and restored after it (``torch.random.fork_rng``): draws
+    inside the block leave the draws after it unchanged, on the CPU and on ``devices`` (GPU indices or devices;
+    by default every device whose generator was used)."""
+    if not enabled:
+        yield
+        return
+    if devices is None:
+        targets = [default_generator("cpu"), *(g for d, g in _default_generators.items() if d.type != "cpu")]
+    else:
+        targets = [default_generator("cpu")] + [
+            default_generator(Device(device_type, d) if isinstance(d, int) else d) for d in devices]
+    saved = [(g, g.get_state()) for g in targets]
+    try:
+        yield
+    finally:
+        for g, state in saved:
+            g.set_state(state)
 
 
 def _stream(generator: Generator | None, device: Device, numel: int) -> tuple[int, int]:

@@ -366,3 +366,15 @@ def test_jit_entry_points_leave_code_eager() -> None:
     assert not genesis.jit.is_scripting() and not genesis.jit.is_tracing() and genesis.jit.annotate(int, 3) == 3
     with pytest.raises(NotImplementedError, match="state_dict"):
         genesis.jit.save(model, "model.pt")
+
+
+def test_fork_rng_and_namespace_distances() -> None:
+    genesis.manual_seed(3)
+    with genesis.random.fork_rng():
+        inside = genesis.rand(4).tolist()
+    assert genesis.rand(4).tolist() == inside  # the draws after the block are those it would have made
+    with genesis.random.fork_rng(enabled=False):
+        genesis.rand(1)
+    a, b = torch.tensor([[1.0, 2.0, 3.0]]), torch.tensor([[1.0, 0.0, -1.0]])
+    assert_same(genesis.cosine_similarity(to_genesis(a), to_genesis(b)), torch.cosine_similarity(a, b))
+    assert_same(genesis.pairwise_distance(to_genesis(a), to_genesis(b)), torch.pairwise_distance(a, b))

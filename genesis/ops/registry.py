@@ -180,6 +180,7 @@ OPS: tuple[Op, ...] = (
     Op("broadcast_tensors", views.broadcast_tensors),
     Op("narrow", views.narrow, method=True),
     Op("select", views.select, method=True),
+    Op("as_strided", views.as_strided, method=True),
     Op("diagonal", views.diagonal, method=True),
     Op("unfold", views.unfold, method=True),
     Op("contiguous", views.contiguous, method=True),

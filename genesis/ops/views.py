@@ -341,6 +341,18 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     return view_of(input, lambda x: x.basic_index(key))
 
 
+def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
+    """The view of ``input``'s memory with the given sizes and strides (in elements), from ``storage_offset`` (default:
+    the tensor's own offset), as torch's. Overlapping views sum their gradients."""
+    size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(stride)} strides for {len(size)} sizes")
+    if any(n < 0 for n in size) or any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: negative sizes or strides are not supported, got {list(size)} and "
+                           f"{list(stride)}")
+    return view_of(input, lambda x: x.as_strided(size, stride, x.offset if storage_offset is None else storage_offset))
+
+
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     return view_of(input, lambda x: x.diagonal(offset, dim1, dim2))
 
