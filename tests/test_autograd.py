@@ -1970,3 +1970,54 @@ def test_detect_anomaly_names_the_node_that_made_a_nan():
     with genesis.autograd.set_detect_anomaly(True):
         assert genesis.autograd.is_anomaly_enabled()
     assert not genesis.autograd.is_anomaly_enabled()
+
+
+def _nested_close(g, t):
+    if isinstance(t, tuple):
+        assert isinstance(g, tuple) and len(g) == len(t)
+        for a, b in zip(g, t):
+            _nested_close(a, b)
+        return
+    assert_same(g, t)
+
+
+def _two_outputs(lib):
+    return lambda x, y: ((x ** 2 * y.sum()).sin(), x.exp().sum() * y)
+
+
+def _scalar(lib):
+    return lambda x, y: (x ** 3).sum() * y.prod() + (x * y[:3]).sum() ** 2
+
+
+@pytest.mark.parametrize("name", ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"])
+def test_autograd_functional_matches_torch(name):
+    x = torch.tensor([0.3, -0.5, 0.7], dtype=torch.float64)
+    y = torch.tensor([1.2, 0.4, -0.3, 0.9], dtype=torch.float64)
+    vx = torch.tensor([1.0, 2.0, -1.0], dtype=torch.float64)
+    vy = torch.tensor([0.5, 0.1, -0.2, 0.3], dtype=torch.float64)
+    t_fn, g_fn = getattr(torch.autograd.functional, name), getattr(genesis.autograd.functional, name)
+    g_in = (to_genesis(x), to_genesis(y))
+    if name == "jacobian":
+        _nested_close(g_fn(_two_outputs(genesis), g_in), t_fn(_two_outputs(torch), (x, y)))
+        _nested_close(g_fn(lambda a: a.sin() * 2, g_in[0]), t_fn(lambda a: a.sin() * 2, x))
+    elif name == "hessian":
+        _nested_close(g_fn(_scalar(genesis), g_in), t_fn(_scalar(torch), (x, y)))
+        _nested_close(g_fn(lambda a: (a ** 3).sum(), g_in[0]), t_fn(lambda a: (a ** 3).sum(), x))
+    elif name == "vjp":
+        _nested_close(g_fn(lambda a: a.sin() * 2, g_in[0], to_genesis(vx)), t_fn(lambda a: a.sin() * 2, x, vx))
+    elif name == "jvp":
+        _nested_close(g_fn(_two_outputs(genesis), g_in, (to_genesis(vx), to_genesis(vy))),
+                      t_fn(_two_outputs(torch), (x, y), (vx, vy)))
+    else:
+        _nested_close(g_fn(_scalar(genesis), g_in, (to_genesis(vx), to_genesis(vy))),
+                      t_fn(_scalar(torch), (x, y), (vx, vy)))
+
+
+def test_autograd_functional_create_graph_and_strict():
+    x = to_genesis(torch.tensor([0.3, -0.5], dtype=torch.float64), requires_grad=True)
+    jac = genesis.autograd.functional.jacobian(lambda a: a ** 3, x, create_graph=True)
+    (g,) = genesis.autograd.grad(jac.sum(), x)  # the Jacobian 3 diag(a^2) differentiates to 6 a
+    assert g.tolist() == pytest.approx([6 * 0.3, 6 * -0.5])
+    assert not genesis.autograd.functional.jacobian(lambda a: a ** 3, x).requires_grad
+    with pytest.raises(RuntimeError, match="independent of input 1"):
+        genesis.autograd.functional.jacobian(lambda a, b: a * 2, (x, x.detach()), strict=True)
