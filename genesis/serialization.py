@@ -12,9 +12,11 @@ reported by name and yields nothing. Sharded Hugging Face checkpoints load throu
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import zlib
+from collections import OrderedDict
 from typing import Any, BinaryIO, Union
 
 import numpy as np
@@ -23,6 +25,8 @@ import safetensors.numpy
 from genesis import cuda, dtypes, torch_pickle
 from genesis.device import device as Device
 from genesis.device import to_device
+from genesis.nn.modules.module import Module
+from genesis.nn.parameter import Parameter
 from genesis.random import default_generator
 from genesis.safetensors_io import (
     STORABLE_DTYPES,
@@ -77,9 +81,29 @@ class _Encoder:
                 return {k: self.encode(v, _join(path, k)) for k, v in obj.items()}
             return {"__dict__": [[self.encode(k, f"{path}.<key>"), self.encode(v, _join(path, str(k)))]
                                  for k, v in obj.items()]}
+        if isinstance(obj, Module):
+            return self._module(obj, path)
         raise TypeError(f"save: cannot store an object of type {type(obj).__name__} at '{path or '<root>'}'; "
-                        "only tensors, numpy arrays, dicts, lists, tuples, numbers, strings, bools and None can be "
-                        "saved")
+                        "only tensors, numpy arrays, dicts, lists, tuples, numbers, strings, bools, None and whole "
+                        "modules can be saved")
+
+    def _module(self, module: Module, path: str) -> dict[str, Any]:
+        """A whole module as its class's import name and its attributes: tensors and plain values as anywhere,
+        the parameter/buffer/submodule/hook tables as ordered pairs, sets as lists, and functions or classes (an
+        activation attribute) by import name. Nothing is pickled: loading imports the named classes and
+        functions only, and only with ``weights_only=False``."""
+        state = {}
+        for key, value in module.__dict__.items():
+            where = _join(path, key)
+            if isinstance(value, OrderedDict):
+                state[key] = {"__odict__": [[k, self.encode(v, _join(where, str(k)))] for k, v in value.items()]}
+            elif isinstance(value, (set, frozenset)):
+                state[key] = {"__set__": [self.encode(v, where) for v in sorted(value, key=repr)]}
+            elif callable(value) and not isinstance(value, (Module, Tensor)):
+                state[key] = {"__callable__": _import_name(value, where)}
+            else:
+                state[key] = self.encode(value, where)
+        return {"__object__": _import_name(type(module), path), "state": state}
 
     def _name(self, path: str) -> str:
         name = path or "tensor"
@@ -117,7 +141,34 @@ class _Encoder:
         ref["__tensor__"] = name
         if t.requires_grad:
             ref["requires_grad"] = True
+        if isinstance(t, Parameter):
+            ref["parameter"] = True
         return ref
+
+
+def _import_name(obj: Any, path: str) -> str:
+    """``module:qualname`` of a class or function that an import finds again; TypeError for anything else (a
+    lambda, a closure, a bound method)."""
+    name = f"{getattr(obj, '__module__', None)}:{getattr(obj, '__qualname__', None)}"
+    try:
+        found = _resolve(name)
+    except (ImportError, AttributeError, ValueError):
+        found = None
+    if found is not obj:
+        raise TypeError(f"save: cannot store {obj!r} at '{path or '<root>'}': only classes and functions that an "
+                        "import finds by name can be saved (not lambdas, closures or bound methods)")
+    return name
+
+
+def _resolve(name: str) -> Any:
+    """The class or function a ``module:qualname`` names (imports the module)."""
+    module_name, _, qualname = name.partition(":")
+    if not module_name or not qualname or "<" in qualname:
+        raise ValueError(name)
+    obj = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _join(path: str, key: str) -> str:
@@ -132,14 +183,16 @@ def save(obj: Any, f: FileLike) -> None:
     """Save tensors, state dicts and nested containers of plain values to a safetensors file.
 
     Args:
-        obj: a tensor, or dicts / lists / tuples nesting tensors, numbers, strings, bools, None, dtypes, devices.
-            A tensor referenced twice (tied weights) is stored once and loads as one tensor.
+        obj: a tensor, or dicts / lists / tuples nesting tensors, numbers, strings, bools, None, dtypes, devices,
+            or whole modules (their class by import name, their attributes, parameters and buffers; they load back
+            with ``load(..., weights_only=False)``). A tensor referenced twice (tied weights) is stored once and
+            loads as one tensor.
         f: a path (written atomically) or a writable binary file object.
     """
-    if callable(getattr(obj, "state_dict", None)):
+    if callable(getattr(obj, "state_dict", None)) and not isinstance(obj, Module):
         raise TypeError(f"save: cannot store a whole {type(obj).__name__} object: Genesis files hold tensors and "
                         f"plain values, never pickled code; save its state_dict() instead "
-                        f"(genesis.save(model.state_dict(), path)) and load it with load_state_dict()")
+                        f"(genesis.save(obj.state_dict(), path)) and load it with load_state_dict()")
     encoder = _Encoder()
     structure = encoder.encode(obj, "")
     if "__metadata__" in encoder.arrays:
@@ -223,10 +276,12 @@ class _Decoder:
     """Rebuilds the saved object from a file's structure; anything that :func:`save` could not have written raises
     CheckpointError naming the file and the place in the structure."""
 
-    def __init__(self, arrays: dict[str, np.ndarray], map_location: Any, name: str) -> None:
+    def __init__(self, arrays: dict[str, np.ndarray], map_location: Any, name: str,
+                 weights_only: bool = True) -> None:
         self.arrays = arrays
         self.map_location = map_location
         self.name = name
+        self.weights_only = weights_only
         self.tensors: dict[str, Tensor] = {}
 
     def _bad(self, path: str, what: str) -> CheckpointError:
@@ -261,7 +316,41 @@ class _Decoder:
                 raise self._bad(path, f"unknown dtype {data['__dtype__']!r}") from None
         if "__device__" in data:
             return self._device(data["__device__"], path)
+        if "__object__" in data:
+            return self._module(data, path, depth)
+        if "__odict__" in data:
+            pairs = data["__odict__"]
+            if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+                raise self._bad(path, "'__odict__' must hold a list of [key, value] pairs")
+            return OrderedDict((k, self.decode(v, _join(path, str(k)), depth + 1)) for k, v in pairs)
+        if "__set__" in data:
+            return set(_hashable(self.decode(v, path, depth + 1)) for v in data["__set__"])
+        if "__callable__" in data:
+            return self._named(data["__callable__"], path, "function or class")
         return {k: self.decode(v, _join(path, k), depth + 1) for k, v in data.items()}
+
+    def _named(self, name: Any, path: str, what: str) -> Any:
+        """The class or function ``name`` refers to, imported (only with ``weights_only=False``)."""
+        if self.weights_only:
+            raise CheckpointError(f"load: '{self.name}' holds a whole module ({what} {name!r} at "
+                                  f"'{path or '<root>'}'): load(..., weights_only=False) rebuilds it, importing "
+                                  "that name; only do so for files you trust, or save a state_dict() instead")
+        try:
+            return _resolve(_text(name))
+        except (ImportError, AttributeError, ValueError, TypeError) as err:
+            raise CheckpointError(f"load: '{self.name}' needs {what} {name!r} at '{path or '<root>'}', which "
+                                  f"cannot be imported here ({type(err).__name__}: {err})") from None
+
+    def _module(self, data: dict[str, Any], path: str, depth: int) -> Module:
+        cls = self._named(data["__object__"], path, "module class")
+        if not (isinstance(cls, type) and issubclass(cls, Module)):
+            raise self._bad(path, f"{data['__object__']!r} is not a module class")
+        state = data.get("state")
+        if not isinstance(state, dict):
+            raise self._bad(path, "a module's 'state' must be a map of its attributes")
+        module = cls.__new__(cls)
+        module.__dict__.update({k: self.decode(v, _join(path, k), depth + 1) for k, v in state.items()})
+        return module
 
     def _dict(self, pairs: Any, path: str, depth: int) -> dict[Any, Any]:
         if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
@@ -296,6 +385,10 @@ class _Decoder:
         if not isinstance(requires_grad, bool):
             raise self._bad(path, f"requires_grad is {requires_grad!r}, not a bool")
         t = tensor(_restore(self.arrays[key], ref), device=_target_device(saved, self.map_location))
+        if ref.get("parameter") is True:
+            t = Parameter(t, requires_grad)
+            self.tensors[key] = t
+            return t
         if requires_grad:
             if not t.dtype.is_floating_point:
                 raise self._bad(path, f"tensor '{key}' of dtype {t.dtype} cannot require gradients")
@@ -374,8 +467,10 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True) -> An
         f: a path or a readable binary file object.
         map_location: where tensors go: None (the device they were saved from), a device or device string, or a
             dict mapping saved device strings to new ones (``{"cuda:0": "cpu"}``).
-        weights_only: accepted for torch compatibility; loading is always weights-only (safetensors files hold no
-            code, and PyTorch pickles are restricted to tensors and containers).
+        weights_only: as torch's (True by default): a file holding a whole module (written by
+            ``save(model, ...)``) loads only with ``weights_only=False``, which imports the module's class and any
+            function it names (nothing is unpickled: the file holds names, attributes and tensors). PyTorch pickles
+            are always restricted to tensors and containers.
 
     Returns:
         The saved object; a plain safetensors file (or a sharded index) loads as a ``{name: tensor}`` dict.
@@ -386,7 +481,7 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True) -> An
         tree = torch_pickle.read(f)
         return torch_pickle.records_to_tensors(tree, lambda saved: _target_device(saved, map_location))
     arrays, metadata, name = _read(f)
-    decoder = _Decoder(arrays, map_location, name)
+    decoder = _Decoder(arrays, map_location, name, weights_only)
     if _STRUCTURE_KEY not in metadata:
         return {key: decoder.decode({"__tensor__": key}) for key in arrays}
     return decoder.decode(_json(metadata[_STRUCTURE_KEY], name))

@@ -318,3 +318,57 @@ def test_safetensors_io_reads_sharded_index(tmp_path) -> None:
         read_weight_map(index)
     with pytest.raises(CheckpointError, match="corrupt checkpoint index"):
         genesis.load(index)
+
+
+class _TiedLM(genesis.nn.Module):
+    """A word-language-model shape: tied embedding and decoder, an LSTM, dropout, plain attributes and an
+    activation function kept as an attribute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = genesis.nn.Embedding(12, 6)
+        self.rnn = genesis.nn.LSTM(6, 6, 2)
+        self.decoder = genesis.nn.Linear(6, 12)
+        self.decoder.weight = self.encoder.weight
+        self.drop = genesis.nn.Dropout(0.2)
+        self.act = genesis.nn.functional.relu
+        self.rnn_type, self.sizes = "LSTM", (6, 2)
+        self.register_buffer("scale", genesis.ones(1), persistent=False)
+
+    def forward(self, x):
+        out, _ = self.rnn(self.drop(self.encoder(x)))
+        return self.decoder(self.act(out)) * self.scale
+
+
+def test_whole_module_round_trip(tmp_path):
+    genesis.manual_seed(0)
+    model = _TiedLM().eval()
+    x = genesis.randint(0, 12, (5, 3))
+    path = tmp_path / "model.pt"
+    with open(path, "wb") as f:
+        genesis.save(model, f)
+    with open(path, "rb") as f:
+        loaded = genesis.load(f, weights_only=False)
+    assert type(loaded) is _TiedLM and not loaded.training
+    assert loaded.decoder.weight is loaded.encoder.weight and isinstance(loaded.encoder.weight, genesis.nn.Parameter)
+    assert loaded.rnn_type == "LSTM" and loaded.sizes == (6, 2) and loaded.act is genesis.nn.functional.relu
+    assert list(loaded.state_dict()) == list(model.state_dict())
+    assert torch.equal(to_torch(loaded(x)), to_torch(model(x)))
+    loaded.train()
+    loaded(x).sum().backward()
+    assert loaded.encoder.weight.grad is not None
+    # a module inside a container, as a checkpoint dict holds it
+    genesis.save({"model": model, "epoch": 3}, tmp_path / "ck.pt")
+    ck = genesis.load(tmp_path / "ck.pt", weights_only=False)
+    assert ck["epoch"] == 3 and torch.equal(to_torch(ck["model"](x)), to_torch(model(x)))
+
+
+def test_whole_module_needs_weights_only_false_and_importable_names(tmp_path):
+    genesis.save(genesis.nn.Linear(2, 2), tmp_path / "lin.pt")
+    with pytest.raises(CheckpointError, match="weights_only=False"):
+        genesis.load(tmp_path / "lin.pt")  # the default, as torch's since 2.6
+    assert isinstance(genesis.load(tmp_path / "lin.pt", weights_only=False), genesis.nn.Linear)
+    model = genesis.nn.Linear(2, 2)
+    model.act = lambda t: t * 2  # a lambda cannot be found again by name
+    with pytest.raises(TypeError, match="only classes and functions that an import finds by name"):
+        genesis.save(model, tmp_path / "bad.pt")

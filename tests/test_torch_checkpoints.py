@@ -174,10 +174,12 @@ def test_corrupt_files_raise_checkpoint_error(tmp_path) -> None:
         genesis.load(stretched)
 
 
-def test_save_module_still_refused_with_state_dict_hint(tmp_path) -> None:
+def test_save_optimizer_refused_with_state_dict_hint(tmp_path) -> None:
+    # Whole modules can be saved (tests/test_serialization.py); other objects with a state_dict cannot.
+    optimizer = genesis.optim.SGD(genesis.nn.Linear(2, 2).parameters(), lr=0.1)
     with pytest.raises(TypeError, match=r"save its state_dict\(\) instead"):
-        genesis.save(genesis.nn.Linear(2, 2), tmp_path / "m.safetensors")
-    assert not (tmp_path / "m.safetensors").exists()
+        genesis.save(optimizer, tmp_path / "o.safetensors")
+    assert not (tmp_path / "o.safetensors").exists()
 
 
 def test_sharded_pytorch_index_loads(tmp_path) -> None:
