@@ -2,7 +2,8 @@
 
 ``python distributed_worker.py DEVICE``: every collective against a reference computed here from every rank's
 (deterministic) input, DistributedDataParallel and ZeroRedundancyOptimizer against single-process training on the
-concatenated batch, and DistributedSampler. Prints ``WORKER OK <rank>`` when everything matched.
+concatenated batch, DistributedSampler, and SyncBatchNorm against BatchNorm on the whole batch. Prints
+``WORKER OK <rank>`` when everything matched.
 """
 
 from __future__ import annotations
@@ -234,6 +235,38 @@ def sampler(r: int, n: int) -> None:
                 assert set(flat) == set(range(11)) and len(flat) == len(s) * n, everyone
 
 
+def sync_batch_norm(r: int, n: int) -> None:
+    """SyncBatchNorm on each rank's shard equals BatchNorm on the whole batch: outputs, input gradients, running
+    statistics, and the weight and bias gradients summed over the ranks."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2 * n, 3, 4, 4)).astype(np.float32)
+    target = rng.standard_normal((2 * n, 3, 4, 4)).astype(np.float32)
+    weight, bias = np.array([1.5, -0.5, 2.0], np.float32), np.array([0.1, 0.2, -0.3], np.float32)
+    shard = slice(2 * r, 2 * r + 2)
+
+    def layer(cls):
+        m = cls(3).to(DEVICE)
+        with genesis.no_grad():
+            m.weight.copy_(t(weight))
+            m.bias.copy_(t(bias))
+        return m
+
+    ref, synced = layer(nn.BatchNorm2d), nn.SyncBatchNorm.convert_sync_batchnorm(layer(nn.BatchNorm2d))
+    assert isinstance(synced, nn.SyncBatchNorm)
+    x_all, x_mine = t(x).requires_grad_(True), t(x[shard]).requires_grad_(True)
+    out_all, out_mine = ref(x_all), synced(x_mine)
+    (out_all * t(target)).sum().backward()
+    (out_mine * t(target[shard])).sum().backward()
+    same("sync bn output", out_mine.detach(), out_all.detach().cpu().numpy()[shard], 1e-5)
+    same("sync bn input grad", x_mine.grad, x_all.grad.cpu().numpy()[shard], 1e-4)
+    same("sync bn running mean", synced.running_mean, ref.running_mean.cpu().numpy(), 1e-5)
+    same("sync bn running var", synced.running_var, ref.running_var.cpu().numpy(), 1e-5)
+    for name in ("weight", "bias"):
+        g = getattr(synced, name).grad.clone()
+        dist.all_reduce(g)
+        same(f"sync bn {name} grad", g, getattr(ref, name).grad.cpu().numpy(), 1e-4)
+
+
 def main() -> None:
     if DEVICE != "cpu":
         genesis.cuda.set_device(dist.get_local_rank())
@@ -243,6 +276,7 @@ def main() -> None:
     ddp(r, n)
     zero(r, n)
     sampler(r, n)
+    sync_batch_norm(r, n)
     dist.destroy_process_group()
     print(f"WORKER OK {r}")
 

@@ -32,6 +32,7 @@ from genesis.nn.modules.activation import (
 )
 from genesis.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from genesis.nn.modules.attention import FeedForwardSwiGLU, MultiheadAttention, RotaryEmbedding
+from genesis.nn.modules.batchnorm import SyncBatchNorm
 from genesis.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from genesis.nn.modules.conv import (
     Conv1d,
@@ -148,6 +149,7 @@ from genesis.nn.modules.transformer import (
 from genesis.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
+    "SyncBatchNorm",
     "CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid",
     "LogSoftmax", "Mish", "PReLU", "RReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax", "Softmax2d",
     "Softmin", "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold",
