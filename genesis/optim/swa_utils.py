@@ -19,7 +19,7 @@ from genesis.autograd import no_grad
 from genesis.nn.modules.module import Module
 from genesis.nn.modules.normalization import _BatchNorm
 from genesis.ops.foreach import _foreach_add_, group_by_device_dtype
-from genesis.optim.lr_scheduler import LRScheduler, _per_group
+from genesis.optim.lr_scheduler.scheduler import LRScheduler, _per_group
 from genesis.optim.optimizer import Optimizer
 from genesis.tensor import Tensor, tensor
 

@@ -1,0 +1,134 @@
+"""The scheduler base class: the chainable update loop, `step(epoch)`, state dicts and per-group values."""
+
+from __future__ import annotations
+
+import types
+import warnings
+from typing import Any, Callable, Sequence
+
+from genesis.optim.optimizer import Optimizer
+from genesis.tensor import Tensor
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. Please use "
+    "`scheduler.step()` to step the scheduler. During the deprecation, if epoch is different from None, the closed "
+    "form is used instead of the new chainable form, where available. Please open an issue if you are unable to "
+    "replicate your use case: https://github.com/pytorch/pytorch/issues/new/choose."
+)
+
+
+def _check_optimizer(optimizer: Any) -> Optimizer:
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+    return optimizer
+
+
+def _per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
+    """One value per parameter group: a list as given (length checked) or a scalar repeated."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(optimizer.param_groups):
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. {name} has "
+                             f"{len(value)} values, param_groups has {len(optimizer.param_groups)}.")
+        return list(value)
+    return [value] * len(optimizer.param_groups)
+
+
+def _saved_callable(fn: Callable | None) -> dict[str, Any] | None:
+    """How torch saves a user function: nothing for a plain function or lambda, the attributes of a callable object."""
+    if fn is None or isinstance(fn, types.FunctionType):
+        return None
+    return fn.__dict__.copy()
+
+
+def _restore_callable(fn: Callable | None, saved: dict[str, Any] | None) -> None:
+    if saved is not None:
+        fn.__dict__.update(saved)
+
+
+class LRScheduler:
+    """Base class of the schedules: subclasses implement :meth:`get_lr` from ``last_epoch`` and the current lrs.
+
+    Args:
+        optimizer: the optimizer whose learning rates are scheduled.
+        last_epoch: index of the last step taken; -1 starts a new schedule (and records ``initial_lr``).
+    """
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+        self.optimizer = _check_optimizer(optimizer)
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                lr = group["lr"]  # a tensor learning rate is changed in place: record its value
+                group.setdefault("initial_lr", float(lr.item()) if isinstance(lr, Tensor) else lr)
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming a "
+                                   "scheduler with last_epoch >= 0")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        """Take the step that sets the learning rates for epoch 0."""
+        self._step_count = 0
+        self._is_initial = True
+        self.step()
+        self._is_initial = False
+
+    def get_lr(self) -> list[float]:
+        """The learning rates for ``last_epoch`` (called by :meth:`step`; use :meth:`get_last_lr` to read)."""
+        raise NotImplementedError
+
+    def get_last_lr(self) -> list[float]:
+        """The learning rates set by the last :meth:`step`, one per parameter group."""
+        return self._last_lr
+
+    def _get_closed_form_lr(self) -> list[float]:
+        """The learning rates at ``last_epoch`` computed from ``base_lrs``, for ``step(epoch)`` and SequentialLR's
+        restarts; a schedule without a closed form falls back to :meth:`get_lr`, as in torch."""
+        return self.get_lr()
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance the schedule one step and write the new learning rates into the optimizer.
+
+        Args:
+            epoch: deprecated (torch warns too): jump to this epoch, using the closed-form learning rates where the
+                schedule has them.
+        """
+        self._step_count += 1
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            self.last_epoch = epoch
+            values = self._get_closed_form_lr()
+        self._set_lrs(values)
+
+    def _set_lrs(self, values: Sequence[float]) -> None:
+        for group, lr in zip(self.optimizer.param_groups, values):
+            if isinstance(group["lr"], Tensor):
+                group["lr"].fill_(lr)  # in place, as torch: a captured optimizer step reads the tensor
+            else:
+                group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def _current_lrs(self) -> list[float]:
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every attribute except the optimizer and functions (lambdas cannot be saved)."""
+        return {key: value for key, value in self.__dict__.items() if key != "optimizer" and not callable(value)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the attributes saved by :meth:`state_dict`."""
+        self.__dict__.update(state_dict)
+
+
+class _LRScheduler(LRScheduler):
+    """Legacy name of :class:`LRScheduler`, kept (as in torch) for custom schedules that subclass it."""
+
