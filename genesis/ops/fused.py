@@ -28,6 +28,7 @@ from genesis.memory_format import is_dense
 from genesis.ndarray import NDArray
 from genesis.ops._args import zeros_like_detached
 from genesis.ops.compare import where
+from genesis.ops.norm_grads import layer_norm_grads
 from genesis.ops.reduce import softmax
 from genesis.tensor import Tensor
 
@@ -51,9 +52,7 @@ class LayerNorm(Primitive):
         rms = ctx.rms
         need = ctx.needs_input_grad
         if is_grad_enabled():
-            gx, gw, gb = _layer_norm_grads(grad, x, weight, ctx.eps, rms, need)
-            if gb is not None and gb.dtype is not ctx.bias_dtype:  # summed in float32
-                gb = gb.to(ctx.bias_dtype)
+            gx, gw, gb = layer_norm_grads(grad, x, weight, ctx.eps, rms, ctx.bias_dtype, need)
         else:
             mask = (bool(need[0]), weight is not None and bool(need[1]), not rms and bool(need[2]))
             gx, gw, gb = LayerNormBackward.apply(grad, x, weight, mean, rstd, rms, mask, ctx.bias_dtype)
@@ -69,24 +68,6 @@ class LayerNormBackward(Primitive):
     @staticmethod
     def backward(ctx, *grads):
         raise NotImplementedError("double backward through the fused layer_norm backward is not supported")
-
-
-def _layer_norm_grads(grad, x, weight, eps: float, rms: bool, need: tuple) -> tuple:
-    """Differentiable gradients of ``LayerNorm`` (used when the backward itself is recorded). The statistics are
-    recomputed from ``x`` rather than taken from the forward, so that second derivatives see their dependence on x."""
-    g, xf = grad.float(), x.float()
-    centered = xf if rms else xf - xf.mean(-1, keepdim=True)
-    r = ((centered * centered).mean(-1, keepdim=True) + eps).rsqrt()
-    xhat = centered * r
-    wg = g * weight.float() if weight is not None else g
-    dx = wg - xhat * (xhat * wg).mean(-1, keepdim=True)
-    if not rms:
-        dx = dx - wg.mean(-1, keepdim=True)
-    lead = tuple(range(x.ndim - 1))
-    gx = (dx * r).to(x.dtype) if need[0] else None
-    gw = (g * xhat).sum(lead).to(weight.dtype) if weight is not None and need[1] else None
-    gb = g.sum(lead) if not rms and need[2] else None
-    return gx, gw, gb
 
 
 class FusedCrossEntropy(Primitive):

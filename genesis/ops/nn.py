@@ -1,9 +1,12 @@
 """Neural-network ops as single autograd nodes: linear, convolution, pooling, normalization, resampling and padding.
 
-Convolution, pooling and batch norm call fused backend kernels each way (``conv``/``conv_backward``, ...): one
-kernel is several times faster on the CPU than composing them from smaller ops. Their backward primitives have no
-backward of their own (no double differentiation through them). ``Linear`` uses only the ``matmul`` primitive; it
-exists so that a layer is one graph node whose weight gradient comes out contiguous in the weight's layout.
+Convolution, pooling and the batch, group and instance norms call fused backend kernels each way
+(``conv``/``conv_backward``, ...): one kernel is several times faster on the CPU than composing them from smaller ops.
+Double backward (``create_graph=True``): the backward primitives of convolution, pooling, resampling and padding have
+a backward of their own; the norms' backward is written in tensor ops instead (``genesis.ops.norm_grads``) while the
+graph of the backward is recorded, and stays one fused kernel otherwise. ``Linear`` uses only the ``matmul``
+primitive; it exists so that a layer is one graph node whose weight gradient comes out contiguous in the weight's
+layout.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, check_same_device
 from genesis.ops._args import zeros_like_detached
 from genesis.ops.compare import where
+from genesis.ops.norm_grads import batch_norm_grads, group_norm_grads
 from genesis.ops.reduce import softmax
 from genesis.tensor import Tensor
 
@@ -229,7 +233,11 @@ class AdaptivePoolBackward(Primitive):
 
 
 class BatchNorm(Primitive):
-    """Batch normalization over every dim but 1; in training it also updates the running statistics in place."""
+    """Batch normalization over every dim but 1; in training it also updates the running statistics in place.
+
+    Backward is the backend's ``batch_norm_backward``; under ``create_graph`` it is written in tensor ops
+    (``batch_norm_grads``), so gradient penalties and Hessian-vector products differentiate it again.
+    """
 
     @staticmethod
     def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,
@@ -238,6 +246,7 @@ class BatchNorm(Primitive):
                                                            momentum, eps)
         ctx.save_for_backward(x, weight, running_mean, running_var, save_mean, save_invstd)
         ctx.params = (training, eps)
+        ctx.bias_dtype = bias.dtype if bias is not None else None
         return out
 
     @staticmethod
@@ -245,27 +254,13 @@ class BatchNorm(Primitive):
         x, weight, running_mean, running_var, save_mean, save_invstd = ctx.saved_tensors
         mask = (bool(ctx.needs_input_grad[0]), weight is not None and bool(ctx.needs_input_grad[1]),
                 bool(ctx.needs_input_grad[2]))
-        if not is_grad_enabled():
+        if is_grad_enabled():
+            grads = batch_norm_grads(grad, x, weight, running_mean, running_var, *ctx.params, ctx.bias_dtype, mask)
+        else:
             grads = grad.ndarray.backend.batch_norm_backward(
                 grad.ndarray, x.ndarray, _raw(weight), _raw(running_mean), _raw(running_var), save_mean.ndarray,
                 save_invstd.ndarray, *ctx.params, mask)
-        else:
-            grads = BatchNormBackward.apply(grad, x, weight, running_mean, running_var, save_mean, save_invstd,
-                                            *ctx.params, mask)
         return tuple(grads) + (None, None)
-
-
-class BatchNormBackward(Primitive):
-    @staticmethod
-    def forward(ctx, grad: NDArray, x: NDArray, weight: NDArray | None, running_mean: NDArray | None,
-                running_var: NDArray | None, save_mean: NDArray, save_invstd: NDArray, training: bool, eps: float,
-                output_mask: tuple) -> tuple:
-        return grad.backend.batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd,
-                                                training, eps, output_mask)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise NotImplementedError("double backward through batch_norm is not supported")
 
 
 def check_all(ok: Tensor, error: type[Exception], message: str) -> None:
@@ -369,7 +364,11 @@ def _cross_entropy_grad(grad: NDArray, logp: NDArray, safe: NDArray, valid: NDAr
 
 
 class GroupNorm(Primitive):
-    """Group normalization of (N, C, *spatial) input: ``num_groups`` groups of channels per sample."""
+    """Group normalization of (N, C, *spatial) input: ``num_groups`` groups of channels per sample.
+
+    Backward is the backend's ``group_norm_backward``; under ``create_graph`` it is written in tensor ops
+    (``group_norm_grads``) so that it differentiates again.
+    """
 
     @staticmethod
     def forward(ctx, x: NDArray, weight: NDArray | None, bias: NDArray | None, *, num_groups: int,
@@ -377,7 +376,7 @@ class GroupNorm(Primitive):
         out, mean, rstd = x.backend.group_norm(x, weight, bias, num_groups, eps)
         ctx.save_for_backward(x, weight)
         ctx.stats = (mean, rstd)
-        ctx.num_groups = num_groups
+        ctx.params = (num_groups, eps)
         return out
 
     @staticmethod
@@ -403,7 +402,7 @@ class InstanceNorm(Primitive):
                 x.backend.copy_(running, running * (1 - momentum) + batch.astype(running.dtype))
         ctx.save_for_backward(x, weight)
         ctx.stats = (mean, rstd)
-        ctx.num_groups = channels
+        ctx.params = (channels, eps)
         return out
 
     @staticmethod
@@ -412,25 +411,15 @@ class InstanceNorm(Primitive):
 
 
 def _group_norm_grads(ctx, grad) -> tuple:
-    """(grad_x, grad_weight, grad_bias) of ``GroupNorm`` / ``InstanceNorm`` from their saved input and statistics."""
+    """(grad_x, grad_weight, grad_bias) of ``GroupNorm`` / ``InstanceNorm`` from their saved input and statistics:
+    one backend call, or differentiable tensor ops when the backward is recorded (``create_graph``)."""
     x, weight = ctx.saved_tensors
-    mean, rstd = ctx.stats
+    num_groups, eps = ctx.params
     mask = tuple(bool(m) for m in ctx.needs_input_grad[:3])
-    if not is_grad_enabled():
-        nd = grad.ndarray
-        return tuple(nd.backend.group_norm_backward(nd, x.ndarray, _raw(weight), mean, rstd, ctx.num_groups, mask))
-    return tuple(GroupNormBackward.apply(grad, x, weight, stats=(mean, rstd), num_groups=ctx.num_groups, mask=mask))
-
-
-class GroupNormBackward(Primitive):
-    @staticmethod
-    def forward(ctx, grad: NDArray, x: NDArray, weight: NDArray | None, *, stats: tuple, num_groups: int,
-                mask: tuple) -> tuple:
-        return grad.backend.group_norm_backward(grad, x, weight, *stats, num_groups, mask)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise NotImplementedError("double backward through group_norm is not supported")
+    if is_grad_enabled():
+        return group_norm_grads(grad, x, weight, num_groups, eps, mask)
+    nd = grad.ndarray
+    return tuple(nd.backend.group_norm_backward(nd, x.ndarray, _raw(weight), *ctx.stats, num_groups, mask))
 
 
 class Upsample(Primitive):
