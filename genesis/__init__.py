@@ -16,6 +16,7 @@ from genesis import (
     cuda,
     distributed,
     distributions,
+    func,
     jit,
     linalg,
     nn,
@@ -64,6 +65,7 @@ from genesis.dtypes import (
     set_default_dtype,
     uint8,
 )
+from genesis.func import vmap
 from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from genesis.nn.functional.distance import cosine_similarity, pairwise_distance
 from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops, from the op registry

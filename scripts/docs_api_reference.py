@@ -26,6 +26,7 @@ MODULES = (
     "genesis.models",
     "genesis.distributed",
     "genesis.distributions",
+    "genesis.func",
 )
 # The navigation section the pages go under (its title in mkdocs.yml's nav).
 SECTION = "API reference"

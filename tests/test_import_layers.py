@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("genesis.ops", "genesis.tensor_methods", "genesis.random", "genesis.linalg", "genesis.special",
      "genesis.tensor_types", "genesis.sparse"),
     ("genesis.nn", "genesis.optim", "genesis.amp", "genesis.cuda", "genesis.serialization", "genesis.safetensors_io",
-     "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.accelerator", "genesis.jit",
+     "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.accelerator", "genesis.jit", "genesis.func",
      "genesis.torch_pickle", "genesis.distributions"),
     ("genesis.models", "genesis.generation", "genesis.tokenizer"),
     ("genesis.torch_compat",),
