@@ -76,19 +76,21 @@ HEAVY = {"LogNormal", "ExpPower"}
 PROPERTIES = ["mean", "mode", "variance", "stddev", "entropy", "log_prob", "cdf", "icdf"]
 
 
-def _value(name: str, params: tuple) -> torch.Tensor:
-    """A valid value for ``log_prob``: a torch sample of shape (2,) + batch + event."""
-    build = FAMILIES[name][0]
+def _value(name: str, params: tuple, families: dict | None = None) -> torch.Tensor:
+    """A valid value for ``log_prob``: a torch sample of shape (2,) + batch + event (``families``: a table like
+    ``FAMILIES``, which is the default)."""
+    build = (families or FAMILIES)[name][0]
     torch.manual_seed(0)
     with torch.no_grad():
         return build(torch, *params).sample((2,))
 
 
-def _property(name: str, prop: str) -> Callable:
-    """``fn(lib, *params, value, probs)`` computing one property of the family ``name``."""
+def _property(name: str, prop: str, families: dict | None = None) -> Callable:
+    """``fn(lib, *params, value, probs)`` computing one property of the family ``name`` (of ``families``, by default
+    ``FAMILIES``)."""
     def fn(lib: Any, *args: Any) -> Any:
         *params, v, q = args
-        d = FAMILIES[name][0](lib, *params)
+        d = (families or FAMILIES)[name][0](lib, *params)
         if prop == "log_prob":
             return d.log_prob(v)
         if prop == "cdf":

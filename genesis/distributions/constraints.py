@@ -106,6 +106,34 @@ class _IndependentConstraint(Constraint):
         return f"{self.__class__.__name__[1:]}({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
 
 
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a ``MixtureSameFamily``: the component support, checked with the component dimension added back
+    (the value is unsqueezed before the rightmost event dimensions)."""
+
+    def __init__(self, base_constraint: Constraint) -> None:
+        if not isinstance(base_constraint, Constraint):
+            raise TypeError(f"MixtureSameFamilyConstraint: expected a Constraint, got {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim
+
+    def check(self, value: Tensor) -> Tensor:
+        if value.ndim < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.ndim}")
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        keep = value.ndim - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
+
+
 class _Boolean(Constraint):
     """Values 0 and 1."""
 
@@ -299,8 +327,9 @@ positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
 
 __all__ = [
-    "Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq", "half_open_interval",
-    "independent", "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
-    "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer",
-    "positive_semidefinite", "real", "real_vector", "simplex", "symmetric", "unit_interval",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "dependent", "dependent_property", "greater_than",
+    "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval", "is_dependent",
+    "less_than", "lower_cholesky", "lower_triangular", "nonnegative", "nonnegative_integer", "one_hot", "positive",
+    "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex", "symmetric",
+    "unit_interval",
 ]

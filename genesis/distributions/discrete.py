@@ -26,7 +26,47 @@ def _one_of(probs: Tensor | float | None, logits: Tensor | float | None) -> None
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(Distribution):
+class _BinaryProbs:
+    """A success probability given as ``probs`` or ``logits`` (exactly one): the other is derived on first use.
+
+    Shared by Bernoulli and the families built on independent binary trials (Binomial, NegativeBinomial, Geometric,
+    LogitRelaxedBernoulli).
+    """
+
+    _param: Tensor
+
+    def _set_binary_param(self, probs: Tensor | float | None, logits: Tensor | float | None) -> Size:
+        """Store the given one of ``probs``/``logits`` as a tensor; return the batch shape (empty for a number)."""
+        _one_of(probs, logits)
+        given = probs if probs is not None else logits
+        (self._param,) = broadcast_all(given)
+        setattr(self, "probs" if probs is not None else "logits", self._param)
+        return Size() if isinstance(given, Number) else self._param.shape
+
+    def _expand_binary_param(self, new: _BinaryProbs, batch_shape: Size) -> None:
+        """Give ``new`` this distribution's ``probs`` and/or ``logits`` (those that exist), expanded."""
+        for name in ("probs", "logits"):
+            if name in self.__dict__:
+                setattr(new, name, getattr(self, name).expand(batch_shape))
+                new._param = getattr(new, name)
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        """The log-odds ``log(p / (1 - p))``."""
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        """The probability of a one (a success)."""
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self) -> Size:
+        """The shape of the parameter tensor."""
+        return self._param.shape
+
+
+class Bernoulli(_BinaryProbs, Distribution):
     """The Bernoulli distribution: 1 with probability ``probs`` (or ``sigmoid(logits)``), else 0.
 
     Args:
@@ -41,33 +81,16 @@ class Bernoulli(Distribution):
 
     def __init__(self, probs: Tensor | float | None = None, logits: Tensor | float | None = None,
                  validate_args: bool | None = None) -> None:
-        _one_of(probs, logits)
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(Size() if is_scalar else self._param.shape, validate_args=validate_args)
+        batch_shape = self._set_binary_param(probs, logits)
+        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Bernoulli:
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        self._expand_binary_param(new, batch_shape)
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @property
-    def param_shape(self) -> Size:
-        """The shape of the parameter tensor."""
-        return self._param.shape
 
     @property
     def mean(self) -> Tensor:
@@ -81,16 +104,6 @@ class Bernoulli(Distribution):
     @property
     def variance(self) -> Tensor:
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        """The log-odds ``log(p / (1 - p))``."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        """The probability of a one."""
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         with no_grad():

@@ -1,4 +1,5 @@
-"""The Gamma family: Gamma, Dirichlet (normalized Gamma draws) and Beta (a two-category Dirichlet).
+"""The Gamma family: Gamma, Chi2 (a Gamma with rate 1/2), Dirichlet (normalized Gamma draws) and Beta (a
+two-category Dirichlet).
 
 Samples come from :func:`genesis.random._standard_gamma` and are reparameterized: gradients reach the
 concentrations through the implicit reparameterization of the Gamma draws (and the normalization for Dirichlet
@@ -70,6 +71,29 @@ class Gamma(Distribution):
     def entropy(self) -> Tensor:
         c = self.concentration
         return c - self.rate.log() + c.lgamma() + (1.0 - c) * c.digamma()
+
+
+class Chi2(Gamma):
+    """The chi-squared distribution with ``df`` degrees of freedom: ``Gamma(df / 2, 1 / 2)``.
+
+    Args:
+        df: the degrees of freedom (positive).
+        validate_args: check the parameters and ``log_prob``'s values (default: the global setting).
+    """
+
+    arg_constraints = {"df": constraints.positive}
+
+    def __init__(self, df: Tensor | float, validate_args: bool | None = None) -> None:
+        super().__init__(0.5 * df, 0.5, validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> Chi2:
+        new = self._get_checked_instance(Chi2, _instance)
+        return super().expand(batch_shape, new)
+
+    @property
+    def df(self) -> Tensor:
+        """The degrees of freedom."""
+        return self.concentration * 2
 
 
 class Dirichlet(Distribution):

@@ -15,9 +15,13 @@ from typing import Any, Callable
 import genesis.ops as F
 from genesis import linalg
 from genesis.distributions.continuous import Exponential, Laplace, Normal, Uniform
+from genesis.distributions.counts import Binomial, Geometric, Poisson
 from genesis.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from genesis.distributions.distribution import Distribution
+from genesis.distributions.extreme_value import EULER_GAMMA, Gumbel
+from genesis.distributions.folded import HalfNormal
 from genesis.distributions.gamma import Beta, Dirichlet, Gamma
+from genesis.distributions.heavy_tailed import Cauchy, Pareto
 from genesis.distributions.independent import Independent
 from genesis.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from genesis.distributions.transformed_distribution import TransformedDistribution
@@ -101,6 +105,14 @@ def _zero_where(mask: Tensor, value: Tensor) -> Tensor:
     return F.zeros_like(value).where(mask, value)
 
 
+def _infinite_like(value: Tensor) -> Tensor:
+    return F.full_like(value, math.inf)
+
+
+def _x_log_x(x: Tensor) -> Tensor:
+    return x * x.log()
+
+
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
     t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
@@ -120,6 +132,14 @@ def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
     t4 = (p.concentration0 - q.concentration0) * p.concentration0.digamma()
     t5 = (sum_params_q - sum_params_p) * sum_params_p.digamma()
     return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
+    if bool((p.total_count < q.total_count).any().item()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
+    return _inf_where(p.total_count > q.total_count, kl)
 
 
 @register_kl(Categorical, Categorical)
@@ -160,6 +180,27 @@ def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
     return t1 + t2 + t3 + t4
 
 
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Tensor:
+    ct1 = p.scale / q.scale
+    ct2 = q.loc / q.scale
+    ct3 = p.loc / q.scale
+    t1 = -ct1.log() - ct2 + ct3
+    t2 = ct1 * EULER_GAMMA
+    t3 = (ct2 + (1 + ct1).lgamma() - ct3).exp()
+    return t1 + t2 + t3 - (1 + EULER_GAMMA)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Tensor:
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> Tensor:
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
 @register_kl(Laplace, Laplace)
 def _kl_laplace_laplace(p: Laplace, q: Laplace) -> Tensor:
     scale_ratio = p.scale / q.scale
@@ -172,6 +213,27 @@ def _kl_normal_normal(p: Normal, q: Normal) -> Tensor:
     var_ratio = (p.scale / q.scale).pow(2)
     t1 = ((p.loc - q.loc) / q.scale).pow(2)
     return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return _inf_where(p.support.lower_bound < q.support.lower_bound, result)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p: Cauchy, q: Cauchy) -> Tensor:
+    # Chyzak and Nielsen, "A closed-form formula for the Kullback-Leibler divergence between Cauchy distributions".
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    t2 = (4 * p.scale * q.scale).log()
+    return t1 - t2
 
 
 @register_kl(Uniform, Uniform)
@@ -210,3 +272,146 @@ def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistri
     if p.event_shape != q.event_shape:
         raise NotImplementedError
     return kl_divergence(p.base_dist, q.base_dist)
+
+
+# Pairs of different families, one of them among the newer ones (counts, extreme-value, heavy-tailed); an infinite
+# divergence means that q's support does not cover p's.
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Poisson, Bernoulli)
+@register_kl(Poisson, Binomial)
+def _kl_poisson_infinity(p: Poisson, q: Distribution) -> Tensor:
+    return _infinite_like(p.rate)
+
+
+@register_kl(Beta, Pareto)
+def _kl_beta_infinity(p: Beta, q: Pareto) -> Tensor:
+    return _infinite_like(p.concentration1)
+
+
+@register_kl(Exponential, Pareto)
+def _kl_exponential_infinity(p: Exponential, q: Pareto) -> Tensor:
+    return _infinite_like(p.rate)
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p: Exponential, q: Gumbel) -> Tensor:
+    scale_rate_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = scale_rate_prod.log() - 1
+    t2 = loc_scale_ratio.exp() * scale_rate_prod / (scale_rate_prod + 1)
+    t3 = scale_rate_prod.reciprocal()
+    return t1 - loc_scale_ratio + t2 + t3
+
+
+@register_kl(Gamma, Pareto)
+def _kl_gamma_infinity(p: Gamma, q: Pareto) -> Tensor:
+    return _infinite_like(p.concentration)
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p: Gamma, q: Gumbel) -> Tensor:
+    beta_scale_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = (p.concentration - 1) * p.concentration.digamma() - p.concentration.lgamma() - p.concentration
+    t2 = beta_scale_prod.log() + p.concentration / beta_scale_prod
+    t3 = loc_scale_ratio.exp() * (1 + beta_scale_prod.reciprocal()).pow(-p.concentration) - loc_scale_ratio
+    return t1 + t2 + t3
+
+
+@register_kl(Gumbel, Beta)
+@register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Pareto)
+@register_kl(Gumbel, Uniform)
+def _kl_gumbel_infinity(p: Gumbel, q: Distribution) -> Tensor:
+    return _infinite_like(p.loc)
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p: Gumbel, q: Normal) -> Tensor:
+    param_ratio = p.scale / q.scale
+    t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
+    t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
+    t3 = ((p.loc + p.scale * EULER_GAMMA - q.loc) / q.scale).pow(2) * 0.5
+    return -t1 + t2 + t3 - (EULER_GAMMA + 1)
+
+
+@register_kl(Laplace, Pareto)
+def _kl_laplace_infinity(p: Laplace, q: Pareto) -> Tensor:
+    return _infinite_like(p.loc)
+
+
+@register_kl(Normal, Pareto)
+def _kl_normal_infinity(p: Normal, q: Pareto) -> Tensor:
+    return _infinite_like(p.loc)
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p: Normal, q: Gumbel) -> Tensor:
+    mean_scale_ratio = p.loc / q.scale
+    var_scale_sqr_ratio = (p.scale / q.scale).pow(2)
+    loc_scale_ratio = q.loc / q.scale
+    t1 = var_scale_sqr_ratio.log() * 0.5
+    t2 = mean_scale_ratio - loc_scale_ratio
+    t3 = (-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio).exp()
+    return -t1 + t2 + t3 - (0.5 * (1 + math.log(2 * math.pi)))
+
+
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p: Pareto, q: Distribution) -> Tensor:
+    return _infinite_like(p.scale)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p: Pareto, q: Exponential) -> Tensor:
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+    return _inf_where(p.alpha <= 1, t1 - t2 + t3 - 1)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p: Pareto, q: Gamma) -> Tensor:
+    common_term = p.scale.log() + p.alpha.reciprocal()
+    t1 = p.alpha.log() - common_term
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common_term
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return _inf_where(p.alpha <= 1, t1 + t2 + t3 + t4 - 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p: Pareto, q: Normal) -> Tensor:
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    return _inf_where(p.alpha <= 2, t1 - t2 + (t3 + t4) / var_normal - 1)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p: Uniform, q: Gumbel) -> Tensor:
+    common_term = q.scale / (p.high - p.low)
+    high_loc_diff = (p.high - q.loc) / q.scale
+    low_loc_diff = (p.low - q.loc) / q.scale
+    t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
+    t2 = common_term * ((-high_loc_diff).exp() - (-low_loc_diff).exp())
+    return t1 - t2
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p: Uniform, q: Pareto) -> Tensor:
+    support_uniform = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - support_uniform) / support_uniform
+    return _inf_where(p.low < q.support.lower_bound, t2 * (q.alpha + 1) - t1)

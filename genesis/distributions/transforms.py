@@ -281,6 +281,24 @@ class ExpTransform(Transform):
         return x
 
 
+class AbsTransform(Transform):
+    """``y = |x|``; not bijective, so it has no log-Jacobian (the folded distributions define their densities)."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AbsTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Tensor) -> Tensor:
+        return x.abs()
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return y
+
+
 class PowerTransform(Transform):
     """``y = x ** exponent`` on positive numbers."""
 
@@ -478,5 +496,5 @@ class SoftmaxTransform(Transform):
     inverse_shape = forward_shape
 
 
-__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform", "SigmoidTransform",
-           "SoftmaxTransform", "TanhTransform", "Transform"]
+__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform",
+           "SigmoidTransform", "SoftmaxTransform", "TanhTransform", "Transform"]

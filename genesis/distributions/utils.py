@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import genesis.ops as F
 from genesis import dtypes
+from genesis.autograd import enable_grad
 from genesis.tensor import Tensor, tensor
 
 
@@ -72,7 +73,9 @@ def sum_rightmost(value: Tensor, dim: int) -> Tensor:
 class lazy_property:
     """A property computed on first use and then stored on the instance (torch's ``lazy_property``).
 
-    Reading it on the class gives the property object, so ``Normal.mean`` still documents itself.
+    Reading it on the class gives the property object, so ``Normal.mean`` still documents itself. The value is
+    computed with gradients enabled, as torch's: a first read inside ``no_grad`` (``sample`` deriving ``probs`` from
+    ``logits``, say) must not cache a value cut off from the parameters.
     """
 
     def __init__(self, wrapped: Callable[[Any], Any]) -> None:
@@ -83,6 +86,7 @@ class lazy_property:
     def __get__(self, instance: Any, obj_type: Any = None) -> Any:
         if instance is None:
             return self
-        value = self.wrapped(instance)
+        with enable_grad():
+            value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
