@@ -742,13 +742,20 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
             f"linspace: {d.name} cannot hold start={start}, end={end}")
     if d.category < 2:  # integer results count from the bounds as integers, as torch
         start, end = math.trunc(start), math.trunc(end)
-    # torch's formula: the first half counted from start, the second from end (NaN anywhere gives all NaN).
+    # torch's kernel: the first steps // 2 values counted up from start, the rest down from end (NaN anywhere gives
+    # all NaN). For float32 and float64 also its rounding, so that the values are torch's to the bit: the step in the
+    # result's precision, each value one fused multiply-add (computed in a wider type, rounded once).
+    exact = {dtypes.float32: np.float32, dtypes.float64: np.float64}.get(d, np.float64)
+    wide = np.longdouble if d is dtypes.float64 else np.float64
     try:
-        i, step = np.arange(steps, dtype=np.float64), (end - start) / (steps - 1) if steps > 1 else 0.0
+        i = np.arange(steps, dtype=wide)
     except (MemoryError, ValueError) as err:  # torch: RuntimeError for a size it cannot allocate
         raise RuntimeError(f"linspace: cannot allocate {steps} steps: {err}") from None
-    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as torch
-        values = np.where(i < steps / 2, start + step * i, end - step * (steps - 1 - i))
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, as torch
+        first, last = exact(start), exact(end)
+        step = wide(exact((last - first) / exact(steps - 1)) if steps > 1 else 0)
+        rising = steps // 2 if steps > 1 else 1  # one step is start itself
+        values = np.where(i < rising, wide(first) + step * i, wide(last) - step * (steps - 1 - i))
     if d.category < 2:
         values = np.trunc(values)
     t = tensor(values, dtype=d, device=device)

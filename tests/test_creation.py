@@ -170,6 +170,18 @@ def test_linspace_logspace(args):
     both(lambda lib, kw: lib.logspace(args[0] / 5, args[1] / 5, args[2], base=2.0, **kw))
 
 
+@pytest.mark.parametrize("args", [(-1, 1, 10), (1e-4, 0.02, 1000), (-1, 1, 256), (0.1, 7.3, 33), (-2.5, 11.0, 2049)],
+                         ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_linspace_matches_torch_to_the_bit(args, dtype):
+    """torch rounds the step to the result's dtype and computes each value as one fused multiply-add; the values
+    are the same bits (a DDPM beta schedule, an evenly spaced init), not merely close."""
+    g = genesis.linspace(*args, dtype=getattr(genesis, dtype)).numpy()
+    t = torch.linspace(*args, dtype=getattr(torch, dtype)).numpy()
+    mismatched = int((g != t).sum())
+    assert mismatched == 0, f"linspace{args} {dtype}: {mismatched} of {t.size} values differ from torch's"
+
+
 def test_eye():
     both(lambda lib, kw: lib.eye(3, **kw))
     both(lambda lib, kw: lib.eye(2, 4, **kw))

@@ -18,6 +18,7 @@ _LINALG = "the genesis.linalg function, whose torch.linalg counterpart names the
 EXCEPTIONS: dict[str, str] = {
     "permute": _SHARED_WITH_METHOD.format("permute", "dims"),
     "reshape": _SHARED_WITH_METHOD.format("reshape", "shape"),
+    "tile": _SHARED_WITH_METHOD.format("tile", "dims"),
     "concatenate": "cat's function (dim); torch's docstring says axis, but torch takes dim= as well",
     "true_divide": "torch's docstring says (dividend, divisor); its schema takes input, other, as Genesis",
     "det": _LINALG,

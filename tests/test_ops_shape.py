@@ -413,3 +413,34 @@ def test_as_strided_views_and_overlapping_gradients():
     check(lambda lib, v: v.as_strided((3, 3), (1, 1)) * lib.arange(9.0, dtype=lib.float64).reshape(3, 3),
           rand(5, seed=41))
     check_error(RuntimeError, lambda lib, x: x.as_strided((3, 2), (1,)), x)
+
+
+# Ops that torch documents as returning a new tensor, at the arguments where Genesis's view-based construction
+# could hand back the input itself or a view of it (a write into the result must not reach the input).
+NEW_TENSOR_CASES = {
+    "repeat_ones": lambda lib, F, x: x.repeat(1, 1),
+    "repeat_size_one_dim": lambda lib, F, x: x[:1].repeat(2, 1),
+    "tile_ones": lambda lib, F, x: x.tile((1, 1)),
+    "tile_varargs": lambda lib, F, x: x.tile(2, 1),
+    "repeat_interleave_one": lambda lib, F, x: x.repeat_interleave(1, 0),
+    "roll_zero": lambda lib, F, x: lib.roll(x, 0, 0),
+    "roll_full_turn": lambda lib, F, x: lib.roll(x, 2, 0),
+    "roll_flat_zero": lambda lib, F, x: lib.roll(x, 0),
+    "pad_zero": lambda lib, F, x: F.pad(x, (0, 0)),
+    "pad_crop": lambda lib, F, x: F.pad(x, (0, -1)),
+    "pad_reflect_zero": lambda lib, F, x: F.pad(x[None], (0, 0), mode="reflect")[0],
+    "pixel_shuffle_one": lambda lib, F, x: F.pixel_shuffle(x[None], 1)[0],
+    "pixel_unshuffle_one": lambda lib, F, x: F.pixel_unshuffle(x[None], 1)[0],
+    "channel_shuffle_one": lambda lib, F, x: F.channel_shuffle(x[None], 1)[0],
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEW_TENSOR_CASES))
+def test_copying_ops_never_return_a_view_of_their_input(case):
+    fn = NEW_TENSOR_CASES[case]
+    t = torch.arange(6.0, dtype=torch.float64).reshape(2, 3)
+    g = to_genesis(t, requires_grad=False)
+    want, got = fn(torch, torch.nn.functional, t.clone()), fn(genesis, genesis.nn.functional, g)
+    assert_same(got, want, what=case)
+    got[(0,) * got.ndim] = 100.0
+    assert_same(g, t, what=f"{case}: the input after writing into the result")

@@ -127,3 +127,10 @@ def ones_like_bool(x: Tensor) -> Tensor:
 
 def arange_like(n: int, like: Tensor) -> Tensor:
     return Tensor._wrap(like.device.backend.arange(0, n, 1, dtypes.int64, like.device))
+
+
+def new_memory(out: Tensor, input: Tensor) -> Tensor:
+    """``out``, or a copy of it when it shares memory with ``input``: for ops that torch documents as always
+    returning a new tensor (repeat, roll, pad, pixel_shuffle...) but that Genesis builds from views, which come out
+    as views of the input for trivial arguments (a repeat of ones, a zero shift, a pad of zeros)."""
+    return out.clone() if out.ndarray.buffer is input.ndarray.buffer else out

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from genesis import dtypes
 from genesis.ndarray import broadcast_shapes as _broadcast_shapes
 from genesis.ndarray import check_same_device, normalize_dim, normalize_dims
-from genesis.ops._args import _shape_args, _tensor_args, _zeros, arange_like
+from genesis.ops._args import _shape_args, _tensor_args, _zeros, arange_like, new_memory
 from genesis.ops.gather_scatter import index_select
 from genesis.ops.join import cat, stack
 from genesis.ops.scans import cumsum
@@ -34,12 +34,13 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
     for r, n in zip(sizes, x.shape):
         view_shape += [1, n]
         expanded_shape += [r, n]
-    out = x.reshape(view_shape).expand(expanded_shape)
-    return out.reshape([r * n for r, n in zip(sizes, x.shape)])
+    out = x.reshape(view_shape).expand(expanded_shape).contiguous()  # a copy, as torch's (never a view)
+    return new_memory(out.reshape([r * n for r, n in zip(sizes, x.shape)]), input)
 
 
-def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
-    dims = tuple(dims)
+def tile(input: Tensor, *dims: Any) -> Tensor:
+    """``repeat`` with ``dims`` padded with leading ones to the input's rank (``x.tile(2, 1)`` or ``(2, 1)``)."""
+    dims = _shape_args("tile", dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return repeat(input, dims)
@@ -64,7 +65,7 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
         shape[d + 1] = repeats
         out_shape = list(input.shape)
         out_shape[d] = n * repeats
-        return x.expand(shape).reshape(out_shape)
+        return new_memory(x.expand(shape).contiguous().reshape(out_shape), input)
     counts = repeats if isinstance(repeats, Tensor) else input.new_tensor(repeats, dtype=dtypes.int64)
     if counts.numel() and int(counts.min().item()) < 0:
         raise RuntimeError("repeat_interleave: repeats can not be negative")
@@ -115,7 +116,7 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
         s %= n
         if s:
             out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
-    return out
+    return new_memory(out, input)
 
 
 def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:

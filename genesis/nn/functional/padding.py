@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from genesis import ops as T
+from genesis.ops._args import new_memory
 from genesis.ops.nn import Pad
 from genesis.tensor import Tensor, full
 
@@ -54,7 +55,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
             before, after = int(pad[2 * i]), int(pad[2 * i + 1])
             if before or after:
                 out = _pad_constant(out, input.ndim - 1 - i, before, after, 0.0 if value is None else value)
-        return out
+        return new_memory(out, input)
     for i in range(len(pad) // 2):
         dim, size = input.ndim - 1 - i, input.shape[input.ndim - 1 - i]
         before, after = int(pad[2 * i]), int(pad[2 * i + 1])
@@ -72,5 +73,5 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
             out = out.narrow(dim, -before, out.shape[dim] + before + after)
     amounts = tuple(max(int(p), 0) for p in pad)
     if not any(amounts):
-        return out
+        return new_memory(out, input)
     return Pad.apply(out, pad=amounts, mode=mode)

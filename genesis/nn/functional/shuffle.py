@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from genesis.ops._args import new_memory
 from genesis.tensor import Tensor
 
 
@@ -15,7 +16,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     nd = x.ndim
     x = x.permute(*range(nd - 5), nd - 5, nd - 2, nd - 4, nd - 1, nd - 3)  # (..., C, H, r, W, r)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    return new_memory(x.reshape(*lead, c // (r * r), h * r, w * r), input)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -36,7 +37,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     nd = x.ndim
     x = x.permute(*range(nd - 5), nd - 5, nd - 3, nd - 1, nd - 4, nd - 2)  # (..., C, r, r, H, W)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return new_memory(x.reshape(*lead, c * r * r, h // r, w // r), input)
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
@@ -50,7 +51,7 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
     x = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
-    return x.reshape(n, c, *rest)
+    return new_memory(x.reshape(n, c, *rest), input)
 
 
 native_channel_shuffle = channel_shuffle
