@@ -16,6 +16,7 @@ from genesis import (
     cuda,
     distributed,
     distributions,
+    fft,
     func,
     jit,
     linalg,
@@ -27,6 +28,7 @@ from genesis import (
     serialization,
     sparse,
     special,
+    testing,
     utils,
 )
 from genesis import dtypes as _dtypes
@@ -68,10 +70,12 @@ from genesis.dtypes import (
 from genesis.func import vmap
 from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from genesis.nn.functional.distance import cosine_similarity, pairwise_distance
+from genesis.nn.functional.namespace_aliases import *  # noqa: F403 - torch's top-level spellings of nn ops
 from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops, from the op registry
 from genesis.ops.sparse import layout, sparse_coo, strided
 from genesis.printing import set_printoptions
 from genesis.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from genesis.samplers import poisson
 from genesis.serialization import load, load_checkpoint, save, save_checkpoint
 from genesis.tensor import Size, Tensor
 from genesis.tensor_types import (

@@ -313,9 +313,51 @@ def random_(t: Tensor, low: int = 0, high: int | None = None, generator: Generat
     return t._fill_from(r.to(t.dtype).ndarray)
 
 
-def exponential_(t: Tensor, lambd: float = 1.0, generator: Generator | None = None) -> Tensor:
+def _continuous(t: Tensor, name: str) -> None:
+    """torch's refusal to fill an integer tensor from a continuous distribution."""
+    if not t.dtype.is_floating_point:
+        raise RuntimeError(f"{name} distribution is a continuous probability distribution. dtype must be a floating "
+                           f"point but you specified {t.dtype.name}")
+
+
+def exponential_(t: Tensor, lambd: float = 1.0, *, generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` in place with samples of the exponential distribution of rate ``lambd``: ``-log(1 - u) / lambd``."""
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    _continuous(t, "Exponential")
     u = rand(t.shape, generator=generator, dtype=t.dtype, device=t.device)
     return t._fill_from(((1 - u).log() * (-1.0 / lambd)).ndarray)
+
+
+def cauchy_(t: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` in place with Cauchy samples: ``median + sigma * tan(pi * (u - 1/2))``."""
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    _continuous(t, "Cauchy")
+    u = rand(t.shape, generator=generator, dtype=dtypes.float64, device=t.device)
+    return t._fill_from((((u - 0.5) * math.pi).tan() * sigma + median).to(t.dtype).ndarray)
+
+
+def log_normal_(t: Tensor, mean: float = 1.0, std: float = 2.0, *, generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` in place with log-normal samples ``exp(N(mean, std^2))`` (``mean`` and ``std`` of the logarithm)."""
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    if not t.dtype.is_floating_point:
+        raise NotImplementedError(f"log_normal_: not implemented for '{t.dtype.name}' (floating tensors only)")
+    n = randn(t.shape, generator=generator, dtype=dtypes.float64, device=t.device)
+    return t._fill_from((n * std + mean).exp().to(t.dtype).ndarray)
+
+
+def geometric_(t: Tensor, p: float, *, generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` in place with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...):
+    ``ceil(log(1 - u) / log(1 - p))``; integer tensors too, as torch."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if t.dtype is dtypes.bool_:
+        raise NotImplementedError("geometric_: not implemented for 'bool'")
+    u = rand(t.shape, generator=generator, dtype=dtypes.float64, device=t.device)
+    trials = ((1 - u).log() / math.log1p(-p)).ceil().clamp(min=1)
+    return t._fill_from(trials.to(t.dtype).ndarray)
 
 
 def _standard_gamma(concentration: Tensor, generator: Generator | None = None) -> Tensor:

@@ -1,8 +1,8 @@
 """``genesis.special``: torch.special's names for the special functions Genesis computes (each differentiable).
 
 Most are the functions of ``genesis`` under torch.special's names (``expit`` is ``sigmoid``, ``gammaln`` is
-``lgamma``, ``psi`` is ``digamma``); ``i1``, ``ndtr``, ``xlog1py``, ``entr``, ``multigammaln`` and the regularized
-incomplete gamma functions ``gammainc``/``gammaincc`` are defined here.
+``lgamma``, ``psi`` is ``digamma``, ``polygamma`` is ``genesis.polygamma``); ``i1``, ``ndtr``, ``xlog1py``, ``entr``,
+``multigammaln`` and the regularized incomplete gamma functions ``gammainc``/``gammaincc`` are defined here.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ xlogy = F.xlogy
 gammaln = F.lgamma
 digamma = F.digamma
 psi = F.digamma
+polygamma = F.polygamma
 i0 = F.i0
 modified_bessel_i0 = F.i0
 sinc = F.sinc

@@ -17,6 +17,7 @@ import numpy as np
 from genesis import autograd, dtypes
 from genesis import memory_format as _mf
 from genesis.autograd import AccumulateGrad, RemovableHandle
+from genesis.autograd.grad_mode import _state as _grad_state
 from genesis.device import cpu as _cpu
 from genesis.device import device as Device
 from genesis.device import factory_device, to_device
@@ -42,6 +43,8 @@ class Tensor:
             nd = _to_ndarray(data, d, factory_device(device))
         self.ndarray = nd
         self._version = [0]
+        if _grad_state.inference:
+            self._inference = True
         if requires_grad:
             self.requires_grad_(True)
 
@@ -56,6 +59,7 @@ class Tensor:
     _retains_grad = False
     _grad_accumulator: Any = None
     _view_version = 0  # version of the base when a view's history was recorded (stale histories are rebuilt)
+    _inference = False  # made inside an inference_mode block (Tensor.is_inference)
 
     @classmethod
     def _wrap(cls, nd: NDArray) -> Tensor:
@@ -63,6 +67,8 @@ class Tensor:
         t = object.__new__(cls)
         t.ndarray = nd
         t._version = [0]
+        if _grad_state.inference:
+            t._inference = True
         return t
 
     @property
@@ -218,6 +224,8 @@ class Tensor:
         """A tensor sharing this one's memory, detached from autograd (assigning replaces the contents)."""
         t = Tensor._wrap(self.ndarray)
         t._version = self._version
+        if self._inference:
+            t._inference = True
         return t
 
     @data.setter
@@ -241,6 +249,8 @@ class Tensor:
         """A tensor sharing memory and version counter with this one, outside the graph."""
         t = Tensor._wrap(self.ndarray)
         t._version = self._version
+        if self._inference:
+            t._inference = True
         return t
 
     def detach_(self) -> Tensor:

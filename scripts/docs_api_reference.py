@@ -27,6 +27,7 @@ MODULES = (
     "genesis.distributed",
     "genesis.distributions",
     "genesis.func",
+    "genesis.fft",
 )
 # The navigation section the pages go under (its title in mkdocs.yml's nav).
 SECTION = "API reference"

@@ -9,7 +9,7 @@ Layers, lowest first (a module may import its own layer and those below):
    NDArrays, and NDArray reaches them only through its device (``Device.backend``)
 3. autograd (Function, Primitive, the engine, grad mode)
 4. Tensor
-5. ops (``genesis.ops``: the registry and the ops by theme), random numbers, linalg, special functions
+5. ops (``genesis.ops``: the registry and the ops by theme), random numbers, linalg, special functions, fft
 6. nn, optim, amp, cuda (the public GPU API), serialization, data loading, profiler, distributions
 7. models and the LLM stack
 """
@@ -30,10 +30,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("genesis.autograd",),
     ("genesis.tensor", "genesis.tensor_data", "genesis.printing"),
     ("genesis.ops", "genesis.tensor_methods", "genesis.random", "genesis.linalg", "genesis.special",
-     "genesis.tensor_types", "genesis.sparse"),
+     "genesis.tensor_types", "genesis.sparse", "genesis.fft"),
     ("genesis.nn", "genesis.optim", "genesis.amp", "genesis.cuda", "genesis.serialization", "genesis.safetensors_io",
      "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.accelerator", "genesis.jit", "genesis.func",
-     "genesis.torch_pickle", "genesis.distributions"),
+     "genesis.torch_pickle", "genesis.distributions", "genesis.testing", "genesis.samplers"),
     ("genesis.models", "genesis.generation", "genesis.tokenizer"),
     ("genesis.torch_compat",),
 ]

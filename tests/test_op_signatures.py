@@ -86,10 +86,22 @@ def _from_docstring(name: str) -> list[str] | None:
     return names
 
 
+# torch's documented signatures of functions whose Python signature and docstring give no names (a dispatcher taking
+# ``*args, **kwargs``, a docstring opening with prose, a builtin documented only under ``Tensor.put_``).
+DOCUMENTED: dict[str, list[str]] = {
+    "lu": ["A", "pivot", "get_infos"],
+    "chain_matmul": ["*"],
+    "put": ["input", "index", "source", "accumulate"],
+}
+
+
 def torch_positional(name: str) -> tuple[list[str], bool] | None:
     """torch's positional parameter names for ``torch.<name>`` and whether they are all of them (a Python
     signature) or those of the first overload (a builtin's docstring); None when neither can be read. A Python
-    function taking only ``*args`` (einsum, unique's dispatcher) is read from its docstring too."""
+    function taking only ``*args`` (einsum, unique's dispatcher) is read from its docstring too; the few in
+    ``DOCUMENTED`` come from torch's documentation."""
+    if name in DOCUMENTED:
+        return DOCUMENTED[name], True
     try:
         names = _positional(getattr(torch, name))
     except (TypeError, ValueError):

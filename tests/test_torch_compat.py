@@ -77,6 +77,29 @@ def test_rotary_embedding_with_complex_numbers() -> None:
     _compare("rotary_complex.py", [])
 
 
+def test_fourier_layer_with_stft_loss() -> None:
+    # The script's own `import torch.fft` resolves to genesis.fft, a transform of the oracle's own result too.
+    losses = _compare("spectral_fit.py", [])
+    assert losses[3] < losses[0]
+
+
+def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:
+    script = tmp_path / "uses_fft.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        import torch.fft
+        from torch.fft import rfft
+        x = torch.arange(8, dtype=torch.float32)
+        FFT = torch.fft
+        SPECTRUM = torch.fft.rfft(x)
+        SAME = rfft is torch.fft.rfft
+    """))
+    env = torch_compat.run(str(script))
+    assert env["FFT"].__name__ == "torch.fft" and env["SAME"]
+    assert isinstance(env["SPECTRUM"], genesis.Tensor) and env["SPECTRUM"].dtype is genesis.complex64
+    assert env["SPECTRUM"].shape == (5,) and abs(env["SPECTRUM"][0].item() - 28) < 1e-5
+
+
 def test_imports_resolve_to_genesis_only_in_the_script(tmp_path) -> None:
     (tmp_path / "helper.py").write_text(textwrap.dedent("""
         import torch.nn.functional as F

@@ -11,6 +11,7 @@ those before it (docs/layers.md).
 from genesis.ops import (
     arithmetic,
     compare,
+    floating,
     gather_scatter,
     indexing,
     join,
@@ -34,8 +35,8 @@ from genesis.ops._args import (  # noqa: F401 - used by genesis.nn
 from genesis.ops.indexing import _check_bounds, getitem, setitem  # noqa: F401 - Tensor indexing, genesis.nn
 from genesis.ops.unary import Cast  # noqa: F401 - Tensor.to
 
-_THEMES = (compare, arithmetic, unary, math_special, views, indexing, join, gather_scatter, reduce, scans, sorting,
-           shape, matrices, linalg, statistics)
+_THEMES = (compare, arithmetic, unary, math_special, floating, views, indexing, join, gather_scatter, reduce, scans,
+           sorting, shape, matrices, linalg, statistics)
 
 from genesis.ops import registry  # noqa: E402 - the registry reads the themes above
 

@@ -1,9 +1,13 @@
 """``Tensor.to``: dtype, device and memory-format conversion as graph nodes (Cast, ToDevice, a layout copy);
-``Tensor.pin_memory`` and ``Tensor.is_pinned``."""
+``Tensor.pin_memory`` / ``Tensor.is_pinned`` and ``Tensor.share_memory_`` / ``Tensor.is_shared``."""
 
 from __future__ import annotations
 
+import mmap
+import weakref
 from typing import Any
+
+import numpy as np
 
 from genesis import dtypes
 from genesis import memory_format as _mf
@@ -12,7 +16,7 @@ from genesis.ndarray import NDArray
 from genesis.ops import views
 from genesis.ops.unary import Cast
 from genesis.ops.views import ToDevice
-from genesis.tensor import Tensor, parse_to_args
+from genesis.tensor import Tensor, from_numpy, parse_to_args
 
 
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -75,3 +79,43 @@ def pin_memory(self: Tensor, device: Any = None) -> Tensor:
 def is_pinned(self: Tensor, device: Any = None) -> bool:
     """Whether the tensor lives in page-locked host memory (``pin_memory()``)."""
     return self.ndarray.is_pinned()
+
+
+#: The live shared mappings made by ``share_memory_``: id -> (first address, end address, weak reference).
+_SHARED: dict[int, tuple[int, int, weakref.ref]] = {}
+
+
+def share_memory_(self: Tensor) -> Tensor:
+    """Move a CPU tensor's elements into shared memory, in place (a no-op when already there, and for GPU tensors,
+    as torch); returns the tensor.
+
+    The memory is an anonymous shared mapping: processes forked afterwards (``multiprocessing`` with the fork start
+    method, ``os.fork``) see and make each other's writes, as with torch. Unlike torch, which moves the whole storage,
+    only this tensor moves: views of it taken before the call keep the old memory.
+    """
+    if self.device.type != "cpu" or is_shared(self):
+        return self
+    nd = self.ndarray
+    region = mmap.mmap(-1, max(nd.size * nd.dtype.itemsize, 1), flags=mmap.MAP_SHARED)
+    flat = from_numpy(np.frombuffer(region, dtype=dtypes.to_numpy(nd.dtype), count=nd.size)).ndarray
+    # The tensor's own layout where it is dense (a transpose stays one), row-major otherwise.
+    strides = _mf.preserved_strides(nd.shape, nd.strides)
+    shared = NDArray(flat.buffer, nd.shape, strides, 0, nd.dtype, nd.device)
+    if nd.size:
+        shared.copy_(nd)
+    start = shared.backend.data_ptr(shared)
+    key = id(region)
+    _SHARED[key] = (start, start + len(region), weakref.ref(region, lambda _, key=key: _SHARED.pop(key, None)))
+    self.ndarray = shared
+    return self
+
+
+def is_shared(self: Tensor) -> bool:
+    """Whether the tensor's memory is shared between processes: CPU memory moved by ``share_memory_`` (or a view of
+    it), and every GPU tensor (CUDA memory can be shared through IPC), as torch."""
+    if self.device.type != "cpu":
+        return True
+    if not _SHARED:
+        return False
+    address = self.ndarray.backend.data_ptr(self.ndarray)
+    return any(start <= address < end for start, end, _ in _SHARED.values())

@@ -11,7 +11,7 @@ from typing import Any
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray, broadcast_shapes, full_indices, normalize_dim
-from genesis.ops._args import _check_same_dtype, _to_index_tensor, _zeros, arange_like, ones_like_bool
+from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor, _zeros, arange_like, ones_like_bool
 from genesis.ops.arithmetic import maximum, minimum
 from genesis.ops.compare import nonzero, where
 from genesis.ops.indexing import IndexPut, _check_bounds, getitem, index_put
@@ -126,6 +126,25 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     index = _to_index_tensor("take", index, input)
     flat = _check_bounds("take", index.reshape(-1), input.numel(), 0)
     return gather(input.reshape(-1), 0, flat).reshape(index.shape)
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """``take``'s inverse, out of place: ``source`` written (added with ``accumulate``) at the positions ``index``
+    of the flattened input (negative indices count from the end); the result has ``input``'s shape."""
+    if index.dtype is not dtypes.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype.name}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{input.dtype.name} and source.dtype = {source.dtype.name}")
+    if source.numel() != index.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    if input.numel() == 0 and index.numel():
+        raise IndexError("put_(): Tried to put elements into an empty tensor")
+    flat = _check_range(index.reshape(-1), -input.numel(), input.numel(), IndexError,
+                        "out of range: tried to access index {value} on a tensor of {size} elements.")
+    out = index_put(input.reshape(-1), (flat,), source.reshape(-1), accumulate)
+    return out.reshape(input.shape)
 
 
 def zeros_scatter(shape: tuple[int, ...], dim: int, index: Tensor, src: Tensor) -> Tensor:

@@ -1,5 +1,5 @@
 """Elementwise math beyond the basics, as torch has it: inverse trigonometric and hyperbolic functions,
-special functions (erfc, erfinv, lgamma, digamma, i0, sinc, logit, xlogy) and binary functions
+special functions (erfc, erfinv, lgamma, digamma, polygamma, i0, sinc, logit, xlogy) and binary functions
 (hypot, copysign, fmax, fmin, logaddexp, heaviside, ldexp, gcd, lcm).
 
 Functions with a native kernel are primitives here; the rest are composites of existing ops, so their
@@ -12,13 +12,13 @@ import math
 from typing import Any
 
 from genesis import dtypes
-from genesis.autograd import Primitive
+from genesis.autograd import Function, Primitive
 from genesis.ndarray import NDArray
 from genesis.ops._args import _check_tensor, _float_operands, _reject_integers, _result_dtype, zeros_like_detached
 from genesis.ops.arithmetic import clamp, maximum, pow, remainder
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import logical_and, ne, where
-from genesis.ops.unary import Unary, abs, exp2, log, log1p
+from genesis.ops.unary import Unary, abs, exp2, floor, log, log1p
 from genesis.tensor import Tensor
 
 
@@ -119,13 +119,63 @@ class Digamma(Unary):
 
 
 class Trigamma(Unary):
-    """``polygamma(1, x)``, the derivative of digamma (its own derivative is not implemented)."""
+    """``polygamma(1, x)``, the derivative of digamma; its own derivative is ``polygamma(2, x)``."""
 
     op = "trigamma"
 
     @staticmethod
     def derivative(x):
-        raise NotImplementedError("polygamma: the derivative of polygamma(1, x) is not implemented")
+        return Polygamma.apply(x, 2)
+
+
+# (2k)! / B_2k for k = 1..12: the Euler-Maclaurin coefficients of Cephes's Hurwitz zeta, which torch uses.
+_ZETA_COEFFICIENTS = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+                      -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+                      1.8152105401943546773e17, -7.1661652561756670113e18)
+
+
+def _hurwitz_zeta(s: int, q: Tensor) -> Tensor:
+    """``zeta(s, q) = sum_k (q + k)^-s`` for an integer ``s >= 2`` and float64 ``q``, by Euler-Maclaurin summation
+    as Cephes: the first N terms directly (N >= 9 and q + N >= 9), the rest from the tail integral and 12 Bernoulli
+    corrections. Non-positive integers q are poles (+inf). One host read picks N."""
+    finite = q.isfinite()
+    low = float(where(finite, q, 0.0).amin().item()) if q.numel() else 0.0
+    count = max(9, math.ceil(9 - low))
+    total = zeros_like_detached(q)
+    for start in range(0, count, 256):  # chunks bound the memory of far negative q
+        steps = Tensor._wrap(q.device.backend.arange(start, min(count, start + 256), 1, dtypes.float64, q.device))
+        total = total + (pow(q.unsqueeze(-1) + steps, -s)).sum(-1)
+    w = q + count
+    b = pow(w, -s)
+    total = total + w * b / (s - 1) + 0.5 * b
+    a, k = 1.0, 0.0
+    for coefficient in _ZETA_COEFFICIENTS:
+        a *= s + k
+        b = b / w
+        total = total + b * (a / coefficient)
+        k += 1.0
+        a *= s + k
+        b = b / w
+        k += 1.0
+    pole = (q <= 0) & (q == floor(q))
+    return where(pole, math.inf, total)
+
+
+class Polygamma(Function):
+    """``polygamma(n, x)`` for n >= 2: ``(-1)^(n+1) n! zeta(n + 1, x)``, computed in float64; its derivative is
+    ``polygamma(n + 1, x)``."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, n: int) -> Tensor:
+        ctx.save_for_backward(x)
+        ctx.n = n
+        sign = 1.0 if n % 2 else -1.0
+        return (_hurwitz_zeta(n + 1, x.to(dtypes.float64)) * (sign * math.factorial(n))).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * Polygamma.apply(x, ctx.n + 1), None
 
 
 class I0(Unary):
@@ -301,6 +351,23 @@ def lgamma(input: Tensor) -> Tensor:
 def digamma(input: Tensor) -> Tensor:
     """``psi(x) = d/dx log Gamma(x)``: -inf at +0, +inf at -0, NaN at negative integers (torch)."""
     return Digamma.apply(input)
+
+
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """The ``n``-th derivative of digamma (``polygamma(0, x)`` is digamma, ``polygamma(1, x)`` trigamma); integer
+    inputs promote to the default float dtype. Poles at the non-positive integers give +-inf, as torch."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    _check_tensor("polygamma", input)
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if not input.dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    if n == 0:
+        return Digamma.apply(input)
+    if n == 1:
+        return Trigamma.apply(input)
+    return Polygamma.apply(input, n)
 
 
 def i0(input: Tensor) -> Tensor:

@@ -60,6 +60,28 @@ def diagonal_copy(input: Tensor, offset: int = 0) -> Tensor:
     return diagonal(input, offset).clone()
 
 
+def fill_diagonal_(input: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
+    """Write ``fill_value`` in place on the main diagonal (``input[i, i, ..., i]``; all dims equal beyond 2-D); with
+    ``wrap`` a tall matrix continues the diagonal every ``columns + 1`` rows, as numpy's and torch's
+    (row-major positions: torch follows the memory layout of non-contiguous tensors there)."""
+    if input.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    height, width = input.shape[0], input.shape[1]
+    if input.ndim > 2 and builtins.any(n != height for n in input.shape[1:]):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    # Row-major positions p of the diagonal: multiples of the step (the sum of the contiguous strides).
+    step, stride = 0, 1
+    for n in reversed(input.shape):
+        step += stride
+        stride *= n
+    count = builtins.min(height, width)
+    if wrap and input.ndim == 2 and height > width + 1:
+        count = (input.numel() + step - 1) // step
+    positions = arange_like(input.numel(), input)
+    mask = (positions % step == 0) & (positions < count * step)
+    return input.masked_fill_(mask.reshape(input.shape), fill_value)
+
+
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix."""
     if input.ndim != 2:

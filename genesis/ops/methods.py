@@ -1,6 +1,7 @@
 """Tensor methods that are not a ``genesis.*`` function of the same name: the ``*_as`` forms, ``where`` with the
-tensor first, the operators that need a rule of their own, the transposing properties, and the legacy API of old
-scripts (``type``, ``new``, ``resize_``). Bound by the registry.
+tensor first, ``polygamma`` with the tensor first, the complex conversions, the operators that need a rule of their
+own, the transposing properties, and the legacy API of old scripts (``type``, ``new``, ``resize_``, ``resize_as_``).
+Bound by the registry.
 """
 
 from __future__ import annotations
@@ -8,9 +9,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from genesis import dtypes
-from genesis import linalg as LA
+from genesis import memory_format as _mf
 from genesis.ndarray import NDArray
-from genesis.ops import compare, complex, reduce, views
+from genesis.ops import compare, complex, math_special, reduce, views
 from genesis.tensor import Size, Tensor
 
 
@@ -49,9 +50,25 @@ def is_conj(self: Tensor) -> bool:
     return False
 
 
-def cholesky(self: Tensor, upper: bool = False) -> Tensor:
-    """The Cholesky factor (lower unless ``upper``)."""
-    return LA.cholesky(self, upper=upper)
+def is_inference(self: Tensor) -> bool:
+    """Whether the tensor was made inside an ``inference_mode`` block (or is a view or detached copy of such a
+    tensor)."""
+    return self._inference or (self._base is not None and self._base._inference)
+
+
+def polygamma(self: Tensor, n: int) -> Tensor:
+    """``genesis.polygamma(n, self)`` (the method takes the tensor first)."""
+    return math_special.polygamma(n, self)
+
+
+def cfloat(self: Tensor) -> Tensor:
+    """This tensor as complex64 (``self.to(genesis.cfloat)``)."""
+    return self.to(dtypes.complex64)
+
+
+def cdouble(self: Tensor) -> Tensor:
+    """This tensor as complex128 (``self.to(genesis.cdouble)``)."""
+    return self.to(dtypes.complex128)
 
 
 def reflected(fn: Callable) -> Callable:
@@ -132,4 +149,21 @@ def resize_(self: Tensor, *sizes: Any) -> Tensor:
         new.reshape((new.size,)).narrow(0, 0, keep).copy_(flat.narrow(0, 0, keep))
     self.ndarray = new
     self._bump_version()
+    return self
+
+
+def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
+    """``resize_(the_template.shape)``; a ``memory_format`` then lays the memory out in that format
+    (``preserve_format``: the template's when it is channels_last, else row-major), as torch's ``resize_as_``."""
+    resize_(self, tuple(the_template.shape))
+    if memory_format is None:
+        return self
+    fmt = _mf.check("resize_as_", memory_format)
+    shape = tuple(self.shape)
+    if fmt is _mf.preserve_format:  # the template's format, as torch's suggest_memory_format: channels_last or not
+        fmt = _mf.suggest(shape, the_template.stride())
+    strides = _mf.strides(shape, fmt)
+    nd = self.ndarray
+    if strides != nd.strides:
+        self.ndarray = NDArray(nd.buffer, nd.shape, strides, nd.offset, nd.dtype, nd.device)
     return self

@@ -29,12 +29,15 @@ from genesis import autograd
 from genesis import linalg as LA
 from genesis import random as R
 from genesis import tensor as _tensor_module
+from genesis.linalg import legacy
 from genesis.ops import (
     arithmetic,
     autocast,
     compare,
     complex,
     conversion,
+    creation,
+    floating,
     foreach,
     gather_scatter,
     indexing,
@@ -49,9 +52,11 @@ from genesis.ops import (
     shape,
     sorting,
     sparse,
+    spectral,
     statistics,
     unary,
     views,
+    windows,
 )
 from genesis.ops.autocast import BANNED, FP16, FP32, LOWER, PROMOTE
 from genesis.tensor import Tensor
@@ -379,6 +384,13 @@ OPS: tuple[Op, ...] = (
     Op("multiply", arithmetic.mul, method=True, inplace=BINARY),
     Op("divide", arithmetic.div, method=True, inplace=BINARY),
     Op("absolute", unary.abs, method=True, inplace=KERNEL, kernel="abs"),
+    Op("polygamma", math_special.polygamma),
+    Op("frexp", floating.frexp, method=True),
+    Op("nextafter", floating.nextafter, method=True, inplace=GENERAL),
+    Op("narrow_copy", views.narrow_copy, method=True),
+    Op("put", gather_scatter.put, method=True, inplace=GENERAL),
+    Op("stft", spectral.stft, method=True, autocast=(FP32, FP32)),
+    Op("istft", spectral.istft, method=True, autocast=(FP32, FP32)),
     # ---------------------------------------------------------------- creation (genesis.tensor)
     Op("tensor", _tensor_module.tensor),
     Op("as_tensor", _tensor_module.as_tensor),
@@ -397,6 +409,15 @@ OPS: tuple[Op, ...] = (
     Op("linspace", _tensor_module.linspace),
     Op("logspace", _tensor_module.logspace),
     Op("eye", _tensor_module.eye),
+    Op("empty_strided", creation.empty_strided),
+    Op("asarray", creation.asarray),
+    Op("frombuffer", creation.frombuffer),
+    Op("range", creation.range),
+    Op("hann_window", windows.hann_window),
+    Op("hamming_window", windows.hamming_window),
+    Op("blackman_window", windows.blackman_window),
+    Op("bartlett_window", windows.bartlett_window),
+    Op("kaiser_window", windows.kaiser_window),
     # ---------------------------------------------------------------- random numbers (genesis.random)
     Op("rand", R.rand),
     Op("rand_like", R.rand_like),
@@ -413,6 +434,9 @@ OPS: tuple[Op, ...] = (
     Op("bernoulli_", R.bernoulli_, function=False, method=True),
     Op("random_", R.random_, function=False, method=True),
     Op("exponential_", R.exponential_, function=False, method=True),
+    Op("cauchy_", R.cauchy_, function=False, method=True),
+    Op("log_normal_", R.log_normal_, function=False, method=True),
+    Op("geometric_", R.geometric_, function=False, method=True),
     # ---------------------------------------------------------------- multi-tensor ops (one launch per group)
     Op("_foreach_norm", foreach._foreach_norm),
     Op("_foreach_mul_", foreach._foreach_mul_),
@@ -442,7 +466,14 @@ OPS: tuple[Op, ...] = (
     Op("pinverse", LA.spectral.pinverse, method=True),
     Op("cholesky_solve", LA.solvers.cholesky_solve, method=True),
     Op("cholesky_inverse", LA.solvers.cholesky_inverse, method=True),
-    Op("cholesky", methods.cholesky, function=False, method=True),
+    Op("cholesky", legacy.cholesky, method=True),
+    Op("svd", legacy.svd, method=True),
+    Op("qr", legacy.qr, method=True),
+    Op("triangular_solve", legacy.triangular_solve, method=True),
+    Op("lu", legacy.lu, method=True),
+    Op("lu_solve", legacy.lu_solve, method=True),
+    Op("lu_unpack", legacy.lu_unpack),
+    Op("chain_matmul", legacy.chain_matmul),
     # ---------------------------------------------------------------- methods only
     Op("to", conversion.to, function=False, method=True),
     Op("pin_memory", conversion.pin_memory, function=False, method=True),
@@ -457,6 +488,15 @@ OPS: tuple[Op, ...] = (
     Op("type", methods.legacy_type, function=False, method=True),
     Op("new", methods.new, function=False, method=True),
     Op("resize_", methods.resize_, function=False, method=True),
+    Op("resize_as_", methods.resize_as_, function=False, method=True),
+    Op("new_empty_strided", creation.new_empty_strided, function=False, method=True),
+    Op("cfloat", methods.cfloat, function=False, method=True),
+    Op("cdouble", methods.cdouble, function=False, method=True),
+    Op("polygamma", methods.polygamma, function=False, method=True, inplace=GENERAL),
+    Op("is_inference", methods.is_inference, function=False, method=True),
+    Op("share_memory_", conversion.share_memory_, function=False, method=True),
+    Op("is_shared", conversion.is_shared, function=False, method=True),
+    Op("fill_diagonal_", matrices.fill_diagonal_, function=False, method=True),
     Op("fill_", inplace.fill_, function=False, method=True),
     Op("_fill_from", inplace.fill_from, function=False, method=True),
     Op("zero_", inplace.zero_, function=False, method=True),
@@ -556,6 +596,14 @@ RNN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
 }
 
 
+#: Autocast rules of the ``genesis.fft`` transforms (torch's ``fft_*`` ops): float32 on both device types, as torch's.
+FFT_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
+    f"fft_{name}": (FP32, FP32) for name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2",
+                                             "irfft2", "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn",
+                                             "ihfftn")
+}
+
+
 #: numpy's keyword names that torch's argument parser accepts for ``dim`` and ``keepdim`` (``x.sum(axis=1,
 #: keepdims=True)``, ``genesis.cat(ts, axis=0)``).
 NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
@@ -604,11 +652,11 @@ def namespace() -> list[str]:
 
 
 def autocast_policy() -> dict[str, dict[str, str]]:
-    """device type -> op name -> autocast rule, from the rows' ``autocast``, :data:`NN_AUTOCAST` and
-    :data:`RNN_AUTOCAST`."""
+    """device type -> op name -> autocast rule, from the rows' ``autocast``, :data:`NN_AUTOCAST`,
+    :data:`RNN_AUTOCAST` and :data:`FFT_AUTOCAST`."""
     policy: dict[str, dict[str, str]] = {"cpu": {}, "cuda": {}}
     rules = [(op.name, op.autocast) for op in OPS if op.autocast] + list(NN_AUTOCAST.items()) + list(
-        RNN_AUTOCAST.items())
+        RNN_AUTOCAST.items()) + list(FFT_AUTOCAST.items())
     for name, (cpu, cuda) in rules:
         for device_type, rule in (("cpu", cpu), ("cuda", cuda)):
             if rule is not None:

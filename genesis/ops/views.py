@@ -330,6 +330,11 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     return view_of(input, lambda x: x.narrow(d, start, length))
 
 
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A contiguous copy of ``narrow(input, dim, start, length)``."""
+    return Clone.apply(narrow(input, dim, start, length))
+
+
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     d = normalize_dim("select", dim, input.ndim)
     n = input.shape[d]

@@ -72,7 +72,10 @@ def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_block
 
 
 def from_numpy_shared(array: np.ndarray) -> NDArray:
-    """Wrap a numpy array without copying (``genesis.from_numpy``)."""
+    """Wrap a numpy array without copying (``genesis.from_numpy``); ml_dtypes.bfloat16 arrays (what ``to_numpy``
+    hands out for bfloat16) are read through their bits."""
+    if array.dtype == dtypes.to_numpy(dtypes.bfloat16):
+        return wrap(torch.from_numpy(array.view(np.int16)).view(torch.bfloat16))
     return wrap(torch.from_numpy(array))
 
 

@@ -224,12 +224,20 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
           inplace: bool = False) -> Tensor:
     """Randomized leaky ReLU (Xu et al., 2015): negative inputs are scaled by ``a ~ U(lower, upper)``, drawn per
     element in training, and by the fixed ``(lower + upper) / 2`` in evaluation."""
+    return randomized_relu(input, lower, upper, training, inplace, None)
+
+
+def randomized_relu(input: Tensor, lower: float, upper: float, training: bool, inplace: bool,
+                    generator: random.Generator | None) -> Tensor:
+    """``rrelu`` drawing its slopes from ``generator`` (the default one when None): ``F.rrelu`` and torch's
+    namespace ``rrelu(input, lower, upper, training, generator)``."""
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         slope = (lower + upper) / 2
         return _apply(input, inplace, lambda x: T.where(x >= 0, x, x * slope))
-    noise = random.rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
+    noise = random.rand(input.shape, generator=generator, dtype=input.dtype, device=input.device) * (
+        upper - lower) + lower
     return _apply(input, inplace, lambda x: T.where(x > 0, x, x * noise))
 
 

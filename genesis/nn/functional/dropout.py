@@ -108,6 +108,8 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
     _check_p("alpha_dropout", p)
     if not training or p == 0.0:
         return input
+    if p == 1.0:  # everything dropped (the affine constants below are infinite)
+        return input.copy_(input * 0.0) if inplace else input * 0.0
     alpha_p = -1.7580993408473766
     keep = (random.rand(input.shape, dtype=input.dtype, device=input.device) >= p).to(input.dtype)
     a = ((1 - p) * (1 + p * alpha_p**2)) ** -0.5

@@ -6,6 +6,7 @@ Half-precision inputs are normalized in float32 and the result cast back, as tor
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from genesis import amp, dtypes
@@ -109,9 +110,17 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     """
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D input)")
-    channels = input.shape[1]
-    if training and input.numel() // channels <= 1:
+    if training and input.numel() // input.shape[1] <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+    return batch_norm_unchecked(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def batch_norm_unchecked(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+                         weight: Tensor | None, bias: Tensor | None, training: bool, momentum: float | None,
+                         eps: float) -> Tensor:
+    """``batch_norm`` without the Python-level checks of ``F.batch_norm`` (a single value per channel in training
+    normalizes to zeros): torch's namespace ``batch_norm`` goes straight here, as its kernel."""
+    channels = input.shape[1]
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         if t is not None and t.numel() != channels:
             raise RuntimeError(f"batch_norm: {name} should contain {channels} elements not {t.numel()}")
@@ -143,7 +152,7 @@ def _batch_norm_composite(input: Tensor, running_mean: Tensor | None, running_va
             with no_grad():
                 m = 0.0 if momentum is None else momentum
                 running_mean.mul_(1 - m).add_(mean.detach().reshape(channels).to(running_mean.dtype) * m)
-                unbiased = var.detach().reshape(channels) * (count / (count - 1))
+                unbiased = var.detach().reshape(channels) * (count / max(count - 1, 1))
                 running_var.mul_(1 - m).add_(unbiased.to(running_var.dtype) * m)
     else:
         mean = running_mean.reshape(shape)
@@ -160,13 +169,21 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     per-instance mean and unbiased variance; without it the running statistics normalize (as eval batch norm).
     Floating input with parameters of its dtype runs as one kernel each way (group norm's, one channel per group).
     """
-    if not use_input_stats:
-        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
-    count = 1
-    for s in input.shape[2:]:
-        count *= s
-    if count <= 1:
+    if use_input_stats and math.prod(input.shape[2:]) <= 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(input.shape)}")
+    return instance_norm_unchecked(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def instance_norm_unchecked(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+                            weight: Tensor | None, bias: Tensor | None, use_input_stats: bool, momentum: float,
+                            eps: float) -> Tensor:
+    """``instance_norm`` without ``F.instance_norm``'s check for a single spatial element: torch's namespace
+    ``instance_norm`` goes straight here, as its kernel."""
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    count = math.prod(input.shape[2:])
     channels = input.shape[1]
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         if t is not None and t.numel() != channels:

@@ -1,0 +1,175 @@
+"""The neural-network ops torch also offers at the top of its namespace (``torch.conv2d``, ``torch.dropout``,
+``torch.layer_norm``...), with the signatures of ``torch.<name>`` — which are not always those of
+``torch.nn.functional.<name>``: ``dropout(input, p, train)``, ``batch_norm`` and ``instance_norm`` with the weights
+first and every argument positional, ``embedding(weight, indices, ...)`` with the weight first, ``rrelu`` with a
+generator. ``genesis/__init__.py`` re-exports ``__all__``.
+
+Where the signatures agree the function is ``genesis.nn.functional``'s own; the others are thin wrappers over it.
+As torch's kernels, they skip the Python-level checks of ``torch.nn.functional`` (a dropout probability out of range
+is a RuntimeError here, a ValueError there; batch norm of a single value per channel normalizes to zeros).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from genesis.nn.functional import activations
+from genesis.nn.functional.activations import celu_, hardshrink, prelu, randomized_relu, selu_, threshold_
+from genesis.nn.functional.conv import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+)
+from genesis.nn.functional.distance import pdist
+from genesis.nn.functional.dropout import _channel_dropout
+from genesis.nn.functional.dropout import alpha_dropout as _alpha_dropout
+from genesis.nn.functional.dropout import dropout as _dropout
+from genesis.nn.functional.dropout import feature_alpha_dropout as _feature_alpha_dropout
+from genesis.nn.functional.linear import bilinear
+from genesis.nn.functional.normalization import batch_norm_unchecked, instance_norm_unchecked
+from genesis.nn.functional.normalization import group_norm as _group_norm
+from genesis.nn.functional.normalization import layer_norm as _layer_norm
+from genesis.nn.functional.shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
+from genesis.nn.functional.sparse import embedding as _embedding
+from genesis.random import Generator
+from genesis.tensor import Tensor
+
+__all__ = [
+    "alpha_dropout", "alpha_dropout_", "batch_norm", "bilinear", "celu", "celu_", "channel_shuffle", "conv1d",
+    "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "dropout", "dropout_", "embedding",
+    "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "group_norm",
+    "hardshrink", "instance_norm", "layer_norm", "pdist", "pixel_shuffle", "pixel_unshuffle", "prelu", "rrelu",
+    "rrelu_", "selu", "selu_", "threshold", "threshold_",
+]
+
+
+def _check_probability(p: float) -> None:
+    if p < 0 or p > 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """``nn.functional.dropout(input, p, training=train)``; ``input`` itself when not training."""
+    _check_probability(p)
+    return _dropout(input, p, train)
+
+
+def dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """In-place ``dropout``."""
+    _check_probability(p)
+    return _dropout(input, p, train, inplace=True)
+
+
+def alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """``nn.functional.alpha_dropout(input, p, training=train)``."""
+    _check_probability(p)
+    return _alpha_dropout(input, p, train)
+
+
+def alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """In-place ``alpha_dropout``."""
+    _check_probability(p)
+    return _alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """Dropout of whole channels: one draw per entry of the first two dims of an input of at least 2 dims, shared by
+    the rest (``nn.functional.dropout2d``'s kernel)."""
+    _check_probability(p)
+    return _channel_dropout(input, p, train)
+
+
+def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """In-place ``feature_dropout``."""
+    _check_probability(p)
+    out = _channel_dropout(input, p, train)
+    return input if out is input else input.copy_(out)
+
+
+def feature_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """``nn.functional.feature_alpha_dropout(input, p, training=train)``."""
+    _check_probability(p)
+    return _feature_alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """In-place ``feature_alpha_dropout``."""
+    _check_probability(p)
+    return _feature_alpha_dropout(input, p, train, inplace=True)
+
+
+def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5, cudnn_enable: bool = True) -> Tensor:
+    """``nn.functional.layer_norm``; ``cudnn_enable`` is accepted and ignored, as on torch's CPU."""
+    if isinstance(normalized_shape, int):
+        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
+    return _layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5, cudnn_enabled: bool = True) -> Tensor:
+    """``nn.functional.group_norm``; ``cudnn_enabled`` is accepted and ignored."""
+    return _group_norm(input, num_groups, weight, bias, eps)
+
+
+def _check_momentum(momentum: float) -> None:
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
+        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not "
+                        f"{type(momentum).__name__}")
+
+
+def batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+               running_var: Tensor | None, training: bool, momentum: float, eps: float,
+               cudnn_enabled: bool) -> Tensor:
+    """Batch norm in torch's namespace order (weight and bias first, every argument required); the running
+    statistics are updated in place in training. ``cudnn_enabled`` is accepted and ignored."""
+    _check_momentum(momentum)
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    return batch_norm_unchecked(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+                  running_var: Tensor | None, use_input_stats: bool, momentum: float, eps: float,
+                  cudnn_enabled: bool) -> Tensor:
+    """Instance norm in torch's namespace order (weight and bias first, every argument required)."""
+    _check_momentum(momentum)
+    return instance_norm_unchecked(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by ``indices`` (the weight first, unlike ``nn.functional.embedding``); a
+    non-negative ``padding_idx`` names the row that gets no gradient (-1, and any negative value: none)."""
+    padding = padding_idx if 0 <= padding_idx < weight.shape[0] else None
+    return _embedding(indices, weight, padding, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def selu(input: Tensor) -> Tensor:
+    """``nn.functional.selu`` (no ``inplace`` argument: ``selu_`` is the in-place form)."""
+    return activations.selu(input)
+
+
+def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """``nn.functional.celu`` (no ``inplace`` argument: ``celu_`` is the in-place form)."""
+    return activations.celu(input, alpha)
+
+
+def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
+    """``input`` where it is above ``threshold``, else ``value`` (``threshold_`` is the in-place form)."""
+    return activations.threshold(input, threshold, value)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          generator: Generator | None = None) -> Tensor:
+    """``nn.functional.rrelu`` drawing its training slopes from ``generator``."""
+    return randomized_relu(input, lower, upper, training, False, generator)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+           generator: Generator | None = None) -> Tensor:
+    """In-place ``rrelu``."""
+    return randomized_relu(input, lower, upper, training, True, generator)

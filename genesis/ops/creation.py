@@ -1,0 +1,167 @@
+"""Creation functions beyond ``genesis.tensor``'s: torch's ``asarray`` (sharing memory where it can), ``frombuffer``,
+``empty_strided`` / ``Tensor.new_empty_strided`` and the deprecated inclusive ``range``."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+
+from genesis import dtypes
+from genesis.device import factory_device, to_device
+from genesis.ndarray import NDArray
+from genesis.tensor import Tensor, arange, from_dlpack, from_numpy, tensor
+
+
+def range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, layout: Any = None, device: Any = None,
+          pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """Deprecated (as in torch, with its warning): values from ``start`` to ``end`` *inclusive* spaced by ``step``,
+    ``floor((end - start) / step) + 1`` of them, in the default float dtype unless ``dtype`` says otherwise.
+
+    Values are ``start + i * step`` computed in float64 (int64 for integer dtypes, whose bounds are truncated) and
+    rounded once, as torch's CPU kernel. Use ``arange`` (end excluded) instead.
+    """
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
+                  "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+                  "[start, end).", UserWarning, stacklevel=2)
+    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    integral = d.category < 2
+    if integral:
+        start, end, step = builtins.int(start), builtins.int(end), builtins.int(step)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    count = (end - start) // step + 1 if integral else builtins.int((end - start) / step + 1)
+    dev = factory_device(device)
+    values = arange(count, dtype=dtypes.int64 if integral else dtypes.float64, device=dev) * step + start
+    out = values.to(d)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def _strided_storage(size: Sequence[int], stride: Sequence[int]) -> int:
+    """The elements a storage needs for a view of ``size`` and ``stride`` starting at 0."""
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(stride)} strides for {len(size)} sizes")
+    if any(n < 0 for n in size) or any(s < 0 for s in stride):
+        raise RuntimeError(f"empty_strided: negative sizes or strides are not supported, got {list(size)} and "
+                           f"{list(stride)}")
+    if 0 in size:
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(size, stride))
+
+
+def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None, layout: Any = None,
+                  device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """An uninitialized tensor of ``size`` laid out with ``stride`` (in elements) over a storage just large enough."""
+    size, stride = tuple(builtins.int(n) for n in size), tuple(builtins.int(s) for s in stride)
+    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    storage = NDArray.empty((_strided_storage(size, stride),), d, factory_device(device))
+    out = Tensor._wrap(storage.as_strided(size, stride, 0))
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def new_empty_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], *, dtype: Any = None,
+                      layout: Any = None, device: Any = None, pin_memory: bool = False,
+                      requires_grad: bool = False) -> Tensor:
+    """``empty_strided`` with this tensor's dtype and device unless given (``Tensor.new_empty_strided``)."""
+    return empty_strided(size, stride, dtype=dtype if dtype is not None else self.dtype,
+                         device=device if device is not None else self.device, requires_grad=requires_grad)
+
+
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
+    """A 1-D CPU tensor over the memory of an object with the buffer protocol (``bytearray``, ``array.array``,
+    ``memoryview``, ``mmap``...): ``count`` elements of ``dtype`` (-1: as many as fit) from byte ``offset``, sharing
+    the memory, so writes through either are seen by the other. ValueError for sizes that do not fit, as torch."""
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    d = dtypes.to_dtype(dtype)
+    nbytes, itemsize = view.nbytes, d.itemsize
+    if nbytes == 0 or count == 0:
+        raise ValueError(f"both buffer length ({nbytes}) and count ({count}) must not be 0")
+    if not 0 <= offset < nbytes:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than buffer length ({nbytes} "
+                         f"bytes) minus 1")
+    if count < 0:
+        if (nbytes - offset) % itemsize:
+            raise ValueError(f"buffer length ({nbytes - offset} bytes) after offset ({offset} bytes) must be a "
+                             f"multiple of element size ({itemsize})")
+        count = (nbytes - offset) // itemsize
+    elif offset + count * itemsize > nbytes:
+        raise ValueError(f"requested buffer length ({count} * {itemsize} bytes) after offset ({offset} bytes) must not "
+                         f"be greater than actual buffer length ({nbytes} bytes)")
+    raw = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+    out = from_numpy(np.frombuffer(raw, dtype=dtypes.to_numpy(d), count=count, offset=offset))
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def _is_buffer(obj: Any) -> bool:
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
+            requires_grad: bool | None = None) -> Tensor:
+    """``obj`` as a tensor, sharing its memory where it can (torch's ``asarray``).
+
+    A tensor comes back itself when dtype and device already match (a conversion otherwise, differentiable); numpy
+    arrays, DLPack producers and buffer-protocol objects (read as raw bytes of ``dtype``, the default dtype if None)
+    are shared; numbers and sequences are copied. ``copy=True`` always copies, ``copy=False`` raises ValueError
+    where sharing is impossible. ``requires_grad`` defaults to the tensor's own (with torch's warning when True).
+    """
+    d = dtypes.to_dtype(dtype) if dtype is not None else None
+    dev = to_device(device) if device is not None else None
+    if isinstance(obj, Tensor):
+        if requires_grad is None:
+            requires_grad = obj.requires_grad
+            if requires_grad:
+                warnings.warn("torch.asarray: unspecified requires_grad now defaults to obj.requires_grad instead of "
+                              "False. Pass requires_grad=False explicitly to get the old behavior and silence this "
+                              "warning.", UserWarning, stacklevel=2)
+        return _tensor_as(obj, d, dev, copy, requires_grad)
+    if isinstance(obj, (np.ndarray, np.generic)):
+        array = np.asarray(obj)
+        alias = isinstance(obj, np.ndarray) and (d is None or dtypes.to_numpy(d) == array.dtype) and (
+            dev is None or dev.type == "cpu")
+        if copy is False and not alias:
+            raise ValueError(f"can't alias NumPy array with dtype '{array.dtype}' into dtype '{d}'.")
+        out = from_numpy(array) if alias and not copy else tensor(array, dtype=d, device=dev)
+    elif hasattr(obj, "__dlpack__"):
+        return _tensor_as(from_dlpack(obj), d, dev, copy, bool(requires_grad))
+    elif _is_buffer(obj):
+        out = _tensor_as(frombuffer(obj, dtype=d or dtypes.get_default_dtype()), None, dev, copy, False)
+    else:
+        if copy is False:
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        out = tensor(obj, dtype=d, device=dev)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def _tensor_as(t: Tensor, dtype: dtypes.dtype | None, device: Any, copy: bool | None, requires_grad: bool) -> Tensor:
+    """``asarray`` of a tensor: itself, or converted where dtype or device differ (a copy; ValueError with
+    ``copy=False``); a copy anyway with ``copy=True``; detached or made to require grad as asked."""
+    wrong_dtype = dtype is not None and dtype is not t.dtype
+    wrong_device = device is not None and device != t.device
+    if copy is False and wrong_dtype:
+        raise ValueError(f"can't alias tensor with dtype '{t.dtype}' into dtype '{dtype}'.")
+    if copy is False and wrong_device:
+        raise ValueError(f"can't alias tensor from device '{t.device}' to '{device}'.")
+    out = t.to(device=device, dtype=dtype) if wrong_dtype or wrong_device else t
+    if copy and out is t:
+        out = t.clone()
+    if not requires_grad and out.requires_grad:
+        return out.detach()
+    if requires_grad and not out.requires_grad:
+        out.requires_grad_(True)
+    return out

@@ -1,0 +1,41 @@
+"""torch's namespace samplers that draw through the samplers of ``genesis.distributions``: ``poisson(input,
+generator)``. They live here, above ``genesis.distributions``, because the op layer may not import it."""
+
+from __future__ import annotations
+
+from genesis import random
+from genesis.distributions.counts import _poisson
+from genesis.ops import ones_like_bool, where
+from genesis.tensor import Tensor
+
+
+def poisson(input: Tensor, generator: random.Generator | None = None) -> Tensor:
+    """Poisson draws with the rates ``input`` (non-negative floats), in ``input``'s dtype: exponential inter-arrival
+    times below rate 10, Hörmann's transformed rejection (PTRS) above (``genesis.distributions.Poisson``'s sampler).
+
+    ``generator`` supplies the numbers (the device's default generator otherwise) and advances. The result carries a
+    zero gradient, as torch's. Infinite rates give infinity (torch's kernel returns an undefined integer there).
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"poisson: not implemented for '{input.dtype.name}' (floating rates only)")
+    rates = input.detach()
+    if rates.numel() and not bool((rates >= 0).all().item()):  # NaN fails too
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    if generator is None:
+        sample = _poisson(rates)
+    else:
+        if generator.device != input.device:
+            raise RuntimeError(f"poisson: expected a generator on {input.device}, got one on {generator.device}")
+        # The sampler reads the device's default generator: it draws from this one's stream for the call.
+        default = random.default_generator(input.device)
+        saved = default.get_state()
+        default.set_state(generator.get_state())
+        try:
+            sample = _poisson(rates)
+        finally:
+            generator.set_state(default.get_state())
+            default.set_state(saved)
+    # The sample's values, with a zero gradient to the rates (torch's poisson backward).
+    return where(ones_like_bool(sample), sample, input) if input.requires_grad else sample

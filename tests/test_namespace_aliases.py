@@ -1,0 +1,258 @@
+"""torch's top-level spellings of neural-network ops (``torch.dropout(input, p, train)``, ``torch.layer_norm``,
+``torch.batch_norm`` in its positional order, ``torch.embedding(weight, indices)``...) against torch: signatures,
+values, gradients and errors."""
+
+import inspect
+
+import pytest
+import torch
+
+import genesis
+from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis
+
+ALIASES = genesis.nn.functional.namespace_aliases.__all__
+
+
+def _torch_names(name: str) -> list[str]:
+    """The parameter names of torch's first schema for ``torch.<name>`` (its builtins name the tensor ``self``)."""
+    schema = torch._C._jit_get_schemas_for_operator(f"aten::{name}")[0]
+    names = [a.name for a in schema.arguments if not a.kwarg_only]
+    return ["input" if n == "self" else n for n in names]
+
+
+@pytest.mark.parametrize("name", ALIASES)
+def test_every_alias_is_in_both_namespaces(name: str) -> None:
+    assert hasattr(torch, name), name
+    assert getattr(genesis, name) is getattr(genesis.nn.functional.namespace_aliases, name)
+
+
+@pytest.mark.parametrize("name", ["dropout", "alpha_dropout", "feature_dropout", "feature_alpha_dropout", "dropout_",
+                                  "layer_norm", "group_norm", "batch_norm", "instance_norm", "embedding", "rrelu",
+                                  "rrelu_", "selu", "celu", "threshold", "threshold_", "hardshrink", "prelu",
+                                  "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "pdist"])
+def test_positional_parameters_are_torch_schema(name: str) -> None:
+    got = [p.name for p in inspect.signature(getattr(genesis, name)).parameters.values()
+           if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert got == _torch_names(name)
+
+
+def test_namespace_order_differs_from_functional() -> None:
+    # torch.batch_norm(input, weight, bias, running_mean, running_var, ...) vs F.batch_norm(input, running_mean, ...)
+    x, w, b = rand(4, 3, 2), rand(3), rand(3)
+    mean, var = torch.rand(3, dtype=torch.float64), torch.rand(3, dtype=torch.float64) + 0.5
+    check(lambda lib, x, w, b, m, v: lib.batch_norm(x, w, b, m, v, False, 0.1, 1e-5, True), x, w, b, mean, var)
+    check(lambda lib, w, i: lib.embedding(w, i), rand(6, 3), torch.tensor([[0, 5], [2, 2]]))
+
+
+# ------------------------------------------------------------------ dropout
+
+
+@pytest.mark.parametrize("name", ["dropout", "alpha_dropout", "feature_dropout", "feature_alpha_dropout"])
+def test_dropout_is_identity_when_not_training(name: str) -> None:
+    x = to_genesis(rand(4, 5))
+    assert getattr(genesis, name)(x, 0.3, False) is x
+    assert getattr(genesis, name)(input=x, p=0.3, train=False) is x
+
+
+@pytest.mark.parametrize("name", ["dropout", "alpha_dropout", "feature_dropout", "feature_alpha_dropout"])
+@pytest.mark.parametrize("p", [1.5, -0.1])
+@pytest.mark.parametrize("train", [True, False])
+def test_dropout_probability_out_of_range_raises_runtime_error(name: str, p: float, train: bool) -> None:
+    # torch.nn.functional raises ValueError here; the namespace ops raise RuntimeError (their kernel's check).
+    check_error(RuntimeError, lambda lib, x: getattr(lib, name)(x, p, train), rand(3, 4))
+
+
+@pytest.mark.parametrize("name", ["dropout", "alpha_dropout", "feature_dropout", "feature_alpha_dropout"])
+def test_dropout_of_everything_is_zero(name: str) -> None:
+    check(lambda lib, x: getattr(lib, name)(x, 1.0, True), rand(3, 4, 2))
+
+
+def test_dropout_statistics_and_channel_masks() -> None:
+    genesis.manual_seed(0)
+    x = genesis.ones(200, 100, dtype=genesis.float64, device=DEVICE)
+    out = genesis.dropout(x, 0.25, True)
+    kept = (out != 0).float().mean().item()
+    assert abs(kept - 0.75) < 0.02
+    assert set(out.unique().tolist()) <= {0.0, 1 / 0.75}
+    channels = genesis.feature_dropout(genesis.ones(64, 32, 5, device=DEVICE), 0.5, True)
+    per_channel = channels.amax(-1) == channels.amin(-1)  # a whole channel is kept or dropped
+    assert bool(per_channel.all())
+
+
+def test_feature_dropout_needs_two_dims_in_training() -> None:
+    check_error(RuntimeError, lambda lib, x: lib.feature_dropout(x, 0.5, True), rand(3))
+    check(lambda lib, x: lib.feature_dropout(x, 0.5, False), rand(3))
+
+
+def test_dropout_of_integers_raises() -> None:
+    check_error(RuntimeError, lambda lib, x: lib.dropout(x, 0.5, True), torch.arange(4))
+
+
+def test_inplace_dropout_writes_into_the_input() -> None:
+    x = genesis.ones(50, 40, device=DEVICE)
+    out = genesis.dropout_(x, 0.5, True)
+    assert out is x and bool((x == 0).any()) and bool((x == 2).any())
+    y = genesis.ones(8, 6, 4, device=DEVICE)
+    assert genesis.feature_dropout_(y, 0.5, True) is y
+    z = genesis.ones(8, 6, device=DEVICE)
+    assert genesis.alpha_dropout_(z, 0.5, True) is z and genesis.feature_alpha_dropout_(z, 0.5, False) is z
+
+
+def test_dropout_gradient_follows_the_mask() -> None:
+    x = to_genesis(rand(30, 20))
+    out = genesis.dropout(x, 0.5, True)
+    out.sum().backward()
+    assert genesis.equal(x.grad, (out != 0).to(x.dtype) * 2.0)
+
+
+# ------------------------------------------------------------------ convolution, shuffles, bilinear, activations
+
+
+def test_convolutions() -> None:
+    check(lambda lib, x, w, b: lib.conv1d(x, w, b, 2, 1), rand(2, 3, 9), rand(4, 3, 3), rand(4))
+    check(lambda lib, x, w: lib.conv2d(x, w, None, 1, "same"), rand(2, 4, 6, 6), rand(6, 4, 3, 3))
+    check(lambda lib, x, w: lib.conv2d(x, w, None, 1, 1, 2, 2), rand(1, 4, 7, 7), rand(6, 2, 3, 3))
+    check(lambda lib, x, w: lib.conv3d(x, w), rand(1, 2, 4, 4, 4), rand(3, 2, 2, 2, 2))
+    check(lambda lib, x, w, b: lib.conv_transpose1d(x, w, b, 2, 1, 1), rand(2, 3, 5), rand(3, 2, 3), rand(2))
+    check(lambda lib, x, w: lib.conv_transpose2d(x, w, None, 2), rand(1, 2, 3, 3), rand(2, 3, 2, 2))
+    check(lambda lib, x, w: lib.conv_transpose3d(x, w, None, 1, 0, 0, 1, 2), rand(1, 2, 3, 3, 3), rand(2, 2, 2, 2, 2))
+
+
+def test_convolution_errors() -> None:
+    check_error(RuntimeError, lambda lib, x, w: lib.conv2d(x, w), rand(1, 3, 5, 5), rand(4, 2, 3, 3))
+
+
+def test_shuffles_bilinear_pdist() -> None:
+    check(lambda lib, x: lib.pixel_shuffle(x, 2), rand(2, 8, 3, 3))
+    check(lambda lib, x: lib.pixel_unshuffle(x, 3), rand(1, 2, 6, 3))
+    check(lambda lib, x: lib.channel_shuffle(x, 3), rand(2, 6, 2, 2))
+    check(lambda lib, a, b, w, bias: lib.bilinear(a, b, w, bias), rand(4, 3), rand(4, 2), rand(5, 3, 2), rand(5))
+    check(lambda lib, x: lib.pdist(x), rand(5, 3))
+    check(lambda lib, x: lib.pdist(x, 1.5), rand(4, 2))
+    check_error(RuntimeError, lambda lib, x: lib.pixel_shuffle(x, 3), rand(1, 8, 2, 2))
+
+
+def test_activations() -> None:
+    x = rand(3, 4, 5) * 3
+    check(lambda lib, t: lib.selu(t), x)
+    check(lambda lib, t: lib.celu(t, 0.7), x, grad_rtol=1e-7)  # torch's CPU celu backward rounds 1/alpha to float32
+    check(lambda lib, t: lib.celu(t), x)
+    check(lambda lib, t: lib.threshold(t, 0.5, -2.0), x)
+    check(lambda lib, t: lib.hardshrink(t), x)
+    check(lambda lib, t: lib.hardshrink(t, 1.2), x)
+    check(lambda lib, t, w: lib.prelu(t, w), x, rand(4))
+    check(lambda lib, t: lib.rrelu(t), x)
+    check(lambda lib, t: lib.rrelu(t, 0.2, 0.4, False, None), x)
+
+
+def test_inplace_activations() -> None:
+    x = rand(3, 4, requires_grad=False) * 3
+    check(lambda lib, t: lib.selu_(t.clone()), x)
+    check(lambda lib, t: lib.celu_(t.clone(), 2.0), x)
+    check(lambda lib, t: lib.threshold_(t.clone(), 0.0, 5.0), x)
+    check(lambda lib, t: lib.rrelu_(t.clone(), 0.1, 0.3), x)
+
+
+def test_rrelu_training_draws_from_the_generator() -> None:
+    x = -genesis.rand(50, device=DEVICE) - 0.1
+    first = genesis.rrelu(x, 0.1, 0.3, True, genesis.Generator(DEVICE).manual_seed(5))
+    again = genesis.rrelu(x, 0.1, 0.3, True, genesis.Generator(DEVICE).manual_seed(5))
+    assert genesis.equal(first, again)
+    slopes = first / x
+    assert 0.1 <= slopes.min().item() and slopes.max().item() <= 0.3
+    check_error(RuntimeError, lambda lib, t: lib.rrelu(t, 0.5, 0.1, True), rand(3))
+
+
+def test_activation_signatures_take_no_inplace_flag() -> None:
+    x = to_genesis(rand(3))
+    for name, args in (("selu", (True,)), ("celu", (1.0, True)), ("threshold", (0.0, 1.0, True))):
+        with pytest.raises(TypeError):
+            getattr(torch, name)(torch.zeros(3), *args)
+        with pytest.raises(TypeError):
+            getattr(genesis, name)(x, *args)
+
+
+# ------------------------------------------------------------------ normalization
+
+
+def test_layer_norm() -> None:
+    check(lambda lib, x: lib.layer_norm(x, [5]), rand(2, 3, 5))
+    check(lambda lib, x, w, b: lib.layer_norm(x, (3, 5), w, b, 1e-3, False), rand(2, 3, 5), rand(3, 5), rand(3, 5))
+    check_error(RuntimeError, lambda lib, x: lib.layer_norm(x, [4]), rand(2, 3))
+    check_error(TypeError, lambda lib, x: lib.layer_norm(x, 3), rand(2, 3))
+
+
+def test_group_norm() -> None:
+    check(lambda lib, x, w, b: lib.group_norm(x, 2, w, b), rand(2, 4, 5), rand(4), rand(4))
+    check(lambda lib, x: lib.group_norm(x, 3, None, None, 1e-4, False), rand(2, 6, 2, 2))
+    check_error(RuntimeError, lambda lib, x: lib.group_norm(x, 2), rand(2, 3, 4))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_updates_running_statistics(training: bool) -> None:
+    x, w, b = rand(4, 3, 5), rand(3), rand(3)
+    t_mean, t_var = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    g_mean, g_var = to_genesis(t_mean), to_genesis(t_var)
+    out_g = genesis.batch_norm(to_genesis(x), to_genesis(w), to_genesis(b), g_mean, g_var, training, 0.3, 1e-5, True)
+    out_t = torch.batch_norm(x, w, b, t_mean, t_var, training, 0.3, 1e-5, True)
+    assert_same(out_g, out_t)
+    assert_same(g_mean, t_mean)
+    assert_same(g_var, t_var)
+
+
+def test_batch_norm_gradients_and_degenerate_batches() -> None:
+    check(lambda lib, x, w, b: lib.batch_norm(x, w, b, None, None, True, 0.1, 1e-5, False), rand(4, 3, 2), rand(3),
+          rand(3))
+    # A single value per channel normalizes to zeros (torch.nn.functional would raise ValueError).
+    check(lambda lib, x: lib.batch_norm(x, None, None, None, None, True, 0.1, 1e-5, False), rand(1, 3))
+
+
+def test_batch_norm_errors() -> None:
+    check_error(RuntimeError, lambda lib, x: lib.batch_norm(x, None, None, None, None, False, 0.1, 1e-5, False),
+                rand(2, 3))
+    check_error(TypeError, lambda lib, x: lib.batch_norm(x, None, None, None, None, True, None, 1e-5, False),
+                rand(2, 3))
+    check_error(TypeError, lambda lib, x: lib.batch_norm(x, None, None, None, None, True), rand(2, 3))
+
+
+def test_instance_norm() -> None:
+    check(lambda lib, x, w, b: lib.instance_norm(x, w, b, None, None, True, 0.1, 1e-5, False), rand(2, 3, 6),
+          rand(3), rand(3))
+    check(lambda lib, x: lib.instance_norm(x, None, None, None, None, True, 0.1, 1e-5, False), rand(2, 3, 1))
+    t_mean, t_var = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    g_mean, g_var = to_genesis(t_mean), to_genesis(t_var)
+    x = rand(2, 3, 4, 4, requires_grad=False)
+    assert_same(genesis.instance_norm(to_genesis(x), None, None, g_mean, g_var, True, 0.2, 1e-5, False),
+                torch.instance_norm(x, None, None, t_mean, t_var, True, 0.2, 1e-5, False))
+    assert_same(g_mean, t_mean)
+    assert_same(g_var, t_var)
+    assert_same(genesis.instance_norm(to_genesis(x), None, None, g_mean, g_var, False, 0.2, 1e-5, False),
+                torch.instance_norm(x, None, None, t_mean, t_var, False, 0.2, 1e-5, False))
+    check_error(RuntimeError, lambda lib, x: lib.instance_norm(x, None, None, None, None, False, 0.1, 1e-5, False),
+                rand(2, 3, 4))
+
+
+# ------------------------------------------------------------------ embedding
+
+
+@pytest.mark.parametrize("padding_idx", [-1, 0, 4, -3, 9])
+def test_embedding_padding_index(padding_idx: int) -> None:
+    # torch.embedding: a negative padding_idx means none (nn.functional.embedding counts it from the end).
+    indices = torch.tensor([[0, 1, 4], [4, 3, 0]])
+    check(lambda lib, w, i: lib.embedding(w, i, padding_idx), rand(5, 3), indices)
+
+
+def test_embedding_options() -> None:
+    indices = torch.tensor([0, 2, 2, 1, 2])
+    check(lambda lib, w, i: lib.embedding(w, i, -1, True), rand(4, 2), indices)
+    check(lambda lib, w, i: lib.embedding(w, i), rand(4, 2), indices.int())
+    check_error(RuntimeError, lambda lib, w, i: lib.embedding(w, i), rand(4, 2), indices.float())
+    check_error(IndexError, lambda lib, w, i: lib.embedding(w, i), rand(4, 2), torch.tensor([7]))
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="sparse gradients are CPU-only in Genesis")
+def test_embedding_sparse_gradient() -> None:
+    w = to_genesis(rand(4, 2))
+    genesis.embedding(w, genesis.tensor([0, 3]), sparse=True).sum().backward()
+    assert w.grad.is_sparse
+    assert genesis.equal(w.grad.to_dense(), genesis.tensor([[1.0, 1.0], [0, 0], [0, 0], [1, 1]], dtype=w.dtype))
