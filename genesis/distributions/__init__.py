@@ -2,10 +2,12 @@
 ``torch.distributions``.
 
 Continuous: :class:`Normal`, :class:`Uniform`, :class:`Exponential`, :class:`Laplace`, :class:`LogNormal`,
-:class:`Gamma`, :class:`Chi2`, :class:`Beta`, :class:`Dirichlet`, :class:`Cauchy`, :class:`StudentT`,
-:class:`Pareto`, :class:`HalfNormal`, :class:`HalfCauchy`, :class:`Gumbel`, :class:`Weibull`, :class:`VonMises`,
-:class:`MultivariateNormal`. Discrete: :class:`Bernoulli`, :class:`Categorical`, :class:`OneHotCategorical`,
-:class:`Poisson`, :class:`Binomial`, :class:`NegativeBinomial`, :class:`Geometric`. Relaxed (reparameterized
+:class:`Gamma`, :class:`Chi2`, :class:`InverseGamma`, :class:`FisherSnedecor`, :class:`Beta`, :class:`Dirichlet`,
+:class:`ContinuousBernoulli`, :class:`Kumaraswamy`, :class:`Cauchy`, :class:`StudentT`, :class:`Pareto`,
+:class:`HalfNormal`, :class:`HalfCauchy`, :class:`Gumbel`, :class:`Weibull`, :class:`VonMises`,
+:class:`MultivariateNormal`, :class:`LowRankMultivariateNormal`, :class:`LKJCholesky`. Discrete: :class:`Bernoulli`,
+:class:`Categorical`, :class:`OneHotCategorical`, :class:`Multinomial`, :class:`Poisson`, :class:`Binomial`,
+:class:`NegativeBinomial`, :class:`Geometric`. Relaxed (reparameterized
 stand-ins for discrete ones): :class:`RelaxedBernoulli`, :class:`LogitRelaxedBernoulli`,
 :class:`RelaxedOneHotCategorical`, :class:`ExpRelaxedCategorical`. Combinators: :class:`Independent`,
 :class:`MixtureSameFamily` and :class:`TransformedDistribution` with the transforms of
@@ -13,18 +15,22 @@ stand-ins for discrete ones): :class:`RelaxedBernoulli`, :class:`LogitRelaxedBer
 Everything is written with Genesis tensor ops, so it runs on every device and differentiates through autograd.
 """
 
-from genesis.distributions import constraints, transforms
+# Importing kl_cross_family registers the KL pairs of different families.
+from genesis.distributions import constraints, kl_cross_family, transforms  # noqa: F401
 from genesis.distributions.continuous import Exponential, Laplace, Normal, Uniform
 from genesis.distributions.counts import Binomial, Geometric, NegativeBinomial, Poisson
 from genesis.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from genesis.distributions.distribution import Distribution
 from genesis.distributions.extreme_value import Gumbel, Weibull
 from genesis.distributions.folded import HalfCauchy, HalfNormal
-from genesis.distributions.gamma import Beta, Chi2, Dirichlet, Gamma
+from genesis.distributions.gamma import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma, InverseGamma
 from genesis.distributions.heavy_tailed import Cauchy, Pareto, StudentT
 from genesis.distributions.independent import Independent
 from genesis.distributions.kl import kl_divergence, register_kl
+from genesis.distributions.lkj_cholesky import LKJCholesky
+from genesis.distributions.low_rank import LowRankMultivariateNormal
 from genesis.distributions.mixture import MixtureSameFamily
+from genesis.distributions.multinomial import Multinomial
 from genesis.distributions.multivariate_normal import MultivariateNormal
 from genesis.distributions.relaxed import (
     ExpRelaxedCategorical,
@@ -44,14 +50,17 @@ from genesis.distributions.transforms import (
     TanhTransform,
     Transform,
 )
+from genesis.distributions.unit_interval import ContinuousBernoulli, Kumaraswamy
 from genesis.distributions.von_mises import VonMises
 
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
-    "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform", "Exponential", "Gamma",
-    "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
-    "MixtureSameFamily", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical", "Pareto", "Poisson",
-    "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform",
-    "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "VonMises", "Weibull",
-    "constraints", "kl_divergence", "register_kl", "transforms",
+    "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
+    "Exponential", "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
+    "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
+    "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial",
+    "Normal", "OneHotCategorical", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli",
+    "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform", "StudentT", "TanhTransform", "Transform",
+    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "constraints", "kl_divergence", "register_kl",
+    "transforms",
 ]

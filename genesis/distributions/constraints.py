@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from genesis import linalg
+from genesis import dtypes, linalg
 from genesis.tensor import Tensor
 
 
@@ -255,6 +255,20 @@ class _Simplex(Constraint):
         return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class _Multinomial(Constraint):
+    """Non-negative integer-valued count vectors whose sum along the last dimension is at most ``upper_bound`` (torch
+    checks this weaker condition rather than equality, and so does Genesis)."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: Any) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= 0).all(-1) & (value.sum(-1) <= self.upper_bound)
+
+
 class _LowerTriangular(Constraint):
     """Lower-triangular square matrices."""
 
@@ -272,6 +286,19 @@ class _LowerCholesky(Constraint):
     def check(self, value: Tensor) -> Tensor:
         lower = (value.tril() == value).reshape(value.shape[:-2] + (-1,)).all(-1)
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: a positive diagonal and rows of unit length (within ``10 n``
+    machine epsilons)."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        tol = dtypes.finfo(value.dtype).eps * value.shape[-1] * 10
+        row_norm = value.detach().norm(dim=-1)
+        unit_row_norm = ((row_norm - 1.0).abs() <= tol).all(-1)
+        return _LowerCholesky().check(value) & unit_row_norm
 
 
 class _Symmetric(Constraint):
@@ -322,14 +349,16 @@ half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
+multinomial = _Multinomial
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
 
 __all__ = [
-    "Constraint", "MixtureSameFamilyConstraint", "boolean", "dependent", "dependent_property", "greater_than",
-    "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval", "is_dependent",
-    "less_than", "lower_cholesky", "lower_triangular", "nonnegative", "nonnegative_integer", "one_hot", "positive",
-    "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex", "symmetric",
-    "unit_interval",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "corr_cholesky", "dependent", "dependent_property",
+    "greater_than", "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval",
+    "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
+    "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer", "positive_semidefinite",
+    "real", "real_vector", "simplex", "symmetric", "unit_interval",
 ]

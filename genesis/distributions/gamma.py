@@ -1,5 +1,5 @@
-"""The Gamma family: Gamma, Chi2 (a Gamma with rate 1/2), Dirichlet (normalized Gamma draws) and Beta (a
-two-category Dirichlet).
+"""The Gamma family: Gamma, Chi2 (a Gamma with rate 1/2), Dirichlet (normalized Gamma draws), Beta (a
+two-category Dirichlet), InverseGamma (reciprocal Gamma draws) and FisherSnedecor (a ratio of Gamma draws).
 
 Samples come from :func:`genesis.random._standard_gamma` and are reparameterized: gradients reach the
 concentrations through the implicit reparameterization of the Gamma draws (and the normalization for Dirichlet
@@ -8,6 +8,7 @@ and Beta).
 
 from __future__ import annotations
 
+import math
 from numbers import Number
 from typing import Sequence
 
@@ -16,6 +17,8 @@ from genesis import random, special
 from genesis.distributions import constraints
 from genesis.distributions.continuous import _expand_params, _init_params
 from genesis.distributions.distribution import Distribution
+from genesis.distributions.transformed_distribution import TransformedDistribution
+from genesis.distributions.transforms import PowerTransform
 from genesis.distributions.utils import broadcast_all, tiny
 from genesis.tensor import Size, Tensor, tensor
 
@@ -222,3 +225,123 @@ class Beta(Distribution):
 
     def entropy(self) -> Tensor:
         return self._dirichlet.entropy()
+
+
+class InverseGamma(TransformedDistribution):
+    """The inverse Gamma distribution: ``1 / X`` for ``X ~ Gamma(concentration, rate)``, with density
+    ``rate^a x^(-a-1) exp(-rate / x) / Γ(a)``. The mean is infinite for ``a <= 1`` and the variance for ``a <= 2``.
+
+    Args:
+        concentration: the shape parameter ``a`` (positive).
+        rate: the scale of ``1 / X`` (positive; the rate of ``X``).
+        validate_args: check the parameters and ``log_prob``'s values (default: the global setting).
+    """
+
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, concentration: Tensor | float, rate: Tensor | float, validate_args: bool | None = None) -> None:
+        base_dist = Gamma(concentration, rate, validate_args=validate_args)
+        neg_one = -F.ones((), dtype=base_dist.rate.dtype, device=base_dist.rate.device)
+        super().__init__(base_dist, PowerTransform(neg_one), validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> InverseGamma:
+        new = self._get_checked_instance(InverseGamma, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def concentration(self) -> Tensor:
+        """The shape parameter ``a``."""
+        return self.base_dist.concentration
+
+    @property
+    def rate(self) -> Tensor:
+        """The rate of the underlying Gamma (the scale of this distribution)."""
+        return self.base_dist.rate
+
+    @property
+    def mean(self) -> Tensor:
+        result = self.rate / (self.concentration - 1)
+        return result.where(self.concentration > 1, math.inf)
+
+    @property
+    def mode(self) -> Tensor:
+        return self.rate / (self.concentration + 1)
+
+    @property
+    def variance(self) -> Tensor:
+        result = self.rate.square() / ((self.concentration - 1).square() * (self.concentration - 2))
+        return result.where(self.concentration > 2, math.inf)
+
+    def entropy(self) -> Tensor:
+        c = self.concentration
+        return c + self.rate.log() + c.lgamma() - (1 + c) * c.digamma()
+
+
+class FisherSnedecor(Distribution):
+    """The F-distribution with ``df1`` and ``df2`` degrees of freedom: ``(X1 / df1) / (X2 / df2)`` for independent
+    ``Xi ~ Chi2(dfi)``, drawn as a ratio of ``Gamma(dfi / 2, dfi)`` draws (reparameterized in both parameters). The
+    mean is NaN for ``df2 <= 2``, the variance for ``df2 <= 4`` and the mode for ``df1 <= 2``, as torch.
+
+    Args:
+        df1: the numerator's degrees of freedom (positive).
+        df2: the denominator's degrees of freedom (positive).
+        validate_args: check the parameters and ``log_prob``'s values (default: the global setting).
+    """
+
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, df1: Tensor | float, df2: Tensor | float, validate_args: bool | None = None) -> None:
+        self.df1, self.df2 = broadcast_all(df1, df2)
+        self._gamma1 = Gamma(self.df1 * 0.5, self.df1)
+        self._gamma2 = Gamma(self.df2 * 0.5, self.df2)
+        scalar = isinstance(df1, Number) and isinstance(df2, Number)
+        super().__init__(Size() if scalar else self.df1.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> FisherSnedecor:
+        new = self._get_checked_instance(FisherSnedecor, _instance)
+        batch_shape = Size(batch_shape)
+        new.df1 = self.df1.expand(batch_shape)
+        new.df2 = self.df2.expand(batch_shape)
+        new._gamma1 = self._gamma1.expand(batch_shape)
+        new._gamma2 = self._gamma2.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self) -> Tensor:
+        df2 = self.df2.where(self.df2 > 2, math.nan)
+        return df2 / (df2 - 2)
+
+    @property
+    def mode(self) -> Tensor:
+        mode = (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2)
+        return mode.where(self.df1 > 2, math.nan)
+
+    @property
+    def variance(self) -> Tensor:
+        df2 = self.df2.where(self.df2 > 4, math.nan)
+        return 2 * df2.pow(2) * (self.df1 + df2 - 2) / (self.df1 * (df2 - 2).pow(2) * (df2 - 4))
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        # X1 ~ Gamma(df1 / 2, df1) is Chi2(df1) / df1, and likewise X2: their ratio is F(df1, df2).
+        shape = self._extended_shape(sample_shape)
+        x1 = self._gamma1.rsample(sample_shape).reshape(shape)
+        x2 = self._gamma2.rsample(sample_shape).reshape(shape)
+        smallest = tiny(x2.dtype)
+        return (x1 / x2.clamp(min=smallest)).clamp(min=smallest)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        ct1 = self.df1 * 0.5
+        ct2 = self.df2 * 0.5
+        ct3 = self.df1 / self.df2
+        t1 = (ct1 + ct2).lgamma() - ct1.lgamma() - ct2.lgamma()
+        t2 = ct1 * ct3.log() + (ct1 - 1) * value.log()
+        t3 = (ct1 + ct2) * (ct3 * value).log1p()
+        return t1 + t2 - t3

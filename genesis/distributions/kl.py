@@ -2,7 +2,8 @@
 
 Implementations are registered per pair of types with :func:`register_kl`; a call dispatches to the most specific
 registered pair (by subclassing, left argument first, as torch), and warns when the left-first and right-first
-choices disagree.
+choices disagree. This module holds the registry and the pairs within one family (and the two multivariate normals);
+pairs of different families live in :mod:`genesis.distributions.kl_cross_family`.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from genesis.distributions.folded import HalfNormal
 from genesis.distributions.gamma import Beta, Dirichlet, Gamma
 from genesis.distributions.heavy_tailed import Cauchy, Pareto
 from genesis.distributions.independent import Independent
+from genesis.distributions.low_rank import LowRankMultivariateNormal, _batch_lowrank_logdet, _batch_lowrank_mahalanobis
 from genesis.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from genesis.distributions.transformed_distribution import TransformedDistribution
+from genesis.distributions.unit_interval import ContinuousBernoulli
 from genesis.distributions.utils import sum_rightmost
 from genesis.nn.functional import softplus
 from genesis.tensor import Tensor
@@ -105,12 +108,9 @@ def _zero_where(mask: Tensor, value: Tensor) -> Tensor:
     return F.zeros_like(value).where(mask, value)
 
 
-def _infinite_like(value: Tensor) -> Tensor:
-    return F.full_like(value, math.inf)
-
-
-def _x_log_x(x: Tensor) -> Tensor:
-    return x * x.log()
+def _batch_trace_XXT(bmat: Tensor) -> Tensor:
+    """``tr(X Xᵀ)``, the squared Frobenius norm, over the trailing two dimensions."""
+    return bmat.pow(2).sum((-2, -1))
 
 
 @register_kl(Bernoulli, Bernoulli)
@@ -152,6 +152,14 @@ def _kl_categorical_categorical(p: Categorical, q: Categorical) -> Tensor:
 @register_kl(OneHotCategorical, OneHotCategorical)
 def _kl_onehotcategorical_onehotcategorical(p: OneHotCategorical, q: OneHotCategorical) -> Tensor:
     return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p: ContinuousBernoulli, q: ContinuousBernoulli) -> Tensor:
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + (-p.probs).log1p()
+    t3 = -q._cont_bern_log_norm() - (-q.probs).log1p()
+    return t1 + t2 + t3
 
 
 @register_kl(Dirichlet, Dirichlet)
@@ -252,10 +260,76 @@ def _kl_multivariatenormal_multivariatenormal(p: MultivariateNormal, q: Multivar
     n = p.event_shape[0]
     batch = tuple(F.broadcast_shapes(tuple(q_L.shape[:-2]), tuple(p_L.shape[:-2])))
     # tr(Σq^-1 Σp) = |Lq^-1 Lp|_F²
-    solved = linalg.solve_triangular(q_L.expand(batch + (n, n)), p_L.expand(batch + (n, n)), upper=False)
-    term2 = solved.pow(2).sum((-2, -1))
+    term2 = _batch_trace_XXT(linalg.solve_triangular(q_L.expand(batch + (n, n)), p_L.expand(batch + (n, n)),
+                                                     upper=False))
     term3 = _batch_mahalanobis(q_L, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+def _check_event_shapes(p: Distribution, q: Distribution) -> None:
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
+                         f"{tuple(p.event_shape)} and {tuple(q.event_shape)} cannot be computed")
+
+
+def _lowrank_logdet(d: LowRankMultivariateNormal) -> Tensor:
+    return _batch_lowrank_logdet(d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag, d._capacitance_tril)
+
+
+def _lowrank_mahalanobis(q: LowRankMultivariateNormal, x: Tensor) -> Tensor:
+    return _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, x, q._capacitance_tril)
+
+
+def _woodbury_factor(q: LowRankMultivariateNormal) -> Tensor:
+    """``A = L_C^-1 Wᵀ D^-1``, so that ``Σq^-1 = D^-1 - Aᵀ A`` (the Woodbury identity)."""
+    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
+    return linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p: LowRankMultivariateNormal,
+                                                            q: LowRankMultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q)
+    term1 = _lowrank_logdet(q) - _lowrank_logdet(p)
+    term3 = _lowrank_mahalanobis(q, q.loc - p.loc)
+    # tr(Σq^-1 Σp) = tr((qD^-1 - Aᵀ A)(pD + pW pWᵀ)), expanded into four traces.
+    A = _woodbury_factor(q)
+    term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
+    term22 = _batch_trace_XXT(p._unbroadcasted_cov_factor * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term23 = _batch_trace_XXT(A * p._unbroadcasted_cov_diag.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_XXT(A @ p._unbroadcasted_cov_factor)
+    return 0.5 * (term1 + term21 + term22 - term23 - term24 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p: MultivariateNormal, q: LowRankMultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q)
+    term1 = _lowrank_logdet(q) - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    term3 = _lowrank_mahalanobis(q, q.loc - p.loc)
+    # tr(Σq^-1 Σp) = tr((qD^-1 - Aᵀ A) pL pLᵀ).
+    A = _woodbury_factor(q)
+    term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term22 = _batch_trace_XXT(A @ p._unbroadcasted_scale_tril)
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p: LowRankMultivariateNormal, q: MultivariateNormal) -> Tensor:
+    _check_event_shapes(p, q)
+    term1 = 2 * q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - _lowrank_logdet(p)
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
+    # tr(Σq^-1 Σp) = |qL^-1 pW|_F² + |qL^-1 pD^½|_F².
+    n = p.event_shape[0]
+    # (torch leaves cov_diag's batch dimensions out of this shape, and fails when only cov_diag is batched.)
+    batch = tuple(F.broadcast_shapes(tuple(q._unbroadcasted_scale_tril.shape[:-2]),
+                                     tuple(p._unbroadcasted_cov_factor.shape[:-2]),
+                                     tuple(p._unbroadcasted_cov_diag.shape[:-1])))
+    q_scale_tril = q._unbroadcasted_scale_tril.expand(batch + (n, n))
+    p_cov_factor = p._unbroadcasted_cov_factor.expand(batch + (n, p.cov_factor.shape[-1]))
+    p_cov_diag = F.diag_embed(p._unbroadcasted_cov_diag.sqrt()).expand(batch + (n, n))
+    term21 = _batch_trace_XXT(linalg.solve_triangular(q_scale_tril, p_cov_factor, upper=False))
+    term22 = _batch_trace_XXT(linalg.solve_triangular(q_scale_tril, p_cov_diag, upper=False))
+    return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])
 
 
 @register_kl(Independent, Independent)
@@ -272,146 +346,3 @@ def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistri
     if p.event_shape != q.event_shape:
         raise NotImplementedError
     return kl_divergence(p.base_dist, q.base_dist)
-
-
-# Pairs of different families, one of them among the newer ones (counts, extreme-value, heavy-tailed); an infinite
-# divergence means that q's support does not cover p's.
-
-
-@register_kl(Bernoulli, Poisson)
-def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
-    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
-
-
-@register_kl(Poisson, Bernoulli)
-@register_kl(Poisson, Binomial)
-def _kl_poisson_infinity(p: Poisson, q: Distribution) -> Tensor:
-    return _infinite_like(p.rate)
-
-
-@register_kl(Beta, Pareto)
-def _kl_beta_infinity(p: Beta, q: Pareto) -> Tensor:
-    return _infinite_like(p.concentration1)
-
-
-@register_kl(Exponential, Pareto)
-def _kl_exponential_infinity(p: Exponential, q: Pareto) -> Tensor:
-    return _infinite_like(p.rate)
-
-
-@register_kl(Exponential, Gumbel)
-def _kl_exponential_gumbel(p: Exponential, q: Gumbel) -> Tensor:
-    scale_rate_prod = p.rate * q.scale
-    loc_scale_ratio = q.loc / q.scale
-    t1 = scale_rate_prod.log() - 1
-    t2 = loc_scale_ratio.exp() * scale_rate_prod / (scale_rate_prod + 1)
-    t3 = scale_rate_prod.reciprocal()
-    return t1 - loc_scale_ratio + t2 + t3
-
-
-@register_kl(Gamma, Pareto)
-def _kl_gamma_infinity(p: Gamma, q: Pareto) -> Tensor:
-    return _infinite_like(p.concentration)
-
-
-@register_kl(Gamma, Gumbel)
-def _kl_gamma_gumbel(p: Gamma, q: Gumbel) -> Tensor:
-    beta_scale_prod = p.rate * q.scale
-    loc_scale_ratio = q.loc / q.scale
-    t1 = (p.concentration - 1) * p.concentration.digamma() - p.concentration.lgamma() - p.concentration
-    t2 = beta_scale_prod.log() + p.concentration / beta_scale_prod
-    t3 = loc_scale_ratio.exp() * (1 + beta_scale_prod.reciprocal()).pow(-p.concentration) - loc_scale_ratio
-    return t1 + t2 + t3
-
-
-@register_kl(Gumbel, Beta)
-@register_kl(Gumbel, Exponential)
-@register_kl(Gumbel, Gamma)
-@register_kl(Gumbel, Pareto)
-@register_kl(Gumbel, Uniform)
-def _kl_gumbel_infinity(p: Gumbel, q: Distribution) -> Tensor:
-    return _infinite_like(p.loc)
-
-
-@register_kl(Gumbel, Normal)
-def _kl_gumbel_normal(p: Gumbel, q: Normal) -> Tensor:
-    param_ratio = p.scale / q.scale
-    t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
-    t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
-    t3 = ((p.loc + p.scale * EULER_GAMMA - q.loc) / q.scale).pow(2) * 0.5
-    return -t1 + t2 + t3 - (EULER_GAMMA + 1)
-
-
-@register_kl(Laplace, Pareto)
-def _kl_laplace_infinity(p: Laplace, q: Pareto) -> Tensor:
-    return _infinite_like(p.loc)
-
-
-@register_kl(Normal, Pareto)
-def _kl_normal_infinity(p: Normal, q: Pareto) -> Tensor:
-    return _infinite_like(p.loc)
-
-
-@register_kl(Normal, Gumbel)
-def _kl_normal_gumbel(p: Normal, q: Gumbel) -> Tensor:
-    mean_scale_ratio = p.loc / q.scale
-    var_scale_sqr_ratio = (p.scale / q.scale).pow(2)
-    loc_scale_ratio = q.loc / q.scale
-    t1 = var_scale_sqr_ratio.log() * 0.5
-    t2 = mean_scale_ratio - loc_scale_ratio
-    t3 = (-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio).exp()
-    return -t1 + t2 + t3 - (0.5 * (1 + math.log(2 * math.pi)))
-
-
-@register_kl(Pareto, Beta)
-@register_kl(Pareto, Uniform)
-def _kl_pareto_infinity(p: Pareto, q: Distribution) -> Tensor:
-    return _infinite_like(p.scale)
-
-
-@register_kl(Pareto, Exponential)
-def _kl_pareto_exponential(p: Pareto, q: Exponential) -> Tensor:
-    scale_rate_prod = p.scale * q.rate
-    t1 = (p.alpha / scale_rate_prod).log()
-    t2 = p.alpha.reciprocal()
-    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
-    return _inf_where(p.alpha <= 1, t1 - t2 + t3 - 1)
-
-
-@register_kl(Pareto, Gamma)
-def _kl_pareto_gamma(p: Pareto, q: Gamma) -> Tensor:
-    common_term = p.scale.log() + p.alpha.reciprocal()
-    t1 = p.alpha.log() - common_term
-    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
-    t3 = (1 - q.concentration) * common_term
-    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
-    return _inf_where(p.alpha <= 1, t1 + t2 + t3 + t4 - 1)
-
-
-@register_kl(Pareto, Normal)
-def _kl_pareto_normal(p: Pareto, q: Normal) -> Tensor:
-    var_normal = 2 * q.scale.pow(2)
-    common_term = p.scale / (p.alpha - 1)
-    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
-    t2 = p.alpha.reciprocal()
-    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
-    t4 = (p.alpha * common_term - q.loc).pow(2)
-    return _inf_where(p.alpha <= 2, t1 - t2 + (t3 + t4) / var_normal - 1)
-
-
-@register_kl(Uniform, Gumbel)
-def _kl_uniform_gumbel(p: Uniform, q: Gumbel) -> Tensor:
-    common_term = q.scale / (p.high - p.low)
-    high_loc_diff = (p.high - q.loc) / q.scale
-    low_loc_diff = (p.low - q.loc) / q.scale
-    t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
-    t2 = common_term * ((-high_loc_diff).exp() - (-low_loc_diff).exp())
-    return t1 - t2
-
-
-@register_kl(Uniform, Pareto)
-def _kl_uniform_pareto(p: Uniform, q: Pareto) -> Tensor:
-    support_uniform = p.high - p.low
-    t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
-    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - support_uniform) / support_uniform
-    return _inf_where(p.low < q.support.lower_bound, t2 * (q.alpha + 1) - t1)
