@@ -2,7 +2,8 @@
 
 Most are the functions of ``genesis`` under torch.special's names (``expit`` is ``sigmoid``, ``gammaln`` is
 ``lgamma``, ``psi`` is ``digamma``, ``polygamma`` is ``genesis.polygamma``); ``i1``, ``ndtr``, ``xlog1py``, ``entr``,
-``multigammaln`` and the regularized incomplete gamma functions ``gammainc``/``gammaincc`` are defined here.
+``multigammaln``, the regularized incomplete gamma functions ``gammainc``/``gammaincc`` and the normal distribution's
+``ndtri`` (its quantile function) and ``log_ndtr`` are defined here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import math
 
 from genesis import dtypes
 from genesis import ops as F
-from genesis.autograd import Primitive, no_grad
+from genesis.autograd import Function, Primitive, no_grad
 from genesis.ndarray import NDArray
 from genesis.ops._args import _float_operands
 from genesis.ops.math_special import I1, Entr, Xlogy
@@ -68,6 +69,113 @@ def multigammaln(input: Tensor, p: int) -> Tensor:
 def ndtr(input: Tensor) -> Tensor:
     """The standard normal distribution function ``P(Z <= x) = erfc(-x / sqrt(2)) / 2``."""
     return 0.5 * F.erfc(input * (-1 / math.sqrt(2.0)))
+
+
+def _normal_operand(op: str, input: Tensor) -> Tensor:
+    """``input`` as floating point: integers promote to the default float dtype; float16 and bfloat16 raise
+    NotImplementedError, as torch's kernels have none."""
+    if input.dtype in (dtypes.float16, dtypes.bfloat16):
+        raise NotImplementedError(f"\"{op}\" not implemented for '{input.dtype.name}'")
+    return input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
+
+
+def _polynomial(x: Tensor, coefficients: tuple[float, ...]) -> Tensor:
+    """Horner's scheme, highest power first (Cephes's polevl; a leading 1.0 makes it p1evl)."""
+    out = F.full_like(x, coefficients[0])
+    for c in coefficients[1:]:
+        out = out * x + c
+    return out
+
+
+# Cephes ndtri's rational approximations, the ones torch uses: P0/Q0 for |p - 1/2| <= 1/2 - exp(-2); P1/Q1 and
+# P2/Q2 in 1/z, z = sqrt(-2 log p), for z < 8 and z >= 8 (p down to exp(-32) and beyond).
+_NDTRI_P0 = (-5.99633501014107895267e1, 9.80010754185999661536e1, -5.66762857469070293439e1,
+             1.39312609387279679503e1, -1.23916583867381258016e0)
+_NDTRI_Q0 = (1.0, 1.95448858338141759834e0, 4.67627912898881538453e0, 8.63602421390890590575e1,
+             -2.25462687854119370527e2, 2.00260212380060660359e2, -8.20372256168333339912e1,
+             1.59056225126211695515e1, -1.18331621121330003142e0)
+_NDTRI_P1 = (4.05544892305962419923e0, 3.15251094599893866154e1, 5.71628192246421288162e1,
+             4.40805073893200834700e1, 1.46849561928858024014e1, 2.18663306850790267539e0,
+             -1.40256079171354495875e-1, -3.50424626827848203418e-2, -8.57456785154685413611e-4)
+_NDTRI_Q1 = (1.0, 1.57799883256466749731e1, 4.53907635128879210584e1, 4.13172038254672030440e1,
+             1.50425385692907503408e1, 2.50464946208309415979e0, -1.42182922854787788574e-1,
+             -3.80806407691578277194e-2, -9.33259480895457427372e-4)
+_NDTRI_P2 = (3.23774891776946035970e0, 6.91522889068984211695e0, 3.93881025292474443415e0,
+             1.33303460815807542389e0, 2.01485389549179081538e-1, 1.23716634817820021358e-2,
+             3.01581553508235416007e-4, 2.65806974686737550832e-6, 6.23974539184983293730e-9)
+_NDTRI_Q2 = (1.0, 6.02427039364742014255e0, 3.67983563856160859403e0, 1.37702099489081330271e0,
+             2.16236993594496635890e-1, 1.34204006088543189037e-2, 3.28014464682127739104e-4,
+             2.89247864745380683936e-6, 6.79019408009981274425e-9)
+_EXP_MINUS_2 = 0.13533528323661269189
+_SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+class _Ndtri(Function):
+    """The standard normal quantile, Cephes's algorithm in the input's dtype (as torch's ``calc_ndtri``); its
+    derivative ``sqrt(2 pi) exp(ndtri(p)^2 / 2)`` is torch's formula."""
+
+    @staticmethod
+    def forward(ctx, p: Tensor) -> Tensor:
+        upper = p > 1 - _EXP_MINUS_2
+        y = F.where(upper, 1 - p, p)  # the tails are computed on the smaller of p and 1 - p
+        w = p - 0.5
+        w2 = w * w
+        central = (w + w * (w2 * _polynomial(w2, _NDTRI_P0) / _polynomial(w2, _NDTRI_Q0))) * _SQRT_2PI
+        x = F.sqrt(-2 * F.log(F.where((y > 0) & (y <= _EXP_MINUS_2), y, _EXP_MINUS_2)))
+        z = 1 / x
+        near = z * _polynomial(z, _NDTRI_P1) / _polynomial(z, _NDTRI_Q1)
+        far = z * _polynomial(z, _NDTRI_P2) / _polynomial(z, _NDTRI_Q2)
+        tail = x - F.log(x) / x - F.where(x < 8, near, far)
+        out = F.where(y > _EXP_MINUS_2, central, F.where(upper, tail, -tail))
+        out = F.where(p == 0, -math.inf, F.where(p == 1, math.inf, out))
+        out = F.where((p >= 0) & (p <= 1), out, math.nan)  # NaN outside [0, 1] and for NaN
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        (out,) = ctx.saved_tensors
+        return grad * _SQRT_2PI * F.exp(out * out * 0.5)
+
+
+def ndtri(input: Tensor) -> Tensor:
+    """The quantile function of the standard normal distribution: x with ``ndtr(x) = input``; -inf at 0, inf at 1,
+    NaN outside [0, 1]. Cephes's rational approximations (accurate to float64 precision down to 1e-300, as torch's),
+    not ``sqrt(2) erfinv(2p - 1)``, which loses the tails. Integers promote to the default float dtype."""
+    return _Ndtri.apply(_normal_operand("ndtri", input))
+
+
+class _LogNdtr(Function):
+    """``log(ndtr(x))`` without underflow; the derivative ``exp(-x^2 / 2 - log_ndtr(x)) / sqrt(2 pi)`` is torch's."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor) -> Tensor:
+        t = x * (1 / math.sqrt(2.0))
+        right = F.log1p(-0.5 * F.erfc(t))  # x >= -1: ndtr(x) >= 0.16, so log1p keeps the digits near 0
+        middle = F.log(0.5 * F.erfc(-t))  # -10 <= x < -1: erfc(-t) is accurate and far from underflow
+        # x < -10: log of the asymptotic series of Mills' ratio, ndtr(x) = phi(x) / -x * sum_k (-1)^k (2k-1)!! / x^2k,
+        # whose 20 terms reach float64 precision there.
+        far_x = F.where(x < -10, x, -10.0)
+        inverse_square = 1 / (far_x * far_x)
+        term = series = F.ones_like(far_x)
+        for k in range(1, 21):
+            term = term * (-(2 * k - 1)) * inverse_square
+            series = series + term
+        far = -0.5 * far_x * far_x - F.log(-far_x) - 0.5 * math.log(2 * math.pi) + F.log(series)
+        out = F.where(x < -10, far, F.where(x < -1, middle, right))
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        x, out = ctx.saved_tensors
+        return grad * (1 / _SQRT_2PI) * F.exp(-(out + x * x * 0.5))
+
+
+def log_ndtr(input: Tensor) -> Tensor:
+    """``log(ndtr(input))``, accurate where ndtr underflows (large negative input) and where it is close to 1;
+    integers promote to the default float dtype."""
+    return _LogNdtr.apply(_normal_operand("log_ndtr", input))
 
 
 def _incomplete_gamma(a: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -155,5 +263,5 @@ def gammaincc(input: Tensor | float, other: Tensor | float) -> Tensor:
 __all__ = [
     "erf", "erfc", "erfinv", "expit", "logit", "xlogy", "gammaln", "digamma", "psi", "i0", "i1", "modified_bessel_i0",
     "modified_bessel_i1", "sinc", "exp2", "expm1", "log1p", "round", "logsumexp", "softmax", "log_softmax", "ndtr",
-    "xlog1py", "entr", "multigammaln", "gammainc", "gammaincc",
+    "xlog1py", "entr", "multigammaln", "gammainc", "gammaincc", "ndtri", "log_ndtr",
 ]

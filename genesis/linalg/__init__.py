@@ -2,7 +2,8 @@
 
 Everything here is a composite of differentiable Genesis ops (or, for eigh and svd, Jacobi rotations with the
 analytic backward), so it runs on every device and has autograd. Solvers live in ``solvers``, eigen and singular
-value decompositions in ``spectral``.
+value decompositions in ``spectral``, matrix powers, exponentials and chained products in
+``matrix_functions``, torch's randomized ``svd_lowrank`` / ``pca_lowrank`` in ``lowrank``.
 """
 
 from __future__ import annotations
@@ -12,24 +13,27 @@ from typing import Any
 
 from genesis import dtypes
 from genesis import ops as F
+from genesis.linalg.householder import householder_product
+from genesis.linalg.matrix_functions import matrix_exp, matrix_power, multi_dot, vander
 from genesis.linalg.solvers import (
     LinAlgError,
     _check_float,
     _check_square,
     cholesky,
+    cholesky_ex,
     det,
     inv,
+    inv_ex,
     logdet,
     lu,
     lu_factor,
-    matrix_exp,
-    matrix_power,
-    multi_dot,
+    lu_factor_ex,
+    lu_solve,
     qr,
     slogdet,
     solve,
+    solve_ex,
     solve_triangular,
-    vander,
 )
 from genesis.linalg.spectral import eigh, eigvalsh, lstsq, matrix_rank, pinv, svd, svdvals
 from genesis.ndarray import normalize_dim
@@ -142,4 +146,5 @@ __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "cross", "vecdot
            "solve", "inv", "cholesky", "qr", "matrix_power",
            "solve_triangular", "multi_dot", "eigh", "eigvalsh", "svd",
            "svdvals", "pinv", "matrix_rank", "cond", "matrix_exp", "lstsq", "lu",
-           "lu_factor", "vander"]
+           "lu_factor", "vander", "cholesky_ex", "inv_ex", "solve_ex", "lu_factor_ex", "lu_solve"]
+__all__ += ["householder_product"]

@@ -13,8 +13,10 @@ from typing import Any, NamedTuple
 
 from genesis import dtypes
 from genesis import ops as F
-from genesis.linalg.solvers import _check_float, _check_square, lu_factor, multi_dot, solve_triangular
+from genesis.linalg.matrix_functions import multi_dot
+from genesis.linalg.solvers import _check_float, _check_square, _row_order, lu_factor_ex, solve_triangular
 from genesis.linalg.solvers import cholesky as _cholesky
+from genesis.linalg.solvers import lu_solve as _lu_solve
 from genesis.linalg.solvers import qr as _qr
 from genesis.linalg.spectral import svd as _svd
 from genesis.linalg.spectral import svdvals
@@ -169,31 +171,8 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) 
     if out is not None:
         raise TypeError("lu: out= is not supported by Genesis; use the returned tensors")
     _check_floating("lu", A)
-    LU, pivots = lu_factor(A, pivot=pivot)
-    if not get_infos:
-        return LU, pivots
-    zero = LU.detach().diagonal(0, -2, -1) == 0
-    first = zero.to(dtypes.int32).argmax(-1) + 1
-    info = F.where(zero.any(-1), first, 0).to(dtypes.int32)
-    return LUWithInfoResult(LU, pivots, info)
-
-
-def _row_order(pivots: Tensor, m: int) -> Tensor:
-    """The row order (int64, (..., m)) the 1-based LAPACK ``pivots`` (..., k) apply: row i of ``P^T A`` is row
-    ``order[i]`` of A."""
-    rows = F.arange_like(m, pivots)
-    order = rows.expand((*pivots.shape[:-1], m)).contiguous()
-    swaps = pivots.to(dtypes.int64) - 1
-    for i in range(pivots.shape[-1]):
-        j = swaps[..., i:i + 1]  # (..., 1)
-        here, there = order[..., i:i + 1], F.gather(order, -1, j)
-        order = F.where(rows == i, there, F.where(rows == j, here, order))
-    return order
-
-
-def _check_pivots(op: str, pivots: Tensor) -> None:
-    if pivots.dtype is not dtypes.int32:
-        raise RuntimeError(f"{op}: pivots should be a Tensor of scalar type torch.int32")
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    return LUWithInfoResult(LU, pivots, info) if get_infos else (LU, pivots)
 
 
 def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
@@ -202,26 +181,7 @@ def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     _deprecated("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a future PyTorch "
                 "release.\nNote that torch.linalg.lu_solve has its arguments reversed.\n"
                 "X = torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)")
-    if b.ndim < 2:
-        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
-    _check_pivots("linalg.lu_solve", LU_pivots)
-    _check_square("linalg.lu_solve", LU_data)
-    if LU_data.dtype is not b.dtype:
-        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
-                           f"{LU_data.dtype.name} and B of type {b.dtype.name} instead")
-    _check_floating("lu_solve", b)
-    m = LU_data.shape[-1]
-    if b.shape[-2] != m:
-        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation AX = B ({m}x{m} and "
-                           f"{b.shape[-2]}x{b.shape[-1]})")
-    batch = broadcast_shapes("lu_solve", tuple(b.shape[:-2]), tuple(LU_data.shape[:-2]), tuple(LU_pivots.shape[:-1]))
-    LU = LU_data.expand((*batch, m, m))
-    b = b.expand((*batch, *b.shape[-2:]))
-    order = _row_order(LU_pivots.expand((*batch, LU_pivots.shape[-1])), m)
-    # A = P L U: solve L Y = P^T b (unit diagonal), then U X = Y.
-    permuted = F.gather(b, -2, order.unsqueeze(-1).expand(b.shape))
-    Y = solve_triangular(LU, permuted, upper=False, unitriangular=True)
-    return solve_triangular(LU, Y, upper=True)
+    return _lu_solve(LU_data, LU_pivots, b)
 
 
 def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,

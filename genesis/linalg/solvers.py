@@ -7,11 +7,12 @@ O(n^2) Python steps per call: accurate for well-conditioned matrices of modest s
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from genesis import dtypes
 from genesis import ops as F
 from genesis.autograd import Function
+from genesis.ndarray import broadcast_shapes
 from genesis.tensor import Tensor
 
 
@@ -33,13 +34,52 @@ def _check_square(op: str, A: Tensor) -> None:
                            f"{A.shape[-1]} matrices")
 
 
-def _pivoted(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """LU factorization of square A: (combined LU, the sign of its row permutation, the row order)."""
-    LU, order, pivots = _lu_steps(A)
+def _check_info(op: str, info: Tensor, message: Callable[[int], str], error: type[Exception] = LinAlgError) -> None:
+    """Raise ``error`` as torch for the first matrix whose ``info`` code is non-zero, naming its batch element when
+    the input is batched. Reads the device once when every code is zero (the only host synchronization)."""
+    flat = info.reshape(-1)
+    if flat.numel() == 0:
+        return
+    failed = flat != 0
+    if not bool(failed.any().item()):
+        return
+    index = int(failed.to(dtypes.int32).argmax().item())
+    prefix = f"(Batch element {index}): " if info.ndim else ""
+    raise error(f"{op}: {prefix}{message(int(flat[index].item()))}")
+
+
+def _singular_solve(code: int) -> str:
+    return "The solver failed because the input matrix is singular."
+
+
+def _singular_inverse(code: int) -> str:
+    return (f"The diagonal element {code} is zero, the inversion could not be completed because the input matrix is "
+            "singular.")
+
+
+def _not_positive_definite(code: int) -> str:
+    return (f"The factorization could not be completed because the input is not positive-definite (the leading minor "
+            f"of order {code} is not positive-definite).")
+
+
+def _lu_info(LU: Tensor) -> Tensor:
+    """LAPACK getrf's info per matrix (int32, no host read): 0, or the 1-based index of the first exact zero on U's
+    diagonal."""
+    diagonal = LU.detach().diagonal(0, -2, -1)
+    if diagonal.shape[-1] == 0:
+        return LU.new_zeros(tuple(LU.shape[:-2]), dtype=dtypes.int32)
+    zero = diagonal == 0
+    first = zero.to(dtypes.int32).argmax(-1) + 1
+    return F.where(zero.any(-1), first, 0).to(dtypes.int32)
+
+
+def _pivoted(A: Tensor) -> tuple[Tensor, Tensor]:
+    """LU factorization of square A: (combined LU, the sign of its row permutation)."""
+    LU, _, pivots = _lu_steps(A)
     steps = F.arange_like(pivots.shape[-1], A) + 1
     swaps = F.sum(pivots.to(dtypes.int64) != steps, -1)
     sign = 1 - 2 * (swaps % 2).to(A.dtype)
-    return LU, sign, order
+    return LU, sign
 
 
 def det(A: Tensor) -> Tensor:
@@ -48,7 +88,7 @@ def det(A: Tensor) -> Tensor:
     _check_square("linalg.det", A)
     if A.shape[-1] == 0:
         return F.ones_like_bool(A[..., 0, 0] if A.shape[-2] else A.sum((-2, -1))).to(A.dtype)
-    LU, sign, _ = _pivoted(A)
+    LU, sign = _pivoted(A)
     return sign * F.prod(LU.diagonal(0, -2, -1), -1)
 
 
@@ -63,7 +103,7 @@ def slogdet(A: Tensor) -> SlogdetResult:
     """(sign, log|det|) of square matrices; a singular matrix gives (0, -inf)."""
     _check_float("linalg.slogdet", A)
     _check_square("linalg.slogdet", A)
-    LU, sign, _ = _pivoted(A)
+    LU, sign = _pivoted(A)
     diag = LU.diagonal(0, -2, -1)
     logabs = F.sum(F.log(diag.abs()), -1)
     sign = sign * F.prod(F.sign(diag.detach()), -1)
@@ -75,30 +115,54 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
 
     LinAlgError (a RuntimeError) for a singular A, as torch.
     """
-    return _solve("linalg.solve", A, B, left)
+    X, info = _solve_ex("linalg.solve", A, B, left)
+    _check_info("torch.linalg.solve", info, _singular_solve)
+    return X
 
 
-def _solve(op: str, A: Tensor, B: Tensor, left: bool) -> Tensor:
-    """``solve`` for ``op`` (linalg.solve or linalg.inv), which its errors name."""
+class SolveExResult(NamedTuple):
+    """(result, info), as torch.return_types.linalg_solve_ex."""
+
+    result: Tensor
+    info: Tensor
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> SolveExResult:
+    """``solve`` that reports a singular A in ``info`` instead of raising: (X, info), info int32 of A's batch shape,
+    0 or the 1-based index of the first zero pivot of A's LU factorization (X is then inf/NaN there, as LAPACK's).
+    No host synchronization unless ``check_errors``, which raises LinAlgError as ``solve``."""
+    X, info = _solve_ex("linalg.solve", A, B, left)
+    if check_errors:
+        _check_info("torch.linalg.solve_ex", info, _singular_solve)
+    return SolveExResult(X, info)
+
+
+def _solve_ex(op: str, A: Tensor, B: Tensor, left: bool) -> tuple[Tensor, Tensor]:
+    """(X, info) of ``A X = B`` (``X A = B`` unless ``left``) for ``op``, which the errors name: A factored once in
+    its own batch shape (info has that shape), then the substitutions broadcast over A's and B's batch dims."""
     _check_float(op, A)
     _check_square(op, A)
-    if not left:
-        return _solve(op, A.mT, B.mT, True).mT
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type {A.dtype.name} and B "
+                           f"of type {B.dtype.name} instead")
+    n = A.shape[-1]
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     rhs = B.unsqueeze(-1) if vector else B
-    if rhs.shape[-2] != A.shape[-1]:
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
-                           f"({A.shape[-2]}x{A.shape[-1]} and {rhs.shape[-2]}x{rhs.shape[-1]})")
-    batch = tuple(F.broadcast_tensors(A[..., 0, 0], rhs[..., 0, 0])[0].shape)
-    A = A.expand((*batch, *A.shape[-2:]))
-    rhs = rhs.expand((*batch, *rhs.shape[-2:])).to(A.dtype)
-    LU, _, order = _pivoted(A)
-    if bool((LU.diagonal(0, -2, -1) == 0).any().item()):
-        raise LinAlgError(f"{op}: The solver failed because the input matrix is singular.")
+    if rhs.shape[-2 if left else -1] != n:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {'AX' if left else 'XA'} = B "
+                           f"({n}x{n} and {rhs.shape[-2]}x{rhs.shape[-1]})")
+    if not left:
+        A, rhs = A.mT, rhs.mT
+    LU, order, _ = _lu_steps(A)
+    info = _lu_info(LU)
+    batch = broadcast_shapes(op, tuple(A.shape[:-2]), tuple(rhs.shape[:-2]))
+    LU = LU.expand((*batch, n, n))
+    rhs = rhs.expand((*batch, *rhs.shape[-2:]))
     # P^T A = L U: permute B's rows, then solve L Y = P^T B (unit diagonal) and U X = Y.
-    permuted = F.gather(rhs, -2, order.unsqueeze(-1).expand(rhs.shape))
+    permuted = F.gather(rhs, -2, order.expand((*batch, n)).unsqueeze(-1).expand(rhs.shape))
     X = _substitute(LU, _substitute(LU, permuted, upper=False, unit=True), upper=True, unit=False)
-    return X.squeeze(-1) if vector else X
+    X = X if left else X.mT
+    return (X.squeeze(-1) if vector else X), info
 
 
 def _substitute(T: Tensor, B: Tensor, upper: bool, unit: bool) -> Tensor:
@@ -144,11 +208,34 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
 
 def inv(A: Tensor) -> Tensor:
     """Inverse of square matrices (..., n, n); LinAlgError (a RuntimeError) for a singular one."""
-    _check_float("linalg.inv", A)
-    _check_square("linalg.inv", A)
+    X, info = _inv_ex("linalg.inv", A)
+    _check_info("linalg.inv", info, _singular_inverse)
+    return X
+
+
+class InvExResult(NamedTuple):
+    """(inverse, info), as torch.return_types.linalg_inv_ex."""
+
+    inverse: Tensor
+    info: Tensor
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
+    """``inv`` that reports a singular matrix in ``info`` instead of raising: (inverse, info), info int32 per matrix,
+    0 or the 1-based index of the first zero pivot of the LU factorization (the inverse is then inf/NaN, as
+    LAPACK's). No host synchronization unless ``check_errors``, which raises LinAlgError as ``inv``."""
+    X, info = _inv_ex("linalg.inv", A)
+    if check_errors:
+        _check_info("linalg.inv_ex", info, _singular_inverse)
+    return InvExResult(X, info)
+
+
+def _inv_ex(op: str, A: Tensor) -> tuple[Tensor, Tensor]:
+    _check_float(op, A)
+    _check_square(op, A)
     n = A.shape[-1]
     eye = (F.arange_like(n, A).unsqueeze(1) == F.arange_like(n, A).unsqueeze(0)).to(A.dtype)
-    return _solve("linalg.inv", A, eye.expand(A.shape), True)
+    return _solve_ex(op, A, eye, True)
 
 
 def logdet(A: Tensor) -> Tensor:
@@ -161,31 +248,70 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """Cholesky factor L (lower triangular, positive diagonal) with ``A = L L^T`` of symmetric positive-definite
     matrices (..., n, n); only the lower triangle of A is read. ``upper=True`` returns ``L^T``.
 
-    Computed column by column (n vectorized steps); RuntimeError as torch when a leading minor is not positive.
+    Computed column by column (n vectorized steps); LinAlgError (a RuntimeError) as torch when a leading minor is
+    not positive.
     """
-    _check_float("linalg.cholesky", A)
-    _check_square("linalg.cholesky", A)
+    L, info = _cholesky_ex("linalg.cholesky", A)
+    _check_info("linalg.cholesky", info, _not_positive_definite)
+    return L.mT if upper else L
+
+
+class CholeskyExResult(NamedTuple):
+    """(L, info), as torch.return_types.linalg_cholesky_ex."""
+
+    L: Tensor
+    info: Tensor
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> CholeskyExResult:
+    """``cholesky`` that reports failure in ``info`` instead of raising: (L, info), info int32 per matrix, 0 or the
+    order of the first leading minor that is not positive-definite.
+
+    No host synchronization unless ``check_errors``, which raises LinAlgError as ``cholesky``. Where a matrix fails
+    at column j, L holds what LAPACK's unblocked potf2 leaves: the columns before j factored, the non-positive
+    reduced pivot at (j, j), and A's lower triangle from there on (torch's blocked LAPACK, used for large n, may
+    leave other values there).
+    """
+    L, info = _cholesky_ex("linalg.cholesky", A)
+    if check_errors:
+        _check_info("linalg.cholesky_ex", info, _not_positive_definite)
+    return CholeskyExResult(L.mT if upper else L, info)
+
+
+def _cholesky_ex(op: str, A: Tensor) -> tuple[Tensor, Tensor]:
+    """(L, info) of the lower Cholesky factorization, column by column, with no host read: a column whose pivot is
+    not positive (or NaN) sets info and freezes the matrix, whose later columns keep A's values."""
+    _check_float(op, A)
+    _check_square(op, A)
     n = A.shape[-1]
     rows = F.arange_like(n, A)
+    info = A.new_zeros(tuple(A.shape[:-2]), dtype=dtypes.int32)
+    if n == 0:
+        return A.clone(), info
     # Values from the lower triangle only; the gradient symmetrized, as torch's (A is taken as symmetric).
     lower = F.tril(A.detach())
     symmetric = (A + A.mT) * 0.5
     A = lower + F.tril(lower, -1).mT + (symmetric - symmetric.detach())
+    failed = F.zeros_like_detached(A[..., 0, 0]).to(dtypes.bool_)  # (...): failed at an earlier column
     columns: list[Tensor] = []
     for j in range(n):
         # Column j of L: (A[:, j] - L[:, :j] @ L[j, :j]) / L[j, j], zero above the diagonal.
-        v = A[..., :, j]
+        a = A[..., :, j]
+        v = a
         if j:
             done = F.stack(columns, -1)  # (..., n, j)
             v = v - (done * done[..., j, :].unsqueeze(-2)).sum(-1)
         pivot = v[..., j]
-        if bool((pivot.detach() <= 0).any().item()) or bool(pivot.detach().isnan().any().item()):
-            raise LinAlgError(f"linalg.cholesky: The factorization could not be completed because the input is not "
-                               f"positive-definite (the leading minor of order {j + 1} is not positive-definite).")
-        root = F.sqrt(pivot).unsqueeze(-1)
-        columns.append(F.where(rows >= j, v / root, 0.0))
-    L = F.stack(columns, -1) if n else A.clone()
-    return L.mT if upper else L
+        fails = ~(pivot.detach() > 0) & ~failed  # NaN fails too, as LAPACK's check
+        info = F.where(fails, j + 1, info)
+        root = F.sqrt(F.where(fails | failed, 1.0, pivot)).unsqueeze(-1)
+        factored = F.where(rows >= j, v / root, 0.0)
+        stopped = F.where(rows == j, v, F.where(rows > j, a, 0.0))  # potf2 stores the pivot and stops
+        untouched = F.where(rows >= j, a, 0.0)
+        column = F.where(failed.unsqueeze(-1), untouched, F.where(fails.unsqueeze(-1), stopped, factored))
+        columns.append(column)
+        failed = failed | fails
+    return F.stack(columns, -1), info
 
 
 class QRResult(NamedTuple):
@@ -238,76 +364,6 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     return QRResult(Q[..., :, :k], R[..., :k, :])
 
 
-def matrix_power(A: Tensor, n: int) -> Tensor:
-    """``A`` multiplied by itself ``n`` times (the identity for n = 0, powers of the inverse for n < 0)."""
-    _check_square("linalg.matrix_power", A)
-    if n < 0:
-        return matrix_power(inv(A), -n)
-    size = A.shape[-1]
-    result = None
-    base = A
-    # Binary exponentiation: log2(n) squarings.
-    while n:
-        if n & 1:
-            result = base if result is None else F.matmul(result, base)
-        n >>= 1
-        if n:
-            base = F.matmul(base, base)
-    if result is None:
-        eye = (F.arange_like(size, A).unsqueeze(1) == F.arange_like(size, A).unsqueeze(0)).to(A.dtype)
-        # The identity, attached to A's graph with a zero gradient (as torch).
-        return F.where(F.ones_like_bool(A), eye, A)
-    return result.clone() if result is A else result
-
-
-def multi_dot(tensors: list[Tensor]) -> Tensor:
-    """The product of a chain of matrices; the first may be a 1-d row vector and the last a 1-d column vector."""
-    if len(tensors) < 2:
-        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
-    for i, t in enumerate(tensors):
-        allowed = (1, 2) if i in (0, len(tensors) - 1) else (2,)
-        if t.ndim not in allowed:
-            raise RuntimeError(f"multi_dot(): tensor {i} must be {'1D or 2D' if len(allowed) == 2 else '2D'} but "
-                               f"got {t.ndim}D")
-    first, last = tensors[0], tensors[-1]
-    chain = [first.unsqueeze(0) if first.ndim == 1 else first, *tensors[1:-1],
-             last.unsqueeze(1) if last.ndim == 1 else last]
-    out = chain[0]
-    for t in chain[1:]:
-        out = F.mm(out, t)
-    if last.ndim == 1:
-        out = out.squeeze(1)
-    if first.ndim == 1:
-        out = out.squeeze(0)
-    return out
-
-
-def matrix_exp(A: Tensor) -> Tensor:
-    """Matrix exponential of (..., n, n) matrices by scaling and squaring of a Taylor series.
-
-    A is scaled by 2^-s until its 1-norm is at most 1/2, the series summed to a degree whose remainder is below
-    the dtype's precision (18 terms in float64, 10 otherwise), and the result squared s times; differentiable.
-    """
-    _check_square("linalg.matrix_exp", A)
-    if not A.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point tensor as input. Got {A.dtype.name}")
-    n = A.shape[-1]
-    eye = (F.arange_like(n, A).unsqueeze(1) == F.arange_like(n, A).unsqueeze(0)).to(A.dtype)
-    if A.numel() == 0:
-        return A.clone()
-    norm = float(F.amax(F.sum(A.detach().abs(), -2)).item())
-    squarings = max(0, math.ceil(math.log2(norm / 0.5))) if norm > 0.5 else 0
-    X = A / (2 ** squarings) if squarings else A
-    result = eye + X
-    term = X
-    for k in range(2, 19 if A.dtype is dtypes.float64 else 11):
-        term = F.matmul(term, X) / k
-        result = result + term
-    for _ in range(squarings):
-        result = F.matmul(result, result)
-    return result
-
-
 def _lu_steps(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """LAPACK getrf on (..., m, n): the combined LU matrix (unit-lower multipliers below the diagonal), the final
     row order (int64, (..., m)) and the 1-based pivot of each step (int32, (..., k))."""
@@ -334,16 +390,31 @@ def _lu_steps(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return LU, order, pivot_tensor
 
 
-def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor]:
+def lu_factor(A: Tensor, *, pivot: bool = True) -> LUFactorResult:
     """(LU, pivots) of LU decomposition with partial pivoting, in LAPACK's compact form: U on and above the
-    diagonal, L's multipliers below it, and ``pivots[i]`` (1-based, int32) the row swapped with row i at step i."""
+    diagonal, L's multipliers below it, and ``pivots[i]`` (1-based, int32) the row swapped with row i at step i.
+    RuntimeError, as torch, where U has a zero on its diagonal (``lu_factor_ex`` reports it instead)."""
+    LU, pivots, _ = lu_factor_ex(A, pivot=pivot, check_errors=True, _op="torch.linalg.lu_factor")
+    return LUFactorResult(LU, pivots)
+
+
+def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
+                 _op: str = "torch.linalg.lu_factor_ex") -> LUFactorExResult:
+    """``lu_factor`` with LAPACK's info: (LU, pivots, info), info int32 per matrix, 0 or the 1-based index of the
+    first zero on U's diagonal. No host synchronization unless ``check_errors``, which raises as ``lu_factor``."""
     _check_float("linalg.lu_factor", A)
     if A.ndim < 2:
         raise RuntimeError(f"linalg.lu_factor: The input tensor A must have at least 2 dimensions, got {A.ndim}")
     if not pivot:
         raise NotImplementedError("linalg.lu_factor: LU without pivoting is not implemented in Genesis")
     LU, _, pivots = _lu_steps(A)
-    return LUFactorResult(LU, pivots)
+    info = _lu_info(LU)
+    if check_errors:
+        _check_info(_op, info, lambda code: (
+            f"U[{code},{code}] is zero and using it on lu_solve would result in a division by zero. If you still "
+            "want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, "
+            "pivot)"), RuntimeError)
+    return LUFactorExResult(LU, pivots, info)
 
 
 def lu(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor, Tensor]:
@@ -373,12 +444,81 @@ class LUFactorResult(NamedTuple):
     pivots: Tensor
 
 
+class LUFactorExResult(NamedTuple):
+    """(LU, pivots, info), as torch.return_types.linalg_lu_factor_ex."""
+
+    LU: Tensor
+    pivots: Tensor
+    info: Tensor
+
+
 class LUResult(NamedTuple):
     """(P, L, U), as torch.return_types.linalg_lu."""
 
     P: Tensor
     L: Tensor
     U: Tensor
+
+
+def _row_order(pivots: Tensor, m: int) -> Tensor:
+    """The row order (int64, (..., m)) the 1-based LAPACK ``pivots`` (..., k) apply: row i of ``P^T A`` is row
+    ``order[i]`` of A."""
+    rows = F.arange_like(m, pivots)
+    order = rows.expand((*pivots.shape[:-1], m)).contiguous()
+    swaps = pivots.to(dtypes.int64) - 1
+    for i in range(pivots.shape[-1]):
+        j = swaps[..., i:i + 1]  # (..., 1)
+        here, there = order[..., i:i + 1], F.gather(order, -1, j)
+        order = F.where(rows == i, there, F.where(rows == j, here, order))
+    return order
+
+
+def _check_pivots(op: str, pivots: Tensor) -> None:
+    if pivots.dtype is not dtypes.int32:
+        raise RuntimeError(f"{op}: pivots should be a Tensor of scalar type torch.int32")
+
+
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:
+    """X with ``A X = B`` given ``lu_factor(A)``'s compact factors and pivots; ``X A = B`` when left is False and
+    ``A^T`` in place of A with ``adjoint``. B (..., n, k), batch dims broadcast with LU's; pivots must have LU's
+    batch shape. Differentiable in LU and B through the triangular solves."""
+    if B.ndim < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
+    _check_pivots("linalg.lu_solve", pivots)
+    if LU.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{LU.dtype.name} and B of type {B.dtype.name} instead")
+    _check_float("torch.linalg.lu_solve", LU)
+    _check_square("torch.linalg.lu_solve", LU)
+    n = LU.shape[-1]
+    if pivots.shape[-1] != n:
+        raise RuntimeError("linalg.lu_solve: Number of pivots per batch should be same as the dimension of the matrix")
+    if tuple(pivots.shape) != tuple(LU.shape[:-1]):
+        raise RuntimeError(f"linalg.lu_solve: Expected LU.shape[:-1] and pivots.shape to be the same, but got pivots "
+                           f"with shape {list(pivots.shape)} instead")
+    if B.shape[-2 if left else -1] != n:
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX' if left else 'XA'} = B ({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
+    if not left:  # X A = B is A^T X^T = B^T
+        return _lu_substitute(LU, pivots, B.mT, not adjoint).mT
+    return _lu_substitute(LU, pivots, B, adjoint)
+
+
+def _lu_substitute(LU: Tensor, pivots: Tensor, B: Tensor, adjoint: bool) -> Tensor:
+    """X with ``A X = B`` (``A^T X = B`` with ``adjoint``) for ``A = P L U`` in compact form (shapes checked)."""
+    n = LU.shape[-1]
+    batch = broadcast_shapes("linalg.lu_solve", tuple(LU.shape[:-2]), tuple(B.shape[:-2]))
+    order = _row_order(pivots, n).expand((*batch, n)).unsqueeze(-1).expand((*batch, n, B.shape[-1]))
+    LU = LU.expand((*batch, n, n))
+    B = B.expand((*batch, *B.shape[-2:]))
+    if not adjoint:
+        # L Y = P^T B (unit diagonal), then U X = Y.
+        Y = solve_triangular(LU, F.gather(B, -2, order), upper=False, unitriangular=True)
+        return solve_triangular(LU, Y, upper=True)
+    # A^T = U^T L^T P^T: U^T Y = B, L^T Z = Y, and X = P Z (row order[i] of X is row i of Z).
+    Y = solve_triangular(LU.mT, B, upper=False)
+    Z = solve_triangular(LU.mT, Y, upper=True, unitriangular=True)
+    return F.gather(Z, -2, F.argsort(order, -2))
 
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
@@ -421,17 +561,3 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     n = L.shape[-1]
     eye = (F.arange_like(n, L).unsqueeze(1) == F.arange_like(n, L).unsqueeze(0)).to(L.dtype)
     return cholesky_solve(eye.expand(L.shape), L, upper)
-
-
-def vander(x: Tensor, *, N: int | None = None) -> Tensor:
-    """Vandermonde matrices ``x[..., i] ** j`` for j < N (default the last dim's size), batched over leading dims."""
-    if x.ndim == 0:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
-    n = x.shape[-1] if N is None else N
-    if n <= 1:
-        raise RuntimeError(f"linalg.vander: N must be greater than 1, got {n}")
-    if not x.dtype.is_floating_point:
-        x = x.to(dtypes.int64)
-    ones = F.where(F.ones_like_bool(x), 1, x).unsqueeze(-1)
-    # Running products keep the gradient finite at x == 0, unlike x ** j.
-    return F.cat([ones, x.unsqueeze(-1).expand((*x.shape, n - 1))], -1).cumprod(-1)

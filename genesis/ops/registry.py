@@ -29,7 +29,7 @@ from genesis import autograd
 from genesis import linalg as LA
 from genesis import random as R
 from genesis import tensor as _tensor_module
-from genesis.linalg import legacy
+from genesis.linalg import legacy, lowrank
 from genesis.ops import (
     arithmetic,
     autocast,
@@ -474,6 +474,8 @@ OPS: tuple[Op, ...] = (
     Op("lu_solve", legacy.lu_solve, method=True),
     Op("lu_unpack", legacy.lu_unpack),
     Op("chain_matmul", legacy.chain_matmul),
+    Op("svd_lowrank", lowrank.svd_lowrank),
+    Op("pca_lowrank", lowrank.pca_lowrank),
     # ---------------------------------------------------------------- methods only
     Op("to", conversion.to, function=False, method=True),
     Op("pin_memory", conversion.pin_memory, function=False, method=True),
