@@ -1,13 +1,15 @@
-"""Spatial transforms (``affine_grid``, ``grid_sample``): the sampling grid of an affine map and bilinear or nearest
-sampling of an image at arbitrary points, as torch's (spatial transformer networks, augmentation, optical flow).
+"""Spatial transforms (``affine_grid``, ``grid_sample``): the sampling grid of an affine map and bilinear
+(trilinear) or nearest sampling of an image (a volume) at arbitrary points, as torch's (spatial transformer
+networks, augmentation, optical flow, 3-D registration).
 
-Both are composites of tensor ops: ``grid_sample`` gathers the four neighbours of every sampling point from the
-flattened image and blends them with their bilinear weights, so gradients reach the image (a scatter-add) and the
-grid (through the weights), as torch's.
+Both are composites of tensor ops, written once for 2-D and 3-D: ``grid_sample`` gathers the 2^dims neighbours of
+every sampling point from the flattened input and blends them with the products of their per-dim linear weights,
+so gradients reach the input (a scatter-add) and the grid (through the weights), as torch's.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from genesis import dtypes
@@ -74,52 +76,105 @@ def _source(coord: Tensor, n: int, padding_mode: str, align_corners: bool) -> Te
     if padding_mode == "reflection":
         x = _reflect(x, 0.0, 2.0 * (n - 1)) if align_corners else _reflect(x, -1.0, 2.0 * n - 1.0)
     if padding_mode in ("border", "reflection"):
-        x = x.clamp(0, n - 1)
+        # torch's derivative of this clip is 0 at the bounds too, where a point of an align_corners grid lands
+        x = T.where((x > 0) & (x < n - 1), x, x.clamp(0, n - 1).detach())
     return x
+
+
+def _check_grid_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str) -> None:
+    """torch's argument checks of ``grid_sample``, with its error types and messages."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
+                         f"got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got "
+                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with sizes "
+                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, but got "
+                           f"grid with sizes {list(grid.shape)}")
+    for d in range(2, input.ndim):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
+                               f"sizes {list(input.shape)} with dimension {d} being empty")
+    if mode == "bicubic":
+        if input.ndim == 5:
+            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+        raise NotImplementedError("grid_sample: mode 'bicubic' is not implemented (bilinear and nearest are)")
+
+
+def _taps(position: Tensor, n: int, mode: str, masked: bool) -> list[tuple[Tensor, Tensor | None]]:
+    """The pixels a sampling point reads along a dim of ``n`` pixels, as (index clamped into the image (int64),
+    weight or None for 1): one for nearest, the two neighbours for linear.
+
+    With ``masked`` (zeros padding) a pixel outside the image gets weight 0. The other padding modes have already
+    moved every point into [0, n - 1], so only the upper neighbour of a point on the last pixel falls outside, with
+    linear weight 0; unmasked, it reads the last pixel, which also gives that point's coordinate torch's zero
+    gradient there."""
+    def tap(index: Tensor, weight: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        if masked:  # a bool mask: products with it promote to the weights' dtype
+            inside = (index >= 0) & (index <= n - 1)
+            weight = inside if weight is None else weight * inside
+        return index.clamp(0, n - 1).to(dtypes.int64), weight
+
+    if mode == "nearest":
+        return [tap(T.round(position), None)]  # half to even, as torch's nearbyint
+    low = T.floor(position)
+    frac = position - low
+    return [tap(low, 1.0 - frac), tap(low + 1.0, frac)]
+
+
+def _times(a: Tensor | None, b: Tensor | None) -> Tensor | None:
+    """``a * b`` where None stands for 1."""
+    if a is None or b is None:
+        return b if a is None else a
+    return a * b
 
 
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
-    """Sample the (N, C, H, W) ``input`` at the (N, Ho, Wo, 2) ``grid`` points ((x, y) in [-1, 1]): (N, C, Ho, Wo).
+    """Sample ``input`` at the ``grid`` points: (N, C, H, W) at an (N, Ho, Wo, 2) grid of (x, y) points gives
+    (N, C, Ho, Wo); volumetric (N, C, D, H, W) at an (N, Do, Ho, Wo, 3) grid of (x, y, z) points gives
+    (N, C, Do, Ho, Wo). Coordinates are in [-1, 1] (x along W, y along H, z along D).
 
-    ``mode``: "bilinear" or "nearest" (rounding half to even, as torch); ``padding_mode``: "zeros" (outside points
-    read 0), "border" (clamped to the edge) or "reflection" (mirrored at the border); ``align_corners`` as in
-    ``interpolate``. 5-D (volumetric) sampling is not implemented.
+    ``mode``: "bilinear" (trilinear on 5-D input, as torch names it) or "nearest" (rounding half to even, as torch);
+    ``padding_mode``: "zeros" (outside points read 0), "border" (clamped to the edge) or "reflection" (mirrored at
+    the border); ``align_corners`` as in ``interpolate``. Gradients reach the input and the grid (zero for
+    nearest), as torch's, with torch's choice of derivative where sampling has a kink (points on pixels and on the
+    border). "bicubic" is not implemented.
     """
-    if mode not in ("bilinear", "nearest"):
-        raise NotImplementedError(f"grid_sample: mode {mode!r} is not implemented (bilinear and nearest are)")
-    if padding_mode not in ("zeros", "border", "reflection"):
-        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
-                         f"'reflection', but got: '{padding_mode}'")
-    if input.ndim != 4:
-        raise NotImplementedError(f"grid_sample: only 4-D input (N, C, H, W) is implemented, got {input.ndim}-D")
-    if grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"grid_sample(): expected grid of shape (N, H_out, W_out, 2) with N = {input.shape[0]}, "
-                           f"but got {list(grid.shape)}")
+    _check_grid_sample(input, grid, mode, padding_mode)
     align = bool(align_corners)
-    n, c, h, w = input.shape
-    ho, wo = grid.shape[1], grid.shape[2]
+    n, c = input.shape[0], input.shape[1]
+    sizes = tuple(input.shape[2:])  # (H, W) or (D, H, W)
+    out_sizes = tuple(grid.shape[1:-1])
+    points = math.prod(out_sizes)
     grid = grid.to(input.dtype)
-    x = _source(grid[..., 0], w, padding_mode, align).reshape(n, 1, ho * wo)
-    y = _source(grid[..., 1], h, padding_mode, align).reshape(n, 1, ho * wo)
-    flat = input.reshape(n, c, h * w)
-
-    def tap(ix: Tensor, iy: Tensor) -> tuple[Tensor, Tensor]:
-        """The input at integer positions (clamped), and whether each position lies inside the image."""
-        inside = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
-        index = (iy.clamp(0, h - 1) * w + ix.clamp(0, w - 1)).to(dtypes.int64).expand(n, c, ho * wo)
-        return flat.gather(2, index), inside
-
-    if mode == "nearest":
-        value, inside = tap(T.round(x), T.round(y))
-        out = value * inside.to(input.dtype)
-    else:
-        x0, y0 = T.floor(x), T.floor(y)
-        fx, fy = x - x0, y - y0
-        out = None
-        for dx, dy, weight in ((0, 0, (1 - fx) * (1 - fy)), (1, 0, fx * (1 - fy)), (0, 1, (1 - fx) * fy),
-                               (1, 1, fx * fy)):
-            value, inside = tap(x0 + dx, y0 + dy)
-            term = value * (weight * inside.to(input.dtype))
-            out = term if out is None else out + term
-    return out.reshape(n, c, ho, wo)
+    # Every corner of every point: a flat offset into the input and a weight, built one dim at a time (the last
+    # dim, W, varies fastest) so that corners share the partial sums and products of the dims before.
+    corners: list[tuple[Tensor, Tensor | None]] = []
+    for d, size in enumerate(sizes):
+        stride = math.prod(sizes[d + 1:])
+        coord = grid[..., len(sizes) - 1 - d]  # the grid lists x (along the last dim) first
+        position = _source(coord, size, padding_mode, align).reshape(n, 1, points)
+        taps = [(index * stride if stride > 1 else index, weight)
+                for index, weight in _taps(position, size, mode, padding_mode == "zeros")]
+        if corners:
+            taps = [(offset + index, _times(scale, weight)) for offset, scale in corners for index, weight in taps]
+        corners = taps
+    if mode == "nearest" and grid.requires_grad:
+        # torch gives the grid a zero gradient, not none: ones that hold the grid's rounding (derivative 0).
+        rounded = T.round(grid)
+        ones = (rounded - rounded.detach()).sum(-1).reshape(n, 1, points) + 1.0
+        corners = [(offset, _times(weight, ones)) for offset, weight in corners]
+    flat = input.reshape(n, c, -1)
+    out = None
+    for offset, weight in corners:  # (N, 1, P) each
+        term = _times(flat.gather(2, offset.expand(n, c, points)), weight)  # (N, C, P)
+        out = term if out is None else out + term
+    return out.reshape((n, c) + out_sizes)
