@@ -418,6 +418,11 @@ class Module:
     def bfloat16(self) -> Module:
         return self._apply(lambda t: t.bfloat16() if t.dtype.is_floating_point else t)
 
+    def share_memory(self) -> Module:
+        """Move every parameter, gradient and buffer into shared memory (``Tensor.share_memory_``), in place:
+        processes forked afterwards (Hogwild training) see and make each other's updates."""
+        return self._apply(lambda t: t.share_memory_())
+
     # ------------------------------------------------------------ state dict
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
         for name, p in self._parameters.items():
