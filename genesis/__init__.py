@@ -20,6 +20,7 @@ from genesis import (
     func,
     jit,
     linalg,
+    multiprocessing,
     nn,
     ops,
     optim,
@@ -41,6 +42,7 @@ from genesis.autograd import (
     no_grad,
     set_grad_enabled,
 )
+from genesis.autograd import profiler as _autograd_profiler  # torch.autograd.profiler, above autograd
 from genesis.backends import (
     are_deterministic_algorithms_enabled,
     is_deterministic_algorithms_warn_only_enabled,

@@ -33,9 +33,10 @@ LAYERS: list[tuple[str, ...]] = [
      "genesis.tensor_types", "genesis.sparse", "genesis.fft"),
     ("genesis.nn", "genesis.optim", "genesis.amp", "genesis.cuda", "genesis.serialization", "genesis.safetensors_io",
      "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.accelerator", "genesis.jit", "genesis.func",
-     "genesis.torch_pickle", "genesis.distributions", "genesis.testing", "genesis.samplers"),
+     "genesis.torch_pickle", "genesis.distributions", "genesis.testing", "genesis.samplers",
+     "genesis.autograd.profiler"),
     ("genesis.models", "genesis.generation", "genesis.tokenizer"),
-    ("genesis.torch_compat",),
+    ("genesis.torch_compat", "genesis.multiprocessing"),
 ]
 # Packages only the backend implementations may import.
 FOREIGN = ("torch", "triton", "cuda", "cudnn", "nvmath", "nccl")
@@ -51,10 +52,14 @@ ALLOWED: dict[tuple[str, str], str] = {
 
 
 def _layer(module: str) -> int | None:
+    """The level of the longest prefix in ``LAYERS`` that names ``module`` or a package above it (a module may sit
+    above its package: ``genesis.autograd.profiler`` imports ``genesis.profiler``)."""
+    found, length = None, -1
     for level, prefixes in enumerate(LAYERS):
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
-            return level
-    return None
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > length:
+                found, length = level, len(p)
+    return found
 
 
 def _modules() -> dict[str, str]:

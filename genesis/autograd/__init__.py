@@ -7,11 +7,14 @@
 - :mod:`~genesis.autograd.anomaly_mode`: NaN checks of every node's gradients while debugging.
 - :mod:`~genesis.autograd.functional`: Jacobians, Hessians and their products with vectors.
 - :mod:`~genesis.autograd.variable`: ``Variable``, the legacy wrapper (a tensor, as in torch since 0.4).
+- :mod:`~genesis.autograd.graph`: hooks on the tensors saved for backward (``saved_tensors_hooks``, ``save_on_cpu``).
+- ``genesis.autograd.profiler``: torch's legacy profiler API over :mod:`genesis.profiler` (a layer above this
+  package, so imported by ``genesis`` itself rather than here).
 
 Every differentiable op is a small ``Function`` subclass with ``forward`` and ``backward`` side by side.
 """
 
-from genesis.autograd import functional
+from genesis.autograd import functional, graph
 from genesis.autograd.anomaly_mode import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -48,7 +51,7 @@ from genesis.autograd.variable import Variable
 __all__ = [
     "Function", "Primitive", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "grad", "backward", "Node", "AccumulateGrad", "BackwardCtx", "RemovableHandle",
-    "Variable", "functional", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+    "Variable", "functional", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
     "is_anomaly_check_nan_enabled",
     # the engine and view machinery, for the layers above
     "run_backward", "set_tensor_type", "Overwrite", "CopySlices", "ViewOfBase", "view_positions", "take_history",

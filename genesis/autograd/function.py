@@ -37,6 +37,11 @@ _profiling = False
 _recorder: Any = None
 
 
+#: The open ``genesis.autograd.graph.saved_tensors_hooks`` blocks, innermost last (process-wide). While it is not
+#: empty, a recorded op that saves values hands its ctx to the innermost block's ``pack`` (one check per such op).
+saved_tensors_hooks_stack: list[Any] = []
+
+
 def set_recorder(recorder: Any) -> None:
     """Install the profiler's recorder (None removes it and turns the check in ``Function.apply`` off)."""
     global _profiling, _recorder
@@ -118,6 +123,7 @@ class BackwardCtx(Node):
     needs_input_grad: tuple[bool, ...] = ()
     non_differentiable: tuple = ()
     materialize_grads = True
+    _packed: Any = None  # the saved values as saved_tensors_hooks packed them (genesis.autograd.graph), if any
 
     def __init__(self, fn: type) -> None:
         self._fn = fn
@@ -147,6 +153,8 @@ class BackwardCtx(Node):
                 ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
                 "graph a second time or if you need to access saved tensors after calling backward."
             )
+        if self._packed is not None:
+            return self._packed.unpack(self)
         result = []
         for value, version in zip(self._saved, self._saved_versions):
             tensor = self._as_tensor(value)
@@ -195,6 +203,9 @@ class BackwardCtx(Node):
 
         The copy carries ``target``'s history, so double backward still differentiates through the old value.
         """
+        if self._packed is not None:
+            self._packed.replace(self, target)
+            return
         snapshot = None
         saved = list(self._saved)
         versions = list(self._saved_versions)
@@ -214,6 +225,7 @@ class BackwardCtx(Node):
 
     def _release(self) -> None:
         self._saved = ()
+        self._packed = None
         self._inputs = ()
         self._released = True
 
@@ -320,7 +332,10 @@ def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -
     ctx._input_meta = tuple(meta)
     outputs = _wrap_outputs(out, ctx)
     if ctx._saved:
-        ctx._record_versions(outputs if isinstance(outputs, tuple) else (outputs,))
+        if saved_tensors_hooks_stack:
+            saved_tensors_hooks_stack[-1].pack(ctx)
+        else:
+            ctx._record_versions(outputs if isinstance(outputs, tuple) else (outputs,))
     if cls.is_view:
         _share_base(outputs, args[0], recorded=True)
     return outputs

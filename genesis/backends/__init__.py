@@ -1,12 +1,13 @@
 """Switches that steer the backends, as ``torch.backends``: ``genesis.backends.cuda`` (TF32 matrix products, which
 attention kernels may run), ``genesis.backends.cudnn`` (cuDNN convolutions), ``genesis.backends.mps`` (never
-available: Genesis runs on CPUs and NVIDIA GPUs) and the deterministic-algorithms switch.
+available: Genesis runs on CPUs and NVIDIA GPUs), ``genesis.backends.mkldnn`` (never available: Genesis has no
+oneDNN backend; its switches are settings only) and the deterministic-algorithms switch.
 
 These are plain settings: they import no GPU package and work on every machine. The backends themselves live in
 ``genesis._impl`` and read these switches at every call.
 """
 
-from genesis.backends import cuda, cudnn, mps  # noqa: F401 - the switch namespaces, as torch.backends.cuda / ...
+from genesis.backends import cuda, cudnn, mkldnn, mps  # noqa: F401 - the switch namespaces (torch.backends.cuda...)
 
 _deterministic = False
 _warn_only = False

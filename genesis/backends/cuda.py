@@ -11,13 +11,15 @@ Attention kernels (torch's ``*_sdp`` switches):
 
 All three are enabled by default; where both fused kernels apply, the CUDA backend times each once per shape class
 and runs the faster. ``genesis.nn.attention.sdpa_kernel`` changes these switches for a ``with`` block (through
-:func:`state`, :func:`restore` and a fixed :func:`priority` order); the ``enable_*`` functions change them for the
-process.
+:func:`state`, :func:`restore` and a fixed :func:`priority` order), as does torch's deprecated :func:`sdp_kernel`;
+the ``enable_*`` functions change them for the process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 
 
 class _MatmulSwitches:
@@ -104,3 +106,24 @@ def restore(saved: tuple[dict[str, bool], tuple[str, ...] | None]) -> None:
     enabled, order = saved
     _enabled.update(enabled)
     _priority = order
+
+
+@contextlib.contextmanager
+def sdp_kernel(enable_flash: bool = True, enable_math: bool = True, enable_mem_efficient: bool = True,
+               enable_cudnn: bool = True) -> Iterator[None]:
+    """torch's deprecated ``torch.backends.cuda.sdp_kernel`` (it warns ``FutureWarning`` as torch): within the block,
+    ``scaled_dot_product_attention`` may use only the kernels enabled here, as
+    ``genesis.nn.attention.sdpa_kernel`` with the matching list of backends (the switches are restored after it).
+
+    ``enable_flash`` is Genesis's Triton FlashAttention-2, ``enable_cudnn`` cuDNN's fused attention and
+    ``enable_math`` the composite; ``enable_mem_efficient`` names a kernel Genesis does not have and changes nothing.
+    """
+    warnings.warn("`torch.backends.cuda.sdp_kernel()` is deprecated. In the future, this context manager will be "
+                  "removed. Please see `torch.nn.attention.sdpa_kernel()` for the new context manager, with updated "
+                  "signature.", FutureWarning, stacklevel=3)
+    saved = state()
+    restore(({FLASH: bool(enable_flash), CUDNN: bool(enable_cudnn), MATH: bool(enable_math)}, None))
+    try:
+        yield
+    finally:
+        restore(saved)

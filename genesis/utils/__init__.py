@@ -1,6 +1,7 @@
-"""Utilities: ``genesis.utils.data`` (datasets, samplers, DataLoader) and ``genesis.utils.checkpoint`` (activation
-checkpointing, at torch's path)."""
+"""Utilities: ``genesis.utils.data`` (datasets, samplers, DataLoader), ``genesis.utils.checkpoint`` (activation
+checkpointing, at torch's path), ``genesis.utils.hooks`` (``RemovableHandle``, ``unserializable_hook``) and, imported
+on demand as torch's, ``genesis.utils.benchmark`` (Timer, Measurement, Compare)."""
 
-from genesis.utils import checkpoint, data
+from genesis.utils import checkpoint, data, hooks
 
-__all__ = ["checkpoint", "data"]
+__all__ = ["checkpoint", "data", "hooks"]
