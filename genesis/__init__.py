@@ -9,10 +9,13 @@ cuda, serialization → models. The ops of this namespace come from the registry
 import builtins as _builtins
 
 from genesis import (
+    _dynamo,
     accelerator,
     amp,
     autograd,
     backends,
+    compiler,
+    cpu,
     cuda,
     distributed,
     distributions,
@@ -33,7 +36,14 @@ from genesis import (
     utils,
 )
 from genesis import dtypes as _dtypes
-from genesis.amp import autocast, clear_autocast_cache, is_autocast_cache_enabled, set_autocast_cache_enabled
+from genesis.amp import (
+    autocast,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+)
 from genesis.autograd import (
     enable_grad,
     inference_mode,
@@ -160,11 +170,14 @@ def compile(model: object = None, *, fullgraph: _builtins.bool = False, dynamic:
             backend: object = "inductor", mode: object = None, options: object = None,
             disable: _builtins.bool = False) -> object:
     """torch's ``compile``, for scripts that call it: Genesis runs eagerly, so the module or function comes back
-    unchanged (used as a decorator, with or without arguments, it leaves the function as it is). To cut the host
+    unchanged (used as a decorator, with or without arguments, it leaves the function as it is); a module comes back
+    wrapped as torch's, in an ``OptimizedModule`` that runs it (its ``_orig_mod``). To cut the host
     cost of a whole training step, capture it in a CUDA graph instead (``genesis.cuda.graph``,
     ``genesis.cuda.make_graphed_callables``)."""
     if model is None:
         return lambda fn: fn
+    if isinstance(model, nn.Module) and not disable:
+        return _dynamo.OptimizedModule(model)  # torch's wrapper: state-dict keys under "_orig_mod."
     return model
 
 

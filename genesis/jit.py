@@ -69,11 +69,38 @@ def _unavailable(name: str) -> Callable:
     return fn
 
 
+class Future:
+    """What ``fork`` returns: the call's result (computed already) behind torch's ``wait()`` / ``value()``."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def wait(self) -> Any:
+        return self._value
+
+    def value(self) -> Any:
+        return self._value
+
+    def done(self) -> bool:
+        return True
+
+
+def fork(func: Callable, *args: Any, **kwargs: Any) -> Future:
+    """Run ``func(*args, **kwargs)`` and return a ``Future`` of its result: torch runs forked calls of scripted code
+    in parallel; Genesis runs them eagerly, one after another, with the same results."""
+    return Future(func(*args, **kwargs))
+
+
+def wait(future: Future) -> Any:
+    """The result of a ``fork``."""
+    return future.wait()
+
+
 save = _unavailable("save")
 load = _unavailable("load")
 
 #: TorchScript's marker for constant attributes (``x: jit.Final[int]``): a plain type hint in Genesis.
 Final = Any
 
-__all__ = ["Final", "annotate", "export", "ignore", "is_scripting", "is_tracing", "load", "save", "script", "trace",
-           "trace_module", "unused"]
+__all__ = ["Final", "Future", "annotate", "export", "fork", "ignore", "is_scripting", "is_tracing", "load", "save",
+           "script", "trace", "trace_module", "unused", "wait"]

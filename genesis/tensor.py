@@ -120,6 +120,8 @@ class Tensor:
         if value and self.ndarray.dtype.category < 2:
             raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients "
                                f"(got {self.dtype})")
+        if value and self._inference and not _grad_state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(value)
 
     @staticmethod

@@ -56,6 +56,8 @@ OPS = {
                         [(3, 5), (3, 5)]),
     "bce": (lambda lib, x, y: _nn_f(lib).binary_cross_entropy(x.sigmoid(), y.sigmoid()), [(3, 5), (3, 5)]),
     "matmul_then_loss": (lambda lib, a, b: _nn_f(lib).mse_loss(a @ b, (a @ b).detach() * 0.5), [(4, 5), (5, 3)]),
+    "dot": (lambda lib, a, b: lib.dot(a, b), [(6,), (6,)]),
+    "prelu": (lambda lib, x, w: _nn_f(lib).prelu(x, w), [(2, 3, 4), (3,)]),
 }
 
 
@@ -304,3 +306,17 @@ def test_binary_cross_entropy_is_unsafe_under_cuda_autocast() -> None:
 
     assert POLICY["cuda"]["binary_cross_entropy"] == "banned"
     assert POLICY["cpu"]["binary_cross_entropy"] == "fp32"
+
+
+def test_autocast_queries_and_the_cpu_amp_spelling() -> None:
+    """``torch.is_autocast_enabled`` / ``get_autocast_dtype`` at the top level and ``torch.cpu.amp.autocast``."""
+    for lib in (torch, genesis):
+        assert not lib.is_autocast_enabled("cpu")
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            assert lib.is_autocast_enabled("cpu") and lib.get_autocast_dtype("cpu") == lib.bfloat16
+    with genesis.cpu.amp.autocast():
+        assert genesis.is_autocast_enabled("cpu")
+        x = genesis.ones(2, 3)
+        assert (x @ x.T).dtype is genesis.bfloat16
+    assert not genesis.is_autocast_enabled("cpu")
+    assert genesis.cpu.is_available() and genesis.cpu.device_count() == 1

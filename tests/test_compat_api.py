@@ -246,10 +246,23 @@ def test_process_settings_as_torch() -> None:
     assert genesis.backends.mps.is_available() is False and genesis.backends.mps.is_built() is False
 
 
-def test_compile_returns_its_argument() -> None:
-    model = genesis.nn.Linear(2, 2)
-    assert genesis.compile(model) is model
-    assert genesis.compile(model, mode="max-autotune", fullgraph=True) is model
+def test_compile_wraps_modules_as_torch_and_leaves_functions() -> None:
+    """A module comes back in an OptimizedModule (torch's ``_orig_mod.`` state-dict keys, so checkpoints of compiled
+    torch models load); functions come back unchanged; the compiler markers and dynamo settings are accepted."""
+    for lib in (torch, genesis):
+        model = lib.nn.Linear(2, 2)
+        compiled = lib.compile(model, mode="max-autotune", fullgraph=True)
+        assert type(compiled).__name__ == "OptimizedModule" and compiled._orig_mod is model
+        assert compiled.weight is model.weight and compiled.in_features == 2
+        assert list(compiled.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+        assert lib.compile(model, disable=True) is model
+        x = lib.ones(1, 2)
+        assert lib.equal(compiled(x), model(x))
+        assert lib.compiler.is_compiling() is False
+        assert lib.compiler.disable(lambda v: v + 1)(1) == 2
+        lib._dynamo.config.suppress_errors = True
+        lib._dynamo.reset()
+    genesis._dynamo.config.suppress_errors = torch._dynamo.config.suppress_errors = False
 
     @genesis.compile
     def f(x):
@@ -366,6 +379,9 @@ def test_jit_entry_points_leave_code_eager() -> None:
     assert not genesis.jit.is_scripting() and not genesis.jit.is_tracing() and genesis.jit.annotate(int, 3) == 3
     with pytest.raises(NotImplementedError, match="state_dict"):
         genesis.jit.save(model, "model.pt")
+    for lib in (torch, genesis):
+        futures = [lib.jit.fork(lambda a, b=0: a * 2 + b, i, b=1) for i in range(3)]
+        assert [lib.jit.wait(f) for f in futures] == [1, 3, 5]
 
 
 def test_fork_rng_and_namespace_distances() -> None:

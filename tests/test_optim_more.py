@@ -159,3 +159,38 @@ def test_lbfgs_state_dict_round_trip_resumes_exactly() -> None:
     for _ in range(2):
         resumed.step(closure)
     assert genesis.equal(xy, straight)
+
+
+def _sam_like(lib):
+    """A user's optimizer written the way SAM/Lion copies are: ``self.state[p]`` on first sight, its own names."""
+
+    class SignDescent(lib.optim.Optimizer):
+        def __init__(self, params, lr=0.1, rho=2.0, momentum=-0.5):
+            super().__init__(params, dict(lr=lr, rho=rho, momentum=momentum))
+
+        @lib.no_grad()
+        def step(self):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    state = self.state[p]  # {} the first time, as torch's defaultdict
+                    state["count"] = state.get("count", 0) + 1
+                    p.sub_(group["lr"] * group["rho"] * p.grad.sign() / state["count"])
+
+    return SignDescent
+
+
+def test_user_optimizer_gets_torch_base_class_behaviour():
+    """A subclass of Optimizer reads state[p] before writing it, and names rho=2.0 / momentum=-0.5 that the built-in
+    optimizers would reject: torch's base class allows both, so Genesis's must too."""
+    results = []
+    for lib in (torch, genesis):
+        w = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        opt = _sam_like(lib)([w])
+        for _ in range(3):
+            opt.zero_grad()
+            (w * w).sum().backward()
+            opt.step()
+        results.append((w.detach().tolist(), opt.state[w]["count"], len(opt.state_dict()["state"])))
+    assert results[0] == results[1]
+    with pytest.raises(ValueError, match="Invalid momentum value"):
+        optim.SGD([genesis.zeros(2, requires_grad=True)], lr=0.1, momentum=-0.5)  # the built-ins still check

@@ -117,6 +117,15 @@ def test_is_inference() -> None:
         assert torch.ones(1).is_inference() and torch.ones(1)[0].is_inference()
 
 
+def test_inference_tensors_refuse_requires_grad_outside_inference_mode() -> None:
+    for lib in (torch, genesis):
+        with lib.inference_mode():
+            made = lib.ones(2)
+        with pytest.raises(RuntimeError, match="inference tensor outside InferenceMode"):
+            made.requires_grad_()
+        assert lib.ones(2).requires_grad_().requires_grad  # an ordinary tensor still may
+
+
 # ------------------------------------------------------------------ share_memory_
 
 

@@ -89,7 +89,9 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{tensor.shape[0]}] "
                            "to have the same number of elements, but got "
                            f"{input.shape[0]} and {tensor.shape[0]} elements respectively")
-    return matmul(input, tensor)
+    # dot's own autocast rule (promote to the widest input), not matmul's (lower precision), as torch's
+    input, tensor = autocast_args("dot", input, tensor)
+    return Matmul.apply(input, tensor)
 
 
 def inner(input: Tensor, other: Tensor) -> Tensor:

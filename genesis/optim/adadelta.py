@@ -15,6 +15,8 @@ class Adadelta(Optimizer):
     ``u = rho * u + (1 - rho) * delta * delta``, then ``p -= lr * delta``.
     """
 
+    validates_hyperparameters = True
+
     def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0.0, foreach: bool | None = None, *, maximize: bool = False) -> None:
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "foreach": foreach,

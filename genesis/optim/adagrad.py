@@ -15,6 +15,8 @@ class Adagrad(Optimizer):
     ``initial_accumulator_value``.
     """
 
+    validates_hyperparameters = True
+
     accepts_sparse_grads = True
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,

@@ -35,6 +35,8 @@ class Adam(Optimizer):
     ``capturable=True`` for CPU parameters; Genesis accepts it there (the same results as without it).
     """
 
+    validates_hyperparameters = True
+
     def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
                  decoupled_weight_decay: bool = False, foreach: bool | None = None, fused: bool | None = None,

@@ -15,6 +15,8 @@ class Adamax(Optimizer):
     ``p -= lr / (1 - beta1^t) * m / u``.
     """
 
+    validates_hyperparameters = True
+
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, foreach: bool | None = None, *,
                  maximize: bool = False) -> None:

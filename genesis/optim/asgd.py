@@ -16,6 +16,8 @@ class ASGD(Optimizer):
     ``eta`` and ``mu`` are float32 values, as torch keeps them.
     """
 
+    validates_hyperparameters = True
+
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
                  t0: float = 1e6, weight_decay: float = 0.0, foreach: bool | None = None,
                  maximize: bool = False) -> None:

@@ -118,6 +118,8 @@ class LBFGS(Optimizer):
     whole state (direction, history) lives in the state of the first parameter, as torch keeps it.
     """
 
+    validates_hyperparameters = True
+
     counts_steps = False
 
     def __init__(self, params: Iterable[Any], lr: float = 1, max_iter: int = 20, max_eval: int | None = None,

@@ -11,6 +11,8 @@ from genesis.tensor import Tensor, zeros_like
 class _AdamMoments(Optimizer):
     """The moments NAdam and RAdam share: the weight decay (L2 or decoupled) and both running averages."""
 
+    validates_hyperparameters = True
+
     def _moments(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> Tensor:
         """Apply the weight decay, update ``exp_avg`` and ``exp_avg_sq``; returns the gradient used."""
         if "exp_avg" not in state:

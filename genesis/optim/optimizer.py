@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import struct
+from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 from genesis import dtypes
@@ -73,6 +74,10 @@ class Optimizer:
 
     #: Whether ``step()`` counts each parameter's updates in ``state["step"]`` (read by bias corrections, decays).
     counts_steps = True
+    #: Whether the constructor and ``add_param_group`` reject invalid values of the known hyperparameter names (lr,
+    #: eps, betas, momentum...): the built-in optimizers do, as torch's; a user's subclass of ``Optimizer`` does not,
+    #: since its names may mean something else (SAM's ``rho=2.0``).
+    validates_hyperparameters = False
     #: Whether the update accepts the sparse gradient of ``embedding(..., sparse=True)``, as its dense form (SGD and
     #: Adagrad: zero rows change nothing there, so the result is torch's sparse update); others raise as torch's.
     accepts_sparse_grads = False
@@ -81,9 +86,11 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             f"but got {type(params).__name__}")
-        _check_hyperparameters(defaults)
+        if self.validates_hyperparameters:
+            _check_hyperparameters(defaults)
         self.defaults = defaults
-        self.state: dict[Tensor, dict[str, Any]] = {}
+        # As torch's: a user's optimizer reads ``self.state[p]`` for a parameter it has not seen yet and gets {}.
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         self._scratch_buffers: dict[tuple, Tensor] = {}
         self._scratch_views: dict[tuple, Tensor] = {}
         self._flat_cache: dict[tuple, dict[str, Any]] = {}
@@ -125,7 +132,8 @@ class Optimizer:
             if default is required and name not in group:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
             group.setdefault(name, default)
-        _check_hyperparameters(group)
+        if self.validates_hyperparameters:
+            _check_hyperparameters(group)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if len({id(p) for p in params}) != len(params):
             raise ValueError("optimizer contains a parameter group with duplicate parameters")
@@ -346,7 +354,7 @@ class Optimizer:
             restored = copy.deepcopy({key: value for key, value in saved.items() if key != "params"})
             restored["params"] = group["params"]
             new_groups.append(restored)
-        self.state = new_state
+        self.state = defaultdict(dict, new_state)
         self.param_groups = new_groups
 
 

@@ -16,6 +16,8 @@ class RMSprop(Optimizer):
     ``b = momentum * b + g / (avg + eps)``, ``p -= lr * b``.
     """
 
+    validates_hyperparameters = True
+
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
                  maximize: bool = False, foreach: bool | None = None) -> None:

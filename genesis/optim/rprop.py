@@ -16,6 +16,8 @@ class Rprop(Optimizer):
     ``p -= sign(g) * step_size``.
     """
 
+    validates_hyperparameters = True
+
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
                  step_sizes: tuple[float, float] = (1e-6, 50), *,
                  foreach: bool | None = None, maximize: bool = False) -> None:

@@ -21,6 +21,8 @@ class SGD(Optimizer):
     CPU; False never fuses.
     """
 
+    validates_hyperparameters = True
+
     accepts_sparse_grads = True
 
     counts_steps = False  # torch's SGD keeps no step count

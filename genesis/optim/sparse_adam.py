@@ -28,6 +28,8 @@ class SparseAdam(Optimizer):
         maximize: ascend the objective instead of descending it.
     """
 
+    validates_hyperparameters = True
+
     def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, maximize: bool = False) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:

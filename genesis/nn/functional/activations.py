@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from genesis import amp, random
 from genesis import ops as T
-from genesis import random
 from genesis.autograd import is_grad_enabled
 from genesis.nn.functional._out import check_out
 from genesis.ops.unary import Silu
@@ -128,6 +128,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """Leaky ReLU with a learned slope per channel (dim 1) or a single one."""
+    input, weight = amp.autocast_args("prelu", input, weight)
     if weight.numel() != 1:
         shape = [1] * input.ndim
         shape[1 if input.ndim > 1 else 0] = weight.numel()

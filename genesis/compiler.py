@@ -1,0 +1,58 @@
+"""``genesis.compiler``: torch's ``torch.compiler`` namespace for scripts that mark functions for (or against)
+compilation. Genesis runs every op eagerly, so the markers leave functions as they are and the queries answer as
+torch's do outside a compiled region; whole training steps go faster through CUDA graphs instead
+(``genesis.cuda.graph``, ``genesis.cuda.make_graphed_callables``)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def _marker(fn: Callable | None, **_: Any) -> Any:
+    """A decorator used bare (``@disable``) or with arguments (``@disable(recursive=False)``): fn unchanged."""
+    return fn if fn is not None else (lambda f: f)
+
+
+def disable(fn: Callable | None = None, recursive: bool = True, *, reason: str | None = None) -> Any:
+    """Keep ``fn`` out of compilation: Genesis never compiles, so ``fn`` comes back unchanged."""
+    return _marker(fn)
+
+
+def allow_in_graph(fn: Callable) -> Callable:
+    """Let the compiler trace ``fn`` as one node: ``fn`` unchanged."""
+    return fn
+
+
+def assume_constant_result(fn: Callable) -> Callable:
+    """Let the compiler treat ``fn``'s result as a constant: ``fn`` unchanged."""
+    return fn
+
+
+def is_compiling() -> bool:
+    """Whether the code runs inside a compiled region: never under Genesis."""
+    return False
+
+
+is_dynamo_compiling = is_compiling
+
+
+def is_exporting() -> bool:
+    """Whether the code runs under ``torch.export``: never under Genesis."""
+    return False
+
+
+def reset() -> None:
+    """Clear the compiler's caches: Genesis keeps none."""
+
+
+def cudagraph_mark_step_begin() -> None:
+    """Mark the start of a step for compiled CUDA graphs: nothing to mark (Genesis's graphs are captured explicitly)."""
+
+
+def list_backends(exclude_tags: Any = ()) -> list[str]:
+    """The compiler backends: none, since Genesis runs eagerly."""
+    return []
+
+
+__all__ = ["allow_in_graph", "assume_constant_result", "cudagraph_mark_step_begin", "disable", "is_compiling",
+           "is_dynamo_compiling", "is_exporting", "list_backends", "reset"]
