@@ -5,6 +5,7 @@
   bookkeeping, the ``Primitive`` base of built-in ops, and the view machinery of in-place changes.
 - :mod:`~genesis.autograd.engine`: the backward pass (``backward``, ``grad``).
 - :mod:`~genesis.autograd.anomaly_mode`: NaN checks of every node's gradients while debugging.
+- :mod:`~genesis.autograd.gradcheck`: ``gradcheck`` and ``gradgradcheck``, analytical against numerical Jacobians.
 - :mod:`~genesis.autograd.functional`: Jacobians, Hessians and their products with vectors.
 - :mod:`~genesis.autograd.variable`: ``Variable``, the legacy wrapper (a tensor, as in torch since 0.4).
 - :mod:`~genesis.autograd.graph`: hooks on the tensors saved for backward (``saved_tensors_hooks``, ``save_on_cpu``).
@@ -32,6 +33,7 @@ from genesis.autograd.function import (
     Primitive,
     RemovableHandle,
     ViewOfBase,
+    once_differentiable,
     refresh_view_history,
     retain_grad,
     set_tensor_type,
@@ -46,13 +48,14 @@ from genesis.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from genesis.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from genesis.autograd.variable import Variable
 
 __all__ = [
     "Function", "Primitive", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "grad", "backward", "Node", "AccumulateGrad", "BackwardCtx", "RemovableHandle",
     "Variable", "functional", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-    "is_anomaly_check_nan_enabled",
+    "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "once_differentiable",
     # the engine and view machinery, for the layers above
     "run_backward", "set_tensor_type", "Overwrite", "CopySlices", "ViewOfBase", "view_positions", "take_history",
     "refresh_view_history", "retain_grad",

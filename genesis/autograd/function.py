@@ -11,6 +11,8 @@ This layer sits below the Tensor class; the tensor layer registers its class onc
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import weakref
 from typing import Any, Callable
@@ -254,7 +256,9 @@ class Function:
 
     Subclasses define static ``forward(ctx, *args)`` and ``backward(ctx, *grads)`` and are called through
     ``apply``. ``forward`` receives Tensors, runs without recording, and returns Tensors; ``backward`` receives
-    one gradient per output and returns one gradient (or None) per input of ``forward``.
+    one gradient per output and returns one gradient (or None) per input of ``forward``. As in torch >= 2.0, a
+    subclass may instead define ``forward(*args)`` without ctx plus ``setup_context(ctx, inputs, output)``, which
+    fills the ctx from forward's inputs (its defaults bound) and output.
     """
 
     #: Built-in primitives set this: their forward receives and returns NDArrays, which is cheaper.
@@ -262,9 +266,28 @@ class Function:
     #: View primitives set this: an output over the input's memory shares its version counter and base (an op that
     #: may return a copy instead, as reshape, sets it too).
     is_view = False
+    #: Whether forward takes no ctx and ``setup_context`` fills it (torch >= 2.0's style): decided once per class.
+    _new_style = False
+    #: torch's flag for ``torch.func.vmap`` rules; Genesis's vmap runs the function per sample, so it is not read.
+    generate_vmap_rule = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # As torch: the new style is a subclass that overrides setup_context.
+        cls._new_style = cls.setup_context is not Function.setup_context
 
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+        """Fill ``ctx`` from forward's ``inputs`` and ``output`` (new style only: forward then takes no ctx)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def vmap(info: Any, in_dims: Any, *args: Any) -> Any:
+        """torch's batching rule hook; Genesis's vmap runs the function per sample and never calls it."""
         raise NotImplementedError
 
     @staticmethod
@@ -288,9 +311,9 @@ class Function:
         if record and _state.enabled:
             return _apply_recorded(cls, args, raw, kwargs)
         if not cls.takes_ndarrays:
-            with no_grad():
-                out = cls.forward(_NoGradCtx(), *args, **kwargs)
-            return _detach_outputs(out)
+            if cls._new_style:
+                args, kwargs = _bind_defaults(cls, args, kwargs)
+            return _detach_outputs(_run_forward(cls, _NoGradCtx(), args, kwargs))
         # The hot path of every op without autograd: unwrap, compute, wrap; nothing else.
         out = cls.forward(_NO_GRAD_CTX, *raw, **kwargs)
         if out.__class__ is not NDArray:
@@ -307,15 +330,15 @@ class Function:
 
 def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -> Any:
     """``cls.apply`` when the op is recorded: run forward with a fresh ctx, then link it into the graph."""
+    if cls._new_style:
+        args, kwargs = _bind_defaults(cls, args, kwargs)
     ctx = BackwardCtx(cls)
     ctx._inputs = args
     ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
     if cls.takes_ndarrays:
         out = cls.forward(ctx, *raw, **kwargs)
     else:
-        with no_grad():
-            out = cls.forward(ctx, *args, **kwargs)
-        out = _unwrap_outputs(out)
+        out = _unwrap_outputs(_run_forward(cls, ctx, args, kwargs))
         # Tensors created inside forward are saved by memory, so they map to the recorded outputs.
         ctx._saved = tuple(v.ndarray if isinstance(v, Tensor) and not any(v is a for a in args) else v
                            for v in ctx._saved)
@@ -339,6 +362,24 @@ def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -
     if cls.is_view:
         _share_base(outputs, args[0], recorded=True)
     return outputs
+
+
+def _bind_defaults(cls: type[Function], args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """New style: forward's arguments with its defaults filled in, as torch binds them (so ``setup_context``'s
+    inputs, ``needs_input_grad`` and the gradients backward returns count every parameter of forward)."""
+    bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
+
+
+def _run_forward(cls: type[Function], ctx: Any, args: tuple, kwargs: dict) -> Any:
+    """Run a Tensor-level forward without recording, in either style (the new one then calls setup_context)."""
+    with no_grad():
+        if not cls._new_style:
+            return cls.forward(ctx, *args, **kwargs)
+        out = cls.forward(*args, **kwargs)
+        cls.setup_context(ctx, args, out)
+    return out
 
 
 def _share_base(outputs: Any, source: Any, recorded: bool) -> None:
@@ -373,6 +414,40 @@ class Overwrite(Function):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> tuple:
         return Tensor._wrap(NDArray.full(grad.shape, 0, grad.dtype, grad.device)), None
+
+
+class _DelayedError(Function):
+    """Passes values through; its backward raises: the history ``once_differentiable`` gives a backward's results."""
+
+    @staticmethod
+    def forward(ctx: Any, *values: Any) -> tuple:
+        return values
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> tuple:
+        raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+def once_differentiable(fn: Callable) -> Callable:
+    """Decorate a Function's ``backward`` that is not itself differentiable (``torch.autograd.function``'s).
+
+    The backward runs under ``no_grad``; when a double backward is being recorded (grad mode on, some gradient
+    requiring grad), its results get a history whose backward raises, so differentiating them again is an error
+    rather than silently wrong.
+    """
+    @functools.wraps(fn)
+    def wrapper(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        with no_grad():
+            outputs = fn(ctx, *args, **kwargs)
+        if not _state.enabled or not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        values = [o.detach().requires_grad_(True) if isinstance(o, Tensor) and o.is_floating_point() else o
+                  for o in ((outputs,) if single else outputs)]
+        guarded = _DelayedError.apply(*values)
+        return guarded[0] if single else guarded
+
+    return wrapper
 
 
 # ------------------------------------------------------------------------ in-place changes through views
