@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -164,3 +165,56 @@ def test_checkpoint_sequential() -> None:
     h.sum().backward()
     for a, b in zip(grads, [m.grad for m in w] + [x.grad]):
         assert genesis.allclose(a, b, rtol=1e-12)
+
+
+def test_checkpoint_passes_keyword_arguments_and_contexts_as_torch() -> None:
+    w_t, x_t = rand(4, 4, seed=1), rand(3, 4, seed=2)
+    entered = []
+
+    def contexts() -> tuple:
+        @contextlib.contextmanager
+        def mark(name: str):
+            entered.append(name)
+            yield
+
+        return mark("forward"), mark("recompute")
+
+    def block(lib, w, x, scale=1.0, shift=None):
+        return _block(lib, w, x) * scale + shift
+
+    grads = []
+    for lib, w, x in ((genesis, to_genesis(w_t), to_genesis(x_t)), (torch, w_t.detach().clone().requires_grad_(),
+                                                                      x_t.detach().clone().requires_grad_())):
+        shift = lib.ones(4, dtype=w.dtype, device=w.device, requires_grad=True)
+        fn = lib.utils.checkpoint.checkpoint
+        out = fn(lambda a, lib=lib, w=w, **k: block(lib, w, a, **k), x, scale=0.5, shift=shift, use_reentrant=False,
+                 context_fn=contexts, determinism_check="none", debug=False)
+        (out ** 2).sum().backward()
+        grads.append((w.grad, x.grad, shift.grad))
+    for g, t in zip(*grads):
+        assert_same(g, t)
+    assert entered == ["forward", "recompute"] * 2
+    assert genesis.utils.checkpoint.noop_context_fn()[0].__enter__() is None
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"scale": 2.0}, "Unexpected keyword arguments: scale"),
+    ({"use_reentrant": True, "context_fn": lambda: (None, None)}, "Passing `context_fn` or `debug` is only supported"),
+    ({"use_reentrant": False, "determinism_check": "all"}, "determinism_check should be one of"),
+])
+def test_checkpoint_argument_errors_as_torch(kwargs: dict, message: str) -> None:
+    for lib in (genesis, torch):
+        with pytest.raises(ValueError, match=message):
+            lib.utils.checkpoint.checkpoint(lambda a, scale=1.0: a * scale, lib.ones(2, requires_grad=True), **kwargs)
+
+
+def test_checkpoint_determinism_check_compares_recomputed_outputs() -> None:
+    calls = []
+
+    def shifting(a):  # a different output shape in the recomputation
+        calls.append(1)
+        return a[: len(calls)] * 2
+
+    out = checkpoint.checkpoint(shifting, genesis.ones(3, requires_grad=True), use_reentrant=False)
+    with pytest.raises(RuntimeError, match="different metadata"):
+        out.sum().backward()

@@ -231,3 +231,47 @@ def test_adam_refuses_sparse_gradients_as_torch():
     emb(genesis.tensor([1])).sum().backward()
     with pytest.raises(RuntimeError, match="does not support sparse gradients"):
         opt.step()
+
+
+BAG_INDEX = [1, 2, 4, 1, 5, 2, 0, 2]
+
+
+@cpu_only
+@pytest.mark.parametrize("kwargs", [
+    {"mode": "sum"}, {"mode": "mean"}, {"mode": "sum", "padding_idx": 2}, {"mode": "mean", "padding_idx": -4},
+    {"mode": "sum", "per_sample_weights": True}, {"mode": "sum", "include_last_offset": True, "padding_idx": 1},
+])
+def test_embedding_bag_sparse_gradient_and_sparse_adam_match_torch(kwargs: dict) -> None:
+    w = rand(6, 3)
+    offsets = [0, 2, 3, 8] if kwargs.get("include_last_offset") else [0, 2, 3]
+    psw = rand(len(BAG_INDEX), seed=4) if kwargs.get("per_sample_weights") else None
+    grads, steps = [], []
+    for lib, weight, weights in ((genesis, to_genesis(w), None if psw is None else to_genesis(psw)),
+                                 (torch, w.detach().clone().requires_grad_(True), psw)):
+        options = {**kwargs, "per_sample_weights": weights}
+        opt = lib.optim.SparseAdam([weight], lr=0.1)
+        for _ in range(2):
+            opt.zero_grad()
+            out = lib.nn.functional.embedding_bag(lib.tensor(BAG_INDEX, device=weight.device), weight,
+                                                  lib.tensor(offsets, device=weight.device), sparse=True, **options)
+            (out * lib.arange(out.numel(), dtype=out.dtype, device=weight.device).reshape(out.shape)).sum().backward()
+            grads.append(weight.grad)
+            opt.step()
+        steps.append(weight)
+    for g, t in zip(grads[:2], grads[2:]):
+        assert_same_sparse_grad(g, t)
+    assert_same(steps[0], steps[1])
+
+
+@cpu_only
+def test_embedding_bag_module_sparse_2d_and_errors_as_torch() -> None:
+    g = genesis.nn.EmbeddingBag(5, 2, mode="mean", sparse=True)
+    t = torch.nn.EmbeddingBag(5, 2, mode="mean", sparse=True)
+    g.weight.data = to_genesis(t.weight.detach())
+    index = [[1, 2, 2], [4, 0, 1]]
+    g(genesis.tensor(index)).sum().backward()
+    t(torch.tensor(index)).sum().backward()
+    assert_same_sparse_grad(g.weight.grad, t.weight.grad)
+    for lib in (genesis, torch):
+        with pytest.raises(ValueError, match="max mode does not support sparse weights"):
+            lib.nn.functional.embedding_bag(lib.tensor(index), lib.ones(5, 2), mode="max", sparse=True)

@@ -1,6 +1,6 @@
 """``genesis.utils.checkpoint``: torch's module path of activation checkpointing (``checkpoint``,
 ``checkpoint_sequential``), implemented in ``genesis.nn.utils.checkpoint``."""
 
-from genesis.nn.utils.checkpoint import checkpoint, checkpoint_sequential
+from genesis.nn.utils.checkpoint import CheckpointError, checkpoint, checkpoint_sequential, noop_context_fn
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential", "noop_context_fn"]

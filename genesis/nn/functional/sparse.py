@@ -83,7 +83,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     Bags are the rows of 2-D ``input`` (B, L), or the slices ``input[offsets[b]:offsets[b + 1]]`` of 1-D
     ``input`` (the last one runs to the end unless ``include_last_offset``). Empty bags give zeros; indices equal
     to ``padding_idx`` are left out of their bag (and out of the mean's count). ``per_sample_weights`` scales each
-    row before summing (``mode="sum"`` only).
+    row before summing (``mode="sum"`` only). With ``sparse=True`` (modes sum and mean; CPU only) the gradient of
+    ``weight`` is a sparse COO tensor as torch's: one uncoalesced entry per index, padding indices left out.
 
     Returns:
         (B, embedding_dim) tensor of ``weight``'s dtype.
@@ -114,6 +115,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise ValueError("mode has to be one of sum, mean or max")
     if scale_grad_by_freq and mode == "max":
         raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
@@ -134,7 +137,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     if bags == 0:
         return zeros((0, weight.shape[1]), dtype=weight.dtype, device=weight.device)
     indices = T._check_bounds("embedding_bag", input.long(), num, 0, negative=False, error=RuntimeError)
-    rows = embedding(indices, weight, None, max_norm, norm_type, scale_grad_by_freq)  # (count, D)
+    # With sparse=True the lookup's weight gradient is torch's sparse one: an entry per looked-up index (padding
+    # left out), carrying that index's share of its bag's gradient (its per-sample weight, 1 / bag size for mean).
+    rows = embedding(indices, weight, padding_idx if sparse else None, max_norm, norm_type, scale_grad_by_freq,
+                     sparse)  # (count, D)
     position = arange(count, device=input.device)
     bag = T.searchsorted(starts, position, right=True) - 1  # the bag of every index
     keep = position < end

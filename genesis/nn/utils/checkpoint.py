@@ -3,27 +3,51 @@
 ``checkpoint(fn, *args)`` runs ``fn`` without recording a graph, keeping only its inputs. In backward it runs
 ``fn`` again with gradients enabled on the saved inputs (and the random-number state of the first run, so
 dropout draws the same mask) and backpropagates through the recomputed graph, which also accumulates the
-gradients of the parameters ``fn`` uses.
+gradients of the parameters ``fn`` uses. ``context_fn`` gives the contexts the forward and the recomputation run
+in (torch's non-reentrant variant); keyword arguments reach ``fn`` with ``use_reentrant=False``, as in torch.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Sequence
 
 from genesis.autograd import Function, backward, enable_grad
 from genesis.random import get_rng_state, set_rng_state
 from genesis.tensor import Tensor, empty
 
+_DETERMINISM_CHECKS = ("default", "none")
+
+
+def noop_context_fn() -> tuple[contextlib.nullcontext, contextlib.nullcontext]:
+    """The default ``context_fn`` of :func:`checkpoint`: no context around the forward or the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation in backward differs from the checkpointed forward (torch's ``CheckpointError``)."""
+
+
+def _metadata(outputs: Any) -> list[Any]:
+    """Shape, dtype and device of every tensor among ``outputs`` (the ``"default"`` determinism check)."""
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    return [(tuple(o.shape), o.dtype, o.device) for o in outputs if isinstance(o, Tensor)]
+
 
 class _Checkpoint(Function):
     @staticmethod
-    def forward(ctx: Any, fn: Callable, preserve_rng_state: bool, anchor: Tensor, *args: Any) -> Any:
+    def forward(ctx: Any, fn: Callable, preserve_rng_state: bool, contexts: tuple[Any, Any], check: bool,
+                anchor: Tensor, *args: Any) -> Any:
+        forward_context, ctx.recompute_context = contexts
         ctx.fn = fn
         ctx.rng_state = get_rng_state() if preserve_rng_state else None
         ctx.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.args = list(args)
         ctx.save_for_backward(*(args[i] for i in ctx.tensor_positions))
-        return fn(*args)
+        with forward_context:
+            outputs = fn(*args)
+        ctx.metadata = _metadata(outputs) if check else None
+        return outputs
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
@@ -35,35 +59,66 @@ class _Checkpoint(Function):
         if ctx.rng_state is not None:
             set_rng_state(ctx.rng_state)
         try:
-            with enable_grad():
+            with enable_grad(), ctx.recompute_context:
                 outputs = ctx.fn(*args)
         finally:
             set_rng_state(outer_rng)
+        if ctx.metadata is not None and _metadata(outputs) != ctx.metadata:
+            raise CheckpointError(f"torch.utils.checkpoint: Recomputed values have different metadata than during "
+                                  f"the forward pass: forward gave (shape, dtype, device) {ctx.metadata}, the "
+                                  f"recomputation {_metadata(outputs)}")
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         pairs = [(o, g) for o, g in zip(outputs, grads)
                  if isinstance(o, Tensor) and o.requires_grad and g is not None]
         if pairs:
             backward([o for o, _ in pairs], [g for _, g in pairs])
         input_grads = [args[i].grad if isinstance(args[i], Tensor) else None for i in range(len(args))]
-        return (None, None, None, *input_grads)
+        return (None, None, None, None, None, *input_grads)
 
 
 def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | None = None,
-               preserve_rng_state: bool = True, **kwargs: Any) -> Any:
-    """Run ``function(*args)`` without storing its activations; recompute them during backward.
+               context_fn: Callable[[], tuple[Any, Any]] = noop_context_fn, determinism_check: str = "default",
+               debug: bool = False, preserve_rng_state: bool = True, **kwargs: Any) -> Any:
+    """Run ``function(*args, **kwargs)`` without storing its activations; recompute them during backward.
 
     Args:
         function: the block to run (it may use parameters; their gradients accumulate as usual).
         args: its arguments; tensors among them receive gradients.
-        use_reentrant: accepted for torch compatibility (there is one implementation).
+        use_reentrant: torch's choice of variant (None means True, as torch). Genesis has one implementation;
+            the flag decides only which arguments are allowed, as in torch: keyword arguments for ``function``,
+            ``context_fn`` and ``debug`` need ``use_reentrant=False``.
+        context_fn: returns two context managers, entered around the forward and around the recomputation.
+        determinism_check: ``"default"`` checks that the recomputation gives outputs of the forward's shapes,
+            dtypes and devices (raising :class:`CheckpointError`); ``"none"`` checks nothing. torch compares every
+            tensor saved for backward; Genesis compares the block's outputs.
+        debug: accepted (torch adds the recorded ops to error messages; Genesis's messages stay as they are).
         preserve_rng_state: replay the random-number state in the recomputation (same dropout masks).
+        kwargs: keyword arguments for ``function`` (tensors among them receive gradients too).
     """
-    if kwargs:
-        raise ValueError(f"checkpoint: unexpected keyword arguments {sorted(kwargs)}")
+    if use_reentrant is None:
+        use_reentrant = True
+    if kwargs and use_reentrant:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if use_reentrant and (context_fn is not noop_context_fn or debug is not False):
+        raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+    if debug and context_fn is not noop_context_fn:
+        raise ValueError("debug=True is incompatible with non-default context_fn")
+    if determinism_check not in _DETERMINISM_CHECKS:
+        raise ValueError(f"determinism_check should be one of {list(_DETERMINISM_CHECKS)}, but got "
+                         f"{determinism_check}")
+    names = list(kwargs)
+    count = len(args)
+    call = function
+    if names:
+        def call(*flat: Any) -> Any:
+            return function(*flat[:count], **dict(zip(names, flat[count:])))
+
     # A leaf that requires grad makes the graph record this node even when no input requires grad, so the
     # parameters inside ``function`` still receive gradients.
     anchor = empty(0, requires_grad=True)
-    return _Checkpoint.apply(function, preserve_rng_state, anchor, *args)
+    check = not use_reentrant and determinism_check == "default"
+    return _Checkpoint.apply(call, preserve_rng_state, context_fn(), check, anchor, *args,
+                             *(kwargs[n] for n in names))
 
 
 def checkpoint_sequential(functions: Sequence[Callable[[Any], Any]], segments: int, input: Any,

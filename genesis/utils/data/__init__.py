@@ -13,9 +13,11 @@ from genesis.utils.data._utils.collate import default_collate, default_convert
 from genesis.utils.data._utils.worker import WorkerInfo, get_worker_info
 from genesis.utils.data.dataloader import DataLoader
 from genesis.utils.data.dataset import (
+    ChainDataset,
     ConcatDataset,
     Dataset,
     IterableDataset,
+    StackDataset,
     Subset,
     TensorDataset,
     random_split,
@@ -30,7 +32,7 @@ from genesis.utils.data.sampler import (
     WeightedRandomSampler,
 )
 
-__all__ = ["BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler", "IterableDataset",
-           "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
-           "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert", "get_worker_info",
-           "random_split"]
+__all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
+           "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+           "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "default_collate",
+           "default_convert", "get_worker_info", "random_split"]

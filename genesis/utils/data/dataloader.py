@@ -8,6 +8,7 @@ processes fetch and collate while the main process hands out the batches in orde
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import multiprocessing
 import queue
 import time
@@ -20,6 +21,7 @@ from genesis.utils.data._utils.collate import default_collate, default_convert, 
 from genesis.utils.data._utils.worker import END_OF_STREAM, get_worker_info, worker_loop
 from genesis.utils.data.dataset import Dataset, IterableDataset
 from genesis.utils.data.sampler import BatchSampler, RandomSampler, SequentialSampler
+from genesis.utils.script_children import ScriptCall, compat_script, main_without_file
 
 T = TypeVar("T")
 
@@ -89,7 +91,10 @@ class DataLoader(Generic[T]):
         drop_last: drop the last incomplete batch.
         timeout: seconds to wait for a worker's batch (0: wait forever, while the workers live).
         worker_init_fn: called with the worker id in each worker after seeding.
-        multiprocessing_context: a start method name ("fork", "spawn", "forkserver") or context.
+        multiprocessing_context: a start method name ("fork", "spawn", "forkserver") or context; None follows
+            the global start method (``multiprocessing.set_start_method``; fork by default on Linux). Under
+            ``python -m genesis.torch_compat``, spawn and forkserver workers re-run the script with its ``torch``
+            imports on Genesis (not the real torch) before they load the dataset.
         generator: the random generator for shuffling and for the workers' base seed.
         prefetch_factor: batches in flight per worker (default 2).
         persistent_workers: accepted for compatibility; workers are started per epoch.
@@ -97,6 +102,8 @@ class DataLoader(Generic[T]):
             asynchronous; done in the main process as each batch is handed out (torch uses a separate thread).
             Without a CUDA GPU it warns and does not pin, as torch.
         pin_memory_device: deprecated in torch and ignored (with torch's warning): the GPU is the device.
+        in_order: torch's switch that lets workers hand back batches out of order when False; Genesis always
+            returns them in the sampler's order (a valid order for ``in_order=False`` too).
     """
 
     def __init__(self, dataset: Dataset[T], batch_size: int | None = 1, shuffle: bool | None = None,
@@ -105,7 +112,7 @@ class DataLoader(Generic[T]):
                  timeout: float = 0, worker_init_fn: Callable[[int], None] | None = None,
                  multiprocessing_context: Any = None, generator: Generator | None = None, *,
                  prefetch_factor: int | None = None, persistent_workers: bool = False,
-                 pin_memory_device: str = "") -> None:
+                 pin_memory_device: str = "", in_order: bool = True) -> None:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
                              f"multiprocessing (got {num_workers})")
@@ -124,6 +131,7 @@ class DataLoader(Generic[T]):
         self.pin_memory = pin_memory
         self.pin_memory_device = pin_memory_device
         self.persistent_workers = persistent_workers
+        self.in_order = in_order
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
             if shuffle not in (None, False):
@@ -206,9 +214,12 @@ class _MultiProcessIterator:
 
     def __init__(self, loader: DataLoader) -> None:
         ctx = loader.multiprocessing_context
-        if ctx is None or isinstance(ctx, str):
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context(ctx or ("fork" if "fork" in methods else "spawn"))
+        if ctx is None:
+            ctx = multiprocessing.get_context(multiprocessing.get_start_method(allow_none=True))
+        elif isinstance(ctx, str):
+            ctx = multiprocessing.get_context(ctx)
+        # A spawned or forkserver worker of a torch_compat script must see the script's torch as Genesis.
+        script = compat_script() if ctx.get_start_method() != "fork" else None
         self.loader = loader
         self.iterable = loader._iterable
         self.timeout = loader.timeout
@@ -220,10 +231,14 @@ class _MultiProcessIterator:
         fetch = loader._fetcher()
         for worker_id in range(loader.num_workers):
             jobs = ctx.Queue()
-            worker = ctx.Process(target=worker_loop, daemon=True,
-                                 args=(loader.dataset, jobs, self.results, self.done, fetch, base_seed + worker_id,
-                                       worker_id, loader.num_workers, loader.worker_init_fn, self.iterable))
-            worker.start()
+            target: Callable[..., None] = worker_loop
+            args = (loader.dataset, jobs, self.results, self.done, fetch, base_seed + worker_id, worker_id,
+                    loader.num_workers, loader.worker_init_fn, self.iterable)
+            if script is not None:
+                target, args = ScriptCall(script, worker_loop, args), ()
+            worker = ctx.Process(target=target, args=args, daemon=True)
+            with main_without_file() if script is not None else contextlib.nullcontext():
+                worker.start()
             self.jobs.append(jobs)
             self.workers.append(worker)
         self.requests = None if self.iterable else loader._requests()

@@ -1,8 +1,8 @@
 """Datasets (``genesis.utils.data.dataset``, as ``torch.utils.data.dataset``).
 
 A map-style :class:`Dataset` answers ``dataset[i]``; an :class:`IterableDataset` yields samples. TensorDataset,
-Subset and ConcatDataset build datasets from tensors and other datasets; :func:`random_split` cuts one into random
-non-overlapping parts.
+Subset, ConcatDataset, StackDataset and ChainDataset (iterable) build datasets from tensors and other datasets;
+:func:`random_split` cuts one into random non-overlapping parts.
 """
 
 from __future__ import annotations
@@ -57,6 +57,52 @@ class TensorDataset(Dataset[tuple]):
 
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
+
+
+class StackDataset(Dataset[Any]):
+    """Several datasets of one length side by side: sample ``i`` is ``(d[i] for d in args)`` as a tuple, or
+    ``{name: d[i]}`` as a dict when the datasets are given by keyword (one form or the other, not both)."""
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = list(args) if args else list(kwargs.values())
+        self._length = len(parts[0])
+        if any(len(d) != self._length for d in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets: tuple | dict = args if args else kwargs
+
+    def __getitem__(self, index: Any) -> tuple | dict:
+        if isinstance(self.datasets, dict):
+            return {name: d[index] for name, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self) -> int:
+        return self._length
+
+
+class ChainDataset(IterableDataset[T]):
+    """Several iterable datasets streamed one after another (chained lazily, as ``itertools.chain``)."""
+
+    def __init__(self, datasets: Iterable[Dataset]) -> None:
+        self.datasets = datasets
+
+    def __iter__(self) -> Iterator[T]:
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self) -> int:
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)  # type: ignore[arg-type]
+        return total
 
 
 class Subset(Dataset[T]):
@@ -127,4 +173,5 @@ def random_split(dataset: Dataset[T], lengths: Sequence[int | float],
     return out
 
 
-__all__ = ["ConcatDataset", "Dataset", "IterableDataset", "Subset", "TensorDataset", "random_split"]
+__all__ = ["ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "StackDataset", "Subset", "TensorDataset",
+           "random_split"]

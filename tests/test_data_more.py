@@ -1,0 +1,93 @@
+"""ChainDataset and StackDataset against torch, ``DataLoader(in_order=...)``, and spawn-context workers of a script
+run through ``genesis.torch_compat`` (they compute with Genesis, not the real torch)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch.utils.data as tdata
+
+from genesis.utils import data as gdata
+from tests.helpers import DEVICE, assert_same, rand, to_genesis
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _stream(lib_data, values: list[int]):
+    class Stream(lib_data.IterableDataset):
+        def __iter__(self):
+            return iter(values)
+
+        def __len__(self) -> int:
+            return len(values)
+
+    return Stream()
+
+
+def test_chain_dataset_matches_torch() -> None:
+    g = gdata.ChainDataset([_stream(gdata, [1, 2]), _stream(gdata, [3])])
+    t = tdata.ChainDataset([_stream(tdata, [1, 2]), _stream(tdata, [3])])
+    assert list(g) == list(t) and len(g) == len(t) == 3
+    g_batches = [b.tolist() for b in gdata.DataLoader(g, batch_size=2)]
+    assert g_batches == [b.tolist() for b in tdata.DataLoader(t, batch_size=2)]
+    for lib_data in (gdata, tdata):
+        with pytest.raises(AssertionError, match="ChainDataset only supports IterableDataset"):
+            list(lib_data.ChainDataset([[1, 2]]))
+
+
+def test_stack_dataset_tuple_and_dict_forms_match_torch() -> None:
+    x, y = rand(4, 3), rand(4, seed=1)
+    gx, gy = to_genesis(x, requires_grad=False), to_genesis(y, requires_grad=False)
+    g_tuple, t_tuple = gdata.StackDataset(gx, gy), tdata.StackDataset(x, y)
+    assert len(g_tuple) == len(t_tuple) == 4
+    for a, b in zip(g_tuple[2], t_tuple[2]):
+        assert_same(a, b)
+    g_dict, t_dict = gdata.StackDataset(image=gx, label=gy), tdata.StackDataset(image=x, label=y)
+    assert list(g_dict[1]) == list(t_dict[1]) == ["image", "label"]
+    g_batch = next(iter(gdata.DataLoader(g_dict, batch_size=3)))
+    t_batch = next(iter(tdata.DataLoader(t_dict, batch_size=3)))
+    assert_same(g_batch["image"], t_batch["image"])
+    for lib_data, a, b in ((gdata, gx, gy), (tdata, x, y)):
+        with pytest.raises(ValueError, match="Size mismatch between datasets"):
+            lib_data.StackDataset(a, b[:3])
+        with pytest.raises(ValueError, match="but both types are given"):
+            lib_data.StackDataset(a, label=b)
+        with pytest.raises(ValueError, match="At least one dataset should be passed"):
+            lib_data.StackDataset()
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_in_order_is_accepted(in_order: bool) -> None:
+    loader = gdata.DataLoader(list(range(6)), batch_size=2, in_order=in_order)
+    assert len(loader) == 3 and loader.in_order is in_order
+    assert [b.tolist() for b in loader] == [[0, 1], [2, 3], [4, 5]]  # Genesis keeps the order in both cases
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="workers run on the CPU; one run is enough")
+def test_spawn_workers_of_a_torch_compat_script_use_genesis(tmp_path: Path) -> None:
+    script = tmp_path / "spawn_loader.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Rows(Dataset):
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                return torch.tensor([float(i)]), type(torch.ones(1)).__module__
+
+        if __name__ == "__main__":
+            loader = DataLoader(Rows(), batch_size=2, num_workers=2, multiprocessing_context="spawn")
+            batches = list(loader)
+            print([b[0].tolist() for b in batches], sorted({m for b in batches for m in b[1]}),
+                  type(batches[0][0]).__module__)
+    """))
+    done = subprocess.run([sys.executable, "-m", "genesis.torch_compat", str(script)], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[0] == "[[[0.0], [1.0]], [[2.0], [3.0]]] ['genesis.tensor'] genesis.tensor"
