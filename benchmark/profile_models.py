@@ -1,17 +1,21 @@
 """The profiler's table for one training step of a ``bench_models`` program (Genesis's step, on cuda by default).
 
     python benchmark/profile_models.py [--row gpt2] [--batch 8] [--device cuda] [--sort cuda_time_total]
-                                       [--limit 25] [--steps 1] [--small] [--variant WORD]
+                                       [--limit 25] [--steps 1] [--small] [--variant WORD] [--python N]
 
 Builds the same program ``bench_models.py`` times (same weights, same batches), runs warm-up steps, then profiles
 one step with ``genesis.profiler`` and prints the table, the host-device synchronizations and the step's wall time.
+``--python N`` also prints the N Python functions with the most own time over three steps (``cProfile``), to find
+where the host time of a host-bound step goes.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gc
 import os
+import pstats
 import sys
 import time
 
@@ -34,6 +38,8 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="the program's small configuration (a CPU check)")
     parser.add_argument("--steps", type=int, default=1,
                         help="unprofiled steps to time, each split into host time (until the step returns) and wall")
+    parser.add_argument("--python", type=int, default=0, metavar="N",
+                        help="also print the N Python functions with the most own time over three steps")
     parser.add_argument("--variant", default="", help="a word of the row's name, for rows that share a --rows name "
                                                       "(e.g. --row resnet50 --variant bf16)")
     args = parser.parse_args()
@@ -41,7 +47,7 @@ def main() -> None:
                 and args.variant in c.name)
     cfg = case.small if args.small else case.full
     rng = np.random.default_rng(0)
-    batches = [case.data(rng, cfg) for _ in range(args.warmup + args.steps + 1)]
+    batches = [case.data(rng, cfg) for _ in range(args.warmup + args.steps + 4)]
     program = start(genesis, case, cfg, args.device, initial_state(case, cfg), parity=False)
     for batch in batches[:args.warmup]:
         program.step(batch)
@@ -57,7 +63,7 @@ def main() -> None:
         else:
             collections[-1][1] = time.perf_counter() - collections[-1][1]
     gc.callbacks.append(on_gc)
-    for i, batch in enumerate(batches[args.warmup:-1]):
+    for i, batch in enumerate(batches[args.warmup:-4]):
         calls = stats()["driver_alloc_calls"]
         collections.clear()
         begin = time.perf_counter()
@@ -75,6 +81,14 @@ def main() -> None:
         program.step(batches[-1])
     print(f"{case.name}: fastest unprofiled step {wall * 1e3:.1f} ms")
     print(prof.key_averages().table(sort_by=args.sort, row_limit=args.limit))
+    if args.python:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for batch in batches[-4:-1]:
+            program.step(batch)
+        sync()
+        profiler.disable()
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(args.python)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import torch
 
 import genesis
 from tests import test_distributions as shared
-from tests.helpers import TORCH_DTYPE, check, check_error, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, TORCH_DTYPE, check, check_error, rand, to_genesis, to_torch
 from tests.test_distributions import _FixedGamma
 
 
@@ -340,7 +340,7 @@ def test_student_t_rsample_gradients() -> None:
     x = dist.rsample((5,))
     genesis.manual_seed(7)  # the same stream again: the normal draw, then the chi-squared one
     shape = tuple(x.shape)
-    normal = to_torch(genesis.randn(shape, dtype=genesis.float64))
+    normal = to_torch(genesis.randn(shape, dtype=genesis.float64, device=DEVICE))
     chi2 = to_torch(genesis.distributions.Chi2(dist.df.detach()).rsample((5,)))
     w = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     (x * to_genesis(w, requires_grad=False)).sum().backward()
@@ -441,7 +441,8 @@ def test_scalar_parameters_use_default_dtype() -> None:
                        ("HalfCauchy", (1.5,)), ("Weibull", (2.0, 1.5)), ("Pareto", (1.0, 3.0)),
                        ("StudentT", (5.0,)), ("Geometric", (0.3,)), ("VonMises", (0.5, 2.0)), ("Chi2", (3.0,))]:
         v = torch.distributions.__dict__[name](*args).sample((2,))
-        check(lambda lib, v, name=name, args=args: D(lib, name)(*args).log_prob(v), v)
+        # Numbers make CPU parameters, as torch's: the value joins them there.
+        check(lambda lib, v, name=name, args=args: D(lib, name)(*args).log_prob(v.cpu()), v)
         assert D(genesis, name)(*args).batch_shape == ()
         assert tuple(D(genesis, name)(*args).sample((4,)).shape) == (4,)
 
@@ -452,8 +453,8 @@ def test_mixture_sample_picks_components() -> None:
     weights = torch.tensor([0.2, 0.5, 0.3], dtype=torch.float64)
     D_ = genesis.distributions
     mix = D_.MixtureSameFamily(D_.Categorical(probs=to_genesis(weights)),
-                               D_.Normal(genesis.tensor([-100.0, 0.0, 100.0], dtype=genesis.float64),
-                                         genesis.full((3,), 0.1, dtype=genesis.float64)))
+                               D_.Normal(genesis.tensor([-100.0, 0.0, 100.0], dtype=genesis.float64, device=DEVICE),
+                                         genesis.full((3,), 0.1, dtype=genesis.float64, device=DEVICE)))
     genesis.manual_seed(8)
     x = to_torch(mix.sample((20000,)))
     component = torch.bucketize(x, torch.tensor([-50.0, 50.0], dtype=torch.float64))

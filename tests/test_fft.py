@@ -229,7 +229,8 @@ def test_stft_matches_torch(case: dict, batch: tuple) -> None:
 def test_stft_real_pairs_complex_input_and_float32() -> None:
     check(lambda lib, x: lib.stft(x, 8, return_complex=False), rand(2, 40))
     check(lambda lib, x: lib.stft(x, 8, hop_length=2, return_complex=True), crand(40))
-    check(lambda lib, x: lib.stft(x, 8, window=lib.ones(8, dtype=lib.complex128), return_complex=True), rand(40))
+    check(lambda lib, x: lib.stft(x, 8, window=lib.ones(8, dtype=lib.complex128, device=x.device), return_complex=True),
+          rand(40))
     check(lambda lib, x, w: lib.stft(x, 64, window=w, return_complex=True), rand(2, 400, dtype=torch.float32),
           hann(64, torch.float32), rtol=1e-4, atol=1e-4)
     # A float64 window promotes float32 frames, as torch's multiplication does.
@@ -287,7 +288,7 @@ def test_istft_lengths_and_complex_output() -> None:
     with pytest.warns(UserWarning, match="padded with zeros"):
         check(lambda lib, z: lib.istft(z, 16, 4, length=100), spec)
     check(lambda lib, z: lib.istft(z, 8, 2, onesided=False, return_complex=True), crand(2, 8, 10))
-    check(lambda lib, z: z.istft(8, 2, window=lib.ones(8, dtype=lib.float64)), crand(5, 10))
+    check(lambda lib, z: z.istft(8, 2, window=lib.ones(8, dtype=lib.float64, device=z.device)), crand(5, 10))
 
 
 def test_stft_istft_round_trip() -> None:
@@ -358,7 +359,8 @@ STFT_ERRORS = [
     (RuntimeError, lambda lib, x: lib.stft(x, 100, center=False, return_complex=True)),
     (RuntimeError, lambda lib, x: lib.stft(x, 8, 0, return_complex=True)),
     (RuntimeError, lambda lib, x: lib.stft(x, 8, 2, 9, return_complex=True)),
-    (RuntimeError, lambda lib, x: lib.stft(x, 8, window=lib.ones(5, dtype=x.dtype), return_complex=True)),
+    (RuntimeError, lambda lib, x: lib.stft(x, 8, window=lib.ones(5, dtype=x.dtype, device=x.device),
+                                           return_complex=True)),
     (RuntimeError, lambda lib, x: lib.stft(x.reshape(2, 2, 10), 8, return_complex=True)),
     (RuntimeError, lambda lib, x: lib.stft(x.long(), 8, return_complex=True)),
     (RuntimeError, lambda lib, x: lib.stft(lib.complex(x, x), 8, onesided=True, return_complex=True)),
@@ -368,7 +370,8 @@ STFT_ERRORS = [
     (RuntimeError, lambda lib, x: lib.istft(x.reshape(5, 8), 8)),  # a real spectrogram
     (RuntimeError, lambda lib, x: lib.istft(lib.complex(x, x).reshape(4, 10), 8)),  # wrong frequency size
     (RuntimeError, lambda lib, x: lib.istft(lib.complex(x, x).reshape(5, 8), 8, 4, 2)),  # hop > win_length
-    (RuntimeError, lambda lib, x: lib.istft(lib.complex(x, x).reshape(5, 8), 8, window=lib.zeros(8, dtype=x.dtype))),
+    (RuntimeError, lambda lib, x: lib.istft(lib.complex(x, x).reshape(5, 8), 8,
+                                            window=lib.zeros(8, dtype=x.dtype, device=x.device))),
     (RuntimeError, lambda lib, x: lib.istft(lib.complex(x, x).reshape(5, 8), 8, return_complex=True)),
     (RuntimeError, lambda lib, x: lib.istft(lib.complex(x, x).reshape(1, 5, 4, 2), 8)),
 ]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis, to_torch, torch_differentiates
 
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 POINTS = [-3.7, -2.5, -0.999, -1e-8, 1e-3, 0.3, 1.0, 2.5, 7.3, 30.0, 1e6, -100.25]
@@ -117,12 +117,13 @@ def test_nextafter_steps_through_random_values(dtype: torch.dtype) -> None:
 
 
 def test_nextafter_gradient_promotion_and_method() -> None:
-    check(lambda lib, a, b: lib.nextafter(a, b), rand(3, 4), rand(4))
-    check(lambda lib, a, b: a.nextafter(b), rand(3).float(), rand(3, seed=1))
-    check(lambda lib, a, b: a.clone().nextafter_(b), rand(5), rand(5, seed=2, requires_grad=False))
+    grads = torch_differentiates(lambda x: torch.nextafter(x, x * 2))
+    check(lambda lib, a, b: lib.nextafter(a, b), rand(3, 4), rand(4), backward=grads)
+    check(lambda lib, a, b: a.nextafter(b), rand(3).float(), rand(3, seed=1), backward=grads)
+    check(lambda lib, a, b: a.clone().nextafter_(b), rand(5), rand(5, seed=2, requires_grad=False), backward=grads)
     # No gradient where the value does not move (input == other).
     same = rand(5)
-    check(lambda lib, a, b: lib.nextafter(a, b), same, same.detach().clone())
+    check(lambda lib, a, b: lib.nextafter(a, b), same, same.detach().clone(), backward=grads)
 
 
 def test_nextafter_errors() -> None:

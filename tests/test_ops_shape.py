@@ -410,8 +410,8 @@ def test_as_strided_views_and_overlapping_gradients():
     check(lambda lib, x: x.as_strided((3, 2), (1, 2)), x)
     check(lambda lib, x: lib.as_strided(x, (2, 2), (4, 1), 1), x)
     # sliding windows overlap: their gradients add up, as torch's
-    check(lambda lib, v: v.as_strided((3, 3), (1, 1)) * lib.arange(9.0, dtype=lib.float64).reshape(3, 3),
-          rand(5, seed=41))
+    check(lambda lib, v: v.as_strided((3, 3), (1, 1))
+          * lib.arange(9.0, dtype=lib.float64, device=v.device).reshape(3, 3), rand(5, seed=41))
     check_error(RuntimeError, lambda lib, x: x.as_strided((3, 2), (1,)), x)
 
 

@@ -16,16 +16,20 @@ from genesis import torch_compat
 from tests.helpers import DEVICE, to_torch
 
 
-def _genesis(value: object) -> object:
-    """The Genesis counterpart of a torch input (containers converted item by item)."""
+def _genesis(value: object, device: str = DEVICE) -> object:
+    """The Genesis counterpart of a torch input, with its strides (containers converted item by item)."""
     if isinstance(value, torch.Tensor):
         if value.dtype == torch.bfloat16:
-            return genesis.tensor(value.float().numpy(), dtype=genesis.bfloat16, device=DEVICE)
-        return genesis.tensor(value.numpy(), device=DEVICE)
+            dense = genesis.tensor(value.float().numpy(), dtype=genesis.bfloat16, device=device)
+        else:
+            dense = genesis.tensor(value.numpy(), device=device)
+        if value.is_contiguous():
+            return dense
+        return genesis.empty_strided(tuple(value.shape), value.stride(), dtype=dense.dtype, device=device).copy_(dense)
     if isinstance(value, list):
-        return [_genesis(v) for v in value]
+        return [_genesis(v, device) for v in value]
     if isinstance(value, dict):
-        return {k: _genesis(v) for k, v in value.items()}
+        return {k: _genesis(v, device) for k, v in value.items()}
     return value
 
 
@@ -62,7 +66,7 @@ CASES = {
     "nan mismatch": (T([[1.0, 2.0], [3.0, math.nan]]), T([[1.0, 2.0], [3.0, 4.0]]), {}),
     "inf": (T([1.0, 2]), T([1.0, math.inf]), {}),
     "relative inf": (T([0.0, 2]), T([1e-6, 0.0]), {}),
-    "complex": (T([1 + 1j]), T([1 + 2j]), {}),
+    "complex": (T([3 + 4j]), T([3 + 5j]), {}),  # exact moduli: the message's digits agree on every device
     "float16": (T([1.0, 2.0], dtype=torch.float16), T([1.0, 2.001], dtype=torch.float16), {}),
     "float16 far": (T([1.0, 2.0], dtype=torch.float16), T([1.0, 2.01], dtype=torch.float16), {}),
     "bfloat16": (T([1.0, 2.0], dtype=torch.bfloat16), T([1.0, 2.02], dtype=torch.bfloat16), {}),
@@ -134,8 +138,10 @@ def test_assert_allclose_matches_torch(actual: object, expected: object, kwargs:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = _outcome(torch.testing.assert_allclose, actual, expected, **kwargs)
+    # A list becomes a CPU tensor in both libraries, so its counterpart stays on the CPU too.
+    device = DEVICE if isinstance(actual, torch.Tensor) else "cpu"
     with pytest.warns(FutureWarning, match="assert_close"):
-        g = _outcome(genesis.testing.assert_allclose, _genesis(actual), _genesis(expected), **kwargs)
+        g = _outcome(genesis.testing.assert_allclose, _genesis(actual, device), _genesis(expected, device), **kwargs)
     assert g == t
 
 

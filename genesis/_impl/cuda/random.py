@@ -45,7 +45,8 @@ def dropout(x: NDArray, p: float, seed: int, offset: int) -> NDArray:
     if n:
         rt.ensure_device(x.device.index)
         px, po = _ptr(x), _ptr(out)
-        go = _DROPOUT.launcher((_psig(x, px), _psig(out, po), "i64", "u64", "i64", "fp32", "fp32"), (1024,), 4)
+        wide = "fp64" if x.dtype is dtypes.float64 else "fp32"  # the scale in the dtype the kernel computes in
+        go = _DROPOUT.launcher((_psig(x, px), _psig(out, po), "i64", "u64", "i64", "fp32", wide), (1024,), 4)
         go((n + 1023) // 1024, 1, 1, px, po, n, seed % (1 << 64), offset, p, 1.0 / (1.0 - p))
     return out
 

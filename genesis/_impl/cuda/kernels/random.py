@@ -28,12 +28,15 @@ def random_kernel(out, n, seed, offset, low, span, DIST: tl.constexpr, ONE_BELOW
 
 @triton.jit
 def dropout_kernel(x, out, n, seed, offset, p, scale, BLOCK: tl.constexpr):
-    """out[i] = x[i] * scale where uniform(seed, offset + i) >= p, else 0 (x, out contiguous).
+    """out[i] = x[i] * scale where uniform(seed, offset + i) >= p, else 0 (x, out contiguous), computed in float32,
+    or in float64 for float64 data (``scale`` is then a float64 argument).
 
     The mask is never stored: the backward pass runs this kernel on the gradient with the same stream.
     """
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     keep = tl.rand(seed, offset + offs) >= p
-    v = tl.load(x + offs, mask=m, other=0.0).to(tl.float32)
+    v = tl.load(x + offs, mask=m, other=0.0)
+    if not v.dtype.is_fp64():
+        v = v.to(tl.float32)
     tl.store(out + offs, tl.where(keep, v * scale, 0.0).to(out.dtype.element_ty), mask=m)
