@@ -7,13 +7,18 @@ Rows (``ratio`` as stated per row, the issue's goal beside it):
   plain model (the baseline of scaling).
 - ``scaling_<N>gpu``: tokens/s on N GPUs / (N x tokens/s on one GPU), Genesis in ``genesis``, torch in ``torch``;
   ratio = Genesis's efficiency (goal >= 0.95 on 2, >= 0.90 on 4).
+- ``independent_scaling_<N>gpu``: the same efficiency for N processes that each train the plain model on their own
+  GPU at the same time, with no communication at all, counted at the slowest process (DDP moves at the pace of its
+  slowest rank): the ceiling that the host and the cards leave for DDP's scaling; ratio = Genesis's.
 - ``all_reduce_busbw_<N>gpu``: bus bandwidth of all_reduce on 256 MiB of bf16 (size / time x 2(N-1)/N), GB/s;
   ratio = Genesis / torch (goal >= 0.95).
 - ``two_nodes_*``: the same on 2 "nodes" of one GPU each on this host, NCCL's shared-memory and peer-to-peer
   transports disabled so that traffic takes the network path.
 
 Every measurement runs in its own job started by the launcher (Genesis: ``python -m genesis.distributed.run``,
-torch: ``python -m torch.distributed.run``); this script starts them with ``--worker`` and gathers the numbers.
+torch: ``python -m torch.distributed.run``); this script starts them with ``--worker`` and gathers the numbers. A
+training step is timed alone (synchronized), and the median over the timed steps is kept, so that one slow step does
+not move the row.
 
     python benchmark/bench_distributed.py --gpus 1,2,4 --two-nodes  # results/<card>x<N>-<date>-distributed.json
     python benchmark/bench_distributed.py --small                   # a tiny model on the CPU through gloo
@@ -39,6 +44,21 @@ from benchmark.common import QWEN25_05B, QWEN_SMALL, print_table, row, write_jso
 # ---------------------------------------------------------------- one rank of a measurement job
 
 def _timed(step, sync, warmup: int, repeat: int) -> float:
+    """The median time of one synchronized call of ``step``, after ``warmup`` calls."""
+    for _ in range(warmup):
+        step()
+    sync()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def _timed_mean(step, sync, warmup: int, repeat: int) -> float:
+    """The mean time of ``step`` over ``repeat`` calls queued back to back (for collectives)."""
     for _ in range(warmup):
         step()
     sync()
@@ -62,11 +82,12 @@ def _worker_genesis(args: argparse.Namespace) -> dict:
     dtype = genesis.bfloat16 if cuda else genesis.float32
     dist.init_process_group("nccl" if cuda else "gloo")
     result = {}
-    if args.measure == "train":
+    if args.measure in ("train", "independent"):
         genesis.manual_seed(0)
         shape = QWEN_SMALL if args.small else QWEN25_05B
         model = QwenForCausalLM(QwenConfig(**shape), device=device, dtype=dtype)
-        net = genesis.nn.parallel.DistributedDataParallel(model) if n > 1 else model
+        ddp = n > 1 and args.measure == "train"
+        net = genesis.nn.parallel.DistributedDataParallel(model) if ddp else model
         opt = genesis.optim.AdamW(model.parameters(), lr=1e-5)
         ids = genesis.randint(0, shape["vocab_size"], (args.batch, args.seq), device=device)
 
@@ -79,8 +100,8 @@ def _worker_genesis(args: argparse.Namespace) -> dict:
         result["tokens_per_s"] = n * args.batch * args.seq / seconds
     else:
         x = genesis.ones(args.numel, dtype=genesis.bfloat16 if cuda else genesis.float32, device=device)
-        seconds = _timed(lambda: dist.all_reduce(x), lambda: genesis.cuda.synchronize() if cuda else None,
-                         args.warmup, args.repeat)
+        seconds = _timed_mean(lambda: dist.all_reduce(x), lambda: genesis.cuda.synchronize() if cuda else None,
+                              args.warmup, 4 * args.repeat)
         result["busbw_gbps"] = x.numel() * x.element_size() / seconds * 2 * (n - 1) / n / 1e9
     dist.barrier()
     dist.destroy_process_group()
@@ -102,13 +123,14 @@ def _worker_torch(args: argparse.Namespace) -> dict:
     dist.init_process_group("nccl" if cuda else "gloo")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     result = {}
-    if args.measure == "train":
+    if args.measure in ("train", "independent"):
         torch.manual_seed(0)
         shape = QWEN_SMALL if args.small else QWEN25_05B
         config = transformers.Qwen2Config(**shape)
         model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)
         model = model.to(device)
-        net = torch.nn.parallel.DistributedDataParallel(model) if n > 1 else model
+        ddp = n > 1 and args.measure == "train"
+        net = torch.nn.parallel.DistributedDataParallel(model) if ddp else model
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
         ids = torch.randint(0, shape["vocab_size"], (args.batch, args.seq), device=device)
 
@@ -120,7 +142,7 @@ def _worker_torch(args: argparse.Namespace) -> dict:
         result["tokens_per_s"] = n * args.batch * args.seq / _timed(step, sync, args.warmup, args.repeat)
     else:
         x = torch.ones(args.numel, dtype=torch.bfloat16 if cuda else torch.float32, device=device)
-        seconds = _timed(lambda: dist.all_reduce(x), sync, args.warmup, args.repeat)
+        seconds = _timed_mean(lambda: dist.all_reduce(x), sync, args.warmup, 4 * args.repeat)
         result["busbw_gbps"] = x.numel() * x.element_size() / seconds * 2 * (n - 1) / n / 1e9
     dist.barrier()
     dist.destroy_process_group()
@@ -136,7 +158,8 @@ def _free_port() -> int:
 
 
 def _job(args: argparse.Namespace, lib: str, measure: str, n: int, two_nodes: bool = False) -> dict:
-    """Run one measurement job of ``n`` ranks and return rank 0's numbers."""
+    """Run one measurement job of ``n`` ranks and return its numbers: each the slowest rank's (for DDP the ranks move
+    together; independent processes do not)."""
     launcher = "genesis.distributed.run" if lib == "genesis" else "torch.distributed.run"
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "result.json")
@@ -157,8 +180,11 @@ def _job(args: argparse.Namespace, lib: str, measure: str, n: int, two_nodes: bo
                                       "127.0.0.1", "--master-port", port, *worker], env=env)]
         if any(codes):
             raise RuntimeError(f"bench_distributed: the {lib} {measure} job on {n} rank(s) failed ({codes})")
-        with open(out) as f:
-            return json.load(f)
+        results = []
+        for rank in range(n):
+            with open(f"{out}.{rank}") as f:
+                results.append(json.load(f))
+        return {key: min(r[key] for r in results) for key in results[0]}
 
 
 def _card() -> str:
@@ -178,7 +204,8 @@ def main() -> None:
     parser.add_argument("--two-nodes", action="store_true", help="also measure 2 simulated nodes of 1 GPU each")
     parser.add_argument("--json", default=None, help="write the rows here (default: benchmark/results/... on cuda)")
     parser.add_argument("--worker", choices=("genesis", "torch"), default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--measure", choices=("train", "all_reduce"), default="train", help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=("train", "independent", "all_reduce"), default="train",
+                        help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, default=None)
     parser.add_argument("--seq", type=int, default=None)
@@ -191,12 +218,11 @@ def main() -> None:
     args.seq = args.seq or (32 if small else 1024)
     args.numel = args.numel or ((1 << 18) if small else (256 << 20) // 2)
     args.warmup = args.warmup if args.warmup is not None else (1 if small else 3)
-    args.repeat = args.repeat or (3 if small else 10)
+    args.repeat = args.repeat or (3 if small else 20)
     if args.worker:
         result = (_worker_genesis if args.worker == "genesis" else _worker_torch)(args)
-        if int(os.environ.get("RANK", "0")) == 0:
-            with open(args.out, "w") as f:
-                json.dump(result, f)
+        with open(f"{args.out}.{os.environ.get('RANK', '0')}", "w") as f:
+            json.dump(result, f)
         return
 
     counts = [int(c) for c in (args.gpus or ("1,2" if small else "1,2,4")).split(",")]
@@ -211,6 +237,9 @@ def main() -> None:
             goal = ">= 0.95" if n == 2 else ">= 0.90"
             rows.append(row(f"scaling_{n}{'cpu' if small else 'gpu'}", eff["genesis"], eff["torch"], "eff",
                             eff["genesis"], goal))
+            alone = {lib: _job(args, lib, "independent", n)["tokens_per_s"] / (n * train[lib][1]) for lib in train}
+            rows.append(row(f"independent_scaling_{n}{'cpu' if small else 'gpu'}", alone["genesis"], alone["torch"],
+                            "eff", alone["genesis"], "(the ceiling)"))
     for n in counts:
         if n > 1:
             g = _job(args, "genesis", "all_reduce", n)["busbw_gbps"]
