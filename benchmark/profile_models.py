@@ -6,7 +6,8 @@
 Builds the same program ``bench_models.py`` times (same weights, same batches), runs warm-up steps, then profiles
 one step with ``genesis.profiler`` and prints the table, the host-device synchronizations and the step's wall time.
 ``--python N`` also prints the N Python functions with the most own time over three steps (``cProfile``), to find
-where the host time of a host-bound step goes.
+where the host time of a host-bound step goes; ``--pstats FILE`` also writes those three steps' raw statistics (for
+``pstats`` / snakeviz: callers and callees).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def main() -> None:
                         help="unprofiled steps to time, each split into host time (until the step returns) and wall")
     parser.add_argument("--python", type=int, default=0, metavar="N",
                         help="also print the N Python functions with the most own time over three steps")
+    parser.add_argument("--pstats", default="", metavar="FILE", help="with --python: write the raw statistics here")
     parser.add_argument("--variant", default="", help="a word of the row's name, for rows that share a --rows name "
                                                       "(e.g. --row resnet50 --variant bf16)")
     args = parser.parse_args()
@@ -88,6 +90,8 @@ def main() -> None:
             program.step(batch)
         sync()
         profiler.disable()
+        if args.pstats:
+            profiler.dump_stats(args.pstats)
         pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(args.python)
 
 
