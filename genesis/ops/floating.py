@@ -11,7 +11,7 @@ from typing import NamedTuple
 from genesis import dtypes
 from genesis.autograd import Function
 from genesis.ops._args import _check_tensor, _result_dtype, zeros_like_detached
-from genesis.ops.arithmetic import clamp, pow
+from genesis.ops.arithmetic import clamp
 from genesis.ops.compare import where
 from genesis.ops.math_special import _tensor_pair
 from genesis.ops.unary import abs, exp2, floor, log2
@@ -27,9 +27,10 @@ class FrexpResult(NamedTuple):
 
 def _power_of_two(k: Tensor) -> Tensor:
     """``2^k`` for integral float64 ``k`` in [-1100, 1100], as the product of two factors each within float64's range
-    (the exact value, also where 2^k itself would overflow or be subnormal, once multiplied by a value)."""
+    (the exact value, also where 2^k itself would overflow or be subnormal, once multiplied by a value). ``exp2``
+    of an integer is exact on every device; a general ``pow(2, k)`` need not be (CUDA's is off by an ulp)."""
     half = floor(k * 0.5)
-    return pow(2.0, half), pow(2.0, k - half)
+    return exp2(half), exp2(k - half)
 
 
 def _exponent(x: Tensor) -> Tensor:
