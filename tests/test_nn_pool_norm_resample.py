@@ -169,6 +169,86 @@ def test_interpolate_area_1d_and_3d_and_bicubic_rank():
                 rand(1, 2, 9))
 
 
+ANTIALIAS_SIZES = [
+    dict(size=(4, 3)), dict(size=(2, 5)), dict(size=(1, 2)), dict(size=(23, 17)), dict(size=(5, 12)),
+    dict(scale_factor=0.37), dict(scale_factor=(0.5, 2.3)), dict(scale_factor=(1.6, 0.45)),
+    dict(scale_factor=(0.3, 0.6), recompute_scale_factor=True),
+]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("kwargs", ANTIALIAS_SIZES, ids=str)
+def test_interpolate_antialias(mode, align_corners, kwargs):
+    # Down- and upsampling, integer and fractional factors, a dim shrunk to one pixel, one dim down and one up
+    check(lambda lib, x: lib.nn.functional.interpolate(x, mode=mode, align_corners=align_corners, antialias=True,
+                                                       **kwargs), rand(2, 3, 11, 7))
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_interpolate_antialias_float32_and_torchvision_resize(mode):
+    # torch computes the filter weights in float32 (off by ~2e-6 from a float64 reference on these sizes), Genesis
+    # in float64 (off by ~1e-7): absolute tolerance 1e-5
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=(9, 5), mode=mode, antialias=True),
+          rand(2, 3, 19, 26, dtype=F32), atol=1e-5)
+    # torchvision's Resize(32) on a tensor image: the shorter side to 32, antialiased, align_corners=False
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=(32, 48), mode=mode, align_corners=False,
+                                                       antialias=True), rand(1, 3, 75, 112, dtype=F32), atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_interpolate_antialias_half_precision(dtype):
+    # torch's CPU kernels have no half-precision antialiasing (its CUDA ones compute in float32): the reference is
+    # torch on the same values in float32, rounded once, as Genesis computes them
+    def resize(lib, x):
+        y = x if lib is genesis else x.float()
+        return lib.nn.functional.interpolate(y, size=(4, 9), mode="bicubic", antialias=True).to(x.dtype)
+    check(resize, rand(2, 3, 11, 7, dtype=dtype))
+
+
+def test_interpolate_antialias_upsampling_against_plain_modes():
+    # Upsampling by the triangle filter is plain bilinear (align_corners=False); the antialiased bicubic is Keys'
+    # a = -0.5 with weights renormalized at the borders, not plain bicubic's -0.75 with clamped taps
+    x = to_genesis(rand(2, 3, 5, 7), requires_grad=False)
+    resize = genesis.nn.functional.interpolate
+    plain, smooth = resize(x, size=(9, 13), mode="bilinear"), resize(x, size=(9, 13), mode="bilinear", antialias=True)
+    torch.testing.assert_close(to_torch(smooth), to_torch(plain))
+    plain, smooth = resize(x, size=(9, 13), mode="bicubic"), resize(x, size=(9, 13), mode="bicubic", antialias=True)
+    assert not torch.allclose(to_torch(smooth), to_torch(plain))
+
+
+def test_interpolate_antialias_edge_cases():
+    # torch skips a dim whose size stays even when a scale_factor says otherwise (values compared; its backward
+    # then uses that scale's weights, which are not the transpose of its forward, so gradients are not compared)
+    check(lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=(1.1, 0.5), mode="bilinear", antialias=True),
+          rand(2, 3, 5, 8), backward=False)
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=(5, 8), mode="bicubic", antialias=True),
+          rand(1, 2, 5, 8))
+
+    # An output one pixel wide: torch's CPU kernel gives every output row the first row's value there, so the
+    # reference is torch on the transposed image (one pixel high), which it resizes correctly
+    def one_column(lib, x):
+        if lib is genesis:
+            return lib.nn.functional.interpolate(x, size=(9, 1), mode="bicubic", antialias=True)
+        return lib.nn.functional.interpolate(x.mT, size=(1, 9), mode="bicubic", antialias=True).mT
+    check(one_column, rand(2, 3, 11, 7))
+
+
+def test_interpolate_antialias_errors():
+    x = rand(1, 2, 5, 6, dtype=F32)
+    for mode in ("nearest", "nearest-exact", "area"):
+        check_error(ValueError, lambda lib, x, mode=mode: lib.nn.functional.interpolate(x, size=(3, 3), mode=mode,
+                                                                                        antialias=True),
+                    x, match="anti-alias")
+    check_error(ValueError, lambda lib, x: lib.nn.functional.interpolate(x, size=3, mode="bilinear", antialias=True),
+                rand(1, 2, 5, dtype=F32), match="anti-alias")
+    check_error(ValueError, lambda lib, x: lib.nn.functional.interpolate(x, size=3, mode="trilinear", antialias=True),
+                rand(1, 2, 4, 5, 6, dtype=F32), match="anti-alias")
+    with pytest.raises(NotImplementedError, match="floating-point"):
+        genesis.nn.functional.interpolate(to_genesis(x).to(genesis.uint8), size=(3, 3), mode="bilinear",
+                                          antialias=True)
+
+
 def test_interpolate_double_backward():
     x = to_genesis(rand(1, 2, 3, 4))
     y = genesis.nn.functional.interpolate(x, size=(5, 6), mode="bilinear")

@@ -1,10 +1,11 @@
 """Spatial transforms (``affine_grid``, ``grid_sample``): the sampling grid of an affine map and bilinear
-(trilinear) or nearest sampling of an image (a volume) at arbitrary points, as torch's (spatial transformer
+(trilinear), nearest or bicubic sampling of an image (a volume) at arbitrary points, as torch's (spatial transformer
 networks, augmentation, optical flow, 3-D registration).
 
-Both are composites of tensor ops, written once for 2-D and 3-D: ``grid_sample`` gathers the 2^dims neighbours of
-every sampling point from the flattened input and blends them with the products of their per-dim linear weights,
-so gradients reach the input (a scatter-add) and the grid (through the weights), as torch's.
+Both are composites of tensor ops, written once for 2-D and 3-D: ``grid_sample`` gathers the neighbours of every
+sampling point (2 per dim for linear, 4 for bicubic, 1 for nearest) from the flattened input and blends them with
+the products of their per-dim weights, so gradients reach the input (a scatter-add) and the grid (through the
+weights), as torch's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Sequence
 
 from genesis import dtypes
 from genesis import ops as T
+from genesis.nn.functional.upsampling import cubic_convolution_weights
 from genesis.tensor import Tensor, arange
 
 
@@ -70,15 +72,22 @@ def _reflect(x: Tensor, twice_low: float, twice_high: float) -> Tensor:
     return T.where(T.remainder(flips, 2) == 0, extra + low, span - extra + low)
 
 
-def _source(coord: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
-    """Pixel positions of grid coordinates along a dim of ``n`` pixels, after the padding mode's border rule."""
-    x = _unnormalize(coord, n, align_corners)
+def _bounded(x: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """Positions along a dim of ``n`` pixels moved into [0, n - 1] by the padding mode's border rule (border:
+    clipped, reflection: mirrored then clipped; zeros: left as they are). torch's ``compute_coordinates``."""
     if padding_mode == "reflection":
         x = _reflect(x, 0.0, 2.0 * (n - 1)) if align_corners else _reflect(x, -1.0, 2.0 * n - 1.0)
     if padding_mode in ("border", "reflection"):
         # torch's derivative of this clip is 0 at the bounds too, where a point of an align_corners grid lands
         x = T.where((x > 0) & (x < n - 1), x, x.clamp(0, n - 1).detach())
     return x
+
+
+def _source(coord: Tensor, n: int, mode: str, padding_mode: str, align_corners: bool) -> Tensor:
+    """Pixel positions of grid coordinates along a dim of ``n`` pixels, after the padding mode's border rule; for
+    bicubic the rule applies to each tap instead (``_taps``), as torch's."""
+    x = _unnormalize(coord, n, align_corners)
+    return x if mode == "bicubic" else _bounded(x, n, padding_mode, align_corners)
 
 
 def _check_grid_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str) -> None:
@@ -102,22 +111,23 @@ def _check_grid_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str
         if input.shape[d] == 0:
             raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
                                f"sizes {list(input.shape)} with dimension {d} being empty")
-    if mode == "bicubic":
-        if input.ndim == 5:
-            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-        raise NotImplementedError("grid_sample: mode 'bicubic' is not implemented (bilinear and nearest are)")
+    if mode == "bicubic" and input.ndim == 5:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
 
 
-def _taps(position: Tensor, n: int, mode: str, masked: bool) -> list[tuple[Tensor, Tensor | None]]:
+def _taps(position: Tensor, n: int, mode: str, padding_mode: str,
+          align_corners: bool) -> list[tuple[Tensor, Tensor | None]]:
     """The pixels a sampling point reads along a dim of ``n`` pixels, as (index clamped into the image (int64),
-    weight or None for 1): one for nearest, the two neighbours for linear.
+    weight or None for 1): one for nearest, the two neighbours for linear, the four around it for bicubic (cubic
+    convolution with torch's ``A = -0.75``).
 
-    With ``masked`` (zeros padding) a pixel outside the image gets weight 0. The other padding modes have already
-    moved every point into [0, n - 1], so only the upper neighbour of a point on the last pixel falls outside, with
-    linear weight 0; unmasked, it reads the last pixel, which also gives that point's coordinate torch's zero
-    gradient there."""
+    With zeros padding a pixel outside the image gets weight 0. For nearest and linear the other padding modes have
+    already moved every point into [0, n - 1], so only the upper neighbour of a point on the last pixel falls
+    outside, with linear weight 0; unmasked, it reads the last pixel, which also gives that point's coordinate
+    torch's zero gradient there. For bicubic the border rule moves each of the four taps on its own (torch's
+    ``get_value_bounded``)."""
     def tap(index: Tensor, weight: Tensor | None) -> tuple[Tensor, Tensor | None]:
-        if masked:  # a bool mask: products with it promote to the weights' dtype
+        if padding_mode == "zeros":  # a bool mask: products with it promote to the weights' dtype
             inside = (index >= 0) & (index <= n - 1)
             weight = inside if weight is None else weight * inside
         return index.clamp(0, n - 1).to(dtypes.int64), weight
@@ -126,7 +136,10 @@ def _taps(position: Tensor, n: int, mode: str, masked: bool) -> list[tuple[Tenso
         return [tap(T.round(position), None)]  # half to even, as torch's nearbyint
     low = T.floor(position)
     frac = position - low
-    return [tap(low, 1.0 - frac), tap(low + 1.0, frac)]
+    if mode == "bilinear":
+        return [tap(low, 1.0 - frac), tap(low + 1.0, frac)]
+    return [tap(_bounded(low + (k - 1), n, padding_mode, align_corners), weight)
+            for k, weight in enumerate(cubic_convolution_weights(frac))]
 
 
 def _times(a: Tensor | None, b: Tensor | None) -> Tensor | None:
@@ -142,11 +155,12 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     (N, C, Ho, Wo); volumetric (N, C, D, H, W) at an (N, Do, Ho, Wo, 3) grid of (x, y, z) points gives
     (N, C, Do, Ho, Wo). Coordinates are in [-1, 1] (x along W, y along H, z along D).
 
-    ``mode``: "bilinear" (trilinear on 5-D input, as torch names it) or "nearest" (rounding half to even, as torch);
-    ``padding_mode``: "zeros" (outside points read 0), "border" (clamped to the edge) or "reflection" (mirrored at
-    the border); ``align_corners`` as in ``interpolate``. Gradients reach the input and the grid (zero for
-    nearest), as torch's, with torch's choice of derivative where sampling has a kink (points on pixels and on the
-    border). "bicubic" is not implemented.
+    ``mode``: "bilinear" (trilinear on 5-D input, as torch names it), "nearest" (rounding half to even, as torch)
+    or "bicubic" (4-D input only: cubic convolution over the 4x4 pixels around each point with torch's
+    ``A = -0.75``, the padding rule applied to each of the 16 taps); ``padding_mode``: "zeros" (outside points read
+    0), "border" (clamped to the edge) or "reflection" (mirrored at the border); ``align_corners`` as in
+    ``interpolate``. Gradients reach the input and the grid (zero for nearest), as torch's, with torch's choice of
+    derivative where sampling has a kink (points on pixels and on the border).
     """
     _check_grid_sample(input, grid, mode, padding_mode)
     align = bool(align_corners)
@@ -161,9 +175,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     for d, size in enumerate(sizes):
         stride = math.prod(sizes[d + 1:])
         coord = grid[..., len(sizes) - 1 - d]  # the grid lists x (along the last dim) first
-        position = _source(coord, size, padding_mode, align).reshape(n, 1, points)
+        position = _source(coord, size, mode, padding_mode, align).reshape(n, 1, points)
         taps = [(index * stride if stride > 1 else index, weight)
-                for index, weight in _taps(position, size, mode, padding_mode == "zeros")]
+                for index, weight in _taps(position, size, mode, padding_mode, align)]
         if corners:
             taps = [(offset + index, _times(scale, weight)) for offset, scale in corners for index, weight in taps]
         corners = taps
