@@ -63,10 +63,20 @@ def op_cases(lib, device: str) -> list[tuple[str, object]]:
     a, b = lib.randn(8, 8, device=device), lib.randn(8, 8, device=device)
     fn = lib.nn.functional
     autocast_dtype = lib.bfloat16
+    # A small channels_last bfloat16 convolution block (ResNet's layers at a size whose GPU time is short).
+    cl = lib.channels_last
+    img = lib.randn(8, 64, 14, 14, device=device).to(autocast_dtype).to(memory_format=cl).requires_grad_()
+    kernel = lib.randn(64, 64, 3, 3, device=device).to(autocast_dtype).to(memory_format=cl).requires_grad_()
+    bn_w, bn_b = lib.ones(64, device=device, requires_grad=True), lib.zeros(64, device=device, requires_grad=True)
+    stats = lib.zeros(64, device=device), lib.ones(64, device=device)
 
     def linear_autocast():
         with lib.autocast(device_type=device, dtype=autocast_dtype):
             return fn.linear(x, w)
+
+    def conv_block_step():
+        y = fn.relu(fn.batch_norm(fn.conv2d(img, kernel, padding=1), *stats, bn_w, bn_b, training=True))
+        y.sum().backward()
     return [
         ("add 8x8", lambda: a + b),
         ("add 8x8, grad", lambda: x + x),
@@ -78,6 +88,10 @@ def op_cases(lib, device: str) -> list[tuple[str, object]]:
         # The CPU runs the fused cross-entropy node (the one CUDA runs for every call) only for label smoothing.
         ("cross_entropy, smoothing", lambda: fn.cross_entropy(logits, target, ignore_index=-1, label_smoothing=0.1)),
         ("embedding", lambda: fn.embedding(ids, table)),
+        ("conv2d 3x3 (bf16, NHWC)", lambda: fn.conv2d(img, kernel, padding=1)),
+        ("batch_norm (train, NHWC)", lambda: fn.batch_norm(img, *stats, bn_w, bn_b, training=True)),
+        ("relu (NHWC)", lambda: fn.relu(img)),
+        ("conv+bn+relu fwd+bwd", conv_block_step),
     ]
 
 

@@ -63,6 +63,9 @@ stubs = {
                                                      "launcher": launcher})},
     "creation": {"from_numpy": cpu.from_numpy, "contiguous": cpu.contiguous, "full": cpu.full, "copy_": cpu.copy_},
     "launch": {"_new": lambda shape, dtype, device: cpu.empty(shape, dtype, device), "_ptr": cpu.native,
+               "_new_channels_last": lambda shape, dtype, device: cpu.empty(
+                   (shape[0], *shape[2:], shape[1]), dtype, device).permute(
+                       (0, len(shape) - 1, *range(1, len(shape) - 1))),
                "_psig": lambda x, p: "*fp32", "_contig": lambda x: x.is_contiguous(),
                "_pointers": lambda arrays: ([cpu.native(a) for a in arrays], ("*fp32",) * len(arrays)),
                "_next_pow2": lambda n: 1 << max(n - 1, 0).bit_length()},

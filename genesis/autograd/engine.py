@@ -11,6 +11,7 @@ from genesis.autograd import anomaly_mode
 from genesis.autograd import function as _fn
 from genesis.autograd.function import AccumulateGrad, BackwardCtx, Node, _edge
 from genesis.autograd.grad_mode import _state
+from genesis.memory_format import contiguous_format, is_dense
 from genesis.ndarray import NDArray
 
 # ------------------------------------------------------------------------ the engine
@@ -258,8 +259,14 @@ def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> No
     if _is_sparse(g) or (t._grad is not None and _is_sparse(t._grad)):
         _accumulate_sparse(t, g, create_graph, handed)
     elif t._grad is None:
-        owned = id(g.ndarray.buffer) not in handed and g.ndarray.is_contiguous()
-        t.grad = g if owned or create_graph else g.clone()
+        gn, tn = g.ndarray, t.ndarray
+        owned = id(gn.buffer) not in handed and _obeys_layout(gn, tn)
+        if owned or create_graph:
+            t.grad = g
+        elif is_dense(tn.shape, tn.strides):
+            t.grad = g.new_empty_strided(tn.shape, tn.strides).copy_(g)  # laid out as the parameter
+        else:
+            t.grad = g.clone(memory_format=contiguous_format)
         handed.add(id(t.grad.ndarray.buffer))
     elif create_graph:
         t.grad = t.grad + g
@@ -268,6 +275,16 @@ def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> No
         t.grad._version[0] += 1
     for hook in t._post_accumulate_hooks or ():
         hook(t)
+
+
+def _obeys_layout(g: NDArray, t: NDArray) -> bool:
+    """Whether a gradient may become ``.grad`` as it is (torch's layout contract): laid out as the leaf (strides of
+    size-one dims aside) where the leaf is dense in some dim order (row-major, channels_last...), else row-major."""
+    if g.strides == t.strides:
+        return t.is_contiguous() or is_dense(t.shape, t.strides)
+    if is_dense(t.shape, t.strides):
+        return all(gs == ts if n != 1 else gs != 0 for n, gs, ts in zip(g.shape, g.strides, t.strides))
+    return g.is_contiguous()
 
 
 def _is_sparse(g: Any) -> bool:

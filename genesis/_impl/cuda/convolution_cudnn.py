@@ -27,7 +27,7 @@ from genesis import backends, dtypes
 from genesis._impl.cuda import cudnn_library as cudnn
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda.creation import copy_
-from genesis._impl.cuda.launch import _new, _ptr
+from genesis._impl.cuda.launch import _new, _new_channels_last, _ptr
 from genesis.backends import cudnn as flags
 from genesis.ndarray import NDArray, contiguous_strides
 
@@ -112,9 +112,7 @@ def empty(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, cl: bool)
     """A new (N, C, *S) array, stored channels_last when ``cl``."""
     if not cl:
         return _new(shape, dtype, device)
-    stored = _new((shape[0],) + shape[2:] + (shape[1],), dtype, device)
-    nd = len(shape)
-    return stored.permute((0, nd - 1) + tuple(range(1, nd - 1)))
+    return _new_channels_last(shape, dtype, device)
 
 
 def _desc(shape: tuple[int, ...], cl: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -68,6 +68,22 @@ def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArray
     return NDArray(st, shape, strides if strides is not None else _cstrides(shape), 0, dtype, device, True)
 
 
+_CL_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def _new_channels_last(shape: tuple[int, ...], dtype: dtypes.dtype, device: object) -> NDArray:
+    """A new (N, C, *spatial) array stored as (N, *spatial, C): torch's channels_last (channels_last_3d for 5-d).
+    The strides are worked out once per shape (no permuted view is built per call)."""
+    strides = _CL_STRIDES.get(shape)
+    if strides is None:
+        if len(_CL_STRIDES) > 8192:  # many distinct shapes: start over
+            _CL_STRIDES.clear()
+        stored = contiguous_strides((shape[0],) + shape[2:] + (shape[1],))
+        strides = _CL_STRIDES[shape] = (stored[0], stored[-1]) + stored[1:-1]
+    st = storage.alloc(math.prod(shape) * dtype.itemsize, device.index)
+    return NDArray(st, shape, strides, 0, dtype, device)
+
+
 def _contig(x: NDArray) -> bool:
     c = x._native
     if c is None:

@@ -21,7 +21,7 @@ from genesis._impl.cuda.kernels import nn_batchnorm as bk
 from genesis._impl.cuda.kernels import nn_embedding as ek
 from genesis._impl.cuda.kernels import nn_pool as pk
 from genesis._impl.cuda.kernels import nn_upsample as uk
-from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _pointers
+from genesis._impl.cuda.launch import _contig, _new, _new_channels_last, _next_pow2, _pointers
 from genesis._impl.cuda.reductions import reduce
 from genesis.memory_format import channels_last, channels_last_3d, is_dense_in, memory_format
 from genesis.ndarray import NDArray, check_same_device
@@ -277,8 +277,7 @@ def _new_in(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, fmt: me
     """A new (N, C, *spatial) array in memory format ``fmt`` (row-major for None)."""
     if fmt is None:
         return _new(shape, dtype, device)
-    stored = _new((shape[0], *shape[2:], shape[1]), dtype, device)  # (N, *spatial, C) in memory
-    return stored.permute((0, len(shape) - 1) + tuple(range(1, len(shape) - 1)))
+    return _new_channels_last(shape, dtype, device)  # (N, *spatial, C) in memory
 
 
 def _in_format(a: NDArray, fmt: memory_format | None) -> NDArray:

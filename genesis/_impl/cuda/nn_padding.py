@@ -15,7 +15,7 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import from_numpy
 from genesis._impl.cuda.kernels import nn_pad as pk
-from genesis._impl.cuda.launch import _new, _pointers
+from genesis._impl.cuda.launch import _new, _new_channels_last, _pointers
 from genesis.memory_format import channels_last, channels_last_3d, suggest
 from genesis.ndarray import NDArray
 
@@ -66,11 +66,7 @@ def _space(x: NDArray, padded: int, last: bool) -> tuple[list[int], list[int]]:
 
 def _alloc(shape: tuple, dtype: dtypes.dtype, device: object, last: bool) -> NDArray:
     """A new array of ``shape``, channels_last when ``last`` (dense in the iteration space's order either way)."""
-    if not last:
-        return _new(shape, dtype, device)
-    order = (0,) + tuple(range(2, len(shape))) + (1,)
-    stored = _new(tuple(shape[d] for d in order), dtype, device)
-    return stored.permute(tuple(order.index(d) for d in range(len(shape))))
+    return _new_channels_last(shape, dtype, device) if last else _new(shape, dtype, device)
 
 
 def _amounts(pad: tuple) -> list[tuple[int, int]]:
