@@ -244,9 +244,6 @@ def test_interpolate_antialias_errors():
                 rand(1, 2, 5, dtype=F32), match="anti-alias")
     check_error(ValueError, lambda lib, x: lib.nn.functional.interpolate(x, size=3, mode="trilinear", antialias=True),
                 rand(1, 2, 4, 5, 6, dtype=F32), match="anti-alias")
-    with pytest.raises(NotImplementedError, match="floating-point"):
-        genesis.nn.functional.interpolate(to_genesis(x).to(genesis.uint8), size=(3, 3), mode="bilinear",
-                                          antialias=True)
 
 
 def test_interpolate_double_backward():
@@ -361,3 +358,38 @@ def test_pooling_double_backward(name, op, shape):
         (g,) = lib.autograd.grad((y ** 3).sum(), x, create_graph=True)
         return (g * g).sum()
     check(penalty, rand(*shape, seed=3))
+
+
+_NORM_DTYPES = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
+@pytest.mark.parametrize("x_dtype", sorted(_NORM_DTYPES))
+@pytest.mark.parametrize("w_dtype", sorted(_NORM_DTYPES))
+@pytest.mark.parametrize("bias", ["like weight", "f32"])
+@pytest.mark.parametrize("op", ["layer_norm", "group_norm", "batch_norm", "batch_norm eval", "instance_norm"])
+def test_norm_parameter_dtypes_as_torch(x_dtype: str, w_dtype: str, bias: str, op: str) -> None:
+    """Parameters of the input's dtype, or float32 under half-precision input, are accepted (values as torch's);
+    any other mix raises RuntimeError, as torch's kernels do."""
+    xd, wd = _NORM_DTYPES[x_dtype], _NORM_DTYPES[w_dtype]
+    bd = wd if bias == "like weight" else torch.float32
+    x = rand(2, 4, 3, dtype=xd, requires_grad=False)
+    w = torch.linspace(0.5, 1.5, 4, dtype=torch.float64).to(wd)
+    b = torch.linspace(-0.5, 0.5, 4, dtype=torch.float64).to(bd)
+
+    def fn(lib, x, w, b):
+        F = lib.nn.functional
+        if op == "layer_norm":
+            return F.layer_norm(x, (3,), w[:3], b[:3])
+        if op == "group_norm":
+            return F.group_norm(x, 2, w, b)
+        if op == "batch_norm":
+            return F.batch_norm(x, None, None, w, b, training=True)
+        if op == "batch_norm eval":
+            return F.batch_norm(x, w, b.abs() + 0.5, training=False)
+        return F.instance_norm(x, weight=w, bias=b)
+
+    allowed = (wd is xd and bd is xd) or (xd in (torch.bfloat16, torch.float16) and wd is bd is torch.float32)
+    if allowed:
+        check(fn, x, w, b, backward=False)
+    else:
+        check_error(RuntimeError, fn, x, w, b)

@@ -22,6 +22,28 @@ def _upcast(x: Tensor) -> Tensor:
     return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
 
 
+_HALF = (dtypes.float16, dtypes.bfloat16)
+_SCALAR_NAMES = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
+                 dtypes.bfloat16: "BFloat16"}
+
+
+def _check_param_dtypes(input: Tensor, *params: Tensor | None) -> None:
+    """torch's rule for a norm's parameters (weight, bias, running statistics): all of the input's dtype, or all
+    float32 under half-precision input (the mixed mode); RuntimeError otherwise, worded as torch's kernels."""
+    x = input.dtype
+    found = [p.dtype for p in params if p is not None]
+    if all(d is x for d in found) or (x in _HALF and all(d is dtypes.float32 for d in found)):
+        return
+    if found[0] is x:  # the first parameter agrees with the input, a later one does not
+        other = next(d for d in found if d is not x)
+        raise RuntimeError(f"expected scalar type {_SCALAR_NAMES.get(x, x.name)} but found "
+                           f"{_SCALAR_NAMES.get(other, other.name)}")
+    where = input.device.type.upper()
+    if all(d is dtypes.float32 for d in found):
+        raise RuntimeError(f"mixed dtype ({where}): all inputs must share same datatype.")
+    raise RuntimeError(f"mixed dtype ({where}): expect parameter to have scalar type of Float")
+
+
 def _norm_count(op: str, input: Tensor, normalized_shape: int | Sequence[int]) -> int:
     """How many trailing dims ``normalized_shape`` names (checked against the input's shape)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -38,6 +60,7 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing ``normalized_shape`` dims."""
     input, weight, bias = amp.autocast_args("layer_norm", input, weight, bias)
     n = _norm_count("layer_norm", input, normalized_shape)
+    _check_param_dtypes(input, weight, bias)
     fused = fused_norm(input, weight, bias, n, eps, False)
     if fused is not None:
         return fused
@@ -126,6 +149,7 @@ def batch_norm_unchecked(input: Tensor, running_mean: Tensor | None, running_var
             raise RuntimeError(f"batch_norm: {name} should contain {channels} elements not {t.numel()}")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
+    _check_param_dtypes(input, weight, bias, running_mean, running_var)
     params = [t.dtype for t in (weight, bias, running_mean, running_var) if t is not None]
     half = input.dtype in (dtypes.float16, dtypes.bfloat16)
     if input.dtype.is_floating_point and (all(d is input.dtype for d in params) or
@@ -188,6 +212,7 @@ def instance_norm_unchecked(input: Tensor, running_mean: Tensor | None, running_
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         if t is not None and t.numel() != channels:
             raise RuntimeError(f"instance_norm: {name} should contain {channels} elements not {t.numel()}")
+    _check_param_dtypes(input, weight, bias, running_mean, running_var)
     if input.dtype.is_floating_point and all(t is None or t.dtype is input.dtype for t in (weight, bias)):
         return InstanceNorm.apply(input, weight, bias, running_mean, running_var, momentum=momentum, eps=eps)
     dims = tuple(range(2, input.ndim))
@@ -214,6 +239,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
         if t is not None and (t.ndim != 1 or t.numel() != c):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, but "
                                f"got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
+    _check_param_dtypes(input, weight, bias)
     if input.dtype.is_floating_point and all(t is None or t.dtype is input.dtype for t in (weight, bias)):
         # One kernel each way (statistics in float32 for half-precision input, as the composite below).
         return GroupNorm.apply(input, weight, bias, num_groups=num_groups, eps=eps)
