@@ -1,32 +1,82 @@
 """Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area; antialiased
-bilinear and bicubic) and torch's deprecated ``upsample`` aliases."""
+bilinear and bicubic; uint8 images as torch's CPU kernels compute them) and torch's deprecated ``upsample``
+aliases."""
 
 from __future__ import annotations
 
 import math
+import struct
+from functools import lru_cache
 from typing import Sequence
 
 from genesis import dtypes
 from genesis import ops as T
+from genesis.memory_format import channels_last, channels_last_3d
 from genesis.nn.functional.pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from genesis.ops.nn import Upsample
-from genesis.tensor import Tensor, arange
+from genesis.tensor import Tensor, arange, tensor
+
+_UINT8_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")  # the modes torch's kernels take uint8 input in
+
+
+def _ratio(in_size: int, out_size: int, scale: float | None, align_corners: bool | None) -> float:
+    """Input pixels per output pixel along one dim (torch's ``area_pixel_compute_scale``, in float64)."""
+    if align_corners:
+        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
 
 
 def _source_index(out_size: int, in_size: int, scale: float | None, align_corners: bool | None,
                   mode: str, device: object) -> Tensor:
-    """Fractional source coordinate of every output position along one dim (torch's conventions)."""
+    """Fractional source coordinate of every output position along one dim for the linear and cubic modes
+    (torch's conventions)."""
     dst = arange(out_size, device=device).double()
-    if mode in ("nearest", "nearest-exact"):
-        ratio = 1.0 / scale if scale is not None else in_size / out_size
-        src = (dst + 0.5) * ratio - 0.5 if mode == "nearest-exact" else dst * ratio
-        return T.clamp(T.floor(src + (0.5 if mode == "nearest-exact" else 0.0)), max=in_size - 1)
+    ratio = _ratio(in_size, out_size, scale, align_corners)
     if align_corners:
-        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
         return dst * ratio
-    ratio = 1.0 / scale if scale is not None else in_size / out_size
     src = (dst + 0.5) * ratio - 0.5
     return src if mode == "bicubic" else T.clamp(src, min=0.0)  # cubic convolution reads past 0 (clamped taps)
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to float32 (torch computes nearest source indices in single precision)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+@lru_cache(maxsize=256)
+def _nearest_index(in_size: int, out_size: int, scale: float | None, exact: bool, channels_last_kernel: bool,
+                   double: bool) -> tuple[int, ...]:
+    """The source index of every output position along one dim for ``"nearest"`` (``exact``: ``"nearest-exact"``),
+    with the arithmetic of the torch CPU kernel that resizes this input, so that the indices agree where a product
+    lands next to an integer. Its channels-last kernel (``channels_last_kernel``) computes ``floor(i * ratio)`` /
+    ``floor((i + 0.5) * ratio)`` with a float32 ratio and copies a dim that keeps its size or doubles (nearest);
+    its generic kernel computes ``floor(ratio * i)`` / ``floor(max(ratio * (i + 0.5) - 0.5, 0) + 0.5)`` in float32
+    (float64 for ``double`` input), rounding to float32 before the floor (``floorf``)."""
+    if channels_last_kernel and not exact and out_size in (in_size, 2 * in_size):
+        return tuple(i * in_size // out_size for i in range(out_size))  # i, or i // 2
+    rnd = float if double and not channels_last_kernel else _f32  # the precision of the kernel's arithmetic
+    ratio = rnd(1.0 / scale) if scale is not None and scale > 0 else rnd(rnd(float(in_size)) / out_size)
+    sources = []
+    for i in range(out_size):
+        if channels_last_kernel:
+            src = (i + 0.5) * ratio if exact else i * ratio  # (i + 0.5) * ratio: in float64, then floorf
+        elif exact:
+            src = rnd(max(rnd(rnd(ratio * (i + 0.5)) - 0.5), 0.0) + 0.5)
+        else:
+            src = rnd(ratio * i)
+        sources.append(min(math.floor(_f32(src)), in_size - 1))
+    return tuple(sources)
+
+
+def _torch_uses_channels_last_kernel(input: Tensor, out_sizes: tuple) -> bool:
+    """Whether torch's CPU nearest kernel for this input and output is its channels-last one
+    (``_use_vectorized_kernel_cond_2d`` / ``_3d``): channels-last input of more than 3 channels, or a 2-d output
+    with ``OH + OW <= 128``."""
+    fmt = {4: channels_last, 5: channels_last_3d}.get(input.ndim)
+    if fmt is None:
+        return False
+    small = input.ndim == 4 and sum(out_sizes) <= 128
+    return small or (input.shape[1] > 3 and input.is_contiguous(memory_format=fmt))
 
 
 _CUBIC_A = -0.75  # torch's (and OpenCV's) cubic convolution parameter
@@ -82,10 +132,7 @@ def _aa_weights(in_size: int, out_size: int, scale: float | None, align_corners:
     Output pixel ``i`` has its centre at ``ratio * (i + 0.5)`` in input pixels; it averages the input pixels within
     ``support`` of it, weighted by the filter stretched by ``ratio`` when downsampling (that is the antialiasing) and
     normalized to sum 1 (so borders renormalize instead of clamping). ``align_corners`` only changes ``ratio``."""
-    if align_corners:
-        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-    else:
-        ratio = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+    ratio = _ratio(in_size, out_size, scale, align_corners)
     stretch = max(ratio, 1.0)
     support = _AA_WIDTH[mode] / 2 * stretch
     most = math.ceil(support) * 2 + 1  # torch's max_interp_size: the taps it keeps at the most
@@ -111,6 +158,111 @@ def _antialiased(input: Tensor, out_sizes: tuple, scales: tuple, align_corners: 
     return input.clone() if x is input else x.to(input.dtype)
 
 
+def _filter(x: float, mode: str, a: float) -> float:
+    """The triangle (bilinear) or Keys' cubic with parameter ``a`` (bicubic) at ``x``, in float64."""
+    x = abs(x)
+    if mode == "bilinear":
+        return 1.0 - x if x < 1.0 else 0.0
+    return _keys_near(x, a) if x < 1.0 else _keys_far(x, a) if x < 2.0 else 0.0
+
+
+def _interp_rows(in_size: int, out_size: int, ratio: float, align_corners: bool,
+                 mode: str) -> tuple[list[tuple[int, list[float]]], float]:
+    """(first tap, weights) of every output position for plain bilinear / bicubic, as torch's uint8 kernels compute
+    them (``_compute_indices_min_size_weights``): the float kernels' taps, with those that fall outside the input
+    added to the border pixel's weight instead of reading it again; and the largest weight torch sees on the way
+    (it includes the partial sums of a border weight)."""
+    width = _AA_WIDTH[mode]
+    half = width // 2
+    rows, largest = [], 0.0
+    for i in range(out_size):
+        src = ratio * i if align_corners else ratio * (i + 0.5) - 0.5
+        if mode == "bilinear" and not align_corners:
+            src = max(src, 0.0)
+        base = min(math.floor(_f32(src)), in_size - 1)  # torch floors in float32 (floorf)
+        t = min(max(src - base, 0.0), 1.0)
+        first = max(base - half + 1, 0)
+        weights = [0.0] * (min(base + half + 1, in_size) - first)
+        for j in range(width):
+            tap = min(max(base - half + 1 + j, 0), in_size - 1)
+            weights[tap - first] += _filter(float(j + 1 - half) - t, mode, _CUBIC_A)
+            largest = max(largest, weights[tap - first])
+        rows.append((first, weights))
+    return rows, largest
+
+
+def _aa_rows(in_size: int, out_size: int, ratio: float, mode: str) -> tuple[list[tuple[int, list[float]]], float]:
+    """(first tap, weights) of every output position for antialiased bilinear / bicubic: the filters of
+    ``_aa_weights`` in torch's order of operations (``_compute_indices_min_size_weights_aa``), and the largest
+    weight."""
+    support = _AA_WIDTH[mode] / 2 * ratio if ratio >= 1.0 else _AA_WIDTH[mode] / 2
+    inverse = 1.0 / ratio if ratio >= 1.0 else 1.0
+    rows, largest = [], 0.0
+    for i in range(out_size):
+        centre = ratio * (i + 0.5)
+        first = max(int(centre - support + 0.5), 0)
+        end = min(int(centre + support + 0.5), in_size, first + math.ceil(support) * 2 + 1)
+        weights = [_filter((j - centre + 0.5) * inverse, mode, -0.5) for j in range(first, end)]  # Keys' a = -0.5
+        total = 0.0
+        for w in weights:  # in order (Python's sum() of floats compensates rounding since 3.12)
+            total += w
+        if total != 0.0:
+            weights = [w / total for w in weights]
+            largest = max(largest, *weights)
+        rows.append((first, weights))
+    return rows, largest
+
+
+@lru_cache(maxsize=256)
+def _fixed_point_taps(in_size: int, out_size: int, scale: float | None, align_corners: bool, mode: str,
+                      antialias: bool) -> tuple[tuple[int, ...], tuple[int, ...], int, int]:
+    """The taps of torch's uint8 resampling along one dim: (source index per output and tap, int16 weight per
+    output and tap, taps per output, precision). The float64 weights become integers ``round(w * 2**precision)``
+    with the largest precision (at most 22) that keeps them below ``2**15`` (torch's
+    ``_compute_index_ranges_int16_weights``); unused taps repeat the last pixel with weight 0."""
+    ratio = _ratio(in_size, out_size, scale, align_corners)
+    if antialias:
+        rows, largest = _aa_rows(in_size, out_size, ratio, mode)
+    else:
+        rows, largest = _interp_rows(in_size, out_size, ratio, align_corners, mode)
+    precision = 0
+    while precision < 22 and int(0.5 + largest * (1 << (precision + 1))) < 1 << 15:
+        precision += 1
+    taps = max(len(weights) for _, weights in rows)
+    index, fixed = [], []
+    for first, weights in rows:
+        index += [min(first + k, in_size - 1) for k in range(taps)]
+        scaled = [w * (1 << precision) for w in weights]
+        fixed += [int(v - 0.5) if v < 0 else int(v + 0.5) for v in scaled] + [0] * (taps - len(weights))
+    return tuple(index), tuple(fixed), taps, precision
+
+
+def _fixed_point_resample(x: Tensor, dim: int, taps: tuple[tuple[int, ...], tuple[int, ...], int, int]) -> Tensor:
+    """``x`` (int32 values of uint8 pixels) resampled along ``dim`` in torch's uint8 arithmetic: every output is
+    ``(sum of pixel * int16 weight + 2**(precision - 1)) >> precision`` clamped to [0, 255], exactly in integers."""
+    index, weights, k, precision = taps
+    out_size = len(index) // k
+    shape, weight_shape = list(x.shape), [1] * (x.ndim + 1)
+    shape[dim:dim + 1] = weight_shape[dim:dim + 2] = [out_size, k]
+    gathered = T.index_select(x, dim, tensor(index, dtype=dtypes.int64, device=x.device)).reshape(shape)
+    total = (gathered * tensor(weights, dtype=dtypes.int32, device=x.device).reshape(weight_shape)).sum(dim + 1)
+    return T.clamp(T.floor_divide(total + (1 << (precision - 1)), 1 << precision), 0, 255)
+
+
+def _resized_uint8(input: Tensor, out_sizes: tuple, scales: tuple, align_corners: bool, mode: str,
+                   antialias: bool) -> Tensor:
+    """(N, C, H, W) uint8 input resized as torch's CPU kernels resize uint8 images (Pillow-SIMD's method, plain or
+    antialiased): separable, along W and then along H (a dim whose size stays is left as it is), each pass in
+    fixed point with int16 weights and rounded to uint8. Bit-identical with torch's AVX2 and generic kernels."""
+    x = input.int()
+    for dim in (3, 2):
+        in_size, out_size = input.shape[dim], out_sizes[dim - 2]
+        if out_size != in_size:
+            taps = _fixed_point_taps(in_size, out_size, scales[dim - 2], align_corners, mode, antialias)
+            x = _fixed_point_resample(x, dim, taps)
+    return x.to(dtypes.uint8)
+
+
 def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
                 scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
@@ -122,10 +274,15 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     average pooling to the output size); the interpolating modes work one dim at a time (they are separable), with
     torch's ``align_corners`` rule.
 
-    ``antialias=True`` (bilinear and bicubic on 4-D floating-point input, as torch's): torch's (Pillow's) separable
-    filters, a triangle or Keys' cubic with ``a = -0.5``, widened by the scale when downsampling so that every input
-    pixel contributes, and normalized per output pixel; computed as one product with an (out, in) weight matrix per
-    dim. Upsampling with it equals plain bilinear (``align_corners=False``) but not plain bicubic.
+    ``antialias=True`` (bilinear and bicubic on 4-D input, as torch's): torch's (Pillow's) separable filters, a
+    triangle or Keys' cubic with ``a = -0.5``, widened by the scale when downsampling so that every input pixel
+    contributes, and normalized per output pixel; computed as one product with an (out, in) weight matrix per dim.
+    Upsampling with it equals plain bilinear (``align_corners=False``) but not plain bicubic.
+
+    Input is floating point, or uint8 for the modes torch's kernels take it in (nearest, nearest-exact, bilinear
+    and bicubic, antialiased or not; other dtypes and modes raise ``NotImplementedError`` as torch's). uint8
+    bilinear and bicubic are torch's fixed-point arithmetic (int16 weights, rounded and clamped to [0, 255] after
+    each dim), so the pixels are bit-identical with torch's CPU results.
     """
     n = input.ndim - 2
     if n < 1:
@@ -133,8 +290,6 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
         raise ValueError(f"interpolate: the anti-alias option is restricted to bilinear and bicubic modes and requires "
                          f"a 4-D tensor as input, got mode {mode!r} and {input.ndim}-D input")
-    if antialias and not input.dtype.is_floating_point:
-        raise NotImplementedError(f"interpolate: antialias needs floating-point input, got {input.dtype}")
     linear_modes = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
     if mode in linear_modes and linear_modes[mode] != n:
         raise NotImplementedError(f"interpolate: mode {mode!r} needs {linear_modes[mode] + 2}-D input, got "
@@ -161,6 +316,11 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
         raise RuntimeError("Input and output sizes should be greater than 0, but got input ("
                            + ", ".join(f"{k}: {v}" for k, v in zip(names, in_sizes)) + ") output ("
                            + ", ".join(f"{k}: {v}" for k, v in zip(names, out_sizes)) + ")")
+    if not input.dtype.is_floating_point and not (input.dtype is dtypes.uint8 and mode in _UINT8_MODES):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented for {input.dtype} input (torch "
+                                  f"takes floating-point input, and uint8 in modes {', '.join(_UINT8_MODES)})")
+    if input.dtype is dtypes.uint8 and mode in ("bilinear", "bicubic"):
+        return _resized_uint8(input, out_sizes, scales, bool(align_corners), mode, antialias)
     if antialias:
         return _antialiased(input, out_sizes, scales, bool(align_corners), mode)
     if mode == "area":
@@ -175,14 +335,17 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
                              align_corners=bool(align_corners) if kernel_mode == "bilinear" else None, scales=factors)
         return out if n == 2 else out.squeeze(2)
     out = input
+    channels_last_kernel = _torch_uses_channels_last_kernel(input, out_sizes)
     for axis, (in_size, out_size, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
         dim = 2 + axis
         if in_size == out_size and scale in (None, 1.0):
             continue
-        src = _source_index(out_size, in_size, scale, align_corners, mode, input.device)
         if mode in ("nearest", "nearest-exact"):
-            out = T.index_select(out, dim, src.long())
+            index = _nearest_index(in_size, out_size, scale, mode == "nearest-exact", channels_last_kernel,
+                                   input.dtype is dtypes.float64)
+            out = T.index_select(out, dim, tensor(index, dtype=dtypes.int64, device=input.device))
             continue
+        src = _source_index(out_size, in_size, scale, align_corners, mode, input.device)
         if mode == "bicubic":
             out = _cubic(out, dim, src, in_size)
             continue

@@ -1,0 +1,142 @@
+"""``interpolate`` on integer input against torch: uint8 images in every mode torch's kernels take them (nearest,
+nearest-exact, bilinear and bicubic, antialiased or not), bit-identical with torch's CPU results, and the
+``NotImplementedError`` torch raises for the other integer dtypes and modes."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+
+from tests.helpers import check, check_error
+
+BYTES = torch.uint8
+
+
+def image(*shape: int, seed: int = 0, edges: bool = False) -> torch.Tensor:
+    """Random uint8 pixels; ``edges``: only 0 and 255, whose sharp steps make bicubic overshoot (clamped)."""
+    gen = torch.Generator().manual_seed(seed)
+    if edges:
+        return (torch.rand(shape, generator=gen) < 0.5).to(BYTES) * 255
+    return torch.randint(0, 256, shape, generator=gen, dtype=BYTES)
+
+
+def resize(fmt: str | None = None, **kwargs):
+    """``interpolate(x, **kwargs)``, of ``x`` made contiguous in memory format ``fmt`` (``"channels_last"``...) first
+    on each side (the copies given to Genesis on another device are contiguous)."""
+    def fn(lib, x):
+        return lib.nn.functional.interpolate(x if fmt is None else x.contiguous(memory_format=getattr(lib, fmt)),
+                                             **kwargs)
+    return fn
+
+
+def test_uint8_bilinear_and_bicubic_small_image():
+    # The reported case: a 2 x 3 image to 3 x 5 (bicubic gave all zeros, bilinear a nearest-like copy)
+    x = torch.tensor([[[[172, 47, 117], [192, 67, 251]]]], dtype=BYTES)
+    for mode in ("bilinear", "bicubic"):
+        check(resize(size=(3, 5), mode=mode), x)
+
+
+SIZES = [
+    dict(size=(3, 5)), dict(size=(23, 17)), dict(size=(4, 2)), dict(size=(1, 9)), dict(size=(11, 7)),
+    dict(size=(5, 30)), dict(scale_factor=0.37), dict(scale_factor=(2.5, 0.45)), dict(scale_factor=(1.05, 2.01)),
+    dict(scale_factor=(0.3, 1.6), recompute_scale_factor=True),
+]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("antialias", [False, True])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("kwargs", SIZES, ids=str)
+def test_uint8_bilinear_bicubic_bit_identical(mode, antialias, align_corners, kwargs):
+    # Up, down, mixed, a dim that stays (skipped, as torch's), to and from one pixel; three channels (torch's AVX2
+    # kernel) and random and 0/255 images
+    fn = resize(mode=mode, antialias=antialias, align_corners=align_corners, **kwargs)
+    check(fn, image(2, 3, 11, 7))
+    check(fn, image(1, 4, 11, 7, seed=1, edges=True))
+    if "size" in kwargs:
+        check(fn, image(1, 1, 1, 1, seed=2))
+
+
+@pytest.mark.parametrize("antialias", [False, True])
+def test_uint8_many_random_images(antialias):
+    # Random sizes, factors and modes: every pixel equals torch's
+    rng = random.Random(int(antialias))
+    for case in range(40):
+        mode = rng.choice(["bilinear", "bicubic"])
+        h, w = rng.randint(1, 60), rng.randint(1, 60)
+        if rng.random() < 0.5:
+            kwargs = dict(size=(rng.randint(1, 70), rng.randint(1, 70)))
+        else:
+            factors = (rng.uniform(0.05, 3.0), rng.uniform(0.05, 3.0))
+            if min(math.floor(s * f) for s, f in zip((h, w), factors)) < 1:
+                continue
+            kwargs = dict(scale_factor=factors)
+        fn = resize(mode=mode, antialias=antialias, align_corners=rng.random() < 0.3, **kwargs)
+        check(fn, image(2, rng.choice([1, 3, 4]), h, w, seed=case, edges=rng.random() < 0.3))
+
+
+def test_uint8_large_factors_and_channels():
+    # Downsampling by 100 with antialias (hundreds of taps per pixel, the finest fixed-point precision), more than
+    # four channels (torch's generic kernel rather than its AVX2 one) and channels_last input
+    check(resize(size=(3, 2), mode="bilinear", antialias=True), image(1, 2, 300, 200))
+    check(resize(size=(3, 2), mode="bicubic", antialias=True), image(1, 1, 300, 200, seed=1))
+    check(resize(size=(200, 3), mode="bicubic"), image(1, 2, 4, 300, seed=2, edges=True))
+    for mode in ("bilinear", "bicubic"):
+        for antialias in (False, True):
+            fn = resize(size=(9, 13), mode=mode, antialias=antialias)
+            check(fn, image(2, 7, 17, 5, seed=3))
+            check(resize("channels_last", size=(9, 13), mode=mode, antialias=antialias), image(2, 5, 17, 5, seed=4))
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("antialias", [False, True])
+def test_uint8_one_pixel_wide_output_many_channels(mode, antialias):
+    # torch's generic uint8 kernel (more than four channels) reads an output one pixel wide wrongly; its AVX2 kernel
+    # (four channels or fewer) gets it right and is the reference, one group of channels at a time
+    def column(lib, x):
+        if lib is torch:
+            return torch.cat([resize(size=(5, 1), mode=mode, antialias=antialias)(torch, c) for c in x.split(4, 1)], 1)
+        return resize(size=(5, 1), mode=mode, antialias=antialias)(lib, x)
+    check(column, image(2, 7, 13, 9))
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(size=7), dict(size=31), dict(scale_factor=1.05), dict(scale_factor=2.01), dict(scale_factor=0.7),
+], ids=str)
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+def test_uint8_nearest_1d_2d_3d(kwargs, mode):
+    # torch computes nearest indices in float32 with two kernels whose arithmetic differs where a product lands
+    # next to an integer: its channels-last one (small 2-d outputs, channels_last input of more than three
+    # channels) copies a dim that keeps its size or doubles, its generic one does not. Both are followed.
+    check(resize(mode=mode, **kwargs), image(2, 3, 20))
+    check(resize(mode=mode, **kwargs), image(2, 3, 20, 60, seed=1))
+    check(resize(mode=mode, **kwargs), image(2, 3, 10, 130, seed=2))
+    check(resize("channels_last", mode=mode, **kwargs), image(1, 5, 10, 130, seed=3))
+    check(resize(mode=mode, **kwargs), image(1, 2, 10, 6, 20, seed=4))
+    check(resize("channels_last_3d", mode=mode, **kwargs), image(1, 5, 10, 6, 20))
+    check(resize(mode=mode, **kwargs), image(1, 2, 10, 6, 20, seed=5).float())
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64, torch.bool], ids=str)
+@pytest.mark.parametrize("mode, shape, kwargs", [
+    ("nearest", (1, 2, 4), {}), ("nearest-exact", (1, 2, 4, 4), {}), ("nearest", (1, 2, 3, 4, 4), {}),
+    ("linear", (1, 2, 4), {}), ("bilinear", (1, 2, 4, 4), {}), ("bicubic", (1, 2, 4, 4), {}),
+    ("bilinear", (1, 2, 4, 4), dict(antialias=True)), ("bicubic", (1, 2, 4, 4), dict(antialias=True)),
+    ("trilinear", (1, 2, 3, 4, 4), {}), ("area", (1, 2, 4, 4), {}),
+], ids=str)
+def test_other_integer_dtypes_raise_like_torch(dtype, mode, shape, kwargs):
+    x = image(*shape).to(dtype)
+    check_error(NotImplementedError, resize(size=(3,) * (len(shape) - 2), mode=mode, **kwargs), x,
+                match="not implemented")
+
+
+@pytest.mark.parametrize("mode, shape", [
+    ("linear", (1, 2, 4)), ("trilinear", (1, 2, 3, 4, 4)), ("area", (1, 2, 4)), ("area", (1, 2, 4, 4)),
+    ("area", (1, 2, 3, 4, 4)),
+], ids=str)
+def test_uint8_modes_torch_rejects(mode, shape):
+    check_error(NotImplementedError, resize(size=(3,) * (len(shape) - 2), mode=mode), image(*shape),
+                match="not implemented")
