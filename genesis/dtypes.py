@@ -97,6 +97,11 @@ LEGACY_TYPE_NAMES = {
     bool_: "BoolTensor",
 }
 BY_LEGACY_NAME = {name: d for d, name in LEGACY_TYPE_NAMES.items()}
+#: torch's C++ names of the dtypes (``c10::ScalarType``), as torch's error messages print them.
+SCALAR_TYPE_NAMES = {
+    bool_: "Bool", uint8: "Byte", int8: "Char", int16: "Short", int32: "Int", int64: "Long", float16: "Half",
+    bfloat16: "BFloat16", float32: "Float", float64: "Double", complex64: "ComplexFloat", complex128: "ComplexDouble",
+}
 
 
 def to_dtype(d: object) -> dtype:

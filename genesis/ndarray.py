@@ -257,6 +257,45 @@ class NDArray:
             )
         return NDArray(self.buffer, shape, strides, self.offset, self.dtype, self.device)
 
+    def view_dtype(self, dtype: dtypes.dtype) -> NDArray:
+        """The same bytes read as elements of ``dtype``, with torch's rules for ``Tensor.view(dtype)``.
+
+        Equal element sizes keep shape, strides and offset. Otherwise the last dim must have stride 1 (and there must
+        be one); its size, the other strides and the offset scale by the ratio of the element sizes, and where the
+        elements grow each of them must divide evenly. RuntimeError worded as torch's otherwise.
+        """
+        if dtype is self.dtype:
+            return self
+        old, new = self.dtype.itemsize, dtype.itemsize
+        shape, strides, offset = self.shape, self.strides, self.offset
+        if old != new:
+            what = (f"to view {dtypes.SCALAR_TYPE_NAMES[self.dtype]} as {dtypes.SCALAR_TYPE_NAMES[dtype]} "
+                    "(different element sizes)")
+            if not shape:
+                raise RuntimeError(f"self.dim() cannot be 0 {what}")
+            if old > new:
+                ratio = old // new
+                if strides[-1] != 1:
+                    raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+                shape = shape[:-1] + (shape[-1] * ratio,)
+                strides = tuple(s * ratio for s in strides[:-1]) + (1,)
+                offset *= ratio
+            else:
+                ratio = new // old  # torch checks in this order: last size, offset, last stride, other strides
+                if shape[-1] % ratio:
+                    raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {shape[-1]}")
+                if offset % ratio:
+                    raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, but got {offset}")
+                if strides[-1] != 1:
+                    raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+                for d, s in enumerate(strides[:-1]):
+                    if s % ratio:
+                        raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {what}, but got {s}")
+                shape = shape[:-1] + (shape[-1] // ratio,)
+                strides = tuple(s // ratio for s in strides[:-1]) + (1,)
+                offset //= ratio
+        return NDArray(self.backend.reinterpret_buffer(self, dtype), shape, strides, offset, dtype, self.device)
+
     def reshape(self, shape: Sequence[int]) -> NDArray:
         shape, strides = view_plan("reshape", self.shape, self.strides, shape)
         if shape == self.shape:

@@ -10,7 +10,8 @@ objects. The NDArray layer has already done the bookkeeping shared by every devi
   ``out=`` arrays have the result's shape and dtype and may be strided views.
 
 Views (reshape, permute, expand, slicing, diagonal ...) never reach a backend: they change only the NDArray's
-shape, strides and offset over the same buffer. A backend reads strided inputs directly or copies to contiguous.
+shape, strides and offset over the same buffer (a view as another dtype asks the backend only for that buffer read
+as the new dtype: ``reinterpret_buffer``). A backend reads strided inputs directly or copies to contiguous.
 
 Neural-network primitives work over the trailing spatial dims of (N, C, *spatial) arrays (tuples hold one entry per
 spatial dim); the fused ones work over the last dim, with statistics in float32 and results in the input's dtype.
@@ -53,6 +54,9 @@ PRIMITIVES: dict[str, str] = {
     "cast": "(x, dtype): new contiguous array of another dtype",
     "contiguous": "(x): new contiguous copy of a strided view",
     "data_ptr": "(x): address of the view's first element (host or device memory)",
+    "reinterpret_buffer": "(x, dtype): x's buffer with its bytes read as elements of dtype, no copy, so that NDArray "
+                          "offsets over it count dtype's elements from the buffer's start (torch's "
+                          "Tensor.view(dtype); NDArray.view_dtype checks and computes the view's layout)",
     "to_dlpack": "(x, stream, max_version): zero-copy export: a DLPack capsule, versioned when the consumer passes "
                  "max_version >= (1, 0)",
     "from_dlpack": "(obj): zero-copy import of any DLPack producer",

@@ -211,10 +211,44 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
     return Reshape.apply(input, target)
 
 
-def view(input: Tensor, *shape: Any) -> Tensor:
-    if len(shape) == 1 and (isinstance(shape[0], dtypes.dtype)):
-        raise RuntimeError("view(dtype) is not supported by Genesis; use .to(dtype) to convert")
-    return View.apply(input, _shape_args("view", shape), "view")
+#: The Python types torch's argument parser takes for dtypes (``x.view(float)`` is ``x.view(torch.float64)``).
+_PYTHON_DTYPES = {float: dtypes.float64, int: dtypes.int64, bool: dtypes.bool_, complex: dtypes.complex128}
+
+
+def _as_dtype(arg: Any) -> dtypes.dtype | None:
+    """``arg`` as a dtype where it names one, else None."""
+    if isinstance(arg, dtypes.dtype):
+        return arg
+    return _PYTHON_DTYPES.get(arg) if isinstance(arg, type) else None
+
+
+def view(input: Tensor, *shape: Any, dtype: Any = None) -> Tensor:
+    """``input`` with a new shape, sharing its memory (RuntimeError where the strides allow no view); or, given one
+    dtype (``x.view(genesis.int32)``, ``x.view(dtype=...)``), its memory read as that dtype (:func:`view_dtype`)."""
+    if dtype is None:
+        target = _as_dtype(shape[0]) if len(shape) == 1 else None
+        if target is None:
+            return View.apply(input, _shape_args("view", shape), "view")
+        return view_dtype(input, target)
+    target = _as_dtype(dtype)
+    if shape or target is None:
+        got = ", ".join([type(s).__name__ for s in shape] + [f"dtype={type(dtype).__name__}"])
+        raise TypeError(f"view() received an invalid combination of arguments - got ({got}), but expected one of: "
+                        "(dtype dtype) or (tuple of ints size)")
+    return view_dtype(input, target)
+
+
+def view_dtype(input: Tensor, dtype: dtypes.dtype) -> Tensor:
+    """``input``'s memory read bit for bit as elements of ``dtype`` (torch's ``Tensor.view(dtype)``).
+
+    With equal element sizes the shape and strides stay; otherwise the last dim (stride 1) grows or shrinks by the
+    ratio of the sizes (``NDArray.view_dtype`` has torch's rules and errors). As in torch the result is outside the
+    graph (not differentiable, ``_base`` None), yet it shares memory and the version counter with ``input``: a write
+    through either is seen by the other.
+    """
+    out = input.detach()  # outside the graph, one version counter
+    out.ndarray = input.ndarray.view_dtype(dtype)
+    return out
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:

@@ -126,6 +126,14 @@ def data_ptr(x: NDArray) -> int:
     return native(x).data_ptr()
 
 
+def reinterpret_buffer(x: NDArray, dtype: dtypes.dtype) -> torch.Tensor:
+    """An empty tensor of ``dtype`` over x's storage: ``native`` builds views of any part of the storage from it."""
+    target = TORCH_DTYPE[dtype]
+    if x.buffer.dtype is target:
+        return x.buffer
+    return torch.empty(0, dtype=target).set_(x.buffer.untyped_storage(), 0, (0,), (1,))
+
+
 def to_dlpack(x: NDArray, stream: object = None, max_version: tuple[int, int] | None = None) -> object:
     # A consumer that names max_version reads versioned capsules, which also carry writability.
     return native(x).__dlpack__(max_version=max_version) if max_version else native(x).__dlpack__()

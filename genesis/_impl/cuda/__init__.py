@@ -29,6 +29,7 @@ from genesis._impl.cuda.creation import (
     full,
     is_pinned,
     pin_memory,
+    reinterpret_buffer,
     synchronize,
     to_dlpack,
     to_numpy,

@@ -169,6 +169,11 @@ def data_ptr(x: NDArray) -> int:
     return _ptr(x)
 
 
+def reinterpret_buffer(x: NDArray, dtype: dtypes.dtype) -> storage.CudaStorage:
+    """x's buffer itself: a ``CudaStorage`` is untyped bytes, and pointers are ``ptr + offset * itemsize``."""
+    return x.buffer
+
+
 def to_dlpack(x: NDArray, stream: object = None, max_version: tuple[int, int] | None = None) -> object:
     # Only legacy (unversioned) capsules are produced; DLPack consumers accept them whatever max_version they name.
     return dlpack.to_dlpack(x, stream)
