@@ -215,6 +215,8 @@ def zero(r: int, n: int) -> None:
         ref_state = ref_opt.state_dict()
         for i, s in ref_state["state"].items():
             same(f"consolidated exp_avg {i}", state["state"][i]["exp_avg"], s["exp_avg"].cpu().numpy(), 2e-5)
+            step = state["state"][i]["step"]  # torch's 0-d CPU tensor, wherever the parameters are
+            assert step.device.type == "cpu" and step.dim() == 0 and step.item() == s["step"].item() == 3, step
         assert state["param_groups"][0]["lr"] == 0.05
 
 

@@ -108,8 +108,8 @@ def test_edited_checkpoint_state_does_not_crash_the_process(tmp_path):
         except ValueError as err:  # as the optimizer's load_state_dict
             print("refused:", err)
         m2(genesis.randn(2, 3, device=DEVICE)).sum().backward(); o2.step()
-        print("stepped", o2.state_dict()["state"][0]["step"])
+        print("stepped", o2.state_dict()["state"][0]["step"].item())
     """)
     assert proc.returncode == 0, proc.stderr
     assert "refused: loaded state dict contains a state 'exp_avg' of shape (1,) for parameter 0" in proc.stdout
-    assert "stepped 1" in proc.stdout  # the failed load left the fresh optimizer as it was
+    assert "stepped 1.0" in proc.stdout  # the failed load left the fresh optimizer as it was

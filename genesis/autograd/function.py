@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from genesis import dtypes
 from genesis.autograd.grad_mode import _state, enable_grad, no_grad
+from genesis.autograd.node_names import node_name
 from genesis.ndarray import NDArray
 
 #: The tensor class outputs are wrapped in (``genesis.Tensor``), set once by :func:`set_tensor_type`.
@@ -114,7 +115,11 @@ class AccumulateGrad(Node):
 
 
 class BackwardCtx(Node):
-    """Context of one recorded op: saved tensors, flags and links to the input nodes."""
+    """Context of one recorded op: saved tensors, flags and links to the input nodes.
+
+    Each Function class records its calls in a subclass of its own, made once with the class and named as torch
+    names the node (``MulBackward0``; see ``node_names.py``): ``type(y.grad_fn).__name__`` and ``y.grad_fn.name()``.
+    """
 
     # Defaults live on the class (immutable values): one ctx is built per recorded op, so its __init__ sets only
     # what differs per op.
@@ -126,12 +131,7 @@ class BackwardCtx(Node):
     non_differentiable: tuple = ()
     materialize_grads = True
     _packed: Any = None  # the saved values as saved_tensors_hooks packed them (genesis.autograd.graph), if any
-
-    def __init__(self, fn: type) -> None:
-        self._fn = fn
-
-    def name(self) -> str:
-        return self._fn.__name__ + "Backward"
+    _fn: type | None = None  # the Function class whose call this node records (set on each node class)
 
     def save_for_backward(self, *values: Any) -> None:
         """Keep tensors (or NDArrays of inputs/outputs) for backward; in-place changes to them are detected."""
@@ -270,11 +270,16 @@ class Function:
     _new_style = False
     #: torch's flag for ``torch.func.vmap`` rules; Genesis's vmap runs the function per sample, so it is not read.
     generate_vmap_rule = False
+    #: The graph node class recording this class's calls, made once per subclass and named as torch's node
+    #: (``MulBackward0``, a user's ``MyFnBackward``).
+    _node_type: type[BackwardCtx]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # As torch: the new style is a subclass that overrides setup_context.
         cls._new_style = cls.setup_context is not Function.setup_context
+        name = node_name(cls)
+        cls._node_type = type(name, (BackwardCtx,), {"_fn": cls, "__module__": __name__, "__qualname__": name})
 
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
@@ -332,7 +337,7 @@ def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -
     """``cls.apply`` when the op is recorded: run forward with a fresh ctx, then link it into the graph."""
     if cls._new_style:
         args, kwargs = _bind_defaults(cls, args, kwargs)
-    ctx = BackwardCtx(cls)
+    ctx = cls._node_type()
     ctx._inputs = args
     ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
     if cls.takes_ndarrays:

@@ -100,18 +100,20 @@ class ZeroRedundancyOptimizer:
         for i, p in enumerate(self._all):
             src = self.process_group.ranks[self.owner[id(p)]]
             mine = local.get(p, {}) if src == me else {}
-            meta = [{k: (["tensor", list(v.shape), str(v.dtype).removeprefix("genesis.")] if isinstance(v, Tensor)
-                         else ["value", v]) for k, v in mine.items()}]
+            # A tensor travels on the parameter's device (NCCL sends device memory) and lands where it was: the
+            # step counts stay on the CPU, as the optimizer keeps them.
+            meta = [{k: (["tensor", list(v.shape), str(v.dtype).removeprefix("genesis."), v.device.type == "cpu"]
+                         if isinstance(v, Tensor) else ["value", v]) for k, v in mine.items()}]
             collectives.broadcast_object_list(meta, src, self.process_group)
             entry = {}
             for key, (kind, *info) in meta[0].items():
                 if kind == "value":
                     entry[key] = info[0]
                     continue
-                buf = mine[key].contiguous() if src == me else empty(info[0], dtype=dtypes.to_dtype(info[1]),
-                                                                       device=p.device)
+                buf = mine[key].to(p.device).contiguous() if src == me else empty(
+                    info[0], dtype=dtypes.to_dtype(info[1]), device=p.device)
                 collectives.broadcast(buf, src, self.process_group)
-                entry[key] = buf.clone()
+                entry[key] = (buf.cpu() if info[2] else buf).clone()
             if me == to and entry:
                 state[i] = entry
         self._consolidated = state if me == to else None

@@ -169,6 +169,11 @@ class Softmax(Primitive):
         return SoftmaxBackward.apply(grad, out, dim, log), None, None
 
 
+class LogSoftmax(Softmax):
+    """``log_softmax(x, dim)``: Softmax with ``log=True``, a class of its own for torch's node name
+    (``LogSoftmaxBackward0``)."""
+
+
 class SoftmaxBackward(Primitive):
     """``y * (dy - sum(dy * y))`` (log: ``dy - exp(y) * sum(dy)``) in one backend call."""
 
@@ -415,7 +420,7 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     d = normalize_dim("log_softmax", dim, input.ndim)  # torch checks the dim first
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"log_softmax: not implemented for '{input.dtype.name}'")
-    return Softmax.apply(input, d, True)
+    return LogSoftmax.apply(input, d, True)
 
 
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:

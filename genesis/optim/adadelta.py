@@ -23,7 +23,8 @@ class Adadelta(Optimizer):
                     "maximize": maximize}
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float | None) -> None:
         if "square_avg" not in state:
             state["square_avg"] = zeros_like(p)
             state["acc_delta"] = zeros_like(p)

@@ -27,11 +27,12 @@ class Adagrad(Optimizer):
                     "foreach": foreach}
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float) -> None:
         if "sum" not in state:
             state["sum"] = full_like(p, group["initial_accumulator_value"])
         g = self._effective_grad(p, grad, group, group["weight_decay"])
-        clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         s = self._scratch(p)
         state["sum"].add_(s.copy_(g).mul_(g))
         std = s.copy_(state["sum"]).sqrt_().add_(group["eps"])

@@ -80,31 +80,33 @@ class Adam(Optimizer):
             key = (p.device, p.dtype, p.grad.dtype, state["exp_avg"].dtype, "master_param" in state)
             if capturable:
                 # Parameters updated by one launch share one step tensor (created together, counted together).
-                if not isinstance(state.get("step"), Tensor):
-                    count = state.get("step", 0)
+                step = state.get("step")
+                if not isinstance(step, Tensor) or step.device != p.device:
+                    count = self._steps.count(state)
                     shared = new_steps.get(key + (count,))
                     if shared is None:
                         shared = new_steps[key + (count,)] = _step_tensor(count, p)
                     state["step"] = shared
                 key += (id(state["step"]),)
             else:
-                key += (state.get("step", 0),)
+                key += (self._steps.count(state),)  # the host count: one launch per count
             batches.setdefault(key, []).append(p)
         (beta1, beta2), eps = group["betas"], group["eps"]
         for key, ps in batches.items():
             master = key[4]
             states = [self.state[p] for p in ps]
-            step = states[0]["step"] if capturable else key[-1] + 1
             if capturable:
+                step = states[0]["step"]
                 step.add_(1)  # on the device: a captured step counts every replay
+            else:
+                step = self._steps.next_count(states[0], key[-1], ps[0], group)
             done = fused_adam_multi_step_(
                 ps, [p.grad for p in ps], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
                 [s["master_param"] for s in states] if master else None, _lr_on(group["lr"], ps[0]), beta1, beta2,
                 eps, group["weight_decay"], group["decoupled_weight_decay"], step, group["maximize"])
             if done:
                 if not capturable:
-                    for s in states:
-                        s["step"] = step
+                    self._steps.write(states, step, ps[0], group)  # one fill for all their step tensors
             else:
                 if capturable:  # the per-parameter path counts each parameter's step itself
                     step.sub_(1)
@@ -114,11 +116,11 @@ class Adam(Optimizer):
                 rest.extend(ps)
         return rest
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float | Tensor) -> None:
         self._init_state(p, state, group)
         master = state.get("master_param")
         target = master if master is not None else p  # with master weights the update runs on the float32 copy
-        step = state["step"]
         lr, (beta1, beta2), weight_decay = _lr_on(group["lr"], p), group["betas"], group["weight_decay"]
         decoupled = group["decoupled_weight_decay"]
         # With a device-side step count or a tensor learning rate the scalars below are 0-d tensors: the same

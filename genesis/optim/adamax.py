@@ -24,7 +24,8 @@ class Adamax(Optimizer):
                     "maximize": maximize}
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float) -> None:
         if "exp_avg" not in state:
             state["exp_avg"] = zeros_like(p)
             state["exp_inf"] = zeros_like(p)
@@ -34,5 +35,5 @@ class Adamax(Optimizer):
         s = self._scratch(p)
         exp_avg.add_(s.copy_(g).sub_(exp_avg).mul_(1 - beta1))  # m = lerp(m, g, 1 - beta1)
         exp_inf.mul_(beta2).maximum_(s.copy_(g).abs_().add_(eps))
-        clr = group["lr"] / (1 - beta1 ** state["step"])
+        clr = group["lr"] / (1 - beta1**step)
         p.add_(s.copy_(exp_avg).div_(exp_inf).mul_(-clr))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from genesis.optim.optimizer import Optimizer, float32_scalar
+from genesis import dtypes
+from genesis.optim.optimizer import Optimizer
+from genesis.optim.step_counts import float32_scalar, scalar_dtype
 from genesis.tensor import Tensor, zeros_like
 
 
@@ -13,10 +15,13 @@ class ASGD(Optimizer):
 
     ``p = p * (1 - lambd * eta) - eta * g``; the average ``ax`` follows ``p`` with weight ``mu``
     (``ax += mu * (p - ax)``); then ``eta = lr / (1 + lambd * lr * t)^alpha`` and ``mu = 1 / max(1, t - t0)``.
-    ``eta`` and ``mu`` are float32 values, as torch keeps them.
+    ``eta`` and ``mu`` are float32 values, as torch keeps them; the step count is on the parameter's device, as
+    torch's ASGD places it.
     """
 
     validates_hyperparameters = True
+
+    host_scalars = ("eta", "mu")
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
                  t0: float = 1e6, weight_decay: float = 0.0, foreach: bool | None = None,
@@ -25,12 +30,16 @@ class ASGD(Optimizer):
                     "foreach": foreach, "maximize": maximize}
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    def _step_placement(self, p: Tensor, group: dict[str, Any]) -> tuple[dtypes.dtype, Any]:
+        return scalar_dtype(), p.device
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float) -> None:
         if "ax" not in state:
             state["eta"] = float32_scalar(group["lr"])
             state["mu"] = 1.0
             state["ax"] = zeros_like(p)
-        lr, lambd, step = group["lr"], group["lambd"], state["step"]
+        lr, lambd = group["lr"], group["lambd"]
         g = self._effective_grad(p, grad, group, group["weight_decay"])
         eta = state["eta"]
         p.mul_(1 - lambd * eta).add_(self._scratch(p).copy_(g).mul_(-eta))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from genesis.optim.optimizer import Optimizer, float32_scalar
+from genesis.optim.optimizer import Optimizer
+from genesis.optim.step_counts import float32_scalar
 from genesis.tensor import Tensor, zeros_like
 
 
@@ -38,6 +39,8 @@ class NAdam(_AdamMoments):
     ``d = sqrt(v / (1 - beta2^t)) + eps``. ``decoupled_weight_decay=True`` is NAdamW.
     """
 
+    host_scalars = ("mu_product",)
+
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum_decay: float = 4e-3,
                  decoupled_weight_decay: bool = False, *, foreach: bool | None = None, maximize: bool = False) -> None:
@@ -46,13 +49,14 @@ class NAdam(_AdamMoments):
                     "foreach": foreach, "maximize": maximize}
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        step, lr, (beta1, beta2) = state["step"], group["lr"], group["betas"]
-        g = self._moments(p, grad, state, group)
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float) -> None:
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * group["momentum_decay"]))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * group["momentum_decay"]))
         # torch multiplies its float32 tensor by mu in float32.
         mu_product = state["mu_product"] = float32_scalar(state.get("mu_product", 1.0) * float32_scalar(mu))
+        g = self._moments(p, grad, state, group)
         denom = self._scratch(p, 3).copy_(state["exp_avg_sq"]).div_(1 - beta2**step).sqrt_().add_(group["eps"])
         s = self._scratch(p)
         p.add_(s.copy_(g).div_(denom).mul_(-lr * (1.0 - mu) / (1.0 - mu_product)))
@@ -75,8 +79,9 @@ class RAdam(_AdamMoments):
                     "decoupled_weight_decay": decoupled_weight_decay, "foreach": foreach, "maximize": maximize}
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        step, lr, (beta1, beta2) = state["step"], group["lr"], group["betas"]
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float) -> None:
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         self._moments(p, grad, state, group)
         bias_correction1 = 1 - beta1**step
         bias_correction2 = 1 - beta2**step

@@ -1,23 +1,25 @@
 """The optimizer base class: parameter groups, per-parameter state, hyperparameter checks, state dicts.
 
-A subclass declares its defaults and writes one per-parameter update, ``_update(p, grad, state, group)``; the base
-class walks the groups, skips parameters without a gradient, creates each parameter's state dict on first use and
-runs the update under ``no_grad``. The state dict layout is torch's: ``state`` keyed by the parameter's index
-across all groups, ``param_groups`` holding the hyperparameters and the ``params`` index lists.
+A subclass declares its defaults and writes one per-parameter update, ``_update(p, grad, state, group, step)``; the
+base class walks the groups, skips parameters without a gradient, creates each parameter's state dict on first use,
+counts its steps and runs the update under ``no_grad``. The state dict layout is torch's: ``state`` keyed by the
+parameter's index across all groups, ``param_groups`` holding the hyperparameters and the ``params`` index lists;
+``state[i]["step"]`` is torch's 0-d tensor (see ``step_counts.py``).
 """
 
 from __future__ import annotations
 
 import copy
 import math
-import struct
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 from genesis import dtypes
 from genesis.autograd import enable_grad, no_grad
+from genesis.device import device
 from genesis.ops import cat
 from genesis.ops.foreach import _foreach_zero_
+from genesis.optim.step_counts import StepCounts, scalar_dtype
 from genesis.tensor import Tensor, empty, full
 
 # Hyperparameter checks: name -> (message prefix, predicate the value must satisfy). torch's wording.
@@ -34,6 +36,8 @@ _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "momentum_decay": ("Invalid momentum_decay value", lambda v: v >= 0.0),
 }
 
+
+_CPU = device("cpu")
 
 # Parameters up to this many elements take the multi-tensor path: below it, per-op overhead costs more than the
 # extra copies of concatenating (about 128 KiB of float32).
@@ -72,7 +76,8 @@ class Optimizer:
         defaults: hyperparameters used where a group does not set its own.
     """
 
-    #: Whether ``step()`` counts each parameter's updates in ``state["step"]`` (read by bias corrections, decays).
+    #: Whether ``step()`` counts each parameter's updates in ``state["step"]`` (read by bias corrections, decays),
+    #: a 0-d tensor as torch's (placed by ``_step_placement``).
     counts_steps = True
     #: Whether the constructor and ``add_param_group`` reject invalid values of the known hyperparameter names (lr,
     #: eps, betas, momentum...): the built-in optimizers do, as torch's; a user's subclass of ``Optimizer`` does not,
@@ -81,6 +86,9 @@ class Optimizer:
     #: Whether the update accepts the sparse gradient of ``embedding(..., sparse=True)``, as its dense form (SGD and
     #: Adagrad: zero rows change nothing there, so the result is torch's sparse update); others raise as torch's.
     accepts_sparse_grads = False
+    #: State entries the update keeps as host floats where torch keeps 0-d tensors (NAdam's ``mu_product``, ASGD's
+    #: ``eta`` and ``mu``): a loaded tensor (from a torch checkpoint) becomes a float.
+    host_scalars: tuple[str, ...] = ()
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         if isinstance(params, Tensor):
@@ -94,6 +102,7 @@ class Optimizer:
         self._scratch_buffers: dict[tuple, Tensor] = {}
         self._scratch_views: dict[tuple, Tensor] = {}
         self._flat_cache: dict[tuple, dict[str, Any]] = {}
+        self._steps = StepCounts(self._step_placement)
         self.param_groups: list[dict[str, Any]] = []
         groups = list(params)
         if len(groups) == 0:
@@ -199,9 +208,8 @@ class Optimizer:
                         if not self.accepts_sparse_grads:
                             raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
                         grad = grad.to_dense()
-                    if self.counts_steps:
-                        _count_step(state, p, group)
-                    self._update(p, grad, state, group)
+                    step = self._count_step(state, p, group) if self.counts_steps else None
+                    self._update(p, grad, state, group, step)
         return loss
 
     def _fused_step(self, group: dict[str, Any], params: list[Tensor]) -> list[Tensor]:
@@ -215,14 +223,19 @@ class Optimizer:
         The updates are elementwise, so one update of the concatenation equals the per-parameter updates, with a
         few large ops in place of many small ones. Each parameter's state tensors are views into one flat buffer
         per state entry, kept across steps; it is rebuilt from the per-parameter tensors whenever they were
-        replaced (by ``load_state_dict``, say). It applies when all parameters share their non-tensor state
-        (such as the step count) and their set of state entries.
+        replaced (by ``load_state_dict``, say). It applies when all parameters share their step count, their other
+        non-tensor state and their set of state entries.
         """
         states = [self.state.setdefault(p, {}) for p in params]
         first = states[0]
-        plain = {k: v for k, v in first.items() if not isinstance(v, Tensor)}
+        plain = {k: v for k, v in first.items() if k != "step" and not isinstance(v, Tensor)}
         for state in states[1:]:
             if state.keys() != first.keys() or any(state[k] != v for k, v in plain.items()):
+                return False
+        step = count = None
+        if self.counts_steps:
+            count = self._steps.shared_count(states)
+            if count is None:
                 return False
         key = (id(group), params[0].dtype, params[0].device)
         for p, state in zip(params, states):
@@ -233,12 +246,12 @@ class Optimizer:
             state.get(k) is not views[i] for k, views in cache["views"].items() for i, state in enumerate(states))
         flat_state = dict(plain)
         for k, v in first.items():
-            if isinstance(v, Tensor):
+            if k != "step" and isinstance(v, Tensor):
                 flat_state[k] = cat([s[k].reshape(-1) for s in states]) if fresh else cache["flat"][k]
         if self.counts_steps:
-            flat_state["step"] = flat_state.get("step", 0) + 1
+            step = self._steps.advance(states, count, params[0], group)  # one fill for all their step tensors
         flat_p = cat([p.reshape(-1) for p in params])
-        self._update(flat_p, cat([p.grad.reshape(-1) for p in params]), flat_state, group)
+        self._update(flat_p, cat([p.grad.reshape(-1) for p in params]), flat_state, group, step)
         offsets = [0]
         for p in params:
             offsets.append(offsets[-1] + p.numel())
@@ -253,19 +266,43 @@ class Optimizer:
         for k, v in flat_state.items():
             if isinstance(v, Tensor):
                 views[k] = [v[start:end].view(p.shape) for p, start, end in zip(params, offsets, offsets[1:])]
-        for i, state in enumerate(states):
-            state.clear()
+        for i, state in enumerate(states):  # every entry but the step count is replaced
             state.update({k: (views[k][i] if k in views else v) for k, v in flat_state.items()})
         self._flat_cache[key] = {"ids": ids, "flat": {k: flat_state[k] for k in views}, "views": views}
         return True
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float | Tensor | None) -> None:
         """Update one parameter in place from its gradient, its state and its group's hyperparameters.
 
-        ``p`` may be the concatenation of several parameters (see ``_step_flat``): the update must be elementwise,
-        create state entries only when they are missing, and change existing state tensors in place.
+        ``step`` is the count including this update: a host number (``state["step"]`` already holds it), or with
+        ``capturable`` the 0-d step tensor on the device; None where the optimizer counts no steps. ``p`` may be the
+        concatenation of several parameters (see ``_step_flat``): the update must be elementwise, create state
+        entries only when they are missing, and change existing state tensors in place.
         """
         raise NotImplementedError
+
+    def _step_placement(self, p: Tensor, group: dict[str, Any]) -> tuple[dtypes.dtype, Any]:
+        """The dtype and device of a new step count of ``p``, as torch's: a CPU tensor, read on the host for free,
+        or with ``capturable`` or ``fused`` one on ``p``'s device; float32, or float64 under a float64 default dtype
+        (fused and capturable steps: float32, which Genesis's kernels read)."""
+        if group.get("capturable") or group.get("fused"):
+            return dtypes.float32, p.device
+        return scalar_dtype(), _CPU
+
+    def _count_step(self, state: dict[str, Any], p: Tensor, group: dict[str, Any]) -> float | Tensor:
+        """Count one more step of ``p``; returns the new count (see ``_update``'s ``step``).
+
+        With ``capturable`` the count is a float32 0-d tensor on ``p``'s device, incremented in place there, so that
+        a step captured in a CUDA graph counts every replay; otherwise the count is read and written on the host.
+        """
+        if not group.get("capturable"):
+            return self._steps.advance_one(state, p, group)
+        step = state.get("step")
+        if not isinstance(step, Tensor) or step.device != p.device:  # a host count becomes a device tensor, once
+            step = state["step"] = full((), self._steps.count(state), dtype=dtypes.float32, device=p.device)
+        step.add_(1)
+        return step
 
     def _scratch(self, p: Tensor, slot: int = 0) -> Tensor:
         """A temporary tensor shaped like ``p`` (contents undefined) for the update in progress.
@@ -318,7 +355,9 @@ class Optimizer:
         """Restore hyperparameters and per-parameter state from :meth:`state_dict` output.
 
         Everything is checked before anything is changed. Floating-point state tensors are copied to the dtype
-        and device of their parameter; the step count and other values are copied as they are.
+        and device of their parameter; the step count as torch's: a number (older checkpoints) becomes a 0-d tensor
+        (see ``_step_placement``), a tensor is copied as it is, or with ``capturable`` or ``fused`` to float32 on the
+        parameter's device. Other values are copied as they are.
         """
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
@@ -336,19 +375,21 @@ class Optimizer:
         unknown = [idx for idx in state_dict["state"] if idx not in by_index]
         if unknown:
             raise ValueError(f"loaded state dict has state for parameter indices {unknown} that no group lists")
-        master = {idx: bool(saved.get("master_weights")) for saved in saved_groups for idx in saved["params"]}
+        group_of = {idx: saved for saved in saved_groups for idx in saved["params"]}
         new_state = {}
+        steps = StepCounts(self._step_placement)
         for idx, saved_state in state_dict["state"].items():
             p = by_index[idx]
             if not isinstance(saved_state, dict):
                 raise ValueError(f"loaded state dict has a state of type {type(saved_state).__name__} for parameter "
                                  f"{idx}, expected a dict")
             for key, value in saved_state.items():
-                if key != "step" and isinstance(value, Tensor) and tuple(value.shape) != tuple(p.shape):
+                if (key != "step" and key not in self.host_scalars and isinstance(value, Tensor)
+                        and tuple(value.shape) != tuple(p.shape)):
                     raise ValueError(f"loaded state dict contains a state '{key}' of shape {tuple(value.shape)} for "
                                      f"parameter {idx} of shape {tuple(p.shape)}")
-            new_state[p] = {key: _cast_state(key, value, p, master.get(idx, False)) for key, value in
-                            saved_state.items()}
+            new_state[p] = {key: self._load_value(key, value, p, group_of[idx], steps)
+                            for key, value in saved_state.items()}
         new_groups = []
         for group, saved in zip(self.param_groups, saved_groups):
             restored = copy.deepcopy({key: value for key, value in saved.items() if key != "params"})
@@ -356,6 +397,34 @@ class Optimizer:
             new_groups.append(restored)
         self.state = defaultdict(dict, new_state)
         self.param_groups = new_groups
+        self._steps = steps
+
+    def _load_value(self, key: str, value: Any, p: Tensor, group: dict[str, Any], steps: StepCounts) -> Any:
+        """A private copy of the saved state entry ``key`` of ``p`` (``group``: its saved parameter group)."""
+        if key == "step":
+            return self._load_step(value, p, group, steps)
+        if key in self.host_scalars and isinstance(value, Tensor):
+            return float(value.item())
+        return _cast_state(value, p, bool(group.get("master_weights")))
+
+    def _load_step(self, value: Any, p: Tensor, group: dict[str, Any], steps: StepCounts) -> Any:
+        """A private copy of a saved step count of ``p``, placed as torch's ``load_state_dict`` places it; its value
+        is recorded in ``steps`` when reading it costs nothing (a number, or a CPU tensor)."""
+        if not self.counts_steps:
+            return _cast_state(value, p)
+        if isinstance(value, Tensor):
+            host = float(value.item()) if value.device.type == "cpu" else None
+            if group.get("capturable") or group.get("fused"):
+                step = value.detach().to(device=p.device, dtype=dtypes.float32, copy=True)
+            else:
+                step = value.detach().clone()
+        else:
+            host = float(value)
+            dtype, device = self._step_placement(p, group)
+            step = full((), host, dtype=dtype, device=device)
+        if host is not None:
+            steps.remember(step, host)
+        return step
 
 
 def _check_state(op: str, p: Tensor, state: dict[str, Any]) -> None:
@@ -367,33 +436,15 @@ def _check_state(op: str, p: Tensor, state: dict[str, Any]) -> None:
                                f"{tuple(p.shape)}")
 
 
-def _count_step(state: dict[str, Any], p: Tensor, group: dict[str, Any]) -> None:
-    """Count one more step of ``p``: a host int, or with ``capturable`` a float32 0-d tensor on ``p``'s device
-    incremented in place, so that a step captured in a CUDA graph counts every replay."""
-    step = state.get("step", 0)
-    if isinstance(step, Tensor):
-        step.add_(1)
-    elif group.get("capturable"):
-        state["step"] = full((), float(step + 1), dtype=dtypes.float32, device=p.device)
-    else:
-        state["step"] = step + 1
-
-
-def float32_scalar(value: float) -> float:
-    """``value`` rounded to float32: torch keeps some optimizer scalars (NAdam's ``mu_product``, ASGD's ``eta`` and
-    ``mu``) as float32 tensors, and the updates read them back at that precision."""
-    return struct.unpack("f", struct.pack("f", value))[0]
-
-
-def _cast_state(key: str, value: Any, param: Tensor, master_weights: bool = False) -> Any:
-    """A private copy of one saved state value, placed like its parameter (the step count stays as it is).
+def _cast_state(value: Any, param: Tensor, master_weights: bool = False) -> Any:
+    """A private copy of one saved state value (the step count aside), placed like its parameter.
 
     Floating-point state takes the parameter's dtype, except with master weights, where the float32 state of a
     half-precision parameter (master copy, moments) stays float32.
     """
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
-    if key != "step" and value.dtype.is_floating_point:
+    if value.dtype.is_floating_point:
         keep = master_weights and value.dtype is dtypes.float32 and param.dtype in (dtypes.float16, dtypes.bfloat16)
         return value.detach().to(device=param.device, dtype=value.dtype if keep else param.dtype, copy=True)
     return value.detach().to(device=param.device, copy=True)

@@ -25,7 +25,8 @@ class RMSprop(Optimizer):
                     "centered": centered, "maximize": maximize, "foreach": foreach}
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float | None) -> None:
         if "square_avg" not in state:
             state["square_avg"] = zeros_like(p)
             if group["momentum"] > 0:

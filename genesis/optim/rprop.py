@@ -27,7 +27,8 @@ class Rprop(Optimizer):
                     "foreach": foreach, "maximize": maximize}
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float | None) -> None:
         if "prev" not in state:
             state["prev"] = zeros_like(p)
             state["step_size"] = full_like(p, group["lr"])

@@ -60,7 +60,8 @@ class SGD(Optimizer):
                 rest.extend(ps)
         return rest
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                step: float | None) -> None:
         g = self._effective_grad(p, grad, group, group["weight_decay"])
         momentum = group["momentum"]
         if momentum != 0:

@@ -6,7 +6,8 @@ import math
 from typing import Any, Callable, Iterable
 
 from genesis.autograd import enable_grad, no_grad
-from genesis.optim.optimizer import Optimizer, _check_state, _count_step
+from genesis.optim.optimizer import Optimizer, _check_state
+from genesis.optim.step_counts import StepCounts
 from genesis.tensor import Tensor, zeros_like
 
 
@@ -74,11 +75,14 @@ class SparseAdam(Optimizer):
             for p, group in params:
                 state = self.state.setdefault(p, {})
                 _check_state(type(self).__name__, p, state)
-                _count_step(state, p, group)
-                self._update(p, p.grad, state, group)
+                state["step"] = state.get("step", 0) + 1  # a host int, as torch's SparseAdam counts
+                self._update(p, p.grad, state, group, state["step"])
         return loss
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    def _load_step(self, value: Any, p: Tensor, group: dict[str, Any], steps: StepCounts) -> int:
+        return int(value.item()) if isinstance(value, Tensor) else int(value)  # a host int, as torch's SparseAdam
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any], step: int) -> None:
         if "exp_avg" not in state:
             state["exp_avg"] = zeros_like(p)
             state["exp_avg_sq"] = zeros_like(p)
@@ -90,7 +94,7 @@ class SparseAdam(Optimizer):
             values = -values
         indices = grad._indices()
         where = tuple(indices[d] for d in range(indices.shape[0]))  # one index tensor per sparse dimension
-        (beta1, beta2), eps, step = group["betas"], group["eps"], state["step"]
+        (beta1, beta2), eps = group["betas"], group["eps"]
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         # m[i] += (1 - beta1) (g - m[i]), and likewise v with g^2: the old values are kept to form m and v below.
         old_avg = exp_avg[where]
