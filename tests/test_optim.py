@@ -206,9 +206,12 @@ def test_add_param_group_and_defaults() -> None:
     assert opt.param_groups[1]["lr"] == 0.01 and opt.param_groups[1]["momentum"] == 0.9
     with pytest.raises(ValueError, match="more than one parameter group"):
         opt.add_param_group({"params": [w]})
-    with pytest.raises(ValueError, match="Invalid learning rate: -2"):
-        opt.add_param_group({"params": [genesis.zeros(2, requires_grad=True)], "lr": -2})
-    assert len(opt.param_groups) == 2
+    # As torch, a group's own values are not validated (only the constructor's are): a wrapper optimizer such as
+    # SAM passes groups holding its own keys ("rho") to an inner SGD.
+    opt.add_param_group({"params": [genesis.zeros(2, requires_grad=True)], "lr": -2, "rho": 2.0})
+    torch_opt = torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1)
+    torch_opt.add_param_group({"params": [torch.zeros(2, requires_grad=True)], "lr": -2, "rho": 2.0})
+    assert len(opt.param_groups) == 3 and opt.param_groups[2]["lr"] == torch_opt.param_groups[1]["lr"] == -2
     with pytest.raises(ValueError, match="empty parameter list"):
         optim.SGD([], lr=0.1)
     with pytest.raises(TypeError):

@@ -94,7 +94,7 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             f"but got {type(params).__name__}")
-        if self.validates_hyperparameters:
+        if self.validates_hyperparameters:  # the constructor's values only: as torch, groups' own are not checked
             _check_hyperparameters(defaults)
         self.defaults = defaults
         # As torch's: a user's optimizer reads ``self.state[p]`` for a parameter it has not seen yet and gets {}.
@@ -141,8 +141,6 @@ class Optimizer:
             if default is required and name not in group:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
             group.setdefault(name, default)
-        if self.validates_hyperparameters:
-            _check_hyperparameters(group)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if len({id(p) for p in params}) != len(params):
             raise ValueError("optimizer contains a parameter group with duplicate parameters")
