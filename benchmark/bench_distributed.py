@@ -39,23 +39,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmark.common import QWEN25_05B, QWEN_SMALL, print_table, row, write_json  # noqa: E402
+from benchmark.common import QWEN25_05B, QWEN_SMALL, print_table, row, timed, write_json  # noqa: E402
 
 # ---------------------------------------------------------------- one rank of a measurement job
-
-def _timed(step, sync, warmup: int, repeat: int) -> float:
-    """The median time of one synchronized call of ``step``, after ``warmup`` calls."""
-    for _ in range(warmup):
-        step()
-    sync()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        step()
-        sync()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
-
 
 def _timed_mean(step, sync, warmup: int, repeat: int) -> float:
     """The mean time of ``step`` over ``repeat`` calls queued back to back (for collectives)."""
@@ -96,7 +82,7 @@ def _worker_genesis(args: argparse.Namespace) -> dict:
             opt.step()
             opt.zero_grad(set_to_none=True)
 
-        seconds = _timed(step, lambda: genesis.cuda.synchronize() if cuda else None, args.warmup, args.repeat)
+        seconds = timed(step, lambda: genesis.cuda.synchronize() if cuda else None, args.warmup, args.repeat)
         result["tokens_per_s"] = n * args.batch * args.seq / seconds
     else:
         x = genesis.ones(args.numel, dtype=genesis.bfloat16 if cuda else genesis.float32, device=device)
@@ -139,7 +125,7 @@ def _worker_torch(args: argparse.Namespace) -> dict:
             opt.step()
             opt.zero_grad(set_to_none=True)
 
-        result["tokens_per_s"] = n * args.batch * args.seq / _timed(step, sync, args.warmup, args.repeat)
+        result["tokens_per_s"] = n * args.batch * args.seq / timed(step, sync, args.warmup, args.repeat)
     else:
         x = torch.ones(args.numel, dtype=torch.bfloat16 if cuda else torch.float32, device=device)
         seconds = _timed_mean(lambda: dist.all_reduce(x), sync, args.warmup, 4 * args.repeat)

@@ -22,31 +22,15 @@ import argparse
 import os
 import sys
 import tempfile
-import time
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import genesis
-from benchmark.common import QWEN25_05B, QWEN_SMALL, print_table, row, write_json
+from benchmark.common import QWEN25_05B, QWEN_SMALL, print_table, row, timed, write_json
 from genesis.models import AutoModelForCausalLM
-
-
-def timed(fn: Callable[[], Any], sync: Callable[[], None], warmup: int, repeat: int) -> float:
-    """Median seconds of ``fn`` (each call synchronized) after ``warmup`` calls."""
-    for _ in range(warmup):
-        fn()
-    sync()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - start)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def build(shape: dict, dtype: torch.dtype, device: str, folder: str) -> tuple[torch.nn.Module, Any]:

@@ -43,6 +43,21 @@ def time_per_call(fn: Callable[[], Any], min_time: float = 0.3, repeat: int = 5)
     return statistics.median(rounds)
 
 
+def timed(fn: Callable[[], Any], sync: Callable[[], None], warmup: int, repeat: int) -> float:
+    """Median seconds of ``fn`` (each call synchronized) after ``warmup`` calls."""
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 2]
+
+
 def row(name: str, genesis: float, torch: float, unit: str, ratio: float, goal: str) -> dict:
     return {"name": name, "genesis": genesis, "torch": torch, "unit": unit, "ratio": ratio, "goal": goal}
 
