@@ -84,7 +84,7 @@ from genesis.memory_format import channels_last, channels_last_3d, contiguous_fo
 from genesis.nn.functional.distance import cosine_similarity, pairwise_distance
 from genesis.nn.functional.namespace_aliases import *  # noqa: F403 - torch's top-level spellings of nn ops
 from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops, from the op registry
-from genesis.ops.sparse import layout, sparse_coo, strided
+from genesis.ops.sparse import layout, sparse_coo, sparse_csr, strided
 from genesis.printing import set_printoptions
 from genesis.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from genesis.samplers import poisson

@@ -52,6 +52,7 @@ from genesis.ops import (
     shape,
     sorting,
     sparse,
+    sparse_csr,
     spectral,
     statistics,
     unary,
@@ -513,10 +514,12 @@ OPS: tuple[Op, ...] = (
     Op("addcdiv_", inplace.addcdiv_, function=False, method=True),
     Op("float_power_", inplace.float_power_, function=False, method=True),
     Op("conj_physical_", complex.conj_physical_, function=False, method=True),
-    # ---------------------------------------------------------------- sparse COO tensors (CPU)
+    # ---------------------------------------------------------------- sparse COO and CSR tensors (CPU)
     Op("sparse_coo_tensor", sparse.sparse_coo_tensor),
+    Op("sparse_csr_tensor", sparse_csr.sparse_csr_tensor),
     Op("spmm", sparse.spmm),
-    Op("to_sparse", sparse.to_sparse, function=False, method=True),
+    Op("to_sparse", sparse_csr.to_sparse, function=False, method=True),
+    Op("to_sparse_csr", sparse_csr.to_sparse_csr, function=False, method=True),
     Op("to_dense", sparse.to_dense, function=False, method=True),
     Op("_index_nd", indexing.index_tensor, function=False, method=True),  # x[indices] for NDArray indices (autograd)
 )
@@ -547,7 +550,7 @@ OPERATORS: dict[str, Callable | str] = {
 PROPERTIES: dict[str, Callable] = {
     "T": methods.reversed_dims, "mT": methods.matrix_transpose, "H": methods.conj_reversed_dims,
     "mH": complex.adjoint, "real": complex.real, "imag": complex.imag, "layout": sparse.layout_of,
-    "is_sparse": sparse.is_sparse,
+    "is_sparse": sparse.is_sparse, "is_sparse_csr": sparse.is_sparse_csr,
 }
 
 #: Autocast rules of the ``genesis.nn.functional`` ops (defined in the nn layer above; named here so the whole

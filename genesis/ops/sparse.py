@@ -1,80 +1,71 @@
-"""Sparse COO tensors on the CPU: :class:`SparseTensor`, its constructors and the sparse-times-dense product.
+"""Sparse COO tensors on the CPU: :class:`SparseTensor`, its constructors, its ops and the sparse products.
 
 A sparse COO tensor is ``(indices, values, size)``: ``indices`` an int64 (sparse_dim, nnz) tensor of coordinates and
 ``values`` a (nnz, *dense_shape) tensor of the entries there (duplicates add up). Genesis keeps both parts as
 ordinary dense Tensors instead of asking a backend for a sparse array: an NDArray is a strided view over one buffer,
 which a sparse tensor is not, and every sparse op here is a short composition of dense ops (``index_add``,
-``index_select``, ``unique``), so autograd, dtype checks and devices come from the ops beneath with no new backend
-primitive. Gradients flow through ``values``: a sparse tensor made with ``requires_grad=True`` owns a leaf ``values``
-tensor whose gradient is shown as a sparse tensor over the coalesced pattern (as torch's ``sparse.mm`` gives it).
+``index_select``, ``unique``, ``searchsorted``), so autograd, dtype checks and devices come from the ops beneath with
+no new backend primitive. Gradients flow through ``values``: a sparse tensor made with ``requires_grad=True`` owns a
+leaf ``values`` tensor whose gradient is shown as a sparse tensor over the coalesced pattern (as torch's
+``sparse.mm`` gives it).
 
-Sparse tensors support only the operations listed in :data:`SUPPORTED`; any other op raises NotImplementedError
-naming the op (as torch does for ops without a sparse kernel). CUDA is not supported: a sparse tensor on a GPU raises
-RuntimeError.
+The ops follow torch's sparse COO kernels, down to whether a result is marked coalesced: the ops that distribute
+over duplicate entries (``neg``, products and quotients by a scalar or a strided tensor, ``transpose``, casts) keep
+the entries as they are; the other zero-preserving ops (``abs``, ``sqrt``, ``relu``, ``pow``, ... listed in
+:data:`COALESCING_UNARY_OPS`) coalesce first and apply to the values. Sparse tensors support only the operations
+listed in :data:`SUPPORTED`; any other op raises NotImplementedError naming the op (as torch does for ops without a
+sparse kernel). CUDA is not supported: a sparse tensor on a GPU raises RuntimeError. What COO and CSR tensors share
+(the layouts, the base class) is ``genesis.ops.sparse_base``; CSR tensors are ``genesis.ops.sparse_csr``.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from genesis import dtypes
 from genesis.autograd import Primitive
-from genesis.device import device as Device
 from genesis.device import factory_device
-from genesis.ndarray import NDArray, normalize_dim, normalize_dims
+from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim, normalize_dims
 from genesis.ops.join import cat, stack
-from genesis.tensor import Size, Tensor, zeros
-from genesis.tensor import tensor as _from_data
+from genesis.ops.shape import repeat_interleave
+from genesis.ops.sorting import searchsorted
+from genesis.ops.sparse_base import (  # the layouts are also importable from here, as before the base existed
+    SparseBase,
+    check_cpu,
+    coerce_tensor,
+    layout,
+    sparse_coo,
+    sparse_csr,
+    strided,
+)
+from genesis.tensor import Size, Tensor, arange, zeros
+
+#: torch's zero-preserving unary ops on sparse COO tensors (``f(0) == 0``): they coalesce, then apply to the values.
+COALESCING_UNARY_OPS = ("abs", "absolute", "sgn", "sign", "sqrt", "square", "sin", "sinh", "tan", "tanh", "asin",
+                        "arcsin", "asinh", "arcsinh", "atan", "arctan", "atanh", "arctanh", "ceil", "floor", "round",
+                        "trunc", "fix", "frac", "expm1", "log1p", "erf", "erfinv", "relu", "rad2deg", "deg2rad",
+                        "signbit", "isnan", "isinf", "isposinf", "isneginf", "nan_to_num")
 
 #: The operations a sparse COO tensor supports (everything else raises NotImplementedError naming the op).
-SUPPORTED = ("to_dense", "to_sparse", "coalesce", "is_coalesced", "indices", "values", "_indices", "_values",
-             "_nnz", "sparse_dim", "dense_dim", "size", "shape", "dim", "ndim", "dtype", "device", "layout",
-             "is_sparse", "requires_grad", "requires_grad_", "grad", "detach", "clone", "zero_", "+", "mm", "matmul",
-             "@", "genesis.sparse.mm", "genesis.spmm", "genesis.sparse.sum")
+SUPPORTED = ("to_dense", "to_sparse", "to_sparse_csr", "coalesce", "is_coalesced", "indices", "values", "_indices",
+             "_values", "_nnz", "sparse_dim", "dense_dim", "size", "shape", "dim", "ndim", "dtype", "device", "layout",
+             "is_sparse", "to", "float", "double", "half", "long", "int", "bool", "cpu", "requires_grad",
+             "requires_grad_", "grad", "detach", "clone", "zero_", "+", "-", "*", "/", "//", "**", "add", "sub",
+             "mul", "div", "floor_divide", "neg", "positive", "pow", "t", "T", "mT", "transpose", "swapaxes",
+             "index_select", "sum", "mm", "matmul", "@") + COALESCING_UNARY_OPS + (
+                "genesis.sparse.mm", "genesis.sparse.addmm", "genesis.sparse.sum", "genesis.sparse.softmax",
+                "genesis.sparse.log_softmax", "genesis.spmm")
 
 
-class layout:
-    """A tensor's memory layout, as ``torch.layout``: :data:`strided` (dense) or :data:`sparse_coo`."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"genesis.{self.name}"
-
-    def __reduce__(self) -> str:
-        return self.name
-
-
-strided = layout("strided")
-sparse_coo = layout("sparse_coo")
-
-
-def _unsupported_op() -> str:
-    """The name of the outermost Genesis op or Tensor method on the call stack (the one the user called)."""
-    from genesis.ops import registry  # the registry imports this module: look its table up only on this error path
-
-    codes: dict = {}
-    for op in registry.OPS:  # the first name of an op wins over its aliases (mul, not multiply)
-        codes.setdefault(getattr(op.fn, "__code__", None), op.name)
-    for name, attr in vars(Tensor).items():
-        fn = attr.fget if isinstance(attr, property) else attr
-        codes.setdefault(getattr(fn, "__code__", None), name)
-    found = "this op"
-    frame = sys._getframe(2)
-    while frame is not None:
-        found = codes.get(frame.f_code, found)
-        frame = frame.f_back
-    return found
-
-
-class SparseTensor(Tensor):
+class SparseTensor(SparseBase):
     """A sparse COO tensor: int64 ``indices`` (sparse_dim, nnz), ``values`` (nnz, *dense_shape) and a size.
 
     Made by :func:`sparse_coo_tensor` or ``Tensor.to_sparse()``; ``to_dense()`` turns it back into a strided tensor.
     """
+
+    _KIND = "COO"
+    _SUPPORTED = SUPPORTED
 
     def __init__(self, indices: Tensor, values: Tensor, size: tuple[int, ...], coalesced: bool = False) -> None:
         self._indices_t = indices
@@ -83,12 +74,9 @@ class SparseTensor(Tensor):
         self._coalesced = coalesced
         self._version = [0]
 
-    @property
-    def ndarray(self) -> Any:
-        """Sparse tensors have no strided array: reaching for one means an op without sparse support was called."""
-        raise NotImplementedError(f"{_unsupported_op()}: not supported for sparse COO tensors (layout "
-                                  f"genesis.sparse_coo); they support only {', '.join(SUPPORTED)}. Call .to_dense() "
-                                  "first")
+    def _with_values(self, values: Tensor) -> SparseTensor:
+        return SparseTensor(self._indices_t, values, self._size[:self.sparse_dim()] + tuple(values.shape[1:]),
+                            self._coalesced)
 
     # ------------------------------------------------------------ metadata
     @property
@@ -98,28 +86,6 @@ class SparseTensor(Tensor):
     @property
     def is_sparse(self) -> bool:
         return True
-
-    @property
-    def shape(self) -> Size:
-        return self._size
-
-    def size(self, dim: int | None = None) -> Any:
-        return self._size if dim is None else self._size[normalize_dim("size", dim, len(self._size))]
-
-    @property
-    def dtype(self) -> dtypes.dtype:
-        return self._values_t.dtype
-
-    @property
-    def device(self) -> Device:
-        return self._values_t.device
-
-    @property
-    def ndim(self) -> int:
-        return len(self._size)
-
-    def dim(self) -> int:
-        return len(self._size)
 
     def sparse_dim(self) -> int:
         """The number of sparse dimensions (rows of ``indices``)."""
@@ -166,46 +132,13 @@ class SparseTensor(Tensor):
         if not self._coalesced:
             raise RuntimeError(f"{op}: Cannot get {op} on an uncoalesced tensor, please call .coalesce() first")
 
-    # ------------------------------------------------------------ autograd, through the values
-    @property
-    def requires_grad(self) -> bool:
-        return self._values_t.requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        self._values_t.requires_grad = value
-
-    def requires_grad_(self, requires_grad: bool = True) -> SparseTensor:
-        self._values_t.requires_grad_(requires_grad)
-        return self
-
-    @property
-    def grad_fn(self) -> Any:
-        return self._values_t.grad_fn
-
-    @property
-    def is_leaf(self) -> bool:
-        return self._values_t.grad_fn is None
-
-    @property
-    def grad(self) -> SparseTensor | None:
-        """The gradient of a leaf sparse tensor: a sparse tensor over its coalesced pattern."""
-        g = self._values_t.grad
-        if g is None:
-            return None
+    # ------------------------------------------------------------ autograd
+    def _grad_from(self, g: Tensor) -> SparseTensor:
+        """A leaf's gradient over its coalesced pattern, from the gradient of its stored values."""
         # Every duplicate of one position received the gradient of that position: average them, not add.
         summed = SparseTensor(self._indices_t, g, self._size).coalesce()
         counts = SparseTensor(self._indices_t, _ones_for(g), self._size).coalesce()._values_t
         return SparseTensor(summed._indices_t, summed._values_t / counts, self._size, coalesced=True)
-
-    @grad.setter
-    def grad(self, value: Tensor | None) -> None:
-        if value is not None:
-            raise RuntimeError("grad: only None can be assigned to the gradient of a sparse COO tensor")
-        self._values_t.grad = None
-
-    def detach(self) -> SparseTensor:
-        return SparseTensor(self._indices_t, self._values_t.detach(), self._size, self._coalesced)
 
     def clone(self) -> SparseTensor:
         """A copy with indices and values of its own."""
@@ -222,7 +155,8 @@ class SparseTensor(Tensor):
     # ------------------------------------------------------------ addition (gradients accumulate with it)
     def __add__(self, other: Tensor) -> Tensor:
         """sparse + sparse: a sparse tensor holding both sets of entries (uncoalesced, as torch's gradient
-        accumulation); sparse + strided: a strided tensor. A number is not supported, as by the other ops."""
+        accumulation; coalesced when both are; one set with added values where both share their indices tensor);
+        sparse + strided: a strided tensor. A number is not supported."""
         if not isinstance(other, Tensor):
             return Tensor.__add__(self, other)
         if not isinstance(other, SparseTensor):
@@ -233,8 +167,11 @@ class SparseTensor(Tensor):
         if other.sparse_dim() != self.sparse_dim():
             raise RuntimeError(f"add: sparse tensors with {self.sparse_dim()} and {other.sparse_dim()} sparse "
                                "dimensions cannot be added")
-        return SparseTensor(cat([self._indices_t, other._indices_t], 1), cat([self._values_t, other._values_t]),
-                            self._size)
+        if other._indices_t is self._indices_t:  # one pattern (x + 2 * x): its values add, as torch's
+            return SparseTensor(self._indices_t, self._values_t + other._values_t, self._size, self._coalesced)
+        out = SparseTensor(cat([self._indices_t, other._indices_t], 1), cat([self._values_t, other._values_t]),
+                           self._size)
+        return out.coalesce() if self._coalesced and other._coalesced else out
 
     def __radd__(self, other: Tensor) -> Tensor:
         """strided + sparse: a strided tensor."""
@@ -242,26 +179,166 @@ class SparseTensor(Tensor):
             return Tensor.__radd__(self, other)
         return other + self.to_dense()
 
-    # ------------------------------------------------------------ conversions
-    def to_sparse(self, sparse_dim: int | None = None) -> SparseTensor:
-        if sparse_dim is not None and sparse_dim != self.sparse_dim():
-            raise RuntimeError(f"to_sparse: conversion from sparse_coo with sparse_dim {self.sparse_dim()} to "
-                               f"sparse_dim {sparse_dim} is not supported")
+    def add(self, other: Tensor, *, alpha: Any = 1) -> Tensor:
+        """``self + alpha * other`` (see ``+``)."""
+        return self + (other if alpha == 1 else other * alpha)
+
+    def sub(self, other: Tensor, *, alpha: Any = 1) -> Tensor:
+        """``self - alpha * other``: sparse - sparse is sparse, sparse - strided is strided."""
+        return self + other * -alpha
+
+    __sub__ = subtract = sub
+
+    def __rsub__(self, other: Tensor) -> Tensor:
+        """strided - sparse: a strided tensor."""
+        if not isinstance(other, Tensor):
+            return Tensor.__rsub__(self, other)
+        return other - self.to_dense()
+
+    # ------------------------------------------------------------ products and quotients
+    def mul(self, other: Any) -> SparseTensor:
+        """The elementwise product, sparse as torch's: by a number or 0-d tensor, or by a strided tensor that
+        broadcasts to this size, the entries are scaled where they are (coalesced or not, as this tensor); by a sparse
+        tensor of the same size, see :func:`_mul_sparse`."""
+        if isinstance(other, SparseTensor):
+            return _mul_sparse(self, other)
+        if not isinstance(other, Tensor) or other.ndim == 0:
+            return self._with_values(self._values_t * other)
+        return self._with_values(self._values_t * _strided_at(other, self, "mul"))
+
+    __mul__ = __rmul__ = multiply = mul
+
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> SparseTensor:
+        """The quotient by a number or a 0-d strided tensor (torch divides a sparse tensor by nothing else); with a
+        ``rounding_mode`` the values are coalesced first."""
+        if isinstance(other, Tensor) and (other.ndim != 0 or isinstance(other, SparseBase)):
+            raise RuntimeError(f"div: Sparse division requires a scalar or zero-dim dense tensor divisor (got shape "
+                               f"{list(other.shape)} for divisor)")
+        if rounding_mode is None:
+            return self._with_values(self._values_t / other)
+        return self._map_coalesced(lambda v: v.div(other, rounding_mode=rounding_mode))
+
+    __truediv__ = divide = true_divide = div
+
+    def floor_divide(self, other: Any) -> SparseTensor:
+        """``div(other, rounding_mode="floor")``."""
+        return self.div(other, rounding_mode="floor")
+
+    __floordiv__ = floor_divide
+
+    def neg(self) -> SparseTensor:
+        """The negated entries (not coalesced)."""
+        return self._with_values(-self._values_t)
+
+    __neg__ = negative = neg
+
+    def positive(self) -> SparseTensor:
+        """The tensor itself (``+x``)."""
         return self
 
-    def to_dense(self, dtype: Any = None) -> Tensor:
+    __pos__ = positive
+
+    def pow(self, exponent: Any) -> SparseTensor:
+        """The coalesced values raised to a nonzero number (a zeroth power would be dense; a tensor exponent is not
+        supported, as in torch)."""
+        if isinstance(exponent, Tensor):
+            raise NotImplementedError("pow: a tensor exponent is not supported for sparse COO tensors (as in torch); "
+                                      "pass a Python number")
+        if exponent == 0:
+            raise RuntimeError("pow: cannot raise to zeroth power on sparse tensor; it would make the result tensor "
+                               "dense")
+        return self._map_coalesced(lambda v: v.pow(exponent))
+
+    __pow__ = pow
+
+    def _map_coalesced(self, fn: Callable[[Tensor], Tensor]) -> SparseTensor:
+        """``fn`` of the coalesced values, over the coalesced pattern: a zero-preserving op that does not distribute
+        over duplicates."""
+        c = self.coalesce()
+        return SparseTensor(c._indices_t, fn(c._values_t), c._size, coalesced=True)
+
+    # ------------------------------------------------------------ structure
+    def transpose(self, dim0: int, dim1: int) -> SparseTensor:
+        """Two sparse dimensions swapped (their rows of indices); the result is uncoalesced, as torch marks it."""
+        d0, d1 = normalize_dim("transpose", dim0, self.ndim), normalize_dim("transpose", dim1, self.ndim)
+        if d0 == d1:
+            return SparseTensor(self._indices_t, self._values_t, self._size, self._coalesced)
+        k = self.sparse_dim()
+        if max(d0, d1) >= k:
+            raise RuntimeError(f"transpose: sparse transpose: transposed dimensions must be sparse Got sparse_dim: "
+                               f"{k}, d0: {d0}, d1: {d1}")
+        order, size = list(range(k)), list(self._size)
+        order[d0], order[d1] = d1, d0
+        size[d0], size[d1] = size[d1], size[d0]
+        return SparseTensor(self._indices_t[order], self._values_t, tuple(size),
+                            coalesced=self._coalesced and self._nnz() == 0)
+
+    swapaxes = swapdims = transpose
+
+    def t(self) -> SparseTensor:
+        """The transpose of a matrix with two sparse dims (a 0-d or 1-d tensor is returned as it is)."""
+        if self.sparse_dim() > 2 or self.dense_dim():
+            raise RuntimeError(f"t: t() expects a tensor with <= 2 sparse and 0 dense dimensions, but got "
+                               f"{self.sparse_dim()} sparse and {self.dense_dim()} dense dimensions")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    @property
+    def T(self) -> SparseTensor:
+        """``t()``: the transpose of a sparse matrix."""
+        return self.t()
+
+    @property
+    def mT(self) -> SparseTensor:
+        """The last two dims swapped (both must be sparse)."""
+        return self.transpose(-2, -1)
+
+    def index_select(self, dim: int, index: Tensor) -> SparseTensor:
+        """The slices at ``index`` along ``dim`` (negative indices count from the end), uncoalesced as torch marks
+        it: for a sparse dim, one entry per stored entry and matching index, ordered by index position."""
+        d = normalize_dim("index_select", dim, self.ndim)
+        if not isinstance(index, Tensor) or isinstance(index, SparseBase) or index.ndim != 1 or \
+                index.dtype is not dtypes.int64:
+            raise IndexError("index_select(): argument index must be 1-D strided (non-sparse) long-tensor.")
+        n = self._size[d]
+        if index.shape[0]:
+            low, high = index.min().item(), index.max().item()
+            if low < -n or high >= n:
+                raise IndexError(f"index_select(): index contains {high if high >= n else low} that is out of range "
+                                 f"for tensor of size {list(self._size)} at dimension {d}")
+            index = index % n
+        size = list(self._size)
+        size[d] = index.shape[0]
+        k = self.sparse_dim()
+        if d >= k:
+            indices, values = self._indices_t, self._values_t.index_select(d - k + 1, index)
+        else:
+            position, entry = _equal_pairs(self._indices_t[d], index)
+            rows = self._indices_t.index_select(1, entry)
+            indices = stack([position if j == d else rows[j] for j in range(k)])
+            values = self._values_t.index_select(0, entry)
+        return SparseTensor(indices, values, tuple(size), coalesced=values.shape[0] < 2)
+
+    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        """The sum over ``dim`` (all dims by default: a strided 0-d tensor); see :func:`sparse_sum`. Integer and
+        bool values sum to int64, as ``Tensor.sum``."""
+        if dtype is None and self.dtype.category < 2:
+            dtype = dtypes.int64
+        return sparse_sum(self, dim, dtype, keepdim)
+
+    # ------------------------------------------------------------ conversions
+    def to_dense(self, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
         """The strided tensor of the same values (duplicates added); differentiable in the values."""
         values = self._values_t if dtype is None else self._values_t.to(dtypes.to_dtype(dtype))
         sparse_shape = self._size[:self.sparse_dim()]
         flat = zeros((math.prod(sparse_shape),) + tuple(values.shape[1:]), dtype=values.dtype, device=self.device)
-        return flat.index_add(0, _linear_index(self._indices_t, sparse_shape), values).reshape(self._size)
+        return flat.index_add(0, linear_index(self._indices_t, sparse_shape), values).reshape(self._size)
 
     def coalesce(self) -> SparseTensor:
         """The same tensor with sorted, unique indices (values at repeated indices added); differentiable."""
         if self._coalesced:
             return self
         sparse_shape = self._size[:self.sparse_dim()]
-        linear = _linear_index(self._indices_t, sparse_shape)
+        linear = linear_index(self._indices_t, sparse_shape)
         unique, inverse = linear.unique(return_inverse=True)
         values = zeros((unique.shape[0],) + tuple(self._values_t.shape[1:]), dtype=self.dtype, device=self.device)
         values = values.index_add(0, inverse, self._values_t)
@@ -271,6 +348,21 @@ class SparseTensor(Tensor):
             unique = unique // n
         indices = stack(rows[::-1]) if rows else linear.new_zeros(0, unique.shape[0])
         return SparseTensor(indices, values, self._size, coalesced=True)
+
+
+def _map_values(name: str) -> Callable[..., SparseTensor]:
+    """``SparseTensor.<name>``: the zero-preserving unary op ``name`` of the coalesced values."""
+
+    def op(self: SparseTensor, *args: Any, **kwargs: Any) -> SparseTensor:
+        return self._map_coalesced(lambda v: getattr(v, name)(*args, **kwargs))
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``{name}`` of the coalesced values, over the coalesced pattern (zeros stay zeros)."
+    return op
+
+
+for _name in COALESCING_UNARY_OPS:
+    setattr(SparseTensor, _name, _map_values(_name))
 
 
 class EmbeddingSparseGrad(Primitive):
@@ -302,23 +394,68 @@ def _ones_for(g: Tensor) -> Tensor:
     return zeros(g.shape, dtype=g.dtype, device=g.device) + 1
 
 
-def _linear_index(indices: Tensor, sparse_shape: Sequence[int]) -> Tensor:
-    """Row-major linear positions of the (sparse_dim, nnz) coordinates in ``sparse_shape``."""
+def linear_index(indices: Tensor, sparse_shape: Sequence[int]) -> Tensor:
+    """Row-major linear positions of the (sparse_dim, nnz) coordinates in ``sparse_shape`` (ascending along the
+    entries of a coalesced tensor)."""
     linear = indices.new_zeros(indices.shape[1])
     for d, n in enumerate(sparse_shape):
         linear = linear * n + indices[d]
     return linear
 
 
-def _check_cpu(op: str, device: Device) -> None:
-    if device.type != "cpu":
-        raise RuntimeError(f"{op}: sparse COO tensors are supported on the CPU only, got device {device}")
+def _equal_pairs(keys: Tensor, queries: Tensor) -> tuple[Tensor, Tensor]:
+    """Every (query position, key position) with ``keys[key] == queries[query]``, ordered by query, then by key
+    position: the join behind ``index_select`` and sparse @ sparse, by sorting the keys and searching them."""
+    order = keys.argsort(stable=True)
+    sorted_keys = keys[order]
+    first = searchsorted(sorted_keys, queries)
+    counts = searchsorted(sorted_keys, queries, right=True) - first
+    query = repeat_interleave(arange(queries.shape[0], device=keys.device), counts)
+    starts = counts.cumsum(0) - counts
+    within = arange(query.shape[0], device=keys.device) - starts[query]  # the pair's rank among its query's keys
+    return query, order[first[query] + within]
 
 
-def _as_tensor(data: Any, dtype: dtypes.dtype | None, device: Any) -> Tensor:
-    if isinstance(data, Tensor):
-        return data if device is None else data.to(factory_device(device))
-    return _from_data(data, dtype=dtype, device=device)
+def _lookup(sorted_keys: Tensor, queries: Tensor) -> tuple[Tensor, Tensor]:
+    """For each query, the position of the equal key in the ascending, unique, nonempty ``sorted_keys`` (any
+    position where there is none) and whether there is one."""
+    position = searchsorted(sorted_keys, queries).clamp(max=sorted_keys.shape[0] - 1)
+    return position, sorted_keys[position] == queries
+
+
+def _mul_sparse(x: SparseTensor, y: SparseTensor) -> SparseTensor:
+    """sparse * sparse, as torch's intersection kernel: two coalesced operands give their coalesced intersection;
+    otherwise the entries of one operand (the uncoalesced one, else the one with fewer entries, else ``y``) each
+    times the other's summed value at that position (zero where it has none), uncoalesced."""
+    k = x.sparse_dim()
+    if x.ndim != y.ndim or k != y.sparse_dim() or x.shape[:k] != y.shape[:k]:
+        raise RuntimeError(f"mul: expects sparse inputs with equal dimensionality, number of sparse dimensions, and "
+                           f"shape of sparse dimensions, got sizes {list(x.shape)} and {list(y.shape)} with {k} and "
+                           f"{y.sparse_dim()} sparse dimensions")
+    size = tuple(x.shape[:k]) + tuple(broadcast_shapes("mul", x.shape[k:], y.shape[k:]))
+    if not x._nnz() or not y._nnz():
+        return SparseTensor(x._indices_t[:, :0], x._values_t[:0] * y._values_t[:0], size, coalesced=True)
+    if x._coalesced and y._coalesced:
+        position, hit = _lookup(linear_index(y._indices_t, size[:k]), linear_index(x._indices_t, size[:k]))
+        values = x._values_t[hit] * y._values_t[position[hit]]
+        return SparseTensor(x._indices_t[:, hit], values, size, coalesced=True)
+    if x._coalesced != y._coalesced:
+        source, other = (y, x) if x._coalesced else (x, y)
+    else:
+        source, other = (y, x) if x._nnz() >= y._nnz() else (x, y)
+    other = other.coalesce()
+    position, hit = _lookup(linear_index(other._indices_t, size[:k]), linear_index(source._indices_t, size[:k]))
+    found = other._values_t[position] * hit.reshape((-1,) + (1,) * other.dense_dim())
+    return SparseTensor(source._indices_t, source._values_t * found, size)
+
+
+def _strided_at(dense: Tensor, input: SparseTensor, op: str) -> Tensor:
+    """A strided tensor, broadcast to ``input``'s size, at ``input``'s stored positions: (nnz, *dense_shape)."""
+    if tuple(broadcast_shapes(op, dense.shape, input.shape)) != tuple(input.shape):
+        raise NotImplementedError(f"{op}: a strided operand of shape {list(dense.shape)} would broadcast the sparse "
+                                  f"tensor of size {list(input.shape)} to a larger size; not supported")
+    full = dense.expand(input.shape)
+    return full[tuple(input._indices_t[d] for d in range(input.sparse_dim()))]
 
 
 def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = None, *, dtype: Any = None,
@@ -333,18 +470,19 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
         dtype, device: of the values; the CPU only.
         requires_grad: make the sparse tensor a leaf that records a gradient (through its own copy of ``values``).
         check_invariants: accepted for torch's signature; indices are always checked against ``size``.
-        is_coalesced: declare the indices sorted and unique.
+        is_coalesced: declare the indices sorted and unique (or not); by default only a tensor of fewer than two
+            entries is marked coalesced, as torch.
 
     Returns:
-        The sparse tensor (uncoalesced unless ``is_coalesced``).
+        The sparse tensor.
     """
     if device is not None:
-        _check_cpu("sparse_coo_tensor", factory_device(device))
+        check_cpu("sparse_coo_tensor", factory_device(device))
     d = dtypes.to_dtype(dtype) if dtype is not None else None
-    values = _as_tensor(values, d, device)
-    indices = _as_tensor(indices, dtypes.int64, values.device if device is None else device)
-    _check_cpu("sparse_coo_tensor", values.device)
-    _check_cpu("sparse_coo_tensor", indices.device)
+    values = coerce_tensor(values, d, device)
+    indices = coerce_tensor(indices, dtypes.int64, values.device if device is None else device)
+    check_cpu("sparse_coo_tensor", values.device)
+    check_cpu("sparse_coo_tensor", indices.device)
     if d is not None and values.dtype is not d:
         values = values.to(d)
     if indices.dtype is not dtypes.int64:
@@ -377,17 +515,20 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
         values = values.detach().requires_grad_(True)
     elif values.requires_grad:
         values = values.view(values.shape)  # a node of its own, so the sparse tensor is not a leaf (as torch)
-    return SparseTensor(indices, values, size, coalesced=bool(is_coalesced))
+    return SparseTensor(indices, values, size, coalesced=nnz < 2 if is_coalesced is None else bool(is_coalesced))
 
 
 def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout: Any = None) -> SparseTensor:
     """The sparse COO tensor of a strided one's nonzero entries (the first ``sparse_dim`` dims sparse, all by default);
-    differentiable: the gradient comes back dense."""
-    if isinstance(input, SparseTensor):
-        return input.to_sparse(sparse_dim)
+    differentiable: the gradient comes back dense. A sparse COO tensor is returned as it is."""
     if layout is not None and layout is not sparse_coo:
-        raise RuntimeError(f"to_sparse: only layout genesis.sparse_coo is supported, got {layout}")
-    _check_cpu("to_sparse", input.device)
+        raise RuntimeError(f"to_sparse: only layout genesis.sparse_coo is supported here, got {layout}")
+    if isinstance(input, SparseTensor):
+        if sparse_dim is not None and sparse_dim != input.sparse_dim():
+            raise RuntimeError(f"to_sparse: conversion from sparse_coo with sparse_dim {input.sparse_dim()} to "
+                               f"sparse_dim {sparse_dim} is not supported")
+        return input
+    check_cpu("to_sparse", input.device)
     sparse_dim = input.ndim if sparse_dim is None else sparse_dim
     if not 0 < sparse_dim <= input.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim argument must be in [1, {input.ndim}] range, but {sparse_dim} "
@@ -402,31 +543,35 @@ def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout: Any = Non
 
 def to_dense(input: Tensor, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
     """The strided tensor of a sparse one (a strided tensor is returned as it is, as torch)."""
-    if isinstance(input, SparseTensor):
+    if isinstance(input, SparseBase):
         return input.to_dense(dtype)
     return input if dtype is None else input.to(dtypes.to_dtype(dtype))
 
 
 def is_sparse(input: Tensor) -> bool:
-    """Whether ``input`` is a sparse tensor (``Tensor.is_sparse``)."""
+    """Whether ``input`` is a sparse COO tensor (``Tensor.is_sparse``; False for CSR, as torch)."""
     return isinstance(input, SparseTensor)
 
 
 def layout_of(input: Tensor) -> layout:
-    """The layout of a tensor (``Tensor.layout``): :data:`strided` or :data:`sparse_coo`."""
-    return sparse_coo if isinstance(input, SparseTensor) else strided
+    """The layout of a tensor (``Tensor.layout``): :data:`strided`, :data:`sparse_coo` or :data:`sparse_csr`."""
+    return input.layout if isinstance(input, SparseBase) else strided
+
+
+def is_sparse_csr(input: Tensor) -> bool:
+    """Whether ``input`` is a sparse CSR tensor (``Tensor.is_sparse_csr``)."""
+    return layout_of(input) is sparse_csr
 
 
 def sparse_mm(sparse: SparseTensor, dense: Tensor, op: str = "sparse.mm") -> Tensor:
-    """``sparse @ dense`` for a 2-D sparse COO matrix and a 2-D strided one, as a strided tensor.
+    """``sparse @ dense`` for a 2-D sparse COO matrix and a 2-D strided one, as a strided tensor (sparse @ sparse:
+    a coalesced sparse tensor).
 
     Each stored entry ``(i, k, v)`` adds ``v * dense[k]`` to row ``i`` of the result; gradients flow to ``dense``
     and to the sparse tensor's values.
     """
     if not isinstance(sparse, SparseTensor):
         raise RuntimeError(f"{op}: expected a sparse COO first argument, got a strided tensor")
-    if isinstance(dense, SparseTensor):
-        raise NotImplementedError(f"{op}: sparse @ sparse is not supported; the second argument must be strided")
     if sparse.ndim != 2 or sparse.sparse_dim() != 2 or dense.ndim != 2:
         raise RuntimeError(f"{op}: expected 2-D sparse (with 2 sparse dims) and 2-D dense matrices, got "
                            f"{sparse.ndim}-D and {dense.ndim}-D")
@@ -436,26 +581,29 @@ def sparse_mm(sparse: SparseTensor, dense: Tensor, op: str = "sparse.mm") -> Ten
     if sparse.dtype is not dense.dtype:
         raise RuntimeError(f"{op}: expected mat1 and mat2 to have the same dtype, but got: {sparse.dtype} != "
                            f"{dense.dtype}")
-    _check_cpu(op, dense.device)
     rows, cols = sparse._indices_t[0], sparse._indices_t[1]
+    if isinstance(dense, SparseTensor):
+        if dense.sparse_dim() != 2:
+            raise RuntimeError(f"{op}: expected a 2-D sparse COO second matrix with 2 sparse dims")
+        # Every pair of entries (i, k, a) and (k, j, b) adds a * b at (i, j).
+        left, right = _equal_pairs(dense._indices_t[0], cols)
+        indices = stack([rows[left], dense._indices_t[1][right]])
+        values = sparse._values_t[left] * dense._values_t[right]
+        return SparseTensor(indices, values, (sparse.shape[0], dense.shape[1])).coalesce()
+    check_cpu(op, dense.device)
     products = sparse._values_t.unsqueeze(1) * dense.index_select(0, cols)  # (nnz, m)
     out = zeros(sparse.shape[0], dense.shape[1], dtype=dense.dtype, device=dense.device)
     return out.index_add(0, rows, products)
 
 
-def transpose_sparse(input: SparseTensor) -> SparseTensor:
-    """The transpose of a 2-D sparse COO matrix (its two rows of indices swapped)."""
-    return SparseTensor(input._indices_t.flip(0), input._values_t, (input.shape[1], input.shape[0]))
-
-
 def sparse_matmul(input: Tensor, other: Tensor, op: str) -> Tensor:
-    """``mm`` / ``matmul`` / ``@`` with a sparse COO operand: sparse @ dense, or dense @ sparse as
-    ``(sparse.T @ dense.T).T``; a strided result either way."""
+    """``mm`` / ``matmul`` / ``@`` with a sparse COO operand: sparse @ dense (or @ sparse), or dense @ sparse as
+    ``(sparse.T @ dense.T).T``; a strided result but for sparse @ sparse."""
     if isinstance(input, SparseTensor):
         return sparse_mm(input, other, op)
-    if input.ndim != 2:
-        raise RuntimeError(f"{op}: expected a 2-D strided matrix beside a sparse one, got {input.ndim}-D")
-    return sparse_mm(transpose_sparse(other), input.mT, op).mT
+    if input.ndim != 2 or other.ndim != 2:
+        raise RuntimeError(f"{op}: expected 2-D matrices, got {input.ndim}-D and {other.ndim}-D")
+    return sparse_mm(other.t(), input.mT, op).mT
 
 
 def spmm(input: SparseTensor, mat2: Tensor) -> Tensor:
@@ -463,11 +611,14 @@ def spmm(input: SparseTensor, mat2: Tensor) -> Tensor:
     return sparse_mm(input, mat2, "spmm")
 
 
-def sparse_sum(input: SparseTensor, dim: int | Sequence[int] | None = None, dtype: Any = None) -> Tensor:
+def sparse_sum(input: SparseTensor, dim: int | Sequence[int] | None = None, dtype: Any = None,
+               keepdim: bool = False) -> Tensor:
     """Sum of a sparse COO tensor's entries over ``dim`` (all by default), as ``torch.sparse.sum``.
 
     Summing over every sparse dimension gives a strided tensor; otherwise a coalesced sparse tensor over the
-    remaining dimensions.
+    remaining dimensions. ``keepdim`` (``Tensor.sum``'s) keeps the summed dims with size one: summed sparse dims as
+    rows of zero indices (the result then not marked coalesced, as torch), summed dense dims dense (torch makes
+    them sparse).
     """
     if not isinstance(input, SparseTensor):
         raise RuntimeError("sparse.sum: expected a sparse COO tensor, got a strided tensor")
@@ -475,12 +626,19 @@ def sparse_sum(input: SparseTensor, dim: int | Sequence[int] | None = None, dtyp
     if dim is None:
         return values.sum()
     dims = normalize_dims("sparse.sum", dim, input.ndim)
+    kept_size = [1 if d in dims else n for d, n in enumerate(input.shape)]
     k = input.sparse_dim()
     dense_dims = [d - k + 1 for d in dims if d >= k]
     if dense_dims:
-        values = values.sum(dense_dims)
+        values = values.sum(dense_dims, keepdim=keepdim)
     kept = [d for d in range(k) if d not in dims]
     if not kept:
-        return values.sum(0)
-    size = tuple(n for d, n in enumerate(input.shape) if d not in dims)
-    return SparseTensor(input._indices_t[kept], values, size).coalesce()
+        total = values.sum(0)
+        return total.reshape(kept_size) if keepdim else total
+    size = tuple(input.shape[d] for d in kept) + tuple(values.shape[1:])
+    out = SparseTensor(input._indices_t[kept], values, size).coalesce()
+    if not keepdim or len(kept) == k:
+        return out
+    zero = out._indices_t.new_zeros(out._nnz())
+    rows = [out._indices_t[kept.index(d)] if d in kept else zero for d in range(k)]
+    return SparseTensor(stack(rows), out._values_t, tuple(kept_size), coalesced=out._nnz() < 2)

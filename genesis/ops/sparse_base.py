@@ -1,0 +1,167 @@
+"""What every sparse layout shares: the :class:`layout` objects (``strided``, ``sparse_coo``, ``sparse_csr``) and
+:class:`SparseBase`, the Tensor subclass under COO (``genesis.ops.sparse``) and CSR (``genesis.ops.sparse_csr``)
+tensors: a size and a ``values`` tensor that carries dtype, device and autograd, and no strided array, so that an op
+without a sparse version raises NotImplementedError naming itself and listing what the layout supports.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from genesis import dtypes
+from genesis.device import device as Device
+from genesis.device import factory_device
+from genesis.ndarray import normalize_dim
+from genesis.tensor import Size, Tensor, parse_to_args
+from genesis.tensor import tensor as _from_data
+
+
+class layout:
+    """A tensor's memory layout, as ``torch.layout``: :data:`strided` (dense), :data:`sparse_coo` or
+    :data:`sparse_csr`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"genesis.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+
+
+def _unsupported_op() -> str:
+    """The name of the outermost Genesis op or Tensor method on the call stack (the one the user called)."""
+    from genesis.ops import registry  # the registry imports the sparse ops, hence this module: look it up late
+
+    codes: dict = {}
+    for op in registry.OPS:  # the first name of an op wins over its aliases (mul, not multiply)
+        codes.setdefault(getattr(op.fn, "__code__", None), op.name)
+    methods: dict = {}
+    for name, attr in vars(Tensor).items():
+        fn = attr.fget if isinstance(attr, property) else attr
+        methods.setdefault(getattr(fn, "__code__", None), set()).add(name)
+    for code, names in methods.items():
+        if len(names) == 1:  # a code shared by several methods (a generated wrapper) names none of them
+            codes.setdefault(code, names.pop())
+    found = "this op"
+    frame = sys._getframe(2)
+    while frame is not None:
+        found = codes.get(frame.f_code, found)
+        frame = frame.f_back
+    return found
+
+
+class SparseBase(Tensor):
+    """What sparse COO and CSR tensors share: a size and a ``values`` tensor that carries the dtype, the device and
+    autograd, and no strided array (an op without a sparse version raises NotImplementedError naming itself)."""
+
+    _values_t: Tensor
+    _size: Size
+    #: The layout's name in messages ("COO", "CSR") and the ops it supports.
+    _KIND = ""
+    _SUPPORTED: tuple[str, ...] = ()
+
+    @property
+    def ndarray(self) -> Any:
+        """Sparse tensors have no strided array: reaching for one means an op without sparse support was called."""
+        raise NotImplementedError(f"{_unsupported_op()}: not supported for sparse {self._KIND} tensors (layout "
+                                  f"{self.layout}); they support only {', '.join(self._SUPPORTED)}. Call .to_dense() "
+                                  "first")
+
+    def _with_values(self, values: Tensor) -> SparseBase:
+        """The same sparsity pattern over other values."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> Size:
+        return self._size
+
+    def size(self, dim: int | None = None) -> Any:
+        return self._size if dim is None else self._size[normalize_dim("size", dim, len(self._size))]
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return self._values_t.dtype
+
+    @property
+    def device(self) -> Device:
+        return self._values_t.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._size)
+
+    def dim(self) -> int:
+        return len(self._size)
+
+    # ------------------------------------------------------------ autograd, through the values
+    @property
+    def requires_grad(self) -> bool:
+        return self._values_t.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self._values_t.requires_grad = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> SparseBase:
+        self._values_t.requires_grad_(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self) -> Any:
+        return self._values_t.grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._values_t.grad_fn is None
+
+    @property
+    def grad(self) -> SparseBase | None:
+        """The gradient of a leaf sparse tensor: a sparse tensor of its layout over its (coalesced) pattern."""
+        g = self._values_t.grad
+        return None if g is None else self._grad_from(g)
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            raise RuntimeError(f"grad: only None can be assigned to the gradient of a sparse {self._KIND} tensor")
+        self._values_t.grad = None
+
+    def _grad_from(self, g: Tensor) -> SparseBase:
+        """A leaf's gradient, from the gradient of its stored values."""
+        return self._with_values(g)
+
+    def detach(self) -> SparseBase:
+        return self._with_values(self._values_t.detach())
+
+    def to(self, *args: Any, **kwargs: Any) -> SparseBase:
+        """The tensor with its values cast to another dtype (differentiable), as ``Tensor.to``; the CPU is the only
+        device. Returns the tensor itself when nothing changes (``copy=True``: a copy)."""
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        device, dtype, copy = parse_to_args(*args, **kwargs)
+        if device is not None:
+            check_cpu("to", device, self._KIND)
+        out = self if dtype is None or dtype is self.dtype else self._with_values(self._values_t.to(dtype))
+        return out.clone() if copy and out is self else out
+
+
+def check_cpu(op: str, device: Device, kind: str = "COO") -> None:
+    """RuntimeError naming ``op`` unless ``device`` is the CPU (sparse tensors live there only)."""
+    if device.type != "cpu":
+        raise RuntimeError(f"{op}: sparse {kind} tensors are supported on the CPU only, got device {device}")
+
+
+def coerce_tensor(data: Any, dtype: dtypes.dtype | None, device: Any) -> Tensor:
+    """A tensor argument of a sparse constructor as a Tensor (data as ``genesis.tensor`` makes it) on ``device``."""
+    if isinstance(data, Tensor):
+        return data if device is None else data.to(factory_device(device))
+    return _from_data(data, dtype=dtype, device=device)
