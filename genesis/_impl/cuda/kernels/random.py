@@ -37,6 +37,8 @@ def dropout_kernel(x, out, n, seed, offset, p, scale, BLOCK: tl.constexpr):
     m = offs < n
     keep = tl.rand(seed, offset + offs) >= p
     v = tl.load(x + offs, mask=m, other=0.0)
-    if not v.dtype.is_fp64():
-        v = v.to(tl.float32)
-    tl.store(out + offs, tl.where(keep, v * scale, 0.0).to(out.dtype.element_ty), mask=m)
+    if v.dtype.is_fp64():
+        y = v * scale
+    else:
+        y = v.to(tl.float32) * scale
+    tl.store(out + offs, tl.where(keep, y, 0.0).to(out.dtype.element_ty), mask=m)
