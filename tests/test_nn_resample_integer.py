@@ -10,7 +10,8 @@ import random
 import pytest
 import torch
 
-from tests.helpers import check, check_error
+import genesis
+from tests.helpers import DEVICE, TORCH_DTYPE, check, check_error, rand, to_torch
 
 BYTES = torch.uint8
 
@@ -140,3 +141,24 @@ def test_other_integer_dtypes_raise_like_torch(dtype, mode, shape, kwargs):
 def test_uint8_modes_torch_rejects(mode, shape):
     check_error(NotImplementedError, resize(size=(3,) * (len(shape) - 2), mode=mode), image(*shape),
                 match="not implemented")
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_float_nearest_1d_indices_as_torch(mode: str, dtype: torch.dtype) -> None:
+    """1-d float nearest picks torch's 1-d kernel's sources (its generic float32 arithmetic, not the 2-d kernel's
+    shortcuts) at sizes and factors where a product lands next to an integer, and its gradient sums the output
+    gradients over the picks. With a scale factor, torch's own backward picks other sources than its forward (2.01
+    and 1.05 here): there the values are compared with torch's and the gradient with the sum over the picks."""
+    x = rand(2, 3, 13, dtype=dtype, seed=11)
+    g_dtype = next(g for g, t in TORCH_DTYPE.items() if t is dtype)
+    for kwargs in ({"size": 27}, {"size": 26}, {"size": 7}, {"size": 150}):
+        check(lambda lib, x, kw=kwargs: lib.nn.functional.interpolate(x, mode=mode, **kw), x)
+    for factor in (2.01, 1.05, 1 / 3, 2.5):
+        check(lambda lib, x, f=factor: lib.nn.functional.interpolate(x, mode=mode, scale_factor=f), x, backward=False)
+        ramp = genesis.arange(13.0, dtype=g_dtype, device=DEVICE).reshape(1, 1, 13).requires_grad_()
+        out = genesis.nn.functional.interpolate(ramp, mode=mode, scale_factor=factor)
+        out.sum().backward()
+        picks = to_torch(out.detach()).long().flatten()  # the ramp's values are its indices
+        expected = torch.zeros(13, dtype=dtype).index_add_(0, picks, torch.ones(picks.numel(), dtype=dtype))
+        assert torch.equal(to_torch(ramp.grad).flatten(), expected)

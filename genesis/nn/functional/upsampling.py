@@ -325,8 +325,9 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
         return _antialiased(input, out_sizes, scales, bool(align_corners), mode)
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, out_sizes)
-    if n <= 2 and mode not in ("trilinear", "bicubic") and input.dtype.is_floating_point:
-        # One resampling kernel each way (1-d runs as 2-d over a height of one).
+    nearest_1d = n == 1 and mode in ("nearest", "nearest-exact")  # torch's 1-d kernel rounds as its generic one
+    if n <= 2 and mode not in ("trilinear", "bicubic") and input.dtype.is_floating_point and not nearest_1d:
+        # One resampling kernel each way (1-d linear runs as 2-d over a height of one).
         kernel_mode = "bilinear" if mode in linear_modes else mode
         x = input if n == 2 else input.unsqueeze(2)
         sizes = tuple(out_sizes) if n == 2 else (1, out_sizes[0])
