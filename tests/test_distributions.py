@@ -5,7 +5,7 @@ by their gradients given the same draw; argument validation with torch's excepti
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pytest
 import torch
@@ -235,18 +235,27 @@ def _rsample_case(name: str) -> tuple[Callable, Callable]:
 def test_rsample_gradients(name: str) -> None:
     """Gradients of a reparameterized draw equal torch's for the same draw (same formula, same noise)."""
     build, torch_draw = _rsample_case(name)
-    params = FAMILIES[name][1]()
+    check_rsample_gradients(build, FAMILIES[name][1](), torch_draw, seed=3, value_rtol=1e-9, grad_atol=1e-9)
+
+
+def check_rsample_gradients(build: Callable, params: Sequence[torch.Tensor], torch_draw: Callable, seed: int,
+                            value_rtol: float, grad_atol: float) -> None:
+    """Draw five samples with ``build(genesis, *params).rsample`` and backpropagate a random weighting of them;
+    ``torch_draw(torch_params, x)`` rebuilds the draw ``x`` in torch (same formula, same noise): its values and every
+    parameter's gradient equal Genesis's."""
     g_params = [to_genesis(p) for p in params]
-    genesis.manual_seed(3)
+    genesis.manual_seed(seed)
     x = build(genesis, *g_params).rsample((5,))
+    assert x.requires_grad
     w = torch.randn(tuple(x.shape), dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     (x * to_genesis(w, requires_grad=False)).sum().backward()
     t_params = [p.detach().clone().requires_grad_() for p in params]
     t_x = torch_draw(t_params, to_torch(x))
-    torch.testing.assert_close(t_x.detach(), to_torch(x), rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(t_x.detach(), to_torch(x), rtol=value_rtol, atol=1e-9)
     (t_x * w).sum().backward()
     for g, t in zip(g_params, t_params):
-        torch.testing.assert_close(to_torch(g.grad), t.grad, rtol=1e-6, atol=1e-9)
+        assert g.grad is not None
+        torch.testing.assert_close(to_torch(g.grad), t.grad, rtol=1e-6, atol=grad_atol)
 
 
 @pytest.mark.parametrize("name", ["Dirichlet", "Beta"])

@@ -313,20 +313,7 @@ RSAMPLE_CASES: dict[str, Callable] = {
 def test_rsample_gradients(name: str) -> None:
     """Gradients of a reparameterized draw equal torch's for the same draw (same formula, same noise)."""
     build, make = FAMILIES[name]
-    params = make()
-    g_params = [to_genesis(p) for p in params]
-    genesis.manual_seed(6)
-    x = build(genesis, *g_params).rsample((5,))
-    assert x.requires_grad
-    w = torch.randn(tuple(x.shape), dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    (x * to_genesis(w, requires_grad=False)).sum().backward()
-    t_params = [p.detach().clone().requires_grad_() for p in params]
-    t_x = RSAMPLE_CASES[name](t_params, to_torch(x))
-    torch.testing.assert_close(t_x.detach(), to_torch(x), rtol=1e-7, atol=1e-9)
-    (t_x * w).sum().backward()
-    for g, t in zip(g_params, t_params):
-        assert g.grad is not None
-        torch.testing.assert_close(to_torch(g.grad), t.grad, rtol=1e-6, atol=1e-8)
+    shared.check_rsample_gradients(build, make(), RSAMPLE_CASES[name], seed=6, value_rtol=1e-7, grad_atol=1e-8)
 
 
 def test_student_t_rsample_gradients() -> None:
