@@ -49,7 +49,9 @@ def main() -> None:
                 and args.variant in c.name)
     cfg = case.small if args.small else case.full
     rng = np.random.default_rng(0)
-    batches = [case.data(rng, cfg) for _ in range(args.warmup + args.steps + 4)]
+    # Warm-up and timed steps, the profiled step, and the three cProfile steps of --python.
+    timed_end = args.warmup + args.steps
+    batches = [case.data(rng, cfg) for _ in range(timed_end + 1 + (3 if args.python else 0))]
     program = start(genesis, case, cfg, args.device, initial_state(case, cfg), parity=False)
     for batch in batches[:args.warmup]:
         program.step(batch)
@@ -65,7 +67,7 @@ def main() -> None:
         else:
             collections[-1][1] = time.perf_counter() - collections[-1][1]
     gc.callbacks.append(on_gc)
-    for i, batch in enumerate(batches[args.warmup:-4]):
+    for i, batch in enumerate(batches[args.warmup:timed_end]):
         calls = stats()["driver_alloc_calls"]
         collections.clear()
         begin = time.perf_counter()
@@ -80,13 +82,13 @@ def main() -> None:
     gc.callbacks.remove(on_gc)
     wall = min(walls)
     with genesis.profiler.profile(record_shapes=False) as prof:
-        program.step(batches[-1])
+        program.step(batches[timed_end])
     print(f"{case.name}: fastest unprofiled step {wall * 1e3:.1f} ms")
     print(prof.key_averages().table(sort_by=args.sort, row_limit=args.limit))
     if args.python:
         profiler = cProfile.Profile()
         profiler.enable()
-        for batch in batches[-4:-1]:
+        for batch in batches[timed_end + 1:]:
             program.step(batch)
         sync()
         profiler.disable()

@@ -17,14 +17,11 @@ from genesis.ops.fused import fused_norm
 from genesis.ops.nn import BatchNorm, GroupNorm, InstanceNorm
 from genesis.tensor import Tensor, arange, zeros
 
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
 
 def _upcast(x: Tensor) -> Tensor:
-    return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
-
-
-_HALF = (dtypes.float16, dtypes.bfloat16)
-_SCALAR_NAMES = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
-                 dtypes.bfloat16: "BFloat16"}
+    return x.float() if x.dtype in _HALF else x
 
 
 def _check_param_dtypes(input: Tensor, *params: Tensor | None) -> None:
@@ -36,8 +33,8 @@ def _check_param_dtypes(input: Tensor, *params: Tensor | None) -> None:
         return
     if found[0] is x:  # the first parameter agrees with the input, a later one does not
         other = next(d for d in found if d is not x)
-        raise RuntimeError(f"expected scalar type {_SCALAR_NAMES.get(x, x.name)} but found "
-                           f"{_SCALAR_NAMES.get(other, other.name)}")
+        raise RuntimeError(f"expected scalar type {dtypes.SCALAR_TYPE_NAMES[x]} but found "
+                           f"{dtypes.SCALAR_TYPE_NAMES[other]}")
     where = input.device.type.upper()
     if all(d is dtypes.float32 for d in found):
         raise RuntimeError(f"mixed dtype ({where}): all inputs must share same datatype.")
@@ -150,12 +147,10 @@ def batch_norm_unchecked(input: Tensor, running_mean: Tensor | None, running_var
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
     _check_param_dtypes(input, weight, bias, running_mean, running_var)
-    params = [t.dtype for t in (weight, bias, running_mean, running_var) if t is not None]
-    half = input.dtype in (dtypes.float16, dtypes.bfloat16)
-    if input.dtype.is_floating_point and (all(d is input.dtype for d in params) or
-                                          (half and all(d is dtypes.float32 for d in params))):
+    if input.dtype.is_floating_point:
         # One fused kernel each way (several times fewer graph nodes than the composite below); half-precision
-        # input keeps its statistics in float32, with parameters of its own dtype or float32 (torch's mixed mode).
+        # input keeps its statistics in float32, with parameters of its own dtype or float32 (torch's mixed mode,
+        # the only mix the check above lets through).
         return BatchNorm.apply(input, weight, bias, running_mean, running_var, training=training,
                                momentum=0.0 if momentum is None else momentum, eps=eps)
     return _batch_norm_composite(input, running_mean, running_var, weight, bias, training, momentum, eps)
