@@ -3,12 +3,14 @@
 Starts one process per local rank with torchrun's environment (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``,
 ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``), prefixes every line of their output with
 ``[rankN]:``, and stops the whole job as soon as any rank fails, exiting with that rank's code. Also installed as the
-console script ``genesis-run``.
+console script ``genesis-run``. ``--numa-binding node|exclusive`` binds each rank to the CPUs near its GPU
+(``genesis.distributed.numa``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import socket
@@ -17,6 +19,8 @@ import sys
 import threading
 import time
 from typing import IO
+
+from genesis.distributed import numa
 
 _GRACE_S = 5.0  # how long ranks get to exit after SIGTERM before SIGKILL
 
@@ -31,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="port of the rendezvous store (0: a free port, one node only)")
     p.add_argument("--standalone", action="store_true", help="one node on a free local port")
     p.add_argument("-m", "--module", action="store_true", help="run the script argument as a Python module")
+    p.add_argument("--numa-binding", "--numa_binding", choices=numa.MODES, default=None,
+                   help="bind local rank i to the CPUs of GPU i's NUMA node (node) or to its own share of them "
+                        "(exclusive)")
     p.add_argument("--no-python", "--no_python", action="store_true", help="run the script argument as a program")
     p.add_argument("script", help="the training script (or module / program)")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
@@ -98,6 +105,10 @@ def launch(argv: list[str] | None = None) -> int:
     lock = threading.Lock()
     procs: list[subprocess.Popen] = []
     pumps = []
+    try:
+        cpus = numa.rank_cpus(args.numa_binding, n) if args.numa_binding else [None] * n
+    except RuntimeError as exc:
+        p.error(str(exc))
     for local in range(n):
         rank = args.node_rank * n + local
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE=str(world),
@@ -105,7 +116,9 @@ def launch(argv: list[str] | None = None) -> int:
                    ROLE_WORLD_SIZE=str(world), MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.master_port),
                    PYTHONUNBUFFERED="1")
         env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun: N processes must not each take every core
-        proc = subprocess.Popen(_command(args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        bind = cpus[local]
+        proc = subprocess.Popen(_command(args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                preexec_fn=functools.partial(os.sched_setaffinity, 0, bind) if bind else None)
         procs.append(proc)
         t = threading.Thread(target=_pump, args=(proc.stdout, f"[rank{rank}]:".encode(), out, lock), daemon=True)
         t.start()
