@@ -1,6 +1,7 @@
 """The autocast cast cache against torch's: which casts are cached, for how long, and what autograd sees.
 
-Genesis casts are counted by a spy on the ``Cast`` primitive; torch's by a dispatch mode on ``aten::_to_copy``.
+Genesis casts are counted by spies on the ``Cast`` primitive and on the casts a linear layer folds into its own node;
+torch's by a dispatch mode on ``aten::_to_copy``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import genesis
+from genesis.ops import autocast
 from genesis.ops.unary import Cast
 from tests.helpers import DEVICE, assert_same, to_genesis, to_torch
 
@@ -41,7 +43,14 @@ def casts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[tuple[int, ...
         seen.append((tuple(x.shape), threading.get_ident()))
         return forward(ctx, x, dtype)
 
+    convert = autocast._convert
+
+    def spy_folded(x: Any, dtype: Any) -> Any:  # the casts a linear layer folds into its own node
+        seen.append((tuple(x.shape), threading.get_ident()))
+        return convert(x, dtype)
+
     monkeypatch.setattr(Cast, "forward", staticmethod(spy))
+    monkeypatch.setattr(autocast, "_convert", spy_folded)
     yield seen
 
 

@@ -6,7 +6,6 @@ The GPUs' NUMA nodes come from a fake sysfs tree (or a stub), so the tests run o
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
@@ -78,6 +77,14 @@ def test_launcher_reports_missing_gpus(monkeypatch, capsys) -> None:
 
     monkeypatch.setattr(numa, "gpu_pci_addresses", none)
     with pytest.raises(SystemExit) as exc:
-        run.launch(["--nproc-per-node", "2", "--numa-binding", "node", sys.argv[0]])
+        run.launch(["--nproc-per-node", "2", "--numa-binding", "node", "train.py"])
     assert exc.value.code == 2
     assert "2 ranks on this node but only 0 visible GPU(s)" in capsys.readouterr().err
+
+
+def test_without_gpus_the_launcher_says_so(capsys) -> None:
+    if numa.cuda_probe._probe() >= 2:
+        pytest.skip("this machine has the GPUs")
+    with pytest.raises(SystemExit):
+        run.launch(["--nproc-per-node", "2", "--numa-binding", "node", "train.py"])
+    assert "--numa-binding: 2 GPU(s) needed but" in capsys.readouterr().err

@@ -25,6 +25,25 @@ def _probe() -> int:
         return 0
 
 
+def pci_addresses(count: int) -> list[str]:
+    """The PCI addresses (``0000:1b:00.0``) of the first ``count`` CUDA devices, in CUDA's order (which follows
+    ``CUDA_VISIBLE_DEVICES``), read through the driver without creating a context; RuntimeError when there are
+    fewer devices or no driver."""
+    visible = _probe()
+    if visible < count:
+        raise RuntimeError(f"{count} GPU(s) needed but {visible} visible (driver, bindings and CUDA_VISIBLE_DEVICES)")
+    from cuda.bindings import driver
+
+    addresses = []
+    for index in range(count):
+        err, dev = driver.cuDeviceGet(index)
+        err, raw = driver.cuDeviceGetPCIBusId(32, dev)
+        if int(err) != 0:
+            raise RuntimeError(f"the driver gave no PCI address for GPU {index} ({err!r})")
+        addresses.append(raw.split(b"\0", 1)[0].decode().lower())
+    return addresses
+
+
 def _describe_devices(driver: object, found: dict[str, object]) -> None:
     """Fill ``found`` with the driver's CUDA version and each GPU's name and compute capability."""
     err, version = driver.cuDriverGetVersion()

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 
+from genesis._impl import cuda_probe
+
 MODES = ("node", "exclusive")
 
 
@@ -38,24 +40,11 @@ def _read(path: str) -> str:
 
 
 def gpu_pci_addresses(count: int) -> list[str]:
-    """The PCI addresses (``0000:1b:00.0``) of the first ``count`` CUDA devices, in CUDA's order (which follows
-    ``CUDA_VISIBLE_DEVICES``), read through the driver without creating a context."""
+    """The PCI addresses of the first ``count`` visible GPUs, in CUDA's order."""
     try:
-        from cuda.bindings import driver
-    except ImportError as exc:
-        raise RuntimeError("--numa-binding needs the NVIDIA driver bindings (cuda-bindings) to find the GPUs") from exc
-    (err,) = driver.cuInit(0)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"--numa-binding: the CUDA driver did not start ({err.name})")
-    err, visible = driver.cuDeviceGetCount()
-    if visible < count:
-        raise RuntimeError(f"--numa-binding: {count} ranks on this node but only {visible} visible GPU(s)")
-    addresses = []
-    for index in range(count):
-        err, dev = driver.cuDeviceGet(index)
-        err, raw = driver.cuDeviceGetPCIBusId(32, dev)
-        addresses.append(raw.split(b"\0", 1)[0].decode().lower())
-    return addresses
+        return cuda_probe.pci_addresses(count)
+    except RuntimeError as exc:
+        raise RuntimeError(f"--numa-binding: {exc}") from None
 
 
 def node_of(address: str, sys_root: str = "/sys") -> int:

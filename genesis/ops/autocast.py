@@ -47,6 +47,8 @@ class _State(threading.local):
         self.cache_enabled = True
         # (id(parameter), dtype) -> (parameter, its cast). Holding the parameter keeps its id from being reused.
         self.cache: dict[tuple[int, dtypes.dtype], tuple[Tensor, Tensor]] = {}
+        # The same for casts folded into an op's own node (cast_parameter): (parameter, its cast NDArray).
+        self.arrays: dict[tuple[int, dtypes.dtype], tuple[Tensor, Any]] = {}
 
 
 _state = _State()
@@ -85,6 +87,7 @@ def set_autocast_cache_enabled(enabled: bool) -> None:
 def clear_autocast_cache() -> None:
     """Drop this thread's cached casts (done by itself when the outermost ``autocast`` region exits)."""
     _state.cache.clear()
+    _state.arrays.clear()
 
 
 def autocast_rule(op: str, device_type: str) -> str | None:
@@ -120,6 +123,40 @@ def _cast(x: Tensor, target: dtypes.dtype, lower: dtypes.dtype) -> Tensor:
         out = x.to(target)
     _state.cache[key] = (x, out)
     return out
+
+
+def _convert(x: Any, dtype: dtypes.dtype) -> Any:
+    """The cast of an NDArray that :func:`cast_parameter` makes (one place, so that tests can count casts)."""
+    return x.astype(dtype)
+
+
+def cast_parameter(x: Tensor, lower: dtypes.dtype) -> Any:
+    """The NDArray of the float32 tensor ``x`` cast to the autocast dtype ``lower``, for an op that folds the cast of
+    its parameters into its own graph node (``genesis.ops.nn.CastLinear``): cached in the region under the rule of
+    :func:`_cast`, in a cache of its own (arrays, not graph nodes)."""
+    if not (x.requires_grad and x._base is None and x.is_leaf and _state.cache_enabled
+            and not is_inference_mode_enabled()):
+        return _convert(x.ndarray, lower)
+    key = (id(x), lower)
+    hit = _state.arrays.get(key)
+    if hit is not None and hit[0] is x:
+        return hit[1]
+    out = _convert(x.ndarray, lower)
+    _state.arrays[key] = (x, out)
+    return out
+
+
+def lower_dtype(op: str, x: Any) -> dtypes.dtype | None:
+    """The autocast dtype when autocast would cast ``op``'s floating-point inputs, ``x`` among them, down to it
+    (None otherwise)."""
+    active = _state.active
+    if not active or not _eligible(x):
+        return None
+    device_type = x.device.type
+    target = active.get(device_type)
+    if target is None or POLICY[device_type].get(op) != LOWER:
+        return None
+    return target
 
 
 def autocast_args(op: str, *args: Any) -> tuple[Any, ...]:
@@ -195,7 +232,7 @@ class autocast:
     def __exit__(self, *exc: object) -> None:
         _state.cache_enabled = _state.stack.pop()[3]
         if not _state.stack:  # leaving the outermost region: cached casts must not outlive it
-            _state.cache.clear()
+            clear_autocast_cache()
         _refresh()
 
     def __call__(self, fn: Callable) -> Callable:

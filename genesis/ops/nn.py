@@ -69,6 +69,50 @@ class Linear(Primitive):
         return grad_x, grad_w, grad_b
 
 
+class CastLinear(Primitive):
+    """``Linear`` under autocast with float32 parameters, the casts to the autocast dtype ``dtype`` folded in.
+
+    ``x``, ``w`` and ``b`` enter as they are (their edges); ``x`` is cast inside the node, the parameters' casts come
+    as ``w_low``/``b_low`` (made once per region through the cast cache, ``amp.cast_parameter``), and each input's
+    gradient is cast back to that input's dtype inside the node. torch records a cast node per input plus the
+    product's node; folding the casts leaves one graph node per layer instead of up to four, with the same
+    arithmetic (the product and its gradients in the autocast dtype, each gradient rounded there and then widened,
+    as torch's ``ToCopyBackward0`` does).
+    """
+
+    @staticmethod
+    def forward(ctx, x: NDArray, w: NDArray, b: NDArray | None, *, dtype, w_low: NDArray,
+                b_low: NDArray | None) -> NDArray:
+        ctx.w_low = w_low
+        return Linear.forward(ctx, x.astype(dtype), w_low, b_low)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x_low, _ = ctx.saved_tensors
+        x, w, b = ctx._inputs
+        need_x, need_w, need_b = ctx.needs_input_grad
+        flat = x.ndim != 2
+        if not is_grad_enabled():
+            g, xa = grad.ndarray, x_low.ndarray
+            if flat:
+                g, xa = g.reshape((-1, g.shape[-1])), xa.reshape((-1, xa.shape[-1]))
+            grad_x = g.matmul(ctx.w_low).astype(x.dtype) if need_x else None
+            return (grad_x.reshape(x.shape) if flat and grad_x is not None else grad_x,
+                    g.transpose(0, 1).matmul(xa).astype(w.dtype) if need_w else None,
+                    g.sum((0,)).astype(b.dtype) if need_b else None)
+        # create_graph: tensor ops, the casts recomputed from the inputs and recorded, so that higher-order gradients
+        # reach x and the parameters through them.
+        x2 = x.to(grad.dtype)
+        if flat:
+            grad, x2 = grad.reshape(-1, grad.shape[-1]), x2.reshape(-1, x2.shape[-1])
+        grad_x = (grad @ w.to(grad.dtype)).to(x.dtype) if need_x else None
+        if flat and grad_x is not None:
+            grad_x = grad_x.reshape(x.shape)
+        grad_w = (grad.t() @ x2).to(w.dtype) if need_w else None
+        grad_b = grad.sum(0).to(b.dtype) if need_b else None
+        return grad_x, grad_w, grad_b
+
+
 class Conv(Primitive):
     """``conv(x, w) + bias`` (or the transposed convolution) over the trailing spatial dims."""
 

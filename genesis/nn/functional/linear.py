@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from genesis import amp
+from genesis import amp, dtypes
 from genesis import ops as T
 from genesis.nn.functional._out import write_out
-from genesis.ops.nn import Linear
+from genesis.ops.autocast import cast_parameter, lower_dtype
+from genesis.ops.nn import CastLinear, Linear
 from genesis.tensor import Tensor
 
 
@@ -14,10 +15,19 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Te
 
     ``out=`` writes the result into a preallocated tensor (inference only, no autograd).
     """
+    lower = lower_dtype("linear", input)
+    if (lower is not None and weight.dtype is dtypes.float32 and weight.ndim == 2 and input.ndim >= 2
+            and weight.device == input.device and (bias is None or (
+                bias.dtype is dtypes.float32 and bias.shape == (weight.shape[0],) and bias.device == input.device))):
+        # float32 parameters under autocast: the casts fold into the product's node (one node, not up to four).
+        if input.shape[-1] != weight.shape[-1]:
+            _shape_error(input, weight)
+        result = CastLinear.apply(input, weight, bias, dtype=lower, w_low=cast_parameter(weight, lower),
+                                  b_low=None if bias is None else cast_parameter(bias, lower))
+        return write_out("linear", result, out)
     input, weight, bias = amp.autocast_args("linear", input, weight, bias)
     if input.shape[-1] != weight.shape[-1]:
-        raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, input.shape))} "
-                           f"and {weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")
+        _shape_error(input, weight)
     if weight.ndim == 2 and input.ndim >= 2 and input.dtype is weight.dtype and (
             bias is None or (bias.dtype is weight.dtype and bias.shape == (weight.shape[0],))):
         # One node and one 2-D product over all leading dims (flattened inside the node).
@@ -27,6 +37,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Te
         if bias is not None:
             result = result + bias
     return write_out("linear", result, out)
+
+
+def _shape_error(input: Tensor, weight: Tensor) -> None:
+    raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, input.shape))} "
+                       f"and {weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -1,0 +1,120 @@
+"""A linear layer under autocast with float32 parameters: one graph node whose parameter casts are folded in.
+
+Values, dtypes and every gradient against torch's autocast (which records a cast node per parameter), the node's
+name and edges, frozen and bias-free layers, double backward through the folded casts, and the layers that keep
+the general path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+import genesis
+from genesis.ops.nn import CastLinear
+from tests.helpers import DEVICE, assert_same, rand, to_genesis
+
+LOOSE = {"rtol": 2e-2, "atol": 2e-2}
+
+
+def _run(lib: Any, x: Any, w: Any, b: Any, device: str) -> Any:
+    with lib.autocast(device, dtype=lib.bfloat16):
+        y = lib.nn.functional.linear(x, w, b)
+        loss = (y.float() ** 2).mean()
+    return y, loss
+
+
+@pytest.mark.parametrize("lead", [(6,), (2, 3), (2, 2, 3)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_values_dtypes_and_gradients_match_torch(lead: tuple, with_bias: bool) -> None:
+    x_t = rand(*lead, 5, seed=1, dtype=torch.float32)
+    w_t = rand(4, 5, seed=2, dtype=torch.float32)
+    b_t = rand(4, seed=3, dtype=torch.float32) if with_bias else None
+    x, w = to_genesis(x_t), to_genesis(w_t)
+    b = to_genesis(b_t) if with_bias else None
+    y, loss = _run(genesis, x, w, b, DEVICE)
+    y_t, loss_t = _run(torch, x_t, w_t, b_t, "cpu")
+    assert y.dtype is genesis.bfloat16 and y.grad_fn.name() == "AddmmBackward0"
+    assert_same(y, y_t, **LOOSE)
+    loss.backward()
+    loss_t.backward()
+    assert x.grad.dtype is w.grad.dtype is genesis.float32
+    assert_same(x.grad, x_t.grad, **LOOSE)
+    assert_same(w.grad, w_t.grad, **LOOSE)
+    if with_bias:
+        assert b.grad.dtype is genesis.float32
+        assert_same(b.grad, b_t.grad, **LOOSE)
+
+
+def test_one_node_with_edges_to_the_parameters() -> None:
+    layer = genesis.nn.Linear(5, 4, device=DEVICE)
+    x = genesis.randn(3, 5, device=DEVICE).to(genesis.bfloat16)
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
+        y = layer(x)
+    assert y.grad_fn._fn is CastLinear
+    nodes = [n for n, _ in y.grad_fn.next_functions]
+    assert nodes[0] is None  # x does not require grad
+    assert [n.variable for n in nodes[1:]] == [layer.weight, layer.bias]
+
+
+def test_frozen_weight_and_no_grad() -> None:
+    w_t = rand(4, 5, seed=2, dtype=torch.float32, requires_grad=False)
+    x_t = rand(3, 5, seed=1, dtype=torch.float32)
+    w, x = to_genesis(w_t, requires_grad=False), to_genesis(x_t)
+    y, loss = _run(genesis, x, w, None, DEVICE)
+    y_t, loss_t = _run(torch, x_t, w_t, None, "cpu")
+    loss.backward()
+    loss_t.backward()
+    assert w.grad is None
+    assert_same(x.grad, x_t.grad, **LOOSE)
+    with genesis.no_grad(), genesis.autocast(DEVICE, dtype=genesis.bfloat16):
+        z = genesis.nn.functional.linear(x, to_genesis(w_t))
+    assert z.grad_fn is None and z.dtype is genesis.bfloat16
+    assert_same(z, y_t, **LOOSE)
+
+
+def test_double_backward_reaches_the_parameters() -> None:
+    # A gradient penalty: d/dw of |d loss / d x|^2, through the folded casts.
+    def penalty(lib: Any, x: Any, w: Any, b: Any, device: str) -> Any:
+        with lib.autocast(device, dtype=lib.bfloat16):
+            y = lib.nn.functional.linear(x, w, b)
+            loss = (y.float() ** 2).sum()
+        (gx,) = lib.autograd.grad(loss, x, create_graph=True)
+        return (gx.float() ** 2).sum()
+
+    x_t = rand(3, 5, seed=1, dtype=torch.float32)
+    w_t, b_t = rand(4, 5, seed=2, dtype=torch.float32), rand(4, seed=3, dtype=torch.float32)
+    x, w, b = to_genesis(x_t), to_genesis(w_t), to_genesis(b_t)
+    p, p_t = penalty(genesis, x, w, b, DEVICE), penalty(torch, x_t, w_t, b_t, "cpu")
+    assert_same(p, p_t, **LOOSE)
+    p.backward()
+    p_t.backward()
+    assert_same(w.grad, w_t.grad, rtol=5e-2, atol=5e-2)
+    assert_same(b.grad, b_t.grad, rtol=5e-2, atol=5e-2)
+
+
+def test_other_layouts_keep_the_general_path() -> None:
+    # A bfloat16 bias beside a float32 weight, and a 1-d input: no folding, the same values as torch.
+    w_t = rand(4, 5, seed=2, dtype=torch.float32)
+    b_t = rand(4, seed=3, dtype=torch.bfloat16)
+    v_t = rand(5, seed=4, dtype=torch.float32)
+    w, b, v = to_genesis(w_t), to_genesis(b_t), to_genesis(v_t)
+    for args, args_t in (((v, w, None), (v_t, w_t, None)), ((v.unsqueeze(0), w, b), (v_t.unsqueeze(0), w_t, b_t))):
+        y, _ = _run(genesis, *args, DEVICE)
+        y_t, _ = _run(torch, *args_t, "cpu")
+        assert y.grad_fn._fn is not CastLinear
+        assert y.dtype is genesis.bfloat16
+        assert_same(y, y_t, **LOOSE)
+
+
+def test_shape_mismatch_raises_as_torch() -> None:
+    w = to_genesis(rand(4, 5, seed=2, dtype=torch.float32))
+    x = to_genesis(rand(3, 6, seed=1, dtype=torch.float32))
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
+        with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(3x6 and 5x4\)"):
+            genesis.nn.functional.linear(x, w)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(3x6 and 5x4\)"):
+            torch.nn.functional.linear(torch.zeros(3, 6), torch.zeros(4, 5))
