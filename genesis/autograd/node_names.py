@@ -35,6 +35,7 @@ TORCH_NAMES: dict[str, str] = {
     "genesis.ops.linalg.Matmul": "MmBackward0",  # torch: MmBackward0 for 2-D operands (DotBackward0, BmmBackward0...)
     "genesis.ops.math_special.Entr": "SpecialEntrBackward0",
     "genesis.ops.nn.BatchNorm": "NativeBatchNormBackward0",
+    "genesis.ops.nn.CastConv": "ConvolutionBackward0",  # torch: after one cast node per parameter
     "genesis.ops.nn.CastLinear": "AddmmBackward0",  # torch: AddmmBackward0 after one cast node per parameter
     "genesis.ops.nn.Conv": "ConvolutionBackward0",
     "genesis.ops.nn.CrossEntropy": "NllLossBackward0",  # torch: log_softmax then nll_loss, the last node

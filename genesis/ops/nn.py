@@ -133,6 +133,29 @@ class Conv(Primitive):
         return ConvBackward.apply(grad, x, w, params=params)
 
 
+class CastConv(Primitive):
+    """``Conv`` under autocast with float32 parameters, their casts folded in as ``CastLinear``'s: ``w`` and
+    ``bias`` enter as the parameters (their edges), their casts to the autocast dtype as ``w_low``/``b_low`` (once
+    per region, through the cast cache), and their gradients are cast back inside the node."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, w: NDArray, bias: NDArray | None, *, w_low: NDArray, b_low: NDArray | None,
+                **params) -> NDArray:
+        return Conv.forward(ctx, x, w_low, b_low, **params)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w_low = ctx.saved_tensors
+        w, bias = ctx._inputs[1], ctx._inputs[2]
+        params = ctx.params + (tuple(bool(m) for m in ctx.needs_input_grad[:3]),)
+        if not is_grad_enabled():
+            gx, gw, gb = grad.ndarray.backend.conv_backward(grad.ndarray, x.ndarray, w_low.ndarray, *params)
+        else:  # create_graph: the weight's cast recomputed and recorded, so that it gets higher-order gradients
+            gx, gw, gb = ConvBackward.apply(grad, x, w.to(w_low.dtype), params=params)
+        return (gx, None if gw is None else gw.astype(w.dtype) if isinstance(gw, NDArray) else gw.to(w.dtype),
+                None if gb is None else gb.astype(bias.dtype) if isinstance(gb, NDArray) else gb.to(bias.dtype))
+
+
 class ConvBackward(Primitive):
     """(grad_x, grad_w, grad_bias) of ``Conv`` in one backend call.
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from genesis import amp
+from genesis import amp, dtypes
 from genesis import ops as T
 from genesis.memory_format import is_dense
 from genesis.nn.functional._out import check_out
 from genesis.nn.functional.padding import pad
-from genesis.ops.nn import Conv
+from genesis.ops.autocast import cast_parameter, lower_dtype
+from genesis.ops.nn import CastConv, Conv
 from genesis.tensor import Tensor, arange, zeros
 
 
@@ -44,7 +45,14 @@ def _same_padding(op: str, weight: Tensor, stride: tuple, dilation: tuple, n: in
 def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: int | Sequence[int],
             padding: int | str | Sequence[int], dilation: int | Sequence[int], groups: int,
             transposed: bool = False, output_padding: int | Sequence[int] = 0, out: Tensor | None = None) -> Tensor:
-    input, weight, bias = amp.autocast_args(op, input, weight, bias)
+    lower = lower_dtype(op, input)
+    # float32 parameters under autocast: their casts fold into the convolution's node (CastConv).
+    fold = (lower is not None and out is None and weight.dtype is dtypes.float32 and weight.device == input.device
+            and (bias is None or (bias.dtype is dtypes.float32 and bias.device == input.device)))
+    if fold:
+        (input,) = amp.autocast_args(op, input)
+    else:
+        input, weight, bias = amp.autocast_args(op, input, weight, bias)
     if weight.ndim != n + 2:
         raise RuntimeError(f"{op}: expected a {n + 2}-D weight, got weight of size {list(weight.shape)}")
     if input.ndim not in (n + 1, n + 2):
@@ -107,13 +115,18 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
     if bias is not None and tuple(bias.shape) != (out_channels,):
         raise RuntimeError(f"{op}: Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                            f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
-    if x.dtype is not weight.dtype:
+    if x.dtype is not (lower if fold else weight.dtype):
         raise RuntimeError(f"{op}: Input type ({x.dtype}) and weight type ({weight.dtype}) should be the same")
     if out is not None:
         return _conv_into(op, out, x, weight, bias, batched, stride, padding, dilation, groups, transposed,
                           output_padding, out_channels)
-    result = Conv.apply(x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups,
-                        transposed=transposed, output_padding=output_padding)
+    conv = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, transposed=transposed,
+                output_padding=output_padding)
+    if fold:
+        result = CastConv.apply(x, weight, bias, w_low=cast_parameter(weight, lower),
+                                b_low=None if bias is None else cast_parameter(bias, lower), **conv)
+    else:
+        result = Conv.apply(x, weight, bias, **conv)
     return result if batched else result.squeeze(0)
 
 

@@ -1,4 +1,4 @@
-"""A linear layer under autocast with float32 parameters: one graph node whose parameter casts are folded in.
+"""Linear and convolution layers under autocast with float32 parameters: one graph node, the casts folded in.
 
 Values, dtypes and every gradient against torch's autocast (which records a cast node per parameter), the node's
 name and edges, frozen and bias-free layers, double backward through the folded casts, and the layers that keep
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import genesis
-from genesis.ops.nn import CastLinear
+from genesis.ops.nn import CastConv, CastLinear
 from tests.helpers import DEVICE, assert_same, rand, to_genesis
 
 LOOSE = {"rtol": 2e-2, "atol": 2e-2}
@@ -118,3 +118,73 @@ def test_shape_mismatch_raises_as_torch() -> None:
     with torch.autocast("cpu", dtype=torch.bfloat16):
         with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(3x6 and 5x4\)"):
             torch.nn.functional.linear(torch.zeros(3, 6), torch.zeros(4, 5))
+
+
+# ------------------------------------------------------------------ convolutions
+
+
+def _conv(lib: Any, fn: str, x: Any, w: Any, b: Any, device: str, **kw: Any) -> Any:
+    with lib.autocast(device, dtype=lib.bfloat16):
+        y = getattr(lib.nn.functional, fn)(x, w, b, **kw)
+        loss = (y.float() ** 2).mean()
+    return y, loss
+
+
+@pytest.mark.parametrize("fn,w_shape,kw", [
+    ("conv2d", (4, 3, 3, 3), {"padding": 1}),
+    ("conv2d", (6, 1, 3, 3), {"stride": 2, "groups": 3}),
+    ("conv1d", (4, 3, 2), {}),
+    ("conv_transpose2d", (3, 4, 2, 2), {"stride": 2}),
+])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_conv_values_dtypes_gradients_and_edges(fn: str, w_shape: tuple, kw: dict, with_bias: bool) -> None:
+    spatial = (6,) if fn == "conv1d" else (6, 5)
+    x_t = rand(2, 3, *spatial, seed=1, dtype=torch.float32)
+    out_ch = w_shape[1] * kw.get("groups", 1) if "transpose" in fn else w_shape[0]
+    w_t = rand(*w_shape, seed=2, dtype=torch.float32)
+    b_t = rand(out_ch, seed=3, dtype=torch.float32) if with_bias else None
+    x, w = to_genesis(x_t), to_genesis(w_t)
+    b = to_genesis(b_t) if with_bias else None
+    y, loss = _conv(genesis, fn, x, w, b, DEVICE, **kw)
+    y_t, loss_t = _conv(torch, fn, x_t, w_t, b_t, "cpu", **kw)
+    assert y.dtype is genesis.bfloat16 and y.grad_fn._fn is CastConv
+    assert y.grad_fn.name() == "ConvolutionBackward0"
+    assert [n.variable for n, _ in y.grad_fn.next_functions[1:] if n is not None] == [w] + ([b] if with_bias else [])
+    assert_same(y, y_t, **LOOSE)
+    loss.backward()
+    loss_t.backward()
+    assert x.grad.dtype is w.grad.dtype is genesis.float32
+    assert_same(x.grad, x_t.grad, **LOOSE)
+    assert_same(w.grad, w_t.grad, **LOOSE)
+    if with_bias:
+        assert b.grad.dtype is genesis.float32
+        assert_same(b.grad, b_t.grad, **LOOSE)
+
+
+def test_conv_double_backward_reaches_the_weight() -> None:
+    def penalty(lib: Any, x: Any, w: Any, device: str) -> Any:
+        with lib.autocast(device, dtype=lib.bfloat16):
+            loss = (lib.nn.functional.conv2d(x, w, padding=1).float() ** 2).sum()
+        (gx,) = lib.autograd.grad(loss, x, create_graph=True)
+        return (gx.float() ** 2).sum()
+
+    x_t = rand(1, 2, 5, 5, seed=1, dtype=torch.float32)
+    w_t = rand(3, 2, 3, 3, seed=2, dtype=torch.float32)
+    x, w = to_genesis(x_t), to_genesis(w_t)
+    p, p_t = penalty(genesis, x, w, DEVICE), penalty(torch, x_t, w_t, "cpu")
+    assert_same(p, p_t, **LOOSE)
+    p.backward()
+    p_t.backward()
+    assert w.grad.dtype is genesis.float32
+    assert_same(w.grad, w_t.grad, rtol=5e-2, atol=5e-2)
+
+
+def test_conv_with_out_and_mixed_dtypes_keep_the_general_path() -> None:
+    x_t = rand(1, 3, 5, 5, seed=1, dtype=torch.float32)
+    w_t = rand(4, 3, 3, 3, seed=2, dtype=torch.float32)
+    b_t = rand(4, seed=3, dtype=torch.bfloat16)
+    x, w, b = to_genesis(x_t), to_genesis(w_t), to_genesis(b_t)
+    y, _ = _conv(genesis, "conv2d", x, w, b, DEVICE)
+    y_t, _ = _conv(torch, "conv2d", x_t, w_t, b_t, "cpu")
+    assert y.grad_fn._fn is not CastConv and y.dtype is genesis.bfloat16
+    assert_same(y, y_t, **LOOSE)
