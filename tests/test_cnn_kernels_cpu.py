@@ -32,12 +32,12 @@ def _specs() -> list[tuple]:
     bf, f32, f64, i32, i64 = "*bf16:16", "*fp32:16", "*fp64:16", "*i32:16", "*i64:16"
     pool2d = (1, 3, 3, 1, 2, 2, 0, 1, 1)  # KD..PW for a 3x3 stride-2 pad-1 window
     return [
-        ("max pool fwd bf16 2d", pk.max_pool_fwd, (bf, bf, i64, "i64") + ("i32",) * 7 + ("i64",) * 5,
-         pool2d + (1, 1, 1, float("-inf"), False, 512)),
+        ("max pool fwd bf16 2d, no indices", pk.max_pool_fwd, (bf, bf, bf, "i64") + ("i32",) * 7 + ("i32",) * 5,
+         pool2d + (1, 1, 1, float("-inf"), False, False, 512)),
         ("max pool fwd fp32 3d dilated", pk.max_pool_fwd, (f32, f32, i64, "i64") + ("i32",) * 7 + ("i64",) * 5,
-         (2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, float("-inf"), True, 512)),
-        ("max pool fwd int64", pk.max_pool_fwd, (i64, i64, i64, "i64") + ("i32",) * 7 + ("i64",) * 5,
-         pool2d + (1, 1, 1, -2 ** 63, False, 512)),
+         (2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, float("-inf"), True, True, 512)),
+        ("max pool fwd int64", pk.max_pool_fwd, (i64, i64, i64, "i64") + ("i32",) * 7 + ("i32",) * 5,
+         pool2d + (1, 1, 1, -2 ** 63, False, True, 512)),
         ("avg pool fwd int64", pk.avg_pool_fwd, (i64, i64, "i64") + ("i32",) * 8 + ("i64",) * 5,
          pool2d + (1, 2, False, 512)),
         ("max pool bwd bf16", pk.max_pool_bwd, (bf, i64, bf, "i64") + ("i32",) * 6,

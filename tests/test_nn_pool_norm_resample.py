@@ -393,3 +393,24 @@ def test_norm_parameter_dtypes_as_torch(x_dtype: str, w_dtype: str, bias: str, o
         check(fn, x, w, b, backward=False)
     else:
         check_error(RuntimeError, fn, x, w, b)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_max_pool_forward_without_indices_matches_torch(dtype):
+    # Without grad and without return_indices the argmax is not computed; every way of asking for it still gets it.
+    x_t = rand(2, 3, 9, 11, seed=5, dtype=dtype, requires_grad=False)
+    x = to_genesis(x_t, requires_grad=False)
+    F, TF = genesis.nn.functional, torch.nn.functional
+    with genesis.no_grad():
+        out = F.max_pool2d(x, 3, 2, 1)
+        values, indices = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+    t_values, t_indices = TF.max_pool2d(x_t, 3, 2, 1, return_indices=True)
+    assert out.grad_fn is None
+    for got in (out, values):
+        assert torch.equal(to_torch(got), t_values)
+    assert torch.equal(to_torch(indices), t_indices)
+    assert torch.equal(to_torch(F.max_pool1d(x[0], 3, 2)), TF.max_pool1d(x_t[0], 3, 2))
+    # An input that needs no gradient, outside no_grad: no graph, the same values.
+    assert torch.equal(to_torch(F.max_pool2d(x, 2)), TF.max_pool2d(x_t, 2))
+    # One that does: the gradient through the saved argmax.
+    check(lambda lib, t: lib.nn.functional.max_pool2d(t, 3, 2, 1), x_t.clone().requires_grad_())

@@ -101,8 +101,9 @@ PRIMITIVES: dict[str, str] = {
             "returned",
     "conv_backward": "(grad, x, w, stride, padding, dilation, groups, transposed, output_padding, output_mask): "
                      "(grad_x, grad_w, grad_bias), None where output_mask is False",
-    "pool": "(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override): mode "
-            "'max': (values, int64 argmax indices into each plane), mode 'avg': (values, None); 2 or 3 spatial dims",
+    "pool": "(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override, "
+            "indices): mode 'max': (values, int64 argmax indices into each plane, or None when indices is False), "
+            "mode 'avg': (values, None); 2 or 3 spatial dims",
     "pool_backward": "(grad, x, indices, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, "
                      "divisor_override): gradient with respect to x",
     "batch_norm": "(x, weight, bias, running_mean, running_var, training, momentum, eps): (out, save_mean, "

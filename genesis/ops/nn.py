@@ -199,13 +199,16 @@ class ConvBackward(Primitive):
 
 
 class Pool(Primitive):
-    """Max or average pooling over 2 or 3 trailing spatial dims; max also returns the argmax indices."""
+    """Max or average pooling over 2 or 3 trailing spatial dims; max also returns the argmax indices when the caller
+    asks for them (``indices``) or backward will need them (None otherwise: they are not computed)."""
 
     @staticmethod
     def forward(ctx, x: NDArray, *, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
-                ceil_mode: bool, count_include_pad: bool, divisor_override: int | None) -> tuple:
+                ceil_mode: bool, count_include_pad: bool, divisor_override: int | None,
+                indices: bool = False) -> tuple:
+        keep = mode == "max" and (indices or bool(ctx.needs_input_grad and ctx.needs_input_grad[0]))
         values, indices = x.backend.pool(x, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
-                                         divisor_override)
+                                         divisor_override, keep)
         ctx.save_for_backward(x, indices)
         ctx.params = (mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
         if indices is not None:

@@ -40,11 +40,11 @@ _AVG_POOL = {2: (torch.ops.aten.avg_pool2d, torch.ops.aten.avg_pool2d_backward),
 
 
 def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
-         count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
+         count_include_pad: bool, divisor_override: int | None, indices: bool = True) -> tuple[NDArray, NDArray | None]:
     if mode == "max":
-        values, indices = _MAX_POOL[len(kernel)][0](native(x), list(kernel), list(stride), list(padding),
-                                                    list(dilation), ceil_mode)
-        return wrap(values), wrap(indices)
+        values, argmax = _MAX_POOL[len(kernel)][0](native(x), list(kernel), list(stride), list(padding),
+                                                   list(dilation), ceil_mode)
+        return wrap(values), (wrap(argmax) if indices else None)
     return wrap(_AVG_POOL[len(kernel)][0](native(x), list(kernel), list(stride), list(padding), ceil_mode,
                                           count_include_pad, divisor_override)), None
 

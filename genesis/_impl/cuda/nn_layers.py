@@ -9,6 +9,7 @@ reproducible run to run.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -90,7 +91,7 @@ def _div_mode(count_include_pad: bool, divisor_override: int | None) -> int:
 
 
 def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
-         count_include_pad: bool, divisor_override: int | None) -> tuple[NDArray, NDArray | None]:
+         count_include_pad: bool, divisor_override: int | None, indices: bool = True) -> tuple[NDArray, NDArray | None]:
     check_same_device("pool", x)
     nd = len(kernel)
     if x.dtype is dtypes.bool_ or (mode == "avg" and x.dtype.category != 2 and x.dtype is not dtypes.int64):
@@ -102,7 +103,7 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
     size = x.shape[2:]
     out_size = _pool_out(size, kernel, stride, padding, dilation, ceil_mode)
     y = _new((N, C) + out_size, x.dtype, x.device)
-    idx = _new(y.shape, dtypes.int64, x.device) if mode == "max" else None
+    idx = _new(y.shape, dtypes.int64, x.device) if mode == "max" and indices else None
     total = y.size
     if total:
         rt.ensure_device(x.device.index)
@@ -114,10 +115,13 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
         strides = (sN, sC, sD, sH, sW)
         consts = _pool_consts(mode, kernel, stride, padding, dilation)
         if mode == "max":
-            arrays = (x, y, idx)
+            # 32-bit index arithmetic unless an offset into x or y can pass 2**31.
+            span = 1 + sum((n - 1) * abs(s) for n, s in zip(x.shape, x.strides))
+            wide = _wide(span, total)
+            arrays = (x, y, idx if idx is not None else y)
             ptrs, sig = _pointers(arrays)
-            go = _MAX_FWD.launcher(sig + ("i64",) + ("i32",) * 7 + ("i64",) * 5,
-                                   consts + (_lowest(x.dtype), _wide(x.size, total), _POOL_BLOCK), _POOL_WARPS)
+            go = _MAX_FWD.launcher(sig + ("i64",) + ("i32",) * 7 + ("i64" if wide else "i32",) * 5,
+                                   consts + (_lowest(x.dtype), wide, idx is not None, _POOL_BLOCK), _POOL_WARPS)
             go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, *strides)
         else:
             arrays = (x, y)
@@ -262,15 +266,24 @@ def _rows_layout(x: NDArray) -> tuple[NDArray, int, int, int]:
     return _dense(x), N, C, math.prod(x.shape[2:])
 
 
+_BN_LAYOUTS: dict[tuple, tuple] = {}
+
+
 def _bn_layout(x: NDArray) -> tuple[NDArray, int, int, int, memory_format | None]:
     """x as the batch-norm kernels read it: (array, N, C, S, memory format). Dense channels_last input is read in
     place (format channels_last or channels_last_3d) as N * S rows of C channels; other input as contiguous
-    (N, C, S) data (copied when strided)."""
-    N, C = x.shape[:2]
-    fmt = _CL_FORMATS.get(x.ndim)
-    if fmt is None or _contig(x) or not is_dense_in(x.shape, x.strides, fmt):
-        fmt = None
-    return (x if fmt is not None else _dense(x)), N, C, math.prod(x.shape[2:]), fmt
+    (N, C, S) data (copied when strided). The layout analysis is kept per (shape, strides)."""
+    key = (x.shape, x.strides)
+    hit = _BN_LAYOUTS.get(key)
+    if hit is None:
+        fmt = _CL_FORMATS.get(x.ndim)
+        if fmt is None or x.is_contiguous() or not is_dense_in(x.shape, x.strides, fmt):
+            fmt = None
+        if len(_BN_LAYOUTS) > 4096:  # many distinct shapes: start over
+            _BN_LAYOUTS.clear()
+        hit = _BN_LAYOUTS[key] = (x.shape[0], x.shape[1], math.prod(x.shape[2:]), fmt)
+    N, C, S, fmt = hit
+    return (x if fmt is not None else _dense(x)), N, C, S, fmt
 
 
 def _new_in(shape: tuple[int, ...], dtype: dtypes.dtype, device: object, fmt: memory_format | None) -> NDArray:
@@ -291,16 +304,22 @@ def _in_format(a: NDArray, fmt: memory_format | None) -> NDArray:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
+def _bn_cl_tiles(R: int, C: int, device: int) -> tuple[int, int, int, int]:
+    """(BK channels, BR rows per tile, programs P over the rows, rows per program) of ``_bn_partials_cl``."""
+    bk_ = min(_next_pow2(C), 128)
+    br = min(_next_pow2(max(R, 1)), _BN_TILE // bk_)
+    tiles = _cdiv(R, br)
+    P = max(1, min(tiles, _cdiv(6 * rt.multiprocessor_count(device), _cdiv(C, bk_)), 1024))
+    rch = _cdiv(tiles, P) * br
+    return bk_, br, (_cdiv(R, rch) if R else 1), rch
+
+
 def _bn_partials_cl(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, R: int,
                     C: int) -> tuple[NDArray, int]:
     """``_bn_partials`` for R rows of C channels (channels_last): programs over channel blocks x row ranges, about
     six per multiprocessor, each reading (BR, BK) tiles of ``_BN_TILE`` elements."""
-    bk_ = min(_next_pow2(C), 128)
-    br = min(_next_pow2(max(R, 1)), _BN_TILE // bk_)
-    tiles = _cdiv(R, br)
-    P = max(1, min(tiles, _cdiv(6 * rt.multiprocessor_count(xc.device.index), _cdiv(C, bk_)), 1024))
-    rch = _cdiv(tiles, P) * br
-    P = _cdiv(R, rch) if R else 1
+    bk_, br, P, rch = _bn_cl_tiles(R, C, xc.device.index)
     part = _new((3, C, P), acc, xc.device)
     if not backward:
         g = mean = xc
@@ -312,39 +331,50 @@ def _bn_partials_cl(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, b
     return part, P
 
 
+@functools.lru_cache(maxsize=1024)
+def _bn_apply_cl_tiles(R: int, C: int) -> tuple[int, int]:
+    """(BK channels, BR rows) of one ``_bn_apply_cl`` program."""
+    bk_ = min(_next_pow2(C), 256)
+    return bk_, min(_next_pow2(R), max(1, _BN_TILE // bk_))
+
+
 def _bn_apply_cl(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, R: int, C: int, backward: bool) -> None:
     if not out.size:
         return
-    bk_ = min(_next_pow2(C), 256)
-    br = min(_next_pow2(R), max(1, _BN_TILE // bk_))
+    bk_, br = _bn_apply_cl_tiles(R, C)
     arrays = (x, g, coef, out)
     ptrs, sig = _pointers(arrays)
     go = _BN_APPLY_CL.launcher(sig + ("i32", "i32"), (backward, _wide(out.size), br, bk_), 4)
     go(_cdiv(R, br), _cdiv(C, bk_), 1, *ptrs, R, C)
 
 
+@functools.lru_cache(maxsize=1024)
+def _bn_row_tiles(N: int, C: int, S: int, device: int) -> tuple[int | None, int, int, int]:
+    """(row BLOCK or None, BLOCK, chunk, programs P per channel) of ``_bn_partials``."""
+    target = max(1, _cdiv(_BN_PROGRAMS_PER_SM * rt.multiprocessor_count(device), C))
+    rows = _rows_block(S)
+    if rows is not None:
+        chunk = _cdiv(N, max(1, min(target, N, 1024)))
+        return rows, rows, chunk, (_cdiv(N, chunk) if N else 1)
+    count = N * S
+    block = min(max(_next_pow2(count), 16), 1024)
+    chunk = _cdiv(_cdiv(count, max(1, min(target, _cdiv(count, block), 1024))), block) * block
+    return None, block, chunk, (_cdiv(count, chunk) if count else 1)
+
+
 def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, N: int, C: int,
                  S: int) -> tuple[NDArray, int]:
     """Per-(channel, program) partial statistics, about four programs per multiprocessor: each program takes
     ``chunk`` whole rows of S elements (long rows) or ``chunk`` flat elements of the channel (short rows)."""
-    target = max(1, _cdiv(_BN_PROGRAMS_PER_SM * rt.multiprocessor_count(xc.device.index), C))
-    block = _rows_block(S)
-    rows = block is not None
-    if rows:
-        chunk = _cdiv(N, max(1, min(target, N, 1024)))
-        P = _cdiv(N, chunk) if N else 1
-    else:
-        count = N * S
-        block = min(max(_next_pow2(count), 16), 1024)
-        chunk = _cdiv(_cdiv(count, max(1, min(target, _cdiv(count, block), 1024))), block) * block
-        P = _cdiv(count, chunk) if count else 1
+    rows, block, chunk, P = _bn_row_tiles(N, C, S, xc.device.index)
     part = _new((3, C, P), acc, xc.device)
     if not backward:  # the forward reads no gradient or mean
         g = mean = xc
     arrays = (xc, g, mean, part)
     ptrs, sig = _pointers(arrays)
     go = _BN_PARTIALS.launcher(sig + ("i32", "i32", "i32", "i64", "i32"),
-                               (backward, rows, acc is _F64, _wide(xc.size), block), 4 if block <= 512 else 8)
+                               (backward, rows is not None, acc is _F64, _wide(xc.size), block),
+                               4 if block <= 512 else 8)
     go(C, P, 1, *ptrs, N, C, S, chunk, P)
     return part, P
 

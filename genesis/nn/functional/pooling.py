@@ -39,7 +39,7 @@ def _pool_args(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int],
 
 def _run_pool(op: str, n: int, input: Tensor, mode: str, kernel: tuple, stride: tuple, padding: tuple,
               dilation: tuple, ceil_mode: bool, count_include_pad: bool = True,
-              divisor_override: int | None = None) -> tuple[Tensor, Tensor | None]:
+              divisor_override: int | None = None, indices: bool = False) -> tuple[Tensor, Tensor | None]:
     batched = input.ndim == n + 2
     x = input if batched else input.unsqueeze(0)
     if n == 1:
@@ -52,7 +52,7 @@ def _run_pool(op: str, n: int, input: Tensor, mode: str, kernel: tuple, stride: 
             raise RuntimeError(f"{op}: Given input size {list(input.shape)}, calculated output size is too small")
     values, indices = Pool.apply(x, mode=mode, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
                                  ceil_mode=ceil_mode, count_include_pad=count_include_pad,
-                                 divisor_override=divisor_override)
+                                 divisor_override=divisor_override, indices=indices)
     if n == 1:
         values = values.squeeze(2)
         indices = indices.squeeze(2) if indices is not None else None
@@ -75,7 +75,8 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int], 
               padding: int | Sequence[int], dilation: int | Sequence[int], ceil_mode: bool,
               return_indices: bool) -> Tensor | tuple[Tensor, Tensor]:
     kernel, stride, padding, dilation = _pool_args(op, n, input, kernel_size, stride, padding, dilation)
-    values, indices = _run_pool(op, n, input, "max", kernel, stride, padding, dilation, ceil_mode)
+    values, indices = _run_pool(op, n, input, "max", kernel, stride, padding, dilation, ceil_mode,
+                                indices=return_indices)
     return (values, indices) if return_indices else values
 
 

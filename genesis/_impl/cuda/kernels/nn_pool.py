@@ -48,14 +48,15 @@ def max_pool_fwd(
     sN, sC, sD, sH, sW,                          # x strides in elements
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
-    LOWEST: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
+    LOWEST: tl.constexpr, I64: tl.constexpr, INDICES: tl.constexpr, BLOCK: tl.constexpr,
 ):
+    # INDICES: also store each window's argmax into idx (only when backward or the caller needs them).
     offs = _offsets(BLOCK, I64)
     m = offs < total
     n, c, od, oh, ow = _out_coords(offs, C, OD, OH, OW)
     base = x + n * sN + c * sC
     best = tl.full([BLOCK], LOWEST, x.dtype.element_ty)
-    arg = tl.full([BLOCK], -1, tl.int64)
+    arg = tl.full([BLOCK], -1, tl.int64 if I64 else tl.int32)  # widened to int64 by the store
     for a in range(KD):
         iz = od * SD - PD + a * DD
         okd = m & (iz >= 0) & (iz < D)
@@ -71,7 +72,8 @@ def max_pool_fwd(
                 best = tl.where(take, v, best)
                 arg = tl.where(take, (iz * H + ih) * W + iw, arg)
     tl.store(y + offs, best, mask=m)
-    tl.store(idx + offs, arg, mask=m)
+    if INDICES:
+        tl.store(idx + offs, arg, mask=m)
 
 
 @triton.jit
