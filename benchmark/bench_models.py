@@ -2,7 +2,7 @@
 
 Each program is written once in ``benchmark/programs.py`` as a function of ``lib`` (``torch`` or ``genesis``) and
 run twice: both libraries start from the same weights (torch's initial ``state_dict`` copied through numpy) and see
-the same batches (numpy RNG). A row runs, for each library in turn:
+the same batches (numpy RNG). A row runs, for each library:
 
 1. a parity pass: ``--parity`` steps whose losses are compared step by step (``loss_rel_diff`` = max over steps of
    |genesis - torch| / max(|torch|, 1); the row fails above ``loss_tol``: 2e-2 under bf16 autocast, 5e-3 for
@@ -12,8 +12,11 @@ the same batches (numpy RNG). A row runs, for each library in turn:
    timed pass then builds the program anew, with its dropout and sampling on (and TF32 as each library's default,
    or on in both with ``--tf32``);
 2. warm-up steps (8 on cuda, 20 for the CPU rows: a host-bound step reaches its steady speed only after a few
-   steps; both libraries get the same), a device synchronization, ``--steps`` timed steps and a synchronization
-   before the clock is read.
+   steps; both libraries get the same), then the ``--steps`` timed steps in alternating rounds (5 on cuda, 7 on the
+   CPU; each a device synchronization, the round's steps and a synchronization before the clock is read), torch's
+   round then Genesis's; each library's time per step is its median round. Both programs stay built side by side,
+   so a drift in the host's speed reaches both libraries alike (on the GPU machines one process's host speed was
+   seen to swing by tens of percent from run to run).
 
 Rows (``ratio`` = Genesis throughput / torch throughput; for the CPU rows torch ms / Genesis ms per step):
 
@@ -137,6 +140,7 @@ CASES = [
          stochastic=True),
 ]
 ROUNDS = 7  # alternating timing rounds of the CPU rows
+CUDA_ROUNDS = 5  # and of the cuda rows (their --steps split among them)
 MODEL_ROWS = ["gpt2", "gpt2_graph", "qwen", "resnet50", "style", "lstm", "gru", "transformer"]
 CPU_ROWS = ["cpu_mlp", "cpu_pg"]
 
@@ -221,34 +225,29 @@ def seconds_per_step(program: P.Program, batches: list[tuple[np.ndarray, ...]], 
     return (time.perf_counter() - begin) / steps
 
 
-def run_lib(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarray],
-            batches: list[tuple[np.ndarray, ...]], plan: Plan) -> Result:
-    """One library alone on the device: parity pass, warm-up, timed steps; peak device memory over all of them."""
-    reset_peak(lib, device)
-    program, losses = prepare(lib, case, cfg, device, state, batches, plan)
-    seconds = seconds_per_step(program, batches, plan.steps, device)
-    peak = lib.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
-    return Result(losses, seconds, peak, program.notes)
-
-
 def run_interleaved(case: Case, cfg: Any, device: str, state: dict[str, np.ndarray],
                     batches: list[tuple[np.ndarray, ...]], plan: Plan, errors: list[str]) -> dict[str, Result | None]:
-    """Both libraries' programs side by side, timed in alternating rounds (median) so that load drifts on a shared
-    CPU hit both alike; used for the small CPU rows."""
+    """Both libraries' programs side by side, timed in alternating rounds (the median round per library), so that
+    drifts in the host's speed (shared CPUs, virtual machines) hit both alike. On cuda each library's peak
+    ``max_memory_allocated`` counts its own allocations only, so the two programs may share the device."""
     programs, results = {}, {}
     for lib in (torch, genesis):
         try:
+            reset_peak(lib, device)
             programs[lib.__name__] = prepare(lib, case, cfg, device, state, batches, plan)
         except Exception as exc:
             errors.append(f"{lib.__name__}: {error_text(exc)}")
     rounds = {name: [] for name in programs}
-    for _ in range(ROUNDS):
+    n_rounds = ROUNDS if case.unit == "ms" else CUDA_ROUNDS
+    for _ in range(n_rounds):
         for name, (program, _) in programs.items():
-            rounds[name].append(seconds_per_step(program, batches, max(1, plan.steps // ROUNDS), device))
-    for name in ("torch", "genesis"):
+            rounds[name].append(seconds_per_step(program, batches, max(1, plan.steps // n_rounds), device))
+    for lib in (torch, genesis):
+        name = lib.__name__
         if name in programs:
             program, losses = programs[name]
-            results[name] = Result(losses, statistics.median(rounds[name]), None, program.notes)
+            peak = lib.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
+            results[name] = Result(losses, statistics.median(rounds[name]), peak, program.notes)
         else:
             results[name] = None
     return results
@@ -283,15 +282,8 @@ def run_case(case: Case, device: str, small: bool, steps: int | None) -> list[di
         state = initial_state(case, cfg)
     except Exception as exc:
         state, errors = {}, [f"torch: {error_text(exc)}"]
-    if state and cpu_row:
+    if state:
         results = run_interleaved(case, cfg, device, state, batches, plan, errors)
-    elif state:
-        for lib in (torch, genesis):
-            try:
-                results[lib.__name__] = run_lib(lib, case, cfg, device, state, batches, plan)
-            except Exception as exc:
-                errors.append(f"{lib.__name__}: {error_text(exc)}")
-            gc.collect()
     g, t = results["genesis"], results["torch"]
     tol = loss_tolerance(case)
     diff = None
