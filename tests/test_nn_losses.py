@@ -5,7 +5,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from tests.helpers import check, check_error, rand
+from tests.helpers import check, check_error, rand, to_genesis
 
 REDUCTIONS = ["mean", "sum", "none"]
 
@@ -216,3 +216,25 @@ def test_cross_entropy_fused_node_checks_and_dtypes():
                   targets(6, classes=5, ignore=3, seed=2))
     check(ce(reduction="sum"), rand(0, 5, dtype=f32), targets(0, classes=5))
     check(ce(), rand(0, 5, dtype=f32), targets(0, classes=5))
+
+
+def test_nll_loss_is_one_node_with_torch_edge_cases():
+    logp = rand(6, 5, seed=3).log_softmax(1).detach().requires_grad_()
+    t = targets(6, classes=5)
+    out = to_genesis(logp)
+    loss = genesis.nn.functional.nll_loss(out, to_genesis(t))
+    assert loss.grad_fn.name() == "NllLossBackward0"
+    assert [n.name() for n, _ in loss.grad_fn.next_functions if n is not None] == ["AccumulateGrad"]
+    # Every target ignored: the mean is nan and no nan flows back, as in torch.
+    ignored = torch.full((6,), -100)
+    check(lambda lib, x, tt: lib.nn.functional.nll_loss(x, tt), logp, ignored)
+    # Double backward through the loss's gradient (linear in the incoming gradient).
+    w = rand(5, seed=4, low=0.5, high=2.0, requires_grad=False)
+    for reduction in ("mean", "sum", "none"):
+        def twice(lib, x, tt, ww, reduction=reduction):
+            loss = lib.nn.functional.nll_loss(x * x, tt, ww, reduction=reduction)
+            (g,) = lib.autograd.grad(loss.sum(), x, create_graph=True)
+            return (g * g).sum()
+        check(twice, logp, t, w)
+    check_error(RuntimeError, lambda lib, x, tt: lib.nn.functional.nll_loss(x, tt, lib.ones(3, dtype=x.dtype)),
+                logp, t, match="weight tensor should be defined either for all 5 classes")

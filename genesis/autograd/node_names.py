@@ -41,6 +41,7 @@ TORCH_NAMES: dict[str, str] = {
     "genesis.ops.nn.CrossEntropy": "NllLossBackward0",  # torch: log_softmax then nll_loss, the last node
     "genesis.ops.nn.GroupNorm": "NativeGroupNormBackward0",
     "genesis.ops.nn.Linear": "AddmmBackward0",  # torch: AddmmBackward0 for a 2-D input with bias
+    "genesis.ops.nn.NllLoss": "NllLossBackward0",
     "genesis.ops.reduce._NanToZero": "NanToNumBackward0",
     "genesis.ops.sparse.EmbeddingSparseGrad": "EmbeddingBackward0",
     "genesis.ops.unary.Cast": "ToCopyBackward0",

@@ -113,6 +113,56 @@ class CastLinear(Primitive):
         return grad_x, grad_w, grad_b
 
 
+class NllLoss(Primitive):
+    """``nll_loss`` of (N, C) log-probabilities against int64 class indices in one node: optional class weights
+    (no gradient, as torch's), ``ignore_index`` and the reduction.
+
+    Forward on NDArrays: the target classes gathered and weighted (weight 0 for ignored rows), then reduced; ``mean``
+    divides by the summed weights of the rows kept (nan when every row is ignored, as torch). Backward scatters
+    ``-w * grad`` (over that sum for ``mean``) into zeros at the target classes: an ignored row gets an exact zero.
+    """
+
+    @staticmethod
+    def forward(ctx, x: NDArray, target: NDArray, weight: NDArray | None, *, ignore_index: int,
+                reduction: str) -> NDArray:
+        n = x.shape[0]
+        valid = target.binary("ne", ignore_index)
+        col = valid.where(target, 0).reshape((n, 1))
+        w = valid.astype(x.dtype)
+        if weight is not None:
+            w = w * x.backend.gather(weight.astype(x.dtype), 0, col.reshape((n,)))
+        loss = valid.where(-(x.backend.gather(x, 1, col).reshape((n,)) * w), 0.0)
+        ctx.saved = (valid, col, w, x.shape)
+        ctx.reduction = reduction
+        if reduction == "none":
+            return loss
+        total = loss.sum((0,))
+        if reduction == "sum":
+            return total
+        ctx.w_sum = w.sum((0,))
+        return total / ctx.w_sum
+
+    @staticmethod
+    def backward(ctx, grad):
+        valid, col, w, shape = ctx.saved
+        n = shape[0]
+        if is_grad_enabled():  # create_graph: the same in tensor ops, differentiable in grad
+            g = grad.expand(n) if ctx.reduction != "none" else grad
+            if ctx.reduction == "mean":
+                g = g / Tensor._wrap(ctx.w_sum)
+            coef = where(Tensor._wrap(valid), -Tensor._wrap(w) * g, 0.0)
+            zeros = Tensor._wrap(NDArray.full(shape, 0, grad.dtype, grad.device))
+            return zeros.scatter(1, Tensor._wrap(col), coef.unsqueeze(1)), None, None
+        g = grad.ndarray
+        if ctx.reduction == "mean":
+            g = g / ctx.w_sum
+        if ctx.reduction != "none":
+            g = g.expand((n,))
+        coef = valid.where(-(w * g), 0.0)
+        zeros = NDArray.full(shape, 0, coef.dtype, coef.device)
+        return zeros.backend.scatter(zeros, 1, col, coef.reshape((n, 1)), "set"), None, None
+
+
 class Conv(Primitive):
     """``conv(x, w) + bias`` (or the transposed convolution) over the trailing spatial dims."""
 

@@ -9,7 +9,7 @@ from genesis import ops as T
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
 from genesis.ops.fused import fused_cross_entropy
-from genesis.ops.nn import BinaryCrossEntropy, CrossEntropy, check_all, checked_target
+from genesis.ops.nn import BinaryCrossEntropy, CrossEntropy, NllLoss, check_all, checked_target
 from genesis.tensor import Tensor, arange, full, tensor, zeros
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -83,6 +83,14 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     input, target, weight = amp.autocast_args("nll_loss", input, target, weight)
     reduction = _reduction("nll_loss", size_average, reduce, reduction)
     _check_class_target("nll_loss", input, target)
+    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
+    if weight is not None and weight.numel() != classes:
+        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
+                           f"weight tensor of shape: {list(weight.shape)}")
+    if input.ndim == 2 and input.dtype.is_floating_point and (weight is None or weight.ndim == 1):
+        # The common (N, C) case: one graph node (torch's nll_loss kernel), not seven recorded ops.
+        target = _check_target_range(target, ignore_index, input.shape[1])
+        return NllLoss.apply(input, target, weight, ignore_index=ignore_index, reduction=reduction)
     loss, valid, safe = _pick_classes(input, target, ignore_index)
     w = valid.to(input.dtype)
     if weight is not None:
