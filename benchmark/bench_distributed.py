@@ -55,10 +55,30 @@ def _timed_mean(step, sync, warmup: int, repeat: int) -> float:
     return (time.perf_counter() - start) / repeat
 
 
+def qwen_training_step(shape: dict, device: str, dtype: object, batch: int, seq: int,
+                       ddp_kwargs: dict | None) -> tuple:
+    """(step, model as called) of the Genesis training step this benchmark times: the Qwen-shape model (seed 0),
+    wrapped in DistributedDataParallel(**ddp_kwargs) unless ddp_kwargs is None, AdamW, one fixed batch of tokens."""
+    import genesis
+    from genesis.models.qwen import QwenConfig, QwenForCausalLM
+
+    genesis.manual_seed(0)
+    model = QwenForCausalLM(QwenConfig(**shape), device=device, dtype=dtype)
+    net = model if ddp_kwargs is None else genesis.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
+    opt = genesis.optim.AdamW(model.parameters(), lr=1e-5)
+    ids = genesis.randint(0, shape["vocab_size"], (batch, seq), device=device)
+
+    def step() -> None:
+        net(ids, labels=ids).loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step, net
+
+
 def _worker_genesis(args: argparse.Namespace) -> dict:
     import genesis
     import genesis.distributed as dist
-    from genesis.models.qwen import QwenConfig, QwenForCausalLM
 
     cuda = not args.small
     n = int(os.environ.get("WORLD_SIZE", "1"))
@@ -69,19 +89,9 @@ def _worker_genesis(args: argparse.Namespace) -> dict:
     dist.init_process_group("nccl" if cuda else "gloo")
     result = {}
     if args.measure in ("train", "independent"):
-        genesis.manual_seed(0)
         shape = QWEN_SMALL if args.small else QWEN25_05B
-        model = QwenForCausalLM(QwenConfig(**shape), device=device, dtype=dtype)
         ddp = n > 1 and args.measure == "train"
-        net = genesis.nn.parallel.DistributedDataParallel(model) if ddp else model
-        opt = genesis.optim.AdamW(model.parameters(), lr=1e-5)
-        ids = genesis.randint(0, shape["vocab_size"], (args.batch, args.seq), device=device)
-
-        def step() -> None:
-            net(ids, labels=ids).loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-
+        step, _ = qwen_training_step(shape, device, dtype, args.batch, args.seq, {} if ddp else None)
         seconds = timed(step, lambda: genesis.cuda.synchronize() if cuda else None, args.warmup, args.repeat)
         result["tokens_per_s"] = n * args.batch * args.seq / seconds
     else:

@@ -20,9 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import genesis
 import genesis.distributed as dist
+from benchmark.bench_distributed import qwen_training_step
 from benchmark.common import QWEN25_05B, QWEN_SMALL, timed
 from genesis.distributed import collectives
-from genesis.models.qwen import QwenConfig, QwenForCausalLM
 
 
 class _Done:
@@ -33,20 +33,10 @@ class _Done:
 def _variant(name: str, kwargs: dict | None, shape: dict, device: str, dtype, sync, args) -> list[tuple]:
     """[(name, median seconds per step)] of one variant (``kwargs`` None: the plain model), and for plain DDP the
     step's all-reduces alone."""
-    genesis.manual_seed(0)
-    model = QwenForCausalLM(QwenConfig(**shape), device=device, dtype=dtype)
-    net = model if kwargs is None else genesis.nn.parallel.DistributedDataParallel(model, **kwargs)
+    step, net = qwen_training_step(shape, device, dtype, args.batch, args.seq, kwargs)
     real_all_reduce = collectives.all_reduce
     if name == "ddp no all-reduce":
         collectives.all_reduce = lambda *a, **k: _Done()
-    opt = genesis.optim.AdamW(model.parameters(), lr=1e-5)
-    ids = genesis.randint(0, shape["vocab_size"], (args.batch, args.seq), device=device)
-
-    def step() -> None:
-        net(ids, labels=ids).loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
     dist.barrier()
     try:
         out = [(name, timed(step, sync, 3, args.repeat))]
