@@ -266,3 +266,16 @@ def test_convolution_double_backward(name, op, shapes):
     # Gradient penalties (WGAN-GP, R1) differentiate the convolution's gradient again, in every input.
     inputs = [rand(*s, seed=i) for i, s in enumerate(shapes)]
     check(_penalty(op), *inputs)
+
+
+def test_argument_checks_hold_on_every_call():
+    # The checked arguments are kept per call signature: a bad call raises every time, list arguments (not
+    # hashable) are checked at every call, and an unbatched call after a batched one of the same layer is its own.
+    x, w = rand(2, 3, 6, 5), rand(4, 3, 3, 3, seed=1)
+    for _ in range(2):
+        check(lambda lib, a, b: lib.nn.functional.conv2d(a, b, stride=[2, 1], padding=[1, 0]), x, w)
+        check(lambda lib, a, b: lib.nn.functional.conv2d(a, b, padding="same", dilation=(2, 1)), x, w)
+        check(lambda lib, a, b: lib.nn.functional.conv2d(a[0], b, padding=1), x, w)
+        check_error(RuntimeError, lambda lib, a, b: lib.nn.functional.conv2d(a, b, groups=2), x, w)
+        check_error(RuntimeError, lambda lib, a, b: lib.nn.functional.conv2d(a, b, padding=[0, 0], dilation=[3, 3]),
+                    x, w)

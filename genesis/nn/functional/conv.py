@@ -27,11 +27,11 @@ def ntuple(op: str, name: str, value: int | Sequence[int], n: int) -> tuple[int,
     return value
 
 
-def _same_padding(op: str, weight: Tensor, stride: tuple, dilation: tuple, n: int) -> tuple[tuple, tuple | None]:
+def _same_padding(op: str, w_shape: tuple, stride: tuple, dilation: tuple, n: int) -> tuple[tuple, tuple | None]:
     """Symmetric padding for ``padding="same"``, plus the extra right-side padding when the total is odd."""
     if any(s != 1 for s in stride):
         raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
-    total = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+    total = [d * (k - 1) for d, k in zip(dilation, w_shape[2:])]
     sym = tuple(t // 2 for t in total)
     extra = [t - 2 * s for t, s in zip(total, sym)]
     if not any(extra):
@@ -42,24 +42,23 @@ def _same_padding(op: str, weight: Tensor, stride: tuple, dilation: tuple, n: in
     return sym, tuple(pads)
 
 
-def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: int | Sequence[int],
-            padding: int | str | Sequence[int], dilation: int | Sequence[int], groups: int,
-            transposed: bool = False, output_padding: int | Sequence[int] = 0, out: Tensor | None = None) -> Tensor:
-    lower = lower_dtype(op, input)
-    # float32 parameters under autocast: their casts fold into the convolution's node (CastConv).
-    fold = (lower is not None and out is None and weight.dtype is dtypes.float32 and weight.device == input.device
-            and (bias is None or (bias.dtype is dtypes.float32 and bias.device == input.device)))
-    if fold:
-        (input,) = amp.autocast_args(op, input)
-    else:
-        input, weight, bias = amp.autocast_args(op, input, weight, bias)
-    if weight.ndim != n + 2:
-        raise RuntimeError(f"{op}: expected a {n + 2}-D weight, got weight of size {list(weight.shape)}")
-    if input.ndim not in (n + 1, n + 2):
+_PLANS: dict[tuple, tuple] = {}
+
+
+def _conv_plan(op: str, n: int, x_shape: tuple, w_shape: tuple, b_shape: tuple | None, stride: int | Sequence[int],
+               padding: int | str | Sequence[int], dilation: int | Sequence[int], groups: int, transposed: bool,
+               output_padding: int | Sequence[int]) -> tuple:
+    """(batched, stride, padding, dilation, output_padding, extra right padding or None, out channels) of a
+    convolution after torch's argument checks, which raise as torch's; a function of the shapes and arguments
+    only, so ``_convnd`` keeps it per call signature."""
+    if len(w_shape) != n + 2:
+        raise RuntimeError(f"{op}: expected a {n + 2}-D weight, got weight of size {list(w_shape)}")
+    if len(x_shape) not in (n + 1, n + 2):
         raise RuntimeError(f"{op}: Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {op}, but got "
-                           f"input of size: {list(input.shape)}")
-    batched = input.ndim == n + 2
-    x = input if batched else input.unsqueeze(0)
+                           f"input of size: {list(x_shape)}")
+    batched = len(x_shape) == n + 2
+    shape = x_shape if batched else (1,) + x_shape
+    extra = None
     stride = ntuple(op, "stride", stride, n)
     dilation = ntuple(op, "dilation", dilation, n)
     output_padding = ntuple(op, "output_padding", output_padding, n)
@@ -75,19 +74,19 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
         if padding == "valid":
             padding = (0,) * n
         elif padding == "same":
-            padding, extra = _same_padding(op, weight, stride, dilation, n)
-            if extra is not None:
-                x = pad(x, extra)
+            padding, extra = _same_padding(op, w_shape, stride, dilation, n)
         else:
             raise ValueError(f"{op}: Invalid padding string {padding!r}, should be one of ['valid', 'same']")
     padding = ntuple(op, "padding", padding, n)
     if any(p < 0 for p in padding):
         raise RuntimeError(f"{op}: negative padding is not supported, got padding={list(padding)}")
-    channels = x.shape[1]
+    if extra is not None:  # the input as it reaches the kernel, padded on the right (pad's last-dim-first order)
+        shape = shape[:2] + tuple(size + e for size, e in zip(shape[2:], reversed(extra[1::2])))
+    channels = shape[1]
     if transposed:
-        if weight.shape[0] != channels:
-            raise RuntimeError(f"{op}: Given transposed=1, weight of size {list(weight.shape)}, expected input"
-                               f"{list(x.shape)} to have {weight.shape[0]} channels, but got {channels} channels "
+        if w_shape[0] != channels:
+            raise RuntimeError(f"{op}: Given transposed=1, weight of size {list(w_shape)}, expected input"
+                               f"{list(shape)} to have {w_shape[0]} channels, but got {channels} channels "
                                "instead")
         if channels % groups:
             raise RuntimeError(f"{op}: in_channels {channels} must be divisible by groups {groups}")
@@ -96,25 +95,56 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
                 raise RuntimeError(f"{op}: output padding must be smaller than either stride or dilation, got "
                                    f"output_padding={list(output_padding)}, stride={list(stride)}, "
                                    f"dilation={list(dilation)}")
-        out_channels = weight.shape[1] * groups
+        out_channels = w_shape[1] * groups
     else:
-        if weight.shape[1] * groups != channels:
-            raise RuntimeError(f"{op}: Given groups={groups}, weight of size {list(weight.shape)}, expected input"
-                               f"{list(x.shape)} to have {weight.shape[1] * groups} channels, but got {channels} "
+        if w_shape[1] * groups != channels:
+            raise RuntimeError(f"{op}: Given groups={groups}, weight of size {list(w_shape)}, expected input"
+                               f"{list(shape)} to have {w_shape[1] * groups} channels, but got {channels} "
                                "channels instead")
-        if weight.shape[0] % groups:
+        if w_shape[0] % groups:
             raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at "
-                               f"dimension 0, but got weight of size {list(weight.shape)} instead")
-        out_channels = weight.shape[0]
-        padded = [size + 2 * p for size, p in zip(x.shape[2:], padding)]
-        spans = [d * (k - 1) + 1 for d, k in zip(dilation, weight.shape[2:])]
+                               f"dimension 0, but got weight of size {list(w_shape)} instead")
+        out_channels = w_shape[0]
+        padded = [size + 2 * p for size, p in zip(shape[2:], padding)]
+        spans = [d * (k - 1) + 1 for d, k in zip(dilation, w_shape[2:])]
         if any(size < span for size, span in zip(padded, spans)):
             raise RuntimeError(f"{op}: Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
                                f"Kernel size: ({' x '.join(map(str, spans))}). Kernel size can't be greater than "
                                "actual input size")
-    if bias is not None and tuple(bias.shape) != (out_channels,):
-        raise RuntimeError(f"{op}: Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
-                           f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
+    if b_shape is not None and b_shape != (out_channels,):
+        raise RuntimeError(f"{op}: Given weight of size {list(w_shape)}, expected bias to be 1-dimensional with "
+                           f"{out_channels} elements, but got bias of size {list(b_shape)} instead")
+    return batched, stride, padding, dilation, output_padding, extra, out_channels
+
+
+def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: int | Sequence[int],
+            padding: int | str | Sequence[int], dilation: int | Sequence[int], groups: int,
+            transposed: bool = False, output_padding: int | Sequence[int] = 0, out: Tensor | None = None) -> Tensor:
+    lower = lower_dtype(op, input)
+    # float32 parameters under autocast: their casts fold into the convolution's node (CastConv).
+    fold = (lower is not None and out is None and weight.dtype is dtypes.float32 and weight.device == input.device
+            and (bias is None or (bias.dtype is dtypes.float32 and bias.device == input.device)))
+    if fold:
+        (input,) = amp.autocast_args(op, input)
+    else:
+        input, weight, bias = amp.autocast_args(op, input, weight, bias)
+    key = (op, n, input.shape, weight.shape, None if bias is None else bias.shape, stride, padding, dilation, groups,
+           transposed, output_padding)
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:  # list arguments: checked at every call
+        plan, key = None, None
+    if plan is None:
+        plan = _conv_plan(op, n, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape),
+                          stride, padding, dilation, groups, transposed, output_padding)
+        if key is not None:
+            if len(_PLANS) > 4096:  # many distinct shapes: start over
+                _PLANS.clear()
+            _PLANS[key] = plan
+    batched, stride, padding, dilation, output_padding, extra, out_channels = plan
+    x = input if batched else input.unsqueeze(0)
+    if extra is not None:
+        x = pad(x, extra)
     if x.dtype is not (lower if fold else weight.dtype):
         raise RuntimeError(f"{op}: Input type ({x.dtype}) and weight type ({weight.dtype}) should be the same")
     if out is not None:
