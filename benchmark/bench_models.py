@@ -12,11 +12,11 @@ the same batches (numpy RNG). A row runs, for each library:
    timed pass then builds the program anew, with its dropout and sampling on (and TF32 as each library's default,
    or on in both with ``--tf32``);
 2. warm-up steps (8 on cuda, 20 for the CPU rows: a host-bound step reaches its steady speed only after a few
-   steps; both libraries get the same), then the ``--steps`` timed steps in alternating rounds (5 on cuda, 7 on the
-   CPU; each a device synchronization, the round's steps and a synchronization before the clock is read), torch's
-   round then Genesis's; each library's time per step is its median round. Both programs stay built side by side,
-   so a drift in the host's speed reaches both libraries alike (on the GPU machines one process's host speed was
-   seen to swing by tens of percent from run to run).
+   steps; both libraries get the same), then the ``--steps`` timed steps in alternating rounds (5 for the model
+   rows, 7 for the CPU rows; each a device synchronization, the round's steps and a synchronization before the
+   clock is read), torch's round then Genesis's; each library's time per step is its median round. Both programs
+   stay built side by side, so a drift in the host's speed reaches both libraries alike (on the GPU machines one
+   process's host speed was seen to swing by tens of percent from run to run).
 
 Rows (``ratio`` = Genesis throughput / torch throughput; for the CPU rows torch ms / Genesis ms per step):
 
@@ -139,8 +139,8 @@ CASES = [
          P.MLPConfig(inputs=4, outputs=2), P.MLPConfig(inputs=4, outputs=2), "ms", images, 1 / 1.5,
          stochastic=True),
 ]
-ROUNDS = 7  # alternating timing rounds of the CPU rows
-CUDA_ROUNDS = 5  # and of the cuda rows (their --steps split among them)
+ROUNDS = 7  # alternating timing rounds of the CPU rows (cpu_mlp, cpu_pg)
+MODEL_ROUNDS = 5  # and of the model rows, on any device (their --steps split among them)
 MODEL_ROWS = ["gpt2", "gpt2_graph", "qwen", "resnet50", "style", "lstm", "gru", "transformer"]
 CPU_ROWS = ["cpu_mlp", "cpu_pg"]
 
@@ -238,7 +238,7 @@ def run_interleaved(case: Case, cfg: Any, device: str, state: dict[str, np.ndarr
         except Exception as exc:
             errors.append(f"{lib.__name__}: {error_text(exc)}")
     rounds = {name: [] for name in programs}
-    n_rounds = ROUNDS if case.unit == "ms" else CUDA_ROUNDS
+    n_rounds = ROUNDS if case.unit == "ms" else MODEL_ROUNDS
     for _ in range(n_rounds):
         for name, (program, _) in programs.items():
             rounds[name].append(seconds_per_step(program, batches, max(1, plan.steps // n_rounds), device))
