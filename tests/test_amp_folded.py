@@ -184,3 +184,19 @@ def test_conv_with_out_and_mixed_dtypes_keep_the_general_path() -> None:
     y_t, _ = _conv(torch, "conv2d", x_t, w_t, b_t, "cpu")
     assert y.grad_fn._fn is not CastConv and y.dtype is genesis.bfloat16
     assert_same(y, y_t, **LOOSE)
+
+
+def test_no_grad_calls_keep_no_cast_alive() -> None:
+    # Without a graph, the shared no-grad context must not hold the folded weight cast (or the loss's arrays).
+    from genesis.autograd.function import _NO_GRAD_CTX
+
+    layer = genesis.nn.Linear(5, 4, device=DEVICE)
+    x = genesis.randn(3, 5, device=DEVICE)
+    with genesis.no_grad(), genesis.autocast(DEVICE, dtype=genesis.bfloat16):
+        layer(x)
+    with genesis.no_grad():
+        genesis.nn.functional.nll_loss(x.log_softmax(1), genesis.tensor([0, 4, 2], device=DEVICE))
+    assert not any(hasattr(_NO_GRAD_CTX, name) for name in ("w_low", "saved", "w_sum"))
+    with genesis.autocast(DEVICE, dtype=genesis.bfloat16):
+        y = layer(x)
+    assert y.grad_fn.w_low.dtype is genesis.bfloat16  # a recorded call keeps it for backward

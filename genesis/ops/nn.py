@@ -83,7 +83,8 @@ class CastLinear(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray, w: NDArray, b: NDArray | None, *, dtype, w_low: NDArray,
                 b_low: NDArray | None) -> NDArray:
-        ctx.w_low = w_low
+        if ctx.needs_input_grad:  # recorded (the shared no-grad ctx must not keep a weight copy alive)
+            ctx.w_low = w_low
         return Linear.forward(ctx, x.astype(dtype), w_low, b_low)
 
     @staticmethod
@@ -132,15 +133,15 @@ class NllLoss(Primitive):
         if weight is not None:
             w = w * x.backend.gather(weight.astype(x.dtype), 0, col.reshape((n,)))
         loss = valid.where(-(x.backend.gather(x, 1, col).reshape((n,)) * w), 0.0)
-        ctx.saved = (valid, col, w, x.shape)
-        ctx.reduction = reduction
+        w_sum = w.sum((0,)) if reduction == "mean" else None
+        if ctx.needs_input_grad:  # recorded: what backward needs (the shared no-grad ctx keeps nothing)
+            ctx.saved = (valid, col, w, x.shape)
+            ctx.reduction = reduction
+            ctx.w_sum = w_sum
         if reduction == "none":
             return loss
         total = loss.sum((0,))
-        if reduction == "sum":
-            return total
-        ctx.w_sum = w.sum((0,))
-        return total / ctx.w_sum
+        return total if reduction == "sum" else total / w_sum
 
     @staticmethod
     def backward(ctx, grad):
