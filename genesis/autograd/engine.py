@@ -228,6 +228,8 @@ def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_gr
             result.append(None)
             continue
         if g.__class__ is NDArray:
+            if g.dtype is not meta[1] and g.shape == meta[0]:
+                g = g.astype(meta[1])  # widened as an array: no Tensor-level cast (a broadcast one is summed first)
             g = _fn.Tensor._wrap(g)
         elif _is_sparse(g):
             # A sparse gradient (Embedding(sparse=True)) reaches a leaf as it is; any other node gets it dense.

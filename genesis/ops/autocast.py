@@ -112,38 +112,49 @@ def _cast(x: Tensor, target: dtypes.dtype, lower: dtypes.dtype) -> Tensor:
     cast made before the change (the cache empties only when the outermost region exits). Unlike torch's, the
     cache is per thread and keyed by the target dtype too, so a nested region with another dtype casts anew.
     """
-    if not (target is lower and x.dtype is dtypes.float32 and x.requires_grad and x._base is None and x.is_leaf
-            and _state.cache_enabled and not is_inference_mode_enabled()):
+    if target is not lower or x.dtype is not dtypes.float32 or not _cacheable(x):
         return x.to(target)
-    key = (id(x), target)
-    hit = _state.cache.get(key)
+    return _cached(_state.cache, x, target, _cast_recorded)
+
+
+def _cacheable(x: Tensor) -> bool:
+    """torch's cache rule for a float32 tensor: a leaf that requires grad and is not a view, while the cache is on
+    and inference mode is off."""
+    return (x.requires_grad and x._base is None and x.is_leaf and _state.cache_enabled
+            and not is_inference_mode_enabled())
+
+
+def _cached(cache: dict, x: Tensor, dtype: dtypes.dtype, make: Callable[[Tensor, dtypes.dtype], Any]) -> Any:
+    """``make(x, dtype)``, made once per region in ``cache`` (keyed by the tensor's id; the entry holds the tensor,
+    so its id is not reused while the entry lives)."""
+    key = (id(x), dtype)
+    hit = cache.get(key)
     if hit is not None and hit[0] is x:
         return hit[1]
-    with enable_grad():
-        out = x.to(target)
-    _state.cache[key] = (x, out)
+    out = make(x, dtype)
+    cache[key] = (x, out)
     return out
 
 
-def _convert(x: Any, dtype: dtypes.dtype) -> Any:
-    """The cast of an NDArray that :func:`cast_parameter` makes (one place, so that tests can count casts)."""
-    return x.astype(dtype)
+def _cast_recorded(x: Tensor, dtype: dtypes.dtype) -> Tensor:
+    """The cached cast of a parameter as a graph node, recorded even under ``no_grad``."""
+    with enable_grad():
+        return x.to(dtype)
+
+
+def _convert(x: Tensor, dtype: dtypes.dtype) -> Any:
+    """The NDArray of ``x`` cast to ``dtype``: the cast :func:`cast_parameter` makes (one place, so that tests can
+    count casts)."""
+    return x.ndarray.astype(dtype)
 
 
 def cast_parameter(x: Tensor, lower: dtypes.dtype) -> Any:
     """The NDArray of the float32 tensor ``x`` cast to the autocast dtype ``lower``, for an op that folds the cast of
     its parameters into its own graph node (``genesis.ops.nn.CastLinear``): cached in the region under the rule of
     :func:`_cast`, in a cache of its own (arrays, not graph nodes)."""
-    if not (x.requires_grad and x._base is None and x.is_leaf and _state.cache_enabled
-            and not is_inference_mode_enabled()):
-        return _convert(x.ndarray, lower)
-    key = (id(x), lower)
-    hit = _state.arrays.get(key)
-    if hit is not None and hit[0] is x:
-        return hit[1]
-    out = _convert(x.ndarray, lower)
-    _state.arrays[key] = (x, out)
-    return out
+    if not _cacheable(x):
+        return _convert(x, lower)
+    return _cached(_state.arrays, x, lower, _convert)
 
 
 def lower_dtype(op: str, x: Any) -> dtypes.dtype | None:

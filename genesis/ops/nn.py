@@ -46,72 +46,60 @@ class Linear(Primitive):
     @staticmethod
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
-        flat = x.ndim != 2
-        if not is_grad_enabled():
-            # No graph to record (no create_graph): compute on NDArrays, skipping per-op autograd bookkeeping.
-            g, xa, wa = grad.ndarray, x.ndarray, w.ndarray
-            if flat:
-                g, xa = g.reshape((-1, g.shape[-1])), xa.reshape((-1, xa.shape[-1]))
-            grad_x = g.matmul(wa) if ctx.needs_input_grad[0] else None
-            return (grad_x.reshape(x.shape) if flat and grad_x is not None else grad_x,
-                    g.transpose(0, 1).matmul(xa) if ctx.needs_input_grad[1] else None,
-                    g.sum((0,)) if ctx.needs_input_grad[2] else None)
+        return _linear_grads(ctx.needs_input_grad, grad, x, w)
+
+
+def _linear_grads(needs: tuple, grad: Tensor, x: Tensor, w: Tensor) -> tuple:
+    """(grad_x, grad_w, grad_b) of ``x @ w.T + b`` where ``needs`` asks for them: NDArrays straight from the backend
+    when no graph is recorded, recorded tensor ops under ``create_graph``."""
+    flat = x.ndim != 2
+    if not is_grad_enabled():
+        # No graph to record (no create_graph): compute on NDArrays, skipping per-op autograd bookkeeping.
+        g, xa, wa = grad.ndarray, x.ndarray, w.ndarray
         if flat:
-            grad, x2 = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
-        else:
-            x2 = x
-        grad_x = grad @ w if ctx.needs_input_grad[0] else None
-        if flat and grad_x is not None:
-            grad_x = grad_x.reshape(x.shape)
-        # (out, N) @ (N, in): the weight gradient is produced in the weight's own (contiguous) layout.
-        grad_w = grad.t() @ x2 if ctx.needs_input_grad[1] else None
-        grad_b = grad.sum(0) if ctx.needs_input_grad[2] else None
-        return grad_x, grad_w, grad_b
+            g, xa = g.reshape((-1, g.shape[-1])), xa.reshape((-1, xa.shape[-1]))
+        grad_x = g.matmul(wa) if needs[0] else None
+        return (grad_x.reshape(x.shape) if flat and grad_x is not None else grad_x,
+                g.transpose(0, 1).matmul(xa) if needs[1] else None,
+                g.sum((0,)) if needs[2] else None)
+    if flat:
+        grad, x2 = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
+    else:
+        x2 = x
+    grad_x = grad @ w if needs[0] else None
+    if flat and grad_x is not None:
+        grad_x = grad_x.reshape(x.shape)
+    # (out, N) @ (N, in): the weight gradient is produced in the weight's own (contiguous) layout.
+    grad_w = grad.t() @ x2 if needs[1] else None
+    grad_b = grad.sum(0) if needs[2] else None
+    return grad_x, grad_w, grad_b
 
 
 class CastLinear(Primitive):
     """``Linear`` under autocast with float32 parameters, the casts to the autocast dtype ``dtype`` folded in.
 
     ``x``, ``w`` and ``b`` enter as they are (their edges); ``x`` is cast inside the node, the parameters' casts come
-    as ``w_low``/``b_low`` (made once per region through the cast cache, ``amp.cast_parameter``), and each input's
-    gradient is cast back to that input's dtype inside the node. torch records a cast node per input plus the
-    product's node; folding the casts leaves one graph node per layer instead of up to four, with the same
-    arithmetic (the product and its gradients in the autocast dtype, each gradient rounded there and then widened,
-    as torch's ``ToCopyBackward0`` does).
+    as ``w_low``/``b_low`` (made once per region through the cast cache, ``amp.cast_parameter``). The gradients are
+    computed in the autocast dtype and widened to each input's dtype by the backward engine, as it does for every
+    node. torch records a cast node per input plus the product's node; folding the casts leaves one graph node per
+    layer instead of up to four, with the same arithmetic (the product and its gradients in the autocast dtype,
+    each gradient rounded there and then widened, as torch's ``ToCopyBackward0`` does).
     """
 
     @staticmethod
     def forward(ctx, x: NDArray, w: NDArray, b: NDArray | None, *, dtype, w_low: NDArray,
                 b_low: NDArray | None) -> NDArray:
-        if ctx.needs_input_grad:  # recorded (the shared no-grad ctx must not keep a weight copy alive)
-            ctx.w_low = w_low
         return Linear.forward(ctx, x.astype(dtype), w_low, b_low)
 
     @staticmethod
     def backward(ctx, grad):
-        x_low, _ = ctx.saved_tensors
-        x, w, b = ctx._inputs
-        need_x, need_w, need_b = ctx.needs_input_grad
-        flat = x.ndim != 2
-        if not is_grad_enabled():
-            g, xa = grad.ndarray, x_low.ndarray
-            if flat:
-                g, xa = g.reshape((-1, g.shape[-1])), xa.reshape((-1, xa.shape[-1]))
-            grad_x = g.matmul(ctx.w_low).astype(x.dtype) if need_x else None
-            return (grad_x.reshape(x.shape) if flat and grad_x is not None else grad_x,
-                    g.transpose(0, 1).matmul(xa).astype(w.dtype) if need_w else None,
-                    g.sum((0,)).astype(b.dtype) if need_b else None)
-        # create_graph: tensor ops, the casts recomputed from the inputs and recorded, so that higher-order gradients
-        # reach x and the parameters through them.
-        x2 = x.to(grad.dtype)
-        if flat:
-            grad, x2 = grad.reshape(-1, grad.shape[-1]), x2.reshape(-1, x2.shape[-1])
-        grad_x = (grad @ w.to(grad.dtype)).to(x.dtype) if need_x else None
-        if flat and grad_x is not None:
-            grad_x = grad_x.reshape(x.shape)
-        grad_w = (grad.t() @ x2).to(w.dtype) if need_w else None
-        grad_b = grad.sum(0).to(b.dtype) if need_b else None
-        return grad_x, grad_w, grad_b
+        if is_grad_enabled():
+            # create_graph: the casts recomputed from the inputs and recorded, so that higher-order gradients reach
+            # x and the parameters through them.
+            x, w, _ = ctx._inputs
+            return _linear_grads(ctx.needs_input_grad, grad, x.to(grad.dtype), w.to(grad.dtype))
+        x_low, w_low = ctx.saved_tensors
+        return _linear_grads(ctx.needs_input_grad, grad, x_low, w_low)
 
 
 class NllLoss(Primitive):
@@ -187,7 +175,7 @@ class Conv(Primitive):
 class CastConv(Primitive):
     """``Conv`` under autocast with float32 parameters, their casts folded in as ``CastLinear``'s: ``w`` and
     ``bias`` enter as the parameters (their edges), their casts to the autocast dtype as ``w_low``/``b_low`` (once
-    per region, through the cast cache), and their gradients are cast back inside the node."""
+    per region, through the cast cache); the backward engine widens the gradients to the parameters' dtype."""
 
     @staticmethod
     def forward(ctx, x: NDArray, w: NDArray, bias: NDArray | None, *, w_low: NDArray, b_low: NDArray | None,
@@ -197,14 +185,11 @@ class CastConv(Primitive):
     @staticmethod
     def backward(ctx, grad):
         x, w_low = ctx.saved_tensors
-        w, bias = ctx._inputs[1], ctx._inputs[2]
         params = ctx.params + (tuple(bool(m) for m in ctx.needs_input_grad[:3]),)
         if not is_grad_enabled():
-            gx, gw, gb = grad.ndarray.backend.conv_backward(grad.ndarray, x.ndarray, w_low.ndarray, *params)
-        else:  # create_graph: the weight's cast recomputed and recorded, so that it gets higher-order gradients
-            gx, gw, gb = ConvBackward.apply(grad, x, w.to(w_low.dtype), params=params)
-        return (gx, None if gw is None else gw.astype(w.dtype) if isinstance(gw, NDArray) else gw.to(w.dtype),
-                None if gb is None else gb.astype(bias.dtype) if isinstance(gb, NDArray) else gb.to(bias.dtype))
+            return grad.ndarray.backend.conv_backward(grad.ndarray, x.ndarray, w_low.ndarray, *params)
+        # create_graph: the weight's cast recomputed and recorded, so that it gets higher-order gradients.
+        return ConvBackward.apply(grad, x, ctx._inputs[1].to(w_low.dtype), params=params)
 
 
 class ConvBackward(Primitive):

@@ -16,9 +16,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Te
     ``out=`` writes the result into a preallocated tensor (inference only, no autograd).
     """
     lower = lower_dtype("linear", input)
-    if (lower is not None and weight.dtype is dtypes.float32 and weight.ndim == 2 and input.ndim >= 2
-            and weight.device == input.device and (bias is None or (
-                bias.dtype is dtypes.float32 and bias.shape == (weight.shape[0],) and bias.device == input.device))):
+    if (lower is not None and _one_node(input, weight, bias, dtypes.float32) and weight.device == input.device
+            and (bias is None or bias.device == input.device)):
         # float32 parameters under autocast: the casts fold into the product's node (one node, not up to four).
         if input.shape[-1] != weight.shape[-1]:
             _shape_error(input, weight)
@@ -28,8 +27,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Te
     input, weight, bias = amp.autocast_args("linear", input, weight, bias)
     if input.shape[-1] != weight.shape[-1]:
         _shape_error(input, weight)
-    if weight.ndim == 2 and input.ndim >= 2 and input.dtype is weight.dtype and (
-            bias is None or (bias.dtype is weight.dtype and bias.shape == (weight.shape[0],))):
+    if input.dtype is weight.dtype and _one_node(input, weight, bias, weight.dtype):
         # One node and one 2-D product over all leading dims (flattened inside the node).
         result = Linear.apply(input, weight, bias)
     else:
@@ -37,6 +35,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Te
         if bias is not None:
             result = result + bias
     return write_out("linear", result, out)
+
+
+def _one_node(input: Tensor, weight: Tensor, bias: Tensor | None, dtype: dtypes.dtype) -> bool:
+    """Whether the layer is one ``Linear`` node: a 2-D weight of ``dtype``, an input of two dims or more and no bias
+    or an (out_features,) bias of ``dtype``."""
+    return weight.ndim == 2 and input.ndim >= 2 and weight.dtype is dtype and (
+        bias is None or (bias.dtype is dtype and bias.shape == (weight.shape[0],)))
 
 
 def _shape_error(input: Tensor, weight: Tensor) -> None:
