@@ -1326,6 +1326,58 @@ def test_autograd_grad_through_inplace_view_with_create_graph() -> None:
     both(scenario)
 
 
+@pytest.mark.parametrize("op", ["relu_", "sigmoid_", "tanh_", "exp_", "sqrt_", "reciprocal_"])
+def test_recorded_inplace_of_output_saving_op_writes_in_place(op: str) -> None:
+    """An in-place op whose backward reads only its output writes the tensor's own memory when recorded (one
+    kernel, as torch's): same values, gradients, node name, version and retained gradient as torch."""
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        h = a * 1.5 + 4.0  # positive: sqrt_ and reciprocal_ stay finite
+        h.retain_grad()
+        ptr = h.data_ptr()
+        before = version(h)
+        out = getattr(h, op)()
+        assert out is h and h.data_ptr() == ptr
+        name = h.grad_fn.name()
+        (h * h).sum().backward(retain_graph=True)
+        (g,) = lib.autograd.grad((h * a).sum(), a, create_graph=True)
+        return [h, a.grad, h.grad, name, version(h) - before, g]
+
+    both(scenario)
+
+
+@pytest.mark.parametrize("op", ["relu_", "exp_"])
+def test_recorded_inplace_output_changed_again_raises(op: str) -> None:
+    """The output such an op saves is the tensor itself: changing it (or its base) in place again before backward
+    raises, as torch's."""
+    def scenario(lib: Any) -> None:
+        h = t(lib, X, True) * 2
+        getattr(h, op)()
+        out = h.sum() * 1.0
+        h.mul_(3)
+        (out + (h * 1).sum()).backward()
+
+    def scenario_view(lib: Any) -> None:
+        h = t(lib, X, True) * 2 - 3
+        getattr(h[:, 1:], op)()
+        h.T[0].sigmoid_()
+        (h * h).sum().backward()
+
+    raises_both(RuntimeError, scenario, match="modified by an inplace operation")
+    raises_both(RuntimeError, scenario_view, match="modified by an inplace operation")
+
+
+def test_recorded_inplace_relu_of_a_view_updates_the_base() -> None:
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        h = a * 2 - 3
+        h[:, 1:].relu_()
+        (h * h).sum().backward()
+        return [h, a.grad, type(h.grad_fn).__name__]
+
+    both(scenario)
+
+
 def test_inplace_ops_bump_version_once() -> None:
     def scenario(lib: Any) -> list:
         x = t(lib, X)

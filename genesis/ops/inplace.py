@@ -58,6 +58,12 @@ def assign_inplace(t: Tensor, result: Tensor) -> Tensor:
     if result.grad_fn is not None:
         result.grad_fn._snapshot_saved(t)
     t.ndarray.copy_(result.ndarray)
+    return _written(t, result)
+
+
+def _written(t: Tensor, result: Tensor) -> Tensor:
+    """The end of an in-place op whose value is now in ``t``'s memory: ``t`` takes over ``result``'s history (when
+    recorded) and its version moves on, and a base it views records the write."""
     recorded = result.requires_grad and is_grad_enabled()
     if recorded:
         # The node's output now lives in this tensor's memory.
@@ -135,10 +141,22 @@ def binary_method(op: str, fn: Callable) -> Callable:
     return method
 
 
-def kernel_method(name: str, kernel: str, fn: Callable) -> Callable:
-    """``t.name_()`` of a unary op with a backend kernel, which writes in place when no graph is recorded."""
+def kernel_method(name: str, kernel: str, fn: Callable, writer: Any = None) -> Callable:
+    """``t.name_()`` of a unary op with a backend kernel, which writes in place when no graph is recorded. ``writer``,
+    the op's Function when its backward reads only its output (``relu_``, ``sigmoid_``, ``exp_``...), writes in place
+    when a graph is recorded too: one kernel into the tensor's memory, as torch's, not a new result copied back."""
+
     def method(self: Tensor) -> Tensor:
-        if is_grad_enabled() and self.requires_grad or not self.dtype.is_floating_point:
+        floating = self.dtype.is_floating_point
+        if is_grad_enabled() and self.requires_grad and floating and writer is not None:
+            check_inplace(self, f"{name}_")
+            check_no_internal_overlap(self)
+            result = writer.apply(self, out=self.ndarray)
+            node = result.grad_fn
+            _written(self, result)
+            node._record_versions((self,))  # the saved output is this tensor as the write left it
+            return self
+        if is_grad_enabled() and self.requires_grad or not floating:
             return assign_inplace(self, fn(self))
         check_no_internal_overlap(self)
         self.ndarray.unary(kernel, out=self.ndarray)

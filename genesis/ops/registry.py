@@ -676,7 +676,7 @@ def _inplace_method(op: Op) -> Callable:
     if op.inplace == BINARY:
         return inplace.binary_method(op.name, op.fn)
     if op.inplace == KERNEL:
-        return inplace.kernel_method(op.name, op.kernel, op.fn)
+        return inplace.kernel_method(op.name, op.kernel, op.fn, unary.OUTPUT_SAVING.get(op.kernel))
     return inplace.general_method(op.name, op.fn)
 
 

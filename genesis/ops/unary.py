@@ -28,16 +28,17 @@ class Unary(Primitive):
     """
 
     op = ""
-    saves_output = False
+    saves_output = False  # backward reads the output only: the in-place op writes its input's memory directly
     backward_op = ""
 
     @classmethod
-    def forward(cls, ctx, x: NDArray) -> NDArray:
+    def forward(cls, ctx, x: NDArray, out: NDArray | None = None) -> NDArray:
+        # ``out``: the array to write (``x`` itself for a recorded in-place op of an output-saving class).
         if x.dtype.category < 2 and cls.op not in _INT_SAFE:
             if cls.op in _FLOAT_ONLY:
                 raise NotImplementedError(f"{cls.op}: not implemented for '{x.dtype.name}'")
             x = x.astype(dtypes.get_default_dtype())
-        out = x.unary(cls.op)
+        out = x.unary(cls.op, out)
         if ctx.needs_input_grad:  # empty when nothing is recorded
             ctx.save_for_backward(out if cls.saves_output else x)
         return out
@@ -192,6 +193,11 @@ class Relu(Unary):
         (out,) = ctx.saved_tensors
         # A select rather than grad * (out > 0): a NaN gradient where relu is flat stays 0, as torch's.
         return where(out > 0, grad, 0.0)
+
+
+#: The Unary classes whose backward reads only their output, by kernel: their in-place ops write the tensor's memory
+#: directly even when a graph records them (``genesis.ops.inplace.kernel_method``).
+OUTPUT_SAVING = {cls.op: cls for cls in (Exp, Exp2, Expm1, Sqrt, Rsqrt, Reciprocal, Tan, Tanh, Sigmoid, Relu)}
 
 
 class LeakyRelu(Primitive):
