@@ -1,17 +1,21 @@
 """Where the host time of one op goes: each layer of the dispatch path timed alone, and the Python calls per op.
 
-    python benchmark/profile_dispatch.py [--device cpu|cuda] [--trace]
+    python benchmark/profile_dispatch.py [--device cpu|cuda] [--trace] [--python N]
 
 The tiny-op rows time the same 8x8 ``add`` entered at each layer (operator, op function, ``Function.apply``,
 ``NDArray.binary``, the backend), so the differences between rows are what each layer costs. The op rows count the
 Python-level calls that one call of a common training op makes (``--trace`` also lists them) and time it, with
-torch's time for the same op on the same device beside it when torch can use that device.
+torch's time for the same op on the same device beside it when torch can use that device. The calls are counted
+(and traced) on a warm op: a first call that compiles kernels is made before. ``--python N`` also prints, per op,
+the N Python functions with the most own time over 300 calls (``cProfile``).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
+import pstats
 import sys
 import timeit
 
@@ -99,6 +103,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--trace", action="store_true", help="list the calls of each op")
+    parser.add_argument("--python", type=int, default=0, metavar="N",
+                        help="also print each op's N Python functions with the most own time")
     args = parser.parse_args()
     dev = args.device
     sync = genesis.cuda.synchronize if dev == "cuda" else (lambda: None)
@@ -120,6 +126,7 @@ def main() -> None:
     torch_cases = dict(op_cases(torch, dev)) if torch_ok else {}
     print(f"\n{'op':26s} {'py calls':>8s} {'genesis us':>11s} {'torch us':>9s}")
     for name, fn in op_cases(genesis, dev):
+        fn()  # compile what the op needs first: the calls counted are those of a warm op
         calls = python_calls(fn)
         t_us = per_call_us(torch_cases[name], torch.cuda.synchronize if dev == "cuda" else (lambda: None), 300) \
             if name in torch_cases else float("nan")
@@ -127,6 +134,11 @@ def main() -> None:
               f"{t_us:9.2f}")
         if args.trace:
             print("    " + "\n    ".join(calls))
+        if args.python:
+            profiler = cProfile.Profile()
+            profiler.runcall(lambda: [fn() for _ in range(300)])
+            sync()
+            pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(args.python)
 
 
 if __name__ == "__main__":

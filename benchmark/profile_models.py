@@ -2,12 +2,15 @@
 
     python benchmark/profile_models.py [--row gpt2] [--batch 8] [--device cuda] [--sort cuda_time_total]
                                        [--limit 25] [--steps 1] [--small] [--variant WORD] [--python N]
+                                       [--lib torch] [--shapes]
 
 Builds the same program ``bench_models.py`` times (same weights, same batches), runs warm-up steps, then profiles
 one step with ``genesis.profiler`` and prints the table, the host-device synchronizations and the step's wall time.
 ``--python N`` also prints the N Python functions with the most own time over three steps (``cProfile``), to find
 where the host time of a host-bound step goes; ``--pstats FILE`` also writes those three steps' raw statistics (for
-``pstats`` / snakeviz: callers and callees).
+``pstats`` / snakeviz: callers and callees). ``--lib torch`` runs the same program on torch and prints
+``torch.profiler``'s table of the same step instead, to compare op by op; ``--shapes`` groups the table's rows by
+input shapes (each convolution of a network on its own row).
 """
 
 from __future__ import annotations
@@ -44,7 +47,14 @@ def main() -> None:
     parser.add_argument("--pstats", default="", metavar="FILE", help="with --python: write the raw statistics here")
     parser.add_argument("--variant", default="", help="a word of the row's name, for rows that share a --rows name "
                                                       "(e.g. --row resnet50 --variant bf16)")
+    parser.add_argument("--lib", default="genesis", choices=("genesis", "torch"),
+                        help="the library that runs the program (torch: torch.profiler's table)")
+    parser.add_argument("--shapes", action="store_true", help="one row per op and input shapes")
     args = parser.parse_args()
+    lib = genesis
+    if args.lib == "torch":
+        import torch
+        lib = torch
     case = next(c for c in CASES if c.key == args.row and (c.key != "gpt2" or f"b{args.batch}x" in c.name)
                 and args.variant in c.name)
     cfg = case.small if args.small else case.full
@@ -52,12 +62,15 @@ def main() -> None:
     # Warm-up and timed steps, the profiled step, and the three cProfile steps of --python.
     timed_end = args.warmup + args.steps
     batches = [case.data(rng, cfg) for _ in range(timed_end + 1 + (3 if args.python else 0))]
-    program = start(genesis, case, cfg, args.device, initial_state(case, cfg), parity=False)
+    program = start(lib, case, cfg, args.device, initial_state(case, cfg), parity=False)
     for batch in batches[:args.warmup]:
         program.step(batch)
-    sync = genesis.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    sync = lib.cuda.synchronize if args.device == "cuda" else (lambda: None)
     sync()
-    stats = genesis.cuda.memory_stats if args.device == "cuda" else (lambda: {"driver_alloc_calls": 0})
+    if args.device == "cuda" and lib is genesis:
+        stats = genesis.cuda.memory_stats
+    else:  # torch counts no driver allocations of its own
+        stats = lambda: {"driver_alloc_calls": 0}  # noqa: E731
     walls = []
     collections: list[list[float]] = []  # [generation, seconds] of each garbage collection in the step
 
@@ -81,10 +94,14 @@ def main() -> None:
               f"{len(collections)} garbage collections{': ' + gcs if gcs else ''}")
     gc.callbacks.remove(on_gc)
     wall = min(walls)
-    with genesis.profiler.profile(record_shapes=False) as prof:
+    activities = [lib.profiler.ProfilerActivity.CPU]
+    if args.device == "cuda":
+        activities.append(lib.profiler.ProfilerActivity.CUDA)
+    with lib.profiler.profile(activities=activities, record_shapes=args.shapes) as prof:
         program.step(batches[timed_end])
+        sync()
     print(f"{case.name}: fastest unprofiled step {wall * 1e3:.1f} ms")
-    print(prof.key_averages().table(sort_by=args.sort, row_limit=args.limit))
+    print(prof.key_averages(group_by_input_shape=args.shapes).table(sort_by=args.sort, row_limit=args.limit))
     if args.python:
         profiler = cProfile.Profile()
         profiler.enable()
