@@ -136,7 +136,7 @@ def main() -> None:
             print("    " + "\n    ".join(calls))
         if args.python:
             profiler = cProfile.Profile()
-            profiler.runcall(lambda: [fn() for _ in range(300)])
+            profiler.runcall(lambda op=fn: [op() for _ in range(300)])
             sync()
             pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(args.python)
 

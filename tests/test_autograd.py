@@ -1378,6 +1378,53 @@ def test_recorded_inplace_relu_of_a_view_updates_the_base() -> None:
     both(scenario)
 
 
+def test_recorded_inplace_add_sub_mul_write_in_place() -> None:
+    """``+=``, ``-=`` and ``*=`` (by a number or a constant tensor) on a recorded tensor compute into its memory, as
+    torch's; ``*=`` by a tensor that needs a gradient, a partly overlapping operand or a wider dtype take the
+    general path. Values, gradients, node names and versions equal torch's either way."""
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        b = t(lib, Y[0], True)
+        c = t(lib, Y[1])
+        h = a * 2
+        ptr = h.data_ptr()
+        before = version(h)
+        h += b
+        h -= 1.5
+        h *= 3.0
+        h.mul_(c)
+        h.add_(b, alpha=2)
+        h.sub_(c, alpha=0.5)
+        h += h  # the very same elements
+        names = [type(h.grad_fn).__name__]
+        h.mul_(b)  # b needs a gradient: the general path
+        names.append(type(h.grad_fn).__name__)
+        same = h.data_ptr() == ptr
+        (h * h).sum().backward()
+        return [h, a.grad, b.grad, names, version(h) - before, same]
+
+    def mixed(lib: Any) -> list:
+        a = t(lib, X, True, dtype=lib.bfloat16)
+        h = a * 2
+        h += t(lib, Y[0], dtype=lib.float32)  # a wider operand: computed in float32, written as bfloat16
+        h += t(lib, 0.25, dtype=lib.float64)  # a 0-dim operand keeps bfloat16
+        h.sum().backward()
+        return [h, a.grad]
+
+    both(scenario)
+    both(mixed)
+
+
+def test_recorded_inplace_add_of_a_saved_tensor_raises() -> None:
+    def scenario(lib: Any) -> None:
+        h = t(lib, X, True) * 2
+        y = h * h
+        h += 1
+        y.sum().backward()
+
+    raises_both(RuntimeError, scenario, match="modified by an inplace operation")
+
+
 def test_inplace_ops_bump_version_once() -> None:
     def scenario(lib: Any) -> list:
         x = t(lib, X)

@@ -29,8 +29,8 @@ def _conj(x: Any) -> Any:
 
 class Add(Primitive):
     @staticmethod
-    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
-        return a.binary("add", b)
+    def forward(ctx, a: NDArray, b: NDArray | float, out: NDArray | None = None) -> NDArray:
+        return a.binary("add", b, out)
 
     @staticmethod
     def backward(ctx, grad):
@@ -39,8 +39,8 @@ class Add(Primitive):
 
 class Sub(Primitive):
     @staticmethod
-    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
-        return a.binary("sub", b)
+    def forward(ctx, a: NDArray, b: NDArray | float, out: NDArray | None = None) -> NDArray:
+        return a.binary("sub", b, out)
 
     @staticmethod
     def backward(ctx, grad):
@@ -49,12 +49,12 @@ class Sub(Primitive):
 
 class Mul(Primitive):
     @staticmethod
-    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
+    def forward(ctx, a: NDArray, b: NDArray | float, out: NDArray | None = None) -> NDArray:
         # Save an operand only when the other's gradient reads it: `y[0] = y[0] * 2` must not pin y's version.
         needs = ctx.needs_input_grad
         if needs:
             ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
-        return a.binary("mul", b)
+        return a.binary("mul", b, out)
 
     @staticmethod
     def backward(ctx, grad):
@@ -223,6 +223,11 @@ class Remainder(Primitive):
         a, b = ctx.saved_tensors
         grad_b = -grad * (a / b).floor() if ctx.needs_input_grad[1] else None
         return grad, grad_b
+
+
+#: The Functions of binary ops whose in-place form can compute straight into its tensor while a graph records it
+#: (``genesis.ops.inplace.binary_method``): their backward needs no old value of that tensor.
+IN_PLACE_WRITERS = {"add": Add, "sub": Sub, "mul": Mul}
 
 
 def add(input: Any, other: Any, alpha: float = 1) -> Tensor:

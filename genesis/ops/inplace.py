@@ -90,10 +90,43 @@ def inplace_source(t: Tensor) -> Tensor:
     return t.clone()
 
 
-def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any) -> Tensor:
-    """``t op= other``: written straight into memory when no graph is needed, else through ``fn``."""
+def write_recorded(t: Tensor, writer: Any, *args: Any) -> Tensor:
+    """A recorded in-place op computed straight into ``t``'s memory: ``writer.apply(t, *args, out=t's array)``, whose
+    forward must not save ``t``'s old value (its output, or nothing of ``t``). ``t`` takes over the node's history,
+    and the values the node saved are versioned as the write left them."""
+    check_inplace(t, "in-place operation")
+    result = writer.apply(t, *args, out=t.ndarray)
+    node = result.grad_fn
+    _written(t, result)
+    if node is not None:
+        node._record_versions((t,))
+    return t
+
+
+def _writes_directly(t: Tensor, op: str, writer: Any, other: Any) -> bool:
+    """Whether the recorded ``t op= other`` may compute straight into ``t``'s memory: a result of ``t``'s dtype and
+    shape, ``other`` not overlapping ``t`` other than as the very same elements, and (for ``mul``) ``t``'s old value
+    not needed by backward (``other`` needs no gradient)."""
+    if writer is None or not t.dtype.is_floating_point:
+        return False
+    if other.__class__ is float or other.__class__ is int:
+        return dtypes.result_type_scalar(t.dtype, other) is t.dtype
+    if not isinstance(other, Tensor) or not other.dtype.is_floating_point or (op == "mul" and other.requires_grad):
+        return False
+    a, b = t.ndarray, other.ndarray
+    if b.buffer is a.buffer and (b.shape != a.shape or b.strides != a.strides or b.offset != a.offset):
+        return False
+    return (b.ndim <= a.ndim and all(m == 1 or m == n for m, n in zip(reversed(b.shape), reversed(a.shape)))
+            and dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim) is a.dtype)
+
+
+def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = None) -> Tensor:
+    """``t op= other``: written straight into memory when no graph is needed, or when ``writer`` (the op's Function,
+    for ops whose backward needs no old value of ``t``) can write it while recording; else through ``fn``."""
     check_no_internal_overlap(t)
     if (is_grad_enabled() and (t.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
+        if _writes_directly(t, op, writer, other):
+            return write_recorded(t, writer, other)
         return assign_inplace(t, fn(t, other))
     if isinstance(other, Tensor):
         if other.ndim:
@@ -125,8 +158,10 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any) -> Tensor:
 
 # ------------------------------------------------------------------ method factories (one per kind of in-place op)
 
-def binary_method(op: str, fn: Callable) -> Callable:
-    """``t.op_(other, alpha=, rounding_mode=)`` of a binary op: straight into memory when no graph is recorded."""
+def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
+    """``t.op_(other, alpha=, rounding_mode=)`` of a binary op: straight into memory when no graph is recorded, and
+    when one is, through ``writer`` where it can (``add_``, ``sub_``, ``mul_`` by a number or a constant tensor:
+    one kernel, as torch's)."""
     def method(self: Tensor, other: Any, alpha: float | None = None, rounding_mode: str | None = None) -> Tensor:
         if alpha is not None and alpha != 1:
             other = other * alpha
@@ -134,7 +169,7 @@ def binary_method(op: str, fn: Callable) -> Callable:
             recording = is_grad_enabled() and (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
             source = inplace_source(self) if recording else self
             return assign_inplace(self, arithmetic.div(source, other, rounding_mode=rounding_mode))
-        return inplace_binary(self, op, fn, other)
+        return inplace_binary(self, op, fn, other, writer)
 
     method.__name__ = f"{op}_"
     method.__doc__ = f"In-place {op}."
@@ -149,13 +184,8 @@ def kernel_method(name: str, kernel: str, fn: Callable, writer: Any = None) -> C
     def method(self: Tensor) -> Tensor:
         floating = self.dtype.is_floating_point
         if is_grad_enabled() and self.requires_grad and floating and writer is not None:
-            check_inplace(self, f"{name}_")
             check_no_internal_overlap(self)
-            result = writer.apply(self, out=self.ndarray)
-            node = result.grad_fn
-            _written(self, result)
-            node._record_versions((self,))  # the saved output is this tensor as the write left it
-            return self
+            return write_recorded(self, writer)
         if is_grad_enabled() and self.requires_grad or not floating:
             return assign_inplace(self, fn(self))
         check_no_internal_overlap(self)

@@ -674,7 +674,7 @@ def autocast_policy() -> dict[str, dict[str, str]]:
 
 def _inplace_method(op: Op) -> Callable:
     if op.inplace == BINARY:
-        return inplace.binary_method(op.name, op.fn)
+        return inplace.binary_method(op.name, op.fn, arithmetic.IN_PLACE_WRITERS.get(op.name))
     if op.inplace == KERNEL:
         return inplace.kernel_method(op.name, op.kernel, op.fn, unary.OUTPUT_SAVING.get(op.kernel))
     return inplace.general_method(op.name, op.fn)
