@@ -161,9 +161,12 @@ def lower_dtype(op: str, x: Any) -> dtypes.dtype | None:
     """The autocast dtype when autocast would cast ``op``'s floating-point inputs, ``x`` among them, down to it
     (None otherwise)."""
     active = _state.active
-    if not active or not _eligible(x):
+    if not active or not isinstance(x, Tensor):
         return None
-    device_type = x.device.type
+    nd = x.ndarray
+    if nd.dtype.category != 2 or nd.dtype is dtypes.float64:  # floating, not float64 (_eligible on the array)
+        return None
+    device_type = nd.device.type
     target = active.get(device_type)
     if target is None or POLICY[device_type].get(op) != LOWER:
         return None

@@ -35,7 +35,8 @@ def check_inplace(t: Tensor, op: str) -> None:
 def check_no_internal_overlap(t: Tensor) -> None:
     """Refuse to write in place into a tensor whose elements share memory (a dimension of size > 1 with stride 0,
     as ``expand`` makes): torch's error, raised here so that every backend refuses before writing anything."""
-    if any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.ndarray.strides)):
+    nd = t.ndarray
+    if 0 in nd.strides and any(stride == 0 and size > 1 for size, stride in zip(nd.shape, nd.strides)):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
                            "memory location. Please clone() the tensor before performing the operation.")
 

@@ -122,14 +122,18 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
             transposed: bool = False, output_padding: int | Sequence[int] = 0, out: Tensor | None = None) -> Tensor:
     lower = lower_dtype(op, input)
     # float32 parameters under autocast: their casts fold into the convolution's node (CastConv).
-    fold = (lower is not None and out is None and weight.dtype is dtypes.float32 and weight.device == input.device
-            and (bias is None or (bias.dtype is dtypes.float32 and bias.device == input.device)))
+    fold = False
+    if lower is not None and out is None:
+        device, wd = input.ndarray.device, weight.ndarray
+        fold = wd.dtype is dtypes.float32 and wd.device == device and (bias is None or (
+            bias.ndarray.dtype is dtypes.float32 and bias.ndarray.device == device))
     if fold:
-        (input,) = amp.autocast_args(op, input)
+        if input.ndarray.dtype is not lower:
+            (input,) = amp.autocast_args(op, input)
     else:
         input, weight, bias = amp.autocast_args(op, input, weight, bias)
-    key = (op, n, input.shape, weight.shape, None if bias is None else bias.shape, stride, padding, dilation, groups,
-           transposed, output_padding)
+    key = (op, n, input.ndarray.shape, weight.ndarray.shape, None if bias is None else bias.ndarray.shape, stride,
+           padding, dilation, groups, transposed, output_padding)
     try:
         plan = _PLANS.get(key)
     except TypeError:  # list arguments: checked at every call
@@ -145,7 +149,7 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
     x = input if batched else input.unsqueeze(0)
     if extra is not None:
         x = pad(x, extra)
-    if x.dtype is not (lower if fold else weight.dtype):
+    if x.ndarray.dtype is not (lower if fold else weight.ndarray.dtype):
         raise RuntimeError(f"{op}: Input type ({x.dtype}) and weight type ({weight.dtype}) should be the same")
     if out is not None:
         return _conv_into(op, out, x, weight, bias, batched, stride, padding, dilation, groups, transposed,

@@ -27,9 +27,14 @@ def _upcast(x: Tensor) -> Tensor:
 def _check_param_dtypes(input: Tensor, *params: Tensor | None) -> None:
     """torch's rule for a norm's parameters (weight, bias, running statistics): all of the input's dtype, or all
     float32 under half-precision input (the mixed mode); RuntimeError otherwise, worded as torch's kernels."""
-    x = input.dtype
+    x = input.ndarray.dtype
+    for p in params:
+        if p is not None and p.ndarray.dtype is not x:
+            break
+    else:
+        return  # the common case: every parameter of the input's dtype
     found = [p.dtype for p in params if p is not None]
-    if all(d is x for d in found) or (x in _HALF and all(d is dtypes.float32 for d in found)):
+    if x in _HALF and all(d is dtypes.float32 for d in found):
         return
     if found[0] is x:  # the first parameter agrees with the input, a later one does not
         other = next(d for d in found if d is not x)
@@ -128,10 +133,11 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     batch_stat`` with the unbiased batch variance (``momentum=None`` is handled by the module as a cumulative
     average and arrives here as a number).
     """
-    if input.ndim < 2:
-        raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D input)")
-    if training and input.numel() // input.shape[1] <= 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+    shape = input.ndarray.shape
+    if len(shape) < 2:
+        raise ValueError(f"batch_norm: expected at least 2D input (got {len(shape)}D input)")
+    if training and math.prod(shape) // shape[1] <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(shape)}")
     return batch_norm_unchecked(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
@@ -140,14 +146,14 @@ def batch_norm_unchecked(input: Tensor, running_mean: Tensor | None, running_var
                          eps: float) -> Tensor:
     """``batch_norm`` without the Python-level checks of ``F.batch_norm`` (a single value per channel in training
     normalizes to zeros): torch's namespace ``batch_norm`` goes straight here, as its kernel."""
-    channels = input.shape[1]
+    channels = input.ndarray.shape[1]
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
-        if t is not None and t.numel() != channels:
+        if t is not None and t.ndarray.shape != (channels,) and t.numel() != channels:
             raise RuntimeError(f"batch_norm: {name} should contain {channels} elements not {t.numel()}")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
     _check_param_dtypes(input, weight, bias, running_mean, running_var)
-    if input.dtype.is_floating_point:
+    if input.ndarray.dtype.category == 2:  # floating
         # One fused kernel each way (several times fewer graph nodes than the composite below); half-precision
         # input keeps its statistics in float32, with parameters of its own dtype or float32 (torch's mixed mode,
         # the only mix the check above lets through).
