@@ -2,7 +2,7 @@
 
     python benchmark/profile_models.py [--row gpt2] [--batch 8] [--device cuda] [--sort cuda_time_total]
                                        [--limit 25] [--steps 1] [--small] [--variant WORD] [--python N]
-                                       [--lib torch] [--shapes]
+                                       [--lib torch] [--shapes] [--kernels]
 
 Builds the same program ``bench_models.py`` times (same weights, same batches), runs warm-up steps, then profiles
 one step with ``genesis.profiler`` and prints the table, the host-device synchronizations and the step's wall time.
@@ -10,7 +10,9 @@ one step with ``genesis.profiler`` and prints the table, the host-device synchro
 where the host time of a host-bound step goes; ``--pstats FILE`` also writes those three steps' raw statistics (for
 ``pstats`` / snakeviz: callers and callees). ``--lib torch`` runs the same program on torch and prints
 ``torch.profiler``'s table of the same step instead, to compare op by op; ``--shapes`` groups the table's rows by
-input shapes (each convolution of a network on its own row).
+input shapes (each convolution of a network on its own row). ``--kernels`` also records the GPU kernels of one
+more step with torch's profiler (CUPTI sees every kernel of the process, whichever library launched it) and
+prints them by GPU time: the device time of either library's step, kernel by kernel, without host gaps.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def main() -> None:
     parser.add_argument("--lib", default="genesis", choices=("genesis", "torch"),
                         help="the library that runs the program (torch: torch.profiler's table)")
     parser.add_argument("--shapes", action="store_true", help="one row per op and input shapes")
+    parser.add_argument("--kernels", action="store_true", help="also the GPU kernels of a step, recorded by CUPTI")
     args = parser.parse_args()
     lib = genesis
     if args.lib == "torch":
@@ -102,6 +105,12 @@ def main() -> None:
         sync()
     print(f"{case.name}: fastest unprofiled step {wall * 1e3:.1f} ms")
     print(prof.key_averages(group_by_input_shape=args.shapes).table(sort_by=args.sort, row_limit=args.limit))
+    if args.kernels:
+        import torch
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as kernels:
+            program.step(batches[timed_end])
+            sync()
+        print(kernels.key_averages().table(sort_by="self_cuda_time_total", row_limit=args.limit))
     if args.python:
         profiler = cProfile.Profile()
         profiler.enable()

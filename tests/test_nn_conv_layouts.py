@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, check, check_error, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis, to_torch
 
 CUDNN = genesis.backends.cudnn
 DTYPES = {"float32": (torch.float32, genesis.float32, 1e-5), "float16": (torch.float16, genesis.float16, 3e-3),
@@ -239,3 +239,29 @@ def test_cudnn_switches_give_the_same_results(switch):
     with CUDNN.flags(**switch):
         check(lambda lib, *a: lib.nn.functional.conv2d(*a, stride=2, padding=1), x, w, b, rtol=1e-4, atol=1e-5)
         check(lambda lib, *a: lib.nn.functional.conv_transpose2d(*a, stride=2), x, w, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["broadcast_grad", "broadcast_first", "broadcast_second", "in_place_relu"])
+def test_elementwise_results_keep_channels_last(case: str) -> None:
+    """Elementwise results keep a channels_last operand's layout, also where the other operand is broadcast (a
+    pooled gradient, a per-channel scale): the strides equal torch's, so a channels_last network stays so end to
+    end, backward included."""
+    def run(lib: object, x: object, s: object) -> tuple:
+        x = x.to(memory_format=lib.channels_last).requires_grad_()
+        h = x * 2
+        if case == "broadcast_grad":
+            y = lib.relu(h)
+        elif case == "broadcast_first":
+            y = s * h
+        elif case == "broadcast_second":
+            y = h - s
+        else:
+            y = lib.nn.functional.relu(h, inplace=True)
+        (g,) = lib.autograd.grad(y.mean((2, 3)).sum(), x)
+        return y, g
+
+    x, s = rand(2, 3, 4, 5, seed=4), rand(2, 3, 1, 1, seed=5)
+    got, ref = run(genesis, to_genesis(x), to_genesis(s)), run(torch, x, s)
+    for g, r in zip(got, ref):
+        assert tuple(g.stride()) == r.stride()
+        assert_same(g, r)

@@ -37,7 +37,12 @@ def binary(op: str, a: NDArray, b: NDArray | int | float | bool | complex, out: 
         else:
             shape = a.shape
         dt = dtypes.bool_ if op in COMPARISON_OPS else dt
-        out = _new_like(a, dt) if shape == a.shape else _new(shape, dt, a.device)
+        if shape == a.shape:
+            out = _new_like(a, dt, b if b.__class__ is NDArray else None)
+        elif b.__class__ is NDArray and shape == b.shape:  # a broadcast against b: laid out as b
+            out = _new_like(b, dt)
+        else:
+            out = _new(shape, dt, a.device)
     if op in ("floor_divide", "remainder") and a.dtype.category < 2:
         _check_nonzero_divisor(op, b)
     return _ew(op, 2, out, (a, b), a.dtype)
@@ -59,7 +64,8 @@ def leaky_relu(x: NDArray, negative_slope: float) -> NDArray:
 
 def leaky_relu_backward(grad: NDArray, x: NDArray, negative_slope: float) -> NDArray:
     check_same_device("leaky_relu_backward", grad, x)
-    return _ew("leaky_relu_backward", 3, _new_like(grad, grad.dtype), (grad, x, float(negative_slope)), grad.dtype)
+    return _ew("leaky_relu_backward", 3, _new_like(grad, grad.dtype, x), (grad, x, float(negative_slope)),
+               grad.dtype)
 
 
 def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:

@@ -102,11 +102,16 @@ def _fills_block(x: NDArray) -> bool:
     return True
 
 
-def _new_like(x: NDArray, dtype: dtypes.dtype) -> NDArray:
-    """A new array of ``x``'s shape laid out as ``x`` when ``x`` is dense, else row-major: elementwise results keep
-    their input's memory format (a channels_last network stays channels_last), as torch's do."""
-    if _contig(x) or not _fills_block(x):
+def _new_like(x: NDArray, dtype: dtypes.dtype, other: NDArray | None = None) -> NDArray:
+    """A new array of ``x``'s shape laid out as ``x`` when ``x`` is dense, else as ``other`` (an operand of that
+    shape) when that one is, else row-major: elementwise results keep their inputs' memory format (a channels_last
+    network stays channels_last, also where one operand is a broadcast gradient), as torch's do."""
+    if _contig(x):
         return _new(x.shape, dtype, x.device)
+    if not _fills_block(x):
+        if other is None or other.shape != x.shape or _contig(other) or not _fills_block(other):
+            return _new(x.shape, dtype, x.device)
+        x = other
     st = storage.alloc(x.size * dtype.itemsize, x.device.index)
     return NDArray(st, x.shape, x.strides, 0, dtype, x.device, False)
 
