@@ -241,7 +241,8 @@ def test_cudnn_switches_give_the_same_results(switch):
         check(lambda lib, *a: lib.nn.functional.conv_transpose2d(*a, stride=2), x, w, b, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("case", ["broadcast_grad", "broadcast_first", "broadcast_second", "in_place_relu"])
+@pytest.mark.parametrize("case", ["broadcast_grad", "broadcast_first", "broadcast_second", "in_place_relu",
+                                  "leaky_relu"])
 def test_elementwise_results_keep_channels_last(case: str) -> None:
     """Elementwise results keep a channels_last operand's layout, also where the other operand is broadcast (a
     pooled gradient, a per-channel scale): the strides equal torch's, so a channels_last network stays so end to
@@ -255,8 +256,10 @@ def test_elementwise_results_keep_channels_last(case: str) -> None:
             y = s * h
         elif case == "broadcast_second":
             y = h - s
-        else:
+        elif case == "in_place_relu":
             y = lib.nn.functional.relu(h, inplace=True)
+        else:
+            y = lib.nn.functional.leaky_relu(h, 0.1)
         (g,) = lib.autograd.grad(y.mean((2, 3)).sum(), x)
         return y, g
 

@@ -414,3 +414,33 @@ def test_max_pool_forward_without_indices_matches_torch(dtype):
     assert torch.equal(to_torch(F.max_pool2d(x, 2)), TF.max_pool2d(x_t, 2))
     # One that does: the gradient through the saved argmax.
     check(lambda lib, t: lib.nn.functional.max_pool2d(t, 3, 2, 1), x_t.clone().requires_grad_())
+
+
+@pytest.mark.parametrize("dtype,shape,kwargs", [
+    (F32, (2, 6, 9, 11), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    (BF16, (3, 8, 8, 8), {"kernel_size": 2}),
+    (F32, (2, 5, 7, 9), {"kernel_size": (3, 2), "stride": (2, 1), "dilation": (1, 2), "ceil_mode": True}),
+    (F32, (2, 3, 4, 5, 6), {"kernel_size": 2, "stride": (1, 2, 2), "padding": 1}),
+], ids=["2d", "2d-bf16", "2d-dilated-ceil", "3d"])
+def test_max_pool_keeps_channels_last(dtype, shape, kwargs):
+    """Max pooling of a channels_last network: values, argmax indices (in their plane, laid out as torch's) and
+    the gradient as torch's, outputs channels_last."""
+    name = "max_pool2d" if len(shape) == 4 else "max_pool3d"
+
+    def pooled(lib, x):
+        return getattr(lib.nn.functional, name)(x, **kwargs)
+
+    def with_indices(lib, x):
+        values, indices = getattr(lib.nn.functional, name)(x, return_indices=True, **kwargs)
+        return values * (indices % 7 + 1).to(values.dtype)
+
+    x = rand(*shape, dtype=dtype, low=-2.0, high=3.0)
+    check(_channels_last_out(pooled), x)
+    check(_channels_last_out(with_indices), x)
+    fmt = genesis.channels_last if len(shape) == 4 else genesis.channels_last_3d
+    _, indices = getattr(genesis.nn.functional, name)(to_genesis(x).contiguous(memory_format=fmt),
+                                                      return_indices=True, **kwargs)
+    t_fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    _, t_indices = getattr(torch.nn.functional, name)(x.detach().contiguous(memory_format=t_fmt),
+                                                      return_indices=True, **kwargs)
+    assert indices.stride() == t_indices.stride() and torch.equal(to_torch(indices), t_indices)

@@ -12,6 +12,8 @@ from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray, broadcast_shapes, check_same_device
 
 _BOOL_UNARY = frozenset(("isnan", "isinf", "logical_not", "signbit"))
+# Gradient ops whose result torch lays out as the saved tensor (their second operand), not as the gradient.
+_SAVED_FIRST = frozenset(("relu_backward",))
 
 
 def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
@@ -37,7 +39,9 @@ def binary(op: str, a: NDArray, b: NDArray | int | float | bool | complex, out: 
         else:
             shape = a.shape
         dt = dtypes.bool_ if op in COMPARISON_OPS else dt
-        if shape == a.shape:
+        if op in _SAVED_FIRST and b.__class__ is NDArray and shape == b.shape:
+            out = _new_like(b, dt, a)  # laid out as the saved tensor, as torch's threshold_backward
+        elif shape == a.shape:
             out = _new_like(a, dt, b if b.__class__ is NDArray else None)
         elif b.__class__ is NDArray and shape == b.shape:  # a broadcast against b: laid out as b
             out = _new_like(b, dt)
@@ -64,7 +68,7 @@ def leaky_relu(x: NDArray, negative_slope: float) -> NDArray:
 
 def leaky_relu_backward(grad: NDArray, x: NDArray, negative_slope: float) -> NDArray:
     check_same_device("leaky_relu_backward", grad, x)
-    return _ew("leaky_relu_backward", 3, _new_like(grad, grad.dtype, x), (grad, x, float(negative_slope)),
+    return _ew("leaky_relu_backward", 3, _new_like(x, grad.dtype, grad), (grad, x, float(negative_slope)),
                grad.dtype)
 
 

@@ -102,8 +102,10 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
     N, C = x.shape[:2]
     size = x.shape[2:]
     out_size = _pool_out(size, kernel, stride, padding, dilation, ceil_mode)
-    y = _new((N, C) + out_size, x.dtype, x.device)
-    idx = _new(y.shape, dtypes.int64, x.device) if mode == "max" and indices else None
+    cl = mode == "max" and _pool_cl(x)  # max pooling keeps channels_last (values and indices), as torch's
+    new = _new_channels_last if cl else _new
+    y = new((N, C) + out_size, x.dtype, x.device)
+    idx = new(y.shape, dtypes.int64, x.device) if mode == "max" and indices else None
     total = y.size
     if total:
         rt.ensure_device(x.device.index)
@@ -121,7 +123,7 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
             arrays = (x, y, idx if idx is not None else y)
             ptrs, sig = _pointers(arrays)
             go = _MAX_FWD.launcher(sig + ("i64",) + ("i32",) * 7 + ("i64" if wide else "i32",) * 5,
-                                   consts + (_lowest(x.dtype), wide, idx is not None, _POOL_BLOCK), _POOL_WARPS)
+                                   consts + (_lowest(x.dtype), wide, idx is not None, cl, _POOL_BLOCK), _POOL_WARPS)
             go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, *strides)
         else:
             arrays = (x, y)
@@ -137,6 +139,13 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
     return y, idx
 
 
+def _pool_cl(x: NDArray) -> bool:
+    """Whether (batched) pooling input is laid out channels_last (channels_last_3d for 5-d) and not also plainly
+    contiguous: the max-pooling kernels then write and read their outputs in that layout."""
+    fmt = _CL_FORMATS.get(x.ndim)
+    return fmt is not None and not _contig(x) and is_dense_in(x.shape, x.strides, fmt)
+
+
 def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str, kernel: tuple, stride: tuple,
                   padding: tuple, dilation: tuple, ceil_mode: bool, count_include_pad: bool,
                   divisor_override: int | None) -> NDArray:
@@ -147,8 +156,10 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
     N, C = shape[:2]
     size = shape[2:]
     out_size = _pool_out(size, kernel, stride, padding, dilation, ceil_mode)
-    g = _dense(grad)
-    dx = _new(x.shape, x.dtype, x.device)
+    cl = mode == "max" and _pool_cl(x)  # the forward's layout
+    fmt = _CL_FORMATS[len(shape)] if cl else None
+    g = _in_format(grad, fmt)
+    dx = (_new_channels_last if cl else _new)(x.shape, x.dtype, x.device)
     total = dx.size
     if total:
         rt.ensure_device(x.device.index)
@@ -156,11 +167,11 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
         consts = _pool_consts(mode, kernel, stride, padding, dilation)
         f64 = x.dtype is _F64
         if mode == "max":
-            arrays = (g, _dense(indices), dx)
+            arrays = (g, _in_format(indices, fmt), dx)
             ptrs, sig = _pointers(arrays)
-            go = _MAX_BWD.launcher(sig + ("i64",) + ("i32",) * 6,
-                                   consts + (f64, _wide(total, g.size), _POOL_BLOCK), _POOL_WARPS)
-            go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars)
+            go = _MAX_BWD.launcher(sig + ("i64",) + ("i32",) * 7,
+                                   consts + (f64, _wide(total, g.size), cl, _POOL_BLOCK), _POOL_WARPS)
+            go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, total, C, *scalars[1:])
         else:
             arrays = (g, dx)
             ptrs, sig = _pointers(arrays)

@@ -42,18 +42,35 @@ def _out_coords(offs, C, OD, OH, OW):
 
 
 @triton.jit
+def _out_coords_cl(offs, C, OD, OH, OW):
+    """``_out_coords`` of positions laid out channels_last: (N, OD, OH, OW, C) in memory."""
+    c = offs % C
+    t = offs // C
+    ow = t % OW
+    t = t // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    return t // OD, c, od, oh, ow
+
+
+@triton.jit
 def max_pool_fwd(
-    x, y, idx,                                   # pointers: x (N, C, D, H, W) strided; y, idx contiguous outputs
+    x, y, idx,                                   # pointers: x (N, C, D, H, W) strided; y, idx dense outputs
     total, C, D, H, W, OD, OH, OW,               # sizes (total = N * C * OD * OH * OW)
     sN, sC, sD, sH, sW,                          # x strides in elements
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
-    LOWEST: tl.constexpr, I64: tl.constexpr, INDICES: tl.constexpr, BLOCK: tl.constexpr,
+    LOWEST: tl.constexpr, I64: tl.constexpr, INDICES: tl.constexpr, CL: tl.constexpr, BLOCK: tl.constexpr,
 ):
     # INDICES: also store each window's argmax into idx (only when backward or the caller needs them).
+    # CL: y and idx are laid out channels_last (N, OD, OH, OW, C), else contiguous; x is read through its strides.
     offs = _offsets(BLOCK, I64)
     m = offs < total
-    n, c, od, oh, ow = _out_coords(offs, C, OD, OH, OW)
+    if CL:
+        n, c, od, oh, ow = _out_coords_cl(offs, C, OD, OH, OW)
+    else:
+        n, c, od, oh, ow = _out_coords(offs, C, OD, OH, OW)
     base = x + n * sN + c * sC
     best = tl.full([BLOCK], LOWEST, x.dtype.element_ty)
     arg = tl.full([BLOCK], -1, tl.int64 if I64 else tl.int32)  # widened to int64 by the store
@@ -78,22 +95,29 @@ def max_pool_fwd(
 
 @triton.jit
 def max_pool_bwd(
-    g, idx, dx,                                  # pointers: g, idx (N*C, OD, OH, OW) contiguous; dx (N*C, D, H, W)
-    total, D, H, W, OD, OH, OW,                  # sizes (total = N * C * D * H * W)
+    g, idx, dx,                                  # pointers: g, idx (N, C, OD, OH, OW) and dx (N, C, D, H, W), dense
+    total, C, D, H, W, OD, OH, OW,               # sizes (total = N * C * D * H * W)
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
-    F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
+    F64: tl.constexpr, I64: tl.constexpr, CL: tl.constexpr, BLOCK: tl.constexpr,
 ):
+    # CL: all three arrays laid out channels_last (N, D, H, W, C), else contiguous.
     offs = _offsets(BLOCK, I64)
     m = offs < total
-    iw = offs % W
-    t = offs // W
-    ih = t % H
-    t = t // H
-    iz = t % D
-    nc = t // D
+    if CL:
+        n, c, iz, ih, iw = _out_coords_cl(offs, C, D, H, W)
+        obase = n * OD * OH * OW * C + c  # output (od, oh, ow) sits at obase + ((od * OH + oh) * OW + ow) * C
+        ostep = C
+    else:
+        iw = offs % W
+        t = offs // W
+        ih = t % H
+        t = t // H
+        iz = t % D
+        nc = t // D
+        obase = nc * OD * OH * OW
+        ostep = 1
     me = (iz * H + ih) * W + iw
-    obase = nc * OD * OH * OW
     if F64:
         acc = tl.zeros([BLOCK], tl.float64)
     else:
@@ -111,7 +135,7 @@ def max_pool_bwd(
                 zw = iw + PW - (KW - 1 - j0) * DW
                 ow = zw // SW
                 ok = okh & (zw >= 0) & (zw % SW == 0) & (ow < OW)
-                o = obase + (od * OH + oh) * OW + ow
+                o = obase + ((od * OH + oh) * OW + ow) * ostep
                 hit = ok & (tl.load(idx + o, mask=ok, other=-1) == me)
                 acc += tl.load(g + o, mask=hit, other=0.0).to(acc.dtype)
     tl.store(dx + offs, acc.to(dx.dtype.element_ty), mask=m)
