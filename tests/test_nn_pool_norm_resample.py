@@ -422,13 +422,19 @@ def test_max_pool_forward_without_indices_matches_torch(dtype):
     (F32, (2, 5, 7, 9), {"kernel_size": (3, 2), "stride": (2, 1), "dilation": (1, 2), "ceil_mode": True}),
     (F32, (2, 3, 4, 5, 6), {"kernel_size": 2, "stride": (1, 2, 2), "padding": 1}),
 ], ids=["2d", "2d-bf16", "2d-dilated-ceil", "3d"])
-def test_max_pool_keeps_channels_last(dtype, shape, kwargs):
-    """Max pooling of a channels_last network: values, argmax indices (in their plane, laid out as torch's) and
-    the gradient as torch's, outputs channels_last."""
+def test_pooling_keeps_channels_last(dtype, shape, kwargs):
+    """Max and average pooling of a channels_last network: values, argmax indices (in their plane, laid out as
+    torch's) and the gradients as torch's, outputs channels_last (3-d average pooling: contiguous, as torch's)."""
     name = "max_pool2d" if len(shape) == 4 else "max_pool3d"
+    avg = "avg" + name[3:]
+    avg_kwargs = {k: v for k, v in kwargs.items() if k != "dilation"}
+    avg_kwargs["padding"] = 0 if "dilation" in kwargs else kwargs.get("padding", 0)
 
     def pooled(lib, x):
         return getattr(lib.nn.functional, name)(x, **kwargs)
+
+    def averaged(lib, x):
+        return getattr(lib.nn.functional, avg)(x, count_include_pad=False, **avg_kwargs)
 
     def with_indices(lib, x):
         values, indices = getattr(lib.nn.functional, name)(x, return_indices=True, **kwargs)
@@ -437,6 +443,15 @@ def test_max_pool_keeps_channels_last(dtype, shape, kwargs):
     x = rand(*shape, dtype=dtype, low=-2.0, high=3.0)
     check(_channels_last_out(pooled), x)
     check(_channels_last_out(with_indices), x)
+    tol = {"rtol": 2e-2, "atol": 2e-2, "grad_rtol": 2e-2, "grad_atol": 2e-2} if dtype == BF16 else {}
+    if len(shape) == 4:
+        check(_channels_last_out(averaged), x, **tol)
+    else:  # torch's 3-d average pooling answers in the contiguous layout: so does Genesis's
+        fmt3 = (genesis.channels_last_3d, torch.channels_last_3d)
+        got = averaged(genesis, to_genesis(x).contiguous(memory_format=fmt3[0]))
+        ref = averaged(torch, x.detach().contiguous(memory_format=fmt3[1]))
+        assert got.stride() == ref.stride()
+        check(averaged, x)
     fmt = genesis.channels_last if len(shape) == 4 else genesis.channels_last_3d
     _, indices = getattr(genesis.nn.functional, name)(to_genesis(x).contiguous(memory_format=fmt),
                                                       return_indices=True, **kwargs)

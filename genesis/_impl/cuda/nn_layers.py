@@ -102,7 +102,7 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
     N, C = x.shape[:2]
     size = x.shape[2:]
     out_size = _pool_out(size, kernel, stride, padding, dilation, ceil_mode)
-    cl = mode == "max" and _pool_cl(x)  # max pooling keeps channels_last (values and indices), as torch's
+    cl = _pool_cl(x) and (mode == "max" or nd == 2)  # channels_last kept where torch keeps it
     new = _new_channels_last if cl else _new
     y = new((N, C) + out_size, x.dtype, x.device)
     idx = new(y.shape, dtypes.int64, x.device) if mode == "max" and indices else None
@@ -130,8 +130,8 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
             ptrs, sig = _pointers(arrays)
             go = _AVG_FWD.launcher(sig + ("i64",) + ("i32",) * 8 + ("i64",) * 5,
                                    consts + (_div_mode(count_include_pad, divisor_override),
-                                             _ACC_KIND.get(x.dtype, 0), _wide(x.size, total), _POOL_BLOCK),
-                                            _POOL_WARPS)
+                                             _ACC_KIND.get(x.dtype, 0), _wide(x.size, total), cl, _POOL_BLOCK),
+                                   _POOL_WARPS)
             go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0, *strides)
     if not batched:
         y = y.squeeze((0,))
@@ -141,7 +141,8 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
 
 def _pool_cl(x: NDArray) -> bool:
     """Whether (batched) pooling input is laid out channels_last (channels_last_3d for 5-d) and not also plainly
-    contiguous: the max-pooling kernels then write and read their outputs in that layout."""
+    contiguous: the pooling kernels then write and read their outputs in that layout (as torch: max pooling in
+    2-d and 3-d, average pooling in 2-d)."""
     fmt = _CL_FORMATS.get(x.ndim)
     return fmt is not None and not _contig(x) and is_dense_in(x.shape, x.strides, fmt)
 
@@ -156,7 +157,7 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
     N, C = shape[:2]
     size = shape[2:]
     out_size = _pool_out(size, kernel, stride, padding, dilation, ceil_mode)
-    cl = mode == "max" and _pool_cl(x)  # the forward's layout
+    cl = _pool_cl(x) and (mode == "max" or nd == 2)  # the forward's layout
     fmt = _CL_FORMATS[len(shape)] if cl else None
     g = _in_format(grad, fmt)
     dx = (_new_channels_last if cl else _new)(x.shape, x.dtype, x.device)
@@ -175,10 +176,10 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
         else:
             arrays = (g, dx)
             ptrs, sig = _pointers(arrays)
-            go = _AVG_BWD.launcher(sig + ("i64",) + ("i32",) * 7,
+            go = _AVG_BWD.launcher(sig + ("i64",) + ("i32",) * 8,
                                    consts + (_div_mode(count_include_pad, divisor_override), f64,
-                                             _wide(total, g.size), _POOL_BLOCK), _POOL_WARPS)
-            go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0)
+                                             _wide(total, g.size), cl, _POOL_BLOCK), _POOL_WARPS)
+            go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, total, C, *scalars[1:], divisor_override or 0)
     return dx
 
 

@@ -164,11 +164,15 @@ def avg_pool_fwd(
     sN, sC, sD, sH, sW,                          # x strides in elements
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DIV_MODE: tl.constexpr, ACC: tl.constexpr,
-    I64: tl.constexpr, BLOCK: tl.constexpr,
+    I64: tl.constexpr, CL: tl.constexpr, BLOCK: tl.constexpr,
 ):
+    # CL: y laid out channels_last (N, OD, OH, OW, C), else contiguous.
     offs = _offsets(BLOCK, I64)
     m = offs < total
-    n, c, od, oh, ow = _out_coords(offs, C, OD, OH, OW)
+    if CL:
+        n, c, od, oh, ow = _out_coords_cl(offs, C, OD, OH, OW)
+    else:
+        n, c, od, oh, ow = _out_coords(offs, C, OD, OH, OW)
     base = x + n * sN + c * sC
     if ACC == 2:  # int64 input: integer sum and division, truncating as torch
         acc = tl.zeros([BLOCK], tl.int64)
@@ -196,21 +200,28 @@ def avg_pool_fwd(
 
 @triton.jit
 def avg_pool_bwd(
-    g, dx,                                       # pointers: g (N*C, OD, OH, OW) contiguous; dx (N*C, D, H, W)
-    total, D, H, W, OD, OH, OW, divisor,         # sizes (total = N * C * D * H * W); divisor_override or 0
+    g, dx,                                       # pointers: g (N, C, OD, OH, OW) and dx (N, C, D, H, W), dense
+    total, C, D, H, W, OD, OH, OW, divisor,      # sizes (total = N * C * D * H * W); divisor_override or 0
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DIV_MODE: tl.constexpr, F64: tl.constexpr,
-    I64: tl.constexpr, BLOCK: tl.constexpr,
+    I64: tl.constexpr, CL: tl.constexpr, BLOCK: tl.constexpr,
 ):
+    # CL: g and dx laid out channels_last (N, D, H, W, C), else contiguous.
     offs = _offsets(BLOCK, I64)
     m = offs < total
-    iw = offs % W
-    t = offs // W
-    ih = t % H
-    t = t // H
-    iz = t % D
-    nc = t // D
-    obase = nc * OD * OH * OW
+    if CL:
+        n, c, iz, ih, iw = _out_coords_cl(offs, C, D, H, W)
+        obase = n * OD * OH * OW * C + c
+        ostep = C
+    else:
+        iw = offs % W
+        t = offs // W
+        ih = t % H
+        t = t // H
+        iz = t % D
+        nc = t // D
+        obase = nc * OD * OH * OW
+        ostep = 1
     if F64:
         acc = tl.zeros([BLOCK], tl.float64)
     else:
@@ -228,7 +239,7 @@ def avg_pool_bwd(
                 ow = zw // SW
                 ok = okh & (zw >= 0) & (zw % SW == 0) & (ow < OW)
                 div = _avg_divisor(od, oh, ow, D, H, W, divisor, KD, KH, KW, SD, SH, SW, PD, PH, PW, DIV_MODE)
-                gv = tl.load(g + obase + (od * OH + oh) * OW + ow, mask=ok, other=0.0).to(acc.dtype)
+                gv = tl.load(g + obase + ((od * OH + oh) * OW + ow) * ostep, mask=ok, other=0.0).to(acc.dtype)
                 acc += tl.where(ok, gv / div.to(acc.dtype), 0.0)
     tl.store(dx + offs, acc.to(dx.dtype.element_ty), mask=m)
 
