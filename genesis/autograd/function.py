@@ -191,12 +191,14 @@ class BackwardCtx(Node):
         versions = []
         candidates = self._inputs + outputs  # inputs first: an input holding the value is preferred
         for value in self._saved:
-            holder = value if isinstance(value, Tensor) else None
-            if holder is None:
+            if value.__class__ is NDArray:
+                holder = None
                 for t in candidates:
                     if isinstance(t, Tensor) and t.ndarray is value:
                         holder = t
                         break
+            else:  # a Tensor holds itself; None and other values have no version
+                holder = value if isinstance(value, Tensor) else None
             versions.append((holder._version, holder._version[0]) if holder is not None else None)
         self._saved_versions = tuple(versions)
 
@@ -339,7 +341,24 @@ def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -
         args, kwargs = _bind_defaults(cls, args, kwargs)
     ctx = cls._node_type()
     ctx._inputs = args
-    ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+    # One pass over the inputs: which need a gradient, the edges to their nodes (taken before forward, as torch's)
+    # and the metadata their gradients are checked against.
+    needs, edges, meta = [], [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            nd = a.ndarray
+            meta.append((nd.shape, nd.dtype, nd.device))
+            if a._requires_grad:
+                needs.append(True)
+                edges.append(_edge(a))
+                continue
+        else:
+            meta.append(None)
+        needs.append(False)
+        edges.append(_NO_EDGE)
+    ctx.needs_input_grad = tuple(needs)
+    ctx.next_functions = tuple(edges)
+    ctx._input_meta = tuple(meta)
     if cls.takes_ndarrays:
         out = cls.forward(ctx, *raw, **kwargs)
     else:
@@ -347,17 +366,6 @@ def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -
         # Tensors created inside forward are saved by memory, so they map to the recorded outputs.
         ctx._saved = tuple(v.ndarray if isinstance(v, Tensor) and not any(v is a for a in args) else v
                            for v in ctx._saved)
-    edges, meta = [], []
-    for a in args:
-        if isinstance(a, Tensor):
-            edges.append(_edge(a))
-            nd = a.ndarray
-            meta.append((nd.shape, nd.dtype, nd.device))
-        else:
-            edges.append(_NO_EDGE)
-            meta.append(None)
-    ctx.next_functions = tuple(edges)
-    ctx._input_meta = tuple(meta)
     outputs = _wrap_outputs(out, ctx)
     if ctx._saved:
         if saved_tensors_hooks_stack:
