@@ -148,6 +148,20 @@ class BackwardCtx(Node):
     @property
     def saved_tensors(self) -> tuple:
         """The saved values as Tensors, after checking none was modified in place since it was saved."""
+        if self._check_saved():
+            return self._packed.unpack(self)
+        return tuple([self._as_tensor(value) for value in self._saved])
+
+    def saved_arrays(self) -> tuple:
+        """The saved values with Tensors as their NDArrays, after the checks of ``saved_tensors``: for a backward
+        that computes on arrays (no graph recorded), without wrapping each saved array in a Tensor first."""
+        if self._check_saved():
+            return tuple([v.ndarray if isinstance(v, Tensor) else v for v in self._packed.unpack(self)])
+        return tuple([v.ndarray if isinstance(v, Tensor) else v for v in self._saved])
+
+    def _check_saved(self) -> bool:
+        """Raise if the saved values were freed or one was modified in place since it was saved; True when they were
+        packed by saved-tensor hooks (to be unpacked)."""
         if self._released:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -156,11 +170,10 @@ class BackwardCtx(Node):
                 "graph a second time or if you need to access saved tensors after calling backward."
             )
         if self._packed is not None:
-            return self._packed.unpack(self)
-        result = []
+            return True
         for value, version in zip(self._saved, self._saved_versions):
-            tensor = self._as_tensor(value)
             if version is not None and version[0][0] != version[1]:
+                tensor = self._as_tensor(value)
                 producer = f", which is output {tensor._output_nr} of {tensor.grad_fn.name()}," \
                     if tensor.grad_fn is not None else ","
                 raise RuntimeError(
@@ -168,8 +181,7 @@ class BackwardCtx(Node):
                     f"operation: [{tensor.dtype}{list(tensor.shape)}]{producer} is at version {version[0][0]}; "
                     f"expected version {version[1]} instead. (needed by {self.name()})"
                 )
-            result.append(tensor)
-        return tuple(result)
+        return False
 
     def _as_tensor(self, value: Any) -> Any:
         """Map a saved NDArray back to the input or output Tensor holding it, so double backward sees the graph."""

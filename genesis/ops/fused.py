@@ -48,26 +48,17 @@ class LayerNorm(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        x, weight, mean, rstd = ctx.saved_tensors
         rms = ctx.rms
         need = ctx.needs_input_grad
         if is_grad_enabled():
+            x, weight, _, _ = ctx.saved_tensors
             gx, gw, gb = layer_norm_grads(grad, x, weight, ctx.eps, rms, ctx.bias_dtype, need)
-        else:
+        else:  # one backend call on the arrays
+            x, weight, mean, rstd = ctx.saved_arrays()
             mask = (bool(need[0]), weight is not None and bool(need[1]), not rms and bool(need[2]))
-            gx, gw, gb = LayerNormBackward.apply(grad, x, weight, mean, rstd, rms, mask, ctx.bias_dtype)
+            gx, gw, gb = x.backend.layer_norm_backward(grad.ndarray, x, weight, mean, rstd, rms, mask,
+                                                       ctx.bias_dtype)
         return gx, gw, gb, None, None
-
-
-class LayerNormBackward(Primitive):
-    @staticmethod
-    def forward(ctx, grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
-                output_mask: tuple, bias_dtype: dtypes.dtype | None) -> tuple:
-        return x.backend.layer_norm_backward(grad, x, weight, mean, rstd, rms, output_mask, bias_dtype)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise NotImplementedError("double backward through the fused layer_norm backward is not supported")
 
 
 class FusedCrossEntropy(Primitive):

@@ -22,11 +22,6 @@ from genesis.ops.reduce import softmax
 from genesis.tensor import Tensor
 
 
-def _raw(t: Tensor | None) -> NDArray | None:
-    """The NDArray of a saved tensor (or None): backward without a graph calls the backend directly."""
-    return t.ndarray if t is not None else None
-
-
 class Linear(Primitive):
     """``x @ w.T + b`` for ``x`` (*, in), ``w`` (out, in) and optional ``b`` (out,), all of one dtype.
 
@@ -45,23 +40,29 @@ class Linear(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
+        if not is_grad_enabled():
+            return _linear_array_grads(ctx.needs_input_grad, grad.ndarray, *ctx.saved_arrays())
         x, w = ctx.saved_tensors
         return _linear_grads(ctx.needs_input_grad, grad, x, w)
 
 
-def _linear_grads(needs: tuple, grad: Tensor, x: Tensor, w: Tensor) -> tuple:
-    """(grad_x, grad_w, grad_b) of ``x @ w.T + b`` where ``needs`` asks for them: NDArrays straight from the backend
-    when no graph is recorded, recorded tensor ops under ``create_graph``."""
+def _linear_array_grads(needs: tuple, g: NDArray, x: NDArray, w: NDArray) -> tuple:
+    """(grad_x, grad_w, grad_b) of ``x @ w.T + b`` where ``needs`` asks for them, computed on NDArrays (no graph
+    recorded: no per-op autograd bookkeeping)."""
     flat = x.ndim != 2
-    if not is_grad_enabled():
-        # No graph to record (no create_graph): compute on NDArrays, skipping per-op autograd bookkeeping.
-        g, xa, wa = grad.ndarray, x.ndarray, w.ndarray
-        if flat:
-            g, xa = g.reshape((-1, g.shape[-1])), xa.reshape((-1, xa.shape[-1]))
-        grad_x = g.matmul(wa) if needs[0] else None
-        return (grad_x.reshape(x.shape) if flat and grad_x is not None else grad_x,
-                g.transpose(0, 1).matmul(xa) if needs[1] else None,
-                g.sum((0,)) if needs[2] else None)
+    xa = x
+    if flat:
+        g, xa = g.reshape((-1, g.shape[-1])), x.reshape((-1, x.shape[-1]))
+    grad_x = g.matmul(w) if needs[0] else None
+    return (grad_x.reshape(x.shape) if flat and grad_x is not None else grad_x,
+            g.transpose(0, 1).matmul(xa) if needs[1] else None,
+            g.sum((0,)) if needs[2] else None)
+
+
+def _linear_grads(needs: tuple, grad: Tensor, x: Tensor, w: Tensor) -> tuple:
+    """(grad_x, grad_w, grad_b) of ``x @ w.T + b`` where ``needs`` asks for them, as recorded tensor ops (under
+    ``create_graph``)."""
+    flat = x.ndim != 2
     if flat:
         grad, x2 = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
     else:
@@ -98,8 +99,7 @@ class CastLinear(Primitive):
             # x and the parameters through them.
             x, w, _ = ctx._inputs
             return _linear_grads(ctx.needs_input_grad, grad, x.to(grad.dtype), w.to(grad.dtype))
-        x_low, w_low = ctx.saved_tensors
-        return _linear_grads(ctx.needs_input_grad, grad, x_low, w_low)
+        return _linear_array_grads(ctx.needs_input_grad, grad.ndarray, *ctx.saved_arrays())
 
 
 class NllLoss(Primitive):
@@ -165,10 +165,11 @@ class Conv(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        x, w = ctx.saved_tensors
         params = ctx.params + (tuple(bool(m) for m in ctx.needs_input_grad[:3]),)
         if not is_grad_enabled():
-            return grad.ndarray.backend.conv_backward(grad.ndarray, x.ndarray, w.ndarray, *params)
+            x, w = ctx.saved_arrays()
+            return x.backend.conv_backward(grad.ndarray, x, w, *params)
+        x, w = ctx.saved_tensors
         return ConvBackward.apply(grad, x, w, params=params)
 
 
@@ -184,11 +185,12 @@ class CastConv(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        x, w_low = ctx.saved_tensors
         params = ctx.params + (tuple(bool(m) for m in ctx.needs_input_grad[:3]),)
         if not is_grad_enabled():
-            return grad.ndarray.backend.conv_backward(grad.ndarray, x.ndarray, w_low.ndarray, *params)
+            x, w_low = ctx.saved_arrays()
+            return x.backend.conv_backward(grad.ndarray, x, w_low, *params)
         # create_graph: the weight's cast recomputed and recorded, so that it gets higher-order gradients.
+        x, w_low = ctx.saved_tensors
         return ConvBackward.apply(grad, x, ctx._inputs[1].to(w_low.dtype), params=params)
 
 
@@ -253,10 +255,10 @@ class Pool(Primitive):
 
     @staticmethod
     def backward(ctx, grad, grad_indices=None):
-        x, indices = ctx.saved_tensors
         if not is_grad_enabled():
-            nd = grad.ndarray
-            return nd.backend.pool_backward(nd, x.ndarray, _raw(indices), *ctx.params)
+            x, indices = ctx.saved_arrays()
+            return x.backend.pool_backward(grad.ndarray, x, indices, *ctx.params)
+        x, indices = ctx.saved_tensors
         return PoolBackward.apply(grad, x, indices, params=ctx.params)
 
 
@@ -311,10 +313,10 @@ class AdaptivePool(Primitive):
 
     @staticmethod
     def backward(ctx, grad, grad_indices=None):
-        x, indices = ctx.saved_tensors
-        nd = grad.ndarray
         if not is_grad_enabled():
-            return nd.backend.adaptive_pool_backward(nd, x.ndarray, _raw(indices), ctx.mode)
+            x, indices = ctx.saved_arrays()
+            return x.backend.adaptive_pool_backward(grad.ndarray, x, indices, ctx.mode)
+        x, indices = ctx.saved_tensors
         return AdaptivePoolBackward.apply(grad, x, indices, mode=ctx.mode)
 
 
@@ -357,15 +359,16 @@ class BatchNorm(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        x, weight, running_mean, running_var, save_mean, save_invstd = ctx.saved_tensors
-        mask = (bool(ctx.needs_input_grad[0]), weight is not None and bool(ctx.needs_input_grad[1]),
-                bool(ctx.needs_input_grad[2]))
+        need = ctx.needs_input_grad
         if is_grad_enabled():
+            x, weight, running_mean, running_var, _, _ = ctx.saved_tensors
+            mask = (bool(need[0]), weight is not None and bool(need[1]), bool(need[2]))
             grads = batch_norm_grads(grad, x, weight, running_mean, running_var, *ctx.params, ctx.bias_dtype, mask)
         else:
-            grads = grad.ndarray.backend.batch_norm_backward(
-                grad.ndarray, x.ndarray, _raw(weight), _raw(running_mean), _raw(running_var), save_mean.ndarray,
-                save_invstd.ndarray, *ctx.params, mask)
+            x, weight, running_mean, running_var, save_mean, save_invstd = ctx.saved_arrays()
+            mask = (bool(need[0]), weight is not None and bool(need[1]), bool(need[2]))
+            grads = x.backend.batch_norm_backward(grad.ndarray, x, weight, running_mean, running_var, save_mean,
+                                                  save_invstd, *ctx.params, mask)
         return tuple(grads) + (None, None)
 
 
@@ -519,13 +522,13 @@ class InstanceNorm(Primitive):
 def _group_norm_grads(ctx, grad) -> tuple:
     """(grad_x, grad_weight, grad_bias) of ``GroupNorm`` / ``InstanceNorm`` from their saved input and statistics:
     one backend call, or differentiable tensor ops when the backward is recorded (``create_graph``)."""
-    x, weight = ctx.saved_tensors
     num_groups, eps = ctx.params
     mask = tuple(bool(m) for m in ctx.needs_input_grad[:3])
     if is_grad_enabled():
+        x, weight = ctx.saved_tensors
         return group_norm_grads(grad, x, weight, num_groups, eps, mask)
-    nd = grad.ndarray
-    return tuple(nd.backend.group_norm_backward(nd, x.ndarray, _raw(weight), *ctx.stats, num_groups, mask))
+    x, weight = ctx.saved_arrays()
+    return tuple(x.backend.group_norm_backward(grad.ndarray, x, weight, *ctx.stats, num_groups, mask))
 
 
 class Upsample(Primitive):

@@ -45,9 +45,10 @@ class Unary(Primitive):
 
     @classmethod
     def backward(cls, ctx, grad):
-        (saved,) = ctx.saved_tensors
         if cls.backward_op and not is_grad_enabled():
-            return Tensor._wrap(grad.ndarray.binary(cls.backward_op, saved.ndarray))
+            (saved,) = ctx.saved_arrays()
+            return grad.ndarray.binary(cls.backward_op, saved)
+        (saved,) = ctx.saved_tensors
         return grad * conj(cls.derivative(saved))  # conj: torch's convention for complex gradients
 
 
