@@ -129,9 +129,12 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 buf = buffers.get(nxt)
                 if buf is None:
                     buf = buffers[nxt] = [None] * getattr(nxt, "_n_outputs", 1)
-                _accumulate(buf, idx, g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
+                if g is not None:  # _accumulate, inline: this loop runs once per edge of the graph
+                    held = buf[idx]
+                    buf[idx] = g if held is None else held + g
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
                     ready.append(nxt)
         if _depth == 1:
             while _callbacks:
@@ -231,7 +234,7 @@ def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_gr
             if g.dtype is not meta[1] and g.shape == meta[0]:
                 g = g.astype(meta[1])  # widened as an array: no Tensor-level cast (a broadcast one is summed first)
             g = _fn.Tensor._wrap(g)
-        elif _is_sparse(g):
+        elif g.__class__ is not _fn.Tensor and g.is_sparse:
             # A sparse gradient (Embedding(sparse=True)) reaches a leaf as it is; any other node gets it dense.
             result.append(g if nxt.__class__ is AccumulateGrad else g.to_dense())
             continue
@@ -256,7 +259,7 @@ def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> No
         return
     if t._hooks:
         g = _run_hooks(t._hooks, g)
-    if not create_graph:
+    if not create_graph and (g._grad_fn is not None or g._requires_grad):
         g = g.detach()
     if _is_sparse(g) or (t._grad is not None and _is_sparse(t._grad)):
         _accumulate_sparse(t, g, create_graph, handed)
