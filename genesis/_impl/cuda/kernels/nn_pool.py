@@ -55,6 +55,23 @@ def _out_coords_cl(offs, C, OD, OH, OW):
 
 
 @triton.jit
+def _grad_positions(offs, C, D, H, W, OD, OH, OW, CL: tl.constexpr):
+    """Input-gradient positions of the backward kernels: (iz, ih, iw) in their (D, H, W) plane, and where the outputs
+    of their plane start in the output gradient with the stride between two of them (output (od, oh, ow) sits at
+    ``obase + ((od * OH + oh) * OW + ow) * ostep``): C for channels_last (N, D, H, W, C), 1 for contiguous."""
+    if CL:
+        n, c, iz, ih, iw = _out_coords_cl(offs, C, D, H, W)
+        return iz, ih, iw, n * OD * OH * OW * C + c, C
+    else:
+        iw = offs % W
+        t = offs // W
+        ih = t % H
+        t = t // H
+        iz = t % D
+        return iz, ih, iw, (t // D) * OD * OH * OW, 1
+
+
+@triton.jit
 def max_pool_fwd(
     x, y, idx,                                   # pointers: x (N, C, D, H, W) strided; y, idx dense outputs
     total, C, D, H, W, OD, OH, OW,               # sizes (total = N * C * OD * OH * OW)
@@ -104,19 +121,7 @@ def max_pool_bwd(
     # CL: all three arrays laid out channels_last (N, D, H, W, C), else contiguous.
     offs = _offsets(BLOCK, I64)
     m = offs < total
-    if CL:
-        n, c, iz, ih, iw = _out_coords_cl(offs, C, D, H, W)
-        obase = n * OD * OH * OW * C + c  # output (od, oh, ow) sits at obase + ((od * OH + oh) * OW + ow) * C
-        ostep = C
-    else:
-        iw = offs % W
-        t = offs // W
-        ih = t % H
-        t = t // H
-        iz = t % D
-        nc = t // D
-        obase = nc * OD * OH * OW
-        ostep = 1
+    iz, ih, iw, obase, ostep = _grad_positions(offs, C, D, H, W, OD, OH, OW, CL)
     me = (iz * H + ih) * W + iw
     if F64:
         acc = tl.zeros([BLOCK], tl.float64)
@@ -209,19 +214,7 @@ def avg_pool_bwd(
     # CL: g and dx laid out channels_last (N, D, H, W, C), else contiguous.
     offs = _offsets(BLOCK, I64)
     m = offs < total
-    if CL:
-        n, c, iz, ih, iw = _out_coords_cl(offs, C, D, H, W)
-        obase = n * OD * OH * OW * C + c
-        ostep = C
-    else:
-        iw = offs % W
-        t = offs // W
-        ih = t % H
-        t = t // H
-        iz = t % D
-        nc = t // D
-        obase = nc * OD * OH * OW
-        ostep = 1
+    iz, ih, iw, obase, ostep = _grad_positions(offs, C, D, H, W, OD, OH, OW, CL)
     if F64:
         acc = tl.zeros([BLOCK], tl.float64)
     else:
