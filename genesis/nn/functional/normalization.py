@@ -28,14 +28,15 @@ def _check_param_dtypes(input: Tensor, *params: Tensor | None) -> None:
     """torch's rule for a norm's parameters (weight, bias, running statistics): all of the input's dtype, or all
     float32 under half-precision input (the mixed mode); RuntimeError otherwise, worded as torch's kernels."""
     x = input.ndarray.dtype
+    same = wide = True  # every parameter of the input's dtype / every one float32
     for p in params:
-        if p is not None and p.ndarray.dtype is not x:
-            break
-    else:
-        return  # the common case: every parameter of the input's dtype
-    found = [p.dtype for p in params if p is not None]
-    if x in _HALF and all(d is dtypes.float32 for d in found):
+        if p is not None:
+            d = p.ndarray.dtype
+            same = same and d is x
+            wide = wide and d is dtypes.float32
+    if same or (wide and x in _HALF):
         return
+    found = [p.dtype for p in params if p is not None]
     if found[0] is x:  # the first parameter agrees with the input, a later one does not
         other = next(d for d in found if d is not x)
         raise RuntimeError(f"expected scalar type {dtypes.SCALAR_TYPE_NAMES[x]} but found "
