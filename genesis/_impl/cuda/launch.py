@@ -102,6 +102,20 @@ def _fills_block(x: NDArray) -> bool:
     return True
 
 
+_DENSE: dict[tuple, bool] = {}
+
+
+def _dense_layout(x: NDArray) -> bool:
+    """``_fills_block(x)``, kept per (shape, strides): asked by every elementwise op on channels_last arrays."""
+    key = (x.shape, x.strides)
+    dense = _DENSE.get(key)
+    if dense is None:
+        if len(_DENSE) > 4096:  # many distinct layouts: start over
+            _DENSE.clear()
+        dense = _DENSE[key] = _fills_block(x)
+    return dense
+
+
 def _new_like(x: NDArray, dtype: dtypes.dtype, other: NDArray | None = None) -> NDArray:
     """A new array of ``x``'s shape laid out as ``x`` when ``x`` is dense, else as ``other`` (an operand of that
     shape) when that one is, else row-major: elementwise results keep their inputs' memory format (a channels_last
@@ -269,15 +283,21 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
     fast = out._native
     if fast is None:
         fast = _contig(out)
-    if fast and nin <= 2:
-        a = ins[0]
-        if a.__class__ is NDArray and a.shape == shape and (a._native if a._native is not None else _contig(a)):
-            # The common cases, kept short: contiguous same-shape operands, or a tensor and a Python number.
+    a = ins[0]
+    if nin <= 2 and a.__class__ is NDArray and a.shape == shape:
+        # The common cases, kept short: same-shape operands all contiguous, or all laid out alike in another dense
+        # order (channels_last, a transpose: walked as one flat array as well), or a tensor and a Python number.
+        if fast:
+            flat = a._native if a._native is not None else _contig(a)
+        else:
+            flat = a.strides == out.strides and _dense_layout(out)
+        if flat:
             b = ins[1] if nin == 2 else None
             if b is None:
                 bkey, barg = None, 0
             elif b.__class__ is NDArray:
-                if b.shape != shape or not (b._native if b._native is not None else _contig(b)):
+                if b.shape != shape or not ((b._native if b._native is not None else _contig(b)) if fast
+                                            else b.strides == out.strides):
                     bkey = False
                 else:
                     barg = b.buffer.ptr + b.offset * b.dtype.itemsize
