@@ -105,6 +105,29 @@ def test_hooks_apply_to_built_in_ops_and_leave_gradients_unchanged() -> None:
         assert genesis.equal(g_param.grad, before)
 
 
+def test_hooks_apply_to_layers_whose_backward_reads_arrays() -> None:
+    """Convolution, batch and layer norm, pooling, relu and linear compute their backward on the saved arrays; under
+    saved-tensor hooks those arrays come from unpack, and every gradient equals the one without hooks and torch's."""
+    def build(lib: Any) -> Any:
+        nn = lib.nn
+        lib.manual_seed(0)
+        return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.LayerNorm(16), nn.Linear(16, 2))
+
+    model_t = build(torch).double()
+    model_g = build(genesis).to(DEVICE, genesis.float64)
+    model_g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in model_t.state_dict().items()})
+    x = torch.randn(2, 3, 4, 4, dtype=torch.float64)
+    model_t(x).pow(2).sum().backward()
+    counter = _Counter(genesis)
+    with counter.hooks():
+        loss = model_g(to_genesis(x)).pow(2).sum()
+    loss.backward()
+    assert counter.packed and counter.unpacked == len(counter.packed)
+    for (name, g_param), t_param in zip(model_g.named_parameters(), model_t.parameters()):
+        assert_same(g_param.grad, t_param.grad, what=f"{name}.grad")
+
+
 def test_unpack_runs_on_every_read_and_hooks_are_those_of_save_time() -> None:
     # As torch: x * x packs x twice, and each of two backward passes unpacks both.
     x = genesis.randn(3, dtype=genesis.float64, device=DEVICE, requires_grad=True)
