@@ -28,15 +28,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _specs() -> list[tuple]:
     pk = kernel_modules(("nn_pad",))["nn_pad"]
     i32 = "*i32:16"
-    fwd_sizes = ("i64",) + ("i32",) * 5 + ("i64",) * 6
-    bwd_sizes = fwd_sizes + ("i32",) * 3
+    sizes = ("i64",) + ("i32",) * 5 + ("i64",) * 6
     return [
-        ("pad fwd fp32", pk.pad_fwd, ("*fp32:16", "*fp32:16", i32, i32, i32) + fwd_sizes, (False, 512)),
-        ("pad fwd bf16 wide", pk.pad_fwd, ("*bf16:16", "*bf16:16", i32, i32, i32) + fwd_sizes, (True, 512)),
-        ("pad fwd int64", pk.pad_fwd, ("*i64:16", "*i64:16", i32, i32, i32) + fwd_sizes, (False, 512)),
-        ("pad bwd fp32", pk.pad_bwd, ("*fp32:16", "*fp32:16") + (i32,) * 9 + bwd_sizes, (False, False, 256)),
-        ("pad bwd fp16", pk.pad_bwd, ("*fp16:16", "*fp16:16") + (i32,) * 9 + bwd_sizes, (False, False, 256)),
-        ("pad bwd fp64 wide", pk.pad_bwd, ("*fp64:16", "*fp64:16") + (i32,) * 9 + bwd_sizes, (True, True, 256)),
+        ("pad fwd fp32", pk.pad_fwd, ("*fp32:16", "*fp32:16", i32, i32, i32) + sizes, (False, 512)),
+        ("pad fwd bf16 wide", pk.pad_fwd, ("*bf16:16", "*bf16:16", i32, i32, i32) + sizes, (True, 512)),
+        ("pad fwd int64", pk.pad_fwd, ("*i64:16", "*i64:16", i32, i32, i32) + sizes, (False, 512)),
+        ("pad bwd fp32", pk.pad_bwd, ("*fp32:16", "*fp32:16") + (i32,) * 9 + sizes, (1, 2, 2, False, False, 256)),
+        ("pad bwd fp16", pk.pad_bwd, ("*fp16:16", "*fp16:16") + (i32,) * 9 + sizes, (1, 5, 5, False, False, 256)),
+        ("pad bwd fp64 wide", pk.pad_bwd, ("*fp64:16", "*fp64:16") + (i32,) * 9 + sizes, (3, 3, 3, True, True, 256)),
     ]
 
 

@@ -412,18 +412,20 @@ def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running
     xc, N, C, S, fmt = _bn_layout(x)
     acc = _acc(x.dtype)
     dev = x.device
+    if C:
+        rt.ensure_device(dev.index)
+    if training and C:  # the statistics launch first: the device reads x while the host allocates the rest
+        if fmt is not None:
+            part, P = _bn_partials_cl(xc, xc, xc, acc, False, N * S, C)
+        else:
+            part, P = _bn_partials(xc, xc, xc, acc, False, N, C, S)
     y = _new_in(x.shape, x.dtype, dev, fmt)
     save_mean, save_invstd = _new((C,), acc, dev), _new((C,), acc, dev)
     if not C:
         return y, save_mean, save_invstd
-    rt.ensure_device(dev.index)
     coef = _new((2, C), acc, dev)
     if not training:
         part, P = coef, 1
-    elif fmt is not None:
-        part, P = _bn_partials_cl(xc, xc, xc, acc, False, N * S, C)
-    else:
-        part, P = _bn_partials(xc, xc, xc, acc, False, N, C, S)
     has_running = running_mean is not None and running_var is not None
     assert not has_running or (_contig(running_mean) and _contig(running_var)), "running stats update in place"
     arrays = (part, _dense(weight) if weight is not None else coef, _dense(bias) if bias is not None else coef,

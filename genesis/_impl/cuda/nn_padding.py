@@ -115,7 +115,8 @@ def pad_backward(grad: NDArray, input_shape: tuple, pad: tuple, mode: str) -> ND
         axes = [_axis_tables(n, b, a, mode, grad.device) for n, (b, a) in zip(sizes[2:5], _amounts(pad))]
         arrays = (grad, dx) + tuple(t for axis in axes for t in axis[1:4])
         ptrs, sig = _pointers(arrays)
-        go = _BWD.launcher(sig + ("i64",) + ("i32",) * 5 + ("i64",) * 6 + ("i32",) * 3,
-                           (grad.dtype is dtypes.float64, _wide(total, grad.size), _BLOCK // 2), 4)
-        go(-(-total // (_BLOCK // 2)), 1, 1, *ptrs, total, *sizes[1:], *strides, *(axis[4] for axis in axes))
+        go = _BWD.launcher(sig + ("i64",) + ("i32",) * 5 + ("i64",) * 6,
+                           (*(axis[4] for axis in axes), grad.dtype is dtypes.float64, _wide(total, grad.size),
+                            _BLOCK // 2), 4)
+        go(-(-total // (_BLOCK // 2)), 1, 1, *ptrs, total, *sizes[1:], *strides)
     return dx

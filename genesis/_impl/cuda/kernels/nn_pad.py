@@ -60,7 +60,7 @@ def pad_bwd(
     first_w, count_w, outs_w,              # ... along W
     total, A1, D, H, W, B,                 # sizes (total = number of input elements)
     s0, s1, sD, sH, sW, sB,                # g strides in elements
-    RD, RH, RW,                            # the longest list along each axis
+    RD: tl.constexpr, RH: tl.constexpr, RW: tl.constexpr,  # the longest list along each axis (constant trip counts)
     F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
     offs = _offsets(BLOCK, I64)
