@@ -1367,6 +1367,22 @@ def test_recorded_inplace_output_changed_again_raises(op: str) -> None:
     raises_both(RuntimeError, scenario_view, match="modified by an inplace operation")
 
 
+def test_erfinv_output_changed_in_place_before_backward() -> None:
+    """erfinv saves its input (its backward computes erfinv again), as torch's: its output, also ``erfinv_``'s,
+    may change in place before backward without an error, and the gradients stay torch's."""
+    def scenario(lib: Any) -> list:
+        a = t(lib, X, True)
+        y = (a * 0.3).erfinv()
+        y.mul_(3)
+        h = a * 0.4
+        h.erfinv_()
+        h.add_(1)
+        (y.sum() + (h * h).sum()).backward()
+        return [y, h, a.grad]
+
+    both(scenario)
+
+
 def test_recorded_inplace_relu_of_a_view_updates_the_base() -> None:
     def scenario(lib: Any) -> list:
         a = t(lib, X, True)

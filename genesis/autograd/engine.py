@@ -129,9 +129,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 buf = buffers.get(nxt)
                 if buf is None:
                     buf = buffers[nxt] = [None] * getattr(nxt, "_n_outputs", 1)
-                if g is not None:  # _accumulate, inline: this loop runs once per edge of the graph
-                    held = buf[idx]
-                    buf[idx] = g if held is None else held + g
+                _accumulate(buf, idx, g)
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
@@ -234,7 +232,7 @@ def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_gr
             if g.dtype is not meta[1] and g.shape == meta[0]:
                 g = g.astype(meta[1])  # widened as an array: no Tensor-level cast (a broadcast one is summed first)
             g = _fn.Tensor._wrap(g)
-        elif g.__class__ is not _fn.Tensor and g.is_sparse:
+        elif _is_sparse(g):
             # A sparse gradient (Embedding(sparse=True)) reaches a leaf as it is; any other node gets it dense.
             result.append(g if nxt.__class__ is AccumulateGrad else g.to_dense())
             continue

@@ -184,10 +184,11 @@ def kernel_method(name: str, kernel: str, fn: Callable, writer: Any = None) -> C
 
     def method(self: Tensor) -> Tensor:
         floating = self.dtype.is_floating_point
-        if is_grad_enabled() and self.requires_grad and floating and writer is not None:
+        recorded = is_grad_enabled() and self.requires_grad
+        if recorded and floating and writer is not None:
             check_no_internal_overlap(self)
             return write_recorded(self, writer)
-        if is_grad_enabled() and self.requires_grad or not floating:
+        if recorded or not floating:
             return assign_inplace(self, fn(self))
         check_no_internal_overlap(self)
         self.ndarray.unary(kernel, out=self.ndarray)

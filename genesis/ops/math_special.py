@@ -95,10 +95,13 @@ class Erfc(Unary):
 
 
 class Erfinv(Unary):
-    op, saves_output = "erfinv", True
+    """Saves its input and computes ``erfinv`` again in backward, as torch's: the output stays free to change in
+    place (``erfinv_`` included) before backward."""
+    op = "erfinv"
 
     @staticmethod
-    def derivative(out):
+    def derivative(x):
+        out = Erfinv.apply(x)
         return (0.5 * math.sqrt(math.pi)) * (out * out).exp()
 
 

@@ -94,12 +94,12 @@ class CastLinear(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        if is_grad_enabled():
-            # create_graph: the casts recomputed from the inputs and recorded, so that higher-order gradients reach
-            # x and the parameters through them.
-            x, w, _ = ctx._inputs
-            return _linear_grads(ctx.needs_input_grad, grad, x.to(grad.dtype), w.to(grad.dtype))
-        return _linear_array_grads(ctx.needs_input_grad, grad.ndarray, *ctx.saved_arrays())
+        if not is_grad_enabled():  # the saved x and weight are already their casts
+            return Linear.backward(ctx, grad)
+        # create_graph: the casts recomputed from the inputs and recorded, so that higher-order gradients reach x and
+        # the parameters through them.
+        x, w, _ = ctx._inputs
+        return _linear_grads(ctx.needs_input_grad, grad, x.to(grad.dtype), w.to(grad.dtype))
 
 
 class NllLoss(Primitive):
@@ -185,11 +185,10 @@ class CastConv(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        params = ctx.params + (tuple(bool(m) for m in ctx.needs_input_grad[:3]),)
-        if not is_grad_enabled():
-            x, w_low = ctx.saved_arrays()
-            return x.backend.conv_backward(grad.ndarray, x, w_low, *params)
+        if not is_grad_enabled():  # the saved weight is already its cast
+            return Conv.backward(ctx, grad)
         # create_graph: the weight's cast recomputed and recorded, so that it gets higher-order gradients.
+        params = ctx.params + (tuple(bool(m) for m in ctx.needs_input_grad[:3]),)
         x, w_low = ctx.saved_tensors
         return ConvBackward.apply(grad, x, ctx._inputs[1].to(w_low.dtype), params=params)
 

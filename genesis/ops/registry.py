@@ -672,11 +672,11 @@ def autocast_policy() -> dict[str, dict[str, str]]:
     return policy
 
 
-def _inplace_method(op: Op) -> Callable:
+def _inplace_method(op: Op, output_saving: dict[str, type]) -> Callable:
     if op.inplace == BINARY:
         return inplace.binary_method(op.name, op.fn, arithmetic.IN_PLACE_WRITERS.get(op.name))
     if op.inplace == KERNEL:
-        return inplace.kernel_method(op.name, op.kernel, op.fn, unary.OUTPUT_SAVING.get(op.kernel))
+        return inplace.kernel_method(op.name, op.kernel, op.fn, output_saving.get(op.kernel))
     return inplace.general_method(op.name, op.fn)
 
 
@@ -687,11 +687,12 @@ def bind(tensor_type: type = Tensor) -> None:
     for device_type, rules in autocast_policy().items():
         autocast.POLICY[device_type].update(rules)
     public_ops = callables()
+    output_saving = unary.output_saving()
     for op in OPS:
         if op.method:
             setattr(tensor_type, op.name, public_ops[op])
         if op.inplace:
-            setattr(tensor_type, f"{op.name}_", _inplace_method(op))
+            setattr(tensor_type, f"{op.name}_", _inplace_method(op, output_saving))
     for dunder, target in OPERATORS.items():
         setattr(tensor_type, dunder, getattr(tensor_type, target) if isinstance(target, str) else target)
     for name, fget in PROPERTIES.items():

@@ -196,9 +196,17 @@ class Relu(Unary):
         return where(out > 0, grad, 0.0)
 
 
-#: The Unary classes whose backward reads only their output, by kernel: their in-place ops write the tensor's memory
-#: directly even when a graph records them (``genesis.ops.inplace.kernel_method``).
-OUTPUT_SAVING = {cls.op: cls for cls in (Exp, Exp2, Expm1, Sqrt, Rsqrt, Reciprocal, Tan, Tanh, Sigmoid, Relu)}
+def output_saving() -> dict[str, type[Unary]]:
+    """The Unary classes whose backward reads only their output (``saves_output``), by kernel, wherever they are
+    defined: their in-place ops write the tensor's memory directly even when a graph records them
+    (``genesis.ops.inplace.kernel_method``)."""
+    found, stack = {}, [Unary]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if cls.saves_output:
+            found[cls.op] = cls
+    return found
 
 
 class LeakyRelu(Primitive):

@@ -122,8 +122,8 @@ def _new_like(x: NDArray, dtype: dtypes.dtype, other: NDArray | None = None) -> 
     network stays channels_last, also where one operand is a broadcast gradient), as torch's do."""
     if _contig(x):
         return _new(x.shape, dtype, x.device)
-    if not _fills_block(x):
-        if other is None or other.shape != x.shape or _contig(other) or not _fills_block(other):
+    if not _dense_layout(x):
+        if other is None or other.shape != x.shape or _contig(other) or not _dense_layout(other):
             return _new(x.shape, dtype, x.device)
         x = other
     st = storage.alloc(x.size * dtype.itemsize, x.device.index)

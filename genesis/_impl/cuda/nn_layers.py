@@ -102,7 +102,7 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
     N, C = x.shape[:2]
     size = x.shape[2:]
     out_size = _pool_out(size, kernel, stride, padding, dilation, ceil_mode)
-    cl = _pool_cl(x) and (mode == "max" or nd == 2)  # channels_last kept where torch keeps it
+    cl = _pool_cl(x, mode, nd)
     new = _new_channels_last if cl else _new
     y = new((N, C) + out_size, x.dtype, x.device)
     idx = new(y.shape, dtypes.int64, x.device) if mode == "max" and indices else None
@@ -139,12 +139,13 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
     return y, idx
 
 
-def _pool_cl(x: NDArray) -> bool:
-    """Whether (batched) pooling input is laid out channels_last (channels_last_3d for 5-d) and not also plainly
-    contiguous: the pooling kernels then write and read their outputs in that layout (as torch: max pooling in
-    2-d and 3-d, average pooling in 2-d)."""
+def _pool_cl(x: NDArray, mode: str, nd: int) -> bool:
+    """Whether the pooling kernels keep channels_last: (batched) input laid out channels_last (channels_last_3d for
+    5-d) and not also plainly contiguous, where torch keeps it (max pooling in 2-d and 3-d, average pooling in 2-d);
+    the output, its indices and the input gradient are then written in that layout."""
     fmt = _CL_FORMATS.get(x.ndim)
-    return fmt is not None and not _contig(x) and is_dense_in(x.shape, x.strides, fmt)
+    return ((mode == "max" or nd == 2) and fmt is not None and not _contig(x)
+            and is_dense_in(x.shape, x.strides, fmt))
 
 
 def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str, kernel: tuple, stride: tuple,
@@ -157,7 +158,7 @@ def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str,
     N, C = shape[:2]
     size = shape[2:]
     out_size = _pool_out(size, kernel, stride, padding, dilation, ceil_mode)
-    cl = _pool_cl(x) and (mode == "max" or nd == 2)  # the forward's layout
+    cl = _pool_cl(x, mode, nd)  # the forward's layout
     fmt = _CL_FORMATS[len(shape)] if cl else None
     g = _in_format(grad, fmt)
     dx = (_new_channels_last if cl else _new)(x.shape, x.dtype, x.device)

@@ -132,15 +132,14 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
             (input,) = amp.autocast_args(op, input)
     else:
         input, weight, bias = amp.autocast_args(op, input, weight, bias)
-    key = (op, n, input.ndarray.shape, weight.ndarray.shape, None if bias is None else bias.ndarray.shape, stride,
-           padding, dilation, groups, transposed, output_padding)
+    shapes = (input.ndarray.shape, weight.ndarray.shape, None if bias is None else bias.ndarray.shape)
+    key = (op, n, *shapes, stride, padding, dilation, groups, transposed, output_padding)
     try:
         plan = _PLANS.get(key)
     except TypeError:  # list arguments: checked at every call
         plan, key = None, None
     if plan is None:
-        plan = _conv_plan(op, n, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape),
-                          stride, padding, dilation, groups, transposed, output_padding)
+        plan = _conv_plan(op, n, *shapes, stride, padding, dilation, groups, transposed, output_padding)
         if key is not None:
             if len(_PLANS) > 4096:  # many distinct shapes: start over
                 _PLANS.clear()
