@@ -26,3 +26,13 @@ def pytest_configure(config: pytest.Config) -> None:
         import torch
 
         torch.set_num_threads(1)
+
+
+@pytest.fixture
+def full_float32():
+    """float32 at full precision in cuDNN (convolutions, recurrent layers) unless a test turns TF32 on: torch's CPU
+    oracle has no TF32. Modules comparing those layers with it use it (``pytest.mark.usefixtures``)."""
+    import genesis
+
+    with genesis.backends.cudnn.flags(allow_tf32=False):
+        yield

@@ -74,11 +74,7 @@ def run_case(name: str, dtype_name: str, layout: str) -> None:
         assert err < tol, f"grad of input {k}: error {err:.2e}"
 
 
-@pytest.fixture(autouse=True)
-def full_float32():
-    """Float32 at full precision unless a test turns TF32 on (torch's CPU oracle has no TF32)."""
-    with CUDNN.flags(allow_tf32=False):
-        yield
+pytestmark = pytest.mark.usefixtures("full_float32")  # TF32 only where a test turns it on
 
 
 @pytest.mark.parametrize("dtype_name", list(DTYPES))

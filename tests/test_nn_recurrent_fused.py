@@ -9,6 +9,8 @@ import torch
 import genesis
 from tests.helpers import DEVICE, check_module, rand, requires_cuda, to_genesis, to_torch
 
+pytestmark = pytest.mark.usefixtures("full_float32")  # cuDNN's layers in full float32 unless a test turns TF32 on
+
 GENESIS_DTYPE = {torch.float32: genesis.float32, torch.float64: genesis.float64}
 
 CONFIGS = [
@@ -204,18 +206,21 @@ def test_cudnn_layers_match_the_time_loop(name, extra, lengths):
 
 
 @requires_cuda
-def test_tf32_needs_both_switches():
-    """float32 layers on cuda use TF32 tensor cores only with both ``genesis.backends.cuda.matmul.allow_tf32`` and
-    ``genesis.backends.cudnn.allow_tf32``; the results then stay within TF32's precision of torch's float32 ones,
-    and otherwise within float32's."""
+def test_tf32_follows_the_cudnn_switch():
+    """float32 layers on cuda use TF32 tensor cores where ``genesis.backends.cudnn.allow_tf32`` is on (the default),
+    as torch's cuDNN RNN, whatever ``genesis.backends.cuda.matmul.allow_tf32`` says: the results then stay within
+    TF32's precision of torch's float32 ones and differ from the full-float32 ones, which match torch's to float32's
+    precision."""
+    assert genesis.backends.cudnn.allow_tf32 is False  # the module's fixture; the library default is True
     g, t = _pair("LSTM", {"num_layers": 2}, torch.float32, input_size=64, hidden=128)
     g.load_state_dict({k: to_genesis(v, requires_grad=False, device="cuda") for k, v in t.state_dict().items()})
     g = g.to("cuda")
     x = rand(12, 8, 64, dtype=torch.float32)
     ref, (ref_h, ref_c) = t(x)
     ref.sum().backward()
-    for matmul, cudnn, tol in ((True, True, {"rtol": 2e-2, "atol": 2e-3}), (False, True, {"rtol": 1e-4, "atol": 1e-5}),
-                               (True, False, {"rtol": 1e-4, "atol": 1e-5})):
+    outputs = {}
+    tf32, fp32 = {"rtol": 2e-2, "atol": 2e-3}, {"rtol": 1e-4, "atol": 1e-5}
+    for matmul, cudnn, tol in ((False, True, tf32), (True, True, tf32), (False, False, fp32), (True, False, fp32)):
         g.zero_grad()
         genesis.backends.cuda.matmul.allow_tf32 = matmul
         try:
@@ -226,6 +231,8 @@ def test_tf32_needs_both_switches():
             genesis.backends.cuda.matmul.allow_tf32 = False
         for got, want in ((out, ref), (h, ref_h), (c, ref_c), (g.weight_hh_l0.grad, t.weight_hh_l0.grad)):
             torch.testing.assert_close(to_torch(got), want.detach(), **tol)
+        outputs[cudnn] = to_torch(out)
+    assert not torch.equal(outputs[True], outputs[False])  # TF32 did run
 
 
 def _run_packed(m, x, *hx, lengths):

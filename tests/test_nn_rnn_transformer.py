@@ -19,8 +19,10 @@ from tests.helpers import (
     to_torch,
 )
 
-# torch-side notices only: its mask-type deprecation and its nested-tensor remarks.
-pytestmark = [pytest.mark.filterwarnings("ignore:Support for mismatched:UserWarning"),
+# Full float32 in cuDNN's recurrent layers (torch's CPU oracle has no TF32); torch-side notices only: its mask-type
+# deprecation and its nested-tensor remarks.
+pytestmark = [pytest.mark.usefixtures("full_float32"),
+              pytest.mark.filterwarnings("ignore:Support for mismatched:UserWarning"),
               pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning"),
               pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")]
 

@@ -12,10 +12,9 @@ loads is called directly through ctypes, with plain integer pointers.
   the same space. Weight gradients are views into the gradient space where a matrix's gates are adjacent.
 - The reverse direction of a bidirectional layer runs forward over the time-reversed sequences (one gather each
   way; each sequence is reversed within its own length, which keeps a packed batch's layout).
-- float32 uses TF32 tensor cores only where both ``genesis.backends.cuda.matmul.allow_tf32`` (off by default) and
-  ``genesis.backends.cudnn.allow_tf32`` are True: the layer's products are matrix products, and by default its
-  results match the CPU's and the time loop's in full float32. torch's cuDNN RNN reads only the cuDNN switch (TF32
-  by default); scripts that turn TF32 on set the matmul switch too. Half precision computes in float32.
+- float32 uses TF32 tensor cores where ``genesis.backends.cudnn.allow_tf32`` is True (the default), as torch's
+  cuDNN RNN, which reads that switch only; with it off the layer computes in full float32 and its results match the
+  CPU's and the time loop's. Half precision computes in float32.
 - Where cuDNN cannot run the layer (not installed, ``genesis.backends.cudnn.enabled`` False, a dtype or size it does
   not support) the layer runs the time loop of fused cells (``genesis._impl.recurrent_loop``).
 
@@ -37,7 +36,6 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda.creation import contiguous, empty, from_numpy, full
 from genesis._impl.cuda.indexing import index_select
 from genesis._impl.cuda.launch import _contig, _ptr, _stream
-from genesis.backends import cuda as cuda_switches
 from genesis.backends import cudnn as flags
 from genesis.ndarray import NDArray, check_same_device
 
@@ -267,7 +265,7 @@ _plans: dict[tuple, _Plan | None] = {}
 def _math(dtype: dtypes.dtype) -> int:
     if dtype.itemsize == 2:
         return _TENSOR_OP_MATH
-    if dtype is dtypes.float32 and not (flags.allow_tf32 and cuda_switches.matmul.allow_tf32):
+    if dtype is dtypes.float32 and not flags.allow_tf32:
         return _FMA_MATH
     return _DEFAULT_MATH
 
