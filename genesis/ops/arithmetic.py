@@ -44,7 +44,15 @@ class Sub(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad, -grad if ctx.needs_input_grad[1] else None
+        if not ctx.needs_input_grad[1]:
+            return grad, None
+        return grad, (-grad if is_grad_enabled() else grad.ndarray.unary("neg"))
+
+
+def _real_factor(x: Any) -> bool:
+    """Whether a saved factor of a product is a real number or a floating array (the other factor's gradient is then
+    one array product, no conjugate)."""
+    return x.__class__ is NDArray and x.dtype.category == 2 or x.__class__ in (int, float, bool)
 
 
 class Mul(Primitive):
@@ -58,9 +66,16 @@ class Mul(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        if not is_grad_enabled() and grad.ndarray.dtype.category == 2:
+            # No graph of the backward: each gradient is one array product (the factors' dtypes as the forward's).
+            a, b = ctx.saved_arrays()
+            if (not needs[0] or _real_factor(b)) and (not needs[1] or _real_factor(a)):
+                g = grad.ndarray
+                return g.binary("mul", b) if needs[0] else None, g.binary("mul", a) if needs[1] else None
         a, b = ctx.saved_tensors
-        return (grad * _conj(b) if ctx.needs_input_grad[0] else None,
-                grad * _conj(a) if ctx.needs_input_grad[1] else None)
+        return (grad * _conj(b) if needs[0] else None,
+                grad * _conj(a) if needs[1] else None)
 
 
 class Div(Primitive):

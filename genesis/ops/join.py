@@ -8,7 +8,7 @@ import builtins
 from typing import Any, Sequence
 
 from genesis import dtypes
-from genesis.autograd import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, check_same_device, normalize_dim
 from genesis.ndarray import cat as cat_nd
 from genesis.ops._args import _tensor_args
@@ -28,12 +28,13 @@ class Cat(Primitive):
     @staticmethod
     def backward(ctx, grad):
         dim, sizes = ctx.meta
+        g = grad if is_grad_enabled() else grad.ndarray  # views of the array when no graph is recorded
         grads, start = [], 0
         for n in sizes:
             if n is None:
                 grads.append(grad.new_zeros(0))
                 continue
-            grads.append(grad.narrow(dim, start, n))
+            grads.append(g.narrow(dim, start, n))
             start += n
         return (None, *grads)
 
@@ -56,7 +57,9 @@ class Split(Primitive):
     @staticmethod
     def backward(ctx, *grads):
         # Pieces that received no gradient arrive as zeros (materialized by the engine).
-        return cat(grads, ctx.dim), None, None
+        if is_grad_enabled():
+            return cat(grads, ctx.dim), None, None
+        return cat_nd([g.ndarray for g in grads], ctx.dim), None, None
 
 
 def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> int:
@@ -272,7 +275,9 @@ class Unbind(Primitive):
     @staticmethod
     def backward(ctx, *grads):
         # Slices that received no gradient arrive as zeros (materialized by the engine).
-        return stack(grads, ctx.dim), None
+        if is_grad_enabled():
+            return stack(grads, ctx.dim), None
+        return cat_nd([g.ndarray.unsqueeze(ctx.dim) for g in grads], ctx.dim), None
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from genesis import dtypes
-from genesis.autograd import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
 from genesis.ops._args import _check_tensor, ones_like_bool
 from genesis.ops.autocast import autocast_args
@@ -29,26 +29,37 @@ class Matmul(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        grad_a = grad_b = None
-        # Treat vectors as matrices so one formula serves every case; unbroadcasting sums batch dims back.
-        a2 = a.unsqueeze(0) if a.ndim == 1 else a
-        b2 = b.unsqueeze(1) if b.ndim == 1 else b
-        # Restore the dims matmul dropped for vectors: N (last) first, then M, so a 0-d grad of vec @ vec works.
-        g = grad
-        if b.ndim == 1:
-            g = g.unsqueeze(-1)
+        if is_grad_enabled() or grad.dtype.is_complex:
+            # Recorded (create_graph), or complex: tensor ops, with the conjugate transpose (torch's convention for
+            # complex gradients).
+            a, b = ctx.saved_tensors
+            return _matmul_grads(ctx.needs_input_grad, grad, a, b, lambda m: m.mH, lambda x, y: x @ y)
+        a, b = ctx.saved_arrays()
+        return _matmul_grads(ctx.needs_input_grad, grad.ndarray, a, b, lambda m: m.transpose(-2, -1), NDArray.matmul)
+
+
+def _matmul_grads(needs: tuple, grad: Any, a: Any, b: Any, adjoint: Any, product: Any) -> tuple:
+    """(grad_a, grad_b) of ``a @ b`` where ``needs`` asks for them, written once for Tensors and NDArrays (which
+    share unsqueeze/reshape): ``adjoint`` transposes a matrix (conjugating complex ones), ``product`` multiplies."""
+    grad_a = grad_b = None
+    # Treat vectors as matrices so one formula serves every case; unbroadcasting sums batch dims back.
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(1) if b.ndim == 1 else b
+    # Restore the dims matmul dropped for vectors: N (last) first, then M, so a 0-d grad of vec @ vec works.
+    g = grad
+    if b.ndim == 1:
+        g = g.unsqueeze(-1)
+    if a.ndim == 1:
+        g = g.unsqueeze(-2)
+    if needs[0]:
+        grad_a = product(g, adjoint(b2))
         if a.ndim == 1:
-            g = g.unsqueeze(-2)
-        if ctx.needs_input_grad[0]:
-            grad_a = g @ b2.mH  # the conjugate transpose: torch's convention for complex gradients
-            if a.ndim == 1:
-                grad_a = grad_a.reshape(grad_a.shape[:-2] + grad_a.shape[-1:])
-        if ctx.needs_input_grad[1]:
-            grad_b = a2.mH @ g
-            if b.ndim == 1:
-                grad_b = grad_b.reshape(grad_b.shape[:-1])
-        return grad_a, grad_b
+            grad_a = grad_a.reshape(grad_a.shape[:-2] + grad_a.shape[-1:])
+    if needs[1]:
+        grad_b = product(adjoint(a2), g)
+        if b.ndim == 1:
+            grad_b = grad_b.reshape(grad_b.shape[:-1])
+    return grad_a, grad_b
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:

@@ -69,7 +69,7 @@ class Neg(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        return -grad
+        return -grad if is_grad_enabled() else grad.ndarray.unary("neg")
 
 
 class Exp(Unary):

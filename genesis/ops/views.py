@@ -10,11 +10,17 @@ from typing import Any, Callable, Sequence
 
 from genesis import dtypes
 from genesis import memory_format as _mf
-from genesis.autograd import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.autograd.engine import _sum_to_shape
 from genesis.ndarray import NDArray, broadcast_shapes, infer_shape, normalize_dim, normalize_dims, view_plan
 from genesis.ops._args import _shape_args
 from genesis.tensor import Tensor
+
+
+def _grad_view(grad: Tensor, method: str, *args: Any) -> Tensor | NDArray:
+    """``grad.method(*args)`` for a view op's backward: on the gradient's array when no graph of the backward is
+    recorded (no autograd node to build), else as a recorded tensor op."""
+    return getattr(grad, method)(*args) if is_grad_enabled() else getattr(grad.ndarray, method)(*args)
 
 
 class View(Primitive):
@@ -27,7 +33,7 @@ class View(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.reshape(ctx.shape), None, None
+        return _grad_view(grad, "reshape", ctx.shape), None, None
 
 
 class Reshape(Primitive):
@@ -40,7 +46,7 @@ class Reshape(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.reshape(ctx.shape), None
+        return _grad_view(grad, "reshape", ctx.shape), None
 
 
 class Permute(Primitive):
@@ -57,7 +63,7 @@ class Permute(Primitive):
         inverse = [0] * len(ctx.dims)
         for i, d in enumerate(ctx.dims):
             inverse[d] = i
-        return grad.permute(inverse), None
+        return _grad_view(grad, "permute", inverse), None
 
 
 class Transpose(Primitive):
@@ -70,7 +76,7 @@ class Transpose(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.transpose(*ctx.dims), None, None
+        return _grad_view(grad, "transpose", *ctx.dims), None, None
 
 
 class Expand(Primitive):
@@ -96,7 +102,7 @@ class Squeeze(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.reshape(ctx.shape), None
+        return _grad_view(grad, "reshape", ctx.shape), None
 
 
 class Unsqueeze(Primitive):
@@ -109,7 +115,7 @@ class Unsqueeze(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.reshape(ctx.shape), None
+        return _grad_view(grad, "reshape", ctx.shape), None
 
 
 def _overlaps(view: NDArray) -> bool:
