@@ -2,8 +2,9 @@
 and the fused-looking composites (lerp, addcmul, addcdiv), with the primitives behind them.
 
 Forward works on NDArrays (type promotion and broadcasting happen in the NDArray layer); backward
-works on Tensors so it is differentiable again. Gradients of broadcast inputs are summed back to the
-input shape by ``Function.apply``'s bookkeeping, never here.
+works on Tensors so it is differentiable again (mul and sub compute on arrays when no graph of the backward is
+recorded). Gradients of broadcast inputs are summed back to the input shape by ``Function.apply``'s bookkeeping,
+never here.
 """
 
 from __future__ import annotations
