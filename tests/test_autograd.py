@@ -2167,3 +2167,35 @@ def test_leaf_gradient_layout_follows_torch(layout: str, op: str):
     loss(g).backward()
     assert g.grad.stride() == t.grad.stride()
     assert_same(g.grad, t.grad)
+
+
+def test_graph_nodes_keep_only_saved_inputs_alive() -> None:
+    """A recorded op's node keeps an input alive only when it saved it (as torch's graph): an intermediate that no
+    node saved is freed as soon as the program drops it, and gradients are unchanged."""
+    x = t(genesis, X, True)
+    h = x * 3  # saves nothing of x (the factor is a number)
+    s = x * 2
+    out = (h + 1).sum() + (s * s).sum()  # add saves nothing of h; mul saves both factors s
+    dropped, kept = weakref.ref(h), weakref.ref(s)
+    del h, s
+    gc.collect()
+    assert dropped() is None and kept() is not None
+    out.backward()
+    torch.testing.assert_close(torch.from_numpy(x.grad.cpu().numpy()), 3 + 8 * torch.tensor(X, dtype=torch.float64))
+
+
+def test_saved_output_of_a_dropped_tensor_keeps_its_history() -> None:
+    """An output a node saved (tanh's, exp's) whose tensor the program dropped is unpacked with that node as its
+    history, as torch's: double backward through it still differentiates the output."""
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        y = x.tanh()
+        e = (x * 0.5).exp()
+        z = (y * 2).sum() + (e * 3).sum()  # the products by numbers save nothing of y or e
+        del y, e
+        gc.collect()
+        (g,) = lib.autograd.grad(z, x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g).sum(), x)
+        return [g, gg]
+
+    both(scenario)

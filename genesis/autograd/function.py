@@ -125,6 +125,7 @@ class BackwardCtx(Node):
     # what differs per op.
     _saved: tuple = ()
     _saved_versions: tuple = ()
+    _output_nrs: tuple = ()  # per saved value: the index of the output holding it, or None
     _inputs: tuple = ()
     _outputs: tuple = ()
     needs_input_grad: tuple[bool, ...] = ()
@@ -194,25 +195,42 @@ class BackwardCtx(Node):
             t = ref()
             if t is not None and t.ndarray is value:
                 return t
+        for saved, nr in zip(self._saved, self._output_nrs):
+            if saved is value and nr is not None:
+                # An output the program no longer holds: the same value with this node as its history, as torch
+                # unpacks a saved output, so double backward still differentiates through it.
+                t = Tensor._wrap(value)
+                t._requires_grad, t._grad_fn, t._output_nr = True, self, nr
+                return t
         return Tensor._wrap(value)
 
     def _record_versions(self, outputs: tuple) -> None:
-        """Remember, per saved value, the version counter of the input or output holding it and its version now."""
-        if not self._saved:
-            return
-        versions = []
-        candidates = self._inputs + outputs  # inputs first: an input holding the value is preferred
+        """Remember, per saved value, the version counter of the input or output holding it and its version now;
+        keep only the inputs that hold saved values (unless the Function ``keeps_inputs``)."""
+        versions, nrs = [], []
+        inputs = self._inputs
+        held = []  # the inputs holding saved values: what _as_tensor maps saved arrays back to
         for value in self._saved:
+            holder = nr = None
             if value.__class__ is NDArray:
-                holder = None
-                for t in candidates:
+                for t in inputs:  # inputs first: an input holding the value is preferred
                     if isinstance(t, Tensor) and t.ndarray is value:
                         holder = t
+                        held.append(t)
                         break
-            else:  # a Tensor holds itself; None and other values have no version
-                holder = value if isinstance(value, Tensor) else None
+                else:
+                    for i, t in enumerate(outputs):
+                        if isinstance(t, Tensor) and t.ndarray is value:
+                            holder, nr = t, i
+                            break
+            elif isinstance(value, Tensor):  # a Tensor holds itself; None and other values have no version
+                holder = value
             versions.append((holder._version, holder._version[0]) if holder is not None else None)
+            nrs.append(nr)
         self._saved_versions = tuple(versions)
+        self._output_nrs = tuple(nrs)
+        if not self._fn.keeps_inputs:
+            self._inputs = tuple(held)
 
     def _snapshot_saved(self, target: Any) -> None:
         """Before ``target`` is overwritten by this node's own in-place op, keep a copy of it where it was saved.
@@ -280,6 +298,11 @@ class Function:
     #: View primitives set this: an output over the input's memory shares its version counter and base (an op that
     #: may return a copy instead, as reshape, sets it too).
     is_view = False
+    #: Whether a recorded call keeps all its input Tensors until backward (a backward that recomputes from them under
+    #: ``create_graph``, as the autocast-folded linear and convolution). Otherwise the node keeps only the inputs
+    #: holding values it saved: an intermediate that no node saved is freed as soon as the program drops it, as in
+    #: torch (a ResNet-50 step's peak held every batch-norm output before).
+    keeps_inputs = False
     #: Whether forward takes no ctx and ``setup_context`` fills it (torch >= 2.0's style): decided once per class.
     _new_style = False
     #: torch's flag for ``torch.func.vmap`` rules; Genesis's vmap runs the function per sample, so it is not read.
@@ -384,6 +407,8 @@ def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -
             saved_tensors_hooks_stack[-1].pack(ctx)
         else:
             ctx._record_versions(outputs if isinstance(outputs, tuple) else (outputs,))
+    elif not cls.keeps_inputs:
+        ctx._inputs = ()  # nothing saved: the node holds no input alive (see ``Function.keeps_inputs``)
     if cls.is_view:
         _share_base(outputs, args[0], recorded=True)
     return outputs

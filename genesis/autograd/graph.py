@@ -154,7 +154,8 @@ class saved_tensors_hooks:
             entries.append(self._entry(tensor, ctx) if isinstance(tensor, _function.Tensor) else value)
         ctx._packed = _Packed(self, entries)
         ctx._saved = ()
-        ctx._inputs = ()  # only needed to map saved arrays back to their tensors, done above
+        if not ctx._fn.keeps_inputs:
+            ctx._inputs = ()  # only needed to map saved arrays back to their tensors, done above
 
 
 class save_on_cpu(saved_tensors_hooks):

@@ -87,6 +87,8 @@ class CastLinear(Primitive):
     each gradient rounded there and then widened, as torch's ``ToCopyBackward0`` does).
     """
 
+    keeps_inputs = True  # create_graph recomputes the casts from x and the parameters
+
     @staticmethod
     def forward(ctx, x: NDArray, w: NDArray, b: NDArray | None, *, dtype, w_low: NDArray,
                 b_low: NDArray | None) -> NDArray:
@@ -177,6 +179,8 @@ class CastConv(Primitive):
     """``Conv`` under autocast with float32 parameters, their casts folded in as ``CastLinear``'s: ``w`` and
     ``bias`` enter as the parameters (their edges), their casts to the autocast dtype as ``w_low``/``b_low`` (once
     per region, through the cast cache); the backward engine widens the gradients to the parameters' dtype."""
+
+    keeps_inputs = True  # create_graph recomputes the weight's cast from the parameter
 
     @staticmethod
     def forward(ctx, x: NDArray, w: NDArray, bias: NDArray | None, *, w_low: NDArray, b_low: NDArray | None,
