@@ -44,8 +44,8 @@ class _Graph:
         self.workspace = workspace
 
     def run(self, pointers: dict[int, int]) -> None:
-        ws = dnn.workspace(self.workspace)
-        self.graph._execute(pointers, ws, dnn.handle().backend_handle)
+        ws = dnn.workspace(self.workspace)  # held until the call is enqueued
+        self.graph._execute(pointers, dnn.pointer(ws), dnn.handle().backend_handle)
 
 
 def _capability(device: int) -> tuple[int, int]:

@@ -53,12 +53,12 @@ class _Plan:
         self.workspace = workspace
 
     def run(self, pointers: dict[int, int]) -> None:
-        ws = cudnn.workspace(self.workspace)
+        ws = cudnn.workspace(self.workspace)  # held until the call is enqueued
         h = cudnn.handle().backend_handle
         if self.index < 0:
-            self.graph._execute(pointers, ws, h)
+            self.graph._execute(pointers, cudnn.pointer(ws), h)
         else:
-            self.graph._execute_plan_at_index(pointers, ws, self.index, h)
+            self.graph._execute_plan_at_index(pointers, cudnn.pointer(ws), self.index, h)
 
 
 _plans: dict[tuple, _Plan | None] = {}  # None: cuDNN declined this configuration

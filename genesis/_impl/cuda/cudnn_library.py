@@ -16,7 +16,6 @@ from genesis._impl.cuda import storage
 _module: Any = None
 _load_error: str | None = None
 _handles: dict[int, Any] = {}
-_workspaces: dict[int, tuple[int, Any]] = {}  # device -> (size in bytes, buffer)
 
 
 def _load() -> Any:
@@ -68,15 +67,14 @@ def handle() -> Any:
     return h
 
 
-def workspace(nbytes: int) -> int:
-    """Device pointer of at least ``nbytes`` of scratch memory on the current device (0 when none is needed)."""
-    if nbytes <= 0:
-        return 0
-    device = rt.current_device()
-    size, buf = _workspaces.get(device, (0, None))
-    if nbytes > size:
-        # Work queued earlier may still use the old buffer; the allocator reuses it only in stream order.
-        buf = storage.alloc(nbytes, device)
-        size = nbytes
-        _workspaces[device] = (size, buf)
-    return int(buf.ptr)
+def workspace(nbytes: int) -> Any:
+    """Scratch memory for one cuDNN call on the current stream, as torch allocates its cuDNN workspaces: a block of
+    the caching allocator (None when no memory is needed), to hold until the call is enqueued. Dropped then, the
+    block goes back to the stream's free list, and only work queued later on that stream, which runs after the
+    call, gets it again: the workspace counts in the peak only around the call, not for the process's lifetime."""
+    return storage.alloc(nbytes, rt.current_device()) if nbytes > 0 else None
+
+
+def pointer(scratch: Any) -> int:
+    """The device address of a ``workspace`` (0 for None)."""
+    return 0 if scratch is None else scratch.ptr

@@ -331,10 +331,11 @@ def rnn_layer(mode: str, x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDAr
     work_bytes, reserve_bytes = plan.scratch[fwd_mode]
     reserve = empty((reserve_bytes,), dtypes.uint8, x.device) if reserve_bytes else None
     handle = dnn.handle().backend_handle
+    work = dnn.workspace(work_bytes)  # held until the call is enqueued
     status = _lib.cudnnRNNForward(
         handle, plan.rnn, fwd_mode, _ptr(plan.seq_lengths), plan.x_desc, _ptr(xs), plan.y_desc, _ptr(y),
         plan.h_desc, _ptr(h0), _ptr(h_n), plan.c_desc, _opt(c0), _opt(c_n), plan.weight_bytes, _ptr(space),
-        work_bytes, dnn.workspace(work_bytes) or None, reserve_bytes, _opt(reserve))
+        work_bytes, dnn.pointer(work) or None, reserve_bytes, _opt(reserve))
     if _NOT_SUPPORTED <= status < _NOT_SUPPORTED + 1000:  # refused only when run: this shape takes the loop
         _plans[_key(*key)] = None
         return recurrent_loop.rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, training,
@@ -378,11 +379,12 @@ def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
     dc0 = empty((B, H), x.dtype, x.device) if mode == "LSTM" and mask[2] else None
     work_bytes, reserve_bytes = plan.scratch[_TRAINING]
     handle = dnn.handle().backend_handle
-    work = dnn.workspace(work_bytes) or None
+    work = dnn.workspace(work_bytes)  # held until both calls below are enqueued
+    work_ptr = dnn.pointer(work) or None
     _check(_lib.cudnnRNNBackwardData_v8(
         handle, plan.rnn, _ptr(plan.seq_lengths), plan.y_desc, _ptr(y), _ptr(dy), plan.x_desc, _ptr(dx),
         plan.h_desc, _ptr(h0), _opt(_dense(grad_h)), _opt(dh0), plan.c_desc, _opt(c0), _opt(_dense(grad_c)),
-        _opt(dc0), plan.weight_bytes, _ptr(space), work_bytes, work, reserve_bytes, _ptr(reserve)),
+        _opt(dc0), plan.weight_bytes, _ptr(space), work_bytes, work_ptr, reserve_bytes, _ptr(reserve)),
         "cudnnRNNBackwardData_v8")
     grads = [None] * 5  # w_ih, w_hh, b_ih, b_hh, w_hr
     sources = [0, 1] + ([2, 3] if has_bias else []) + ([4] if w_hr is not None else [])
@@ -391,7 +393,7 @@ def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
         d_space = full(space.shape, 0, x.dtype, x.device)  # cuDNN adds the weight gradients into it
         _check(_lib.cudnnRNNBackwardWeights_v8(
             handle, plan.rnn, _WGRAD_ADD, _ptr(plan.seq_lengths), plan.x_desc, _ptr(xs), plan.h_desc, _ptr(h0),
-            plan.y_desc, _ptr(y), plan.weight_bytes, _ptr(d_space), work_bytes, work, reserve_bytes, _ptr(reserve)),
+            plan.y_desc, _ptr(y), plan.weight_bytes, _ptr(d_space), work_bytes, work_ptr, reserve_bytes, _ptr(reserve)),
             "cudnnRNNBackwardWeights_v8")
         for source in wanted:
             grads[source] = plan.unpack(d_space, source)
