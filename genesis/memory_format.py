@@ -9,6 +9,7 @@ precision.
 
 from __future__ import annotations
 
+from genesis.memo import remember
 from genesis.ndarray import contiguous_strides
 
 
@@ -56,10 +57,7 @@ def strides(shape: tuple[int, ...], fmt: memory_format) -> tuple[int, ...]:
     else:
         stored = contiguous_strides((shape[0],) + tuple(shape[2:]) + (shape[1],))
         out = (stored[0], stored[-1]) + stored[1:-1]
-    if len(_STRIDES) > 4096:  # many distinct shapes: start over
-        _STRIDES.clear()
-    _STRIDES[key] = out
-    return out
+    return remember(_STRIDES, key, out)
 
 
 def is_dense_in(shape: tuple[int, ...], tensor_strides: tuple[int, ...], fmt: memory_format) -> bool:

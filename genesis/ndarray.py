@@ -13,6 +13,7 @@ from typing import Sequence
 
 from genesis import dtypes
 from genesis.device import device as Device
+from genesis.memo import remember
 
 Shape = tuple[int, ...]
 _BITWISE_OPS = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor"))
@@ -158,9 +159,7 @@ def view_plan(op: str, shape: Shape, strides: tuple[int, ...], requested: Sequen
     if plan is None:
         new_shape = infer_shape(op, requested, math.prod(shape))
         plan = (new_shape, strides if new_shape == shape else view_strides(shape, strides, new_shape))
-        if len(_VIEW_PLANS) > 8192:  # many distinct shapes (dynamic sequence lengths): start over
-            _VIEW_PLANS.clear()
-        _VIEW_PLANS[key] = plan
+        remember(_VIEW_PLANS, key, plan, 8192)
     return plan
 
 

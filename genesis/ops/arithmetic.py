@@ -38,6 +38,11 @@ class Add(Primitive):
         return grad, grad
 
 
+def negated(grad: Tensor) -> Tensor | NDArray:
+    """``-grad`` for a backward: a recorded negation when the backward builds a graph, else one array op."""
+    return -grad if is_grad_enabled() else grad.ndarray.unary("neg")
+
+
 class Sub(Primitive):
     @staticmethod
     def forward(ctx, a: NDArray, b: NDArray | float, out: NDArray | None = None) -> NDArray:
@@ -47,7 +52,7 @@ class Sub(Primitive):
     def backward(ctx, grad):
         if not ctx.needs_input_grad[1]:
             return grad, None
-        return grad, (-grad if is_grad_enabled() else grad.ndarray.unary("neg"))
+        return grad, negated(grad)
 
 
 def _real_factor(x: Any) -> bool:

@@ -99,7 +99,12 @@ def autocast_rule(op: str, device_type: str) -> str | None:
 
 
 def _eligible(x: Any) -> bool:
-    return isinstance(x, Tensor) and x.dtype.is_floating_point and x.dtype is not dtypes.float64
+    """Whether autocast may cast ``x``: a floating-point tensor other than float64 (read on its array: no dtype
+    object is built)."""
+    if not isinstance(x, Tensor):
+        return False
+    dt = x.ndarray.dtype
+    return dt.category == 2 and dt is not dtypes.float64
 
 
 def _cast(x: Tensor, target: dtypes.dtype, lower: dtypes.dtype) -> Tensor:
@@ -161,12 +166,9 @@ def lower_dtype(op: str, x: Any) -> dtypes.dtype | None:
     """The autocast dtype when autocast would cast ``op``'s floating-point inputs, ``x`` among them, down to it
     (None otherwise)."""
     active = _state.active
-    if not active or not isinstance(x, Tensor):
+    if not active or not _eligible(x):
         return None
-    nd = x.ndarray
-    if nd.dtype.category != 2 or nd.dtype is dtypes.float64:  # floating, not float64 (_eligible on the array)
-        return None
-    device_type = nd.device.type
+    device_type = x.ndarray.device.type
     target = active.get(device_type)
     if target is None or POLICY[device_type].get(op) != LOWER:
         return None

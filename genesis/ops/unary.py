@@ -12,7 +12,7 @@ from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
 from genesis.ops._args import _reject_integers
-from genesis.ops.arithmetic import Mul
+from genesis.ops.arithmetic import Mul, negated
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import NoGradUnary, isnan, lt, where
 from genesis.ops.complex import complex_abs, conj
@@ -69,7 +69,7 @@ class Neg(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        return -grad if is_grad_enabled() else grad.ndarray.unary("neg")
+        return negated(grad)
 
 
 class Exp(Unary):

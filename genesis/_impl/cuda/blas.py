@@ -24,6 +24,7 @@ from genesis._impl.cuda.elementwise import binary
 from genesis._impl.cuda.kernels import reduce as rk
 from genesis._impl.cuda.launch import _cstrides, _ew, _new, _psig, _ptr, _stream, part, real_view
 from genesis.backends import cuda as cuda_switches
+from genesis.memo import remember
 from genesis.ndarray import NDArray
 
 # cudaDataType_t and cublasComputeType_t values (library_types.h, cublas_api.h).
@@ -155,9 +156,7 @@ def _layout_of(x: NDArray, rows: int, cols: int) -> tuple | None:
     key = (x.shape, x.strides)
     lay = _LAYOUTS.get(key, False)
     if lay is False:
-        if len(_LAYOUTS) > 4096:  # many distinct shapes (dynamic sequence lengths): start over
-            _LAYOUTS.clear()
-        lay = _LAYOUTS[key] = _layout(x, rows, cols, x.strides[:-2])
+        lay = remember(_LAYOUTS, key, _layout(x, rows, cols, x.strides[:-2]))
     return lay
 
 

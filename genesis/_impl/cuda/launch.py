@@ -11,6 +11,7 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import storage
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
+from genesis.memo import remember
 from genesis.ndarray import NDArray, contiguous_strides
 
 _TT = {
@@ -30,9 +31,7 @@ _STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
 def _cstrides(shape: tuple[int, ...]) -> tuple[int, ...]:
     s = _STRIDES.get(shape)
     if s is None:
-        if len(_STRIDES) > 8192:  # many distinct shapes (dynamic sequence lengths): start over
-            _STRIDES.clear()
-        s = _STRIDES[shape] = contiguous_strides(shape)
+        s = remember(_STRIDES, shape, contiguous_strides(shape), 8192)
     return s
 
 
@@ -76,10 +75,8 @@ def _new_channels_last(shape: tuple[int, ...], dtype: dtypes.dtype, device: obje
     The strides are worked out once per shape (no permuted view is built per call)."""
     strides = _CL_STRIDES.get(shape)
     if strides is None:
-        if len(_CL_STRIDES) > 8192:  # many distinct shapes: start over
-            _CL_STRIDES.clear()
         stored = contiguous_strides((shape[0],) + shape[2:] + (shape[1],))
-        strides = _CL_STRIDES[shape] = (stored[0], stored[-1]) + stored[1:-1]
+        strides = remember(_CL_STRIDES, shape, (stored[0], stored[-1]) + stored[1:-1], 8192)
     st = storage.alloc(math.prod(shape) * dtype.itemsize, device.index)
     return NDArray(st, shape, strides, 0, dtype, device)
 
@@ -110,9 +107,7 @@ def _dense_layout(x: NDArray) -> bool:
     key = (x.shape, x.strides)
     dense = _DENSE.get(key)
     if dense is None:
-        if len(_DENSE) > 4096:  # many distinct layouts: start over
-            _DENSE.clear()
-        dense = _DENSE[key] = _fills_block(x)
+        dense = remember(_DENSE, key, _fills_block(x))
     return dense
 
 
@@ -331,9 +326,7 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
     key = tuple(key)
     plan = _PLANS.get(key)
     if plan is None:
-        if len(_PLANS) > 4096:  # many distinct layouts (dynamic shapes): start over
-            _PLANS.clear()
-        plan = _PLANS[key] = _ew_plan(op, nin, out, ins, vals, scalar_dtype)
+        plan = remember(_PLANS, key, _ew_plan(op, nin, out, ins, vals, scalar_dtype))
     conv, pieces = plan
     if conv is not None:
         vals = [v if x.__class__ is NDArray else conv(v) for v, x in zip(vals, (out,) + tuple(ins))]

@@ -24,6 +24,7 @@ from genesis._impl.cuda.kernels import nn_pool as pk
 from genesis._impl.cuda.kernels import nn_upsample as uk
 from genesis._impl.cuda.launch import _contig, _new, _new_channels_last, _next_pow2, _pointers
 from genesis._impl.cuda.reductions import reduce
+from genesis.memo import remember
 from genesis.memory_format import channels_last, channels_last_3d, is_dense_in, memory_format
 from genesis.ndarray import NDArray, check_same_device
 
@@ -139,13 +140,18 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
     return y, idx
 
 
-def _pool_cl(x: NDArray, mode: str, nd: int) -> bool:
-    """Whether the pooling kernels keep channels_last: (batched) input laid out channels_last (channels_last_3d for
-    5-d) and not also plainly contiguous, where torch keeps it (max pooling in 2-d and 3-d, average pooling in 2-d);
-    the output, its indices and the input gradient are then written in that layout."""
+def _channels_last_format(x: NDArray) -> memory_format | None:
+    """channels_last (channels_last_3d for 5-d) when ``x`` is laid out so and not also plainly contiguous, else
+    None: the layout in which the pooling and batch-norm kernels read ``x`` in place and write their results."""
     fmt = _CL_FORMATS.get(x.ndim)
-    return ((mode == "max" or nd == 2) and fmt is not None and not _contig(x)
-            and is_dense_in(x.shape, x.strides, fmt))
+    return fmt if fmt is not None and not _contig(x) and is_dense_in(x.shape, x.strides, fmt) else None
+
+
+def _pool_cl(x: NDArray, mode: str, nd: int) -> bool:
+    """Whether the pooling kernels keep channels_last: (batched) input laid out channels_last, where torch keeps it
+    (max pooling in 2-d and 3-d, average pooling in 2-d); the output, its indices and the input gradient are then
+    written in that layout."""
+    return (mode == "max" or nd == 2) and _channels_last_format(x) is not None
 
 
 def pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, mode: str, kernel: tuple, stride: tuple,
@@ -289,12 +295,7 @@ def _bn_layout(x: NDArray) -> tuple[NDArray, int, int, int, memory_format | None
     key = (x.shape, x.strides)
     hit = _BN_LAYOUTS.get(key)
     if hit is None:
-        fmt = _CL_FORMATS.get(x.ndim)
-        if fmt is None or x.is_contiguous() or not is_dense_in(x.shape, x.strides, fmt):
-            fmt = None
-        if len(_BN_LAYOUTS) > 4096:  # many distinct shapes: start over
-            _BN_LAYOUTS.clear()
-        hit = _BN_LAYOUTS[key] = (x.shape[0], x.shape[1], math.prod(x.shape[2:]), fmt)
+        hit = remember(_BN_LAYOUTS, key, (x.shape[0], x.shape[1], math.prod(x.shape[2:]), _channels_last_format(x)))
     N, C, S, fmt = hit
     return (x if fmt is not None else _dense(x)), N, C, S, fmt
 

@@ -26,6 +26,7 @@ from genesis._impl.cuda.launch import (
     complex_view,
     real_view,
 )
+from genesis.memo import remember
 from genesis.ndarray import NDArray, view_strides
 
 _RROWS = td.Kernel(rk.reduce_rows)
@@ -146,9 +147,7 @@ def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray
     key = (op, x.dtype, x.shape, x.strides, dims, keepdim, p & 15, x.device.index)
     plan = _PLANS.get(key, False)
     if plan is False:
-        if len(_PLANS) > 4096:  # many distinct shapes (dynamic sequence lengths): start over
-            _PLANS.clear()
-        plan = _PLANS[key] = _reduce_plan(op, x, dims, keepdim)
+        plan = remember(_PLANS, key, _reduce_plan(op, x, dims, keepdim))
     if plan is None:
         return _reduce_edge(op, x, dims, keepdim)
     shape, out_dtype, order, steps = plan

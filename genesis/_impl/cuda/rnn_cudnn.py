@@ -37,6 +37,7 @@ from genesis._impl.cuda.creation import contiguous, empty, from_numpy, full
 from genesis._impl.cuda.indexing import index_select
 from genesis._impl.cuda.launch import _contig, _ptr, _stream
 from genesis.backends import cudnn as flags
+from genesis.memo import remember
 from genesis.ndarray import NDArray, check_same_device
 
 _DATA_TYPE = {dtypes.float32: 0, dtypes.float64: 1, dtypes.float16: 2, dtypes.bfloat16: 9}
@@ -296,10 +297,7 @@ def _plan(mode: str, dtype: dtypes.dtype, sizes: tuple[int, ...], I: int, H: int
         if exc.status < _NOT_SUPPORTED or exc.status >= _NOT_SUPPORTED + 1000:
             raise
         plan = None
-    if len(_plans) > 512:  # many distinct sequence lengths: start over
-        _plans.clear()
-    _plans[key] = plan
-    return plan
+    return remember(_plans, key, plan, 512)  # bounded: many distinct sequence lengths
 
 
 def _dense(x: NDArray | None) -> NDArray | None:

@@ -6,6 +6,7 @@ from typing import Sequence
 
 from genesis import amp, dtypes
 from genesis import ops as T
+from genesis.memo import remember
 from genesis.memory_format import is_dense
 from genesis.nn.functional._out import check_out
 from genesis.nn.functional.padding import pad
@@ -141,9 +142,7 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
     if plan is None:
         plan = _conv_plan(op, n, *shapes, stride, padding, dilation, groups, transposed, output_padding)
         if key is not None:
-            if len(_PLANS) > 4096:  # many distinct shapes: start over
-                _PLANS.clear()
-            _PLANS[key] = plan
+            remember(_PLANS, key, plan)
     batched, stride, padding, dilation, output_padding, extra, out_channels = plan
     x = input if batched else input.unsqueeze(0)
     if extra is not None:
