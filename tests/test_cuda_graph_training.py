@@ -133,3 +133,21 @@ def test_host_arrays_uploaded_inside_a_capture_are_replayed() -> None:
     out.zero_()
     g.replay()
     assert out.tolist() == [2.0, 4.0, 6.0]
+
+
+@requires_cuda
+def test_empty_cache_keeps_a_live_graphs_memory() -> None:
+    # The graph's intermediates (several MiB each, freed during the capture) sit in its private pool: releasing the
+    # cache must not hand them back to the driver or to other tensors while the graph can still replay.
+    x = genesis.randn(1 << 20, device="cuda")
+    out = genesis.zeros(1 << 20, device="cuda")
+    g = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(g):
+        out.copy_(((x * 0.5).exp() + 1).sin())
+    genesis.cuda.empty_cache()
+    others = [genesis.full((1 << 20,), 7.0, device="cuda") for _ in range(4)]  # may take released memory
+    out.zero_()
+    g.replay()
+    expected = np.sin(np.exp(x.cpu().numpy().astype(np.float64) * 0.5) + 1)
+    np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-4, atol=1e-5)
+    assert all(t.eq(7.0).all().item() for t in others)

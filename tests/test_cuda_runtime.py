@@ -61,9 +61,79 @@ def test_memory_stats_follow_tensors() -> None:
     assert genesis.cuda.max_memory_allocated() >= base + (4 << 20)
     genesis.cuda.reset_peak_memory_stats()
     assert genesis.cuda.max_memory_allocated() == base
+    reserved = genesis.cuda.memory_reserved()
     genesis.cuda.empty_cache()
-    assert genesis.cuda.memory_reserved() == genesis.cuda.memory_allocated()
+    # What stays reserved is free space in segments that still hold live tensors (see the allocator tests below).
+    assert genesis.cuda.memory_allocated() == base <= genesis.cuda.memory_reserved() <= reserved
     assert "driver allocation calls" in genesis.cuda.memory_summary()
+
+
+MiB = 1 << 20
+
+
+@pytest.fixture
+def fresh_allocator():
+    """An allocator of its own on device 0 (the global one's statistics stay out of the picture), emptied after."""
+    from genesis._impl.cuda import allocator
+
+    a = allocator.CachingAllocator(0, "freelist")
+    yield a
+    a.empty_cache()
+
+
+def test_allocator_carves_large_requests_out_of_shared_segments(fresh_allocator) -> None:
+    a = fresh_allocator
+    p1, s1 = a.malloc(3 * MiB + 100, 0)
+    assert s1 == 3 * MiB + 512  # 512-byte steps, not the next multiple of 2 MiB
+    assert a.reserved() == 20 * MiB and a.allocated == s1 and a.driver_alloc_calls == 1
+    p2, s2 = a.malloc(5 * MiB, 0)
+    assert (p2, s2) == (p1 + s1, 5 * MiB) and a.driver_alloc_calls == 1  # the same segment, right after p1
+    p3, s3 = a.malloc(40 * MiB + 1, 0)  # above 10 MiB: a segment of the request rounded to 2 MiB
+    assert s3 == 40 * MiB + 512 and a.reserved() == 62 * MiB and a.driver_alloc_calls == 2
+    assert a.peak == a.allocated == s1 + s2 + s3
+    assert a.stats()["segments"] == 2
+    for p, n in ((p1, s1), (p2, s2), (p3, s3)):
+        a.free(p, n, 0)
+
+
+def test_allocator_reuses_merges_and_releases_pieces(fresh_allocator) -> None:
+    a = fresh_allocator
+    p1, s1 = a.malloc(3 * MiB, 0)
+    p2, s2 = a.malloc(5 * MiB, 0)
+    a.free(p1, s1, 0)
+    assert a.malloc(3 * MiB, 0) == (p1, s1)  # an exact hit of the free list
+    a.free(p1, s1, 0)
+    a.free(p2, s2, 0)
+    # 3 + 5 + the 12 MiB tail are free side by side: a 16 MiB request merges them instead of a new segment.
+    p4, s4 = a.malloc(16 * MiB, 0)
+    assert p4 == p1 and s4 == 16 * MiB and a.driver_alloc_calls == 1
+    # The 4 MiB left is handed out whole to a request that would leave 1 MiB or less.
+    p5, s5 = a.malloc(3 * MiB + 1, 0)
+    assert (p5, s5) == (p1 + 16 * MiB, 4 * MiB) and a.driver_alloc_calls == 1
+    a.free(p4, s4, 0)
+    a.empty_cache()  # p5 still lives in the segment: nothing is released
+    assert a.reserved() == 20 * MiB and a.driver_free_calls == 0
+    a.free(p5, s5, 0)
+    a.empty_cache()  # the whole segment is free again: one driver free
+    assert a.reserved() == a.allocated == 0 and a.driver_free_calls == 1 and a.stats()["segments"] == 0
+
+
+def test_allocator_keeps_streams_apart(fresh_allocator) -> None:
+    a = fresh_allocator
+    s = genesis.cuda.Stream()
+    p1, s1 = a.malloc(3 * MiB, 0)
+    a.free(p1, s1, 0)
+    # A free piece of the default stream is not handed to work on another stream (it may still be in use there).
+    p2, s2 = a.malloc(3 * MiB, s.cuda_stream)
+    assert p2 != p1 and a.driver_alloc_calls == 2
+    a.free(p2, s2, s.cuda_stream)
+
+
+def test_allocated_memory_is_usable_across_pieces() -> None:
+    # Tensors carved out of one segment side by side keep their own values.
+    xs = [genesis.full((n,), float(i), device="cuda") for i, n in enumerate((700_000, 1_300_000, 900_000, 2_000_000))]
+    for i, x in enumerate(xs):
+        assert to_torch(x).eq(float(i)).all().item()
 
 
 def test_training_loop_makes_no_driver_allocations_after_warmup() -> None:

@@ -2,12 +2,24 @@
 
 Two strategies, chosen with ``GENESIS_CUDA_ALLOCATOR``:
 
-- ``freelist`` (default): a Python free list per (stream, rounded size). A freed block goes back to the list of the
+- ``freelist`` (default): Python free lists per (stream, block size). A freed block goes back to the list of the
   stream it was allocated on; work on one stream runs in order, so the next allocation on that stream may reuse it
-  at once. Only a miss calls the driver (``cuMemAlloc``). Measured on an H100 (benchmark/bench_ops.py, row
-  "allocator"): a cached alloc+free pair costs far less host time than the driver's stream-ordered pool.
+  at once. Measured on an H100 (benchmark/bench_ops.py, row "allocator"): a cached alloc+free pair costs far less
+  host time than the driver's stream-ordered pool.
 - ``pool``: the driver's stream-ordered pool (``cuMemAllocAsync``/``cuMemFreeAsync``) with its release threshold set
   to the maximum, so the driver keeps freed memory cached.
+
+Block sizes are requests rounded up to 512 bytes. In the free-list strategy, as in torch's caching allocator:
+
+- a request up to 1 MiB is a driver allocation of its own (``cuMemAlloc``) when no cached block of its size exists;
+- a larger request is carved out of a *segment*: one driver allocation of 20 MiB for requests up to 10 MiB, of the
+  request rounded up to 2 MiB above. A miss takes the smallest cached piece of the stream that fits and splits off
+  the rest when more than 1 MiB remains; failing that, it merges the stream's free neighbouring pieces and looks
+  again, and only then asks the driver for a new segment. So a tensor occupies its own size (not the next multiple
+  of 2 MiB), and the rest of its segment serves other tensors.
+
+A training loop asks for the same sizes at every step: after the first, every request is an exact hit of a free
+list, and no piece is split or merged.
 
 On out-of-memory the cache is released once (``empty_cache``) and the allocation retried; a second failure raises
 ``genesis.cuda.OutOfMemoryError`` naming the request and the pool state.
@@ -23,15 +35,22 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda_errors import OutOfMemoryError
 
 _OOM = cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY
-_SMALL = 1 << 20
-_LARGE_ROUND = 2 << 20
+_SMALL = 1 << 20  # requests up to this size get driver allocations of their own; larger ones come from segments
+_MID = 10 << 20  # requests up to this size share 20 MiB segments
+_SEGMENT = 20 << 20
+_SEGMENT_ROUND = 2 << 20  # larger requests get a segment of their size rounded up to this
 
 
 def round_size(nbytes: int) -> int:
-    """Block size for a request: 512-byte steps up to 1 MiB, 2 MiB steps above."""
-    if nbytes <= _SMALL:
-        return max(512, (nbytes + 511) & ~511)
-    return (nbytes + _LARGE_ROUND - 1) // _LARGE_ROUND * _LARGE_ROUND
+    """Block size for a request: 512-byte steps, at least 512 bytes."""
+    return max(512, (nbytes + 511) & ~511)
+
+
+def segment_size(size: int) -> int:
+    """The driver allocation that a request of block size ``size`` (above 1 MiB) is carved out of."""
+    if size <= _MID:
+        return _SEGMENT
+    return (size + _SEGMENT_ROUND - 1) // _SEGMENT_ROUND * _SEGMENT_ROUND
 
 
 def _fmt(n: int) -> str:
@@ -42,6 +61,18 @@ def _fmt(n: int) -> str:
     return str(n)
 
 
+class _Piece:
+    """A block carved out of a segment, linked to its neighbours in the segment (None at the segment's ends)."""
+
+    __slots__ = ("ptr", "size", "prev", "next")
+
+    def __init__(self, ptr: int, size: int, prev: _Piece | None, next: _Piece | None) -> None:
+        self.ptr = ptr
+        self.size = size
+        self.prev = prev
+        self.next = next
+
+
 class CachingAllocator:
     """Device memory of one GPU, cached for reuse; counts bytes and driver calls."""
 
@@ -50,10 +81,15 @@ class CachingAllocator:
         self.mode = mode or os.environ.get("GENESIS_CUDA_ALLOCATOR", "freelist")
         if self.mode not in ("freelist", "pool"):
             raise ValueError(f"GENESIS_CUDA_ALLOCATOR must be 'freelist' or 'pool', got {self.mode!r}")
+        # Free blocks by (stream, block size): device pointers. Blocks above 1 MiB are pieces of segments.
         self._free: dict[tuple[int, int], list[int]] = {}
+        self._pieces: dict[int, _Piece] = {}  # every piece of every segment, free or in use, by pointer
+        self._private: set[int] = set()  # streams of live CUDA graphs: their free blocks are the graphs' pools
+        self._retired: set[int] = set()  # streams of released graphs: their blocks serve the default stream
         self.allocated = 0
         self.peak = 0
         self.cached = 0
+        self.segments = 0
         self.driver_alloc_calls = 0
         self.driver_free_calls = 0
         self.num_allocs = 0
@@ -72,17 +108,19 @@ class CachingAllocator:
     # ------------------------------------------------------------ allocation
     def malloc(self, nbytes: int, stream: int) -> tuple[int, int]:
         """Return (device pointer, block size) for ``nbytes`` on ``stream``."""
-        size = round_size(nbytes)
+        size = max(512, (nbytes + 511) & ~511)
         self.num_allocs += 1
         if self.mode == "freelist":
             blocks = self._free.get((stream, size))
             if blocks:
                 ptr = blocks.pop()
                 self.cached -= size
+            elif size > _SMALL:
+                ptr, size = self._carve(nbytes, size, stream)
             else:
-                ptr = self._driver_malloc(nbytes, size, stream)
+                ptr, size = self._driver_malloc(nbytes, (size,), stream)
         else:
-            ptr = self._driver_malloc(nbytes, size, stream)
+            ptr, size = self._driver_malloc(nbytes, (size,), stream)
         self.allocated += size
         if self.allocated > self.peak:
             self.peak = self.allocated
@@ -104,25 +142,90 @@ class CachingAllocator:
             self.driver_free_calls += 1
             cu.cuMemFreeAsync(ptr, stream)
 
-    def _driver_malloc(self, nbytes: int, size: int, stream: int) -> int:
+    # ------------------------------------------------------------ segments
+    def _carve(self, nbytes: int, size: int, stream: int) -> tuple[int, int]:
+        """(pointer, block size) of a request above 1 MiB that no free block of its exact size serves."""
+        if self._retired and stream == 0:
+            self._adopt_retired()
+        piece = self._best_fit(size, stream)
+        if piece is None and self._coalesce({stream}):
+            piece = self._best_fit(size, stream)
+        if piece is None:
+            seg, least = segment_size(size), (size + _SEGMENT_ROUND - 1) // _SEGMENT_ROUND * _SEGMENT_ROUND
+            ptr, got = self._driver_malloc(nbytes, (seg, least) if seg != least else (seg,), stream)
+            piece = self._pieces[ptr] = _Piece(ptr, got, None, None)
+            self.segments += 1
+        rest = piece.size - size
+        if rest > _SMALL:  # the rest can serve another request above 1 MiB: split it off
+            tail = _Piece(piece.ptr + size, rest, piece, piece.next)
+            if piece.next is not None:
+                piece.next.prev = tail
+            piece.next = tail
+            piece.size = size
+            self._pieces[tail.ptr] = tail
+            self._free.setdefault((stream, rest), []).append(tail.ptr)
+            self.cached += rest
+        return piece.ptr, piece.size
+
+    def _best_fit(self, size: int, stream: int) -> _Piece | None:
+        """The smallest free piece of ``stream`` that holds ``size`` bytes, taken off its free list."""
+        best = 0
+        for (s, n), blocks in self._free.items():
+            if s == stream and n > size and blocks and (not best or n < best):
+                best = n
+        if not best:
+            return None
+        self.cached -= best
+        return self._pieces[self._free[(stream, best)].pop()]
+
+    def _coalesce(self, streams: set[int]) -> bool:
+        """Merge free neighbouring pieces of ``streams`` (each a segment's run of free pieces becomes one piece);
+        whether any merged. Pieces of two streams merge only when ``streams`` names both (the device is idle)."""
+        owner = {ptr: s for (s, n), blocks in self._free.items() if s in streams and n > _SMALL for ptr in blocks}
+        merged = False
+        for ptr in list(owner):
+            if ptr not in owner:  # merged into the piece before it
+                continue
+            piece = self._pieces[ptr]
+            while piece.prev is not None and piece.prev.ptr in owner:
+                piece = piece.prev
+            while piece.next is not None and piece.next.ptr in owner:
+                absorbed = piece.next
+                del owner[absorbed.ptr], self._pieces[absorbed.ptr]
+                piece.size += absorbed.size
+                piece.next = absorbed.next
+                if absorbed.next is not None:
+                    absorbed.next.prev = piece
+                merged = True
+        # The lists are rebuilt from what is left (which also drops the empty lists that misses scan).
+        for key in [k for k in self._free if k[0] in streams and k[1] > _SMALL]:
+            del self._free[key]
+        for ptr, s in owner.items():
+            self._free.setdefault((s, self._pieces[ptr].size), []).append(ptr)
+        return merged
+
+    def _driver_malloc(self, nbytes: int, sizes: tuple[int, ...], stream: int) -> tuple[int, int]:
+        """A new driver allocation of the first of ``sizes`` that the device grants (the cache is released once
+        before giving up): (pointer, size)."""
         for attempt in range(2):
-            self.driver_alloc_calls += 1
-            if self.mode == "freelist":
-                err, ptr = cu.cuMemAlloc(size)
-            else:
-                err, ptr = cu.cuMemAllocAsync(size, stream)
-            if err == rt._SUCCESS:
-                return int(ptr)
-            if err != _OOM:
-                rt.check((err,), "cuMemAlloc")
+            for size in sizes:
+                self.driver_alloc_calls += 1
+                if self.mode == "freelist":
+                    err, ptr = cu.cuMemAlloc(size)
+                else:
+                    err, ptr = cu.cuMemAllocAsync(size, stream)
+                if err == rt._SUCCESS:
+                    return int(ptr), size
+                if err != _OOM:
+                    rt.check((err,), "cuMemAlloc")
             if attempt == 0:
                 self.empty_cache()
         self.num_ooms += 1
         free, total = rt.mem_get_info(self.device)
         raise OutOfMemoryError(
-            f"CUDA out of memory. Tried to allocate {_fmt(nbytes)} (block of {_fmt(size)}) on cuda:{self.device}. "
-            f"Genesis holds {_fmt(self.allocated)} in tensors and {_fmt(self.reserved())} reserved "
-            f"({_fmt(self.cached)} cached after releasing the cache and retrying once); "
+            f"CUDA out of memory. Tried to allocate {_fmt(nbytes)} (block of {_fmt(sizes[-1])}) on "
+            f"cuda:{self.device}. Genesis holds {_fmt(self.allocated)} in tensors and {_fmt(self.reserved())} "
+            f"reserved ({_fmt(self.cached)} cached after releasing the cache and retrying once); "
             f"the device has {_fmt(total)} in total, {_fmt(free)} free."
         )
 
@@ -132,26 +235,49 @@ class CachingAllocator:
         if self._capture is not None:
             raise RuntimeError("CUDAGraph: another capture is already in progress on this device")
         self._capture = (stream, kept)
+        self._private.add(stream)
 
     def end_capture(self) -> None:
         self._capture = None
 
     def retire_stream(self, stream: int) -> None:
-        """A released graph's stream (idle): its cached blocks now serve the default stream."""
-        for key in [k for k in self._free if k[0] == stream]:
+        """A released graph's stream (idle): its cached blocks, and those its tensors free later, serve the default
+        stream."""
+        self._private.discard(stream)
+        self._retired.add(stream)
+        self._adopt_retired()
+
+    def _adopt_retired(self) -> None:
+        for key in [k for k in self._free if k[0] in self._retired]:
             self._free.setdefault((0, key[1]), []).extend(self._free.pop(key))
 
     # ------------------------------------------------------------ cache control and statistics
     def empty_cache(self) -> None:
-        """Return cached blocks to the driver (after the device finished all queued work)."""
+        """Return cached blocks to the driver (after the device finished all queued work): every free block of
+        1 MiB or less, and every segment none of whose pieces is in use. The pools of live CUDA graphs stay."""
         rt.synchronize(self.device)
         if self.mode == "freelist":
-            for blocks in self._free.values():
+            streams = {s for s, _ in self._free if s not in self._private}
+            self._coalesce(streams)
+            for key, blocks in list(self._free.items()):
+                if key[0] not in streams:
+                    continue
+                kept = []
                 for ptr in blocks:
+                    if key[1] > _SMALL:
+                        piece = self._pieces[ptr]
+                        if piece.prev is not None or piece.next is not None:  # the segment holds a live piece
+                            kept.append(ptr)
+                            continue
+                        del self._pieces[ptr]
+                        self.segments -= 1
                     self.driver_free_calls += 1
+                    self.cached -= key[1]
                     cu.cuMemFree(ptr)
-            self._free.clear()
-            self.cached = 0
+                if kept:
+                    self._free[key] = kept
+                else:
+                    del self._free[key]
         else:
             rt.check(cu.cuMemPoolTrimTo(self._pool, 0), "cuMemPoolTrimTo")
 
@@ -170,7 +296,7 @@ class CachingAllocator:
         return {
             "allocated_bytes": self.allocated, "peak_allocated_bytes": self.peak, "reserved_bytes": self.reserved(),
             "cached_bytes": self.cached, "num_allocs": self.num_allocs, "driver_alloc_calls": self.driver_alloc_calls,
-            "driver_free_calls": self.driver_free_calls, "num_ooms": self.num_ooms,
+            "driver_free_calls": self.driver_free_calls, "num_ooms": self.num_ooms, "segments": self.segments,
         }
 
     def summary(self) -> str:
@@ -184,6 +310,7 @@ class CachingAllocator:
             f"  allocations served       {s['num_allocs']}",
             f"  driver allocation calls  {s['driver_alloc_calls']}",
             f"  driver free calls        {s['driver_free_calls']}",
+            f"  segments (split blocks)  {s['segments']}",
             f"  out-of-memory errors     {s['num_ooms']}",
         ]
         return "\n".join(lines)
