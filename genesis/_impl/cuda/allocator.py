@@ -84,6 +84,7 @@ class CachingAllocator:
         # Free blocks by (stream, block size): device pointers. Blocks above 1 MiB are pieces of segments.
         self._free: dict[tuple[int, int], list[int]] = {}
         self._pieces: dict[int, _Piece] = {}  # every piece of every segment, free or in use, by pointer
+        self._large_keys: set[tuple[int, int]] = set()  # the keys of ``_free`` above 1 MiB (what a miss scans)
         self._private: set[int] = set()  # streams of live CUDA graphs: their free blocks are the graphs' pools
         self._retired: set[int] = set()  # streams of released graphs: their blocks serve the default stream
         self.allocated = 0
@@ -136,6 +137,8 @@ class CachingAllocator:
             blocks = self._free.get((stream, size))
             if blocks is None:
                 blocks = self._free[(stream, size)] = []
+                if size > _SMALL:
+                    self._large_keys.add((stream, size))
             blocks.append(ptr)
             self.cached += size
         else:
@@ -163,15 +166,15 @@ class CachingAllocator:
             piece.next = tail
             piece.size = size
             self._pieces[tail.ptr] = tail
-            self._free.setdefault((stream, rest), []).append(tail.ptr)
+            self._push(tail.ptr, rest, stream)
             self.cached += rest
         return piece.ptr, piece.size
 
     def _best_fit(self, size: int, stream: int) -> _Piece | None:
         """The smallest free piece of ``stream`` that holds ``size`` bytes, taken off its free list."""
         best = 0
-        for (s, n), blocks in self._free.items():
-            if s == stream and n > size and blocks and (not best or n < best):
+        for s, n in self._large_keys:
+            if s == stream and n > size and (not best or n < best) and self._free[(s, n)]:
                 best = n
         if not best:
             return None
@@ -181,7 +184,8 @@ class CachingAllocator:
     def _coalesce(self, streams: set[int]) -> bool:
         """Merge free neighbouring pieces of ``streams`` (each a segment's run of free pieces becomes one piece);
         whether any merged. Pieces of two streams merge only when ``streams`` names both (the device is idle)."""
-        owner = {ptr: s for (s, n), blocks in self._free.items() if s in streams and n > _SMALL for ptr in blocks}
+        keys = [k for k in self._large_keys if k[0] in streams]
+        owner = {ptr: k[0] for k in keys for ptr in self._free[k]}
         merged = False
         for ptr in list(owner):
             if ptr not in owner:  # merged into the piece before it
@@ -198,11 +202,20 @@ class CachingAllocator:
                     absorbed.next.prev = piece
                 merged = True
         # The lists are rebuilt from what is left (which also drops the empty lists that misses scan).
-        for key in [k for k in self._free if k[0] in streams and k[1] > _SMALL]:
+        for key in keys:
             del self._free[key]
+        self._large_keys.difference_update(keys)
         for ptr, s in owner.items():
-            self._free.setdefault((s, self._pieces[ptr].size), []).append(ptr)
+            self._push(ptr, self._pieces[ptr].size, s)
         return merged
+
+    def _push(self, ptr: int, size: int, stream: int) -> None:
+        """Put the free piece ``ptr`` on its list (no byte counts change)."""
+        blocks = self._free.get((stream, size))
+        if blocks is None:
+            blocks = self._free[(stream, size)] = []
+            self._large_keys.add((stream, size))
+        blocks.append(ptr)
 
     def _driver_malloc(self, nbytes: int, sizes: tuple[int, ...], stream: int) -> tuple[int, int]:
         """A new driver allocation of the first of ``sizes`` that the device grants (the cache is released once
@@ -249,7 +262,13 @@ class CachingAllocator:
 
     def _adopt_retired(self) -> None:
         for key in [k for k in self._free if k[0] in self._retired]:
-            self._free.setdefault((0, key[1]), []).extend(self._free.pop(key))
+            blocks = self._free.pop(key)
+            if key[1] > _SMALL:
+                self._large_keys.discard(key)
+                for ptr in blocks:
+                    self._push(ptr, key[1], 0)
+            else:
+                self._free.setdefault((0, key[1]), []).extend(blocks)
 
     # ------------------------------------------------------------ cache control and statistics
     def empty_cache(self) -> None:
@@ -278,6 +297,7 @@ class CachingAllocator:
                     self._free[key] = kept
                 else:
                     del self._free[key]
+                    self._large_keys.discard(key)
         else:
             rt.check(cu.cuMemPoolTrimTo(self._pool, 0), "cuMemPoolTrimTo")
 
