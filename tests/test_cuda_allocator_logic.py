@@ -78,7 +78,9 @@ def check_invariants(a, driver: FakeDriver, live: list[tuple[int, int, int]], sm
     for piece in a._pieces.values():
         if piece.next is not None:
             assert piece.next.prev is piece and piece.ptr + piece.size == piece.next.ptr
-    assert {k for k in a._free if k[1] > small} <= a._large_keys
+    for sizes in a._sizes.values():
+        assert sizes == sorted(set(sizes))
+    assert all(n in a._sizes.get(s, ()) for s, n in a._free if n > small)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -84,12 +84,12 @@ def fresh_allocator():
 def test_allocator_carves_large_requests_out_of_shared_segments(fresh_allocator) -> None:
     a = fresh_allocator
     p1, s1 = a.malloc(3 * MiB + 100, 0)
-    assert s1 == 3 * MiB + 512  # 512-byte steps, not the next multiple of 2 MiB
+    assert s1 == 3 * MiB + 128 * 1024  # 128 KiB steps above 1 MiB, not the next multiple of 2 MiB
     assert a.reserved() == 20 * MiB and a.allocated == s1 and a.driver_alloc_calls == 1
     p2, s2 = a.malloc(5 * MiB, 0)
     assert (p2, s2) == (p1 + s1, 5 * MiB) and a.driver_alloc_calls == 1  # the same segment, right after p1
     p3, s3 = a.malloc(40 * MiB + 1, 0)  # above 10 MiB: a segment of the request rounded to 2 MiB
-    assert s3 == 40 * MiB + 512 and a.reserved() == 62 * MiB and a.driver_alloc_calls == 2
+    assert s3 == 40 * MiB + 128 * 1024 and a.reserved() == 62 * MiB and a.driver_alloc_calls == 2
     assert a.peak == a.allocated == s1 + s2 + s3
     assert a.stats()["segments"] == 2
     for p, n in ((p1, s1), (p2, s2), (p3, s3)):

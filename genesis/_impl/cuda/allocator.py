@@ -9,17 +9,19 @@ Two strategies, chosen with ``GENESIS_CUDA_ALLOCATOR``:
 - ``pool``: the driver's stream-ordered pool (``cuMemAllocAsync``/``cuMemFreeAsync``) with its release threshold set
   to the maximum, so the driver keeps freed memory cached.
 
-Block sizes are requests rounded up to 512 bytes. In the free-list strategy, as in torch's caching allocator:
+Block sizes are requests rounded up to 512 bytes up to 1 MiB, to 128 KiB above. In the free-list strategy:
 
 - a request up to 1 MiB is a driver allocation of its own (``cuMemAlloc``) when no cached block of its size exists;
-- a larger request is carved out of a *segment*: one driver allocation of 20 MiB for requests up to 10 MiB, of the
-  request rounded up to 2 MiB above. A miss takes the smallest cached piece of the stream that fits and splits off
-  the rest when more than 1 MiB remains; failing that, it merges the stream's free neighbouring pieces and looks
-  again, and only then asks the driver for a new segment. So a tensor occupies its own size (not the next multiple
-  of 2 MiB), and the rest of its segment serves other tensors.
+- a larger request is carved out of a *segment*, as in torch's caching allocator: one driver allocation of 20 MiB
+  for requests up to 10 MiB, of the request rounded up to 2 MiB above. A miss takes the smallest cached piece of
+  the stream that fits and splits off the rest when more than 1 MiB remains; failing that, it merges the stream's
+  free neighbouring pieces and looks again, and only then asks the driver for a new segment. So a tensor occupies
+  its size rounded to 128 KiB (not to the next multiple of 2 MiB), and the rest of its segment serves other
+  tensors.
 
 A training loop asks for the same sizes at every step: after the first, every request is an exact hit of a free
-list, and no piece is split or merged.
+list, and no piece is split or merged. The 128 KiB steps keep that true for most steps of a program whose sizes
+grow slowly (a sequence growing by a token per step), where every new size would otherwise be a miss.
 
 On out-of-memory the cache is released once (``empty_cache``) and the allocation retried; a second failure raises
 ``genesis.cuda.OutOfMemoryError`` naming the request and the pool state.
@@ -28,6 +30,7 @@ On out-of-memory the cache is released once (``empty_cache``) and the allocation
 from __future__ import annotations
 
 import os
+from bisect import bisect_right, insort
 
 from cuda.bindings import driver as cu
 
@@ -36,14 +39,16 @@ from genesis._impl.cuda_errors import OutOfMemoryError
 
 _OOM = cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY
 _SMALL = 1 << 20  # requests up to this size get driver allocations of their own; larger ones come from segments
+_LARGE_STEP = 128 << 10  # the size step of blocks above 1 MiB
 _MID = 10 << 20  # requests up to this size share 20 MiB segments
 _SEGMENT = 20 << 20
 _SEGMENT_ROUND = 2 << 20  # larger requests get a segment of their size rounded up to this
 
 
 def round_size(nbytes: int) -> int:
-    """Block size for a request: 512-byte steps, at least 512 bytes."""
-    return max(512, (nbytes + 511) & ~511)
+    """Block size for a request: 512-byte steps up to 1 MiB (at least 512 bytes), 128 KiB steps above."""
+    size = max(512, (nbytes + 511) & ~511)
+    return size if size <= _SMALL else (size + _LARGE_STEP - 1) & -_LARGE_STEP
 
 
 def segment_size(size: int) -> int:
@@ -84,7 +89,9 @@ class CachingAllocator:
         # Free blocks by (stream, block size): device pointers. Blocks above 1 MiB are pieces of segments.
         self._free: dict[tuple[int, int], list[int]] = {}
         self._pieces: dict[int, _Piece] = {}  # every piece of every segment, free or in use, by pointer
-        self._large_keys: set[tuple[int, int]] = set()  # the keys of ``_free`` above 1 MiB (what a miss scans)
+        # Per stream, the sizes above 1 MiB that have a free list (some lists may be empty), sorted: a miss looks
+        # up the smallest piece that fits by bisection.
+        self._sizes: dict[int, list[int]] = {}
         self._private: set[int] = set()  # streams of live CUDA graphs: their free blocks are the graphs' pools
         self._retired: set[int] = set()  # streams of released graphs: their blocks serve the default stream
         self.allocated = 0
@@ -109,7 +116,9 @@ class CachingAllocator:
     # ------------------------------------------------------------ allocation
     def malloc(self, nbytes: int, stream: int) -> tuple[int, int]:
         """Return (device pointer, block size) for ``nbytes`` on ``stream``."""
-        size = max(512, (nbytes + 511) & ~511)
+        size = max(512, (nbytes + 511) & ~511)  # round_size, inlined
+        if size > _SMALL:
+            size = (size + _LARGE_STEP - 1) & -_LARGE_STEP
         self.num_allocs += 1
         if self.mode == "freelist":
             blocks = self._free.get((stream, size))
@@ -138,7 +147,7 @@ class CachingAllocator:
             if blocks is None:
                 blocks = self._free[(stream, size)] = []
                 if size > _SMALL:
-                    self._large_keys.add((stream, size))
+                    insort(self._sizes.setdefault(stream, []), size)
             blocks.append(ptr)
             self.cached += size
         else:
@@ -172,20 +181,36 @@ class CachingAllocator:
 
     def _best_fit(self, size: int, stream: int) -> _Piece | None:
         """The smallest free piece of ``stream`` that holds ``size`` bytes, taken off its free list."""
-        best = 0
-        for s, n in self._large_keys:
-            if s == stream and n > size and (not best or n < best) and self._free[(s, n)]:
-                best = n
-        if not best:
+        sizes = self._sizes.get(stream)
+        if not sizes:
             return None
-        self.cached -= best
-        return self._pieces[self._free[(stream, best)].pop()]
+        i = bisect_right(sizes, size)
+        while i < len(sizes):
+            n = sizes[i]
+            blocks = self._free[(stream, n)]
+            if blocks:
+                self.cached -= n
+                return self._pieces[blocks.pop()]
+            del sizes[i], self._free[(stream, n)]  # an empty list: dropped on the way
+        return None
 
     def _coalesce(self, streams: set[int]) -> bool:
         """Merge free neighbouring pieces of ``streams`` (each a segment's run of free pieces becomes one piece);
         whether any merged. Pieces of two streams merge only when ``streams`` names both (the device is idle)."""
-        keys = [k for k in self._large_keys if k[0] in streams]
-        owner = {ptr: k[0] for k in keys for ptr in self._free[k]}
+        owner = {}
+        for s in streams:
+            sizes = self._sizes.get(s)
+            if not sizes:
+                continue
+            kept = []  # the sizes whose lists are not empty (empty lists are dropped here)
+            for n in sizes:
+                blocks = self._free[(s, n)]
+                if blocks:
+                    kept.append(n)
+                    owner.update(dict.fromkeys(blocks, s))
+                else:
+                    del self._free[(s, n)]
+            sizes[:] = kept
         merged = False
         for ptr in list(owner):
             if ptr not in owner:  # merged into the piece before it
@@ -193,20 +218,20 @@ class CachingAllocator:
             piece = self._pieces[ptr]
             while piece.prev is not None and piece.prev.ptr in owner:
                 piece = piece.prev
+            if piece.next is None or piece.next.ptr not in owner:
+                continue
+            stream = owner[piece.ptr]
+            self._free[(stream, piece.size)].remove(piece.ptr)
             while piece.next is not None and piece.next.ptr in owner:
                 absorbed = piece.next
-                del owner[absorbed.ptr], self._pieces[absorbed.ptr]
+                self._free[(owner.pop(absorbed.ptr), absorbed.size)].remove(absorbed.ptr)
+                del self._pieces[absorbed.ptr]
                 piece.size += absorbed.size
                 piece.next = absorbed.next
                 if absorbed.next is not None:
                     absorbed.next.prev = piece
-                merged = True
-        # The lists are rebuilt from what is left (which also drops the empty lists that misses scan).
-        for key in keys:
-            del self._free[key]
-        self._large_keys.difference_update(keys)
-        for ptr, s in owner.items():
-            self._push(ptr, self._pieces[ptr].size, s)
+            self._push(piece.ptr, piece.size, stream)
+            merged = True
         return merged
 
     def _push(self, ptr: int, size: int, stream: int) -> None:
@@ -214,7 +239,7 @@ class CachingAllocator:
         blocks = self._free.get((stream, size))
         if blocks is None:
             blocks = self._free[(stream, size)] = []
-            self._large_keys.add((stream, size))
+            insort(self._sizes.setdefault(stream, []), size)
         blocks.append(ptr)
 
     def _driver_malloc(self, nbytes: int, sizes: tuple[int, ...], stream: int) -> tuple[int, int]:
@@ -264,11 +289,12 @@ class CachingAllocator:
         for key in [k for k in self._free if k[0] in self._retired]:
             blocks = self._free.pop(key)
             if key[1] > _SMALL:
-                self._large_keys.discard(key)
                 for ptr in blocks:
                     self._push(ptr, key[1], 0)
             else:
                 self._free.setdefault((0, key[1]), []).extend(blocks)
+        for stream in self._retired:
+            self._sizes.pop(stream, None)
 
     # ------------------------------------------------------------ cache control and statistics
     def empty_cache(self) -> None:
@@ -297,7 +323,8 @@ class CachingAllocator:
                     self._free[key] = kept
                 else:
                     del self._free[key]
-                    self._large_keys.discard(key)
+            for stream in streams:
+                self._sizes[stream] = sorted(n for s, n in self._free if s == stream and n > _SMALL)
         else:
             rt.check(cu.cuMemPoolTrimTo(self._pool, 0), "cuMemPoolTrimTo")
 
