@@ -74,8 +74,9 @@ MiB = 1 << 20
 @pytest.fixture
 def fresh_allocator():
     """An allocator of its own on device 0 (the global one's statistics stay out of the picture), emptied after."""
-    from genesis._impl.cuda import allocator
+    from genesis._impl.cuda import allocator, runtime
 
+    runtime.ensure_device(0)  # the driver calls below need the device's context current on this thread
     a = allocator.CachingAllocator(0, "freelist")
     yield a
     a.empty_cache()
