@@ -66,7 +66,7 @@ def alloc(monkeypatch):
 
 def check_invariants(a, driver: FakeDriver, live: list[tuple[int, int, int]], small: int) -> None:
     blocks = sorted((p, p + n) for p, n, _ in live)
-    free = sorted((p, p + key[1]) for key, ptrs in a._free.items() for p in ptrs)
+    free = sorted((p.ptr, p.ptr + key[1]) for key, blocks in a._free.items() for p in blocks)
     spans = sorted(blocks + free)
     assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:])), "blocks overlap"
     assert a.allocated == sum(n for _, n, _ in live)
@@ -80,13 +80,25 @@ def check_invariants(a, driver: FakeDriver, live: list[tuple[int, int, int]], sm
             assert piece.next.prev is piece and piece.ptr + piece.size == piece.next.ptr
     for sizes in a._sizes.values():
         assert sizes == sorted(set(sizes))
-    assert all(n in a._sizes.get(s, ()) for s, n in a._free if n > small)
+    assert all(n in a._sizes.get(s, ()) for s, n in a._free)
+    listed = {id(p) for blocks in a._free.values() for p in blocks}
+    for (stream, size), blocks in a._free.items():
+        assert all(p.free == stream and p.size == size and a._pieces[p.ptr] is p for p in blocks)
+    assert all((piece.free is not None) == (id(piece) in listed) for piece in a._pieces.values())
+    for head in (p for p in a._pieces.values() if p.prev is None):  # each segment: its blocks tile it, one pool
+        chain, piece = [], head
+        while piece is not None:
+            chain.append(piece.size)
+            piece = piece.next
+        assert sum(chain) == driver.live[head.ptr]
+        assert all(n <= small for n in chain) if sum(chain) == small else all(n > small for n in chain)
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_requests_keep_the_invariants(alloc, seed: int) -> None:
     module, driver = alloc
     rng = random.Random(seed)
+    module._RECENT = (8, 64, 4096)[seed % 3]  # few remembered frees: merges also run over every free block
     a = module.CachingAllocator(0, "freelist")
     live: list[tuple[int, int, int]] = []
     for step in range(1500):
@@ -143,3 +155,21 @@ def test_out_of_memory_falls_back_to_the_request_and_releases_the_cache(alloc) -
     with pytest.raises(module.OutOfMemoryError, match="Tried to allocate 1.00 MiB"):
         a.malloc(MiB, 0)
     assert a.num_ooms == 1 and a.allocated == qsize + rsize
+
+
+def test_small_requests_share_segments_and_growing_tensors_reuse_memory(alloc) -> None:
+    module, driver = alloc
+    a = module.CachingAllocator(0, "freelist")
+    p1, s1 = a.malloc(1000, 0)
+    p2, s2 = a.malloc(3000, 0)
+    assert (s1, s2) == (1024, 3072) and p2 == p1 + 1024 and len(driver.live) == 1  # one 1 MiB segment
+    # Eight tensors growing by 3 KiB per step (a cat per token): the blocks they free merge and serve later sizes.
+    live = [a.malloc(10_000, 0) + (10_000,) for _ in range(8)]
+    for _ in range(200):
+        for i, (p, size, want) in enumerate(live):
+            live[i] = a.malloc(want + 3072, 0) + (want + 3072,)
+            a.free(p, size, 0)
+    final = sum(size for _, size, _ in live)
+    freed = sum(8 * (10_000 + 3072 * k) for k in range(200))  # what a cache without merging would keep
+    assert a.reserved() < 8 * final < freed // 10
+    check_invariants(a, driver, [(p, size, 0) for p, size, _ in live] + [(p1, s1, 0), (p2, s2, 0)], module._SMALL)

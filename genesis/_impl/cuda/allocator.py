@@ -9,15 +9,19 @@ Two strategies, chosen with ``GENESIS_CUDA_ALLOCATOR``:
 - ``pool``: the driver's stream-ordered pool (``cuMemAllocAsync``/``cuMemFreeAsync``) with its release threshold set
   to the maximum, so the driver keeps freed memory cached.
 
-Block sizes are requests rounded up to 512 bytes up to 1 MiB, to 128 KiB above. In the free-list strategy:
+Block sizes are requests rounded up to 512 bytes up to 1 MiB, to 128 KiB above. In the free-list strategy, blocks
+are carved out of *segments* (driver allocations, ``cuMemAlloc``), as in torch's caching allocator, in two pools
+whose block sizes never overlap:
 
-- a request up to 1 MiB is a driver allocation of its own (``cuMemAlloc``) when no cached block of its size exists;
-- a larger request is carved out of a *segment*, as in torch's caching allocator: one driver allocation of 20 MiB
-  for requests up to 10 MiB, of the request rounded up to 2 MiB above. A miss takes the smallest cached piece of
-  the stream that fits and splits off the rest when more than 1 MiB remains; failing that, it merges the stream's
-  free neighbouring pieces and looks again, and only then asks the driver for a new segment. So a tensor occupies
-  its size rounded to 128 KiB (not to the next multiple of 2 MiB), and the rest of its segment serves other
-  tensors.
+- requests up to 1 MiB come from 1 MiB segments, and any rest of 512 bytes or more is split off;
+- larger requests come from 20 MiB segments (requests up to 10 MiB) or from a segment of the request rounded up to
+  2 MiB, and a rest of more than 1 MiB is split off.
+
+A request that misses its free list takes the smallest cached piece of its pool and stream that fits; failing
+that, it merges free neighbouring pieces of the stream and looks again, and only then asks the driver for a new
+segment. So a tensor occupies its rounded size, and the rest of its segment serves other tensors. Merging is lazy:
+a freed block stays on the free list of its size (the next request of that size takes it as it is), and a miss
+merges around the blocks freed since the last merge (all free blocks when more than ``_RECENT`` were freed).
 
 A training loop asks for the same sizes at every step: after the first, every request is an exact hit of a free
 list, and no piece is split or merged. The 128 KiB steps keep that true for most steps of a program whose sizes
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right, insort
+from collections import deque
 
 from cuda.bindings import driver as cu
 
@@ -38,11 +43,12 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda_errors import OutOfMemoryError
 
 _OOM = cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY
-_SMALL = 1 << 20  # requests up to this size get driver allocations of their own; larger ones come from segments
+_SMALL = 1 << 20  # requests up to this size come from segments of this size (the small pool)
 _LARGE_STEP = 128 << 10  # the size step of blocks above 1 MiB
 _MID = 10 << 20  # requests up to this size share 20 MiB segments
 _SEGMENT = 20 << 20
 _SEGMENT_ROUND = 2 << 20  # larger requests get a segment of their size rounded up to this
+_RECENT = 4096  # freed blocks remembered for the next merge
 
 
 def round_size(nbytes: int) -> int:
@@ -67,15 +73,17 @@ def _fmt(n: int) -> str:
 
 
 class _Piece:
-    """A block carved out of a segment, linked to its neighbours in the segment (None at the segment's ends)."""
+    """A block carved out of a segment, linked to its neighbours in the segment (None at the segment's ends).
+    ``free`` is the stream whose free list holds it, None while it is in use."""
 
-    __slots__ = ("ptr", "size", "prev", "next")
+    __slots__ = ("ptr", "size", "prev", "next", "free")
 
-    def __init__(self, ptr: int, size: int, prev: _Piece | None, next: _Piece | None) -> None:
+    def __init__(self, ptr: int, size: int, prev: _Piece | None, next: _Piece | None, free: int | None) -> None:
         self.ptr = ptr
         self.size = size
         self.prev = prev
         self.next = next
+        self.free = free
 
 
 class CachingAllocator:
@@ -86,12 +94,12 @@ class CachingAllocator:
         self.mode = mode or os.environ.get("GENESIS_CUDA_ALLOCATOR", "freelist")
         if self.mode not in ("freelist", "pool"):
             raise ValueError(f"GENESIS_CUDA_ALLOCATOR must be 'freelist' or 'pool', got {self.mode!r}")
-        # Free blocks by (stream, block size): device pointers. Blocks above 1 MiB are pieces of segments.
-        self._free: dict[tuple[int, int], list[int]] = {}
-        self._pieces: dict[int, _Piece] = {}  # every piece of every segment, free or in use, by pointer
-        # Per stream, the sizes above 1 MiB that have a free list (some lists may be empty), sorted: a miss looks
-        # up the smallest piece that fits by bisection.
+        self._free: dict[tuple[int, int], list[_Piece]] = {}  # free blocks by (stream, block size)
+        self._pieces: dict[int, _Piece] = {}  # every block of every segment, free or in use, by pointer
+        # Per stream, the block sizes that have a free list (some lists may be empty), sorted: a miss looks up the
+        # smallest free block that fits by bisection.
         self._sizes: dict[int, list[int]] = {}
+        self._recent: deque[_Piece] = deque(maxlen=_RECENT)  # blocks freed since the last merge
         self._private: set[int] = set()  # streams of live CUDA graphs: their free blocks are the graphs' pools
         self._retired: set[int] = set()  # streams of released graphs: their blocks serve the default stream
         self.allocated = 0
@@ -123,12 +131,12 @@ class CachingAllocator:
         if self.mode == "freelist":
             blocks = self._free.get((stream, size))
             if blocks:
-                ptr = blocks.pop()
+                piece = blocks.pop()
+                piece.free = None
+                ptr = piece.ptr
                 self.cached -= size
-            elif size > _SMALL:
-                ptr, size = self._carve(nbytes, size, stream)
             else:
-                ptr, size = self._driver_malloc(nbytes, (size,), stream)
+                ptr, size = self._carve(nbytes, size, stream)
         else:
             ptr, size = self._driver_malloc(nbytes, (size,), stream)
         self.allocated += size
@@ -143,12 +151,14 @@ class CachingAllocator:
             return
         self.allocated -= size
         if self.mode == "freelist":
+            piece = self._pieces[ptr]
+            piece.free = stream
             blocks = self._free.get((stream, size))
             if blocks is None:
                 blocks = self._free[(stream, size)] = []
-                if size > _SMALL:
-                    insort(self._sizes.setdefault(stream, []), size)
-            blocks.append(ptr)
+                insort(self._sizes.setdefault(stream, []), size)
+            blocks.append(piece)
+            self._recent.append(piece)
             self.cached += size
         else:
             self.driver_free_calls += 1
@@ -156,91 +166,93 @@ class CachingAllocator:
 
     # ------------------------------------------------------------ segments
     def _carve(self, nbytes: int, size: int, stream: int) -> tuple[int, int]:
-        """(pointer, block size) of a request above 1 MiB that no free block of its exact size serves."""
+        """(pointer, block size) of a request that no free block of its exact size serves."""
         if self._retired and stream == 0:
             self._adopt_retired()
         piece = self._best_fit(size, stream)
         if piece is None and self._coalesce({stream}):
             piece = self._best_fit(size, stream)
         if piece is None:
-            seg, least = segment_size(size), (size + _SEGMENT_ROUND - 1) // _SEGMENT_ROUND * _SEGMENT_ROUND
-            ptr, got = self._driver_malloc(nbytes, (seg, least) if seg != least else (seg,), stream)
-            piece = self._pieces[ptr] = _Piece(ptr, got, None, None)
+            if size <= _SMALL:
+                sizes = (_SMALL,)
+            else:
+                seg, least = segment_size(size), (size + _SEGMENT_ROUND - 1) // _SEGMENT_ROUND * _SEGMENT_ROUND
+                sizes = (seg, least) if seg != least else (seg,)
+            ptr, got = self._driver_malloc(nbytes, sizes, stream)
+            piece = self._pieces[ptr] = _Piece(ptr, got, None, None, None)
             self.segments += 1
         rest = piece.size - size
-        if rest > _SMALL:  # the rest can serve another request above 1 MiB: split it off
-            tail = _Piece(piece.ptr + size, rest, piece, piece.next)
+        if rest > _SMALL or (size <= _SMALL and rest):  # the rest can serve another request of its pool: split
+            tail = _Piece(piece.ptr + size, rest, piece, piece.next, stream)
             if piece.next is not None:
                 piece.next.prev = tail
             piece.next = tail
             piece.size = size
             self._pieces[tail.ptr] = tail
-            self._push(tail.ptr, rest, stream)
+            self._push(tail)
             self.cached += rest
         return piece.ptr, piece.size
 
     def _best_fit(self, size: int, stream: int) -> _Piece | None:
-        """The smallest free piece of ``stream`` that holds ``size`` bytes, taken off its free list."""
+        """The smallest free block of ``stream`` in the pool of ``size`` that holds ``size`` bytes, taken off its
+        free list."""
         sizes = self._sizes.get(stream)
         if not sizes:
             return None
+        limit = _SMALL if size <= _SMALL else 1 << 62  # the small pool's blocks are at most 1 MiB
         i = bisect_right(sizes, size)
-        while i < len(sizes):
+        while i < len(sizes) and sizes[i] <= limit:
             n = sizes[i]
             blocks = self._free[(stream, n)]
             if blocks:
                 self.cached -= n
-                return self._pieces[blocks.pop()]
+                piece = blocks.pop()
+                piece.free = None
+                return piece
             del sizes[i], self._free[(stream, n)]  # an empty list: dropped on the way
         return None
 
-    def _coalesce(self, streams: set[int]) -> bool:
-        """Merge free neighbouring pieces of ``streams`` (each a segment's run of free pieces becomes one piece);
-        whether any merged. Pieces of two streams merge only when ``streams`` names both (the device is idle)."""
-        owner = {}
-        for s in streams:
-            sizes = self._sizes.get(s)
-            if not sizes:
-                continue
-            kept = []  # the sizes whose lists are not empty (empty lists are dropped here)
-            for n in sizes:
-                blocks = self._free[(s, n)]
-                if blocks:
-                    kept.append(n)
-                    owner.update(dict.fromkeys(blocks, s))
-                else:
-                    del self._free[(s, n)]
-            sizes[:] = kept
+    def _coalesce(self, streams: set[int], everything: bool = False) -> bool:
+        """Merge free neighbouring blocks of ``streams`` (a segment's run of free blocks becomes one block) around
+        the blocks freed since the last merge, or around every free block (``everything``, or when more were freed
+        than were remembered); whether any merged. Blocks of two streams merge only when ``streams`` names both
+        (the device is idle)."""
+        if everything or len(self._recent) == _RECENT:
+            around = [p for key, blocks in self._free.items() if key[0] in streams for p in blocks]
+        else:
+            around = self._recent
         merged = False
-        for ptr in list(owner):
-            if ptr not in owner:  # merged into the piece before it
+        for piece in around:
+            if piece.free not in streams:  # in use again, merged away or released
                 continue
-            piece = self._pieces[ptr]
-            while piece.prev is not None and piece.prev.ptr in owner:
+            while piece.prev is not None and piece.prev.free in streams:
                 piece = piece.prev
-            if piece.next is None or piece.next.ptr not in owner:
+            nxt = piece.next
+            if nxt is None or nxt.free not in streams:
                 continue
-            stream = owner[piece.ptr]
-            self._free[(stream, piece.size)].remove(piece.ptr)
-            while piece.next is not None and piece.next.ptr in owner:
-                absorbed = piece.next
-                self._free[(owner.pop(absorbed.ptr), absorbed.size)].remove(absorbed.ptr)
-                del self._pieces[absorbed.ptr]
-                piece.size += absorbed.size
-                piece.next = absorbed.next
-                if absorbed.next is not None:
-                    absorbed.next.prev = piece
-            self._push(piece.ptr, piece.size, stream)
+            self._free[(piece.free, piece.size)].remove(piece)
+            while nxt is not None and nxt.free in streams:
+                self._free[(nxt.free, nxt.size)].remove(nxt)
+                del self._pieces[nxt.ptr]
+                nxt.free = None  # merged away
+                piece.size += nxt.size
+                nxt = piece.next = nxt.next
+                if nxt is not None:
+                    nxt.prev = piece
+            self._push(piece)
             merged = True
+        # Blocks of other streams freed since wait for their own stream's next merge.
+        self._recent = deque((p for p in self._recent if p.free is not None and p.free not in streams), _RECENT)
         return merged
 
-    def _push(self, ptr: int, size: int, stream: int) -> None:
-        """Put the free piece ``ptr`` on its list (no byte counts change)."""
-        blocks = self._free.get((stream, size))
+    def _push(self, piece: _Piece) -> None:
+        """Put the free block ``piece`` on the list of its stream and size (no byte counts change)."""
+        key = (piece.free, piece.size)
+        blocks = self._free.get(key)
         if blocks is None:
-            blocks = self._free[(stream, size)] = []
-            insort(self._sizes.setdefault(stream, []), size)
-        blocks.append(ptr)
+            blocks = self._free[key] = []
+            insort(self._sizes.setdefault(piece.free, []), piece.size)
+        blocks.append(piece)
 
     def _driver_malloc(self, nbytes: int, sizes: tuple[int, ...], stream: int) -> tuple[int, int]:
         """A new driver allocation of the first of ``sizes`` that the device grants (the cache is released once
@@ -287,44 +299,40 @@ class CachingAllocator:
 
     def _adopt_retired(self) -> None:
         for key in [k for k in self._free if k[0] in self._retired]:
-            blocks = self._free.pop(key)
-            if key[1] > _SMALL:
-                for ptr in blocks:
-                    self._push(ptr, key[1], 0)
-            else:
-                self._free.setdefault((0, key[1]), []).extend(blocks)
+            for piece in self._free.pop(key):
+                piece.free = 0
+                self._push(piece)
         for stream in self._retired:
             self._sizes.pop(stream, None)
 
     # ------------------------------------------------------------ cache control and statistics
     def empty_cache(self) -> None:
-        """Return cached blocks to the driver (after the device finished all queued work): every free block of
-        1 MiB or less, and every segment none of whose pieces is in use. The pools of live CUDA graphs stay."""
+        """Return every segment none of whose blocks is in use to the driver (after the device finished all queued
+        work). The pools of live CUDA graphs stay."""
         rt.synchronize(self.device)
         if self.mode == "freelist":
             streams = {s for s, _ in self._free if s not in self._private}
-            self._coalesce(streams)
+            self._coalesce(streams, everything=True)
             for key, blocks in list(self._free.items()):
                 if key[0] not in streams:
                     continue
                 kept = []
-                for ptr in blocks:
-                    if key[1] > _SMALL:
-                        piece = self._pieces[ptr]
-                        if piece.prev is not None or piece.next is not None:  # the segment holds a live piece
-                            kept.append(ptr)
-                            continue
-                        del self._pieces[ptr]
-                        self.segments -= 1
+                for piece in blocks:
+                    if piece.prev is not None or piece.next is not None:  # the segment holds a live block
+                        kept.append(piece)
+                        continue
+                    del self._pieces[piece.ptr]
+                    piece.free = None  # released
+                    self.segments -= 1
                     self.driver_free_calls += 1
-                    self.cached -= key[1]
-                    cu.cuMemFree(ptr)
+                    self.cached -= piece.size
+                    cu.cuMemFree(piece.ptr)
                 if kept:
                     self._free[key] = kept
                 else:
                     del self._free[key]
             for stream in streams:
-                self._sizes[stream] = sorted(n for s, n in self._free if s == stream and n > _SMALL)
+                self._sizes[stream] = sorted(n for s, n in self._free if s == stream)
         else:
             rt.check(cu.cuMemPoolTrimTo(self._pool, 0), "cuMemPoolTrimTo")
 
