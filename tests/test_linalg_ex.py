@@ -110,6 +110,16 @@ def test_inv_ex_matches_torch() -> None:
     assert type(result)._fields == torch.return_types.linalg_inv_ex.__match_args__
 
 
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_inv_of_n_matrices_of_size_n(n: int) -> None:
+    # A batch of n matrices n x n: the identity the inverse solves against must not read as n vectors.
+    a = _well_conditioned(n, n, n)
+    check(lambda lib, a: lib.linalg.inv(a), a)
+    check(lambda lib, a: lib.linalg.inv_ex(a), a)
+    check(lambda lib, a: a.inverse(), a)
+    check(lambda lib, a: lib.linalg.matrix_power(a, -1), a)
+
+
 def test_inv_ex_reports_singular_matrices() -> None:
     A = _singular_batch()
     g_inverse, g_info = genesis.linalg.inv_ex(to_genesis(A))

@@ -235,7 +235,8 @@ def _inv_ex(op: str, A: Tensor) -> tuple[Tensor, Tensor]:
     _check_square(op, A)
     n = A.shape[-1]
     eye = (F.arange_like(n, A).unsqueeze(1) == F.arange_like(n, A).unsqueeze(0)).to(A.dtype)
-    return _solve_ex(op, A, eye, True)
+    # Expanded to A's batch: an (n, n) identity beside an (n, n, n) batch would read as a batch of vectors.
+    return _solve_ex(op, A, eye.expand(A.shape), True)
 
 
 def logdet(A: Tensor) -> Tensor:
