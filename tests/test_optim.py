@@ -352,3 +352,43 @@ def test_scheduler_fills_a_tensor_lr_in_place() -> None:
 def test_tensor_lr_must_have_one_element() -> None:
     with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
         optim.Adam(_make_params(genesis), lr=genesis.tensor([0.1, 0.2]))
+
+
+COMPLEX_CONFIGS = {
+    "sgd_momentum": lambda o, p: o.SGD(p, lr=0.1, momentum=0.9),
+    "adam": lambda o, p: o.Adam(p, lr=0.05),
+    "adam_amsgrad": lambda o, p: o.Adam(p, lr=0.05, amsgrad=True),
+    "adamw": lambda o, p: o.AdamW(p, lr=0.05, weight_decay=0.1),
+    "adamax": lambda o, p: o.Adamax(p, lr=0.05),
+    "nadam": lambda o, p: o.NAdam(p, lr=0.05),
+    "radam": lambda o, p: o.RAdam(p, lr=0.05),
+    "rmsprop_centered_momentum": lambda o, p: o.RMSprop(p, lr=0.01, centered=True, momentum=0.5),
+    "adagrad": lambda o, p: o.Adagrad(p, lr=0.1),
+    "adadelta": lambda o, p: o.Adadelta(p, lr=0.5),
+    "asgd": lambda o, p: o.ASGD(p, lr=0.05),
+    "rprop": lambda o, p: o.Rprop(p, lr=0.05),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_CONFIGS))
+def test_complex_parameters_match_torch(name: str) -> None:
+    # torch updates a complex parameter as pairs of reals (g * g squares each part); its state stays complex.
+    gen = torch.Generator().manual_seed(0)
+    w0 = torch.randn(3, 2, generator=gen, dtype=torch.complex64)
+    x = torch.randn(2, 3, generator=gen, dtype=torch.complex64)
+    results = []
+    for lib in (torch, genesis):
+        w = w0.clone().requires_grad_() if lib is torch else to_genesis(w0, requires_grad=True)
+        xl = x if lib is torch else to_genesis(x)
+        opt = COMPLEX_CONFIGS[name](lib.optim, [w])
+        for _ in range(4):
+            opt.zero_grad()
+            ((xl @ w).abs() ** 2).sum().backward()
+            opt.step()
+        results.append((w, opt.state[w]))
+    (tw, tstate), (gw, gstate) = results
+    assert_same(gw, tw.detach(), what=f"{name} parameter", rtol=1e-5, atol=1e-6)
+    assert sorted(gstate) == sorted(tstate)
+    for key, value in tstate.items():
+        if isinstance(value, torch.Tensor) and value.ndim:
+            assert_same(gstate[key], value, what=f"{name} state {key}", rtol=1e-5, atol=1e-6)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 from genesis import dtypes
 from genesis.autograd import enable_grad, no_grad
 from genesis.device import device
-from genesis.ops import cat
+from genesis.ops import cat, view_as_complex, view_as_real
 from genesis.ops.foreach import _foreach_zero_
 from genesis.optim.step_counts import StepCounts, scalar_dtype
 from genesis.tensor import Tensor, empty, full
@@ -182,8 +182,11 @@ class Optimizer:
                 # back costs more than it saves.
                 foreach = group.get("foreach")
                 small: dict[tuple, list[Tensor]] = {}
-                single = []
-                params = [p for p in group["params"] if p.grad is not None]
+                params, single = [], []
+                for p in group["params"]:
+                    if p.grad is not None:
+                        # Complex parameters go one by one (their update runs on real views, see _update_complex).
+                        (single if p.ndarray.dtype.category == 3 else params).append(p)
                 fused = group.get("fused")
                 # fused=None fuses unless foreach=False asked for parameter-by-parameter updates.
                 if params and (fused or (fused is None and foreach is not False)):
@@ -207,8 +210,24 @@ class Optimizer:
                             raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
                         grad = grad.to_dense()
                     step = self._count_step(state, p, group) if self.counts_steps else None
-                    self._update(p, grad, state, group, step)
+                    if p.ndarray.dtype.category == 3:
+                        self._update_complex(p, grad, state, group, step)
+                    else:
+                        self._update(p, grad, state, group, step)
         return loss
+
+    def _update_complex(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                        step: float | None) -> None:
+        """``_update`` of a complex parameter, as torch's: on the real views of the parameter, its gradient and its
+        state, so that every algorithm treats a complex number as a pair of reals (``g * g`` squares each part
+        instead of multiplying complex numbers). The state keeps complex tensors of the parameter's shape."""
+        views = {k: view_as_real(v) if isinstance(v, Tensor) and v.is_complex() else v for k, v in state.items()}
+        before = dict(views)
+        self._update(view_as_real(p), view_as_real(grad), views, group, step)
+        shape = tuple(p.shape) + (2,)
+        for k, v in views.items():
+            if v is not before.get(k):  # an entry the update created or replaced
+                state[k] = view_as_complex(v) if isinstance(v, Tensor) and tuple(v.shape) == shape else v
 
     def _fused_step(self, group: dict[str, Any], params: list[Tensor]) -> list[Tensor]:
         """Update ``params`` (all with gradients) with fused multi-tensor kernels, a few launches for the whole
