@@ -316,13 +316,22 @@ def test_triplet_margin_with_distance_loss(kwargs):
     ([1, 2, 2, 3, 1, 0], [10, 10, 7], [3, 3, 0], 4, False),
 ])
 def test_ctc_loss(reduction, targets, input_lengths, target_lengths, blank, zero_infinity):
-    # torch's kernel returns the gradient with respect to the logits of a log_softmax (not the true gradient with
-    # respect to log_probs); both agree through log_softmax, which is how CTC is used.
+    # Through log_softmax, as CTC is used (the gradient of log_probs itself is the test below).
     def fn(lib, x, y):
         loss = lib.nn.CTCLoss(blank, reduction, zero_infinity)
         return loss(x.log_softmax(2), y, lib.tensor(input_lengths), lib.tensor(target_lengths))
 
     check(fn, rand(10, 3, 5, low=-2, high=2), long(targets))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ctc_loss_gradient_of_log_probs_is_torchs(reduction):
+    # The gradient of log_probs itself (a leaf): torch's is exp(log_probs) - posterior, which Genesis returns too.
+    def fn(lib, x, y):
+        return lib.nn.functional.ctc_loss(x, y, (6, 4), (2, 1), reduction=reduction, zero_infinity=True)
+
+    lp = torch.randn(6, 2, 4, generator=torch.Generator().manual_seed(3)).log_softmax(2).requires_grad_()
+    check(fn, lp, long([[1, 3], [2, 0]]))
 
 
 def test_ctc_loss_unbatched_and_float32():

@@ -6,6 +6,7 @@ from typing import Callable, Sequence
 
 from genesis import amp, dtypes
 from genesis import ops as T
+from genesis.autograd import Function
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
 from genesis.ops.fused import fused_cross_entropy
@@ -527,6 +528,29 @@ def _lengths(op: str, name: str, lengths: Tensor | Sequence[int], batch: int) ->
     return values
 
 
+class _CtcGradient(Function):
+    """Identity on ``log_probs`` whose backward turns the exact gradient into torch's: ``g - exp(log_probs) * sum_c g``.
+
+    The alpha recursion differentiates to the exact gradient, minus the alignment posterior. torch's ctc_loss
+    returns ``exp(log_probs) - posterior`` instead: the gradient with respect to the logits of a log_softmax. Both
+    agree once a log_softmax's backward is applied (the posterior sums to one over the classes at every valid step),
+    so a network's gradients were the same before; this makes the gradient of ``log_probs`` itself (a leaf, or one
+    that retains its gradient) torch's too.
+    """
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, log_probs: Tensor) -> Tensor:
+        ctx.save_for_backward(log_probs)
+        return log_probs
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        (log_probs,) = ctx.saved_tensors
+        return grad - log_probs.exp() * grad.sum(-1, keepdim=True)
+
+
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
              target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: str = "mean",
              zero_infinity: bool = False) -> Tensor:
@@ -548,6 +572,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequenc
         raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D or 3-D, got {log_probs.ndim}-D")
     unbatched = log_probs.ndim == 2
     lp = log_probs.unsqueeze(1) if unbatched else log_probs  # (T, N, C)
+    if lp.requires_grad:
+        lp = _CtcGradient.apply(lp)
     steps, batch, classes = lp.shape
     if not 0 <= blank < classes:
         raise RuntimeError("blank must be in label range")
