@@ -354,6 +354,26 @@ THETA = torch.tensor([[[0.9, 0.2, 0.1], [-0.3, 1.1, -0.2]], [[1.2, -0.1, 0.3], [
 
 
 @pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_identity_affine_grid_is_torchs_to_the_bit(align_corners, dtype):
+    # An identity grid puts every point on a pixel centre, where bilinear sampling has a kink: the side a coordinate
+    # rounds to picks the gradient of theta, so the coordinates must be torch's exactly.
+    theta = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], dtype=dtype)
+    for size in ((1, 1, 24, 24), (1, 1, 7, 10), (1, 1, 1, 5)):
+        expected = torch.nn.functional.affine_grid(theta, size, align_corners=align_corners)
+        got = F.affine_grid(to_genesis(theta), size, align_corners=align_corners)
+        assert_same(got, expected, what=f"identity grid {size}", rtol=0, atol=0)
+    if dtype is torch.float32:
+        image = (torch.arange(24, dtype=dtype) ** 2).expand(1, 1, 24, 24)
+
+        def sampled(lib, t, img):
+            grid = lib.nn.functional.affine_grid(t, (1, 1, 24, 24), align_corners=align_corners)
+            return lib.nn.functional.grid_sample(img, grid, align_corners=align_corners)
+
+        check(sampled, theta.clone().requires_grad_(), image.contiguous())
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
 def test_affine_grid(align_corners):
     check(lambda lib, t: lib.nn.functional.affine_grid(t, (2, 3, 4, 7), align_corners=align_corners),
           THETA.clone().requires_grad_(True))

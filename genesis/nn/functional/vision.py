@@ -16,15 +16,17 @@ from typing import Sequence
 from genesis import dtypes
 from genesis import ops as T
 from genesis.nn.functional.upsampling import cubic_convolution_weights
-from genesis.tensor import Tensor, arange
+from genesis.tensor import Tensor, linspace, zeros
 
 
 def _base_coords(n: int, align_corners: bool, like: Tensor) -> Tensor:
     """The normalized coordinates of ``n`` pixel centres in [-1, 1] (pixel corners at +-1 unless ``align_corners``)."""
-    steps = arange(n, dtype=like.dtype, device=like.device)
-    if align_corners:
-        return steps * (2.0 / (n - 1)) - 1.0 if n > 1 else steps * 0.0
-    return (steps * 2.0 + 1.0) / n - 1.0
+    if n <= 1:
+        return zeros(n, dtype=like.dtype, device=like.device)
+    # torch's arithmetic, so that every coordinate has torch's rounding: the grid's points often sit exactly on pixel
+    # centres, where bilinear sampling has a kink and the side a point rounds to picks the gradient.
+    coords = linspace(-1.0, 1.0, n, dtype=like.dtype, device=like.device)
+    return coords if align_corners else coords * (n - 1) / n
 
 
 def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
@@ -57,7 +59,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
 def _unnormalize(coord: Tensor, n: int, align_corners: bool) -> Tensor:
     """Grid coordinates in [-1, 1] as pixel positions along a dim of ``n`` pixels."""
     if align_corners:
-        return (coord + 1.0) * ((n - 1) / 2.0)
+        return (coord + 1.0) / 2.0 * (n - 1)  # torch's order of operations (its rounding)
     return ((coord + 1.0) * n - 1.0) / 2.0
 
 
