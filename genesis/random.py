@@ -17,6 +17,7 @@ from genesis.autograd import is_grad_enabled
 from genesis.device import device as Device
 from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
+from genesis.ops.complex import view_as_complex
 from genesis.tensor import Tensor, _shape_from, _size_args, tensor
 
 
@@ -132,9 +133,25 @@ def _stream(generator: Generator | None, device: Device, numel: int) -> tuple[in
 
 def _float_dtype(dtype: Any) -> dtypes.dtype:
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    if not d.is_floating_point:
-        raise RuntimeError(f"expected a floating-point dtype for random floats, got {d}")
+    if d.category < 2:
+        raise RuntimeError(f"expected a floating-point or complex dtype for random floats, got {d}")
     return d
+
+
+def _random_floats(sample: str, shape: tuple[int, ...], d: dtypes.dtype, generator: Generator | None, device: Device,
+                   requires_grad: bool) -> Tensor:
+    """``sample`` ("uniform" or "normal") of ``shape`` in dtype ``d``. A complex tensor draws its real and imaginary
+    parts as the last dim of a real one, as torch fills a complex tensor's real view (normal parts with variance 1/2
+    each, so that the complex samples have variance 1)."""
+    if d.category != 3:
+        s, o = _stream(generator, device, math.prod(shape))
+        return _finish(getattr(device.backend, sample)(shape, d, device, s, o), requires_grad)
+    parts = shape + (2,)
+    s, o = _stream(generator, device, math.prod(parts))
+    nd = getattr(device.backend, sample)(parts, d.to_real, device, s, o)
+    if sample == "normal":
+        nd = nd.binary("mul", math.sqrt(0.5))
+    return view_as_complex(_finish(nd, False)).requires_grad_(requires_grad)
 
 
 def _finish(nd: NDArray, requires_grad: bool) -> Tensor:
@@ -148,16 +165,14 @@ def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtyp
          requires_grad: bool = False) -> Tensor:
     """Uniform samples from [0, 1)."""
     shape, dev, d = _shape_from(sizes, size), factory_device(device), _float_dtype(dtype)
-    s, o = _stream(generator, dev, math.prod(shape))
-    return _finish(dev.backend.uniform(shape, d, dev, s, o), requires_grad)
+    return _random_floats("uniform", shape, d, generator, dev, requires_grad)
 
 
 def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
     shape, dev, d = _shape_from(sizes, size), factory_device(device), _float_dtype(dtype)
-    s, o = _stream(generator, dev, math.prod(shape))
-    return _finish(dev.backend.normal(shape, d, dev, s, o), requires_grad)
+    return _random_floats("normal", shape, d, generator, dev, requires_grad)
 
 
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), generator: Generator | None = None,

@@ -366,6 +366,26 @@ def test_random_signatures_and_dtypes():
     assert genesis.randn(2, requires_grad=True).requires_grad
 
 
+def test_complex_random_samples():
+    # Real and imaginary parts drawn as a real tensor's last dim (normal parts with variance 1/2 each), as torch
+    # fills a complex tensor's real view: on the CPU the same numbers as torch's for the same seed.
+    for dtype in (genesis.complex64, genesis.complex128):
+        genesis.manual_seed(0)
+        z = genesis.randn(400, 60, dtype=dtype, device=DEVICE)
+        assert z.dtype is dtype and tuple(z.shape) == (400, 60)
+        parts = genesis.view_as_real(z)
+        assert abs(parts.var().item() - 0.5) < 0.01 and abs(z.abs().pow(2).mean().item() - 1.0) < 0.02
+        u = genesis.view_as_real(genesis.rand(400, 60, dtype=dtype, device=DEVICE))
+        assert 0.0 <= u.min().item() and u.max().item() < 1.0 and abs(u.mean().item() - 0.5) < 0.01
+    assert genesis.randn(3, dtype=genesis.cfloat, requires_grad=True).requires_grad
+    if DEVICE == "cpu":
+        torch.manual_seed(0)
+        genesis.manual_seed(0)
+        expected = torch.view_as_real(torch.randn(5, 7, dtype=torch.cfloat))
+        assert_same(genesis.view_as_real(genesis.randn(5, 7, dtype=genesis.cfloat)), expected, what="randn cfloat",
+                    rtol=0, atol=0)
+
+
 def test_inplace_random_fills():
     genesis.manual_seed(5)
     t = genesis.empty(50_000, dtype=genesis.float64, device=DEVICE)
