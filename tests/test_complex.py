@@ -155,6 +155,36 @@ def test_real_loss_gradients_as_torch() -> None:
     check(lambda lib, z: lib.view_as_real(lib.exp(z) @ z.conj().T).sum(), crand(3, 3))
 
 
+@pytest.mark.parametrize("fn", [
+    lambda lib, z: lib.linalg.vector_norm(z),
+    lambda lib, z: lib.linalg.vector_norm(z, 1, dim=-1),
+    lambda lib, z: lib.linalg.vector_norm(z, float("inf")),
+    lambda lib, z: lib.linalg.vector_norm(z, 3.0, dim=0, keepdim=True),
+    lambda lib, z: z.norm(),
+    lambda lib, z: lib.norm(z, p=1),
+    lambda lib, z: lib.linalg.norm(z),
+    lambda lib, z: lib.linalg.matrix_norm(z),
+    lambda lib, z: lib.linalg.matrix_norm(z, float("inf")),
+    lambda lib, z: lib.view_as_real(lib.nn.functional.normalize(z, dim=1)),
+], ids=["vector2", "vector1_dim", "vector_inf", "vector3", "Tensor.norm", "norm_p1", "linalg.norm", "fro",
+        "matrix_inf", "normalize"])
+def test_norms_of_complex_tensors(fn) -> None:
+    # The norms of a complex tensor are its magnitudes' (real results); gradients as torch's.
+    check(fn, crand(3, 4, dtype=torch.complex64))
+
+
+def test_clip_grad_norm_of_complex_gradients() -> None:
+    results = []
+    for lib in (torch, genesis):
+        p = lib.nn.Parameter(lib.tensor([3 + 4j, 1 - 1j], device=None if lib is torch else DEVICE))
+        p.grad = lib.tensor([3 + 4j, 0j], device=None if lib is torch else DEVICE)
+        total = lib.nn.utils.clip_grad_norm_([p], max_norm=1.0)
+        results.append((total, p.grad))
+    (t_total, t_grad), (g_total, g_grad) = results
+    assert_same(g_total, t_total, what="total norm")
+    assert_same(g_grad, t_grad, what="clipped gradient")
+
+
 def test_views_share_memory() -> None:
     x = genesis.tensor([[1.0, 2.0], [3.0, 4.0]])
     z = genesis.view_as_complex(x)

@@ -46,6 +46,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = Fals
     ord 0 the number of non-zeros."""
     if dtype is not None:
         x = x.to(dtypes.to_dtype(dtype))
+    if x.is_complex():
+        x = x.abs()  # the norms of a complex vector are its magnitudes' (real, as torch's)
     _check_float("linalg.vector_norm", x)
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
@@ -63,6 +65,11 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), ke
     ``|A|``), 1 / -1 (max / min column sum), 2 / -2 (largest / smallest singular value)."""
     if dtype is not None:
         A = A.to(dtypes.to_dtype(dtype))
+    if A.is_complex():
+        if ord in ("nuc", 2, -2):
+            raise RuntimeError(f"linalg.matrix_norm: ord {ord!r} of a complex matrix needs its singular values, which "
+                               "Genesis computes for real matrices only")
+        A = A.abs()  # Frobenius, row and column sums of magnitudes
     _check_float("linalg.matrix_norm", A)
     if A.ndim < 2:
         raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got {A.ndim}")

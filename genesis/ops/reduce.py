@@ -371,8 +371,10 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     (input,) = autocast_args("norm", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"norm: Expected a floating point tensor as input, got {input.dtype.name}")
+    if input.dtype.category == 3:
+        input = input.abs()  # a complex tensor's norms are its magnitudes' (a real result, as torch's)
+    elif not input.dtype.is_floating_point:
+        raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype.name}")
     dims = _reduce_dims("norm", dim, input.ndim)
     if p in ("fro", 2, 2.0):
         return _root(sum(input * input, dims, keepdim), 2)

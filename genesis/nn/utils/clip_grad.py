@@ -15,7 +15,7 @@ import warnings
 from typing import Iterable, Union
 
 from genesis.autograd import no_grad
-from genesis.ops import cat, stack
+from genesis.ops import cat, stack, view_as_real
 from genesis.ops.foreach import _foreach_mul_, foreach_clamp_, group_by_device_dtype, group_norms
 from genesis.tensor import Tensor, tensor
 
@@ -58,6 +58,8 @@ def get_total_norm(tensors: Params, norm_type: float = 2.0, error_if_nonfinite: 
     norm_type = float(norm_type)
     if not tensors:
         return tensor(0.0)
+    # A complex tensor's norm is its magnitudes' (the total is then real, as torch's).
+    tensors = [t.abs() if t.is_complex() else t for t in tensors]
     first_device = tensors[0].device
     with no_grad():
         if foreach is False:
@@ -84,7 +86,7 @@ def clip_grads_with_norm_(parameters: Params, max_norm: float, total_norm: Tenso
         total_norm: the total norm of the gradients (``get_total_norm``).
         foreach: None or True: one multi-tensor launch per (device, dtype) group; False: one ``mul_`` per gradient.
     """
-    grads = _grads(_params(parameters))
+    grads = [view_as_real(g) if g.is_complex() else g for g in _grads(_params(parameters))]  # both parts scaled
     if not grads:
         return
     with no_grad():
