@@ -11,12 +11,15 @@ Continuous: :class:`Normal`, :class:`Uniform`, :class:`Exponential`, :class:`Lap
 stand-ins for discrete ones): :class:`RelaxedBernoulli`, :class:`LogitRelaxedBernoulli`,
 :class:`RelaxedOneHotCategorical`, :class:`ExpRelaxedCategorical`. Combinators: :class:`Independent`,
 :class:`MixtureSameFamily` and :class:`TransformedDistribution` with the transforms of
-:mod:`genesis.distributions.transforms`; :func:`kl_divergence` with :func:`register_kl`; :mod:`constraints`.
+:mod:`genesis.distributions.transforms`; :func:`kl_divergence` with :func:`register_kl`; :mod:`constraints`, and
+:func:`biject_to` / :func:`transform_to` (:mod:`constraint_registry`), which give a transform from the reals onto a
+constraint.
 Everything is written with Genesis tensor ops, so it runs on every device and differentiates through autograd.
 """
 
 # Importing kl_cross_family registers the KL pairs of different families.
-from genesis.distributions import constraints, kl_cross_family, transforms  # noqa: F401
+from genesis.distributions import constraint_registry, constraints, kl_cross_family, transforms  # noqa: F401
+from genesis.distributions.constraint_registry import biject_to, transform_to
 from genesis.distributions.continuous import Exponential, Laplace, Normal, Uniform
 from genesis.distributions.counts import Binomial, Geometric, NegativeBinomial, Poisson
 from genesis.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
@@ -42,25 +45,38 @@ from genesis.distributions.transformed_distribution import LogNormal, Transforme
 from genesis.distributions.transforms import (
     AbsTransform,
     AffineTransform,
+    CatTransform,
     ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
     ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
     PowerTransform,
+    ReshapeTransform,
     SigmoidTransform,
     SoftmaxTransform,
+    SoftplusTransform,
+    StackTransform,
+    StickBreakingTransform,
     TanhTransform,
     Transform,
+    identity_transform,
 )
 from genesis.distributions.unit_interval import ContinuousBernoulli, Kumaraswamy
 from genesis.distributions.von_mises import VonMises
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
-    "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
-    "Exponential", "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
-    "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
-    "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial",
-    "Normal", "OneHotCategorical", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli",
-    "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform", "StudentT", "TanhTransform", "Transform",
-    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "constraints", "kl_divergence", "register_kl",
-    "transforms",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform", "Categorical", "Cauchy",
+    "Chi2", "ComposeTransform", "ContinuousBernoulli", "CorrCholeskyTransform", "CumulativeDistributionTransform",
+    "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform", "Exponential", "FisherSnedecor", "Gamma",
+    "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform", "InverseGamma",
+    "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "LowRankMultivariateNormal",
+    "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+    "OneHotCategorical", "Pareto", "Poisson", "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
+    "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
+    "StackTransform", "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution",
+    "Uniform", "VonMises", "Weibull", "biject_to", "constraint_registry", "constraints", "identity_transform",
+    "kl_divergence", "register_kl", "transform_to", "transforms",
 ]

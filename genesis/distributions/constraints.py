@@ -7,9 +7,11 @@ one event. The module-level names (``real``, ``positive``, ``simplex``...) are s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
+import genesis.ops as F
 from genesis import dtypes, linalg
+from genesis.distributions.utils import check_piece_dim, narrow_pieces
 from genesis.tensor import Tensor
 
 
@@ -328,6 +330,56 @@ class _PositiveDefinite(_Symmetric):
         return symmetric & (linalg.eigvalsh(value) > 0).all(-1)
 
 
+class _Piecewise(Constraint):
+    """What ``cat`` and ``stack`` share: one constraint per piece of a value along ``dim``."""
+
+    def __init__(self, cseq: Sequence[Constraint], dim: int = 0) -> None:
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")  # torch's class
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+
+class _Cat(_Piecewise):
+    """``cseq[i]`` on the ``i``-th piece of ``lengths[i]`` entries along ``dim`` (pieces as ``cat`` joins them)."""
+
+    def __init__(self, cseq: Sequence[Constraint], dim: int = 0, lengths: Sequence[int] | None = None) -> None:
+        super().__init__(cseq, dim)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value: Tensor) -> Tensor:
+        check_piece_dim("value", value, self.dim)
+        pieces = narrow_pieces(value, self.dim, self.lengths)
+        return F.cat([c.check(v) for c, v in zip(self.cseq, pieces)], self.dim)
+
+
+class _Stack(_Piecewise):
+    """``cseq[i]`` on the ``i``-th slice along ``dim`` (slices as ``stack`` joins them)."""
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        event_dim = max(c.event_dim for c in self.cseq)
+        # A negative dim that lands inside the slices' events adds the stacked dimension to the event.
+        if self.dim + event_dim < 0:
+            event_dim += 1
+        return event_dim
+
+    def check(self, value: Tensor) -> Tensor:
+        check_piece_dim("value", value, self.dim)
+        slices = [value.select(self.dim, i) for i in range(value.shape[self.dim])]
+        return F.stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -354,11 +406,13 @@ multinomial = _Multinomial
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
+cat = _Cat
+stack = _Stack
 
 __all__ = [
-    "Constraint", "MixtureSameFamilyConstraint", "boolean", "corr_cholesky", "dependent", "dependent_property",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
     "greater_than", "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval",
     "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
     "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer", "positive_semidefinite",
-    "real", "real_vector", "simplex", "symmetric", "unit_interval",
+    "real", "real_vector", "simplex", "stack", "symmetric", "unit_interval",
 ]

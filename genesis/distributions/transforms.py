@@ -4,6 +4,12 @@
 A transform ``t`` maps ``x`` in ``t.domain`` to ``y = t(x)`` in ``t.codomain``; ``t.inv`` is its inverse and
 ``t.log_abs_det_jacobian(x, y)`` is ``log |dy/dx|`` summed over the transform's event dimensions. With
 ``cache_size=1`` a transform remembers its last ``(x, y)`` pair, so ``t.inv(t(x))`` returns ``x`` itself.
+
+This module holds the elementwise transforms, ``SoftmaxTransform`` and ``CumulativeDistributionTransform``, and
+re-exports the rest: the base class, ``ComposeTransform``, ``IndependentTransform`` and ``identity_transform``
+(:mod:`~genesis.distributions.transform_base`), ``ReshapeTransform``, ``CatTransform`` and ``StackTransform``
+(:mod:`~genesis.distributions.shape_transforms`), and the stick-breaking and matrix transforms
+(:mod:`~genesis.distributions.matrix_transforms`).
 """
 
 from __future__ import annotations
@@ -14,248 +20,22 @@ from typing import Any, Sequence
 
 import genesis.ops as F
 from genesis.distributions import constraints
-from genesis.distributions.utils import eps, sum_rightmost, tiny
+from genesis.distributions.distribution import Distribution
+from genesis.distributions.matrix_transforms import (
+    CorrCholeskyTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    StickBreakingTransform,
+)
+from genesis.distributions.shape_transforms import CatTransform, ReshapeTransform, StackTransform
+from genesis.distributions.transform_base import (
+    ComposeTransform,
+    IndependentTransform,
+    Transform,
+    identity_transform,
+)
+from genesis.distributions.utils import clipped_sigmoid, eps, tiny
 from genesis.tensor import Tensor
-
-
-class Transform:
-    """Base class: caching, the inverse, and the shape and event-dimension bookkeeping."""
-
-    bijective = False
-    domain: constraints.Constraint
-    codomain: constraints.Constraint
-
-    def __init__(self, cache_size: int = 0) -> None:
-        if cache_size not in (0, 1):
-            raise ValueError("cache_size must be 0 or 1")
-        self._cache_size = cache_size
-        self._inv: Transform | None = None
-        self._cached_x_y: tuple[Any, Any] = (None, None)
-
-    @property
-    def event_dim(self) -> int:
-        """The number of event dimensions, when domain and codomain agree."""
-        if self.domain.event_dim == self.codomain.event_dim:
-            return self.domain.event_dim
-        raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
-
-    @property
-    def inv(self) -> Transform:
-        """The inverse transform."""
-        if self._inv is None:
-            self._inv = _InverseTransform(self)
-        return self._inv
-
-    @property
-    def sign(self) -> Any:
-        """The sign of the Jacobian determinant, for bijective elementwise transforms."""
-        raise NotImplementedError
-
-    def with_cache(self, cache_size: int = 1) -> Transform:
-        """The same transform with the given cache size."""
-        if self._cache_size == cache_size:
-            return self
-        if type(self).__init__ is Transform.__init__:
-            return type(self)(cache_size=cache_size)
-        raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    __hash__ = object.__hash__
-
-    def __call__(self, x: Tensor) -> Tensor:
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
-
-    def _inv_call(self, y: Tensor) -> Tensor:
-        if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
-
-    def _call(self, x: Tensor) -> Tensor:
-        raise NotImplementedError
-
-    def _inverse(self, y: Tensor) -> Tensor:
-        raise NotImplementedError
-
-    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        """``log |det dy/dx|`` over the batch (the event dimensions summed out)."""
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return self.__class__.__name__ + "()"
-
-    def forward_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        """The output shape for an input of ``shape``."""
-        return tuple(shape)
-
-    def inverse_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        """The input shape for an output of ``shape``."""
-        return tuple(shape)
-
-
-class _InverseTransform(Transform):
-    """The inverse of a transform; it shares the forward transform's cache."""
-
-    def __init__(self, transform: Transform) -> None:
-        super().__init__(cache_size=transform._cache_size)
-        self._inv = transform
-
-    @property
-    def domain(self) -> constraints.Constraint:  # type: ignore[override]
-        return self._inv.codomain
-
-    @property
-    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
-        return self._inv.domain
-
-    @property
-    def bijective(self) -> bool:  # type: ignore[override]
-        return self._inv.bijective
-
-    @property
-    def sign(self) -> Any:
-        return self._inv.sign
-
-    @property
-    def inv(self) -> Transform:
-        return self._inv
-
-    def with_cache(self, cache_size: int = 1) -> Transform:
-        return self.inv.with_cache(cache_size).inv
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _InverseTransform) and self._inv == other._inv
-
-    __hash__ = object.__hash__
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}({self._inv!r})"
-
-    def __call__(self, x: Tensor) -> Tensor:
-        return self._inv._inv_call(x)
-
-    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        return -self._inv.log_abs_det_jacobian(y, x)
-
-    def forward_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        return self._inv.inverse_shape(shape)
-
-    def inverse_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        return self._inv.forward_shape(shape)
-
-
-class ComposeTransform(Transform):
-    """Transforms applied in order: ``ComposeTransform([f, g])(x) = g(f(x))``."""
-
-    def __init__(self, parts: list[Transform], cache_size: int = 0) -> None:
-        if cache_size:
-            parts = [part.with_cache(cache_size) for part in parts]
-        super().__init__(cache_size=cache_size)
-        self.parts = parts
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ComposeTransform) and self.parts == other.parts
-
-    __hash__ = object.__hash__
-
-    @constraints.dependent_property(is_discrete=False)
-    def domain(self) -> constraints.Constraint:
-        if not self.parts:
-            return constraints.real
-        domain = self.parts[0].domain
-        # Adjust the event dimension for parts that change it, as torch.
-        event_dim = self.parts[-1].codomain.event_dim
-        for part in reversed(self.parts):
-            event_dim += part.domain.event_dim - part.codomain.event_dim
-            event_dim = max(event_dim, part.domain.event_dim)
-        if event_dim > domain.event_dim:
-            domain = constraints.independent(domain, event_dim - domain.event_dim)
-        return domain
-
-    @constraints.dependent_property(is_discrete=False)
-    def codomain(self) -> constraints.Constraint:
-        if not self.parts:
-            return constraints.real
-        codomain = self.parts[-1].codomain
-        event_dim = self.parts[0].domain.event_dim
-        for part in self.parts:
-            event_dim += part.codomain.event_dim - part.domain.event_dim
-            event_dim = max(event_dim, part.codomain.event_dim)
-        if event_dim > codomain.event_dim:
-            codomain = constraints.independent(codomain, event_dim - codomain.event_dim)
-        return codomain
-
-    @property
-    def bijective(self) -> bool:  # type: ignore[override]
-        return all(p.bijective for p in self.parts)
-
-    @property
-    def sign(self) -> Any:
-        sign = 1
-        for p in self.parts:
-            sign = sign * p.sign
-        return sign
-
-    @property
-    def inv(self) -> Transform:
-        if self._inv is None:
-            inv = ComposeTransform([p.inv for p in reversed(self.parts)])
-            inv._inv = self
-            self._inv = inv
-        return self._inv
-
-    def with_cache(self, cache_size: int = 1) -> Transform:
-        if self._cache_size == cache_size:
-            return self
-        return ComposeTransform(self.parts, cache_size=cache_size)
-
-    def __call__(self, x: Tensor) -> Tensor:
-        for part in self.parts:
-            x = part(x)
-        return x
-
-    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        if not self.parts:
-            return F.zeros_like(x)
-        xs = [x]
-        for part in self.parts[:-1]:
-            xs.append(part(xs[-1]))
-        xs.append(y)
-        total: Any = 0
-        event_dim = self.domain.event_dim
-        for part, x_i, y_i in zip(self.parts, xs[:-1], xs[1:]):
-            total = total + sum_rightmost(part.log_abs_det_jacobian(x_i, y_i), event_dim - part.domain.event_dim)
-            event_dim += part.codomain.event_dim - part.domain.event_dim
-        return total
-
-    def forward_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        for part in self.parts:
-            shape = part.forward_shape(shape)
-        return tuple(shape)
-
-    def inverse_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        for part in reversed(self.parts):
-            shape = part.inverse_shape(shape)
-        return tuple(shape)
-
-    def __repr__(self) -> str:
-        return self.__class__.__name__ + "(\n    " + ",\n    ".join(repr(p) for p in self.parts) + "\n)"
 
 
 class ExpTransform(Transform):
@@ -356,7 +136,7 @@ class SigmoidTransform(Transform):
     __hash__ = object.__hash__
 
     def _call(self, x: Tensor) -> Tensor:
-        return x.sigmoid().clamp(min=tiny(x.dtype), max=1.0 - eps(x.dtype))
+        return clipped_sigmoid(x)
 
     def _inverse(self, y: Tensor) -> Tensor:
         y = y.clamp(min=tiny(y.dtype), max=1.0 - eps(y.dtype))
@@ -364,6 +144,29 @@ class SigmoidTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         return -F.softplus(-x) - F.softplus(x)
+
+
+class SoftplusTransform(Transform):
+    """``y = log(1 + exp(x))`` (linear above ``x = 20``, as softplus); the inverse is ``log(exp(y) - 1)``."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SoftplusTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Tensor) -> Tensor:
+        return F.softplus(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return (-(-y).expm1()).log() + y  # log(1 - exp(-y)) + y, stable for large y
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return -F.softplus(-x)  # log sigmoid(x)
 
 
 class TanhTransform(Transform):
@@ -496,5 +299,44 @@ class SoftmaxTransform(Transform):
     inverse_shape = forward_shape
 
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform",
-           "SigmoidTransform", "SoftmaxTransform", "TanhTransform", "Transform"]
+class CumulativeDistributionTransform(Transform):
+    """``y = distribution.cdf(x)``, from the distribution's support onto (0, 1); the inverse is its ``icdf`` and the
+    log-Jacobian its ``log_prob``. With a ``Normal(0, 1)`` it turns a multivariate normal into a Gaussian copula.
+
+    Args:
+        distribution: a univariate distribution with ``cdf``, ``icdf`` and ``log_prob``.
+        cache_size: 0, or 1 to remember the last ``(x, y)`` pair.
+    """
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution: Distribution, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self.distribution.support
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.distribution.log_prob(x)
+
+
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
+           "PositiveDefiniteTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
+           "identity_transform"]
