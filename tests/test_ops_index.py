@@ -367,6 +367,36 @@ def test_masked_fill_select_scatter():
     check_error(RuntimeError, lambda lib, x, m, v: x.masked_fill(m, v), x, mask, rand(2))
 
 
+@pytest.mark.filterwarnings("ignore:indexing with dtype torch.uint8 is now deprecated")
+def test_uint8_masks_are_masks_as_in_torch():
+    # Old code and `(ids != PAD).byte()` index with uint8 masks: torch reads them as bool masks (deprecated), and
+    # refuses them where it fills through masked_fill_ or selects through masked_select.
+    x = rand(4, 3, seed=20)
+    byte = torch.tensor([1, 0, 1, 1], dtype=torch.uint8)
+    check(lambda lib, x, m: x[m], x, byte)
+    check(lambda lib, x, m: x[m, 1:], x, byte)
+    check(lambda lib, x, m, v: (x * 1).index_put((m,), v), x, byte, rand(3, 3, seed=21))
+    with pytest.warns(UserWarning, match="indexing with dtype torch.uint8 is now deprecated"):
+        to_genesis(x.detach())[to_genesis(byte)]
+    check_error(RuntimeError, lambda lib, x, m: x.masked_select(m.unsqueeze(1)), x, byte)
+    check_error(RuntimeError, lambda lib, x, m: x.masked_scatter(m.unsqueeze(1), x), x, byte)
+
+    def fill(lib, x, m):
+        y = x.detach().clone()
+        y[m] = 0.0
+        return y
+    check_error(RuntimeError, fill, x, byte)
+
+
+def test_index_put_with_bool_masks():
+    x = rand(3, 4, seed=22)
+    mask = torch.rand(3, 4, generator=torch.Generator().manual_seed(2)) > 0.5
+    rows = torch.tensor([True, False, True])
+    check(lambda lib, x, m: (x * 1).index_put((m,), lib.tensor(0.5, dtype=x.dtype, device=x.device)), x, mask)
+    check(lambda lib, x, m, v: (x * 1).index_put((m,), v), x, rows, rand(4, seed=23))
+    check(lambda lib, x, m, v: (x * 1).index_put_((m,), v, accumulate=True), x, rows, rand(2, 4, seed=24))
+
+
 # ------------------------------------------------------------------ sorting, searching, uniqueness
 
 @pytest.mark.parametrize("dim", [0, 1, -1])

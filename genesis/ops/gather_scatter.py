@@ -250,11 +250,16 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = broadcast_shapes("masked_select", input.shape, mask.shape)
     return getitem(input.expand(shape), mask.expand(shape))
 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
     shape = broadcast_shapes("masked_scatter", input.shape, mask.shape)
     coords = nonzero(mask.expand(shape), as_tuple=True)
     n = coords[0].shape[0] if coords else 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from typing import Any
 
 from genesis import dtypes
@@ -93,6 +94,15 @@ def _is_basic(key: tuple) -> bool:
             continue
         return False
     return True
+
+
+def _byte_masks_as_bool(key: tuple) -> tuple:
+    """A uint8 tensor in a key is a mask, as in torch (deprecated there, with the same warning)."""
+    if not any(isinstance(k, Tensor) and k.dtype is dtypes.uint8 for k in key):
+        return key
+    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                  UserWarning, stacklevel=4)
+    return tuple(k.to(dtypes.bool_) if isinstance(k, Tensor) and k.dtype is dtypes.uint8 else k for k in key)
 
 
 def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
@@ -191,7 +201,7 @@ def getitem(x: Tensor, key: Any) -> Tensor:
         key = tuple(k.__index__() if not isinstance(k, (int, slice)) and k is not None and k is not Ellipsis else k
                     for k in key)
         return view_of(x, lambda a: a.basic_index(key))
-    basic, advanced = _split_key(x, key)
+    basic, advanced = _split_key(x, _byte_masks_as_bool(key))
     view = view_of(x, lambda a: a.basic_index(basic)) if basic else x
     return Index.apply(view, _advanced_indices(view, advanced))
 
@@ -201,12 +211,32 @@ def index_tensor(x: Tensor, indices: tuple) -> Tensor:
     return Index.apply(x, indices)
 
 
+def _masks_as_coordinates(indices: tuple, values: Tensor) -> tuple:
+    """``index_put``'s indices with each bool (or, deprecated, uint8) mask replaced by the coordinates of its True
+    entries, one index per dim it covers, as torch reads masks there."""
+    if not builtins.any(isinstance(i, Tensor) and i.dtype in (dtypes.bool_, dtypes.uint8) for i in indices):
+        return indices
+    if builtins.any(isinstance(i, Tensor) and i.dtype is dtypes.uint8 for i in indices):
+        if len(indices) == 1 and values.ndim == 0:  # torch fills through masked_fill_ here
+            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
+        indices = _byte_masks_as_bool(indices)
+    out: list = []
+    for i in indices:
+        if isinstance(i, Tensor) and i.dtype is dtypes.bool_:
+            coords = nonzero(i if i.ndim else i.unsqueeze(0))
+            out.extend(coords[:, j] for j in range(coords.shape[1]))
+        else:
+            out.append(i)
+    return tuple(out)
+
+
 def index_put(input: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
     """Out-of-place ``input[indices] = values``; indices are NDArrays/None per dim or a tuple of index Tensors."""
     if not isinstance(values, Tensor):
         values = Tensor._wrap(NDArray.scalar(values, input.dtype, input.device))
     _check_same_dtype("index_put", input, values)
     if builtins.any(isinstance(i, Tensor) for i in indices):
+        indices = _masks_as_coordinates(tuple(indices), values)
         tensors = [_to_index_tensor("index_put", i, input) for i in indices]
         shape = broadcast_shapes("index_put", *(t.shape for t in tensors))
         checked = [_check_bounds("index_put", t, input.shape[d], d) for d, t in enumerate(tensors)]
@@ -234,7 +264,11 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
         target, indices = x.ndarray.basic_index(key), None
         target_shape = target.shape
     else:
-        basic, advanced = _split_key(x, key)
+        if len(key) == 1 and isinstance(key[0], Tensor) and key[0].dtype is dtypes.uint8 and (
+                not isinstance(value, Tensor) or value.ndim == 0):
+            # torch fills through masked_fill_ here, which refuses a uint8 mask.
+            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
+        basic, advanced = _split_key(x, _byte_masks_as_bool(key))
         target = x.ndarray.basic_index(basic) if basic else x.ndarray
         indices = _advanced_indices(Tensor._wrap(target), advanced)
         target_shape = _indexed_shape(target.shape, indices)
