@@ -347,7 +347,41 @@ def test_rsample_gradients(name: str) -> None:
 
 
 # Parameters for every family of torch's KL registry: build(lib, *params) and make(seed), three batch elements.
+_EXP_NORMAL: dict[Any, type] = {}
+
+
+def _exp_family_normal(lib: Any, loc: Any, scale: Any) -> Any:
+    """A normal distribution written as a user's ExponentialFamily subclass (one class per library): natural
+    parameters and log-normalizer only, so that its entropy and KL come from the Bregman divergence."""
+    if lib not in _EXP_NORMAL:
+        _EXP_NORMAL[lib] = _exp_normal_class(lib)
+    return _EXP_NORMAL[lib](loc, scale)
+
+
+def _exp_normal_class(lib: Any) -> type:
+    class ExpNormal(lib.distributions.ExponentialFamily):
+        arg_constraints: dict = {}
+
+        def __init__(self, loc: Any, scale: Any) -> None:
+            self.loc, self.scale = loc, scale
+            super().__init__(loc.shape, validate_args=False)
+
+        @property
+        def _natural_params(self) -> tuple:
+            return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(-2)
+
+        def _log_normalizer(self, x: Any, y: Any) -> Any:
+            return -0.25 * x.pow(2) / y + 0.5 * lib.log(-math.pi / y)
+
+        @property
+        def _mean_carrier_measure(self) -> float:
+            return 0.0
+
+    return ExpNormal
+
+
 KL_FAMILIES: dict[str, tuple[Callable, Callable[[int], tuple]]] = {
+    "ExponentialFamily": (_exp_family_normal, lambda s: (rand(3, seed=s), pos(3, seed=s + 5))),
     "Bernoulli": (lambda lib, p: D(lib, "Bernoulli")(probs=p), lambda s: (pos(3, seed=s, low=0.1, high=0.9),)),
     "Beta": (lambda lib, a, b: D(lib, "Beta")(a, b), lambda s: (pos(3, seed=s, high=3.0), pos(3, seed=s + 7))),
     "Binomial": (lambda lib, n, p: D(lib, "Binomial")(n, probs=p),
@@ -396,7 +430,11 @@ def test_kl_registry_matches_torch() -> None:
     theirs = set(_torch_kl_pairs())
     assert theirs - ours == set(), f"missing KL pairs: {sorted(theirs - ours)}"
     assert ours - theirs == set(), f"KL pairs torch does not register: {sorted(ours - theirs)}"
-    assert len(theirs) >= 85  # all of torch's but ExponentialFamily's Bregman divergence
+    assert len(theirs) >= 86
+
+
+def test_exponential_family_entropy_is_the_bregman_one() -> None:
+    check(lambda lib, loc, scale: _exp_family_normal(lib, loc, scale).entropy(), rand(3, seed=2), pos(3, seed=3))
 
 
 @pytest.mark.parametrize("pair", _torch_kl_pairs(), ids=lambda pq: "-".join(pq))
@@ -506,3 +544,26 @@ def test_scalar_parameters_use_default_dtype() -> None:
         assert D(genesis, name)(*args).batch_shape == ()
         assert tuple(D(genesis, name)(*args).sample((4,)).shape) == (4,)
     check(lambda lib: D(lib, "LKJCholesky")(3, 2.0).log_prob(lib.eye(3)))
+
+
+def test_logistic_normal_and_straight_through_one_hot() -> None:
+    check(lambda lib, loc, scale, x: lib.distributions.LogisticNormal(loc, scale).log_prob(x),
+          rand(2, 3, seed=4), pos(2, 3, seed=5), torch.tensor([[0.2, 0.3, 0.1, 0.4], [0.1, 0.1, 0.5, 0.3]]))
+    d = genesis.distributions.LogisticNormal(to_genesis(rand(3, seed=4)), to_genesis(pos(3, seed=5)))
+    assert tuple(d.event_shape) == (4,) and tuple(d.rsample((5,)).shape) == (5, 4)
+    logits = to_genesis(rand(2, 4, seed=6), requires_grad=True)
+    st = genesis.distributions.OneHotCategoricalStraightThrough(logits=logits)
+    sample = st.rsample((3,))
+    assert tuple(sample.shape) == (3, 2, 4) and bool((sample.detach().sum(-1) == 1).all())
+    (sample * to_genesis(torch.arange(4.0))).sum().backward()  # the gradient reaches the logits through probs
+    assert logits.grad is not None and bool(logits.grad.abs().sum() > 0)
+
+
+def test_torch_module_names_of_the_distributions() -> None:
+    import importlib
+
+    for name in ("normal", "categorical", "one_hot_categorical", "relaxed_bernoulli", "exp_family", "studentT"):
+        torch_module = importlib.import_module(f"torch.distributions.{name}")
+        ours = importlib.import_module(f"genesis.distributions.{name}")
+        assert set(torch_module.__all__) == set(ours.__all__)
+        assert all(getattr(ours, cls) is getattr(genesis.distributions, cls) for cls in ours.__all__)

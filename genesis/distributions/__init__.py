@@ -17,13 +17,16 @@ constraint.
 Everything is written with Genesis tensor ops, so it runs on every device and differentiates through autograd.
 """
 
+import sys
+import types
+
 # Importing kl_cross_family registers the KL pairs of different families.
 from genesis.distributions import constraint_registry, constraints, kl_cross_family, transforms  # noqa: F401
 from genesis.distributions.constraint_registry import biject_to, transform_to
 from genesis.distributions.continuous import Exponential, Laplace, Normal, Uniform
 from genesis.distributions.counts import Binomial, Geometric, NegativeBinomial, Poisson
-from genesis.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
-from genesis.distributions.distribution import Distribution
+from genesis.distributions.discrete import Bernoulli, Categorical, OneHotCategorical, OneHotCategoricalStraightThrough
+from genesis.distributions.distribution import Distribution, ExponentialFamily
 from genesis.distributions.extreme_value import Gumbel, Weibull
 from genesis.distributions.folded import HalfCauchy, HalfNormal
 from genesis.distributions.gamma import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma, InverseGamma
@@ -41,7 +44,7 @@ from genesis.distributions.relaxed import (
     RelaxedBernoulli,
     RelaxedOneHotCategorical,
 )
-from genesis.distributions.transformed_distribution import LogNormal, TransformedDistribution
+from genesis.distributions.transformed_distribution import LogisticNormal, LogNormal, TransformedDistribution
 from genesis.distributions.transforms import (
     AbsTransform,
     AffineTransform,
@@ -70,13 +73,44 @@ from genesis.distributions.von_mises import VonMises
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform", "Categorical", "Cauchy",
     "Chi2", "ComposeTransform", "ContinuousBernoulli", "CorrCholeskyTransform", "CumulativeDistributionTransform",
-    "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform", "Exponential", "FisherSnedecor", "Gamma",
-    "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform", "InverseGamma",
-    "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "LowRankMultivariateNormal",
-    "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
-    "OneHotCategorical", "Pareto", "Poisson", "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
-    "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
-    "StackTransform", "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution",
-    "Uniform", "VonMises", "Weibull", "biject_to", "constraint_registry", "constraints", "identity_transform",
-    "kl_divergence", "register_kl", "transform_to", "transforms",
+    "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily",
+    "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
+    "IndependentTransform", "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal",
+    "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily",
+    "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
+    "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PositiveDefiniteTransform", "PowerTransform",
+    "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+    "SoftplusTransform", "StackTransform", "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
+    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to", "constraint_registry", "constraints",
+    "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]
+
+# torch's module of each distribution (``from torch.distributions.normal import Normal``). Genesis groups the
+# families by kind in fewer files; these names are modules holding the same classes.
+_TORCH_MODULES = {
+    "bernoulli": ("Bernoulli",), "beta": ("Beta",), "binomial": ("Binomial",), "categorical": ("Categorical",),
+    "cauchy": ("Cauchy",), "chi2": ("Chi2",), "continuous_bernoulli": ("ContinuousBernoulli",),
+    "dirichlet": ("Dirichlet",), "exp_family": ("ExponentialFamily",), "exponential": ("Exponential",),
+    "fishersnedecor": ("FisherSnedecor",), "geometric": ("Geometric",), "gumbel": ("Gumbel",),
+    "half_cauchy": ("HalfCauchy",), "half_normal": ("HalfNormal",), "inverse_gamma": ("InverseGamma",),
+    "kumaraswamy": ("Kumaraswamy",), "laplace": ("Laplace",), "log_normal": ("LogNormal",),
+    "logistic_normal": ("LogisticNormal",), "lowrank_multivariate_normal": ("LowRankMultivariateNormal",),
+    "mixture_same_family": ("MixtureSameFamily",), "negative_binomial": ("NegativeBinomial",), "normal": ("Normal",),
+    "one_hot_categorical": ("OneHotCategorical", "OneHotCategoricalStraightThrough"), "pareto": ("Pareto",),
+    "poisson": ("Poisson",), "relaxed_bernoulli": ("LogitRelaxedBernoulli", "RelaxedBernoulli"),
+    "relaxed_categorical": ("ExpRelaxedCategorical", "RelaxedOneHotCategorical"), "studentT": ("StudentT",),
+    "uniform": ("Uniform",), "weibull": ("Weibull",),
+}
+
+
+def _register_torch_modules() -> None:
+    for name, classes in _TORCH_MODULES.items():
+        module = types.ModuleType(f"{__name__}.{name}", f"torch.distributions.{name}: {', '.join(classes)}.")
+        module.__all__ = list(classes)
+        for cls in classes:
+            setattr(module, cls, globals()[cls])
+        sys.modules[module.__name__] = module
+        globals()[name] = module
+
+
+_register_torch_modules()

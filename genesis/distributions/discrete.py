@@ -304,3 +304,15 @@ class OneHotCategorical(Distribution):
         values = F.eye(n, dtype=self._param.dtype, device=self._param.device)
         values = values.reshape((n,) + (1,) * len(self.batch_shape) + (n,))
         return values.expand((n,) + tuple(self.batch_shape) + (n,)) if expand else values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """:class:`OneHotCategorical` whose ``rsample`` passes gradients straight through (Bengio et al., 2013): the
+    one-hot sample in the forward pass, the gradient of ``probs`` in the backward pass."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs  # cached: the same tensor for every call
+        return samples + (probs - probs.detach())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Sequence
 
-from genesis.autograd import no_grad
+from genesis.autograd import enable_grad, grad, no_grad
 from genesis.distributions import constraints
 from genesis.distributions.utils import lazy_property
 from genesis.tensor import Size, Tensor
@@ -188,3 +188,34 @@ class Distribution:
         args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].shape}"
                          for p in params)
         return f"{self.__class__.__name__}({args})"
+
+
+class ExponentialFamily(Distribution):
+    """Base class of distributions of the exponential family, ``p(x) = h(x) exp(<t(x), theta> - F(theta))``.
+
+    A subclass gives its natural parameters ``theta`` (``_natural_params``), the log-normalizer ``F``
+    (``_log_normalizer``) and ``E[log h(x)]`` (``_mean_carrier_measure``); ``entropy`` then follows from the
+    Bregman divergence of ``F``, its gradient taken by autograd, as in torch.
+    """
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        raise NotImplementedError
+
+    def _log_normalizer(self, *natural_params: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    @property
+    def _mean_carrier_measure(self) -> Tensor | float:
+        raise NotImplementedError
+
+    def entropy(self) -> Tensor:
+        result = -self._mean_carrier_measure
+        params = [p.detach().requires_grad_() for p in self._natural_params]
+        with enable_grad():
+            log_norm = self._log_normalizer(*params)
+            gradients = grad(log_norm.sum(), params, create_graph=True)
+        result = result + log_norm
+        for p, g in zip(params, gradients):
+            result = result - (p * g).reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
+        return result

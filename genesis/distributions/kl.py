@@ -15,10 +15,11 @@ from typing import Any, Callable
 
 import genesis.ops as F
 from genesis import linalg
+from genesis.autograd import enable_grad, grad
 from genesis.distributions.continuous import Exponential, Laplace, Normal, Uniform
 from genesis.distributions.counts import Binomial, Geometric, Poisson
 from genesis.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
-from genesis.distributions.distribution import Distribution
+from genesis.distributions.distribution import Distribution, ExponentialFamily
 from genesis.distributions.extreme_value import EULER_GAMMA, Gumbel
 from genesis.distributions.folded import HalfNormal
 from genesis.distributions.gamma import Beta, Dirichlet, Gamma
@@ -111,6 +112,23 @@ def _zero_where(mask: Tensor, value: Tensor) -> Tensor:
 def _batch_trace_XXT(bmat: Tensor) -> Tensor:
     """``tr(X Xᵀ)``, the squared Frobenius norm, over the trailing two dimensions."""
     return bmat.pow(2).sum((-2, -1))
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> Tensor:
+    """The Bregman divergence of the log-normalizer between the two families' natural parameters (one family)."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot be "
+                                  "computed using Bregman divergences")
+    p_params = [t.detach().requires_grad_() for t in p._natural_params]
+    q_params = q._natural_params
+    with enable_grad():
+        log_norm = p._log_normalizer(*p_params)
+        gradients = grad(log_norm.sum(), p_params, create_graph=True)
+    result = q._log_normalizer(*q_params) - log_norm
+    for pp, qp, g in zip(p_params, q_params, gradients):
+        result = result - sum_rightmost((qp - pp) * g, len(q.event_shape))
+    return result
 
 
 @register_kl(Bernoulli, Bernoulli)

@@ -9,7 +9,7 @@ from genesis.distributions import constraints
 from genesis.distributions.continuous import Normal
 from genesis.distributions.distribution import Distribution
 from genesis.distributions.independent import Independent
-from genesis.distributions.transforms import ComposeTransform, ExpTransform, Transform
+from genesis.distributions.transforms import ComposeTransform, ExpTransform, StickBreakingTransform, Transform
 from genesis.distributions.utils import sum_rightmost
 from genesis.tensor import Size, Tensor
 
@@ -179,3 +179,38 @@ class LogNormal(TransformedDistribution):
 
     def entropy(self) -> Tensor:
         return self.base_dist.entropy() + self.loc
+
+
+class LogisticNormal(TransformedDistribution):
+    """The logistic-normal distribution on the simplex: a ``Normal(loc, scale)`` vector of ``K - 1`` reals mapped by
+    the stick-breaking transform onto ``K`` probabilities (Aitchison's additive logistic normal).
+
+    Args:
+        loc: the mean of the underlying normal (its last dim has ``K - 1`` entries).
+        scale: its standard deviation (positive).
+        validate_args: check the parameters and ``log_prob``'s values (default: the global setting).
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
+        base_dist = Normal(loc, scale, validate_args=validate_args)
+        if not base_dist.batch_shape:
+            base_dist = base_dist.expand([1])
+        super().__init__(base_dist, StickBreakingTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> LogisticNormal:
+        new = self._get_checked_instance(LogisticNormal, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def loc(self) -> Tensor:
+        """The mean of the underlying normal."""
+        return self.base_dist.base_dist.loc
+
+    @property
+    def scale(self) -> Tensor:
+        """The standard deviation of the underlying normal."""
+        return self.base_dist.base_dist.scale
