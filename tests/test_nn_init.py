@@ -96,3 +96,23 @@ def test_sparse_and_generator_reproducibility():
     a = nn.init.normal_(param(5, 5), generator=g1)
     b = nn.init.normal_(param(5, 5), generator=g2)
     assert torch.equal(to_torch(a), to_torch(b))
+
+
+@pytest.mark.parametrize("name", ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+                                  "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"])
+def test_deprecated_aliases_warn_and_fill(name: str) -> None:
+    # torch still ships the initializers without the underscore (old tutorials call them), with a FutureWarning.
+    assert name in torch.nn.init.__all__ and name in nn.init.__all__
+    t = genesis.zeros(4, 3, 3, 3, device=DEVICE) if name == "dirac" else genesis.zeros(6, 5, device=DEVICE)
+    args = {"constant": (0.5,), "sparse": (0.2,)}.get(name, ())
+    with pytest.warns(FutureWarning, match=f"nn.init.{name}` is now deprecated"):
+        out = getattr(nn.init, name)(t, *args)
+    assert out is t and bool((t != 0).any())
+
+
+def test_deprecated_clip_grad_norm() -> None:
+    p = nn.Parameter(genesis.ones(2, device=DEVICE))
+    p.grad = genesis.tensor([3.0, 4.0], device=DEVICE)
+    with pytest.warns(FutureWarning, match="clip_grad_norm` is now deprecated"):
+        total = nn.utils.clip_grad_norm([p], 1.0)
+    assert abs(total.item() - 5.0) < 1e-6 and abs(p.grad.norm().item() - 1.0) < 1e-5

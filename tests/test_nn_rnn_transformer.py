@@ -420,6 +420,18 @@ def test_pad_sequence(batch_first, padding_side):
     check(fn, rand(3, 2), rand(5, 2, seed=1), rand(1, 2, seed=2))
 
 
+def test_packed_sequence_conversions():
+    def fn(lib, x):
+        packed = lib.nn.utils.rnn.pack_padded_sequence(x, [3, 2], enforce_sorted=False)
+        assert packed.is_cuda == (packed.data.device.type == "cuda") and not packed.is_pinned()
+        out = [packed.double(), packed.float(), packed.half(), packed.long(), packed.int(),
+               packed.cpu()]
+        assert all(p.batch_sizes is packed.batch_sizes for p in out)
+        return tuple(p.data for p in out) + (out[0].unsorted_indices,)
+
+    check(fn, rand(3, 2, 4))
+
+
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("enforce_sorted", [True, False])
 def test_pack_and_pad_round_trip(batch_first, enforce_sorted):

@@ -8,6 +8,8 @@ because the generators differ).
 from __future__ import annotations
 
 import math
+import warnings
+from typing import Any, Callable
 
 import numpy as np
 
@@ -19,6 +21,9 @@ from genesis.tensor import Tensor
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
     "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_",
+    # torch's deprecated aliases, each with a FutureWarning
+    "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal", "kaiming_uniform",
+    "kaiming_normal", "orthogonal", "sparse",
 ]
 
 
@@ -201,3 +206,29 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Gener
         return tensor._fill_from(values.ndarray)
 
 
+def _deprecated(new: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """torch's deprecated alias of an initializer without the trailing underscore (``nn.init.uniform``): warns, then
+    calls ``new``."""
+    old = new.__name__[:-1]
+
+    def alias(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.", FutureWarning,
+                      stacklevel=2)
+        return new(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated alias of :func:`{new.__name__}`."
+    return alias
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

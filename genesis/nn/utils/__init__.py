@@ -4,11 +4,17 @@ padding and packing (``rnn``), weight and spectral normalization, parametrizatio
 (``prune``)."""
 
 from genesis.nn.utils import checkpoint, parametrizations, parametrize, prune, rnn, stateless
-from genesis.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
+from genesis.nn.utils.clip_grad import (
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
+)
 from genesis.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 from genesis.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
 from genesis.nn.utils.weight_norm import remove_weight_norm, weight_norm
 
-__all__ = ["checkpoint", "parametrizations", "parametrize", "prune", "rnn", "stateless", "clip_grad_norm_",
-           "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
+__all__ = ["checkpoint", "parametrizations", "parametrize", "prune", "rnn", "stateless", "clip_grad_norm",
+           "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
            "vector_to_parameters", "remove_spectral_norm", "spectral_norm", "remove_weight_norm", "weight_norm"]

@@ -122,6 +122,14 @@ def clip_grad_norm_(parameters: Params, max_norm: float, norm_type: float = 2.0,
     return total
 
 
+def clip_grad_norm(parameters: Params, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach: bool | None = None) -> Tensor:
+    """Deprecated alias of :func:`clip_grad_norm_` (torch's, with its warning)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
 def clip_grad_value_(parameters: Params, clip_value: float, foreach: bool | None = None) -> None:
     """Clamp every gradient in place to ``[-clip_value, clip_value]`` (one launch per (device, dtype) group on GPUs;
     ``foreach=False``: one ``clamp_`` per gradient)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
 
+from genesis import dtypes
 from genesis import ops as T
 from genesis.tensor import Tensor, full, tensor
 
@@ -32,6 +33,48 @@ class PackedSequence(NamedTuple):
             return self
         indices = [None if i is None else i.to(data.device) for i in (self.sorted_indices, self.unsorted_indices)]
         return PackedSequence(data, self.batch_sizes, *indices)
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> PackedSequence:
+        """``to`` the current GPU, or GPU ``device``."""
+        target = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+        return self.to(target, non_blocking=non_blocking)
+
+    def cpu(self) -> PackedSequence:
+        """``to("cpu")``."""
+        return self.to("cpu")
+
+    def double(self) -> PackedSequence:
+        return self.to(dtypes.float64)
+
+    def float(self) -> PackedSequence:
+        return self.to(dtypes.float32)
+
+    def half(self) -> PackedSequence:
+        return self.to(dtypes.float16)
+
+    def long(self) -> PackedSequence:
+        return self.to(dtypes.int64)
+
+    def int(self) -> PackedSequence:
+        return self.to(dtypes.int32)
+
+    def short(self) -> PackedSequence:
+        return self.to(dtypes.int16)
+
+    def char(self) -> PackedSequence:
+        return self.to(dtypes.int8)
+
+    def byte(self) -> PackedSequence:
+        return self.to(dtypes.uint8)
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether ``data`` is on a GPU."""
+        return self.data.is_cuda
+
+    def is_pinned(self) -> bool:
+        """Whether ``data`` is in pinned host memory."""
+        return self.data.is_pinned()
 
 
 def _lengths_list(lengths: Tensor | Sequence[int]) -> list[int]:
