@@ -334,6 +334,18 @@ def test_ctc_loss_gradient_of_log_probs_is_torchs(reduction):
     check(fn, lp, long([[1, 3], [2, 0]]))
 
 
+@pytest.mark.parametrize("targets,target_lengths", [
+    ([[1, 2], [3, 3]], [3, 2]),  # a target length beyond the padded targets
+    ([1, 2, 3, 3], [3, 2]),  # concatenated targets shorter than the lengths add up to
+    ([1, 2, 3], [2, 2]),
+    ([[1, 2], [3, 3]], [-1, 2]),
+])
+def test_ctc_loss_refuses_target_lengths_the_targets_do_not_hold(targets, target_lengths):
+    check_error(RuntimeError, lambda lib, x, y: lib.nn.functional.ctc_loss(x.log_softmax(2), y, (6, 6),
+                                                                           target_lengths), rand(6, 2, 5),
+                long(targets))
+
+
 def test_ctc_loss_unbatched_and_float32():
     check(lambda lib, x, y: lib.nn.functional.ctc_loss(x.log_softmax(1), y, (7,), (3,), reduction="none"),
           rand(9, 4), long([1, 3, 3]))

@@ -583,6 +583,16 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequenc
         if not 0 <= in_len[n] <= steps:
             raise RuntimeError(f"Expected input_lengths to have value at most {steps}, but got value {in_len[n]} "
                                f"(while checking arguments for ctc_loss_cpu)")
+    where = "(while checking arguments for ctc_loss_allocate_outputs)"
+    for length in tg_len:
+        if length < 0:
+            raise RuntimeError(f"Expected target_lengths to have value at least 0, but got value {length} {where}")
+    if targets.ndim == 2 and max(tg_len + [0]) > targets.shape[1]:
+        raise RuntimeError(f"Expected tensor to have size at least {max(tg_len)} at dimension 1, but got size "
+                           f"{targets.shape[1]} for argument #2 'targets' {where}")
+    if targets.ndim != 2 and sum(tg_len) != targets.numel():
+        raise RuntimeError(f"Expected tensor to have size {sum(tg_len)} at dimension 0, but got size "
+                           f"{targets.numel()} for argument #2 'targets' {where}")
     flat = targets.reshape(-1).tolist()
     if targets.ndim == 2:
         width = targets.shape[1]
