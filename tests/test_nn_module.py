@@ -432,3 +432,57 @@ def _backward_hook_trace(lib):
 
 def test_module_backward_hooks_as_torch():
     assert _backward_hook_trace(genesis) == _backward_hook_trace(torch)
+
+
+def test_global_module_hooks_run_for_every_module_before_its_own():
+    from genesis.nn.modules import module as M
+
+    events = []
+    net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    net[0].register_forward_hook(lambda m, i, o: events.append("own " + type(m).__name__))
+    handles = [
+        M.register_module_forward_pre_hook(lambda m, i: events.append("pre " + type(m).__name__)),
+        M.register_module_forward_hook(lambda m, i, o: events.append("post " + type(m).__name__)),
+        M.register_module_forward_hook(lambda m, i, k, o: o * 2 if isinstance(m, nn.ReLU) else None,
+                                       with_kwargs=True),
+        M.register_module_full_backward_hook(lambda m, gi, go: events.append("backward " + type(m).__name__)),
+    ]
+    try:
+        x = genesis.ones(1, 2, requires_grad=True)
+        out = net(x)
+        out.sum().backward()
+    finally:
+        for h in handles:
+            h.remove()
+    assert events[:6] == ["pre Sequential", "pre Linear", "post Linear", "own Linear", "pre ReLU", "post ReLU"]
+    assert events[6] == "post Sequential" and sorted(events[7:]) == ["backward Linear", "backward ReLU",
+                                                                     "backward Sequential"]
+    assert bool((out == 2 * genesis.relu(net[0](genesis.ones(1, 2)))).all())  # the kwargs hook doubled ReLU's output
+    events.clear()
+    net(x)
+    assert events == ["own Linear"]  # removed
+
+
+def test_global_registration_hooks_may_replace_values():
+    from genesis.nn.modules import module as M
+
+    seen = []
+    handles = [M.register_module_parameter_registration_hook(lambda m, n, p: seen.append(("param", n))),
+               M.register_module_buffer_registration_hook(lambda m, n, b: b * 0 if n == "running_mean" else None),
+               M.register_module_module_registration_hook(lambda m, n, s: seen.append(("module", n)))]
+    try:
+        bn = nn.BatchNorm1d(3)
+        bn.register_buffer("running_mean", genesis.ones(3))
+        seq = nn.Sequential()
+        seq.add_module("lin", nn.Linear(1, 1))
+        seq.extra = nn.ReLU()
+    finally:
+        for h in handles:
+            h.remove()
+    assert ("param", "weight") in seen and ("module", "lin") in seen and ("module", "extra") in seen
+    assert bn.running_mean.tolist() == [0.0, 0.0, 0.0]
+    for name in ("register_module_forward_pre_hook", "register_module_forward_hook",
+                 "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+                 "register_module_buffer_registration_hook", "register_module_parameter_registration_hook",
+                 "register_module_module_registration_hook"):
+        assert hasattr(torch.nn.modules.module, name) and hasattr(M, name)

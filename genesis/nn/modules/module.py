@@ -51,6 +51,27 @@ class RemovableHandle:
         self.remove()
 
 
+# Hooks on every module (torch.nn.modules.module.register_module_*_hook, below): run before each module's own.
+_global_forward_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_forward_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_forward_hooks_with_kwargs: OrderedDict[int, bool] = OrderedDict()
+_global_forward_hooks_always_called: OrderedDict[int, bool] = OrderedDict()
+_global_backward_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_backward_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_buffer_registration_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_parameter_registration_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_module_registration_hooks: OrderedDict[int, Callable] = OrderedDict()
+
+
+def _registered(hooks: OrderedDict, module: Module, name: str, value: Any) -> Any:
+    """``value`` after the global registration ``hooks`` (each may return a replacement)."""
+    for hook in hooks.values():
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value
+
+
 def _addindent(text: str, num_spaces: int) -> str:
     lines = text.split("\n")
     if len(lines) == 1:
@@ -116,6 +137,8 @@ class Module:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
                              "created explicitly. To express '{name}' as a function of another Tensor, compute the "
                              "value in the forward() method.")
+        if _global_parameter_registration_hooks:
+            param = _registered(_global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -131,6 +154,8 @@ class Module:
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
             tensor = tensor.detach()
+        if _global_buffer_registration_hooks:
+            tensor = _registered(_global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -144,6 +169,8 @@ class Module:
         self._check_name("module", name)
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
+        if _global_module_registration_hooks:
+            module = _registered(_global_module_registration_hooks, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
@@ -184,6 +211,8 @@ class Module:
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+            if _global_module_registration_hooks:
+                value = _registered(_global_module_registration_hooks, self, name, value)
             modules[name] = value
             return
         if modules is not None and name in modules:
@@ -592,9 +621,11 @@ class Module:
         return self.register_full_backward_hook(hook)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
+        for hook_id, hook in [*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()]:
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -607,22 +638,23 @@ class Module:
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
         backward_hook = None
-        if self._backward_hooks or self._backward_pre_hooks:
-            backward_hook = BackwardHook(self, list(self._backward_hooks.values()),
-                                         list(self._backward_pre_hooks.values()))
+        if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks:
+            backward_hook = BackwardHook(self, [*_global_backward_hooks.values(), *self._backward_hooks.values()],
+                                         [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()])
             args = backward_hook.setup_inputs(args)
+        forward_hooks = [*_global_forward_hooks.items(), *self._forward_hooks.items()]
         try:
             output = self.forward(*args, **kwargs)
         except Exception:
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called:
+            for hook_id, hook in forward_hooks:
+                if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
                     try:
                         hook(self, args, None)
                     except Exception:
                         pass  # the forward error is the one to report
             raise
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
+        for hook_id, hook in forward_hooks:
+            if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
                 result = hook(self, args, kwargs, output)
             else:
                 result = hook(self, args, output)
@@ -655,3 +687,54 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+# ------------------------------------------------------------ hooks on every module
+
+
+def _global_handle(hooks: OrderedDict, hook: Callable, *flags: OrderedDict) -> RemovableHandle:
+    handle = RemovableHandle(hooks, *flags)
+    hooks[handle.id] = hook
+    for flag in flags:
+        flag[handle.id] = True
+    return handle
+
+
+def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
+    """``hook(module, args)`` before the forward of every module (before the module's own pre-hooks); may return
+    new args. A debugging aid, as in torch: it slows every module call."""
+    return _global_handle(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook: Callable, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """``hook(module, args, output)`` (or ``hook(module, args, kwargs, output)``) after the forward of every module,
+    before the module's own hooks; may return a new output. ``always_call``: also when forward raised."""
+    flags = [d for d, on in ((_global_forward_hooks_with_kwargs, with_kwargs),
+                             (_global_forward_hooks_always_called, always_call)) if on]
+    return _global_handle(_global_forward_hooks, hook, *flags)
+
+
+def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
+    """``hook(module, grad_output)`` for every module, before the module's own backward pre-hooks."""
+    return _global_handle(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
+    """``hook(module, grad_input, grad_output)`` for every module, before the module's own backward hooks."""
+    return _global_handle(_global_backward_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook: Callable) -> RemovableHandle:
+    """``hook(module, name, buffer)`` when any module registers a buffer; may return a replacement."""
+    return _global_handle(_global_buffer_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook: Callable) -> RemovableHandle:
+    """``hook(module, name, param)`` when any module registers a parameter; may return a replacement."""
+    return _global_handle(_global_parameter_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook: Callable) -> RemovableHandle:
+    """``hook(module, name, submodule)`` when any module registers a submodule; may return a replacement."""
+    return _global_handle(_global_module_registration_hooks, hook)
