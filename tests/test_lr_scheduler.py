@@ -418,3 +418,47 @@ def test_legacy_lr_scheduler_subclass_matches_torch() -> None:
 def test_new_schedulers_are_exported() -> None:
     for name in torch.optim.lr_scheduler.__all__:
         assert name in lr_scheduler.__all__ and hasattr(lr_scheduler, name), name
+
+
+SCHEDULER_KEYS = {
+    "StepLR": lambda s, o: s.StepLR(o, 2),
+    "CosineAnnealingWarmRestarts": lambda s, o: s.CosineAnnealingWarmRestarts(o, 2),
+    "OneCycleLR": lambda s, o: s.OneCycleLR(o, 1.0, total_steps=10),
+    "LinearLR": lambda s, o: s.LinearLR(o),
+    "ReduceLROnPlateau": lambda s, o: s.ReduceLROnPlateau(o),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULER_KEYS))
+def test_state_dict_keys_are_torchs(name: str) -> None:
+    keys = []
+    for lib in (torch, genesis):
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+        sched = SCHEDULER_KEYS[name](lib.optim.lr_scheduler, opt)
+        opt.step()
+        sched.step(1.0) if name == "ReduceLROnPlateau" else sched.step()
+        keys.append(sorted(sched.state_dict()))
+    assert keys[0] == keys[1]
+
+
+def test_one_cycle_resumes_from_a_torch_state_dict() -> None:
+    # The anneal strategy travels in the state dict: a scheduler built with the defaults resumes torch's "linear".
+    def schedule(lib, resume_from=None):
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+        if resume_from is None:
+            sched = lib.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.02, total_steps=10, anneal_strategy="linear")
+            for _ in range(3):
+                opt.step()
+                sched.step()
+            return sched
+        sched = lib.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.02, total_steps=10)
+        sched.load_state_dict(resume_from)
+        lrs = []
+        for _ in range(3):
+            opt.step()
+            sched.step()
+            lrs.append(sched.get_last_lr()[0])
+        return lrs
+
+    state = schedule(torch).state_dict()
+    assert schedule(genesis, state) == pytest.approx(schedule(torch, state), rel=1e-12)

@@ -133,6 +133,8 @@ class ReduceLROnPlateau(LRScheduler):
         self.optimizer = _check_optimizer(optimizer)
         self.factor = factor
         self.min_lrs = _per_group("min_lr", optimizer, min_lr)
+        self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr  # torch's attributes
+        self.mode_worse = math.inf if mode == "min" else -math.inf
         self.patience = patience
         self.cooldown = cooldown
         self.eps = eps

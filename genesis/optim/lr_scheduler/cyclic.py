@@ -201,20 +201,23 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self.anneal_strategy = anneal_strategy
-        # Each phase: (last step of the phase, start lr key, end lr key, start momentum key, end momentum key).
+        # torch's attribute names, so that state dicts load both ways.
+        self._anneal_func_type = anneal_strategy
+        # Each phase: its last step and the group keys of the lr and momentum it anneals between.
         n = self.total_steps
         if three_phase:
-            self._phases = [
+            phases = [
                 (float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
                 (float(2 * pct_start * n) - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
                 (n - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
             ]
         else:
-            self._phases = [
+            phases = [
                 (float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
                 (n - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
             ]
+        keys = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
+        self._schedule_phases = [dict(zip(keys, phase)) for phase in phases]
         if last_epoch == -1:
             for group, top in zip(optimizer.param_groups, _per_group("max_lr", optimizer, max_lr)):
                 group["initial_lr"] = top / div_factor
@@ -228,7 +231,7 @@ class OneCycleLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
-        if self.anneal_strategy == "cos":
+        if self._anneal_func_type == "cos":
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
 
@@ -239,12 +242,14 @@ class OneCycleLR(LRScheduler):
         lrs = []
         for group in self.optimizer.param_groups:
             start_step = 0.0
-            for i, (end_step, lr0, lr1, m0, m1) in enumerate(self._phases):
-                if step <= end_step or i == len(self._phases) - 1:
+            for i, phase in enumerate(self._schedule_phases):
+                end_step = phase["end_step"]
+                if step <= end_step or i == len(self._schedule_phases) - 1:
                     pct = (step - start_step) / (end_step - start_step)
-                    lrs.append(self._anneal(group[lr0], group[lr1], pct))
+                    lrs.append(self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct))
                     if self.cycle_momentum:
-                        _set_momentum(group, self._anneal(group[m0], group[m1], pct), self.use_beta1)
+                        momentum = self._anneal(group[phase["start_momentum"]], group[phase["end_momentum"]], pct)
+                        _set_momentum(group, momentum, self.use_beta1)
                     break
                 start_step = end_step
         return lrs

@@ -70,6 +70,7 @@ class LRScheduler:
 
     def _initial_step(self) -> None:
         """Take the step that sets the learning rates for epoch 0."""
+        self._get_lr_called_within_step = False  # torch's flag, kept so that state dicts have torch's keys
         self._step_count = 0
         self._is_initial = True
         self.step()
