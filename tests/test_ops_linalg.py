@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tests.helpers import check, check_error, rand
+from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis
 
 MATMUL_SHAPES = [
     ((3,), (3,)),
@@ -143,3 +143,20 @@ def test_einsum_noncontiguous_and_errors():
     check_error(RuntimeError, lambda lib, a, b: lib.einsum("ij,jk->ik", a, b), rand(2, 3), rand(4, 5),
                 match="einsum.*3|einsum.*4")
     check_error(RuntimeError, lambda lib, a: lib.einsum("ij,jk->ik", a), rand(2, 3))
+
+
+def test_gram_matrix_gradient_has_torchs_rounding():
+    # The gradient of f @ f.T through the transposed operand is computed transposed, as torch's mm backward does:
+    # on the CPU (the same products) it equals torch's bit for bit; an LBFGS loop on a Gram loss amplifies any
+    # last-bit difference.
+    for dtype in (torch.float32, torch.float64):
+        gen = torch.Generator().manual_seed(0)
+        f = torch.randn(8, 144, generator=gen, dtype=dtype)
+        go = torch.randn(8, 8, generator=gen, dtype=dtype)
+        ft = f.clone().requires_grad_()
+        ft.mm(ft.t()).backward(go)
+        fg = to_genesis(f, requires_grad=True)
+        fg.mm(fg.t()).backward(to_genesis(go))
+        exact = {"rtol": 0, "atol": 0} if DEVICE == "cpu" else {}
+        assert_same(fg.grad, ft.grad, what=f"Gram gradient {dtype}", **exact)
+    check(lambda lib, a, b: a.t() @ b.t(), rand(4, 3, seed=30), rand(5, 4, seed=31))

@@ -51,15 +51,30 @@ def _matmul_grads(needs: tuple, grad: Any, a: Any, b: Any, adjoint: Any, product
         g = g.unsqueeze(-1)
     if a.ndim == 1:
         g = g.unsqueeze(-2)
+    # Of two matrices, a gradient whose operand is a transposed view (column-major) is computed transposed, as
+    # torch's mm backward does: the same value, with torch's rounding, laid out as the operand.
+    matrices = a.ndim == 2 and b.ndim == 2
     if needs[0]:
-        grad_a = product(g, adjoint(b2))
+        if matrices and _column_major(a):
+            grad_a = adjoint(product(b, adjoint(g)))
+        else:
+            grad_a = product(g, adjoint(b2))
         if a.ndim == 1:
             grad_a = grad_a.reshape(grad_a.shape[:-2] + grad_a.shape[-1:])
     if needs[1]:
-        grad_b = product(adjoint(a2), g)
+        if matrices and _column_major(b):
+            grad_b = adjoint(product(adjoint(g), a))
+        else:
+            grad_b = product(adjoint(a2), g)
         if b.ndim == 1:
             grad_b = grad_b.reshape(grad_b.shape[:-1])
     return grad_a, grad_b
+
+
+def _column_major(x: Any) -> bool:
+    """Whether a matrix (a Tensor or an NDArray) is stored column by column: the transpose of a row-major one."""
+    strides = x.strides if x.__class__ is NDArray else x.stride()
+    return strides[0] == 1 and strides[1] == x.shape[0]
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
