@@ -56,10 +56,19 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     return grid.reshape((size[0],) + tuple(dims) + (spatial,))
 
 
-def _unnormalize(coord: Tensor, n: int, align_corners: bool) -> Tensor:
-    """Grid coordinates in [-1, 1] as pixel positions along a dim of ``n`` pixels."""
+def _unnormalize(coord: Tensor, n: int, align_corners: bool, planar: bool) -> Tensor:
+    """Grid coordinates in [-1, 1] as pixel positions along a dim of ``n`` pixels, in torch's arithmetic (its
+    rounding decides which side of a pixel centre a point falls on, and with it the gradient there): for 4-D input
+    (``planar``) its vectorized kernel's ``(x + 1) * s`` and ``(x + 1) * n/2 - 0.5`` (one fused multiply-add: one
+    rounding, exact for float32 when computed in float64), for 5-D input its scalar formulas."""
+    if planar:
+        if align_corners:
+            return (coord + 1.0) * ((n - 1) / 2.0)
+        if coord.dtype is dtypes.float32:
+            return ((coord + 1.0).double() * (n / 2.0) - 0.5).float()
+        return (coord + 1.0) * (n / 2.0) - 0.5
     if align_corners:
-        return (coord + 1.0) / 2.0 * (n - 1)  # torch's order of operations (its rounding)
+        return (coord + 1.0) / 2.0 * (n - 1)
     return ((coord + 1.0) * n - 1.0) / 2.0
 
 
@@ -85,10 +94,10 @@ def _bounded(x: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tenso
     return x
 
 
-def _source(coord: Tensor, n: int, mode: str, padding_mode: str, align_corners: bool) -> Tensor:
+def _source(coord: Tensor, n: int, mode: str, padding_mode: str, align_corners: bool, planar: bool) -> Tensor:
     """Pixel positions of grid coordinates along a dim of ``n`` pixels, after the padding mode's border rule; for
     bicubic the rule applies to each tap instead (``_taps``), as torch's."""
-    x = _unnormalize(coord, n, align_corners)
+    x = _unnormalize(coord, n, align_corners, planar)
     return x if mode == "bicubic" else _bounded(x, n, padding_mode, align_corners)
 
 
@@ -177,7 +186,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     for d, size in enumerate(sizes):
         stride = math.prod(sizes[d + 1:])
         coord = grid[..., len(sizes) - 1 - d]  # the grid lists x (along the last dim) first
-        position = _source(coord, size, mode, padding_mode, align).reshape(n, 1, points)
+        position = _source(coord, size, mode, padding_mode, align, len(sizes) == 2).reshape(n, 1, points)
         taps = [(index * stride if stride > 1 else index, weight)
                 for index, weight in _taps(position, size, mode, padding_mode, align)]
         if corners:
