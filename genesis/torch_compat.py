@@ -11,8 +11,10 @@ never replaced.
 How: the script's code and the modules of its folder run with a ``__builtins__`` of their own, whose ``__import__``
 resolves ``torch`` names to Genesis (Python looks ``__import__`` up in the importing code's builtins, so only that
 code sees the redirection). A ``sys.meta_path`` finder gives every module imported from the script's folder those
-builtins. A ``torch`` name Genesis lacks raises AttributeError (or ModuleNotFoundError for a module) naming
-``torch.X``, the Genesis module searched, and the script's file and line that used it.
+builtins, and ``importlib.import_module`` resolves ``torch`` names to Genesis while the script runs (unless torch
+or Genesis itself calls it), for code that picks modules from a configuration. A ``torch`` name Genesis lacks raises
+AttributeError (or ModuleNotFoundError for a module) naming ``torch.X``, the Genesis module searched, and the
+script's file and line that used it.
 """
 
 from __future__ import annotations
@@ -158,14 +160,31 @@ class ScriptFolderFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         search = [self.folder] if path is None else [p for p in path if _inside(p, self.folder)]
-        if not search or _is_torch(fullname):
-            return None
+        if not search or _is_torch(fullname) or _is_framework(fullname):
+            return None  # Genesis itself (in a checkout's root, say) imports the real torch
         spec = importlib.machinery.PathFinder.find_spec(fullname, search)
         if spec is None or spec.origin is None or not _inside(spec.origin, self.folder):
             return None
         if isinstance(spec.loader, importlib.machinery.SourceFileLoader):
             spec.loader = _CompatLoader(spec.loader, self.namespace)
         return spec
+
+
+def _is_framework(name: str) -> bool:
+    return name == _FRAMEWORK or name.startswith(_FRAMEWORK + ".")
+
+
+_real_import_module = importlib.import_module
+
+
+def compat_import_module(name: str, package: str | None = None) -> ModuleType:
+    """``importlib.import_module`` with ``torch`` names resolved to Genesis when the caller is not torch or Genesis
+    itself: config-driven code (``importlib.import_module("torch.optim")``, Hydra's ``_target_``) gets the same
+    modules as the script's ``import`` statements."""
+    caller = sys._getframe(1).f_globals.get("__name__", "")
+    if package is None and _is_torch(name) and not (_is_torch(caller) or _is_framework(caller)):
+        return _genesis_module(name)
+    return _real_import_module(name, package)
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -192,9 +211,11 @@ def run(script: str, args: Sequence[str] = ()) -> dict[str, Any]:
     sys.argv = [script, *args]
     sys.path.insert(0, folder)
     sys.meta_path.insert(0, finder)
+    importlib.import_module = compat_import_module
     try:
         return runpy.run_path(script, init_globals={"__builtins__": namespace}, run_name="__main__")
     finally:
+        importlib.import_module = _real_import_module
         sys.meta_path.remove(finder)
         sys.argv = saved_argv
         sys.path[:] = saved_path
@@ -206,7 +227,8 @@ def run(script: str, args: Sequence[str] = ()) -> dict[str, Any]:
 def _folder_modules(folder: str) -> dict[str, ModuleType]:
     """The imported modules whose file lies in ``folder`` or below."""
     return {name: module for name, module in list(sys.modules.items())
-            if isinstance(getattr(module, "__file__", None), str) and _inside(module.__file__, folder)}
+            if isinstance(getattr(module, "__file__", None), str) and _inside(module.__file__, folder)
+            and not _is_framework(name)}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

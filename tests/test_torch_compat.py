@@ -134,6 +134,40 @@ def test_imports_resolve_to_genesis_only_in_the_script(tmp_path) -> None:
     assert "helper" not in sys.modules and sys.argv[0] != str(script)
 
 
+def test_config_driven_imports_resolve_to_genesis(tmp_path) -> None:
+    # Hydra-style code picks classes by name with importlib; inside torch and Genesis importlib stays Python's.
+    script = tmp_path / "configured.py"
+    script.write_text(textwrap.dedent("""
+        import importlib
+        from importlib import import_module
+        module_name, cls_name = "torch.optim.SGD".rsplit(".", 1)
+        OPT = getattr(importlib.import_module(module_name), cls_name)
+        NN = import_module("torch.nn")
+        JSON = importlib.import_module("json")
+    """))
+    env = torch_compat.run(str(script))
+    assert env["OPT"] is genesis.optim.SGD and env["NN"].Linear is genesis.nn.Linear and env["JSON"].__name__ == "json"
+    import importlib
+
+    assert importlib.import_module("torch.nn").__name__ == "torch.nn" and not hasattr(importlib.import_module(
+        "torch.nn"), "_target")  # restored after the script
+
+
+def test_a_script_beside_the_genesis_package(tmp_path) -> None:
+    # A script at the root of a Genesis checkout (or anywhere genesis/ sits in its folder): Genesis's own modules
+    # still import the real torch.
+    import shutil
+
+    shutil.copytree(os.path.join(ROOT, "genesis"), tmp_path / "genesis", ignore=shutil.ignore_patterns("__pycache__"))
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nprint(torch.ones(2).sum().item())\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    out = subprocess.run([sys.executable, "-m", "genesis.torch_compat", str(script)], env=env, capture_output=True,
+                         text=True, timeout=300, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "2.0"
+
+
 def test_missing_names_say_what_and_where(tmp_path) -> None:
     script = tmp_path / "uses_missing.py"
     script.write_text("import torch\n\nx = torch.ones(2)\ny = torch.definitely_not_there(x)\n")
