@@ -548,7 +548,8 @@ def test_scalar_parameters_use_default_dtype() -> None:
 
 def test_logistic_normal_and_straight_through_one_hot() -> None:
     check(lambda lib, loc, scale, x: lib.distributions.LogisticNormal(loc, scale).log_prob(x),
-          rand(2, 3, seed=4), pos(2, 3, seed=5), torch.tensor([[0.2, 0.3, 0.1, 0.4], [0.1, 0.1, 0.5, 0.3]]))
+          rand(2, 3, seed=4), pos(2, 3, seed=5),
+          torch.tensor([[0.2, 0.3, 0.1, 0.4], [0.1, 0.1, 0.5, 0.3]], dtype=torch.float64))
     d = genesis.distributions.LogisticNormal(to_genesis(rand(3, seed=4)), to_genesis(pos(3, seed=5)))
     assert tuple(d.event_shape) == (4,) and tuple(d.rsample((5,)).shape) == (5, 4)
     logits = to_genesis(rand(2, 4, seed=6), requires_grad=True)

@@ -371,7 +371,10 @@ def test_identity_affine_grid_is_torchs_to_the_bit(align_corners, dtype):
                 grid = lib.nn.functional.affine_grid(t, (1, 1, n, n), align_corners=align_corners)
                 return lib.nn.functional.grid_sample(img, grid, align_corners=align_corners)
 
-            check(sampled, theta.clone().requires_grad_(), image.contiguous())
+            # The side of each kink is what this checks; on a GPU the gradient's float32 sum of ~1e5-sized terms
+            # runs in another order than on the CPU, hence the wider relative tolerance there.
+            tolerance = {} if DEVICE == "cpu" else {"rtol": 1e-4}
+            check(sampled, theta.clone().requires_grad_(), image.contiguous(), **tolerance)
 
 
 @pytest.mark.parametrize("align_corners", [False, True])

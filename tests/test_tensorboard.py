@@ -115,7 +115,12 @@ def _int64(value: int) -> int:
 
 
 def _event_files(log_dir: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(str(log_dir), "events.out.tfevents.*")))
+    """The event files in the order they were opened: by the writer counter in their names, compared as a number
+    (as text ``.10`` sorts before ``.9``)."""
+    def natural(path: str) -> list[tuple[int, int | str]]:
+        return [(0, int(part)) if part.isdigit() else (1, part) for part in os.path.basename(path).split(".")]
+
+    return sorted(glob.glob(os.path.join(str(log_dir), "events.out.tfevents.*")), key=natural)
 
 
 def _events(log_dir: str) -> list[dict[str, Any]]:
