@@ -94,7 +94,8 @@ def main() -> None:
         gcs = ", ".join(f"gen{g} {t * 1e3:.1f} ms" for g, t in collections if g > 0 or t > 1e-3)
         print(f"step {i}: host {host * 1e3:.1f} ms, wall {walls[-1] * 1e3:.1f} ms, "
               f"driver allocations {stats()['driver_alloc_calls'] - calls}, "
-              f"{len(collections)} garbage collections{': ' + gcs if gcs else ''}")
+              f"{len(collections)} garbage collections ({sum(t for _, t in collections) * 1e3:.2f} ms)"
+              f"{': ' + gcs if gcs else ''}")
     gc.callbacks.remove(on_gc)
     wall = min(walls)
     activities = [lib.profiler.ProfilerActivity.CPU]

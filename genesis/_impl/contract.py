@@ -43,9 +43,9 @@ PRIMITIVES: dict[str, str] = {
     "empty": "(shape, dtype, device): uninitialized contiguous array",
     "full": "(shape, value, dtype, device): array filled with a Python number",
     "arange": "(start, end, step, dtype, device): 1-D range",
-    "from_numpy": "(array, dtype, device, non_blocking): copy a host numpy array in; non_blocking: a contiguous array "
-                  "in page-locked memory may be copied asynchronously on the current stream (the host returns at "
-                  "once)",
+    "from_numpy": "(array, dtype, device, non_blocking): copy a host numpy array in; non_blocking: the host need not "
+                  "wait for the copy (a contiguous array in page-locked memory may be read while the host goes on; "
+                  "pageable memory is staged before the call returns)",
     "pin_memory": "(x): contiguous copy of a host array in page-locked memory (RuntimeError where no CUDA device can "
                   "run, or for device arrays)",
     "is_pinned": "(x): whether the array's memory is page-locked host memory",
@@ -53,6 +53,8 @@ PRIMITIVES: dict[str, str] = {
     "copy_": "(dst, src): dst[...] = src, src broadcastable, dtype cast; returns dst",
     "cast": "(x, dtype): new contiguous array of another dtype",
     "contiguous": "(x): new contiguous copy of a strided view",
+    "cat": "(arrays, dim): new contiguous array: the arrays (at least one; one dtype and device; equal shapes except "
+           "along dim) concatenated along dim",
     "data_ptr": "(x): address of the view's first element (host or device memory)",
     "reinterpret_buffer": "(x, dtype): x's buffer with its bytes read as elements of dtype, no copy, so that NDArray "
                           "offsets over it count dtype's elements from the buffer's start (torch's "

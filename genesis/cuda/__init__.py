@@ -136,7 +136,8 @@ def synchronization_count() -> int:
     """How many times the host has waited for a CUDA device in this process so far.
 
     Every stream, device and event synchronize counts once, which includes the copies that read device values on the
-    host (``.item()``, ``.numpy()``, ``.tolist()``, printing) and host-to-device copies (they wait for their stream).
+    host (``.item()``, ``.numpy()``, ``.tolist()``, printing) and host-to-device copies without ``non_blocking=True``
+    (they wait for their stream).
     A training step that counts 0 never stalls the host; ``genesis.profiler`` reports the count per profile and per
     op. Always 0 when the CUDA backend was never used; reading it never starts the driver.
     """

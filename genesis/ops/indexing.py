@@ -211,14 +211,21 @@ def index_tensor(x: Tensor, indices: tuple) -> Tensor:
     return Index.apply(x, indices)
 
 
+def _refuse_byte_mask_fill(key: tuple, value: Any) -> None:
+    """A key that is one uint8 mask with a scalar or 0-d value: torch fills through ``masked_fill_`` there, which
+    refuses a uint8 mask."""
+    if len(key) == 1 and isinstance(key[0], Tensor) and key[0].dtype is dtypes.uint8 and (
+            not isinstance(value, Tensor) or value.ndim == 0):
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
+
+
 def _masks_as_coordinates(indices: tuple, values: Tensor) -> tuple:
     """``index_put``'s indices with each bool (or, deprecated, uint8) mask replaced by the coordinates of its True
     entries, one index per dim it covers, as torch reads masks there."""
     if not builtins.any(isinstance(i, Tensor) and i.dtype in (dtypes.bool_, dtypes.uint8) for i in indices):
         return indices
     if builtins.any(isinstance(i, Tensor) and i.dtype is dtypes.uint8 for i in indices):
-        if len(indices) == 1 and values.ndim == 0:  # torch fills through masked_fill_ here
-            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
+        _refuse_byte_mask_fill(indices, values)
         indices = _byte_masks_as_bool(indices)
     out: list = []
     for i in indices:
@@ -264,10 +271,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
         target, indices = x.ndarray.basic_index(key), None
         target_shape = target.shape
     else:
-        if len(key) == 1 and isinstance(key[0], Tensor) and key[0].dtype is dtypes.uint8 and (
-                not isinstance(value, Tensor) or value.ndim == 0):
-            # torch fills through masked_fill_ here, which refuses a uint8 mask.
-            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
+        _refuse_byte_mask_fill(key, value)
         basic, advanced = _split_key(x, _byte_masks_as_bool(key))
         target = x.ndarray.basic_index(basic) if basic else x.ndarray
         indices = _advanced_indices(Tensor._wrap(target), advanced)

@@ -51,17 +51,14 @@ _SEGMENT_ROUND = 2 << 20  # larger requests get a segment of their size rounded 
 _RECENT = 4096  # freed blocks remembered for the next merge
 
 
-def round_size(nbytes: int) -> int:
-    """Block size for a request: 512-byte steps up to 1 MiB (at least 512 bytes), 128 KiB steps above."""
-    size = max(512, (nbytes + 511) & ~511)
-    return size if size <= _SMALL else (size + _LARGE_STEP - 1) & -_LARGE_STEP
-
-
-def segment_size(size: int) -> int:
-    """The driver allocation that a request of block size ``size`` (above 1 MiB) is carved out of."""
-    if size <= _MID:
-        return _SEGMENT
-    return (size + _SEGMENT_ROUND - 1) // _SEGMENT_ROUND * _SEGMENT_ROUND
+def _segment_sizes(size: int) -> tuple[int, ...]:
+    """The driver allocations a block of ``size`` bytes may be carved out of, the preferred first: 1 MiB for the
+    small pool; a shared 20 MiB segment for blocks up to 10 MiB (or, when the device cannot grant that much, the
+    block rounded up to 2 MiB); the block rounded up to 2 MiB above that."""
+    if size <= _SMALL:
+        return (_SMALL,)
+    least = (size + _SEGMENT_ROUND - 1) // _SEGMENT_ROUND * _SEGMENT_ROUND
+    return (_SEGMENT, least) if size <= _MID else (least,)
 
 
 def _fmt(n: int) -> str:
@@ -124,7 +121,8 @@ class CachingAllocator:
     # ------------------------------------------------------------ allocation
     def malloc(self, nbytes: int, stream: int) -> tuple[int, int]:
         """Return (device pointer, block size) for ``nbytes`` on ``stream``."""
-        size = max(512, (nbytes + 511) & ~511)  # round_size, inlined
+        # Block sizes: 512-byte steps up to 1 MiB (at least 512 bytes), 128 KiB steps above.
+        size = max(512, (nbytes + 511) & ~511)
         if size > _SMALL:
             size = (size + _LARGE_STEP - 1) & -_LARGE_STEP
         self.num_allocs += 1
@@ -173,12 +171,7 @@ class CachingAllocator:
         if piece is None and self._coalesce({stream}):
             piece = self._best_fit(size, stream)
         if piece is None:
-            if size <= _SMALL:
-                sizes = (_SMALL,)
-            else:
-                seg, least = segment_size(size), (size + _SEGMENT_ROUND - 1) // _SEGMENT_ROUND * _SEGMENT_ROUND
-                sizes = (seg, least) if seg != least else (seg,)
-            ptr, got = self._driver_malloc(nbytes, sizes, stream)
+            ptr, got = self._driver_malloc(nbytes, _segment_sizes(size), stream)
             piece = self._pieces[ptr] = _Piece(ptr, got, None, None, None)
             self.segments += 1
         rest = piece.size - size

@@ -13,7 +13,18 @@ from genesis._impl.cuda import dlpack, graphs, pinned, storage
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
-from genesis._impl.cuda.launch import _contig, _ew, _new, _new_like, _psig, _ptr, _stream, part, real_view
+from genesis._impl.cuda.launch import (
+    _contig,
+    _ew,
+    _new,
+    _new_like,
+    _next_pow2,
+    _psig,
+    _ptr,
+    _stream,
+    part,
+    real_view,
+)
 from genesis.ndarray import NDArray, check_same_device
 
 
@@ -72,8 +83,10 @@ def _pinned_copy(arr: np.ndarray) -> np.ndarray:
 
 
 def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_blocking: bool = False) -> NDArray:
-    """Copy a host array to the device; with ``non_blocking``, a contiguous pinned array of the right dtype is copied
-    asynchronously on the current stream (one ``cuMemcpyHtoDAsync``, no host synchronization)."""
+    """Copy a host array to the device; with ``non_blocking`` the host does not wait for the copy (one
+    ``cuMemcpyHtoDAsync`` on the current stream, no host synchronization): from a contiguous pinned array of the
+    right dtype the DMA engine reads it while the host goes on; from pageable memory the driver returns once it has
+    staged the array."""
     arr = array if array.flags.c_contiguous else np.ascontiguousarray(array).reshape(array.shape)
     want = dtypes.to_numpy(dtype)
     if arr.dtype != want:
@@ -94,7 +107,7 @@ def from_numpy(array: np.ndarray, dtype: dtypes.dtype, device: object, non_block
         # the host and an asynchronous copy, instead of a copy that waits for the device.
         arr, non_blocking = _pinned_copy(arr), True
     if arr.nbytes and not (non_blocking and pinned.copy_to_device_async(out.buffer.ptr, arr, _stream())):
-        storage.copy_from_host(out.buffer.ptr, arr, _stream())
+        storage.copy_from_host(out.buffer.ptr, arr, _stream(), wait=not non_blocking)
     return out
 
 
@@ -162,6 +175,74 @@ def contiguous(x: NDArray) -> NDArray:
         _ew("copy", 1, real_view(out), (real_view(x),))
         return out
     return _ew("copy", 1, out, (x,))
+
+
+_CAT = td.Kernel(ek.cat_rows)
+
+
+def _row_step(x: NDArray, dim: int) -> int | None:
+    """The distance between the rows of ``x`` seen as (prod(shape[:dim]), prod(shape[dim:])) rows of contiguous
+    elements, or None when it cannot be seen so (the trailing dims are not contiguous, or the leading ones do not
+    walk the rows evenly)."""
+    expected = 1
+    for d in range(x.ndim - 1, dim - 1, -1):
+        n = x.shape[d]
+        if n != 1:
+            if x.strides[d] != expected:
+                return None
+            expected *= n
+    step = None
+    for d in range(dim - 1, -1, -1):
+        n = x.shape[d]
+        if n == 1:
+            continue
+        if step is None:
+            step = expected = x.strides[d]
+        elif x.strides[d] != expected:
+            return None
+        expected *= n
+    return expected if step is None else step
+
+
+def cat(arrays: list[NDArray], dim: int) -> NDArray:
+    """The concatenation along ``dim``, row-major: inputs whose elements after ``dim`` are contiguous rows (the
+    common case: whole tensors, gradients of split pieces, slices along the last dim) are copied four per launch;
+    any other input is copied on its own."""
+    first = arrays[0]
+    shape = list(first.shape)
+    shape[dim] = sum(a.shape[dim] for a in arrays)
+    out = _new(tuple(shape), first.dtype, first.device)
+    if not out.size:
+        return out
+    rt.ensure_device(first.device.index)
+    inner = math.prod(shape[dim + 1:])
+    n_rows, out_row = math.prod(shape[:dim]), shape[dim] * inner
+    batch, start = [], 0
+    for a in arrays:
+        n = a.shape[dim]
+        if n:
+            step = _row_step(a, dim) if first.dtype.category != 3 else None
+            if step is None:
+                copy_(out.narrow(dim, start, n), a)
+            else:
+                batch.append((a, step, start * inner, n * inner))
+        start += n
+    optr = _ptr(out)
+    for i in range(0, len(batch), 4):
+        group = batch[i:i + 4]
+        ptrs = [_ptr(a) for a, _, _, _ in group]
+        widest = max(w for _, _, _, w in group)
+        block = min(_next_pow2(widest), 2048 if first.dtype.itemsize <= 2 else 1024)
+        rows = min(max(1, 4096 // block), _next_pow2(n_rows))
+        n_cblocks = (widest + block - 1) // block
+        pad = 4 - len(group)
+        types = (_psig(out, optr),) + tuple(_psig(a, p) for (a, _, _, _), p in zip(group, ptrs)) + \
+            (_psig(out, optr),) * pad + ("i64",) * 15
+        go = _CAT.launcher(types, (rows, block), 8 if rows * block >= 4096 else 4)
+        go((n_rows + rows - 1) // rows * n_cblocks, len(group), 1, optr, *ptrs, *(optr,) * pad,
+           *(w for _, _, _, w in group), *(0,) * pad, *(s for _, s, _, _ in group), *(0,) * pad,
+           *(c for _, _, c, _ in group), *(0,) * pad, n_rows, out_row, n_cblocks)
+    return out
 
 
 def data_ptr(x: NDArray) -> int:

@@ -54,15 +54,18 @@ def alloc(nbytes: int, device: int) -> CudaStorage:
 # ---------------------------------------------------------------- host <-> device copies
 
 
-def copy_from_host(dst_ptr: int, array: object, stream: int) -> None:
-    """Copy a contiguous numpy array to device memory and wait for it.
+def copy_from_host(dst_ptr: int, array: object, stream: int, wait: bool = True) -> None:
+    """Copy a contiguous numpy array in pageable memory to device memory; ``wait`` also waits for the copy.
 
-    One ``cuMemcpyHtoDAsync`` on ``stream``: from pinned memory (``Tensor.pin_memory()``) the DMA engine reads the
-    array directly; from pageable memory the driver stages it. Measured on an H100 host for a 37 MB batch, the
-    driver's staging took 2.6-3.2 ms against 3.3-5.2 ms for Genesis's own double-buffered pinned staging (bound by
-    the host's memcpy), and torch's ``.to("cuda")`` 2.4-3.7 ms.
+    One ``cuMemcpyHtoDAsync`` on ``stream``: the driver stages pageable memory and returns once the array has been
+    read, so the array may change or go at once either way. Without ``wait`` (``non_blocking=True``, as torch's
+    copy from pageable memory) the host does not wait for the stream's earlier work nor for the copy itself: later
+    work on the stream is queued behind it. Measured on an H100 host for a 37 MB batch, the driver's staging took
+    2.6-3.2 ms against 3.3-5.2 ms for Genesis's own double-buffered pinned staging (bound by the host's memcpy), and
+    torch's ``.to("cuda")`` 2.4-3.7 ms.
     """
     from cuda.bindings import driver as cu
 
     rt.check(cu.cuMemcpyHtoDAsync(dst_ptr, array.ctypes.data, array.nbytes, stream), "cuMemcpyHtoDAsync")
-    rt.stream_synchronize(stream)
+    if wait:
+        rt.stream_synchronize(stream)
