@@ -690,15 +690,8 @@ def full_indices(shape: Shape, indices: tuple) -> tuple[NDArray, ...]:
 
 
 def cat(arrays: Sequence[NDArray], dim: int) -> NDArray:
-    """Concatenate same-dtype arrays along ``dim`` by copying each into a slice of one output."""
+    """Concatenate arrays of one device along ``dim`` into a new contiguous array of the first one's dtype (the
+    backend's ``cat``: one copy for all of them where it can)."""
     first = arrays[0]
-    shape = list(first.shape)
-    shape[dim] = sum(a.shape[dim] for a in arrays)
-    out = NDArray.empty(tuple(shape), first.dtype, first.device)
-    start = 0
-    for a in arrays:
-        n = a.shape[dim]
-        if n:
-            out.narrow(dim, start, n).copy_(a)
-        start += n
-    return out
+    dtype = first.dtype
+    return first.device.backend.cat([a if a.dtype is dtype else a.astype(dtype) for a in arrays], dim)

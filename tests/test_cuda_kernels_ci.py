@@ -82,6 +82,9 @@ def _specs() -> list[tuple]:
         ("complex128 exp", ck.complex_ew, c128, ("exp", 1, 1, 2, 512, True)),
         ("complex128 reciprocal", ck.complex_ew, c128, ("reciprocal", 1, 1, 2, 512, False)),
         ("complex64 conj", ck.complex_ew, c64, ("conj", 1, 1, 2, 512, False)),
+        ("cat bf16", ek.cat_rows, ("*bf16:16", "*bf16:16", "*bf16", "*bf16:16", "*bf16:16", *("i64",) * 15),
+         (2, 2048)),
+        ("cat bool", ek.cat_rows, ("*i1:16",) * 5 + ("i64",) * 15, (8, 512)),
     ]
 
 
@@ -166,6 +169,15 @@ uk.nearest2x_bwd[(2,)](gy, dxi, xi.numel(), 7, F64=False, I64=False, BLOCK=128)
 xr = xi.clone().requires_grad_(True)
 torch.nn.functional.interpolate(xr, scale_factor=2).backward(gy)
 torch.testing.assert_close(dxi, xr.grad)
+# cat: three inputs in one launch, one of them rows of a wider array (a slice along the last dim), blocks narrower
+# than the widest input
+xa, xb = torch.randn(5, 6, generator=g), torch.randn(5, 10, generator=g)
+xc = torch.randn(5, 2, generator=g)
+cat_out = torch.full((5, 11), -1.0)
+nb = 2  # column blocks of 4 over the widest input (6 columns)
+ek.cat_rows[(3 * nb, 3)](cat_out, xa, xb[:, 3:], xc, cat_out, 6, 3, 2, 0, 6, 10, 2, 0, 0, 6, 9, 0, 5, 11, nb,
+                         ROWS=2, BLOCK=4)
+torch.testing.assert_close(cat_out, torch.cat([xa, xb[:, 3:6], xc], 1), rtol=0, atol=0)
 print("ok")
 """
 

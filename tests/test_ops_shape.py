@@ -191,6 +191,34 @@ def test_cat_stack():
     check(lambda lib, a: lib.vstack([a[0], a[1]]), a)
 
 
+CAT_LAYOUTS = {
+    # more inputs than one batched copy takes, along the last, a middle and the first dim
+    "six along the last dim": lambda lib, x: lib.cat([x * k for k in range(6)], -1),
+    "five along a middle dim": lambda lib, x: lib.cat([x[:, :k + 1] for k in range(5)], 1),
+    "along dim 0": lambda lib, x: lib.cat([x, x * 2, x[:1]], 0),
+    # slices along the last dim (rows that are not contiguous with each other), as RoPE's rotate_half
+    "halves swapped": lambda lib, x: lib.cat([-x[..., 2:], x[..., :2]], -1),
+    # a transposed input (copied on its own) between row inputs
+    "transposed input": lambda lib, x: lib.cat([x, x.transpose(1, 2).contiguous().transpose(1, 2), x], 2),
+    "permuted rows": lambda lib, x: lib.cat([x.permute(1, 0, 2), x.permute(1, 0, 2) * 3], 2),
+    "broadcast input": lambda lib, x: lib.cat([x, x[:, :1].expand(2, 3, 4)], 1),
+    "size-1 dims": lambda lib, x: lib.cat([x[:1, 1:2], x[1:, :1]], 0),
+    "split backward": lambda lib, x: lib.cat([p.reshape(2, 3, 2).exp() for p in x.split(2, dim=2)], 2),
+}
+
+
+@pytest.mark.parametrize("name", list(CAT_LAYOUTS))
+def test_cat_layouts(name):
+    check(CAT_LAYOUTS[name], rand(2, 3, 4, seed=12))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int32, torch.bool, torch.complex64, torch.float16])
+def test_cat_dtypes(dtype):
+    x = (rand(3, 8, seed=13, requires_grad=False) * 5).to(dtype)
+    check(lambda lib, x: lib.cat([x, x[:, ::2], x[:, 1:3]], 1), x)
+    check(lambda lib, x: lib.cat([x, x.mT.contiguous().mT, x[:2]], 0), x)
+
+
 def test_cat_stack_errors():
     check_error(RuntimeError, lambda lib, a, b: lib.cat([a, b]), rand(2, 3), rand(2, 4), match="3.*4|4.*3")
     check_error(RuntimeError, lambda lib, a, b: lib.cat([a, b], 1), rand(2, 3), rand(3, 3))

@@ -122,6 +122,10 @@ def contiguous(x: NDArray) -> NDArray:
     return wrap(native(x).clone(memory_format=torch.contiguous_format))
 
 
+def cat(arrays: list[NDArray], dim: int) -> NDArray:
+    return wrap(torch.cat([native(a) for a in arrays], dim))
+
+
 def data_ptr(x: NDArray) -> int:
     return native(x).data_ptr()
 

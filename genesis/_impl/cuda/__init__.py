@@ -20,6 +20,7 @@ from genesis._impl.cuda.convolution import conv, conv_backward
 from genesis._impl.cuda.creation import (
     arange,
     cast,
+    cat,
     contiguous,
     copy_,
     data_ptr,

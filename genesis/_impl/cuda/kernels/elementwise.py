@@ -425,3 +425,39 @@ def arange_kernel(out, start, step, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     v = start + offs.to(start.dtype) * step
     tl.store(out + offs, v.to(out.dtype.element_ty), mask=offs < n)
+
+
+@triton.jit
+def cat_rows(out, s0, s1, s2, s3, w0, w1, w2, w3, r0, r1, r2, r3, c0, c1, c2, c3, n_rows, out_row, n_cblocks,
+             ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """Up to four inputs copied into one concatenation (``cat``) in one launch. The output is ``n_rows`` rows of
+    ``out_row`` elements; input k is ``n_rows`` rows of ``w_k`` contiguous elements, ``r_k`` apart, that land at
+    column ``c_k`` of each output row. Grid: (row blocks x column blocks of the widest input, inputs)."""
+    pid = tl.program_id(0)
+    k = tl.program_id(1)
+    rb = pid // n_cblocks
+    cb = pid - rb * n_cblocks
+    src = s0
+    width = w0
+    step = r0
+    col = c0
+    if k == 1:
+        src = s1
+        width = w1
+        step = r1
+        col = c1
+    if k == 2:
+        src = s2
+        width = w2
+        step = r2
+        col = c2
+    if k == 3:
+        src = s3
+        width = w3
+        step = r3
+        col = c3
+    rows = (rb * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]
+    cols = cb * BLOCK + tl.arange(0, BLOCK)[None, :]
+    mask = (rows < n_rows) & (cols < width)
+    v = tl.load(src + rows * step + cols, mask=mask)
+    tl.store(out + rows * out_row + col + cols, v, mask=mask)
