@@ -108,6 +108,9 @@ class _Plan:
         self.handle = h.handle
         self.ws = h.workspace.ptr
         self.bias_attr = D.BIAS_POINTER
+        # The bias pointer changes per call: one buffer per plan, rewritten and handed to cuBLASLt (which copies it).
+        self.bias_ptr = _attr_buf("desc", D.BIAS_POINTER, 0)
+        self.bias_ptr_p = self.bias_ptr.ctypes.data
 
 
 def _layout(x: NDArray, rows: int, cols: int, batch_strides: tuple[int, ...]) -> tuple | None:
@@ -161,7 +164,43 @@ def _layout_of(x: NDArray, rows: int, cols: int) -> tuple | None:
 
 
 def _gemm(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
-    """(..., M, K) @ (..., K, N) with equal batch dims; ``bias`` (N,) is added by the epilogue (2-D only)."""
+    """(..., M, K) @ (..., K, N) with equal batch dims; ``bias`` (N,) is added by the epilogue (2-D only).
+
+    A product whose operands were seen before with the same shapes, strides, dtype and pointer alignments takes
+    its plan and output layout from ``_LAUNCHES`` in one lookup: the host cost of a repeated product is then little
+    more than cuBLASLt's own."""
+    dtype = a.dtype
+    isz = dtype.itemsize
+    pa = a.buffer.ptr + a.offset * isz
+    pb = b.buffer.ptr + b.offset * isz
+    dev = a.device.index
+    key = (a.shape, a.strides, b.shape, b.strides, dtype, pa & 255, pb & 255, bias is None,
+           cuda_switches.matmul.allow_tf32, dev)
+    launch = _LAUNCHES.get(key)
+    if launch is None:
+        return _gemm_first(a, b, bias, key)
+    plan, shape, strides, nbytes = launch
+    if rt.state.device != dev:
+        rt.set_device(dev)
+    out = NDArray(storage.alloc(nbytes, dev), shape, strides, 0, dtype, a.device, True)
+    pc = out.buffer.ptr
+    if bias is not None:
+        plan.bias_ptr[0] = bias.buffer.ptr + bias.offset * isz
+        lt.matmul_desc_set_attribute(plan.desc, plan.bias_attr, plan.bias_ptr_p, plan.bias_ptr.itemsize)
+    s = rt.state.streams.get(dev)
+    lt.matmul(plan.handle, plan.desc, plan.alpha_p, pb, plan.la, pa, plan.lb, plan.beta_p, pc, plan.lc, pc,
+              plan.lc, plan.algo, plan.ws, _WORKSPACE, 0 if s is None else s.handle)
+    return out
+
+
+# (operand shapes and strides, dtype, pointer alignments, bias, TF32, device) -> (plan, output shape, strides,
+# bytes) of the products that need no copy of an operand.
+_LAUNCHES: dict[tuple, tuple] = {}
+
+
+def _gemm_first(a: NDArray, b: NDArray, bias: NDArray | None, key: tuple) -> NDArray:
+    """``_gemm`` of operands not seen before in this layout: plans it (copying an operand cuBLASLt cannot read as
+    it is) and, when no copy was needed, keeps the launch in ``_LAUNCHES``."""
     dtype = a.dtype
     if dtype not in _DATA and dtype.category == 1 and bias is None:
         return _int_matmul(a, b)
@@ -179,11 +218,11 @@ def _gemm(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
         return _ew("copy", 1, out, (0.0,), dtype)
     dev = a.device.index
     rt.ensure_device(dev)
-    la = _layout_of(a, M, K)
+    la, lb = _layout_of(a, M, K), _layout_of(b, K, N)
+    direct = la is not None and lb is not None
     if la is None:
         a = contiguous(a)
         la = _layout_of(a, M, K)
-    lb = _layout_of(b, K, N)
     if lb is None:
         b = contiguous(b)
         lb = _layout_of(b, K, N)
@@ -195,12 +234,16 @@ def _gemm(a: NDArray, b: NDArray, bias: NDArray | None = None) -> NDArray:
         h = _handles[dev] = _Handle(dev)
     # fp32 products use TF32 tensor cores only where torch's switch allows it (off by default).
     allow_tf32 = cuda_switches.matmul.allow_tf32
+    launch_key = key
     key = (dev, dtype, la, lb, M, N, batch, align, allow_tf32, bias is not None)
     plan = _plans.get(key)
     if plan is None:
         plan = _plans[key] = _Plan(h, dtype, la, lb, M, N, batch, align, allow_tf32, bias is not None)
+    if direct and pc & 255 == 0:  # a fresh output is always so aligned: the next call needs no planning
+        remember(_LAUNCHES, launch_key, (plan, out.shape, out.strides, out.buffer.nbytes))
     if bias is not None:
-        _set("desc", plan.desc, plan.bias_attr, _ptr(bias))
+        plan.bias_ptr[0] = _ptr(bias)
+        lt.matmul_desc_set_attribute(plan.desc, plan.bias_attr, plan.bias_ptr_p, plan.bias_ptr.itemsize)
     lt.matmul(plan.handle, plan.desc, plan.alpha_p, pb, plan.la, pa, plan.lb, plan.beta_p, pc, plan.lc, pc,
               plan.lc, plan.algo, plan.ws, _WORKSPACE, _stream())
     return out

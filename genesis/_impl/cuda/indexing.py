@@ -31,6 +31,7 @@ from genesis._impl.cuda.launch import (
     real_view,
 )
 from genesis._impl.cuda.reductions import cumulative
+from genesis.memo import remember
 from genesis.ndarray import NDArray, broadcast_shapes, check_same_device, full_indices
 
 _GATHER = td.Kernel(ik.gather_kernel)
@@ -40,40 +41,72 @@ _SCATTER = td.Kernel(ik.scatter_kernel)
 def _index_launch(kernel: td.Kernel, shape: tuple[int, ...], first: NDArray, first_strides: list[int],
                   second: NDArray | int | float, second_strides: list[int], idx: NDArray, idx_strides: list[int],
                   dim_stride: int, consts: tuple, second_dtype: dtypes.dtype) -> None:
-    """Launch gather (first=out, second=src) or scatter (first=dst, second=src) over ``shape``."""
-    n = math.prod(shape)
-    if n == 0:
+    """Launch gather (first=out, second=src) or scatter (first=dst, second=src) over ``shape``.
+
+    The launch plan (dims coalesced, split into rank-4 pieces, tiles, the kernel's specialization) is worked out
+    once per layout (shape, strides, dtypes, pointer alignments) and kept: an embedding or index_select called
+    every step pays only the launch."""
+    if not math.prod(shape):
         return
     rt.ensure_device(idx.device.index)
-    tensors = [first, second, idx] if isinstance(second, NDArray) else [first, idx]
-    strides = [first_strides, second_strides, idx_strides] if isinstance(second, NDArray) else \
-        [first_strides, idx_strides]
+    tensor = isinstance(second, NDArray)
+    ptrs = [_ptr(first), _ptr(second), _ptr(idx)] if tensor else [_ptr(first), _ptr(idx)]
+    key = (kernel, shape, tuple(first_strides), tuple(second_strides), tuple(idx_strides), dim_stride, consts,
+           first.dtype, second.dtype if tensor else second_dtype, idx.dtype, tuple(p & 15 for p in ptrs),
+           rt.state.device)
+    plan = _INDEX_PLANS.get(key)
+    if plan is None:
+        plan = remember(_INDEX_PLANS, key, _index_plan(kernel, shape, first, first_strides, second, second_strides,
+                                                       idx, idx_strides, dim_stride, consts, second_dtype, ptrs))
+    if tensor:
+        p0, p1, p2 = ptrs
+        for go, grid, (o0, o1, o2), tail in plan:
+            go(grid, 1, 1, p0 + o0, p1 + o1, p2 + o2, *tail)
+    else:
+        p0, p2 = ptrs
+        value = _scalar_sig(second, second_dtype)[1]
+        for go, grid, (o0, o2), tail in plan:
+            go(grid, 1, 1, p0 + o0, value, p2 + o2, *tail)
+
+
+_INDEX_PLANS: dict[tuple, list] = {}
+
+
+def _index_plan(kernel: td.Kernel, shape: tuple[int, ...], first: NDArray, first_strides: list[int],
+                second: NDArray | int | float, second_strides: list[int], idx: NDArray, idx_strides: list[int],
+                dim_stride: int, consts: tuple, second_dtype: dtypes.dtype, ptrs: list[int]) -> list[tuple]:
+    """``_index_launch``'s pieces: (launcher, grid, pointer offsets in bytes, the arguments after the pointers)."""
+    tensor = isinstance(second, NDArray)
+    tensors = [first, second, idx] if tensor else [first, idx]
+    strides = [first_strides, second_strides, idx_strides] if tensor else [first_strides, idx_strides]
     cshape, cstrides = _coalesce(shape, [list(s) for s in strides])
-    ptrs = [_ptr(t) for t in tensors]
+    pieces = []
     for shape4, strides4, tptrs in _split_rank4(cshape, cstrides, ptrs, [t.dtype.itemsize for t in tensors]):
         R1, R2, C = shape4[1], shape4[2], shape4[3]
         n_rows = shape4[0] * R1 * R2
         block_r, block_c, warps = _tile(n_rows, C, 4)
         n_cblocks = (C + block_c - 1) // block_c
-        if isinstance(second, NDArray):
-            fp, sp, ip = tptrs
+        if tensor:
             fs, ss, is_ = strides4
-            stype, sval = _psig(second, sp), sp
+            fp, sp, ip = tptrs
+            stype = _psig(second, sp)
         else:
-            fp, ip = tptrs
             fs, is_ = strides4
+            fp, ip = tptrs
             ss = [0, 0, 0, 0]
-            stype, sval = _scalar_sig(second, second_dtype)
+            stype = _scalar_sig(second, second_dtype)[0]
         types = [_psig(first, fp), stype, _psig(idx, ip), "i32", "i32", "i32", "i32", "i32"]
-        args = [fp, sval, ip, n_rows, C, R1, R2, n_cblocks]
+        tail = [n_rows, C, R1, R2, n_cblocks]
         for st in (fs, ss, is_):
             types += [_istr(v) for v in st]
-            args += list(st)
+            tail += list(st)
         types.append(_istr(dim_stride))
-        args.append(dim_stride)
+        tail.append(dim_stride)
         row_index = is_[3] == 0  # one index per row: the indexed rows are read with wide contiguous loads
         go = kernel.launcher(tuple(types), consts + (row_index, block_r, block_c), warps)
-        go(((n_rows + block_r - 1) // block_r) * n_cblocks, 1, 1, *args)
+        offsets = tuple(q - p for q, p in zip(tptrs, ptrs))
+        pieces.append((go, ((n_rows + block_r - 1) // block_r) * n_cblocks, offsets, tuple(tail)))
+    return pieces
 
 
 def _pos_strides(x: NDArray, shape: tuple[int, ...], dim: int | None) -> list[int]:

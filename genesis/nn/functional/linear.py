@@ -16,18 +16,20 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Te
     ``out=`` writes the result into a preallocated tensor (inference only, no autograd).
     """
     lower = lower_dtype("linear", input)
-    if (lower is not None and _one_node(input, weight, bias, dtypes.float32) and weight.device == input.device
-            and (bias is None or bias.device == input.device)):
+    if (lower is not None and _one_node(input, weight, bias, dtypes.float32)
+            and weight.ndarray.device is input.ndarray.device
+            and (bias is None or bias.ndarray.device is input.ndarray.device)):
         # float32 parameters under autocast: the casts fold into the product's node (one node, not up to four).
-        if input.shape[-1] != weight.shape[-1]:
+        if input.ndarray.shape[-1] != weight.ndarray.shape[-1]:
             _shape_error(input, weight)
         result = CastLinear.apply(input, weight, bias, dtype=lower, w_low=cast_parameter(weight, lower),
                                   b_low=None if bias is None else cast_parameter(bias, lower))
         return write_out("linear", result, out)
     input, weight, bias = amp.autocast_args("linear", input, weight, bias)
-    if input.shape[-1] != weight.shape[-1]:
+    x, w = input.ndarray, weight.ndarray
+    if x.shape[-1:] != w.shape[-1:]:
         _shape_error(input, weight)
-    if input.dtype is weight.dtype and _one_node(input, weight, bias, weight.dtype):
+    if x.dtype is w.dtype and _one_node(input, weight, bias, w.dtype):
         # One node and one 2-D product over all leading dims (flattened inside the node).
         result = Linear.apply(input, weight, bias)
     else:
@@ -40,8 +42,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None, *, out: Te
 def _one_node(input: Tensor, weight: Tensor, bias: Tensor | None, dtype: dtypes.dtype) -> bool:
     """Whether the layer is one ``Linear`` node: a 2-D weight of ``dtype``, an input of two dims or more and no bias
     or an (out_features,) bias of ``dtype``."""
-    return weight.ndim == 2 and input.ndim >= 2 and weight.dtype is dtype and (
-        bias is None or (bias.dtype is dtype and bias.shape == (weight.shape[0],)))
+    w, b = weight.ndarray, None if bias is None else bias.ndarray
+    return len(w.shape) == 2 and len(input.ndarray.shape) >= 2 and w.dtype is dtype and (
+        b is None or (b.dtype is dtype and b.shape == w.shape[:1]))
 
 
 def _shape_error(input: Tensor, weight: Tensor) -> None:
