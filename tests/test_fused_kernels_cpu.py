@@ -33,16 +33,18 @@ def _specs() -> list[tuple]:
     f16 = "*fp16:16"
     f32 = "*fp32:16"
     attn = ("i64:16",) * 13 + ("i32", "i32", "i32", "i32", "fp32")  # strides marked 16-aligned, as the launcher does
+    attn_bwd = ("i64:16",) * 16 + ("i32", "i32", "i32", "i32", "fp32")  # ... and dO's strides
     mt = ("*i64:16", "*i64:16", "*i32:16", "*i32:16", "i32")  # multi-tensor tables and the tensor count
     return [
         ("adam step fp32", adk.adam_step, (f32, f32, f32, f32, "i64", *("fp32",) * 7), (2048,)),
         ("adam step bf16 params fp32 states", adk.adam_step, (bf, bf, f32, f32, "i64", *("fp32",) * 7), (2048,)),
         ("attention fwd bf16 d128 causal", ak.attn_fwd, (bf, bf, bf, bf, bf, f32, *attn), (128, 128, 64, True, False)),
         ("attention fwd fp16 d64 mask", ak.attn_fwd, (f16, f16, f16, f32, f16, f32, *attn), (64, 128, 64, False, True)),
-        ("attention bwd pre", ak.attn_bwd_pre, (bf, bf, f32, "i32"), (128, 64)),
-        ("attention bwd dk dv bf16 d128", ak.attn_bwd_dkdv, (bf, bf, bf, bf, bf, f32, f32, bf, bf, *attn),
+        ("attention bwd pre", ak.attn_bwd_pre, (bf, bf, f32, "i64:16", "i64:16", "i64:16", "i32", "i32", "i32"),
+         (128, 64)),
+        ("attention bwd dk dv bf16 d128", ak.attn_bwd_dkdv, (bf, bf, bf, bf, bf, f32, f32, bf, bf, *attn_bwd),
          (128, 32, 64, True, False)),
-        ("attention bwd dq fp16 d64 mask", ak.attn_bwd_dq, (f16, f16, f16, f16, f16, f32, f32, f16, *attn),
+        ("attention bwd dq fp16 d64 mask", ak.attn_bwd_dq, (f16, f16, f16, f16, f16, f32, f32, f16, *attn_bwd),
          (64, 64, 64, False, True)),
         ("adam multi-tensor fp32", adk.adam_multi_step, (f32,) * 5 + mt + ("fp32",) * 11,
          (False, False, False, 4096, 4, 4, 4, 4, 4)),
@@ -227,9 +229,11 @@ for B, H, HK, L, S, D, causal, use_mask in ((1, 4, 2, 19, 33, 16, False, True), 
     if causal:
         scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
     ref = torch.softmax(scores, -1) @ vr.repeat_interleave(H // HK, 1)
-    dy = torch.randn(B, H, L, D, generator=g, dtype=torch.float64)
+    # dO as the gradient of a (B, L, H, D) output transposed to (B, H, L, D): read through its strides
+    dy = torch.randn(B, L, H, D, generator=g, dtype=torch.float64).transpose(1, 2)
     ref.backward(dy)
     qf, kf, vf, dyf = q.float(), k.float(), v.float(), dy.float()
+    do_strides = dyf.stride()[:3]
     mf = mask.float().expand(B, H, L, S) if use_mask else qf
     strides = [*qf.stride()[:3], *kf.stride()[:3], *vf.stride()[:3], *(mf.stride() if use_mask else (0,) * 4)]
     args = (*strides, H, H // HK, L, S, D ** -0.5)
@@ -238,10 +242,11 @@ for B, H, HK, L, S, D, causal, use_mask in ((1, 4, 2, 19, 33, 16, False, True), 
     o, lse, delta = torch.empty(B, H, L, D), torch.empty(B * H, L), torch.empty(B * H * L)
     ak.attn_fwd[((L + 31) // 32, B * H)](qf, kf, vf, mf, o, lse, *args, **meta)
     close(o, ref.detach(), f"attention out causal={causal}")
-    ak.attn_bwd_pre[((B * H * L + 15) // 16,)](o, dyf, delta, B * H * L, HEAD_D=D, BLOCK_M=16)
+    ak.attn_bwd_pre[((B * H * L + 15) // 16,)](o, dyf, delta, *do_strides, B * H * L, H, L, HEAD_D=D, BLOCK_M=16)
     dq, dk, dv = torch.empty(B, H, L, D), torch.empty(B, HK, S, D), torch.empty(B, HK, S, D)
-    ak.attn_bwd_dkdv[((S + 31) // 32, B * HK)](qf, kf, vf, mf, dyf, lse, delta, dk, dv, *args, **meta_kv)
-    ak.attn_bwd_dq[((L + 31) // 32, B * H)](qf, kf, vf, mf, dyf, lse, delta, dq, *args, **meta)
+    bwd_args = (*strides, *do_strides, H, H // HK, L, S, D ** -0.5)
+    ak.attn_bwd_dkdv[((S + 31) // 32, B * HK)](qf, kf, vf, mf, dyf, lse, delta, dk, dv, *bwd_args, **meta_kv)
+    ak.attn_bwd_dq[((L + 31) // 32, B * H)](qf, kf, vf, mf, dyf, lse, delta, dq, *bwd_args, **meta)
     close(dq, qr.grad, "attention dq")
     close(dk, kr.grad, "attention dk")
     close(dv, vr.grad, "attention dv")

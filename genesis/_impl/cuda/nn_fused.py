@@ -405,7 +405,7 @@ def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causa
 
 def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
                        lse: NDArray, is_causal: bool, scale: float) -> tuple[NDArray, NDArray, NDArray]:
-    q, k, v, do = _unit_last(q), _unit_last(k), _unit_last(v), _dense(grad)
+    q, k, v, do = _unit_last(q), _unit_last(k), _unit_last(v), _unit_last(grad)
     B, H, L, D = q.shape
     HK, S = k.shape[1], k.shape[2]
     dq = _new(q.shape, q.dtype, q.device)
@@ -415,10 +415,15 @@ def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: 
         return dq, dk, dv
     rt.ensure_device(q.device.index)
     delta = _new((B * H, L), _F32, q.device)
+    # dO is read through its strides: the gradient of a (B, L, H, D) output transposed to (B, H, L, D), as an
+    # attention layer's output usually is, needs no copy.
+    do_strides = do.strides[:3]
+    do_types = tuple("i64:16" if s % 16 == 0 else "i64" for s in do_strides)
     pre, sig = _pointers((out, do, delta))
-    go = _ATTN_PRE.launcher(sig + ("i32",), (D, 64), 4)
-    go((B * H * L + 63) // 64, 1, 1, *pre, B * H * L)
+    go = _ATTN_PRE.launcher(sig + do_types + ("i32", "i32", "i32"), (D, 64), 4)
+    go((B * H * L + 63) // 64, 1, 1, *pre, *do_strides, B * H * L, H, L)
     mask, types, scalars = _attn_args(q, k, v, mask, scale)
+    types, scalars = types[:13] + do_types + types[13:], scalars[:13] + do_strides + scalars[13:]
     m = mask if mask is not None else q
     flags = (is_causal, mask is not None)
     block_m, block_n, warps, stages = _attn_cfg("dkdv", D, S)

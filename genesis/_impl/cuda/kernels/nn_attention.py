@@ -119,8 +119,9 @@ def attn_fwd(
 
 @triton.jit
 def attn_bwd_pre(
-    O, DO, Delta,                    # pointers: O, dO contiguous (rows, HEAD_D); Delta (rows,) float32
-    R,                               # rows (B * H * L)
+    O, DO, Delta,                    # pointers: O contiguous (rows, HEAD_D); dO (B, H, L, HEAD_D); Delta (rows,)
+    sdob, sdoh, sdom,                # strides of dO (batch, head, position; unit along HEAD_D)
+    R, H, L,                         # rows (B * H * L), heads, length
     HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr,
 ):
     # delta_i = sum_d dO[i, d] * O[i, d], the row term of the softmax backward.
@@ -128,14 +129,15 @@ def attn_bwd_pre(
     offs_d = tl.arange(0, HEAD_D)
     ok = rows < R
     r64 = rows.to(tl.int64)
+    do_rows = (r64 // (H * L)) * sdob + ((r64 // L) % H) * sdoh + (r64 % L) * sdom
     o = tl.load(O + r64[:, None] * HEAD_D + offs_d[None, :], mask=ok[:, None], other=0.0).to(tl.float32)
-    do = tl.load(DO + r64[:, None] * HEAD_D + offs_d[None, :], mask=ok[:, None], other=0.0).to(tl.float32)
+    do = tl.load(DO + do_rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0).to(tl.float32)
     tl.store(Delta + r64, tl.sum(o * do, 1), mask=ok)
 
 
 @triton.jit
-def _dkdv_blocks(dk, dv, k, v, q_base, do_base, lse_base, delta_base, m_base, offs_n, lo, hi, sqm, smm, smn, L, S,
-                 qk_scale, HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
+def _dkdv_blocks(dk, dv, k, v, q_base, do_base, lse_base, delta_base, m_base, offs_n, lo, hi, sqm, sdom, smm, smn, L,
+                 S, qk_scale, HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
                  HAS_MASK: tl.constexpr):
     """dK, dV of one key block over the query blocks [lo, hi) of one head; MASKED applies the row and causal masks.
 
@@ -147,12 +149,12 @@ def _dkdv_blocks(dk, dv, k, v, q_base, do_base, lse_base, delta_base, m_base, of
             row_ok = offs_m < L
             qt = tl.load(q_base + offs_m[None, :] * sqm + offs_d[:, None], mask=row_ok[None, :], other=0.0)
             lse = tl.load(lse_base + offs_m, mask=row_ok, other=0.0)
-            do = tl.load(do_base + offs_m[:, None] * HEAD_D + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+            do = tl.load(do_base + offs_m[:, None] * sdom + offs_d[None, :], mask=row_ok[:, None], other=0.0)
             delta = tl.load(delta_base + offs_m, mask=row_ok, other=0.0)
         else:
             qt = tl.load(q_base + offs_m[None, :] * sqm + offs_d[:, None])
             lse = tl.load(lse_base + offs_m)
-            do = tl.load(do_base + offs_m[:, None] * HEAD_D + offs_d[None, :])
+            do = tl.load(do_base + offs_m[:, None] * sdom + offs_d[None, :])
             delta = tl.load(delta_base + offs_m)
         st = tl.dot(k, qt)  # (BLOCK_N, BLOCK_M): scores transposed
         if HAS_MASK:
@@ -175,9 +177,10 @@ def _dkdv_blocks(dk, dv, k, v, q_base, do_base, lse_base, delta_base, m_base, of
 
 @triton.jit
 def attn_bwd_dkdv(
-    Q, K, V, Mask, DO, LSE, Delta, DK, DV,       # pointers; DO (B, H, L, D), DK, DV (B, HK, S, D) contiguous
+    Q, K, V, Mask, DO, LSE, Delta, DK, DV,       # pointers; DO (B, H, L, D); DK, DV (B, HK, S, D) contiguous
     sqb, sqh, sqm, skb, skh, skn, svb, svh, svn,  # strides of Q, K, V (batch, head, position)
     smb, smh, smm, smn,                          # strides of the additive mask (0 where broadcast)
+    sdob, sdoh, sdom,                            # strides of DO (batch, head, position)
     H, GROUP, L, S, scale,                       # query heads, query heads per key head, lengths, softmax scale
     HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
     HAS_MASK: tl.constexpr,
@@ -207,17 +210,17 @@ def attn_bwd_dkdv(
         h = hk * GROUP + g
         bh = b * H + h
         q_base = Q + b * sqb + h * sqh
-        do_base = DO + bh * L * HEAD_D
+        do_base = DO + b * sdob + h * sdoh
         m_base = Mask + b * smb + h * smh
         if CAUSAL:
             dk, dv = _dkdv_blocks(dk, dv, k, v, q_base, do_base, LSE + bh * L, Delta + bh * L, m_base, offs_n, diag,
-                                  tl.minimum(lo, L), sqm, smm, smn, L, S, qk_scale, HEAD_D, BLOCK_M, True, CAUSAL,
-                                  HAS_MASK)
+                                  tl.minimum(lo, L), sqm, sdom, smm, smn, L, S, qk_scale, HEAD_D, BLOCK_M, True,
+                                  CAUSAL, HAS_MASK)
         dk, dv = _dkdv_blocks(dk, dv, k, v, q_base, do_base, LSE + bh * L, Delta + bh * L, m_base, offs_n, lo,
-                              l_full, sqm, smm, smn, L, S, qk_scale, HEAD_D, BLOCK_M, False, CAUSAL, HAS_MASK)
+                              l_full, sqm, sdom, smm, smn, L, S, qk_scale, HEAD_D, BLOCK_M, False, CAUSAL, HAS_MASK)
         dk, dv = _dkdv_blocks(dk, dv, k, v, q_base, do_base, LSE + bh * L, Delta + bh * L, m_base, offs_n,
-                              tl.maximum(lo, l_full), L, sqm, smm, smn, L, S, qk_scale, HEAD_D, BLOCK_M, True, CAUSAL,
-                              HAS_MASK)
+                              tl.maximum(lo, l_full), L, sqm, sdom, smm, smn, L, S, qk_scale, HEAD_D, BLOCK_M, True,
+                              CAUSAL, HAS_MASK)
     out_rows = bhk.to(tl.int64) * S + offs_n
     tl.store(DK + out_rows[:, None] * HEAD_D + offs_d[None, :], (dk * scale).to(DK.dtype.element_ty),
              mask=col_ok[:, None])
@@ -259,9 +262,10 @@ def _dq_blocks(dq, q, do, lse, delta, k_base, v_base, m_base, offs_m, lo, hi, sk
 
 @triton.jit
 def attn_bwd_dq(
-    Q, K, V, Mask, DO, LSE, Delta, DQ,           # pointers; DO, DQ (B, H, L, D) contiguous
+    Q, K, V, Mask, DO, LSE, Delta, DQ,           # pointers; DO (B, H, L, D); DQ (B, H, L, D) contiguous
     sqb, sqh, sqm, skb, skh, skn, svb, svh, svn,  # strides of Q, K, V (batch, head, position)
     smb, smh, smm, smn,                          # strides of the additive mask (0 where broadcast)
+    sdob, sdoh, sdom,                            # strides of DO (batch, head, position)
     H, GROUP, L, S, scale,                       # query heads, query heads per key head, lengths, softmax scale
     HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
     HAS_MASK: tl.constexpr,
@@ -276,7 +280,8 @@ def attn_bwd_dq(
     row_ok = offs_m < L
     rows = bh.to(tl.int64) * L + offs_m
     q = tl.load(Q + b * sqb + h * sqh + offs_m[:, None] * sqm + offs_d[None, :], mask=row_ok[:, None], other=0.0)
-    do = tl.load(DO + rows[:, None] * HEAD_D + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+    do = tl.load(DO + b * sdob + h * sdoh + offs_m[:, None] * sdom + offs_d[None, :], mask=row_ok[:, None],
+                 other=0.0)
     lse = tl.load(LSE + rows, mask=row_ok, other=0.0)
     delta = tl.load(Delta + rows, mask=row_ok, other=0.0)
     k_base = K + b * skb + hk * skh
