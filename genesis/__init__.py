@@ -7,6 +7,7 @@ cuda, serialization → models. The ops of this namespace come from the registry
 """
 
 import builtins as _builtins
+import math as _math
 
 from genesis import (
     _dynamo,
@@ -34,6 +35,7 @@ from genesis import (
     special,
     testing,
     utils,
+    version,
 )
 from genesis import dtypes as _dtypes
 from genesis.amp import (
@@ -103,7 +105,16 @@ from genesis.tensor_types import (
     ShortTensor,
 )
 
-__version__ = "0.1.0"
+__version__ = version.__version__
+
+# torch's constants: genesis.pi, genesis.e, genesis.inf, genesis.nan, and genesis.newaxis (None) for indexing.
+pi = _math.pi
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+newaxis = None
+#: The CPU's default random generator (``torch.default_generator``): ``manual_seed`` and the random ops use it.
+default_generator = random.default_generator("cpu")
 
 
 

@@ -394,3 +394,32 @@ def test_fork_rng_and_namespace_distances() -> None:
     a, b = torch.tensor([[1.0, 2.0, 3.0]]), torch.tensor([[1.0, 0.0, -1.0]])
     assert_same(genesis.cosine_similarity(to_genesis(a), to_genesis(b)), torch.cosine_similarity(a, b))
     assert_same(genesis.pairwise_distance(to_genesis(a), to_genesis(b)), torch.pairwise_distance(a, b))
+
+
+def test_namespace_constants_version_and_default_generator() -> None:
+    for name in ("pi", "e", "inf", "nan"):
+        value, expected = getattr(genesis, name), getattr(torch, name)
+        assert value == expected or (value != value and expected != expected), name
+    assert genesis.newaxis is torch.newaxis is None
+    assert genesis.arange(3.0)[genesis.newaxis].shape == (1, 3)
+    assert genesis.version.__version__ == genesis.__version__
+    assert genesis.version.cuda is None or genesis.version.cuda.count(".") == 1
+    assert genesis.version.hip is None
+    genesis.manual_seed(7)
+    assert genesis.default_generator.initial_seed() == 7
+    a = genesis.default_generator.get_state()
+    first = genesis.rand(3)
+    genesis.default_generator.set_state(a)
+    assert genesis.equal(genesis.rand(3), first)
+
+
+def test_namespace_rsub_and_predicates() -> None:
+    x = torch.tensor([1.0, 2.0, 3.0])
+    g = genesis.tensor([1.0, 2.0, 3.0])
+    assert genesis.rsub(g, 10, alpha=2).tolist() == torch.rsub(x, 10, alpha=2).tolist()
+    assert genesis.rsub(g, g * 3).tolist() == torch.rsub(x, x * 3).tolist()
+    assert genesis.is_conj(g) is torch.is_conj(x) is False
+    assert genesis.is_neg(g) is torch.is_neg(x) is False
+    with genesis.inference_mode():
+        made = genesis.ones(2)
+    assert genesis.is_inference(made) and not genesis.is_inference(g)

@@ -3,7 +3,8 @@ function, and nothing above the backend implementations imports torch, Triton or
 
 Layers, lowest first (a module may import its own layer and those below):
 
-0. dtypes, device, the switch namespaces ``genesis.backends`` (plain settings) and the memo tables (``genesis.memo``)
+0. dtypes, device, the switch namespaces ``genesis.backends`` (plain settings), the memo tables (``genesis.memo``)
+   and the version numbers (``genesis.version``)
 1. NDArray and memory formats
 2. backend implementations (``genesis._impl``: the contract, the CPU backend, the CUDA backend); they build
    NDArrays, and NDArray reaches them only through its device (``Device.backend``)
@@ -24,7 +25,7 @@ import pytest
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "genesis")
 
 LAYERS: list[tuple[str, ...]] = [
-    ("genesis.dtypes", "genesis.device", "genesis.backends", "genesis.memo"),
+    ("genesis.dtypes", "genesis.device", "genesis.backends", "genesis.memo", "genesis.version"),
     ("genesis.ndarray", "genesis.memory_format"),
     ("genesis._impl",),
     ("genesis.autograd",),

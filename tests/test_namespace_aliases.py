@@ -29,7 +29,12 @@ def test_every_alias_is_in_both_namespaces(name: str) -> None:
 @pytest.mark.parametrize("name", ["dropout", "alpha_dropout", "feature_dropout", "feature_alpha_dropout", "dropout_",
                                   "layer_norm", "group_norm", "batch_norm", "instance_norm", "embedding", "rrelu",
                                   "rrelu_", "selu", "celu", "threshold", "threshold_", "hardshrink", "prelu",
-                                  "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "pdist"])
+                                  "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "pdist",
+                                  "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss",
+                                  "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
+                                  "poisson_nll_loss", "ctc_loss", "max_pool1d", "max_pool2d", "max_pool3d",
+                                  "max_pool1d_with_indices", "adaptive_max_pool1d", "avg_pool1d",
+                                  "adaptive_avg_pool1d", "constant_pad_nd", "rms_norm"])
 def test_positional_parameters_are_torch_schema(name: str) -> None:
     got = [p.name for p in inspect.signature(getattr(genesis, name)).parameters.values()
            if p.kind is p.POSITIONAL_OR_KEYWORD]
@@ -256,3 +261,64 @@ def test_embedding_sparse_gradient() -> None:
     genesis.embedding(w, genesis.tensor([0, 3]), sparse=True).sum().backward()
     assert w.grad.is_sparse
     assert genesis.equal(w.grad.to_dense(), genesis.tensor([[1.0, 1.0], [0, 0], [0, 0], [1, 1]], dtype=w.dtype))
+
+
+# ------------------------------------------------------------------ losses with integer reductions, pooling, padding
+
+NAMESPACE_LOSSES = {
+    "binary_cross_entropy_with_logits": (lambda lib, x, y, r: lib.binary_cross_entropy_with_logits(x, y, None, None, r),
+                                         lambda: (rand(4, 3, seed=1), rand(4, 3, seed=2, low=0.0))),
+    "binary_cross_entropy_with_logits pos_weight": (
+        lambda lib, x, y, r: lib.binary_cross_entropy_with_logits(x, y, pos_weight=y[0] + 1, reduction=r),
+        lambda: (rand(4, 3, seed=1), rand(4, 3, seed=2, low=0.0, requires_grad=False))),
+    "kl_div": (lambda lib, x, y, r: lib.kl_div(x.log_softmax(1), y, r), lambda: (rand(4, 3, seed=3),
+                                                                                 rand(4, 3, seed=4, low=0.1))),
+    "kl_div log_target": (lambda lib, x, y, r: lib.kl_div(x, y, r, log_target=True),
+                          lambda: (rand(4, 3, seed=3), rand(4, 3, seed=4))),
+    "cosine_embedding_loss": (lambda lib, x, y, r: lib.cosine_embedding_loss(x, y, (x[:, 0] > 0).double() * 2 - 1,
+                                                                             0.1, r),
+                              lambda: (rand(5, 3, seed=5), rand(5, 3, seed=6))),
+    "margin_ranking_loss": (lambda lib, x, y, r: lib.margin_ranking_loss(x, y, (x > y).double() * 2 - 1, 0.2, r),
+                            lambda: (rand(6, seed=7), rand(6, seed=8))),
+    "hinge_embedding_loss": (lambda lib, x, y, r: lib.hinge_embedding_loss(x, (y > 0).double() * 2 - 1, 0.5, r),
+                             lambda: (rand(6, seed=9), rand(6, seed=10))),
+    "triplet_margin_loss": (lambda lib, x, y, r: lib.triplet_margin_loss(x, y, x.flip(0), 1.0, 2, 1e-6, False, r),
+                            lambda: (rand(4, 3, seed=11), rand(4, 3, seed=12))),
+    "poisson_nll_loss": (lambda lib, x, y, r: lib.poisson_nll_loss(x, y, True, True, 1e-8, r),
+                         lambda: (rand(4, 3, seed=13), rand(4, 3, seed=14, low=0.0, high=3.0))),
+}
+
+
+@pytest.mark.parametrize("name", list(NAMESPACE_LOSSES))
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+def test_namespace_losses_take_integer_reductions(name: str, reduction: int) -> None:
+    fn, inputs = NAMESPACE_LOSSES[name]
+    check(lambda lib, x, y: fn(lib, x, y, reduction), *inputs())
+
+
+def test_namespace_loss_defaults_and_bad_reductions() -> None:
+    # torch's bindings default to no reduction (0), unlike torch.nn.functional's "mean"
+    x, y = rand(4, 3, seed=1), rand(4, 3, seed=2, low=0.0)
+    check(lambda lib, x, y: lib.binary_cross_entropy_with_logits(x, y), x, y)
+    check(lambda lib, x, y: lib.kl_div(x, y), x, y)
+    check(lambda lib, x: lib.hinge_embedding_loss(x, (x > 0).double() * 2 - 1), x)
+    check(lambda lib, x, y: lib.kl_div(x, y, 3), x, y)  # an integer other than 1 and 2 reduces nothing
+    check_error(TypeError, lambda lib, x, y: lib.kl_div(x, y, "mean"), x, y)
+    log_probs = rand(10, 2, 5, seed=3).log_softmax(2).detach().requires_grad_()
+    targets = torch.tensor([[1, 2, 3, 4], [2, 2, 3, 0]])
+    for reduction in (0, 1, 2):
+        check(lambda lib, lp, t, r=reduction: lib.ctc_loss(lp, t, [10, 10], [4, 3], 0, r), log_probs, targets)
+
+
+def test_namespace_pooling_and_padding() -> None:
+    x1, x2, x3 = rand(2, 3, 9, seed=4), rand(1, 2, 7, 8, seed=5), rand(1, 2, 4, 6, 6, seed=6)
+    check(lambda lib, x: lib.max_pool1d(x, 3), x1)
+    check(lambda lib, x: lib.max_pool1d(x, 2, [], 1, 1, True), x1)
+    check(lambda lib, x: lib.max_pool2d(x, 2, (1, 2)), x2)
+    check(lambda lib, x: lib.max_pool3d(x, 2), x3)
+    check(lambda lib, x: lib.max_pool1d_with_indices(x, 3, 2), x1)
+    check(lambda lib, x: lib.adaptive_max_pool1d(x, 4), x1)
+    check(lambda lib, x: lib.avg_pool1d(x, 3), x1)
+    check(lambda lib, x: lib.adaptive_avg_pool1d(x, 4), x1)
+    check(lambda lib, x: lib.constant_pad_nd(x, (1, 2, 0, -1), 0.5), x2)
+    check(lambda lib, x, w: lib.rms_norm(x, (8,), w, 1e-5), x2, rand(8, seed=7))

@@ -276,6 +276,13 @@ def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
     return Sub.apply(input, other)
 
 
+def rsub(input: Tensor, other: Any, alpha: float = 1) -> Tensor:
+    """``other - alpha * input`` (torch's ``rsub``: ``sub`` with the operands swapped)."""
+    if not isinstance(other, Tensor):
+        other = Tensor._scalar_like(other, input)
+    return sub(other, input, alpha)
+
+
 def mul(input: Any, other: Any) -> Tensor:
     if not isinstance(input, Tensor):
         return Mul.apply(other, input)

@@ -45,15 +45,15 @@ def sum_to_size(self: Tensor, *size: Any) -> Tensor:
     return reduce.sum(self, dims, keepdim=True).reshape(target) if dims else self
 
 
-def is_conj(self: Tensor) -> bool:
+def is_conj(input: Tensor) -> bool:
     """Never: Genesis conjugates eagerly, so no tensor is a lazily conjugated (or negated) view."""
     return False
 
 
-def is_inference(self: Tensor) -> bool:
+def is_inference(input: Tensor) -> bool:
     """Whether the tensor was made inside an ``inference_mode`` block (or is a view or detached copy of such a
     tensor)."""
-    return self._inference or (self._base is not None and self._base._inference)
+    return input._inference or (input._base is not None and input._base._inference)
 
 
 def polygamma(self: Tensor, n: int) -> Tensor:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from genesis.nn.functional import activations
+from genesis.nn.functional import losses as _losses
+from genesis.nn.functional import pooling as _pooling
 from genesis.nn.functional.activations import celu_, hardshrink, prelu, randomized_relu, selu_, threshold_
 from genesis.nn.functional.conv import (
     conv1d,
@@ -29,9 +31,11 @@ from genesis.nn.functional.dropout import alpha_dropout as _alpha_dropout
 from genesis.nn.functional.dropout import dropout as _dropout
 from genesis.nn.functional.dropout import feature_alpha_dropout as _feature_alpha_dropout
 from genesis.nn.functional.linear import bilinear
-from genesis.nn.functional.normalization import batch_norm_unchecked, instance_norm_unchecked
+from genesis.nn.functional.normalization import batch_norm_unchecked, instance_norm_unchecked, rms_norm
 from genesis.nn.functional.normalization import group_norm as _group_norm
 from genesis.nn.functional.normalization import layer_norm as _layer_norm
+from genesis.nn.functional.padding import pad as _pad
+from genesis.nn.functional.pooling import adaptive_avg_pool1d, avg_pool1d
 from genesis.nn.functional.shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
 from genesis.nn.functional.sparse import embedding as _embedding
 from genesis.random import Generator
@@ -43,6 +47,11 @@ __all__ = [
     "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "group_norm",
     "hardshrink", "instance_norm", "layer_norm", "pdist", "pixel_shuffle", "pixel_unshuffle", "prelu", "rrelu",
     "rrelu_", "selu", "selu_", "threshold", "threshold_",
+    # losses with torch's integer reductions, pooling with its tuple results, padding and RMS norm
+    "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss", "margin_ranking_loss",
+    "hinge_embedding_loss", "triplet_margin_loss", "poisson_nll_loss", "ctc_loss", "max_pool1d", "max_pool2d",
+    "max_pool3d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+    "constant_pad_nd", "rms_norm",
 ]
 
 
@@ -173,3 +182,113 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, traini
            generator: Generator | None = None) -> Tensor:
     """In-place ``rrelu``."""
     return randomized_relu(input, lower, upper, training, True, generator)
+
+
+# ------------------------------------------------------------------ losses: torch's integer reductions
+# torch's top-level losses take the reduction as an integer: 1 mean, 2 sum, any other value none. Their Python
+# bindings default to 0 (each element's loss), unlike torch.nn.functional's "mean"; these follow the bindings.
+
+
+def _reduction(reduction: int) -> str:
+    if isinstance(reduction, bool) or not isinstance(reduction, int):
+        raise TypeError(f"argument 'reduction' must be int, not {type(reduction).__name__}")
+    return "mean" if reduction == 1 else "sum" if reduction == 2 else "none"
+
+
+def _reduced(loss: Tensor, reduction: int) -> Tensor:
+    """Elementwise ``loss`` reduced as the integer ``reduction`` asks."""
+    mode = _reduction(reduction)
+    return loss if mode == "none" else loss.mean() if mode == "mean" else loss.sum()
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     pos_weight: Tensor | None = None, reduction: int = 0) -> Tensor:
+    """``nn.functional.binary_cross_entropy_with_logits`` with an integer ``reduction``."""
+    return _losses.binary_cross_entropy_with_logits(input, target, weight, reduction=_reduction(reduction),
+                                                    pos_weight=pos_weight)
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: int = 0, *, log_target: bool = False) -> Tensor:
+    """``nn.functional.kl_div`` with an integer ``reduction`` (1 is the mean over every element)."""
+    return _reduced(_losses.kl_div(input, target, reduction="none", log_target=log_target), reduction)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          reduction: int = 0) -> Tensor:
+    """``nn.functional.cosine_embedding_loss`` with an integer ``reduction``."""
+    return _losses.cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        reduction: int = 0) -> Tensor:
+    """``nn.functional.margin_ranking_loss`` with an integer ``reduction``."""
+    return _losses.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = 0) -> Tensor:
+    """``nn.functional.hinge_embedding_loss`` with an integer ``reduction``."""
+    return _losses.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, reduction: int = 0) -> Tensor:
+    """``nn.functional.triplet_margin_loss`` with an integer ``reduction``."""
+    return _losses.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                       reduction=_reduction(reduction))
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float,
+                     reduction: int) -> Tensor:
+    """``nn.functional.poisson_nll_loss`` with every argument required and an integer ``reduction``."""
+    return _losses.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
+             target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: int = 0,
+             zero_infinity: bool = False) -> Tensor:
+    """``nn.functional.ctc_loss`` with an integer ``reduction``."""
+    return _losses.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction),
+                            zero_infinity)
+
+
+# ------------------------------------------------------------------ pooling and padding
+
+
+def _stride(stride: int | Sequence[int]) -> int | Sequence[int] | None:
+    """torch's namespace pooling takes an empty stride for "the kernel size"."""
+    return None if isinstance(stride, (tuple, list)) and not stride else stride
+
+
+def max_pool1d(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] = (),
+               padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1, ceil_mode: bool = False) -> Tensor:
+    """``nn.functional.max_pool1d``; an empty ``stride`` is the kernel size."""
+    return _pooling.max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool2d(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] = (),
+               padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1, ceil_mode: bool = False) -> Tensor:
+    """``nn.functional.max_pool2d``; an empty ``stride`` is the kernel size."""
+    return _pooling.max_pool2d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool3d(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] = (),
+               padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1, ceil_mode: bool = False) -> Tensor:
+    """``nn.functional.max_pool3d``; an empty ``stride`` is the kernel size."""
+    return _pooling.max_pool3d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool1d_with_indices(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] = (),
+                            padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
+                            ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
+    """``max_pool1d`` returning ``(values, indices)``."""
+    return _pooling.max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: int | Sequence[int]) -> tuple[Tensor, Tensor]:
+    """``nn.functional.adaptive_max_pool1d`` returning ``(values, indices)``, as torch's namespace function."""
+    return _pooling.adaptive_max_pool1d(input, output_size, True)
+
+
+def constant_pad_nd(input: Tensor, pad: Sequence[int], value: float = 0) -> Tensor:
+    """``nn.functional.pad(input, pad, value=value)`` (constant padding; negative amounts crop)."""
+    return _pad(input, pad, value=value)
