@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, assert_same, check, check_like_torch, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, assert_same, check, check_error, check_like_torch, rand, to_genesis, to_torch
 
 
 def _spd(n: int, *batch: int, seed: int = 0) -> torch.Tensor:
@@ -245,3 +245,18 @@ def test_the_ex_variants_read_nothing_on_the_host(no_host_reads: None) -> None:
     genesis.linalg.lu_solve(LU, pivots, B)
     assert L.device.type == info.device.type == DEVICE.split(":")[0]
     assert info.dtype is info_inv.dtype is info_solve.dtype is info_lu.dtype is genesis.int32
+
+
+def test_tensorinv_and_tensorsolve() -> None:
+    well_posed = rand(4, 6, 8, 3, seed=21) + 3 * torch.eye(24, dtype=torch.float64).reshape(4, 6, 8, 3)
+    check(lambda lib, a: lib.linalg.tensorinv(a, ind=2), well_posed.detach().requires_grad_())
+    check(lambda lib, a: lib.linalg.tensorinv(a, 1), (rand(6, 2, 3, seed=22) + 3 * torch.eye(6, dtype=torch.float64)
+                                                        .reshape(6, 2, 3)).detach().requires_grad_())
+    a = (rand(2, 3, 6, seed=23) + 3 * torch.eye(6, dtype=torch.float64).reshape(2, 3, 6)).detach().requires_grad_()
+    check(lambda lib, a, b: lib.linalg.tensorsolve(a, b), a, rand(2, 3, seed=24))
+    a5 = (rand(6, 4, 4, 3, 2, seed=25) + 3 * torch.eye(24, dtype=torch.float64).reshape(6, 4, 4, 3, 2)
+          .permute(0, 2, 1, 3, 4)).detach().requires_grad_()
+    check(lambda lib, a, b: lib.linalg.tensorsolve(a, b, dims=(2, 3, 4)), a5, rand(6, 4, seed=26))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.tensorinv(a, ind=0), rand(6, 4, 24))
+    check_error(RuntimeError, lambda lib, a: lib.linalg.tensorinv(a, ind=2), rand(6, 4, 2))
+    check_error(RuntimeError, lambda lib, a, b: lib.linalg.tensorsolve(a, b), rand(2, 3, 6), rand(2, 2))

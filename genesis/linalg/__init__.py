@@ -34,6 +34,8 @@ from genesis.linalg.solvers import (
     solve,
     solve_ex,
     solve_triangular,
+    tensorinv,
+    tensorsolve,
 )
 from genesis.linalg.spectral import eigh, eigvalsh, lstsq, matrix_rank, pinv, svd, svdvals
 from genesis.ndarray import normalize_dim
@@ -153,5 +155,6 @@ __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "cross", "vecdot
            "solve", "inv", "cholesky", "qr", "matrix_power",
            "solve_triangular", "multi_dot", "eigh", "eigvalsh", "svd",
            "svdvals", "pinv", "matrix_rank", "cond", "matrix_exp", "lstsq", "lu",
-           "lu_factor", "vander", "cholesky_ex", "inv_ex", "solve_ex", "lu_factor_ex", "lu_solve"]
+           "lu_factor", "vander", "cholesky_ex", "inv_ex", "solve_ex", "lu_factor_ex", "lu_solve", "tensorinv",
+           "tensorsolve"]
 __all__ += ["householder_product"]

@@ -7,7 +7,7 @@ O(n^2) Python steps per call: accurate for well-conditioned matrices of modest s
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 from genesis import dtypes
 from genesis import ops as F
@@ -562,3 +562,30 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     n = L.shape[-1]
     eye = (F.arange_like(n, L).unsqueeze(1) == F.arange_like(n, L).unsqueeze(0)).to(L.dtype)
     return cholesky_solve(eye.expand(L.shape), L, upper)
+
+
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
+    """The inverse of ``A`` as a tensor product: ``tensordot(tensorinv(A, ind), A, ind)`` is the identity. The first
+    ``ind`` dims of ``A`` and the others must hold as many elements; the result has shape
+    ``A.shape[ind:] + A.shape[:ind]`` (torch.linalg.tensorinv)."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    return inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tensor:
+    """``X`` such that ``tensordot(A, X, X.ndim) == B``: ``X`` has shape ``A.shape[B.ndim:]`` (after ``dims`` of
+    ``A`` are moved to its end), solved as one square system (torch.linalg.tensorsolve)."""
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
+    shape = A.shape[B.ndim:]
+    rows, cols = math.prod(A.shape[:B.ndim]), math.prod(shape)
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {cols} != {rows}")
+    return solve(A.reshape(rows, cols), B.reshape(rows)).reshape(shape)
