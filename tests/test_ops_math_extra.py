@@ -497,3 +497,30 @@ def test_regularized_incomplete_gamma(name: str) -> None:
           rand(5, low=0.1, high=5.0, dtype=torch.float32))
     check_error(RuntimeError, lambda lib, a, x: getattr(lib.special, name)(a, x).sum().backward(),
                 rand(3, low=0.5, high=2.0), rand(3, low=0.5, high=2.0))
+
+
+GRADIENT_CASES = {
+    "default": lambda lib, x: lib.gradient(x),
+    "spacing": lambda lib, x: lib.gradient(x, spacing=2.5),
+    "spacing per dim, edge order 2": lambda lib, x: lib.gradient(x, spacing=[0.5, 2.0], edge_order=2),
+    "one dim": lambda lib, x: lib.gradient(x, dim=-1, edge_order=2),
+    "dims": lambda lib, x: lib.gradient(x, spacing=[3.0], dim=[1]),
+    "coordinates": lambda lib, x: lib.gradient(x, spacing=(lib.tensor([0.0, 1.0, 3.0, 3.5], dtype=x.dtype,
+                                                                         device=x.device),), dim=0),
+    "coordinates, edge order 2": lambda lib, x: lib.gradient(
+        x, spacing=[lib.tensor([0.0, 1.0, 3.0, 3.5], dtype=x.dtype, device=x.device),
+                    lib.tensor([-1.0, 0.0, 0.5, 2.0, 4.0], dtype=x.dtype, device=x.device)], edge_order=2),
+}
+
+
+@pytest.mark.parametrize("name", list(GRADIENT_CASES))
+def test_gradient(name: str) -> None:
+    check(GRADIENT_CASES[name], rand(4, 5, seed=31))
+
+
+def test_gradient_of_integers_and_errors() -> None:
+    check(lambda lib, x: lib.gradient(x), torch.tensor([1, 2, 4, 7, 11]))
+    check_error(RuntimeError, lambda lib, x: lib.gradient(x, edge_order=3), rand(4, 5))
+    check_error(RuntimeError, lambda lib, x: lib.gradient(x, spacing=[1.0, 2.0, 3.0]), rand(4, 5))
+    check_error(RuntimeError, lambda lib, x: lib.gradient(x, dim=0, spacing=[1.0, 2.0]), rand(4, 5))
+    check_error(RuntimeError, lambda lib, x: lib.gradient(x, edge_order=2), rand(2, 5))

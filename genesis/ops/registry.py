@@ -333,6 +333,7 @@ OPS: tuple[Op, ...] = (
     Op("cov", statistics.cov, method=True),
     Op("corrcoef", statistics.corrcoef, method=True),
     Op("diff", scans.diff, method=True),
+    Op("gradient", scans.gradient),
     Op("cross", linalg.cross, method=True, autocast=(PROMOTE, PROMOTE)),
     Op("vdot", linalg.vdot, method=True),
     Op("kron", linalg.kron, method=True),

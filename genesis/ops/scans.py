@@ -199,3 +199,71 @@ def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None
         raise RuntimeError("cumulative_trapezoid: received both x and dx; pass only one of them")
     areas, d = _intervals("cumulative_trapezoid", y, x, dx, dim)
     return cumsum(areas, d)
+
+
+def gradient(input: Tensor, *, spacing: Any = 1, dim: int | list[int] | tuple[int, ...] | None = None,
+             edge_order: int = 1) -> tuple[Tensor, ...]:
+    """Numerical derivatives of ``input`` along ``dim`` (every dim by default), one tensor per dim: central
+    differences inside, one-sided differences of ``edge_order`` (1 or 2) at the ends. ``spacing`` is the sample
+    distance (a number, or one per dim) or the sample coordinates (one 1-D tensor per dim), as torch.gradient."""
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if dim is None:
+        dims = list(range(input.ndim))
+    elif isinstance(dim, int):
+        dims = [normalize_dim("gradient", dim, input.ndim)]
+    else:
+        dims = [normalize_dim("gradient", d, input.ndim) for d in dim]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(
+                f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim arguments to "
+                f"have the same length, but got a spacing argument of length {len(spacing)} and a dim argument of "
+                f"length {len(dims)}." if dim is not None else
+                f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length equal to "
+                f"'self.dim() = {input.ndim}', since dim argument was not given, but got a list of length "
+                f"{len(spacing)}")
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    if any(input.shape[d] < edge_order + 1 for d in dims):
+        raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    return tuple(_coordinate_gradient(input, h, d, edge_order) if isinstance(h, Tensor) and h.ndim == 1
+                 else _uniform_gradient(input, h.item() if isinstance(h, Tensor) else h, d, edge_order)
+                 for d, h in zip(dims, spacings))
+
+
+def _uniform_gradient(f: Tensor, h: float, d: int, edge_order: int) -> Tensor:
+    """``gradient`` along ``d`` for samples ``h`` apart (torch's order of operations)."""
+    n = f.shape[d]
+    center = (narrow(f, d, 2, n - 2) - narrow(f, d, 0, n - 2)) / h
+    if edge_order == 1:
+        first = (narrow(f, d, 1, 1) - narrow(f, d, 0, 1)) / h
+        last = (narrow(f, d, n - 1, 1) - narrow(f, d, n - 2, 1)) / h
+    else:
+        first = (-1.5 * narrow(f, d, 0, 1) + 2 * narrow(f, d, 1, 1) - 0.5 * narrow(f, d, 2, 1)) / h
+        last = (0.5 * narrow(f, d, n - 3, 1) - 2 * narrow(f, d, n - 2, 1) + 1.5 * narrow(f, d, n - 1, 1)) / h
+    return cat([first, center / 2, last], d)
+
+
+def _coordinate_gradient(f: Tensor, x: Tensor, d: int, edge_order: int) -> Tensor:
+    """``gradient`` along ``d`` for samples at the coordinates ``x`` (second-order accurate inside, as numpy's)."""
+    n = f.shape[d]
+    dx = diff(x)
+    shape = [-1 if k == d else 1 for k in range(f.ndim)]
+    dx1, dx2 = dx[:-1], dx[1:]
+    a = (-dx2 / (dx1 * (dx1 + dx2))).reshape(shape)
+    b = ((dx2 - dx1) / (dx1 * dx2)).reshape(shape)
+    c = (dx1 / (dx2 * (dx1 + dx2))).reshape(shape)
+    center = a * narrow(f, d, 0, n - 2) + b * narrow(f, d, 1, n - 2) + c * narrow(f, d, 2, n - 2)
+    if edge_order == 1:
+        first = (narrow(f, d, 1, 1) - narrow(f, d, 0, 1)) / dx[0]
+        last = (narrow(f, d, n - 1, 1) - narrow(f, d, n - 2, 1)) / dx[-1]
+    else:
+        h0, h1 = dx[0], dx[1]
+        first = (-(2.0 * h0 + h1) / (h0 * (h0 + h1)) * narrow(f, d, 0, 1) + (h0 + h1) / (h0 * h1) * narrow(f, d, 1, 1)
+                 + (-h0) / (h1 * (h0 + h1)) * narrow(f, d, 2, 1))
+        h0, h1 = dx[-2], dx[-1]
+        last = (h1 / (h0 * (h1 + h0)) * narrow(f, d, n - 3, 1) - (h1 + h0) / (h1 * h0) * narrow(f, d, n - 2, 1)
+                + (2 * h1 + h0) / (h1 * (h1 + h0)) * narrow(f, d, n - 1, 1))
+    return cat([first, center, last], d)
