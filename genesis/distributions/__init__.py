@@ -5,9 +5,9 @@ Continuous: :class:`Normal`, :class:`Uniform`, :class:`Exponential`, :class:`Lap
 :class:`Gamma`, :class:`Chi2`, :class:`InverseGamma`, :class:`FisherSnedecor`, :class:`Beta`, :class:`Dirichlet`,
 :class:`ContinuousBernoulli`, :class:`Kumaraswamy`, :class:`Cauchy`, :class:`StudentT`, :class:`Pareto`,
 :class:`HalfNormal`, :class:`HalfCauchy`, :class:`Gumbel`, :class:`Weibull`, :class:`VonMises`,
-:class:`MultivariateNormal`, :class:`LowRankMultivariateNormal`, :class:`LKJCholesky`. Discrete: :class:`Bernoulli`,
-:class:`Categorical`, :class:`OneHotCategorical`, :class:`Multinomial`, :class:`Poisson`, :class:`Binomial`,
-:class:`NegativeBinomial`, :class:`Geometric`. Relaxed (reparameterized
+:class:`MultivariateNormal`, :class:`LowRankMultivariateNormal`, :class:`LKJCholesky`, :class:`Wishart`. Discrete:
+:class:`Bernoulli`, :class:`Categorical`, :class:`OneHotCategorical`, :class:`Multinomial`, :class:`Poisson`,
+:class:`Binomial`, :class:`NegativeBinomial`, :class:`Geometric`. Relaxed (reparameterized
 stand-ins for discrete ones): :class:`RelaxedBernoulli`, :class:`LogitRelaxedBernoulli`,
 :class:`RelaxedOneHotCategorical`, :class:`ExpRelaxedCategorical`. Combinators: :class:`Independent`,
 :class:`MixtureSameFamily` and :class:`TransformedDistribution` with the transforms of
@@ -69,6 +69,7 @@ from genesis.distributions.transforms import (
 )
 from genesis.distributions.unit_interval import ContinuousBernoulli, Kumaraswamy
 from genesis.distributions.von_mises import VonMises
+from genesis.distributions.wishart import Wishart
 
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform", "Categorical", "Cauchy",
@@ -81,8 +82,8 @@ __all__ = [
     "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PositiveDefiniteTransform", "PowerTransform",
     "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
     "SoftplusTransform", "StackTransform", "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to", "constraint_registry", "constraints",
-    "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
+    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to", "constraint_registry",
+    "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]
 
 # torch's module of each distribution (``from torch.distributions.normal import Normal``). Genesis groups the
@@ -99,7 +100,7 @@ _TORCH_MODULES = {
     "one_hot_categorical": ("OneHotCategorical", "OneHotCategoricalStraightThrough"), "pareto": ("Pareto",),
     "poisson": ("Poisson",), "relaxed_bernoulli": ("LogitRelaxedBernoulli", "RelaxedBernoulli"),
     "relaxed_categorical": ("ExpRelaxedCategorical", "RelaxedOneHotCategorical"), "studentT": ("StudentT",),
-    "uniform": ("Uniform",), "weibull": ("Weibull",),
+    "uniform": ("Uniform",), "weibull": ("Weibull",), "wishart": ("Wishart",),
 }
 
 
