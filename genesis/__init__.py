@@ -103,6 +103,7 @@ from genesis.tensor_types import (
     IntTensor,
     LongTensor,
     ShortTensor,
+    set_default_tensor_type,
 )
 
 __version__ = version.__version__

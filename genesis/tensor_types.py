@@ -7,9 +7,11 @@ variants (``genesis.cuda.FloatTensor``, from :func:`cuda_typed`) make and recogn
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from genesis import dtypes
+from genesis.device import device, set_default_device
 from genesis.tensor import Size, Tensor
 
 
@@ -57,4 +59,31 @@ LongTensor = _typed(dtypes.int64)
 BoolTensor = _typed(dtypes.bool_)
 
 __all__ = ["BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
-           "IntTensor", "LongTensor", "ShortTensor"]
+           "IntTensor", "LongTensor", "ShortTensor", "set_default_tensor_type"]
+
+
+def set_default_tensor_type(t: type | str) -> None:
+    """torch's deprecated ``set_default_tensor_type``: a floating legacy type (``genesis.FloatTensor``,
+    ``"torch.DoubleTensor"``) sets the default floating dtype; a CUDA one (``genesis.cuda.FloatTensor``,
+    ``"torch.cuda.HalfTensor"``) also makes CUDA the default device (``set_default_device``), and a CPU one makes the
+    CPU the default again. Warns as torch does."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
+                  stacklevel=2)
+    if isinstance(t, str):
+        parts = t.split(".")
+        name, on_cuda = parts[-1], parts[-2:-1] == ["cuda"]
+        dtype = dtypes.BY_LEGACY_NAME.get(name)
+        if dtype is None or parts[0] not in ("torch", "genesis") or len(parts) != (3 if on_cuda else 2):
+            raise TypeError(f"invalid type: '{t}'")
+    elif isinstance(t, _TypedTensorMeta):
+        dtype, on_cuda = t.dtype, t.device_type == "cuda"
+    else:
+        raise TypeError("invalid type object: only floating-point types are supported as the default type")
+    if not dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    if on_cuda and not device("cuda").is_available():
+        raise TypeError(f"type torch.cuda.{dtypes.LEGACY_TYPE_NAMES[dtype]} not available: no CUDA device can be "
+                        "used here")
+    dtypes.set_default_dtype(dtype)
+    set_default_device("cuda" if on_cuda else None)

@@ -423,3 +423,26 @@ def test_namespace_rsub_and_predicates() -> None:
     with genesis.inference_mode():
         made = genesis.ones(2)
     assert genesis.is_inference(made) and not genesis.is_inference(g)
+
+
+def test_set_default_tensor_type() -> None:
+    try:
+        with pytest.warns(UserWarning, match="deprecated"):
+            genesis.set_default_tensor_type("torch.DoubleTensor")
+        assert genesis.get_default_dtype() is genesis.float64 and genesis.tensor([1.0]).dtype is genesis.float64
+        with pytest.warns(UserWarning):
+            genesis.set_default_tensor_type(genesis.FloatTensor)
+        assert genesis.get_default_dtype() is genesis.float32 and genesis.zeros(1).device.type == "cpu"
+        for bad in (genesis.LongTensor, genesis.float64, "torch.Foo"):
+            with pytest.warns(UserWarning), pytest.raises(TypeError):
+                genesis.set_default_tensor_type(bad)
+        if genesis.cuda.is_available():
+            with pytest.warns(UserWarning):
+                genesis.set_default_tensor_type(genesis.cuda.HalfTensor)
+            assert genesis.zeros(2).device.type == "cuda" and genesis.get_default_dtype() is genesis.float16
+        else:
+            with pytest.warns(UserWarning), pytest.raises(TypeError):
+                genesis.set_default_tensor_type("torch.cuda.FloatTensor")
+    finally:
+        genesis.set_default_dtype(genesis.float32)
+        genesis.set_default_device(None)
