@@ -192,6 +192,15 @@ def bench_host(rows: list, quick: bool) -> None:
     a, b = torch.randn(16, device="cuda"), torch.randn(16, device="cuda")
     ga, gb = to_g(a), to_g(b)
     host_row(rows, "tiny op a+b (16 floats), per op", "tiny", lambda: ga + gb, lambda: a + b, 2000)
+    # A small product is host-bound: the path down to cuBLASLt (plan lookup, allocation, launch) against torch's.
+    m, w = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16), torch.randn(64, 64, device="cuda",
+                                                                                 dtype=torch.bfloat16)
+    gm, gw = to_g(m), to_g(w)
+    host_row(rows, "small matmul 64x64 bf16, per op", "tiny", lambda: gm @ gw, lambda: m @ w, 2000)
+    idx = torch.randint(0, 64, (32,), device="cuda")
+    gidx = to_g(idx)
+    host_row(rows, "small index_select 32 of 64 rows, per op", "tiny", lambda: genesis.index_select(gm, 0, gidx),
+             lambda: torch.index_select(m, 0, idx), 2000)
 
     def chain(lib: Any, x: Any) -> Any:
         y = x
