@@ -47,12 +47,25 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Tensor:
-        return tensor([self._seed % (1 << 63), self._seed >> 63, self._offset], dtype=dtypes.int64)
+        """The generator's state as a uint8 CPU tensor, as torch's (here 16 bytes: the seed and the count of numbers
+        drawn, little-endian)."""
+        raw = self._seed.to_bytes(8, "little") + self._offset.to_bytes(8, "little")
+        return tensor(list(raw), dtype=dtypes.uint8)
 
     def set_state(self, state: Tensor) -> Generator:
-        low, high, offset = (int(v) for v in state.tolist())
-        self._seed = low + (high << 63)
-        self._offset = offset
+        """Restore a state from ``get_state`` (also the int64 triple that Genesis wrote before)."""
+        if state.dtype is dtypes.int64 and tuple(state.shape) == (3,):  # the earlier format
+            low, high, offset = (int(v) for v in state.tolist())
+            self._seed, self._offset = low + (high << 63), offset
+            return self
+        if state.dtype is not dtypes.uint8:
+            raise TypeError(f"expected a genesis.ByteTensor, but got {state.dtype.name}")
+        if state.numel() != 16:
+            raise RuntimeError(f"Expected a generator state of 16 bytes (from get_state / get_rng_state), got "
+                               f"{state.numel()}")
+        raw = bytes(state.reshape(-1).tolist())
+        self._seed = int.from_bytes(raw[:8], "little")
+        self._offset = int.from_bytes(raw[8:], "little")
         return self
 
     def next_stream(self, numel: int) -> tuple[int, int]:

@@ -17,15 +17,23 @@ import numpy as np
 from genesis import dtypes
 
 
+def _check_one_element(t: Any) -> None:
+    if t.numel() != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars")
+
+
 def infer_dtype(data: Any, tensor_type: type) -> dtypes.dtype:
-    """The dtype torch.tensor would pick for nested Python data (a ``tensor_type`` inside gives its own)."""
+    """The dtype torch.tensor would pick for nested Python data: tensors and numpy scalars inside count as numbers of
+    their own dtype, promoted with the others (``[tensor(2), 1.5]`` is float32, ``[bfloat16 tensor, 2.0]`` float32)."""
     kind = 0
     typed = None  # numpy scalars carry their own dtype, which torch keeps
     stack = [data]
     while stack:
         item = stack.pop()
-        if isinstance(item, tensor_type):
-            return item.dtype
+        if isinstance(item, tensor_type):  # a one-element tensor is a number of its dtype, as a numpy scalar
+            _check_one_element(item)
+            typed = item.dtype if typed is None else dtypes.promote_types(typed, item.dtype)
+            continue
         if isinstance(item, (list, tuple)):
             stack.extend(item)
         elif isinstance(item, np.generic):
@@ -57,8 +65,9 @@ def _has_leaf(data: Any) -> bool:
 def nested_to_numpy(data: Any, dtype: dtypes.dtype, tensor_type: type) -> np.ndarray:
     """Nested Python data as a numpy array of ``dtype`` (tensors inside converted through numpy)."""
     def convert(item: Any) -> Any:
-        if isinstance(item, tensor_type):
-            return item.detach().numpy().astype(np.float64) if dtype.is_floating_point else item.numpy()
+        if isinstance(item, tensor_type):  # one element (torch reads it as a number; anything larger raises)
+            _check_one_element(item)
+            return item.item()
         if isinstance(item, (list, tuple)):
             return [convert(i) for i in item]
         return item

@@ -439,3 +439,33 @@ def test_like_functions_preserve_the_layout(name):
                 continue
             got = getattr(genesis, name)(g, *args, memory_format=getattr(genesis, fmt))
             assert got.stride() == getattr(torch, name)(t, *args, memory_format=getattr(torch, fmt)).stride()
+
+
+def test_tensor_from_one_element_tensors_promotes_as_numbers() -> None:
+    cases = [
+        lambda lib: lib.tensor([lib.tensor(0.8125), lib.tensor(0.75), lib.tensor(64)]),
+        lambda lib: lib.tensor([lib.tensor(2), 1.5]),
+        lambda lib: lib.tensor([lib.tensor(1.5, dtype=lib.float64), lib.tensor(2.5)]),
+        lambda lib: lib.tensor([lib.tensor([1.5]), lib.tensor([2.5])]),
+        lambda lib: lib.tensor([lib.tensor(1.5, dtype=lib.bfloat16), 2.0]),
+        lambda lib: lib.tensor([[lib.tensor(1.0), lib.tensor(2.0)], [lib.tensor(3.0), lib.tensor(4.0)]]),
+        lambda lib: lib.tensor([lib.tensor(1, dtype=lib.int32), 3]),
+        lambda lib: lib.tensor([lib.tensor(1, dtype=lib.int32), lib.tensor(2, dtype=lib.int32)]),
+        lambda lib: lib.tensor([lib.tensor(True), lib.tensor(False)]),
+    ]
+    for case in cases:
+        t, g = case(torch), case(genesis)
+        assert str(g.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        assert g.tolist() == t.tolist()
+    with pytest.raises(ValueError, match="one element"):
+        genesis.tensor([genesis.tensor([1.0, 2.0]), 2.0])
+
+
+def test_rng_state_is_bytes_and_restores() -> None:
+    state = genesis.get_rng_state()
+    assert state.dtype is genesis.uint8 and state.ndim == 1
+    drawn = genesis.rand(4)
+    genesis.set_rng_state(state)
+    assert genesis.equal(genesis.rand(4), drawn)
+    with pytest.raises(TypeError):
+        genesis.set_rng_state(state.float())

@@ -444,3 +444,27 @@ def test_spatial_transformer_round_trip():
     g_out = genesis.nn.functional.grid_sample(
         to_genesis(image), genesis.nn.functional.affine_grid(to_genesis(identity.detach()), (2, 3, 5, 6)))
     torch.testing.assert_close(to_torch(g_out), image.detach())
+
+
+COSINE_CASES = {
+    "small norms": ([[3e-5, 4e-5]], [[4e-5, 3e-5]]),
+    "norms below eps": ([[1e-9, 0.0]], [[1e-9, 0.0]]),
+    "ordinary": ([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], [[0.5, -1.0, 2.0], [2.0, 2.0, 2.0]]),
+}
+
+
+@pytest.mark.parametrize("name", list(COSINE_CASES))
+def test_cosine_similarity_clamps_each_norm(name):
+    a, b = COSINE_CASES[name]
+    x1 = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+    x2 = torch.tensor(b, dtype=torch.float64, requires_grad=True)
+    check(lambda lib, x1, x2: lib.nn.functional.cosine_similarity(x1, x2), x1, x2)
+
+
+def test_cosine_similarity_broadcasts_and_refuses_integers():
+    check(lambda lib, x1, x2: lib.nn.functional.cosine_similarity(x1, x2, dim=-1), rand(3, 1, 4, seed=1),
+          rand(1, 5, 4, seed=2))
+    check(lambda lib, x1, x2: lib.nn.functional.cosine_similarity(x1, x2), torch.tensor([[1, 2]]),
+          torch.tensor([[2.0, 1.0]]))
+    check_error(RuntimeError, lambda lib, x1, x2: lib.nn.functional.cosine_similarity(x1, x2),
+                torch.tensor([[1, 2]]), torch.tensor([[2, 1]]))

@@ -486,3 +486,20 @@ def test_global_registration_hooks_may_replace_values():
                  "register_module_buffer_registration_hook", "register_module_parameter_registration_hook",
                  "register_module_module_registration_hook"):
         assert hasattr(torch.nn.modules.module, name) and hasattr(M, name)
+
+
+def test_batch_norm_state_without_num_batches_tracked_loads_as_torch():
+    for lib in (torch, genesis):
+        enc = lib.nn.Sequential(lib.nn.Linear(4, 4))
+        clf = lib.nn.Sequential(lib.nn.Linear(4, 4), lib.nn.BatchNorm1d(4))
+        result = clf.load_state_dict(enc.state_dict(), strict=False)
+        assert result.missing_keys == ["1.weight", "1.bias", "1.running_mean", "1.running_var"], lib
+        bn = lib.nn.BatchNorm1d(3)
+        old = {k: v for k, v in bn.state_dict().items() if k != "num_batches_tracked"}
+        assert not lib.nn.BatchNorm1d(3).load_state_dict(old).missing_keys
+
+
+def test_attention_out_proj_is_torchs_own_linear_class():
+    m = nn.MultiheadAttention(4, 2)
+    assert type(m.out_proj) is not nn.Linear and isinstance(m.out_proj, nn.Linear)
+    assert type(m.out_proj).__name__ == type(torch.nn.MultiheadAttention(4, 2).out_proj).__name__

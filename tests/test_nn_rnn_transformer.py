@@ -36,8 +36,7 @@ def pair(make):
     assert list(g.state_dict()) == list(t.state_dict())
     for name, tp in t.state_dict().items():
         assert tuple(g.state_dict()[name].shape) == tuple(tp.shape), name
-    # torch names MultiheadAttention's out_proj class NonDynamicallyQuantizableLinear (a quantization marker).
-    assert repr(g) == expected_repr(t).replace("NonDynamicallyQuantizableLinear", "Linear")
+    assert repr(g) == expected_repr(t)
     return g, t
 
 

@@ -19,6 +19,7 @@ EXCEPTIONS: dict[str, str] = {
     "permute": _SHARED_WITH_METHOD.format("permute", "dims"),
     "reshape": _SHARED_WITH_METHOD.format("reshape", "shape"),
     "tile": _SHARED_WITH_METHOD.format("tile", "dims"),
+    "flip": _SHARED_WITH_METHOD.format("flip", "dims") + " (or dims=)",
     "concatenate": "cat's function (dim); torch's docstring says axis, but torch takes dim= as well",
     "true_divide": "torch's docstring says (dividend, divisor); its schema takes input, other, as Genesis",
     "det": _LINALG,

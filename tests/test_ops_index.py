@@ -558,3 +558,27 @@ def test_index_put():
     check(lambda lib, x, i, v: (x * 1).index_put_((i,), v), x, rows, v)
     check_error(RuntimeError, lambda lib, x, i, v: x.index_put((i,), v), x, rows, v.float())
     check_error(IndexError, lambda lib, x, i, v: x.index_put((i,), v), x, torch.tensor([0, 4]), v)
+
+
+def test_scatter_reduce_argument_and_scalar_values():
+    index = torch.tensor([[2, 0], [1, 1]])
+    src = torch.full((2, 2), 2.0, dtype=torch.float64)
+    with pytest.warns(UserWarning, match="deprecated"):
+        check(lambda lib, x, i, s: x.scatter(1, i, s, reduce="multiply"), torch.ones(2, 3, dtype=torch.float64),
+              index, src, backward=False)
+    check(lambda lib, x, i: x.scatter(1, i, 1.5, reduce="add"), torch.zeros(2, 3, dtype=torch.float64), index,
+          backward=False)
+    check(lambda lib, x, i: x.scatter(1, i, 3.0, reduce="multiply"), torch.ones(2, 3, dtype=torch.float64), index,
+          backward=False)
+    check(lambda lib, x, i: x.clone().scatter_(1, i, 1.0, reduce="add"), torch.zeros(2, 3, dtype=torch.float64),
+          index, backward=False)
+    check_error(RuntimeError, lambda lib, x, i: x.scatter(1, i, 1.0, reduce="mean"), torch.zeros(2, 3), index)
+
+
+def test_masked_fill_broadcasts_input_and_mask_together():
+    mask = torch.tensor([[True], [False]])
+    check(lambda lib, x, m: x.masked_fill(m, 1.0), rand(1, 3, seed=16), mask)
+    check(lambda lib, x, m: lib.masked_fill(x, m, -1.0), rand(1, 3, seed=16), mask)
+    pad = torch.tensor([[False, False, True, True], [False, False, False, True]]).view(2, 1, 4)
+    check(lambda lib, x, m: x.masked_fill(m, float("-inf")), rand(1, 1, 4, seed=17), pad)
+    check_error(RuntimeError, lambda lib, x, m: x.clone().masked_fill_(m, 1.0), rand(1, 3, seed=16), mask)

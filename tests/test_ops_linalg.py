@@ -160,3 +160,11 @@ def test_gram_matrix_gradient_has_torchs_rounding():
         exact = {"rtol": 0, "atol": 0} if DEVICE == "cpu" else {}
         assert_same(fg.grad, ft.grad, what=f"Gram gradient {dtype}", **exact)
     check(lambda lib, a, b: a.t() @ b.t(), rand(4, 3, seed=30), rand(5, 4, seed=31))
+
+
+def test_einsum_sublist_form():
+    a, b = rand(2, 3, seed=5), rand(3, 4, seed=6)
+    check(lambda lib, a: lib.einsum(a, [0, 1], a, [0, 1], [0]), a)
+    check(lambda lib, a, b: lib.einsum(a, [0, 1], b, [1, 2]), a, b)
+    check(lambda lib, a, b: lib.einsum(a, [Ellipsis, 1], b, [1, 2], [Ellipsis, 2]), a, b)
+    check(lambda lib, a: lib.einsum(a, [0, 1], [1]), a)

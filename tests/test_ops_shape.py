@@ -472,3 +472,19 @@ def test_copying_ops_never_return_a_view_of_their_input(case):
     assert_same(got, want, what=case)
     got[(0,) * got.ndim] = 100.0
     assert_same(g, t, what=f"{case}: the input after writing into the result")
+
+
+def test_flip_takes_dims_as_varargs_or_keyword():
+    x = rand(2, 3, 4, seed=14)
+    check(lambda lib, x: x.flip(0, 2), x)
+    check(lambda lib, x: x.flip(dims=(1,)), x)
+    check(lambda lib, x: lib.flip(x, dims=[0, 1]), x)
+    check(lambda lib, x: lib.flip(x, [2]), x)
+
+
+def test_repeat_interleave_output_size():
+    kv = rand(1, 2, 3, seed=15)
+    check(lambda lib, x: x.repeat_interleave(2, dim=1, output_size=4), kv)
+    check(lambda lib, x: lib.repeat_interleave(x, torch.tensor([1, 3]) if lib is torch else genesis.tensor([1, 3]),
+                                               dim=1, output_size=4), kv)
+    check_error(RuntimeError, lambda lib, x: x.repeat_interleave(2, dim=1, output_size=5), kv)

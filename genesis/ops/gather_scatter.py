@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from typing import Any
 
 from genesis import dtypes
@@ -176,11 +177,19 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, value: Any 
     """Out-of-place scatter of ``src`` (tensor) or ``value`` (number) into ``input`` at ``index`` along ``dim``."""
     if src is None:
         src = value
+    if reduce is None:
+        return _scatter("scatter", input, dim, index, src, "set")
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    if isinstance(src, Tensor):
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+                      "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+                      UserWarning, stacklevel=3)
+    else:  # a number: every indexed position combines with it
+        src = Tensor._wrap(NDArray.full(tuple(index.shape), src, input.dtype, input.device))
     if reduce == "add":
         return scatter_add(input, dim, index, src)
-    if reduce is not None:
-        raise RuntimeError(f"scatter: reduce argument must be either add or multiply, got {reduce}")
-    return _scatter("scatter", input, dim, index, src, "set")
+    return scatter_reduce(input, dim, index, src, "prod")
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -242,10 +251,9 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         if not value.requires_grad:  # a device value stays on the device: reading it would synchronize
             value = value.item() if value.device.type == "cpu" else value.to(input.dtype)
     broadcast_shapes("masked_fill", input.shape, mask.shape)
+    # Out of place, the input and the mask broadcast together, as torch's (in place, the result must keep the input's
+    # shape: the in-place machinery refuses a larger one).
     out = where(mask, value if isinstance(value, Tensor) else value, input)
-    if out.shape != input.shape:
-        raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} cannot be broadcast to the input's shape "
-                           f"{list(input.shape)}")
     return out.to(input.dtype) if out.dtype is not input.dtype else out
 
 

@@ -255,10 +255,45 @@ def _einsum(equation: str, *operands):
     return x.permute([tx.index(c) for c in out]) if tx != out else x
 
 
-def einsum(equation: str, *operands: Any) -> Tensor:
+def einsum(equation: Any, *operands: Any) -> Tensor:
+    """Sums of products over the subscripts of ``equation`` (``"ij,jk->ik"``); also torch's sublist form
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, each operand followed by its subscripts as integers 0-51 (and ``...``),
+    the output's last and optional."""
+    if not isinstance(equation, str):
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     return _einsum(equation, *operands)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sublist_equation(args: tuple) -> tuple[str, tuple]:
+    """The equation and operands of torch's sublist form of ``einsum``."""
+    def subscripts(sublist: Any) -> str:
+        out = []
+        for s in sublist:
+            if s is Ellipsis:
+                out.append("...")
+            elif isinstance(s, int) and 0 <= s < len(_LETTERS):
+                out.append(_LETTERS[s])
+            else:
+                raise ValueError(f"einsum(): subscript in subscript list is not within the valid range [0, 52), got "
+                                 f"{s}")
+        return "".join(out)
+
+    operands = args[0::2]
+    lists = args[1::2]
+    output = None
+    if len(args) % 2:  # an output sublist after the last operand's
+        operands, output = operands[:-1], operands[-1]
+    if not all(isinstance(t, Tensor) for t in operands):
+        raise TypeError("einsum(): the sublist form takes operands and subscript lists in turn")
+    equation = ",".join(subscripts(sub) for sub in lists)
+    if output is not None:
+        equation += "->" + subscripts(output)
+    return equation, tuple(operands)
 
 
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:

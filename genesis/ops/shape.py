@@ -46,11 +46,24 @@ def tile(input: Tensor, *dims: Any) -> Tensor:
     return repeat(input, dims)
 
 
-def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None) -> Tensor:
+def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
     """Repeat each element ``repeats`` times (an int or one count per element) along ``dim``.
 
     With only a tensor of counts, ``repeat_interleave(counts)`` repeats each index ``i`` ``counts[i]`` times.
+    ``output_size``, the length of the result along ``dim``, is checked against it (torch uses it to skip a host
+    synchronization).
     """
+    out = _repeat_interleave(input, repeats, dim)
+    if output_size is not None:
+        length = out.shape[0] if repeats is None or dim is None else out.shape[normalize_dim(
+            "repeat_interleave", dim, input.ndim)]
+        if output_size != length:
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {length} but got {output_size}")
+    return out
+
+
+def _repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None) -> Tensor:
     if repeats is None:
         return repeat_interleave(arange_like(input.numel(), input), input.reshape(-1), 0)
     if dim is None:
@@ -81,7 +94,15 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
     return index_select(input, d, index)
 
 
-def flip(input: Tensor, dims: Any) -> Tensor:
+def flip(input: Tensor, *args: Any, dims: Any = None) -> Tensor:
+    """``input`` with the order of its elements reversed along ``dims`` (a sequence of dims, or the dims themselves:
+    ``x.flip(0, 1)``)."""
+    if args:
+        if dims is not None:
+            raise TypeError("flip() got multiple values for argument 'dims'")
+        dims = args[0] if len(args) == 1 else args
+    elif dims is None:
+        raise TypeError("flip() missing 1 required positional argument: 'dims'")
     dims = normalize_dims("flip", dims, input.ndim)
     out = input
     for d in dims:

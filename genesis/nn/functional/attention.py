@@ -57,14 +57,19 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             scores = T.masked_fill(scores, ~attn_mask, float("-inf"))
         else:
             scores = scores + attn_mask
-        # As torch's safe softmax: a query row that may attend no key gets zero weights (not NaN) and no gradient.
-        empty_rows = (scores.detach() == float("-inf")).all(-1, keepdim=True)  # (..., L, 1)
-        weights = T.masked_fill(T.softmax(T.masked_fill(scores, empty_rows, 0.0), -1), empty_rows, 0.0)
+        weights = _safe_softmax(scores)
     else:
         weights = T.softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return T.matmul(weights, value)
+
+
+def _safe_softmax(scores: Tensor) -> Tensor:
+    """Softmax over the last dim, as torch's safe softmax: a row that may attend no key (all -inf) gets zero weights
+    (not NaN) and no gradient."""
+    empty_rows = (scores.detach() == float("-inf")).all(-1, keepdim=True)  # (..., L, 1)
+    return T.masked_fill(T.softmax(T.masked_fill(scores, empty_rows, 0.0), -1), empty_rows, 0.0)
 
 
 def _in_projection(q: Tensor, k: Tensor, v: Tensor, w: Tensor, b: Tensor | None, e: int) -> tuple:
@@ -157,7 +162,10 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         scores = _apply_mask(scores, attn_mask)
     if key_padding_mask is not None:
         scores = _apply_mask(scores, key_padding_mask.reshape(bsz, 1, 1, src_len))
-    weights = T.softmax(scores, -1)
+    # Without the weights torch runs scaled_dot_product_attention, whose safe softmax gives a query that may attend
+    # no key zero attention (the output is then out_proj's bias); the weights it returns come from a plain softmax.
+    masked = attn_mask is not None or key_padding_mask is not None
+    weights = _safe_softmax(scores) if masked and not need_weights else T.softmax(scores, -1)
     if dropout_p > 0.0 and training:
         weights = dropout(weights, dropout_p, True)
     out = T.matmul(weights, v)  # (N, H, L, head_dim)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from genesis import amp, linalg
 from genesis import ops as T
-from genesis.dtypes import int64
+from genesis.dtypes import SCALAR_TYPE_NAMES, int64, promote_types
 from genesis.tensor import Tensor, tensor
 
 
@@ -13,11 +14,25 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``x1 . x2 / max(||x1|| * ||x2||, eps)`` along ``dim`` (inputs broadcast)."""
-    w12 = (x1 * x2).sum(dim)
-    n1 = (x1 * x1).sum(dim)
-    n2 = (x2 * x2).sum(dim)
-    return w12 / T.sqrt(T.clamp(n1 * n2, min=eps * eps))
+    """``(x1 / max(||x1||, eps)) . (x2 / max(||x2||, eps))`` along ``dim`` (inputs broadcast), as torch: each vector
+    divided by its own norm first (the result stays within [-1, 1]), each norm clamped on its own. As torch's, the
+    clamp does not cut the gradient: it flows through the norm as if unclamped."""
+    x1, x2 = amp.autocast_args("cosine_similarity", x1, x2)
+    common = promote_types(x1.dtype, x2.dtype)
+    if common.category < 2:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{SCALAR_TYPE_NAMES[common]}")
+    x1, x2 = (x if x.dtype.category >= 2 else x.to(common) for x in (x1, x2))  # integers join the floating one
+    shape = T.broadcast_shapes(x1.shape, x2.shape)
+    x1, x2 = x1.expand(shape), x2.expand(shape)
+    return ((x1 / _clamped_norm(x1, dim, eps)) * (x2 / _clamped_norm(x2, dim, eps))).sum(dim)
+
+
+def _clamped_norm(x: Tensor, dim: int, eps: float) -> Tensor:
+    """``||x||`` along ``dim`` (kept), its value at least ``eps``; the gradient is the unclamped norm's."""
+    norm = linalg.vector_norm(x, 2, dim, keepdim=True)
+    held = norm.detach()
+    return norm + (T.clamp(held, min=eps) - held)
 
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:

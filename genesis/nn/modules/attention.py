@@ -6,7 +6,7 @@ from typing import Any
 
 from genesis.nn import functional as F
 from genesis.nn import init
-from genesis.nn.modules.linear import Linear
+from genesis.nn.modules.linear import Linear, NonDynamicallyQuantizableLinear
 from genesis.nn.modules.module import Module
 from genesis.nn.parameter import Parameter
 from genesis.tensor import Tensor, empty
@@ -56,7 +56,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(empty(3 * embed_dim, **factory))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **factory)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory)
         if add_bias_kv:
             self.bias_k = Parameter(empty((1, 1, embed_dim), **factory))
             self.bias_v = Parameter(empty((1, 1, embed_dim), **factory))

@@ -59,6 +59,11 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """The ``Linear`` of ``MultiheadAttention.out_proj``, as torch's: a class of its own, so that code telling
+    layers apart by ``type(m) is nn.Linear`` treats the attention projection as torch's code does."""
+
+
 class Bilinear(Module):
     """``y_k = x1^T W_k x2 + b_k`` with ``W`` of shape (out_features, in1_features, in2_features)."""
 

@@ -150,10 +150,12 @@ class _NormBase(Module):
         raise NotImplementedError
 
     def _upgrade_state_dict(self, state_dict: dict, prefix: str) -> None:
-        # Checkpoints written before num_batches_tracked existed load with a zero count, as in torch.
+        # A state dict without num_batches_tracked (written before it existed, or by another model) loads as torch
+        # loads one without version metadata: the count is kept (0 for a new module), never reported missing.
         key = prefix + "num_batches_tracked"
-        if self.track_running_stats and key not in state_dict and prefix + "running_mean" in state_dict:
-            state_dict[key] = tensor(0, dtype=dtypes.int64, device=self.running_mean.device)
+        if self.track_running_stats and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None else tensor(
+                0, dtype=dtypes.int64, device=self.running_mean.device)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
