@@ -5,7 +5,8 @@ torch names the node of a built-in op after the ATen op it records, with an over
 Genesis makes one node class per Function class, once, when the class is defined (so recording an op costs no more
 than before). A Genesis op whose class is named as torch's op gets ``<Name>Backward0``; the table below names the
 rest after the torch op they stand for. Where one Genesis class serves ops torch tells apart (``sum()`` and
-``sum(dim)``: ``SumBackward0`` and ``SumBackward1``; ``max`` and ``min``), the node has the first name, or its own.
+``sum(dim)``: ``SumBackward0`` and ``SumBackward1``; ``x[0]`` and ``x[1:]``: ``SelectBackward0`` and
+``SliceBackward0``), a subclass per torch op carries the name (``SumDims``, ``Select``...).
 """
 
 from __future__ import annotations
@@ -50,7 +51,13 @@ TORCH_NAMES: dict[str, str] = {
     "genesis.ops.views.Reshape": "UnsafeViewBackward0",  # a reshape that copies
     "genesis.ops.views.ToDevice": "ToCopyBackward0",
     "genesis.ops.views.ToMemoryFormat": "CloneBackward0",
-    "genesis.ops.views.ViewOf": "AsStridedBackward0",  # Genesis's one strided view (select, slice, narrow...)
+    "genesis.ops.views.ViewOf": "AsStridedBackward0",  # Genesis's strided view (as_strided; its subclasses below)
+    "genesis.ops.views.IndexUnsqueeze": "UnsqueezeBackward0",
+    "genesis.ops.reduce.SumDims": "SumBackward1",
+    "genesis.ops.reduce.MeanDims": "MeanBackward1",
+    "genesis.ops.reduce.ProdDim": "ProdBackward1",
+    "genesis.ops.reduce.MaxAll": "MaxBackward1",
+    "genesis.ops.reduce.MinAll": "MinBackward1",
     "genesis.special._LogNdtr": "SpecialLogNdtrBackward0",
     "genesis.special._Ndtri": "SpecialNdtriBackward0",
 }

@@ -16,7 +16,7 @@ from genesis.ndarray import NDArray, broadcast_shapes, full_indices
 from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor, _zeros, arange_like
 from genesis.ops.compare import nonzero
 from genesis.ops.inplace import assign_inplace, check_inplace
-from genesis.ops.views import view_of
+from genesis.ops.views import basic_view_kind, view_of
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
 
@@ -200,7 +200,7 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     if _is_basic(key):
         key = tuple(k.__index__() if not isinstance(k, (int, slice)) and k is not None and k is not Ellipsis else k
                     for k in key)
-        return view_of(x, lambda a: a.basic_index(key))
+        return view_of(x, lambda a: a.basic_index(key), basic_view_kind(key, x.ndarray.shape))
     basic, advanced = _split_key(x, _byte_masks_as_bool(key))
     view = view_of(x, lambda a: a.basic_index(basic)) if basic else x
     return Index.apply(view, _advanced_indices(view, advanced))

@@ -133,6 +133,44 @@ class MaxWithIndices(Primitive):
         return zeros_scatter(shape, dim, indices, grad), None, None, None
 
 
+# The classes above under the names torch gives their nodes (one node class per subclass): the reduction over
+# every element and the one over chosen dims are separate torch ops (``SumBackward0`` / ``SumBackward1``...).
+class SumDims(Sum):
+    """``sum(dim)`` (torch's ``SumBackward1``)."""
+
+
+class MeanDims(Mean):
+    """``mean(dim)`` (torch's ``MeanBackward1``)."""
+
+
+class ProdDim(Prod):
+    """``prod(dim)`` (torch's ``ProdBackward1``)."""
+
+
+class Amax(Extremum):
+    """``amax``."""
+
+
+class Amin(Extremum):
+    """``amin``."""
+
+
+class MaxAll(Extremum):
+    """``max()`` of every element (torch's ``MaxBackward1``)."""
+
+
+class MinAll(Extremum):
+    """``min()`` of every element (torch's ``MinBackward1``)."""
+
+
+class Max(MaxWithIndices):
+    """``max(dim)`` (torch's ``MaxBackward0``)."""
+
+
+class Min(MaxWithIndices):
+    """``min(dim)`` (torch's ``MinBackward0``)."""
+
+
 class ArgReduce(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray, dim: int | None, keepdim: bool, op: str) -> NDArray:
@@ -210,7 +248,8 @@ def _reduce_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     (input,) = autocast_args("sum", input)
     dims = _reduce_dims("sum", dim, input.ndim)
-    return Sum.apply(input, dims, keepdim, dtypes.to_dtype(dtype) if dtype is not None else None)
+    return (Sum if dim is None else SumDims).apply(input, dims, keepdim,
+                                                   dtypes.to_dtype(dtype) if dtype is not None else None)
 
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
@@ -221,7 +260,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = Non
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
             f"Got: {input.dtype.name}"
         )
-    return Mean.apply(input, _reduce_dims("mean", dim, input.ndim), keepdim)
+    return (Mean if dim is None else MeanDims).apply(input, _reduce_dims("mean", dim, input.ndim), keepdim)
 
 
 def prod(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
@@ -229,15 +268,15 @@ def prod(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = Non
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     dims = normalize_dims("prod", dim, input.ndim)
-    return Prod.apply(input, dims, keepdim)
+    return (Prod if dim is None else ProdDim).apply(input, dims, keepdim)
 
 
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    return Extremum.apply(input, _extremum_dims("amax", input, dim), keepdim, "amax")
+    return Amax.apply(input, _extremum_dims("amax", input, dim), keepdim, "amax")
 
 
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    return Extremum.apply(input, _extremum_dims("amin", input, dim), keepdim, "amin")
+    return Amin.apply(input, _extremum_dims("amin", input, dim), keepdim, "amin")
 
 
 def _extremum_dims(op: str, input: Tensor, dim: Any) -> tuple[int, ...]:
@@ -262,9 +301,10 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
         if input.numel() == 0:
             raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
-        return Extremum.apply(input, tuple(range(input.ndim)), False, "amax" if op == "max" else "amin")
+        return (MaxAll if op == "max" else MinAll).apply(input, tuple(range(input.ndim)), False,
+                                                         "amax" if op == "max" else "amin")
     d = normalize_dim(op, dim, input.ndim)
-    return ValuesIndices(*MaxWithIndices.apply(input, d, keepdim, op))
+    return ValuesIndices(*(Max if op == "max" else Min).apply(input, d, keepdim, op))
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
@@ -327,13 +367,21 @@ class Moments(Primitive):
         return grad * (2 * (x - mean(x, dims, keepdim=True)) / denominator), None, None, None, None
 
 
+class Var(Moments):
+    """``var``."""
+
+
+class Std(Moments):
+    """``std``."""
+
+
 def _moments(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: float | None,
              root: bool) -> Tensor:
     if correction is None:
         correction = 0 if unbiased is False else 1
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{op}: std and var only support floating point inputs, got {input.dtype.name}")
-    return Moments.apply(input, _reduce_dims(op, dim, input.ndim), keepdim, correction, root)
+    return (Std if root else Var).apply(input, _reduce_dims(op, dim, input.ndim), keepdim, correction, root)
 
 
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,

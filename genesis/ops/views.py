@@ -170,6 +170,54 @@ class ViewOf(Primitive):
         return ViewBackwardFill.apply(grad, shape, make_view), None
 
 
+# ViewOf under torch's names for the views it makes (each subclass gets its own node class: ``SelectBackward0``...).
+class Select(ViewOf):
+    """``select`` and integer indexing."""
+
+
+class Slice(ViewOf):
+    """``narrow`` and slicing."""
+
+
+class Diagonal(ViewOf):
+    """``diagonal``."""
+
+
+class Unfold(ViewOf):
+    """``Tensor.unfold``."""
+
+
+class Alias(ViewOf):
+    """``x[...]``: the whole tensor, as a view."""
+
+
+class IndexUnsqueeze(ViewOf):
+    """Indexing whose last effective entry is ``None`` (torch records an unsqueeze)."""
+
+
+def basic_view_kind(key: tuple, shape: tuple[int, ...]) -> type[ViewOf]:
+    """The view class named as torch names the node of ``x[key]`` for a basic ``key``: after the last entry torch
+    applies (a single entry always applies; in a tuple, a slice over a whole dim and ``...`` do nothing)."""
+    if len(key) == 1:
+        k = key[0]
+        return Alias if k is Ellipsis else IndexUnsqueeze if k is None or isinstance(k, bool) else (
+            Select if isinstance(k, int) else Slice)
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis and not isinstance(k, bool))
+    kind, dim = Alias, 0
+    for k in key:
+        if k is Ellipsis:
+            dim += len(shape) - consumed
+        elif k is None or isinstance(k, bool):
+            kind = IndexUnsqueeze
+        else:
+            if isinstance(k, int):
+                kind = Select
+            elif dim >= len(shape) or k.indices(shape[dim]) != (0, shape[dim], 1):
+                kind = Slice
+            dim += 1
+    return kind
+
+
 class Clone(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray) -> NDArray:
@@ -347,9 +395,10 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     return tuple(broadcast_to(t, shape) for t in tensors)
 
 
-def view_of(input: Tensor, make_view: Callable[[NDArray], NDArray]) -> Tensor:
-    """A differentiable view given by a function of the NDArray (used by slicing, narrow, diagonal ...)."""
-    return ViewOf.apply(input, make_view)
+def view_of(input: Tensor, make_view: Callable[[NDArray], NDArray], kind: type[ViewOf] = ViewOf) -> Tensor:
+    """A differentiable view given by a function of the NDArray (used by slicing, narrow, diagonal ...); ``kind``
+    names its graph node as torch's (``Select``, ``Slice``...; ``ViewOf`` is torch's ``as_strided``)."""
+    return kind.apply(input, make_view)
 
 
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
@@ -367,7 +416,7 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
         start += n
     if start + length > n:
         raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return view_of(input, lambda x: x.narrow(d, start, length))
+    return view_of(input, lambda x: x.narrow(d, start, length), Slice)
 
 
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -383,7 +432,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
             f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {d}"
         )
     key = (slice(None),) * d + (index,)
-    return view_of(input, lambda x: x.basic_index(key))
+    return view_of(input, lambda x: x.basic_index(key), Select)
 
 
 def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
@@ -399,12 +448,12 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int], storag
 
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    return view_of(input, lambda x: x.diagonal(offset, dim1, dim2))
+    return view_of(input, lambda x: x.diagonal(offset, dim1, dim2), Diagonal)
 
 
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """Sliding windows of ``size`` with ``step`` along ``dimension`` as a new last dim (Tensor.unfold)."""
-    return view_of(input, lambda x: x.unfold(dimension, size, step))
+    return view_of(input, lambda x: x.unfold(dimension, size, step), Unfold)
 
 
 def contiguous(input: Tensor, memory_format: _mf.memory_format = _mf.contiguous_format) -> Tensor:
