@@ -125,7 +125,7 @@ def test_checkpoint_gives_the_same_gradients() -> None:
 def test_checkpoint_without_input_grad_still_trains_parameters() -> None:
     w = genesis.randn(4, 4, dtype=genesis.float64, requires_grad=True)
     x = genesis.randn(3, 4, dtype=genesis.float64)
-    out = checkpoint.checkpoint(lambda a: _block(genesis, w, a), x)
+    out = checkpoint.checkpoint(lambda a: _block(genesis, w, a), x, use_reentrant=False)
     assert out.requires_grad
     out.sum().backward()
     expected = w.grad.clone()
@@ -134,11 +134,44 @@ def test_checkpoint_without_input_grad_still_trains_parameters() -> None:
     assert genesis.allclose(w.grad, expected, rtol=1e-12)
 
 
+def test_reentrant_checkpoint_without_input_grad_trains_nothing_as_torch() -> None:
+    # torch's reentrant variant (its default) records nothing when no input requires grad, and warns so.
+    for lib in (torch, genesis):
+        lin = lib.nn.Linear(3, 3)
+        x = lib.ones(2, 3)
+        with pytest.warns(UserWarning) as caught:
+            h = lib.utils.checkpoint.checkpoint(lin, x)
+        messages = [str(w.message) for w in caught]
+        assert any("use_reentrant parameter should be passed" in m for m in messages), lib
+        assert any("None of the inputs have requires_grad=True" in m for m in messages), lib
+        assert not h.requires_grad and lin.weight.grad is None
+
+
+def test_checkpoint_recomputes_under_the_forwards_autocast() -> None:
+    results = {}
+    for lib in (torch, genesis):
+        lin = lib.nn.Linear(4, 4)
+        with lib.no_grad():
+            lin.weight.copy_(lib.linspace(-1, 1, 16).view(4, 4))
+            lin.bias.fill_(0.1)
+        grads = []
+        for reentrant in (False, True):
+            x = lib.linspace(-1, 1, 8).view(2, 4).requires_grad_()
+            with lib.autocast("cpu", dtype=lib.bfloat16):
+                y = lib.utils.checkpoint.checkpoint(lin, x, use_reentrant=reentrant)
+                z = lib.utils.checkpoint.checkpoint(lin, y, use_reentrant=reentrant)
+            assert y.dtype == lib.bfloat16 and z.dtype == lib.bfloat16
+            z.float().sum().backward()
+            grads.append(x.grad.tolist())
+        results[lib.__name__] = grads
+    assert results["genesis"] == results["torch"]
+
+
 def test_checkpoint_replays_the_random_state() -> None:
     w = genesis.randn(4, 4, dtype=genesis.float64, requires_grad=True)
     x = genesis.randn(3, 4, dtype=genesis.float64)
     genesis.manual_seed(7)
-    out = checkpoint.checkpoint(lambda a: _block(genesis, w, a, noise=True), x)
+    out = checkpoint.checkpoint(lambda a: _block(genesis, w, a, noise=True), x, use_reentrant=False)
     after_forward = genesis.rand(1).item()
     out.sum().backward()
     expected = w.grad.clone()

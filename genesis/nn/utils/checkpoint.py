@@ -3,16 +3,21 @@
 ``checkpoint(fn, *args)`` runs ``fn`` without recording a graph, keeping only its inputs. In backward it runs
 ``fn`` again with gradients enabled on the saved inputs (and the random-number state of the first run, so
 dropout draws the same mask) and backpropagates through the recomputed graph, which also accumulates the
-gradients of the parameters ``fn`` uses. ``context_fn`` gives the contexts the forward and the recomputation run
-in (torch's non-reentrant variant); keyword arguments reach ``fn`` with ``use_reentrant=False``, as in torch.
+gradients of the parameters ``fn`` uses. The recomputation runs under the autocast settings of the forward (as
+torch's), so a checkpointed block inside ``autocast`` recomputes in the same precision. ``context_fn`` gives the
+contexts the forward and the recomputation run in (torch's non-reentrant variant); keyword arguments reach ``fn``
+with ``use_reentrant=False``, as in torch. As torch's, the reentrant variant (the default, with a warning to choose)
+records nothing when no input requires grad: the block's parameters then get no gradient.
 """
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any, Callable, Sequence
 
-from genesis.autograd import Function, backward, enable_grad
+from genesis.amp import autocast, get_autocast_dtype, is_autocast_cache_enabled, is_autocast_enabled
+from genesis.autograd import Function, backward, enable_grad, is_grad_enabled
 from genesis.random import get_rng_state, set_rng_state
 from genesis.tensor import Tensor, empty
 
@@ -28,6 +33,14 @@ class CheckpointError(RuntimeError):
     """The recomputation in backward differs from the checkpointed forward (torch's ``CheckpointError``)."""
 
 
+_AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def _autocast_state() -> list[tuple[str, bool, Any, bool]]:
+    """The autocast settings in force, per device type: what the recomputation runs under, as the forward did."""
+    return [(d, is_autocast_enabled(d), get_autocast_dtype(d), is_autocast_cache_enabled()) for d in _AUTOCAST_DEVICES]
+
+
 def _metadata(outputs: Any) -> list[Any]:
     """Shape, dtype and device of every tensor among ``outputs`` (the ``"default"`` determinism check)."""
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
@@ -40,6 +53,7 @@ class _Checkpoint(Function):
                 anchor: Tensor, *args: Any) -> Any:
         forward_context, ctx.recompute_context = contexts
         ctx.fn = fn
+        ctx.autocast = _autocast_state()
         ctx.rng_state = get_rng_state() if preserve_rng_state else None
         ctx.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.args = list(args)
@@ -59,7 +73,11 @@ class _Checkpoint(Function):
         if ctx.rng_state is not None:
             set_rng_state(ctx.rng_state)
         try:
-            with enable_grad(), ctx.recompute_context:
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(enable_grad())
+                for device_type, enabled, dtype, cache in ctx.autocast:  # the forward's mixed precision, as torch
+                    stack.enter_context(autocast(device_type, dtype, enabled, cache))
+                stack.enter_context(ctx.recompute_context)
                 outputs = ctx.fn(*args)
         finally:
             set_rng_state(outer_rng)
@@ -96,6 +114,11 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
         kwargs: keyword arguments for ``function`` (tensors among them receive gradients too).
     """
     if use_reentrant is None:
+        warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In version "
+                      "2.9 we will raise an exception if use_reentrant is not passed. use_reentrant=False is "
+                      "recommended, but if you need to preserve the current default behavior, you can pass "
+                      "use_reentrant=True. Refer to docs for more details on the differences between the two "
+                      "variants.", stacklevel=2)
         use_reentrant = True
     if kwargs and use_reentrant:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
@@ -113,9 +136,15 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
         def call(*flat: Any) -> Any:
             return function(*flat[:count], **dict(zip(names, flat[count:])))
 
-    # A leaf that requires grad makes the graph record this node even when no input requires grad, so the
-    # parameters inside ``function`` still receive gradients.
-    anchor = empty(0, requires_grad=True)
+    # Non-reentrant: a leaf that requires grad makes the graph record this node even when no input requires grad,
+    # so the parameters inside ``function`` still receive gradients. The reentrant variant records it only when an
+    # input requires grad, as torch's (which warns that the block's parameters then get no gradient).
+    if use_reentrant:
+        anchor = empty(0)
+        if is_grad_enabled() and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
+    else:
+        anchor = empty(0, requires_grad=True)
     check = not use_reentrant and determinism_check == "default"
     return _Checkpoint.apply(call, preserve_rng_state, context_fn(), check, anchor, *args,
                              *(kwargs[n] for n in names))
@@ -124,6 +153,13 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
 def checkpoint_sequential(functions: Sequence[Callable[[Any], Any]], segments: int, input: Any,
                           use_reentrant: bool | None = None, preserve_rng_state: bool = True) -> Any:
     """Run a sequence of blocks in ``segments`` checkpointed chunks (the last chunk runs normally)."""
+    if use_reentrant is None:
+        warnings.warn("torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be passed "
+                      "explicitly. In version 2.9 we will raise an exception if use_reentrant is not passed. "
+                      "use_reentrant=False is recommended, but if you need to preserve the current default behavior, "
+                      "you can pass use_reentrant=True. Refer to docs for more details on the differences between "
+                      "the two variants.", stacklevel=2)
+        use_reentrant = True
     functions = list(functions.children()) if hasattr(functions, "children") else list(functions)
     if segments <= 0:
         raise ValueError(f"checkpoint_sequential: segments must be positive, got {segments}")
@@ -140,5 +176,5 @@ def checkpoint_sequential(functions: Sequence[Callable[[Any], Any]], segments: i
     end = 0
     for start in range(0, size * (segments - 1), size):
         end = start + size
-        input = checkpoint(run(start, end), input, preserve_rng_state=preserve_rng_state)
+        input = checkpoint(run(start, end), input, use_reentrant=use_reentrant, preserve_rng_state=preserve_rng_state)
     return run(end, len(functions))(input)
