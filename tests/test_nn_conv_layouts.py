@@ -264,3 +264,36 @@ def test_elementwise_results_keep_channels_last(case: str) -> None:
     for g, r in zip(got, ref):
         assert tuple(g.stride()) == r.stride()
         assert_same(g, r)
+
+
+RESAMPLE_FORMATS = {
+    "bicubic": lambda F, x: F.interpolate(x, scale_factor=2, mode="bicubic"),
+    "bilinear antialias": lambda F, x: F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True),
+    "bicubic antialias": lambda F, x: F.interpolate(x, scale_factor=0.5, mode="bicubic", antialias=True),
+    "area": lambda F, x: F.interpolate(x, size=(3, 3), mode="area"),
+    "nearest-exact": lambda F, x: F.interpolate(x, scale_factor=2, mode="nearest-exact"),
+    "bilinear": lambda F, x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+    "pixel_unshuffle": lambda F, x: F.pixel_unshuffle(x, 2),
+    "pixel_shuffle": lambda F, x: F.pixel_shuffle(x, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(RESAMPLE_FORMATS))
+def test_resampling_keeps_channels_last(name):
+    x = rand(2, 4, 6, 6, seed=3)
+    fn = RESAMPLE_FORMATS[name]
+    t = fn(torch.nn.functional, x.contiguous(memory_format=torch.channels_last))
+    g = fn(genesis.nn.functional, to_genesis(x).contiguous(memory_format=genesis.channels_last))
+    assert g.is_contiguous(memory_format=genesis.channels_last) == t.is_contiguous(memory_format=torch.channels_last)
+    assert_same(g, t)
+
+
+@pytest.mark.parametrize("mode", ["trilinear", "nearest"])
+def test_resampling_keeps_channels_last_3d(mode):
+    x = rand(2, 2, 4, 4, 4, seed=4)
+    t = torch.nn.functional.interpolate(x.contiguous(memory_format=torch.channels_last_3d), scale_factor=2, mode=mode)
+    g = genesis.nn.functional.interpolate(to_genesis(x).contiguous(memory_format=genesis.channels_last_3d),
+                                          scale_factor=2, mode=mode)
+    assert g.is_contiguous(memory_format=genesis.channels_last_3d)
+    assert t.is_contiguous(memory_format=torch.channels_last_3d)
+    assert_same(g, t)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from genesis.nn.functional.upsampling import keep_memory_format
 from genesis.ops._args import new_memory
 from genesis.tensor import Tensor
 
@@ -37,7 +38,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     nd = x.ndim
     x = x.permute(*range(nd - 5), nd - 5, nd - 3, nd - 1, nd - 4, nd - 2)  # (..., C, r, r, H, W)
-    return new_memory(x.reshape(*lead, c * r * r, h // r, w // r), input)
+    return keep_memory_format(new_memory(x.reshape(*lead, c * r * r, h // r, w // r), input), input)
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:

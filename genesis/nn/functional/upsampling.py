@@ -11,7 +11,7 @@ from typing import Sequence
 
 from genesis import dtypes
 from genesis import ops as T
-from genesis.memory_format import channels_last, channels_last_3d
+from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, suggest
 from genesis.nn.functional.pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from genesis.ops.nn import Upsample
 from genesis.tensor import Tensor, arange, tensor
@@ -283,7 +283,27 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     and bicubic, antialiased or not; other dtypes and modes raise ``NotImplementedError`` as torch's). uint8
     bilinear and bicubic are torch's fixed-point arithmetic (int16 weights, rounded and clamped to [0, 255] after
     each dim), so the pixels are bit-identical with torch's CPU results.
+
+    A channels_last (or channels_last_3d) input gives an output in the same memory format, as torch's.
     """
+    out = _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+    return keep_memory_format(out, input)
+
+
+def keep_memory_format(out: Tensor, input: Tensor) -> Tensor:
+    """``out`` laid out in ``input``'s channels_last format when ``input`` is stored so (as torch's resampling and
+    shuffling ops return), else ``out`` as it is."""
+    if input.ndim not in (4, 5) or out.ndim != input.ndim:
+        return out
+    fmt = suggest(tuple(input.shape), input.stride())
+    if fmt is contiguous_format or out.is_contiguous(memory_format=fmt):
+        return out
+    return out.contiguous(memory_format=fmt)
+
+
+def _interpolate(input: Tensor, size: int | Sequence[int] | None, scale_factor: float | Sequence[float] | None,
+                 mode: str, align_corners: bool | None, recompute_scale_factor: bool | None,
+                 antialias: bool) -> Tensor:
     n = input.ndim - 2
     if n < 1:
         raise ValueError(f"interpolate: expected at least 3-D input (N, C, *spatial), got {input.ndim}-D")
