@@ -320,3 +320,31 @@ def test_autocast_queries_and_the_cpu_amp_spelling() -> None:
         assert (x @ x.T).dtype is genesis.bfloat16
     assert not genesis.is_autocast_enabled("cpu")
     assert genesis.cpu.is_available() and genesis.cpu.device_count() == 1
+
+
+MARGIN_LOSSES = {
+    "hinge_embedding_loss": lambda F, v: F.hinge_embedding_loss(v, torch_like_ones(v)),
+    "poisson_nll_loss": lambda F, v: F.poisson_nll_loss(v, v),
+    "triplet_margin_loss": lambda F, v: F.triplet_margin_loss(v, v * 2, v),
+    "cosine_embedding_loss": lambda F, v: F.cosine_embedding_loss(v, v * 2, torch_like_ones(v)[:, 0]),
+    "margin_ranking_loss": lambda F, v: F.margin_ranking_loss(v[0], v[1], torch_like_ones(v)[0]),
+    "soft_margin_loss": lambda F, v: F.soft_margin_loss(v, torch_like_ones(v)),
+}
+
+
+def torch_like_ones(v):
+    """Ones of ``v``'s shape in float32, on its device, for either library."""
+    return (v * 0 + 1).float()
+
+
+@pytest.mark.parametrize("name", list(MARGIN_LOSSES))
+def test_margin_losses_run_in_float32_under_autocast(name):
+    fn = MARGIN_LOSSES[name]
+    device_type = "cuda" if DEVICE.startswith("cuda") else "cpu"
+    v = torch.linspace(0.1, 1, 12).view(3, 4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # torch's rule, float32, is the same on both device types
+        expected = fn(torch.nn.functional, v.bfloat16())
+    g = genesis.tensor(v.numpy(), device=DEVICE).bfloat16()
+    with genesis.autocast(device_type, dtype=genesis.bfloat16):
+        got = fn(genesis.nn.functional, g)
+    assert got.dtype is genesis.float32 and expected.dtype == torch.float32

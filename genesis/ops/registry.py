@@ -576,6 +576,7 @@ NN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
     "cross_entropy": (FP32, FP32),
     "gaussian_nll_loss": (FP32, FP32),
     "group_norm": (None, FP32),
+    "hinge_embedding_loss": (FP32, FP32),
     "huber_loss": (FP32, FP32),
     "kl_div": (FP32, FP32),
     "l1_loss": (FP32, FP32),
@@ -583,6 +584,8 @@ NN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
     "linear": (LOWER, LOWER),
     "margin_ranking_loss": (FP32, FP32),
     "mse_loss": (FP32, FP32),
+    "multi_margin_loss": (FP32, FP32),
+    "multilabel_margin_loss": (FP32, FP32),
     "nll_loss": (FP32, FP32),
     "normalize": (None, FP32),
     "poisson_nll_loss": (FP32, FP32),
@@ -592,6 +595,7 @@ NN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
     "smooth_l1_loss": (FP32, FP32),
     "soft_margin_loss": (FP32, FP32),
     "softmin": (None, FP32),
+    "triplet_margin_loss": (FP32, FP32),
 }
 
 

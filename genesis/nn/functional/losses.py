@@ -267,6 +267,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduction: str = "mean") -> Tensor:
     """Negative log likelihood of a Poisson target with rate ``exp(input)`` (or ``input`` if not log_input)."""
     reduction = _reduction("poisson_nll_loss", size_average, reduce, reduction)
+    input, target = amp.autocast_args("poisson_nll_loss", input, target)
     loss = T.exp(input) - target * input if log_input else input - target * T.log(input + eps)
     if full:
         stirling = target * T.log(T.where(target > 1, target, 1.0)) - target + 0.5 * T.log(
@@ -351,6 +352,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
                      reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-target * input))``."""
     reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
+    input, target = amp.autocast_args("soft_margin_loss", input, target)
     return _reduce(T.softplus(-target * input), reduction)
 
 
@@ -359,6 +361,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           reduction: str = "mean") -> Tensor:
     """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1."""
     reduction = _reduction("cosine_embedding_loss", size_average, reduce, reduction)
+    input1, input2, target = amp.autocast_args("cosine_embedding_loss", input1, input2, target)
     eps = 1e-12
     dot = (input1 * input2).sum(-1)
     mag = T.sqrt(((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps))
@@ -372,6 +375,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
                         reduction: str = "mean") -> Tensor:
     """``max(0, -target * (x1 - x2) + margin)``."""
     reduction = _reduction("margin_ranking_loss", size_average, reduce, reduction)
+    input1, input2, target = amp.autocast_args("margin_ranking_loss", input1, input2, target)
     return _reduce(T.clamp(-target * (input1 - input2) + margin, min=0.0), reduction)
 
 
@@ -379,6 +383,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
                          reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``x`` where ``target == 1``, ``max(0, margin - x)`` where ``target == -1`` (a sum of both elsewhere)."""
     reduction = _reduction("hinge_embedding_loss", size_average, reduce, reduction)
+    input, target = amp.autocast_args("hinge_embedding_loss", input, target)
     margin_term = T.where(target != 1, T.clamp(margin - input, min=0.0), 0.0)
     self_term = T.where(target != -1, input, 0.0)
     return _reduce(margin_term + self_term, reduction)
@@ -402,6 +407,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                       reduction: str = "mean") -> Tensor:
     """Multi-class hinge loss: ``sum_{i != y} w_y * max(0, margin - x_y + x_i)^p / C`` per sample."""
     reduction = _reduction("multi_margin_loss", size_average, reduce, reduction)
+    input, weight = amp.autocast_args("multi_margin_loss", input, weight)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.ndim != 1:
@@ -430,6 +436,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     ``target`` holds class indices of the same shape as ``input``, ended by the first ``-1``.
     """
     reduction = _reduction("multilabel_margin_loss", size_average, reduce, reduction)
+    (input,) = amp.autocast_args("multilabel_margin_loss", input)
     if input.ndim > 2 or input.ndim == 0 or (input.ndim == 2 and input.shape[1] == 0):
         raise RuntimeError(f"multilabel_margin_loss: Expected non-empty vector or matrix with optional 0-dim batch "
                            f"size, but got: {list(input.shape)}")
@@ -480,6 +487,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     """``max(0, margin + d(a, p) - d(a, n))`` with ``d`` the p-norm pairwise distance (Balntas et al., 2016);
     ``swap`` uses ``min(d(a, n), d(p, n))`` as the negative distance."""
     reduction = _reduction("triplet_margin_loss", size_average, reduce, reduction)
+    anchor, positive, negative = amp.autocast_args("triplet_margin_loss", anchor, positive, negative)
     _check_triplet_dims(anchor, positive, negative)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
