@@ -348,3 +348,41 @@ def test_margin_losses_run_in_float32_under_autocast(name):
     with genesis.autocast(device_type, dtype=genesis.bfloat16):
         got = fn(genesis.nn.functional, g)
     assert got.dtype is genesis.float32 and expected.dtype == torch.float32
+
+
+CPU_FLOAT32_OPS = {
+    "grid_sample": lambda F, x: F.grid_sample(x, (x[:, 0, :3, :2].unsqueeze(-1).float() * 0.5).expand(
+        2, 3, 2, 2).contiguous(), align_corners=False),
+    "avg_pool3d": lambda F, x: F.avg_pool3d(x.unsqueeze(2).expand(2, 3, 2, 4, 4), 2),
+    "max_pool3d": lambda F, x: F.max_pool3d(x.unsqueeze(2).expand(2, 3, 2, 4, 4), 2),
+    "adaptive_avg_pool3d": lambda F, x: F.adaptive_avg_pool3d(x.unsqueeze(2), 1),
+    "pad reflect": lambda F, x: F.pad(x, (1, 1, 1, 1), mode="reflect"),
+    "pad replicate": lambda F, x: F.pad(x[0], (1, 1), mode="replicate"),
+    "max_unpool2d": lambda F, x: F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2),
+}
+
+
+@pytest.mark.parametrize("name", list(CPU_FLOAT32_OPS))
+def test_cpu_autocast_float32_ops(name):
+    # torch's CPU policy runs these in float32; on CUDA they keep the input's dtype.
+    fn = CPU_FLOAT32_OPS[name]
+    v = torch.linspace(0.1, 1, 2 * 3 * 4 * 4).view(2, 3, 4, 4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = fn(torch.nn.functional, v.bfloat16())
+    assert expected.dtype == torch.float32
+    device_type = "cuda" if DEVICE.startswith("cuda") else "cpu"
+    g = genesis.tensor(v.numpy(), device=DEVICE).bfloat16()
+    with genesis.autocast(device_type, dtype=genesis.bfloat16):
+        got = fn(genesis.nn.functional, g)
+    assert got.dtype is (genesis.float32 if device_type == "cpu" else genesis.bfloat16)
+    if device_type == "cpu":
+        assert_same(got, expected)
+
+
+def test_grid_sample_refuses_mixed_dtypes_outside_autocast():
+    x = torch.linspace(0, 1, 16).view(1, 1, 4, 4)
+    grid = torch.zeros(1, 2, 2, 2, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="expected scalar type"):
+        torch.nn.functional.grid_sample(x, grid, align_corners=False)
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        genesis.nn.functional.grid_sample(to_genesis(x), to_genesis(grid), align_corners=False)

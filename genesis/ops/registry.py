@@ -561,6 +561,15 @@ PROPERTIES: dict[str, Callable] = {
 #: Autocast rules of the ``genesis.nn.functional`` ops (defined in the nn layer above; named here so the whole
 #: policy reads in one place).
 NN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
+    # torch's CPU policy runs these in float32 (its CUDA policy leaves them in the input's dtype)
+    "adaptive_avg_pool3d": (FP32, None),
+    "avg_pool3d": (FP32, None),
+    "grid_sample": (FP32, None),
+    "max_pool3d": (FP32, None),
+    "max_unpool2d": (FP32, None),
+    "max_unpool3d": (FP32, None),
+    "reflection_pad": (FP32, None),
+    "replication_pad": (FP32, None),
     "bilinear": (PROMOTE, PROMOTE),
     # As torch: probabilities that came out of a float16 sigmoid are unsafe to feed to this loss on CUDA.
     "binary_cross_entropy": (FP32, BANNED),

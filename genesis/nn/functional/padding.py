@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from genesis import amp
 from genesis import ops as T
 from genesis.ops._args import new_memory
 from genesis.ops.nn import Pad
@@ -49,6 +50,8 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if mode in ("reflect", "replicate"):
+        (input,) = amp.autocast_args(f"{'reflection' if mode == 'reflect' else 'replication'}_pad", input)
     if mode == "constant":
         out = input
         for i in range(len(pad) // 2):

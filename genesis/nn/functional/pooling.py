@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from genesis import amp
 from genesis import ops as T
 from genesis.nn.functional.conv import ntuple
 from genesis.ops.nn import AdaptivePool, Pool
@@ -74,6 +75,7 @@ def _pool_out_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -
 def _max_pool(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None,
               padding: int | Sequence[int], dilation: int | Sequence[int], ceil_mode: bool,
               return_indices: bool) -> Tensor | tuple[Tensor, Tensor]:
+    (input,) = amp.autocast_args(op, input)
     kernel, stride, padding, dilation = _pool_args(op, n, input, kernel_size, stride, padding, dilation)
     values, indices = _run_pool(op, n, input, "max", kernel, stride, padding, dilation, ceil_mode,
                                 indices=return_indices)
@@ -129,6 +131,7 @@ def max_pool3d_with_indices(input: Tensor, kernel_size: int | Sequence[int], str
 def _avg_pool(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None,
               padding: int | Sequence[int], ceil_mode: bool, count_include_pad: bool,
               divisor_override: int | None) -> Tensor:
+    (input,) = amp.autocast_args(op, input)
     kernel, stride, padding, dilation = _pool_args(op, n, input, kernel_size, stride, padding, 1)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"{op}: divisor must be not zero")
@@ -187,17 +190,19 @@ def _windows(size: int, out: int) -> list[tuple[int, int]]:
 
 
 def _adaptive_avg(input: Tensor, sizes: tuple[int, ...], out: tuple[int, ...]) -> Tensor:
-    # The mean over a window is separable: one (out, size) averaging matrix per dim.
+    # The mean over a window is separable: one (out, size) averaging matrix per dim. The products run in the input's
+    # dtype (autocast would lower them: a pooling keeps its input's precision).
     x = input
     n = len(sizes)
-    for axis, (size, o) in enumerate(zip(sizes, out)):
-        weights = [[0.0] * size for _ in range(o)]
-        for i, (start, end) in enumerate(_windows(size, o)):
-            for j in range(start, end):
-                weights[i][j] = 1.0 / (end - start)
-        avg = tensor(weights, dtype=input.dtype, device=input.device)
-        dim = x.ndim - n + axis
-        x = T.matmul(x.movedim(dim, -1), avg.t()).movedim(-1, dim)
+    with amp.autocast(input.device.type, enabled=False):
+        for axis, (size, o) in enumerate(zip(sizes, out)):
+            weights = [[0.0] * size for _ in range(o)]
+            for i, (start, end) in enumerate(_windows(size, o)):
+                for j in range(start, end):
+                    weights[i][j] = 1.0 / (end - start)
+            avg = tensor(weights, dtype=input.dtype, device=input.device)
+            dim = x.ndim - n + axis
+            x = T.matmul(x.movedim(dim, -1), avg.t()).movedim(-1, dim)
     return x
 
 
@@ -292,6 +297,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: int | None | Sequence[int | 
 
 def adaptive_avg_pool3d(input: Tensor, output_size: int | None | Sequence[int | None]) -> Tensor:
     """Average pooling of (N, C, D, H, W) or (C, D, H, W) input to a fixed (out_d, out_h, out_w)."""
+    (input,) = amp.autocast_args("adaptive_avg_pool3d", input)
     sizes, out = _adaptive_sizes("adaptive_avg_pool3d", input, output_size, 3)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"adaptive_avg_pool3d: not implemented for {input.dtype}")
@@ -392,6 +398,7 @@ def _unpool_output_size(op: str, input: Tensor, kernel: tuple, stride: tuple, pa
 def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: int | Sequence[int],
                 stride: int | Sequence[int] | None, padding: int | Sequence[int],
                 output_size: Sequence[int] | None) -> Tensor:
+    (input,) = amp.autocast_args(op, input)
     if input.ndim not in (n + 1, n + 2):
         raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D input, but got input of size {list(input.shape)}")
     if indices.shape != input.shape:

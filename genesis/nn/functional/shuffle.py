@@ -17,7 +17,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     nd = x.ndim
     x = x.permute(*range(nd - 5), nd - 5, nd - 2, nd - 4, nd - 1, nd - 3)  # (..., C, H, r, W, r)
-    return new_memory(x.reshape(*lead, c // (r * r), h * r, w * r), input)
+    return keep_memory_format(new_memory(x.reshape(*lead, c // (r * r), h * r, w * r), input), input)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from genesis import dtypes
+from genesis import amp, dtypes
 from genesis import ops as T
 from genesis.nn.functional.upsampling import cubic_convolution_weights
 from genesis.tensor import Tensor, linspace, zeros
@@ -173,7 +173,11 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     ``interpolate``. Gradients reach the input and the grid (zero for nearest), as torch's, with torch's choice of
     derivative where sampling has a kink (points on pixels and on the border).
     """
+    input, grid = amp.autocast_args("grid_sample", input, grid)
     _check_grid_sample(input, grid, mode, padding_mode)
+    if grid.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {dtypes.SCALAR_TYPE_NAMES[input.dtype]} but found "
+                           f"{dtypes.SCALAR_TYPE_NAMES[grid.dtype]}")
     align = bool(align_corners)
     n, c = input.shape[0], input.shape[1]
     sizes = tuple(input.shape[2:])  # (H, W) or (D, H, W)
