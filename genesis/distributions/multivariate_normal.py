@@ -35,7 +35,49 @@ def _precision_to_scale_tril(P: Tensor) -> Tensor:
     return linalg.solve_triangular(L_inv, eye.expand(L_inv.shape), upper=False)
 
 
-class MultivariateNormal(Distribution):
+def _one_matrix(covariance_matrix: Tensor | None, precision_matrix: Tensor | None,
+                scale_tril: Tensor | None) -> tuple[Tensor, str]:
+    """The one matrix parameter given (and its name), as the Cholesky-parameterized families take it."""
+    if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
+        raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+    return next((m, n) for m, n in ((scale_tril, "scale_tril"), (covariance_matrix, "covariance_matrix"),
+                                    (precision_matrix, "precision_matrix")) if m is not None)
+
+
+def _lower_factor(matrix: Tensor, name: str) -> Tensor:
+    """The lower Cholesky factor L (Σ = L Lᵀ) of the parameter ``matrix`` named ``name``."""
+    if name == "scale_tril":
+        return matrix
+    return linalg.cholesky(matrix) if name == "covariance_matrix" else _precision_to_scale_tril(matrix)
+
+
+class _CholeskyMatrices:
+    """The three views of a distribution's scale kept as its lower Cholesky factor ``_unbroadcasted_scale_tril``,
+    expanded to ``_matrix_shape()``: shared by :class:`MultivariateNormal` and ``Wishart``."""
+
+    _unbroadcasted_scale_tril: Tensor
+
+    def _matrix_shape(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    @lazy_property
+    def scale_tril(self) -> Tensor:
+        """The lower Cholesky factor L of the covariance (the scale matrix)."""
+        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
+
+    @lazy_property
+    def covariance_matrix(self) -> Tensor:
+        """The covariance (the scale matrix) Σ = L Lᵀ."""
+        L = self._unbroadcasted_scale_tril
+        return (L @ L.transpose(-2, -1)).expand(self._matrix_shape())
+
+    @lazy_property
+    def precision_matrix(self) -> Tensor:
+        """Its inverse Σ^-1."""
+        return F.cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._matrix_shape())
+
+
+class MultivariateNormal(_CholeskyMatrices, Distribution):
     """The multivariate normal distribution ``N(loc, Σ)``; give exactly one of ``covariance_matrix`` (Σ),
     ``precision_matrix`` (Σ^-1) or ``scale_tril`` (lower-triangular L with Σ = L Lᵀ).
 
@@ -56,22 +98,14 @@ class MultivariateNormal(Distribution):
                  scale_tril: Tensor | None = None, validate_args: bool | None = None) -> None:
         if loc.ndim < 1:
             raise ValueError("loc must be at least one-dimensional.")
-        if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
-            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
-        matrix, name = next((m, n) for m, n in ((scale_tril, "scale_tril"), (covariance_matrix, "covariance_matrix"),
-                                                (precision_matrix, "precision_matrix")) if m is not None)
+        matrix, name = _one_matrix(covariance_matrix, precision_matrix, scale_tril)
         if matrix.ndim < 2:
             raise ValueError(f"{name} matrix must be at least two-dimensional, with optional leading batch dimensions")
         batch_shape = Size(F.broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1])))
         setattr(self, name, matrix.expand(tuple(batch_shape) + (-1, -1)))
         self.loc = loc.expand(tuple(batch_shape) + (-1,))
         super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = _lower_factor(matrix, name)
 
     def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> MultivariateNormal:
         new = self._get_checked_instance(MultivariateNormal, _instance)
@@ -89,22 +123,6 @@ class MultivariateNormal(Distribution):
 
     def _matrix_shape(self) -> tuple[int, ...]:
         return tuple(self._batch_shape) + tuple(self._event_shape) + tuple(self._event_shape)
-
-    @lazy_property
-    def scale_tril(self) -> Tensor:
-        """The lower Cholesky factor L of the covariance."""
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self) -> Tensor:
-        """The covariance Σ = L Lᵀ."""
-        L = self._unbroadcasted_scale_tril
-        return (L @ L.transpose(-2, -1)).expand(self._matrix_shape())
-
-    @lazy_property
-    def precision_matrix(self) -> Tensor:
-        """The precision Σ^-1."""
-        return F.cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._matrix_shape())
 
     @property
     def mean(self) -> Tensor:

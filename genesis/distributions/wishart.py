@@ -11,8 +11,7 @@ from genesis import dtypes, linalg, random
 from genesis.distributions import constraints
 from genesis.distributions.distribution import Distribution, ExponentialFamily
 from genesis.distributions.gamma import Chi2
-from genesis.distributions.multivariate_normal import _precision_to_scale_tril
-from genesis.distributions.utils import lazy_property
+from genesis.distributions.multivariate_normal import _CholeskyMatrices, _lower_factor, _one_matrix
 from genesis.tensor import Size, Tensor
 
 _LOG_2 = math.log(2)
@@ -24,7 +23,7 @@ def _mvdigamma(x: Tensor, p: int) -> Tensor:
     return F.digamma(x.unsqueeze(-1) - halves).sum(-1)
 
 
-class Wishart(ExponentialFamily):
+class Wishart(_CholeskyMatrices, ExponentialFamily):
     """The Wishart distribution ``W(df, Σ)`` over (p, p) positive-definite matrices: for an integer ``df``, the sum of
     ``df`` outer products ``x xᵀ`` of ``N(0, Σ)`` vectors. Give exactly one of ``covariance_matrix`` (Σ),
     ``precision_matrix`` (Σ^-1) or ``scale_tril`` (lower-triangular L with Σ = L Lᵀ).
@@ -52,10 +51,7 @@ class Wishart(ExponentialFamily):
     def __init__(self, df: Tensor | float, covariance_matrix: Tensor | None = None,
                  precision_matrix: Tensor | None = None, scale_tril: Tensor | None = None,
                  validate_args: bool | None = None) -> None:
-        if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
-            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
-        matrix, name = next((m, n) for m, n in ((scale_tril, "scale_tril"), (covariance_matrix, "covariance_matrix"),
-                                                (precision_matrix, "precision_matrix")) if m is not None)
+        matrix, name = _one_matrix(covariance_matrix, precision_matrix, scale_tril)
         if matrix.ndim < 2:
             raise ValueError(f"{name} must be at least two-dimensional, with optional leading batch dimensions")
         if isinstance(df, Number):
@@ -70,12 +66,7 @@ class Wishart(ExponentialFamily):
             raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = {p - 1}.")
         setattr(self, name, matrix.expand(tuple(batch_shape) + (-1, -1)))
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = _lower_factor(matrix, name)
         # The chi-squared laws of the Bartlett factor's diagonal: df, df - 1, ..., df - p + 1 degrees of freedom.
         steps = F.arange(p, dtype=self.df.dtype, device=self.df.device)
         self._dist_chi2 = Chi2(self.df.unsqueeze(-1) - steps)
@@ -100,22 +91,6 @@ class Wishart(ExponentialFamily):
     def _df_matrix(self) -> Tensor:
         """``df`` shaped to multiply batches of matrices."""
         return self.df.reshape(tuple(self._batch_shape) + (1, 1))
-
-    @lazy_property
-    def scale_tril(self) -> Tensor:
-        """The lower Cholesky factor L of the scale matrix."""
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self) -> Tensor:
-        """The scale matrix Σ = L Lᵀ."""
-        L = self._unbroadcasted_scale_tril
-        return (L @ L.transpose(-2, -1)).expand(self._matrix_shape())
-
-    @lazy_property
-    def precision_matrix(self) -> Tensor:
-        """The inverse of the scale matrix."""
-        return F.cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._matrix_shape())
 
     @property
     def mean(self) -> Tensor:
