@@ -568,8 +568,6 @@ NN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
     "max_pool3d": (FP32, None),
     "max_unpool2d": (FP32, None),
     "max_unpool3d": (FP32, None),
-    "reflection_pad": (FP32, None),
-    "replication_pad": (FP32, None),
     "bilinear": (PROMOTE, PROMOTE),
     # As torch: probabilities that came out of a float16 sigmoid are unsafe to feed to this loss on CUDA.
     "binary_cross_entropy": (FP32, BANNED),
@@ -605,6 +603,14 @@ NN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
     "soft_margin_loss": (FP32, FP32),
     "softmin": (None, FP32),
     "triplet_margin_loss": (FP32, FP32),
+}
+
+
+#: Autocast rules of ``nn.functional.pad`` by mode, named as torch's kernels: its CPU policy runs reflection and
+#: replication padding in float32 (constant and circular padding keep the input's dtype).
+PAD_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
+    "reflection_pad": (FP32, None),
+    "replication_pad": (FP32, None),
 }
 
 
@@ -676,10 +682,10 @@ def namespace() -> list[str]:
 
 def autocast_policy() -> dict[str, dict[str, str]]:
     """device type -> op name -> autocast rule, from the rows' ``autocast``, :data:`NN_AUTOCAST`,
-    :data:`RNN_AUTOCAST` and :data:`FFT_AUTOCAST`."""
+    :data:`PAD_AUTOCAST`, :data:`RNN_AUTOCAST` and :data:`FFT_AUTOCAST`."""
     policy: dict[str, dict[str, str]] = {"cpu": {}, "cuda": {}}
     rules = [(op.name, op.autocast) for op in OPS if op.autocast] + list(NN_AUTOCAST.items()) + list(
-        RNN_AUTOCAST.items()) + list(FFT_AUTOCAST.items())
+        PAD_AUTOCAST.items()) + list(RNN_AUTOCAST.items()) + list(FFT_AUTOCAST.items())
     for name, (cpu, cuda) in rules:
         for device_type, rule in (("cpu", cpu), ("cuda", cuda)):
             if rule is not None:
