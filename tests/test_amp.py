@@ -351,7 +351,7 @@ def test_margin_losses_run_in_float32_under_autocast(name):
 
 
 CPU_FLOAT32_OPS = {
-    "grid_sample": lambda F, x: F.grid_sample(x, (x[:, 0, :3, :2].unsqueeze(-1).float() * 0.5).expand(
+    "grid_sample": lambda F, x: F.grid_sample(x, (x[:, 0, :3, :2].unsqueeze(-1) * 0.5).expand(
         2, 3, 2, 2).contiguous(), align_corners=False),
     "avg_pool3d": lambda F, x: F.avg_pool3d(x.unsqueeze(2).expand(2, 3, 2, 4, 4), 2),
     "max_pool3d": lambda F, x: F.max_pool3d(x.unsqueeze(2).expand(2, 3, 2, 4, 4), 2),

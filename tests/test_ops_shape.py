@@ -485,6 +485,5 @@ def test_flip_takes_dims_as_varargs_or_keyword():
 def test_repeat_interleave_output_size():
     kv = rand(1, 2, 3, seed=15)
     check(lambda lib, x: x.repeat_interleave(2, dim=1, output_size=4), kv)
-    check(lambda lib, x: lib.repeat_interleave(x, torch.tensor([1, 3]) if lib is torch else genesis.tensor([1, 3]),
-                                               dim=1, output_size=4), kv)
+    check(lambda lib, x: lib.repeat_interleave(x, lib.tensor([1, 3], device=x.device), dim=1, output_size=4), kv)
     check_error(RuntimeError, lambda lib, x: x.repeat_interleave(2, dim=1, output_size=5), kv)
