@@ -251,3 +251,48 @@ def test_checkpoint_determinism_check_compares_recomputed_outputs() -> None:
     out = checkpoint.checkpoint(shifting, genesis.ones(3, requires_grad=True), use_reentrant=False)
     with pytest.raises(RuntimeError, match="different metadata"):
         out.sum().backward()
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_fuse_conv_bn_eval_matches_torch(transpose: bool) -> None:
+    torch.manual_seed(0)
+    conv_t = (torch.nn.ConvTranspose2d(3, 4, 3) if transpose else torch.nn.Conv2d(3, 4, 3)).double().eval()
+    bn_t = torch.nn.BatchNorm2d(4).double()
+    bn_t.train()
+    bn_t(conv_t(torch.randn(2, 3, 6, 6, dtype=torch.float64)))  # running statistics away from 0 and 1
+    bn_t.eval()
+    with torch.no_grad():
+        bn_t.weight.uniform_(0.5, 1.5)
+        bn_t.bias.uniform_(-0.5, 0.5)
+    conv_g = (genesis.nn.ConvTranspose2d(3, 4, 3) if transpose else genesis.nn.Conv2d(3, 4, 3)).double().to(DEVICE)
+    bn_g = genesis.nn.BatchNorm2d(4).double().to(DEVICE).eval()
+    conv_g.eval()
+    conv_g.load_state_dict({k: to_genesis(v) for k, v in conv_t.state_dict().items()})
+    bn_g.load_state_dict({k: to_genesis(v) for k, v in bn_t.state_dict().items()})
+    fused_t = torch.nn.utils.fusion.fuse_conv_bn_eval(conv_t, bn_t, transpose)
+    fused_g = genesis.nn.utils.fusion.fuse_conv_bn_eval(conv_g, bn_g, transpose)
+    assert_same(fused_g.weight, fused_t.weight)
+    assert_same(fused_g.bias, fused_t.bias)
+    x = torch.randn(2, 3, 6, 6, dtype=torch.float64)
+    assert_same(fused_g(to_genesis(x)), bn_t(conv_t(x)))
+    assert isinstance(fused_g.weight, genesis.nn.Parameter) and conv_g.weight is not fused_g.weight
+    with pytest.raises(AssertionError):
+        genesis.nn.utils.fusion.fuse_conv_bn_eval(conv_g.train(), bn_g)
+
+
+def test_fuse_linear_bn_eval_matches_torch() -> None:
+    torch.manual_seed(1)
+    lin_t, bn_t = torch.nn.Linear(5, 4).double().eval(), torch.nn.BatchNorm1d(4).double()
+    bn_t.train()
+    bn_t(lin_t(torch.randn(8, 5, dtype=torch.float64)))
+    bn_t.eval()
+    lin_g = genesis.nn.Linear(5, 4).double().to(DEVICE).eval()
+    bn_g = genesis.nn.BatchNorm1d(4).double().to(DEVICE).eval()
+    lin_g.load_state_dict({k: to_genesis(v) for k, v in lin_t.state_dict().items()})
+    bn_g.load_state_dict({k: to_genesis(v) for k, v in bn_t.state_dict().items()})
+    fused_t = torch.nn.utils.fusion.fuse_linear_bn_eval(lin_t, bn_t)
+    fused_g = genesis.nn.utils.fusion.fuse_linear_bn_eval(lin_g, bn_g)
+    assert_same(fused_g.weight, fused_t.weight)
+    assert_same(fused_g.bias, fused_t.bias)
+    with pytest.raises(AssertionError):
+        genesis.nn.utils.fusion.fuse_linear_bn_eval(lin_g, genesis.nn.BatchNorm1d(3).to(DEVICE).eval())

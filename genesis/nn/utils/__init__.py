@@ -1,9 +1,9 @@
 """``genesis.nn.utils``: gradient clipping, parameter/vector conversion, activation checkpointing, sequence
 padding and packing (``rnn``), weight and spectral normalization, parametrizations (``parametrize``,
-``parametrizations``), calling a module with other tensors in place of its parameters (``stateless``) and pruning
-(``prune``)."""
+``parametrizations``), calling a module with other tensors in place of its parameters (``stateless``), pruning
+(``prune``) and folding an eval-mode batch norm into the layer before it (``fusion``)."""
 
-from genesis.nn.utils import checkpoint, parametrizations, parametrize, prune, rnn, stateless
+from genesis.nn.utils import checkpoint, fusion, parametrizations, parametrize, prune, rnn, stateless
 from genesis.nn.utils.clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -12,9 +12,11 @@ from genesis.nn.utils.clip_grad import (
     get_total_norm,
 )
 from genesis.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from genesis.nn.utils.fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights
 from genesis.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
 from genesis.nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["checkpoint", "parametrizations", "parametrize", "prune", "rnn", "stateless", "clip_grad_norm",
            "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
-           "vector_to_parameters", "remove_spectral_norm", "spectral_norm", "remove_weight_norm", "weight_norm"]
+           "vector_to_parameters", "remove_spectral_norm", "spectral_norm", "remove_weight_norm", "weight_norm",
+           "fusion", "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
