@@ -468,3 +468,22 @@ def test_cosine_similarity_broadcasts_and_refuses_integers():
           torch.tensor([[2.0, 1.0]]))
     check_error(RuntimeError, lambda lib, x1, x2: lib.nn.functional.cosine_similarity(x1, x2),
                 torch.tensor([[1, 2]]), torch.tensor([[2, 1]]))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_sdpa_half_precision_accumulates_in_float32(dtype):
+    # torch's CPU kernel computes half-precision attention in float32 and rounds once; so does Genesis's CPU path.
+    if DEVICE != "cpu":
+        pytest.skip("CPU path: the CUDA flash kernels round the attention weights to the input's dtype before the "
+                    "second product, as flash attention does, so their error is not the CPU kernel's")
+    n = 2 * 4 * 64 * 32
+    q = (torch.linspace(-50, 50, n, dtype=torch.float64).sin() * 2).view(2, 4, 64, 32)
+    k = (torch.linspace(-31, 77, n, dtype=torch.float64).cos() * 2).view(2, 4, 64, 32)
+    v = torch.linspace(-13, 41, n, dtype=torch.float64).sin().view(2, 4, 64, 32)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    t = torch.nn.functional.scaled_dot_product_attention(q.to(dtype), k.to(dtype), v.to(dtype), is_causal=True)
+    g = F.scaled_dot_product_attention(*(to_genesis(x).to(getattr(genesis, str(dtype).split(".")[-1]))
+                                         for x in (q, k, v)), is_causal=True)
+    torch_error = (t.double() - ref).abs().mean().item()
+    genesis_error = (to_torch(g).double() - ref).abs().mean().item()
+    assert genesis_error <= 1.25 * torch_error, (genesis_error, torch_error)

@@ -42,6 +42,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     fused = fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale_factor, enable_gqa)
     if fused is not None:
         return fused
+    if query.device.type == "cpu" and query.dtype in (dtypes.bfloat16, dtypes.float16):
+        # As torch's CPU kernel: half-precision attention accumulates in float32 and rounds once at the end.
+        mask = attn_mask.float() if attn_mask is not None and attn_mask.dtype.is_floating_point else attn_mask
+        with amp.autocast("cpu", enabled=False):
+            out = scaled_dot_product_attention(query.float(), key.float(), value.float(), mask, dropout_p, is_causal,
+                                               scale_factor, enable_gqa)
+        return out.to(query.dtype)
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         hq, hk = query.shape[-3], key.shape[-3]
         if hq % hk or value.shape[-3] != hk:
