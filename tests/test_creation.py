@@ -182,6 +182,19 @@ def test_linspace_matches_torch_to_the_bit(args, dtype):
     assert mismatched == 0, f"linspace{args} {dtype}: {mismatched} of {t.size} values differ from torch's"
 
 
+@pytest.mark.parametrize("args", [(-1, 1, 16), (-1, 1, 224), (0.5, 0.51, 333), (-3.3, 7.1, 101), (0, 1, 1), (5, 5, 4)],
+                         ids=str)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_linspace_in_half_precision_matches_torch_to_the_bit(args, dtype):
+    """torch's CPU linspace in float16/bfloat16 rounds every operation (the step, each product and sum) to the
+    result's dtype; an affine_grid built under autocast reads these values (bfloat16 with 1000 or more steps can
+    still differ: torch's vectorized loop rounds in another order there)."""
+    g = genesis.linspace(*args, dtype=getattr(genesis, dtype)).float().numpy()
+    t = torch.linspace(*args, dtype=getattr(torch, dtype)).float().numpy()
+    mismatched = int((g != t).sum())
+    assert mismatched == 0, f"linspace{args} {dtype}: {mismatched} of {t.size} values differ from torch's"
+
+
 def test_eye():
     both(lambda lib, kw: lib.eye(3, **kw))
     both(lambda lib, kw: lib.eye(2, 4, **kw))
