@@ -22,7 +22,7 @@ from genesis.device import cpu as _cpu
 from genesis.device import device as Device
 from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
-from genesis.tensor_data import infer_dtype, nested_to_numpy, plain, scalars_to_numpy
+from genesis.tensor_data import infer_dtype, linspace_half, nested_to_numpy, plain, scalars_to_numpy
 
 
 class Tensor:
@@ -758,7 +758,7 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
     # all NaN). For float32 and float64 also its rounding, so that the values are torch's to the bit: the step in the
     # result's precision, each value one fused multiply-add (computed in a wider type, rounded once).
     if d in (dtypes.float16, dtypes.bfloat16) and steps:
-        t = tensor(_linspace_half(float(start), float(end), steps, d), dtype=d, device=device)
+        t = tensor(linspace_half(float(start), float(end), steps, d), dtype=d, device=device)
         return t.requires_grad_(True) if requires_grad else t
     exact = {dtypes.float32: np.float32, dtypes.float64: np.float64}.get(d, np.float64)
     wide = np.longdouble if d is dtypes.float64 else np.float64
@@ -775,29 +775,6 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
         values = np.trunc(values)
     t = tensor(values, dtype=d, device=device)
     return t.requires_grad_(True) if requires_grad else t
-
-
-def _round_half(x: Any, d: dtypes.dtype) -> np.ndarray:
-    """float32 values rounded to float16 or bfloat16 (to nearest, ties to even), kept as float32."""
-    f = np.asarray(x, dtype=np.float32)
-    if d is dtypes.float16:
-        return f.astype(np.float16).astype(np.float32)
-    bits = f.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
-    return np.where(np.isnan(f), f, rounded)
-
-
-def _linspace_half(start: float, end: float, steps: int, d: dtypes.dtype) -> np.ndarray:
-    """``linspace`` in float16 or bfloat16 with torch's CPU arithmetic: every operation (the step, each product and
-    sum) computed in float32 and rounded to ``d``, counting up from start for the first half, down from end after."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        first, last = _round_half(start, d), _round_half(end, d)
-        step = _round_half(_round_half(last - first, d) / np.float32(steps - 1), d) if steps > 1 else np.float32(0)
-        i = np.arange(steps, dtype=np.float32)
-        rising = steps // 2 if steps > 1 else 1
-        up = _round_half(first + _round_half(step * i, d), d)
-        down = _round_half(last - _round_half(step * (np.float32(steps - 1) - i), d), d)
-    return np.where(np.arange(steps) < rising, up, down)
 
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None, device: Any = None

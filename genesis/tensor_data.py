@@ -3,7 +3,8 @@
 ``tensor([1, 2.5])`` and friends walk nested lists, tuples and other sequences of Python numbers, numpy scalars and
 tensors. The common case, a flat list or a rectangular list of rows of Python numbers, converts through numpy in
 one call (:func:`scalars_to_numpy`); the rest takes the general walk. The tensor class is passed in by the caller
-(``genesis.tensor``), which imports this module.
+(``genesis.tensor``), which imports this module. Also the host values of ``linspace`` in half precision
+(:func:`linspace_half`), rounded operation by operation as torch's CPU kernel.
 """
 
 from __future__ import annotations
@@ -125,3 +126,26 @@ def scalars_to_numpy(data: Any, dtype: dtypes.dtype | None) -> np.ndarray | None
 def plain(data: Any) -> Any:
     """Nested sequences of any kind (deque, range, tuple...) as the nested lists the converters walk."""
     return [plain(x) for x in data] if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) else data
+
+
+def _round_half(x: Any, d: dtypes.dtype) -> np.ndarray:
+    """float32 values rounded to float16 or bfloat16 (to nearest, ties to even), kept as float32."""
+    f = np.asarray(x, dtype=np.float32)
+    if d is dtypes.float16:
+        return f.astype(np.float16).astype(np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(f), f, rounded)
+
+
+def linspace_half(start: float, end: float, steps: int, d: dtypes.dtype) -> np.ndarray:
+    """``linspace`` in float16 or bfloat16 with torch's CPU arithmetic: every operation (the step, each product and
+    sum) computed in float32 and rounded to ``d``, counting up from start for the first half, down from end after."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        first, last = _round_half(start, d), _round_half(end, d)
+        step = _round_half(_round_half(last - first, d) / np.float32(steps - 1), d) if steps > 1 else np.float32(0)
+        i = np.arange(steps, dtype=np.float32)
+        rising = steps // 2 if steps > 1 else 1
+        up = _round_half(first + _round_half(step * i, d), d)
+        down = _round_half(last - _round_half(step * (np.float32(steps - 1) - i), d), d)
+    return np.where(np.arange(steps) < rising, up, down)
