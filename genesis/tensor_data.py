@@ -130,12 +130,7 @@ def plain(data: Any) -> Any:
 
 def _round_half(x: Any, d: dtypes.dtype) -> np.ndarray:
     """float32 values rounded to float16 or bfloat16 (to nearest, ties to even), kept as float32."""
-    f = np.asarray(x, dtype=np.float32)
-    if d is dtypes.float16:
-        return f.astype(np.float16).astype(np.float32)
-    bits = f.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
-    return np.where(np.isnan(f), f, rounded)
+    return np.asarray(x, dtype=np.float32).astype(dtypes.to_numpy(d)).astype(np.float32)
 
 
 def linspace_half(start: float, end: float, steps: int, d: dtypes.dtype) -> np.ndarray:
