@@ -77,7 +77,8 @@ class _LazyMixin:
         self.__class__ = self.cls_to_become
         self.reset_parameters()
 
-    def _upgrade_state_dict(self, state_dict: dict, prefix: str) -> None:
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
         # A checkpoint of the initialized layer gives the shapes: materialize before the shapes are compared.
         for name in self._lazy_names:
             if prefix + name in state_dict:
@@ -85,11 +86,12 @@ class _LazyMixin:
                 if size is not None:
                     self._materialize(size)
                     break
+        args = (state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         if isinstance(self, _LazyMixin):
-            super()._upgrade_state_dict(state_dict, prefix)
+            super()._load_from_state_dict(*args)
         else:
-            # Materialized: the eager class's own checkpoint upgrades (e.g. num_batches_tracked) apply.
-            type(self)._upgrade_state_dict(self, state_dict, prefix)
+            # Materialized: the eager class's own loading (e.g. num_batches_tracked of old checkpoints) applies.
+            type(self)._load_from_state_dict(self, *args)
 
 
 class LazyLinear(_LazyMixin, Linear):

@@ -9,26 +9,16 @@ the dotted names of a Genesis model equal those of the same torch architecture.
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict, namedtuple
-from typing import Any, Callable, Iterator, Mapping
+from collections import OrderedDict
+from typing import Any, Callable, Iterator
 
 from genesis import dtypes
 from genesis.autograd import no_grad
 from genesis.device import device as Device
 from genesis.nn.modules.backward_hooks import BackwardHook
+from genesis.nn.modules.module_state import StateDictMixin
 from genesis.nn.parameter import Buffer, Parameter
 from genesis.tensor import Tensor, parse_to_args
-
-
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    """What ``load_state_dict`` returns: the keys the module expected but did not get, and the extra ones."""
-
-    def __repr__(self) -> str:
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
 
 
 class RemovableHandle:
@@ -52,6 +42,9 @@ class RemovableHandle:
 
 
 # Hooks on every module (torch.nn.modules.module.register_module_*_hook, below): run before each module's own.
+_STATE_DICT_HOOKS = ("_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                     "_load_state_dict_post_hooks")
+
 _global_forward_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
 _global_forward_hooks: OrderedDict[int, Callable] = OrderedDict()
 _global_forward_hooks_with_kwargs: OrderedDict[int, bool] = OrderedDict()
@@ -87,7 +80,7 @@ def _parse_to(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | 
     return device, dtype
 
 
-class Module:
+class Module(StateDictMixin):
     """Base class for all neural-network modules (``torch.nn.Module``).
 
     Subclasses call ``super().__init__()`` first, assign parameters, buffers and submodules as attributes, and
@@ -114,8 +107,8 @@ class Module:
         setter(self, "_forward_hooks_always_called", OrderedDict())
         setter(self, "_backward_hooks", OrderedDict())
         setter(self, "_backward_pre_hooks", OrderedDict())
-        setter(self, "_state_dict_hooks", OrderedDict())
-        setter(self, "_load_state_dict_pre_hooks", OrderedDict())
+        for name in _STATE_DICT_HOOKS:
+            setter(self, name, OrderedDict())
 
     forward: Callable[..., Any]
 
@@ -260,6 +253,14 @@ class Module:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        for name in _STATE_DICT_HOOKS:  # modules pickled before these registries existed
+            self.__dict__.setdefault(name, OrderedDict())
+
+    def _add_hook(self, hooks: OrderedDict, hook: Callable) -> RemovableHandle:
+        """Register ``hook`` in ``hooks``; the handle removes it."""
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
 
     # ------------------------------------------------------------ lookup
     def get_submodule(self, target: str) -> Module:
@@ -451,124 +452,6 @@ class Module:
         """Move every parameter, gradient and buffer into shared memory (``Tensor.share_memory_``), in place:
         processes forked afterwards (Hogwild training) see and make each other's updates."""
         return self._apply(lambda t: t.share_memory_())
-
-    # ------------------------------------------------------------ state dict
-    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
-        for name, p in self._parameters.items():
-            if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
-        for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = b if keep_vars else b.detach()
-
-    def state_dict(self, *args: Any, destination: dict | None = None, prefix: str = "",
-                   keep_vars: bool = False) -> OrderedDict:
-        """Parameters and persistent buffers by dotted name (``"0.weight"``, ``"bn.running_mean"``).
-
-        Values share memory with the module (detached unless ``keep_vars``).
-        """
-        if args:
-            destination = args[0]
-            if len(args) > 1:
-                prefix = args[1]
-            if len(args) > 2:
-                keep_vars = args[2]
-        if destination is None:
-            destination = OrderedDict()
-        self._save_to_state_dict(destination, prefix, keep_vars)
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        for hook in self._state_dict_hooks.values():
-            result = hook(self, destination, prefix, {})
-            if result is not None:
-                destination = result
-        return destination
-
-    def _local_state(self) -> dict[str, Tensor]:
-        """This module's own entries of a state dict (parameters and persistent buffers), by local name."""
-        local = {k: v for k, v in self._parameters.items() if v is not None}
-        local.update({k: v for k, v in self._buffers.items()
-                      if v is not None and k not in self._non_persistent_buffers_set})
-        return local
-
-    def _upgrade_state_dict(self, state_dict: dict, prefix: str) -> None:
-        """Hook for subclasses: adapt an older checkpoint's entries in place before loading (default: nothing)."""
-
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
-                        assign: bool = False) -> _IncompatibleKeys:
-        """Copy parameters and buffers from ``state_dict`` into this module.
-
-        Every entry is checked before anything is copied: a shape mismatch (or, with ``strict``, a missing or
-        unexpected key) raises ``RuntimeError`` naming the key(s) and both shapes, and leaves the module unchanged.
-
-        Args:
-            state_dict: a mapping from dotted names to tensors (e.g. from ``state_dict()`` or a checkpoint).
-            strict: whether missing and unexpected keys are errors.
-            assign: whether to take the given tensors as the new parameters/buffers instead of copying into them.
-
-        Returns:
-            ``(missing_keys, unexpected_keys)`` as a named tuple.
-        """
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        state_dict = OrderedDict(state_dict)
-        plan: list[tuple[Module, str, Tensor, Any]] = []
-        missing, errors = [], []
-        expected = set()
-        for module_prefix, module in self.named_modules(remove_duplicate=False):
-            prefix = module_prefix + "." if module_prefix else ""
-            for hook in module._load_state_dict_pre_hooks.values():  # each module's hooks, with its own prefix
-                hook(state_dict, prefix)
-            module._upgrade_state_dict(state_dict, prefix)
-            for name, target in module._local_state().items():
-                key = prefix + name
-                expected.add(key)
-                if key not in state_dict:
-                    missing.append(key)
-                    continue
-                value = state_dict[key]
-                if not isinstance(value, Tensor):
-                    errors.append(f'While copying the parameter named "{key}", expected genesis.Tensor or '
-                                  f"Tensor-like object from checkpoint but received {type(value)}")
-                    continue
-                if tuple(value.shape) != tuple(target.shape):
-                    errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from "
-                                  f"checkpoint, the shape in current model is {target.shape}.")
-                    continue
-                plan.append((module, name, target, value))
-        unexpected = [k for k in state_dict if k not in expected]
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected)
-                              + ". ")
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
-        if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
-        with no_grad():
-            for module, name, target, value in plan:
-                if assign:
-                    if name in module._parameters:
-                        module._parameters[name] = value if isinstance(value, Parameter) else Parameter(
-                            value, target.requires_grad)
-                    else:
-                        module._buffers[name] = value
-                else:
-                    target.copy_(value)
-        return _IncompatibleKeys(missing, unexpected)
-
-    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
-        """``hook(module, state_dict, prefix, local_metadata)`` runs after ``state_dict``; may return a new dict."""
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
-
-    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
-        """``hook(state_dict, prefix)`` runs before ``load_state_dict`` checks the keys; may edit it in place."""
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = hook
-        return handle
 
     # ------------------------------------------------------------ hooks and calling
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,

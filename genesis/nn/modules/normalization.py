@@ -149,13 +149,17 @@ class _NormBase(Module):
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError
 
-    def _upgrade_state_dict(self, state_dict: dict, prefix: str) -> None:
-        # A state dict without num_batches_tracked (written before it existed, or by another model) loads as torch
-        # loads one without version metadata: the count is kept (0 for a new module), never reported missing.
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        # A state dict of version 1 (or without metadata) predates num_batches_tracked: it loads as torch loads one,
+        # keeping the count (0 for a new module) instead of reporting it missing.
+        version = local_metadata.get("version")
         key = prefix + "num_batches_tracked"
-        if self.track_running_stats and key not in state_dict:
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
             state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None else tensor(
                 0, dtype=dtypes.int64, device=self.running_mean.device)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

@@ -10,6 +10,7 @@ vectors ``parametrizations.weight.0._u`` / ``._v`` for spectral normalization.
 from __future__ import annotations
 
 from enum import Enum, auto
+from typing import Any
 
 from genesis import dtypes, linalg
 from genesis import ops as T
@@ -236,13 +237,13 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     """
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
 
-    def rename_hook_based_keys(state_dict: dict, prefix: str) -> None:
+    def rename_hook_based_keys(state_dict: dict, prefix: str, *unused: Any) -> None:
         g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
         if g_key in state_dict and v_key in state_dict:
             state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
             state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
 
-    module.register_load_state_dict_pre_hook(rename_hook_based_keys)
+    module._register_load_state_dict_pre_hook(rename_hook_based_keys)
     return module
 
 
