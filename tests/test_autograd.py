@@ -1637,6 +1637,20 @@ def test_backward_inputs_may_name_a_non_leaf() -> None:
     both(scenario)
 
 
+def test_backward_inputs_with_a_retained_non_leaf_accumulates_once() -> None:
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x.sin()
+        h.retain_grad()
+        h.register_hook(lambda g: g * 10)
+        (h * h).sum().backward(inputs=[h], retain_graph=True)
+        first = h.grad.clone()
+        (h * h).sum().backward(inputs=[h])
+        return [first, h.grad, x.grad]
+
+    both(scenario)
+
+
 def test_grad_of_several_outputs_with_mixed_grad_outputs() -> None:
     def scenario(lib: Any) -> list:
         x = t(lib, X, True)

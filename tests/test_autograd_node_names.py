@@ -182,3 +182,53 @@ def test_every_renamed_class_exists() -> None:
         module, _, qualname = key.rpartition(".")
         cls = getattr(importlib.import_module(module), qualname)
         assert issubclass(cls, Function) and cls._node_type.__name__ == name
+
+
+def _edge_names(node: object) -> list:
+    return [None if n is None else type(n).__name__ for n, _ in node.next_functions]
+
+
+def _edges_of(lib: object, op: str) -> list:
+    x = _inputs(lib)["x"]
+
+    class Scale(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, factor: float, flag: bool):
+            return a * factor
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2.0, None, None
+
+    y = {"sum_dim": lambda: (x * 1).sum(1, keepdim=True), "mean_dim": lambda: (x * 1).mean((0, 1)),
+         "transpose": lambda: (x * 1).transpose(0, 1), "pow_scalar": lambda: (x * 1) ** 3,
+         "softmax": lambda: (x * 1).softmax(1), "custom": lambda: Scale.apply(x, 2.0, True)}[op]()
+    return _edge_names(y.grad_fn)
+
+
+@pytest.mark.parametrize("op", ["sum_dim", "mean_dim", "transpose", "pow_scalar", "softmax", "custom"])
+def test_next_functions_list_tensor_inputs_only(op: str) -> None:
+    assert _edges_of(torch, op) == _edges_of(genesis, op)
+
+
+def _node_hooks(lib: object) -> tuple:
+    x = _inputs(lib)["x"]
+    y = (x * 2).sum(1)
+    seen = []
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0] * 10,))
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.append(len(grad_inputs)))
+    y.sum().backward()
+    return seen, x.grad.tolist()
+
+
+def test_node_hook_sees_tensor_inputs_and_may_replace_their_gradients() -> None:
+    assert _node_hooks(torch) == _node_hooks(genesis)
+
+
+def test_node_hook_returning_the_wrong_count_raises() -> None:
+    for lib in (torch, genesis):
+        x = _inputs(lib)["x"]
+        y = (x * 2).sum(1)
+        y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0], grad_inputs[0]))
+        with pytest.raises(RuntimeError, match="incorrect number of values"):
+            y.sum().backward()

@@ -51,7 +51,7 @@ def _collect(roots: Sequence[Node]) -> dict[Node, int]:
         if node in seen:
             continue
         seen.add(node)
-        for nxt, _ in node.next_functions:
+        for nxt, _ in node._edges:
             if nxt is not None:
                 deps[nxt] = deps.get(nxt, 0) + 1
                 stack.append(nxt)
@@ -116,14 +116,14 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                     _accumulate_leaf(node.variable, grads[0], create_graph, handed)
                 continue
             if inputs is not None and node not in needed:
-                in_grads: tuple = (None,) * len(node.next_functions)
+                in_grads: tuple = (None,) * len(node._edges)
             elif _fn._profiling:
                 in_grads = _fn._recorder(node.name(), grads, _call_backward, node, grads, retain_graph, create_graph)
             else:
                 in_grads = _call_backward(node, grads, retain_graph, create_graph)
             if anomaly_mode._enabled:
                 anomaly_mode.check_gradients(node.name(), in_grads)
-            for (nxt, idx), g in zip(node.next_functions, in_grads):
+            for (nxt, idx), g in zip(node._edges, in_grads):
                 if nxt is None:
                     continue
                 buf = buffers.get(nxt)
@@ -163,13 +163,13 @@ def _leading_to(targets: set[Node], roots: Sequence[Node]) -> set[Node]:
             node = stack[-1]
             if node not in state:
                 state[node] = False
-                stack.extend(n for n, _ in node.next_functions if n is not None and n not in state)
+                stack.extend(n for n, _ in node._edges if n is not None and n not in state)
                 continue
             stack.pop()
             if state[node]:
                 continue
             state[node] = True
-            if node in targets or any(n in result for n, _ in node.next_functions if n is not None):
+            if node in targets or any(n in result for n, _ in node._edges if n is not None):
                 result.add(node)
     return result
 
@@ -219,7 +219,7 @@ def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_gr
     out = node._fn.backward(node, *grads)
     if not isinstance(out, tuple):
         out = (out,)
-    edges = node.next_functions
+    edges = node._edges
     if len(out) < len(edges):
         raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
                            f"(expected {len(edges)}, got {len(out)})")
@@ -242,13 +242,29 @@ def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_gr
         if g.ndarray.dtype is not meta[1]:
             g = g.to(meta[1])
         result.append(g)
-    hooks = node._post_hooks
-    if hooks:
-        for hook in hooks:
-            hook(tuple(result), tuple(grads))
+    if node._post_hooks:
+        _run_post_hooks(node, result, grads)
     if not retain_graph:
         node._release()
     return tuple(result)
+
+
+def _run_post_hooks(node: BackwardCtx, result: list, grads: list) -> None:
+    """Run ``node``'s hooks on the gradients of its tensor inputs (torch's ``grad_inputs``); a hook's returned
+    gradients replace them in ``result``."""
+    slots = [i for i, meta in enumerate(node._input_meta) if meta is not None]
+    grad_inputs = tuple(result[i] for i in slots)
+    for hook in node._post_hooks:
+        new = hook(grad_inputs, tuple(grads))
+        if new is None:
+            continue
+        new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
+        if len(new) != len(slots):
+            raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an incorrect number of values "
+                               f"(got {len(new)}, but expected {len(slots)})")
+        grad_inputs = new
+    for i, g in zip(slots, grad_inputs):
+        result[i] = g
 
 
 def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> None:
@@ -321,7 +337,8 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         result = run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused=True)
         handed = {id(g.ndarray.buffer) for g in grads}
         for t, g in zip(inputs, result):
-            if g is not None:
+            # A non-leaf that retains its gradient got it from its retain_grad hook during the pass already.
+            if g is not None and not (t._retains_grad and t._grad_fn is not None):
                 _accumulate_leaf(t, g, create_graph, handed)
         return
     run_backward(tensors, grads, retain_graph, create_graph)

@@ -74,9 +74,9 @@ class RemovableHandle:
 
 
 class Node:
-    """A node of the backward graph; ``next_functions`` lists ``(node, output_nr)`` per input."""
+    """A node of the backward graph; ``next_functions`` lists ``(node, output_nr)`` per tensor input."""
 
-    next_functions: tuple = ()
+    _edges: tuple = ()  # (node, output_nr) per argument of the recorded call, (None, 0) where it is no tensor
     _released = False
     _output_hooks: dict[int, list[Callable]] | None = None  # tensor hooks of this node's outputs, by output number
     _retain_hooks: dict[int, Callable] | None = None  # retain_grad of outputs: run after the other hooks
@@ -86,8 +86,18 @@ class Node:
     def name(self) -> str:
         return type(self).__name__
 
+    @property
+    def next_functions(self) -> tuple:
+        """``(node, output_nr)`` for each tensor input of the recorded call (``(None, 0)`` where that input needs no
+        gradient), as torch lists them: arguments that are not tensors have no entry."""
+        meta = getattr(self, "_input_meta", None)
+        if meta is None:
+            return self._edges
+        return tuple([edge for edge, m in zip(self._edges, meta) if m is not None])
+
     def register_hook(self, hook: Callable) -> RemovableHandle:
-        """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward (torch semantics)."""
+        """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward, with the gradients of its tensor
+        inputs; a returned tuple replaces them (torch semantics)."""
         if self._post_hooks is None:
             self._post_hooks = []
         self._post_hooks.append(hook)
@@ -392,7 +402,7 @@ def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -
         needs.append(False)
         edges.append(_NO_EDGE)
     ctx.needs_input_grad = tuple(needs)
-    ctx.next_functions = tuple(edges)
+    ctx._edges = tuple(edges)
     ctx._input_meta = tuple(meta)
     if cls.takes_ndarrays:
         out = cls.forward(ctx, *raw, **kwargs)

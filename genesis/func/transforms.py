@@ -78,7 +78,7 @@ def _reaches_outside(tensors: list, own: list[Tensor]) -> bool:
             if id(node.variable) not in own_ids:
                 return True
             continue
-        nodes.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+        nodes.extend(nxt for nxt, _ in node._edges if nxt is not None)
     return False
 
 

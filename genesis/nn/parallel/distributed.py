@@ -74,7 +74,7 @@ def _reached_leaves(outputs: Any) -> set[int]:
         if isinstance(node, AccumulateGrad):
             leaves.add(id(node.variable))
             continue
-        stack.extend(n for n, _ in node.next_functions)
+        stack.extend(n for n, _ in node._edges)
     return leaves
 
 
