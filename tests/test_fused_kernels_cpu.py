@@ -69,10 +69,12 @@ def _specs() -> list[tuple]:
          (True, True, True, False, 1, 2048, False)),
         ("norm weight/bias gradient reduction", nk.norm_bwd_reduce, (f32, f32, bf, f32, "i32", "i32:16"),
          (True, True, 32, 64)),
-        ("cross_entropy fwd bf16", ck.cross_entropy_fwd, (bf, "*i64:16", f32, f32, "i32:16", "i64", "fp32"),
-         (4096, True)),
-        ("cross_entropy bwd bf16", ck.cross_entropy_bwd, (bf, "*i64:16", f32, f32, bf, "i32:16", "i64", "fp32"),
-         (4096,)),
+        ("cross_entropy fwd bf16", ck.cross_entropy_fwd,
+         (bf, "*i64:16", f32, f32, "*i64", "i32:16", "i64", "fp32", "i64"), (4096, True)),
+        ("cross_entropy mean reduction", ck.cross_entropy_reduce, (f32, "*i64:16", bf, f32, "i64", "i64"),
+         (True, 1024)),
+        ("cross_entropy bwd bf16", ck.cross_entropy_bwd,
+         (bf, "*i64:16", f32, bf, f32, bf, "i32:16", "i64", "fp32", "i64"), (4096, True)),
         ("swiglu fwd bf16", rk.swiglu_fwd, (bf, bf, bf, "i32:16", "i32:16", "i32:16", "i32:16"), (1024,)),
         ("swiglu bwd bf16", rk.swiglu_bwd, (bf, bf, bf, bf, bf, "i32", "i32", "i32"), (1024,)),
         ("rope bf16 fp32 tables", rk.rope_kernel, (bf, f32, f32, bf, "i32", "i32", "i32", "i64", "i64", "i64"),
@@ -150,21 +152,39 @@ for smoothing in (0.0, 0.1):
     ref = torch.nn.functional.cross_entropy(xr, target, reduction="none", label_smoothing=smoothing)
     dl = torch.randn(M, generator=g, dtype=torch.float64)
     ref.backward(dl)
-    loss, lse = torch.empty(M), torch.empty(M)
-    ck.cross_entropy_fwd[(M,)](logits.float(), target, loss, lse, V, -100, smoothing, BLOCK_V=16,
+    loss, lse, flag = torch.empty(M), torch.empty(M), torch.zeros(3, dtype=torch.int64)
+    ck.cross_entropy_fwd[(M,)](logits.float(), target, loss, lse, flag, V, -100, smoothing, 7, BLOCK_V=16,
                                SMOOTH=smoothing > 0)
     close(loss, ref.detach(), f"cross_entropy loss smoothing={smoothing}")
     close(lse, torch.logsumexp(logits, 1), "cross_entropy lse")
-    dx = torch.empty(M, V)
-    ck.cross_entropy_bwd[(M, 4)](logits.float(), target, lse, dl.float(), dx, V, -100, smoothing, BLOCK_V=16)
+    assert flag.tolist() == [0, 0, 0], "cross_entropy flagged a valid target"
+    dx, one = torch.empty(M, V), torch.ones(1)
+    ck.cross_entropy_bwd[(M, 4)](logits.float(), target, lse, dl.float(), one, dx, V, -100, smoothing, 1,
+                                 BLOCK_V=16, DIVIDE=False)
     close(dx, xr.grad, f"cross_entropy dlogits smoothing={smoothing}")
+    # The reduced forms: a mean over the 3 non-ignored rows (block 2: the loop runs twice), its gradient divided
+    # by that count from a single (stride 0) loss gradient.
+    out, count = torch.empty(1), torch.empty(1)
+    ck.cross_entropy_reduce[(1,)](loss, target, out, count, M, -100, MEAN=True, BLOCK=2)
+    xm = logits.clone().requires_grad_()
+    mean = torch.nn.functional.cross_entropy(xm, target, label_smoothing=smoothing)
+    mean.backward()
+    close(out[0], mean.detach(), f"cross_entropy mean smoothing={smoothing}")
+    assert count.item() == 3.0
+    ck.cross_entropy_bwd[(M, 4)](logits.float(), target, lse, one, count, dx, V, -100, smoothing, 0,
+                                 BLOCK_V=16, DIVIDE=True)
+    close(dx, xm.grad, f"cross_entropy mean dlogits smoothing={smoothing}")
 masked = logits.clone()
 masked[0, :20] = float("-inf")  # a whole 16-wide chunk and part of the next hold masked-out classes
 masked[2, 30:49] = float("-inf")
 ref = torch.nn.functional.cross_entropy(masked, target, reduction="none")
-loss, lse = torch.empty(M), torch.empty(M)
-ck.cross_entropy_fwd[(M,)](masked.float(), target, loss, lse, V, -100, 0.0, BLOCK_V=16, SMOOTH=False)
+loss, lse, flag = torch.empty(M), torch.empty(M), torch.zeros(3, dtype=torch.int64)
+ck.cross_entropy_fwd[(M,)](masked.float(), target, loss, lse, flag, V, -100, 0.0, 7, BLOCK_V=16, SMOOTH=False)
 close(loss, ref, "cross_entropy loss with -inf logits")
+# A target outside [0, V) is recorded in the flag (code, value, size) and read as class 0, never out of bounds.
+ck.cross_entropy_fwd[(M,)](logits.float(), torch.tensor([3, -100, 50, 0]), loss, lse, flag, V, -100, 0.0, 7,
+                           BLOCK_V=16, SMOOTH=False)
+assert flag.tolist() == [7, 50, V], flag
 
 # SwiGLU on the halves of a packed (M, 2H) array (row stride 2H), H = 24 over 16-wide blocks
 M, H = 3, 24
@@ -346,7 +366,9 @@ def test_kernels_compute_right_values_under_the_interpreter() -> None:
 
 _LAUNCHERS = _INTERPRETED.split("root = sys.argv[1]")[0] + r"""
 import math
+import types
 import genesis._impl.cpu as cpu
+from genesis import dtypes
 from genesis._impl.cuda import nn_fused as nf
 from tests.interpreter_stubs import install
 
@@ -386,11 +408,19 @@ for shape in ((5, 37), (3, 4, 9)):
         y = cpu.softmax(nd(x), dim, True)
         close(nf.softmax_backward(nd(dy), y, dim, True), cpu.softmax_backward(nd(dy), y, dim, True), "softmax bwd")
 x, t = torch.randn(4, 50, generator=g) * 3, torch.tensor([3, -100, 49, 0])
-loss, lse = nf.cross_entropy(nd(x), nd(t), -100, 0.1)
-close(loss, cpu.cross_entropy(nd(x), nd(t), -100, 0.1)[0], "cross_entropy")
-dl = nd(torch.randn(4, generator=g))
-close(nf.cross_entropy_backward(dl, nd(x), nd(t), lse, -100, 0.1),
-      cpu.cross_entropy_backward(dl, nd(x), nd(t), lse, -100, 0.1), "cross_entropy backward")
+flag = torch.zeros(3, dtype=torch.int64)
+nf.device_checks = types.SimpleNamespace(flag_pointer=lambda: flag, code=lambda error, message: 1, sync_checks=False)
+check = (IndexError, "Target {value} is out of bounds.")
+for reduction in ("none", "sum", "mean"):
+    loss, lse, count = nf.cross_entropy(nd(x), nd(t), -100, 0.1, reduction, dtypes.float32, check)
+    ref_loss, ref_lse, ref_count = cpu.cross_entropy(nd(x), nd(t), -100, 0.1, reduction, dtypes.float32, check)
+    close(loss, ref_loss, f"cross_entropy {reduction}")
+    close(count, ref_count, f"cross_entropy {reduction} count")
+    dl = nd(torch.randn(4, generator=g)) if reduction == "none" else nd(torch.tensor(0.7))
+    close(nf.cross_entropy_backward(dl, nd(x), nd(t), lse, count, -100, 0.1),
+          cpu.cross_entropy_backward(dl, nd(x), nd(t), ref_lse, ref_count, -100, 0.1),
+          f"cross_entropy {reduction} backward")
+assert flag.tolist() == [0, 0, 0]
 packed = torch.randn(2, 3, 40, generator=g)
 for gate, up in ((packed[..., :20], packed[..., 20:]), (torch.randn(7, 3, generator=g).t(), torch.randn(3, 7))):
     dy = nd(torch.randn(gate.shape, generator=g))

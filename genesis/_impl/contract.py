@@ -86,6 +86,7 @@ PRIMITIVES: dict[str, str] = {
                   "one int64 array per dim, all broadcast to values' shape",
     "gather": "(x, dim, index): torch.gather",
     "scatter": "(x, dim, index, src, mode): out-of-place torch.scatter; mode 'set' or 'add'",
+    "scatter_": "(out, dim, index, src, mode): scatter into out itself (no copy of it); returns out",
     "index_select": "(x, dim, index): torch.index_select",
     "nonzero": "(x): (n, ndim) int64 coordinates of non-zero elements",
     "sort": "(x, dim, descending, stable): (values, int64 indices)",
@@ -168,10 +169,14 @@ PRIMITIVES: dict[str, str] = {
                   "bias); mean/rstd float32 of shape x.shape[:-1]",
     "layer_norm_backward": "(grad, x, weight, mean, rstd, rms, output_mask, bias_dtype): (grad_x, grad_weight, "
                            "grad_bias in bias_dtype, float32 where None), None where not needed",
-    "cross_entropy": "(x, target, ignore_index, label_smoothing): (loss, logsumexp) per row of 2-D logits, float32; "
-                     "0 loss where target == ignore_index",
-    "cross_entropy_backward": "(grad, x, target, lse, ignore_index, label_smoothing): d(loss rows . grad)/d(logits) "
-                              "in x's dtype",
+    "cross_entropy": "(x, target, ignore_index, label_smoothing, reduction, out_dtype, check): (loss, logsumexp, "
+                     "count) of 2-D logits: loss per row ('none'; 0 where target == ignore_index), summed ('sum') or "
+                     "averaged over the non-ignored rows ('mean'), in out_dtype; logsumexp per row and count (mean "
+                     "only, else None) float32; a target outside [0, C) raises check = (error class, message "
+                     "template with {value} and {size}), on CUDA at the next synchronization",
+    "cross_entropy_backward": "(grad, x, target, lse, count, ignore_index, label_smoothing): d(loss . grad)/d(logits) "
+                              "in x's dtype; grad per row or one value for a reduced loss, divided by count when "
+                              "given",
     "swiglu": "(gate, up): silu(gate) * up",
     "swiglu_backward": "(grad, gate, up): (grad_gate, grad_up)",
     "rope": "(x, cos, sin, inverse): x * cos + rotate_half(x) * sin (inverse: x * cos - rotate_half(x * sin)); "

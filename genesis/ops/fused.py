@@ -28,6 +28,7 @@ from genesis.memory_format import is_dense
 from genesis.ndarray import NDArray
 from genesis.ops._args import zeros_like_detached
 from genesis.ops.compare import where
+from genesis.ops.nn import TARGET_OUT_OF_RANGE
 from genesis.ops.norm_grads import layer_norm_grads
 from genesis.ops.reduce import softmax
 from genesis.tensor import Tensor
@@ -65,47 +66,35 @@ class FusedCrossEntropy(Primitive):
     """Cross-entropy of 2-D logits against int64 targets, reduced, in one node (rows with ``ignore_index`` give 0).
 
     ``loss_i = (1 - e) * (lse_i - x[i, t_i]) + e * (lse_i - mean_j x[i, j])`` for label smoothing ``e``, computed by
-    the backend's row kernel in float32 and reduced here on NDArrays: ``none`` keeps the rows, ``sum`` adds them,
-    ``mean`` divides the sum by the number of non-ignored rows (nan when every row is ignored, as torch). The output
-    has the logits' dtype (float32 with ``float_out``). Saves only the per-row log-sum-exp, never the probabilities.
+    the backend in float32 and reduced there: ``none`` keeps the rows, ``sum`` adds them, ``mean`` divides the sum by
+    the number of non-ignored rows (nan when every row is ignored, as torch). The backend also checks the targets
+    (``TARGET_OUT_OF_RANGE``: at the call on the CPU, at the next synchronization on CUDA). The output has the logits'
+    dtype (float32 with ``float_out``). Saves only the per-row log-sum-exp, never the probabilities.
     """
 
     @staticmethod
     def forward(ctx, x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float,
                 reduction: str, float_out: bool = False) -> NDArray:
-        rows, lse = x.device.backend.cross_entropy(x, target, ignore_index, label_smoothing)  # (N,) float32 each
+        out_dtype = dtypes.float32 if float_out else x.dtype
+        loss, lse, count = x.device.backend.cross_entropy(x, target, ignore_index, label_smoothing, reduction,
+                                                          out_dtype, TARGET_OUT_OF_RANGE)
         ctx.save_for_backward(x, target, lse)
         ctx.params = (ignore_index, label_smoothing, reduction)
-        out_dtype = dtypes.float32 if float_out else x.dtype
-        if reduction == "none":
-            return rows.astype(out_dtype)
-        total = rows.sum((0,))
-        if reduction == "mean":
-            count = target.binary("ne", ignore_index).sum((0,), dtype=dtypes.float32)
-            ctx.count = count
-            total = total / count
-        return total.astype(out_dtype)
+        ctx.count = count  # the number of non-ignored rows of a mean (float32), else None
+        return loss
 
     @staticmethod
     def backward(ctx, grad):
         x, target, lse = ctx.saved_tensors
         ignore_index, smoothing, reduction = ctx.params
-        n = x.ndarray.shape[0]
         if is_grad_enabled():  # create_graph: the gradient in differentiable tensor ops
             if reduction == "mean":
                 grad = grad / Tensor._wrap(ctx.count)
             if reduction != "none":
-                grad = grad.expand(n)
+                grad = grad.expand(x.ndarray.shape[0])
             return _cross_entropy_rows_grad(grad, x, target, ignore_index, smoothing), None, None, None, None, None
-        # The per-row scale of the backward kernel; ignored rows get 0 there (a where, not a product, so the inf or
-        # nan of an all-ignored mean never reaches the gradient).
-        scale = grad.ndarray
-        if reduction == "mean":
-            scale = scale / ctx.count
-        if reduction != "none":
-            scale = scale.expand((n,))
-        gx = x.device.backend.cross_entropy_backward(scale, x.ndarray, target.ndarray, lse.ndarray, ignore_index,
-                                                      smoothing)
+        gx = x.device.backend.cross_entropy_backward(grad.ndarray, x.ndarray, target.ndarray, lse.ndarray, ctx.count,
+                                                      ignore_index, smoothing)
         return gx, None, None, None, None, None
 
 

@@ -150,8 +150,8 @@ class NllLoss(Primitive):
         if ctx.reduction != "none":
             g = g.expand((n,))
         coef = valid.where(-(w * g), 0.0)
-        zeros = NDArray.full(shape, 0, coef.dtype, coef.device)
-        return zeros.backend.scatter(zeros, 1, col, coef.reshape((n, 1)), "set"), None, None
+        zeros = NDArray.full(shape, 0, coef.dtype, coef.device)  # written in place: no copy of an (N, C) array
+        return zeros.backend.scatter_(zeros, 1, col, coef.reshape((n, 1)), "set"), None, None
 
 
 class Conv(Primitive):
@@ -383,11 +383,14 @@ def check_all(ok: Tensor, error: type[Exception], message: str) -> None:
     bad.device.backend.check_index(bad, 0, 1, None, error, message)
 
 
+#: The error of a class target outside [0, C) that is not ignore_index: (exception class, message template).
+TARGET_OUT_OF_RANGE = (IndexError, "Target {value} is out of bounds (the input has {size} classes).")
+
+
 def checked_target(target: NDArray, n_classes: int, ignore_index: int) -> NDArray:
     """Class indices checked to lie in [0, n_classes) or equal ignore_index (the backend's ``check_index``: IndexError
     at the call on the CPU, RuntimeError at the next synchronization on CUDA)."""
-    return target.device.backend.check_index(target, 0, n_classes, ignore_index, IndexError,
-                                             "Target {value} is out of bounds (the input has {size} classes).")
+    return target.device.backend.check_index(target, 0, n_classes, ignore_index, *TARGET_OUT_OF_RANGE)
 
 
 class BinaryCrossEntropy(Primitive):

@@ -309,14 +309,18 @@ def gather(x: NDArray, dim: int, index: NDArray) -> NDArray:
 
 
 def scatter(x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
-    t = native(x).clone()
+    return scatter_(wrap(native(x).clone()), dim, index, src, mode)
+
+
+def scatter_(out: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
+    t = native(out)
     if mode == "add":
         t.scatter_add_(dim, native(index), native(src))
     elif isinstance(src, NDArray):
         t.scatter_(dim, native(index), native(src))
     else:
         t.scatter_(dim, native(index), src)
-    return wrap(t)
+    return out
 
 
 def index_select(x: NDArray, dim: int, index: NDArray) -> NDArray:

@@ -315,24 +315,40 @@ def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
     return (wrap((dx * r).to(xt.dtype)) if output_mask[0] else None), grad_w, grad_b
 
 
-def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> tuple:
-    xf, t = native(x).float(), native(target)
+def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float, reduction: str,
+                  out_dtype: dtypes.dtype, check: tuple[type[Exception], str]) -> tuple:
+    t = native(target)
+    bad = (t != ignore_index) & ((t < 0) | (t >= x.shape[1]))
+    if bad.any():
+        error, message = check
+        raise error(message.format(value=int(t[bad][0]), size=x.shape[1]))
+    xf = native(x).float()
     lse = torch.logsumexp(xf, 1)
     valid = t != ignore_index
     picked = xf.gather(1, torch.where(valid, t, 0).unsqueeze(1)).squeeze(1)
     loss = lse - picked
     if label_smoothing > 0:
         loss = (1 - label_smoothing) * loss + label_smoothing * (lse - xf.mean(1))
-    return wrap(torch.where(valid, loss, 0.0)), wrap(lse)
+    loss = torch.where(valid, loss, 0.0)
+    count = None
+    if reduction != "none":
+        loss = loss.sum()
+        if reduction == "mean":
+            count = valid.sum().float()
+            loss = loss / count
+    return wrap(loss.to(TORCH_DTYPE[out_dtype])), wrap(lse), None if count is None else wrap(count)
 
 
-def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, ignore_index: int,
-                           label_smoothing: float) -> NDArray:
+def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, count: NDArray | None,
+                           ignore_index: int, label_smoothing: float) -> NDArray:
     xf, t = native(x).float(), native(target)
     valid = t != ignore_index
     d = torch.exp(xf - native(lse).unsqueeze(1)) - label_smoothing / xf.shape[1]
     d.scatter_add_(1, torch.where(valid, t, 0).unsqueeze(1), torch.full((xf.shape[0], 1), label_smoothing - 1.0))
-    scale = torch.where(valid, native(grad).float(), 0.0)
+    g = native(grad).float()
+    if count is not None:
+        g = g / native(count)
+    scale = torch.where(valid, g.expand(xf.shape[0]), 0.0)
     return wrap((d * scale.unsqueeze(1)).to(native(x).dtype))
 
 

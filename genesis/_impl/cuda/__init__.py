@@ -44,6 +44,7 @@ from genesis._impl.cuda.indexing import (
     index_select,
     nonzero,
     scatter,
+    scatter_,
     searchsorted,
     sort,
     unique,

@@ -233,11 +233,18 @@ def index_put_(x: NDArray, indices: tuple, values: NDArray, accumulate: bool) ->
 
 def scatter(x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
     check_same_device("scatter", x, index, src)
-    out = contiguous(x)
+    return scatter_(contiguous(x), dim, index, src, mode)
+
+
+def scatter_(out: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
+    check_same_device("scatter_", out, index, src)
+    if not _contig(out):
+        return copy_(out, scatter(out, dim, index, src, mode))
+    x = out
     if index.size == 0:
         return out
     if x.ndim == 0:
-        return _ew("copy", 1, out, (src,), x.dtype) if mode == "set" else binary("add", out, src)
+        return _ew("copy", 1, out, (src,), x.dtype) if mode == "set" else binary("add", out, src, out)
     if isinstance(src, NDArray):
         if src.ndim != index.ndim or any(index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > x.shape[d])
                                          for d in range(index.ndim)):

@@ -8,6 +8,7 @@ attention_backward, adam_step_ (the multi-tensor steps are in ``multi_tensor.py`
 from __future__ import annotations
 
 from genesis import dtypes
+from genesis._impl.cuda import device_checks, graphs
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import contiguous, full
@@ -178,6 +179,8 @@ def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
 
 _CE_FWD = td.Kernel(cek.cross_entropy_fwd)
 _CE_BWD = td.Kernel(cek.cross_entropy_bwd)
+_CE_REDUCE = td.Kernel(cek.cross_entropy_reduce)
+_CE_REDUCE_BLOCK = 1024
 
 
 # (BLOCK_V, num_warps) per kernel and element size: the forward keeps three float32 running vectors of BLOCK_V per
@@ -192,35 +195,49 @@ def _ce_cfg(kernel: str, v: int, itemsize: int) -> tuple[int, int]:
     return block, warps if block >= 2048 else min(warps, 4)
 
 
-def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float) -> tuple[NDArray, NDArray]:
+def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float, reduction: str,
+                  out_dtype: dtypes.dtype, check: tuple[type[Exception], str]) -> tuple:
     check_same_device("cross_entropy", x, target)
     xc, t = _dense(x), _dense(target)
     M, V = xc.shape
-    loss = _new((M,), _F32, x.device)
+    reduced = reduction != "none"
+    rows = _new((M,), _F32 if reduced else out_dtype, x.device)
     lse = _new((M,), _F32, x.device)
+    rt.ensure_device(x.device.index)
     if M:
-        rt.ensure_device(x.device.index)
-        ptrs, sig = _pointers((xc, t, loss, lse))
-        sig = sig + (_ndiv(V), "i64", "fp32")
+        flag = device_checks.flag_pointer()
+        ptrs, sig = _pointers((xc, t, rows, lse))
+        sig = sig + ("*i64", _ndiv(V), "i64", "fp32", "i64")
         block, warps = _ce_cfg("fwd", V, x.dtype.itemsize)
         go = _CE_FWD.launcher(sig, (block, label_smoothing > 0), warps)
-        go(M, 1, 1, *ptrs, V, ignore_index, label_smoothing)
-    return loss, lse
+        go(M, 1, 1, *ptrs, flag, V, ignore_index, label_smoothing, device_checks.code(*check))
+        if device_checks.sync_checks and not graphs.capturing:
+            rt.current_stream().synchronize()  # raises a recorded bad target with the CPU's class and message
+    if not reduced:
+        return rows, lse, None
+    out = _new((), out_dtype, x.device)
+    mean = reduction == "mean"
+    count = _new((), _F32, x.device) if mean else None
+    ptrs, sig = _pointers((rows, t, out, count if mean else out))
+    go = _CE_REDUCE.launcher(sig + ("i64", "i64"), (mean, _CE_REDUCE_BLOCK), 4)
+    go(1, 1, 1, *ptrs, M, ignore_index)
+    return out, lse, count
 
 
-def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, ignore_index: int,
-                           label_smoothing: float) -> NDArray:
-    xc, t, g = _dense(x), _dense(target), _dense(grad.astype(_F32) if grad.dtype is not _F32 else grad)
+def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, count: NDArray | None,
+                           ignore_index: int, label_smoothing: float) -> NDArray:
+    xc, t = _dense(x), _dense(target)
     M, V = xc.shape
     dx = _new((M, V), x.dtype, x.device)
     if M and V:
         rt.ensure_device(x.device.index)
-        arrays = (xc, t, lse, g, dx)
-        ptrs, sig = _pointers(arrays)
-        sig = sig + (_ndiv(V), "i64", "fp32")
+        divide = count is not None
+        ptrs, sig = _pointers((xc, t, lse, grad, count if divide else lse, dx))
+        sig = sig + (_ndiv(V), "i64", "fp32", "i64")
         block, warps = _ce_cfg("bwd", V, x.dtype.itemsize)
-        go = _CE_BWD.launcher(sig, (block,), warps)
-        go(M, (V + block - 1) // block, 1, *ptrs, V, ignore_index, label_smoothing)
+        go = _CE_BWD.launcher(sig, (block, divide), warps)
+        go(M, (V + block - 1) // block, 1, *ptrs, V, ignore_index, label_smoothing,
+           grad.strides[0] if grad.ndim else 0)
     return dx
 
 

@@ -162,7 +162,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if ndim == 2 and class_indices:
         if weight is None and (nd.device.type == "cuda" or label_smoothing > 0):
             _check_class_target("cross_entropy", input, target)
-            target = _check_target_range(target, ignore_index, n_classes)
+            # The fused node checks the target range itself (no separate check kernel on CUDA).
             fused = fused_cross_entropy(input, target, ignore_index, label_smoothing, reduction, half_logits)
             if fused is not None:
                 return fused
