@@ -675,6 +675,25 @@ def test_eigh(uplo):
     check_error(RuntimeError, lambda lib, a: lib.linalg.eigh(a), rand(2, 3))
 
 
+def test_eigh_60x60():
+    """A 60x60 float64 matrix (minutes when the rotations ran one at a time): eigenvalues within 1e-10 of torch's,
+    with their gradient; eigenvectors that rebuild the matrix and are orthonormal; float32 at float32 accuracy."""
+    a = _symmetric(60, 60, seed=4)
+    check(lambda lib, a: lib.linalg.eigvalsh(a), a, rtol=1e-10, atol=1e-10)
+    check(lambda lib, a: (lambda lv: (lv[1] @ lib.diag_embed(lv[0]) @ lv[1].mT, lv[1].mT @ lv[1]))(lib.linalg.eigh(a)),
+          a, rtol=1e-10, atol=1e-10, backward=False)
+    check(lambda lib, a: lib.linalg.eigvalsh(a), a.detach().float())
+
+
+def test_eigh_gradient_odd_size():
+    """Eigenvector gradients on an odd size (the parallel ordering pads it to even): torch's, and the finite
+    differences' (gradcheck) of a sign-free function of the vectors."""
+    check(lambda lib, a: (lambda lv: (lv.eigenvalues, lv.eigenvectors * lv.eigenvectors))(lib.linalg.eigh(a)),
+          _symmetric(7, 7, seed=5))
+    x = to_genesis(rand(5, 5, seed=6))
+    assert genesis.autograd.gradcheck(lambda x: genesis.linalg.eigh(x + x.mT).eigenvectors ** 2, (x,))
+
+
 def test_float32_results():
     x = rand(4, 5, dtype=torch.float32)
     check(lambda lib, x: tuple(lib.cummax(x, 1)), x)
@@ -709,6 +728,15 @@ def test_svd(shape):
     check(lambda lib, a: (lambda r: r.U @ lib.diag_embed(r.S) @ r.Vh)(lib.linalg.svd(a, False)), a)
     if shape[-1] == shape[-2]:
         check(lambda lib, a: lib.linalg.svd(a).S, a)
+
+
+def test_svd_60x60():
+    """A 60x60 float64 matrix (seconds when the rotations ran one at a time): singular values within 1e-10 of
+    torch's, with their gradient, and factors that rebuild the matrix."""
+    a = rand(60, 60, seed=7)
+    check(lambda lib, a: lib.linalg.svdvals(a), a, rtol=1e-10, atol=1e-10)
+    check(lambda lib, a: (lambda r: r.U @ lib.diag_embed(r.S) @ r.Vh)(lib.linalg.svd(a, False)), a, rtol=1e-10,
+          atol=1e-10, backward=False)
 
 
 def test_svd_errors():
