@@ -88,6 +88,28 @@ def test_mm_bmm_mv_dot_outer():
           rand(3, 5, 4, seed=25))
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_blends_round_once(dtype):
+    # torch adds beta * input and alpha * product in float32 and rounds once. A bias row (Hugging Face's Conv1D)
+    # goes through the product's bias epilogue and matches exactly everywhere; the other forms match exactly on the
+    # CPU (float32 products) and within one rounding of the half-precision product on CUDA.
+    exact = {"rtol": 0.0, "atol": 0.0}
+    blended = exact if DEVICE == "cpu" else {"rtol": 8e-3 if dtype is torch.bfloat16 else 1e-3, "atol": 1e-3}
+    c, a, b = rand(32, seed=30).to(dtype), rand(16, 64, seed=31).to(dtype), rand(64, 32, seed=32).to(dtype)
+    check(lambda lib, c, a, b: lib.addmm(c, a, b), c, a, b, **exact, backward=False)
+    check(lambda lib, c, a, b: lib.addmm(c, a, b, beta=0.5, alpha=2.0), c, a, b, **blended, backward=False)
+    check(lambda lib, c, a, b: lib.baddbmm(c, a.reshape(2, 8, 64), b.expand(2, 64, 32), alpha=0.125), c, a, b,
+          **blended, backward=False)
+    check(lambda lib, c, a, b: lib.addmv(c[:16], a, b[:, 0], beta=2.0), c, a, b, **blended, backward=False)
+
+
+def test_blends_ignore_input_at_beta_zero():
+    nan_input = torch.full((2, 4), float("nan"), dtype=torch.float64)
+    check(lambda lib, c, a, b: lib.addmm(c, a, b, beta=0.0), nan_input, rand(2, 3, seed=33), rand(3, 4, seed=34))
+    check(lambda lib, c, a, b: lib.baddbmm(c, a, b, beta=0.0, alpha=0.5), nan_input, rand(3, 2, 5, seed=35),
+          rand(3, 5, 4, seed=36))
+
+
 def test_mm_family_errors():
     check_error(RuntimeError, lambda lib, a, b: lib.mm(a, b), rand(2, 3), rand(3))
     check_error(RuntimeError, lambda lib, a, b: lib.mm(a, b), rand(2, 3), rand(2, 3))

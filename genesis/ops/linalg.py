@@ -14,9 +14,12 @@ from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
 from genesis.ops._args import _check_tensor, ones_like_bool
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import where
+from genesis.ops.nn import Linear
 from genesis.ops.reduce import norm, sum
 from genesis.ops.sparse import SparseTensor, sparse_matmul
 from genesis.tensor import Tensor
+
+_HALF = (dtypes.bfloat16, dtypes.float16)
 
 
 class Matmul(Primitive):
@@ -135,15 +138,38 @@ ger = outer
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta: float = 1, alpha: float = 1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)``; beta == 0 ignores ``input`` (NaN and inf do not propagate)."""
     input, mat1, mat2 = autocast_args("addmm", input, mat1, mat2)
-    prod_ = mm(mat1, mat2)
-    return input * beta + prod_ * alpha if (alpha, beta) != (1, 1) else input + prod_
+    dtype = mat1.dtype
+    if ((beta, alpha) == (1, 1) and dtype in _HALF and input.dtype is dtype and mat2.dtype is dtype
+            and mat1.ndim == 2 and mat2.ndim == 2 and input.shape[-1:] == mat2.shape[1:]
+            and (input.ndim == 1 or input.ndim == 2 and input.shape[0] == 1)):
+        # A bias row (Hugging Face's Conv1D): the product's bias epilogue, summed in float32 and rounded once.
+        return Linear.apply(mat1, mat2.mT, input.reshape(-1))
+    return _blend(input, _product(mm, mat1, mat2), beta, alpha, input.dtype)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta: float = 1, alpha: float = 1) -> Tensor:
+    """``beta * input + alpha * (batch1 @ batch2)`` per batch; beta == 0 ignores ``input``."""
     input, batch1, batch2 = autocast_args("baddbmm", input, batch1, batch2)
-    prod_ = bmm(batch1, batch2)
-    return input * beta + prod_ * alpha if (alpha, beta) != (1, 1) else input + prod_
+    return _blend(input, _product(bmm, batch1, batch2), beta, alpha, input.dtype)
+
+
+def _product(fn: Any, a: Tensor, b: Tensor) -> Tensor:
+    """``fn(a, b)``; half-precision factors on the CPU multiply in float32 (torch's CPU kernels accumulate and round
+    once with the blend below), on CUDA in their dtype (the product rounds, as a half-precision product)."""
+    if a.dtype in _HALF and a.dtype is b.dtype and a.device.type == "cpu":
+        return fn(a.float(), b.float())
+    return fn(a, b)
+
+
+def _blend(input: Tensor, product: Tensor, beta: float, alpha: float, dtype: dtypes.dtype) -> Tensor:
+    """``beta * input + alpha * product``. In half precision (``dtype``) the terms are scaled and added in float32
+    and rounded once, as torch's matrix-product epilogue (before, each of the three steps rounded)."""
+    if dtype in _HALF and product.dtype in (dtype, dtypes.float32):
+        blended = _scaled(input.float(), beta) + (product.float() if alpha == 1 else product.float() * alpha)
+        return blended.to(dtype)
+    return _scaled(input, beta) + (product if alpha == 1 else product * alpha)
 
 
 def _parse(equation: str, operands: tuple) -> tuple[list[str], str]:
@@ -419,12 +445,12 @@ def _add_product(op: str, input: Tensor, product: Tensor, beta: float, alpha: fl
     if broadcast_shapes(op, input.shape, product.shape) != tuple(product.shape):
         raise RuntimeError(f"{op}: the size of input {list(input.shape)} cannot be broadcast to the product's size "
                            f"{list(product.shape)}")
-    return _scaled(input, beta) + (product if alpha == 1 else product * alpha)
+    return _blend(input, product, beta, alpha, input.dtype)
 
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
-    return _add_product("addmv", input, mat.mv(vec), beta, alpha)
+    return _add_product("addmv", input, _product(mv, mat, vec), beta, alpha)
 
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
