@@ -1,10 +1,15 @@
-"""Memory formats, as torch's: how the elements of an (N, C, *spatial) tensor are ordered in memory.
+"""Memory formats and layouts, as torch's: how the elements of an (N, C, *spatial) tensor are ordered in memory,
+and whether a tensor is dense (``strided``) or sparse.
 
 A memory format is only a choice of strides. ``contiguous_format`` is row-major (N, C, H, W); ``channels_last``
 stores a 4-d tensor as (N, H, W, C) and ``channels_last_3d`` a 5-d one as (N, D, H, W, C), while the tensor keeps
 its logical (N, C, ...) shape. ``preserve_format`` asks a conversion to keep the source's layout. Convolutions on
 ``cuda`` read channels_last inputs in place and return channels_last outputs, which cuDNN runs faster in half
 precision.
+
+A layout (``strided``, ``sparse_coo``, ``sparse_csr``) is the kind of tensor: dense tensors are ``strided``; the
+sparse ones are ``genesis.ops.sparse``'s. The dense creation functions check their ``layout=`` with
+:func:`check_strided`.
 """
 
 from __future__ import annotations
@@ -31,6 +36,36 @@ channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
 
 _RANK = {channels_last: 4, channels_last_3d: 5}
+
+
+class layout:  # torch's name
+    """A tensor's memory layout, as ``torch.layout``: :data:`strided` (dense), :data:`sparse_coo` or
+    :data:`sparse_csr`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"genesis.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+
+
+def check_strided(op: str, value: object) -> None:
+    """Accept ``layout=`` None or ``strided`` for a dense creation function; TypeError for a non-layout and
+    NotImplementedError for a sparse layout (build the dense tensor, then ``.to_sparse()``), naming the op."""
+    if value is None or value is strided:
+        return
+    if not isinstance(value, layout):
+        raise TypeError(f"{op}(): argument 'layout' must be genesis.layout, not {type(value).__name__}")
+    raise NotImplementedError(f"{op}(): layout={value} is not supported, only genesis.strided (create the dense "
+                              "tensor, then call .to_sparse())")
 
 
 def check(op: str, fmt: object) -> memory_format:

@@ -8,17 +8,23 @@ the CPU and CUDA backends share one semantics (``manual_seed`` seeds every devic
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import time
+import warnings
 from typing import Any, Iterator, Sequence
 
 from genesis import dtypes
+from genesis import memory_format as _mf
 from genesis.autograd import is_grad_enabled
 from genesis.device import device as Device
 from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
 from genesis.ops.complex import view_as_complex
-from genesis.tensor import Tensor, _shape_from, _size_args, tensor
+from genesis.tensor import Tensor, _like, _made, _shape_from, _size_args, tensor
+
+#: The size of torch's CPU generator state (``torch.get_rng_state()``): its Mersenne Twister and normal-sample cache.
+TORCH_CPU_STATE_BYTES = 5056
 
 
 class Generator:
@@ -53,17 +59,30 @@ class Generator:
         return tensor(list(raw), dtype=dtypes.uint8)
 
     def set_state(self, state: Tensor) -> Generator:
-        """Restore a state from ``get_state`` (also the int64 triple that Genesis wrote before)."""
+        """Restore a state from ``get_state`` (also the int64 triple that Genesis wrote before).
+
+        torch's CPU state (``torch.get_rng_state()``, 5056 bytes of Mersenne Twister, as in a Hugging Face Trainer's
+        ``rng_state.pth``) cannot be continued by this counter-based generator: it seeds the generator from a hash of
+        those bytes (the same state always gives the same numbers) and warns that torch's stream is not reproduced.
+        torch's CUDA state (seed and offset, 16 bytes) is read as Genesis's own.
+        """
         if state.dtype is dtypes.int64 and tuple(state.shape) == (3,):  # the earlier format
             low, high, offset = (int(v) for v in state.tolist())
             self._seed, self._offset = low + (high << 63), offset
             return self
         if state.dtype is not dtypes.uint8:
             raise TypeError(f"expected a genesis.ByteTensor, but got {state.dtype.name}")
-        if state.numel() != 16:
-            raise RuntimeError(f"Expected a generator state of 16 bytes (from get_state / get_rng_state), got "
-                               f"{state.numel()}")
         raw = bytes(state.reshape(-1).tolist())
+        if len(raw) == TORCH_CPU_STATE_BYTES:
+            warnings.warn("set_rng_state: this is torch's CPU generator state (Mersenne Twister), which Genesis's "
+                          "counter-based generator cannot continue; the generator is seeded deterministically from "
+                          "its bytes instead, so torch's random stream is not reproduced exactly", UserWarning,
+                          stacklevel=2)
+            self._seed, self._offset = int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little"), 0
+            return self
+        if len(raw) != 16:
+            raise RuntimeError(f"Expected a generator state of 16 bytes (from get_state / get_rng_state) or torch's "
+                               f"CPU state of {TORCH_CPU_STATE_BYTES} bytes, got {len(raw)}")
         self._seed = int.from_bytes(raw[:8], "little")
         self._offset = int.from_bytes(raw[8:], "little")
         return self
@@ -144,53 +163,57 @@ def _stream(generator: Generator | None, device: Device, numel: int) -> tuple[in
     return gen.next_stream(numel)
 
 
-def _float_dtype(dtype: Any) -> dtypes.dtype:
+#: torch's kernel that refuses an integer or bool dtype, named in its error, per sample.
+_FLOAT_KERNELS = {"uniform": "check_uniform_bounds", "normal": "normal_kernel_cpu"}
+
+
+def _float_dtype(dtype: Any, sample: str) -> dtypes.dtype:
+    """The dtype of random floats: floating or complex, else NotImplementedError with torch's message."""
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     if d.category < 2:
-        raise RuntimeError(f"expected a floating-point or complex dtype for random floats, got {d}")
+        raise NotImplementedError(f"\"{_FLOAT_KERNELS[sample]}\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES.get(d, d.name)}'")
     return d
 
 
-def _random_floats(sample: str, shape: tuple[int, ...], d: dtypes.dtype, generator: Generator | None, device: Device,
-                   requires_grad: bool) -> Tensor:
-    """``sample`` ("uniform" or "normal") of ``shape`` in dtype ``d``. A complex tensor draws its real and imaginary
-    parts as the last dim of a real one, as torch fills a complex tensor's real view (normal parts with variance 1/2
-    each, so that the complex samples have variance 1)."""
+def _random_floats(sample: str, shape: tuple[int, ...], dtype: Any, generator: Generator | None, device: Any,
+                   requires_grad: bool, layout: Any, pin_memory: bool, op: str) -> Tensor:
+    """``sample`` ("uniform" or "normal") of ``shape`` in ``dtype`` (the default float dtype if None). A complex
+    tensor draws its real and imaginary parts as the last dim of a real one, as torch fills a complex tensor's real
+    view (normal parts with variance 1/2 each, so that the complex samples have variance 1). ``layout``: None or
+    ``strided``; ``pin_memory`` as ``genesis.tensor._made``."""
+    _mf.check_strided(op, layout)
+    d, device = _float_dtype(dtype, sample), factory_device(device)
     if d.category != 3:
         s, o = _stream(generator, device, math.prod(shape))
-        return _finish(getattr(device.backend, sample)(shape, d, device, s, o), requires_grad)
+        return _made(getattr(device.backend, sample)(shape, d, device, s, o), requires_grad, pin_memory)
     parts = shape + (2,)
     s, o = _stream(generator, device, math.prod(parts))
     nd = getattr(device.backend, sample)(parts, d.to_real, device, s, o)
     if sample == "normal":
         nd = nd.binary("mul", math.sqrt(0.5))
-    return view_as_complex(_finish(nd, False)).requires_grad_(requires_grad)
+    return view_as_complex(_made(nd, False, pin_memory)).requires_grad_(requires_grad)
 
 
-def _finish(nd: NDArray, requires_grad: bool) -> Tensor:
-    t = Tensor._wrap(nd)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, layout: Any = None,
+         device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Uniform samples from [0, 1)."""
-    shape, dev, d = _shape_from(sizes, size), factory_device(device), _float_dtype(dtype)
-    return _random_floats("uniform", shape, d, generator, dev, requires_grad)
+    return _random_floats("uniform", _shape_from(sizes, size), dtype, generator, device, requires_grad, layout,
+                          pin_memory, "rand")
 
 
-def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
+def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, layout: Any = None,
+          device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Standard normal samples."""
-    shape, dev, d = _shape_from(sizes, size), factory_device(device), _float_dtype(dtype)
-    return _random_floats("normal", shape, d, generator, dev, requires_grad)
+    return _random_floats("normal", _shape_from(sizes, size), dtype, generator, device, requires_grad, layout,
+                          pin_memory, "randn")
 
 
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), generator: Generator | None = None,
-            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+            dtype: Any = None, device: Any = None, requires_grad: bool = False, *, layout: Any = None,
+            pin_memory: bool = False) -> Tensor:
     """Integers uniformly from [low, high); ``randint(high, size)`` starts at 0, as torch."""
+    _mf.check_strided("randint", layout)
     if isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
     if high is None:
@@ -201,7 +224,7 @@ def randint(low: int, high: int | None = None, size: Sequence[int] = (), generat
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
     s, o = _stream(generator, dev, math.prod(shape))
     nd = dev.backend.randint(int(low), int(high), shape, dtypes.int64, dev, s, o)
-    return _finish(nd.astype(d), requires_grad)
+    return _made(nd.astype(d), requires_grad, pin_memory)
 
 
 def randperm(n: int, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
@@ -213,17 +236,36 @@ def randperm(n: int, generator: Generator | None = None, dtype: Any = None, devi
     return out.to(dtypes.to_dtype(dtype)) if dtype is not None else out
 
 
-def rand_like(input: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
-    return rand(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+def rand_like(input: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None, *,
+              layout: Any = None, requires_grad: bool = False, memory_format: Any = _mf.preserve_format) -> Tensor:
+    """Uniform samples from [0, 1) shaped and (``preserve_format``) laid out like ``input``; NotImplementedError for
+    an integer or bool dtype, as torch."""
+    out = _random_floats("uniform", tuple(input.shape), dtype or input.dtype, generator, device or input.device,
+                         requires_grad, layout, False, "rand_like")
+    return _like(input, out, memory_format, "rand_like")
 
 
-def randn_like(input: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None) -> Tensor:
-    return randn(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+def randn_like(input: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None, *,
+               layout: Any = None, requires_grad: bool = False, memory_format: Any = _mf.preserve_format) -> Tensor:
+    """Standard normal samples shaped and (``preserve_format``) laid out like ``input``; NotImplementedError for an
+    integer or bool dtype, as torch."""
+    out = _random_floats("normal", tuple(input.shape), dtype or input.dtype, generator, device or input.device,
+                         requires_grad, layout, False, "randn_like")
+    return _like(input, out, memory_format, "randn_like")
 
 
-def randint_like(input: Tensor, low: int, high: int | None = None, dtype: Any = None, device: Any = None
-                 ) -> Tensor:
-    return randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device)
+def randint_like(input: Tensor, low: int | None = None, high: int | None = None, dtype: Any = None,
+                 device: Any = None, *, generator: Generator | None = None, layout: Any = None,
+                 requires_grad: bool = False, memory_format: Any = _mf.preserve_format) -> Tensor:
+    """Integers uniformly from [low, high) shaped and laid out like ``input``, in its dtype unless given (any dtype,
+    integer ones included); ``randint_like(input, high)`` starts at 0, as torch."""
+    if high is None:
+        if low is None:
+            raise TypeError("randint_like() missing 1 required positional argument: 'high'")
+        low, high = 0, low
+    out = randint(0 if low is None else low, high, input.shape, generator=generator, dtype=dtype or input.dtype,
+                  device=device or input.device, requires_grad=requires_grad, layout=layout)
+    return _like(input, out, memory_format, "randint_like")
 
 
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, generator: Generator | None = None,

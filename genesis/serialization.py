@@ -179,7 +179,7 @@ def _checksum(array: np.ndarray) -> str:
     return format(zlib.crc32(array.reshape(-1).view(np.uint8)) if array.size else 0, "08x")
 
 
-def save(obj: Any, f: FileLike) -> None:
+def save(obj: Any, f: FileLike, *, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:
     """Save tensors, state dicts and nested containers of plain values to a safetensors file.
 
     Args:
@@ -188,6 +188,8 @@ def save(obj: Any, f: FileLike) -> None:
             with ``load(..., weights_only=False)``). A tensor referenced twice (tied weights) is stored once and
             loads as one tensor.
         f: a path (written atomically) or a writable binary file object.
+        pickle_protocol, _use_new_zipfile_serialization: accepted so that torch's calls run, and ignored: the file
+            is safetensors whatever they say (nothing is pickled, and there is no zip or legacy format to choose).
     """
     if callable(getattr(obj, "state_dict", None)) and not isinstance(obj, Module):
         raise TypeError(f"save: cannot store a whole {type(obj).__name__} object: Genesis files hold tensors and "
@@ -454,7 +456,7 @@ def _is_torch_file(f: FileLike) -> bool:
     return torch_pickle.is_torch_file(head)
 
 
-def load(f: FileLike, map_location: Any = None, weights_only: bool = True) -> Any:
+def load(f: FileLike, map_location: Any = None, weights_only: bool = True, *, mmap: bool | None = None) -> Any:
     """Load what :func:`save` wrote, a plain safetensors file, a sharded ``*.index.json``, or a PyTorch file.
 
     PyTorch files (``.pt`` / ``.bin`` written by ``torch.save``, zip or legacy format) are read without PyTorch by
@@ -471,10 +473,15 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True) -> An
             ``save(model, ...)``) loads only with ``weights_only=False``, which imports the module's class and any
             function it names (nothing is unpickled: the file holds names, attributes and tensors). PyTorch pickles
             are always restricted to tensors and containers.
+        mmap: accepted for torch compatibility and ignored: the file is read into memory either way (tensors are
+            checksummed, and converted where their format differs). As torch, ``mmap=True`` needs a path (ValueError
+            for a file object).
 
     Returns:
         The saved object; a plain safetensors file (or a sharded index) loads as a ``{name: tensor}`` dict.
     """
+    if mmap and not isinstance(f, (str, os.PathLike)):
+        raise ValueError("f must be a file path in order to use the mmap argument")
     if isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".index.json"):
         return _load_index(os.fspath(f), map_location)
     if (not isinstance(f, (str, os.PathLike)) or os.path.exists(f)) and _is_torch_file(f):

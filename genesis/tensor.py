@@ -479,22 +479,6 @@ class Tensor:
         memo[id(self)] = out
         return out
 
-    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-        """A new tensor from data with this tensor's dtype and device unless given (as torch)."""
-        return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-
-    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
-        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
-
-    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
-        return ones(*size, dtype=dtype or self.dtype, device=device or self.device)
-
-    def new_full(self, size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
-        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device)
-
-    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
-        return empty(*size, dtype=dtype or self.dtype, device=device or self.device)
-
 
 def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | None, bool]:
     """The (device, dtype, copy) that ``to(...)`` asks for: a device, a dtype, both, or a tensor to match.
@@ -524,8 +508,6 @@ def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtyp
 
 def _rebuild(array: np.ndarray, dtype_name: str, device: str, requires_grad: bool) -> Tensor:
     return tensor(array, dtype=dtypes.BY_NAME[dtype_name], device=device, requires_grad=requires_grad)
-
-
 
 
 class Size(tuple):
@@ -590,12 +572,19 @@ def _to_ndarray(data: Any, dtype: dtypes.dtype | None, device: Device) -> NDArra
     raise RuntimeError(f"tensor(): Could not infer dtype of {type(data).__name__}")
 
 
-def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def _made(nd: NDArray, requires_grad: bool, pin_memory: bool = False) -> Tensor:
+    """A creation function's result: ``nd`` as a new leaf. ``pin_memory=True`` copies it into page-locked host memory
+    first: RuntimeError for a GPU tensor, or where no CUDA GPU is available, as torch."""
+    t = Tensor._wrap(nd.pin_memory() if pin_memory else nd)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, *,
+           pin_memory: bool = False) -> Tensor:
     """A new tensor copied from ``data`` (numbers, nested lists, numpy arrays, tensors)."""
     d = dtypes.to_dtype(dtype) if dtype is not None else None
     dev = factory_device(device) if device is not None or not isinstance(data, Tensor) else data.device
-    t = Tensor._wrap(_to_ndarray(data, d, dev))
-    return t.requires_grad_(True) if requires_grad else t
+    return _made(_to_ndarray(data, d, dev), requires_grad, pin_memory)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -633,11 +622,13 @@ def _size_args(size: tuple) -> tuple[int, ...]:
     return tuple(int(s) for s in size)
 
 
-def _factory(shape: tuple[int, ...], value: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+def _factory(op: str, shape: tuple[int, ...], value: Any, dtype: Any, layout: Any, device: Any, requires_grad: bool,
+             pin_memory: bool) -> Tensor:
+    """``value`` everywhere in a new dense tensor (``layout`` None or ``strided``; see :func:`_made`)."""
+    _mf.check_strided(op, layout)
     d = dtypes.to_dtype(dtype) if dtype is not None else (
         dtypes.scalar_dtype(value) if isinstance(value, (int, float, complex)) else dtypes.get_default_dtype())
-    t = Tensor._wrap(NDArray.full(shape, value, d, factory_device(device)))
-    return t.requires_grad_(True) if requires_grad else t
+    return _made(NDArray.full(shape, value, d, factory_device(device)), requires_grad, pin_memory)
 
 
 def _shape_from(sizes: tuple, size: Any) -> tuple[int, ...]:
@@ -651,29 +642,35 @@ def _shape_from(sizes: tuple, size: Any) -> tuple[int, ...]:
     return _size_args(sizes)
 
 
-def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
-          ) -> Tensor:
-    return _factory(_shape_from(sizes, size), 0.0 if dtype is None else 0, dtype, device, requires_grad)
+def zeros(*sizes: Any, size: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Zeros of the given shape (``layout`` None or ``strided``; ``pin_memory`` as :func:`_made`)."""
+    return _factory("zeros", _shape_from(sizes, size), 0.0 if dtype is None else 0, dtype, layout, device,
+                    requires_grad, pin_memory)
 
 
-def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
-         ) -> Tensor:
-    return _factory(_shape_from(sizes, size), 1.0 if dtype is None else 1, dtype, device, requires_grad)
+def ones(*sizes: Any, size: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+         requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Ones of the given shape (``layout`` None or ``strided``; ``pin_memory`` as :func:`_made`)."""
+    return _factory("ones", _shape_from(sizes, size), 1.0 if dtype is None else 1, dtype, layout, device,
+                    requires_grad, pin_memory)
 
 
-def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         *, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """``fill_value`` everywhere (``layout`` None or ``strided``; ``pin_memory`` as :func:`_made`)."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    return _factory(_size_args((size,) if isinstance(size, int) else tuple(size)), fill_value, dtype, device,
-                    requires_grad)
+    return _factory("full", _size_args((size,) if isinstance(size, int) else tuple(size)), fill_value, dtype,
+                    layout, device, requires_grad, pin_memory)
 
 
-def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
-          ) -> Tensor:
+def empty(*sizes: Any, size: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Uninitialized memory of the given shape (``layout`` None or ``strided``; ``pin_memory`` as :func:`_made`)."""
+    _mf.check_strided("empty", layout)
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    t = Tensor._wrap(NDArray.empty(_shape_from(sizes, size), d, factory_device(device)))
-    return t.requires_grad_(True) if requires_grad else t
+    return _made(NDArray.empty(_shape_from(sizes, size), d, factory_device(device)), requires_grad, pin_memory)
 
 
 def _like(input: Tensor, new: Tensor, memory_format: Any, op: str) -> Tensor:
@@ -722,8 +719,10 @@ def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_gr
 
 
 def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
-           requires_grad: bool = False) -> Tensor:
-    """Values from ``start`` to ``end`` (exclusive) spaced by ``step``; int64 unless an argument is a float."""
+           requires_grad: bool = False, *, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) spaced by ``step``; int64 unless an argument is a float
+    (``layout`` None or ``strided``; ``pin_memory`` as :func:`_made`)."""
+    _mf.check_strided("arange", layout)
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
@@ -737,8 +736,7 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, de
         raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign (start={start}, "
                            f"end={end}, step={step})")
     dev = factory_device(device)
-    t = Tensor._wrap(dev.backend.arange(start, end, step, d, dev))
-    return t.requires_grad_(True) if requires_grad else t
+    return _made(dev.backend.arange(start, end, step, d, dev), requires_grad, pin_memory)
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,

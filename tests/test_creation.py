@@ -482,3 +482,132 @@ def test_rng_state_is_bytes_and_restores() -> None:
     assert genesis.equal(genesis.rand(4), drawn)
     with pytest.raises(TypeError):
         genesis.set_rng_state(state.float())
+
+
+# ------------------------------------------------------------------ torch's keywords: layout, pin_memory, new_*
+
+LAYOUT_FACTORIES = {
+    "zeros": lambda lib, kw: lib.zeros(2, 3, **kw),
+    "ones": lambda lib, kw: lib.ones((2,), **kw),
+    "empty": lambda lib, kw: lib.empty(0, 2, **kw),
+    "full": lambda lib, kw: lib.full((2,), 1.5, **kw),
+    "arange": lambda lib, kw: lib.arange(1, 4, **kw),
+    "rand": lambda lib, kw: lib.rand(3, **kw) * 0,
+    "randn": lambda lib, kw: lib.randn(3, **kw) * 0,
+    "randint": lambda lib, kw: lib.randint(1, (3,), **kw),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUT_FACTORIES))
+def test_factories_take_layout_and_pin_memory(name):
+    fn = LAYOUT_FACTORIES[name]
+    both(lambda lib, kw: fn(lib, {**kw, "layout": lib.strided}))
+    both(lambda lib, kw: fn(lib, {**kw, "layout": None}))
+    both(lambda lib, kw: fn(lib, {**kw, "pin_memory": False}))
+    check_error(TypeError, lambda lib: fn(lib, {"layout": "strided"}))
+    # torch builds some of these sparse (zeros, empty) and refuses others; Genesis makes dense tensors only.
+    for layout in (genesis.sparse_coo, genesis.sparse_csr):
+        with pytest.raises(NotImplementedError, match="only genesis.strided"):
+            fn(genesis, {"layout": layout})
+
+
+def test_tensor_takes_pin_memory():
+    both(lambda lib, kw: lib.tensor([1.5, 2.0], pin_memory=False, **kw))
+    if genesis.cuda.is_available():
+        assert genesis.zeros(2, pin_memory=True).is_pinned() and genesis.tensor([1.0], pin_memory=True).is_pinned()
+    else:  # the oracle is a CPU build of torch: both refuse pinned memory without a GPU
+        check_error(RuntimeError, lambda lib: lib.tensor([1.0], pin_memory=True))
+        check_error(RuntimeError, lambda lib: lib.zeros(2, pin_memory=True))
+
+
+NEW_FACTORIES = {
+    "new_zeros": lambda lib, x: x.new_zeros(2, 3, requires_grad=True),
+    "new_ones": lambda lib, x: x.new_ones((1, 2), requires_grad=True),
+    "new_full": lambda lib, x: x.new_full((2,), 5, requires_grad=True),
+    "new_empty": lambda lib, x: x.new_empty(0, 3, requires_grad=True),
+    "new_tensor": lambda lib, x: x.new_tensor([1.5, 2], requires_grad=True),
+    "new_zeros_size": lambda lib, x: x.new_zeros(size=(2, 1), dtype=lib.int32, device="cpu"),
+    "new_ones_layout": lambda lib, x: x.new_ones(2, layout=lib.strided, pin_memory=False),
+    "new_full_keywords": lambda lib, x: x.new_full(size=(2,), fill_value=1, dtype=lib.float32, requires_grad=False),
+    "new_empty_size": lambda lib, x: x.new_empty(size=(0, 2), dtype=lib.int64),
+}
+
+
+@pytest.mark.parametrize("name", list(NEW_FACTORIES))
+def test_new_factories_take_torch_keywords(name):
+    base = torch.arange(6, dtype=torch.float64).reshape(2, 3)
+    want = NEW_FACTORIES[name](torch, base)
+    got = NEW_FACTORIES[name](genesis, to_genesis(base))
+    assert got.requires_grad == want.requires_grad and got.is_leaf
+    assert_same(got.detach(), want.detach())
+
+
+def test_new_factories_refuse_what_torch_refuses():
+    base = torch.arange(6).reshape(2, 3)
+    check_error(RuntimeError, lambda lib, x: x.new_zeros(2, requires_grad=True), base)  # an integer tensor
+    check_error(TypeError, lambda lib, x: x.new_zeros(2, size=(2,)), base)
+
+
+# ------------------------------------------------------------------ torch's keywords of the random *_like functions
+
+@pytest.mark.parametrize("name", ["rand_like", "randn_like"])
+def test_random_like_takes_requires_grad_layout_and_memory_format(name):
+    x = genesis.zeros(2, 3, 4, 5, dtype=genesis.float64, device=DEVICE)
+    out = getattr(genesis, name)(x, requires_grad=True)
+    assert out.requires_grad and out.is_leaf and out.dtype is genesis.float64 and out.shape == x.shape
+    assert getattr(genesis, name)(x, layout=genesis.strided, memory_format=genesis.preserve_format).shape == x.shape
+    for g, t in zip(_layouts(genesis), _layouts(torch)):  # preserve_format keeps the layout, as torch's
+        assert getattr(genesis, name)(g).stride() == getattr(torch, name)(t).stride()
+
+
+@pytest.mark.parametrize("name", ["rand_like", "randn_like", "rand", "randn"])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
+def test_random_floats_of_an_integer_dtype_raise_as_torch(name, dtype):
+    """torch raises NotImplementedError naming its kernel and the dtype; Genesis the same class and message."""
+    def fn(lib):
+        d = getattr(lib, dtype)
+        return getattr(lib, name)(lib.zeros(3, dtype=d) if name.endswith("_like") else 3, **(
+            {} if name.endswith("_like") else {"dtype": d}))
+    with pytest.raises(NotImplementedError) as want:
+        fn(torch)
+    with pytest.raises(NotImplementedError) as got:
+        fn(genesis)
+    assert str(got.value) == str(want.value)
+
+
+def test_randint_like_on_integer_and_float_tensors():
+    for dtype in (torch.int64, torch.int32, torch.uint8, torch.float32):
+        base = to_genesis(torch.zeros(50, dtype=dtype))
+        for args in ((4,), (2, 5)):
+            out = genesis.randint_like(base, *args)
+            assert out.dtype is base.dtype and out.shape == base.shape
+            values = to_torch(out)
+            assert values.min() >= (args[0] if len(args) == 2 else 0) and values.max() < args[-1]
+    assert genesis.randint_like(base, high=3).dtype is genesis.float32
+    grad = genesis.randint_like(base, 10, requires_grad=True)
+    assert grad.requires_grad and grad.is_leaf
+    check_error(RuntimeError, lambda lib: lib.randint_like(lib.zeros(2, dtype=lib.int64), 10, requires_grad=True))
+    with pytest.raises(TypeError):
+        genesis.randint_like(base)
+
+
+def test_set_rng_state_accepts_torch_cpu_state(tmp_path) -> None:
+    """A torch CPU state (``torch.get_rng_state()``, as in a Hugging Face Trainer's ``rng_state.pth``) cannot be
+    continued, but seeds Genesis's generator deterministically, with a warning."""
+    torch.manual_seed(3)
+    path = tmp_path / "rng_state.pth"
+    torch.save({"cpu": torch.get_rng_state()}, path)
+    state = genesis.load(path)["cpu"]
+    assert state.dtype is genesis.uint8 and state.numel() == 5056
+    with pytest.warns(UserWarning, match="not reproduced exactly"):
+        genesis.set_rng_state(state)
+    first = genesis.rand(5)
+    with pytest.warns(UserWarning):
+        genesis.random.set_rng_state(state)
+    assert genesis.equal(genesis.rand(5), first)
+    torch.rand(1)
+    with pytest.warns(UserWarning):
+        genesis.default_generator.set_state(to_genesis(torch.get_rng_state(), device="cpu"))
+    assert not genesis.equal(genesis.rand(5), first)  # another torch state, another stream
+    with pytest.raises(RuntimeError, match="5056"):
+        genesis.set_rng_state(genesis.zeros(100, dtype=genesis.uint8))

@@ -303,6 +303,15 @@ def test_round_half_to_even():
     check_error(RuntimeError, lambda lib, x: lib.round(x, decimals=1), torch.tensor([1, -2]))
 
 
+def test_round_inplace_takes_decimals():
+    x = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 1.25, 2.675], dtype=torch.float64)
+    check(lambda lib, x: (x * 1).round_(decimals=1), x)
+    check(lambda lib, x: (x * 100).round_(decimals=-1), x)
+    check(lambda lib, x: lib.round_(x * 1, decimals=2), x)
+    check(lambda lib, x: (x * 1).round_(), x)
+    check_error(TypeError, lambda lib, x: (x * 1).exp_(2), x)  # a kernel op without arguments of its own
+
+
 def test_special_values():
     x = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-300, -1e300], dtype=torch.float64)
     for name in ("exp", "log", "sqrt", "tanh", "sigmoid", "relu", "sign", "floor", "abs", "erf", "log1p", "silu",

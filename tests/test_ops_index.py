@@ -257,6 +257,20 @@ def test_gather(dim):
     check(lambda lib, x, i: x.gather(dim, i), torch.arange(12).reshape(3, 4), index)
 
 
+def test_gather_takes_sparse_grad():
+    x, index = rand(3, 4, seed=10), torch.tensor([[3, 0], [1, 1], [0, 3]])
+    check(lambda lib, x, i: lib.gather(x, 1, i, sparse_grad=False), x, index)
+    check(lambda lib, x, i: x.gather(1, i, sparse_grad=False), x, index)
+    # sparse_grad=True: torch's gradient of x is sparse COO, Genesis's the same values dense.
+    t = x.detach().clone().requires_grad_()
+    t.gather(1, index, sparse_grad=True).sum().backward()
+    g = to_genesis(x.detach(), requires_grad=True)
+    out = genesis.gather(g, 1, to_genesis(index), sparse_grad=True)
+    assert_same(out, t.gather(1, index))
+    out.sum().backward()
+    assert_same(g.grad, t.grad.to_dense())
+
+
 def test_take_along_dim_with_sort_and_broadcast():
     x = rand(3, 5, seed=11)
     check(lambda lib, x: lib.take_along_dim(x, x.argsort(1), 1), x)
@@ -499,6 +513,26 @@ def test_searchsorted_bucketize(right):
     check(lambda lib, s, v: lib.searchsorted(s, v, right=right), rows, torch.tensor([[3, 6], [1, 4]]))
     check(lambda lib, v, s: lib.bucketize(v, s, right=right), values, seq)
     check_error(RuntimeError, lambda lib, s, v: lib.searchsorted(s, v), rows, torch.tensor([[1], [2], [3]]))
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_sorter(right):
+    """``sorter`` holds the indices that sort an unsorted sequence (its argsort); results index the sorted order."""
+    seq = torch.tensor([4.0, 1.0, 7.0, 2.0, 2.0])
+    order = torch.tensor([1, 3, 4, 0, 2])
+    values = torch.tensor([[0.0, 2.0, 3.0], [7.0, 8.0, 1.0]])
+    check(lambda lib, s, v, o: lib.searchsorted(s, v, right=right, sorter=o), seq, values, order)
+    check(lambda lib, s, o: lib.searchsorted(s, 2.0, side="right" if right else "left", sorter=o), seq, order)
+    rows, row_order = torch.tensor([[5, 1, 3], [2, 6, 4]]), torch.tensor([[1, 2, 0], [0, 2, 1]])
+    check(lambda lib, s, v, o: lib.searchsorted(s, v, right=right, sorter=o), rows, torch.tensor([[3, 6], [1, 4]]),
+          row_order)
+    check(lambda lib, s, v: lib.searchsorted(s, v, sorter=s.argsort()), rows, torch.tensor([[3, 6], [1, 4]]))
+    check_error(RuntimeError, lambda lib, s, v, o: lib.searchsorted(s, v, sorter=o.int()), seq, values, order)
+    check_error(RuntimeError, lambda lib, s, v, o: lib.searchsorted(s, v, sorter=o[:3]), seq, values, order)
+    for bad in ([1, 3, 4, 0, 5], [1, 3, 4, 0, -1]):  # out of range
+        check_error(RuntimeError, lambda lib, s, v, o: lib.searchsorted(s, v, sorter=o), seq, values,
+                    torch.tensor(bad))
+    check_error(TypeError, lambda lib, s, v: lib.searchsorted(s, v, sorter=[1, 3, 4, 0, 2]), seq, values)
 
 
 def _long(lib, values, shape):

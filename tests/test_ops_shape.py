@@ -487,3 +487,25 @@ def test_repeat_interleave_output_size():
     check(lambda lib, x: x.repeat_interleave(2, dim=1, output_size=4), kv)
     check(lambda lib, x: lib.repeat_interleave(x, lib.tensor([1, 3], device=x.device), dim=1, output_size=4), kv)
     check_error(RuntimeError, lambda lib, x: x.repeat_interleave(2, dim=1, output_size=5), kv)
+
+
+def test_shape_ops_take_torch_keyword_names():
+    x = rand(2, 3, 4, seed=16)
+    check(lambda lib, x: x.split(split_size=2, dim=2), x)
+    check(lambda lib, x: x.split(split_size=[1, 2], dim=1), x)
+    check(lambda lib, x: lib.split(x, split_size_or_sections=[1, 1]), x)
+    check(lambda lib, x: x.reshape(shape=(4, -1)), x)
+    check(lambda lib, x: lib.reshape(x, shape=[6, 4]), x)
+    check(lambda lib, x: x.view(size=(6, 4)), x)
+    check(lambda lib, x: x.permute(dims=(2, 0, 1)), x)
+    check(lambda lib, x: lib.permute(x, dims=[1, 2, 0]), x)
+    # Both forms at once, a keyword that is no sequence, and the function's name on the method: TypeError, as torch.
+    check_error(TypeError, lambda lib, x: x.split(2, split_size=2), x)
+    check_error(TypeError, lambda lib, x: x.split(split_size_or_sections=2), x)
+    check_error(TypeError, lambda lib, x: x.reshape(4, 6, shape=(4, 6)), x)
+    check_error(TypeError, lambda lib, x: x.reshape(shape=24), x)
+    check_error(TypeError, lambda lib, x: x.view(6, 4, size=(6, 4)), x)
+    check_error(TypeError, lambda lib, x: x.view(size=(24,), dtype=lib.float64), x)
+    check_error(TypeError, lambda lib, x: x.permute(2, dims=(2, 0, 1)), x)
+    check_error(TypeError, lambda lib, x: x.permute(dims=0), x)
+    check_error(TypeError, lambda lib, x: x.flip(dims=0), x)

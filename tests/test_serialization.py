@@ -127,6 +127,28 @@ def test_file_objects(tmp_path) -> None:
     assert loaded["n"] == 7 and loaded["x"].tolist() == [0, 1, 2]
 
 
+def test_torch_keywords_of_save_and_load(tmp_path) -> None:
+    """torch's pickle options are accepted and ignored (the file is safetensors either way); ``mmap`` is accepted
+    and ignored, and as in torch needs a path."""
+    path = tmp_path / "k.pt"
+    genesis.save({"x": genesis.arange(3)}, path, _use_new_zipfile_serialization=False, pickle_protocol=4)
+    for mmap in (True, False, None):
+        assert genesis.load(path, mmap=mmap)["x"].tolist() == [0, 1, 2]
+    buffer = io.BytesIO()
+    genesis.save({"x": genesis.arange(3)}, buffer, pickle_protocol=2)
+    buffer.seek(0)
+    assert genesis.load(buffer, mmap=False)["x"].tolist() == [0, 1, 2]
+    for lib in (torch, genesis):
+        buffer = io.BytesIO()
+        lib.save({"x": lib.arange(3)}, buffer)
+        buffer.seek(0)
+        with pytest.raises(ValueError, match="file path"):
+            lib.load(buffer, mmap=True)
+    torch_file = tmp_path / "torch.pt"
+    torch.save({"x": torch.arange(3)}, torch_file)
+    assert genesis.load(torch_file, mmap=True)["x"].tolist() == [0, 1, 2]
+
+
 def test_map_location(tmp_path) -> None:
     path = tmp_path / "m.safetensors"
     genesis.save({"x": genesis.ones(2, device=DEVICE)}, path)

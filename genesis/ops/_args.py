@@ -74,6 +74,18 @@ def _shape_args(op: str, shape: tuple) -> tuple[int, ...]:
         raise TypeError(f"{op}(): shape must be a sequence of ints, got {shape}") from None
 
 
+def _varargs_or_keyword(op: str, args: tuple, name: str, value: Any) -> tuple:
+    """The sizes or dims of ``op`` as :func:`_shape_args` takes them: the varargs, or the sequence given as the keyword
+    ``name`` (``x.reshape(shape=(2, 3))``), with torch's TypeError for both at once or a keyword that is no sequence."""
+    if value is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument '{name}'")
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(value).__name__}")
+    return (value,)
+
+
 def _tensor_args(tensors: tuple) -> tuple[Tensor, ...]:
     """torch's varargs-or-one-sequence convention for functions such as meshgrid and atleast_1d."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):

@@ -1,5 +1,6 @@
 """Creation functions beyond ``genesis.tensor``'s: torch's ``asarray`` (sharing memory where it can), ``frombuffer``,
-``empty_strided`` / ``Tensor.new_empty_strided`` and the deprecated inclusive ``range``."""
+``empty_strided``, the deprecated inclusive ``range``, and the ``Tensor.new_*`` methods (``new_zeros``...: this
+tensor's dtype and device unless given)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from genesis import dtypes
+from genesis import memory_format as _mf
 from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
-from genesis.tensor import Tensor, arange, from_dlpack, from_numpy, tensor
+from genesis.tensor import Tensor, arange, empty, from_dlpack, from_numpy, full, ones, tensor, zeros
 
 
 def range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, layout: Any = None, device: Any = None,
@@ -73,6 +75,42 @@ def new_empty_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], 
     """``empty_strided`` with this tensor's dtype and device unless given (``Tensor.new_empty_strided``)."""
     return empty_strided(size, stride, dtype=dtype if dtype is not None else self.dtype,
                          device=device if device is not None else self.device, requires_grad=requires_grad)
+
+
+def new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, *,
+               layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """A new tensor copied from ``data`` with this tensor's dtype and device unless given (``Tensor.new_tensor``)."""
+    _mf.check_strided("new_tensor", layout)
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad,
+                  pin_memory=pin_memory)
+
+
+def new_zeros(self: Tensor, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """``genesis.zeros`` with this tensor's dtype and device unless given (``Tensor.new_zeros``)."""
+    return zeros(*sizes, size=size, dtype=dtype or self.dtype, layout=layout, device=device or self.device,
+                 requires_grad=requires_grad, pin_memory=pin_memory)
+
+
+def new_ones(self: Tensor, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """``genesis.ones`` with this tensor's dtype and device unless given (``Tensor.new_ones``)."""
+    return ones(*sizes, size=size, dtype=dtype or self.dtype, layout=layout, device=device or self.device,
+                requires_grad=requires_grad, pin_memory=pin_memory)
+
+
+def new_full(self: Tensor, size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False, *, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """``genesis.full`` with this tensor's dtype and device unless given (``Tensor.new_full``)."""
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
+
+
+def new_empty(self: Tensor, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """``genesis.empty`` with this tensor's dtype and device unless given (``Tensor.new_empty``)."""
+    return empty(*sizes, size=size, dtype=dtype or self.dtype, layout=layout, device=device or self.device,
+                 requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:

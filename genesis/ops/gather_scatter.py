@@ -90,7 +90,12 @@ class IndexAdd(Primitive):
         return grad, None, None, grad_src, None
 
 
-def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """``input``'s values at ``index`` along ``dim`` (``out[i][j] = input[index[i][j]][j]`` for dim 0).
+
+    ``sparse_grad`` is accepted for torch compatibility, but the gradient of ``input`` is always dense: where torch
+    makes it a sparse COO tensor, Genesis gives the same values as a strided one.
+    """
     d = normalize_dim("gather", dim, input.ndim)
     index = _to_index_tensor("gather", index, input)
     if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):

@@ -180,9 +180,13 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
 def kernel_method(name: str, kernel: str, fn: Callable, writer: Any = None) -> Callable:
     """``t.name_()`` of a unary op with a backend kernel, which writes in place when no graph is recorded. ``writer``,
     the op's Function when its backward reads only its output (``relu_``, ``sigmoid_``, ``exp_``...), writes in place
-    when a graph is recorded too: one kernel into the tensor's memory, as torch's, not a new result copied back."""
+    when a graph is recorded too: one kernel into the tensor's memory, as torch's, not a new result copied back. The
+    op's own arguments (``round_(decimals=2)``), which no kernel takes, run the op and write its result back."""
+    general = general_method(name, fn)
 
-    def method(self: Tensor) -> Tensor:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if args or kwargs:
+            return general(self, *args, **kwargs)
         floating = self.dtype.is_floating_point
         recorded = is_grad_enabled() and self.requires_grad
         if recorded and floating and writer is not None:

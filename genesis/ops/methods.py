@@ -1,7 +1,7 @@
 """Tensor methods that are not a ``genesis.*`` function of the same name: the ``*_as`` forms, ``where`` with the
-tensor first, ``polygamma`` with the tensor first, the complex conversions, the operators that need a rule of their
-own, the transposing properties, and the legacy API of old scripts (``type``, ``new``, ``resize_``, ``resize_as_``).
-Bound by the registry.
+tensor first, ``split`` under its method parameter name, ``polygamma`` with the tensor first, the complex conversions,
+the operators that need a rule of their own, the transposing properties, and the legacy API of old scripts (``type``,
+``new``, ``resize_``, ``resize_as_``). Bound by the registry.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Callable
 from genesis import dtypes
 from genesis import memory_format as _mf
 from genesis.ndarray import NDArray
-from genesis.ops import compare, complex, math_special, reduce, views
+from genesis.ops import compare, complex, join, math_special, reduce, views
 from genesis.tensor import Size, Tensor
 
 
@@ -33,6 +33,13 @@ def reshape_as(self: Tensor, other: Tensor) -> Tensor:
 def where(self: Tensor, condition: Tensor, other: Any) -> Tensor:
     """``self`` where ``condition`` holds, else ``other`` (torch's ``Tensor.where``)."""
     return compare.where(condition, self, other)
+
+
+def split(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Pieces of ``split_size`` (an int, the last piece may be smaller) or of the listed sizes along ``dim``: the
+    function ``genesis.split``, whose parameter torch calls ``split_size_or_sections`` there and ``split_size``
+    here."""
+    return join.split(self, split_size, dim)
 
 
 def sum_to_size(self: Tensor, *size: Any) -> Tensor:

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from genesis import dtypes
 from genesis.ndarray import broadcast_shapes as _broadcast_shapes
 from genesis.ndarray import check_same_device, normalize_dim, normalize_dims
-from genesis.ops._args import _shape_args, _tensor_args, _zeros, arange_like, new_memory
+from genesis.ops._args import _shape_args, _tensor_args, _varargs_or_keyword, _zeros, arange_like, new_memory
 from genesis.ops.gather_scatter import index_select
 from genesis.ops.join import cat, stack
 from genesis.ops.scans import cumsum
@@ -97,13 +97,10 @@ def _repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = Non
 def flip(input: Tensor, *args: Any, dims: Any = None) -> Tensor:
     """``input`` with the order of its elements reversed along ``dims`` (a sequence of dims, or the dims themselves:
     ``x.flip(0, 1)``)."""
-    if args:
-        if dims is not None:
-            raise TypeError("flip() got multiple values for argument 'dims'")
-        dims = args[0] if len(args) == 1 else args
-    elif dims is None:
+    args = _varargs_or_keyword("flip", args, "dims", dims)
+    if not args:
         raise TypeError("flip() missing 1 required positional argument: 'dims'")
-    dims = normalize_dims("flip", dims, input.ndim)
+    dims = normalize_dims("flip", args[0] if len(args) == 1 else args, input.ndim)
     out = input
     for d in dims:
         n = input.shape[d]

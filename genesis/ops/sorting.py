@@ -193,7 +193,11 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
 
 
 def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = False, right: bool = False,
-                 side: str | None = None) -> Tensor:
+                 side: str | None = None, sorter: Tensor | None = None) -> Tensor:
+    """The indices at which ``values`` would be inserted into the innermost dim of ``sorted_sequence`` to keep it
+    sorted (the first such place, or with ``right=True`` / ``side="right"`` the last). ``sorter``, an int64 tensor of
+    ``sorted_sequence``'s shape, gives the indices that sort an unsorted sequence along its last dim (its
+    ``argsort``); the results index that sorted order, as torch's."""
     if side is not None:
         right = side == "right"
     if not isinstance(values, Tensor):
@@ -202,9 +206,26 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
         raise RuntimeError(f"searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
                            f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
                            f"{list(sorted_sequence.shape)} and input value tensor {list(values.shape)}")
+    if sorter is not None:
+        sorted_sequence = sorted_sequence.gather(-1, _check_sorter(sorter, sorted_sequence))
     values = values.to(sorted_sequence.dtype)
     out = Tensor._wrap(sorted_sequence.device.backend.searchsorted(sorted_sequence.ndarray, values.ndarray, right))
     return out.to(dtypes.int32) if out_int32 else out
+
+
+def _check_sorter(sorter: Tensor, sorted_sequence: Tensor) -> Tensor:
+    """``searchsorted``'s ``sorter``, checked as torch checks it (RuntimeError for a wrong dtype, size or index)."""
+    if not isinstance(sorter, Tensor):
+        raise TypeError(f"searchsorted(): argument 'sorter' must be Tensor, not {type(sorter).__name__}")
+    if sorter.dtype is not dtypes.int64:
+        raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+                           f"{dtypes.SCALAR_TYPE_NAMES.get(sorter.dtype, sorter.dtype.name)}")
+    if sorter.shape != sorted_sequence.shape:
+        raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got boundary "
+                           f"tensor {list(sorted_sequence.shape)} and got sorter tensor {list(sorter.shape)}")
+    if sorter.numel() and not bool(((sorter >= 0) & (sorter < sorted_sequence.shape[-1])).all()):
+        raise RuntimeError("torch.searchsorted(): sorter index out of range")
+    return sorter
 
 
 def bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:

@@ -26,19 +26,12 @@ from typing import Any, Callable, Sequence
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.device import factory_device
+from genesis.memory_format import layout, sparse_coo, sparse_csr, strided  # also importable from here, as before
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim, normalize_dims
 from genesis.ops.join import cat, stack
 from genesis.ops.shape import repeat_interleave
 from genesis.ops.sorting import searchsorted
-from genesis.ops.sparse_base import (  # the layouts are also importable from here, as before the base existed
-    SparseBase,
-    check_cpu,
-    coerce_tensor,
-    layout,
-    sparse_coo,
-    sparse_csr,
-    strided,
-)
+from genesis.ops.sparse_base import SparseBase, check_cpu, coerce_tensor
 from genesis.tensor import Size, Tensor, arange, zeros
 
 #: torch's zero-preserving unary ops on sparse COO tensors (``f(0) == 0``): they coalesce, then apply to the values.

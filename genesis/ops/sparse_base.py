@@ -1,7 +1,7 @@
-"""What every sparse layout shares: the :class:`layout` objects (``strided``, ``sparse_coo``, ``sparse_csr``) and
-:class:`SparseBase`, the Tensor subclass under COO (``genesis.ops.sparse``) and CSR (``genesis.ops.sparse_csr``)
-tensors: a size and a ``values`` tensor that carries dtype, device and autograd, and no strided array, so that an op
-without a sparse version raises NotImplementedError naming itself and listing what the layout supports.
+"""What every sparse layout shares: :class:`SparseBase`, the Tensor subclass under COO (``genesis.ops.sparse``) and
+CSR (``genesis.ops.sparse_csr``) tensors: a size and a ``values`` tensor that carries dtype, device and autograd, and
+no strided array, so that an op without a sparse version raises NotImplementedError naming itself and listing what
+the layout supports. The :class:`layout` objects themselves are ``genesis.memory_format``'s.
 """
 
 from __future__ import annotations
@@ -15,25 +15,6 @@ from genesis.device import factory_device
 from genesis.ndarray import normalize_dim
 from genesis.tensor import Size, Tensor, parse_to_args
 from genesis.tensor import tensor as _from_data
-
-
-class layout:
-    """A tensor's memory layout, as ``torch.layout``: :data:`strided` (dense), :data:`sparse_coo` or
-    :data:`sparse_csr`."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"genesis.{self.name}"
-
-    def __reduce__(self) -> str:
-        return self.name
-
-
-strided = layout("strided")
-sparse_coo = layout("sparse_coo")
-sparse_csr = layout("sparse_csr")
 
 
 def _unsupported_op() -> str:

@@ -15,11 +15,12 @@ from typing import Any, Sequence
 
 from genesis import dtypes
 from genesis.device import factory_device
+from genesis.memory_format import layout, sparse_coo, sparse_csr
 from genesis.ops.join import cat, stack
 from genesis.ops.shape import repeat_interleave
 from genesis.ops.sparse import SparseTensor, sparse_matmul
 from genesis.ops.sparse import to_sparse as _to_sparse_coo
-from genesis.ops.sparse_base import SparseBase, check_cpu, coerce_tensor, layout, sparse_coo, sparse_csr
+from genesis.ops.sparse_base import SparseBase, check_cpu, coerce_tensor
 from genesis.tensor import Size, Tensor, arange, zeros
 
 #: The operations a sparse CSR tensor supports (everything else raises NotImplementedError naming the op).

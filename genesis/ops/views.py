@@ -13,7 +13,7 @@ from genesis import memory_format as _mf
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.autograd.engine import _sum_to_shape
 from genesis.ndarray import NDArray, broadcast_shapes, infer_shape, normalize_dim, normalize_dims, view_plan
-from genesis.ops._args import _shape_args
+from genesis.ops._args import _shape_args, _varargs_or_keyword
 from genesis.tensor import Tensor
 
 
@@ -256,10 +256,12 @@ class ToDevice(Primitive):
         return grad.to(ctx.device), None, None
 
 
-def reshape(input: Tensor, *shape: Any) -> Tensor:
-    """A view when the strides allow one (sharing memory and version counter, as torch), else a copy."""
+def reshape(input: Tensor, *sizes: Any, shape: Sequence[int] | None = None) -> Tensor:
+    """``input`` with the shape given as varargs, one sequence or ``shape=``: a view when the strides allow one
+    (sharing memory and version counter, as torch), else a copy."""
     nd = input.ndarray
-    target, strides = view_plan("reshape", nd.shape, nd.strides, _shape_args("reshape", shape))
+    shape = _shape_args("reshape", _varargs_or_keyword("reshape", sizes, "shape", shape))
+    target, strides = view_plan("reshape", nd.shape, nd.strides, shape)
     if strides is not None:
         return View.apply(input, target, "reshape")
     return Reshape.apply(input, target)
@@ -276,9 +278,11 @@ def _as_dtype(arg: Any) -> dtypes.dtype | None:
     return _PYTHON_DTYPES.get(arg) if isinstance(arg, type) else None
 
 
-def view(input: Tensor, *shape: Any, dtype: Any = None) -> Tensor:
-    """``input`` with a new shape, sharing its memory (RuntimeError where the strides allow no view); or, given one
-    dtype (``x.view(genesis.int32)``, ``x.view(dtype=...)``), its memory read as that dtype (:func:`view_dtype`)."""
+def view(input: Tensor, *shape: Any, size: Sequence[int] | None = None, dtype: Any = None) -> Tensor:
+    """``input`` with a new shape (varargs, one sequence or ``size=``), sharing its memory (RuntimeError where the
+    strides allow no view); or, given one dtype (``x.view(genesis.int32)``, ``x.view(dtype=...)``), its memory read as
+    that dtype (:func:`view_dtype`)."""
+    shape = _varargs_or_keyword("view", shape, "size", size)
     if dtype is None:
         target = _as_dtype(shape[0]) if len(shape) == 1 else None
         if target is None:
@@ -331,8 +335,9 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return Unsqueeze.apply(input, dim)
 
 
-def permute(input: Tensor, *dims: Any) -> Tensor:
-    dims = _shape_args("permute", dims)
+def permute(input: Tensor, *order: Any, dims: Sequence[int] | None = None) -> Tensor:
+    """A view of ``input`` with its dims in the order given as varargs, one sequence or ``dims=``."""
+    dims = _shape_args("permute", _varargs_or_keyword("permute", order, "dims", dims))
     if len(dims) != input.ndim:
         raise RuntimeError(
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
