@@ -39,6 +39,7 @@ from genesis.linalg.solvers import (
 )
 from genesis.linalg.spectral import eigh, eigvalsh, lstsq, matrix_rank, pinv, svd, svdvals
 from genesis.ndarray import normalize_dim
+from genesis.ops.autocast import one_op
 from genesis.ops.linalg import _cross, _graph_norm
 from genesis.tensor import Tensor
 
@@ -122,6 +123,7 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     return _cross("linalg.cross", input, other, dim)
 
 
+@one_op("linalg_vecdot")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """Dot products of vectors along ``dim``, broadcasting the other dims."""
     return F.sum(x * y, dim)

@@ -21,6 +21,7 @@ from genesis.linalg.solvers import qr as _qr
 from genesis.linalg.spectral import svd as _svd
 from genesis.linalg.spectral import svdvals
 from genesis.ndarray import broadcast_shapes
+from genesis.ops.autocast import one_op
 from genesis.tensor import Tensor
 
 
@@ -80,6 +81,7 @@ def _complement(Q: Tensor) -> Tensor:
     return complete[..., :, Q.shape[-1]:]
 
 
+@one_op("svd")
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SVDResult:
     """``input = U diag(S) V^T`` with singular values S descending and V itself (``linalg.svd`` returns V^T).
 
@@ -107,6 +109,7 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SVDResult:
     return SVDResult(U, S, V)
 
 
+@one_op("qr")
 def qr(input: Tensor, some: bool = True) -> QRResult:
     """``linalg.qr`` with ``mode="reduced"`` (``some=True``) or ``"complete"``; deprecated in torch."""
     _deprecated("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch release.\n"
@@ -117,6 +120,7 @@ def qr(input: Tensor, some: bool = True) -> QRResult:
     return QRResult(Q, R)
 
 
+@one_op("cholesky")
 def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """The Cholesky factor L of symmetric positive-definite matrices (``L^T`` with ``upper``); deprecated in torch.
     ``genesis.linalg.LinAlgError`` (a RuntimeError) where a matrix is not positive-definite."""
@@ -127,6 +131,7 @@ def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     return _cholesky(input, upper=upper)
 
 
+@one_op("triangular_solve")
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False) -> TriangularSolveResult:
     """X with ``A X = b`` (``A^T X = b`` with ``transpose``) for triangular A (..., m, m) and b (..., m, k), batch
@@ -175,6 +180,7 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) 
     return LUWithInfoResult(LU, pivots, info) if get_infos else (LU, pivots)
 
 
+@one_op("lu_solve")
 def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """X with ``A X = b`` given ``lu(A)``'s packed factors and pivots (b (..., m, k), batch dims broadcast);
     deprecated in torch (``linalg.lu_solve``)."""

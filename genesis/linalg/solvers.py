@@ -13,6 +13,7 @@ from genesis import dtypes
 from genesis import ops as F
 from genesis.autograd import Function
 from genesis.ndarray import broadcast_shapes
+from genesis.ops.autocast import one_op
 from genesis.tensor import Tensor
 
 
@@ -82,6 +83,7 @@ def _pivoted(A: Tensor) -> tuple[Tensor, Tensor]:
     return LU, sign
 
 
+@one_op("linalg_det")
 def det(A: Tensor) -> Tensor:
     """Determinant of square matrices (..., n, n), from the LU factorization with partial pivoting."""
     _check_float("linalg.det", A)
@@ -99,6 +101,7 @@ class SlogdetResult(NamedTuple):
     logabsdet: Tensor
 
 
+@one_op("linalg_slogdet")
 def slogdet(A: Tensor) -> SlogdetResult:
     """(sign, log|det|) of square matrices; a singular matrix gives (0, -inf)."""
     _check_float("linalg.slogdet", A)
@@ -110,6 +113,7 @@ def slogdet(A: Tensor) -> SlogdetResult:
     return SlogdetResult(sign, logabs)
 
 
+@one_op("linalg_solve")
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """The solution X of ``A X = B`` (``X A = B`` when left is False); B (..., n, k) or a vector (..., n).
 
@@ -127,6 +131,7 @@ class SolveExResult(NamedTuple):
     info: Tensor
 
 
+@one_op("linalg_solve_ex")
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> SolveExResult:
     """``solve`` that reports a singular A in ``info`` instead of raising: (X, info), info int32 of A's batch shape,
     0 or the 1-based index of the first zero pivot of A's LU factorization (X is then inf/NaN there, as LAPACK's).
@@ -206,6 +211,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     return _substitute(F.triu(A) if upper else F.tril(A), B, upper, unitriangular)
 
 
+@one_op("linalg_inv_ex")
 def inv(A: Tensor) -> Tensor:
     """Inverse of square matrices (..., n, n); LinAlgError (a RuntimeError) for a singular one."""
     X, info = _inv_ex("linalg.inv", A)
@@ -220,6 +226,7 @@ class InvExResult(NamedTuple):
     info: Tensor
 
 
+@one_op("linalg_inv_ex")
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
     """``inv`` that reports a singular matrix in ``info`` instead of raising: (inverse, info), info int32 per matrix,
     0 or the 1-based index of the first zero pivot of the LU factorization (the inverse is then inf/NaN, as
@@ -245,6 +252,7 @@ def logdet(A: Tensor) -> Tensor:
     return F.where(sign < 0, math.nan, logabs)
 
 
+@one_op("linalg_cholesky_ex")
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """Cholesky factor L (lower triangular, positive diagonal) with ``A = L L^T`` of symmetric positive-definite
     matrices (..., n, n); only the lower triangle of A is read. ``upper=True`` returns ``L^T``.
@@ -264,6 +272,7 @@ class CholeskyExResult(NamedTuple):
     info: Tensor
 
 
+@one_op("linalg_cholesky_ex")
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> CholeskyExResult:
     """``cholesky`` that reports failure in ``info`` instead of raising: (L, info), info int32 per matrix, 0 or the
     order of the first leading minor that is not positive-definite.
@@ -322,6 +331,7 @@ class QRResult(NamedTuple):
     R: Tensor
 
 
+@one_op("linalg_qr")
 def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     """QR decomposition ``A = Q R`` of (..., m, n) matrices by Householder reflections, with LAPACK's sign
     convention (so the factors equal torch's): ``R[j, j] = -sign(x0) * |x|`` for the column x being reflected.
@@ -391,6 +401,7 @@ def _lu_steps(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return LU, order, pivot_tensor
 
 
+@one_op("linalg_lu_factor")
 def lu_factor(A: Tensor, *, pivot: bool = True) -> LUFactorResult:
     """(LU, pivots) of LU decomposition with partial pivoting, in LAPACK's compact form: U on and above the
     diagonal, L's multipliers below it, and ``pivots[i]`` (1-based, int32) the row swapped with row i at step i.
@@ -399,6 +410,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> LUFactorResult:
     return LUFactorResult(LU, pivots)
 
 
+@one_op("linalg_lu_factor_ex")
 def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
                  _op: str = "torch.linalg.lu_factor_ex") -> LUFactorExResult:
     """``lu_factor`` with LAPACK's info: (LU, pivots, info), info int32 per matrix, 0 or the 1-based index of the
@@ -418,6 +430,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
     return LUFactorExResult(LU, pivots, info)
 
 
+@one_op("linalg_lu")
 def lu(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """(P, L, U) with ``A = P L U``: P a permutation matrix, L (..., m, k) unit lower triangular, U (..., k, n)
     upper triangular, k = min(m, n); partial pivoting as LAPACK (so the factors equal torch's)."""
@@ -479,6 +492,7 @@ def _check_pivots(op: str, pivots: Tensor) -> None:
         raise RuntimeError(f"{op}: pivots should be a Tensor of scalar type torch.int32")
 
 
+@one_op("linalg_lu_solve")
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:
     """X with ``A X = B`` given ``lu_factor(A)``'s compact factors and pivots; ``X A = B`` when left is False and
     ``A^T`` in place of A with ``adjoint``. B (..., n, k), batch dims broadcast with LU's; pivots must have LU's
@@ -522,6 +536,7 @@ def _lu_substitute(LU: Tensor, pivots: Tensor, B: Tensor, adjoint: bool) -> Tens
     return F.gather(Z, -2, F.argsort(order, -2))
 
 
+@one_op("cholesky_solve")
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """X with ``A X = B`` for ``A = L L^T`` given its Cholesky factor L (``U^T U`` when upper), B (..., n, k)."""
     _check_float("cholesky_solve", L)
@@ -556,6 +571,7 @@ class _CholeskySolve(Function):
         return grad_B, grad_L, None
 
 
+@one_op("cholesky_inverse")
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """Inverse of ``A = L L^T`` (``U^T U`` when upper) from its Cholesky factor."""
     _check_square("cholesky_inverse", L)

@@ -14,6 +14,7 @@ from genesis import dtypes
 from genesis import ops as F
 from genesis.autograd import Function
 from genesis.linalg.solvers import _check_float, _check_square
+from genesis.ops.autocast import one_op
 from genesis.tensor import Tensor, tensor
 
 _MAX_SWEEPS = 30  # Jacobi converges quadratically: ~log2(n) + 5 sweeps reach rounding level
@@ -149,6 +150,7 @@ class _Eigh(Function):
         return vectors @ inner @ vectors.mT
 
 
+@one_op("linalg_eigh")
 def eigh(A: Tensor, UPLO: str = "L") -> tuple[Tensor, Tensor]:  # torch's name
     """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of symmetric matrices (..., n, n), read from
     the lower (``UPLO="L"``) or upper triangle.
@@ -177,6 +179,7 @@ class EighResult(NamedTuple):
     eigenvectors: Tensor
 
 
+@one_op("linalg_eigh")
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # torch's name
     """Eigenvalues (ascending) of symmetric matrices; see ``eigh``."""
     return eigh(A, UPLO)[0]
@@ -273,6 +276,7 @@ class SVDResult(NamedTuple):
     Vh: Tensor
 
 
+@one_op("linalg_svd")
 def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
     """Singular value decomposition ``A = U diag(S) Vh`` of (..., m, n) matrices, S descending.
 
@@ -290,6 +294,7 @@ def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
     return SVDResult(*_Svd.apply(A))
 
 
+@one_op("linalg_svd")
 def svdvals(A: Tensor) -> Tensor:
     """Singular values (descending) of (..., m, n) matrices, with the gradient ``U diag(gS) Vh``."""
     return svd(A, full_matrices=False)[1]
@@ -304,6 +309,7 @@ def _cutoff(op: str, S: Tensor, m: int, n: int, atol: Any, rtol: Any) -> Tensor:
     return F.maximum(largest.detach() * rtol, F.zeros_like_detached(largest) + (atol or 0.0))
 
 
+@one_op("linalg_pinv")
 def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
     """Moore-Penrose pseudo-inverse through the SVD: singular values at or below max(atol, rtol * S_max) count as
     zero (rtol defaults to eps * max(m, n)). Differentiable where the kept singular values are distinct."""
@@ -326,6 +332,7 @@ def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = No
     return F.sum(S > _cutoff("linalg.matrix_rank", S, A.shape[-2], A.shape[-1], atol, rtol), -1)
 
 
+@one_op("pinverse")
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """torch.pinverse: ``pinv`` with singular values at or below ``rcond * S_max`` cut."""
     return pinv(input, rtol=rcond)
@@ -340,6 +347,7 @@ class LstsqResult(NamedTuple):
     singular_values: Tensor
 
 
+@one_op("linalg_lstsq")
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:
     """Least-squares solution X minimizing ``|A X - B|`` for (..., m, n) A and (..., m, k) or (..., m) B.
 

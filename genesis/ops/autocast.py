@@ -213,6 +213,30 @@ def autocast_args(op: str, *args: Any) -> tuple[Any, ...]:
                  else x for x in args)
 
 
+def one_op(name: str) -> Callable:
+    """Decorator for an op written with other ops whose torch counterpart is one kernel (a factorization, a
+    distance): under autocast its positional tensor arguments get ``name``'s rule, and its body runs with autocast
+    off. Otherwise the products inside would take their own rule (a Cholesky factorization computed in bfloat16)."""
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def op(*args: Any, **kwargs: Any) -> Any:
+            if not _state.active:
+                return fn(*args, **kwargs)
+            args = autocast_args(name, *args)
+            suspended = [(device_type, False, dtype, _state.cache_enabled) for device_type, dtype in
+                         _state.active.items()]
+            _state.stack.extend(suspended)
+            _refresh()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                del _state.stack[-len(suspended):]
+                _refresh()
+        return op
+    return decorate
+
+
 class autocast:
     """Run the ops of a region in mixed precision (a context manager and a decorator; nestable).
 

@@ -12,7 +12,7 @@ from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
 from genesis.ops._args import _check_tensor, ones_like_bool
-from genesis.ops.autocast import autocast_args
+from genesis.ops.autocast import autocast_args, one_op
 from genesis.ops.compare import where
 from genesis.ops.nn import Linear
 from genesis.ops.reduce import norm, sum
@@ -104,6 +104,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
+@one_op("mv")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"mv: expected a 2D matrix and a 1D vector, got {input.ndim}D and {vec.ndim}D")
@@ -137,9 +138,9 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 ger = outer
 
 
+@one_op("addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``; beta == 0 ignores ``input`` (NaN and inf do not propagate)."""
-    input, mat1, mat2 = autocast_args("addmm", input, mat1, mat2)
     dtype = mat1.dtype
     if ((beta, alpha) == (1, 1) and dtype in _HALF and input.dtype is dtype and mat2.dtype is dtype
             and mat1.ndim == 2 and mat2.ndim == 2 and input.shape[-1:] == mat2.shape[1:]
@@ -149,9 +150,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta: float = 1, alpha: flo
     return _blend(input, _product(mm, mat1, mat2), beta, alpha, input.dtype)
 
 
+@one_op("baddbmm")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * (batch1 @ batch2)`` per batch; beta == 0 ignores ``input``."""
-    input, batch1, batch2 = autocast_args("baddbmm", input, batch1, batch2)
     return _blend(input, _product(bmm, batch1, batch2), beta, alpha, input.dtype)
 
 
@@ -396,6 +397,7 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     return (a * b).reshape([x * y for x, y in zip(a_shape, b_shape)])
 
 
+@one_op("cdist")
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary"
           ) -> Tensor:
     """p-norm distances between each row of ``x1`` (..., P, M) and each row of ``x2`` (..., R, M): (..., P, R).
@@ -421,6 +423,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     return _graph_norm(a - b, p, (-1,))
 
 
+@one_op("dist")
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The p-norm of ``input - other`` (broadcast), over all elements."""
     return _graph_norm(input - other, p, None)
@@ -448,6 +451,7 @@ def _add_product(op: str, input: Tensor, product: Tensor, beta: float, alpha: fl
     return _blend(input, product, beta, alpha, input.dtype)
 
 
+@one_op("addmv")
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
     return _add_product("addmv", input, _product(mv, mat, vec), beta, alpha)
@@ -458,11 +462,13 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: f
     return _add_product("addr", input, vec1.outer(vec2), beta, alpha)
 
 
+@one_op("addbmm")
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     return _add_product("addbmm", input, batch1.bmm(batch2).sum(0), beta, alpha)
 
 
+@one_op("renorm")
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """Rescale each slice along ``dim`` whose p-norm exceeds ``maxnorm`` to norm ``maxnorm`` (others unchanged)."""
     if p <= 0:

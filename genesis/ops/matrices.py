@@ -11,6 +11,7 @@ from genesis import dtypes
 from genesis.device import to_device
 from genesis.ndarray import NDArray, normalize_dim
 from genesis.ops._args import _zeros, arange_like, ones_like_bool
+from genesis.ops.autocast import one_op
 from genesis.ops.compare import where
 from genesis.ops.indexing import index_put
 from genesis.ops.join import cat
@@ -82,6 +83,7 @@ def fill_diagonal_(input: Tensor, fill_value: Any, wrap: bool = False) -> Tensor
     return input.masked_fill_(mask.reshape(input.shape), fill_value)
 
 
+@one_op("trace")
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix."""
     if input.ndim != 2:

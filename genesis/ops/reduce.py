@@ -12,7 +12,7 @@ from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, normalize_dim, normalize_dims
 from genesis.ops.arithmetic import maximum, minimum
-from genesis.ops.autocast import autocast_args
+from genesis.ops.autocast import autocast_args, one_op
 from genesis.ops.compare import isinf, isnan, where
 from genesis.ops.gather_scatter import zeros_scatter
 from genesis.ops.unary import exp, log, sqrt
@@ -439,6 +439,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     return _root(sum(input.abs() ** p, dims, keepdim), p)
 
 
+@one_op("logsumexp")
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` computed stably by subtracting the maximum first."""
     dims = normalize_dims("logsumexp", dim, input.ndim)

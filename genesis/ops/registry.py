@@ -161,7 +161,7 @@ OPS: tuple[Op, ...] = (
     Op("std", reduce.std, method=True),
     Op("var_mean", reduce.var_mean),
     Op("norm", reduce.norm, method=True, autocast=(None, FP32)),
-    Op("logsumexp", reduce.logsumexp, method=True),
+    Op("logsumexp", reduce.logsumexp, method=True, autocast=(None, FP32)),
     Op("softmax", reduce.softmax, method=True, autocast=(None, FP32)),
     Op("log_softmax", reduce.log_softmax, method=True, autocast=(None, FP32)),
     Op("cumsum", scans.cumsum, method=True, inplace=GENERAL, autocast=(None, FP32)),
@@ -212,7 +212,7 @@ OPS: tuple[Op, ...] = (
     Op("tril", matrices.tril, method=True, inplace=GENERAL),
     Op("diag", matrices.diag, method=True),
     Op("diagonal_copy", matrices.diagonal_copy),
-    Op("trace", matrices.trace, method=True),
+    Op("trace", matrices.trace, method=True, autocast=(FP32, None)),
     Op("gather", gather_scatter.gather, method=True),
     Op("take_along_dim", gather_scatter.take_along_dim, method=True),
     Op("take", gather_scatter.take, method=True),
@@ -337,14 +337,14 @@ OPS: tuple[Op, ...] = (
     Op("cross", linalg.cross, method=True, autocast=(PROMOTE, PROMOTE)),
     Op("vdot", linalg.vdot, method=True),
     Op("kron", linalg.kron, method=True),
-    Op("cdist", linalg.cdist),
-    Op("dist", linalg.dist, method=True),
+    Op("cdist", linalg.cdist, autocast=(FP32, FP32)),
+    Op("dist", linalg.dist, method=True, autocast=(None, FP32)),
     Op("addcmul", arithmetic.addcmul, method=True, autocast=(PROMOTE, PROMOTE)),
     Op("addcdiv", arithmetic.addcdiv, method=True, autocast=(PROMOTE, PROMOTE)),
     Op("addmv", linalg.addmv, method=True, inplace=GENERAL, autocast=(None, LOWER)),
     Op("addr", linalg.addr, method=True, inplace=GENERAL),
     Op("addbmm", linalg.addbmm, method=True, inplace=GENERAL, autocast=(LOWER, LOWER)),
-    Op("renorm", linalg.renorm, method=True, inplace=GENERAL),
+    Op("renorm", linalg.renorm, method=True, inplace=GENERAL, autocast=(None, FP32)),
     Op("meshgrid", shape.meshgrid),
     Op("atleast_1d", join.atleast_1d),
     Op("atleast_2d", join.atleast_2d),
@@ -599,6 +599,7 @@ NN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
     "mse_loss": (FP32, FP32),
     "multi_margin_loss": (FP32, FP32),
     "multilabel_margin_loss": (FP32, FP32),
+    "pdist": (None, FP32),
     "nll_loss": (FP32, FP32),
     "normalize": (None, FP32),
     "poisson_nll_loss": (FP32, FP32),
@@ -628,6 +629,18 @@ RNN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
     "gru": (None, FP16),
     "rnn_tanh": (None, FP16),
     "rnn_relu": (None, FP16),
+}
+
+
+#: Autocast rules of the linear-algebra functions (torch's kernel names: ``linalg_inv_ex`` for ``linalg.inv``...):
+#: torch's CPU policy runs the factorizations and solvers in float32 and lowers ``linalg.vecdot``; its CUDA policy
+#: leaves them in the input's dtype. Genesis writes them with other ops, whose own rules stay off inside
+#: (``autocast.one_op``).
+LINALG_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
+    **{name: (FP32, None) for name in ("linalg_inv_ex", "linalg_cholesky_ex", "linalg_qr", "linalg_svd", "linalg_eigh",
+                                       "linalg_lstsq", "cholesky", "cholesky_inverse", "cholesky_solve", "pinverse",
+                                       "qr", "svd", "triangular_solve", "lu_solve")},
+    "linalg_vecdot": (LOWER, None),
 }
 
 
@@ -688,10 +701,11 @@ def namespace() -> list[str]:
 
 def autocast_policy() -> dict[str, dict[str, str]]:
     """device type -> op name -> autocast rule, from the rows' ``autocast``, :data:`NN_AUTOCAST`,
-    :data:`PAD_AUTOCAST`, :data:`RNN_AUTOCAST` and :data:`FFT_AUTOCAST`."""
+    :data:`PAD_AUTOCAST`, :data:`RNN_AUTOCAST`, :data:`LINALG_AUTOCAST` and :data:`FFT_AUTOCAST`."""
     policy: dict[str, dict[str, str]] = {"cpu": {}, "cuda": {}}
     rules = [(op.name, op.autocast) for op in OPS if op.autocast] + list(NN_AUTOCAST.items()) + list(
-        PAD_AUTOCAST.items()) + list(RNN_AUTOCAST.items()) + list(FFT_AUTOCAST.items())
+        PAD_AUTOCAST.items()) + list(RNN_AUTOCAST.items()) + list(LINALG_AUTOCAST.items()) + list(
+        FFT_AUTOCAST.items())
     for name, (cpu, cuda) in rules:
         for device_type, rule in (("cpu", cpu), ("cuda", cuda)):
             if rule is not None:

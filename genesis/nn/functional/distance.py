@@ -5,6 +5,7 @@ from __future__ import annotations
 from genesis import amp, linalg
 from genesis import ops as T
 from genesis.dtypes import SCALAR_TYPE_NAMES, int64, promote_types
+from genesis.ops.autocast import one_op
 from genesis.tensor import Tensor, tensor
 
 
@@ -35,6 +36,7 @@ def _clamped_norm(x: Tensor, dim: int, eps: float) -> Tensor:
     return norm + (T.clamp(held, min=eps) - held)
 
 
+@one_op("pdist")
 def pdist(input: Tensor, p: float = 2) -> Tensor:
     """p-norm distances between the rows of (N, M) input, for every pair i < j in row-major order:
     shape (N * (N - 1) / 2,)."""
