@@ -386,3 +386,47 @@ def test_grid_sample_refuses_mixed_dtypes_outside_autocast():
         torch.nn.functional.grid_sample(x, grid, align_corners=False)
     with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
         genesis.nn.functional.grid_sample(to_genesis(x), to_genesis(grid), align_corners=False)
+
+
+def _spd(lib: object, a: object) -> object:
+    return a @ a.mT + 4 * lib.eye(a.shape[-1], device=a.device, dtype=a.dtype)
+
+
+# Ops that torch runs as one kernel and Genesis writes with other ops: under autocast they follow their own rule
+# (float32 factorizations on the CPU, float32 distances on CUDA...), never the rules of the products inside them.
+WHOLE_OPS = {
+    "mv": (lambda lib, a, v: a.mv(v), [(4, 5), (5,)]),
+    "addmv": (lambda lib, a, v: lib.addmv(v[:4], a, v), [(4, 5), (5,)]),
+    "addbmm": (lambda lib, c, a, b: lib.addbmm(c, a, b), [(4, 3), (2, 4, 5), (2, 5, 3)]),
+    "addr": (lambda lib, c, a, b: lib.addr(c, a, b), [(4, 3), (4,), (3,)]),
+    "vecdot": (lambda lib, a, b: lib.linalg.vecdot(a, b), [(4, 5), (4, 5)]),
+    "cdist": (lambda lib, a, b: lib.cdist(a, b), [(4, 5), (3, 5)]),
+    "dist": (lambda lib, a, b: lib.dist(a, b), [(4, 5), (4, 5)]),
+    "pdist": (lambda lib, a: lib.nn.functional.pdist(a), [(4, 5)]),
+    "renorm": (lambda lib, a: lib.renorm(a, 2, 0, 1.0), [(4, 5)]),
+    "logsumexp": (lambda lib, a: lib.logsumexp(a, 1), [(4, 5)]),
+    "trace": (lambda lib, a: lib.trace(a), [(4, 4)]),
+    "cholesky": (lambda lib, a: lib.linalg.cholesky(_spd(lib, a)), [(5, 5)]),
+    "inv": (lambda lib, a: lib.linalg.inv(_spd(lib, a)), [(5, 5)]),
+    "solve": (lambda lib, a, b: lib.linalg.solve(_spd(lib, a), b), [(5, 5), (5, 2)]),
+    "eigvalsh": (lambda lib, a: lib.linalg.eigvalsh(_spd(lib, a)), [(5, 5)]),
+    "qr": (lambda lib, a: lib.linalg.qr(a).R.abs(), [(5, 4)]),
+    "lstsq": (lambda lib, a, b: lib.linalg.lstsq(_spd(lib, a), b).solution, [(5, 5), (5, 2)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHOLE_OPS))
+def test_ops_written_with_products_follow_their_own_autocast_rule(name: str) -> None:
+    # float32 inputs: the result's dtype is the op's own rule, and its values are float32-accurate (a product
+    # inside computed in the lower precision would be off by about 1e-2).
+    fn, shapes = WHOLE_OPS[name]
+    inputs = [rand(*shape, seed=i, dtype=torch.float32) for i, shape in enumerate(shapes)]
+    device_type = "cuda" if DEVICE.startswith("cuda") else "cpu"
+    oracle_device = "cuda" if device_type == "cuda" else "cpu"
+    with torch.autocast(oracle_device, dtype=torch.bfloat16):
+        expected = fn(torch, *[x.to(oracle_device) for x in inputs])
+    with genesis.autocast(device_type, dtype=genesis.bfloat16):
+        got = fn(genesis, *[to_genesis(x, requires_grad=False) for x in inputs])
+    assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    tolerance = {"rtol": 2e-2, "atol": 2e-2} if expected.dtype == torch.bfloat16 else {"rtol": 1e-4, "atol": 1e-5}
+    assert_same(got, expected.cpu(), **tolerance)

@@ -457,6 +457,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: fl
     return _add_product("addmv", input, _product(mv, mat, vec), beta, alpha)
 
 
+@one_op("addr")
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)``."""
     return _add_product("addr", input, vec1.outer(vec2), beta, alpha)

@@ -342,7 +342,7 @@ OPS: tuple[Op, ...] = (
     Op("addcmul", arithmetic.addcmul, method=True, autocast=(PROMOTE, PROMOTE)),
     Op("addcdiv", arithmetic.addcdiv, method=True, autocast=(PROMOTE, PROMOTE)),
     Op("addmv", linalg.addmv, method=True, inplace=GENERAL, autocast=(None, LOWER)),
-    Op("addr", linalg.addr, method=True, inplace=GENERAL),
+    Op("addr", linalg.addr, method=True, inplace=GENERAL, autocast=(None, LOWER)),
     Op("addbmm", linalg.addbmm, method=True, inplace=GENERAL, autocast=(LOWER, LOWER)),
     Op("renorm", linalg.renorm, method=True, inplace=GENERAL, autocast=(None, FP32)),
     Op("meshgrid", shape.meshgrid),
@@ -633,14 +633,14 @@ RNN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
 
 
 #: Autocast rules of the linear-algebra functions (torch's kernel names: ``linalg_inv_ex`` for ``linalg.inv``...):
-#: torch's CPU policy runs the factorizations and solvers in float32 and lowers ``linalg.vecdot``; its CUDA policy
-#: leaves them in the input's dtype. Genesis writes them with other ops, whose own rules stay off inside
+#: torch's CPU policy runs the factorizations and solvers in float32 (its CUDA policy leaves them in the input's
+#: dtype); both lower ``linalg.vecdot``. Genesis writes them with other ops, whose own rules stay off inside
 #: (``autocast.one_op``).
 LINALG_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
     **{name: (FP32, None) for name in ("linalg_inv_ex", "linalg_cholesky_ex", "linalg_qr", "linalg_svd", "linalg_eigh",
                                        "linalg_lstsq", "cholesky", "cholesky_inverse", "cholesky_solve", "pinverse",
                                        "qr", "svd", "triangular_solve", "lu_solve")},
-    "linalg_vecdot": (LOWER, None),
+    "linalg_vecdot": (LOWER, LOWER),
 }
 
 
