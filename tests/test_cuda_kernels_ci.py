@@ -59,9 +59,10 @@ def _specs() -> list[tuple]:
         ("argmax", rk.arg_reduce_rows, ("*fp32:16", "*i64:16", "i32", "i32", "i64", "1"), (True, 1, 2048)),
         ("cumsum rows", rk.scan_rows, ("*fp32:16", "*fp32:16", "i32", "i32"), ("cumsum", 1, 1024)),
         ("cumprod cols", rk.scan_cols, ("*fp16:16", "*fp16:16", "i32", "i32", "i32"), ("cumprod", 256)),
-        ("softmax", rk.softmax_rows, ("*fp32:16", "*fp32:16", "i32", "i32"), (False, 1024, True)),
-        ("log_softmax online", rk.softmax_rows, ("*bf16:16", "*bf16:16", "i32", "i32"), (True, 2048, False)),
-        ("softmax fp64", rk.softmax_rows64, ("*fp64:16", "*fp64:16", "i32", "i32"), (False, 1024)),
+        ("softmax", rk.softmax_rows, ("*fp32:16", "*fp32:16", "i32", "i32"), (False, 1024, True, False)),
+        ("safe softmax online", rk.softmax_rows, ("*bf16:16", "*bf16:16", "i32", "i32"), (False, 2048, False, True)),
+        ("log_softmax online", rk.softmax_rows, ("*bf16:16", "*bf16:16", "i32", "i32"), (True, 2048, False, False)),
+        ("softmax fp64", rk.softmax_rows64, ("*fp64:16", "*fp64:16", "i32", "i32"), (False, 1024, True)),
         ("gather", ik.gather_kernel, ("*fp32:16", "*fp32:16", "*i64:16", *["i32"] * 5, *(ST4 * 3), "i64"),
          (True, 4, 256)),
         ("scatter add", ik.scatter_kernel, ("*bf16:16", "*bf16:16", "*i64:16", *["i32"] * 5, *ST4 * 3, "i64"),
@@ -119,10 +120,16 @@ for op, ref in (("relu", a.relu()), ("neg", -a), ("abs", a.abs())):
 x = torch.randn(6, 40, generator=g)
 s = torch.empty(6)
 y = torch.empty(6, 40)
-rk.softmax_rows[(6,)](x, y, 6, 40, LOG=False, BLOCK_K=64, ONE_PASS=True)
+rk.softmax_rows[(6,)](x, y, 6, 40, LOG=False, BLOCK_K=64, ONE_PASS=True, SAFE=False)
 torch.testing.assert_close(y, x.softmax(1))
-rk.softmax_rows[(6,)](x, y, 6, 40, LOG=True, BLOCK_K=64, ONE_PASS=True)
+rk.softmax_rows[(6,)](x, y, 6, 40, LOG=True, BLOCK_K=64, ONE_PASS=True, SAFE=False)
 torch.testing.assert_close(y, x.log_softmax(1))
+masked = x.clone()
+masked[2] = float("-inf")  # a row that attends nothing: zeros with SAFE, in both the one-pass and chunked kernels
+masked[4, :30] = float("-inf")
+for one_pass, block in ((True, 64), (False, 16)):
+    rk.softmax_rows[(6,)](masked, y, 6, 40, LOG=False, BLOCK_K=block, ONE_PASS=one_pass, SAFE=True)
+    torch.testing.assert_close(y, torch._safe_softmax(masked, 1))
 ik = importlib.import_module("genesis._impl.cuda.kernels.index")
 flag = torch.zeros(3, dtype=torch.int64)
 idx = torch.tensor([0, -1, 3, -4, 2])

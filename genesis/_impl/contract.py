@@ -74,7 +74,8 @@ PRIMITIVES: dict[str, str] = {
     "reduce": "(op, x, dims, keepdim): op in REDUCE_OPS over the tuple of dims",
     "arg_reduce": "(op, x, dim, keepdim): 'argmax' / 'argmin' (first occurrence), int64",
     "cumulative": "(op, x, dim): 'cumsum' / 'cumprod'",
-    "softmax": "(x, dim, log): softmax or log_softmax over one dim",
+    "softmax": "(x, dim, log, safe): softmax or log_softmax over one dim; safe: a row of -inf only gives zeros "
+               "(torch's safe softmax), not NaN",
     # linear algebra
     "matmul": "(a, b): (..., M, K) @ (..., K, N), batch dims equal",
     "linear": "(x, w, bias): x @ w.T + bias for 2-D x (M, K), w (N, K), bias (N,) or None, one dtype (the bias may "

@@ -435,7 +435,7 @@ class CrossEntropy(Primitive):
         target = checked_target(target, x.shape[1], ignore_index)
         valid = target.binary("ne", ignore_index)
         safe = valid.where(target, 0)
-        logp = backend.softmax(x, 1, True)
+        logp = backend.softmax(x, 1, True, False)
         picked = backend.gather(logp, 1, safe.unsqueeze(1)).reshape((x.shape[0],))
         w = valid.astype(x.dtype)
         if weight is not None:

@@ -186,11 +186,15 @@ class ArgReduce(Primitive):
 
 
 class Softmax(Primitive):
-    """``softmax(x, dim)`` (or ``log_softmax`` with ``log=True``); the backward is one fused backend call."""
+    """``softmax(x, dim)`` (or ``log_softmax`` with ``log=True``); the backward is one fused backend call.
+
+    ``safe`` (softmax only) gives a row whose entries are all -inf zero weights instead of NaN, as torch's safe
+    softmax in attention; the backward needs nothing more (a zero output has a zero gradient).
+    """
 
     @staticmethod
-    def forward(ctx, x: NDArray, dim: int, log: bool) -> NDArray:
-        out = x.backend.softmax(x, dim, log)
+    def forward(ctx, x: NDArray, dim: int, log: bool, safe: bool = False) -> NDArray:
+        out = x.backend.softmax(x, dim, log, safe)
         ctx.save_for_backward(out)
         ctx.meta = (dim, log)
         return out
@@ -202,14 +206,18 @@ class Softmax(Primitive):
         if is_grad_enabled():
             # create_graph: composite ops, so the gradient is differentiable again.
             if log:
-                return grad - out.exp() * grad.sum(dim=dim, keepdim=True), None, None
-            return out * (grad - (grad * out).sum(dim=dim, keepdim=True)), None, None
-        return SoftmaxBackward.apply(grad, out, dim, log), None, None
+                return grad - out.exp() * grad.sum(dim=dim, keepdim=True), None, None, None
+            return out * (grad - (grad * out).sum(dim=dim, keepdim=True)), None, None, None
+        return SoftmaxBackward.apply(grad, out, dim, log), None, None, None
 
 
 class LogSoftmax(Softmax):
     """``log_softmax(x, dim)``: Softmax with ``log=True``, a class of its own for torch's node name
     (``LogSoftmaxBackward0``)."""
+
+
+class SafeSoftmax(Softmax):
+    """Softmax with ``safe=True``: a class of its own for torch's node name (``SafeSoftmaxBackward0``)."""
 
 
 class SoftmaxBackward(Primitive):
@@ -462,6 +470,12 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"softmax: not implemented for '{input.dtype.name}'")
     return Softmax.apply(input, d, False)
+
+
+def safe_softmax(input: Tensor, dim: int) -> Tensor:
+    """Softmax over ``dim`` where a slice of -inf only (a query that may attend no key) gets zeros, not NaN, and no
+    gradient: torch's ``_safe_softmax``, used by attention without weights."""
+    return SafeSoftmax.apply(input, normalize_dim("softmax", dim, input.ndim), False, True)
 
 
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:

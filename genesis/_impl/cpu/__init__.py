@@ -274,7 +274,9 @@ def cumulative(op: str, x: NDArray, dim: int) -> NDArray:
     return wrap(fn(t, dim=dim, dtype=t.dtype))  # the NDArray layer chose the dtype; torch would widen integers
 
 
-def softmax(x: NDArray, dim: int, log: bool) -> NDArray:
+def softmax(x: NDArray, dim: int, log: bool, safe: bool) -> NDArray:
+    if safe and not log:
+        return wrap(torch._safe_softmax(native(x), dim))
     fn = torch.log_softmax if log else torch.softmax
     return wrap(fn(native(x), dim=dim))
 

@@ -262,9 +262,9 @@ _SOFTMAX = td.Kernel(rk.softmax_rows)
 _SOFTMAX64 = td.Kernel(rk.softmax_rows64)
 
 
-def softmax(x: NDArray, dim: int, log: bool) -> NDArray:
-    if x.ndim == 0:
-        return full((), 0.0 if log else 1.0, x.dtype, x.device)
+def softmax(x: NDArray, dim: int, log: bool, safe: bool) -> NDArray:
+    if x.ndim == 0:  # one row of one element (1, or 0 when safe and -inf; NaN from -inf otherwise, as torch)
+        return softmax(x.reshape((1,)), 0, log, safe).reshape(())
     last = x.ndim - 1
     xt = x if dim == last else x.transpose(dim, last)
     xt = xt if _contig(xt) else contiguous(xt)
@@ -276,12 +276,12 @@ def softmax(x: NDArray, dim: int, log: bool) -> NDArray:
         p, q = _ptr(xt), _ptr(out)
         sig = (_psig(xt, p), _psig(out, q), "i32", "i32")
         if x.dtype is dtypes.float64:
-            go = _SOFTMAX64.launcher(sig, (log, min(_next_pow2(K), 1024)), 4)
+            go = _SOFTMAX64.launcher(sig, (log, min(_next_pow2(K), 1024), safe), 4)
         elif K <= 8192:
             block = _next_pow2(K)
-            go = _SOFTMAX.launcher(sig, (log, block, True), 4 if block <= 1024 else 8 if block <= 4096 else 16)
+            go = _SOFTMAX.launcher(sig, (log, block, True, safe), 4 if block <= 1024 else 8 if block <= 4096 else 16)
         else:
-            go = _SOFTMAX.launcher(sig, (log, 2048, False), 8)
+            go = _SOFTMAX.launcher(sig, (log, 2048, False, safe), 8)
         go(M, 1, 1, p, q, M, K)
     if dim != last:
         out = contiguous(out.transpose(dim, last))

@@ -9,6 +9,7 @@ from genesis import ops as T
 from genesis.nn.functional.dropout import dropout
 from genesis.nn.functional.linear import linear
 from genesis.ops.fused import fused_attention
+from genesis.ops.reduce import safe_softmax
 from genesis.tensor import Tensor, arange, zeros
 
 
@@ -64,19 +65,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             scores = T.masked_fill(scores, ~attn_mask, float("-inf"))
         else:
             scores = scores + attn_mask
-        weights = _safe_softmax(scores)
+        weights = safe_softmax(scores, -1)
     else:
         weights = T.softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return T.matmul(weights, value)
-
-
-def _safe_softmax(scores: Tensor) -> Tensor:
-    """Softmax over the last dim, as torch's safe softmax: a row that may attend no key (all -inf) gets zero weights
-    (not NaN) and no gradient."""
-    empty_rows = (scores.detach() == float("-inf")).all(-1, keepdim=True)  # (..., L, 1)
-    return T.masked_fill(T.softmax(T.masked_fill(scores, empty_rows, 0.0), -1), empty_rows, 0.0)
 
 
 def _in_projection(q: Tensor, k: Tensor, v: Tensor, w: Tensor, b: Tensor | None, e: int) -> tuple:
@@ -172,7 +166,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     # Without the weights torch runs scaled_dot_product_attention, whose safe softmax gives a query that may attend
     # no key zero attention (the output is then out_proj's bias); the weights it returns come from a plain softmax.
     masked = attn_mask is not None or key_padding_mask is not None
-    weights = _safe_softmax(scores) if masked and not need_weights else T.softmax(scores, -1)
+    weights = safe_softmax(scores, -1) if masked and not need_weights else T.softmax(scores, -1)
     if dropout_p > 0.0 and training:
         weights = dropout(weights, dropout_p, True)
     out = T.matmul(weights, v)  # (N, H, L, head_dim)

@@ -226,8 +226,10 @@ def scan_cols(x, out, K, N, n_blocks, OP: tl.constexpr, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def softmax_rows(x, out, M, K, LOG: tl.constexpr, BLOCK_K: tl.constexpr, ONE_PASS: tl.constexpr):
-    # Contiguous (M, K): softmax (or log_softmax) of each row; one pass when the row fits in registers.
+def softmax_rows(x, out, M, K, LOG: tl.constexpr, BLOCK_K: tl.constexpr, ONE_PASS: tl.constexpr,
+                 SAFE: tl.constexpr):
+    # Contiguous (M, K): softmax (or log_softmax) of each row; one pass when the row fits in registers. SAFE: a row
+    # whose every entry is -inf gives zeros instead of NaN (torch's safe softmax, for attention that may see no key).
     row = tl.program_id(0).to(tl.int64)
     base = row * K
     if ONE_PASS:
@@ -242,6 +244,8 @@ def softmax_rows(x, out, M, K, LOG: tl.constexpr, BLOCK_K: tl.constexpr, ONE_PAS
             y = v - mx - tl.log(s)
         else:
             y = e / s
+        if SAFE:
+            y = tl.where(mx == -float("inf"), 0.0, y)
         tl.store(out + base + cols, y.to(out.dtype.element_ty), mask=m)
     else:
         mx = tl.zeros([BLOCK_K], tl.float32) - float("inf")
@@ -263,12 +267,14 @@ def softmax_rows(x, out, M, K, LOG: tl.constexpr, BLOCK_K: tl.constexpr, ONE_PAS
                 y = v - gm - tl.log(s)
             else:
                 y = tl.exp(v - gm) / s
+            if SAFE:
+                y = tl.where(gm == -float("inf"), 0.0, y)
             tl.store(out + base + cols, y.to(out.dtype.element_ty), mask=m)
 
 
 @triton.jit
-def softmax_rows64(x, out, M, K, LOG: tl.constexpr, BLOCK_K: tl.constexpr):
-    # float64 rows (one pass over the row in chunks: max, then sum, then write).
+def softmax_rows64(x, out, M, K, LOG: tl.constexpr, BLOCK_K: tl.constexpr, SAFE: tl.constexpr):
+    # float64 rows (one pass over the row in chunks: max, then sum, then write); SAFE as softmax_rows.
     row = tl.program_id(0).to(tl.int64)
     base = row * K
     mx = tl.zeros([BLOCK_K], tl.float64) - float("inf")
@@ -290,6 +296,8 @@ def softmax_rows64(x, out, M, K, LOG: tl.constexpr, BLOCK_K: tl.constexpr):
             y = v - gm - libdevice.log(total)
         else:
             y = libdevice.exp(v - gm) / total
+        if SAFE:
+            y = tl.where(gm == -float("inf"), 0.0, y)
         tl.store(out + base + cols, y, mask=m)
 
 
