@@ -90,13 +90,14 @@ def test_mm_bmm_mv_dot_outer():
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_precision_blends_round_once(dtype):
-    # torch adds beta * input and alpha * product in float32 and rounds once. A bias row (Hugging Face's Conv1D)
-    # goes through the product's bias epilogue and matches exactly everywhere; the other forms match exactly on the
-    # CPU (float32 products) and within one rounding of the half-precision product on CUDA.
-    exact = {"rtol": 0.0, "atol": 0.0}
-    blended = exact if DEVICE == "cpu" else {"rtol": 8e-3 if dtype is torch.bfloat16 else 1e-3, "atol": 1e-3}
+    # torch adds beta * input and alpha * product in float32 and rounds once. On the CPU every form matches exactly
+    # (a bias row goes through the product's bias epilogue, Hugging Face's Conv1D; the others multiply in float32);
+    # on CUDA within one rounding (the libraries' products may accumulate in another order).
+    # One rounding of a product of size ~8 (64 unit terms): 2 ulps there, absolute, where the blend cancels.
+    rounding = {"rtol": 1.6e-2, "atol": 0.25} if dtype is torch.bfloat16 else {"rtol": 2e-3, "atol": 0.03}
+    blended = {"rtol": 0.0, "atol": 0.0} if DEVICE == "cpu" else rounding
     c, a, b = rand(32, seed=30).to(dtype), rand(16, 64, seed=31).to(dtype), rand(64, 32, seed=32).to(dtype)
-    check(lambda lib, c, a, b: lib.addmm(c, a, b), c, a, b, **exact, backward=False)
+    check(lambda lib, c, a, b: lib.addmm(c, a, b), c, a, b, **blended, backward=False)
     check(lambda lib, c, a, b: lib.addmm(c, a, b, beta=0.5, alpha=2.0), c, a, b, **blended, backward=False)
     check(lambda lib, c, a, b: lib.baddbmm(c, a.reshape(2, 8, 64), b.expand(2, 64, 32), alpha=0.125), c, a, b,
           **blended, backward=False)

@@ -509,3 +509,16 @@ def test_shape_ops_take_torch_keyword_names():
     check_error(TypeError, lambda lib, x: x.permute(2, dims=(2, 0, 1)), x)
     check_error(TypeError, lambda lib, x: x.permute(dims=0), x)
     check_error(TypeError, lambda lib, x: x.flip(dims=0), x)
+
+
+@pytest.mark.parametrize("shape, perm", [
+    ((35, 4, 3, 2, 10), (2, 1, 3, 0, 4)),      # an attention projection (T, B, 3, H, D) to (3, B, H, T, D)
+    ((3, 2, 4, 5, 6, 7), (5, 3, 1, 0, 2, 4)),  # rank 6, the innermost dim moved
+    ((2, 1, 9, 3, 1, 4), (3, 0, 2, 5, 1, 4)),  # size-1 dims among them
+])
+def test_high_rank_permuted_copies(shape, perm):
+    # Copies of rank 5 and more run as several rank-4 launches on CUDA; every element must land once, forward and
+    # backward (the gradient of a reshape of the permuted tensor is such a copy too).
+    check(lambda lib, x: x.permute(*perm).contiguous(), rand(*shape, seed=3))
+    check(lambda lib, x: x.permute(*perm).reshape(-1, shape[-1]) * 2, rand(*shape, seed=4))
+    check(lambda lib, x: x.permute(*perm) + x.permute(*perm).flip(0), rand(*shape, seed=5))

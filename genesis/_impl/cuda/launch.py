@@ -202,13 +202,21 @@ def _istr(v: int) -> str:
 
 
 def _split_rank4(shape: list[int], strides: list[list[int]], ptrs: list[int], itemsizes: list[int]):
-    """Yield (shape4, strides4, ptrs) pieces with at most 4 dims: leading dims beyond 4 become a host loop."""
+    """Yield (shape4, strides4, ptrs) pieces with at most 4 dims: the dims beyond 4 become a host loop.
+
+    The loop runs over the smallest dims other than the last (which stays the kernel's innermost one), so that a
+    rank-5 copy such as an attention gradient laid out (T, B, 3, H, D) takes 2 or 3 launches, not T.
+    """
     extra = len(shape) - 4
     if extra <= 0:
         pad = 4 - len(shape)
         yield [1] * pad + shape, [[0] * pad + s for s in strides], ptrs
         return
-    lead = shape[:extra]
+    looped = sorted(sorted(range(len(shape) - 1), key=lambda d: shape[d])[:extra])
+    kept = [d for d in range(len(shape)) if d not in looped]
+    kept_shape = [shape[d] for d in kept]
+    kept_strides = [[s[d] for d in kept] for s in strides]
+    lead = [shape[d] for d in looped]
     for flat in range(math.prod(lead)):
         idx = []
         r = flat
@@ -216,8 +224,8 @@ def _split_rank4(shape: list[int], strides: list[list[int]], ptrs: list[int], it
             idx.append(r % n)
             r //= n
         idx.reverse()
-        moved = [p + sum(i * s for i, s in zip(idx, st[:extra])) * isz for p, st, isz in zip(ptrs, strides, itemsizes)]
-        yield shape[extra:], [s[extra:] for s in strides], moved
+        moved = [p + sum(i * st[d] for i, d in zip(idx, looped)) * isz for p, st, isz in zip(ptrs, strides, itemsizes)]
+        yield kept_shape, kept_strides, moved
 
 
 # ---------------------------------------------------------------- elementwise launcher
