@@ -13,6 +13,7 @@ failed ``load_state_dict`` leaves the module unchanged.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Mapping
 
@@ -21,7 +22,16 @@ from genesis.nn.parameter import Parameter
 from genesis.tensor import Tensor
 
 _EXTRA_STATE_KEY = "_extra_state"
-_pending_copies: list[list] = []  # per running load_state_dict (innermost last): the copies it will make
+
+
+class _Loads(threading.local):
+    """Per thread, the copies each running ``load_state_dict`` will make (innermost call last)."""
+
+    def __init__(self) -> None:
+        self.pending: list[list] = []
+
+
+_loads = _Loads()
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -116,7 +126,7 @@ class StateDictMixin:
         local_state.update((k, v) for k, v in self._buffers.items()
                            if v is not None and k not in self._non_persistent_buffers_set)
         assign = local_metadata.get("assign_to_params_buffers", False)
-        copies = _pending_copies[-1] if _pending_copies else None
+        copies = _loads.pending[-1] if _loads.pending else None
         for name, target in local_state.items():
             key = prefix + name
             if key not in state_dict:
@@ -192,11 +202,11 @@ class StateDictMixin:
                          child_prefix)
             post_hooks.extend((module, hook) for hook in module._load_state_dict_post_hooks.values())
 
-        _pending_copies.append(copies)
+        _loads.pending.append(copies)
         try:
             load(self, state_dict, "")
         finally:
-            _pending_copies.pop()
+            _loads.pending.pop()
         # Post-hooks may edit the key lists (e.g. forgive keys they restored themselves) before the strict check.
         incompatible = _IncompatibleKeys(missing, unexpected)
         for module, hook in post_hooks:
