@@ -1,9 +1,11 @@
-"""``genesis.special``: torch.special's names for the special functions Genesis computes (each differentiable).
+"""``genesis.special``: torch.special's functions, under torch.special's names.
 
-Most are the functions of ``genesis`` under torch.special's names (``expit`` is ``sigmoid``, ``gammaln`` is
-``lgamma``, ``psi`` is ``digamma``, ``polygamma`` is ``genesis.polygamma``); ``i1``, ``ndtr``, ``xlog1py``, ``entr``,
-``multigammaln``, the regularized incomplete gamma functions ``gammainc``/``gammaincc`` and the normal distribution's
-``ndtri`` (its quantile function) and ``log_ndtr`` are defined here.
+Most elementwise ones are the functions of ``genesis`` (``expit`` is ``sigmoid``, ``gammaln`` is ``lgamma``, ``psi``
+is ``digamma``, ``polygamma`` is ``genesis.polygamma``); ``i1``, ``ndtr``, ``xlog1py``, ``entr``, ``multigammaln``,
+the regularized incomplete gamma functions ``gammainc``/``gammaincc``, the normal distribution's ``ndtri`` (its
+quantile function) and ``log_ndtr``, the scaled complementary error function ``erfcx`` and the Hurwitz zeta function
+are defined here; the Bessel and Airy functions in ``_bessel`` and the orthogonal polynomials in ``_polynomials``.
+Every function is differentiable except the polynomials and ``airy_ai``, which torch does not differentiate either.
 """
 
 from __future__ import annotations
@@ -16,6 +18,35 @@ from genesis.autograd import Function, Primitive, no_grad
 from genesis.ndarray import NDArray
 from genesis.ops._args import _float_operands
 from genesis.ops.math_special import I1, Entr, Xlogy
+from genesis.special._bessel import (
+    airy_ai,
+    bessel_j0,
+    bessel_j1,
+    bessel_y0,
+    bessel_y1,
+    i0e,
+    i1e,
+    modified_bessel_k0,
+    modified_bessel_k1,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
+    spherical_bessel_j0,
+)
+from genesis.special._common import _float_input, _float_pair, _polynomial
+from genesis.special._polynomials import (
+    chebyshev_polynomial_t,
+    chebyshev_polynomial_u,
+    chebyshev_polynomial_v,
+    chebyshev_polynomial_w,
+    hermite_polynomial_h,
+    hermite_polynomial_he,
+    laguerre_polynomial_l,
+    legendre_polynomial_p,
+    shifted_chebyshev_polynomial_t,
+    shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w,
+)
 from genesis.tensor import Tensor
 
 erf = F.erf
@@ -69,22 +100,6 @@ def multigammaln(input: Tensor, p: int) -> Tensor:
 def ndtr(input: Tensor) -> Tensor:
     """The standard normal distribution function ``P(Z <= x) = erfc(-x / sqrt(2)) / 2``."""
     return 0.5 * F.erfc(input * (-1 / math.sqrt(2.0)))
-
-
-def _normal_operand(op: str, input: Tensor) -> Tensor:
-    """``input`` as floating point: integers promote to the default float dtype; float16 and bfloat16 raise
-    NotImplementedError, as torch's kernels have none."""
-    if input.dtype in (dtypes.float16, dtypes.bfloat16):
-        raise NotImplementedError(f"\"{op}\" not implemented for '{input.dtype.name}'")
-    return input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
-
-
-def _polynomial(x: Tensor, coefficients: tuple[float, ...]) -> Tensor:
-    """Horner's scheme, highest power first (Cephes's polevl; a leading 1.0 makes it p1evl)."""
-    out = F.full_like(x, coefficients[0])
-    for c in coefficients[1:]:
-        out = out * x + c
-    return out
 
 
 # Cephes ndtri's rational approximations, the ones torch uses: P0/Q0 for |p - 1/2| <= 1/2 - exp(-2); P1/Q1 and
@@ -142,7 +157,7 @@ def ndtri(input: Tensor) -> Tensor:
     """The quantile function of the standard normal distribution: x with ``ndtr(x) = input``; -inf at 0, inf at 1,
     NaN outside [0, 1]. Cephes's rational approximations (accurate to float64 precision down to 1e-300, as torch's),
     not ``sqrt(2) erfinv(2p - 1)``, which loses the tails. Integers promote to the default float dtype."""
-    return _Ndtri.apply(_normal_operand("ndtri", input))
+    return _Ndtri.apply(_float_input("ndtri", input))
 
 
 class _LogNdtr(Function):
@@ -175,7 +190,45 @@ class _LogNdtr(Function):
 def log_ndtr(input: Tensor) -> Tensor:
     """``log(ndtr(input))``, accurate where ndtr underflows (large negative input) and where it is close to 1;
     integers promote to the default float dtype."""
-    return _LogNdtr.apply(_normal_operand("log_ndtr", input))
+    return _LogNdtr.apply(_float_input("log_ndtr", input))
+
+
+class _SpecialErfcx(Function):
+    """``exp(x^2) erfc(x)``; torch's derivative ``2x erfcx(x) - 2 / sqrt(pi)``."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor) -> Tensor:
+        r = x.abs()
+        # |x| < 6: exp(x^2) erfc(|x|), with x^2 split exactly into hi^2 + lo (hi holding half the mantissa, Dekker's
+        # split), so that exp keeps full precision where a rounded x^2 would lose x^2 ulps.
+        c = r * (134217729.0 if x.dtype == dtypes.float64 else 4097.0)
+        hi = c - (c - r)
+        lo = r - hi
+        near = F.exp(hi * hi) * F.exp(lo * (hi + hi + lo)) * F.erfc(r)
+        # |x| >= 6: the continued fraction 1 / (sqrt(pi) (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...))))), 16 levels
+        # deep reach float64 precision there (it tends to 1 / (x sqrt(pi)) and needs no exp).
+        t = r
+        for k in range(16, 0, -1):
+            t = r + 0.5 * k / t
+        positive = F.where(r < 6.0, near, (1 / math.sqrt(math.pi)) / t)
+        # x < 0: erfcx(x) = 2 exp(x^2) - erfcx(-x), with torch's branches (the second term vanishes below -6.1, the
+        # first overflows below -26.7).
+        twice = 2.0 * F.exp(x * x)
+        negative = F.where(x < -26.7, math.inf, F.where(x < -6.1, twice, twice - positive))
+        out = F.where(x < 0, negative, positive)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        x, out = ctx.saved_tensors
+        return (2.0 * x * out - 2.0 / math.sqrt(math.pi)) * grad
+
+
+def erfcx(input: Tensor) -> Tensor:
+    """The scaled complementary error function ``exp(x^2) erfc(x)``, accurate where erfc underflows (large x, where
+    it tends to ``1 / (x sqrt(pi))``); +inf below -26.7. Integers promote to the default float dtype."""
+    return _SpecialErfcx.apply(_float_input("erfcx", input))
 
 
 def _incomplete_gamma(a: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -260,8 +313,83 @@ def gammaincc(input: Tensor | float, other: Tensor | float) -> Tensor:
     return _IncompleteGamma.apply(a, x, True)
 
 
+# Cephes zeta.c: the Euler-Maclaurin corrections' denominators (2k)! / B_2k, and its stopping threshold.
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+           -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15, 1.8152105401943546773e17,
+           -7.1661652561756670113e18)
+_MACHEP = 1.11022302462515654042e-16
+
+
+def _hurwitz_zeta(x: Tensor, q: Tensor) -> Tensor:
+    """``zeta(x, q) = sum_k (q + k)^-x`` in float64, by Cephes's algorithm as torch runs it: the terms k = 0, 1, ...
+    up to the first ``k >= 9`` with ``q + k > 9``, then the tail integral and up to 12 Euler-Maclaurin corrections; each
+    element stops where its next term is below machine epsilon relative to its sum (which decides the values at
+    infinite x). +inf at x = 1 and at the poles (q a non-positive integer), NaN for x < 1 and for q < 0 with x not an
+    integer. One host read sizes the sum for negative q (about -q terms)."""
+    x, q = F.broadcast_tensors(x, q)
+    pole = (q <= 0) & (q == F.floor(q))
+    undefined = (q < 0) & ~pole & (x != F.floor(x))
+    regular = F.isfinite(q) & ~pole & ~undefined & (x > 1)
+    low = float(F.where(regular, q, 9.0).amin().item()) if q.numel() else 9.0
+    count = max(9, math.floor(9 - low) + 1)
+    s = q ** -x
+    a, b = q, F.zeros_like(q)
+    done = F.zeros_like(q, dtype=dtypes.bool_)
+    for i in range(count):
+        running = ~done & ((a <= 9) | (i < 9))
+        a = F.where(running, a + 1, a)
+        b = F.where(running, a ** -x, b)
+        s = F.where(running, s + b, s)
+        done = done | (running & (-_MACHEP * s < b) & (b < _MACHEP * s))
+    w = a
+    s = F.where(done, s, s + b * w / (x - 1) - 0.5 * b)
+    c, k = F.ones_like(q), 0.0
+    for denominator in _ZETA_A:
+        c = c * (x + k)
+        b = b / w
+        t = c * b / denominator
+        s = F.where(done, s, s + t)
+        done = done | ((t / s).abs() < _MACHEP)
+        k += 1.0
+        c = c * (x + k)
+        b = b / w
+        k += 1.0
+    s = F.where(undefined, math.nan, s)
+    return F.where(x == 1, math.inf, F.where(x < 1, math.nan, F.where(pole, math.inf, s)))
+
+
+class _SpecialZeta(Function):
+    """The Hurwitz zeta function, computed in float64; differentiable in ``q`` only (``-x zeta(x + 1, q)``), as
+    torch."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, q: Tensor) -> Tensor:
+        ctx.save_for_backward(x, q)
+        return _hurwitz_zeta(x.to(dtypes.float64), q.to(dtypes.float64)).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[None, Tensor]:
+        x, q = ctx.saved_tensors
+        if ctx.needs_input_grad[0]:
+            raise RuntimeError("the derivative for 'zeta' is not implemented.")
+        return None, grad * -x * _SpecialZeta.apply(x + 1.0, q)
+
+
+def zeta(input: Tensor | float, other: Tensor | float) -> Tensor:
+    """The Hurwitz zeta function ``zeta(x, q) = sum_{k >= 0} (q + k)^-x`` (``x = input``, ``q = other``); the Riemann
+    zeta function at ``q = 1``. Integers promote to the default float dtype; float16 and bfloat16 raise, as torch."""
+    x, q = _float_pair("zeta", input, other)
+    return _SpecialZeta.apply(x, q)
+
+
 __all__ = [
-    "erf", "erfc", "erfinv", "expit", "logit", "xlogy", "gammaln", "digamma", "psi", "i0", "i1", "modified_bessel_i0",
-    "modified_bessel_i1", "sinc", "exp2", "expm1", "log1p", "round", "logsumexp", "softmax", "log_softmax", "ndtr",
-    "xlog1py", "entr", "multigammaln", "gammainc", "gammaincc", "ndtri", "log_ndtr",
+    "erf", "erfc", "erfinv", "erfcx", "expit", "logit", "xlogy", "gammaln", "digamma", "psi", "polygamma", "zeta", "i0",
+    "i1", "i0e", "i1e", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
+    "spherical_bessel_j0", "airy_ai", "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p", "sinc", "exp2", "expm1", "log1p",
+    "round", "logsumexp", "softmax", "log_softmax", "ndtr", "xlog1py", "entr", "multigammaln", "gammainc", "gammaincc",
+    "ndtri", "log_ndtr",
 ]
