@@ -263,6 +263,9 @@ def test_compile_wraps_modules_as_torch_and_leaves_functions() -> None:
         lib._dynamo.config.suppress_errors = True
         lib._dynamo.reset()
     genesis._dynamo.config.suppress_errors = torch._dynamo.config.suppress_errors = False
+    # Importing torch's dynamo turns torch's distribution argument checks off for the whole process: turn them back
+    # on, or later tests that expect torch to refuse invalid parameters see it accept them.
+    torch.distributions.Distribution.set_default_validate_args(True)
 
     @genesis.compile
     def f(x):
