@@ -171,8 +171,7 @@ def test_state_dict_layout_matches_torch() -> None:
         opt.step()
     t_sd, g_sd = t_opt.state_dict(), g_opt.state_dict()
     assert [g["params"] for g in g_sd["param_groups"]] == [g["params"] for g in t_sd["param_groups"]]
-    torch_only = {"differentiable"}  # torch's autograd-through-the-step flag
-    assert set(g_sd["param_groups"][1]) == set(t_sd["param_groups"][1]) - torch_only
+    assert set(g_sd["param_groups"][1]) == set(t_sd["param_groups"][1])
     assert g_sd["param_groups"][1]["lr"] == 0.5
     assert set(g_sd["state"]) == set(t_sd["state"]) == {0, 1}
     assert_same(g_sd["state"][0]["momentum_buffer"], t_sd["state"][0]["momentum_buffer"])

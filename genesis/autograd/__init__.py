@@ -8,14 +8,17 @@
 - :mod:`~genesis.autograd.gradcheck`: ``gradcheck`` and ``gradgradcheck``, analytical against numerical Jacobians.
 - :mod:`~genesis.autograd.functional`: Jacobians, Hessians and their products with vectors.
 - :mod:`~genesis.autograd.variable`: ``Variable``, the legacy wrapper (a tensor, as in torch since 0.4).
-- :mod:`~genesis.autograd.graph`: hooks on the tensors saved for backward (``saved_tensors_hooks``, ``save_on_cpu``).
+- :mod:`~genesis.autograd.graph`: hooks on the tensors saved for backward (``saved_tensors_hooks``, ``save_on_cpu``)
+  and on several tensors' gradients at once (``register_multi_grad_hook``).
+- :mod:`~genesis.autograd.forward_ad`: forward-mode AD with dual tensors (``dual_level``, ``make_dual``,
+  ``unpack_dual``).
 - ``genesis.autograd.profiler``: torch's legacy profiler API over :mod:`genesis.profiler` (a layer above this
   package, so imported by ``genesis`` itself rather than here).
 
 Every differentiable op is a small ``Function`` subclass with ``forward`` and ``backward`` side by side.
 """
 
-from genesis.autograd import functional, graph
+from genesis.autograd import forward_ad, functional, graph
 from genesis.autograd.anomaly_mode import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -54,7 +57,7 @@ from genesis.autograd.variable import Variable
 __all__ = [
     "Function", "Primitive", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "grad", "backward", "Node", "AccumulateGrad", "BackwardCtx", "RemovableHandle",
-    "Variable", "functional", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+    "Variable", "forward_ad", "functional", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
     "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "once_differentiable",
     # the engine and view machinery, for the layers above
     "run_backward", "set_tensor_type", "Overwrite", "CopySlices", "ViewOfBase", "view_positions", "take_history",

@@ -5,6 +5,7 @@ saved tensors unless ``retain_graph``. :func:`backward` and :func:`grad` are tor
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Sequence
 
 from genesis.autograd import anomaly_mode
@@ -18,6 +19,10 @@ from genesis.ndarray import NDArray
 
 _depth = 0  # how many backward passes are running (a hook may start another)
 _callbacks: list[Callable[[], None]] = []
+#: The running backward passes, innermost last: (id, roots, dependency counts, the nodes that run where only some
+#: inputs' gradients are asked for, else None), for :func:`current_graph_task_id` and :func:`will_execute`.
+_tasks: list[tuple[int, list, dict, set | None]] = []
+_task_ids = itertools.count()
 
 
 def queue_callback(callback: Callable[[], None]) -> None:
@@ -27,6 +32,22 @@ def queue_callback(callback: Callable[[], None]) -> None:
     if _depth == 0:
         raise RuntimeError("queue_callback: callbacks can only be queued while a backward pass runs")
     _callbacks.append(callback)
+
+def current_graph_task_id() -> int:
+    """An id of the innermost running backward pass, unique in the process, or -1 outside backward (torch's
+    ``torch._C._current_graph_task_id``): hooks tell one pass from the next by it."""
+    return _tasks[-1][0] if _tasks else -1
+
+
+def will_execute(node: Node) -> bool:
+    """Whether the innermost running backward pass runs ``node`` (torch's ``torch._C._will_engine_execute_node``):
+    every node reachable from the outputs, or, where only some inputs' gradients are asked for, the nodes on their
+    way."""
+    if not _tasks:
+        raise RuntimeError("will_execute: only valid while a backward pass runs")
+    _, roots, deps, needed = _tasks[-1]
+    return node in needed if needed is not None else (node in deps or node in roots)
+
 
 def _sum_to_shape(grad: Any, shape: tuple[int, ...]) -> Any:
     """Sum a broadcast gradient back to ``shape`` (the one unbroadcasting helper)."""
@@ -98,31 +119,37 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     _state.enabled = create_graph
     global _depth
     _depth += 1
+    _tasks.append((next(_task_ids), roots, deps, needed if inputs is not None else None))
     try:
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, [None])
-            if node._output_hooks or node._retain_hooks:
-                grads = [_run_output_hooks(node, i, g) for i, g in enumerate(grads)]
-            if node._pre_hooks:
-                grads = _run_prehooks(node, grads)
-            if captures:
-                for i, g in enumerate(grads):
-                    k = captures.get((node, i))
-                    if k is not None:
-                        results[k] = g
-            if isinstance(node, AccumulateGrad):
-                if inputs is None:
-                    _accumulate_leaf(node.variable, grads[0], create_graph, handed)
-                continue
             if inputs is not None and node not in needed:
+                # No gradient asked for goes through this node: as in torch, it does not run, nor do its hooks.
                 in_grads: tuple = (None,) * len(node._edges)
-            elif _fn._profiling:
-                in_grads = _fn._recorder(node.name(), grads, _call_backward, node, grads, retain_graph, create_graph)
             else:
-                in_grads = _call_backward(node, grads, retain_graph, create_graph)
-            if anomaly_mode._enabled:
-                anomaly_mode.check_gradients(node.name(), in_grads)
+                if node._output_hooks or node._retain_hooks:
+                    grads = [_run_output_hooks(node, i, g) for i, g in enumerate(grads)]
+                if node._pre_hooks:
+                    grads = _run_prehooks(node, grads)
+                if captures:
+                    if node.__class__ is AccumulateGrad and node.variable._hooks and grads[0] is not None:
+                        grads = [_run_hooks(node.variable._hooks, grads[0])]  # a leaf's hooks run before capture
+                    for i, g in enumerate(grads):
+                        k = captures.get((node, i))
+                        if k is not None:
+                            results[k] = g
+                if isinstance(node, AccumulateGrad):
+                    if inputs is None:
+                        _accumulate_leaf(node.variable, grads[0], create_graph, handed)
+                    continue
+                if _fn._profiling:
+                    in_grads = _fn._recorder(node.name(), grads, _call_backward, node, grads, retain_graph,
+                                             create_graph)
+                else:
+                    in_grads = _call_backward(node, grads, retain_graph, create_graph)
+                if anomaly_mode._enabled:
+                    anomaly_mode.check_gradients(node.name(), in_grads)
             for (nxt, idx), g in zip(node._edges, in_grads):
                 if nxt is None:
                     continue
@@ -140,6 +167,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     finally:
         _state.enabled = prev_mode
         _depth -= 1
+        _tasks.pop()
         if _depth == 0:
             _callbacks.clear()  # a failed pass drops its callbacks
     if inputs is None:
@@ -267,11 +295,12 @@ def _run_post_hooks(node: BackwardCtx, result: list, grads: list) -> None:
         result[i] = g
 
 
-def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int]) -> None:
-    """Add ``g`` into ``t.grad``. A new ``.grad`` never aliases a gradient handed elsewhere in this run."""
+def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int], run_hooks: bool = True) -> None:
+    """Add ``g`` into ``t.grad`` (after ``t``'s hooks unless ``run_hooks`` is False). A new ``.grad`` never aliases
+    a gradient handed elsewhere in this run."""
     if g is None:
         return
-    if t._hooks:
+    if run_hooks and t._hooks:
         g = _run_hooks(t._hooks, g)
     if not create_graph and (g._grad_fn is not None or g._requires_grad):
         g = g.detach()
@@ -339,7 +368,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         for t, g in zip(inputs, result):
             # A non-leaf that retains its gradient got it from its retain_grad hook during the pass already.
             if g is not None and not (t._retains_grad and t._grad_fn is not None):
-                _accumulate_leaf(t, g, create_graph, handed)
+                _accumulate_leaf(t, g, create_graph, handed, run_hooks=False)  # they ran during the pass
         return
     run_backward(tensors, grads, retain_graph, create_graph)
 

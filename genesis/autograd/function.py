@@ -32,12 +32,16 @@ def set_tensor_type(cls: type) -> None:
     Tensor = cls
 
 
-#: True while a profile records (``genesis.profiler``): ``Function.apply`` and the engine check it once per op.
+#: True while a profile records (``genesis.profiler``) or a forward-AD level is open: ``Function.apply`` and the engine
+#: check it once per op.
 _profiling = False
-#: The profiler's recorder while ``_profiling``: ``claims()`` says whether the op entering ``apply`` is to be
-#: recorded (not when it is the recorder's own call running that op), ``record_op(cls, args, kwargs)`` runs and records
-#: it, and ``recorder(name, inputs, run, *args)`` runs and records a backward node.
+#: The interceptor while ``_profiling``: ``claims()`` says whether the op entering ``apply`` is to be intercepted (not
+#: when it is the interceptor's own call running that op), ``record_op(cls, args, kwargs)`` runs it, and
+#: ``recorder(name, inputs, run, *args)`` runs a backward node. The profiler's recorder, or forward AD's, which hands
+#: on to the profiler's (``profiler_recorder``) what it does not handle itself.
 _recorder: Any = None
+profiler_recorder: Any = None
+_forward_ad: Any = None
 
 
 #: The open ``genesis.autograd.graph.saved_tensors_hooks`` blocks, innermost last (process-wide). While it is not
@@ -47,9 +51,22 @@ saved_tensors_hooks_stack: list[Any] = []
 
 def set_recorder(recorder: Any) -> None:
     """Install the profiler's recorder (None removes it and turns the check in ``Function.apply`` off)."""
+    global profiler_recorder
+    profiler_recorder = recorder
+    _install_interceptor()
+
+
+def set_forward_ad(interceptor: Any) -> None:
+    """Install forward AD's interceptor while a dual level is open (None removes it); see ``_recorder``."""
+    global _forward_ad
+    _forward_ad = interceptor
+    _install_interceptor()
+
+
+def _install_interceptor() -> None:
     global _profiling, _recorder
-    _recorder = recorder
-    _profiling = recorder is not None
+    _recorder = _forward_ad if _forward_ad is not None else profiler_recorder
+    _profiling = _recorder is not None
 
 
 # ------------------------------------------------------------------------ graph nodes
@@ -140,6 +157,8 @@ class BackwardCtx(Node):
     _outputs: tuple = ()
     needs_input_grad: tuple[bool, ...] = ()
     non_differentiable: tuple = ()
+    dirty_tensors: tuple = ()  # inputs forward changed in place (``mark_dirty``)
+    forward_saved: tuple = ()  # tensors kept for ``jvp`` (``save_for_forward``)
     materialize_grads = True
     _packed: Any = None  # the saved values as saved_tensors_hooks packed them (genesis.autograd.graph), if any
     _fn: type | None = None  # the Function class whose call this node records (set on each node class)
@@ -151,6 +170,15 @@ class BackwardCtx(Node):
     def mark_non_differentiable(self, *outputs: Any) -> None:
         """Declare outputs that never receive gradients (e.g. indices)."""
         self.non_differentiable = outputs
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        """Declare inputs that forward changed in place; forward must return each of them (see
+        :func:`_adopt_dirty`)."""
+        self.dirty_tensors = tensors
+
+    def save_for_forward(self, *tensors: Any) -> None:
+        """Keep tensors for the Function's ``jvp`` (forward-mode AD, :mod:`genesis.autograd.forward_ad`)."""
+        self.forward_saved = tensors
 
     def set_materialize_grads(self, value: bool) -> None:
         """Whether backward receives zeros (True, the default) or None for outputs that got no gradient."""
@@ -279,12 +307,19 @@ class _NoGradCtx:
 
     needs_input_grad: tuple = ()
     materialize_grads = True
+    dirty_tensors: tuple = ()
 
     def save_for_backward(self, *values: Any) -> None:
         pass
 
+    def save_for_forward(self, *values: Any) -> None:
+        pass
+
     def mark_non_differentiable(self, *outputs: Any) -> None:
         pass
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        self.dirty_tensors = tensors  # a fresh ctx per call of a Tensor-level forward (primitives never mark)
 
     def set_materialize_grads(self, value: bool) -> None:
         pass
@@ -365,7 +400,11 @@ class Function:
         if not cls.takes_ndarrays:
             if cls._new_style:
                 args, kwargs = _bind_defaults(cls, args, kwargs)
-            return _detach_outputs(_run_forward(cls, _NoGradCtx(), args, kwargs))
+            ctx = _NoGradCtx()
+            out = _run_forward(cls, ctx, args, kwargs)
+            if ctx.dirty_tensors:
+                _check_dirty_returned(ctx.dirty_tensors, out)
+            return _detach_outputs(out, ctx.dirty_tensors)
         # The hot path of every op without autograd: unwrap, compute, wrap; nothing else.
         out = cls.forward(_NO_GRAD_CTX, *raw, **kwargs)
         if out.__class__ is not NDArray:
@@ -407,11 +446,19 @@ def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -
     if cls.takes_ndarrays:
         out = cls.forward(ctx, *raw, **kwargs)
     else:
-        out = _unwrap_outputs(_run_forward(cls, ctx, args, kwargs))
-        # Tensors created inside forward are saved by memory, so they map to the recorded outputs.
-        ctx._saved = tuple(v.ndarray if isinstance(v, Tensor) and not any(v is a for a in args) else v
+        returned = _run_forward(cls, ctx, args, kwargs)
+        dirty = ctx.dirty_tensors
+        if dirty:
+            _check_dirty_returned(dirty, returned)
+        out = _unwrap_outputs(returned)
+        # Tensors created inside forward (and inputs it changed in place, now outputs) are saved by memory, so they
+        # map to the recorded outputs.
+        ctx._saved = tuple(v.ndarray if isinstance(v, Tensor) and (not any(v is a for a in args)
+                                                                   or any(v is d for d in dirty)) else v
                            for v in ctx._saved)
     outputs = _wrap_outputs(out, ctx)
+    if ctx.dirty_tensors:
+        outputs = _adopt_dirty(ctx, outputs)
     if ctx._saved:
         if saved_tensors_hooks_stack:
             saved_tensors_hooks_stack[-1].pack(ctx)
@@ -422,6 +469,42 @@ def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -
     if cls.is_view:
         _share_base(outputs, args[0], recorded=True)
     return outputs
+
+
+def _check_dirty_returned(dirty: tuple, returned: Any) -> None:
+    """torch's error where forward marked an input dirty (``ctx.mark_dirty``) but did not return it."""
+    outs = returned if isinstance(returned, tuple) else (returned,)
+    if not all(any(o is d for o in outs) for d in dirty):
+        raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. The "
+                           "inputs that are modified inplace must all be outputs of the Function.")
+
+
+def _adopt_dirty(ctx: BackwardCtx, outputs: Any) -> Any:
+    """The recorded outputs with each input forward changed in place (``ctx.mark_dirty``) in its output's place, as
+    torch: the input tensor itself, its version moved on and, where the output is differentiable, ``ctx`` as its
+    history (a view's base records the write, as after a built-in in-place op)."""
+    single = not isinstance(outputs, tuple)
+    wrapped = [outputs] if single else list(outputs)
+    dirty = ctx.dirty_tensors
+    for d in dirty:
+        base = d._base
+        if d._requires_grad and d._grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        if base is not None and base._requires_grad and base._grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    for i, new in enumerate(wrapped):
+        d = next((d for d in dirty if isinstance(new, Tensor) and d.ndarray is new.ndarray), None)
+        if d is None:
+            continue
+        d._bump_version()
+        if new._grad_fn is ctx:
+            take_history(d, new)
+            record_write_through_view(d)
+        wrapped[i] = d
+    # The dirty inputs are outputs now: the node reaches them (and what it saved of them) through its outputs only,
+    # so it holds no reference to a tensor whose history it is.
+    ctx._inputs = tuple(None if any(a is d for d in dirty) else a for a in ctx._inputs)
+    return wrapped[0] if single else tuple(wrapped)
 
 
 def _bind_defaults(cls: type[Function], args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -589,6 +672,18 @@ def take_history(target: Any, result: Any) -> None:
     node._outputs = tuple(outs)
 
 
+def record_write_through_view(t: Any) -> None:
+    """After ``t`` took the history of an in-place write: where ``t`` views a base, the base's history runs through
+    the write too (``CopySlices``) and ``t`` reads the base anew."""
+    base = t._base
+    if base is None or base.ndarray.buffer is not t.ndarray.buffer:
+        return
+    t._view_version = t._version[0]  # the history just taken is current
+    positions = view_positions(t.ndarray, base.ndarray)
+    take_history(base, CopySlices.apply(base, t, positions))
+    refresh_view_history(t, positions)
+
+
 def refresh_view_history(view: Any, positions: NDArray | None = None) -> None:
     """Give a view whose base changed in place since the view's history was recorded a history through the base."""
     base = view._base
@@ -637,10 +732,18 @@ def _unwrap_outputs(out: Any) -> Any:
     return out.ndarray if isinstance(out, Tensor) else out
 
 
-def _detach_outputs(out: Any) -> Any:
-    if isinstance(out, tuple):
-        return tuple(Tensor._wrap(o.ndarray) if isinstance(o, Tensor) else o for o in out)
-    return Tensor._wrap(out.ndarray) if isinstance(out, Tensor) else out
+def _detach_outputs(out: Any, dirty: tuple = ()) -> Any:
+    """Outputs of an unrecorded Tensor-level forward as new tensors; an input it changed in place (``dirty``) is
+    returned itself, its version moved on."""
+    def one(o: Any) -> Any:
+        if not isinstance(o, Tensor):
+            return o
+        if dirty and any(o is d for d in dirty):
+            o._bump_version()
+            return o
+        return Tensor._wrap(o.ndarray)
+
+    return tuple(one(o) for o in out) if isinstance(out, tuple) else one(out)
 
 
 def _wrap_outputs(out: Any, ctx: BackwardCtx | None) -> Any:

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
+from genesis.autograd import engine as _engine
 from genesis.autograd import function as _function
-from genesis.autograd.function import Node
+from genesis.autograd.function import Node, RemovableHandle
 from genesis.autograd.grad_mode import no_grad
 from genesis.device import device as _device
 
-__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Node", "increment_version"]
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Node", "increment_version",
+           "register_multi_grad_hook"]
 
 #: The message of the innermost open ``disable_saved_tensors_hooks`` block (None: hooks are allowed).
 _disabled_message: str | None = None
@@ -207,3 +209,79 @@ def increment_version(tensor: Any) -> None:
     """Mark ``tensor`` as modified in place, as an in-place op would (``torch.autograd.graph.increment_version``):
     graph nodes that saved it refuse to run backward afterwards."""
     tensor._bump_version()
+
+
+class _MultiHandle(RemovableHandle):
+    """The handle of :func:`register_multi_grad_hook`: ``remove()`` removes the hook from every tensor."""
+
+    def __init__(self, handles: tuple[RemovableHandle, ...]) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+def _node_of(t: Any) -> Node | None:
+    """The node whose run computes ``t``'s gradient: its ``grad_fn``, or a leaf's gradient accumulator."""
+    if t.grad_fn is not None:
+        return t.grad_fn
+    return t._accumulator() if t.requires_grad else None
+
+
+def register_multi_grad_hook(tensors: Sequence[Any], fn: Callable[..., None], *, mode: str = "all"
+                             ) -> RemovableHandle:
+    """Call ``fn`` once per backward pass about the gradients of several tensors
+    (``torch.autograd.graph.register_multi_grad_hook``).
+
+    Args:
+        tensors: the tensors watched (each must require grad in ``"all"`` mode).
+        fn: with ``mode="all"``, ``fn(grads)`` runs once every watched tensor's gradient that the pass computes has
+            been computed, with a list of them in the order of ``tensors``: None for a tensor outside the pass's
+            graph, or not on the way to the ``inputs`` of ``backward(inputs=...)`` / ``autograd.grad``. With
+            ``mode="any"``, ``fn(grad)`` runs once per pass with the first watched gradient computed. It should not
+            change its arguments; what it returns is ignored.
+        mode: "all" or "any".
+
+    Returns:
+        A handle whose ``remove()`` unregisters the hook from every tensor.
+
+    As torch's, it is built on tensor hooks (``Tensor.register_hook``) and tells passes apart by their id; each
+    watched gradient is the one the tensor's other hooks registered before it produced.
+    """
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    if mode == "any":
+        ran: set[int] = set()
+
+        def first(grad: Any) -> None:
+            task = _engine.current_graph_task_id()
+            if task not in ran:
+                ran.add(task)
+                fn(grad)
+
+        return _MultiHandle(tuple(t.register_hook(first) for t in tensors if t.requires_grad))
+
+    nodes = [_node_of(t) for t in tensors]
+    counts: dict[int, int] = {}
+    expected: dict[int, int] = {}
+    buffers: dict[int, list[Any]] = {}
+
+    def watcher(i: int) -> Callable[[Any], None]:
+        def hook(grad: Any) -> None:
+            task = _engine.current_graph_task_id()
+            if task not in counts:  # the pass's first watched gradient: how many of them will it compute?
+                counts[task] = 0
+                expected[task] = sum(node is not None and _engine.will_execute(node) for node in nodes)
+                buffers[task] = [None] * len(tensors)
+            buffers[task][i] = grad
+            counts[task] += 1
+            if counts[task] == expected[task]:
+                grads = buffers.pop(task)
+                del counts[task], expected[task]
+                fn(grads)
+
+        return hook
+
+    return _MultiHandle(tuple(t.register_hook(watcher(i)) for i, t in enumerate(tensors)))

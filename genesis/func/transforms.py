@@ -1,12 +1,13 @@
-"""Derivatives as function transforms (``torch.func``): ``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``jacrev``,
-``jacfwd`` and ``hessian``.
+"""Derivatives as function transforms (``torch.func``): ``grad``, ``grad_and_value``, ``vjp``, ``jvp``,
+``linearize``, ``jacrev``, ``jacfwd`` and ``hessian``.
 
 Each takes a function and gives a function (``grad(loss)(params, x, y)``), with torch.func's pytrees: the arguments
 differentiated and the outputs may be tensors or nested tuples, lists and dicts of tensors, and the results take the
 matching structure. Genesis has one autograd tape instead of functorch's levels, and the transforms are built on it:
 ``grad``, ``grad_and_value`` and ``vjp`` on :func:`genesis.autograd.grad`; ``jvp``, ``jacrev``, ``jacfwd`` (and
 ``hessian``, ``jacfwd(jacrev(f))`` as in torch) on :mod:`genesis.autograd.functional`, through a flat view of the
-function. A Jacobian is one backward pass per output element, a Jacobian-vector product the double-backward trick.
+function. A Jacobian is one backward pass per output element, a Jacobian-vector product the double-backward trick
+(``linearize`` records the first backward once and runs only the second per call of its ``jvp_fn``).
 
 What makes them behave as torch.func's transforms:
 
@@ -31,6 +32,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Union
 
 from genesis.autograd import functional as autograd_functional
+from genesis.autograd.engine import grad as autograd_grad
 from genesis.autograd.function import AccumulateGrad
 from genesis.autograd.functional import _grads
 from genesis.autograd.grad_mode import enable_grad, is_grad_enabled
@@ -347,6 +349,62 @@ def jvp(func: Callable, primals: tuple, tangents: Any, *, strict: bool = False, 
         if has_aux:
             return out, tangent_out, _lift(call.aux, own, attach)
         return out, tangent_out
+
+
+def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
+    """``(func(*primals), jvp_fn)``: the output and its linear approximation at ``primals`` (torch.func's
+    ``linearize``): ``jvp_fn(*tangents)`` is the Jacobian-vector product ``J @ tangents``, shaped as the output.
+
+    The backward of ``func`` applied to dummy cotangents ``u`` is recorded once (the double-backward trick); each
+    ``jvp_fn`` call is one backward pass of that graph in ``u``, so the graph (and the memory it holds) lives as long
+    as ``jvp_fn``.
+
+    Args:
+        func: a function of tensors (or pytrees of tensors) returning a tensor or a pytree of floating-point tensors.
+        primals: the point, each argument differentiated.
+
+    Returns:
+        The output (attached to the caller's graph where it reaches tensors that require grad, as ``func(*primals)``)
+        and ``jvp_fn``, which takes tangents with the structure, shapes, dtypes and devices of ``primals``.
+    """
+    api = "linearize"
+    attach = is_grad_enabled()
+    flat_p, p_spec = tree_flatten(primals)
+    _check_inputs(flat_p, api, "primals")
+    with _transform_level() as own, enable_grad():
+        diff = [_differentiable(x, own) for x in flat_p]
+        output = func(*tree_unflatten(diff, p_spec))
+        flat_out, out_spec = tree_flatten(output)
+        _check_outputs(flat_out, api)
+        dummies = tuple(o.new_zeros(tuple(o.shape)).requires_grad_(True) for o in flat_out)
+        needed = [(o, u) for o, u in zip(flat_out, dummies) if o.requires_grad]
+        back = autograd_grad([o for o, _ in needed], diff, [u for _, u in needed], retain_graph=True, create_graph=True,
+                    allow_unused=True) if needed else (None,) * len(diff)
+        # The parts of the backward that depend on the dummies: the products are their derivatives in them.
+        linear = [(i, g) for i, g in enumerate(back) if g is not None and g.requires_grad]
+        value = _lift(output, own, attach)
+    metadata = [(tuple(p.shape), p.device, p.dtype) for p in flat_p]
+
+    def jvp_fn(*tangents: Any) -> Any:
+        flat_t, t_spec = tree_flatten(tangents)
+        if t_spec != p_spec:
+            raise RuntimeError(f"Expected the tangents {t_spec} to have the same argspec as the primals {p_spec}")
+        for idx, (t, (shape, dev, dtype)) in enumerate(zip(flat_t, metadata)):
+            for what, got, want in (("shape", tuple(t.shape), shape), ("device", t.device, dev),
+                                    ("dtype", t.dtype, dtype)):
+                if got != want:
+                    raise RuntimeError(f"tangent:{idx} with {what} {got} in flattened pytree doesn't match the {what} "
+                                       f"{want} of the corresponding primal.")
+        create_graph = is_grad_enabled() and any(t.requires_grad for t in flat_t)
+        found = (None,) * len(dummies)
+        if linear:
+            with enable_grad():
+                found = autograd_grad([g for _, g in linear], dummies, [flat_t[i] for i, _ in linear],
+                                      retain_graph=True, create_graph=create_graph, allow_unused=True)
+        result = [f if f is not None else o.new_zeros(tuple(o.shape)).detach() for f, o in zip(found, flat_out)]
+        return tree_unflatten(result, out_spec)
+
+    return value, jvp_fn
 
 
 def _jacobian(api: str, func: Callable, argnums: ArgNums, has_aux: bool, args: tuple, strategy: str) -> Any:

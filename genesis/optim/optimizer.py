@@ -68,6 +68,21 @@ def _check_hyperparameters(group: dict[str, Any]) -> None:
                 raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
 
 
+def _torch_group_keys(defaults: dict[str, Any], builtin: bool) -> dict[str, Any]:
+    """``defaults`` with the keys torch's optimizers have in every parameter group (and state dict).
+
+    A built-in optimizer with ``foreach`` carries torch's ``differentiable=False`` too (Genesis updates under no_grad,
+    so True is refused at ``step()``). Adam's and AdamW's Genesis-only ``master_weights`` is kept only where it is on,
+    so that by default their groups hold exactly torch's keys.
+    """
+    defaults = dict(defaults)
+    if builtin and "foreach" in defaults:
+        defaults.setdefault("differentiable", False)
+    if defaults.get("master_weights") is False:
+        del defaults["master_weights"]
+    return defaults
+
+
 class Optimizer:
     """Base class of all optimizers (``genesis.optim.Optimizer``, as ``torch.optim.Optimizer``).
 
@@ -96,7 +111,7 @@ class Optimizer:
                             f"but got {type(params).__name__}")
         if self.validates_hyperparameters:  # the constructor's values only: as torch, groups' own are not checked
             _check_hyperparameters(defaults)
-        self.defaults = defaults
+        self.defaults = _torch_group_keys(defaults, self.validates_hyperparameters)
         # As torch's: a user's optimizer reads ``self.state[p]`` for a parameter it has not seen yet and gets {}.
         self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         self._scratch_buffers: dict[tuple, Tensor] = {}
@@ -176,6 +191,9 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
+                if group.get("differentiable"):
+                    raise NotImplementedError(f"{type(self).__name__}: differentiable=True (autograd through the "
+                                              "step) is not supported; Genesis's optimizers update under no_grad")
                 # Small parameters of one dtype and device are updated together (see _step_flat); large ones one by
                 # one, where the arithmetic outweighs the per-op overhead and concatenating would only add copies.
                 # By default only on GPUs, where each op costs a kernel launch: on the CPU, concatenating and copying
@@ -410,6 +428,13 @@ class Optimizer:
         new_groups = []
         for group, saved in zip(self.param_groups, saved_groups):
             restored = copy.deepcopy({key: value for key, value in saved.items() if key != "params"})
+            # As torch's __setstate__: flags an older state dict lacks take their defaults (an older Genesis one's
+            # master_weights=False is dropped, see _torch_group_keys).
+            for key, value in self.defaults.items():
+                if value is not required:
+                    restored.setdefault(key, value)
+            if restored.get("master_weights") is False:
+                del restored["master_weights"]
             restored["params"] = group["params"]
             new_groups.append(restored)
         self.state = defaultdict(dict, new_state)
