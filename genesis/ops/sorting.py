@@ -11,7 +11,7 @@ from typing import Any
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray, normalize_dim
-from genesis.ops._args import _full, _zeros, arange_like, ones_like_bool, zeros_like_detached
+from genesis.ops._args import _check_range, _full, _zeros, arange_like, ones_like_bool, zeros_like_detached
 from genesis.ops.compare import isnan, where
 from genesis.ops.gather_scatter import gather, zeros_scatter
 from genesis.ops.join import cat
@@ -223,9 +223,11 @@ def _check_sorter(sorter: Tensor, sorted_sequence: Tensor) -> Tensor:
     if sorter.shape != sorted_sequence.shape:
         raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got boundary "
                            f"tensor {list(sorted_sequence.shape)} and got sorter tensor {list(sorter.shape)}")
-    if sorter.numel() and not bool(((sorter >= 0) & (sorter < sorted_sequence.shape[-1])).all()):
-        raise RuntimeError("torch.searchsorted(): sorter index out of range")
-    return sorter
+    if not sorter.numel():
+        return sorter
+    # Checked on the device (no host read): RuntimeError at the call on the CPU, at the next synchronization on CUDA.
+    return _check_range(sorter, 0, sorted_sequence.shape[-1], RuntimeError,
+                        "torch.searchsorted(): sorter index out of range")
 
 
 def bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
