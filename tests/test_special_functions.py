@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import check, check_error, to_genesis, to_torch
+from tests.helpers import DEVICE, check, check_error, to_genesis, to_torch
 
 NAN, INF = float("nan"), float("inf")
 EDGES = [-INF, -1e300, -1.0, -0.0, 0.0, 1e-310, 1e-5, 5.0, 8.0, 1e300, INF, NAN]
@@ -196,9 +196,11 @@ def test_polynomial_values(name: str) -> None:
     # The trigonometric forms round n theta: at degree 512 they agree to about 1e-12 of their scale (1 to 2n + 1).
     check(lambda lib, x, n: getattr(lib.special, name)(x, n), x, n, rtol=1e-11, atol=1e-12)
     # float32, to degree 30 (torch's float32 recurrences are contracted into fused multiply-adds, which changes the
-    # last bits where they cancel)
+    # last bits where they cancel). Just inside the ends of the interval the trigonometric forms are ill-conditioned
+    # in float32, and CUDA's acos/sin round otherwise than the CPU's (torch's CPU is the oracle): 1e-3 there.
     x, n = torch.linspace(-1.2, 1.2, 25)[:, None], torch.arange(-1.0, 31.0, 3.0)
-    check(lambda lib, x, n: getattr(lib.special, name)(x, n), x, n, rtol=1e-4, atol=1e-4)
+    tolerance = 1e-4 if DEVICE == "cpu" else 1e-3
+    check(lambda lib, x, n: getattr(lib.special, name)(x, n), x, n, rtol=tolerance, atol=1e-4)
 
 
 @pytest.mark.parametrize("name", POLYNOMIALS)
