@@ -1,18 +1,21 @@
-"""Parameter-group keys of SGD, Adam and AdamW against torch's: the groups, ``defaults`` and state dicts hold the same
-keys, torch's state dicts (saved or in memory, with or without ``differentiable``) load, Genesis's ``master_weights``
-appears only where it is on, and ``differentiable=True`` is refused."""
+"""Parameter-group keys of the optimizers against torch's: the groups, ``defaults`` and state dicts hold the same keys
+(and every optimizer's constructor torch's keywords), torch's state dicts (saved or in memory, with or without
+``differentiable``) load, Genesis's ``master_weights`` appears only where it is on, ``differentiable=True`` is
+refused, and ``capturable=True`` (device-side step counts) updates as the host-counted step does."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, assert_same, to_genesis
+from tests.helpers import DEVICE, assert_same, to_genesis, to_torch
 
 NAMES = ["SGD", "Adam", "AdamW"]
+ALL = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "SGD"]
 
 
 def _params(lib: Any) -> list:
@@ -103,3 +106,28 @@ def test_differentiable_true_is_refused() -> None:
     params[0].grad = genesis.ones_like(params[0])
     with pytest.raises(NotImplementedError, match="differentiable=True"):
         opt.step()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_constructor_keywords_and_group_keys_of_every_optimizer(name: str) -> None:
+    t_cls, g_cls = getattr(torch.optim, name), getattr(genesis.optim, name)
+    t_keys = set(inspect.signature(t_cls.__init__).parameters)
+    g_keys = set(inspect.signature(g_cls.__init__).parameters) - {"master_weights"}  # Genesis's own, off by default
+    assert g_keys == t_keys
+    t_opt, g_opt = t_cls(_params(torch), lr=0.1), g_cls(_params(genesis), lr=0.1)
+    assert set(g_opt.param_groups[0]) == set(t_opt.param_groups[0])
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if "capturable" in inspect.signature(
+    getattr(torch.optim, n).__init__).parameters])
+def test_capturable_steps_update_as_host_counted_ones(name: str) -> None:
+    results = []
+    for capturable in (False, True):
+        params = _params(genesis)
+        opt = getattr(genesis.optim, name)(params, lr=0.05, capturable=capturable)
+        for _ in range(3):
+            _step(genesis, opt, params)
+        results.append([p.detach() for p in params])
+    # The device-side count is float32 (torch's), so bias corrections derived from it round at float32 precision.
+    for host, device in zip(*results):
+        assert_same(device, to_torch(host), rtol=1e-5, atol=1e-6)

@@ -40,12 +40,13 @@ class Adam(Optimizer):
     def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
                  decoupled_weight_decay: bool = False, foreach: bool | None = None, fused: bool | None = None,
-                 capturable: bool = False, master_weights: bool = False) -> None:
+                 capturable: bool = False, differentiable: bool = False, master_weights: bool = False) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
                     "maximize": maximize, "decoupled_weight_decay": decoupled_weight_decay,
-                    "foreach": foreach, "fused": fused, "capturable": capturable, "master_weights": master_weights}
+                    "foreach": foreach, "fused": fused, "capturable": capturable, "differentiable": differentiable,
+                    "master_weights": master_weights}
         super().__init__(params, defaults)
 
     def _init_state(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
@@ -174,7 +175,7 @@ class AdamW(Adam):
     def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
                  maximize: bool = False, foreach: bool | None = None, fused: bool | None = None,
-                 capturable: bool = False, master_weights: bool = False) -> None:
+                 capturable: bool = False, differentiable: bool = False, master_weights: bool = False) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
                          decoupled_weight_decay=True, foreach=foreach, fused=fused, capturable=capturable,
-                         master_weights=master_weights)
+                         differentiable=differentiable, master_weights=master_weights)

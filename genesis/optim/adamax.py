@@ -19,9 +19,9 @@ class Adamax(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, foreach: bool | None = None, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
-                    "maximize": maximize}
+                    "maximize": maximize, "capturable": capturable, "differentiable": differentiable}
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
