@@ -15,7 +15,8 @@ import genesis
 from tests.helpers import DEVICE, assert_same, to_genesis, to_torch
 
 NAMES = ["SGD", "Adam", "AdamW"]
-ALL = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "SGD"]
+ALL = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop",
+       "SGD"]
 
 
 def _params(lib: Any) -> list:

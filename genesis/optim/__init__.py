@@ -2,6 +2,7 @@
 
 from genesis.optim import lr_scheduler, swa_utils
 from genesis.optim.adadelta import Adadelta
+from genesis.optim.adafactor import Adafactor
 from genesis.optim.adagrad import Adagrad
 from genesis.optim.adam import Adam, AdamW
 from genesis.optim.adamax import Adamax
@@ -14,5 +15,5 @@ from genesis.optim.rprop import Rprop
 from genesis.optim.sgd import SGD
 from genesis.optim.sparse_adam import SparseAdam
 
-__all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
-           "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]
+__all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer",
+           "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]

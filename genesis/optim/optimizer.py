@@ -101,6 +101,11 @@ class Optimizer:
     #: Whether the update accepts the sparse gradient of ``embedding(..., sparse=True)``, as its dense form (SGD and
     #: Adagrad: zero rows change nothing there, so the result is torch's sparse update); others raise as torch's.
     accepts_sparse_grads = False
+    #: Whether ``_update`` is elementwise, so that small parameters may be updated together as one concatenation
+    #: (``_step_flat``); Adafactor's row and column statistics are not.
+    elementwise_update = True
+    #: State entries not shaped like their parameter (Adafactor's row and column factors): not shape-checked.
+    factored_state: tuple[str, ...] = ()
     #: State entries the update keeps as host floats where torch keeps 0-d tensors (NAdam's ``mu_product``, ASGD's
     #: ``eta`` and ``mu``): a loaded tensor (from a torch checkpoint) becomes a float.
     host_scalars: tuple[str, ...] = ()
@@ -211,7 +216,8 @@ class Optimizer:
                     params = self._fused_step(group, params)
                 for p in params:
                     # Device-side step counts (capturable) stay per parameter: the flat path keeps host counts.
-                    flat = (foreach or (foreach is None and p.device.type != "cpu")) and not group.get("capturable")
+                    flat = (foreach or (foreach is None and p.device.type != "cpu")) and not group.get("capturable") \
+                        and self.elementwise_update
                     if not flat or p.numel() > _FLAT_MAX_NUMEL:
                         single.append(p)
                     else:
@@ -221,7 +227,7 @@ class Optimizer:
                         single.extend(params)
                 for p in single:
                     state = self.state.setdefault(p, {})
-                    _check_state(type(self).__name__, p, state)
+                    _check_state(type(self).__name__, p, state, self.factored_state)
                     grad = p.grad
                     if grad.__class__ is not Tensor and grad.is_sparse:
                         if not self.accepts_sparse_grads:
@@ -419,8 +425,8 @@ class Optimizer:
                 raise ValueError(f"loaded state dict has a state of type {type(saved_state).__name__} for parameter "
                                  f"{idx}, expected a dict")
             for key, value in saved_state.items():
-                if (key != "step" and key not in self.host_scalars and isinstance(value, Tensor)
-                        and tuple(value.shape) != tuple(p.shape)):
+                if (key != "step" and key not in self.host_scalars and key not in self.factored_state
+                        and isinstance(value, Tensor) and tuple(value.shape) != tuple(p.shape)):
                     raise ValueError(f"loaded state dict contains a state '{key}' of shape {tuple(value.shape)} for "
                                      f"parameter {idx} of shape {tuple(p.shape)}")
             new_state[p] = {key: self._load_value(key, value, p, group_of[idx], steps)
@@ -469,11 +475,12 @@ class Optimizer:
         return step
 
 
-def _check_state(op: str, p: Tensor, state: dict[str, Any]) -> None:
-    """RuntimeError unless every state tensor of ``p`` (the step count aside) has its shape: a parameter replaced
-    by one of another shape after its state was created (``p.data = ...``) must not reach an update."""
+def _check_state(op: str, p: Tensor, state: dict[str, Any], factored: tuple[str, ...] = ()) -> None:
+    """RuntimeError unless every state tensor of ``p`` (the step count and ``factored`` entries aside) has its shape:
+    a parameter replaced by one of another shape after its state was created (``p.data = ...``) must not reach an
+    update."""
     for key, value in state.items():
-        if key != "step" and isinstance(value, Tensor) and value.shape != p.shape:
+        if key != "step" and key not in factored and isinstance(value, Tensor) and value.shape != p.shape:
             raise RuntimeError(f"{op}: state '{key}' has shape {tuple(value.shape)}, but its parameter has shape "
                                f"{tuple(p.shape)}")
 
