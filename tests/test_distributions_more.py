@@ -16,9 +16,13 @@ from tests import test_distributions as shared
 from tests.helpers import DEVICE, TORCH_DTYPE, check, check_error, rand, to_genesis, to_torch
 from tests.test_distributions import _FixedGamma
 
+# torch's GeneralizedPareto compares its concentration with a float32 zero, so it takes float32 parameters only.
+F32 = torch.float32
 
-def pos(*shape: int, seed: int = 0, low: float = 0.5, high: float = 2.0, requires_grad: bool = True) -> torch.Tensor:
-    return rand(*shape, low=low, high=high, seed=seed, requires_grad=requires_grad)
+
+def pos(*shape: int, seed: int = 0, low: float = 0.5, high: float = 2.0, requires_grad: bool = True,
+        dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    return rand(*shape, low=low, high=high, seed=seed, requires_grad=requires_grad, dtype=dtype)
 
 
 def counts(*values: float) -> torch.Tensor:
@@ -56,6 +60,12 @@ FAMILIES: dict[str, tuple[Callable, Callable[[], tuple]]] = {
     "StudentTSmallDf": (lambda lib, df: D(lib, "StudentT")(df), lambda: (counts(0.5, 1.0, 1.5, 2.0, 3.0),)),
     "Pareto": (lambda lib, s, a: D(lib, "Pareto")(s, a), lambda: (pos(3), pos(3, seed=1, low=4.5, high=8.0))),
     "ParetoSmallAlpha": (lambda lib, s, a: D(lib, "Pareto")(s, a), lambda: (pos(4), counts(0.5, 1.0, 1.5, 2.5))),
+    "GeneralizedPareto": (lambda lib, a, s, c: D(lib, "GeneralizedPareto")(a, s, c),
+                          lambda: (rand(3, dtype=F32), pos(2, 3, dtype=F32),
+                                   rand(2, 3, seed=3, low=-0.4, high=0.2, dtype=F32))),
+    "GeneralizedParetoHeavy": (lambda lib, a, s, c: D(lib, "GeneralizedPareto")(a, s, c),
+                               lambda: (rand(4, dtype=F32), pos(4, dtype=F32),
+                                        counts(-1.0, 0.0, 0.6, 1.5).float().requires_grad_())),
     "HalfNormal": (lambda lib, s: D(lib, "HalfNormal")(s), lambda: (pos(2, 3),)),
     "HalfCauchy": (lambda lib, s: D(lib, "HalfCauchy")(s), lambda: (pos(3),)),
     "Gumbel": (lambda lib, a, b: D(lib, "Gumbel")(a, b), lambda: (rand(2, 3), pos(3))),
@@ -90,9 +100,9 @@ FAMILIES: dict[str, tuple[Callable, Callable[[], tuple]]] = {
 NO_FIRST_GRAD = {("Chi2", "cdf"), ("MixtureGamma", "cdf")}
 PROPERTIES = ["mean", "mode", "variance", "stddev", "entropy", "log_prob", "cdf", "icdf"]
 # Fewer-than-torch-checked moments: heavy tails, undefined or circular moments.
-NO_MOMENTS = {"Cauchy", "HalfCauchy", "StudentTSmallDf", "ParetoSmallAlpha", "VonMises", "LogitRelaxedBernoulli",
-              "ExpRelaxedCategorical", "RelaxedBernoulliProbs", "RelaxedBernoulliLogits", "RelaxedOneHotLogits",
-              "RelaxedOneHotProbs"}
+NO_MOMENTS = {"Cauchy", "GeneralizedParetoHeavy", "HalfCauchy", "StudentTSmallDf", "ParetoSmallAlpha", "VonMises",
+              "LogitRelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedBernoulliProbs", "RelaxedBernoulliLogits",
+              "RelaxedOneHotLogits", "RelaxedOneHotProbs"}
 DISCRETE = {"Poisson", "BinomialProbs", "BinomialLogits", "NegativeBinomialProbs", "NegativeBinomialLogits",
             "GeometricProbs", "GeometricLogits"}
 
@@ -123,7 +133,8 @@ def test_values_and_gradients(name: str) -> None:
                                       to_genesis(probs))
             continue
         ps = (params[0].detach(), *params[1:]) if (name, prop) in NO_FIRST_GRAD else params
-        check(_property(name, prop), *ps, value, probs, rtol=1e-7, atol=1e-9)
+        tol = (1e-7, 1e-9) if params[0].dtype is torch.float64 else (1e-5, 1e-5)
+        check(_property(name, prop), *ps, value, probs, rtol=tol[0], atol=tol[1])
         compared.append(prop)
     assert "log_prob" in compared
     t_dist = build(torch, *params)
@@ -139,8 +150,8 @@ def test_values_and_gradients(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["Poisson", "BinomialLogits", "NegativeBinomialProbs", "GeometricLogits", "Cauchy",
-                                  "StudentT", "Pareto", "HalfNormal", "Gumbel", "Weibull", "VonMises",
-                                  "RelaxedBernoulliProbs", "RelaxedOneHotLogits", "MixtureIndependent"])
+                                  "StudentT", "Pareto", "GeneralizedPareto", "HalfNormal", "Gumbel", "Weibull",
+                                  "VonMises", "RelaxedBernoulliProbs", "RelaxedOneHotLogits", "MixtureIndependent"])
 def test_expand_and_float32(name: str) -> None:
     """``expand`` adds batch dimensions, and float32 parameters give float32 results, as torch."""
     build, make = FAMILIES[name]

@@ -879,3 +879,29 @@ def test_histogram():
     check(lambda lib, x: tuple(lib.histogram(x, 5)), rand(40, dtype=torch.float32, requires_grad=False))
     check_error(NotImplementedError, lambda lib, x: lib.histogram(x, 2), ints(1, 2))
     check_error(RuntimeError, lambda lib, x: lib.histogram(x, 2, range=(2.0, 1.0)), x)
+
+
+def test_histogramdd():
+    x = rand(30, 2, seed=11, requires_grad=False)
+    check(lambda lib, x: tuple(lib.histogramdd(x, 3)), x)
+    check(lambda lib, x: tuple(lib.histogramdd(x, [2, 4], range=[-1.0, 1.0, 0.0, 1.0])), x)
+    check(lambda lib, x, w: tuple(lib.histogramdd(x, [3, 2], weight=w, density=True)), x,
+          rand(30, seed=12, requires_grad=False).abs())
+    edges = [torch.tensor([-2.0, 0.0, 2.0], dtype=torch.float64), torch.tensor([-1.0, 0.0, 0.5, 1.0],
+                                                                                dtype=torch.float64)]
+    check(lambda lib, x, e0, e1: tuple(lib.histogramdd(x, [e0, e1])), x, *edges)
+    check(lambda lib, x: tuple(lib.histogramdd(x, 2)), rand(4, 5, 3, seed=13, dtype=torch.float32,
+                                                            requires_grad=False))
+    check_error(RuntimeError, lambda lib, x: lib.histogramdd(x, [2, 2, 2]), x)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 3), (1, 3), (3, 1)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_geqrf_and_householder_product(shape, dtype):
+    # LAPACK's compact form: R on and above the diagonal, the reflectors below it, their scales in tau; the product
+    # of the reflectors is linalg.qr's Q.
+    a = rand(*shape, seed=14, dtype=dtype, requires_grad=False)
+    check(lambda lib, a: tuple(lib.geqrf(a)), a, backward=False)
+    k = min(shape[-2:])  # a wide matrix has k = m reflectors, in its first m columns
+    check(lambda lib, a: (lambda r: lib.linalg.householder_product(r[0][..., :k], r[1]))(a.geqrf()), a,
+          backward=False)

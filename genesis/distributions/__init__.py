@@ -4,8 +4,9 @@
 Continuous: :class:`Normal`, :class:`Uniform`, :class:`Exponential`, :class:`Laplace`, :class:`LogNormal`,
 :class:`Gamma`, :class:`Chi2`, :class:`InverseGamma`, :class:`FisherSnedecor`, :class:`Beta`, :class:`Dirichlet`,
 :class:`ContinuousBernoulli`, :class:`Kumaraswamy`, :class:`Cauchy`, :class:`StudentT`, :class:`Pareto`,
-:class:`HalfNormal`, :class:`HalfCauchy`, :class:`Gumbel`, :class:`Weibull`, :class:`VonMises`,
-:class:`MultivariateNormal`, :class:`LowRankMultivariateNormal`, :class:`LKJCholesky`, :class:`Wishart`. Discrete:
+:class:`GeneralizedPareto`, :class:`HalfNormal`, :class:`HalfCauchy`, :class:`Gumbel`, :class:`Weibull`,
+:class:`VonMises`, :class:`MultivariateNormal`, :class:`LowRankMultivariateNormal`, :class:`LKJCholesky`,
+:class:`Wishart`. Discrete:
 :class:`Bernoulli`, :class:`Categorical`, :class:`OneHotCategorical`, :class:`Multinomial`, :class:`Poisson`,
 :class:`Binomial`, :class:`NegativeBinomial`, :class:`Geometric`. Relaxed (reparameterized
 stand-ins for discrete ones): :class:`RelaxedBernoulli`, :class:`LogitRelaxedBernoulli`,
@@ -30,7 +31,7 @@ from genesis.distributions.distribution import Distribution, ExponentialFamily
 from genesis.distributions.extreme_value import Gumbel, Weibull
 from genesis.distributions.folded import HalfCauchy, HalfNormal
 from genesis.distributions.gamma import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma, InverseGamma
-from genesis.distributions.heavy_tailed import Cauchy, Pareto, StudentT
+from genesis.distributions.heavy_tailed import Cauchy, GeneralizedPareto, Pareto, StudentT
 from genesis.distributions.independent import Independent
 from genesis.distributions.kl import kl_divergence, register_kl
 from genesis.distributions.lkj_cholesky import LKJCholesky
@@ -75,7 +76,7 @@ __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform", "Categorical", "Cauchy",
     "Chi2", "ComposeTransform", "ContinuousBernoulli", "CorrCholeskyTransform", "CumulativeDistributionTransform",
     "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily",
-    "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
+    "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
     "IndependentTransform", "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal",
     "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily",
     "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
@@ -92,7 +93,8 @@ _TORCH_MODULES = {
     "bernoulli": ("Bernoulli",), "beta": ("Beta",), "binomial": ("Binomial",), "categorical": ("Categorical",),
     "cauchy": ("Cauchy",), "chi2": ("Chi2",), "continuous_bernoulli": ("ContinuousBernoulli",),
     "dirichlet": ("Dirichlet",), "exp_family": ("ExponentialFamily",), "exponential": ("Exponential",),
-    "fishersnedecor": ("FisherSnedecor",), "geometric": ("Geometric",), "gumbel": ("Gumbel",),
+    "fishersnedecor": ("FisherSnedecor",), "generalized_pareto": ("GeneralizedPareto",),
+    "geometric": ("Geometric",), "gumbel": ("Gumbel",),
     "half_cauchy": ("HalfCauchy",), "half_normal": ("HalfNormal",), "inverse_gamma": ("InverseGamma",),
     "kumaraswamy": ("Kumaraswamy",), "laplace": ("Laplace",), "log_normal": ("LogNormal",),
     "logistic_normal": ("LogisticNormal",), "lowrank_multivariate_normal": ("LowRankMultivariateNormal",),

@@ -1,4 +1,5 @@
-"""Heavy-tailed continuous distributions: Cauchy, StudentT and Pareto (some moments are infinite or undefined)."""
+"""Heavy-tailed continuous distributions: Cauchy, StudentT, Pareto and GeneralizedPareto (some moments are infinite or
+undefined)."""
 
 from __future__ import annotations
 
@@ -185,3 +186,91 @@ class Pareto(TransformedDistribution):
 
     def entropy(self) -> Tensor:
         return (self.scale / self.alpha).log() + (1 + self.alpha.reciprocal())
+
+
+class GeneralizedPareto(Distribution):
+    """The generalized Pareto distribution, the limit law of exceedances over a high threshold: with
+    ``z = (x - loc) / scale`` and ``c = concentration``, the survival function is ``(1 + c z)^(-1 / c)`` (``exp(-z)``
+    at ``c = 0``) on ``x >= loc``, bounded above by ``loc - scale / c`` when ``c < 0``. Special cases: Exponential
+    (``loc = 0, c = 0``), Pareto (``c > 0, loc = scale / c``) and Uniform (``c = -1``). Draws are the inverse CDF of
+    uniform draws, reparameterized in all three parameters. Formulas as torch (after TensorFlow Probability).
+
+    Args:
+        loc: the lower end of the support.
+        scale: the scale (positive).
+        concentration: the shape ``c`` (real); the tail is heavy for ``c > 0``.
+        validate_args: check the parameters and ``log_prob``'s values (default: the global setting).
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive, "concentration": constraints.real}
+    has_rsample = True
+
+    def __init__(self, loc: Tensor | float, scale: Tensor | float, concentration: Tensor | float,
+                 validate_args: bool | None = None) -> None:
+        _init_params(self, ("loc", "scale", "concentration"), (loc, scale, concentration), validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Distribution | None = None) -> GeneralizedPareto:
+        return _expand_params(self, GeneralizedPareto, batch_shape, ("loc", "scale", "concentration"), _instance)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self) -> constraints.Constraint:
+        upper = F.where(self.concentration < 0, self.loc - self.scale / self.concentration, math.inf)
+        return constraints.interval(self.loc, upper)
+
+    def _safe_concentration(self) -> tuple[Tensor, Tensor]:
+        """(whether c is 0, c with 1 in its place there): the c = 0 branch is the limit, kept finite elsewhere."""
+        c = self.concentration
+        zero = F.isclose(c, F.zeros_like(c))
+        return zero, F.where(zero, F.ones_like(c), c)
+
+    @property
+    def mean(self) -> Tensor:
+        finite = self.concentration < 1
+        c = F.where(finite, self.concentration, 0.5)
+        return F.where(finite, self.loc + self.scale / (1 - c), math.nan)
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc
+
+    @property
+    def variance(self) -> Tensor:
+        finite = self.concentration < 0.5
+        c = F.where(finite, self.concentration, 0.25)
+        return F.where(finite, self.scale ** 2 / ((1 - c) ** 2 * (1 - 2 * c)), math.nan)
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        u = random.rand(self._extended_shape(sample_shape), dtype=self.loc.dtype, device=self.loc.device)
+        return self.icdf(u)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        zero, c = self._safe_concentration()
+        y = 1 / c + F.ones_like(z)
+        nonzero = F.where(y == 0, y, y * (c * z).log1p())
+        return -self.scale.log() - F.where(zero, z, nonzero)
+
+    def log_survival_function(self, value: Tensor) -> Tensor:
+        """``log P(X > value)``."""
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        zero, c = self._safe_concentration()
+        return F.where(zero, -z, -(c * z).log1p() / c)
+
+    def log_cdf(self, value: Tensor) -> Tensor:
+        """``log P(X <= value)``."""
+        return (-self.log_survival_function(value).exp()).log1p()
+
+    def cdf(self, value: Tensor) -> Tensor:
+        return self.log_cdf(value).exp()
+
+    def icdf(self, value: Tensor) -> Tensor:
+        zero, c = self._safe_concentration()
+        log_u = (-value).log1p()
+        return F.where(zero, self.loc - self.scale * log_u, self.loc + self.scale / c * (-c * log_u).expm1())
+
+    def entropy(self) -> Tensor:
+        return F.broadcast_to(self.scale.log() + self.concentration + 1, self._batch_shape)

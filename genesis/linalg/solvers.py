@@ -324,6 +324,76 @@ def _cholesky_ex(op: str, A: Tensor) -> tuple[Tensor, Tensor]:
     return F.stack(columns, -1), info
 
 
+def _householder_reflections(A: Tensor) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+    """Reduce (..., m, n) ``A`` to upper triangular form by Householder reflections ``H_j = I - tau_j v_j v_j^T``,
+    with LAPACK's (dgeqrf's) conventions: ``v_j[j] = 1``, zeros above, and ``R[j, j] = -sign(x0) * |x|`` for the
+    column x being reflected; a column already zero below its diagonal is left alone (``tau_j = 0``).
+
+    Returns:
+        (R, vectors, taus): ``H_{k-1} ... H_0 A`` (its entries below the diagonal are rounding noise), and the
+        (..., m) vectors and (...) scales of the min(m - 1, n) reflections, first one first.
+    """
+    m, n = A.shape[-2], A.shape[-1]
+    rows = F.arange_like(m, A)
+    R, vectors, taus = A, [], []
+    for j in range(min(n, m - 1)):
+        below = (rows >= j).to(A.dtype)  # (m,)
+        x = R[..., :, j] * below  # (..., m)
+        alpha = x[..., j]
+        tail = F.sqrt(F.sum(x * x, -1) - alpha * alpha).detach()
+        reflect = tail > 0
+        norm = F.sqrt(F.sum(x * x, -1))
+        beta = F.where(alpha >= 0, -norm, norm)
+        scale = F.where(reflect, alpha - beta, 1.0)
+        v = F.where(rows == j, 1.0, x / scale.unsqueeze(-1)) * below  # (..., m), v[j] = 1
+        tau = F.where(reflect, (beta - alpha) / F.where(reflect, beta, 1.0), 0.0)
+        R = R - (tau.unsqueeze(-1) * v).unsqueeze(-1) * (v.unsqueeze(-2) @ R)
+        vectors.append(v)
+        taus.append(tau)
+    return R, vectors, taus
+
+
+class GeqrfResult(NamedTuple):
+    """(a, tau), as torch.return_types.geqrf."""
+
+    a: Tensor
+    tau: Tensor
+
+
+class _NoGeqrfDerivative(Function):
+    """Attaches a ``geqrf`` output to its input's graph; backward raises, as torch has no derivative for geqrf."""
+
+    @staticmethod
+    def forward(ctx, out: Tensor, A: Tensor) -> Tensor:
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[None, None]:
+        raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
+
+
+def geqrf(input: Tensor) -> GeqrfResult:
+    """LAPACK's compact QR (dgeqrf) of (..., m, n) matrices: ``a`` holds R on and above its diagonal and the
+    Householder vectors below it (their leading 1 implicit), ``tau`` (..., min(m, n)) their scales, so that
+    ``linalg.householder_product(a, tau)`` is Q. Values equal torch's (LAPACK's sign conventions). Not differentiable.
+    """
+    if input.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{input.dtype.name}'")
+    A = input.detach()
+    m, n = A.shape[-2], A.shape[-1]
+    R, vectors, taus = _householder_reflections(A)
+    zero = F.zeros_like_detached(A[..., 0])  # (..., m)
+    V = F.stack(vectors + [zero] * (n - len(vectors)), -1)  # (..., m, n): column j is v_j
+    below = F.arange_like(m, A).unsqueeze(-1) > F.arange_like(n, A).unsqueeze(0)  # (m, n)
+    a = F.where(below, V, R)
+    tau = F.stack(taus + [zero[..., 0]] * (min(m, n) - len(taus)), -1)  # (..., min(m, n))
+    if input.requires_grad:
+        a, tau = _NoGeqrfDerivative.apply(a, input), _NoGeqrfDerivative.apply(tau, input)
+    return GeqrfResult(a, tau)
+
+
 class QRResult(NamedTuple):
     """(Q, R) with attribute access, as torch.return_types.linalg_qr."""
 
@@ -347,25 +417,11 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
                            "'complete'")
-    m, n = A.shape[-2], A.shape[-1]
-    k = min(m, n)
+    m, k = A.shape[-2], min(A.shape[-2], A.shape[-1])
+    R, vectors, taus = _householder_reflections(A)
     rows = F.arange_like(m, A)
-    eye = (rows.unsqueeze(1) == rows.unsqueeze(0)).to(A.dtype)
-    Q = eye.expand((*A.shape[:-2], m, m))
-    R = A
-    for j in range(min(k, m - 1) if m > 1 else 0):
-        below = (rows >= j).to(A.dtype)  # (m,)
-        x = R[..., :, j] * below  # (..., m)
-        alpha = x[..., j]
-        tail = F.sqrt(F.sum(x * x, -1) - alpha * alpha).detach()
-        reflect = tail > 0  # LAPACK leaves a column already zero below the diagonal alone (tau = 0)
-        norm = F.sqrt(F.sum(x * x, -1))
-        beta = F.where(alpha >= 0, -norm, norm)
-        scale = F.where(reflect, alpha - beta, 1.0)
-        v = F.where(rows == j, 1.0, x / scale.unsqueeze(-1)) * below  # (..., m), v[j] = 1
-        tau = F.where(reflect, (beta - alpha) / F.where(reflect, beta, 1.0), 0.0)
-        # H = I - tau v v^T applied to R from the left and accumulated into Q from the right.
-        R = R - (tau.unsqueeze(-1) * v).unsqueeze(-1) * (v.unsqueeze(-2) @ R)
+    Q = (rows.unsqueeze(1) == rows.unsqueeze(0)).to(A.dtype).expand((*A.shape[:-2], m, m))
+    for v, tau in zip(vectors, taus):  # Q = H_0 H_1 ... accumulated from the right
         Q = Q - (Q @ v.unsqueeze(-1)) * (tau.unsqueeze(-1) * v).unsqueeze(-2)
     R = F.triu(R)
     if mode == "complete":

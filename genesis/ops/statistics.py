@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 from genesis import dtypes
 from genesis.ndarray import normalize_dim
@@ -248,6 +248,104 @@ def histogram(input: Tensor, bins: Any, *, range: tuple[float, float] | None = N
         widths = edges[1:] - edges[:-1]
         hist = hist / (hist.sum() * widths)
     return HistogramResult(hist, edges)
+
+
+class HistogramddResult(NamedTuple):
+    """(hist, bin_edges), as torch.return_types.histogramdd: ``bin_edges`` holds one edge tensor per dimension."""
+
+    hist: Tensor
+    bin_edges: tuple[Tensor, ...]
+
+
+def _histogramdd_edges(x: Tensor, bins: Any, dim: int, range: Sequence[float] | None) -> Tensor:
+    """The edges of dimension ``dim`` of :func:`histogramdd`: the given tensor, or ``bins`` equal bins of
+    ``range[2 dim: 2 dim + 2]`` (the data's range by default, widened by 0.5 each side when it is one point)."""
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got {bins.ndim} "
+                               f"dimensions in the bins tensor for dimension {dim}")
+        if bins.numel() == 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got 0 for dimension {dim}")
+        return bins.detach().to(x.dtype)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension {dim}")
+    column = x[:, dim]
+    if range is not None:
+        low, high = float(range[2 * dim]), float(range[2 * dim + 1])
+        if low > high:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {low} max {high} for "
+                               f"dimension {dim}")
+    elif column.numel():
+        low, high = float(column.min().item()), float(column.max().item())
+    else:
+        low, high = 0.0, 1.0
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{low}, {high}] is not finite")
+    return linspace(low, high, bins + 1, dtype=x.dtype, device=x.device)
+
+
+def histogramdd(input: Tensor, bins: Any, *, range: Sequence[float] | None = None, weight: Tensor | None = None,
+                density: bool = False) -> HistogramddResult:
+    """Multi-dimensional histogram of the points in the rows of ``input`` (..., D): the innermost dimension holds
+    each point's D coordinates.
+
+    Args:
+        input: (..., D) floating-point points.
+        bins: an int (the bin count of every dimension), D ints, or D monotonic edge tensors.
+        range: 2 D numbers ``(min_0, max_0, min_1, max_1, ...)`` for integer bins (the data's range by default).
+        weight: (...) weights summed in place of counts.
+        density: normalize so that the histogram integrates to one over the bins' volumes.
+
+    Returns:
+        (hist, bin_edges): hist of shape (bins_0, ..., bins_{D-1}), and the D edge tensors. Each bin is half-open
+        [left, right) except the last of each dimension, which includes its right edge; points outside every
+        dimension's edges (and NaN) are left out. Not differentiable.
+    """
+    if input.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{input.dtype.name}'")
+    dims = input.shape[-1]
+    per_dim = [bins] * dims if isinstance(bins, int) else list(bins)
+    if len(per_dim) != dims:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
+    if range is not None and len(range) != 2 * dims:
+        raise RuntimeError(f"torch.histogramdd: for a {dims}-dimensional histogram range should have {2 * dims} "
+                           f"elements, but got {len(range)}")
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape[:-1]):
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have the same shape as the "
+                               f"input tensor excluding its innermost dimension, but got input with shape "
+                               f"{list(input.shape)} and weight with shape {list(weight.shape)}")
+        if weight.dtype is not input.dtype:
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
+                               f"should have the same dtype, but got input({input.dtype.name}), and "
+                               f"weight({weight.dtype.name})")
+    x = input.detach().reshape(-1, dims)  # (N, D)
+    edges = tuple(_histogramdd_edges(x, b, d, range) for d, b in enumerate(per_dim))
+    counts = [e.shape[0] - 1 for e in edges]
+    flat = _zeros((x.shape[0],), dtypes.int64, input)  # (N,): each point's bin in row-major order
+    inside = ones_like_bool(flat)
+    for d, e in enumerate(edges):
+        column = x[:, d].contiguous()
+        inside = inside & (column >= e[0]) & (column <= e[-1])
+        position = (searchsorted(e, column, right=True) - 1).clamp(min=0, max=builtins.max(counts[d] - 1, 0))
+        flat = flat * counts[d] + position
+    if weight is not None:
+        source = weight.detach().reshape(-1)[inside]
+    else:
+        source = _zeros((x.shape[0],), input.dtype, input)[inside] + 1
+    size = math.prod(counts)
+    hist = _zeros((size,), input.dtype, input).index_add(0, flat[inside], source).reshape(counts)
+    if density:
+        volume = None
+        for d, e in enumerate(edges):
+            widths = (e[1:] - e[:-1]).reshape([-1 if i == d else 1 for i in builtins.range(dims)])
+            volume = widths if volume is None else volume * widths
+        hist = hist / (hist.sum() * volume)
+    return HistogramddResult(hist, edges)
 
 
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
