@@ -251,6 +251,17 @@ class Remainder(Primitive):
 IN_PLACE_WRITERS = {"add": Add, "sub": Sub, "mul": Mul}
 
 
+def scaled_operand(input: Tensor, other: Any, alpha: float) -> Any:
+    """``alpha * other`` for ``input + alpha * other``, computed in the dtype of the sum: torch scales inside the
+    kernel, so a bfloat16 ``other`` added to a float32 ``input`` is not rounded to bfloat16 once more first."""
+    if (other.__class__ is Tensor and other.dtype is not input.dtype and other.dtype.category == 2
+            and input.dtype.category == 2):
+        dtype = dtypes.result_type(input.dtype, input.ndim, other.dtype, other.ndim)
+        if dtype is not other.dtype:
+            other = other.to(dtype)
+    return other * alpha
+
+
 def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting and type promotion."""
     if not isinstance(input, Tensor):
@@ -258,7 +269,7 @@ def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
     if not isinstance(other, (Tensor, int, float)):
         other = _as_operand("add", other, input)
     if alpha != 1:
-        other = other * alpha
+        other = scaled_operand(input, other, alpha)
     return Add.apply(input, other)
 
 
@@ -272,7 +283,7 @@ def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
         return RSub.apply(other * alpha if alpha != 1 else other, input)
     other = _as_operand("sub", other, input)
     if alpha != 1:
-        other = other * alpha
+        other = scaled_operand(input, other, alpha)
     return Sub.apply(input, other)
 
 

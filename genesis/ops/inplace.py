@@ -165,7 +165,7 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
     one kernel, as torch's)."""
     def method(self: Tensor, other: Any, alpha: float | None = None, rounding_mode: str | None = None) -> Tensor:
         if alpha is not None and alpha != 1:
-            other = other * alpha
+            other = arithmetic.scaled_operand(self, other, alpha)
         if rounding_mode is not None:
             recording = is_grad_enabled() and (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
             source = inplace_source(self) if recording else self

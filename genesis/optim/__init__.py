@@ -8,6 +8,7 @@ from genesis.optim.adam import Adam, AdamW
 from genesis.optim.adamax import Adamax
 from genesis.optim.asgd import ASGD
 from genesis.optim.lbfgs import LBFGS
+from genesis.optim.muon import Muon
 from genesis.optim.nadam import NAdam, RAdam
 from genesis.optim.optimizer import Optimizer
 from genesis.optim.rmsprop import RMSprop
@@ -15,5 +16,5 @@ from genesis.optim.rprop import Rprop
 from genesis.optim.sgd import SGD
 from genesis.optim.sparse_adam import SparseAdam
 
-__all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer",
-           "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]
+__all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon", "NAdam",
+           "Optimizer", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]
