@@ -37,6 +37,7 @@ from genesis.autograd.function import (
     RemovableHandle,
     ViewOfBase,
     once_differentiable,
+    record_write_through_view,
     refresh_view_history,
     retain_grad,
     set_tensor_type,
@@ -61,5 +62,5 @@ __all__ = [
     "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "once_differentiable",
     # the engine and view machinery, for the layers above
     "run_backward", "set_tensor_type", "Overwrite", "CopySlices", "ViewOfBase", "view_positions", "take_history",
-    "refresh_view_history", "retain_grad",
+    "refresh_view_history", "record_write_through_view", "retain_grad",
 ]

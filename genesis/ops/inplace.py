@@ -71,13 +71,8 @@ def _written(t: Tensor, result: Tensor) -> Tensor:
         autograd.take_history(t, result)
         result.ndarray = t.ndarray
     t._bump_version()
-    base = t._base
-    if recorded and base is not None and base.ndarray.buffer is t.ndarray.buffer:
-        t._view_version = t._version[0]  # the history just taken is current
-        # The write changed the base too: its history now runs through this op, and this view reads the base.
-        positions = autograd.view_positions(t.ndarray, base.ndarray)
-        autograd.take_history(base, autograd.CopySlices.apply(base, t, positions))
-        autograd.refresh_view_history(t, positions)
+    if recorded:
+        autograd.record_write_through_view(t)  # a base this views records the write too
     return t
 
 
