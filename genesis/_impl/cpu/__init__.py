@@ -45,7 +45,7 @@ from genesis._impl.cpu.nn import (  # noqa: F401 - the backend's neural-network 
     upsample,
     upsample_backward,
 )
-from genesis._impl.cpu.tensors import GENESIS_DTYPE, TORCH_DTYPE, _arg, native, wrap  # noqa: F401
+from genesis._impl.cpu.tensors import GENESIS_DTYPE, TORCH_DTYPE, _arg, check_index, native, wrap  # noqa: F401
 from genesis._impl.recurrent_loop import rnn_layer, rnn_layer_backward  # noqa: F401 - the time loop
 from genesis.device import device as Device
 from genesis.ndarray import NDArray, check_tensor_lists
@@ -345,19 +345,6 @@ def unique(x: NDArray, return_inverse: bool, return_counts: bool) -> tuple[NDArr
 
 def searchsorted(seq: NDArray, values: NDArray, right: bool) -> NDArray:
     return wrap(torch.searchsorted(native(seq), native(values), right=right))
-
-
-def check_index(x: NDArray, low: int, high: int, ignore: int | None, error: type[Exception], message: str) -> NDArray:
-    """Eager check: raises ``error`` naming the first bad value (in row-major order) at the call."""
-    t = native(x)
-    bad = (t < low) | (t >= high)
-    if ignore is not None:
-        bad &= t != ignore
-    if bad.any():
-        raise error(message.format(value=int(t[bad][0]), size=high))
-    if low < 0 and (t < 0).any():
-        return wrap(torch.where(t < 0, t + high, t))
-    return x
 
 
 _STEP: list[tuple] = [(None, None)]  # (step, its float tensor): every parameter of one optimizer step shares it

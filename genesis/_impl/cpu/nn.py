@@ -9,7 +9,7 @@ import math
 import torch
 
 from genesis import dtypes
-from genesis._impl.cpu.tensors import TORCH_DTYPE, native, wrap
+from genesis._impl.cpu.tensors import TORCH_DTYPE, check_index, native, wrap
 from genesis.ndarray import NDArray
 
 # ---------------------------------------------------------------- neural network
@@ -317,11 +317,7 @@ def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
 
 def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothing: float, reduction: str,
                   out_dtype: dtypes.dtype, check: tuple[type[Exception], str]) -> tuple:
-    t = native(target)
-    bad = (t != ignore_index) & ((t < 0) | (t >= x.shape[1]))
-    if bad.any():
-        error, message = check
-        raise error(message.format(value=int(t[bad][0]), size=x.shape[1]))
+    t = native(check_index(target, 0, x.shape[1], ignore_index, *check))
     xf = native(x).float()
     lse = torch.logsumexp(xf, 1)
     valid = t != ignore_index

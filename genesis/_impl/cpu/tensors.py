@@ -1,4 +1,5 @@
-"""The CPU backend's link to torch: dtype tables, and NDArrays as views of torch CPU tensors."""
+"""The CPU backend's link to torch: dtype tables, NDArrays as views of torch CPU tensors, and the eager index
+check the primitives share."""
 
 from __future__ import annotations
 
@@ -36,3 +37,16 @@ def native(x: NDArray) -> torch.Tensor:
 
 def _arg(b: NDArray | int | float | bool) -> torch.Tensor | int | float | bool:
     return native(b) if isinstance(b, NDArray) else b
+
+
+def check_index(x: NDArray, low: int, high: int, ignore: int | None, error: type[Exception], message: str) -> NDArray:
+    """Eager check: raises ``error`` naming the first bad value (in row-major order) at the call."""
+    t = native(x)
+    bad = (t < low) | (t >= high)
+    if ignore is not None:
+        bad &= t != ignore
+    if bad.any():
+        raise error(message.format(value=int(t[bad][0]), size=high))
+    if low < 0 and (t < 0).any():
+        return wrap(torch.where(t < 0, t + high, t))
+    return x
