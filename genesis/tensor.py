@@ -756,8 +756,8 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
     # all NaN). For float32 and float64 also its rounding, so that the values are torch's to the bit: the step in the
     # result's precision, each value one fused multiply-add (computed in a wider type, rounded once).
     if d in (dtypes.float16, dtypes.bfloat16) and steps:
-        t = tensor(linspace_half(float(start), float(end), steps, d), dtype=d, device=device)
-        return t.requires_grad_(True) if requires_grad else t
+        values = linspace_half(float(start), float(end), steps, d)
+        return tensor(values, dtype=d, device=device, requires_grad=requires_grad)
     exact = {dtypes.float32: np.float32, dtypes.float64: np.float64}.get(d, np.float64)
     wide = np.longdouble if d is dtypes.float64 else np.float64
     try:
@@ -771,8 +771,7 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
         values = np.where(i < rising, wide(first) + step * i, wide(last) - step * (steps - 1 - i))
     if d.category < 2:
         values = np.trunc(values)
-    t = tensor(values, dtype=d, device=device)
-    return t.requires_grad_(True) if requires_grad else t
+    return tensor(values, dtype=d, device=device, requires_grad=requires_grad)
 
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None, device: Any = None
