@@ -374,11 +374,46 @@ def test_forward_ad_unsupported_cases_raise() -> None:
         with pytest.raises(NotImplementedError, match="forward AD"):
             lstm(dual)  # the fused recurrent layer's backward is not differentiable
         changed = dual * 2
-        changed.add_(1)
+        changed[0].mul_(3)  # through a view: the base's tangent is not updated
         with pytest.raises(NotImplementedError, match="modified in place"):
             fw.unpack_dual(changed)
         with pytest.raises(NotImplementedError, match="modified in place"):
             changed.sin()
+
+
+def _inplace_cases(lib: Any) -> dict[str, Any]:
+    """name -> f(dual, plain): an in-place op on a plain tensor or on a dual one; returns the changed tensor."""
+    return {
+        "plain_add_dual": lambda d, z: z.add_(d),
+        "plain_mul_dual": lambda d, z: z.mul_(d),
+        "plain_sub_dual_alpha": lambda d, z: z.sub_(d, alpha=2.5),
+        "plain_copy_dual": lambda d, z: z.copy_(d),
+        "plain_addcmul_dual": lambda d, z: z.addcmul_(d, d, value=0.5),
+        "dual_mul_number": lambda d, z: (d * 1).mul_(3),
+        "dual_exp": lambda d, z: (d * 1).exp_(),
+        "dual_add_plain": lambda d, z: (d * 1).add_(z),
+        "dual_pow": lambda d, z: (d * 1).pow_(2),
+        "dual_view_tangent": lambda d, z: (d * 2)[1:, ::2],
+        "dual_view_of_view": lambda d, z: d.t().reshape(-1)[2:5],
+    }
+
+
+@pytest.mark.parametrize("name", list(_inplace_cases(torch)))
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_forward_ad_in_place_and_views_match_torch(name: str, requires_grad: bool) -> None:
+    """An in-place op with a dual operand gives the changed tensor a tangent, as torch's; so does a view."""
+    results = []
+    for lib in LIBS:
+        fw = lib.autograd.forward_ad
+        rng = np.random.default_rng(1)
+        x = _tensor(lib, rng.standard_normal((3, 4)), requires_grad=requires_grad)
+        tangent, plain = _tensor(lib, rng.standard_normal((3, 4))), _tensor(lib, rng.standard_normal((3, 4)))
+        with fw.dual_level():
+            out = _inplace_cases(lib)[name](fw.make_dual(x, tangent), plain)
+            primal, out_tangent = fw.unpack_dual(out)
+            results.append((_numpy(primal), _numpy(out_tangent)))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-10, atol=1e-12)
 
 
 def test_forward_ad_inside_a_profile() -> None:

@@ -129,6 +129,61 @@ def test_inputs_restored_and_errors() -> None:
     assert x.tolist() == before and x.grad is None
     with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
         genesis.autograd.gradcheck(lambda a: a * 2, (x.detach(),))
-    with pytest.raises(NotImplementedError, match="forward-mode AD"):
-        genesis.autograd.gradcheck(lambda a: a * 2, (x,), check_forward_ad=True)
+    with pytest.raises(NotImplementedError, match="batched gradients"):
+        genesis.autograd.gradcheck(lambda a: a * 2, (x,), check_batched_grad=True)
+    with pytest.raises(NotImplementedError, match="forward-over-reverse"):
+        genesis.autograd.gradgradcheck(lambda a: a * 2, (x,), check_fwd_over_rev=True)
     assert genesis.autograd.gradcheck(lambda a: a * 2, (x,), check_forward_ad=False, fast_mode=True)
+
+
+def _jvp_functions(lib: Any) -> dict[str, tuple[Callable, bool]]:
+    """name -> (function with a user Function whose jvp is right or wrong, whether it is right)."""
+
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_forward(x)
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 3 * x ** 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            x, = ctx.saved_tensors
+            return t * 3 * x ** 2
+
+    class WrongJvp(Cube):
+        @staticmethod
+        def jvp(ctx, t):
+            x, = ctx.saved_tensors
+            return t * 2 * x ** 2
+
+    return {
+        "cube_jvp": (lambda x, w: Cube.apply(x) @ w, True),
+        "wrong_jvp": (lambda x, w: WrongJvp.apply(x) @ w, False),
+    }
+
+
+@pytest.mark.parametrize("name", ["matmul_tanh", "two_outputs", "cube_jvp", "wrong_jvp"])
+@pytest.mark.parametrize("check_backward_ad", [True, False])
+def test_gradcheck_forward_ad_verdicts_match_torch(name: str, check_backward_ad: bool) -> None:
+    """check_forward_ad compares forward-mode AD's Jacobian with the numerical one, as torch's."""
+    verdicts = []
+    for lib in LIBS:
+        fn, right = {**functions(lib), **_jvp_functions(lib)}[name]
+        verdicts.append(lib.autograd.gradcheck(fn, inputs(lib), check_forward_ad=True,
+                                               check_backward_ad=check_backward_ad, raise_exception=False))
+    assert verdicts[0] == verdicts[1] == right
+
+
+def test_gradcheck_forward_ad_mismatch_message_as_torch() -> None:
+    fn, _ = _jvp_functions(genesis)["wrong_jvp"]
+    with pytest.raises(GradcheckError, match=r"(?s)Jacobian computed with forward mode mismatch for output 0 with "
+                                             r"respect to input 0,\nnumerical:tensor\(.*\nanalytical:tensor\("):
+        genesis.autograd.gradcheck(fn, inputs(genesis), check_forward_ad=True)
+    # The backward of wrong_jvp is right: without the forward check, or with check_undefined_grad off, it passes.
+    assert genesis.autograd.gradcheck(fn, inputs(genesis), check_undefined_grad=False)

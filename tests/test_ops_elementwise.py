@@ -352,6 +352,72 @@ def test_clamp_ties_gradient():
     check(lambda lib, x: x.clamp(-0.5, 0.5), x)
 
 
+def test_clamp_gradient_at_nan_crossed_bounds_and_half_bounds():
+    # NaN inputs stay NaN and get no gradient; bounds with min > max give max and no gradient anywhere; a bfloat16
+    # input compares with the bound rounded to bfloat16, as torch's clamp_backward (0.1001 rounds to 0.10009765625).
+    x = torch.tensor([math.nan, -2.0, 0.25, 3.0], dtype=torch.float64, requires_grad=True)
+    check(lambda lib, x: x.clamp(-1.0, 1.0), x)
+    check(lambda lib, x: x.clamp(min=0.5), x)
+    check(lambda lib, x: x.clamp(1.0, -1.0), x)
+    b = torch.tensor([0.1, 0.5, -3.0], dtype=torch.bfloat16, requires_grad=True)
+    check(lambda lib, x: x.clamp(min=0.1001), b, rtol=0, atol=0)
+    check(lambda lib, x: x.clamp(-2.0, 0.1001), b, rtol=0, atol=0)
+    check(lambda lib, x: (x * 2).clamp_(0.0, 0.5), rand(4, 3, seed=21))  # recorded in place
+
+
+def test_clamp_double_backward():
+    x = rand(5, seed=22, dtype=torch.float64)
+
+    def second(lib, x):
+        (g,) = lib.autograd.grad((x.clamp(-0.5, 0.5) ** 2).sum(), x, create_graph=True)
+        return g
+
+    check(second, x)
+
+
+@pytest.mark.parametrize("weight", [0.3, 0.5, 0.9, -0.7, 1.0], ids=str)
+def test_lerp_matches_torch_bit_for_bit(weight):
+    # One rounding from the nearer end, as torch's kernel (weight 1 gives end exactly); gradients of every input.
+    a, b = rand(6, 7, seed=23, dtype=torch.float32), rand(6, 7, seed=24, dtype=torch.float32)
+    exact = {"rtol": 0, "atol": 0} if DEVICE == "cpu" else {}
+    check(lambda lib, a, b: lib.lerp(a, b, weight), a, b, **exact)
+    w = rand(7, seed=25, dtype=torch.float32)
+    check(lambda lib, a, b, w: a.lerp(b, w), a, b, w)
+    check(lambda lib, a, b: lib.lerp(a, b, lib.tensor(weight, dtype=lib.float64, device=a.device)), a, b)
+    h = rand(5, seed=26).detach().bfloat16()
+    check(lambda lib, a, b: lib.lerp(a, b, weight), h, (h * 3).detach(), **exact)
+
+
+def test_lerp_inplace_and_errors():
+    check(lambda lib, a, b: (a * 1).lerp_(b, 0.25), rand(3, 4, seed=27), rand(4, seed=28))
+    f32 = rand(3, dtype=torch.float32)
+    check_error(RuntimeError, lambda lib, a, b: lib.lerp(a, b, 0.5), f32, rand(3))
+    check_error(RuntimeError, lambda lib, a, b, w: lib.lerp(a, b, w), f32, f32, rand(3))
+    check_error(NotImplementedError, lambda lib, a, b: lib.lerp(a, b, 0.5), torch.arange(3), torch.arange(3))
+    check(lambda lib, a, b: lib.lerp(a, b, 0.5), torch.randn(3, dtype=torch.complex64),
+          torch.randn(3, dtype=torch.complex64))
+
+
+def test_add_and_sub_with_alpha_round_once():
+    # torch scales and adds in one fused multiply-add; two roundings differ in about 2% of float32 elements.
+    a, b = rand(4096, seed=29, dtype=torch.float32), rand(4096, seed=30, dtype=torch.float32)
+    exact = {"rtol": 0, "atol": 0} if DEVICE == "cpu" else {}
+    check(lambda lib, a, b: lib.add(a, b, alpha=-0.0123), a, b, **exact)
+    check(lambda lib, a, b: a.sub(b, alpha=0.37), a, b, **exact)
+    h = rand(4096, seed=31).detach().bfloat16()
+    check(lambda lib, a, b: a.detach().add(b, alpha=-0.0123), a, h, **exact)  # a bfloat16 update on float32
+
+    def inplace(lib, a, b):
+        p = a.detach().clone()
+        p.add_(b.detach(), alpha=-0.0123)
+        p.sub_(b.detach().bfloat16(), alpha=0.5)
+        return p
+
+    check(inplace, a, b, **exact)
+    check(lambda lib, a, b: (a * 1).add_(b, alpha=3), rand(3, 4, seed=32), rand(4, seed=33))
+    check(lambda lib, a, b: a.add(b, alpha=2), torch.tensor([1, 2]), torch.tensor([3, 4]))
+
+
 def test_maximum_minimum_ties_and_dtypes():
     a = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
     b = torch.tensor([1.0, 3.0, 2.0], dtype=torch.float64, requires_grad=True)

@@ -379,6 +379,9 @@ def test_masked_fill_select_scatter():
     check_error(RuntimeError, lambda lib, x, m: x.masked_fill(m, 1.0), x, torch.tensor([1, 0, 1, 0]))
     check_error(RuntimeError, lambda lib, x, m: x.masked_fill(m, 1.0), x, torch.tensor([True, False]))
     check_error(RuntimeError, lambda lib, x, m, v: x.masked_fill(m, v), x, mask, rand(2))
+    # Out of place the result is contiguous whatever the input's layout (torch fills a contiguous clone).
+    check(lambda lib, x, m: x.mT.masked_fill(m.mT, 0.5).view(-1), x, full_mask)
+    assert to_genesis(x).mT.masked_fill(to_genesis(full_mask).mT, 0.0).is_contiguous()
 
 
 @pytest.mark.filterwarnings("ignore:indexing with dtype torch.uint8 is now deprecated")
@@ -455,6 +458,17 @@ def test_kthvalue_median():
     check(lambda lib, x: tuple(x.median(1)), x)
     check(lambda lib, x: tuple(x.median(0, keepdim=True)), rand(4, 3, seed=24))
 
+
+
+def test_topk_kthvalue_results_are_contiguous():
+    # As torch's, fresh tensors a caller may view(): not strided slices of the sorted input.
+    x = rand(4, 9, seed=25)
+    check(lambda lib, x: x.topk(3, dim=1).values.view(-1), x)
+    check(lambda lib, x: x.topk(2, dim=0).indices.view(-1), x)
+    check(lambda lib, x: x.kthvalue(2, dim=1).values.view(2, 2), x)
+    check(lambda lib, x: x.t().kthvalue(3, dim=0, keepdim=True).indices.view(-1), x)
+    g = to_genesis(x)
+    assert g.topk(3, dim=1).values.is_contiguous() and g.kthvalue(2, dim=1).indices.is_contiguous()
 
 def test_nonzero_argwhere():
     x = torch.tensor([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
@@ -616,3 +630,20 @@ def test_masked_fill_broadcasts_input_and_mask_together():
     pad = torch.tensor([[False, False, True, True], [False, False, False, True]]).view(2, 1, 4)
     check(lambda lib, x, m: x.masked_fill(m, float("-inf")), rand(1, 1, 4, seed=17), pad)
     check_error(RuntimeError, lambda lib, x, m: x.clone().masked_fill_(m, 1.0), rand(1, 3, seed=16), mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.float32], ids=str)
+def test_backend_scatter_writes_in_place(dtype):
+    # The backend primitive ``scatter_`` writes into its output array (dtypes without device atomics included) and
+    # returns that array; strided outputs get the result copied back.
+    base = torch.arange(12, dtype=torch.float64).reshape(3, 4).to(dtype)
+    index = torch.tensor([[2, 0, 1, 3], [1, 1, 0, 2]])
+    src = (torch.arange(8, dtype=torch.float64).reshape(2, 4) + 20).to(dtype)
+    for mode, reduce in (("set", None), ("add", "add")):
+        for transposed in (False, True):
+            x = to_genesis(base.t().contiguous().t() if transposed else base)
+            nd = x.ndarray
+            got = nd.backend.scatter_(nd, 1, to_genesis(index).ndarray, to_genesis(src).ndarray, mode)
+            expected = base.scatter(1, index, src) if reduce is None else base.scatter_add(1, index, src)
+            assert got is nd
+            assert_same(x, expected)

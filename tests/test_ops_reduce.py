@@ -80,6 +80,18 @@ def test_reductions_0d(name):
         check(lambda lib, x: fn(lib, x, {}), x)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_norm_of_half_types_rounds_once(dtype):
+    # torch squares, sums and takes the root in float32 and rounds once; rounding the squares and the sum to the
+    # half type first gave a norm one bfloat16 step off (6.75 for 6.7736, torch 6.78125): Muon divides by it.
+    x = rand(64, 37, seed=40, dtype=torch.float32, requires_grad=False) * 3
+    h = x.to(dtype).requires_grad_()
+    check(lambda lib, x: x.norm(), h, rtol=0, atol=0)
+    check(lambda lib, x: x.norm(dim=1), h, rtol=0, atol=0)
+    check(lambda lib, x: lib.linalg.vector_norm(x, 1, dim=0), h, rtol=0, atol=0)
+    check(lambda lib, x: x.norm(p=math.inf), h, rtol=0, atol=0)
+
+
 def test_reductions_empty():
     e = rand(0, 3, seed=4)
     check(lambda lib, x: x.sum(), e)

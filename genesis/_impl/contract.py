@@ -67,6 +67,15 @@ PRIMITIVES: dict[str, str] = {
     "binary": "(op, a, b, out): op in BINARY_OPS, result dtype of a (bool for comparisons); the activation gradients "
               "(gelu_backward ...) take the gradient a and the activation's input b, both arrays",
     "where": "(cond, a, b): cond bool; a, b same dtype, broadcastable",
+    "add_scaled": "(a, b, alpha, out): a + alpha * b rounded once (torch's add with alpha: one fused multiply-add); "
+                  "a and b of one floating dtype, broadcastable; alpha a Python number; out as binary's",
+    "clamp": "(x, lo, hi): x clamped into [lo, hi], bounds Python numbers or None (unbounded; not both), computed in "
+             "float32 for half types; NaN stays NaN; floating x",
+    "clamp_backward": "(grad, x, lo, hi): grad where lo <= x <= hi (each bound cast to x's dtype; None: unbounded), "
+                      "0 elsewhere and where x is NaN (torch's clamp_backward); grad and x of one shape",
+    "lerp": "(start, end, weight): start + weight * (end - start), from end (end - (end - start) * (1 - weight)) "
+            "where |weight| >= 0.5, as torch; start and end (and an array weight) of one floating dtype, "
+            "broadcastable; weight an array or a Python number",
     "complex_op": "(op, x): complex numbers: "
                   "'view_as_real' (complex -> real with a last dim of 2, sharing memory), 'view_as_complex' (the "
                   "reverse), 'real' / 'imag' (the parts, sharing memory), 'conj', 'abs' and 'angle' (real results)",
@@ -80,6 +89,17 @@ PRIMITIVES: dict[str, str] = {
     "matmul": "(a, b): (..., M, K) @ (..., K, N), batch dims equal",
     "linear": "(x, w, bias): x @ w.T + bias for 2-D x (M, K), w (N, K), bias (N,) or None, one dtype (the bias may "
               "be fused into the product)",
+    "eig": "(A): (eigenvalues (..., n), eigenvectors (..., n, n)) of square (..., n, n) A, float32, float64, complex64 "
+           "or complex128, both complex (complex64 for float32 and complex64 A), as LAPACK's geev: the eigenvectors "
+           "are the columns, each of unit 2-norm with its largest-magnitude component real",
+    "ldl_factor": "(A, hermitian): (LD, pivots, info) of the Bunch-Kaufman factorization A = L D L^T (hermitian: "
+                  "L D L^H) of square (..., n, n) A read from its lower triangle, in LAPACK sytrf's (hetrf's) compact "
+                  "form: LD holds L's multipliers below the diagonal, D's 1x1 and 2x2 blocks on and below it, zeros "
+                  "above it; pivots int32 (..., n), 1-based: k > 0 a 1x1 block after swapping rows and columns i "
+                  "and k, two equal negative entries -k a 2x2 block after swapping the block's second row with k; "
+                  "info int32 (...,), 0 or the 1-based index of the first exactly zero D[i, i]",
+    "ldl_solve": "(LD, pivots, B, hermitian): X with A X = B for the A that ldl_factor (same hermitian) factored "
+                 "into LD and int32 pivots (LAPACK's sytrs); B (..., n, k) of LD's dtype, batch dims equal",
     # indexing
     "index": "(x, indices): x[i0, i1, ...]; indices: one entry per dim, None (all) or int64 arrays broadcast to one "
              "shape; result dims as torch",

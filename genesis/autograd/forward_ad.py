@@ -14,11 +14,14 @@ views, indexing, convolutions, normalization...) is supported, in any grad mode,
 kept as without forward AD. A user's ``autograd.Function`` needs a ``jvp`` staticmethod, as in torch (its ``ctx``
 has what forward stored, and ``ctx.saved_tensors`` gives what forward passed to ``ctx.save_for_forward``).
 
+An in-place op with a dual operand (``z.add_(dual)``, ``dual.mul_(2)``) runs as its out-of-place op written back,
+and the changed tensor takes that op's tangent (:func:`written_in_place`), as in torch.
+
 Not supported, and reported by ``NotImplementedError`` rather than a wrong tangent: an op whose backward is not
 differentiable (``once_differentiable``); a dual tensor as a keyword argument or inside a list argument, or an op
-writing into ``out=``; using a dual tensor after an in-place change to it (its version moved on since its tangent was
-set); ``mark_dirty`` in a Function under forward AD; nested levels (as torch). Unlike torch, an in-place op that
-writes a dual's values into a plain tensor (``z.add_(dual)``) leaves ``z`` without a tangent, tangents carry no
+writing into ``out=``; using a dual tensor after an in-place change that did not carry its tangent (a write through
+one of its views, a plain fill, an indexed assignment: its version moved on since its tangent was set);
+``mark_dirty`` in a Function under forward AD; nested levels (as torch). Unlike torch, tangents carry no
 reverse-mode history (no backward through a tangent), each dual op costs about three times the op (its forward,
 backward and double backward), and a level is process-wide rather than per thread.
 """
@@ -103,10 +106,32 @@ def _tangent_of(t: Any) -> Any:
     if entry is None or entry[0]() is not t:
         return None
     if t._version[0] != entry[2]:
-        raise NotImplementedError("forward AD: a dual tensor was modified in place after its tangent was set; "
-                                  "Genesis's forward AD does not carry tangents through in-place ops (use the "
-                                  "out-of-place op)")
+        raise NotImplementedError("forward AD: a dual tensor was modified in place after its tangent was set, by a "
+                                  "write that does not carry tangents (through a view, a fill, an indexed "
+                                  "assignment); use the out-of-place op")
     return entry[1]
+
+
+def involves_dual(*values: Any) -> bool:
+    """Whether a level is open and one of ``values`` is a dual tensor: an in-place op on or with it then runs as its
+    out-of-place op written back, so that :func:`written_in_place` can hand the tangent over."""
+    if _level is None:
+        return False
+    for v in values:
+        entry = _tangents.get(id(v))
+        if entry is not None and entry[0]() is v:
+            return True
+    return False
+
+
+def written_in_place(t: Any, result: Any) -> None:
+    """``result`` (an op's output carrying a tangent) was written into ``t``'s memory: ``t`` takes its tangent, at
+    the version the write left ``t`` with."""
+    if _level is None:
+        return
+    tangent = _tangent_of(result)
+    if tangent is not None:
+        _set_tangent(t, tangent.to(t.dtype) if tangent.dtype is not t.dtype else tangent)
 
 
 def make_dual(tensor: Any, tangent: Any, *, level: int | None = None) -> Any:

@@ -8,9 +8,13 @@ twice (the results must agree within ``nondet_tol``), checks that backward handl
 and with ``check_grad_dtypes`` that each gradient has its input's dtype and shape. ``gradgradcheck`` is ``gradcheck``
 of the function's vector-Jacobian product, so second derivatives are checked the same way.
 
+With ``check_forward_ad`` the Jacobian of forward-mode AD (:mod:`genesis.autograd.forward_ad`: one pass per input
+element, with that element's one-hot tangent) is compared with the numerical one the same way; ``check_backward_ad``
+switches the reverse-mode checks off or on.
+
 Differences from torch: ``fast_mode=True`` runs the full check (torch's fast mode checks a random projection of
-the same Jacobians, so its verdicts are a subset of these); forward-mode AD, batched gradients and complex inputs are
-not supported and raise NotImplementedError when asked for.
+the same Jacobians, so its verdicts are a subset of these); batched gradients, complex inputs and gradgradcheck's
+forward-over-reverse check are not supported and raise NotImplementedError when asked for.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import warnings
 from typing import Any, Callable
 
 from genesis import dtypes
+from genesis.autograd import forward_ad
 from genesis.autograd import function as _fn
 from genesis.autograd.engine import grad
 from genesis.autograd.grad_mode import no_grad
@@ -102,6 +107,46 @@ def _analytical_jacobians(outputs: tuple, inputs: tuple, diff_inputs: list[int],
     return jacobians
 
 
+def _forward_jacobians(func: Callable, inputs: tuple, diff_inputs: list[int],
+                       out_positions: list[int]) -> list[list[list[list[float]]]]:
+    """``[input][output]`` -> rows (one per input element) of the Jacobian by forward-mode AD: every input that
+    requires grad made dual, with a one-hot tangent for the element of the row and zero tangents elsewhere."""
+    jacobians = []
+    for i in diff_inputs:
+        rows: list[list[list[float]]] = [[] for _ in out_positions]
+        for k in range(inputs[i].numel()):
+            with forward_ad.dual_level():
+                args = list(inputs)
+                for slot in diff_inputs:
+                    x = inputs[slot].detach()
+                    tangent = x.new_zeros(tuple(x.shape))
+                    if slot == i:
+                        tangent.view(-1)[k] = 1.0
+                    args[slot] = forward_ad.make_dual(x, tangent)
+                outputs = _as_tuple(func(*args))
+                for j, position in enumerate(out_positions):
+                    out = outputs[position]
+                    tangent = forward_ad.unpack_dual(out).tangent
+                    rows[j].append(tangent.reshape(-1).tolist() if tangent is not None else [0.0] * out.numel())
+        jacobians.append(rows)
+    return jacobians
+
+
+def _mismatch(analytical: list[list[list[list[float]]]], numerical: list[list[list[list[float]]]], outputs: tuple,
+              inputs: tuple, diff_inputs: list[int], atol: float, rtol: float, mode: str) -> str | None:
+    """The message for the first (input, output) whose Jacobians differ beyond ``atol + rtol * |numerical|``."""
+    for slot in range(len(diff_inputs)):
+        for j, out in enumerate(outputs):
+            a_rows, n_rows = analytical[slot][j], numerical[slot][j]
+            if any(abs(a - n) > atol + rtol * abs(n) or math.isnan(a) != math.isnan(n)
+                   for a_row, n_row in zip(a_rows, n_rows) for a, n in zip(a_row, n_row)):
+                like = inputs[diff_inputs[slot]]
+                return (f"Jacobian {mode}mismatch for output {j:d} with respect to input {slot:d},\n"
+                        f"numerical:{_as_matrix(like, n_rows, out.numel())}\n"
+                        f"analytical:{_as_matrix(like, a_rows, out.numel())}\n")
+    return None
+
+
 def _as_matrix(like: Any, rows: list[list[float]], n_out: int) -> Any:
     """The Jacobian as a (n_in, n_out) tensor, for the error message."""
     return like.new_tensor(rows if rows else [[]]).reshape(len(rows), n_out)
@@ -128,13 +173,15 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
         nondet_tol: how far two backward passes on the same values may differ.
         check_undefined_grad: check that backward handles zero output gradients (gives zero or no input gradient).
         check_grad_dtypes: check that each gradient has its input's dtype.
+        check_forward_ad: also check the Jacobian of forward-mode AD (dual tensors) against the numerical one.
+        check_backward_ad: check the Jacobian of reverse-mode AD (backward); False checks forward mode only.
 
     Returns:
         True when every check passes.
     """
-    if check_forward_ad or check_batched_grad or check_batched_forward_grad:
-        raise NotImplementedError("gradcheck: forward-mode AD and batched gradients are not supported by Genesis "
-                                  "(check_forward_ad, check_batched_grad and check_batched_forward_grad must be False)")
+    if check_batched_grad or check_batched_forward_grad:
+        raise NotImplementedError("gradcheck: batched gradients are not supported by Genesis "
+                                  "(check_batched_grad and check_batched_forward_grad must be False)")
     if masked:
         raise NotImplementedError("gradcheck: masked (sparse) gradients are not supported by Genesis")
     inputs = _as_tuple(inputs)
@@ -150,9 +197,8 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
             warnings.warn(f"Input #{n} requires gradient and is not a double precision floating point or complex. "
                           "This check will likely fail if all the inputs are not of double precision floating point "
                           "or complex. ", stacklevel=2)
-    outputs = _differentiable_outputs(func(*inputs))
-    if not check_backward_ad:
-        return True
+    returned = _as_tuple(func(*inputs))
+    outputs = _differentiable_outputs(returned)
     if not outputs:
         # No output requires grad: the function must then not depend on its inputs.
         every = [o for o in _as_tuple(func(*inputs)) if isinstance(o, _fn.Tensor) and o.is_floating_point()]
@@ -161,16 +207,18 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
             return _fail("Numerical gradient for function expected to be zero", raise_exception)
         return True
     numerical = _numerical_jacobians(func, inputs, diff_inputs, len(outputs), eps)
+    if check_forward_ad:
+        positions = [p for p, o in enumerate(returned) if isinstance(o, _fn.Tensor) and o.requires_grad]
+        forward = _forward_jacobians(func, inputs, diff_inputs, positions)
+        message = _mismatch(forward, numerical, outputs, inputs, diff_inputs, atol, rtol, "computed with forward mode ")
+        if message is not None:
+            return _fail(message, raise_exception)
+    if not check_backward_ad:
+        return True
     analytical = _analytical_jacobians(outputs, inputs, diff_inputs, check_grad_dtypes)
-    for slot in range(len(diff_inputs)):
-        for j, out in enumerate(outputs):
-            a_rows, n_rows = analytical[slot][j], numerical[slot][j]
-            if any(abs(a - n) > atol + rtol * abs(n) or math.isnan(a) != math.isnan(n)
-                   for a_row, n_row in zip(a_rows, n_rows) for a, n in zip(a_row, n_row)):
-                like = inputs[diff_inputs[slot]]
-                return _fail(f"Jacobian mismatch for output {j:d} with respect to input {slot:d},\n"
-                             f"numerical:{_as_matrix(like, n_rows, out.numel())}\n"
-                             f"analytical:{_as_matrix(like, a_rows, out.numel())}\n", raise_exception)
+    message = _mismatch(analytical, numerical, outputs, inputs, diff_inputs, atol, rtol, "")
+    if message is not None:
+        return _fail(message, raise_exception)
     repeated = _analytical_jacobians(outputs, inputs, diff_inputs, check_grad_dtypes)
     if any(abs(a - b) > nondet_tol for first, second in zip(analytical, repeated) for f_out, s_out in zip(first, second)
            for f_row, s_row in zip(f_out, s_out) for a, b in zip(f_row, s_row)):
@@ -199,9 +247,12 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps:
                   check_batched_grad: bool = False, check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True,
                   fast_mode: bool = False, masked: bool = False) -> bool:
     """Check the second derivatives of ``func`` (``torch.autograd.gradgradcheck``): :func:`gradcheck` of its
-    vector-Jacobian product in the inputs and in ``grad_outputs`` (random in [-1, 1) when not given)."""
+    vector-Jacobian product in the inputs and in ``grad_outputs`` (random in [-1, 1) when not given).
+
+    ``check_fwd_over_rev`` raises NotImplementedError: Genesis's forward AD does not reach into a backward pass
+    (the tensors a node saved for backward carry no tangents)."""
     if check_fwd_over_rev:
-        raise NotImplementedError("gradgradcheck: forward-mode AD is not supported by Genesis "
+        raise NotImplementedError("gradgradcheck: forward-over-reverse AD is not supported by Genesis "
                                   "(check_fwd_over_rev must be False)")
     inputs = _as_tuple(inputs)
     if grad_outputs is None:
@@ -225,8 +276,8 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps:
         return True
     return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
                      nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
-                     check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad, fast_mode=fast_mode,
-                     masked=masked)
+                     check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     fast_mode=fast_mode, masked=masked)
 
 
 def _random_like(t: Any, non_contiguous: bool) -> Any:

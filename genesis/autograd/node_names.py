@@ -23,6 +23,11 @@ TORCH_NAMES: dict[str, str] = {
     "genesis.nn.functional.sync_batch_norm._SyncBatchNorm": "SyncBatchNormBackward",
     "genesis.nn.modules.backward_hooks._Identity": "BackwardHookFunctionBackward",
     "genesis.nn.utils.checkpoint._Checkpoint": "CheckpointFunctionBackward",
+    "genesis.ops.arithmetic.AddScaled": "AddBackward0",  # add with alpha
+    "genesis.ops.arithmetic.SubScaled": "SubBackward0",
+    "genesis.ops.arithmetic.Clamp": "ClampBackward1",  # number bounds (ClampBackward0 takes tensor bounds)
+    "genesis.ops.arithmetic.Lerp": "LerpBackward1",  # a tensor weight
+    "genesis.ops.arithmetic.LerpScalar": "LerpBackward0",
     "genesis.ops.arithmetic.RDiv": "MulBackward0",  # torch computes ``2 / x`` as ``x.reciprocal() * 2``
     "genesis.ops.arithmetic.RPow": "PowBackward2",
     "genesis.ops.arithmetic.RSub": "RsubBackward1",

@@ -1,9 +1,10 @@
 """``genesis.linalg``: torch.linalg's norms, products, solvers and decompositions, written over Genesis ops.
 
-Everything here is a composite of differentiable Genesis ops (or, for eigh and svd, Jacobi rotations with the
-analytic backward), so it runs on every device and has autograd. Solvers live in ``solvers``, eigen and singular
-value decompositions in ``spectral``, matrix powers, exponentials and chained products in
-``matrix_functions``, torch's randomized ``svd_lowrank`` / ``pca_lowrank`` in ``lowrank``.
+Almost everything here is a composite of differentiable Genesis ops (or, for eigh and svd, Jacobi rotations with
+the analytic backward), so it runs on every device and has autograd. Solvers live in ``solvers``, symmetric eigen
+and singular value decompositions in ``spectral``; the general eigendecomposition (``nonsymmetric``) and the LDL
+factorization (``ldl``) run on backend primitives (LAPACK's work on the CPU); matrix powers, exponentials and
+chained products in ``matrix_functions``, torch's randomized ``svd_lowrank`` / ``pca_lowrank`` in ``lowrank``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 from genesis import dtypes
 from genesis import ops as F
 from genesis.linalg.householder import householder_product
+from genesis.linalg.ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from genesis.linalg.matrix_functions import matrix_exp, matrix_power, multi_dot, vander
+from genesis.linalg.nonsymmetric import eig, eigvals
 from genesis.linalg.solvers import (
     LinAlgError,
     _check_float,
@@ -159,4 +162,4 @@ __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "cross", "vecdot
            "svdvals", "pinv", "matrix_rank", "cond", "matrix_exp", "lstsq", "lu",
            "lu_factor", "vander", "cholesky_ex", "inv_ex", "solve_ex", "lu_factor_ex", "lu_solve", "tensorinv",
            "tensorsolve"]
-__all__ += ["householder_product"]
+__all__ += ["householder_product", "eig", "eigvals", "ldl_factor", "ldl_factor_ex", "ldl_solve"]

@@ -1,6 +1,7 @@
 """torch's older linear-algebra spellings, still common in scripts, over ``genesis.linalg``: ``svd`` (returning V, not
 Vh), ``qr(some=)``, ``cholesky(upper=)``, ``triangular_solve`` (returning the solution and a copy of A),
-``lu`` / ``lu_solve`` / ``lu_unpack`` (LAPACK's packed factors and 1-based int32 pivots) and ``chain_matmul``.
+``lu`` / ``lu_solve`` / ``lu_unpack`` (LAPACK's packed factors and 1-based int32 pivots) and ``chain_matmul``;
+``eig``, removed from torch, raises as torch's.
 
 They warn where torch warns (deprecated in favour of ``torch.linalg``) and differentiate through the ``genesis.linalg``
 composites they call, so they run on every device.
@@ -232,3 +233,13 @@ def chain_matmul(*matrices: Tensor, out: Any = None) -> Tensor:
     if len(matrices) == 1:
         return matrices[0].clone()
     return multi_dot(list(matrices))
+
+
+def eig(self: Tensor, eigenvectors: bool = False) -> Any:
+    """torch.eig, removed from torch since 1.9: raises RuntimeError, as torch, pointing to ``linalg.eig`` and
+    ``linalg.eigvals`` (complex results rather than real tensors mimicking complex ones)."""
+    raise RuntimeError("This function was deprecated since version 1.9 and is now removed. `torch.linalg.eig` returns "
+                       "complex tensors of dtype `cfloat` or `cdouble` rather than real tensors mimicking complex "
+                       "tensors.\n\nL, _ = torch.eig(A) should be replaced with:\nL_complex = torch.linalg.eigvals(A)"
+                       "\n\nand\n\nL, V = torch.eig(A, eigenvectors=True) should be replaced with:\nL_complex, "
+                       "V_complex = torch.linalg.eig(A)")

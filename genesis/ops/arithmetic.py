@@ -25,7 +25,7 @@ def _conj(x: Any) -> Any:
     (torch's convention for complex gradients); real tensors and numbers pass unchanged."""
     if x.__class__ is complex:
         return x.conjugate()
-    return x.conj() if x.__class__ is Tensor and x.dtype.category == 3 else x
+    return x.conj() if isinstance(x, Tensor) and x.dtype.category == 3 else x  # Parameters too
 
 
 class Add(Primitive):
@@ -251,10 +251,41 @@ class Remainder(Primitive):
 IN_PLACE_WRITERS = {"add": Add, "sub": Sub, "mul": Mul}
 
 
+class AddScaled(Primitive):
+    """``a + alpha * b`` rounded once, as torch's ``add`` with ``alpha`` (one fused multiply-add), for tensors of one
+    floating dtype."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray, alpha: float) -> NDArray:
+        if ctx.needs_input_grad:
+            ctx.alpha = alpha
+        return a.backend.add_scaled(a, b, alpha)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad * ctx.alpha if ctx.needs_input_grad[1] else None, None
+
+
+class SubScaled(AddScaled):
+    """``a - alpha * b``, recorded as torch's ``sub`` (``SubBackward0``); called with ``-alpha``."""
+
+
+def fuses_scale(input: Tensor, other: Any) -> bool:
+    """Whether ``input + alpha * other`` runs as one fused multiply-add: floating tensors on one device."""
+    return (isinstance(other, Tensor) and input.dtype.category == 2 and other.dtype.category == 2
+            and other.device is input.device)
+
+
+def _in_common_dtype(input: Tensor, other: Tensor) -> tuple[Tensor, Tensor]:
+    """``input`` and ``other`` in their result dtype (the fused kernel takes one dtype; widening is exact)."""
+    dtype = dtypes.result_type(input.dtype, input.ndim, other.dtype, other.ndim)
+    return (input if input.dtype is dtype else input.to(dtype)), (other if other.dtype is dtype else other.to(dtype))
+
+
 def scaled_operand(input: Tensor, other: Any, alpha: float) -> Any:
     """``alpha * other`` for ``input + alpha * other``, computed in the dtype of the sum: torch scales inside the
     kernel, so a bfloat16 ``other`` added to a float32 ``input`` is not rounded to bfloat16 once more first."""
-    if (other.__class__ is Tensor and other.dtype is not input.dtype and other.dtype.category == 2
+    if (isinstance(other, Tensor) and other.dtype is not input.dtype and other.dtype.category == 2
             and input.dtype.category == 2):
         dtype = dtypes.result_type(input.dtype, input.ndim, other.dtype, other.ndim)
         if dtype is not other.dtype:
@@ -269,6 +300,8 @@ def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
     if not isinstance(other, (Tensor, int, float)):
         other = _as_operand("add", other, input)
     if alpha != 1:
+        if fuses_scale(input, other):
+            return AddScaled.apply(*_in_common_dtype(input, other), float(alpha))
         other = scaled_operand(input, other, alpha)
     return Add.apply(input, other)
 
@@ -283,6 +316,8 @@ def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
         return RSub.apply(other * alpha if alpha != 1 else other, input)
     other = _as_operand("sub", other, input)
     if alpha != 1:
+        if fuses_scale(input, other):
+            return SubScaled.apply(*_in_common_dtype(input, other), -float(alpha))
         other = scaled_operand(input, other, alpha)
     return Sub.apply(input, other)
 
@@ -414,19 +449,53 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
 arctan2 = atan2
 
 
+class Clamp(Primitive):
+    """``min(max(x, lo), hi)`` for number bounds (None: unbounded): one kernel forward, one or two backward. The
+    gradient passes where ``lo <= x <= hi``, never through NaN (torch's ``clamp_backward``)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, lo: float | None, hi: float | None) -> NDArray:
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x)
+            ctx.bounds = (lo, hi)
+        return x.backend.clamp(x, lo, hi)
+
+    @staticmethod
+    def backward(ctx, grad):
+        lo, hi = ctx.bounds
+        if is_grad_enabled():  # create_graph: the mask applied with differentiable tensor ops
+            (x,) = ctx.saved_tensors
+            inside = None if lo is None else x >= lo
+            if hi is not None:
+                inside = x <= hi if inside is None else logical_and(inside, x <= hi)
+            return where(inside, grad, 0.0), None, None
+        (x,) = ctx.saved_arrays()
+        return x.backend.clamp_backward(grad.ndarray, x, lo, hi), None, None
+
+
+class ClampMin(Clamp):
+    """``clamp_min``: its own node name, as torch's (``ClampMinBackward0``)."""
+
+
+class ClampMax(Clamp):
+    """``clamp_max``: its own node name, as torch's (``ClampMaxBackward0``)."""
+
+
+def _number(bound: Any) -> bool:
+    return bound is None or bound.__class__ in (int, float)
+
+
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Clamp into [min, max]; bounds are numbers or tensors; the gradient passes where the input is inside."""
+    return _clamped(input, min, max, Clamp)
+
+
+def _clamped(input: Tensor, min: Any, max: Any, node: type[Clamp]) -> Tensor:
+    """``clamp``, recorded as ``node`` where a floating input has number bounds (else as tensor ops)."""
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
-    if input.dtype.is_floating_point and not (input.requires_grad and is_grad_enabled()) and all(
-            b is None or b.__class__ in (int, float) for b in (min, max)):
-        # Nothing to differentiate and number bounds: one maximum / minimum pass each (NaN stays NaN, as in torch).
-        nd = input.ndarray
-        if min is not None:
-            nd = nd.binary("maximum", float(min))
-        if max is not None:
-            nd = nd.binary("minimum", float(max))
-        return Tensor._wrap(nd)
+    if input.dtype.category == 2 and _number(min) and _number(max):
+        return node.apply(input, None if min is None else float(min), None if max is None else float(max))
     # Conditions are written so NaN fails them: a NaN input stays NaN, as in torch.
     out = input
     if min is not None:
@@ -453,19 +522,67 @@ clip = clamp
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:
     """``clamp(input, min=min)``."""
-    return clamp(input, min=min)
+    return _clamped(input, min, None, ClampMin)
 
 
 def clamp_max(input: Tensor, max: Any) -> Tensor:
     """``clamp(input, max=max)``."""
-    return clamp(input, max=max)
+    return _clamped(input, None, max, ClampMax)
+
+
+class Lerp(Primitive):
+    """``start + weight * (end - start)`` in one kernel (from ``end`` where ``|weight| >= 0.5``, as torch, so that
+    ``weight = 1`` gives ``end`` exactly), for a tensor ``weight``."""
+
+    @staticmethod
+    def forward(ctx, start: NDArray, end: NDArray, weight: NDArray) -> NDArray:
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(weight, *((start, end) if ctx.needs_input_grad[2] else ()))
+        return start.backend.lerp(start, end, weight)
+
+    @staticmethod
+    def backward(ctx, grad):
+        weight, *ends = ctx.saved_tensors
+        grad_weight = grad * (ends[1] - ends[0]) if ends else None
+        return grad * (1 - weight), grad * weight, grad_weight
+
+
+class LerpScalar(Primitive):
+    """``lerp`` with a number weight (torch's ``LerpBackward0``; a tensor weight's node is ``LerpBackward1``)."""
+
+    @staticmethod
+    def forward(ctx, start: NDArray, end: NDArray, weight: float) -> NDArray:
+        if ctx.needs_input_grad:
+            ctx.weight = weight
+        return start.backend.lerp(start, end, weight)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * (1 - ctx.weight), grad * ctx.weight, None
+
+
+# torch's C++ type names, as its dtype-mismatch messages print them.
+_CPP_TYPE_NAMES = {dtypes.float32: "float", dtypes.float64: "double", dtypes.float16: "c10::Half",
+                   dtypes.bfloat16: "c10::BFloat16", dtypes.complex64: "c10::complex<float>",
+                   dtypes.complex128: "c10::complex<double>"}
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    """``input + weight * (end - input)``; floating tensors only, as torch."""
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"lerp: not implemented for '{input.dtype.name}'")
-    return input + weight * (end - input)
+    """``input + weight * (end - input)``; floating (or complex) tensors of one dtype, as torch (a 0-d tensor weight
+    may have another dtype)."""
+    _check_tensor("lerp", end)
+    dt = input.dtype
+    if not (dt.is_floating_point or dt.is_complex):
+        raise NotImplementedError(f'"lerp_kernel_scalar" not implemented for \'{dtypes.SCALAR_TYPE_NAMES[dt]}\'')
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype is not dt and (name == "end" or other.ndim):
+            raise RuntimeError(f"expected dtype {_CPP_TYPE_NAMES[dt]} for `{name}` but got dtype "
+                               f"{_CPP_TYPE_NAMES.get(other.dtype, other.dtype.name)}")
+    if dt.is_complex or isinstance(weight, complex):
+        return input + weight * (end - input)
+    if isinstance(weight, Tensor):
+        return Lerp.apply(input, end, weight.to(dt) if weight.dtype is not dt else weight)
+    return LerpScalar.apply(input, end, float(weight))
 
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:

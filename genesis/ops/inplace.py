@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from genesis import autograd, dtypes
-from genesis.autograd import Overwrite, is_grad_enabled
+from genesis.autograd import Overwrite, forward_ad, is_grad_enabled
 from genesis.ndarray import broadcast_shapes, check_same_device
 from genesis.ops import _args, arithmetic, compare, views
 from genesis.tensor import Tensor, tensor
@@ -73,6 +73,7 @@ def _written(t: Tensor, result: Tensor) -> Tensor:
     t._bump_version()
     if recorded:
         autograd.record_write_through_view(t)  # a base this views records the write too
+    forward_ad.written_in_place(t, result)
     return t
 
 
@@ -120,6 +121,8 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
     """``t op= other``: written straight into memory when no graph is needed, or when ``writer`` (the op's Function,
     for ops whose backward needs no old value of ``t``) can write it while recording; else through ``fn``."""
     check_no_internal_overlap(t)
+    if forward_ad.involves_dual(t, other):
+        return assign_inplace(t, fn(t, other))
     if (is_grad_enabled() and (t.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
         if _writes_directly(t, op, writer, other):
             return write_recorded(t, writer, other)
@@ -129,8 +132,6 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
             check_same_device(op, t.device, other.device)
         target = dtypes.result_type(t.dtype, t.ndim, other.dtype, other.ndim)
         other_nd: Any = other.ndarray
-        from genesis.ndarray import broadcast_shapes
-
         if broadcast_shapes(op, t.shape, other.shape) != t.shape:
             raise RuntimeError(f"{op}: output with shape {list(t.shape)} doesn't match the broadcast shape "
                                f"{list(broadcast_shapes(op, t.shape, other.shape))}")
@@ -160,6 +161,11 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
     one kernel, as torch's)."""
     def method(self: Tensor, other: Any, alpha: float | None = None, rounding_mode: str | None = None) -> Tensor:
         if alpha is not None and alpha != 1:
+            if (rounding_mode is None and arithmetic.fuses_scale(self, other)
+                    and dtypes.result_type(self.dtype, self.ndim, other.dtype, other.ndim) is self.dtype
+                    and not (is_grad_enabled() and (self.requires_grad or other.requires_grad))
+                    and not forward_ad.involves_dual(self, other)):
+                return _add_scaled_inplace(self, op, other, float(alpha) if op == "add" else -float(alpha))
             other = arithmetic.scaled_operand(self, other, alpha)
         if rounding_mode is not None:
             recording = is_grad_enabled() and (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
@@ -170,6 +176,19 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
     method.__name__ = f"{op}_"
     method.__doc__ = f"In-place {op}."
     return method
+
+
+def _add_scaled_inplace(t: Tensor, op: str, other: Tensor, alpha: float) -> Tensor:
+    """``t += alpha * other`` straight into memory, rounded once (torch's ``add_`` / ``sub_`` with ``alpha``)."""
+    check_no_internal_overlap(t)
+    shape = broadcast_shapes(op, t.shape, other.shape)
+    if shape != t.shape:
+        raise RuntimeError(f"{op}: output with shape {list(t.shape)} doesn't match the broadcast shape {list(shape)}")
+    nd = t.ndarray
+    b = other.ndarray if other.dtype is t.dtype else other.ndarray.astype(t.dtype)
+    nd.backend.add_scaled(nd, b, alpha, out=nd)
+    t._bump_version()
+    return t
 
 
 def kernel_method(name: str, kernel: str, fn: Callable, writer: Any = None) -> Callable:
@@ -184,10 +203,11 @@ def kernel_method(name: str, kernel: str, fn: Callable, writer: Any = None) -> C
             return general(self, *args, **kwargs)
         floating = self.dtype.is_floating_point
         recorded = is_grad_enabled() and self.requires_grad
-        if recorded and floating and writer is not None:
+        dual = forward_ad.involves_dual(self)  # forward AD carries tangents through the out-of-place op
+        if recorded and floating and writer is not None and not dual:
             check_no_internal_overlap(self)
             return write_recorded(self, writer)
-        if recorded or not floating:
+        if recorded or not floating or dual:
             return assign_inplace(self, fn(self))
         check_no_internal_overlap(self)
         self.ndarray.unary(kernel, out=self.ndarray)
@@ -287,7 +307,7 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
                            f"size {list(self.shape)}")
     check_no_internal_overlap(self)
     needs_graph = is_grad_enabled() and (self.requires_grad or (isinstance(src, Tensor) and src.requires_grad))
-    if needs_graph:
+    if needs_graph or forward_ad.involves_dual(self, src):
         value = src.to(self.device, non_blocking=non_blocking).to(self.dtype) if isinstance(src, Tensor) else src
         return assign_inplace(self, _overwrite(self, value))
     return fill_from(self, src.ndarray.to(self.device, non_blocking) if isinstance(src, Tensor) else src)

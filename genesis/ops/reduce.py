@@ -431,19 +431,24 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
         input = input.abs()  # a complex tensor's norms are its magnitudes' (a real result, as torch's)
     elif not input.dtype.is_floating_point:
         raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype.name}")
+    if isinstance(p, str) and p != "fro":
+        raise ValueError(f"norm: unsupported norm type {p!r}")
     dims = _reduce_dims("norm", dim, input.ndim)
+    if p in (math.inf, -math.inf):
+        return (amax if p > 0 else amin)(input.abs(), dims, keepdim)
+    if input.dtype.itemsize == 2:
+        # Half types: squares, powers and the root in float32, rounded once at the end, as torch's kernel.
+        return _p_norm(input.to(dtypes.float32), p, dims, keepdim).to(input.dtype)
+    return _p_norm(input, p, dims, keepdim)
+
+
+def _p_norm(input: Tensor, p: Any, dims: tuple[int, ...], keepdim: bool) -> Tensor:
     if p in ("fro", 2, 2.0):
         return _root(sum(input * input, dims, keepdim), 2)
     if p == 1:
         return sum(input.abs(), dims, keepdim)
-    if p == math.inf:
-        return amax(input.abs(), dims, keepdim)
-    if p == -math.inf:
-        return amin(input.abs(), dims, keepdim)
     if p == 0:
         return sum((input != 0).to(input.dtype), dims, keepdim)
-    if isinstance(p, str):
-        raise ValueError(f"norm: unsupported norm type {p!r}")
     return _root(sum(input.abs() ** p, dims, keepdim), p)
 
 

@@ -482,6 +482,7 @@ OPS: tuple[Op, ...] = (
     Op("lu_solve", legacy.lu_solve, method=True),
     Op("lu_unpack", legacy.lu_unpack),
     Op("chain_matmul", legacy.chain_matmul),
+    Op("eig", legacy.eig, method=True),
     Op("svd_lowrank", lowrank.svd_lowrank),
     Op("pca_lowrank", lowrank.pca_lowrank),
     # ---------------------------------------------------------------- methods only
@@ -640,8 +641,8 @@ RNN_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
 #: (``autocast.one_op``).
 LINALG_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
     **{name: (FP32, None) for name in ("linalg_inv_ex", "linalg_cholesky_ex", "linalg_qr", "linalg_svd", "linalg_eigh",
-                                       "linalg_lstsq", "cholesky", "cholesky_inverse", "cholesky_solve", "pinverse",
-                                       "qr", "svd", "triangular_solve", "lu_solve")},
+                                       "linalg_eig", "linalg_eigvals", "linalg_lstsq", "cholesky", "cholesky_inverse",
+                                       "cholesky_solve", "pinverse", "qr", "svd", "triangular_solve", "lu_solve")},
     "linalg_vecdot": (LOWER, LOWER),
 }
 

@@ -200,6 +200,29 @@ def leaky_relu_backward(grad: NDArray, x: NDArray, negative_slope: float) -> NDA
     return wrap(torch.ops.aten.leaky_relu_backward(native(grad), native(x), negative_slope, False))
 
 
+def add_scaled(a: NDArray, b: NDArray, alpha: float, out: NDArray | None = None) -> NDArray:
+    if out is None:
+        return wrap(torch.add(native(a), native(b), alpha=alpha))
+    torch.add(native(a), native(b), alpha=alpha, out=native(out))
+    return out
+
+
+def clamp(x: NDArray, lo: float | None, hi: float | None) -> NDArray:
+    return wrap(torch.clamp(native(x), lo, hi))
+
+
+def clamp_backward(grad: NDArray, x: NDArray, lo: float | None, hi: float | None) -> NDArray:
+    t = native(x)
+    inside = t >= lo if lo is not None else None
+    if hi is not None:
+        inside = t <= hi if inside is None else inside & (t <= hi)
+    return wrap(torch.where(inside, native(grad), 0))
+
+
+def lerp(start: NDArray, end: NDArray, weight: NDArray | float) -> NDArray:
+    return wrap(torch.lerp(native(start), native(end), _arg(weight)))
+
+
 def unary(op: str, x: NDArray, out: NDArray | None = None) -> NDArray:
     result = _UNARY[op](x._native if x._native is not None else native(x))
     if out is None:
@@ -289,6 +312,22 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
 
 def linear(x: NDArray, w: NDArray, bias: NDArray | None) -> NDArray:
     return wrap(torch.nn.functional.linear(native(x), native(w), None if bias is None else native(bias)))
+
+
+def eig(A: NDArray) -> tuple[NDArray, NDArray]:
+    values, vectors = torch.linalg.eig(native(A))
+    return wrap(values), wrap(vectors)
+
+
+def ldl_factor(A: NDArray, hermitian: bool) -> tuple[NDArray, NDArray, NDArray]:
+    LD, pivots, info = torch.linalg.ldl_factor_ex(native(A), hermitian=hermitian)
+    return wrap(LD), wrap(pivots), wrap(info)
+
+
+def ldl_solve(LD: NDArray, pivots: NDArray, B: NDArray, hermitian: bool) -> NDArray:
+    solved = torch.linalg.ldl_solve(native(LD).contiguous(), native(pivots).contiguous(), native(B).contiguous(),
+                                    hermitian=hermitian)
+    return wrap(solved)
 
 
 # ---------------------------------------------------------------- indexing

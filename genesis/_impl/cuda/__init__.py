@@ -35,7 +35,17 @@ from genesis._impl.cuda.creation import (
     to_dlpack,
     to_numpy,
 )
-from genesis._impl.cuda.elementwise import binary, leaky_relu, leaky_relu_backward, unary, where
+from genesis._impl.cuda.elementwise import (
+    add_scaled,
+    binary,
+    clamp,
+    clamp_backward,
+    leaky_relu,
+    leaky_relu_backward,
+    lerp,
+    unary,
+    where,
+)
 from genesis._impl.cuda.indexing import (
     check_index,
     gather,
@@ -49,6 +59,7 @@ from genesis._impl.cuda.indexing import (
     sort,
     unique,
 )
+from genesis._impl.cuda.linalg_host import eig, ldl_factor, ldl_solve
 from genesis._impl.cuda.multi_tensor import (
     adam_multi_step_,
     multi_clamp_,

@@ -1,7 +1,9 @@
-"""Elementwise primitives of the CUDA backend: ``unary`` and ``binary`` ops by name, and ``where`` (complex arrays go
-to ``complex.py``)."""
+"""Elementwise primitives of the CUDA backend: ``unary`` and ``binary`` ops by name, ``where``, ``clamp`` and
+``lerp`` (complex arrays go to ``complex.py``)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from genesis import dtypes
 from genesis._impl.contract import COMPARISON_OPS
@@ -80,3 +82,47 @@ def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
     if dt.category == 3:
         return cx.where(cond, a, b)
     return _ew("where", 3, _new(shape, dt, cond.device), (cond, a, b), dt)
+
+
+def add_scaled(a: NDArray, b: NDArray, alpha: float, out: NDArray | None = None) -> NDArray:
+    if out is None:
+        check_same_device("add", a, b)
+        shape = a.shape if a.shape == b.shape else broadcast_shapes("add", a.shape, b.shape)
+        if shape == a.shape:
+            out = _new_like(a, a.dtype, b)
+        elif shape == b.shape:
+            out = _new_like(b, a.dtype)
+        else:
+            out = _new(shape, a.dtype, a.device)
+    return _ew("add_scaled", 3, out, (a, b, float(alpha)), a.dtype)
+
+
+def clamp(x: NDArray, lo: float | None, hi: float | None) -> NDArray:
+    if lo is None:
+        return binary("minimum", x, float(hi))
+    if hi is None:
+        return binary("maximum", x, float(lo))
+    return _ew("clamp", 3, _new_like(x, x.dtype), (x, float(lo), float(hi)), x.dtype)
+
+
+def clamp_backward(grad: NDArray, x: NDArray, lo: float | None, hi: float | None) -> NDArray:
+    check_same_device("clamp_backward", grad, x)
+    out = grad
+    for op, bound in (("clamp_min_backward", lo), ("clamp_max_backward", hi)):
+        if bound is not None:
+            # torch compares x with the bound cast to x's dtype.
+            bound = float(np.array(bound, dtype=dtypes.to_numpy(x.dtype)))
+            out = _ew(op, 3, _new_like(x, grad.dtype, grad), (out, x, bound), grad.dtype)
+    return out
+
+
+def lerp(start: NDArray, end: NDArray, weight: NDArray | float) -> NDArray:
+    check_same_device("lerp", start, end, weight)
+    shapes = [start.shape, end.shape] + ([weight.shape] if weight.__class__ is NDArray else [])
+    shape = broadcast_shapes("lerp", *shapes)
+    if shape == start.shape:
+        out = _new_like(start, start.dtype, end if end.shape == shape else None)
+    else:
+        out = _new(shape, start.dtype, start.device)
+    w = weight if weight.__class__ is NDArray else float(weight)
+    return _ew("lerp", 3, out, (start, end, w), start.dtype)

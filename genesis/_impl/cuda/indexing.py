@@ -233,13 +233,18 @@ def index_put_(x: NDArray, indices: tuple, values: NDArray, accumulate: bool) ->
 
 def scatter(x: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
     check_same_device("scatter", x, index, src)
-    return scatter_(contiguous(x), dim, index, src, mode)
+    return _scatter_into(contiguous(x), dim, index, src, mode)
 
 
 def scatter_(out: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
     check_same_device("scatter_", out, index, src)
     if not _contig(out):
-        return copy_(out, scatter(out, dim, index, src, mode))
+        return copy_(out, _scatter_into(contiguous(out), dim, index, src, mode))
+    return _scatter_into(out, dim, index, src, mode)
+
+
+def _scatter_into(out: NDArray, dim: int, index: NDArray, src: NDArray | float, mode: str) -> NDArray:
+    """``scatter_`` into the contiguous ``out`` (devices already checked)."""
     x = out
     if index.size == 0:
         return out
@@ -266,6 +271,7 @@ def scatter_(out: NDArray, dim: int, index: NDArray, src: NDArray | float, mode:
 
 
 def _scatter_host(out: NDArray, dim: int, index: NDArray, src: NDArray | float, add: bool) -> NDArray:
+    """The scatter on the host, for dtypes without device atomics, written back into ``out``."""
     host = to_numpy(out).copy()
     idx = to_numpy(index)
     vals = to_numpy(src) if isinstance(src, NDArray) else np.full(idx.shape, src, host.dtype)
@@ -276,7 +282,7 @@ def _scatter_host(out: NDArray, dim: int, index: NDArray, src: NDArray | float, 
         np.add.at(host, tuple(coords), vals)
     else:
         host[tuple(coords)] = vals
-    return from_numpy(host, out.dtype, out.device)
+    return copy_(out, from_numpy(host, out.dtype, out.device))
 
 
 def nonzero(x: NDArray) -> NDArray:

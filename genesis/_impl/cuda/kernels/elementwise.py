@@ -370,6 +370,22 @@ def _compute(a, b, c, OP: tl.constexpr, NIN: tl.constexpr):
     elif OP == "leaky_relu_backward":  # a: grad, b: leaky_relu's input, c: the negative slope
         a = _up(a)
         y = tl.where(_up(b) > 0, a, a * c.to(a.dtype))
+    elif OP == "add_scaled":  # a + c * b, one rounding (the product and sum contract to a fused multiply-add)
+        a = _up(a)
+        y = a + _up(b) * c.to(a.dtype)
+    elif OP == "clamp":  # a: x (floating), b: the lower bound, c: the upper bound; NaN stays NaN
+        a = _up(a)
+        y = tl.maximum(a, b.to(a.dtype), propagate_nan=tl.PropagateNan.ALL)
+        y = tl.minimum(y, c.to(a.dtype), propagate_nan=tl.PropagateNan.ALL)
+    elif OP == "clamp_min_backward":  # a: grad, b: clamp's input, c: the lower bound (false for NaN inputs)
+        y = tl.where(_up(b) >= c, a, tl.zeros_like(a))
+    elif OP == "clamp_max_backward":  # a: grad, b: clamp's input, c: the upper bound
+        y = tl.where(_up(b) <= c, a, tl.zeros_like(a))
+    elif OP == "lerp":  # a: start, b: end, c: weight; from the nearer end, as torch's lerp
+        a = _up(a)
+        b = _up(b)
+        w = _up(c).to(a.dtype)
+        y = tl.where(tl.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
     else:
         y = tl.where(a != 0, b, c)
     return y
