@@ -5,6 +5,8 @@ synchronization per call, as cuSOLVER's host-side ``geev`` would need too; these
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from genesis import dtypes
@@ -44,7 +46,7 @@ def ldl_factor(A: NDArray, hermitian: bool) -> tuple[NDArray, NDArray, NDArray]:
     host = to_numpy(A)
     n = host.shape[-1]
     batch = host.shape[:-2]
-    flat = host.reshape((-1, n, n))
+    flat = host.reshape((math.prod(batch), n, n))
     LD = np.zeros_like(flat)
     pivots = np.zeros((flat.shape[0], n), np.int32)
     info = np.zeros(flat.shape[0], np.int32)
@@ -60,7 +62,8 @@ def ldl_factor(A: NDArray, hermitian: bool) -> tuple[NDArray, NDArray, NDArray]:
 def ldl_solve(LD: NDArray, pivots: NDArray, B: NDArray, hermitian: bool) -> NDArray:
     ld, piv, b = to_numpy(LD), to_numpy(pivots), to_numpy(B)
     n, k = b.shape[-2], b.shape[-1]
-    flat_ld, flat_piv, flat_b = ld.reshape((-1, n, n)), piv.reshape((-1, n)), b.reshape((-1, n, k))
+    count = math.prod(b.shape[:-2])
+    flat_ld, flat_piv, flat_b = ld.reshape((count, n, n)), piv.reshape((count, n)), b.reshape((count, n, k))
     X = np.empty_like(flat_b)
     for i in range(flat_b.shape[0]):
         sytrs = _lapack("sytrs", "linalg.ldl_solve", flat_ld[i], hermitian)
