@@ -111,6 +111,23 @@ def test_arithmetic_promotes_real_with_complex(op: str, cdt: torch.dtype, rdt: t
     check(lambda lib, a, b: getattr(lib, op)(b, a), crand(dtype=cdt), rrand(3, dtype=rdt), rtol=1e-5)
 
 
+
+@pytest.mark.parametrize("op", ["mul", "div", "add"])
+def test_complex_parameter_operands_conjugate_in_backward(op: str) -> None:
+    # A complex nn.Parameter (a Tensor subclass) as one factor: the other factor's gradient uses its conjugate.
+    z, a, b = crand(3, 4), rrand(3, 4), rrand(3, 4, seed=2)
+    t_z = torch.nn.Parameter(z.detach().clone())
+    g_z = genesis.nn.Parameter(to_genesis(z, requires_grad=False))
+    t_a, t_b = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    g_a, g_b = to_genesis(a), to_genesis(b)
+    t_out = getattr(torch, op)(t_z, torch.complex(t_a, t_b))
+    g_out = getattr(genesis, op)(g_z, genesis.complex(g_a, g_b))
+    assert_same(g_out, t_out)
+    (t_out.real.sum() + 2 * t_out.imag.sum()).backward()
+    (g_out.real.sum() + 2 * g_out.imag.sum()).backward()
+    for g, t in ((g_z, t_z), (g_a, t_a), (g_b, t_b)):
+        assert_same(g.grad, t.grad)
+
 @pytest.mark.parametrize("rdt", [torch.float32, torch.float64, torch.int64])
 def test_python_complex_scalars(rdt: torch.dtype) -> None:
     x = rrand(3, dtype=torch.float64, requires_grad=False).to(rdt) if rdt is torch.int64 else rrand(3, dtype=rdt)

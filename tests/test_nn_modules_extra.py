@@ -274,6 +274,18 @@ def test_multilabel_margin_loss(reduction):
           long([1, 3, -1, 0]))
 
 
+@pytest.mark.parametrize("default", [genesis.float64, genesis.float32])
+def test_multilabel_margin_loss_under_any_default_dtype(default):
+    # The loss must not depend on the default dtype: float64 inputs with float64 as the default.
+    before = genesis.get_default_dtype()
+    genesis.set_default_dtype(default)
+    try:
+        check(lambda lib, x, y: lib.nn.functional.multilabel_margin_loss(x, y), rand(3, 5, seed=4),
+              long([[0, 3, -1, 0, 0], [4, -1, 0, 0, 0], [1, 2, 3, -1, 0]]))
+    finally:
+        genesis.set_default_dtype(before)
+
+
 @pytest.mark.parametrize("weighted,reduction", [(False, "mean"), (True, "sum"), (True, "none")])
 def test_multilabel_soft_margin_loss(weighted, reduction):
     def make(lib):

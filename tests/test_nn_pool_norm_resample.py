@@ -459,3 +459,44 @@ def test_pooling_keeps_channels_last(dtype, shape, kwargs):
     _, t_indices = getattr(torch.nn.functional, name)(x.detach().contiguous(memory_format=t_fmt),
                                                       return_indices=True, **kwargs)
     assert indices.stride() == t_indices.stride() and torch.equal(to_torch(indices), t_indices)
+
+
+def _samples(*shape: int, seed: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    return torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+@pytest.mark.parametrize("kernel,out", [(2, (4, 5)), ((3, 2), (7, 10)), (2, 1), (3, (1, 4))])
+def test_fractional_max_pool2d_as_torch(kernel, out):
+    # Given the same samples, the windows, maxima, flat indices and gradients are torch's.
+    x, s = rand(2, 3, 9, 11, seed=3), _samples(2, 3, 2, seed=1)
+    check(lambda lib, x, s: lib.nn.functional.fractional_max_pool2d(x, kernel, output_size=out, _random_samples=s,
+                                                                     return_indices=True), x, s)
+    xf, sf = rand(1, 2, 10, 10, seed=5).float(), _samples(1, 2, 2, seed=3, dtype=torch.float32)
+    check(lambda lib, x, s: lib.nn.functional.fractional_max_pool2d(x, 3, output_size=(6, 7), _random_samples=s),
+          xf, sf)
+
+
+def test_fractional_max_pool_ratio_unbatched_3d_and_module():
+    x, s = rand(2, 3, 9, 11, seed=3), _samples(2, 3, 2, seed=1)
+    check(lambda lib, x, s: lib.nn.functional.fractional_max_pool2d(x, 2, output_ratio=(0.5, 0.6), _random_samples=s),
+          x, s)
+    check(lambda lib, x, s: lib.nn.functional.fractional_max_pool2d(x[0], 2, output_size=3, _random_samples=s[:1]),
+          x, s)
+    check(lambda lib, x, s: lib.nn.functional.fractional_max_pool3d(x, (2, 3, 2), output_size=(3, 4, 5),
+                                                                     _random_samples=s, return_indices=True),
+          rand(2, 2, 7, 8, 9, seed=4), _samples(2, 2, 3, seed=2))
+    check(lambda lib, x, s: lib.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=s)(x), x, s)
+    # Drawn samples: only the shape is comparable.
+    g = nn.FractionalMaxPool2d(3, output_size=(4, 5), return_indices=True)(to_genesis(x))
+    assert tuple(g[0].shape) == tuple(g[1].shape) == (2, 3, 4, 5) and g[1].dtype is genesis.int64
+
+
+def test_fractional_max_pool_errors():
+    x = rand(2, 3, 9, 11, seed=3)
+    check_error(RuntimeError, lambda lib, x: lib.nn.functional.fractional_max_pool2d(x, 3, output_size=(8, 4)), x)
+    check_error(ValueError, lambda lib, x: lib.nn.functional.fractional_max_pool2d(x, 3), x)
+    check_error(RuntimeError, lambda lib, x, s: lib.nn.functional.fractional_max_pool2d(x, 3, output_size=4,
+                                                                                        _random_samples=s),
+                x, _samples(2, 3, 3, seed=0))
+    check_error(ValueError, lambda lib, x: lib.nn.FractionalMaxPool2d(2, output_ratio=1.5)(x), x)
+    check_error(ValueError, lambda lib, x: lib.nn.FractionalMaxPool3d(2, output_size=2, output_ratio=0.5)(x), x)

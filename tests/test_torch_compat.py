@@ -83,6 +83,22 @@ def test_fourier_layer_with_stft_loss() -> None:
     assert losses[3] < losses[0]
 
 
+
+def test_beam_search_with_topk_views() -> None:
+    # topk's results are fresh tensors the search view()s, as torch's.
+    _compare("beam_search.py", [])
+
+
+def test_long_fft_convolution_with_complex_parameters() -> None:
+    # A complex nn.Parameter's gradient path conjugates as a plain tensor's; the loss falls.
+    losses = _compare("long_fft_conv.py", [], rtol=1e-4 if DEVICE != "cpu" else 1e-5)
+    assert losses[5] < losses[0]
+
+
+def test_conv_norm_pooling_and_losses_in_float64() -> None:
+    _compare("conv_norm_loss_zoo.py", [], rtol=1e-8)
+    assert genesis.get_default_dtype() is genesis.float32
+
 def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:
     script = tmp_path / "uses_fft.py"
     script.write_text(textwrap.dedent("""

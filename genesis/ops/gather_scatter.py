@@ -257,8 +257,9 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             value = value.item() if value.device.type == "cpu" else value.to(input.dtype)
     broadcast_shapes("masked_fill", input.shape, mask.shape)
     # Out of place, the input and the mask broadcast together, as torch's (in place, the result must keep the input's
-    # shape: the in-place machinery refuses a larger one).
-    out = where(mask, value if isinstance(value, Tensor) else value, input)
+    # shape: the in-place machinery refuses a larger one). The result is contiguous whatever the input's layout, as
+    # torch's (a clone filled in place), so a caller may view() it.
+    out = where(mask, value, input).contiguous()
     return out.to(input.dtype) if out.dtype is not input.dtype else out
 
 

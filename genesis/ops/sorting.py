@@ -67,8 +67,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     if not 0 <= k <= n:
         raise RuntimeError(f"topk: selected index k out of range (k = {k}, size along dim {d} = {n})")
     values, indices = sort(input, d, descending=largest, stable=True)
-    if input.ndim:
-        values, indices = narrow(values, d, 0, k), narrow(indices, d, 0, k)
+    if input.ndim:  # fresh contiguous tensors, as torch's: a caller may view() them
+        values, indices = narrow(values, d, 0, k).contiguous(), narrow(indices, d, 0, k).contiguous()
     return ValuesIndices(values, indices)
 
 
@@ -88,7 +88,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Val
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {d} of size {size}")
     values, indices = sort(input, d, stable=True)
-    v, i = select(values, d, k - 1), select(indices, d, k - 1)
+    v, i = select(values, d, k - 1).contiguous(), select(indices, d, k - 1).contiguous()
     return ValuesIndices(v.unsqueeze(d), i.unsqueeze(d)) if keepdim else ValuesIndices(v, i)
 
 

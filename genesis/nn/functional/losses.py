@@ -451,7 +451,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     if labels.numel() and bool((valid & ((labels < 0) | (labels >= c))).any().item()):
         raise RuntimeError("argument #2 'target' is out of range")
     labels = T.where(valid, labels, 0)
-    is_target = zeros((n, c), device=rows.device).scatter_add(1, labels, valid.float()) > 0
+    is_target = zeros((n, c), dtype=dtypes.int64, device=rows.device).scatter_add(1, labels, valid.long()) > 0
     picked = T.gather(rows, 1, labels)  # (N, K)
     hinge = T.clamp(1.0 - picked.unsqueeze(2) + rows.unsqueeze(1), min=0.0)  # (N, K, C)
     counted = valid.unsqueeze(2) & (~is_target).unsqueeze(1)

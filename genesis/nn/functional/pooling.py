@@ -1,5 +1,5 @@
 """Pooling: max/avg (1-d, 2-d, 3-d) on the ``pool`` backend primitive, adaptive pooling, power-average (LP)
-pooling and max unpooling.
+pooling, max unpooling and fractional max pooling.
 
 Adaptive max pooling with indices gathers every window (values and flat argmax positions); adaptive average pooling
 of uneven windows is a product with one averaging matrix per dim. Both are compositions of differentiable ops.
@@ -7,9 +7,10 @@ of uneven windows is a product with one averaging matrix per dim. Both are compo
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
-from genesis import amp
+from genesis import amp, dtypes, random
 from genesis import ops as T
 from genesis.nn.functional.conv import ntuple
 from genesis.ops.nn import AdaptivePool, Pool
@@ -441,3 +442,109 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: int | Sequence[int
                  output_size: Sequence[int] | None = None) -> Tensor:
     """Inverse of ``max_pool3d``: each value goes back to its flat (D * H * W) argmax position, zeros elsewhere."""
     return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+
+
+# ------------------------------------------------------------------ fractional max pooling
+
+
+def _fractional_starts(u: Tensor, size: int, out: int, k: int) -> Tensor:
+    """The first input position of each of ``out`` pooling windows for per-plane samples ``u`` (N, C) in [0, 1):
+    torch's ``trunc((i + u) * alpha) - trunc(u * alpha)`` with ``alpha = (size - k) / (out - 1)`` in ``u``'s dtype,
+    the last window ending at the input's end (Graham, "Fractional Max-Pooling", 2014)."""
+    last = T.full((*u.shape, 1), size - k, dtype=dtypes.int64, device=u.device)
+    if out == 1:
+        return last
+    alpha = T.full((), size - k, dtype=u.dtype, device=u.device) / (out - 1)
+    i = arange(out - 1, dtype=u.dtype, device=u.device)
+    first = ((i + u.unsqueeze(-1)) * alpha).long() - (u * alpha).long().unsqueeze(-1)
+    return T.cat([first, last], -1)
+
+
+def _fractional_max_pool(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int],
+                         output_size: int | Sequence[int] | None, output_ratio: float | Sequence[float] | None,
+                         return_indices: bool, samples: Tensor | None) -> Tensor | tuple[Tensor, Tensor]:
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(input.shape)}")
+    kernel = ntuple(op, "kernel_size", kernel_size, n)
+    sizes = tuple(input.shape[-n:])
+    if output_size is None:
+        if output_ratio is None:
+            raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+        ratio = (output_ratio,) * n if isinstance(output_ratio, (int, float)) else tuple(output_ratio)
+        output_size = tuple(int(s * r) for s, r in zip(sizes, ratio))
+    out = ntuple(op, "output_size", output_size, n)
+    names = ("time", "height", "width")[3 - n:]
+    for name, s, o, k in zip(names, sizes, out, kernel):
+        if o + k - 1 > s:
+            raise RuntimeError(f"{op}(): pool {name} {k} too large relative to input {name} {s}")
+    x = input if input.ndim == n + 2 else input.unsqueeze(0)
+    batch, planes = x.shape[:2]
+    if samples is None:
+        samples = random.rand((batch, planes, n), dtype=input.dtype, device=input.device)
+    if samples.ndim != 3 or tuple(samples.shape) != (batch, planes, n):
+        raise RuntimeError(f"{op}(): Expect _random_samples of shape {[batch, planes, n]}, got "
+                           f"{list(samples.shape)}")
+    # torch's sample order: (width, height) in 2-D, (time, height, width) in 3-D.
+    columns = (1, 0) if n == 2 else tuple(range(n))
+    flat = None  # (N, C, *out, *kernel): each window element's flat position in the input plane
+    stride = 1
+    for d in reversed(range(n)):
+        starts = _fractional_starts(samples[..., columns[d]], sizes[d], out[d], kernel[d])  # (N, C, out_d)
+        pos = starts.unsqueeze(-1) + arange(kernel[d], device=input.device)  # (N, C, out_d, k_d)
+        shape = [batch, planes] + [1] * (2 * n)
+        shape[2 + d], shape[2 + n + d] = out[d], kernel[d]
+        term = pos.reshape(shape) * stride
+        flat = term if flat is None else flat + term
+        stride *= sizes[d]
+    windows = flat.reshape(batch, planes, -1, math.prod(kernel))  # (N, C, P, K)
+    plane = x.reshape(batch, planes, -1)
+    values = T.gather(plane, 2, windows.reshape(batch, planes, -1)).reshape(windows.shape)
+    # The first maximum of each window (NaN counts as the maximum), as torch's kernel scans it.
+    best = T.where(T.isnan(values), math.inf, values).argmax(-1, keepdim=True)
+    indices = T.gather(windows, 3, best).reshape(batch, planes, *out)
+    result = T.gather(plane, 2, indices.reshape(batch, planes, -1)).reshape(batch, planes, *out)
+    if input.ndim == n + 1:
+        result, indices = result.squeeze(0), indices.squeeze(0)
+    return (result, indices) if return_indices else result
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size: int | Sequence[int],
+                          output_size: int | Sequence[int] | None = None,
+                          output_ratio: float | Sequence[float] | None = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
+    """Fractional max pooling over (N, C, H, W) or (C, H, W) input: windows of ``kernel_size`` at pseudo-random
+    positions that shrink the input to ``output_size`` (or ``output_ratio`` times its size); one sample in [0, 1)
+    per plane and dim (``_random_samples`` (N, C, 2), drawn uniformly when omitted) places them. With
+    ``return_indices`` also returns each maximum's flat (H * W) position."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size: int | Sequence[int],
+                          output_size: int | Sequence[int] | None = None,
+                          output_ratio: float | Sequence[float] | None = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
+    """Fractional max pooling over (N, C, T, H, W) or (C, T, H, W) input (see :func:`fractional_max_pool2d`;
+    ``_random_samples`` is (N, C, 3), indices are flat (T * H * W) positions)."""
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: int | Sequence[int],
+                                       output_size: int | Sequence[int] | None = None,
+                                       output_ratio: float | Sequence[float] | None = None,
+                                       return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """:func:`fractional_max_pool2d` returning (values, indices)."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio, True,
+                                _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: int | Sequence[int],
+                                       output_size: int | Sequence[int] | None = None,
+                                       output_ratio: float | Sequence[float] | None = None,
+                                       return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """:func:`fractional_max_pool3d` returning (values, indices)."""
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio, True,
+                                _random_samples)

@@ -1,9 +1,9 @@
 """Pooling layers: MaxPool, AvgPool, adaptive average and max pooling, power-average (LP) pooling and max
-unpooling, in 1, 2 and 3 dims."""
+unpooling, in 1, 2 and 3 dims, and fractional max pooling in 2 and 3 dims."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from genesis.nn import functional as F
 from genesis.nn.functional.conv import ntuple
@@ -227,3 +227,50 @@ class MaxUnpool3d(_MaxUnpoolNd):
 
     def forward(self, input: Tensor, indices: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class _FractionalMaxPoolNd(Module):
+    _n = 2
+
+    def __init__(self, kernel_size: int | Sequence[int], output_size: int | Sequence[int] | None = None,
+                 output_ratio: float | Sequence[float] | None = None, return_indices: bool = False,
+                 _random_samples: Tensor | None = None) -> None:
+        super().__init__()
+        name, n = type(self).__name__, self._n
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _ntuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+
+def _ntuple(value: Any, n: int) -> tuple:
+    """``value`` repeated ``n`` times when it is a single number, else as a tuple (torch's ``_pair``/``_triple``)."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling of (N, C, H, W) input to ``output_size`` or ``output_ratio`` of its size
+    (``F.fractional_max_pool2d``; Graham, "Fractional Max-Pooling", 2014)."""
+
+    _n = 2
+
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max pooling of (N, C, T, H, W) input (``F.fractional_max_pool3d``)."""
+
+    _n = 3
+
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        return F.fractional_max_pool3d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
