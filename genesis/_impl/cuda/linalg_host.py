@@ -61,6 +61,8 @@ def ldl_factor(A: NDArray, hermitian: bool) -> tuple[NDArray, NDArray, NDArray]:
 
 def ldl_solve(LD: NDArray, pivots: NDArray, B: NDArray, hermitian: bool) -> NDArray:
     ld, piv, b = to_numpy(LD), to_numpy(pivots), to_numpy(B)
+    if b.size == 0:  # nothing to solve (LAPACK refuses empty matrices)
+        return from_numpy(b, B.dtype, B.device)
     n, k = b.shape[-2], b.shape[-1]
     count = math.prod(b.shape[:-2])
     flat_ld, flat_piv, flat_b = ld.reshape((count, n, n)), piv.reshape((count, n)), b.reshape((count, n, k))
