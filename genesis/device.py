@@ -14,7 +14,8 @@ from types import ModuleType
 
 
 class device:
-    """A compute device: ``type`` is "cpu" or "cuda", ``index`` the card number (None on the CPU)."""
+    """A compute device: ``type`` is "cpu", "cuda" or "meta" (tensors with a shape and dtype but no data, for building
+    large models before loading their weights), ``index`` the card number (None on the CPU and meta)."""
 
     __slots__ = ("type", "index", "_backend")
     _cache: dict[tuple[str, int | None], device] = {}
@@ -37,11 +38,12 @@ class device:
             if not idx.isdigit():
                 raise RuntimeError(f"device: invalid device string: '{spec}'")
             index = int(idx)
-        if kind not in ("cpu", "cuda"):
-            raise RuntimeError(f"device: expected one of cpu, cuda device type at start of device string: {spec}")
+        if kind not in ("cpu", "cuda", "meta"):
+            raise RuntimeError(f"device: expected one of cpu, cuda, meta device type at start of device string: "
+                               f"{spec}")
         if kind == "cuda" and index is None:
             index = 0
-        if kind == "cpu":
+        if kind != "cuda":
             index = None
         key = (kind, index)
         cached = cls._cache.get(key)
@@ -60,6 +62,8 @@ class device:
         if b is None:
             if self.type == "cpu":
                 b = importlib.import_module("genesis._impl.cpu")
+            elif self.type == "meta":
+                b = importlib.import_module("genesis._impl.cpu.meta")
             else:
                 b = _cuda_backend(self)
             self._backend = b
@@ -68,7 +72,7 @@ class device:
 
     def is_available(self) -> bool:
         """Whether this device can be used on this machine."""
-        if self.type == "cpu":
+        if self.type != "cuda":
             return True
         return self.index < _cuda_probe().device_count()
 
@@ -132,6 +136,7 @@ def _cuda_backend(dev: device) -> ModuleType:
 
 
 cpu = device("cpu")
+meta = device("meta")
 
 
 def set_num_threads(n: int) -> None:

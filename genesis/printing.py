@@ -157,7 +157,12 @@ def tensor_repr(t: Any) -> str:
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
-    if t.numel() == 0:
+    if t.device.type == "meta":  # no values to print: their shape and dtype
+        body = "..."
+        suffixes.append(f"size={tuple(t.shape)}")
+        if t.dtype is not dtypes.get_default_dtype():
+            suffixes.append(f"dtype={t.dtype}")
+    elif t.numel() == 0:
         body = "[]"
         if t.ndim != 1:
             suffixes.append(f"size={tuple(t.shape)}")

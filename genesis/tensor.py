@@ -208,6 +208,10 @@ class Tensor:
         return self.device.type == "cpu"
 
     @property
+    def is_meta(self) -> bool:
+        return self.device.type == "meta"
+
+    @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
@@ -372,12 +376,14 @@ class Tensor:
         return self.ndarray.numpy()
 
     def tolist(self) -> Any:
-        return self.ndarray.numpy().tolist() if self.dtype is not dtypes.bfloat16 else \
-            self.ndarray.numpy().astype(np.float32).tolist()
+        values = self.ndarray.numpy()
+        return (values if self.dtype is not dtypes.bfloat16 else values.astype(np.float32)).tolist()
 
     def item(self) -> Any:
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        if self.device.type == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         value = self.ndarray.numpy().reshape(-1)[0]
         if self.dtype is dtypes.bool_:
             return bool(value)
@@ -413,17 +419,19 @@ class Tensor:
         return (1, 0) if self.device.type == "cpu" else (2, self.device.index)
 
     def __float__(self) -> float:
-        self._check_one_element()
+        self._check_one_element("double")
         return float(self.item())
 
     def __int__(self) -> int:
-        self._check_one_element()
+        self._check_one_element("int64_t")
         return int(self.item())
 
-    def _check_one_element(self) -> None:
+    def _check_one_element(self, real: str | None = None) -> None:
         if self.numel() != 1:
             raise ValueError(f"only one element tensors can be converted to Python scalars (got {self.numel()} "
                              "elements)")
+        if real is not None and self.dtype.is_complex:  # as torch: complex(t) reads a complex element
+            raise RuntimeError(f"value cannot be converted to type {real} without overflow")
 
     def __index__(self) -> int:
         if self.dtype.category != 1 or self.numel() != 1:
@@ -432,8 +440,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous (numel "
-                               f"{self.numel()})")
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous (numel {self.numel()})")
         return bool(self.item())
 
     def __len__(self) -> int:
@@ -451,7 +458,6 @@ class Tensor:
 
     def __repr__(self) -> str:
         from genesis.printing import tensor_repr
-
         return tensor_repr(self)
 
     def __str__(self) -> str:
@@ -666,11 +672,12 @@ def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = 
 
 
 def empty(*sizes: Any, size: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
-          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
-    """Uninitialized memory of the given shape (``layout`` None or ``strided``; ``pin_memory`` as :func:`_made`)."""
+          requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None) -> Tensor:
+    """Uninitialized memory of the given shape, strided as ``memory_format`` asks (``pin_memory`` as :func:`_made`)."""
     _mf.check_strided("empty", layout)
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    return _made(NDArray.empty(_shape_from(sizes, size), d, factory_device(device)), requires_grad, pin_memory)
+    out = _made(NDArray.empty(_shape_from(sizes, size), d, factory_device(device)), requires_grad, pin_memory)
+    return out if memory_format is None else _like(out, out, memory_format, "empty")
 
 
 def _like(input: Tensor, new: Tensor, memory_format: Any, op: str) -> Tensor:

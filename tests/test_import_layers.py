@@ -46,6 +46,8 @@ BACKEND = 2
 # (importing module, imported module): each a documented exception to the rules above.
 ALLOWED: dict[tuple[str, str], str] = {
     ("genesis.device", "genesis._impl.cpu"): "a device loads its backend on first use",
+    ("genesis.device", "genesis._impl.cpu.meta"): "a device loads its backend on first use (the meta device's: the "
+                                                  "CPU backend's primitives over torch's meta tensors)",
     ("genesis.device", "genesis._impl.cuda"): "a device loads its backend on first use (no GPU packages needed before)",
     # Whether a CUDA device exists must be known before its backend is imported (that import needs the GPU packages
     # and a driver); the probe imports nothing of Genesis, and the device layer may not import the CUDA packages.

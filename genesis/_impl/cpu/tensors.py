@@ -7,6 +7,7 @@ import torch
 
 from genesis import dtypes
 from genesis.device import cpu as _cpu
+from genesis.device import meta as _meta
 from genesis.ndarray import NDArray
 
 TORCH_DTYPE = {
@@ -19,12 +20,13 @@ GENESIS_DTYPE = {v: k for k, v in TORCH_DTYPE.items()}
 
 
 def wrap(t: torch.Tensor, shape: tuple[int, ...] | None = None) -> NDArray:
-    """Wrap a torch CPU tensor as an NDArray sharing its memory.
+    """Wrap a torch CPU tensor as an NDArray sharing its memory (a torch meta tensor as a meta NDArray: the meta
+    backend computes with torch's meta tensors through these same primitives).
 
     ``shape``, when the caller knows it (an elementwise result has its input's shape), saves converting ``t.shape``.
     """
     return NDArray(t, tuple(t.shape) if shape is None else shape, t.stride(), t.storage_offset(),
-                   GENESIS_DTYPE[t.dtype], _cpu, t)
+                   GENESIS_DTYPE[t.dtype], _meta if t.is_meta else _cpu, t)
 
 
 def native(x: NDArray) -> torch.Tensor:

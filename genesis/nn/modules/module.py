@@ -389,9 +389,10 @@ class Module(StateDictMixin):
         return self
 
     # ------------------------------------------------------------ device and dtype
-    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
-        """Replace every parameter's, gradient's and buffer's data by ``fn(data)``, keeping Parameter objects."""
-        for module in self.children():
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
+        """Replace every parameter's, gradient's and buffer's data by ``fn(data)``, keeping Parameter objects (the
+        submodules' too unless ``recurse`` is False)."""
+        for module in self.children() if recurse else ():
             module._apply(fn)
         with no_grad():
             for p in self._parameters.values():
@@ -425,6 +426,13 @@ class Module(StateDictMixin):
             return t
 
         return self._apply(convert)
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
+        """Give every parameter and buffer new uninitialized memory on ``device``, of the same shapes and dtypes:
+        a model built on the meta device (``with genesis.device("meta"):``) gets real storage this way, to be filled
+        by ``reset_parameters`` or a checkpoint. ``recurse=False`` keeps the submodules' tensors."""
+        target = Device(device)
+        return self._apply(lambda t: t.new_empty(t.shape, device=target), recurse)
 
     def cpu(self) -> Module:
         return self.to("cpu")
