@@ -207,8 +207,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     # torch's class: RuntimeError along dim 1 (its dim-1 CPU kernel), IndexError along the others.
-    index = _check_bounds("index_select", index.reshape(-1), input.shape[d] if input.ndim else 1, d, False,
-                          RuntimeError if d == 1 else IndexError)
+    index = _check_bounds("index_select", index if index.ndim == 1 else index.reshape(-1),
+                          input.ndarray.shape[d] if input.ndim else 1, d, False, RuntimeError if d == 1 else IndexError)
     if input.ndim == 0:
         return input.clone()
     return IndexSelect.apply(input, d, index)
@@ -219,7 +219,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: flo
     index = _to_index_tensor("index_add", index, input)
     # torch's class: IndexError for a vector (its 1-d kernel), RuntimeError for higher ranks.
     error = IndexError if input.ndim <= 1 else RuntimeError
-    index = _check_bounds("index_add", index.reshape(-1), input.shape[d], d, False, error)
+    index = _check_bounds("index_add", index if index.ndim == 1 else index.reshape(-1), input.ndarray.shape[d], d,
+                          False, error)
     expected = input.shape[:d] + (index.shape[0],) + input.shape[d + 1:]
     if source.shape != expected:
         raise RuntimeError(f"index_add(): source shape {list(source.shape)} does not match the expected "
