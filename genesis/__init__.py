@@ -86,6 +86,7 @@ from genesis.memory_format import channels_last, channels_last_3d, contiguous_fo
 from genesis.nn.functional.distance import cosine_similarity, pairwise_distance
 from genesis.nn.functional.namespace_aliases import *  # noqa: F403 - torch's top-level spellings of nn ops
 from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops, from the op registry
+from genesis.ops.out_args import with_out as _with_out
 from genesis.ops.sparse import layout, sparse_coo, sparse_csr, strided
 from genesis.printing import set_printoptions
 from genesis.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
@@ -132,6 +133,8 @@ def _inplace_function(name: str) -> object:
 
 
 globals().update({f"{name}_": _inplace_function(f"{name}_") for name in ops.registry.INPLACE_FUNCTIONS})
+# torch's out= keyword on the namespace's op functions (genesis.add(a, b, out=c)); genesis.ops keeps the plain ones.
+globals().update({name: _with_out(name, getattr(ops, name)) for name in ops.__all__})
 
 bool = _dtypes.bool_  # torch names its dtype genesis.bool too
 float = float32

@@ -77,6 +77,8 @@ class _Encoder:
             return [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]
         if isinstance(obj, dict):
             plain = all(isinstance(k, str) and not k.startswith("__") for k in obj)
+            if plain and isinstance(obj, OrderedDict):  # a state_dict() loads back as an OrderedDict, as torch's
+                return {"__odict__": [[k, self.encode(v, _join(path, k))] for k, v in obj.items()]}
             if plain:
                 return {k: self.encode(v, _join(path, k)) for k, v in obj.items()}
             return {"__dict__": [[self.encode(k, f"{path}.<key>"), self.encode(v, _join(path, str(k)))]
@@ -259,6 +261,11 @@ def _target_device(saved: str, map_location: Any) -> Device:
         target = saved
     elif isinstance(map_location, dict):
         target = map_location.get(saved, saved)
+    elif callable(map_location):
+        # torch's map_location(storage, location): called with the data as loaded on the CPU, it returns the
+        # data where it should go (``lambda s, loc: s`` keeps the CPU, ``s.cuda(0)`` moves), or None for the default.
+        moved = map_location(tensor([], device="cpu"), saved)
+        target = saved if moved is None else moved.device
     else:
         target = map_location
     dev = to_device(target)
@@ -467,8 +474,10 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True, *, mm
 
     Args:
         f: a path or a readable binary file object.
-        map_location: where tensors go: None (the device they were saved from), a device or device string, or a
-            dict mapping saved device strings to new ones (``{"cuda:0": "cpu"}``).
+        map_location: where tensors go: None (the device they were saved from), a device or device string, a
+            dict mapping saved device strings to new ones (``{"cuda:0": "cpu"}``), or torch's callable
+            ``(storage, location) -> storage``, called with a CPU tensor standing for the storage: the device of
+            what it returns is the target (None: the saved device).
         weights_only: as torch's (True by default): a file holding a whole module (written by
             ``save(model, ...)``) loads only with ``weights_only=False``, which imports the module's class and any
             function it names (nothing is unpickled: the file holds names, attributes and tensors). PyTorch pickles

@@ -227,9 +227,8 @@ class Tensor:
     # ------------------------------------------------------------ autograd
     @property
     def data(self) -> Tensor:
-        """A tensor sharing this one's memory, detached from autograd (assigning replaces the contents)."""
+        """This tensor's memory outside autograd, with a version counter of its own as torch's (assign to replace)."""
         t = Tensor._wrap(self.ndarray)
-        t._version = self._version
         if self._inference:
             t._inference = True
         return t

@@ -1468,6 +1468,28 @@ def test_data_assignment_and_access() -> None:
     both(scenario)
 
 
+def test_changes_through_data_escape_the_version_check() -> None:
+    # .data has a version counter of its own (detach() shares the tensor's): a saved output changed through it is
+    # used as it is now, without the "modified by an inplace operation" error, as in torch.
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+        h = x.exp()
+        h.data.mul_(0.5)
+        before = version(h)
+        h.sum().backward()
+        return [x.grad, version(h) == before]
+
+    both(scenario)
+
+    def through_detach(lib: Any) -> None:
+        x = t(lib, X, True)
+        h = x.exp()
+        h.detach().mul_(0.5)
+        h.sum().backward()
+
+    raises_both(RuntimeError, through_detach, match="modified by an inplace operation")
+
+
 def test_grad_setter_checks() -> None:
     def scenario(lib: Any) -> list:
         x = t(lib, X, True)

@@ -335,6 +335,52 @@ def test_torch_module_paths_scripts_import() -> None:
     assert [isinstance(m, _BatchNorm) for m in model] == [False, True, True]
 
 
+def test_nn_modules_utils_as_torch() -> None:
+    import torch.nn.modules.utils as torch_utils
+
+    from genesis.nn.modules import utils
+
+    for name in ("_single", "_pair", "_triple", "_quadruple"):
+        for value in (3, (1, 2), [4, 5, 6], 0.5):
+            assert getattr(utils, name)(value) == getattr(torch_utils, name)(value), (name, value)
+    assert utils._ntuple(2)(None) == torch_utils._ntuple(2)(None) == (None, None)
+    assert utils._reverse_repeat_tuple((1, 2, 3), 2) == torch_utils._reverse_repeat_tuple((1, 2, 3), 2)
+    # A DistributedDataParallel checkpoint loads into the bare model, metadata and key order as torch leaves them.
+    states = []
+    for lib, consume in ((torch, torch_utils.consume_prefix_in_state_dict_if_present),
+                         (genesis, utils.consume_prefix_in_state_dict_if_present)):
+        wrapped = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.ReLU(), lib.nn.Linear(2, 1))
+        sd = lib.nn.DataParallel(wrapped).state_dict() if lib is genesis else collections.OrderedDict(
+            (f"module.{k}", v) for k, v in wrapped.state_dict().items())
+        sd["other.key"] = lib.zeros(1)
+        sd._metadata = collections.OrderedDict([("", {"version": 1}), ("module", {"version": 1}),
+                                                ("module.0", {"version": 1}), ("other", {})])
+        consume(sd, "module.")
+        wrapped.load_state_dict(sd, strict=False)
+        states.append((list(sd), list(sd._metadata)))
+    assert states[0] == states[1]
+
+
+def test_cuda_queries_that_cpu_programs_make() -> None:
+    # Memory statistics read 0 and empty_cache does nothing until CUDA is used; Stream and Event exist as classes
+    # (annotations, hasattr); bfloat16 support is a bool.
+    cuda = genesis.cuda
+    assert hasattr(cuda, "Stream") and hasattr(cuda, "Event") and not hasattr(cuda, "NoSuchThing")
+    assert isinstance(cuda.is_bf16_supported(), bool) and isinstance(cuda.is_initialized(), bool)
+    if cuda.is_available():
+        assert cuda.is_bf16_supported(including_emulation=False) is (cuda.get_device_capability() >= (8, 0))
+        return
+    assert cuda.is_bf16_supported() is torch.cuda.is_bf16_supported() is False
+    assert not cuda.is_initialized()
+    cuda.empty_cache()
+    cuda.reset_peak_memory_stats()
+    assert cuda.memory_allocated() == cuda.max_memory_allocated() == cuda.memory_reserved() == 0
+    assert cuda.memory_allocated() == torch.cuda.memory_allocated() and cuda.memory_stats() == {}
+    assert not isinstance(genesis.ones(1), cuda.Stream) and cuda.Event is cuda.Event
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        cuda.Stream()
+
+
 def test_cuda_amp_spelling() -> None:
     from genesis.cuda.amp import GradScaler, autocast
 
@@ -449,3 +495,30 @@ def test_set_default_tensor_type() -> None:
     finally:
         genesis.set_default_dtype(genesis.float32)
         genesis.set_default_device(None)
+
+
+def test_out_argument_of_namespace_functions() -> None:
+    # torch's out=: the result is written into the given tensor (cast to its dtype, resized with a warning unless
+    # empty) and returned; several results take a tuple; no autograd through out=.
+    for lib in (torch, genesis):
+        dev = "cpu" if lib is torch else DEVICE
+        a, b = lib.arange(6.0, device=dev).reshape(2, 3), lib.ones(3, device=dev)
+        out = lib.empty(2, 3, dtype=lib.float64, device=dev)
+        assert lib.add(a, b, out=out) is out and out.dtype == lib.float64
+        assert out.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+        empty = lib.empty(0, device=dev)
+        lib.matmul(a, b, out=empty)
+        assert tuple(empty.shape) == (2,)
+        wrong = lib.empty(5, device=dev)
+        with pytest.warns(UserWarning, match="resized"):
+            lib.sub(b, 1, out=wrong)
+        assert tuple(wrong.shape) == (3,)
+        values, indices = lib.empty(2, device=dev), lib.empty(2, dtype=lib.int64, device=dev)
+        result = lib.max(a, 1, out=(values, indices))
+        assert result.values is values and result.indices is indices and indices.tolist() == [2, 2]
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            lib.add(a, 0.5, out=lib.empty(2, 3, dtype=lib.int64, device=dev))
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            lib.mul(a.requires_grad_(), 2, out=lib.empty(2, 3, device=dev))
+        with lib.no_grad():
+            assert lib.exp(a, out=a) is a

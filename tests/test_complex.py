@@ -74,6 +74,11 @@ def test_item_to_and_numpy() -> None:
     assert z.is_complex() and genesis.is_complex(z) and not g.is_complex()
     assert_same(z.to(genesis.float32), torch.tensor([1 + 2j]).real)  # the real part, as torch's cast
     assert z.numpy().dtype.name == "complex64"
+    # complex(t) reads any one-element tensor; float() and int() of a complex one fail as torch's
+    assert complex(genesis.tensor(1 + 2j)) == 1 + 2j and complex(genesis.tensor([3])) == 3 + 0j
+    for convert in (float, int):
+        check_error(RuntimeError, lambda lib, z, convert=convert: convert(z), torch.tensor(1 + 2j))
+    check_error(ValueError, lambda lib, z: complex(z), torch.tensor([1j, 2j]))
 
 
 @pytest.mark.parametrize("data,dtype", [
@@ -154,6 +159,8 @@ def test_unary_and_reductions(fn, dt: torch.dtype) -> None:
 def test_matmul(dt: torch.dtype) -> None:
     check(lambda lib, a, b: a @ b, crand(2, 3, 4, dtype=dt), crand(4, 5, dtype=dt, seed=3), rtol=1e-4)
     check(lambda lib, a, b: lib.matmul(a, b), crand(4, dtype=dt), crand(4, dtype=dt, seed=3), rtol=1e-4)
+    # vdot conjugates its first argument (dot and inner do not)
+    check(lambda lib, a, b: lib.vdot(a, b), crand(4, dtype=dt), crand(4, dtype=dt, seed=3), rtol=1e-4)
 
 
 def test_constructors_and_views() -> None:

@@ -454,6 +454,14 @@ def test_like_functions_preserve_the_layout(name):
             assert got.stride() == getattr(torch, name)(t, *args, memory_format=getattr(torch, fmt)).stride()
 
 
+def test_empty_takes_a_memory_format() -> None:
+    for shape, fmt in (((2, 3, 4, 5), "channels_last"), ((2, 3, 4, 5, 6), "channels_last_3d"),
+                       ((2, 3), "contiguous_format")):
+        got = genesis.empty(*shape, memory_format=getattr(genesis, fmt), device=DEVICE)
+        assert got.stride() == torch.empty(*shape, memory_format=getattr(torch, fmt)).stride()
+    check_error(RuntimeError, lambda lib: lib.empty(2, 3, memory_format=lib.channels_last))
+
+
 def test_tensor_from_one_element_tensors_promotes_as_numbers() -> None:
     cases = [
         lambda lib: lib.tensor([lib.tensor(0.8125), lib.tensor(0.75), lib.tensor(64)]),

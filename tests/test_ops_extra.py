@@ -552,8 +552,22 @@ def test_linalg_norm_dispatch_and_errors():
     check_error(RuntimeError, lambda lib, x: lib.linalg.matrix_norm(x), rand(3))
     check_error(RuntimeError, lambda lib, x: lib.linalg.matrix_norm(x, 3), rand(3, 3))
     check_error(RuntimeError, lambda lib, x: lib.linalg.norm(x, 2), x)
-    with pytest.raises(NotImplementedError, match="full_matrices"):
-        genesis.linalg.svd(to_genesis(rand(3, 2)))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 5)])
+def test_svd_full_matrices_completes_orthogonal_factors(shape):
+    # torch's default: U (..., m, m), Vh (..., n, n) orthogonal; the first k vectors are the reduced ones (up to
+    # sign) and carry the gradient, the completing ones none.
+    a = rand(*shape)
+    U, S, Vh = genesis.linalg.svd(to_genesis(a))
+    tU, tS, tVh = torch.linalg.svd(a.detach())
+    assert U.shape == tuple(tU.shape) and Vh.shape == tuple(tVh.shape)
+    m, n, k = shape[-2], shape[-1], min(shape[-2:])
+    eye_m, eye_n = genesis.eye(m, dtype=U.dtype, device=DEVICE), genesis.eye(n, dtype=U.dtype, device=DEVICE)
+    assert float((U.mT @ U - eye_m).abs().max()) < 1e-5 and float((Vh @ Vh.mT - eye_n).abs().max()) < 1e-5
+    rebuilt = (U[..., :k] * S.unsqueeze(-2)) @ Vh[..., :k, :]
+    assert float((rebuilt - to_genesis(a.detach())).abs().max()) < 1e-5
+    check(lambda lib, a: (lambda r: (r.S, r.U[..., :k].abs(), r.Vh[..., :k, :].abs()))(lib.linalg.svd(a)), a)
 
 
 def _well_conditioned(*shape, seed=0):

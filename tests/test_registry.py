@@ -19,8 +19,10 @@ def test_no_name_is_declared_twice_for_the_same_role() -> None:
 
 
 def _is_row_fn(found, op: registry.Op) -> bool:
-    """``found`` is the row's function, or its wrapper taking numpy's keyword names (which wraps exactly it)."""
-    return found is op.fn or getattr(found, "__wrapped__", None) is op.fn
+    """``found`` is the row's function, or wrappers of exactly it (numpy's keyword names, the namespace's ``out=``)."""
+    while found is not op.fn and hasattr(found, "__wrapped__"):
+        found = found.__wrapped__
+    return found is op.fn
 
 
 def test_every_function_row_is_the_genesis_function() -> None:

@@ -6,6 +6,7 @@ import io
 import json
 import math
 import os
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -155,9 +156,27 @@ def test_map_location(tmp_path) -> None:
     assert genesis.load(path, map_location="cpu")["x"].device == genesis.device("cpu")
     saved_on = str(genesis.device(DEVICE))  # a location string as saved: "cpu" or "cuda:0"
     assert genesis.load(path, map_location={saved_on: "cpu"})["x"].device == genesis.device("cpu")
+    # torch's callable form: (storage, location) -> the storage where it should go, or None for the default
+    locations = []
+    loaded = genesis.load(path, map_location=lambda storage, loc: locations.append(loc) or storage)
+    assert loaded["x"].device == genesis.device("cpu") and locations == [saved_on]
+    assert genesis.load(path, map_location=lambda storage, loc: None)["x"].device == genesis.device(DEVICE)
     if not genesis.cuda.is_available():
         with pytest.raises(RuntimeError, match="CUDA is not available"):
             genesis.load(path, map_location="cuda")
+
+
+def test_ordered_dicts_load_as_ordered_dicts(tmp_path) -> None:
+    # As torch.load: a saved state_dict() (an OrderedDict) comes back as one, nested or not; plain dicts stay dicts.
+    path = tmp_path / "sd.safetensors"
+    state = genesis.nn.Linear(2, 3).state_dict()
+    genesis.save({"model": state, "meta": {"epoch": 1}}, path)
+    loaded = genesis.load(path)
+    assert type(loaded["model"]) is OrderedDict and list(loaded["model"]) == ["weight", "bias"]
+    assert type(loaded["meta"]) is dict
+    genesis.save(state, path)
+    assert type(genesis.load(path)) is OrderedDict and sorted(safetensors.numpy.load_file(str(path))) == ["bias",
+                                                                                                         "weight"]
 
 
 def test_numpy_arrays_and_scalars_round_trip(tmp_path) -> None:

@@ -99,6 +99,25 @@ def test_conv_norm_pooling_and_losses_in_float64() -> None:
     _compare("conv_norm_loss_zoo.py", [], rtol=1e-8)
     assert genesis.get_default_dtype() is genesis.float32
 
+def test_linalg_toolkit_with_full_svd_and_gradients() -> None:
+    # Singular and eigenvectors enter only through sign-free quantities (abs, reconstructions, projections).
+    _compare("linalg_toolkit.py", [], rtol=1e-6)
+
+
+def test_inplace_semantics_and_out_arguments() -> None:
+    _compare("inplace_out_semantics.py", [])
+
+
+def test_llama_block_with_rotary_gqa_and_swiglu() -> None:
+    # Its unguarded torch.cuda housekeeping (peak memory, empty_cache) runs on a machine without CUDA too.
+    losses = _compare("llama_gqa_block.py", [])
+    assert losses[-1] < losses[0]
+
+
+def test_lora_adapters_by_parametrization_and_wrapping() -> None:
+    _compare("lora_adapters.py", [])
+
+
 def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:
     script = tmp_path / "uses_fft.py"
     script.write_text(textwrap.dedent("""

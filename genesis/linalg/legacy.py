@@ -75,13 +75,6 @@ def _check_floating(op: str, *tensors: Tensor) -> None:
             raise NotImplementedError(f"{op}: not implemented for '{t.dtype.name}' (floating matrices only)")
 
 
-def _complement(Q: Tensor) -> Tensor:
-    """Orthonormal columns completing the orthonormal columns of Q (..., m, k) to a basis of m-space, with no
-    gradient (torch's full-matrices backward reads only the first k columns)."""
-    complete = _qr(Q.detach(), "complete").Q
-    return complete[..., :, Q.shape[-1]:]
-
-
 @one_op("svd")
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SVDResult:
     """``input = U diag(S) V^T`` with singular values S descending and V itself (``linalg.svd`` returns V^T).
@@ -101,13 +94,8 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SVDResult:
         U = zeros.new_zeros((*batch, m, m))
         V = zeros.new_zeros((*batch, n, n))
         return SVDResult(U, svdvals(input), V)
-    U, S, Vh = _svd(input, full_matrices=False)
-    V = Vh.mT
-    if not some:
-        k = min(m, n)
-        U = F.cat([U, _complement(U)], -1) if m > k else U
-        V = F.cat([V, _complement(V)], -1) if n > k else V
-    return SVDResult(U, S, V)
+    U, S, Vh = _svd(input, full_matrices=not some)
+    return SVDResult(U, S, Vh.mT)
 
 
 @one_op("qr")

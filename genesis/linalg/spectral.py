@@ -14,6 +14,7 @@ from genesis import dtypes
 from genesis import ops as F
 from genesis.autograd import Function
 from genesis.linalg.solvers import _check_float, _check_square
+from genesis.linalg.solvers import qr as _qr
 from genesis.ops.autocast import one_op
 from genesis.tensor import Tensor, tensor
 
@@ -281,17 +282,26 @@ def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
     """Singular value decomposition ``A = U diag(S) Vh`` of (..., m, n) matrices, S descending.
 
     Computed by parallel one-sided Jacobi rotations over Genesis ops, in double precision (about n log n batched
-    steps: fine for n in the hundreds). Singular vectors are defined up to sign (LAPACK's may differ). Only
-    ``full_matrices=False`` (the reduced factors) is implemented; the gradient is torch's analytic one, which needs
-    distinct non-zero singular values.
+    steps: fine for n in the hundreds). Singular vectors are defined up to sign (LAPACK's may differ).
+    ``full_matrices=True`` (torch's default) completes U (..., m, m) and Vh (..., n, n) to orthogonal matrices;
+    ``False`` returns the reduced factors U (..., m, k), Vh (..., k, n), k = min(m, n). The gradient is torch's
+    analytic one, which needs distinct non-zero singular values; the completing vectors carry none, as torch's.
     """
     _check_float("linalg.svd", A)
     if A.ndim < 2:
         raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions, got {A.ndim}")
-    if full_matrices and A.shape[-2] != A.shape[-1]:
-        raise NotImplementedError("linalg.svd: full_matrices=True of a non-square matrix is not implemented in "
-                                  "Genesis; pass full_matrices=False")
-    return SVDResult(*_Svd.apply(A))
+    U, S, Vh = _Svd.apply(A)
+    if full_matrices and A.shape[-2] > A.shape[-1]:
+        U = F.cat([U, _complement(U)], -1)
+    elif full_matrices and A.shape[-2] < A.shape[-1]:
+        Vh = F.cat([Vh, _complement(Vh.mT).mT], -2)
+    return SVDResult(U, S, Vh)
+
+
+def _complement(Q: Tensor) -> Tensor:
+    """Orthonormal columns completing the orthonormal columns of Q (..., m, k) to a basis of m-space, with no
+    gradient (torch's full-matrices backward reads only the first k columns)."""
+    return _qr(Q.detach(), "complete").Q[..., :, Q.shape[-1]:]
 
 
 @one_op("linalg_svd")

@@ -377,13 +377,13 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
 
 
 def vdot(input: Tensor, other: Tensor) -> Tensor:
-    """Dot product of two 1-D tensors (the first conjugated; Genesis tensors are real, so this is ``dot``)."""
+    """Dot product of two 1-D tensors, the first conjugated: ``sum(conj(input) * other)``."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if input.dtype is not other.dtype:
         raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found {input.dtype.name} and "
                            f"{other.dtype.name}")
-    return input.dot(other)
+    return (input.conj() if input.dtype.is_complex else input).dot(other)
 
 
 def kron(input: Tensor, other: Tensor) -> Tensor:

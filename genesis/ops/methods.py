@@ -6,6 +6,7 @@ the operators that need a rule of their own, the transposing properties, and the
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Callable
 
 from genesis import dtypes
@@ -66,6 +67,13 @@ def is_inference(input: Tensor) -> bool:
 def polygamma(self: Tensor, n: int) -> Tensor:
     """``genesis.polygamma(n, self)`` (the method takes the tensor first)."""
     return math_special.polygamma(n, self)
+
+
+def python_complex(self: Tensor) -> builtins.complex:
+    """``complex(t)``: the one element of ``t`` (of any dtype) as a Python complex number."""
+    if self.numel() != 1:
+        raise ValueError(f"only one element tensors can be converted to Python scalars (got {self.numel()} elements)")
+    return builtins.complex(self.item())
 
 
 def cfloat(self: Tensor) -> Tensor:

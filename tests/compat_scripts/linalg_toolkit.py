@@ -1,0 +1,133 @@
+"""Least squares, factorizations (qr modes, svd full/reduced, lu, cholesky_ex, eigh UPLO), norms, einsum, and
+linalg gradients in float64."""
+import torch
+
+losses = []
+torch.set_default_dtype(torch.float64)
+A = torch.tensor([[4.0, 1.0, 2.0], [1.0, 3.0, 0.5], [2.0, 0.5, 5.0]])
+b = torch.tensor([[1.0], [2.0], [3.0]])
+losses.append(torch.linalg.solve(A, b).flatten().tolist())
+losses.append(torch.linalg.solve(A, torch.tensor([1.0, 2.0, 3.0])).tolist())
+losses.append(torch.linalg.solve(A, torch.eye(3), left=False).flatten().tolist())
+X = torch.stack([torch.ones(6), torch.arange(6.0), torch.arange(6.0) ** 2], 1)
+y = 1.0 + 0.5 * torch.arange(6.0) - 0.1 * torch.arange(6.0) ** 2 + 0.01 * torch.sin(torch.arange(6.0))
+res = torch.linalg.lstsq(X, y.unsqueeze(1))
+losses.append(res.solution.flatten().tolist())
+losses.append(list(res.residuals.shape))
+losses.append(int(res.rank) if res.rank.numel() else -1)
+losses.append(torch.linalg.lstsq(X, y.unsqueeze(1), driver="gelsd").solution.flatten().tolist())
+for mode in ["reduced", "complete", "r"]:
+    Q, R = torch.linalg.qr(X, mode=mode)
+    losses.append([list(Q.shape), list(R.shape)])
+    losses.append(R.abs().flatten().tolist())
+U, S, Vh = torch.linalg.svd(X, full_matrices=False)
+losses.append([list(U.shape), list(S.shape), list(Vh.shape)])
+losses.append(S.tolist())
+U, S, Vh = torch.linalg.svd(X)
+losses.append([list(U.shape), list(S.shape), list(Vh.shape)])
+losses.append((U[:, :3] * S @ Vh - X).abs().max().item() < 1e-10)
+losses.append(torch.linalg.svdvals(A).tolist())
+losses.append(torch.linalg.pinv(X).flatten().tolist()[:9])
+losses.append(torch.linalg.pinv(torch.tensor([[1.0, 2.0], [2.0, 4.0]])).flatten().tolist())
+losses.append(int(torch.linalg.matrix_rank(torch.tensor([[1.0, 2.0], [2.0, 4.0]]))))
+losses.append(int(torch.linalg.matrix_rank(X)))
+losses.append(torch.linalg.matrix_rank(torch.stack([A, torch.ones(3, 3)])).tolist())
+losses.append(torch.linalg.det(A).item())
+sl = torch.linalg.slogdet(torch.tensor([[0.0, 1.0], [1.0, 0.0]]))
+losses.append([sl.sign.item(), sl.logabsdet.item()])
+sign, logabs = torch.slogdet(A)
+losses.append([sign.item(), logabs.item()])
+inv, info = torch.linalg.inv_ex(torch.tensor([[1.0, 2.0], [2.0, 4.0]]))
+losses.append(int(info))
+inv, info = torch.linalg.inv_ex(A)
+losses.append([int(info)] + inv.flatten().tolist())
+L, info = torch.linalg.cholesky_ex(A)
+losses.append([int(info)] + L.flatten().tolist())
+L, info = torch.linalg.cholesky_ex(torch.tensor([[1.0, 2.0], [2.0, 1.0]]))
+losses.append(int(info))
+try:
+    torch.linalg.cholesky(torch.tensor([[1.0, 2.0], [2.0, 1.0]]))
+except torch.linalg.LinAlgError:
+    losses.append(1.0)
+except RuntimeError:
+    losses.append(2.0)
+losses.append(torch.linalg.cholesky(A, upper=True).flatten().tolist())
+M = torch.tensor([[2.0, 100.0], [1.0, 3.0]])
+w_l, v_l = torch.linalg.eigh(M, UPLO="L")
+w_u, v_u = torch.linalg.eigh(M, UPLO="U")
+losses.append(w_l.tolist())
+losses.append(w_u.tolist())
+losses.append(v_l.abs().flatten().tolist())
+losses.append(torch.linalg.eigvalsh(A).tolist())
+losses.append(torch.linalg.matrix_norm(A).item())
+for ord in ["fro", "nuc", 1, -1, 2, -2, float("inf")]:
+    losses.append(torch.linalg.matrix_norm(A, ord=ord).item())
+for ord in [None, 0, 1, 3, float("inf"), -float("inf")]:
+    losses.append(torch.linalg.vector_norm(torch.tensor([3.0, -4.0, 0.0]), ord=ord if ord is not None else 2).item())
+losses.append(torch.linalg.vector_norm(A, dim=(0, 1)).item())
+losses.append(torch.linalg.norm(A, dim=1).tolist())
+losses.append(torch.linalg.norm(torch.tensor([3.0, 4.0])).item())
+losses.append(torch.linalg.cond(A).item())
+losses.append(torch.linalg.cond(A, p="fro").item())
+losses.append(torch.linalg.cross(torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.0, 1.0, 0.0])).tolist())
+losses.append(torch.cross(torch.eye(3), torch.ones(3, 3), dim=1).flatten().tolist())
+losses.append(torch.kron(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.eye(2)).flatten().tolist())
+T1 = torch.arange(24.0).reshape(2, 3, 4)
+T2 = torch.arange(12.0).reshape(4, 3)
+losses.append(torch.tensordot(T1, T2, dims=([1, 2], [1, 0])).tolist())
+losses.append(torch.tensordot(T1, T2, dims=1).flatten().tolist()[:6])
+losses.append(torch.tensordot(torch.arange(6.0).reshape(2, 3), torch.arange(6.0).reshape(2, 3), dims=2).item())
+losses.append(torch.einsum("...ij,...jk->...ik", T1, torch.ones(4, 2)).flatten().tolist())
+losses.append(torch.einsum("bij->b", T1).tolist())
+losses.append(torch.einsum("ii->i", A).tolist())
+losses.append(torch.einsum("ij,ij->", A, A).item())
+losses.append(torch.einsum("i,j->ij", torch.arange(2.0), torch.arange(3.0)).flatten().tolist())
+losses.append(torch.einsum(T1, [0, 1, 2], [2, 1]).flatten().tolist())
+losses.append(torch.einsum("b...,b...->b", T1, T1).tolist())
+losses.append(torch.linalg.matrix_power(A, 3).flatten().tolist())
+losses.append(torch.linalg.matrix_power(A, -1).flatten().tolist())
+losses.append(torch.linalg.matrix_exp(torch.tensor([[0.0, 1.0], [-1.0, 0.0]])).flatten().tolist())
+losses.append(torch.linalg.multi_dot([A, A, b]).flatten().tolist())
+losses.append(torch.linalg.vecdot(A, A).tolist())
+losses.append(torch.linalg.diagonal(A, offset=1).tolist())
+losses.append(torch.linalg.householder_product(*torch.geqrf(A)).abs().flatten().tolist())
+LU, piv = torch.linalg.lu_factor(A)
+losses.append(torch.linalg.lu_solve(LU, piv, b).flatten().tolist())
+P, L, U = torch.linalg.lu(A)
+losses.append((P @ L @ U - A).abs().max().item() < 1e-12)
+losses.append(torch.linalg.solve_triangular(torch.triu(A), b, upper=True).flatten().tolist())
+losses.append(torch.cholesky_solve(b, torch.linalg.cholesky(A)).flatten().tolist())
+losses.append(list(torch.linalg.tensorinv(torch.eye(4).reshape(4, 2, 2), ind=1).shape))
+ev = torch.linalg.eigvals(torch.tensor([[0.0, -1.0], [1.0, 0.0]]))
+losses.append(sorted(torch.view_as_real(ev).flatten().tolist()))
+Ab = torch.stack([A, 2 * A])
+losses.append(torch.linalg.det(Ab).tolist())
+losses.append(torch.linalg.inv(Ab).flatten().tolist()[:4])
+try:
+    torch.linalg.solve(torch.zeros(2, 3), torch.zeros(2))
+except RuntimeError:
+    losses.append(2.0)
+try:
+    torch.linalg.inv(torch.zeros(2, 2))
+except RuntimeError:
+    losses.append(2.0)
+# gradients
+Ag = A.clone().requires_grad_(True)
+torch.linalg.det(Ag).backward()
+losses.append(Ag.grad.flatten().tolist())
+Ag.grad = None
+torch.linalg.solve(Ag, b).sum().backward()
+losses.append(Ag.grad.flatten().tolist())
+Ag.grad = None
+torch.linalg.eigh(Ag)[0].sum().backward()
+losses.append(Ag.grad.flatten().tolist())
+torch.set_default_dtype(torch.float32)
+
+def _flat(v):
+    if isinstance(v, (list, tuple)):
+        return [x for item in v for x in _flat(item)]
+    return [float(v)]
+
+
+losses = _flat(losses)
+print(losses)
