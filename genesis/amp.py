@@ -10,9 +10,11 @@ factor: halve it after an overflow, double it after ``growth_interval`` clean st
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from genesis import dtypes
@@ -242,5 +244,72 @@ def _round_f32(value: float) -> float:
         return math.inf
 
 
-__all__ = ["GradScaler", "POLICY", "autocast", "autocast_args", "clear_autocast_cache", "get_autocast_dtype",
-           "is_autocast_cache_enabled", "is_autocast_enabled", "set_autocast_cache_enabled"]
+# ------------------------------------------------------------------ custom autograd Functions under autocast
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether autocast supports ``device_type`` ("cpu" and "cuda")."""
+    return device_type in POLICY
+
+
+def _cast_floating(value: Any, device_type: str, dtype: dtypes.dtype) -> Any:
+    """``value`` with every floating tensor on ``device_type`` (float64 excepted) cast to ``dtype``, looking into
+    lists, tuples and dicts."""
+    if isinstance(value, Tensor):
+        keep = not value.dtype.is_floating_point or value.dtype is dtypes.float64 or value.device.type != device_type
+        return value if keep else value.to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_floating(v, device_type, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast_floating(v, device_type, dtype) for k, v in value.items()}
+    return value
+
+
+def custom_fwd(fwd: Callable | None = None, *, device_type: str, cast_inputs: Any = None) -> Callable:
+    """Decorator for the ``forward`` of a custom ``autograd.Function`` (``torch.amp.custom_fwd``).
+
+    Without ``cast_inputs`` the forward runs under the caller's autocast state, which is recorded on ``ctx`` for
+    :func:`custom_bwd`. With ``cast_inputs`` (a dtype) and autocast on for ``device_type``, the forward runs with
+    autocast off and its floating tensor arguments on that device cast to ``cast_inputs``; with autocast off it
+    runs unchanged. Usable bare (``@custom_fwd(device_type="cuda")``) or called on a function.
+    """
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+    target = None if cast_inputs is None else dtypes.to_dtype(cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args: Any, **kwargs: Any) -> Any:
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        enabled = is_autocast_enabled(device_type)
+        ctx._fwd_used_autocast = enabled and target is None
+        if target is None or not enabled:
+            return fwd(*args, **kwargs)
+        with autocast(device_type, enabled=False):
+            return fwd(*_cast_floating(args, device_type, target), **_cast_floating(kwargs, device_type, target))
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd: Callable | None = None, *, device_type: str) -> Callable:
+    """Decorator for the ``backward`` of a custom ``autograd.Function`` whose forward has :func:`custom_fwd`
+    (``torch.amp.custom_bwd``): the backward runs under the autocast state the forward ran with."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args: Any, **kwargs: Any) -> Any:
+        ctx = args[0]
+        with autocast(device_type, dtype=ctx._dtype, enabled=ctx._fwd_used_autocast):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd
+
+
+__all__ = ["GradScaler", "POLICY", "autocast", "autocast_args", "clear_autocast_cache", "custom_bwd", "custom_fwd",
+           "get_autocast_dtype", "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
+           "set_autocast_cache_enabled"]

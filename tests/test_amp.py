@@ -322,6 +322,68 @@ def test_autocast_queries_and_the_cpu_amp_spelling() -> None:
     assert genesis.cpu.is_available() and genesis.cpu.device_count() == 1
 
 
+def _custom_function(lib: object, device_type: str, cast_inputs: object) -> type:
+    """A Function whose forward and backward record the autocast state they run under (``amp.custom_fwd/bwd``)."""
+
+    class Scaled(lib.autograd.Function):
+        seen: list = []
+
+        @staticmethod
+        @lib.amp.custom_fwd(device_type=device_type, cast_inputs=cast_inputs)
+        def forward(ctx, a, b):
+            Scaled.seen.append(f"forward {str(a.dtype).split('.')[1]} {lib.is_autocast_enabled(device_type)}")
+            ctx.save_for_backward(a, b)
+            return a @ b
+
+        @staticmethod
+        @lib.amp.custom_bwd(device_type=device_type)
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            Scaled.seen.append(f"backward {lib.is_autocast_enabled(device_type)}")
+            return grad @ b.T, a.T @ grad
+
+    return Scaled
+
+
+@pytest.mark.parametrize("cast_inputs", [None, "float32"])
+def test_custom_fwd_and_bwd_follow_torch(cast_inputs: str | None) -> None:
+    results = []
+    for lib, device_type in ((torch, "cpu"), (genesis, DEVICE)):
+        fn = _custom_function(lib, device_type, cast_inputs and getattr(lib, cast_inputs))
+        device = "cpu" if lib is torch else DEVICE
+        a = lib.ones(2, 3, device=device, dtype=lib.bfloat16, requires_grad=True)
+        b = lib.ones(3, 2, device=device, requires_grad=True)
+        with lib.autocast(device_type, dtype=lib.bfloat16):
+            out = fn.apply(a, b)
+        out.float().sum().backward()
+        outside = fn.apply(a.float(), b)  # autocast off: no casts, and the backward runs without autocast too
+        outside.sum().backward()
+        results.append([*fn.seen] + [str(t.dtype).split(".")[1] for t in (out, outside, a.grad, b.grad)])
+    assert results[0] == results[1]
+    assert genesis.amp.is_autocast_available("cpu") and not genesis.amp.is_autocast_available("mps")
+    with pytest.raises(ValueError, match="device_type"):
+        genesis.amp.custom_fwd(device_type=0)
+
+
+def test_cuda_amp_custom_fwd_spelling() -> None:
+    from genesis.cuda.amp import custom_bwd, custom_fwd
+
+    class Double(genesis.autograd.Function):
+        @staticmethod
+        @custom_fwd(cast_inputs=genesis.float32)
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        @custom_bwd
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = genesis.ones(3, dtype=genesis.float16, requires_grad=True)
+    Double.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
 MARGIN_LOSSES = {
     "hinge_embedding_loss": lambda F, v: F.hinge_embedding_loss(v, torch_like_ones(v)),
     "poisson_nll_loss": lambda F, v: F.poisson_nll_loss(v, v),

@@ -106,6 +106,14 @@ def get_device_capability(device: object = None) -> tuple[int, int]:
     return rt.capability(_index(device, rt))
 
 
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether the current CUDA device computes in bfloat16: natively from compute capability 8.0 (Ampere) on,
+    emulated through float32 on older cards (counted only with ``including_emulation``). False without CUDA."""
+    if not is_available():
+        return False
+    return get_device_capability() >= (8, 0) or including_emulation
+
+
 class _DeviceProperties:
     """What ``get_device_properties`` reports (the fields PyTorch users read most)."""
 
@@ -151,9 +159,24 @@ def mem_get_info(device: object = None) -> tuple[int, int]:
     return rt.mem_get_info(_index(device, rt))
 
 
+_STAND_INS: dict[str, type] = {}
+
+
+def _stand_in(name: str) -> type:
+    """The class ``name`` on a machine without CUDA: it exists, as torch's does, for annotations, ``hasattr`` and
+    ``isinstance`` checks (always False), and making one raises the RuntimeError that says why CUDA is missing."""
+    if name not in _STAND_INS:
+        def __new__(cls: type, *args: object, **kwargs: object) -> object:
+            _runtime()
+
+        _STAND_INS[name] = type(name, (), {"__new__": __new__, "__module__": __name__,
+                                           "__doc__": f"A CUDA {name.lower()} (CUDA is not available here)."})
+    return _STAND_INS[name]
+
+
 def __getattr__(name: str):  # Stream and Event classes, loaded with the runtime
     if name in ("Stream", "Event"):
-        return getattr(_runtime(), name)
+        return getattr(_runtime(), name) if is_available() else _stand_in(name)
     raise AttributeError(f"module 'genesis.cuda' has no attribute '{name}'")
 
 
@@ -199,38 +222,46 @@ class stream:  # torch's name
         rt.set_device(self._prev_device)
 
 
+def is_initialized() -> bool:
+    """Whether this process has started the CUDA runtime (a tensor on a GPU or a call that needs the device did);
+    never starts it. Before that the memory statistics read 0 and ``empty_cache`` does nothing, as torch's."""
+    return "genesis._impl.cuda.runtime" in sys.modules
+
+
 def memory_allocated(device: object = None) -> int:
-    """Bytes held by live tensors on the device (rounded to allocator blocks)."""
-    return _allocator(device).allocated
+    """Bytes held by live tensors on the device (rounded to allocator blocks); 0 before CUDA is used."""
+    return _allocator(device).allocated if is_initialized() else 0
 
 
 def max_memory_allocated(device: object = None) -> int:
     """The peak of ``memory_allocated`` on ``device`` since the start or the last reset, in bytes."""
-    return _allocator(device).peak
+    return _allocator(device).peak if is_initialized() else 0
 
 
 def memory_reserved(device: object = None) -> int:
-    """Bytes the allocator holds from the driver (live tensors plus its cache)."""
-    return _allocator(device).reserved()
+    """Bytes the allocator holds from the driver (live tensors plus its cache); 0 before CUDA is used."""
+    return _allocator(device).reserved() if is_initialized() else 0
 
 
 def reset_peak_memory_stats(device: object = None) -> None:
     """Reset the peak statistics (``max_memory_allocated``) of ``device``."""
-    _allocator(device).reset_peak()
+    if is_initialized():
+        _allocator(device).reset_peak()
 
 
 def empty_cache() -> None:
-    """Return every cached, unused block to the driver."""
-    from genesis._impl.cuda import allocator
-
-    _runtime()
+    """Return every cached, unused block to the driver (nothing to do before CUDA is used, so a CPU-only machine
+    may call it too)."""
+    allocator = sys.modules.get("genesis._impl.cuda.allocator")
+    if allocator is None:
+        return
     for a in list(allocator._allocators.values()):
         a.empty_cache()
 
 
 def memory_stats(device: object = None) -> dict[str, int]:
-    """Counters of the caching allocator, including ``driver_alloc_calls``."""
-    return _allocator(device).stats()
+    """Counters of the caching allocator, including ``driver_alloc_calls``; empty before CUDA is used."""
+    return _allocator(device).stats() if is_initialized() else {}
 
 
 def memory_summary(device: object = None, abbreviated: bool = False) -> str:

@@ -1,8 +1,10 @@
 """``genesis.cuda.amp``: the older spelling of mixed precision on CUDA that many scripts still import
-(``from torch.cuda.amp import GradScaler, autocast``). Both are ``genesis.amp``'s, with "cuda" as the device type."""
+(``from torch.cuda.amp import GradScaler, autocast, custom_fwd, custom_bwd``). All are ``genesis.amp``'s, with
+"cuda" as the device type."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from genesis import amp, dtypes
@@ -23,4 +25,14 @@ class GradScaler(amp.GradScaler):
         super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
 
 
-__all__ = ["GradScaler", "autocast"]
+def custom_fwd(fwd: Callable | None = None, *, cast_inputs: Any = None) -> Callable:
+    """``genesis.amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)``."""
+    return amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd: Callable | None = None) -> Callable:
+    """``genesis.amp.custom_bwd(bwd, device_type="cuda")``."""
+    return amp.custom_bwd(bwd, device_type="cuda")
+
+
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]

@@ -3,11 +3,12 @@ unpooling, in 1, 2 and 3 dims, and fractional max pooling in 2 and 3 dims."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from genesis.nn import functional as F
 from genesis.nn.functional.conv import ntuple
 from genesis.nn.modules.module import Module
+from genesis.nn.modules.utils import _ntuple
 from genesis.tensor import Tensor
 
 
@@ -237,22 +238,17 @@ class _FractionalMaxPoolNd(Module):
                  _random_samples: Tensor | None = None) -> None:
         super().__init__()
         name, n = type(self).__name__, self._n
-        self.kernel_size = _ntuple(kernel_size, n)
+        self.kernel_size = _ntuple(n)(kernel_size)
         self.return_indices = return_indices
         self.register_buffer("_random_samples", _random_samples)
-        self.output_size = _ntuple(output_size, n) if output_size is not None else None
-        self.output_ratio = _ntuple(output_ratio, n) if output_ratio is not None else None
+        self.output_size = _ntuple(n)(output_size) if output_size is not None else None
+        self.output_ratio = _ntuple(n)(output_ratio) if output_ratio is not None else None
         if output_size is None and output_ratio is None:
             raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
         if output_size is not None and output_ratio is not None:
             raise ValueError("only one of output_size and output_ratio may be specified")
         if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
             raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
-
-
-def _ntuple(value: Any, n: int) -> tuple:
-    """``value`` repeated ``n`` times when it is a single number, else as a tuple (torch's ``_pair``/``_triple``)."""
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
 
 
 class FractionalMaxPool2d(_FractionalMaxPoolNd):
