@@ -8,14 +8,17 @@ from __future__ import annotations
 import runpy
 import textwrap
 import warnings
+from collections import namedtuple
 from typing import Any
 
 import pytest
 import torch
 import torch.func as tf
+import torch.utils._pytree as tp
 
 import genesis
 import genesis.func as gf
+import genesis.utils._pytree as gp
 from genesis import torch_compat
 from tests.helpers import DEVICE, assert_same, rand, to_genesis, to_torch
 
@@ -556,3 +559,24 @@ def test_torch_func_script_through_torch_compat(tmp_path) -> None:
     assert got["per_sample"].keys() == {"0.weight", "0.bias", "2.weight", "2.bias"}
     assert got["per_sample"]["0.weight"].shape == (5, 4, 3) and isinstance(got["jac"], genesis.Tensor)
     assert got["losses"] == pytest.approx(expected, rel=1e-10)
+
+
+def test_utils_pytree_matches_torch() -> None:
+    """``torch.utils._pytree``'s functions, registered container types included, as torch's."""
+    pair = namedtuple("pair", "a b")
+    tree = {"x": [1, (2, 3)], "y": pair(4, {"z": 5}), "w": None}
+
+    class Box:
+        def __init__(self, a: object, b: object) -> None:
+            self.a, self.b = a, b
+
+    results = []
+    for lib in (tp, gp):
+        leaves, spec = lib.tree_flatten(tree)
+        rebuilt = lib.tree_unflatten([v * 10 if v else v for v in leaves], spec)
+        lib.register_pytree_node(Box, lambda b: ([b.a, b.b], None), lambda children, context: Box(*children))
+        boxed = lib.tree_map(lambda v: v + 1, [Box(1, [2])])[0]
+        results.append((leaves, rebuilt, lib.tree_leaves(lib.tree_map_only(int, lambda v: -v, tree)),
+                        lib.tree_any(lambda v: v == 5, tree), lib.tree_all(lambda v: v is not None, tree),
+                        boxed.a, boxed.b, lib.tree_leaves(Box(3, (4, 5))), list(lib.tree_iter([6, {"k": 7}]))))
+    assert results[0] == results[1]

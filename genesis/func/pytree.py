@@ -44,9 +44,26 @@ def _is_namedtuple(tree: Any) -> bool:
     return isinstance(tree, tuple) and hasattr(type(tree), "_fields")
 
 
+#: Container types registered by ``register_pytree_node``: type -> (flatten, unflatten).
+_REGISTERED: dict[type, tuple[Callable, Callable]] = {}
+
+
+def register_pytree_node(cls: type, flatten_fn: Callable[[Any], tuple[list, Any]],
+                         unflatten_fn: Callable[[list, Any], Any], **kwargs: Any) -> None:
+    """Make ``cls`` a container: ``flatten_fn(obj) -> (children, context)``, ``unflatten_fn(children, context)``
+    rebuilds it (torch's ``torch.utils._pytree.register_pytree_node``; its serialization keywords are accepted)."""
+    if cls in _REGISTERED:
+        raise ValueError(f"{cls} is already registered as pytree node.")
+    _REGISTERED[cls] = (flatten_fn, unflatten_fn)
+
+
 def _node(tree: Any) -> tuple[type, Any, list] | None:
     """(type, context, children) of a container, None for a leaf."""
     kind = type(tree)
+    registered = _REGISTERED.get(kind)
+    if registered is not None:
+        children, context = registered[0](tree)
+        return kind, context, list(children)
     if kind in (tuple, list) or _is_namedtuple(tree):
         return kind, None, list(tree)
     if kind in (dict, OrderedDict):
@@ -58,6 +75,9 @@ def _node(tree: Any) -> tuple[type, Any, list] | None:
 
 def _rebuild(spec: TreeSpec, children: list) -> Any:
     kind = spec.kind
+    registered = _REGISTERED.get(kind)
+    if registered is not None:
+        return registered[1](children, spec.context)
     if kind in (tuple, list):
         return kind(children)
     if kind in (dict, OrderedDict):
