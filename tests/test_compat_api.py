@@ -381,6 +381,43 @@ def test_cuda_queries_that_cpu_programs_make() -> None:
         cuda.Stream()
 
 
+def test_cuda_seeding_rng_states_and_nvtx_ranges() -> None:
+    # Seeding is lazy (a CPU-only program may seed CUDA, as with torch); reading a state needs CUDA; every device's
+    # state round-trips; NVTX ranges label regions in Genesis's profiler.
+    cuda = genesis.cuda
+    cuda.manual_seed(7)
+    cuda.manual_seed_all(7)
+    assert isinstance(cuda.seed(), int)
+    cuda.seed_all()
+    if cuda.is_available():
+        states = cuda.get_rng_state_all()
+        assert len(states) == cuda.device_count() and states[0].dtype is genesis.uint8
+        cuda.manual_seed(11)
+        first = genesis.rand(4, device="cuda")
+        cuda.set_rng_state_all(states)
+        cuda.set_rng_state(states[0], "cuda")
+        cuda.manual_seed(11)
+        assert genesis.equal(genesis.rand(4, device="cuda"), first) and cuda.initial_seed() == 11
+        assert cuda.get_arch_list() == ["sm_{}{}".format(*cuda.get_device_capability())]
+    else:
+        assert cuda.get_rng_state_all() == torch.cuda.get_rng_state_all() == []
+        assert cuda.get_arch_list() == torch.cuda.get_arch_list() == [] and not cuda.is_tf32_supported()
+        for call in (cuda.get_rng_state, cuda.initial_seed, cuda.ipc_collect):
+            with pytest.raises(RuntimeError, match="CUDA is not available"):
+                call()
+    assert cuda.memory_cached() == cuda.memory_reserved()
+    cuda.reset_max_memory_allocated()
+    from genesis.cuda import nvtx
+
+    assert (nvtx.range_push("outer"), nvtx.range_push("inner"), nvtx.range_pop(), nvtx.range_pop(),
+            nvtx.range_pop()) == (0, 1, 1, 0, -1)
+    with genesis.profiler.profile() as prof:
+        with nvtx.range("step {}", 3):
+            genesis.ones(3, device=DEVICE) + 1
+        nvtx.mark("done")
+    assert {"step 3", "done"} <= {e.key for e in prof.key_averages()}
+
+
 def test_cuda_amp_spelling() -> None:
     from genesis.cuda.amp import GradScaler, autocast
 

@@ -249,6 +249,16 @@ def reset_peak_memory_stats(device: object = None) -> None:
         _allocator(device).reset_peak()
 
 
+def reset_max_memory_allocated(device: object = None) -> None:
+    """torch's older name of ``reset_peak_memory_stats``."""
+    reset_peak_memory_stats(device)
+
+
+def memory_cached(device: object = None) -> int:
+    """torch's older name of ``memory_reserved``."""
+    return memory_reserved(device)
+
+
 def empty_cache() -> None:
     """Return every cached, unused block to the driver (nothing to do before CUDA is used, so a CPU-only machine
     may call it too)."""
@@ -269,19 +279,84 @@ def memory_summary(device: object = None, abbreviated: bool = False) -> str:
     return _allocator(device).summary()
 
 
-def manual_seed(seed: int) -> None:
-    """Seed the default generator of the current CUDA device."""
+def _generator(device: object = None) -> object:
+    """The default generator of ``device`` (the current CUDA device by default; device 0 while CUDA is not
+    available: seeding is lazy, as torch's, so a CPU-only run may seed CUDA too)."""
     from genesis.random import default_generator
 
-    default_generator(f"cuda:{current_device()}").manual_seed(seed)
+    index = _index(device) if device is not None or is_available() else 0
+    return default_generator(f"cuda:{index}")
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the default generator of the current CUDA device."""
+    _generator().manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
     """Seed the random number generators of every CUDA device."""
-    from genesis.random import default_generator
-
     for i in range(device_count()):
-        default_generator(f"cuda:{i}").manual_seed(seed)
+        _generator(i).manual_seed(seed)
+
+
+def seed() -> int:
+    """Seed the current CUDA device's generator from the clock; returns the seed."""
+    return _generator().seed()
+
+
+def seed_all() -> None:
+    """Seed every CUDA device's generator from one clock-drawn seed."""
+    if device_count():
+        manual_seed_all(_generator(0).seed())
+
+
+def initial_seed() -> int:
+    """The seed of the current CUDA device's generator."""
+    _runtime()
+    return _generator().initial_seed()
+
+
+def get_rng_state(device: object = "cuda") -> object:
+    """The state of ``device``'s generator as a uint8 CPU tensor (its seed and offset, as torch's CUDA state)."""
+    _runtime()
+    return _generator(device).get_state()
+
+
+def set_rng_state(new_state: object, device: object = "cuda") -> None:
+    """Restore ``device``'s generator from ``get_rng_state``'s tensor (or torch's 16-byte CUDA state)."""
+    _runtime()
+    _generator(device).set_state(new_state)
+
+
+def get_rng_state_all() -> list:
+    """``get_rng_state`` of every CUDA device (an empty list without CUDA)."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states: list) -> None:
+    """``set_rng_state`` for every device, from ``get_rng_state_all``'s list."""
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
+
+
+def get_arch_list() -> list[str]:
+    """The GPU architectures Genesis's kernels run on here: Triton compiles them for the card at hand, so the
+    current card's (``["sm_90"]`` on an H100); empty without CUDA."""
+    if not is_available():
+        return []
+    major, minor = get_device_capability()
+    return [f"sm_{major}{minor}"]
+
+
+def is_tf32_supported() -> bool:
+    """Whether the current CUDA device has TF32 tensor cores (compute capability 8.0 or newer)."""
+    return is_available() and get_device_capability() >= (8, 0)
+
+
+def ipc_collect() -> None:
+    """torch frees memory shared with other processes here; Genesis shares no CUDA memory between processes, so
+    there is nothing to collect (it still starts CUDA, as torch's does)."""
+    _runtime()
 
 
 def set_allow_tf32(flag: bool) -> None:
