@@ -296,3 +296,23 @@ def test_fuse_linear_bn_eval_matches_torch() -> None:
     assert_same(fused_g.bias, fused_t.bias)
     with pytest.raises(AssertionError):
         genesis.nn.utils.fusion.fuse_linear_bn_eval(lin_g, genesis.nn.BatchNorm1d(3).to(DEVICE).eval())
+
+
+def test_skip_init_and_conv_weight_memory_format_as_torch() -> None:
+    # skip_init builds on the meta device and gives empty memory on the asked device; a module without a device
+    # argument is refused with torch's error. The conversion relays out every (transposed) convolution's weight.
+    for lib in (torch, genesis):
+        device = "cpu" if lib is torch else DEVICE
+        m = lib.nn.utils.skip_init(lib.nn.Linear, 3, 4, device=device, dtype=lib.float64)
+        assert tuple(m.weight.shape) == (4, 3) and m.weight.device.type == device.split(":")[0]
+        assert m.bias.dtype is lib.float64 and not m.weight.is_meta
+        with pytest.raises(RuntimeError, match="device' arg"):
+            lib.nn.utils.skip_init(lib.nn.ReLU)
+    layouts = []
+    for lib in (torch, genesis):
+        net = lib.nn.Sequential(lib.nn.Conv2d(3, 4, 3), lib.nn.Sequential(lib.nn.ConvTranspose2d(4, 2, 3)),
+                                lib.nn.Conv3d(2, 2, 1), lib.nn.Linear(2, 2))
+        assert lib.nn.utils.convert_conv2d_weight_memory_format(net, lib.channels_last) is net
+        lib.nn.utils.convert_conv3d_weight_memory_format(net, lib.channels_last_3d)
+        layouts.append([p.stride() for p in net.parameters()] + [net[0].weight.is_leaf])
+    assert layouts[0] == layouts[1]
