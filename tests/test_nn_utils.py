@@ -7,8 +7,10 @@ import math
 
 import pytest
 import torch
+import torch.utils.checkpoint as tc
 
 import genesis
+import genesis.utils.checkpoint as gc
 from genesis.nn.utils import (
     checkpoint,
     clip_grad_norm_,
@@ -316,3 +318,15 @@ def test_skip_init_and_conv_weight_memory_format_as_torch() -> None:
         lib.nn.utils.convert_conv3d_weight_memory_format(net, lib.channels_last_3d)
         layouts.append([p.stride() for p in net.parameters()] + [net[0].weight.is_leaf])
     assert layouts[0] == layouts[1]
+
+
+def test_checkpoint_detach_variable_as_torch() -> None:
+    outs = []
+    for lib, mod in ((torch, tc), (genesis, gc)):
+        x, y = lib.ones(2, requires_grad=True), lib.ones(2)
+        out = mod.detach_variable((x, y, 3))
+        outs.append([(type(o).__name__, getattr(o, "requires_grad", None), getattr(o, "grad_fn", None)) for o in out])
+        assert out[0] is not x and out[2] == 3
+        with pytest.raises(RuntimeError, match="Only tuple of tensors is supported. Got Unsupported input type: list"):
+            mod.detach_variable([x])
+    assert outs[0] == outs[1]

@@ -29,6 +29,21 @@ def noop_context_fn() -> tuple[contextlib.nullcontext, contextlib.nullcontext]:
     return contextlib.nullcontext(), contextlib.nullcontext()
 
 
+def detach_variable(inputs: tuple) -> tuple:
+    """``inputs`` with each tensor detached, keeping its ``requires_grad`` (other values pass as they are): the
+    leaves a reentrant checkpoint recomputes from, as torch's helper."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: {type(inputs).__name__}")
+    out = []
+    for value in inputs:
+        if isinstance(value, Tensor):
+            detached = value.detach()
+            detached.requires_grad = value.requires_grad
+            value = detached
+        out.append(value)
+    return tuple(out)
+
+
 class CheckpointError(RuntimeError):
     """The recomputation in backward differs from the checkpointed forward (torch's ``CheckpointError``)."""
 
