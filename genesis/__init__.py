@@ -55,13 +55,25 @@ from genesis.autograd import (
     set_grad_enabled,
 )
 from genesis.autograd import profiler as _autograd_profiler  # torch.autograd.profiler, above autograd
+from genesis.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from genesis.backends import (
     are_deterministic_algorithms_enabled,
     is_deterministic_algorithms_warn_only_enabled,
     use_deterministic_algorithms,
 )
 from genesis.backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision
-from genesis.device import device, get_default_device, get_num_threads, set_default_device, set_num_threads
+from genesis.device import (
+    device,
+    get_default_device,
+    get_num_interop_threads,
+    get_num_threads,
+    is_warn_always_enabled,
+    set_default_device,
+    set_flush_denormal,
+    set_num_interop_threads,
+    set_num_threads,
+    set_warn_always,
+)
 from genesis.dtypes import (
     bfloat16,
     complex64,
@@ -86,12 +98,16 @@ from genesis.memory_format import channels_last, channels_last_3d, contiguous_fo
 from genesis.nn.functional.distance import cosine_similarity, pairwise_distance
 from genesis.nn.functional.namespace_aliases import *  # noqa: F403 - torch's top-level spellings of nn ops
 from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops, from the op registry
+from genesis.ops.autocast import get_autocast_cpu_dtype, get_autocast_gpu_dtype, is_autocast_cpu_enabled
 from genesis.ops.out_args import with_out as _with_out
 from genesis.ops.sparse import layout, sparse_coo, sparse_csr, strided
+from genesis.ops.storage import TypedStorage, UntypedStorage
 from genesis.printing import set_printoptions
 from genesis.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
-from genesis.samplers import poisson
+from genesis.samplers import binomial, poisson
 from genesis.serialization import load, load_checkpoint, save, save_checkpoint
+from genesis.special import gammainc as igamma
+from genesis.special import gammaincc as igammac
 from genesis.tensor import Size, Tensor
 from genesis.tensor_types import (
     BFloat16Tensor,

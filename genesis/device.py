@@ -152,6 +152,39 @@ def get_num_threads() -> int:
     return cpu.backend.get_num_threads()
 
 
+def set_num_interop_threads(n: int) -> None:
+    """Use ``n`` threads for inter-op parallelism on the CPU (as ``torch.set_num_interop_threads``): RuntimeError
+    unless ``n`` is a positive integer, and once parallel work has started or the number was set before."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    cpu.backend.set_num_interop_threads(n)
+
+
+def get_num_interop_threads() -> int:
+    """The number of threads used for inter-op parallelism on the CPU (as ``torch.get_num_interop_threads``)."""
+    return cpu.backend.get_num_interop_threads()
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Flush denormal floating-point numbers to zero on the CPU (``mode=True``) or keep them (as
+    ``torch.set_flush_denormal``). Returns whether the processor supports it (SSE3 on x86); GPUs are unaffected."""
+    return cpu.backend.set_flush_denormal(bool(mode))
+
+
+_warn_always = [False]
+
+
+def set_warn_always(b: bool) -> None:
+    """Make warnings that Genesis gives once per process (as the deprecation of typed storages) warn every time
+    (as ``torch.set_warn_always``)."""
+    _warn_always[0] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    """Whether warnings given once per process warn every time (:func:`set_warn_always`)."""
+    return _warn_always[0]
+
+
 def to_device(d: str | device | int | None) -> device:
     """Normalize a device argument; None means the CPU."""
     if d is None:

@@ -27,6 +27,7 @@ EXCEPTIONS: dict[str, str] = {
     "logdet": _LINALG,
     "slogdet": _LINALG,
     "matrix_power": _LINALG,
+    "nuclear_norm": "one function serves torch's overloads nuclear_norm(input, keepdim) and (input, dim, keepdim)",
 }
 
 
@@ -93,6 +94,12 @@ DOCUMENTED: dict[str, list[str]] = {
     "lu": ["A", "pivot", "get_infos"],
     "chain_matmul": ["*"],
     "put": ["input", "index", "source", "accumulate"],
+    "as_strided_": ["input", "size", "stride", "storage_offset"],
+    "detach": ["input"],
+    "fill": ["input", "value"],
+    "frobenius_norm": ["input", "dim", "keepdim"],
+    "nuclear_norm": ["input", "keepdim"],
+    "unsafe_split_with_sizes": ["input", "split_sizes", "dim"],
 }
 
 

@@ -56,6 +56,11 @@ PRIMITIVES: dict[str, str] = {
     "cat": "(arrays, dim): new contiguous array: the arrays (at least one; one dtype and device; equal shapes except "
            "along dim) concatenated along dim",
     "data_ptr": "(x): address of the view's first element (host or device memory)",
+    "storage_nbytes": "(x): size in bytes of the memory block behind x's buffer, the one all views of it share "
+                      "(torch's untyped_storage().nbytes(): the bytes asked for, not the allocator's rounded block)",
+    "record_stream": "(x, stream): the memory behind x is in use by work queued on stream (a Stream of x's "
+                     "device): when its last view goes, the allocator must not hand the block out again before "
+                     "that work is done (torch's Tensor.record_stream); NotImplementedError on host backends",
     "reinterpret_buffer": "(x, dtype): x's buffer with its bytes read as elements of dtype, no copy, so that NDArray "
                           "offsets over it count dtype's elements from the buffer's start (torch's "
                           "Tensor.view(dtype); NDArray.view_dtype checks and computes the view's layout)",

@@ -25,20 +25,25 @@ def is_anomaly_check_nan_enabled() -> bool:
     return _check_nan
 
 
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off for the process (``torch.set_anomaly_enabled``; ``set_detect_anomaly`` is
+    its context manager)."""
+    global _enabled, _check_nan
+    _enabled, _check_nan = bool(enabled), bool(check_nan)
+
+
 class set_detect_anomaly:
     """Turn anomaly detection on or off (for the process, or for a ``with`` block as a context manager)."""
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
-        global _enabled, _check_nan
         self.previous = (_enabled, _check_nan)
-        _enabled, _check_nan = bool(mode), bool(check_nan)
+        set_anomaly_enabled(mode, check_nan)
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, *exc: object) -> None:
-        global _enabled, _check_nan
-        _enabled, _check_nan = self.previous
+        set_anomaly_enabled(*self.previous)
 
 
 class detect_anomaly:

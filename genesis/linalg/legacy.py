@@ -1,7 +1,7 @@
 """torch's older linear-algebra spellings, still common in scripts, over ``genesis.linalg``: ``svd`` (returning V, not
 Vh), ``qr(some=)``, ``cholesky(upper=)``, ``triangular_solve`` (returning the solution and a copy of A),
-``lu`` / ``lu_solve`` / ``lu_unpack`` (LAPACK's packed factors and 1-based int32 pivots) and ``chain_matmul``;
-``eig``, removed from torch, raises as torch's.
+``lu`` / ``lu_solve`` / ``lu_unpack`` (LAPACK's packed factors and 1-based int32 pivots), ``chain_matmul``,
+``frobenius_norm`` and ``nuclear_norm``; ``eig``, removed from torch, raises as torch's.
 
 They warn where torch warns (deprecated in favour of ``torch.linalg``) and differentiate through the ``genesis.linalg``
 composites they call, so they run on every device.
@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from genesis import dtypes
 from genesis import ops as F
+from genesis.linalg import matrix_norm, vector_norm
 from genesis.linalg.matrix_functions import multi_dot
 from genesis.linalg.solvers import _check_float, _check_square, _row_order, lu_factor_ex, solve_triangular
 from genesis.linalg.solvers import cholesky as _cholesky
@@ -231,3 +232,25 @@ def eig(self: Tensor, eigenvectors: bool = False) -> Any:
                        "tensors.\n\nL, _ = torch.eig(A) should be replaced with:\nL_complex = torch.linalg.eigvals(A)"
                        "\n\nand\n\nL, V = torch.eig(A, eigenvectors=True) should be replaced with:\nL_complex, "
                        "V_complex = torch.linalg.eig(A)")
+
+
+def frobenius_norm(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """The 2-norm of ``input`` over ``dim`` (at most two dims): deprecated in torch for ``linalg.vector_norm``."""
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) > 2:
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions instead.")
+    warnings.warn("frobenius_norm is deprecated and it is just left for JIT compatibility. It will be removed in a "
+                  "future PyTorch release. Please use `linalg.vector_norm(A, 2., dim, keepdim)` instead",
+                  UserWarning, stacklevel=2)
+    return vector_norm(input, 2, dims, keepdim)
+
+
+def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """The sum of the singular values of the matrices over ``dim`` (the last two dims by default): deprecated in torch
+    for ``linalg.matrix_norm(A, "nuc")``. ``nuclear_norm(input, keepdim)`` is accepted too, as torch's overload."""
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    warnings.warn("nuclear_norm is deprecated and it is just left for JIT compatibility. It will be removed in a "
+                  "future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead",
+                  UserWarning, stacklevel=2)
+    return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)

@@ -1,4 +1,5 @@
-"""``nn.Parameter``: a tensor that a Module registers as a learnable parameter when assigned as an attribute."""
+"""``nn.Parameter``: a tensor that a Module registers as a learnable parameter when assigned as an attribute;
+``nn.Buffer``; and the placeholders of the lazy layers, ``UninitializedParameter`` and ``UninitializedBuffer``."""
 
 from __future__ import annotations
 
@@ -67,4 +68,50 @@ class Buffer(Tensor):
         return buf
 
     def __init__(self, data: Tensor, *, persistent: bool = True) -> None:
+        pass
+
+
+class UninitializedTensorMixin:
+    """A placeholder without a shape yet (the lazy layers' parameters and buffers): :meth:`materialize` gives it one
+    and turns it into its ``cls_to_become``."""
+
+    cls_to_become: type
+
+    def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
+        """Give this placeholder the (uninitialized) values of ``shape``, on ``device`` in ``dtype`` (its own by
+        default), and make it a ``cls_to_become`` in place: the same object, so holders of it stay valid."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.data = empty(shape, device=self.device if device is None else device,
+                          dtype=self.dtype if dtype is None else dtype)
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A parameter whose shape is not known yet (``torch.nn.parameter.UninitializedParameter``): a lazy layer's until
+    its first call; :meth:`materialize` makes it a :class:`Parameter`."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> UninitializedParameter:
+        return super().__new__(cls, empty((0,), device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> None:
+        pass
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer whose shape is not known yet (``torch.nn.parameter.UninitializedBuffer``); :meth:`materialize` makes
+    it a plain Tensor."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None) -> UninitializedBuffer:
+        buf = cls._wrap(empty((0,), device=device, dtype=dtype).ndarray)
+        buf.requires_grad_(requires_grad)
+        return buf
+
+    def __init__(self, requires_grad: bool = False, device: Any = None, dtype: Any = None) -> None:
         pass

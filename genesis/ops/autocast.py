@@ -74,6 +74,29 @@ def get_autocast_dtype(device_type: str = "cuda") -> dtypes.dtype:
     return _state.active.get(device_type, _DEFAULT_DTYPE[device_type])
 
 
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"genesis.{old}() is deprecated. Please use genesis.{new} instead.", DeprecationWarning,
+                  stacklevel=3)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """Deprecated spelling of ``is_autocast_enabled("cpu")`` (as torch's, with its DeprecationWarning)."""
+    _deprecated("is_autocast_cpu_enabled", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype() -> dtypes.dtype:
+    """Deprecated spelling of ``get_autocast_dtype("cpu")`` (as torch's, with its DeprecationWarning)."""
+    _deprecated("get_autocast_cpu_dtype", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype() -> dtypes.dtype:
+    """Deprecated spelling of ``get_autocast_dtype("cuda")`` (as torch's, with its DeprecationWarning)."""
+    _deprecated("get_autocast_gpu_dtype", "get_autocast_dtype('cuda')")
+    return get_autocast_dtype("cuda")
+
+
 def is_autocast_cache_enabled() -> bool:
     """Whether autocast regions of this thread cache the casts of parameters (``torch.is_autocast_cache_enabled``)."""
     return _state.cache_enabled

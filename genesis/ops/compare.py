@@ -244,6 +244,18 @@ def nonzero(input: Tensor, as_tuple: bool = False) -> Any:
     return out
 
 
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """:func:`nonzero` with exactly ``size`` rows: the first ``size`` indices, padded with ``fill_value`` rows."""
+    if isinstance(size, builtins.bool) or not isinstance(size, int) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = nonzero(input)[:size]
+    if found.shape[0] == size:
+        return found
+    pad = Tensor._wrap(found.ndarray.backend.full((size - found.shape[0], input.ndim), fill_value, found.dtype,
+                                                  found.device))
+    return Tensor._wrap(found.ndarray.backend.cat([found.ndarray, pad.ndarray], 0))
+
+
 def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)
 

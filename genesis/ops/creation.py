@@ -69,6 +69,27 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = No
     return out.requires_grad_(True) if requires_grad else out
 
 
+def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype: Any = None, layout: Any = None,
+                   device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """An uninitialized tensor of ``size`` whose dims lie in memory in the order ``physical_layout`` (outermost
+    first): ``empty_permuted((N, C, H, W), (0, 2, 3, 1))`` is channels-last."""
+    size, order = tuple(builtins.int(n) for n in size), tuple(builtins.int(d) for d in physical_layout)
+    if len(order) != len(size):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; i.e. "
+                           f"len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}")
+    for i, d in enumerate(order):
+        if not 0 <= d < len(size):
+            raise RuntimeError(f"Dimension out of range (expected to be between 0 and {len(size) - 1}, but got {d} at "
+                               f"index {i}).  NB: negative dims not currently supported; file an issue if you want it.")
+    if len(set(order)) != len(order):
+        raise RuntimeError("Duplicate dim not allowed")
+    stride, step = [0] * len(size), 1
+    for d in reversed(order):
+        stride[d] = step
+        step *= builtins.max(size[d], 1)
+    return empty_strided(size, stride, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
 def new_empty_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], *, dtype: Any = None,
                       layout: Any = None, device: Any = None, pin_memory: bool = False,
                       requires_grad: bool = False) -> Tensor:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 import math
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 from genesis import dtypes
 from genesis.autograd import Primitive
@@ -16,7 +16,7 @@ from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor,
 from genesis.ops.arithmetic import maximum, minimum
 from genesis.ops.compare import nonzero, where
 from genesis.ops.indexing import IndexPut, _check_bounds, getitem, index_put
-from genesis.ops.views import movedim
+from genesis.ops.views import as_strided, movedim
 from genesis.tensor import Tensor
 
 
@@ -309,6 +309,19 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
     """A copy of ``input`` with ``src`` written into ``input[start:end:step]`` along ``dim``."""
     d = normalize_dim("slice_scatter", dim, input.ndim)
     return _scatter_into("slice_scatter", input, src, (slice(None),) * d + (slice(start, end, step),))
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
+                       storage_offset: int | None = None) -> Tensor:
+    """A contiguous copy of ``input`` with ``src`` written into the elements that ``as_strided(size, stride,
+    storage_offset)`` views (offset and strides count the copy's elements in row-major order)."""
+    out = input.contiguous().clone()
+    target = as_strided(out, size, stride, 0 if storage_offset is None else storage_offset)
+    if tuple(src.shape) != tuple(target.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(target.shape)}")
+    target.copy_(src)
+    return out
 
 
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:

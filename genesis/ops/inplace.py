@@ -259,6 +259,11 @@ def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
     return _reshape_inplace(self, "transpose_", lambda t: views.transpose(t, dim0, dim1))
 
 
+def as_strided_(input: Tensor, size: Any, stride: Any, storage_offset: int | None = None) -> Tensor:
+    """In-place as_strided: the tensor becomes the view of its memory with ``size`` and ``stride``."""
+    return _reshape_inplace(input, "as_strided_", lambda t: views.as_strided(t, size, stride, storage_offset))
+
+
 def t_(self: Tensor) -> Tensor:
     """In-place t."""
     return transpose_(self, 0, 1) if self.ndim == 2 else self
@@ -283,6 +288,11 @@ def fill_(self: Tensor, value: Any) -> Tensor:
     if is_grad_enabled() and (self.requires_grad or isinstance(value, Tensor)):
         return assign_inplace(self, _overwrite(self, value.to(self.dtype) if isinstance(value, Tensor) else value))
     return fill_from(self, value)
+
+
+def fill(input: Tensor, value: Any) -> Tensor:
+    """A copy of ``input`` filled with ``value`` (a number or a 0-d tensor, which receives the gradient)."""
+    return fill_(views.clone(input), value)
 
 
 def _overwrite(self: Tensor, value: Any) -> Tensor:

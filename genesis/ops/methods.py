@@ -1,16 +1,19 @@
 """Tensor methods that are not a ``genesis.*`` function of the same name: the ``*_as`` forms, ``where`` with the
 tensor first, ``split`` under its method parameter name, ``polygamma`` with the tensor first, the complex conversions,
-the operators that need a rule of their own, the transposing properties, and the legacy API of old scripts (``type``,
-``new``, ``resize_``, ``resize_as_``). Bound by the registry.
+the operators that need a rule of their own, the transposing properties, the device predicates of devices Genesis
+does not have, and the legacy API of old scripts (``type``, ``new``, ``resize_``, ``resize_as_``, ``resize``,
+``apply_``, ``map_``, ``map2_``). Bound by the registry.
 """
 
 from __future__ import annotations
 
 import builtins
+import warnings
 from typing import Any, Callable
 
 from genesis import dtypes
 from genesis import memory_format as _mf
+from genesis.autograd import no_grad
 from genesis.ndarray import NDArray
 from genesis.ops import compare, complex, join, math_special, reduce, views
 from genesis.tensor import Size, Tensor
@@ -62,6 +65,21 @@ def is_inference(input: Tensor) -> bool:
     """Whether the tensor was made inside an ``inference_mode`` block (or is a view or detached copy of such a
     tensor)."""
     return input._inference or (input._base is not None and input._base._inference)
+
+
+def never(input: Tensor) -> bool:
+    """False: the predicates of devices and layouts Genesis does not have (``is_mps``, ``is_quantized`` ...)."""
+    return False
+
+
+def detach(input: Tensor) -> Tensor:
+    """``input.detach()``: the same values, out of the graph (torch's function spelling)."""
+    return input.detach()
+
+
+def output_nr(input: Tensor) -> int:
+    """Which output of its ``grad_fn`` node this tensor is (0 for leaves and single-output ops)."""
+    return input._output_nr
 
 
 def polygamma(self: Tensor, n: int) -> Tensor:
@@ -182,3 +200,62 @@ def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None)
     if strides != nd.strides:
         self.ndarray = NDArray(nd.buffer, nd.shape, strides, nd.offset, nd.dtype, nd.device)
     return self
+
+
+def _sizes(sizes: tuple) -> tuple[int, ...]:
+    return tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
+
+
+def resize(self: Tensor, *sizes: Any) -> Tensor:
+    """This tensor reshaped to ``sizes`` (torch's deprecated out-of-place ``resize``: the number of elements must
+    stay the same; differentiable)."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    return _resize(self, _sizes(sizes))
+
+
+def resize_as(self: Tensor, the_template: Tensor) -> Tensor:
+    """``resize(the_template.shape)`` (torch's deprecated out-of-place ``resize_as``)."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _resize(self, tuple(the_template.shape))
+
+
+def _resize(self: Tensor, shape: tuple[int, ...]) -> Tensor:
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel != self.numel():
+        def text(s: tuple) -> str:
+            return "x".join(str(n) for n in s) if s else "[]"
+        raise RuntimeError(f"requested resize to {text(shape)} ({numel} elements in total), but the given tensor has "
+                           f"a size of {text(tuple(self.shape))} ({self.numel()} elements). autograd's resize can only "
+                           "change the shape of a given tensor, while preserving the number of elements. ")
+    return views.reshape(self, shape)
+
+
+def _map_in_place(self: Tensor, op: str, fn: Callable, *others: Tensor) -> Tensor:
+    """``self[i] = fn(self[i], others[i]...)`` element by element in Python (CPU tensors only, as torch's)."""
+    if self.device.type != "cpu":
+        raise RuntimeError(f"{op} is only implemented on CPU tensors")
+    if self._requires_grad:
+        raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use var.detach().{op}() instead.")
+    flat = views.reshape(self, (-1,)).tolist()
+    flat_others = [views.reshape(views.expand(o, self.shape), (-1,)).tolist() for o in others]
+    values = [fn(*args) for args in zip(flat, *flat_others)]
+    with no_grad():
+        self.copy_(Tensor(values, dtype=self.dtype).reshape(self.shape))
+    return self
+
+
+def apply_(self: Tensor, callable: Callable) -> Tensor:
+    """Replace each element ``x`` with ``callable(x)`` in place (CPU only, slow: one Python call per element)."""
+    return _map_in_place(self, "apply_", callable)
+
+
+def map_(self: Tensor, tensor: Tensor, callable: Callable) -> Tensor:
+    """``self[i] = callable(self[i], tensor[i])`` in place, ``tensor`` broadcast to this shape (CPU only)."""
+    return _map_in_place(self, "map_", callable, tensor)
+
+
+def map2_(self: Tensor, x: Tensor, y: Tensor, callable: Callable) -> Tensor:
+    """``self[i] = callable(self[i], x[i], y[i])`` in place, ``x`` and ``y`` broadcast to this shape (CPU only)."""
+    return _map_in_place(self, "map2_", callable, x, y)

@@ -56,6 +56,7 @@ from genesis.ops import (
     sparse_csr,
     spectral,
     statistics,
+    storage,
     unary,
     views,
     windows,
@@ -253,7 +254,7 @@ OPS: tuple[Op, ...] = (
     Op("concat", join.concat),
     Op("concatenate", join.concatenate),
     Op("inner", linalg.inner, method=True),
-    Op("ger", linalg.ger),
+    Op("ger", linalg.ger, method=True),
     Op("asin", math_special.asin, method=True, inplace=KERNEL, kernel="asin", autocast=(None, FP32)),
     Op("acos", math_special.acos, method=True, inplace=KERNEL, kernel="acos", autocast=(None, FP32)),
     Op("atan", math_special.atan, method=True, inplace=KERNEL, kernel="atan"),
@@ -536,6 +537,35 @@ OPS: tuple[Op, ...] = (
     Op("to_sparse_csr", sparse_csr.to_sparse_csr, function=False, method=True),
     Op("to_dense", sparse.to_dense, function=False, method=True),
     Op("_index_nd", indexing.index_tensor, function=False, method=True),  # x[indices] for NDArray indices (autograd)
+    Op("dense_dim", sparse.dense_dim, function=False, method=True),
+    Op("sparse_dim", sparse.sparse_dim, function=False, method=True),
+    Op("to_sparse_coo", sparse.to_sparse_coo, function=False, method=True),
+    *(Op(name, fn, function=False, method=True) for name, fn in sparse.SPARSE_ONLY.items()),
+    # ---------------------------------------------------------------- torch's other spellings and legacy forms
+    Op("unsafe_chunk", join.chunk, method=True),
+    Op("unsafe_split", join.split),
+    Op("unsafe_split", methods.split, function=False, method=True),
+    Op("unsafe_split_with_sizes", join.split_with_sizes, method=True),
+    Op("nonzero_static", compare.nonzero_static, method=True),
+    Op("as_strided_", inplace.as_strided_, method=True),
+    Op("as_strided_scatter", gather_scatter.as_strided_scatter, method=True),
+    Op("fill", inplace.fill),
+    Op("detach", methods.detach),
+    Op("prelu", unary.prelu, function=False, method=True),
+    Op("hardshrink", unary.hardshrink, function=False, method=True),
+    Op("frobenius_norm", legacy.frobenius_norm),
+    Op("nuclear_norm", legacy.nuclear_norm),
+    Op("empty_permuted", creation.empty_permuted),
+    Op("resize", methods.resize, function=False, method=True),
+    Op("resize_as", methods.resize_as, function=False, method=True),
+    Op("apply_", methods.apply_, function=False, method=True),
+    Op("map_", methods.map_, function=False, method=True),
+    Op("map2_", methods.map2_, function=False, method=True),
+    # ---------------------------------------------------------------- the memory behind tensors
+    Op("untyped_storage", storage.untyped_storage, function=False, method=True),
+    Op("storage", storage.storage, function=False, method=True),
+    Op("is_set_to", storage.is_set_to, function=False, method=True),
+    Op("record_stream", storage.record_stream, function=False, method=True),
 )
 
 #: Python operators: dunder -> the op it calls; reflected ones swap the operands.
@@ -564,7 +594,9 @@ OPERATORS: dict[str, Callable | str] = {
 PROPERTIES: dict[str, Callable] = {
     "T": methods.reversed_dims, "mT": methods.matrix_transpose, "H": methods.conj_reversed_dims,
     "mH": complex.adjoint, "real": complex.real, "imag": complex.imag, "layout": sparse.layout_of,
-    "is_sparse": sparse.is_sparse, "is_sparse_csr": sparse.is_sparse_csr,
+    "is_sparse": sparse.is_sparse, "is_sparse_csr": sparse.is_sparse_csr, "output_nr": methods.output_nr,
+    **dict.fromkeys(("is_mps", "is_xpu", "is_ipu", "is_maia", "is_mtia", "is_vulkan", "is_mkldnn", "is_quantized",
+                     "is_nested"), methods.never),
 }
 
 #: Autocast rules of the ``genesis.nn.functional`` ops (defined in the nn layer above; named here so the whole
@@ -692,9 +724,12 @@ def callables() -> dict[Op, Callable]:
 
 #: The in-place variants torch also offers as functions of its namespace (``genesis.relu_(x)`` is ``x.relu_()``);
 #: ``genesis/__init__.py`` binds them from the Tensor methods.
-INPLACE_FUNCTIONS = ("abs", "ceil", "clamp", "clip", "cos", "erf", "exp", "exp2", "expm1", "fill", "fix", "floor",
-                     "frac", "log", "log1p", "neg", "reciprocal", "relu", "round", "rsqrt", "sigmoid", "sin", "sinc",
-                     "sqrt", "square", "tanh", "trunc", "zero")
+INPLACE_FUNCTIONS = ("abs", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "asin",
+                     "asinh", "atan", "atanh", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "conj_physical",
+                     "cos", "cosh", "deg2rad", "detach", "erf", "erfc", "exp", "exp2", "expm1", "fill", "fix", "floor",
+                     "frac", "gcd", "i0", "lcm", "ldexp", "log", "log10", "log1p", "log2", "logit", "nan_to_num", "neg",
+                     "negative", "rad2deg", "reciprocal", "relu", "round", "rsqrt", "sigmoid", "sin", "sinc", "sinh",
+                     "sqrt", "square", "tan", "tanh", "trunc", "xlogy", "zero")
 
 
 def namespace() -> list[str]:

@@ -551,6 +551,35 @@ def layout_of(input: Tensor) -> layout:
     return input.layout if isinstance(input, SparseBase) else strided
 
 
+def dense_dim(input: Tensor) -> int:
+    """The number of dense dims: all of a strided tensor's (sparse tensors answer with their own method)."""
+    return input.ndim
+
+
+def sparse_dim(input: Tensor) -> int:
+    """The number of sparse dims: none for a strided tensor."""
+    return 0
+
+
+def to_sparse_coo(input: Tensor) -> SparseTensor:
+    """This tensor in the sparse COO layout (``to_sparse()``)."""
+    return input.to_sparse()
+
+
+def _needs_sparse(name: str, what: str) -> Callable[..., Any]:
+    def method(input: Tensor) -> Any:
+        raise RuntimeError(f"{name} expected sparse {what} layout but got Strided")
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"Sparse tensors only: a strided tensor raises RuntimeError, as torch's ``Tensor.{name}``."
+    return method
+
+
+#: The sparse-only methods that a strided tensor answers with torch's RuntimeError.
+SPARSE_ONLY = {name: _needs_sparse(name, "coordinate tensor") for name in ("is_coalesced", "indices", "coalesce")}
+SPARSE_ONLY["values"] = _needs_sparse("values", "tensor")
+
+
 def is_sparse_csr(input: Tensor) -> bool:
     """Whether ``input`` is a sparse CSR tensor (``Tensor.is_sparse_csr``)."""
     return layout_of(input) is sparse_csr

@@ -243,6 +243,21 @@ def leaky_relu(x: Tensor, negative_slope: float) -> Tensor:
     return where(x > 0, x, x * negative_slope)
 
 
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """Leaky ReLU with a learned slope per channel (dim 1) or a single one (``nn.functional.prelu``)."""
+    input, weight = autocast_args("prelu", input, weight)
+    if weight.numel() != 1:
+        shape = [1] * input.ndim
+        shape[1 if input.ndim > 1 else 0] = weight.numel()
+        weight = weight.reshape(shape)
+    return where(input > 0, input, input * weight)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, 0 elsewhere (``nn.functional.hardshrink``)."""
+    return where(abs(input) > lambd, input, 0.0)
+
+
 class Gelu(Unary):
     op, backward_op = "gelu", "gelu_backward"
 

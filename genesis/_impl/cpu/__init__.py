@@ -130,6 +130,15 @@ def data_ptr(x: NDArray) -> int:
     return native(x).data_ptr()
 
 
+def storage_nbytes(x: NDArray) -> int:
+    return x.buffer.untyped_storage().nbytes()
+
+
+def record_stream(x: NDArray, stream: object) -> None:
+    raise NotImplementedError("Could not run 'aten::record_stream' with arguments from the 'CPU' backend: "
+                              "record_stream is only implemented for CUDA tensors")
+
+
 def reinterpret_buffer(x: NDArray, dtype: dtypes.dtype) -> torch.Tensor:
     """An empty tensor of ``dtype`` over x's storage: ``native`` builds views of any part of the storage from it."""
     target = TORCH_DTYPE[dtype]
@@ -534,3 +543,18 @@ def set_num_threads(n: int) -> None:
 def get_num_threads() -> int:
     """Intra-op threads of torch's CPU kernels."""
     return torch.get_num_threads()
+
+
+def set_num_interop_threads(n: int) -> None:
+    """Inter-op threads of torch's CPU runtime (RuntimeError, torch's, once parallel work has started)."""
+    torch.set_num_interop_threads(n)
+
+
+def get_num_interop_threads() -> int:
+    """Inter-op threads of torch's CPU runtime."""
+    return torch.get_num_interop_threads()
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Flush denormal floats to zero in torch's CPU kernels; whether the processor supports it (SSE3 on x86)."""
+    return torch.set_flush_denormal(mode)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from genesis import amp, random
 from genesis import ops as T
+from genesis import random
 from genesis.autograd import is_grad_enabled
 from genesis.nn.functional._out import check_out
 from genesis.ops.unary import Silu
+from genesis.ops.unary import hardshrink as hardshrink  # computed in the op layer: also Tensor.hardshrink
 from genesis.ops.unary import leaky_relu as _leaky_relu
+from genesis.ops.unary import prelu as prelu  # computed in the op layer: also Tensor.prelu
 from genesis.tensor import Tensor, zeros
 
 
@@ -126,16 +128,6 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     return _apply(input, inplace, lambda x: T.where(x > threshold, x, value))
 
 
-def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """Leaky ReLU with a learned slope per channel (dim 1) or a single one."""
-    input, weight = amp.autocast_args("prelu", input, weight)
-    if weight.numel() != 1:
-        shape = [1] * input.ndim
-        shape[1 if input.ndim > 1 else 0] = weight.numel()
-        weight = weight.reshape(shape)
-    return T.where(input > 0, input, input * weight)
-
-
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``dim``."""
     if input.shape[dim] % 2:
@@ -206,11 +198,6 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
 
 
 # ------------------------------------------------------------------ shrinking, randomized and sampled activations
-
-
-def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``x`` where ``|x| > lambd``, 0 elsewhere."""
-    return T.where(T.abs(input) > lambd, input, 0.0)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:

@@ -1,8 +1,9 @@
 """Lazy layers: ``LazyLinear``, ``LazyConv1d/2d/3d``, ``LazyConvTranspose1d/2d/3d``, ``LazyBatchNorm1d/2d/3d``
 and ``LazyInstanceNorm1d/2d/3d`` infer their input size from the first input.
 
-Until then their parameters are empty placeholders (``has_uninitialized_params()``); the first call (or loading a
-state dict that holds the parameters) gives them their shapes in place, so optimizers built beforehand keep
+Until then their parameters and buffers are placeholders (``UninitializedParameter``, ``UninitializedBuffer``:
+``has_uninitialized_params()``); the first call (or loading a state dict that holds the parameters) gives them their
+shapes in place, so optimizers built beforehand keep
 holding the same Parameter objects, initializes them as the eager layer would, and turns the module into that
 layer (``cls_to_become``: ``Linear``, ``Conv1d``...).
 """
@@ -33,7 +34,7 @@ from genesis.nn.modules.normalization import (
     InstanceNorm3d,
     _NormBase,
 )
-from genesis.nn.parameter import Parameter
+from genesis.nn.parameter import UninitializedBuffer, UninitializedParameter, UninitializedTensorMixin
 from genesis.tensor import Tensor, empty
 
 
@@ -45,15 +46,13 @@ class _LazyMixin:
     _pending = False
 
     def _placeholders(self, parameters: Sequence[str], buffers: Sequence[str], device: Any, dtype: Any) -> None:
-        """Empty placeholders for the named parameters and buffers (already registered empty ones are kept)."""
+        """Placeholders in place of the named parameters and buffers that the eager layer registered."""
         self._lazy_names = (*parameters, *buffers)
         self._pending = True
         for name in parameters:
-            if getattr(self, name, None) is None:
-                setattr(self, name, Parameter(empty((0,), device=device, dtype=dtype)))
+            setattr(self, name, UninitializedParameter(device=device, dtype=dtype))
         for name in buffers:
-            if getattr(self, name, None) is None:
-                self.register_buffer(name, empty((0,), device=device, dtype=dtype))
+            self.register_buffer(name, UninitializedBuffer(device=device, dtype=dtype))
 
     def has_uninitialized_params(self) -> bool:
         """Whether the parameters still wait for their shapes."""
@@ -71,7 +70,10 @@ class _LazyMixin:
         with no_grad():
             for name, shape in self._shapes(size).items():
                 target = getattr(self, name)
-                target.data = empty(shape, device=target.device, dtype=target.dtype)
+                if isinstance(target, UninitializedTensorMixin):
+                    target.materialize(shape)
+                else:  # a placeholder buffer that Module.to replaced with a plain tensor
+                    target.data = empty(shape, device=target.device, dtype=target.dtype)
         self._lazy_names = ()
         self._pending = False
         self.__class__ = self.cls_to_become
