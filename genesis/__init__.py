@@ -31,6 +31,7 @@ from genesis import (
     profiler,
     random,
     serialization,
+    signal,
     sparse,
     special,
     testing,
@@ -150,7 +151,11 @@ def _inplace_function(name: str) -> object:
 
 globals().update({f"{name}_": _inplace_function(f"{name}_") for name in ops.registry.INPLACE_FUNCTIONS})
 # torch's out= keyword on the namespace's op functions (genesis.add(a, b, out=c)); genesis.ops keeps the plain ones.
-globals().update({name: _with_out(name, getattr(ops, name)) for name in ops.__all__})
+# One wrapper per function, so that aliases stay the same object (genesis.arcsin is genesis.asin).
+_out_wrappers: dict = {}
+globals().update({name: _out_wrappers.setdefault(getattr(ops, name), _with_out(name, getattr(ops, name)))
+                  for name in ops.__all__})
+del _out_wrappers
 
 bool = _dtypes.bool_  # torch names its dtype genesis.bool too
 float = float32

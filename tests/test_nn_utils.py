@@ -327,6 +327,8 @@ def test_checkpoint_detach_variable_as_torch() -> None:
         out = mod.detach_variable((x, y, 3))
         outs.append([(type(o).__name__, getattr(o, "requires_grad", None), getattr(o, "grad_fn", None)) for o in out])
         assert out[0] is not x and out[2] == 3
-        with pytest.raises(RuntimeError, match="Only tuple of tensors is supported. Got Unsupported input type: list"):
+        with pytest.raises(RuntimeError) as info:
             mod.detach_variable([x])
+        if lib is genesis:  # torch 2.13's message (older torch printed it as a tuple)
+            assert str(info.value) == "Only tuple of tensors is supported. Got Unsupported input type: list"
     assert outs[0] == outs[1]
