@@ -59,6 +59,35 @@ def test_window_errors(name: str) -> None:
     check_error(TypeError, lambda lib: getattr(lib, name)(4.0))
 
 
+SIGNAL_WINDOWS = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "hamming", "hann", "kaiser", "nuttall"]
+
+
+@pytest.mark.parametrize("name", SIGNAL_WINDOWS)
+@pytest.mark.parametrize("length", [0, 1, 2, 7, 16])
+@pytest.mark.parametrize("sym", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_signal_windows(name: str, length: int, sym: bool, dtype: torch.dtype) -> None:
+    # torch.signal.windows: SciPy's conventions, symmetric unless sym=False.
+    got = getattr(genesis.signal.windows, name)(length, sym=sym, dtype=G_DTYPE[dtype], device=DEVICE)
+    assert_same(got, getattr(torch.signal.windows, name)(length, sym=sym, dtype=dtype), rtol=2e-6, atol=1e-7)
+    assert got.device.type == DEVICE.split(":")[0]
+
+
+def test_signal_window_parameters_and_errors() -> None:
+    w = genesis.signal.windows
+    tw = torch.signal.windows
+    assert_same(w.gaussian(9, std=2.5, device=DEVICE), tw.gaussian(9, std=2.5))
+    assert_same(w.exponential(8, center=2.0, tau=3.0, sym=False, device=DEVICE),
+                tw.exponential(8, center=2.0, tau=3.0, sym=False))
+    assert_same(w.kaiser(9, beta=5.0, sym=False, device=DEVICE), tw.kaiser(9, beta=5.0, sym=False))
+    assert_same(w.general_cosine(8, a=[0.5, 0.3, 0.2], device=DEVICE), tw.general_cosine(8, a=[0.5, 0.3, 0.2]))
+    assert_same(w.general_hamming(8, alpha=0.6, device=DEVICE), tw.general_hamming(8, alpha=0.6))
+    check_error(ValueError, lambda lib: lib.signal.windows.hann(-1), match="non-negative window length, got M=-1")
+    check_error(ValueError, lambda lib: lib.signal.windows.hann(4, dtype=lib.float16), match="float32 or float64")
+    check_error(ValueError, lambda lib: lib.signal.windows.gaussian(4, std=0.0), match="got: 0.0")
+    check_error(ValueError, lambda lib: lib.signal.windows.exponential(4, center=1.0), match="Center must be None")
+
+
 # ------------------------------------------------------------------ range
 
 

@@ -124,6 +124,21 @@ def test_longer_float32_signal_stays_accurate() -> None:
     check(lambda lib, z: lib.fft.irfft(z, norm="ortho"), z, rtol=1e-4, atol=2e-5)
 
 
+def test_real_signal_bins_on_the_axes_are_exactly_real() -> None:
+    # Bin 0 and the Nyquist bin of a real signal have imaginary parts exactly 0 (angle() is 0 or pi, never -pi);
+    # a two-sided STFT's Nyquist row is exactly real too.
+    x = rand(3, 16, dtype=torch.float32, requires_grad=False)
+    for name in ("rfft", "fft"):
+        got = to_torch(getattr(genesis.fft, name)(to_genesis(x)))
+        want = getattr(torch.fft, name)(x)
+        assert torch.equal(got.imag[:, [0, 8]], torch.zeros(3, 2))
+        assert torch.equal(got.angle()[:, [0, 8]], want.angle()[:, [0, 8]])
+    window = torch.hann_window(16)
+    spec = to_torch(genesis.stft(to_genesis(x), 16, 4, window=to_genesis(window), center=False, onesided=False,
+                                 return_complex=True))
+    assert torch.equal(spec.imag[:, [0, 8]], torch.zeros(3, 2, spec.shape[-1]))
+
+
 def test_round_trips() -> None:
     x = to_genesis(rand(3, 10, requires_grad=False))
     assert_same(genesis.fft.irfft(genesis.fft.rfft(x), n=10), to_torch(x))

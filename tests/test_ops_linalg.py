@@ -88,6 +88,16 @@ def test_mm_bmm_mv_dot_outer():
           rand(3, 5, 4, seed=25))
 
 
+def test_inner_contracts_the_last_dims_of_any_ranks():
+    # Result shape is input.shape[:-1] + other.shape[:-1]; a 0-D operand scales the other.
+    check(lambda lib, a, b: lib.inner(a, b), rand(2, 3, 4, seed=30), rand(5, 4, seed=31))
+    check(lambda lib, a, b: a.inner(b), rand(4, seed=32), rand(2, 4, seed=33))
+    check(lambda lib, a, b: lib.inner(a, b), rand(seed=34), rand(2, 3, seed=35))
+    check_error(RuntimeError, lambda lib, a, b: lib.inner(a, b), rand(2, 3, seed=36), rand(4, 5, seed=37),
+                match=r"inner\(\) the last dimension must match on both input tensors but got shapes \[2, 3\] and "
+                      r"\[4, 5\]")
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_precision_blends_round_once(dtype):
     # torch adds beta * input and alpha * product in float32 and rounds once. On the CPU every form matches exactly

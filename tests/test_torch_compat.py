@@ -118,6 +118,16 @@ def test_lora_adapters_by_parametrization_and_wrapping() -> None:
     _compare("lora_adapters.py", [])
 
 
+def test_detection_box_ops_focal_loss_and_roi_align() -> None:
+    # IoU/GIoU by broadcasting, an argsort NMS loop, meshgrid anchors, focal and smooth L1 losses, RoI align
+    # through affine_grid/grid_sample, grid_sample's modes.
+    _compare("detection_box_ops.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+
+
+def test_ppo_with_gae_categorical_and_independent_normal() -> None:
+    _compare("ppo_gae.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+
+
 def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:
     script = tmp_path / "uses_fft.py"
     script.write_text(textwrap.dedent("""

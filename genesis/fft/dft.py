@@ -31,6 +31,7 @@ from collections import OrderedDict
 
 from genesis import dtypes
 from genesis.autograd import no_grad
+from genesis.ops.compare import where
 from genesis.ops.complex import view_as_complex, view_as_real
 from genesis.ops.join import stack
 from genesis.ops.linalg import Matmul
@@ -66,25 +67,31 @@ def bins(kind: str, n: int) -> int:
     return n // 2 + 1 if kind == "c2r" else n
 
 
-def _angles(rows: int, cols: int, n: int) -> Tensor:
-    """``2 pi (j k mod n) / n`` for j < rows, k < cols, float64 on the CPU (the product reduced exactly first)."""
+def _cos_sin(rows: int, cols: int, n: int) -> tuple[Tensor, Tensor]:
+    """``cos`` and ``sin`` of ``2 pi (j k mod n) / n`` for j < rows, k < cols, float64 on the CPU (the product reduced
+    exactly first). Angles on the axes (multiples of pi / 2) give exact 0 and +-1, as an FFT's twiddle factors do:
+    a real signal's bin 0 and Nyquist bin come out with imaginary parts exactly zero."""
     j = arange(rows, dtype=dtypes.int64).reshape(rows, 1)
     k = arange(cols, dtype=dtypes.int64).reshape(1, cols)
-    return ((j * k) % n).to(dtypes.float64) * (2 * math.pi / n)
+    m = (j * k) % n
+    a = m.to(dtypes.float64) * (2 * math.pi / n)
+    cos, sin = a.cos(), a.sin()
+    on_axis = (m * 4) % n == 0
+    return where(on_axis, cos.round(), cos), where(on_axis, sin.round(), sin)
 
 
 def _build(kind: str, rows: int, n: int, sign: int) -> Tensor:
     """The unscaled float64 matrix of one stage (see the module docstring for the layouts)."""
     if kind == "c2r":
-        a = _angles(rows, n, n)  # (bins k, samples j)
+        cos, sin = _cos_sin(rows, n, n)  # (bins k, samples j)
         real_w = [1.0 if k == 0 or 2 * k == n else 2.0 for k in range(rows)]
         imag_w = [0.0 if k == 0 or 2 * k == n else -2.0 * sign for k in range(rows)]
         real_w = tensor(real_w, dtype=dtypes.float64).reshape(rows, 1)
         imag_w = tensor(imag_w, dtype=dtypes.float64).reshape(rows, 1)
-        return stack([a.cos() * real_w, a.sin() * imag_w], 1).reshape(2 * rows, n)
+        return stack([cos * real_w, sin * imag_w], 1).reshape(2 * rows, n)
     cols = n // 2 + 1 if kind == "rfft" else n
-    a = _angles(rows, cols, n)
-    cos, sin = a.cos(), a.sin() * sign
+    cos, sin = _cos_sin(rows, cols, n)
+    sin = sin * sign
     if kind == "c2c":  # a real part a_j gives (a cos, a sin); an imaginary part b_j gives (-b sin, b cos)
         return stack([stack([cos, sin], -1), stack([-sin, cos], -1)], 1).reshape(2 * rows, 2 * cols)
     return stack([cos, sin], -1).reshape(rows, 2 * cols)

@@ -125,8 +125,16 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
 
 
 def inner(input: Tensor, other: Tensor) -> Tensor:
-    """Inner product of two 1-D tensors (as ``dot``)."""
-    return dot(input, other)
+    """Inner product over the last dim: ``out[i..., j...] = sum_k input[i..., k] * other[j..., k]`` (``dot`` for two
+    1-D tensors); a 0-D operand scales the other one."""
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input.shape)} and {list(other.shape)}")
+    if input.ndim == 1 and other.ndim == 1:
+        return dot(input, other)
+    return tensordot(input, other, dims=([-1], [-1]))
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
