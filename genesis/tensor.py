@@ -366,8 +366,8 @@ class Tensor:
         return self.to(dtypes.bool_)
 
     def numpy(self, force: bool = False) -> np.ndarray:
-        """The values as a numpy array (sharing memory on the CPU)."""
-        if self.requires_grad and not force:
+        """The values as a numpy array (sharing memory on the CPU); refused if it requires grad in grad mode."""
+        if self.requires_grad and _grad_state.enabled and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self.device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
@@ -390,7 +390,7 @@ class Tensor:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """``np.asarray(t)``: the CPU values (sharing memory when possible); like ``numpy()``, not for grad tensors."""
-        if self.requires_grad:
+        if self.requires_grad and _grad_state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         needs_copy = self.device.type != "cpu" or (dtype is not None and np.dtype(dtype) != dtypes.to_numpy(self.dtype))
         if copy is False and needs_copy:

@@ -365,6 +365,31 @@ def test_forward_ad_custom_functions_as_torch() -> None:
     np.testing.assert_allclose(results[0], results[1])
 
 
+def test_forward_ad_custom_jvp_uses_and_deletes_ctx_attributes() -> None:
+    # The forward-mode AD tutorial's Function keeps its result on ctx and deletes it in jvp.
+    results = []
+    for lib in LIBS:
+        fw = lib.autograd.forward_ad
+
+        class Exp(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.result = x.exp()
+                return ctx.result
+
+            @staticmethod
+            def jvp(ctx, t):
+                out = t * ctx.result
+                del ctx.result
+                ctx.used = True
+                return out
+
+        with fw.dual_level():
+            out = Exp.apply(fw.make_dual(_tensor(lib, np.array([0.0, 1.0])), _tensor(lib, np.array([1.0, 2.0]))))
+            results.append(_numpy(fw.unpack_dual(out).tangent))
+    np.testing.assert_allclose(results[0], results[1])
+
+
 def test_forward_ad_unsupported_cases_raise() -> None:
     fw = genesis.autograd.forward_ad
     x = genesis.randn(5, 2, 3, device=DEVICE)

@@ -246,6 +246,18 @@ def test_process_settings_as_torch() -> None:
     assert genesis.backends.mps.is_available() is False and genesis.backends.mps.is_built() is False
 
 
+def test_module_compile_in_place_keeps_the_module() -> None:
+    for lib in (torch, genesis):
+        model = lib.nn.Linear(2, 2)
+        assert model.compile(mode="reduce-overhead", fullgraph=True) is None  # in place, as torch's
+        assert list(model.state_dict()) == ["weight", "bias"]
+    x = genesis.ones(1, 2, device=DEVICE)
+    model = genesis.nn.Linear(2, 2).to(DEVICE)
+    expected = model(x)
+    model.compile(dynamic=True)
+    assert genesis.equal(model(x), expected)
+
+
 def test_compile_wraps_modules_as_torch_and_leaves_functions() -> None:
     """A module comes back in an OptimizedModule (torch's ``_orig_mod.`` state-dict keys, so checkpoints of compiled
     torch models load); functions come back unchanged; the compiler markers and dynamo settings are accepted."""

@@ -147,6 +147,21 @@ def test_profile_memory_cpu_counts_output_bytes() -> None:
     assert "CPU Mem" in prof.key_averages().table()
 
 
+def test_profile_memory_totals_include_nested_events_and_sort_by_self_memory() -> None:
+    # As torch's: a range's CPU Mem sums what the ops inside it allocated, its Self CPU Mem excludes them.
+    with profile(profile_memory=True) as prof:
+        with record_function("block"):
+            genesis.ones(10, 10, dtype=genesis.float32) + 1
+    block = next(e for e in prof.events() if e.name == "block")
+    add = next(e for e in prof.events() if e.name == "Add")
+    assert (add.cpu_memory_usage, add.self_cpu_memory_usage) == (400, 400)
+    assert block.cpu_memory_usage >= 400 and block.self_cpu_memory_usage == 0
+    table = prof.key_averages().table(sort_by="self_cpu_memory_usage", row_limit=10)
+    assert "Self CPU Mem" in table
+    rows = list(prof.key_averages())
+    assert all(hasattr(r, "self_cpu_memory_usage") for r in rows)
+
+
 def test_chrome_trace(tmp_path) -> None:
     with profile(record_shapes=True) as prof:
         with record_function("region"):

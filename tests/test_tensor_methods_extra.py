@@ -127,6 +127,18 @@ def test_inference_tensors_refuse_requires_grad_outside_inference_mode() -> None
         assert lib.ones(2).requires_grad_().requires_grad  # an ordinary tensor still may
 
 
+def test_inference_tensors_cannot_be_saved_for_backward() -> None:
+    for lib in (torch, genesis):
+        with lib.inference_mode():
+            made = lib.ones(2, device=DEVICE)
+        w = lib.ones(2, device=DEVICE, requires_grad=True)
+        with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+            made * w  # the product's backward needs the inference tensor
+        (made + w).sum().backward()  # a sum saves nothing: allowed
+        (made.clone() * w).sum().backward()  # the documented way around
+        assert w.grad.tolist() == [2.0, 2.0]
+
+
 # ------------------------------------------------------------------ share_memory_
 
 

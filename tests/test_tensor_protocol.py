@@ -276,6 +276,8 @@ def test_numpy_of_requires_grad_raises() -> None:
             np.asarray(x)
         assert x.detach().numpy().tolist() == [1.0]
         assert x.numpy(force=True).tolist() == [1.0]
+        with lib.no_grad():  # as in a custom Function's forward, which runs without grad mode
+            assert x.numpy().tolist() == [1.0] and np.asarray(x).tolist() == [1.0]
 
 
 @cpu_only

@@ -128,6 +128,16 @@ def test_ppo_with_gae_categorical_and_independent_normal() -> None:
     _compare("ppo_gae.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
 
 
+def test_neural_tangent_kernel_and_forward_mode_ad() -> None:
+    # A custom Function's jvp deletes what its forward kept on ctx.
+    _compare("ntk_forward_ad.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+
+
+def test_func_transforms_over_custom_functions_calling_numpy() -> None:
+    # forward runs without grad mode, so numpy() of an input that requires grad is allowed there, as in torch.
+    _compare("func_custom_functions.py", [])
+
+
 def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:
     script = tmp_path / "uses_fft.py"
     script.write_text(textwrap.dedent("""

@@ -169,13 +169,19 @@ def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
 
 class _JvpCtx:
     """The ctx a user's ``Function.jvp`` receives: the forward's ctx, whose ``saved_tensors`` are the tensors forward
-    passed to ``save_for_forward``."""
+    passed to ``save_for_forward``. Attributes set or deleted (``del ctx.result``) are the forward's ctx's."""
 
     def __init__(self, ctx: Any) -> None:
-        self._ctx = ctx
+        object.__setattr__(self, "_ctx", ctx)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ctx, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._ctx, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(self._ctx, name)
 
     @property
     def saved_tensors(self) -> tuple:

@@ -263,6 +263,11 @@ class BackwardCtx(Node):
                             break
             elif isinstance(value, Tensor):  # a Tensor holds itself; None and other values have no version
                 holder = value
+            if holder is not None and holder._inference:
+                raise RuntimeError(f"{self.name()}: Inference tensors cannot be saved for backward. Please do not use "
+                                   "Tensors created in inference mode in computation tracked by autograd. To work "
+                                   "around this, you can make a clone to get a normal tensor and use it in autograd, "
+                                   "or use `torch.no_grad()` instead of `torch.inference_mode()`.")
             versions.append((holder._version, holder._version[0]) if holder is not None else None)
             nrs.append(nr)
         self._saved_versions = tuple(versions)

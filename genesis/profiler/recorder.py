@@ -27,6 +27,7 @@ class FunctionEvent:
 
     __slots__ = ("id", "name", "thread", "depth", "parent", "start_ns", "end_ns", "input_shapes", "children_ns",
                  "cuda_us", "children_cuda_us", "cuda_start_us", "cpu_memory_usage", "cuda_memory_usage",
+                 "self_cpu_memory_usage", "self_cuda_memory_usage",
                  "synchronizations", "is_user_annotation", "_events", "_mem0", "_sync0")
 
     def __init__(self, id: int, name: str, thread: int, parent: FunctionEvent | None, input_shapes: list,
@@ -42,7 +43,9 @@ class FunctionEvent:
         self.children_ns = 0
         self.cuda_us = self.children_cuda_us = 0.0
         self.cuda_start_us: float | None = None  # device start, on the host clock (for the chrome trace)
+        # Memory in bytes: the totals include the events nested inside, the "self" amounts exclude them.
         self.cpu_memory_usage = self.cuda_memory_usage = 0
+        self.self_cpu_memory_usage = self.self_cuda_memory_usage = 0
         self.synchronizations = 0
         self._events: tuple | None = None
         self._mem0 = self._sync0 = 0
@@ -167,11 +170,15 @@ class Recorder:
             event.synchronizations = cuda.synchronization_count() - event._sync0
             if self.profile_memory:
                 event.cuda_memory_usage = cuda.memory_allocated() - event._mem0
+                event.self_cuda_memory_usage += event.cuda_memory_usage
         if self.profile_memory:
-            event.cpu_memory_usage = _cpu_bytes(out)
+            event.self_cpu_memory_usage = _cpu_bytes(out)
+            event.cpu_memory_usage += event.self_cpu_memory_usage  # the nested events' totals are already in
         self.stack.pop()
         if event.parent is not None:
             event.parent.children_ns += event.end_ns - event.start_ns
+            event.parent.cpu_memory_usage += event.cpu_memory_usage
+            event.parent.self_cuda_memory_usage -= event.cuda_memory_usage
 
     def _cuda_event(self) -> Any:
         """A timing event recorded on the current stream, or None while a CUDA graph is being captured."""

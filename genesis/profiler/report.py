@@ -1,8 +1,8 @@
 """Reading a profile: events averaged by name (``key_averages``), torch's table, and the Chrome trace.
 
 The table has torch's columns: Name, Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg, then the CUDA
-columns when device times were recorded, CPU Mem / CUDA Mem with ``profile_memory``, # of Calls, Syncs (host-device
-synchronizations inside the op, CUDA only) and Input Shapes when grouped by them.
+columns when device times were recorded, CPU Mem / Self CPU Mem (and CUDA's) with ``profile_memory``, # of Calls,
+Syncs (host-device synchronizations inside the op, CUDA only) and Input Shapes when grouped by them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ _SORT_KEYS = {
     "self_cpu_time_total": "self_cpu_time_total", "self_cuda_time_total": "self_cuda_time_total",
     "self_device_time_total": "self_cuda_time_total", "count": "count",
     "cpu_memory_usage": "cpu_memory_usage", "cuda_memory_usage": "cuda_memory_usage",
-    "device_memory_usage": "cuda_memory_usage", "synchronizations": "synchronizations",
+    "device_memory_usage": "cuda_memory_usage", "self_cpu_memory_usage": "self_cpu_memory_usage",
+    "self_cuda_memory_usage": "self_cuda_memory_usage", "self_device_memory_usage": "self_cuda_memory_usage",
+    "synchronizations": "synchronizations",
 }
 
 
@@ -34,15 +36,18 @@ class FunctionEventAvg:
         self.cpu_time_total = self.self_cpu_time_total = 0.0
         self.cuda_time_total = self.self_cuda_time_total = 0.0
         self.cpu_memory_usage = self.cuda_memory_usage = 0
+        self.self_cpu_memory_usage = self.self_cuda_memory_usage = 0
         self.synchronizations = 0
 
     def add(self, event: FunctionEvent, nested_in_same: bool) -> None:
         self.count += 1
         self.self_cpu_time_total += event.self_cpu_time_total
         self.self_cuda_time_total += event.self_cuda_time_total
-        self.cpu_memory_usage += event.cpu_memory_usage
-        self.cuda_memory_usage += event.cuda_memory_usage
-        if not nested_in_same:  # a recursive call is already inside its caller's total
+        self.self_cpu_memory_usage += event.self_cpu_memory_usage
+        self.self_cuda_memory_usage += event.self_cuda_memory_usage
+        if not nested_in_same:
+            self.cpu_memory_usage += event.cpu_memory_usage
+            self.cuda_memory_usage += event.cuda_memory_usage  # a recursive call is already inside its caller's total
             self.cpu_time_total += event.cpu_time_total
             self.cuda_time_total += event.cuda_time_total
             self.synchronizations += event.synchronizations
@@ -118,9 +123,11 @@ class EventList(list):
                 ("CUDA time avg", lambda r: _format_time(r.cuda_time)),
             ]
         if self.profile_memory:
-            columns += [("CPU Mem", lambda r: _format_bytes(r.cpu_memory_usage))]
+            columns += [("CPU Mem", lambda r: _format_bytes(r.cpu_memory_usage)),
+                        ("Self CPU Mem", lambda r: _format_bytes(r.self_cpu_memory_usage))]
             if self.use_cuda:
-                columns += [("CUDA Mem", lambda r: _format_bytes(r.cuda_memory_usage))]
+                columns += [("CUDA Mem", lambda r: _format_bytes(r.cuda_memory_usage)),
+                            ("Self CUDA Mem", lambda r: _format_bytes(r.self_cuda_memory_usage))]
         columns += [("# of Calls", lambda r: str(r.count))]
         if self.use_cuda:
             columns += [("Syncs", lambda r: str(r.synchronizations))]

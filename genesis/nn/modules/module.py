@@ -511,6 +511,10 @@ class Module(StateDictMixin):
         what Grad-CAM reads, is the same)."""
         return self.register_full_backward_hook(hook)
 
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """torch's in-place ``Module.compile(**compile_kwargs)``, for scripts that call it: Genesis runs eagerly, so
+        the module keeps running its ``forward`` as it is, with its hooks and unchanged state-dict keys."""
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
