@@ -49,6 +49,18 @@ def test_group_keys_match_torch(name: str) -> None:
     assert [set(g) for g in g_sd["param_groups"]] == [set(t) for t in t_sd["param_groups"]]
 
 
+@pytest.mark.parametrize("name", [n for n in ALL if n != "Adafactor"])
+def test_groups_print_as_torch(name: str) -> None:
+    """The default groups as a program prints them: torch's key order and torch's values, ``0`` (not ``0.0``) where
+    torch's defaults are integers."""
+    t_opt = getattr(torch.optim, name)([_params(torch)[0]])
+    g_opt = getattr(genesis.optim, name)([_params(genesis)[0]])
+    for t_group, g_group in ((t_opt.defaults, g_opt.defaults), (t_opt.state_dict()["param_groups"][0],
+                                                                  g_opt.state_dict()["param_groups"][0])):
+        assert list(g_group) == list(t_group)
+        assert repr(g_group) == repr(t_group)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_torch_state_dict_loads_and_resumes(name: str, tmp_path) -> None:
     """torch's state dict (through torch.save and genesis.load) loads; the groups keep torch's keys and the run goes

@@ -18,10 +18,10 @@ class Adadelta(Optimizer):
     validates_hyperparameters = True
 
     def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0, foreach: bool | None = None, *, maximize: bool = False,
+                 weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False) -> None:
-        defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
-                    "maximize": maximize, "capturable": capturable, "differentiable": differentiable}
+        defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
+                    "capturable": capturable, "foreach": foreach, "differentiable": differentiable}
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],

@@ -19,12 +19,12 @@ class Adagrad(Optimizer):
 
     accepts_sparse_grads = True
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
-                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, *, maximize: bool = False,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10, *, maximize: bool = False,
                  foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
-        defaults = {"lr": lr, "lr_decay": lr_decay, "weight_decay": weight_decay,
-                    "initial_accumulator_value": initial_accumulator_value, "eps": eps, "maximize": maximize,
-                    "foreach": foreach, "differentiable": differentiable, "fused": fused}
+        defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+                    "initial_accumulator_value": initial_accumulator_value, "foreach": foreach, "maximize": maximize,
+                    "differentiable": differentiable, "fused": fused}
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],

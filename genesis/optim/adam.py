@@ -38,14 +38,14 @@ class Adam(Optimizer):
     validates_hyperparameters = True
 
     def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
                  decoupled_weight_decay: bool = False, foreach: bool | None = None, fused: bool | None = None,
                  capturable: bool = False, differentiable: bool = False, master_weights: bool = False) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
-                    "maximize": maximize, "decoupled_weight_decay": decoupled_weight_decay,
-                    "foreach": foreach, "fused": fused, "capturable": capturable, "differentiable": differentiable,
+                    "maximize": maximize, "foreach": foreach, "capturable": capturable,
+                    "differentiable": differentiable, "fused": fused, "decoupled_weight_decay": decoupled_weight_decay,
                     "master_weights": master_weights}
         super().__init__(params, defaults)
 

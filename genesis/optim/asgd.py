@@ -24,11 +24,11 @@ class ASGD(Optimizer):
     host_scalars = ("eta", "mu")
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
-                 t0: float = 1e6, weight_decay: float = 0.0, foreach: bool | None = None,
+                 t0: float = 1e6, weight_decay: float = 0, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
         defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay,
-                    "foreach": foreach, "maximize": maximize, "capturable": capturable,
-                    "differentiable": differentiable}
+                    "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
+                    "capturable": capturable}
         super().__init__(params, defaults)
 
     def _step_placement(self, p: Tensor, group: dict[str, Any]) -> tuple[dtypes.dtype, Any]:

@@ -42,12 +42,12 @@ class NAdam(_AdamMoments):
     host_scalars = ("mu_product",)
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, momentum_decay: float = 4e-3,
+                 eps: float = 1e-8, weight_decay: float = 0, momentum_decay: float = 4e-3,
                  decoupled_weight_decay: bool = False, *, foreach: bool | None = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False) -> None:
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "momentum_decay": momentum_decay, "decoupled_weight_decay": decoupled_weight_decay,
-                    "foreach": foreach, "maximize": maximize, "capturable": capturable,
+                    "maximize": maximize, "foreach": foreach, "capturable": capturable,
                     "differentiable": differentiable}
         super().__init__(params, defaults)
 
@@ -75,12 +75,12 @@ class RAdam(_AdamMoments):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
+                 eps: float = 1e-8, weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
-                    "decoupled_weight_decay": decoupled_weight_decay, "foreach": foreach, "maximize": maximize,
-                    "capturable": capturable, "differentiable": differentiable}
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
+                    "foreach": foreach, "capturable": capturable, "decoupled_weight_decay": decoupled_weight_decay,
+                    "differentiable": differentiable}
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],

@@ -19,11 +19,11 @@ class RMSprop(Optimizer):
     validates_hyperparameters = True
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, *,
                  maximize: bool = False, foreach: bool | None = None, capturable: bool = False,
                  differentiable: bool = False) -> None:
-        defaults = {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay, "momentum": momentum,
-                    "centered": centered, "maximize": maximize, "foreach": foreach, "capturable": capturable,
+        defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
+                    "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable}
         super().__init__(params, defaults)
 

@@ -24,9 +24,8 @@ class Rprop(Optimizer):
                  differentiable: bool = False) -> None:
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
-        defaults = {"lr": lr, "etas": tuple(etas), "step_sizes": tuple(step_sizes),
-                    "foreach": foreach, "maximize": maximize, "capturable": capturable,
-                    "differentiable": differentiable}
+        defaults = {"lr": lr, "etas": tuple(etas), "step_sizes": tuple(step_sizes), "foreach": foreach,
+                    "maximize": maximize, "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],

@@ -27,14 +27,14 @@ class SGD(Optimizer):
 
     counts_steps = False  # torch's SGD keeps no step count
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: bool | None = None, fused: bool | None = None, differentiable: bool = False) -> None:
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
-                    "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "fused": fused,
-                    "differentiable": differentiable}
+                    "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "differentiable": differentiable,
+                    "fused": fused}
         super().__init__(params, defaults)
 
     def _fused_step(self, group: dict[str, Any], params: list[Tensor]) -> list[Tensor]:
