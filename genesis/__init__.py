@@ -30,6 +30,7 @@ from genesis import (
     optim,
     profiler,
     random,
+    return_types,
     serialization,
     signal,
     sparse,

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("genesis.autograd",),
     ("genesis.tensor", "genesis.tensor_data", "genesis.printing"),
     ("genesis.ops", "genesis.tensor_methods", "genesis.random", "genesis.linalg", "genesis.special",
-     "genesis.tensor_types", "genesis.sparse", "genesis.fft", "genesis.signal"),
+     "genesis.tensor_types", "genesis.sparse", "genesis.fft", "genesis.signal", "genesis.return_types"),
     ("genesis.nn", "genesis.optim", "genesis.amp", "genesis.cuda", "genesis.cpu", "genesis.serialization",
      "genesis.safetensors_io", "genesis.compiler", "genesis._dynamo",
      "genesis.utils", "genesis.profiler", "genesis.distributed", "genesis.accelerator", "genesis.jit", "genesis.func",

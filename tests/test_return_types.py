@@ -52,3 +52,14 @@ def test_plain_tuple_results_stay_plain(name: str) -> None:
     x = rand(3, 4, seed=8)
     assert type(PLAIN[name](torch, x)) is tuple
     assert type(PLAIN[name](genesis, to_genesis(x))) is tuple
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n not in ("aminmax", "histogram", "slogdet")])
+def test_values_indices_results_are_named_and_print_as_torch(name: str) -> None:
+    """Each op's (values, indices) result has its own type, named as torch's (``genesis.return_types.max``) and
+    printed as torch's structseq: ``torch.return_types.max(\\nvalues=...,\\nindices=...)``."""
+    x = rand(3, 4, seed=9, requires_grad=False)
+    t, g = CASES[name](torch, x), CASES[name](genesis, to_genesis(x))
+    assert type(g).__name__ == type(t).__name__ and type(g).__module__ == "genesis.return_types"
+    assert isinstance(g, getattr(genesis.return_types, name))
+    assert repr(g).replace("genesis.", "torch.") == repr(t)

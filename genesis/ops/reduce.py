@@ -296,10 +296,27 @@ def _extremum_dims(op: str, input: Tensor, dim: Any) -> tuple[int, ...]:
 
 
 class ValuesIndices(NamedTuple):
-    """(values, indices), as torch.return_types of max, min, sort, topk, kthvalue, median, mode, cummax..."""
+    """(values, indices), as torch.return_types of max, min, sort, topk, kthvalue, median, mode, cummax...: each op
+    returns its own subclass (:data:`RESULT_TYPES`), named and printed as torch's (``genesis.return_types.max``)."""
 
     values: Tensor
     indices: Tensor
+
+    def __repr__(self) -> str:
+        return f"{type(self).__module__}.{type(self).__name__}(\nvalues={self.values!r},\nindices={self.indices!r})"
+
+
+#: The result type of each op returning (values, indices), by op name (``genesis.return_types``).
+RESULT_TYPES: dict[str, type[ValuesIndices]] = {
+    op: type(op, (ValuesIndices,), {"__slots__": (), "__module__": "genesis.return_types",
+                                    "__doc__": f"The (values, indices) result of ``{op}``."})
+    for op in ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin")
+}
+
+
+def values_indices(op: str, values: Tensor, indices: Tensor) -> ValuesIndices:
+    """``(values, indices)`` as ``op``'s result type."""
+    return RESULT_TYPES[op](values, indices)
 
 
 def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
@@ -312,7 +329,7 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
         return (MaxAll if op == "max" else MinAll).apply(input, tuple(range(input.ndim)), False,
                                                          "amax" if op == "max" else "amin")
     d = normalize_dim(op, dim, input.ndim)
-    return ValuesIndices(*(Max if op == "max" else Min).apply(input, d, keepdim, op))
+    return values_indices(op, *(Max if op == "max" else Min).apply(input, d, keepdim, op))
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:

@@ -15,7 +15,7 @@ from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import isinf, isnan, where
 from genesis.ops.gather_scatter import gather
 from genesis.ops.join import cat
-from genesis.ops.reduce import ValuesIndices, sum
+from genesis.ops.reduce import ValuesIndices, sum, values_indices
 from genesis.ops.unary import exp, log
 from genesis.ops.views import narrow
 from genesis.tensor import Tensor
@@ -94,7 +94,7 @@ def _cum_extremum(op: str, input: Tensor, dim: int) -> ValuesIndices:
     if input.ndim == 0:
         if dim not in (-1, 0):
             raise IndexError(f"{op}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
-        return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
+        return values_indices(op, input.clone(), _zeros((), dtypes.int64, input))
     d = normalize_dim(op, dim, input.ndim)
     x = input.detach()
     running = _scan(x, d, maximum if op == "cummax" else minimum)
@@ -104,7 +104,7 @@ def _cum_extremum(op: str, input: Tensor, dim: int) -> ValuesIndices:
     if x.dtype.is_floating_point:
         hit = hit | isnan(x)
     indices = _scan(where(hit, positions, 0), d, maximum)
-    return ValuesIndices(gather(input, d, indices), indices)
+    return values_indices(op, gather(input, d, indices), indices)
 
 
 def cummax(input: Tensor, dim: int) -> ValuesIndices:

@@ -15,7 +15,7 @@ from genesis.ops._args import _check_range, _full, _zeros, arange_like, ones_lik
 from genesis.ops.compare import isnan, where
 from genesis.ops.gather_scatter import gather, zeros_scatter
 from genesis.ops.join import cat
-from genesis.ops.reduce import ValuesIndices
+from genesis.ops.reduce import ValuesIndices, values_indices
 from genesis.ops.views import movedim, narrow, select
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
@@ -45,7 +45,7 @@ class Sort(Primitive):
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
     """Sorted values along ``dim`` and their original indices (``stable`` keeps equal elements in order)."""
     d = normalize_dim("sort", dim, input.ndim)
-    return ValuesIndices(*Sort.apply(input, d, descending, stable))
+    return values_indices("sort", *Sort.apply(input, d, descending, stable))
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
@@ -69,7 +69,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     values, indices = sort(input, d, descending=largest, stable=True)
     if input.ndim:  # fresh contiguous tensors, as torch's: a caller may view() them
         values, indices = narrow(values, d, 0, k).contiguous(), narrow(indices, d, 0, k).contiguous()
-    return ValuesIndices(values, indices)
+    return values_indices("topk", values, indices)
 
 
 def _check_not_bool(op: str, input: Tensor) -> None:
@@ -89,7 +89,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Val
         raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {d} of size {size}")
     values, indices = sort(input, d, stable=True)
     v, i = select(values, d, k - 1).contiguous(), select(indices, d, k - 1).contiguous()
-    return ValuesIndices(v.unsqueeze(d), i.unsqueeze(d)) if keepdim else ValuesIndices(v, i)
+    return values_indices("kthvalue", v.unsqueeze(d), i.unsqueeze(d)) if keepdim else values_indices("kthvalue", v, i)
 
 
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
@@ -119,14 +119,16 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     if input.ndim and input.shape[d] == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     if input.ndim == 0:
-        return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
+        return values_indices("median", input.clone(), _zeros((), dtypes.int64, input))
     result = kthvalue(input, (input.shape[d] - 1) // 2 + 1, d, keepdim=True)
     if floating:
         nans = isnan(input.detach())
         first_nan = nans.to(dtypes.int8).argmax(d, keepdim=True)  # argmax takes the first maximum
         index = where(nans.any(d, keepdim=True), first_nan, result.indices)
-        result = ValuesIndices(gather(input, d, index), index)
-    return result if keepdim else ValuesIndices(result.values.squeeze(d), result.indices.squeeze(d))
+        result = values_indices("median", gather(input, d, index), index)
+    if keepdim:
+        return values_indices("median", *result)
+    return values_indices("median", result.values.squeeze(d), result.indices.squeeze(d))
 
 
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,

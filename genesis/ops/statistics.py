@@ -17,7 +17,7 @@ from genesis.ops.gather_scatter import gather, index_add
 from genesis.ops.join import stack
 from genesis.ops.linalg import matmul
 from genesis.ops.matrices import diag
-from genesis.ops.reduce import ValuesIndices, amax, mean, sum
+from genesis.ops.reduce import ValuesIndices, amax, mean, sum, values_indices
 from genesis.ops.sorting import searchsorted, sort
 from genesis.ops.unary import floor, sqrt
 from genesis.ops.views import movedim
@@ -40,7 +40,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
         return value + where(ties, flat - value, 0.0).sum() / ties.sum()
     d = normalize_dim("nanmedian", dim, input.ndim)
     if input.ndim == 0:
-        return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
+        return values_indices("nanmedian", input.clone(), _zeros((), dtypes.int64, input))
     if input.shape[d] == 0:
         raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
     values, order = sort(input, d, stable=True)  # NaN sorts last
@@ -51,13 +51,13 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
         valid = _full(reduced, input.shape[d], dtypes.int64, input)
     k = (valid - 1).clamp(min=0) // 2  # the lower median among the valid (sorted-first) elements
     out, idx = gather(values, d, k), gather(order, d, k)
-    return ValuesIndices(out, idx) if keepdim else ValuesIndices(out.squeeze(d), idx.squeeze(d))
+    return values_indices("nanmedian", *((out, idx) if keepdim else (out.squeeze(d), idx.squeeze(d))))
 
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """Most frequent value along ``dim`` (the smallest among equally frequent ones) and its last index."""
     if input.ndim == 0:
-        return ValuesIndices(input.clone(), _zeros((), dtypes.int64, input))
+        return values_indices("mode", input.clone(), _zeros((), dtypes.int64, input))
     d = normalize_dim("mode", dim, input.ndim)
     if input.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
@@ -70,7 +70,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     index = amax(where(x == value, positions, -1), -1, keepdim=True)
     index = movedim(index, -1, d)
     out = gather(input, d, index)
-    return ValuesIndices(out, index) if keepdim else ValuesIndices(out.squeeze(d), index.squeeze(d))
+    return values_indices("mode", *((out, index) if keepdim else (out.squeeze(d), index.squeeze(d))))
 
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
