@@ -178,6 +178,13 @@ def is_floating_point(t: Tensor) -> _builtins.bool:
     return t.dtype.is_floating_point
 
 
+def _assert(condition: object, message: str) -> None:
+    """torch's ``_assert``: a traceable ``assert`` that models call in ``forward`` (``condition`` may be a bool or a
+    one-element tensor); raises ``AssertionError(message)`` when it is false."""
+    if not condition:
+        raise AssertionError(message)
+
+
 def numel(t: Tensor) -> _builtins.int:
     return t.numel()
 

@@ -309,6 +309,16 @@ def test_iinfo_typename_and_inplace_functions() -> None:
         assert_same(g, r)
 
 
+def test_assert_raises_assertion_error_as_torch() -> None:
+    for cond in (True, 1, genesis.tensor(True, device=DEVICE)):
+        genesis._assert(cond, "unused")
+    for cond, t_cond in ((False, False), (genesis.tensor(0.0, device=DEVICE), torch.tensor(0.0))):
+        with pytest.raises(AssertionError, match="height 7 != 16"):
+            torch._assert(t_cond, "height 7 != 16")
+        with pytest.raises(AssertionError, match="height 7 != 16"):
+            genesis._assert(cond, "height 7 != 16")
+
+
 def test_set_printoptions_as_torch() -> None:
     t = torch.tensor([1.123456, 2.5, -3.0])
     g = to_genesis(t, device="cpu")

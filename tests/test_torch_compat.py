@@ -138,6 +138,16 @@ def test_func_transforms_over_custom_functions_calling_numpy() -> None:
     _compare("func_custom_functions.py", [])
 
 
+def test_vit_in_timm_idioms_with_torch_assert() -> None:
+    losses = _compare("vit_timm_layers.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+    assert losses[4] < losses[2]
+
+
+def test_mamba_selective_scan_sequential_and_parallel() -> None:
+    losses = _compare("selective_scan.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+    assert all(losses[i] for i in (0, 3, 6, 9))
+
+
 def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:
     script = tmp_path / "uses_fft.py"
     script.write_text(textwrap.dedent("""
