@@ -24,6 +24,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import os
+import re
 import runpy
 import sys
 from collections.abc import Sequence
@@ -83,12 +84,55 @@ class TorchAlias(ModuleType):
 _ALIASES: dict[str, TorchAlias] = {}
 
 
+#: The torch release whose API Genesis follows (its test oracle): what a redirected script reads as
+#: ``torch.__version__``, so its version checks (``>= "2.0"``, ``packaging.version.parse``) take torch 2's branches.
+TORCH_API_VERSION = "2.13.0"
+
+
+class TorchVersion(str):
+    """A version string that also compares by release numbers with strings and tuples, as torch's
+    ``torch.__version__`` does (``torch.__version__ >= (2, 0)``, ``>= "2.10"``); equality stays the string's."""
+
+    @staticmethod
+    def _release(version: object) -> tuple[tuple[int, ...], bool]:
+        """(release numbers, whether a local label follows): ``"2.13.0+cpu"`` -> ((2, 13, 0), True)."""
+        if isinstance(version, tuple):
+            return tuple(int(v) for v in version), False
+        release, plus, _ = str(version).partition("+")
+        return tuple(int(re.match(r"\d*", part).group() or 0) for part in release.split(".")), bool(plus)
+
+    def _compare(self, other: object) -> int:
+        (a, a_local), (b, b_local) = self._release(self), self._release(other)
+        width = max(len(a), len(b))
+        # A local label sorts after its plain release, as in Python's version ordering.
+        a, b = a + (0,) * (width - len(a)) + (a_local,), b + (0,) * (width - len(b)) + (b_local,)
+        return (a > b) - (a < b)
+
+    def __lt__(self, other: object) -> bool:
+        return self._compare(other) < 0
+
+    def __le__(self, other: object) -> bool:
+        return self._compare(other) <= 0
+
+    def __gt__(self, other: object) -> bool:
+        return self._compare(other) > 0
+
+    def __ge__(self, other: object) -> bool:
+        return self._compare(other) >= 0
+
+    __hash__ = str.__hash__
+
+
 def alias(genesis_name: str) -> TorchAlias:
     """The alias module for a Genesis module name (``genesis.nn`` -> the module seen as ``torch.nn``)."""
     found = _ALIASES.get(genesis_name)
     if found is None:
         torch_name = "torch" + genesis_name[len(_FRAMEWORK):]
         found = _ALIASES[genesis_name] = TorchAlias(torch_name, importlib.import_module(genesis_name))
+        if genesis_name in (_FRAMEWORK, _FRAMEWORK + ".version"):
+            # torch's API version, with Genesis's own as the local label: "2.13.0+genesis.0.1.0"
+            genesis_version = importlib.import_module(_FRAMEWORK + ".version").__version__
+            found.__dict__["__version__"] = TorchVersion(f"{TORCH_API_VERSION}+genesis.{genesis_version}")
     return found
 
 

@@ -5,12 +5,14 @@ reported with the script's file and line."""
 from __future__ import annotations
 
 import json
+import operator
 import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from torch.torch_version import TorchVersion as TorchsVersion
 
 import genesis
 from genesis import torch_compat
@@ -264,3 +266,17 @@ def test_command_line(tmp_path) -> None:
     missing = subprocess.run([sys.executable, "-m", "genesis.torch_compat", str(tmp_path / "nope.py")], env=env,
                              capture_output=True, text=True)
     assert missing.returncode != 0 and "no such script" in missing.stderr
+
+
+def test_torch_version_reads_as_the_torch_release_genesis_follows(tmp_path) -> None:
+    """A script's ``torch.__version__`` is the torch release whose API Genesis follows, with Genesis's version as
+    the local label, and compares with strings and tuples as torch's own ``TorchVersion`` does."""
+    script = tmp_path / "version_check.py"
+    script.write_text('import torch\nv = torch.__version__\n'
+                      'losses = [v, v >= "2.0", v >= (2, 0), torch.version.__version__ == v, isinstance(v, str)]\n')
+    expected = f"{torch_compat.TORCH_API_VERSION}+genesis.{genesis.__version__}"
+    assert torch_compat.run(str(script), [])["losses"] == [expected, True, True, True, True]
+    for a in (expected, "2.11.0", "2.1.0+cu118", "2.13.0"):
+        for b in ("1.10", "2.13", "2.13.0", (2, 0), (2, 13), (3,), "2.11.0+cpu", "2.13.0+genesis.0.1.0"):
+            for op in (operator.lt, operator.le, operator.gt, operator.ge):
+                assert op(torch_compat.TorchVersion(a), b) == op(TorchsVersion(a), b), (a, b, op)
