@@ -26,6 +26,7 @@ def _check_one_element(t: Any) -> None:
 def infer_dtype(data: Any, tensor_type: type) -> dtypes.dtype:
     """The dtype torch.tensor would pick for nested Python data: tensors and numpy scalars inside count as numbers of
     their own dtype, promoted with the others (``[tensor(2), 1.5]`` is float32, ``[bfloat16 tensor, 2.0]`` float32)."""
+    _sizes(data)  # torch reads the shape first: a string there is its ValueError, before any dtype error
     kind = 0
     typed = None  # numpy scalars carry their own dtype, which torch keeps
     stack = [data]
@@ -48,8 +49,10 @@ def infer_dtype(data: Any, tensor_type: type) -> dtypes.dtype:
             kind = max(kind, 2)
         elif isinstance(item, numbers.Complex):
             kind = 3
+        elif isinstance(item, (str, bytes)):
+            raise TypeError(f"tensor(): invalid data type '{type(item).__name__}'")
         else:
-            raise TypeError(f"tensor(): could not infer dtype of {type(item).__name__}")
+            raise RuntimeError(f"tensor(): Could not infer dtype of {type(item).__name__}")
     if typed is not None:
         return dtypes.promote_types(typed, dtypes.scalar_kind_dtype(kind) if kind else typed)
     if kind == 0 and _has_leaf(data):
@@ -63,8 +66,49 @@ def _has_leaf(data: Any) -> bool:
     return True
 
 
+def _sizes(data: Any) -> list[int]:
+    """The shape torch reads from nested lists: the length at each depth along the chain of first elements."""
+    sizes = []
+    while isinstance(data, list):
+        sizes.append(len(data))
+        if not data:
+            break
+        data = data[0]
+    if isinstance(data, str):  # a string is a sequence of strings, without end
+        raise ValueError("tensor(): too many dimensions 'str'")
+    return sizes
+
+
+def _check_nested(data: list, tensor_type: type) -> None:
+    """torch's errors for nested lists that do not form a tensor of the shape their first elements give: a row of
+    another length (ValueError), a number where a list belongs or a list where a number belongs (TypeError), and a
+    leaf that is no number (TypeError)."""
+    sizes = _sizes(data)
+    if 0 in sizes:
+        return
+    stack = [(data, 0)]
+    while stack:
+        item, dim = stack.pop()
+        if isinstance(item, tensor_type) and dim == len(sizes):
+            _check_one_element(item)
+        elif isinstance(item, tensor_type) or hasattr(item, "__array__"):
+            continue  # converted whole (tensors and arrays fill the remaining dimensions)
+        elif dim == len(sizes):
+            if not isinstance(item, (numbers.Number, np.bool_)):
+                raise TypeError(f"tensor(): must be a number at dim {dim}, not {type(item).__name__}")
+        elif not isinstance(item, list):
+            raise TypeError(f"tensor(): not a sequence at dim {dim} (got {type(item).__name__}, expected a sequence "
+                            f"of length {sizes[dim]})")
+        elif len(item) != sizes[dim]:
+            raise ValueError(f"tensor(): expected sequence of length {sizes[dim]} at dim {dim} (got {len(item)})")
+        else:
+            stack.extend((x, dim + 1) for x in reversed(item))  # in order, so the first bad element reports
+
+
 def nested_to_numpy(data: Any, dtype: dtypes.dtype, tensor_type: type) -> np.ndarray:
-    """Nested Python data as a numpy array of ``dtype`` (tensors inside converted through numpy)."""
+    """Nested Python data as a numpy array of ``dtype`` (tensors inside converted through numpy). Ragged nesting and
+    leaves that are no numbers raise torch's errors rather than reaching numpy, which would pad or convert them."""
+    _check_nested(data, tensor_type)
     def convert(item: Any) -> Any:
         if isinstance(item, tensor_type):  # one element (torch reads it as a number; anything larger raises)
             _check_one_element(item)

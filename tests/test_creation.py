@@ -77,6 +77,22 @@ def test_tensor_errors():
     check_error(RuntimeError, lambda lib: lib.tensor(float("nan"), dtype=lib.int64))
 
 
+@pytest.mark.parametrize("data, dtype, exc", [
+    ([[1, 2], 3], None, TypeError),  # a number where the first row says a list belongs
+    ([1, [2, 3]], None, TypeError),  # a list where a number belongs
+    ([[1.0], [2.0, 3.0]], "float32", ValueError),
+    ([[[1]], [2]], None, TypeError),
+    (["cat", "dog"], None, ValueError),  # a string reads as an endless nesting of strings
+    ([1, "a"], None, TypeError),
+    ([1, None], None, RuntimeError),  # no dtype to infer from None
+    ([1, None], "float32", TypeError),  # not converted to nan
+    (["1"], "float32", ValueError),  # not parsed as a number
+    ([object()], None, RuntimeError),
+])
+def test_tensor_ragged_or_non_numeric_data_raises_like_torch(data, dtype, exc):
+    check_error(exc, lambda lib: lib.tensor(data, dtype=getattr(lib, dtype) if dtype else None))
+
+
 def test_from_numpy_shares_memory_and_numpy_roundtrip():
     arr = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = genesis.from_numpy(arr)

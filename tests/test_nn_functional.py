@@ -75,6 +75,14 @@ def test_softmax_family_and_glu_prelu():
     check(lambda lib, x, w: lib.nn.functional.prelu(x, w), rand(2, 3, 4), rand(3))
 
 
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+def test_softmax_without_dim_warns_and_takes_torchs_legacy_dim(name):
+    with pytest.warns(UserWarning, match=f"Implicit dimension choice for {name}"):
+        check(fn(name), rand(2, 3))
+    with pytest.warns(UserWarning, match=f"Implicit dimension choice for {name}"):
+        getattr(F, name)(to_genesis(rand(3, 4, 5)))
+
+
 def test_linear_and_bilinear():
     check(lambda lib, x, w, b: lib.nn.functional.linear(x, w, b), rand(5, 4), rand(3, 4), rand(3))
     check(lambda lib, x, w: lib.nn.functional.linear(x, w), rand(2, 5, 4), rand(3, 4))
@@ -298,6 +306,8 @@ def test_scaled_dot_product_attention():
     check(lambda lib, q, k, v, m: lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m,
                                                                                  is_causal=True),
           q, k[..., :5, :], v[..., :5, :], square_mask)
+    check_error(RuntimeError, lambda lib, q, k, v, m: lib.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=m), q, k, v, bool_mask.long(), match="attn_mask dtype")
 
 
 def test_scaled_dot_product_attention_dropout_is_used():

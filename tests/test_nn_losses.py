@@ -238,3 +238,35 @@ def test_nll_loss_is_one_node_with_torch_edge_cases():
         check(twice, logp, t, w)
     check_error(RuntimeError, lambda lib, x, tt: lib.nn.functional.nll_loss(x, tt, lib.ones(3, dtype=x.dtype)),
                 logp, t, match="weight tensor should be defined either for all 5 classes")
+
+
+def test_class_target_dtype_and_shape_checks_like_torch():
+    nll, ce = (lambda lib, x, tt: lib.nn.functional.nll_loss(x, tt)), (
+        lambda lib, x, tt: lib.nn.functional.cross_entropy(x, tt))
+    for loss in (nll, ce):
+        for dtype in (torch.int32, torch.int16, torch.bool):  # only int64 (and uint8 for 1-D or 2-D input)
+            check_error(RuntimeError, loss, rand(4, 5), torch.tensor([0, 1, 1, 0], dtype=dtype), match="int64")
+        check_error(RuntimeError, loss, rand(4, 5, 2), torch.zeros(4, 2, dtype=torch.uint8))
+        check_error(RuntimeError, loss, rand(5), torch.tensor([[1]]), match="multi-target")
+        check_error(RuntimeError, loss, rand(4, 5, 2), torch.zeros(4, 3, dtype=torch.long), match=r"\[4, 2\]")
+        check_error(ValueError, loss, rand(5), torch.tensor([1, 2]), match="size 1")
+        check_error(ValueError, loss, rand(4, 5), torch.tensor(1), match="batch_size")
+        check_error(ValueError if loss is nll else RuntimeError, loss, torch.tensor(1.0), torch.tensor(1))
+        check(loss, rand(5, requires_grad=False), torch.tensor([1]))  # one-element target, 1-D input (forward only)
+        check(loss, rand(4, 5), torch.tensor([0, 4, 1, 0], dtype=torch.uint8))
+
+
+def test_binary_cross_entropy_target_dtype_checks_like_torch():
+    check_error(RuntimeError, lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t),
+                rand(4, low=0.1, high=0.9), torch.ones(4, dtype=torch.long), match="int64")
+    check_error(RuntimeError, lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t),
+                rand(4, dtype=torch.float32, low=0.1, high=0.9), torch.ones(4, dtype=torch.float64), match="float64")
+    check_error(RuntimeError, lambda lib, x, t: lib.nn.functional.binary_cross_entropy_with_logits(x, t),
+                rand(4), torch.ones(4, dtype=torch.long), match="int64")
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_regression_loss_warns_when_the_target_broadcasts(name):
+    x, t = rand(4, 1), rand(4, requires_grad=False, seed=1)
+    with pytest.warns(UserWarning, match="different to the input size"):
+        getattr(genesis.nn.functional, name)(to_genesis(x), to_genesis(t))

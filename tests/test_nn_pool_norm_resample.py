@@ -167,6 +167,8 @@ def test_interpolate_area_1d_and_3d_and_bicubic_rank():
     check(lambda lib, x: lib.nn.functional.interpolate(x, size=(2, 3, 2), mode="area"), rand(1, 2, 4, 5, 6))
     check_error(NotImplementedError, lambda lib, x: lib.nn.functional.interpolate(x, size=4, mode="bicubic"),
                 rand(1, 2, 9))
+    for shape in ((4, 4), (1, 1, 2, 2, 2, 2)):  # only 3-D to 5-D input (N, C, *spatial)
+        check_error(NotImplementedError, lambda lib, x: lib.nn.functional.interpolate(x, size=2), rand(*shape))
 
 
 ANTIALIAS_SIZES = [

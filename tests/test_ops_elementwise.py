@@ -180,6 +180,7 @@ def test_integer_division_by_zero_raises():
     check_error(RuntimeError, lambda lib, a, b: lib.floor_divide(a, b), a, torch.tensor([1, 0]))
     check_error(RuntimeError, lambda lib, a: a % 0, a)
     check_error(RuntimeError, lambda lib, a: lib.div(a, 0, rounding_mode="trunc"), a)
+    check_error(RuntimeError, lambda lib, a: lib.div(a, 2, rounding_mode="round"), a, match="round")
 
 
 def test_neg_abs_reciprocal():

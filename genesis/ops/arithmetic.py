@@ -340,7 +340,7 @@ def mul(input: Any, other: Any) -> Tensor:
 def div(input: Any, other: Any, rounding_mode: str | None = None) -> Tensor:
     """True division, or rounded with ``rounding_mode`` "trunc" / "floor" (no gradient through rounding)."""
     if rounding_mode not in (None, "trunc", "floor"):
-        raise ValueError(
+        raise RuntimeError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
         )
     if not isinstance(input, Tensor):

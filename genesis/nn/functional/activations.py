@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 from genesis import ops as T
@@ -136,25 +137,28 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return a * T.sigmoid(b)
 
 
-def _softmax_dim(ndim: int) -> int:
-    # torch's legacy rule when dim is omitted.
+def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    """torch's legacy ``dim`` when it is omitted, with torch's deprecation warning."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an "
+                  "argument.", UserWarning, stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
     """``exp(x) / sum(exp(x))`` along ``dim`` (computed in ``dtype`` when given)."""
-    dim = _softmax_dim(input.ndim) if dim is None else dim
+    dim = _softmax_dim("softmax", input.ndim, _stacklevel) if dim is None else dim
     return T.softmax(input, dim, dtype)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
     """``softmax(-input)`` along ``dim``."""
+    dim = _softmax_dim("softmin", input.ndim, _stacklevel) if dim is None else dim
     return softmax(-input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: object = None) -> Tensor:
     """``log(softmax(x))`` along ``dim``, computed stably."""
-    dim = _softmax_dim(input.ndim) if dim is None else dim
+    dim = _softmax_dim("log_softmax", input.ndim, _stacklevel) if dim is None else dim
     return T.log_softmax(input, dim, dtype)
 
 

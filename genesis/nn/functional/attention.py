@@ -38,6 +38,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if query.shape[-1] != key.shape[-1]:
         raise RuntimeError(f"scaled_dot_product_attention: query and key must have the same embedding size, got "
                            f"{query.shape[-1]} and {key.shape[-1]}")
+    if attn_mask is not None and not (attn_mask.dtype is dtypes.bool_ or attn_mask.dtype.is_floating_point
+                                      or attn_mask.dtype is query.dtype):
+        raise RuntimeError(f"scaled_dot_product_attention: Expected attn_mask dtype to be bool or float or to match "
+                           f"query dtype, but got attn_mask.dtype: {attn_mask.dtype.name} and query.dtype: "
+                           f"{query.dtype.name}")
     L, S = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     fused = fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale_factor, enable_gqa)

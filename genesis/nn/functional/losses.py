@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Sequence
 
 from genesis import amp, dtypes
@@ -42,19 +43,36 @@ def _check_same_size(op: str, input: Tensor, target: Tensor) -> None:
                          f"({tuple(input.shape)}) is not supported. Please ensure they have the same size.")
 
 
+def _warn_broadcast(input: Tensor, target: Tensor) -> None:
+    """torch's warning when a regression loss broadcasts a target of another size against the input."""
+    if input.shape != target.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", UserWarning, stacklevel=3)
+
+
 # ------------------------------------------------------------------ classification
 
 def _check_class_target(op: str, input: Tensor, target: Tensor) -> None:
+    """torch's checks of class-index targets: int64 (uint8 too for 1-D and 2-D input), shaped as the input without
+    its class dim (a 0-D or one-element target for 1-D input)."""
     tnd = target.ndarray
-    if tnd.dtype.category == 2:
-        raise RuntimeError(f"{op}: expected target of integer class indices (int64), got {tnd.dtype}")
     shape, tshape = input.ndarray.shape, tnd.shape
-    if len(shape) == 1:
-        if tshape:
-            raise ValueError(f"{op}: Expected target of 0 dims for 1-D input, got {len(tshape)} dims")
-    elif not shape or len(tshape) != len(shape) - 1 or tshape[0] != shape[0] or tshape[1:] != shape[2:]:
-        raise ValueError(f"{op}: Expected input batch_size ({shape[0] if shape else 0}) and target shape "
-                         f"{tshape} to match input shape {shape} without the class dim")
+    if not shape:
+        raise ValueError(f"{op}: Expected 1 or more dimensions (got 0)")
+    if len(shape) == 1 and len(tshape) == 1 and tshape[0] != 1:
+        raise ValueError(f"{op}: For 1D input, 1D target must have size 1, but got target size: {tshape[0]}")
+    if len(shape) > 1 and (tshape[0] if tshape else 0) != shape[0]:
+        raise ValueError(f"{op}: Expected input batch_size ({shape[0]}) to match target batch_size "
+                         f"({tshape[0] if tshape else 0}).")
+    if tnd.dtype is not dtypes.int64 and not (tnd.dtype is dtypes.uint8 and len(shape) <= 2):
+        raise RuntimeError(f"{op}: expected target dtype to be int64{' or uint8' if len(shape) <= 2 else ''}, but "
+                           f"got {tnd.dtype.name}")
+    if len(shape) <= 2 and len(tshape) > 1:
+        raise RuntimeError(f"{op}: 0D or 1D target tensor expected for {len(shape)}-D input, multi-target not "
+                           f"supported (got target shape {tshape})")
+    if len(shape) > 2 and tshape != shape[:1] + shape[2:]:
+        raise RuntimeError(f"{op}: Expected target size {list(shape[:1] + shape[2:])}, got {list(tshape)}")
 
 
 def _check_target_range(target: Tensor, ignore_index: int, n_classes: int) -> Tensor:
@@ -84,6 +102,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     input, target, weight = amp.autocast_args("nll_loss", input, target, weight)
     reduction = _reduction("nll_loss", size_average, reduce, reduction)
     _check_class_target("nll_loss", input, target)
+    target = target if target.dtype is dtypes.int64 else target.long()
+    target = target.reshape(()) if input.ndim == 1 else target  # a one-element target for 1-D input, as torch
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     if weight is not None and weight.numel() != classes:
         raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
@@ -153,6 +173,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     nd = input.ndarray
     ndim = len(nd.shape)
+    if not ndim:
+        raise RuntimeError("cross_entropy: expected input of 1 or more dimensions (with a class dim), got 0-D")
     class_dim = 1 if ndim > 1 else 0
     n_classes = nd.shape[class_dim]
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
@@ -210,6 +232,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     input, target, weight = amp.autocast_args("binary_cross_entropy", input, target, weight)
     reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
     _check_same_size("binary_cross_entropy", input, target)
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"binary_cross_entropy: Found target dtype {target.dtype.name} but expected the input's "
+                           f"{input.dtype.name}")
     for name, t in (("input", input), ("target", target)):
         # As torch, NaN fails the check too (it is neither >= 0 nor <= 1). On cuda the check runs on the device and
         # reports at the next synchronization: no host-device synchronization inside a training step.
@@ -230,6 +255,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                                           pos_weight)
     reduction = _reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
     _check_same_size("binary_cross_entropy_with_logits", input, target)
+    if not target.dtype.is_floating_point:
+        raise RuntimeError(f"binary_cross_entropy_with_logits: result type {input.dtype.name} can't be cast to the "
+                           f"desired output type {target.dtype.name} (the target must be floating point)")
     # log(sigmoid(x)) = -softplus(-x), log(1 - sigmoid(x)) = -softplus(x)
     log_sig = -T.softplus(-input)
     log_one_minus = -T.softplus(input)
@@ -282,6 +310,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, re
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """``(input - target)^2`` (inputs broadcast, as torch does with a warning)."""
     input, target = amp.autocast_args("mse_loss", input, target)
+    _warn_broadcast(input, target)
     reduction = _reduction("mse_loss", size_average, reduce, reduction)
     diff = input - target
     loss = diff * diff
@@ -294,6 +323,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, red
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """``|input - target|``."""
     input, target = amp.autocast_args("l1_loss", input, target)
+    _warn_broadcast(input, target)
     reduction = _reduction("l1_loss", size_average, reduce, reduction)
     loss = T.abs(input - target)
     if weight is not None:
@@ -305,6 +335,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, ``|d| - 0.5 beta`` elsewhere (``beta=0`` is L1)."""
     input, target = amp.autocast_args("smooth_l1_loss", input, target)
+    _warn_broadcast(input, target)
     reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -319,6 +350,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
                weight: Tensor | None = None) -> Tensor:
     """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - 0.5 delta)`` elsewhere."""
     input, target = amp.autocast_args("huber_loss", input, target)
+    _warn_broadcast(input, target)
     reduction = _reduction("huber_loss", None, None, reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")

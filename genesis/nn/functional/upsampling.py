@@ -305,8 +305,9 @@ def _interpolate(input: Tensor, size: int | Sequence[int] | None, scale_factor: 
                  mode: str, align_corners: bool | None, recompute_scale_factor: bool | None,
                  antialias: bool) -> Tensor:
     n = input.ndim - 2
-    if n < 1:
-        raise ValueError(f"interpolate: expected at least 3-D input (N, C, *spatial), got {input.ndim}-D")
+    if not 1 <= n <= 3:
+        raise NotImplementedError(f"interpolate: only 3-D, 4-D and 5-D input (N, C, *spatial) is supported, got "
+                                  f"{input.ndim}-D")
     if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
         raise ValueError(f"interpolate: the anti-alias option is restricted to bilinear and bicubic modes and requires "
                          f"a 4-D tensor as input, got mode {mode!r} and {input.ndim}-D input")
