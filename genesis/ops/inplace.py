@@ -117,6 +117,13 @@ def _writes_directly(t: Tensor, op: str, writer: Any, other: Any) -> bool:
             and dtypes.result_type(a.dtype, a.ndim, b.dtype, b.ndim) is a.dtype)
 
 
+def _check_fits(op: str, t: Tensor, other: Tensor) -> None:
+    """torch's error where ``other`` broadcast against ``t`` would need more room than ``t`` has."""
+    shape = broadcast_shapes(op, t.shape, other.shape)
+    if shape != t.shape:
+        raise RuntimeError(f"{op}: output with shape {list(t.shape)} doesn't match the broadcast shape {list(shape)}")
+
+
 def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = None) -> Tensor:
     """``t op= other``: written straight into memory when no graph is needed, or when ``writer`` (the op's Function,
     for ops whose backward needs no old value of ``t``) can write it while recording; else through ``fn``."""
@@ -132,9 +139,7 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
             check_same_device(op, t.device, other.device)
         target = dtypes.result_type(t.dtype, t.ndim, other.dtype, other.ndim)
         other_nd: Any = other.ndarray
-        if broadcast_shapes(op, t.shape, other.shape) != t.shape:
-            raise RuntimeError(f"{op}: output with shape {list(t.shape)} doesn't match the broadcast shape "
-                               f"{list(broadcast_shapes(op, t.shape, other.shape))}")
+        _check_fits(op, t, other)
     elif isinstance(other, (int, float, bool)):
         target = dtypes.result_type_scalar(t.dtype, other)
         other_nd = other
@@ -181,9 +186,7 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
 def _add_scaled_inplace(t: Tensor, op: str, other: Tensor, alpha: float) -> Tensor:
     """``t += alpha * other`` straight into memory, rounded once (torch's ``add_`` / ``sub_`` with ``alpha``)."""
     check_no_internal_overlap(t)
-    shape = broadcast_shapes(op, t.shape, other.shape)
-    if shape != t.shape:
-        raise RuntimeError(f"{op}: output with shape {list(t.shape)} doesn't match the broadcast shape {list(shape)}")
+    _check_fits(op, t, other)
     nd = t.ndarray
     b = other.ndarray if other.dtype is t.dtype else other.ndarray.astype(t.dtype)
     nd.backend.add_scaled(nd, b, alpha, out=nd)

@@ -8,6 +8,7 @@ does not have, and the legacy API of old scripts (``type``, ``new``, ``resize_``
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 from typing import Any, Callable
 
@@ -164,10 +165,15 @@ def new(self: Tensor, *args: Any) -> Tensor:
         args = tuple(args[0])
     return Tensor(*args, dtype=self.dtype, device=self.device)
 
+def _sizes(sizes: tuple) -> tuple[int, ...]:
+    """The sizes of ``resize_`` / ``resize``: varargs or one sequence."""
+    return tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
+
+
 def resize_(self: Tensor, *sizes: Any) -> Tensor:
     """Give this tensor the shape ``sizes`` in place (torch's legacy ``resize_``): the elements kept are the
     first ones in memory order; new ones are uninitialized."""
-    shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
+    shape = _sizes(sizes)
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if any(not isinstance(n, int) or n < 0 for n in shape):
@@ -202,10 +208,6 @@ def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None)
     return self
 
 
-def _sizes(sizes: tuple) -> tuple[int, ...]:
-    return tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
-
-
 def resize(self: Tensor, *sizes: Any) -> Tensor:
     """This tensor reshaped to ``sizes`` (torch's deprecated out-of-place ``resize``: the number of elements must
     stay the same; differentiable)."""
@@ -220,9 +222,7 @@ def resize_as(self: Tensor, the_template: Tensor) -> Tensor:
 
 
 def _resize(self: Tensor, shape: tuple[int, ...]) -> Tensor:
-    numel = 1
-    for n in shape:
-        numel *= n
+    numel = math.prod(shape)
     if numel != self.numel():
         def text(s: tuple) -> str:
             return "x".join(str(n) for n in s) if s else "[]"
