@@ -100,10 +100,16 @@ def _set_tangent(t: Any, tangent: Any) -> None:
     _tangents[key] = (weakref.ref(t, lambda _: _tangents.pop(key, None)), tangent, t._version[0])
 
 
+def _entry(t: Any) -> tuple[weakref.ref, Any, int] | None:
+    """``t``'s record in ``_tangents`` (None without one, or where the id now names another, newer object)."""
+    entry = _tangents.get(id(t))
+    return entry if entry is not None and entry[0]() is t else None
+
+
 def _tangent_of(t: Any) -> Any:
     """``t``'s tangent at the open level, or None; NotImplementedError where ``t`` changed in place since."""
-    entry = _tangents.get(id(t))
-    if entry is None or entry[0]() is not t:
+    entry = _entry(t)
+    if entry is None:
         return None
     if t._version[0] != entry[2]:
         raise NotImplementedError("forward AD: a dual tensor was modified in place after its tangent was set, by a "
@@ -115,13 +121,7 @@ def _tangent_of(t: Any) -> Any:
 def involves_dual(*values: Any) -> bool:
     """Whether a level is open and one of ``values`` is a dual tensor: an in-place op on or with it then runs as its
     out-of-place op written back, so that :func:`written_in_place` can hand the tangent over."""
-    if _level is None:
-        return False
-    for v in values:
-        entry = _tangents.get(id(v))
-        if entry is not None and entry[0]() is v:
-            return True
-    return False
+    return _level is not None and any(_entry(v) is not None for v in values)
 
 
 def written_in_place(t: Any, result: Any) -> None:
