@@ -21,6 +21,7 @@ from genesis.device import device as Device
 from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
 from genesis.ops.complex import view_as_complex
+from genesis.ops.nn import check_all
 from genesis.tensor import Tensor, _like, _made, _shape_from, _size_args, tensor
 
 #: The size of torch's CPU generator state (``torch.get_rng_state()``): its Mersenne Twister and normal-sample cache.
@@ -297,8 +298,11 @@ def bernoulli(input: Tensor, p: float | None = None, generator: Generator | None
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"bernoulli: not implemented for '{input.dtype.name}' (floating inputs only)")
     probs = input if p is None else full_like_value(input, p)
-    if probs.numel() and (float(probs.min().item()) < 0 or float(probs.max().item()) > 1):
-        raise RuntimeError("bernoulli: all probabilities must be in [0, 1]")
+    if probs.numel():
+        # Checked on the device (NaN fails too, as in torch): no host read in a training step.
+        probs_d = probs.detach()
+        check_all((probs_d >= 0) & (probs_d <= 1), RuntimeError, "bernoulli: all probabilities must be in [0, 1] "
+                  "(Expected p_in >= 0 && p_in <= 1)")
     u = rand(probs.shape, generator=generator, dtype=dtypes.float64 if probs.dtype is dtypes.float64 else
              dtypes.float32, device=probs.device)
     return (u < probs.detach()).to(input.dtype)
@@ -314,9 +318,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
 
     With replacement: inverse-CDF sampling (searchsorted into the cumulative weights). Without, and for a single
     draw: the Gumbel-top-k trick (keys ``log(u) / w`` ordered), which draws the same distribution as sequential
-    sampling. The weights are checked with one read of the values (one synchronization on a GPU).
+    sampling. The weights are checked on the device (a GPU reports bad weights at the next synchronization, as
+    torch's device-side asserts), so sampling never makes the host wait.
     """
-    from genesis.ops.join import stack
     from genesis.ops.sorting import searchsorted
 
     if input.ndim not in (1, 2):
@@ -332,13 +336,10 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
         raise RuntimeError("multinomial: cannot sample from an empty set of categories (the weights have no entries)")
     totals = probs.sum(1)
     if probs.numel():
-        # One read of the values for both checks: the smallest weight (NaN, negative and -inf fail ">= 0") and the
-        # extreme row totals (a +inf weight makes its row's total inf).
-        low, total_min, total_max = stack([probs.amin(), totals.amin(), totals.amax()]).tolist()
-        if not (low >= 0 and total_max < math.inf):
-            raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-        if total_min <= 0:
-            raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+        # NaN, negative and -inf weights fail ">= 0"; a +inf weight makes its row's total inf.
+        check_all((probs >= 0).all() & (totals < math.inf).all(), RuntimeError,
+                  "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+        check_all(totals > 0, RuntimeError, "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
     if not replacement and num_samples > n_cat:
         raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
                            f"({num_samples} > {n_cat})")

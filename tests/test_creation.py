@@ -376,6 +376,8 @@ def test_random_errors():
     check_error(RuntimeError, lambda lib: lib.randperm(-1))
     check_error(RuntimeError, lambda lib: lib.normal(0.0, -1.0, (2,)))
     check_error(RuntimeError, lambda lib, p: lib.bernoulli(p), torch.tensor([0.5, 1.5]))
+    check_error(RuntimeError, lambda lib, p: lib.bernoulli(p), torch.tensor([0.5, float("nan")]))
+    check_error(RuntimeError, lambda lib, p: lib.bernoulli(p), torch.tensor([-0.5, 0.5]))
     check_error(RuntimeError, lambda lib, p: lib.bernoulli(p), torch.tensor([0, 1]))
     check_error(RuntimeError, lambda lib, w: lib.multinomial(w, 1), torch.tensor([1, 2]))
     check_error(RuntimeError, lambda lib: lib.rand(3, dtype=lib.int64))

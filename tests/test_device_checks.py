@@ -85,7 +85,18 @@ def _binary_cross_entropy(bad: int) -> genesis.Tensor:
     return F.binary_cross_entropy(probabilities, genesis.tensor([1.0, 0.0], device="cuda"))
 
 
+def _multinomial(bad: int) -> genesis.Tensor:
+    weights = genesis.tensor([[0.5, 1.0], [1.0, 1.0 - bad]], device="cuda")  # a negative weight where bad = 9
+    return genesis.multinomial(weights, 1)
+
+
+def _bernoulli(bad: int) -> genesis.Tensor:
+    return genesis.bernoulli(genesis.tensor([0.5, float(bad)], device="cuda"))  # 9 is out of [0, 1]
+
+
 CASES = [
+    (_multinomial, "multinomial: probability tensor contains either `inf`, `nan` or element < 0"),
+    (_bernoulli, r"bernoulli: all probabilities must be in \[0, 1\]"),
     (_embedding, "embedding: index 9 is out of bounds for dimension 0 with size 4"),
     (_binary_cross_entropy, "all elements of input should be between 0 and 1"),
     (_gather, "gather: index 9 is out of bounds for dimension 1 with size 4"),
@@ -223,6 +234,30 @@ def test_gan_step_does_not_synchronize(deferred: None) -> None:
     def step() -> genesis.Tensor:
         opt.zero_grad()
         loss = genesis.nn.BCELoss()(model(x).view(-1), label)
+        loss.backward()
+        opt.step()
+        return loss
+
+    _assert_steps_do_not_synchronize(step)
+
+
+@requires_cuda
+def test_policy_gradient_step_does_not_synchronize(deferred: None) -> None:
+    """A REINFORCE step (actions drawn with multinomial, log_softmax, gather, Adam) and Bernoulli sampling: the
+    weights' checks run on the device."""
+    policy = genesis.nn.Sequential(genesis.nn.Linear(4, 16), genesis.nn.Tanh(), genesis.nn.Linear(16, 3)).to("cuda")
+    opt = genesis.optim.Adam(policy.parameters(), lr=1e-2)
+    obs = genesis.randn(8, 4, device="cuda")
+    returns = genesis.randn(8, device="cuda")
+
+    def step() -> genesis.Tensor:
+        logits = policy(obs)
+        with genesis.no_grad():
+            actions = genesis.multinomial(F.softmax(logits, dim=-1), 1)  # (8, 1)
+            keep = genesis.bernoulli(genesis.full((8,), 0.9, device="cuda"))
+        log_prob = F.log_softmax(logits, dim=-1).gather(1, actions).squeeze(1)
+        loss = -(log_prob * returns * keep).mean()
+        opt.zero_grad()
         loss.backward()
         opt.step()
         return loss

@@ -446,8 +446,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise ValueError("weight must be one-dimensional")
     rows, labels = _class_rows("multi_margin_loss", input, target)
     n, c = rows.shape
-    if labels.numel() and (int(labels.min().item()) < 0 or int(labels.max().item()) >= c):
-        raise RuntimeError("target out of range")
+    if labels.numel():
+        check_all((labels >= 0) & (labels < c), RuntimeError, "target out of range")  # on the device: no host read
     picked = T.gather(rows, 1, labels.unsqueeze(1))  # (N, 1)
     hinge = T.clamp(margin - picked + rows, min=0.0)
     if p == 2:
@@ -480,8 +480,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     n, c = rows.shape
     # A label counts while no -1 has been seen before it in its row.
     valid = T.cumsum((labels == -1).long(), 1) == 0
-    if labels.numel() and bool((valid & ((labels < 0) | (labels >= c))).any().item()):
-        raise RuntimeError("argument #2 'target' is out of range")
+    if labels.numel():
+        check_all(~(valid & ((labels < 0) | (labels >= c))), RuntimeError, "argument #2 'target' is out of range")
     labels = T.where(valid, labels, 0)
     is_target = zeros((n, c), dtype=dtypes.int64, device=rows.device).scatter_add(1, labels, valid.long()) > 0
     picked = T.gather(rows, 1, labels)  # (N, K)
