@@ -27,6 +27,9 @@ Rows (``ratio`` = Genesis throughput / torch throughput; for the CPU rows torch 
   AdamW) captured in one CUDA graph and replayed per step, against torch eager, goal >= 1.3; with ``--small`` on
   the CPU Genesis runs the eager program (the note says so).
 - ``qwen``: the same trainer with a Qwen-style block (RMSNorm, SwiGLU, RoPE, 12 query / 4 KV heads), batch 8 x 1024.
+- ``gpt2_compile`` (batch 2) / ``qwen_compile`` (batch 8): those trainers with Genesis's model wrapped by
+  ``compile(model, mode="reduce-overhead")`` (forward and backward replay CUDA graphs; optimizer eager), against
+  torch eager, goal >= 1.0.
 - ``resnet50``: ResNet-50, batch 64 x 3 x 224 x 224, SGD with Nesterov momentum, fp32 and bf16 autocast in
   channels_last, images/s, goal >= 0.9 (the parity pass runs at lr 0.01: at the timed lr 0.1 the loss diverges on
   random labels and the comparison measures chaos, not correctness).
@@ -118,6 +121,10 @@ CASES = [
          replace(GPT_SMALL, batch=8), "tok/s", tokens, 1.3, bf16=True),
     Case("qwen", "gpt-qwen-block b8x1024 bf16", P.build_gpt, P.gpt_program, P.gpt_data, gpt(8, qwen=True),
          QWEN_SMALL, "tok/s", tokens, 1.0, bf16=True, memory_row=True),
+    Case("gpt2_compile", "gpt2-124m b2x1024 bf16 compile reduce-overhead", P.build_gpt, P.gpt_compiled_program,
+         P.gpt_data, gpt(2), replace(GPT_SMALL, batch=2), "tok/s", tokens, 1.0, bf16=True),
+    Case("qwen_compile", "gpt-qwen-block b8x1024 bf16 compile reduce-overhead", P.build_gpt, P.gpt_compiled_program,
+         P.gpt_data, gpt(8, qwen=True), QWEN_SMALL, "tok/s", tokens, 1.0, bf16=True),
     # ResNet-50's gradients at initialization are ill-conditioned: against a float64 CPU reference, torch's own fp32
     # cuda gradients differ by 2% (median over parameters) and Genesis's by the same, so fp32 losses part by ~1e-3
     # after one SGD step whatever the library; the row checks that agreement, not 1e-4.
@@ -141,7 +148,8 @@ CASES = [
 ]
 ROUNDS = 7  # alternating timing rounds of the CPU rows (cpu_mlp, cpu_pg)
 MODEL_ROUNDS = 5  # and of the model rows, on any device (their --steps split among them)
-MODEL_ROWS = ["gpt2", "gpt2_graph", "qwen", "resnet50", "style", "lstm", "gru", "transformer"]
+MODEL_ROWS = ["gpt2", "gpt2_graph", "gpt2_compile", "qwen", "qwen_compile", "resnet50", "style", "lstm", "gru",
+              "transformer"]
 CPU_ROWS = ["cpu_mlp", "cpu_pg"]
 
 

@@ -213,15 +213,16 @@ def typename(obj: object) -> str:
 def compile(model: object = None, *, fullgraph: _builtins.bool = False, dynamic: object = None,
             backend: object = "inductor", mode: object = None, options: object = None,
             disable: _builtins.bool = False) -> object:
-    """torch's ``compile``, for scripts that call it: Genesis runs eagerly, so the module or function comes back
-    unchanged (used as a decorator, with or without arguments, it leaves the function as it is); a module comes back
-    wrapped as torch's, in an ``OptimizedModule`` that runs it (its ``_orig_mod``). To cut the host
-    cost of a whole training step, capture it in a CUDA graph instead (``genesis.cuda.graph``,
-    ``genesis.cuda.make_graphed_callables``)."""
+    """torch's ``compile``, for scripts that call it. A module comes back wrapped as torch's, in an
+    ``OptimizedModule`` that runs it (its ``_orig_mod``): eagerly, or with ``mode="reduce-overhead"`` (as torch's
+    mode of that name; also ``"max-autotune"``) by replaying CUDA graphs of its forward and backward on CUDA, which
+    removes their host cost (see ``genesis._dynamo.cudagraphs``). A function comes back unchanged (used as a
+    decorator, with or without arguments, it leaves the function as it is). To cut the host cost of a whole
+    training step, optimizer included, capture it in a CUDA graph (``genesis.cuda.graph``)."""
     if model is None:
-        return lambda fn: fn
+        return lambda fn: compile(fn, mode=mode, disable=disable)
     if isinstance(model, nn.Module) and not disable:
-        return _dynamo.OptimizedModule(model)  # torch's wrapper: state-dict keys under "_orig_mod."
+        return _dynamo.OptimizedModule(model, mode)  # torch's wrapper: state-dict keys under "_orig_mod."
     return model
 
 

@@ -1,11 +1,17 @@
 """``genesis.compiler``: torch's ``torch.compiler`` namespace for scripts that mark functions for (or against)
 compilation. Genesis runs every op eagerly, so the markers leave functions as they are and the queries answer as
-torch's do outside a compiled region; whole training steps go faster through CUDA graphs instead
-(``genesis.cuda.graph``, ``genesis.cuda.make_graphed_callables``)."""
+torch's do outside a compiled region; ``genesis.compile(module, mode="reduce-overhead")`` replays CUDA graphs of the
+module's forward and backward, and whole training steps go faster through CUDA graphs (``genesis.cuda.graph``,
+``genesis.cuda.make_graphed_callables``)."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
+
+#: The CUDA-graph caches of modules compiled with ``mode="reduce-overhead"`` (``genesis._dynamo.cudagraphs``):
+#: :func:`reset` empties them.
+graph_caches: weakref.WeakSet = weakref.WeakSet()
 
 
 def _marker(fn: Callable | None, **_: Any) -> Any:
@@ -42,11 +48,15 @@ def is_exporting() -> bool:
 
 
 def reset() -> None:
-    """Clear the compiler's caches: Genesis keeps none."""
+    """Clear the compiler's caches: the CUDA graphs captured for modules compiled with ``mode="reduce-overhead"``
+    (needed after a parameter's storage was replaced in a way the module does not see, e.g. ``p.data = x``)."""
+    for cache in list(graph_caches):
+        cache.clear()
 
 
 def cudagraph_mark_step_begin() -> None:
-    """Mark the start of a step for compiled CUDA graphs: nothing to mark (Genesis's graphs are captured explicitly)."""
+    """Mark the start of a step for compiled CUDA graphs: nothing to mark (outputs of Genesis's graphed modules are
+    copies, never overwritten by a later step)."""
 
 
 def list_backends(exclude_tags: Any = ()) -> list[str]:

@@ -336,10 +336,12 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
         raise RuntimeError("multinomial: cannot sample from an empty set of categories (the weights have no entries)")
     totals = probs.sum(1)
     if probs.numel():
-        # NaN, negative and -inf weights fail ">= 0"; a +inf weight makes its row's total inf.
-        check_all((probs >= 0).all() & (totals < math.inf).all(), RuntimeError,
-                  "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-        check_all(totals > 0, RuntimeError, "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+        # NaN, negative and -inf weights fail ">= 0"; a +inf weight makes its row's total inf. The second check
+        # passes where the first fails, so a device reports the first error, as torch's CPU check order.
+        valid = (probs >= 0).all() & (totals < math.inf).all()
+        check_all(valid, RuntimeError, "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+        check_all(~valid | (totals > 0).all(), RuntimeError,
+                  "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
     if not replacement and num_samples > n_cat:
         raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
                            f"({num_samples} > {n_cat})")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from genesis._dynamo.cudagraphs import GRAPH_MODES, GraphCache
 from genesis.compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset
 from genesis.nn import Module
 
@@ -27,20 +28,30 @@ maybe_mark_dynamic = mark_dynamic
 
 
 class OptimizedModule(Module):
-    """What ``genesis.compile(module)`` returns, as torch's: a module that runs ``_orig_mod`` (eagerly, here).
+    """What ``genesis.compile(module)`` returns, as torch's: a module that runs ``_orig_mod``: eagerly, or, with
+    ``mode="reduce-overhead"`` (or ``"max-autotune"``) on CUDA, by replaying CUDA graphs of its forward and backward
+    (``genesis._dynamo.cudagraphs`` says when a call is captured and when it runs eagerly).
 
     It matters for checkpoints: the wrapped module is the child ``_orig_mod``, so ``state_dict()`` keys carry torch's
     ``_orig_mod.`` prefix and a checkpoint saved from a compiled torch model loads as it is. Attributes the wrapper
     lacks are read from the original module.
     """
 
-    def __init__(self, mod: Module) -> None:
+    def __init__(self, mod: Module, mode: str | None = None) -> None:
         super().__init__()
         self._orig_mod = mod
         self.training = mod.training
+        self._graphs = GraphCache(config.cache_size_limit) if mode in GRAPH_MODES else None
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._orig_mod(*args, **kwargs)
+        if self._graphs is None or kwargs:
+            return self._orig_mod(*args, **kwargs)
+        return self._graphs.call(self._orig_mod, self._orig_mod, args)
+
+    def _apply(self, fn: Any, recurse: bool = True) -> Module:
+        if self.__dict__.get("_graphs") is not None:
+            self._graphs.clear()  # moved or converted parameters: the graphs read the old ones
+        return super()._apply(fn, recurse)
 
     def __getattr__(self, name: str) -> Any:
         try:

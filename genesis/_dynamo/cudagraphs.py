@@ -1,0 +1,187 @@
+"""CUDA graphs behind ``genesis.compile(module, mode="reduce-overhead")`` (torch's mode of the same name).
+
+A compiled module in that mode replays CUDA graphs instead of launching its kernels one by one, which removes the
+host cost of the forward and the backward pass:
+
+- Each call is keyed by its arguments' shapes, dtypes and ``requires_grad``, the module's ``training`` flag, grad
+  mode and the autocast state. The first call of a key runs eagerly (kernels compile, plans and workspaces are
+  made); the second captures the forward (and, with grad enabled, the backward into a second graph, as
+  ``make_graphed_callables``) and replays it; later calls only replay. At most ``genesis._dynamo.config
+  .cache_size_limit`` keys are captured; others run eagerly.
+- A capture that changed state outside its own memory is dropped and its key runs eagerly from then on, so results
+  are those of eager execution: one that drew random numbers (dropout in training: a graph would repeat the same
+  mask at every replay) or updated buffers (batch norm's running statistics in training: the extra pass of a
+  recomputation would update them twice). So does a capture that failed (a host read of a device value inside).
+- Outputs are copied out of the graph's memory, so tensors a program keeps stay valid across calls; several
+  forward calls before one backward pass are fine too: a backward whose forward replay was overwritten by a later
+  call replays its forward again first (the captured work is free of side effects, see above).
+- Arguments other than CUDA tensors, keyword arguments, or a module not on CUDA run eagerly.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+from genesis import compiler, ops  # ops before random: the op registry imports random as it initializes
+from genesis import random as R
+from genesis.autograd import Function, is_grad_enabled
+from genesis.autograd import grad as autograd_grad
+from genesis.cuda.graphs import CUDAGraph, graph
+from genesis.tensor import Tensor, empty_like
+
+GRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+class _Graphed:
+    """The captured forward (and backward) of one key, with the buffers they read and write."""
+
+    def __init__(self, module: Any, args: tuple[Tensor, ...], grad: bool) -> None:
+        self.module = module
+        self.static_args = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
+        self.params = tuple(p for p in module.parameters() if p.requires_grad) if grad else ()
+        self.generation = 0  # how many forward replays so far: a backward checks its forward is the latest
+        self.fwd, self.bwd = CUDAGraph(), None
+        with graph(self.fwd):
+            out = module(*self.static_args)
+        self.single = isinstance(out, Tensor)
+        outs = (out,) if self.single else tuple(out) if isinstance(out, (tuple, list)) else None
+        if outs is None or not all(isinstance(o, Tensor) for o in outs):
+            raise TypeError("the module returned something other than a Tensor or a tuple of Tensors")
+        self.static_outputs = outs
+        self.static_grad_outputs: tuple[Tensor | None, ...] = ()
+        self.static_grad_inputs: tuple[Tensor | None, ...] = ()
+        wanted = [x for x in self.static_args + self.params if x.requires_grad]
+        differentiable = [o for o in outs if o.requires_grad]
+        if grad and wanted and differentiable:
+            self.static_grad_outputs = tuple(empty_like(o) if o.requires_grad else None for o in outs)
+            self.bwd = CUDAGraph()
+            grad_outputs = [g for g in self.static_grad_outputs if g is not None]
+            with graph(self.bwd):
+                grads = iter(autograd_grad(differentiable, wanted, grad_outputs, allow_unused=True))
+            self.static_grad_inputs = tuple(next(grads) if x.requires_grad else None
+                                            for x in self.static_args + self.params)
+
+    def run_forward(self, values: tuple[Tensor, ...]) -> None:
+        for static, value in zip(self.static_args, values):
+            static.copy_(value.detach())
+        self.fwd.replay()
+        self.generation += 1
+
+    def __call__(self, values: tuple[Tensor, ...]) -> Any:
+        if self.bwd is None:
+            self.run_forward(values)
+            outs = tuple(o.detach().clone() for o in self.static_outputs)
+        else:
+            outs = _Replay.apply(self, *values, *self.params)
+        return outs[0] if self.single else outs
+
+    def reset(self) -> None:
+        self.fwd.reset()
+        if self.bwd is not None:
+            self.bwd.reset()
+
+
+class _Replay(Function):
+    """One call of a captured module: forward replays the forward graph, backward the backward graph."""
+
+    @staticmethod
+    def forward(ctx: Any, entry: _Graphed, *values: Tensor) -> tuple[Tensor, ...]:
+        n = len(entry.static_args)
+        entry.run_forward(values[:n])
+        ctx.entry, ctx.generation = entry, entry.generation
+        ctx.save_for_backward(*values[:n])
+        return tuple(o.detach().clone() for o in entry.static_outputs)
+
+    @staticmethod
+    def backward(ctx: Any, *grads_out: Tensor | None) -> tuple[Tensor | None, ...]:
+        entry = ctx.entry
+        if entry.generation != ctx.generation:  # a later call overwrote this call's activations: recompute them
+            entry.run_forward(ctx.saved_tensors)
+        for static, g in zip(entry.static_grad_outputs, grads_out):
+            if static is not None:
+                if g is None:
+                    static.zero_()
+                else:
+                    static.copy_(g)
+        entry.bwd.replay()
+        # Copies: the buffers are overwritten by the next replay, and a leaf adopts its first gradient as .grad.
+        return (None,) + tuple(None if g is None else g.detach().clone() for g in entry.static_grad_inputs)
+
+
+def _key(module: Any, args: tuple) -> tuple | None:
+    """The capture key of a call, or None when the call must run eagerly."""
+    for a in args:
+        if not isinstance(a, Tensor) or a.device.type != "cuda":
+            return None
+    if not args:
+        return None
+    amp = (ops.autocast.is_autocast_enabled("cuda"), ops.autocast.get_autocast_dtype("cuda"),
+           ops.autocast.is_autocast_cache_enabled())
+    return (tuple((tuple(a.shape), a.dtype, a.requires_grad) for a in args), module.training, is_grad_enabled(), amp)
+
+
+def _state(module: Any) -> tuple:
+    """What a side-effect-free capture leaves as it was: the random generators' positions and the buffers'
+    versions."""
+    gens = tuple((dev, g._offset) for dev, g in R._default_generators.items())
+    return gens, tuple(b._version[0] for b in module.buffers())
+
+
+class GraphCache:
+    """The captured graphs of one compiled module, by call key."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.entries: dict[tuple, _Graphed | int | None] = {}  # key -> graphs, or calls so far, or None (eager)
+        compiler.graph_caches.add(self)
+
+    def clear(self) -> None:
+        """Drop every captured graph (parameters moved or replaced: the graphs read their old addresses)."""
+        for entry in self.entries.values():
+            if isinstance(entry, _Graphed):
+                entry.reset()
+        self.entries.clear()
+
+    def call(self, module: Any, eager: Callable[..., Any], args: tuple) -> Any:
+        key = _key(module, args)
+        if key is None:
+            return eager(*args)
+        entry = self.entries.get(key, 0)
+        if isinstance(entry, _Graphed):
+            return entry(args)
+        if entry is None or (entry == 0 and len(self.entries) >= self.limit):
+            return eager(*args)
+        if entry == 0:
+            self.entries[key] = 1
+            return eager(*args)  # the warm-up call: kernels compile and plans are made
+        captured = self._capture(module, args, key)
+        return eager(*args) if captured is None else captured(args)
+
+    def _capture(self, module: Any, args: tuple, key: tuple) -> _Graphed | None:
+        if any(t.device.type != "cuda" for t in (*module.parameters(), *module.buffers())):
+            self.entries[key] = None
+            return None
+        before = _state(module)
+        # Casts made inside the capture stay in the graph: a cached cast from outside it would be read at an address
+        # the next autocast region no longer holds.
+        cache = ops.autocast.is_autocast_cache_enabled()
+        ops.autocast.set_autocast_cache_enabled(False)
+        try:
+            entry = _Graphed(module, args, grad=key[2])
+        except (RuntimeError, TypeError) as err:
+            self.entries[key] = None
+            warnings.warn(f"compile(mode='reduce-overhead'): running eagerly, the call could not be captured "
+                          f"in a CUDA graph ({err})", stacklevel=4)
+            return None
+        finally:
+            ops.autocast.set_autocast_cache_enabled(cache)
+        if _state(module) != before:
+            entry.reset()
+            self.entries[key] = None
+            warnings.warn("compile(mode='reduce-overhead'): running eagerly, the module draws random numbers or "
+                          "updates buffers (dropout, batch norm in training), which a CUDA graph would not redo "
+                          "as eager execution does", stacklevel=4)
+            return None
+        self.entries[key] = entry
+        return entry

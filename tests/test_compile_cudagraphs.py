@@ -1,0 +1,124 @@
+"""``genesis.compile(module, mode="reduce-overhead")``: CUDA graphs of the forward and backward that give the eager
+results (training, several calls before one backward, inference), and eager execution where a graph would not."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import genesis
+import genesis.nn as nn
+import genesis.nn.functional as F
+from genesis._dynamo.cudagraphs import _Graphed
+from tests.helpers import DEVICE, requires_cuda
+
+
+def _mlp(seed: int = 0) -> nn.Module:
+    genesis.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 4)).to(DEVICE)
+
+
+def _copy(module: nn.Module) -> nn.Module:
+    other = _mlp(1)
+    other.load_state_dict(module.state_dict())
+    return other
+
+
+def _graphs(compiled: nn.Module) -> list:
+    return [e for e in compiled._graphs.entries.values() if isinstance(e, _Graphed)]
+
+
+def test_compiled_training_equals_eager() -> None:
+    eager = _mlp()
+    compiled = genesis.compile(_copy(eager), mode="reduce-overhead")
+    opts = [genesis.optim.Adam(m.parameters(), lr=1e-2) for m in (eager, compiled)]
+    x = genesis.randn(16, 8, device=DEVICE)
+    y = genesis.randn(16, 4, device=DEVICE)
+    for step in range(5):
+        losses = []
+        for model, opt in zip((eager, compiled), opts):
+            loss = F.mse_loss(model(x * (step + 1)), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5, atol=1e-6)
+    for p, q in zip(eager.parameters(), compiled.parameters()):
+        np.testing.assert_allclose(q.detach().cpu().numpy(), p.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
+    assert len(_graphs(compiled)) == (1 if DEVICE == "cuda" else 0)  # the CPU runs eagerly
+
+
+@requires_cuda
+def test_two_forward_calls_before_one_backward() -> None:
+    eager = _mlp()
+    compiled = genesis.compile(_copy(eager), mode="reduce-overhead")
+    a, b = genesis.randn(16, 8, device="cuda"), genesis.randn(16, 8, device="cuda")
+    grads = []
+    for model in (eager, compiled):
+        for _ in range(3):  # the compiled model captures at its second call and replays at the third
+            model.zero_grad()
+            first, second = model(a), model(b)  # the second replay overwrites the first one's activations
+            (first.square().mean() - second.mean()).backward()
+        grads.append([p.grad.cpu().numpy() for p in model.parameters()])
+    assert _graphs(compiled)
+    for g, e in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+@requires_cuda
+def test_inference_outputs_stay_valid_across_calls() -> None:
+    model = _mlp().eval()
+    compiled = genesis.compile(model, mode="reduce-overhead")
+    xs = [genesis.randn(4, 8, device="cuda") for _ in range(4)]
+    with genesis.no_grad():
+        outs = [compiled(x) for x in xs]
+        expected = [model(x) for x in xs]
+    assert _graphs(compiled)
+    for out, ref in zip(outs, expected):
+        np.testing.assert_allclose(out.cpu().numpy(), ref.cpu().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@requires_cuda
+@pytest.mark.parametrize("layer", ["dropout", "batch_norm"])
+def test_modules_with_side_effects_run_eagerly(layer: str) -> None:
+    genesis.manual_seed(0)
+    extra = nn.Dropout(0.5) if layer == "dropout" else nn.BatchNorm1d(32)
+    model = nn.Sequential(nn.Linear(8, 32), extra, nn.Linear(32, 4)).to("cuda")
+    compiled = genesis.compile(model, mode="reduce-overhead")
+    x = genesis.randn(16, 8, device="cuda")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [compiled(x) for _ in range(3)]
+    assert not _graphs(compiled)
+    assert any("running eagerly" in str(w.message) for w in caught)
+    if layer == "dropout":  # a fresh mask at every call, as eager
+        assert not np.array_equal(outs[1].detach().cpu().numpy(), outs[2].detach().cpu().numpy())
+    else:  # the running statistics were updated once per call
+        assert int(extra.num_batches_tracked.item()) == 3
+
+
+@requires_cuda
+def test_moving_the_module_drops_its_graphs() -> None:
+    compiled = genesis.compile(_mlp(), mode="reduce-overhead")
+    x = genesis.randn(4, 8, device="cuda")
+    for _ in range(3):
+        compiled(x).sum().backward()
+    assert _graphs(compiled)
+    compiled.double()
+    assert not compiled._graphs.entries
+    out = compiled(x.double())
+    assert out.dtype is genesis.float64
+    genesis.compiler.reset()
+
+
+def test_other_calls_run_eagerly() -> None:
+    model = _mlp()
+    compiled = genesis.compile(model, mode="reduce-overhead")
+    x = genesis.randn(4, 8, device=DEVICE)
+    for _ in range(3):
+        out = compiled(input=x)  # keyword arguments are not captured
+    np.testing.assert_allclose(out.detach().cpu().numpy(), model(x).detach().cpu().numpy(), rtol=1e-6)
+    assert not _graphs(compiled)
+    assert type(genesis.compile(model)) is type(compiled) and genesis.compile(model)._graphs is None
