@@ -6,7 +6,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pytest
 
 import genesis
 import genesis.nn as nn
@@ -81,22 +80,62 @@ def test_inference_outputs_stay_valid_across_calls() -> None:
 
 
 @requires_cuda
-@pytest.mark.parametrize("layer", ["dropout", "batch_norm"])
-def test_modules_with_side_effects_run_eagerly(layer: str) -> None:
+def test_batch_norm_in_training_runs_eagerly() -> None:
     genesis.manual_seed(0)
-    extra = nn.Dropout(0.5) if layer == "dropout" else nn.BatchNorm1d(32)
-    model = nn.Sequential(nn.Linear(8, 32), extra, nn.Linear(32, 4)).to("cuda")
-    compiled = genesis.compile(model, mode="reduce-overhead")
+    norm = nn.BatchNorm1d(32)
+    compiled = genesis.compile(nn.Sequential(nn.Linear(8, 32), norm, nn.Linear(32, 4)).to("cuda"),
+                               mode="reduce-overhead")
     x = genesis.randn(16, 8, device="cuda")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        outs = [compiled(x) for _ in range(3)]
+        for _ in range(3):
+            compiled(x)
     assert not _graphs(compiled)
     assert any("running eagerly" in str(w.message) for w in caught)
-    if layer == "dropout":  # a fresh mask at every call, as eager
-        assert not np.array_equal(outs[1].detach().cpu().numpy(), outs[2].detach().cpu().numpy())
-    else:  # the running statistics were updated once per call
-        assert int(extra.num_batches_tracked.item()) == 3
+    assert int(norm.num_batches_tracked.item()) == 3  # the running statistics were updated once per call
+
+
+@requires_cuda
+def test_dropout_draws_a_new_mask_at_every_replay() -> None:
+    genesis.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.Dropout(0.5)).to("cuda")
+    compiled = genesis.compile(model, mode="reduce-overhead")
+    x = genesis.randn(16, 8, device="cuda")
+    kept = []
+    for _ in range(4):
+        model.zero_grad()
+        out = compiled(x)
+        out.sum().backward()
+        y = out.detach().cpu().numpy()
+        # The backward replays the forward's mask: a weight's gradient is the sum of x over the rows that kept it.
+        grad = model[0].weight.grad.cpu().numpy()
+        expected = (y != 0).astype(np.float32).T @ x.cpu().numpy() * 2.0
+        np.testing.assert_allclose(grad, expected, rtol=1e-4, atol=1e-4)
+        kept.append(y != 0)
+    assert _graphs(compiled)
+    assert not np.array_equal(kept[2], kept[3])  # two replays, two masks
+    assert 0.4 < np.mean(kept[3]) < 0.6
+
+
+@requires_cuda
+def test_whole_step_graph_draws_new_random_numbers() -> None:
+    x = genesis.ones(4096, device="cuda")
+    static = {}
+
+    def step() -> genesis.Tensor:
+        return F.dropout(x, 0.5) + genesis.rand(4096, device="cuda")
+
+    step()
+    g = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(g):
+        static["out"] = step()
+    results = []
+    for _ in range(2):
+        g.replay()
+        results.append(static["out"].cpu().numpy())
+    eager = step().cpu().numpy()  # eager draws after the replays take counters of their own
+    assert not np.array_equal(results[0], results[1])
+    assert not np.array_equal(results[1], eager)
 
 
 @requires_cuda

@@ -26,8 +26,10 @@ def _specs() -> list[tuple]:
             # OP, NIN, M0, M1, M2, BLOCK, I64: one contiguous input
             specs.append((f"{op} {ptr[1:5]}", ew, (ptr, ptr) + UNARY, (op, 1, 1, 0, 0, 1024, False)))
     for ptr, scale in (("*fp64:16", "fp64"), ("*fp32:16", "fp32"), ("*bf16:16", "fp32"), ("*fp16:16", "fp32")):
-        # x, out, n, seed, offset, p, scale; BLOCK
-        specs.append((f"dropout {ptr[1:5]}", drop, (ptr, ptr, "i64", "u64", "i64", "fp32", scale), (1024,)))
+        # x, out, n, seed, offset, base, p, scale; FROM_DEVICE, BLOCK (the base read from device memory in a graph)
+        for from_device in (False, True):
+            specs.append((f"dropout {ptr[1:5]}{' graph' if from_device else ''}", drop,
+                          (ptr, ptr, "i64", "u64", "i64", "*i64", "fp32", scale), (from_device, 1024)))
     return specs
 
 

@@ -8,13 +8,15 @@ host cost of the forward and the backward pass:
   made); the second captures the forward (and, with grad enabled, the backward into a second graph, as
   ``make_graphed_callables``) and replays it; later calls only replay. At most ``genesis._dynamo.config
   .cache_size_limit`` keys are captured; others run eagerly.
-- A capture that changed state outside its own memory is dropped and its key runs eagerly from then on, so results
-  are those of eager execution: one that drew random numbers (dropout in training: a graph would repeat the same
-  mask at every replay) or updated buffers (batch norm's running statistics in training: the extra pass of a
-  recomputation would update them twice). So does a capture that failed (a host read of a device value inside).
+- Random numbers drawn inside (dropout in training) are new at every replay, taken from the default generator as
+  eager calls take them (``genesis.cuda.CUDAGraph``).
+- A capture that updated buffers (batch norm's running statistics in training: the extra pass of a recomputation,
+  below, would update them twice) is dropped and its key runs eagerly from then on, so results are those of eager
+  execution. So does a capture that failed (a host read of a device value inside).
 - Outputs are copied out of the graph's memory, so tensors a program keeps stay valid across calls; several
   forward calls before one backward pass are fine too: a backward whose forward replay was overwritten by a later
-  call replays its forward again first (the captured work is free of side effects, see above).
+  call replays its forward again first, with the same random numbers (the captured work has no other side effects,
+  see above).
 - Arguments other than CUDA tensors, keyword arguments, or a module not on CUDA run eagerly.
 """
 
@@ -23,8 +25,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
-from genesis import compiler, ops  # ops before random: the op registry imports random as it initializes
-from genesis import random as R
+from genesis import compiler, ops
 from genesis.autograd import Function, is_grad_enabled
 from genesis.autograd import grad as autograd_grad
 from genesis.cuda.graphs import CUDAGraph, graph
@@ -62,10 +63,15 @@ class _Graphed:
             self.static_grad_inputs = tuple(next(grads) if x.requires_grad else None
                                             for x in self.static_args + self.params)
 
-    def run_forward(self, values: tuple[Tensor, ...]) -> None:
+    def run_forward(self, values: tuple[Tensor, ...], rng_bases: tuple[int, ...] | None = None) -> None:
+        """Replay the forward on ``values``; with ``rng_bases`` (an earlier replay's) it draws that replay's random
+        numbers again."""
         for static, value in zip(self.static_args, values):
             static.copy_(value.detach())
-        self.fwd.replay()
+        if rng_bases is None:
+            self.fwd.replay()
+        else:
+            self.fwd._replay_at(rng_bases)
         self.generation += 1
 
     def __call__(self, values: tuple[Tensor, ...]) -> Any:
@@ -89,7 +95,7 @@ class _Replay(Function):
     def forward(ctx: Any, entry: _Graphed, *values: Tensor) -> tuple[Tensor, ...]:
         n = len(entry.static_args)
         entry.run_forward(values[:n])
-        ctx.entry, ctx.generation = entry, entry.generation
+        ctx.entry, ctx.generation, ctx.rng_bases = entry, entry.generation, entry.fwd._last_bases
         ctx.save_for_backward(*values[:n])
         return tuple(o.detach().clone() for o in entry.static_outputs)
 
@@ -97,7 +103,7 @@ class _Replay(Function):
     def backward(ctx: Any, *grads_out: Tensor | None) -> tuple[Tensor | None, ...]:
         entry = ctx.entry
         if entry.generation != ctx.generation:  # a later call overwrote this call's activations: recompute them
-            entry.run_forward(ctx.saved_tensors)
+            entry.run_forward(ctx.saved_tensors, ctx.rng_bases)
         for static, g in zip(entry.static_grad_outputs, grads_out):
             if static is not None:
                 if g is None:
@@ -122,10 +128,8 @@ def _key(module: Any, args: tuple) -> tuple | None:
 
 
 def _state(module: Any) -> tuple:
-    """What a side-effect-free capture leaves as it was: the random generators' positions and the buffers'
-    versions."""
-    gens = tuple((dev, g._offset) for dev, g in R._default_generators.items())
-    return gens, tuple(b._version[0] for b in module.buffers())
+    """What a capture free of side effects leaves as it was: the buffers' versions."""
+    return tuple(b._version[0] for b in module.buffers())
 
 
 class GraphCache:
@@ -179,9 +183,8 @@ class GraphCache:
         if _state(module) != before:
             entry.reset()
             self.entries[key] = None
-            warnings.warn("compile(mode='reduce-overhead'): running eagerly, the module draws random numbers or "
-                          "updates buffers (dropout, batch norm in training), which a CUDA graph would not redo "
-                          "as eager execution does", stacklevel=4)
+            warnings.warn("compile(mode='reduce-overhead'): running eagerly, the module updates buffers (batch norm "
+                          "in training), which a recomputed forward would update twice", stacklevel=4)
             return None
         self.entries[key] = entry
         return entry

@@ -14,6 +14,7 @@ import sys
 from typing import Any, Callable
 
 import genesis.cuda as cuda_api
+from genesis import random as R
 from genesis.autograd import Function
 from genesis.autograd import grad as autograd_grad
 from genesis.tensor import Tensor, empty_like, ones_like
@@ -32,6 +33,10 @@ class CUDAGraph:
     call ``g.replay()`` to recompute ``out`` in place. Run the code once before capturing (kernels compile and the
     allocator warms up on the first run). Inside the capture nothing may read device values on the host. Tensors
     created during capture live in the graph's private memory pool and are overwritten by every replay.
+
+    Random numbers drawn inside the capture from the device's default generator (dropout, ``rand``) are new at
+    every replay, as torch's: each replay takes the next counters of the generator, as the same code run eagerly
+    would.
     """
 
     def __init__(self) -> None:
@@ -39,16 +44,31 @@ class CUDAGraph:
         from genesis._impl.cuda import graphs
 
         self._graph = graphs.Graph()
+        self._generator: R.Generator | None = None
+        self._consumed = 0
+        self._last_bases: tuple[int, ...] = ()  # the counter bases of the last replay
 
     def capture_begin(self) -> None:
-        self._graph.capture_begin()
+        self._generator = R.default_generator(f"cuda:{cuda_api.current_device()}")
+        self._graph.capture_begin(((self._generator._seed, self._generator._offset),))
 
     def capture_end(self) -> None:
         self._graph.capture_end()
+        self._consumed = self._graph.rng_consumed()[0]
 
     def replay(self) -> None:
         """Run the captured work again on the current stream (the host does not wait for it)."""
-        self._graph.replay()
+        bases: tuple[int, ...] = ()
+        if self._consumed:
+            bases = (self._generator._offset,)
+            self._generator._offset += self._consumed
+        self._replay_at(bases)
+
+    def _replay_at(self, bases: tuple[int, ...]) -> None:
+        """Replay drawing the random numbers of the counter ``bases`` (those of an earlier replay: the same
+        numbers again)."""
+        self._last_bases = bases
+        self._graph.replay(bases)
 
     def reset(self) -> None:
         """Free the graph and its memory pool; the object can capture again."""

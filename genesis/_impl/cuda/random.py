@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from genesis import dtypes
+from genesis._impl.cuda import graphs
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import contiguous
@@ -21,9 +22,10 @@ def _random(dist: str, shape: tuple[int, ...], dtype: dtypes.dtype, device: obje
     if n:
         rt.ensure_device(device.index)
         p = _ptr(out)
-        go = _RANDOM.launcher((_psig(out, p), "i64", "u64", "i64", "i64", "u64"),
-                              (dist, _ONE_BELOW.get(dtype, 0.99999994), 1024), 4)
-        go((n + 1023) // 1024, 1, 1, p, n, seed % (1 << 64), offset, low, span)
+        base, offset = graphs.rng_counter(device.index, seed, offset, n)
+        go = _RANDOM.launcher((_psig(out, p), "i64", "u64", "i64", "*i64", "i64", "u64"),
+                              (dist, _ONE_BELOW.get(dtype, 0.99999994), base != 0, 1024), 4)
+        go((n + 1023) // 1024, 1, 1, p, n, seed % (1 << 64), offset, base, low, span)
     return out
 
 
@@ -46,8 +48,10 @@ def dropout(x: NDArray, p: float, seed: int, offset: int) -> NDArray:
         rt.ensure_device(x.device.index)
         px, po = _ptr(x), _ptr(out)
         wide = "fp64" if x.dtype is dtypes.float64 else "fp32"  # the scale in the dtype the kernel computes in
-        go = _DROPOUT.launcher((_psig(x, px), _psig(out, po), "i64", "u64", "i64", "fp32", wide), (1024,), 4)
-        go((n + 1023) // 1024, 1, 1, px, po, n, seed % (1 << 64), offset, p, 1.0 / (1.0 - p))
+        base, offset = graphs.rng_counter(x.device.index, seed, offset, n)
+        go = _DROPOUT.launcher((_psig(x, px), _psig(out, po), "i64", "u64", "i64", "*i64", "fp32", wide),
+                               (base != 0, 1024), 4)
+        go((n + 1023) // 1024, 1, 1, px, po, n, seed % (1 << 64), offset, base, p, 1.0 / (1.0 - p))
     return out
 
 

@@ -1,7 +1,9 @@
 """Counter-based random numbers (Philox 4x32-10, ``tl.rand``/``tl.randn``/``tl.randint4x``).
 
 Element ``i`` of a draw from stream ``(seed, offset)`` uses counter ``offset + i``: the same seed and offset give the
-same numbers on every run and for every launch configuration.
+same numbers on every run and for every launch configuration. A kernel captured in a CUDA graph reads the base of
+its counters from device memory (``FROM_DEVICE``: counter ``*base + offset + i``), which the graph's owner sets before
+each replay, so every replay draws new numbers.
 """
 
 import triton
@@ -9,10 +11,12 @@ import triton.language as tl
 
 
 @triton.jit
-def random_kernel(out, n, seed, offset, low, span, DIST: tl.constexpr, ONE_BELOW: tl.constexpr,
-                  BLOCK: tl.constexpr):
+def random_kernel(out, n, seed, offset, base, low, span, DIST: tl.constexpr, ONE_BELOW: tl.constexpr,
+                  FROM_DEVICE: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
+    if FROM_DEVICE:
+        offset = tl.load(base) + offset
     c = offset + offs
     if DIST == "uniform":
         # Round in float32, then keep the result strictly below 1 in the output dtype.
@@ -27,7 +31,7 @@ def random_kernel(out, n, seed, offset, low, span, DIST: tl.constexpr, ONE_BELOW
 
 
 @triton.jit
-def dropout_kernel(x, out, n, seed, offset, p, scale, BLOCK: tl.constexpr):
+def dropout_kernel(x, out, n, seed, offset, base, p, scale, FROM_DEVICE: tl.constexpr, BLOCK: tl.constexpr):
     """out[i] = x[i] * scale where uniform(seed, offset + i) >= p, else 0 (x, out contiguous), computed in float32,
     or in float64 for float64 data (``scale`` is then a float64 argument).
 
@@ -35,6 +39,8 @@ def dropout_kernel(x, out, n, seed, offset, p, scale, BLOCK: tl.constexpr):
     """
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
+    if FROM_DEVICE:
+        offset = tl.load(base) + offset
     keep = tl.rand(seed, offset + offs) >= p
     v = tl.load(x + offs, mask=m, other=0.0)
     if v.dtype.is_fp64():
