@@ -38,6 +38,8 @@ Rows (``ratio`` = Genesis throughput / torch throughput; for the CPU rows torch 
   dropout 0.5, SGD lr 20, clip 0.25), tokens/s, goal >= 0.9.
 - ``transformer``: that example's TransformerEncoder LM (emsize 200, 2 heads, nhid 200, 2 layers, dropout 0.2,
   causal mask), tokens/s, goal >= 1.0.
+- ``lstm_compile`` / ``transformer_compile``: those LM trainers with Genesis's model wrapped by
+  ``compile(model, mode="reduce-overhead")`` (dropout included in the graphs), against torch eager, goal >= 1.0.
 - ``cpu_mlp``: regression MLP 8-64-64-1, batch 32, Adam, MSE; ``cpu_pg``: a REINFORCE step on a 4-64-64-2 policy
   (multinomial sampling, log_softmax + gather), batch 32, Adam. Milliseconds per step, goal >= 1/1.5.
 
@@ -140,6 +142,11 @@ CASES = [
          replace(LM_SMALL, rnn_type="GRU"), "tok/s", tokens, 0.9, cudnn=True, stochastic=True),
     Case("transformer", "transformer-lm 2x200 35x20", P.build_lm, P.lm_program, P.lm_data, TRANSFORMER,
          replace(LM_SMALL, rnn_type="Transformer"), "tok/s", tokens, 1.0, stochastic=True),
+    Case("lstm_compile", "lstm-lm 2x650 35x20 compile reduce-overhead", P.build_lm, P.lm_compiled_program, P.lm_data,
+         P.LMConfig(), LM_SMALL, "tok/s", tokens, 1.0, cudnn=True, stochastic=True),
+    Case("transformer_compile", "transformer-lm 2x200 35x20 compile reduce-overhead", P.build_lm,
+         P.lm_compiled_program, P.lm_data, TRANSFORMER, replace(LM_SMALL, rnn_type="Transformer"), "tok/s", tokens,
+         1.0, stochastic=True),
     Case("cpu_mlp", "cpu mlp 8-64-64-1 b32 adam", P.build_mlp, P.regression_program, P.regression_data,
          P.MLPConfig(), P.MLPConfig(), "ms", images, 1 / 1.5),
     Case("cpu_pg", "cpu reinforce 4-64-64-2 b32 adam", P.build_mlp, P.policy_program, P.policy_data,
@@ -149,7 +156,7 @@ CASES = [
 ROUNDS = 7  # alternating timing rounds of the CPU rows (cpu_mlp, cpu_pg)
 MODEL_ROUNDS = 5  # and of the model rows, on any device (their --steps split among them)
 MODEL_ROWS = ["gpt2", "gpt2_graph", "gpt2_compile", "qwen", "qwen_compile", "resnet50", "style", "lstm", "gru",
-              "transformer"]
+              "transformer", "lstm_compile", "transformer_compile"]
 CPU_ROWS = ["cpu_mlp", "cpu_pg"]
 
 

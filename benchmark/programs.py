@@ -570,6 +570,17 @@ def lm_program(lib: Any, model: Any, device: str, cfg: LMConfig, parity: bool) -
     return Program(step, notes)
 
 
+def lm_compiled_program(lib: Any, model: Any, device: str, cfg: LMConfig, parity: bool) -> Program:
+    """``lm_program`` with Genesis's model wrapped by ``compile(model, mode="reduce-overhead")`` (forward and backward
+    replay CUDA graphs on CUDA, dropout included); torch runs the eager program."""
+    if lib.__name__ == "genesis":
+        model = lib.compile(model, mode="reduce-overhead")
+    program = lm_program(lib, model, device, cfg, parity)
+    if lib.__name__ == "genesis":
+        program.notes.append("genesis: compile(mode='reduce-overhead')")
+    return program
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Small CPU programs: a regression MLP and a REINFORCE policy-gradient step
 # --------------------------------------------------------------------------------------------------------------------

@@ -161,3 +161,26 @@ def test_other_calls_run_eagerly() -> None:
     np.testing.assert_allclose(out.detach().cpu().numpy(), model(x).detach().cpu().numpy(), rtol=1e-6)
     assert not _graphs(compiled)
     assert type(genesis.compile(model)) is type(compiled) and genesis.compile(model)._graphs is None
+
+
+@requires_cuda
+def test_recurrent_module_with_nested_arguments_and_outputs() -> None:
+    genesis.manual_seed(0)
+    eager = nn.LSTM(8, 16, num_layers=2).to("cuda")
+    other = nn.LSTM(8, 16, num_layers=2).to("cuda")
+    other.load_state_dict(eager.state_dict())
+    compiled = genesis.compile(other, mode="reduce-overhead")
+    x = genesis.randn(5, 3, 8, device="cuda")
+    state = (genesis.zeros(2, 3, 16, device="cuda"), genesis.zeros(2, 3, 16, device="cuda"))
+    for model in (eager, compiled):
+        hidden = state
+        for _ in range(3):
+            model.zero_grad()
+            out, hidden = model(x, hidden)  # (T, B, 16), ((2, B, 16), (2, B, 16))
+            (out.square().mean() + hidden[1].sum()).backward()
+            hidden = tuple(h.detach() for h in hidden)
+        model.final = (out.detach().cpu().numpy(), [p.grad.cpu().numpy() for p in model.parameters()])
+    assert _graphs(compiled)
+    np.testing.assert_allclose(compiled.final[0], eager.final[0], rtol=1e-4, atol=1e-5)
+    for g, e in zip(compiled.final[1], eager.final[1]):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)

@@ -3,11 +3,11 @@
 A compiled module in that mode replays CUDA graphs instead of launching its kernels one by one, which removes the
 host cost of the forward and the backward pass:
 
-- Each call is keyed by its arguments' shapes, dtypes and ``requires_grad``, the module's ``training`` flag, grad
-  mode and the autocast state. The first call of a key runs eagerly (kernels compile, plans and workspaces are
-  made); the second captures the forward (and, with grad enabled, the backward into a second graph, as
-  ``make_graphed_callables``) and replays it; later calls only replay. At most ``genesis._dynamo.config
-  .cache_size_limit`` keys are captured; others run eagerly.
+- Each call is keyed by its arguments' structure (tensors, also in tuples, lists and dicts) and their shapes,
+  dtypes and ``requires_grad``, the module's ``training`` flag, grad mode and the autocast state. The first call
+  of a key runs eagerly (kernels compile, plans and workspaces are made); the second captures the forward (and,
+  with grad enabled, the backward into a second graph, as ``make_graphed_callables``) and replays it; later calls
+  only replay. At most ``genesis._dynamo.config.cache_size_limit`` keys are captured; others run eagerly.
 - Random numbers drawn inside (dropout in training) are new at every replay, taken from the default generator as
   eager calls take them (``genesis.cuda.CUDAGraph``).
 - A capture that updated buffers (batch norm's running statistics in training: the extra pass of a recomputation,
@@ -17,7 +17,8 @@ host cost of the forward and the backward pass:
   forward calls before one backward pass are fine too: a backward whose forward replay was overwritten by a later
   call replays its forward again first, with the same random numbers (the captured work has no other side effects,
   see above).
-- Arguments other than CUDA tensors, keyword arguments, or a module not on CUDA run eagerly.
+- Arguments other than CUDA tensors (numbers, None, CPU tensors), keyword arguments, or a module not on CUDA run
+  eagerly; so does a module that returns anything but tensors (in tuples, lists or dicts).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from genesis import compiler, ops
 from genesis.autograd import Function, is_grad_enabled
 from genesis.autograd import grad as autograd_grad
 from genesis.cuda.graphs import CUDAGraph, graph
+from genesis.func.pytree import TreeSpec, tree_flatten, tree_unflatten
 from genesis.tensor import Tensor, empty_like
 
 GRAPH_MODES = ("reduce-overhead", "max-autotune")
@@ -37,18 +39,18 @@ GRAPH_MODES = ("reduce-overhead", "max-autotune")
 class _Graphed:
     """The captured forward (and backward) of one key, with the buffers they read and write."""
 
-    def __init__(self, module: Any, args: tuple[Tensor, ...], grad: bool) -> None:
+    def __init__(self, module: Any, args: list[Tensor], spec: TreeSpec, grad: bool) -> None:
         self.module = module
         self.static_args = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
         self.params = tuple(p for p in module.parameters() if p.requires_grad) if grad else ()
         self.generation = 0  # how many forward replays so far: a backward checks its forward is the latest
         self.fwd, self.bwd = CUDAGraph(), None
         with graph(self.fwd):
-            out = module(*self.static_args)
-        self.single = isinstance(out, Tensor)
-        outs = (out,) if self.single else tuple(out) if isinstance(out, (tuple, list)) else None
-        if outs is None or not all(isinstance(o, Tensor) for o in outs):
-            raise TypeError("the module returned something other than a Tensor or a tuple of Tensors")
+            out = module(*tree_unflatten(self.static_args, spec))
+        outs, self.out_spec = tree_flatten(out)
+        if not outs or not all(isinstance(o, Tensor) for o in outs):
+            raise TypeError("the module returned something other than Tensors (in tuples, lists or dicts)")
+        outs = tuple(outs)
         self.static_outputs = outs
         self.static_grad_outputs: tuple[Tensor | None, ...] = ()
         self.static_grad_inputs: tuple[Tensor | None, ...] = ()
@@ -74,13 +76,13 @@ class _Graphed:
             self.fwd._replay_at(rng_bases)
         self.generation += 1
 
-    def __call__(self, values: tuple[Tensor, ...]) -> Any:
+    def __call__(self, values: list[Tensor]) -> Any:
         if self.bwd is None:
             self.run_forward(values)
             outs = tuple(o.detach().clone() for o in self.static_outputs)
         else:
             outs = _Replay.apply(self, *values, *self.params)
-        return outs[0] if self.single else outs
+        return tree_unflatten(outs if isinstance(outs, tuple) else (outs,), self.out_spec)
 
     def reset(self) -> None:
         self.fwd.reset()
@@ -115,16 +117,17 @@ class _Replay(Function):
         return (None,) + tuple(None if g is None else g.detach().clone() for g in entry.static_grad_inputs)
 
 
-def _key(module: Any, args: tuple) -> tuple | None:
-    """The capture key of a call, or None when the call must run eagerly."""
-    for a in args:
+def _key(module: Any, leaves: list, spec: TreeSpec) -> tuple | None:
+    """The capture key of a call whose arguments flatten to ``leaves``, or None when the call must run eagerly."""
+    if not leaves:
+        return None
+    for a in leaves:
         if not isinstance(a, Tensor) or a.device.type != "cuda":
             return None
-    if not args:
-        return None
     amp = (ops.autocast.is_autocast_enabled("cuda"), ops.autocast.get_autocast_dtype("cuda"),
            ops.autocast.is_autocast_cache_enabled())
-    return (tuple((tuple(a.shape), a.dtype, a.requires_grad) for a in args), module.training, is_grad_enabled(), amp)
+    return (spec, tuple((tuple(a.shape), a.dtype, a.requires_grad) for a in leaves), module.training,
+            is_grad_enabled(), amp)
 
 
 def _state(module: Any) -> tuple:
@@ -148,21 +151,22 @@ class GraphCache:
         self.entries.clear()
 
     def call(self, module: Any, eager: Callable[..., Any], args: tuple) -> Any:
-        key = _key(module, args)
+        leaves, spec = tree_flatten(args)
+        key = _key(module, leaves, spec)
         if key is None:
             return eager(*args)
         entry = self.entries.get(key, 0)
         if isinstance(entry, _Graphed):
-            return entry(args)
+            return entry(leaves)
         if entry is None or (entry == 0 and len(self.entries) >= self.limit):
             return eager(*args)
         if entry == 0:
             self.entries[key] = 1
             return eager(*args)  # the warm-up call: kernels compile and plans are made
-        captured = self._capture(module, args, key)
-        return eager(*args) if captured is None else captured(args)
+        captured = self._capture(module, leaves, spec, key)
+        return eager(*args) if captured is None else captured(leaves)
 
-    def _capture(self, module: Any, args: tuple, key: tuple) -> _Graphed | None:
+    def _capture(self, module: Any, leaves: list, spec: TreeSpec, key: tuple) -> _Graphed | None:
         if any(t.device.type != "cuda" for t in (*module.parameters(), *module.buffers())):
             self.entries[key] = None
             return None
@@ -172,7 +176,7 @@ class GraphCache:
         cache = ops.autocast.is_autocast_cache_enabled()
         ops.autocast.set_autocast_cache_enabled(False)
         try:
-            entry = _Graphed(module, args, grad=key[2])
+            entry = _Graphed(module, leaves, spec, grad=key[3])
         except (RuntimeError, TypeError) as err:
             self.entries[key] = None
             warnings.warn(f"compile(mode='reduce-overhead'): running eagerly, the call could not be captured "

@@ -9,6 +9,7 @@ zeros at padded positions, which :class:`TransformerEncoder` reproduces.
 from __future__ import annotations
 
 import copy
+import weakref
 from typing import Any, Callable
 
 from genesis import amp, dtypes
@@ -49,13 +50,26 @@ def _get_seq_len(src: Tensor, batch_first: bool) -> int:
     return src.shape[1 if batch_first else 0]
 
 
+# mask -> (its version and address, size, whether it is causal): a program passes the same mask at every step, and
+# the answer needs a read of its values (a host-device synchronization on a GPU, which would also end a CUDA graph
+# capture); it stays valid until the mask is written in place.
+_CAUSAL_ANSWERS: dict[int, tuple[weakref.ref, tuple, bool]] = {}  # by id(mask); an entry goes with its mask
+
+
 def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None = None, size: int | None = None) -> bool:
     """``is_causal`` when given; otherwise whether ``mask`` equals the square subsequent mask of ``size``."""
     if is_causal is not None or mask is None:
         return is_causal is True
     sz = size if size is not None else mask.shape[-2]
+    stamp = (mask._version[0], mask.data_ptr(), sz)
+    key = id(mask)
+    known = _CAUSAL_ANSWERS.get(key)
+    if known is not None and known[0]() is mask and known[1] == stamp:
+        return known[2]
     causal = _generate_square_subsequent_mask(sz, device=mask.device, dtype=mask.dtype)
-    return tuple(mask.shape) == tuple(causal.shape) and bool((mask == causal).all())
+    answer = tuple(mask.shape) == tuple(causal.shape) and bool((mask == causal).all())
+    _CAUSAL_ANSWERS[key] = (weakref.ref(mask, lambda _, k=key: _CAUSAL_ANSWERS.pop(k, None)), stamp, answer)
+    return answer
 
 
 def _get_clones(module: Module, n: int) -> ModuleList:
