@@ -19,6 +19,8 @@ host cost of the forward and the backward pass:
   see above).
 - Arguments other than CUDA tensors (numbers, None, CPU tensors), keyword arguments, or a module not on CUDA run
   eagerly; so does a module that returns anything but tensors (in tuples, lists or dicts).
+- The forward's Python code runs at the capture only: decisions it takes from other Python state (a step counter)
+  are replayed as taken then; ``genesis.compiler.reset()`` drops the graphs.
 """
 
 from __future__ import annotations
