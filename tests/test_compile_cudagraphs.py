@@ -152,35 +152,80 @@ def test_moving_the_module_drops_its_graphs() -> None:
     genesis.compiler.reset()
 
 
-def test_other_calls_run_eagerly() -> None:
+def test_keyword_arguments() -> None:
     model = _mlp()
     compiled = genesis.compile(model, mode="reduce-overhead")
     x = genesis.randn(4, 8, device=DEVICE)
     for _ in range(3):
-        out = compiled(input=x)  # keyword arguments are not captured
+        out = compiled(input=x)
     np.testing.assert_allclose(out.detach().cpu().numpy(), model(x).detach().cpu().numpy(), rtol=1e-6)
-    assert not _graphs(compiled)
+    assert len(_graphs(compiled)) == (1 if DEVICE == "cuda" else 0)  # the CPU runs eagerly
     assert type(genesis.compile(model)) is type(compiled) and genesis.compile(model)._graphs is None
 
 
+class _TokenModel(nn.Module):
+    """A Hugging Face-style call: keyword arguments, optional labels, a dict of outputs with None entries."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(32, 16)
+        self.head = nn.Linear(16, 32)
+
+    def forward(self, input_ids: genesis.Tensor, attention_mask: genesis.Tensor | None = None,
+                labels: genesis.Tensor | None = None, output_hidden_states: bool = False) -> dict:
+        hidden = self.emb(input_ids)  # (B, T, 16)
+        if attention_mask is not None:
+            hidden = hidden * attention_mask.unsqueeze(-1)
+        logits = self.head(hidden)  # (B, T, 32)
+        loss = None if labels is None else F.cross_entropy(logits.view(-1, 32), labels.view(-1), ignore_index=-100)
+        return {"loss": loss, "logits": logits, "hidden_states": hidden if output_hidden_states else None}
+
+
 @requires_cuda
-def test_recurrent_module_with_nested_arguments_and_outputs() -> None:
+def test_hugging_face_style_calls() -> None:
     genesis.manual_seed(0)
-    eager = nn.LSTM(8, 16, num_layers=2).to("cuda")
-    other = nn.LSTM(8, 16, num_layers=2).to("cuda")
+    eager = _TokenModel().to("cuda")
+    other = _TokenModel().to("cuda")
     other.load_state_dict(eager.state_dict())
     compiled = genesis.compile(other, mode="reduce-overhead")
-    x = genesis.randn(5, 3, 8, device="cuda")
-    state = (genesis.zeros(2, 3, 16, device="cuda"), genesis.zeros(2, 3, 16, device="cuda"))
+    ids = genesis.randint(0, 32, (2, 6), device="cuda")
+    mask = genesis.ones(2, 6, device="cuda")
+    labels = ids.clone()
+    labels[:, :2] = -100
+    results = []
     for model in (eager, compiled):
-        hidden = state
         for _ in range(3):
             model.zero_grad()
-            out, hidden = model(x, hidden)  # (T, B, 16), ((2, B, 16), (2, B, 16))
-            (out.square().mean() + hidden[1].sum()).backward()
-            hidden = tuple(h.detach() for h in hidden)
-        model.final = (out.detach().cpu().numpy(), [p.grad.cpu().numpy() for p in model.parameters()])
-    assert _graphs(compiled)
-    np.testing.assert_allclose(compiled.final[0], eager.final[0], rtol=1e-4, atol=1e-5)
-    for g, e in zip(compiled.final[1], eager.final[1]):
-        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+            out = model(ids, attention_mask=mask, labels=labels)
+            out["loss"].backward()
+        assert out["hidden_states"] is None
+        with genesis.no_grad():
+            logits = model(ids, attention_mask=mask)["logits"]  # another key: no labels, no grad
+        results.append((out["loss"].item(), logits.cpu().numpy(), [p.grad.cpu().numpy() for p in model.parameters()]))
+    assert len(_graphs(compiled)) == 1  # the no-grad call ran once: its warm-up
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5, atol=1e-6)
+    for g, e in zip(results[1][2], results[0][2]):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+class _Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+
+    def forward(self, x: genesis.Tensor, factor: object) -> genesis.Tensor:
+        return self.lin(x) * factor.value
+
+
+@requires_cuda
+def test_calls_with_other_objects_run_eagerly() -> None:
+    class Factor:
+        value = 2.0
+
+    compiled = genesis.compile(_Scaled().to("cuda"), mode="reduce-overhead")
+    x = genesis.randn(4, 8, device="cuda")
+    for _ in range(3):
+        out = compiled(x, Factor())  # an object the key cannot compare: never captured
+    assert not compiled._graphs.entries
+    np.testing.assert_allclose(out.detach().cpu().numpy(), (compiled._orig_mod.lin(x) * 2.0).detach().cpu().numpy())

@@ -44,9 +44,9 @@ class OptimizedModule(Module):
         self._graphs = GraphCache(config.cache_size_limit) if mode in GRAPH_MODES else None
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        if self._graphs is None or kwargs:
+        if self._graphs is None:
             return self._orig_mod(*args, **kwargs)
-        return self._graphs.call(self._orig_mod, self._orig_mod, args)
+        return self._graphs.call(self._orig_mod, self._orig_mod, args, kwargs)
 
     def _apply(self, fn: Any, recurse: bool = True) -> Module:
         if self.__dict__.get("_graphs") is not None:

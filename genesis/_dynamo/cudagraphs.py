@@ -3,8 +3,9 @@
 A compiled module in that mode replays CUDA graphs instead of launching its kernels one by one, which removes the
 host cost of the forward and the backward pass:
 
-- Each call is keyed by its arguments' structure (tensors, also in tuples, lists and dicts) and their shapes,
-  dtypes and ``requires_grad``, the module's ``training`` flag, grad mode and the autocast state. The first call
+- Each call is keyed by its arguments' structure (positional and keyword, tensors also in tuples, lists and
+  dicts), the tensors' shapes, dtypes and ``requires_grad``, the values of the other arguments (None, numbers,
+  strings: constants of the capture), the module's ``training`` flag, grad mode and the autocast state. The first call
   of a key runs eagerly (kernels compile, plans and workspaces are made); the second captures the forward (and,
   with grad enabled, the backward into a second graph, as ``make_graphed_callables``) and replays it; later calls
   only replay. At most ``genesis._dynamo.config.cache_size_limit`` keys are captured; others run eagerly.
@@ -17,8 +18,9 @@ host cost of the forward and the backward pass:
   forward calls before one backward pass are fine too: a backward whose forward replay was overwritten by a later
   call replays its forward again first, with the same random numbers (the captured work has no other side effects,
   see above).
-- Arguments other than CUDA tensors (numbers, None, CPU tensors), keyword arguments, or a module not on CUDA run
-  eagerly; so does a module that returns anything but tensors (in tuples, lists or dicts).
+- A call with no CUDA tensor, with a CPU tensor or another kind of object among its arguments, or to a module not
+  on CUDA runs eagerly; so does a module that returns anything but tensors and constants (in tuples, lists or
+  dicts).
 - The forward's Python code runs at the capture only: decisions it takes from other Python state (a step counter)
   are replayed as taken then; ``genesis.compiler.reset()`` drops the graphs.
 """
@@ -41,18 +43,26 @@ GRAPH_MODES = ("reduce-overhead", "max-autotune")
 class _Graphed:
     """The captured forward (and backward) of one key, with the buffers they read and write."""
 
-    def __init__(self, module: Any, args: list[Tensor], spec: TreeSpec, grad: bool) -> None:
+    def __init__(self, module: Any, leaves: list, spec: TreeSpec, grad: bool) -> None:
         self.module = module
-        self.static_args = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
+        self.static_args = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in leaves
+                                 if isinstance(a, Tensor))
         self.params = tuple(p for p in module.parameters() if p.requires_grad) if grad else ()
         self.generation = 0  # how many forward replays so far: a backward checks its forward is the latest
         self.fwd, self.bwd = CUDAGraph(), None
+        statics = iter(self.static_args)
+        args, kwargs = tree_unflatten([next(statics) if isinstance(a, Tensor) else a for a in leaves], spec)
         with graph(self.fwd):
-            out = module(*tree_unflatten(self.static_args, spec))
-        outs, self.out_spec = tree_flatten(out)
-        if not outs or not all(isinstance(o, Tensor) for o in outs):
-            raise TypeError("the module returned something other than Tensors (in tuples, lists or dicts)")
-        outs = tuple(outs)
+            out = module(*args, **kwargs)
+        out_leaves, self.out_spec = tree_flatten(out)
+        # Non-tensor outputs (None, numbers, strings) are constants of the capture, returned as they were.
+        if not all(isinstance(o, (Tensor, *_CONSTANTS)) for o in out_leaves):
+            raise TypeError("the module returned something other than tensors and constants (in tuples, lists or "
+                            "dicts)")
+        self.out_leaves = out_leaves
+        outs = tuple(o for o in out_leaves if isinstance(o, Tensor))
+        if not outs:
+            raise TypeError("the module returned no tensor")
         self.static_outputs = outs
         self.static_grad_outputs: tuple[Tensor | None, ...] = ()
         self.static_grad_inputs: tuple[Tensor | None, ...] = ()
@@ -84,7 +94,8 @@ class _Graphed:
             outs = tuple(o.detach().clone() for o in self.static_outputs)
         else:
             outs = _Replay.apply(self, *values, *self.params)
-        return tree_unflatten(outs if isinstance(outs, tuple) else (outs,), self.out_spec)
+        outs = iter(outs if isinstance(outs, tuple) else (outs,))
+        return tree_unflatten([next(outs) if isinstance(o, Tensor) else o for o in self.out_leaves], self.out_spec)
 
     def reset(self) -> None:
         self.fwd.reset()
@@ -119,17 +130,29 @@ class _Replay(Function):
         return (None,) + tuple(None if g is None else g.detach().clone() for g in entry.static_grad_inputs)
 
 
+_CONSTANTS = (type(None), bool, int, float, str)  # argument and output values a capture keeps as they are
+
+
 def _key(module: Any, leaves: list, spec: TreeSpec) -> tuple | None:
-    """The capture key of a call whose arguments flatten to ``leaves``, or None when the call must run eagerly."""
-    if not leaves:
-        return None
+    """The capture key of a call whose arguments flatten to ``leaves``, or None when the call must run eagerly: one
+    with no CUDA tensor, or with a value that is neither a CUDA tensor nor a constant."""
+    parts = []
+    tensors = 0
     for a in leaves:
-        if not isinstance(a, Tensor) or a.device.type != "cuda":
+        if isinstance(a, Tensor):
+            if a.device.type != "cuda":
+                return None
+            parts.append((tuple(a.shape), a.dtype, a.requires_grad))
+            tensors += 1
+        elif isinstance(a, _CONSTANTS):
+            parts.append((type(a), a))  # a constant of the capture: another value is another key
+        else:
             return None
+    if not tensors:
+        return None
     amp = (ops.autocast.is_autocast_enabled("cuda"), ops.autocast.get_autocast_dtype("cuda"),
            ops.autocast.is_autocast_cache_enabled())
-    return (spec, tuple((tuple(a.shape), a.dtype, a.requires_grad) for a in leaves), module.training,
-            is_grad_enabled(), amp)
+    return (spec, tuple(parts), module.training, is_grad_enabled(), amp)
 
 
 def _state(module: Any) -> tuple:
@@ -152,21 +175,23 @@ class GraphCache:
                 entry.reset()
         self.entries.clear()
 
-    def call(self, module: Any, eager: Callable[..., Any], args: tuple) -> Any:
-        leaves, spec = tree_flatten(args)
+    def call(self, module: Any, eager: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        leaves, spec = tree_flatten((args, kwargs))
         key = _key(module, leaves, spec)
         if key is None:
-            return eager(*args)
+            return eager(*args, **kwargs)
         entry = self.entries.get(key, 0)
         if isinstance(entry, _Graphed):
-            return entry(leaves)
+            return entry([a for a in leaves if isinstance(a, Tensor)])
         if entry is None or (entry == 0 and len(self.entries) >= self.limit):
-            return eager(*args)
+            return eager(*args, **kwargs)
         if entry == 0:
             self.entries[key] = 1
-            return eager(*args)  # the warm-up call: kernels compile and plans are made
+            return eager(*args, **kwargs)  # the warm-up call: kernels compile and plans are made
         captured = self._capture(module, leaves, spec, key)
-        return eager(*args) if captured is None else captured(leaves)
+        if captured is None:
+            return eager(*args, **kwargs)
+        return captured([a for a in leaves if isinstance(a, Tensor)])
 
     def _capture(self, module: Any, leaves: list, spec: TreeSpec, key: tuple) -> _Graphed | None:
         if any(t.device.type != "cuda" for t in (*module.parameters(), *module.buffers())):
