@@ -215,13 +215,16 @@ def compile(model: object = None, *, fullgraph: _builtins.bool = False, dynamic:
             disable: _builtins.bool = False) -> object:
     """torch's ``compile``, for scripts that call it. A module comes back wrapped as torch's, in an
     ``OptimizedModule`` that runs it (its ``_orig_mod``): eagerly, or with ``mode="reduce-overhead"`` (as torch's
-    mode of that name; also ``"max-autotune"``) by replaying CUDA graphs of its forward and backward on CUDA, which
+    mode of that name; also ``"max-autotune"``, ``backend="cudagraphs"`` and ``options={"triton.cudagraphs":
+    True}``) by replaying CUDA graphs of its forward and backward on CUDA, which
     removes their host cost (see ``genesis._dynamo.cudagraphs``). A function comes back unchanged (used as a
     decorator, with or without arguments, it leaves the function as it is). To cut the host cost of a whole
     training step, optimizer included, capture it in a CUDA graph (``genesis.cuda.graph``)."""
     if model is None:
-        return lambda fn: compile(fn, mode=mode, disable=disable)
+        return lambda fn: compile(fn, backend=backend, mode=mode, options=options, disable=disable)
     if isinstance(model, nn.Module) and not disable:
+        if backend == "cudagraphs" or (isinstance(options, dict) and options.get("triton.cudagraphs")):
+            mode = "reduce-overhead"  # torch's other spellings of CUDA graphs
         return _dynamo.OptimizedModule(model, mode)  # torch's wrapper: state-dict keys under "_orig_mod."
     return model
 

@@ -229,3 +229,18 @@ def test_calls_with_other_objects_run_eagerly() -> None:
         out = compiled(x, Factor())  # an object the key cannot compare: never captured
     assert not compiled._graphs.entries
     np.testing.assert_allclose(out.detach().cpu().numpy(), (compiled._orig_mod.lin(x) * 2.0).detach().cpu().numpy())
+
+
+@requires_cuda
+def test_modules_with_hooks_run_eagerly() -> None:
+    model = _mlp()
+    seen = []
+    model[1].register_forward_hook(lambda module, args, out: seen.append(out.shape))
+    compiled = genesis.compile(model, backend="cudagraphs")  # torch's other spelling of CUDA graphs
+    x = genesis.randn(4, 8, device="cuda")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            compiled(x)
+    assert not _graphs(compiled) and len(seen) == 3  # the hook ran at every call
+    assert any("hooks" in str(w.message) for w in caught)

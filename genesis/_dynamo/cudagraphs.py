@@ -13,7 +13,8 @@ host cost of the forward and the backward pass:
   eager calls take them (``genesis.cuda.CUDAGraph``).
 - A capture that updated buffers (batch norm's running statistics in training: the extra pass of a recomputation,
   below, would update them twice) is dropped and its key runs eagerly from then on, so results are those of eager
-  execution. So does a capture that failed (a host read of a device value inside).
+  execution. So does a capture that failed (a host read of a device value inside), and a module with forward or
+  backward hooks (their Python code would run at the capture only).
 - Outputs are copied out of the graph's memory, so tensors a program keeps stay valid across calls; several
   forward calls before one backward pass are fine too: a backward whose forward replay was overwritten by a later
   call replays its forward again first, with the same random numbers (the captured work has no other side effects,
@@ -35,6 +36,7 @@ from genesis.autograd import Function, is_grad_enabled
 from genesis.autograd import grad as autograd_grad
 from genesis.cuda.graphs import CUDAGraph, graph
 from genesis.func.pytree import TreeSpec, tree_flatten, tree_unflatten
+from genesis.nn.modules import module as module_hooks
 from genesis.tensor import Tensor, empty_like
 
 GRAPH_MODES = ("reduce-overhead", "max-autotune")
@@ -155,6 +157,16 @@ def _key(module: Any, leaves: list, spec: TreeSpec) -> tuple | None:
     return (spec, tuple(parts), module.training, is_grad_enabled(), amp)
 
 
+def _has_hooks(module: Any) -> bool:
+    """Whether forward or backward hooks (global, or of ``module`` or a submodule) would run: their Python code
+    would run at the capture only."""
+    if (module_hooks._global_forward_pre_hooks or module_hooks._global_forward_hooks
+            or module_hooks._global_backward_hooks or module_hooks._global_backward_pre_hooks):
+        return True
+    return any(m._forward_pre_hooks or m._forward_hooks or m._backward_hooks or m._backward_pre_hooks
+               for m in module.modules())
+
+
 def _state(module: Any) -> tuple:
     """What a capture free of side effects leaves as it was: the buffers' versions."""
     return tuple(b._version[0] for b in module.buffers())
@@ -196,6 +208,11 @@ class GraphCache:
     def _capture(self, module: Any, leaves: list, spec: TreeSpec, key: tuple) -> _Graphed | None:
         if any(t.device.type != "cuda" for t in (*module.parameters(), *module.buffers())):
             self.entries[key] = None
+            return None
+        if _has_hooks(module):
+            self.entries[key] = None
+            warnings.warn("compile(mode='reduce-overhead'): running eagerly, the module has forward or backward "
+                          "hooks, which a CUDA graph would not call again", stacklevel=4)
             return None
         before = _state(module)
         # Casts made inside the capture stay in the graph: a cached cast from outside it would be read at an address
