@@ -49,6 +49,7 @@ widths, few layers, small batches, few steps) so that all rows run on a CPU in s
     python benchmark/bench_models.py --device cuda --json benchmark/results/h100-2026-11-27-models.json
     python benchmark/bench_models.py --device cpu                      # the CPU rows at full size
     python benchmark/bench_models.py --small --device cpu --rows gpt2,lstm
+    python benchmark/bench_models.py --rows gpt2_graph --torch-compile  # also torch.compile's throughput
 """
 
 from __future__ import annotations
@@ -199,12 +200,16 @@ def initial_state(case: Case, cfg: Any) -> dict[str, np.ndarray]:
     return {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
 
 
-def start(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarray], parity: bool) -> P.Program:
+def start_model(lib: Any, case: Case, cfg: Any, state: dict[str, np.ndarray], parity: bool) -> Any:
     lib.manual_seed(0)
     model = case.build(lib, cfg, parity)
     model.load_state_dict({k: lib.from_numpy(v.copy()) for k, v in state.items()})
     model.train()
-    return case.program(lib, model, device, cfg, parity)
+    return model
+
+
+def start(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarray], parity: bool) -> P.Program:
+    return case.program(lib, start_model(lib, case, cfg, state, parity), device, cfg, parity)
 
 
 def prepare(lib: Any, case: Case, cfg: Any, device: str, state: dict[str, np.ndarray],
@@ -268,6 +273,17 @@ def run_interleaved(case: Case, cfg: Any, device: str, state: dict[str, np.ndarr
     return results
 
 
+def torch_compiled_rate(case: Case, cfg: Any, device: str, state: dict[str, np.ndarray],
+                        batches: list[tuple[np.ndarray, ...]], plan: Plan) -> float:
+    """Throughput of torch's program with its model under ``torch.compile`` (default mode), for the rows' notes:
+    the number the captured rows aim past."""
+    program = case.program(torch, torch.compile(start_model(torch, case, cfg, state, parity=False)), device, cfg,
+                           False)
+    for i in range(plan.warmup + 3):  # the first steps compile
+        program.step(batches[i % len(batches)])
+    return case.items(cfg) / seconds_per_step(program, batches, plan.steps, device)
+
+
 def loss_tolerance(case: Case) -> float:
     if case.loss_tol is not None:
         return case.loss_tol
@@ -281,7 +297,7 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 
 
-def run_case(case: Case, device: str, small: bool, steps: int | None) -> list[dict]:
+def run_case(case: Case, device: str, small: bool, steps: int | None, torch_compile: bool = False) -> list[dict]:
     """The row (and its memory row on cuda) of one case; a library that fails leaves its numbers None."""
     cfg = case.small if small else case.full
     cpu_row = case.unit == "ms"
@@ -324,6 +340,14 @@ def run_case(case: Case, device: str, small: bool, steps: int | None) -> list[di
         status = "loss mismatch"
     main.update(loss_rel_diff=diff, loss_tol=tol, status=status, note="; ".join((g.notes if g else []) + errors),
                 genesis_losses=g.losses if g else None, torch_losses=t.losses if t else None)
+    if torch_compile and state and not cpu_row:
+        try:
+            main["torch_compile"] = torch_compiled_rate(case, cfg, device, state, batches, plan)
+            main["note"] = "; ".join(filter(None, [main["note"], f"torch.compile {main['torch_compile']:.0f} "
+                                                   f"{case.unit} (genesis / torch.compile "
+                                                   f"{gv / main['torch_compile']:.2f})" if gv else ""]))
+        except Exception as exc:
+            main["note"] = "; ".join(filter(None, [main["note"], f"torch.compile failed: {error_text(exc)}"]))
     rows = [main]
     if device.startswith("cuda"):
         gm, tm = (g.peak_gib if g else None), (t.peak_gib if t else None)
@@ -333,12 +357,13 @@ def run_case(case: Case, device: str, small: bool, steps: int | None) -> list[di
     return rows
 
 
-def run(keys: list[str], device: str, small: bool = False, steps: int | None = None) -> list[dict]:
+def run(keys: list[str], device: str, small: bool = False, steps: int | None = None,
+        torch_compile: bool = False) -> list[dict]:
     """All rows of the chosen cases, printed as they finish."""
     rows = []
     for case in CASES:
         if case.key in keys:
-            for r in run_case(case, device, small, steps):
+            for r in run_case(case, device, small, steps, torch_compile):
                 print_row(r)
                 rows.append(r)
     return rows
@@ -367,6 +392,9 @@ def main() -> None:
     parser.add_argument("--tf32", action="store_true",
                         help="float32 matrix products, convolutions and RNNs on TF32 tensor cores in both libraries "
                              "for the timed pass (rows named '... tf32')")
+    parser.add_argument("--torch-compile", action="store_true",
+                        help="also time torch's program with its model under torch.compile (default mode) and "
+                             "record it in the row (torch_compile, and the note)")
     args = parser.parse_args()
     if args.tf32:
         for lib in (torch, genesis):
@@ -386,7 +414,7 @@ def main() -> None:
           f"{', small models' if args.small else ''}")
     print(f"{'benchmark':<42} {'genesis':>12} {'torch':>12} {'unit':>6} {'ratio':>6}  goal"
           f"{'  (TF32 on in both libraries)' if args.tf32 else ''}")
-    rows = run(keys, args.device, args.small, args.steps)
+    rows = run(keys, args.device, args.small, args.steps, args.torch_compile)
     if args.tf32:
         for r in rows:
             r["name"] += " tf32"
