@@ -244,3 +244,29 @@ def test_modules_with_hooks_run_eagerly() -> None:
             compiled(x)
     assert not _graphs(compiled) and len(seen) == 3  # the hook ran at every call
     assert any("hooks" in str(w.message) for w in caught)
+
+
+@requires_cuda
+def test_transformer_encoder_with_a_causal_mask() -> None:
+    """nn.TransformerEncoder asks whether its mask is causal (a read of the mask's values): the capture goes on
+    with the mask applied as given, which computes the same."""
+    genesis.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0)
+    eager = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).to("cuda")
+    other = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0), 2,
+                                  enable_nested_tensor=False).to("cuda")
+    other.load_state_dict(eager.state_dict())
+    compiled = genesis.compile(other, mode="reduce-overhead")
+    x = genesis.randn(6, 3, 16, device="cuda")
+    mask = nn.Transformer.generate_square_subsequent_mask(6, device="cuda")
+    outs = []
+    for model in (eager, compiled):
+        for _ in range(3):
+            model.zero_grad()
+            out = model(x, mask=mask)
+            out.square().mean().backward()
+        outs.append((out.detach().cpu().numpy(), [p.grad.cpu().numpy() for p in model.parameters()]))
+    assert _graphs(compiled)
+    np.testing.assert_allclose(outs[1][0], outs[0][0], rtol=1e-4, atol=1e-5)
+    for g, e in zip(outs[1][1], outs[0][1]):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)

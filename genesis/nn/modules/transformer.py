@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from genesis import amp, dtypes
 from genesis.autograd import is_grad_enabled
+from genesis.cuda.graphs import is_current_stream_capturing
 from genesis.nn import functional as F
 from genesis.nn import init
 from genesis.nn.modules.activation import GELU, ReLU
@@ -66,6 +67,8 @@ def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None = None, s
     known = _CAUSAL_ANSWERS.get(key)
     if known is not None and known[0]() is mask and known[1] == stamp:
         return known[2]
+    if is_current_stream_capturing():
+        return False  # the values cannot be read now; the mask is then applied as given, which computes the same
     causal = _generate_square_subsequent_mask(sz, device=mask.device, dtype=mask.dtype)
     answer = tuple(mask.shape) == tuple(causal.shape) and bool((mask == causal).all())
     _CAUSAL_ANSWERS[key] = (weakref.ref(mask, lambda _, k=key: _CAUSAL_ANSWERS.pop(k, None)), stamp, answer)
