@@ -247,42 +247,42 @@ def _foreach_sqrt_(self: Sequence[Tensor]) -> Sequence[Tensor]:
     return self
 
 
-def _foreach_add(self: Sequence[Tensor], other: Any, alpha: Number = 1) -> list[Tensor]:
-    """``t.add(other, alpha=alpha)`` for every tensor, as a new list."""
+def _foreach_add(self: Sequence[Tensor], other: Any, alpha: Number = 1) -> tuple[Tensor, ...]:
+    """``t.add(other, alpha=alpha)`` for every tensor, as a new tuple (torch's return type)."""
     tensors = _tensors("_foreach_add", self)
-    return [t.add(o, alpha=alpha) for t, o in zip(tensors, _each("_foreach_add", other, len(tensors)))]
+    return tuple(t.add(o, alpha=alpha) for t, o in zip(tensors, _each("_foreach_add", other, len(tensors))))
 
 
-def _foreach_sub(self: Sequence[Tensor], other: Any, alpha: Number = 1) -> list[Tensor]:
-    """``t.sub(other, alpha=alpha)`` for every tensor, as a new list."""
+def _foreach_sub(self: Sequence[Tensor], other: Any, alpha: Number = 1) -> tuple[Tensor, ...]:
+    """``t.sub(other, alpha=alpha)`` for every tensor, as a new tuple (torch's return type)."""
     tensors = _tensors("_foreach_sub", self)
-    return [t.sub(o, alpha=alpha) for t, o in zip(tensors, _each("_foreach_sub", other, len(tensors)))]
+    return tuple(t.sub(o, alpha=alpha) for t, o in zip(tensors, _each("_foreach_sub", other, len(tensors))))
 
 
-def _foreach_mul(self: Sequence[Tensor], other: Any) -> list[Tensor]:
-    """``t.mul(other)`` for every tensor, as a new list."""
+def _foreach_mul(self: Sequence[Tensor], other: Any) -> tuple[Tensor, ...]:
+    """``t.mul(other)`` for every tensor, as a new tuple (torch's return type)."""
     tensors = _tensors("_foreach_mul", self)
-    return [t.mul(o) for t, o in zip(tensors, _each("_foreach_mul", other, len(tensors)))]
+    return tuple(t.mul(o) for t, o in zip(tensors, _each("_foreach_mul", other, len(tensors))))
 
 
-def _foreach_div(self: Sequence[Tensor], other: Any) -> list[Tensor]:
-    """``t.div(other)`` for every tensor, as a new list."""
+def _foreach_div(self: Sequence[Tensor], other: Any) -> tuple[Tensor, ...]:
+    """``t.div(other)`` for every tensor, as a new tuple (torch's return type)."""
     tensors = _tensors("_foreach_div", self)
-    return [t.div(o) for t, o in zip(tensors, _each("_foreach_div", other, len(tensors)))]
+    return tuple(t.div(o) for t, o in zip(tensors, _each("_foreach_div", other, len(tensors))))
 
 
-def _foreach_lerp(self: Sequence[Tensor], tensors1: Sequence[Tensor], weight: Any) -> list[Tensor]:
-    """``t.lerp(end, weight)`` for every tensor, as a new list."""
+def _foreach_lerp(self: Sequence[Tensor], tensors1: Sequence[Tensor], weight: Any) -> tuple[Tensor, ...]:
+    """``t.lerp(end, weight)`` for every tensor, as a new tuple (torch's return type)."""
     tensors = _tensors("_foreach_lerp", self)
     ends = _each("_foreach_lerp", list(tensors1), len(tensors))
-    return [t.lerp(e, w) for t, e, w in zip(tensors, ends, _each("_foreach_lerp", weight, len(tensors)))]
+    return tuple(t.lerp(e, w) for t, e, w in zip(tensors, ends, _each("_foreach_lerp", weight, len(tensors))))
 
 
-def _foreach_sqrt(self: Sequence[Tensor]) -> list[Tensor]:
-    """``t.sqrt()`` for every tensor, as a new list."""
-    return [t.sqrt() for t in _tensors("_foreach_sqrt", self)]
+def _foreach_sqrt(self: Sequence[Tensor]) -> tuple[Tensor, ...]:
+    """``t.sqrt()`` for every tensor, as a new tuple (torch's return type)."""
+    return tuple(t.sqrt() for t in _tensors("_foreach_sqrt", self))
 
 
-def _foreach_neg(self: Sequence[Tensor]) -> list[Tensor]:
-    """``t.neg()`` for every tensor, as a new list."""
-    return [t.neg() for t in _tensors("_foreach_neg", self)]
+def _foreach_neg(self: Sequence[Tensor]) -> tuple[Tensor, ...]:
+    """``t.neg()`` for every tensor, as a new tuple (torch's return type)."""
+    return tuple(t.neg() for t in _tensors("_foreach_neg", self))

@@ -39,6 +39,7 @@ from genesis.ops import (
     creation,
     floating,
     foreach,
+    foreach_elementwise,
     gather_scatter,
     indexing,
     inplace,
@@ -464,6 +465,7 @@ OPS: tuple[Op, ...] = (
     Op("_foreach_lerp", foreach._foreach_lerp),
     Op("_foreach_sqrt", foreach._foreach_sqrt),
     Op("_foreach_neg", foreach._foreach_neg),
+    *(Op(name, fn) for name, fn in foreach_elementwise.FUNCTIONS.items()),  # one op per tensor each
     # ---------------------------------------------------------------- linear algebra (genesis.linalg)
     Op("det", LA.det, method=True),
     Op("logdet", LA.logdet, method=True),

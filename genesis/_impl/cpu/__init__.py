@@ -341,12 +341,9 @@ def ldl_solve(LD: NDArray, pivots: NDArray, B: NDArray, hermitian: bool) -> NDAr
 
 # ---------------------------------------------------------------- indexing
 
-def _torch_indices(indices: tuple) -> tuple:
-    return tuple(slice(None) if i is None else native(i) for i in indices)
-
-
 def index(x: NDArray, indices: tuple) -> NDArray:
-    return wrap(native(x)[_torch_indices(indices)])
+    # aten's advanced indexing always copies (Python-level indexing would view through 0-d integer indices).
+    return wrap(torch.ops.aten.index.Tensor(native(x), [None if i is None else native(i) for i in indices]))
 
 
 def index_put_(x: NDArray, indices: tuple, values: NDArray, accumulate: bool) -> NDArray:
