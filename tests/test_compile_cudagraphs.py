@@ -270,3 +270,24 @@ def test_transformer_encoder_with_a_causal_mask() -> None:
     np.testing.assert_allclose(outs[1][0], outs[0][0], rtol=1e-4, atol=1e-5)
     for g, e in zip(outs[1][1], outs[0][1]):
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+class _TwoOutputs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+
+    def forward(self, x: genesis.Tensor) -> tuple[genesis.Tensor, genesis.Tensor]:
+        y = self.lin(x)
+        return y, y.argmax(-1)
+
+
+@requires_cuda
+def test_outputs_without_gradient_stay_so() -> None:
+    compiled = genesis.compile(_TwoOutputs().to("cuda"), mode="reduce-overhead")
+    x = genesis.randn(4, 8, device="cuda")
+    for _ in range(3):
+        y, labels = compiled(x)
+        y.sum().backward()
+    assert _graphs(compiled)
+    assert y.requires_grad and not labels.requires_grad and labels.dtype is genesis.int64

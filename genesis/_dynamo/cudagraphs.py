@@ -46,7 +46,6 @@ class _Graphed:
     """The captured forward (and backward) of one key, with the buffers they read and write."""
 
     def __init__(self, module: Any, leaves: list, spec: TreeSpec, grad: bool) -> None:
-        self.module = module
         self.static_args = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in leaves
                                  if isinstance(a, Tensor))
         self.params = tuple(p for p in module.parameters() if p.requires_grad) if grad else ()
@@ -114,7 +113,10 @@ class _Replay(Function):
         entry.run_forward(values[:n])
         ctx.entry, ctx.generation, ctx.rng_bases = entry, entry.generation, entry.fwd._last_bases
         ctx.save_for_backward(*values[:n])
-        return tuple(o.detach().clone() for o in entry.static_outputs)
+        outs = tuple(o.detach().clone() for o in entry.static_outputs)
+        # Outputs that needed no gradient in the capture (detached ones, integer ones) need none here either.
+        ctx.mark_non_differentiable(*(c for c, o in zip(outs, entry.static_outputs) if not o.requires_grad))
+        return outs
 
     @staticmethod
     def backward(ctx: Any, *grads_out: Tensor | None) -> tuple[Tensor | None, ...]:
