@@ -140,8 +140,10 @@ def test_parameter_names_match_torch(name: str) -> None:
 
 
 def test_most_torch_signatures_are_read() -> None:
-    unreadable = sorted(name for name, read in READ.items() if read is None)
-    assert len(unreadable) <= len(SHARED) // 10, f"{len(unreadable)} of {len(SHARED)} unreadable: {unreadable}"
+    # torch's private builtins (the _foreach_* family) carry no docstring to read: the share counts public names.
+    public = [name for name in SHARED if not name.startswith("_")]
+    unreadable = sorted(name for name in public if READ[name] is None)
+    assert len(unreadable) <= len(public) // 10, f"{len(unreadable)} of {len(public)} unreadable: {unreadable}"
 
 
 def test_exceptions_are_shared_names() -> None:
