@@ -325,6 +325,23 @@ def test_subset_concat_random_split() -> None:
         gdata.random_split(g_ds, [3, 3])
 
 
+@pytest.mark.parametrize("lengths", [[3, 3], [1.5, -0.5], [0.25, 0.25, 0.5 + 1e-12]])
+def test_random_split_errors_read_as_torchs(lengths: list) -> None:
+    messages = []
+    for lib in (tdata, gdata):
+        with pytest.raises(ValueError) as info:
+            lib.random_split(range(10), lengths)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_random_split_warns_of_an_empty_split_as_torch() -> None:
+    for lib in (tdata, gdata):
+        with pytest.warns(UserWarning, match="Length of split at index 1 is 0"):
+            parts = lib.random_split(range(3), [0.1, 0.1, 0.8])
+        assert [len(p) for p in parts] == [1, 0, 2]
+
+
 def test_tensor_dataset_size_mismatch() -> None:
     with pytest.raises(ValueError, match="Size mismatch"):
         gdata.TensorDataset(genesis.zeros(3, device=DEVICE), genesis.zeros(4, device=DEVICE))
@@ -405,6 +422,8 @@ def test_worker_info_and_seeds() -> None:
     {"num_workers": -1},
     {"batch_size": None, "drop_last": True},
     {"prefetch_factor": 2},
+    {"num_workers": 1, "prefetch_factor": -1},
+    {"persistent_workers": True},
 ])
 def test_invalid_loader_arguments(kwargs: dict) -> None:
     g_ds, t_ds = _tensor_datasets(4)
@@ -416,3 +435,43 @@ def test_invalid_loader_arguments(kwargs: dict) -> None:
         gdata.DataLoader(_Stream(), shuffle=True)
     with pytest.raises(ValueError, match="batch_size"):
         gdata.BatchSampler(range(3), 0, False)
+
+
+@pytest.mark.parametrize("kwargs", [{"prefetch_factor": 2}, {"num_workers": 1, "prefetch_factor": -1},
+                                    {"persistent_workers": True}])
+def test_worker_option_errors_read_as_torchs(kwargs: dict) -> None:
+    messages = []
+    for lib_data, ds in zip((tdata, gdata), reversed(_tensor_datasets(4))):
+        with pytest.raises(ValueError) as info:
+            lib_data.DataLoader(ds, **kwargs)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_prefetch_factor_defaults_as_torchs() -> None:
+    # None without workers, 2 with them.
+    for lib_data, ds in zip((tdata, gdata), reversed(_tensor_datasets(4))):
+        assert lib_data.DataLoader(ds).prefetch_factor is None
+        assert lib_data.DataLoader(ds, num_workers=2).prefetch_factor == 2
+        assert lib_data.DataLoader(ds, num_workers=2, prefetch_factor=4).prefetch_factor == 4
+
+
+def _resumed_order_matches(lib, lib_data) -> list[bool]:
+    """Whether a sampler restarted from the loader generator's saved state replays the epoch: not when every pass
+    draws the workers' base seed from that generator first (torch's loader does, with or without workers)."""
+    ds = lib_data.TensorDataset(lib.arange(12))
+    gen = lib.Generator().manual_seed(3)
+    loader = lib_data.DataLoader(ds, batch_size=3, shuffle=True, generator=gen)
+    saved = gen.get_state().clone()
+    epoch = [b[0].tolist() for b in loader]
+    gen.set_state(saved)
+    again = [b[0].tolist() for b in loader]
+    replay = lib.Generator()
+    replay.set_state(saved)
+    direct = [b[0].tolist() for b in lib_data.DataLoader(ds, batch_size=3,
+                                                          sampler=lib_data.RandomSampler(ds, generator=replay))]
+    return [again == epoch, direct == epoch]
+
+
+def test_every_pass_draws_a_base_seed_from_the_loader_generator() -> None:
+    assert _resumed_order_matches(genesis, gdata) == _resumed_order_matches(torch, tdata) == [True, False]

@@ -39,6 +39,16 @@ def test_chain_dataset_matches_torch() -> None:
             list(lib_data.ChainDataset([[1, 2]]))
 
 
+def test_adding_streams_chains_them_and_concat_refuses_them_as_torch() -> None:
+    for lib_data in (gdata, tdata):
+        both = _stream(lib_data, [1, 2]) + _stream(lib_data, [5])
+        assert type(both).__name__ == "ChainDataset" and list(both) == [1, 2, 5]
+        with pytest.raises(AssertionError, match="ConcatDataset does not support IterableDataset"):
+            lib_data.ConcatDataset([_stream(lib_data, [1])])
+        with pytest.raises(AssertionError, match="datasets should not be an empty iterable"):
+            lib_data.ConcatDataset([])
+
+
 def test_stack_dataset_tuple_and_dict_forms_match_torch() -> None:
     x, y = rand(4, 3), rand(4, seed=1)
     gx, gy = to_genesis(x, requires_grad=False), to_genesis(y, requires_grad=False)

@@ -193,6 +193,16 @@ def test_reduce_on_plateau_state_dict() -> None:
     assert other.best == 1.0 and other.last_epoch == 2
 
 
+@pytest.mark.parametrize("kwargs", [{"factor": 1.0}, {"mode": "maximum"}, {"threshold_mode": "relative"}])
+def test_reduce_on_plateau_argument_errors_read_as_torchs(kwargs: dict) -> None:
+    messages = []
+    for lib in (torch, genesis):
+        with pytest.raises(ValueError) as info:
+            lib.optim.lr_scheduler.ReduceLROnPlateau(_optimizer(lib), **kwargs)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
 def test_warmup_cosine() -> None:
     opt = _optimizer(genesis)
     sched = lr_scheduler.warmup_cosine(opt, warmup_steps=10, total_steps=110, min_lr_ratio=0.1)
@@ -426,18 +436,24 @@ SCHEDULER_KEYS = {
     "OneCycleLR": lambda s, o: s.OneCycleLR(o, 1.0, total_steps=10),
     "LinearLR": lambda s, o: s.LinearLR(o),
     "ReduceLROnPlateau": lambda s, o: s.ReduceLROnPlateau(o),
+    "ReduceLROnPlateau_min_lrs": lambda s, o: s.ReduceLROnPlateau(o, mode="max", min_lr=[0.01]),
+    "LambdaLR": lambda s, o: s.LambdaLR(o, lambda e: 0.9**e),
+    "MultiplicativeLR": lambda s, o: s.MultiplicativeLR(o, lambda e: 0.9),
+    "CyclicLR": lambda s, o: s.CyclicLR(o, 0.01, 0.1),
+    "SequentialLR": lambda s, o: s.SequentialLR(o, [s.StepLR(o, 2), s.ExponentialLR(o, 0.9)], milestones=[2]),
 }
 
 
 @pytest.mark.parametrize("name", sorted(SCHEDULER_KEYS))
 def test_state_dict_keys_are_torchs(name: str) -> None:
+    # The keys in torch's order too: printed or saved state dicts read the same.
     keys = []
     for lib in (torch, genesis):
-        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(2))], lr=0.1, momentum=0.9)
         sched = SCHEDULER_KEYS[name](lib.optim.lr_scheduler, opt)
         opt.step()
-        sched.step(1.0) if name == "ReduceLROnPlateau" else sched.step()
-        keys.append(sorted(sched.state_dict()))
+        sched.step(1.0) if name.startswith("ReduceLROnPlateau") else sched.step()
+        keys.append(list(sched.state_dict()))
     assert keys[0] == keys[1]
 
 
@@ -462,3 +478,26 @@ def test_one_cycle_resumes_from_a_torch_state_dict() -> None:
 
     state = schedule(torch).state_dict()
     assert schedule(genesis, state) == pytest.approx(schedule(torch, state), rel=1e-12)
+
+
+def _step_warnings(lib: object, order: str) -> list[str]:
+    opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+    sched = lib.optim.lr_scheduler.StepLR(opt, 1)
+    if order == "overridden":
+        opt.step = lambda closure=None: None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            if order != "scheduler_first":
+                opt.step()
+            sched.step()
+            if order == "scheduler_first":
+                opt.step()
+    return [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("order", ["optimizer_first", "scheduler_first", "overridden"])
+def test_step_order_warnings_are_torchs(order: str) -> None:
+    # torch wraps optimizer.step to see whether it ran before the scheduler's first step.
+    assert _step_warnings(genesis, order) == _step_warnings(torch, order)
+    assert bool(_step_warnings(genesis, order)) == (order != "optimizer_first")

@@ -76,8 +76,12 @@ def test_batch_norm_train_then_eval(make, shape):
 
 def test_batch_norm_errors():
     bn = nn.BatchNorm1d(3)
-    with pytest.raises(ValueError, match="more than 1 value per channel"):
+    with pytest.raises(ValueError, match="more than 1 value per channel") as info:
         bn(genesis.ones(1, 3))
+    with pytest.raises(ValueError) as torch_info:
+        torch.nn.BatchNorm1d(3)(torch.ones(1, 3))
+    # The size printed as torch prints it: genesis.Size([1, 3]) where torch has torch.Size([1, 3]).
+    assert str(info.value).replace("genesis.", "torch.") == str(torch_info.value)
     with pytest.raises(ValueError, match="expected 2D or 3D input"):
         bn(genesis.ones(1, 3, 2, 2))
     bn.eval()

@@ -45,6 +45,11 @@ KEYS = {
     "bool_scalar_true": lambda lib, i: True,
     "bool_scalar_false": lambda lib, i: False,
     "empty_index": lambda lib, i: i["empty"],
+    # A 0-d integer tensor selects as an int would: a view, and dims placed as around an int.
+    "tensor_0d": lambda lib, i: i["zero_d"],
+    "tensor_0d_int32_pair": lambda lib, i: (i["zero_d_int32"], i["zero_d"]),
+    "tensor_0d_separated": lambda lib, i: (i["zero_d"], slice(None), i["three"]),
+    "tensor_0d_neg_ellipsis": lambda lib, i: (Ellipsis, i["zero_d_neg"], None),
 }
 
 
@@ -61,6 +66,9 @@ def _index_tensors(lib, x_shape):
         "mask3": conv(torch.tensor([True, False, True, False, True])),
         "three": conv(torch.tensor([0, 4, 1])),
         "empty": conv(torch.tensor([], dtype=torch.int64)),
+        "zero_d": conv(torch.tensor(2)),
+        "zero_d_int32": conv(torch.tensor(1, dtype=torch.int32)),
+        "zero_d_neg": conv(torch.tensor(-2)),
     }
 
 
@@ -127,6 +135,22 @@ def test_getitem_results_share_memory_for_basic_keys():
     # Advanced indexing copies: writing to the result leaves the base alone.
     g[to_genesis(torch.tensor([0, 1]))].fill_(-9.0)
     assert_same(g, t)
+    # A 0-d integer tensor selects: a view of the base (torch's rule), so in-place changes reach it.
+    g[to_genesis(torch.tensor(1))].add_(4.0)
+    t[torch.tensor(1)].add_(4.0)
+    assert_same(g, t)
+
+
+def test_confusion_matrix_counts_with_0d_tensor_keys():
+    # `conf[t, p] += 1` over zipped tensors: a read through a view and a write back through it.
+    targets, preds = torch.tensor([0, 1, 1, 2, 2, 2]), torch.tensor([0, 2, 1, 2, 0, 2])
+    conf_t = torch.zeros(3, 3, dtype=torch.long)
+    for t, p in zip(targets, preds):
+        conf_t[t, p] += 1
+    conf_g = genesis.zeros(3, 3, dtype=genesis.int64)
+    for t, p in zip(to_genesis(targets), to_genesis(preds)):
+        conf_g[t, p] += 1
+    assert_same(conf_g, conf_t)
 
 
 def test_getitem_errors():
@@ -149,7 +173,8 @@ def test_getitem_errors():
 SET_KEYS = ["int", "neg_int", "slice_step", "slice_neg", "none", "ellipsis", "ellipsis_mid", "int_int", "full",
             "tensor", "tensor_2d", "tensor_neg", "tensor_dim1", "tensor_pair", "tensor_broadcast", "tensor_separated",
             "list", "list_pair", "mask_rows", "mask_full", "mask_dim1", "tensor_ellipsis", "tensor_and_int",
-            "tensor_slice_step", "empty_index", "slice_empty"]
+            "tensor_slice_step", "empty_index", "slice_empty", "tensor_0d", "tensor_0d_int32_pair",
+            "tensor_0d_separated", "tensor_0d_neg_ellipsis"]
 
 
 def _value_shape(name):

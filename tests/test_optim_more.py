@@ -3,6 +3,8 @@ their options, state-dict round trips, hyperparameter checks."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
@@ -58,6 +60,36 @@ def test_multi_tensor_path_matches_torch(name: str) -> None:
 
     for g, t in zip(_run(genesis, make), _run(torch, CONFIGS[name])):
         assert_same(g, t, rtol=1e-10, atol=1e-12)
+
+
+# Updates whose every rounding is torch's (the weight decay and ``param.add_(d, alpha=-lr)`` rounded once, addcdiv's
+# ``(value * t1) / t2``): float32 parameters end bit for bit as torch's. Those with an ``addcmul_`` (RMSprop, Adagrad,
+# Adadelta, NAdam, RAdam) differ in the last bit, where torch's CPU kernel fuses the multiply-add.
+BITWISE = {
+    "sgd_dampening_weight_decay": lambda o, p: o.SGD(p, lr=0.05, momentum=0.9, dampening=0.1, weight_decay=1e-3),
+    "sgd_nesterov_weight_decay": lambda o, p: o.SGD(p, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-2),
+    "sgd_maximize": lambda o, p: o.SGD(p, lr=0.05, momentum=0.5, maximize=True, weight_decay=1e-2),
+    "adamax": lambda o, p: o.Adamax(p, lr=0.02, weight_decay=1e-3),
+    "asgd": lambda o, p: o.ASGD(p, lr=0.05, lambd=1e-3, t0=3, weight_decay=1e-3),
+    "rprop": lambda o, p: o.Rprop(p, lr=0.01),
+}
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the roundings compared are those of torch's CPU kernels")
+@pytest.mark.parametrize("name", sorted(BITWISE))
+def test_float32_steps_round_as_torchs(name: str) -> None:
+    gen = torch.Generator().manual_seed(0)
+    start = torch.randn(4099, generator=gen)  # past any vector width: the vector and scalar tails both run
+    grads = [torch.randn(4099, generator=gen) for _ in range(6)]
+    results = []
+    for lib, convert in ((torch, torch.clone), (genesis, to_genesis)):
+        p = lib.nn.Parameter(convert(start))
+        opt = BITWISE[name](lib.optim, [p])
+        for g in grads:
+            p.grad = convert(g)
+            opt.step()
+        results.append(p.detach())
+    assert_same(results[1], results[0], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("name", ["adadelta_options", "adamax", "nadam", "radam", "asgd_averaging", "rprop"])
@@ -194,3 +226,57 @@ def test_user_optimizer_gets_torch_base_class_behaviour():
     assert results[0] == results[1]
     with pytest.raises(ValueError, match="Invalid momentum value"):
         optim.SGD([genesis.zeros(2, requires_grad=True)], lr=0.1, momentum=-0.5)  # the built-ins still check
+
+
+def test_user_optimizer_keeps_its_own_step_count_through_a_state_dict():
+    # torch's base class loads "step" as saved when the subclass counts its own steps (an int here).
+    counts = []
+    for lib in (torch, genesis):
+        SignDescent = _sam_like(lib)
+        w = lib.tensor([1.0, -2.0], requires_grad=True)
+        opt = SignDescent([w])
+        (w * w).sum().backward()
+        opt.step()
+        opt.state[w]["step"] = 7
+        again = SignDescent([w])
+        again.load_state_dict(opt.state_dict())
+        counts.append(again.state[w]["step"])
+    assert counts == [7, 7] and type(counts[1]) is int
+
+
+def _hook_log(lib) -> list:
+    """The calls of every kind of optimizer hook over a step, a state_dict() and a load_state_dict()."""
+    log: list = []
+    w = lib.tensor([1.0, -2.0], requires_grad=True)
+    opt = lib.optim.SGD([w], lr=0.1)
+    module = importlib.import_module(f"{lib.__name__}.optim.optimizer")  # torch.optim hides it as an attribute
+    handles = [
+        module.register_optimizer_step_pre_hook(lambda o, a, k: log.append(("global pre", len(a)))),
+        module.register_optimizer_step_post_hook(lambda o, a, k: log.append("global post")),
+        opt.register_step_pre_hook(lambda o, a, k: log.append(("pre", o is opt)) or (a, {"closure": None})),
+        opt.register_step_post_hook(lambda o, a, k: log.append(("post", sorted(k)))),
+        opt.register_state_dict_pre_hook(lambda o: log.append("sd pre")),
+        opt.register_state_dict_pre_hook(lambda o: log.append("sd pre first"), prepend=True),
+        opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1}),
+        opt.register_load_state_dict_pre_hook(lambda o, sd: log.append(sorted(sd)) or
+                                              {k: v for k, v in sd.items() if k != "extra"}),
+        opt.register_load_state_dict_post_hook(lambda o: log.append("load post")),
+    ]
+    (w * w).sum().backward()
+    opt.step()
+    state = opt.state_dict()
+    log.append(sorted(state))
+    opt.load_state_dict(state)
+    for handle in handles:
+        handle.remove()
+    opt.step()
+    log.append(w.detach().tolist())
+    return log
+
+
+def test_optimizer_hooks_run_as_torchs():
+    assert _hook_log(genesis) == _hook_log(torch)
+    opt = optim.SGD([genesis.zeros(2, requires_grad=True)], lr=0.1)
+    opt.register_step_pre_hook(lambda o, a, k: "not a pair")
+    with pytest.raises(RuntimeError, match="must return None or a tuple of"):
+        opt.step()

@@ -144,3 +144,27 @@ def test_capturable_steps_update_as_host_counted_ones(name: str) -> None:
     # The device-side count is float32 (torch's), so bias corrections derived from it round at float32 precision.
     for host, device in zip(*results):
         assert_same(device, to_torch(host), rtol=1e-5, atol=1e-6)
+
+
+def _named_groups(lib: Any) -> list:
+    """What a named-parameter optimizer holds and saves, and the errors of mixing names, as seen by a user."""
+    model = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.Linear(3, 1))
+    opt = lib.optim.AdamW(model[0].named_parameters(), lr=0.1)
+    seen = [sorted(opt.param_groups[0]), opt.param_groups[0]["param_names"]]
+    opt.add_param_group({"params": model[1].named_parameters(), "lr": 0.01})
+    seen.append(opt.state_dict()["param_groups"][1]["param_names"])
+    for bad in ({"params": [model[1].weight]}, {"params": [("w", model[1].weight), model[1].bias]}):
+        try:
+            lib.optim.SGD(model[0].named_parameters(), lr=0.1).add_param_group(bad)
+        except ValueError as err:
+            seen.append(str(err))
+    # A state dict saved without names keeps the optimizer's own.
+    plain = lib.optim.AdamW(model[0].parameters(), lr=0.1).state_dict()
+    opt = lib.optim.AdamW(model[0].named_parameters(), lr=0.1)
+    opt.load_state_dict(plain)
+    seen.append(opt.param_groups[0]["param_names"])
+    return seen
+
+
+def test_named_parameters_give_groups_param_names_as_torch() -> None:
+    assert _named_groups(genesis) == _named_groups(torch)

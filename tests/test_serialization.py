@@ -196,6 +196,27 @@ def test_numpy_arrays_and_scalars_round_trip(tmp_path) -> None:
         genesis.save({"text": np.array(["a"])}, tmp_path / "bad.pt")
 
 
+
+def test_numpy_random_state_and_unsigned_arrays_round_trip(tmp_path) -> None:
+    """Training checkpoints carry ``np.random.get_state()`` (a uint32 key array); unsigned arrays of every width
+    load back as saved, to a file and to a file object."""
+    np.random.seed(7)
+    obj = {"np_rng": np.random.get_state(), "u16": np.arange(4, dtype=np.uint16),
+           "u64": np.uint64(2**63 + 5), "u32": np.array([0, 2**32 - 1], np.uint32)}
+    expected = np.random.rand(3)
+    buffer = io.BytesIO()
+    genesis.save(obj, buffer)
+    buffer.seek(0)
+    genesis.save(obj, tmp_path / "rng.pt")
+    for loaded in (genesis.load(buffer, weights_only=False), genesis.load(tmp_path / "rng.pt", weights_only=False)):
+        assert loaded["np_rng"][0] == "MT19937" and loaded["np_rng"][1].dtype == np.uint32
+        np.random.set_state(loaded["np_rng"])
+        np.testing.assert_array_equal(np.random.rand(3), expected)
+        for key in ("u16", "u32"):
+            assert loaded[key].dtype == obj[key].dtype
+            np.testing.assert_array_equal(loaded[key], obj[key])
+        assert type(loaded["u64"]) is np.uint64 and loaded["u64"] == obj["u64"]
+
 def test_unsupported_object_raises_and_keeps_the_old_file(tmp_path) -> None:
     path = tmp_path / "keep.safetensors"
     genesis.save({"x": genesis.ones(2)}, path)

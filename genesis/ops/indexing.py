@@ -84,11 +84,17 @@ def _normalize_key(key: Any) -> tuple:
     return (key,)
 
 
+def _selects(k: Any) -> bool:
+    """Whether ``k`` is a 0-d integer tensor (not uint8, a mask): torch reads it as a number and selects, so the
+    result is a view (``x[t] += 1`` writes into ``x``) and it places dims as an int would."""
+    return isinstance(k, Tensor) and k.ndim == 0 and k.dtype.category == 1 and k.dtype is not dtypes.uint8
+
+
 def _is_basic(key: tuple) -> bool:
     for k in key:
         if k is None or k is Ellipsis or isinstance(k, slice):
             continue
-        if isinstance(k, int) and not isinstance(k, bool):
+        if isinstance(k, int) and not isinstance(k, bool) or _selects(k):
             continue
         if hasattr(k, "__index__") and not isinstance(k, (Tensor, bool, list)) and not hasattr(k, "shape"):
             continue
@@ -109,7 +115,9 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
     """Separate a mixed key into a basic view key and advanced entries (dim in the view, int64 index)."""
     items = []
     for k in key:
-        if isinstance(k, Tensor):
+        if _selects(k):
+            items.append(k.__index__())
+        elif isinstance(k, Tensor):
             if k.device is not x.device:
                 # As torch: CPU indices may index a tensor on any device; other mixes are an error.
                 if k.device.type != "cpu":

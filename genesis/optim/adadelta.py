@@ -33,8 +33,9 @@ class Adadelta(Optimizer):
         g = self._effective_grad(p, grad, group, group["weight_decay"])
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
         s = self._scratch(p)
-        square_avg.mul_(rho).add_(s.copy_(g).mul_(g).mul_(1 - rho))  # v = rho v + (1 - rho) g^2
+        # The products in torch's order ((1 - rho) * g first, as its addcmul_), so that roundings agree.
+        square_avg.mul_(rho).add_(s.copy_(g).mul_(1 - rho).mul_(g))  # v = rho v + (1 - rho) g^2
         std = s.copy_(square_avg).add_(eps).sqrt_()
         delta = self._scratch(p, 3).copy_(acc_delta).add_(eps).sqrt_().div_(std).mul_(g)
-        acc_delta.mul_(rho).add_(s.copy_(delta).mul_(delta).mul_(1 - rho))  # u = rho u + (1 - rho) delta^2
-        p.add_(delta.mul_(-group["lr"]))
+        acc_delta.mul_(rho).add_(s.copy_(delta).mul_(1 - rho).mul_(delta))  # u = rho u + (1 - rho) delta^2
+        self._descend(p, delta, group["lr"])

@@ -36,4 +36,4 @@ class Adagrad(Optimizer):
         s = self._scratch(p)
         state["sum"].add_(s.copy_(g).mul_(g))
         std = s.copy_(state["sum"]).sqrt_().add_(group["eps"])
-        p.add_(self._scratch(p, 2).copy_(g).div_(std).mul_(-clr))
+        p.add_(self._scratch(p, 2).copy_(g).mul_(-clr).div_(std))  # torch's addcdiv_ order: (-clr * g) / std

@@ -33,7 +33,7 @@ class Adamax(Optimizer):
         g = self._effective_grad(p, grad, group, group["weight_decay"])
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
         s = self._scratch(p)
-        exp_avg.add_(s.copy_(g).sub_(exp_avg).mul_(1 - beta1))  # m = lerp(m, g, 1 - beta1)
+        exp_avg.lerp_(g, 1 - beta1)
         exp_inf.mul_(beta2).maximum_(s.copy_(g).abs_().add_(eps))
         clr = group["lr"] / (1 - beta1**step)
-        p.add_(s.copy_(exp_avg).div_(exp_inf).mul_(-clr))
+        p.add_(s.copy_(exp_avg).mul_(-clr).div_(exp_inf))  # torch's addcdiv_ order: (-clr * m) / u

@@ -43,7 +43,7 @@ class ASGD(Optimizer):
         lr, lambd = group["lr"], group["lambd"]
         g = self._effective_grad(p, grad, group, group["weight_decay"])
         eta = state["eta"]
-        p.mul_(1 - lambd * eta).add_(self._scratch(p).copy_(g).mul_(-eta))
+        p.mul_(1 - lambd * eta).add_(g, alpha=-eta)  # rounded once, as torch's
         if state["mu"] != 1:
             state["ax"].add_(self._scratch(p).copy_(p).sub_(state["ax"]).mul_(state["mu"]))
         else:

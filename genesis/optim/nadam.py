@@ -26,8 +26,9 @@ class _AdamMoments(Optimizer):
         beta1, beta2 = group["betas"]
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         s = self._scratch(p)
-        exp_avg.add_(s.copy_(g).sub_(exp_avg).mul_(1 - beta1))  # m = lerp(m, g, 1 - beta1)
-        exp_avg_sq.mul_(beta2).add_(s.copy_(g).mul_(g).mul_(1 - beta2))  # v = beta2 v + (1 - beta2) g^2
+        exp_avg.lerp_(g, 1 - beta1)
+        # (1 - beta2) * g first, as torch's addcmul_, so that roundings agree.
+        exp_avg_sq.mul_(beta2).add_(s.copy_(g).mul_(1 - beta2).mul_(g))  # v = beta2 v + (1 - beta2) g^2
         return g
 
 
@@ -61,8 +62,9 @@ class NAdam(_AdamMoments):
         g = self._moments(p, grad, state, group)
         denom = self._scratch(p, 3).copy_(state["exp_avg_sq"]).div_(1 - beta2**step).sqrt_().add_(group["eps"])
         s = self._scratch(p)
-        p.add_(s.copy_(g).div_(denom).mul_(-lr * (1.0 - mu) / (1.0 - mu_product)))
-        p.add_(s.copy_(state["exp_avg"]).div_(denom).mul_(-lr * mu_next / (1.0 - mu_product * mu_next)))
+        # torch's addcdiv_ order: (value * x) / denom.
+        p.add_(s.copy_(g).mul_(-lr * (1.0 - mu) / (1.0 - mu_product)).div_(denom))
+        p.add_(s.copy_(state["exp_avg"]).mul_(-lr * mu_next / (1.0 - mu_product * mu_next)).div_(denom))
 
 
 class RAdam(_AdamMoments):
@@ -91,9 +93,10 @@ class RAdam(_AdamMoments):
         bias_correction2 = 1 - beta2**step
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
-        update = self._scratch(p).copy_(state["exp_avg"]).div_(bias_correction1).mul_(-lr)
+        # torch's order: m / bc1 * lr * (sqrt(bc2) / (sqrt(v) + eps)) * rect, then subtracted.
+        update = self._scratch(p).copy_(state["exp_avg"]).div_(bias_correction1).mul_(lr)
         if rho_t > 5.0:
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-            adaptive = self._scratch(p, 3).copy_(state["exp_avg_sq"]).sqrt_().add_(group["eps"])
-            update.mul_(bias_correction2**0.5).div_(adaptive).mul_(rect)
-        p.add_(update)
+            denom = self._scratch(p, 3).copy_(state["exp_avg_sq"]).sqrt_().add_(group["eps"])
+            update.mul_(self._scratch(p, 4).fill_(bias_correction2**0.5).div_(denom)).mul_(rect)
+        p.sub_(update)

@@ -10,8 +10,10 @@ parameter's index across all groups, ``param_groups`` holding the hyperparameter
 from __future__ import annotations
 
 import copy
+import functools
 import math
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
+from itertools import chain
 from typing import Any, Callable, Iterable
 
 from genesis import dtypes
@@ -21,6 +23,7 @@ from genesis.ops import cat, view_as_complex, view_as_real
 from genesis.ops.foreach import _foreach_zero_
 from genesis.optim.step_counts import StepCounts, scalar_dtype
 from genesis.tensor import Tensor, empty, full
+from genesis.utils.hooks import RemovableHandle
 
 # Hyperparameter checks: name -> (message prefix, predicate the value must satisfy). torch's wording.
 _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
@@ -54,6 +57,51 @@ class _Required:
 required = _Required()
 
 
+# Step hooks of every optimizer (torch.optim.optimizer's registries): pre hooks run before each instance's own, post
+# hooks after them.
+_global_optimizer_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """Register ``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``, called before the ``step`` of
+    every optimizer; returns the handle that removes it."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """Register ``hook(optimizer, args, kwargs) -> None``, called after the ``step`` of every optimizer; returns the
+    handle that removes it."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
+
+
+def _hooked(step: Callable) -> Callable:
+    """An optimizer class's ``step`` running the step hooks around it, as torch wraps every optimizer class's step
+    (a user's subclass too): pre hooks may replace the arguments (``args`` starts with the optimizer itself)."""
+
+    @functools.wraps(step)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        self = args[0]
+        for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, new_kwargs), but got "
+                                       f"{result}.")
+                args, kwargs = result
+        out = step(*args, **kwargs)
+        for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
+            post_hook(self, args, kwargs)
+        return out
+
+    wrapper.hooked = True
+    return wrapper
+
+
 def _check_hyperparameters(group: dict[str, Any]) -> None:
     """Raise ValueError naming the first invalid hyperparameter value of a group."""
     for name, value in group.items():
@@ -66,6 +114,15 @@ def _check_hyperparameters(group: dict[str, Any]) -> None:
         for i, beta in enumerate(betas):
             if not 0.0 <= beta < 1.0:
                 raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
+def _register(hooks: OrderedDict[int, Callable], hook: Callable, prepend: bool) -> RemovableHandle:
+    """Add ``hook`` to ``hooks`` (first with ``prepend``); the handle removes it."""
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
 
 
 def _torch_group_keys(defaults: dict[str, Any], builtin: bool) -> dict[str, Any]:
@@ -111,6 +168,15 @@ class Optimizer:
     host_scalars: tuple[str, ...] = ()
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        cls = type(self)
+        if not getattr(cls.step, "hooked", False):  # once per class, where its step is first seen (as torch)
+            cls.step = _hooked(cls.step)
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             f"but got {type(params).__name__}")
@@ -141,7 +207,11 @@ class Optimizer:
         return "\n".join(lines)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
-        """Add a group of parameters with its own hyperparameters (missing ones come from the defaults)."""
+        """Add a group of parameters with its own hyperparameters (missing ones come from the defaults).
+
+        The parameters may be given with their names, as ``named_parameters()`` yields them: the group then keeps
+        the names under ``"param_names"`` (saved in state dicts), as torch's. Every group has names or none has.
+        """
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         params = param_group["params"]
@@ -151,12 +221,18 @@ class Optimizer:
             raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
                             "tensors in sets will change between runs. Please use a list instead.")
         params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names and len(names) != len(params):
+            raise ValueError("all optimizer params should be with/without names. Some param names are missing")
         for p in params:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
         group = dict(param_group, params=params)
+        if names:
+            group["param_names"] = names
         for name, default in self.defaults.items():
             if default is required and name not in group:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
@@ -164,6 +240,11 @@ class Optimizer:
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if len({id(p) for p in params}) != len(params):
             raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        for other in self.param_groups:
+            if ("param_names" in group) != ("param_names" in other):
+                kind = "with names" if "param_names" in group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. cannot add param group "
+                                 f"{kind} to the optimizer")
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(group)
@@ -371,16 +452,55 @@ class Optimizer:
         if group["maximize"]:
             g.neg_()
         if weight_decay != 0:
-            g.add_(self._scratch(p, 2).copy_(p).mul_(weight_decay))
+            g.add_(p, alpha=weight_decay)  # rounded once, as torch's grad.add(param, alpha=weight_decay)
         return g
+
+    def _descend(self, p: Tensor, direction: Tensor, lr: float | Tensor) -> None:
+        """``p -= lr * direction``, rounded once as torch's ``param.add_(direction, alpha=-lr)``; a tensor ``lr`` (a
+        captured step's) is applied on its device, without reading it on the host."""
+        if isinstance(lr, Tensor):
+            p.add_(self._scratch(p, 1).copy_(direction).mul_(-lr))
+        else:
+            p.add_(direction, alpha=-lr)
+
+    # ------------------------------------------------------------ hooks
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Register ``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``, called before each
+        ``step``; returns the handle that removes it."""
+        return _register(self._optimizer_step_pre_hooks, hook, False)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Register ``hook(optimizer, args, kwargs) -> None``, called after each ``step``."""
+        return _register(self._optimizer_step_post_hooks, hook, False)
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Register ``hook(optimizer) -> None``, called at the start of :meth:`state_dict` (first of all with
+        ``prepend``)."""
+        return _register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Register ``hook(optimizer, state_dict) -> state_dict or None``, called on the result of
+        :meth:`state_dict` (a returned dict replaces it)."""
+        return _register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Register ``hook(optimizer, state_dict) -> state_dict or None``, called on a shallow copy of the state dict
+        given to :meth:`load_state_dict` before it is read (a returned dict replaces it)."""
+        return _register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Register ``hook(optimizer) -> None``, called once :meth:`load_state_dict` has restored the state."""
+        return _register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     # ------------------------------------------------------------ state dicts
     def state_dict(self) -> dict[str, Any]:
         """The optimizer state in torch's layout: ``{"state": {index: {...}}, "param_groups": [...]}``.
 
         Parameters are named by their index in the order of the groups; the tensors in ``state`` are the live
-        state tensors (save or clone them to keep a snapshot).
+        state tensors (save or clone them to keep a snapshot). The state-dict hooks run before and after.
         """
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
@@ -390,7 +510,12 @@ class Optimizer:
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
         state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore hyperparameters and per-parameter state from :meth:`state_dict` output.
@@ -398,8 +523,13 @@ class Optimizer:
         Everything is checked before anything is changed. Floating-point state tensors are copied to the dtype
         and device of their parameter; the step count as torch's: a number (older checkpoints) becomes a 0-d tensor
         (see ``_step_placement``), a tensor is copied as it is, or with ``capturable`` or ``fused`` to float32 on the
-        parameter's device. Other values are copied as they are.
+        parameter's device. Other values are copied as they are. The load-state-dict hooks run before and after.
         """
+        state_dict = dict(state_dict)  # a shallow copy for the hooks, as torch's
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups "
@@ -442,10 +572,14 @@ class Optimizer:
             if restored.get("master_weights") is False:
                 del restored["master_weights"]
             restored["params"] = group["params"]
+            if "param_names" in group and "param_names" not in restored:  # names kept over a state dict without
+                restored["param_names"] = group["param_names"]
             new_groups.append(restored)
         self.state = defaultdict(dict, new_state)
         self.param_groups = new_groups
         self._steps = steps
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
     def _load_value(self, key: str, value: Any, p: Tensor, group: dict[str, Any], steps: StepCounts) -> Any:
         """A private copy of the saved state entry ``key`` of ``p`` (``group``: its saved parameter group)."""
@@ -460,6 +594,9 @@ class Optimizer:
         is recorded in ``steps`` when reading it costs nothing (a number, or a CPU tensor)."""
         if not self.counts_steps:
             return _cast_state(value, p)
+        step_function = type(self).step
+        if getattr(step_function, "__wrapped__", step_function) is not _BASE_STEP:
+            return value  # a subclass's own step keeps its count as it likes (an int...): torch loads it as saved
         if isinstance(value, Tensor):
             host = float(value.item()) if value.device.type == "cpu" else None
             if group.get("capturable") or group.get("fused"):
@@ -473,6 +610,11 @@ class Optimizer:
         if host is not None:
             steps.remember(step, host)
         return step
+
+
+# The base class's own step (before any class wraps it with the hooks): subclasses that keep it count their steps in
+# Genesis's step tensors; those with a step of their own keep their counts as they like.
+_BASE_STEP = Optimizer.step
 
 
 def _check_state(op: str, p: Tensor, state: dict[str, Any], factored: tuple[str, ...] = ()) -> None:

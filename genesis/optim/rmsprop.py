@@ -39,15 +39,17 @@ class RMSprop(Optimizer):
         g = self._effective_grad(p, grad, group, group["weight_decay"])
         square_avg = state["square_avg"]
         s = self._scratch(p)
-        square_avg.mul_(alpha).add_(s.copy_(g).mul_(g).mul_(1 - alpha))  # v = alpha v + (1 - alpha) g^2
+        # The products in torch's order ((1 - alpha) * g first, as its addcmul_), so that roundings agree.
+        square_avg.mul_(alpha).add_(s.copy_(g).mul_(1 - alpha).mul_(g))  # v = alpha v + (1 - alpha) g^2
         if group["centered"]:
             grad_avg = state["grad_avg"]
-            grad_avg.add_(s.copy_(g).sub_(grad_avg).mul_(1 - alpha))  # mean = lerp(mean, g, 1 - alpha)
+            grad_avg.lerp_(g, 1 - alpha)
             avg = s.copy_(grad_avg).mul_(grad_avg).neg_().add_(square_avg).sqrt_()  # sqrt(v - mean^2)
         else:
             avg = s.copy_(square_avg).sqrt_()
         avg.add_(group["eps"])
-        step = self._scratch(p, 2).copy_(g).div_(avg)
         if group["momentum"] > 0:
-            step = state["momentum_buffer"].mul_(group["momentum"]).add_(step)
-        p.add_(self._scratch(p, 2).copy_(step).mul_(-group["lr"]))
+            buf = state["momentum_buffer"].mul_(group["momentum"]).add_(self._scratch(p, 2).copy_(g).div_(avg))
+            self._descend(p, buf, group["lr"])
+        else:
+            p.add_(self._scratch(p, 2).copy_(g).mul_(-group["lr"]).div_(avg))  # torch's addcdiv_: (-lr * g) / avg

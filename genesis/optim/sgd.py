@@ -70,8 +70,7 @@ class SGD(Optimizer):
             if buf is None:
                 buf = state["momentum_buffer"] = g.clone()
             else:
-                dampening = group["dampening"]
-                buf.mul_(momentum).add_(g if dampening == 0 else self._scratch(p).copy_(g).mul_(1 - dampening))
+                buf.mul_(momentum).add_(g, alpha=1 - group["dampening"])
             # Nesterov: d = g + momentum * b
-            g = self._scratch(p).copy_(buf).mul_(momentum).add_(g) if group["nesterov"] else buf
-        p.add_(self._scratch(p).copy_(g).mul_(-group["lr"]))
+            g = self._scratch(p).copy_(g).add_(buf, alpha=momentum) if group["nesterov"] else buf
+        self._descend(p, g, group["lr"])

@@ -138,7 +138,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if len(shape) < 2:
         raise ValueError(f"batch_norm: expected at least 2D input (got {len(shape)}D input)")
     if training and math.prod(shape) // shape[1] <= 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(shape)}")
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
     return batch_norm_unchecked(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 

@@ -125,27 +125,28 @@ class ReduceLROnPlateau(LRScheduler):
                  threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
                  min_lr: float | list[float] = 0, eps: float = 1e-8) -> None:
         if factor >= 1.0:
-            raise ValueError(f"Factor should be < 1.0, got {factor}")
+            raise ValueError("Factor should be < 1.0.")
         if mode not in ("min", "max"):
             raise ValueError(f"mode {mode} is unknown!")
         if threshold_mode not in ("rel", "abs"):
             raise ValueError(f"threshold mode {threshold_mode} is unknown!")
-        self.optimizer = _check_optimizer(optimizer)
+        # Attributes in torch's order: a state dict lists its keys as torch's does.
         self.factor = factor
-        self.min_lrs = _per_group("min_lr", optimizer, min_lr)
+        self.optimizer = _check_optimizer(optimizer)
         self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr  # torch's attributes
-        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.min_lrs = _per_group("min_lr", optimizer, min_lr)
         self.patience = patience
         self.cooldown = cooldown
         self.eps = eps
+        self.last_epoch = 0
+        self._last_lr = self._current_lrs()
+        self.mode_worse = math.inf if mode == "min" else -math.inf
         self.mode = mode
         self.threshold = threshold
         self.threshold_mode = threshold_mode
-        self.last_epoch = 0
-        self.best = math.inf if mode == "min" else -math.inf
+        self.best = self.mode_worse
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
-        self._last_lr = self._current_lrs()
 
     def _is_better(self, value: float) -> bool:
         if self.threshold_mode == "rel":

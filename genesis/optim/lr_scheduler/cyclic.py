@@ -111,7 +111,7 @@ class CyclicLR(LRScheduler):
         self.optimizer = _check_optimizer(optimizer)
         base_lrs = _per_group("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            self._set_lrs(base_lrs)
+            self._write_lrs(base_lrs)
         self.max_lrs = _per_group("max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
@@ -160,6 +160,7 @@ class CyclicLR(LRScheduler):
         """The attributes, with ``scale_fn`` as torch saves it: ``None`` for a function, a callable object's
         ``__dict__``."""
         state = super().state_dict()
+        state.pop("_scale_fn_custom", None)  # last, as torch lists it
         state["_scale_fn_custom"] = _saved_callable(self._scale_fn_custom)
         return state
 
@@ -201,8 +202,6 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
-        # torch's attribute names, so that state dicts load both ways.
-        self._anneal_func_type = anneal_strategy
         # Each phase: its last step and the group keys of the lr and momentum it anneals between.
         n = self.total_steps
         if three_phase:
@@ -218,6 +217,8 @@ class OneCycleLR(LRScheduler):
             ]
         keys = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
         self._schedule_phases = [dict(zip(keys, phase)) for phase in phases]
+        # torch's attribute names in torch's order, so that state dicts load both ways and list the same keys.
+        self._anneal_func_type = anneal_strategy
         if last_epoch == -1:
             for group, top in zip(optimizer.param_groups, _per_group("max_lr", optimizer, max_lr)):
                 group["initial_lr"] = top / div_factor

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import types
 import warnings
+import weakref
 from typing import Any, Callable, Sequence
 
 from genesis.optim.optimizer import Optimizer
@@ -15,6 +17,37 @@ EPOCH_DEPRECATION_WARNING = (
     "form is used instead of the new chainable form, where available. Please open an issue if you are unable to "
     "replicate your use case: https://github.com/pytorch/pytorch/issues/new/choose."
 )
+
+
+STEP_ORDER_WARNING = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, you should call "
+    "them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`.  Failure to do this will result in "
+    "PyTorch skipping the first value of the learning rate schedule. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+)
+STEP_OVERRIDDEN_WARNING = (
+    "Seems like `optimizer.step()` has been overridden after learning rate scheduler initialization. Please, make "
+    "sure to call `optimizer.step()` before `lr_scheduler.step()`. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+)
+
+
+def _track_optimizer_steps(optimizer: Optimizer) -> None:
+    """Wrap ``optimizer.step`` (once per optimizer) so that a call records itself in ``optimizer._opt_called``, as
+    torch does: a scheduler's first ``step()`` warns when the optimizer has not stepped yet."""
+    if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
+        return
+    optimizer_ref = weakref.ref(optimizer)  # the wrapper lives on the optimizer: no reference cycle
+    func = optimizer.step.__func__
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        opt = optimizer_ref()
+        opt._opt_called = True
+        return func.__get__(opt, opt.__class__)(*args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True
+    optimizer.step = wrapper
 
 
 def _check_optimizer(optimizer: Any) -> Optimizer:
@@ -66,13 +99,14 @@ class LRScheduler:
                                    "scheduler with last_epoch >= 0")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        _track_optimizer_steps(optimizer)
         self._initial_step()
 
     def _initial_step(self) -> None:
         """Take the step that sets the learning rates for epoch 0."""
-        self._get_lr_called_within_step = False  # torch's flag, kept so that state dicts have torch's keys
         self._step_count = 0
         self._is_initial = True
+        self._get_lr_called_within_step = False  # torch's flag, kept so that state dicts have torch's keys
         self.step()
         self._is_initial = False
 
@@ -96,6 +130,11 @@ class LRScheduler:
             epoch: deprecated (torch warns too): jump to this epoch, using the closed-form learning rates where the
                 schedule has them.
         """
+        if self._step_count == 1:  # the first step after the initial one: was the optimizer stepped before?
+            if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
+                warnings.warn(STEP_OVERRIDDEN_WARNING, UserWarning, stacklevel=2)
+            elif not getattr(self.optimizer, "_opt_called", False):
+                warnings.warn(STEP_ORDER_WARNING, UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
@@ -111,12 +150,16 @@ class LRScheduler:
         self._set_lrs(values)
 
     def _set_lrs(self, values: Sequence[float]) -> None:
+        self._write_lrs(values)
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def _write_lrs(self, values: Sequence[float]) -> None:
+        """Write one learning rate per group into the optimizer (``get_last_lr`` is left as it is)."""
         for group, lr in zip(self.optimizer.param_groups, values):
             if isinstance(group["lr"], Tensor):
                 group["lr"].fill_(lr)  # in place, as torch: a captured optimizer step reads the tensor
             else:
                 group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     def _current_lrs(self) -> list[float]:
         return [group["lr"] for group in self.optimizer.param_groups]

@@ -31,6 +31,7 @@ class _FactorFunctionLR(LRScheduler):
         """The attributes, with ``lr_lambdas`` as torch saves it: per group ``None`` for a function or lambda, the
         ``__dict__`` of a callable object."""
         state = super().state_dict()
+        state.pop("lr_lambdas")  # last, as torch lists it
         state["lr_lambdas"] = [_saved_callable(fn) for fn in self.lr_lambdas]
         return state
 

@@ -96,8 +96,8 @@ class DataLoader(Generic[T]):
             ``python -m genesis.torch_compat``, spawn and forkserver workers re-run the script with its ``torch``
             imports on Genesis (not the real torch) before they load the dataset.
         generator: the random generator for shuffling and for the workers' base seed.
-        prefetch_factor: batches in flight per worker (default 2).
-        persistent_workers: accepted for compatibility; workers are started per epoch.
+        prefetch_factor: batches in flight per worker (2 with workers when None; only with workers, as torch).
+        persistent_workers: accepted for compatibility (needs workers, as torch); workers are started per epoch.
         pin_memory: copy every batch's tensors into pinned host memory, so ``.to("cuda", non_blocking=True)`` is
             asynchronous; done in the main process as each batch is handed out (torch uses a separate thread).
             Without a CUDA GPU it warns and does not pin, as torch.
@@ -119,11 +119,18 @@ class DataLoader(Generic[T]):
         if timeout < 0:
             raise ValueError(f"timeout option should be non-negative, got {timeout}")
         if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError("prefetch_factor option could only be specified in multiprocessing. Let num_workers "
-                             "> 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+            # torch's text, run-on sentence included.
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
         self.dataset = dataset
         self.num_workers = num_workers
-        self.prefetch_factor = 2 if prefetch_factor is None else prefetch_factor
+        self.prefetch_factor = prefetch_factor  # None without workers, as torch's
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
@@ -182,12 +189,15 @@ class DataLoader(Generic[T]):
         return batches
 
     def _batches(self) -> Iterator[Any]:
+        # As torch's: every pass draws the workers' base seed from ``generator`` (the default generator when None),
+        # with worker processes or without, before the sampler draws anything, so generators advance alike.
+        base_seed = int(randint(0, 1 << 62, (), generator=self.generator).item())
         if self.num_workers == 0:
             if self._iterable:
                 return self._fetcher()(None)
             fetch = self._fetcher()
             return (fetch(request) for request in self._requests())
-        return _MultiProcessIterator(self)
+        return _MultiProcessIterator(self, base_seed)
 
     def _pinning_available(self) -> bool:
         """Whether batches can be pinned; warns as torch's loader does when asked for something it ignores."""
@@ -212,7 +222,7 @@ class DataLoader(Generic[T]):
 class _MultiProcessIterator:
     """Hands index batches to worker processes round-robin and yields their results in order."""
 
-    def __init__(self, loader: DataLoader) -> None:
+    def __init__(self, loader: DataLoader, base_seed: int) -> None:
         ctx = loader.multiprocessing_context
         if ctx is None:
             ctx = multiprocessing.get_context(multiprocessing.get_start_method(allow_none=True))
@@ -223,7 +233,6 @@ class _MultiProcessIterator:
         self.loader = loader
         self.iterable = loader._iterable
         self.timeout = loader.timeout
-        base_seed = int(randint(0, 1 << 62, (), generator=loader.generator).item())
         self.results = ctx.Queue()
         self.done = ctx.Event()
         self.jobs = []

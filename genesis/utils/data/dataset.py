@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import warnings
 from typing import Any, Generic, Iterable, Iterator, Sequence, TypeVar
 
 from genesis.random import Generator, randperm
@@ -38,8 +39,9 @@ class IterableDataset(Dataset[T]):
     def __iter__(self) -> Iterator[T]:
         raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
 
-    def __add__(self, other: Dataset[T]) -> Any:
-        raise TypeError("ConcatDataset does not support IterableDataset")
+    def __add__(self, other: Dataset[T]) -> ChainDataset:
+        """The two streams one after the other (a :class:`ChainDataset`), as torch's."""
+        return ChainDataset([self, other])
 
 
 class TensorDataset(Dataset[tuple]):
@@ -126,11 +128,12 @@ class ConcatDataset(Dataset[T]):
 
     def __init__(self, datasets: Iterable[Dataset]) -> None:
         self.datasets = list(datasets)
+        # AssertionError, as torch raises it.
         if not self.datasets:
-            raise ValueError("datasets should not be an empty iterable")
+            raise AssertionError("datasets should not be an empty iterable")
         for d in self.datasets:
             if isinstance(d, IterableDataset):
-                raise TypeError("ConcatDataset does not support IterableDataset")
+                raise AssertionError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
 
     def __len__(self) -> int:
@@ -156,15 +159,21 @@ def random_split(dataset: Dataset[T], lengths: Sequence[int | float],
     """
     n = len(dataset)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
         sizes = [int(math.floor(n * frac)) for frac in lengths]
         for i in range(n - sum(sizes)):
             sizes[i % len(sizes)] += 1
         lengths = sizes
+        for i, length in enumerate(lengths):
+            if length == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                              stacklevel=2)
     if any(length < 0 for length in lengths):
         raise ValueError(f"random_split: lengths must be non-negative, got {list(lengths)}")
     if sum(lengths) != n:
-        raise ValueError("Sum of input lengths does not equal the length of the input dataset! "
-                         f"({sum(lengths)} != {n})")
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     order = randperm(n, generator=generator).tolist()
     out, start = [], 0
     for length in lengths:
