@@ -363,6 +363,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
 
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Fill ``t`` with samples from U[a, b) in place."""
+    if not a <= b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
     u = rand(t.shape, generator=generator, dtype=t.dtype, device=t.device)
     return t._fill_from((u * (b - a) + a).ndarray)
 

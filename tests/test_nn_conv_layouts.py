@@ -275,6 +275,12 @@ RESAMPLE_FORMATS = {
     "bilinear": lambda F, x: F.interpolate(x, scale_factor=2, mode="bilinear"),
     "pixel_unshuffle": lambda F, x: F.pixel_unshuffle(x, 2),
     "pixel_shuffle": lambda F, x: F.pixel_shuffle(x, 2),
+    "lanczos": lambda F, x: F.interpolate(x, size=(4, 9), mode="lanczos", antialias=True),
+    "flip": lambda F, x: x.flip(3),
+    "flip channels": lambda F, x: x.flip((1, 2)),
+    "constant pad": lambda F, x: F.pad(x, (1, 2, 0, 1), value=0.5),
+    "constant pad with crop": lambda F, x: F.pad(x, (-1, 1, 1, 1, 1, 0)),
+    "max_unpool2d": lambda F, x: F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2),
 }
 
 

@@ -1,5 +1,6 @@
 """nn.init: torch's bounds, moments and gains; in place, without autograd, from Genesis's generator."""
 
+import contextlib
 import math
 
 import pytest
@@ -56,6 +57,36 @@ def test_uniform_and_normal():
     assert -0.5 <= lo and hi <= 1.5
     ref = torch.nn.init.trunc_normal_(torch.empty(200, 200, dtype=torch.float64), 0.0, 1.0, -0.5, 1.5)
     assert abs(mean - ref.mean().item()) < 0.02 and abs(std - ref.std().item()) < 0.02
+
+
+@pytest.mark.parametrize("mean, std, a, b", [(0.0, 1.0, 5.0, 6.0), (3.0, 1.0, -1.0, 1.0), (0.0, 1.0, -0.1, 0.1),
+                                            (0.0, 0.02, 0.05, 0.07)])
+def test_trunc_normal_narrow_and_tail_intervals(mean, std, a, b):
+    # Intervals that hold little of the normal's mass (far in a tail: torch draws on [a, b] and rejects by the
+    # density instead of redrawing normals, which would run for hours): the truncated normal's moments, and torch's
+    # warning where the mean lies more than two std outside [a, b]
+    genesis.manual_seed(0)
+    far = mean < a - 2 * std or mean > b + 2 * std
+    with pytest.warns(UserWarning, match="mean is more than 2 std from") if far else contextlib.nullcontext():
+        got, got_std, lo, hi = moments(nn.init.trunc_normal_(param(100, 100), mean, std, a, b))
+    alpha, beta = (a - mean) / std, (b - mean) / std
+    pdf = [math.exp(-v * v / 2) / math.sqrt(2 * math.pi) for v in (alpha, beta)]
+    mass = (math.erf(beta / math.sqrt(2)) - math.erf(alpha / math.sqrt(2))) / 2
+    expected = mean + std * (pdf[0] - pdf[1]) / mass
+    variance = std ** 2 * (1 + (alpha * pdf[0] - beta * pdf[1]) / mass - ((pdf[0] - pdf[1]) / mass) ** 2)
+    assert a <= lo and hi <= b
+    assert abs(got - expected) < 0.02 * (b - a) and abs(got_std - math.sqrt(variance)) < 0.02 * (b - a)
+
+
+def test_trunc_normal_and_uniform_refuse_an_empty_interval():
+    message = r"^uniform_ expects to return a \[from, to\) range, but found from=2 > to=1$"
+    for lib in (torch, genesis):
+        with pytest.raises(RuntimeError, match=message):
+            lib.empty(3).uniform_(2.0, 1.0)
+        with pytest.raises(RuntimeError, match=message):
+            lib.nn.init.trunc_normal_(lib.empty(3, 3), a=2.0, b=1.0)
+    with pytest.raises(ValueError, match=r"^Mode fan_avg not supported, please use one of \['fan_in', 'fan_out'\]$"):
+        nn.init.kaiming_normal_(param(3, 3), mode="fan_avg")
 
 
 @pytest.mark.parametrize("shape", [(300, 200), (64, 32, 3, 3)])

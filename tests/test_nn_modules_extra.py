@@ -55,6 +55,8 @@ def long(values):
     (lambda lib: lib.nn.Softshrink(1.0), (3, 4)),
     (lambda lib: lib.nn.RReLU().eval(), (3, 4)),
     (lambda lib: lib.nn.RReLU(0.1, 0.4).eval(), (3, 4)),
+    (lambda lib: lib.nn.AvgPool1d(3, stride=2, padding=1, ceil_mode=True), (2, 3, 8)),
+    (lambda lib: lib.nn.AvgPool1d(2, count_include_pad=False), (3, 7)),
     (lambda lib: lib.nn.AdaptiveMaxPool1d(3), (2, 3, 7)),
     (lambda lib: lib.nn.AdaptiveMaxPool1d(4), (3, 8)),
     (lambda lib: lib.nn.AdaptiveMaxPool3d(2), (1, 2, 5, 4, 3)),
@@ -70,6 +72,19 @@ def long(values):
 def test_layer_parity(make, shape):
     g, t = pair(make)
     check_module(g, t, rand(*shape, low=-3, high=3))
+
+
+@pytest.mark.parametrize("make", [
+    # torch's Hardswish and Hardsigmoid leave ``inplace`` out of their repr; its other activations print it
+    *(lambda lib, name=name: getattr(lib.nn, name)(inplace=True)
+      for name in ("Hardswish", "Hardsigmoid", "ReLU", "ReLU6", "SiLU", "Mish", "SELU")),
+    # Upsample keeps a tuple of factors as floats; AvgPool1d its sizes as 1-tuples
+    lambda lib: lib.nn.Upsample(scale_factor=(1, 2), mode="bilinear"),
+    lambda lib: lib.nn.Upsample(scale_factor=3),
+    lambda lib: lib.nn.AvgPool1d(3, padding=1),
+])
+def test_reprs_as_torch(make):
+    assert repr(make(genesis)) == repr(make(torch))
 
 
 @pytest.mark.parametrize("make,shape", [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -60,6 +61,43 @@ def test_adaptive_pools_uneven_windows_float32(size):
     check(lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(x, size), rand(2, 3, 7, 9, dtype=F32))
     check(lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, size), rand(2, 3, 7, 9, dtype=F32))
     check(lambda lib, x: lib.nn.functional.adaptive_max_pool2d(x, size), _with_nan(rand(3, 7, 9, dtype=F32)))
+
+
+@pytest.mark.parametrize("op, shape, size", [
+    ("adaptive_avg_pool2d", (2, 3, 5, 6), (0, 3)), ("adaptive_max_pool2d", (2, 3, 5, 6), (2, 0)),
+    ("adaptive_avg_pool1d", (3, 5), 0), ("adaptive_max_pool1d", (2, 3, 5), 0),
+    ("adaptive_avg_pool3d", (2, 4, 5, 6), (0, 2, 2)), ("adaptive_max_pool3d", (1, 2, 4, 5, 6), (1, 0, 2)),
+    ("adaptive_avg_pool2d", (2, 3, 5, 6), (None, 0)),
+], ids=str)
+def test_adaptive_pools_to_empty_outputs(op, shape, size):
+    # An output size of 0 gives an empty result, as torch's (whose backward then refuses the empty gradient)
+    check(lambda lib, x: getattr(lib.nn.functional, op)(x, size), rand(*shape), backward=False)
+    if "max" in op:
+        check(lambda lib, x: getattr(lib.nn.functional, op)(x, size, return_indices=True), rand(*shape),
+              backward=False)
+
+
+@pytest.mark.parametrize("op, shape, size, message", [
+    ("adaptive_avg_pool1d", (2, 3, 5), (2, 2), r"^adaptive_avg_pool1d\(\) argument 'output_size' should contain one "
+                                               r"int \(got 2\)$"),
+    ("adaptive_max_pool1d", (2, 3, 5), (2, 2), "should contain one int"),
+    ("adaptive_avg_pool2d", (2, 3, 5, 6), (2, 2, 2), "^adaptive_avg_pool2d: output_size must be 2$"),
+    ("adaptive_avg_pool2d", (2, 3, 5, 6), (2,), "^adaptive_avg_pool2d: output_size must be 2$"),
+    ("adaptive_max_pool2d", (2, 3, 5, 6), (2, 2, 2), r"^adaptive_max_pool2d\(\): internal error: "
+                                                     r"output_size.size\(\) must be 2$"),
+    ("adaptive_avg_pool3d", (1, 2, 4, 5, 6), (2, 2), "^adaptive_avg_pool3d: output_size must be 3$"),
+    ("adaptive_max_pool3d", (1, 2, 4, 5, 6), (2, 2), r"output_size.size\(\) must be 3$"),
+    ("adaptive_avg_pool2d", (5,), 2, r"^adaptive_avg_pool2d\(\): Expected 3D or 4D tensor, but got \[5\]$"),
+    ("adaptive_max_pool2d", (5,), 2, r"^adaptive_max_pool2d\(\): Expected 3D or 4D tensor, but got: \[5\]$"),
+    ("adaptive_avg_pool1d", (5,), 2, r"^Expected 2 to 3 dimensions, but got 1-dimensional tensor"),
+], ids=str)
+def test_adaptive_pools_refuse_bad_ranks_as_torch(op, shape, size, message):
+    x = rand(*shape)
+    with pytest.raises(RuntimeError, match=message):
+        getattr(torch.nn.functional, op)(x, size)
+    check_error(RuntimeError, lambda lib, x: getattr(lib.nn.functional, op)(x, size), x, match=message)
+    check_error(RuntimeError, lambda lib, x: lib.nn.AdaptiveAvgPool2d((2, 2, 2))(x), rand(1, 2, 4, 4),
+                match="output_size must be 2")
 
 
 def test_adaptive_avg_pool1d_and_bfloat16():
@@ -208,6 +246,21 @@ def test_interpolate_antialias_half_precision(dtype):
     check(resize, rand(2, 3, 11, 7, dtype=dtype))
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("mode, shape, size", [("bicubic", (2, 3, 6, 8), (9, 5)), ("bicubic", (1, 2, 5, 4), (2, 11)),
+                                               ("trilinear", (1, 2, 4, 6, 5), (7, 3, 8))])
+def test_interpolate_half_precision_blends_in_float32(dtype, mode, shape, size):
+    # torch's kernels accumulate half-precision input in float32; Genesis blends in float32 and rounds once: within
+    # one ulp of torch's float32 result (rounding every tap and dim to the half type was up to 100 ulps off)
+    def resize(lib, x):
+        y = x if lib is genesis else x.float()
+        return lib.nn.functional.interpolate(y, size=size, mode=mode, align_corners=False).to(x.dtype)
+    x = rand(*shape, dtype=dtype)
+    out = to_torch(check(resize, x)).float()
+    exact = torch.nn.functional.interpolate(x.detach().float(), size=size, mode=mode, align_corners=False)
+    assert ((out - exact).abs() <= torch.finfo(dtype).eps * exact.abs()).all()
+
+
 def test_interpolate_antialias_upsampling_against_plain_modes():
     # Upsampling by the triangle filter is plain bilinear (align_corners=False); the antialiased bicubic is Keys'
     # a = -0.5 with weights renormalized at the borders, not plain bicubic's -0.75 with clamped taps
@@ -241,11 +294,58 @@ def test_interpolate_antialias_errors():
     for mode in ("nearest", "nearest-exact", "area"):
         check_error(ValueError, lambda lib, x, mode=mode: lib.nn.functional.interpolate(x, size=(3, 3), mode=mode,
                                                                                         antialias=True),
-                    x, match="anti-alias")
+                    x, match="Anti-alias")
     check_error(ValueError, lambda lib, x: lib.nn.functional.interpolate(x, size=3, mode="bilinear", antialias=True),
-                rand(1, 2, 5, dtype=F32), match="anti-alias")
+                rand(1, 2, 5, dtype=F32), match="Anti-alias")
     check_error(ValueError, lambda lib, x: lib.nn.functional.interpolate(x, size=3, mode="trilinear", antialias=True),
-                rand(1, 2, 4, 5, 6, dtype=F32), match="anti-alias")
+                rand(1, 2, 4, 5, 6, dtype=F32), match="Anti-alias")
+
+
+@pytest.mark.parametrize("kwargs", ANTIALIAS_SIZES, ids=str)
+def test_interpolate_lanczos(kwargs):
+    # torch's 3-lobe Lanczos window, antialiased (the only way torch takes it), down, up and mixed: values and the
+    # gradient
+    check(lambda lib, x: lib.nn.functional.interpolate(x, mode="lanczos", antialias=True, **kwargs), rand(2, 3, 11, 7))
+    check(lambda lib, x: lib.nn.functional.interpolate(x, mode="lanczos", antialias=True, **kwargs),
+          rand(1, 2, 11, 7, dtype=F32), atol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs, exc, message", [
+    (dict(), ValueError, "^either size or scale_factor should be defined$"),
+    (dict(size=3, scale_factor=2), ValueError, "^only one of size or scale_factor should be defined$"),
+    (dict(size=(3, 3, 3)), ValueError, r"^Input and output must have the same number of spatial dimensions, but got "
+                                       r"input with spatial dimensions of \[5, 6\] and output size of \(3, 3, 3\)"),
+    (dict(scale_factor=(2, 2, 2)), ValueError, r"^Input and scale_factor must have the same number of spatial "
+                                               r"dimensions, but got input with spatial dimensions of \[5, 6\]"),
+    (dict(size=(3, 3), recompute_scale_factor=True), ValueError, "recompute_scale_factor is not meaningful"),
+    (dict(size=(3.0, 3)), TypeError, "^expected size to be one of int or Tuple"),
+    (dict(size=3, mode="nearest", align_corners=True), ValueError, "^align_corners option can only be set"),
+    (dict(size=3, mode="area", antialias=True), ValueError, "^Anti-alias option is restricted to bilinear, bicubic"),
+    (dict(size=3, mode="linear"), NotImplementedError, "^Got 4D input, but linear mode needs 3D input$"),
+    (dict(size=3, mode="trilinear"), NotImplementedError, "^Got 4D input, but trilinear mode needs 5D input$"),
+    (dict(size=3, mode="bogus"), NotImplementedError, r"^Input Error: Only 3D, 4D and 5D input Tensors supported "
+                                                      r"\(got 4D\) for the modes: .* \(got bogus\)$"),
+    (dict(size=3, mode="lanczos"), ValueError, "^Lanczos mode requires antialias=True$"),
+    (dict(size=3, mode="lanczos", antialias=True, align_corners=True), ValueError,
+     "^Lanczos mode does not support align_corners=True$"),
+], ids=str)
+def test_interpolate_argument_errors_as_torch(kwargs, exc, message):
+    x = rand(1, 2, 5, 6)
+    with pytest.raises(exc, match=message):
+        torch.nn.functional.interpolate(x, **kwargs)
+    check_error(exc, lambda lib, x: lib.nn.functional.interpolate(x, **kwargs), x, match=message)
+
+
+def test_interpolate_sizes_of_other_types():
+    # torch.Size slices, integer tensors and numpy integers are sizes; a wrong-length scale_factor never reaches a
+    # kernel; bicubic and lanczos on other ranks give torch's generic error
+    x = rand(1, 2, 5, 6)
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=x[0, 0, :3, :4].shape[-2:]), x)
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=(lib.tensor(3), 4), mode="bilinear"), x)
+    check(lambda lib, x: lib.nn.functional.interpolate(x, size=(np.int64(3), np.int32(7)), mode="bicubic"), x)
+    for mode, shape in (("bicubic", (1, 2, 5)), ("bicubic", (1, 2, 3, 4, 5)), ("lanczos", (1, 2, 5))):
+        check_error(NotImplementedError, lambda lib, x, mode=mode: lib.nn.functional.interpolate(x, size=3, mode=mode),
+                    rand(*shape), match="^Input Error")
 
 
 def test_interpolate_double_backward():

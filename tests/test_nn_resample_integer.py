@@ -1,6 +1,6 @@
 """``interpolate`` on integer input against torch: uint8 images in every mode torch's kernels take them (nearest,
-nearest-exact, bilinear and bicubic, antialiased or not), bit-identical with torch's CPU results, and the
-``NotImplementedError`` torch raises for the other integer dtypes and modes."""
+nearest-exact, bilinear and bicubic, antialiased or not, and antialiased lanczos), bit-identical with torch's CPU
+results, and the ``NotImplementedError`` torch raises for the other integer dtypes and modes."""
 
 from __future__ import annotations
 
@@ -59,6 +59,14 @@ def test_uint8_bilinear_bicubic_bit_identical(mode, antialias, align_corners, kw
     check(fn, image(1, 4, 11, 7, seed=1, edges=True))
     if "size" in kwargs:
         check(fn, image(1, 1, 1, 1, seed=2))
+
+
+@pytest.mark.parametrize("kwargs", SIZES, ids=str)
+def test_uint8_lanczos_bit_identical(kwargs):
+    # torch's Lanczos window (always antialiased) in the same fixed-point arithmetic as the other filters
+    fn = resize(mode="lanczos", antialias=True, **kwargs)
+    check(fn, image(2, 3, 11, 7))
+    check(fn, image(1, 5, 11, 7, seed=1, edges=True))
 
 
 @pytest.mark.parametrize("antialias", [False, True])

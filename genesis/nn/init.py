@@ -62,7 +62,7 @@ def _calculate_fan_in_and_fan_out(t: Tensor) -> tuple[int, int]:
 def _calculate_correct_fan(t: Tensor, mode: str) -> int:
     mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise ValueError(f"Mode {mode} not supported, please use one of {['fan_in', 'fan_out']}")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -79,16 +79,45 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Gene
         return random.normal_(tensor, mean, std, generator)
 
 
+def _norm_cdf(x: float) -> float:
+    """The standard normal's cumulative distribution at ``x``."""
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator: Generator | None = None) -> Tensor:
-    """Fill with N(mean, std^2) truncated to [a, b] (values outside are redrawn until none is left)."""
+    """Fill with N(mean, std^2) truncated to [a, b], drawn as torch draws it: where [a, b] holds more than 30% of
+    the normal's mass, values outside are redrawn from the normal until none is left; elsewhere (a narrow interval
+    or one far in a tail) uniform draws on [a, b] are kept with probability ``pdf(x) / max of pdf on [a, b]``, so
+    that sampling stays fast. ``a > b`` raises as ``uniform_`` does."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
+                      "be incorrect.", stacklevel=2)
     with no_grad():
-        values = random.randn(tensor.shape, generator=generator, dtype=tensor.dtype, device=tensor.device) * std + mean
-        outside = (values < a) | (values > b)
-        while bool(outside.any()):
-            redraw = random.randn(tensor.shape, generator=generator, dtype=tensor.dtype, device=tensor.device)
-            values = values.where(~outside, redraw * std + mean)
-            outside = (values < a) | (values > b)
+        mass = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
+        if mass > 0.3:
+            # the bounds as the tensor's dtype holds them, so that a value equal to one is kept
+            low, high = tensor.new_tensor(a).item(), tensor.new_tensor(b).item()
+            values = random.randn(tensor.shape, generator=generator, dtype=tensor.dtype, device=tensor.device)
+            values = values * std + mean
+            outside = (values < low) | (values > high)
+            while bool(outside.any()):
+                redraw = random.randn(tensor.shape, generator=generator, dtype=tensor.dtype, device=tensor.device)
+                values = values.where(~outside, redraw * std + mean)
+                outside = (values < low) | (values > high)
+            return tensor._fill_from(values.ndarray)
+        log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2  # the log-density's top on [a, b]
+
+        def rejected(x: Tensor) -> Tensor:
+            accept = random.uniform_(tensor.new_empty(tensor.shape), generator=generator).log()
+            return accept > -0.5 * ((x - mean) / std) ** 2 - log_peak
+
+        values = random.uniform_(tensor.new_empty(tensor.shape), a, b, generator)
+        pending = rejected(values)
+        while bool(pending.any()):
+            candidates = random.uniform_(tensor.new_empty(tensor.shape), a, b, generator)
+            values = values.where(~pending, candidates)
+            pending = pending & rejected(candidates)
         return tensor._fill_from(values.ndarray)
 
 

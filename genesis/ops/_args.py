@@ -8,6 +8,7 @@ import operator
 from typing import Any, Sequence
 
 from genesis import dtypes
+from genesis import memory_format as _mf
 from genesis.ndarray import NDArray, check_same_device
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
@@ -146,3 +147,15 @@ def new_memory(out: Tensor, input: Tensor) -> Tensor:
     returning a new tensor (repeat, roll, pad, pixel_shuffle...) but that Genesis builds from views, which come out
     as views of the input for trivial arguments (a repeat of ones, a zero shift, a pad of zeros)."""
     return out.clone() if out.ndarray.buffer is input.ndarray.buffer else out
+
+
+def keep_memory_format(out: Tensor, input: Tensor) -> Tensor:
+    """``out`` laid out in ``input``'s channels_last format when ``input`` is stored so (as torch's ops that allocate
+    their result like their input return it: resampling, shuffling, constant padding, flips, unpooling), else
+    ``out`` as it is."""
+    if input.ndim not in (4, 5) or out.ndim != input.ndim:
+        return out
+    fmt = _mf.suggest(tuple(input.shape), input.stride())
+    if fmt is _mf.contiguous_format or out.is_contiguous(memory_format=fmt):
+        return out
+    return out.contiguous(memory_format=fmt)

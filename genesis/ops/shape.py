@@ -11,7 +11,15 @@ from typing import Any, Sequence
 from genesis import dtypes
 from genesis.ndarray import broadcast_shapes as _broadcast_shapes
 from genesis.ndarray import check_same_device, normalize_dim, normalize_dims
-from genesis.ops._args import _shape_args, _tensor_args, _varargs_or_keyword, _zeros, arange_like, new_memory
+from genesis.ops._args import (
+    _shape_args,
+    _tensor_args,
+    _varargs_or_keyword,
+    _zeros,
+    arange_like,
+    keep_memory_format,
+    new_memory,
+)
 from genesis.ops.gather_scatter import index_select
 from genesis.ops.join import cat, stack
 from genesis.ops.scans import cumsum
@@ -106,7 +114,7 @@ def flip(input: Tensor, *args: Any, dims: Any = None) -> Tensor:
         n = input.shape[d]
         index = Tensor._wrap(input.device.backend.arange(n - 1, -1, -1, dtypes.int64, input.device))
         out = index_select(out, d, index)
-    return out if dims else input.clone()
+    return keep_memory_format(out, input) if dims else input.clone()
 
 
 def fliplr(input: Tensor) -> Tensor:

@@ -268,11 +268,19 @@ def _check_window_args(op: str, kernel: tuple, dilation: tuple, padding: tuple, 
                            f"kernel_size={kernel}, dilation={dilation}, padding={padding}, stride={stride}")
 
 
+def _check_window_dtype(kernel: str, input: Tensor) -> None:
+    """torch's im2col and col2im take floating-point, complex and bool tensors, not integers."""
+    if input.dtype.category == 1:
+        name = dtypes.SCALAR_TYPE_NAMES.get(input.dtype, input.dtype.name)
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+
+
 def unfold(input: Tensor, kernel_size: int | Sequence[int], dilation: int | Sequence[int] = 1,
            padding: int | Sequence[int] = 0, stride: int | Sequence[int] = 1) -> Tensor:
     """im2col: sliding (kh, kw) blocks of (N, C, H, W) input as columns of shape (N, C * kh * kw, L)."""
     if input.ndim not in (3, 4):
         raise RuntimeError(f"unfold: expected 3D or 4D (batch mode) tensor for input, got {input.ndim}D")
+    _check_window_dtype("im2col_out_cpu", input)
     batched = input.ndim == 4
     x = input if batched else input.unsqueeze(0)
     kernel, dil, pads, strides = _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride)
@@ -294,6 +302,7 @@ def fold(input: Tensor, output_size: int | Sequence[int], kernel_size: int | Seq
     """col2im, the adjoint of ``unfold``: sums the (N, C * kh * kw, L) columns back into (N, C, H, W)."""
     if input.ndim not in (2, 3):
         raise RuntimeError(f"fold: expected 2D or 3D (batch mode) tensor for input, got {input.ndim}D")
+    _check_window_dtype("col2im_out_cpu", input)
     batched = input.ndim == 3
     cols = input if batched else input.unsqueeze(0)
     (oh_img, ow_img), (kh, kw) = _pair(output_size), _pair(kernel_size)

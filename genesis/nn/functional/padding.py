@@ -6,7 +6,7 @@ from typing import Sequence
 
 from genesis import amp
 from genesis import ops as T
-from genesis.ops._args import new_memory
+from genesis.ops._args import keep_memory_format, new_memory
 from genesis.ops.nn import Pad
 from genesis.tensor import Tensor, full
 
@@ -58,7 +58,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
             before, after = int(pad[2 * i]), int(pad[2 * i + 1])
             if before or after:
                 out = _pad_constant(out, input.ndim - 1 - i, before, after, 0.0 if value is None else value)
-        return new_memory(out, input)
+        return keep_memory_format(new_memory(out, input), input)
     for i in range(len(pad) // 2):
         dim, size = input.ndim - 1 - i, input.shape[input.ndim - 1 - i]
         before, after = int(pad[2 * i]), int(pad[2 * i + 1])

@@ -13,6 +13,7 @@ from typing import Sequence
 from genesis import amp, dtypes, random
 from genesis import ops as T
 from genesis.nn.functional.conv import ntuple
+from genesis.ops._args import keep_memory_format
 from genesis.ops.nn import AdaptivePool, Pool
 from genesis.tensor import Tensor, arange, tensor, zeros
 
@@ -169,20 +170,36 @@ def avg_pool3d(input: Tensor, kernel_size: int | Sequence[int], stride: int | Se
 
 def _adaptive_sizes(op: str, input: Tensor, output_size: int | None | Sequence[int | None],
                     n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(the input's spatial sizes, the output's) of adaptive pooling over the last ``n`` dims, with torch's checks
+    and messages (``None`` in ``output_size`` keeps that dim's input size; 0 gives an empty output)."""
     if input.ndim not in (n + 1, n + 2):
-        raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got {list(input.shape)}")
+        if n == 1:
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor for argument #1 "
+                               f"'self' (while checking arguments for {op})")
+        got = ":" if op.startswith("adaptive_max") else ""
+        raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got{got} {list(input.shape)}")
     sizes = tuple(input.shape[-n:])
     out = (output_size,) * n if output_size is None or isinstance(output_size, int) else tuple(output_size)
     if len(out) != n:
-        raise RuntimeError(f"{op}(): internal error: output_size.size() must be {n}, got {len(out)}")
+        if n == 1:
+            raise RuntimeError(f"{op}() argument 'output_size' should contain one int (got {len(out)})")
+        if op.startswith("adaptive_max"):
+            raise RuntimeError(f"{op}(): internal error: output_size.size() must be {n}")
+        raise RuntimeError(f"{op}: output_size must be {n}")
     out = tuple(s if o is None else int(o) for o, s in zip(out, sizes))
     if any(o < 0 for o in out):
-        raise RuntimeError(f"{op}(): elements of output_size must be greater than or equal to 0 but received "
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but received "
                            f"{list(out)}")
-    if any(s == 0 for s in sizes):
-        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input has "
-                           f"sizes {list(input.shape)}")
+    for d in range(input.ndim - n, input.ndim):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input has "
+                               f"sizes {list(input.shape)} with dimension {d} being empty")
     return sizes, out
+
+
+def _empty_pooled(input: Tensor, out: tuple[int, ...]) -> Tensor:
+    """The empty result of pooling ``input`` to ``out`` sizes of which one is 0, still on ``input``'s graph."""
+    return input.reshape(-1)[:0].reshape(*input.shape[:input.ndim - len(out)], *out)
 
 
 def _windows(size: int, out: int) -> list[tuple[int, int]]:
@@ -193,6 +210,8 @@ def _windows(size: int, out: int) -> list[tuple[int, int]]:
 def _adaptive_avg(input: Tensor, sizes: tuple[int, ...], out: tuple[int, ...]) -> Tensor:
     # The mean over a window is separable: one (out, size) averaging matrix per dim. The products run in the input's
     # dtype (autocast would lower them: a pooling keeps its input's precision).
+    if 0 in out:
+        return _empty_pooled(input, out)
     x = input
     n = len(sizes)
     with amp.autocast(input.device.type, enabled=False):
@@ -215,6 +234,8 @@ def _adaptive_max(input: Tensor, sizes: tuple[int, ...], out: tuple[int, ...]) -
     """
     n = len(sizes)
     lead = input.ndim - n
+    if 0 in out:
+        return _empty_pooled(input, out), zeros(input.shape[:lead] + out, dtype=dtypes.int64, device=input.device)
     x = input
     flat = arange(input[(0,) * lead].numel() if lead else input.numel(), device=input.device).reshape(sizes)
     lengths = []
@@ -237,14 +258,9 @@ def _adaptive_max(input: Tensor, sizes: tuple[int, ...], out: tuple[int, ...]) -
 
 
 def _adaptive(op: str, input: Tensor, output_size: int | None | Sequence[int | None], n: int, reduce: str) -> Tensor:
-    if input.ndim not in (n + 1, n + 2):
-        raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D input, but got input of size {list(input.shape)}")
-    sizes = input.shape[-n:]
-    out_size = (output_size,) * n if output_size is None or isinstance(output_size, int) else tuple(output_size)
-    out_size = tuple(s if o is None else int(o) for o, s in zip(out_size, sizes))
-    if any(o <= 0 for o in out_size):
-        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but received "
-                           f"{list(out_size)}")
+    sizes, out_size = _adaptive_sizes(op, input, output_size, n)
+    if 0 in out_size:
+        return _empty_pooled(input, out_size)
     if all(s % o == 0 for s, o in zip(sizes, out_size)):
         # Equal windows: an ordinary pooling with kernel = stride = size / output_size (the common case).
         kernel = tuple(s // o for s, o in zip(sizes, out_size))
@@ -278,9 +294,6 @@ def _adaptive(op: str, input: Tensor, output_size: int | None | Sequence[int | N
 
 def _adaptive_max_pool(op: str, n: int, input: Tensor, output_size: int | None | Sequence[int | None],
                        return_indices: bool) -> Tensor | tuple[Tensor, Tensor]:
-    if n == 1 and input.ndim not in (2, 3):
-        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor for argument #1 "
-                           f"'self' (while checking arguments for {op})")
     sizes, out = _adaptive_sizes(op, input, output_size, n)
     values, indices = _adaptive_max(input, sizes, out)
     return (values, indices) if return_indices else values
@@ -433,8 +446,10 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: int | Sequence[int
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: int | Sequence[int],
                  stride: int | Sequence[int] | None = None, padding: int | Sequence[int] = 0,
                  output_size: Sequence[int] | None = None) -> Tensor:
-    """Inverse of ``max_pool2d``: each value goes back to its flat (H * W) argmax position, zeros elsewhere."""
-    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+    """Inverse of ``max_pool2d``: each value goes back to its flat (H * W) argmax position, zeros elsewhere (laid out
+    channels_last for such input, as torch's; its 3-d unpooling returns row-major)."""
+    out = _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+    return keep_memory_format(out, input)
 
 
 def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: int | Sequence[int],

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from genesis.nn.functional.upsampling import keep_memory_format
-from genesis.ops._args import new_memory
+from genesis.ops._args import keep_memory_format, new_memory
 from genesis.tensor import Tensor
 
 

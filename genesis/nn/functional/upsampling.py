@@ -1,5 +1,5 @@
 """Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area; antialiased
-bilinear and bicubic; uint8 images as torch's CPU kernels compute them) and torch's deprecated ``upsample``
+bilinear, bicubic and lanczos; uint8 images as torch's CPU kernels compute them) and torch's deprecated ``upsample``
 aliases."""
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from typing import Sequence
 
 from genesis import dtypes
 from genesis import ops as T
-from genesis.memory_format import channels_last, channels_last_3d, contiguous_format, suggest
+from genesis.memory_format import channels_last, channels_last_3d
 from genesis.nn.functional.pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
+from genesis.ops._args import keep_memory_format
 from genesis.ops.nn import Upsample
 from genesis.tensor import Tensor, arange, tensor
 
-_UINT8_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")  # the modes torch's kernels take uint8 input in
+_UINT8_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic", "lanczos")  # the modes torch takes uint8 in
+_NEAREST_AREA = ("nearest", "nearest-exact", "area")  # the modes without align_corners
 
 
 def _ratio(in_size: int, out_size: int, scale: float | None, align_corners: bool | None) -> float:
@@ -112,15 +114,19 @@ def _cubic(x: Tensor, dim: int, src: Tensor, in_size: int) -> Tensor:
     return out
 
 
-_AA_WIDTH = {"bilinear": 2, "bicubic": 4}  # the filters' widths in input pixels at scale 1 (torch's interp_size)
+# the filters' widths in input pixels at scale 1 (torch's interp_size)
+_AA_WIDTH = {"bilinear": 2, "bicubic": 4, "lanczos": 6}
+_LANCZOS_A = 3  # the lobes of torch's (Pillow's) Lanczos window
 
 
 def _aa_filter(x: Tensor, mode: str) -> Tensor:
     """torch's (Pillow's) antialiasing filters: the triangle for bilinear, Keys' cubic with ``a = -0.5`` for
-    bicubic (not the ``-0.75`` of plain bicubic)."""
+    bicubic (not the ``-0.75`` of plain bicubic), and ``sinc(x) * sinc(x / 3)`` on ``|x| < 3`` for lanczos."""
     x = x.abs()
     if mode == "bilinear":
         return T.clamp(1.0 - x, min=0.0)
+    if mode == "lanczos":
+        return T.where(x < _LANCZOS_A, T.sinc(x) * T.sinc(x / _LANCZOS_A), 0.0)
     return T.where(x < 1.0, _keys_near(x, -0.5), T.where(x < 2.0, _keys_far(x, -0.5), 0.0))
 
 
@@ -158,11 +164,19 @@ def _antialiased(input: Tensor, out_sizes: tuple, scales: tuple, align_corners: 
     return input.clone() if x is input else x.to(input.dtype)
 
 
+def _sinc(x: float) -> float:
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+    return math.sin(math.pi * x) / (math.pi * x) if x != 0.0 else 1.0
+
+
 def _filter(x: float, mode: str, a: float) -> float:
-    """The triangle (bilinear) or Keys' cubic with parameter ``a`` (bicubic) at ``x``, in float64."""
+    """The triangle (bilinear), Keys' cubic with parameter ``a`` (bicubic) or the Lanczos window (lanczos) at ``x``,
+    in float64."""
     x = abs(x)
     if mode == "bilinear":
         return 1.0 - x if x < 1.0 else 0.0
+    if mode == "lanczos":
+        return _sinc(x) * _sinc(x / _LANCZOS_A) if x < _LANCZOS_A else 0.0
     return _keys_near(x, a) if x < 1.0 else _keys_far(x, a) if x < 2.0 else 0.0
 
 
@@ -263,6 +277,51 @@ def _resized_uint8(input: Tensor, out_sizes: tuple, scales: tuple, align_corners
     return x.to(dtypes.uint8)
 
 
+def _is_integer(x: object) -> bool:
+    """Whether ``x`` is an integer size: a Python or numpy integer, or a tensor of an integer dtype (torch's
+    ``_is_integer``)."""
+    if isinstance(x, Tensor):
+        return not x.dtype.is_floating_point
+    return hasattr(type(x), "__index__")  # int, bool and numpy's integers; not floats
+
+
+def _output_sizes(input: Tensor, size: int | Sequence[int] | None, scale_factor: float | Sequence[float] | None,
+                  recompute_scale_factor: bool | None) -> tuple[tuple[int, ...], tuple[float | None, ...]]:
+    """The output size and the scale of every spatial dim from exactly one of ``size`` and ``scale_factor``, with
+    torch's checks and messages; the scales are None where the kernels derive them from the sizes (``size`` given,
+    or ``recompute_scale_factor``)."""
+    n = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        if not isinstance(size, (list, tuple)):
+            return (int(size),) * n, (None,) * n
+        if len(size) != n:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
+                             f"spatial dimensions of {list(input.shape[2:])} and output size of {size}. Please provide "
+                             f"input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
+                             f"format.")
+        if not all(_is_integer(s) for s in size):
+            raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, int], "
+                            f"but got size with types {[type(s) for s in size]}")
+        return tuple(int(s) for s in size), (None,) * n
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if isinstance(scale_factor, (list, tuple)):
+        if len(scale_factor) != n:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape "
+                             f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                             f"scale_factor in (s1, s2, ...,sK) format.")
+        factors = tuple(scale_factor)
+    else:
+        factors = (scale_factor,) * n
+    out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(input.shape[2:], factors))
+    return out_sizes, (None,) * n if recompute_scale_factor else tuple(float(f) for f in factors)
+
+
 def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
                 scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
@@ -274,15 +333,16 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     average pooling to the output size); the interpolating modes work one dim at a time (they are separable), with
     torch's ``align_corners`` rule.
 
-    ``antialias=True`` (bilinear and bicubic on 4-D input, as torch's): torch's (Pillow's) separable filters, a
-    triangle or Keys' cubic with ``a = -0.5``, widened by the scale when downsampling so that every input pixel
-    contributes, and normalized per output pixel; computed as one product with an (out, in) weight matrix per dim.
-    Upsampling with it equals plain bilinear (``align_corners=False``) but not plain bicubic.
+    ``antialias=True`` (bilinear, bicubic and ``"lanczos"`` on 4-D input, as torch's; lanczos requires it): torch's
+    (Pillow's) separable filters, a triangle, Keys' cubic with ``a = -0.5`` or the 3-lobe Lanczos window, widened
+    by the scale when downsampling so that every input pixel contributes, and normalized per output pixel; computed
+    as one product with an (out, in) weight matrix per dim. Upsampling with it equals plain bilinear
+    (``align_corners=False``) but not plain bicubic.
 
-    Input is floating point, or uint8 for the modes torch's kernels take it in (nearest, nearest-exact, bilinear
-    and bicubic, antialiased or not; other dtypes and modes raise ``NotImplementedError`` as torch's). uint8
-    bilinear and bicubic are torch's fixed-point arithmetic (int16 weights, rounded and clamped to [0, 255] after
-    each dim), so the pixels are bit-identical with torch's CPU results.
+    Input is floating point, or uint8 for the modes torch's kernels take it in (nearest, nearest-exact, bilinear,
+    bicubic and lanczos, antialiased or not; other dtypes and modes raise ``NotImplementedError`` as torch's). uint8
+    bilinear, bicubic and lanczos are torch's fixed-point arithmetic (int16 weights, rounded and clamped to [0, 255]
+    after each dim), so the pixels are bit-identical with torch's CPU results.
 
     A channels_last (or channels_last_3d) input gives an output in the same memory format, as torch's.
     """
@@ -290,48 +350,30 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     return keep_memory_format(out, input)
 
 
-def keep_memory_format(out: Tensor, input: Tensor) -> Tensor:
-    """``out`` laid out in ``input``'s channels_last format when ``input`` is stored so (as torch's resampling and
-    shuffling ops return), else ``out`` as it is."""
-    if input.ndim not in (4, 5) or out.ndim != input.ndim:
-        return out
-    fmt = suggest(tuple(input.shape), input.stride())
-    if fmt is contiguous_format or out.is_contiguous(memory_format=fmt):
-        return out
-    return out.contiguous(memory_format=fmt)
-
-
 def _interpolate(input: Tensor, size: int | Sequence[int] | None, scale_factor: float | Sequence[float] | None,
                  mode: str, align_corners: bool | None, recompute_scale_factor: bool | None,
                  antialias: bool) -> Tensor:
     n = input.ndim - 2
-    if not 1 <= n <= 3:
-        raise NotImplementedError(f"interpolate: only 3-D, 4-D and 5-D input (N, C, *spatial) is supported, got "
-                                  f"{input.ndim}-D")
-    if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
-        raise ValueError(f"interpolate: the anti-alias option is restricted to bilinear and bicubic modes and requires "
-                         f"a 4-D tensor as input, got mode {mode!r} and {input.ndim}-D input")
-    linear_modes = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
-    if mode in linear_modes and linear_modes[mode] != n:
-        raise NotImplementedError(f"interpolate: mode {mode!r} needs {linear_modes[mode] + 2}-D input, got "
-                                  f"{input.ndim}-D")
-    if mode not in linear_modes and mode not in ("nearest", "nearest-exact", "area"):
-        raise NotImplementedError(f"interpolate: unsupported mode {mode!r}")
-    if align_corners is not None and mode not in linear_modes:
+    if align_corners is not None and mode in _NEAREST_AREA:
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                          "bicubic | trilinear")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("only one of size or scale_factor should be defined")
+    out_sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
+    if antialias and not (mode in _AA_WIDTH and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
+    linear_modes = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+    if mode == "lanczos" and n == 2:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    elif mode in ("linear", "bilinear", "trilinear") and 1 <= n <= 3 and linear_modes[mode] != n:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {linear_modes[mode] + 2}D input")
+    elif not 1 <= n <= 3 or linear_modes.get(mode, n) != n or mode not in (*linear_modes, *_NEAREST_AREA):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+                                  f"nearest-exact (got {mode})")
     in_sizes = input.shape[2:]
-    if size is not None:
-        out_sizes = (size,) * n if isinstance(size, int) else tuple(int(s) for s in size)
-        scales: tuple = (None,) * n
-    else:
-        factors = (scale_factor,) * n if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
-        out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, factors))
-        scales = (None,) * n if recompute_scale_factor else tuple(float(f) for f in factors)
-    if len(out_sizes) != n:
-        raise ValueError(f"interpolate: expected {n} output sizes, got {list(out_sizes)}")
     if min(in_sizes) <= 0 or min(out_sizes) <= 0:
         names = ("D", "H", "W")[-n:]
         raise RuntimeError("Input and output sizes should be greater than 0, but got input ("
@@ -340,7 +382,7 @@ def _interpolate(input: Tensor, size: int | Sequence[int] | None, scale_factor: 
     if not input.dtype.is_floating_point and not (input.dtype is dtypes.uint8 and mode in _UINT8_MODES):
         raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented for {input.dtype} input (torch "
                                   f"takes floating-point input, and uint8 in modes {', '.join(_UINT8_MODES)})")
-    if input.dtype is dtypes.uint8 and mode in ("bilinear", "bicubic"):
+    if input.dtype is dtypes.uint8 and mode in _AA_WIDTH:
         return _resized_uint8(input, out_sizes, scales, bool(align_corners), mode, antialias)
     if antialias:
         return _antialiased(input, out_sizes, scales, bool(align_corners), mode)
@@ -356,7 +398,9 @@ def _interpolate(input: Tensor, size: int | Sequence[int] | None, scale_factor: 
         out = Upsample.apply(x, output_size=sizes, mode=kernel_mode,
                              align_corners=bool(align_corners) if kernel_mode == "bilinear" else None, scales=factors)
         return out if n == 2 else out.squeeze(2)
-    out = input
+    # Half-precision input is blended in float32 and rounded once, as torch's kernels accumulate in float32
+    low = input.dtype in (dtypes.float16, dtypes.bfloat16) and mode not in ("nearest", "nearest-exact")
+    out = input.float() if low else input
     channels_last_kernel = _torch_uses_channels_last_kernel(input, out_sizes)
     for axis, (in_size, out_size, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
         dim = 2 + axis
@@ -377,7 +421,7 @@ def _interpolate(input: Tensor, size: int | Sequence[int] | None, scale_factor: 
         shape[dim] = out_size
         frac = (src - lo.double()).to(out.dtype).reshape(shape)
         out = T.index_select(out, dim, lo) * (1 - frac) + T.index_select(out, dim, hi) * frac
-    return out
+    return out.to(input.dtype) if low else out
 
 
 def upsample(input: Tensor, size: int | Sequence[int] | None = None,

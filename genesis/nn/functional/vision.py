@@ -2,10 +2,11 @@
 (trilinear), nearest or bicubic sampling of an image (a volume) at arbitrary points, as torch's (spatial transformer
 networks, augmentation, optical flow, 3-D registration).
 
-Both are composites of tensor ops, written once for 2-D and 3-D: ``grid_sample`` gathers the neighbours of every
-sampling point (2 per dim for linear, 4 for bicubic, 1 for nearest) from the flattened input and blends them with
-the products of their per-dim weights, so gradients reach the input (a scatter-add) and the grid (through the
-weights), as torch's.
+Both are written once for 2-D and 3-D. ``affine_grid`` is one graph node (``AffineGridGenerator``: the affine maps
+applied to a constant grid of base points); ``grid_sample`` is a composite of tensor ops: it gathers the neighbours
+of every sampling point (2 per dim for linear, 4 for bicubic, 1 for nearest) from the flattened input and blends
+them with the products of their per-dim weights, so gradients reach the input (a scatter-add) and the grid (through
+the weights), as torch's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Sequence
 from genesis import amp, dtypes
 from genesis import ops as T
 from genesis.nn.functional.upsampling import cubic_convolution_weights
+from genesis.ops.nn import AffineGridGenerator
 from genesis.tensor import Tensor, linspace, zeros
 
 
@@ -52,8 +54,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     mesh = T.meshgrid(*reversed(coords), indexing="ij")  # (D, )H, W each; the last one varies along W (x)
     base = T.stack([*reversed(mesh), T.ones_like(mesh[0])], dim=-1)  # (..., spatial + 1): (x, y[, z], 1)
     flat = base.reshape(1, -1, spatial + 1)  # (1, P, spatial + 1)
-    grid = T.matmul(flat, theta.transpose(1, 2))  # (N, P, spatial)
-    return grid.reshape((size[0],) + tuple(dims) + (spatial,))
+    return AffineGridGenerator.apply(theta, base=flat.ndarray, shape=(size[0], *dims, spatial))
 
 
 def _unnormalize(coord: Tensor, n: int, align_corners: bool, planar: bool) -> Tensor:

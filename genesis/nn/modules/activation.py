@@ -57,11 +57,17 @@ class Hardswish(_Inplace):
     def forward(self, input: Tensor) -> Tensor:
         return F.hardswish(input, self.inplace)
 
+    def extra_repr(self) -> str:
+        return ""  # torch's repr of this layer leaves ``inplace`` out
+
 
 class Hardsigmoid(_Inplace):
     """``relu6(x + 3) / 6``, a piecewise-linear sigmoid."""
     def forward(self, input: Tensor) -> Tensor:
         return F.hardsigmoid(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return ""  # torch's repr of this layer leaves ``inplace`` out
 
 
 class LeakyReLU(Module):

@@ -69,6 +69,14 @@ class _AvgPoolNd(Module):
 
 class AvgPool1d(_AvgPoolNd):
     """1-D average pooling (``F.avg_pool1d``)."""
+
+    def __init__(self, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
+                 padding: int | Sequence[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> None:
+        # torch keeps this layer's sizes as 1-tuples (its repr prints ``kernel_size=(2,)``)
+        single = _ntuple(1)
+        super().__init__(single(kernel_size), single(stride if stride is not None else kernel_size), single(padding),
+                         ceil_mode, count_include_pad)
+
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)

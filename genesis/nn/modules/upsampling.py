@@ -10,7 +10,7 @@ from genesis.tensor import Tensor
 
 
 class Upsample(Module):
-    """Resize with ``F.interpolate``: modes nearest, nearest-exact, linear, bilinear, trilinear."""
+    """Resize with ``F.interpolate``: modes nearest, nearest-exact, linear, bilinear, bicubic, trilinear and area."""
 
     def __init__(self, size: int | Sequence[int] | None = None, scale_factor: float | Sequence[float] | None = None,
                  mode: str = "nearest", align_corners: bool | None = None,
@@ -18,7 +18,10 @@ class Upsample(Module):
         super().__init__()
         self.name = type(self).__name__
         self.size = size
-        self.scale_factor = float(scale_factor) if isinstance(scale_factor, (int, float)) else scale_factor
+        if isinstance(scale_factor, tuple):  # torch keeps every factor as a float (its repr prints 1.0, not 1)
+            self.scale_factor = tuple(float(factor) for factor in scale_factor)
+        else:
+            self.scale_factor = float(scale_factor) if scale_factor else None
         self.mode = mode
         self.align_corners = align_corners
         self.recompute_scale_factor = recompute_scale_factor
