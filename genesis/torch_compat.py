@@ -74,6 +74,21 @@ class TorchAlias(ModuleType):
             return alias(value.__name__)
         return value
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A script's monkeypatch (HF's no_init_weights replacing torch.nn.init.normal_, torch.load wrapped in a
+        # partial) must reach the Genesis code that reads it, as it reaches torch's own; the import system's dunder
+        # attributes stay the alias's.
+        if name.startswith("__") and name.endswith("__"):
+            super().__setattr__(name, value)
+        else:
+            setattr(self.__dict__["_target"], name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name.startswith("__") and name.endswith("__"):
+            super().__delattr__(name)
+        else:
+            delattr(self.__dict__["_target"], name)
+
     def __dir__(self) -> list[str]:
         return dir(self.__dict__["_target"])
 

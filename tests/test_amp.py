@@ -88,6 +88,22 @@ def test_output_dtypes_match_torch_autocast(name: str, input_dtype: torch.dtype)
     assert_same(got, expected.cpu(), **LOOSE)
 
 
+def test_sdpa_casts_its_float_mask_too() -> None:
+    # torch's autocast casts every floating argument: finfo(float32).min becomes -inf in bfloat16, so a query whose
+    # keys are all masked (HF's padding rows) gets zeros, not the mean of the values.
+    if DEVICE != "cpu":
+        pytest.skip("torch's CPU kernel is the oracle of fully masked rows")
+    mask = torch.zeros(4, 4)
+    mask[0] = torch.finfo(torch.float32).min
+
+    def f(lib: object, q: object, m: object) -> object:
+        with _autocast(lib):
+            return _nn_f(lib).scaled_dot_product_attention(q, q * 0.5, q.flip(-1), attn_mask=m)
+
+    out = check(f, rand(1, 2, 4, 8, dtype=torch.float32), mask, **LOOSE)
+    assert not out[0, :, 0].any()
+
+
 def test_cross_entropy_and_nll_run_in_float32() -> None:
     target = torch.tensor([0, 2, 1])
 

@@ -4,6 +4,8 @@ class, errors where nothing may run). Values are checked against torch in float6
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -40,6 +42,43 @@ def test_sdpa_kernel_rejects_other_values() -> None:
         with sdpa_kernel(["flash"]):
             pass
     assert sdp.state() == before
+
+
+def test_backend_members_print_as_torch() -> None:
+    from torch.nn.attention import SDPBackend as TorchBackend
+
+    for member in SDPBackend:
+        theirs = TorchBackend.__members__[member.name]
+        assert (str(member), f"{member}", member.value) == (str(theirs), f"{theirs}", theirs.value)
+
+
+@pytest.mark.parametrize("backend", [None, SDPBackend.MATH])
+def test_cpu_kernels_give_torchs_values_to_the_last_bit(backend: SDPBackend | None) -> None:
+    # By default torch's CPU flash kernel; under sdpa_kernel(MATH) the composite, which scales q and k by
+    # sqrt(scale) before their product as torch's does.
+    if DEVICE != "cpu":
+        pytest.skip("torch's CPU kernels are the oracle")
+    from torch.nn.attention import SDPBackend as TorchBackend
+    from torch.nn.attention import sdpa_kernel as torch_sdpa_kernel
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 9, 16, generator=g) for _ in range(3))
+    mask = torch.randn(9, 9, generator=g)
+    with torch_sdpa_kernel(TorchBackend.__members__[backend.name]) if backend else contextlib.nullcontext():
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3)
+    with sdpa_kernel(backend) if backend else contextlib.nullcontext():
+        out = F.scaled_dot_product_attention(*(to_genesis(t) for t in (q, k, v, mask)), scale=0.3)
+    assert torch.equal(to_torch(out), ref)
+
+
+def test_cpu_flash_only_raises_where_it_cannot_run() -> None:
+    if DEVICE != "cpu":
+        pytest.skip("the CPU's kernel choice")
+    q = genesis.ones(1, 2, 4, 8)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        assert F.scaled_dot_product_attention(q, q, q).shape == (1, 2, 4, 8)
+        with pytest.raises(RuntimeError, match="no available kernel"):
+            F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
 
 
 def test_process_wide_switches() -> None:

@@ -439,11 +439,11 @@ for B, H, HK, L, S, D, causal, mshape, scale in ((1, 2, 1, 70, 70, 16, True, Non
     k, v = torch.randn(B, HK, S, D, generator=g), torch.randn(B, HK, S, D, generator=g)
     mask = nd(torch.randn(mshape, generator=g)) if mshape else None
     out, lse = nf.attention(nd(q), nd(k), nd(v), mask, causal, scale)
-    ref, _ = cpu.attention(nd(q), nd(k), nd(v), mask, causal, scale)
+    ref, ref_lse = cpu.attention(nd(q), nd(k), nd(v), mask, causal, scale)
     close(out, ref, f"attention scale={scale}")
     dy = nd(torch.randn(B, H, L, D, generator=g))
     grads = nf.attention_backward(dy, nd(q), nd(k), nd(v), mask, out, lse, causal, scale)
-    for a, r in zip(grads, cpu.attention_backward(dy, nd(q), nd(k), nd(v), mask, ref, None, causal, scale)):
+    for a, r in zip(grads, cpu.attention_backward(dy, nd(q), nd(k), nd(v), mask, ref, ref_lse, causal, scale)):
         close(a, r, f"attention backward scale={scale}")
 p, m, v = (torch.randn(300, generator=g) for _ in range(3))
 v = v.abs()

@@ -1,7 +1,10 @@
 """nn.functional against torch.nn.functional: values, dtypes and every input gradient (float64 unless noted)."""
 
+import contextlib
+
 import pytest
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import genesis
 import genesis.nn.functional as F
@@ -286,6 +289,14 @@ def test_unfold_fold():
     check(lambda lib, x: lib.nn.functional.fold(x, (5, 6), 3), rand(2, 27, 12))
     check(lambda lib, x: lib.nn.functional.fold(x, (6, 7), (2, 3), dilation=(2, 1), padding=1, stride=(2, 1)),
           rand(2, 12, 21))
+    # bool windows as torch's; integer ones have no im2col / col2im kernel in torch
+    check(lambda lib, x: lib.nn.functional.unfold(x > 0, 2), rand(2, 3, 4, 5, requires_grad=False))
+    check(lambda lib, x: lib.nn.functional.fold(x > 0, (3, 4), 2), rand(2, 12, 6, requires_grad=False))
+    for dtype, name in ((torch.uint8, "Byte"), (torch.int32, "Int"), (torch.int64, "Long")):
+        check_error(NotImplementedError, lambda lib, x: lib.nn.functional.unfold(x, 2),
+                    torch.ones(1, 2, 4, 4, dtype=dtype), match=f"^\"im2col_out_cpu\" not implemented for '{name}'$")
+        check_error(NotImplementedError, lambda lib, x: lib.nn.functional.fold(x, (3, 4), 2),
+                    torch.ones(1, 8, 6, dtype=dtype), match=f"^\"col2im_out_cpu\" not implemented for '{name}'$")
 
 
 def test_scaled_dot_product_attention():
@@ -308,6 +319,58 @@ def test_scaled_dot_product_attention():
           q, k[..., :5, :], v[..., :5, :], square_mask)
     check_error(RuntimeError, lambda lib, q, k, v, m: lib.nn.functional.scaled_dot_product_attention(
         q, k, v, attn_mask=m), q, k, v, bool_mask.long(), match="attn_mask dtype")
+    # A float mask is float32 or the query's dtype.
+    check_error(RuntimeError, lambda lib, q, k, v, m: lib.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=m), q.float(), k.float(), v.float(), rand(5, 6, seed=4), match="attn_mask dtype")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_sdpa_cpu_kernel_with_a_finite_minimum_padding_mask(dtype, kv_heads):
+    # HF's decoders mask left padding by adding finfo.min, so a padded query may attend no key and its weights are
+    # uniform. torch's CPU flash kernel rounds that row's log-sum-exp (min + log S) to min, and so gives it S times
+    # the softmax's gradient: Genesis runs that kernel where torch's dispatcher does, with its node name.
+    if DEVICE != "cpu":
+        pytest.skip("torch's CPU kernel is the oracle of the padded rows")
+    lo = torch.finfo(dtype).min
+    mask = torch.triu(torch.full((6, 6), lo, dtype=dtype), 1).expand(2, 1, 6, 6).clone()
+    mask[1, :, :, :2] = lo
+    q, k, v = rand(2, 4, 6, 8, dtype=dtype), rand(2, kv_heads, 6, 8, dtype=dtype, seed=1), \
+        rand(2, kv_heads, 6, 8, dtype=dtype, seed=2)
+
+    def f(lib, q, k, v, m):
+        return lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=kv_heads != 4)
+    out = check(f, q, k, v, mask)
+    assert type(out.grad_fn).__name__ == "ScaledDotProductFlashAttentionForCpuBackward0"
+    # Where torch runs its composite (a 3-D mask here), so does Genesis.
+    out = check(f, q, k, v, mask[0])
+    assert type(out.grad_fn).__name__ != "ScaledDotProductFlashAttentionForCpuBackward0"
+
+
+def _torch_composite(lib):
+    """torch's composite attention where ``lib`` is torch (the oracle where its CPU kernel has no answer)."""
+    return sdpa_kernel(SDPBackend.MATH) if lib is torch else contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_second_derivatives_through_the_fused_kernel(causal):
+    # create_graph differentiates the fused node's gradients in tensor ops (torch's CPU kernel has no double
+    # backward).
+    def f(lib, q, k, v, w, m):
+        with _torch_composite(lib):
+            out = lib.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else m,
+                                                                 is_causal=causal, enable_gqa=True)
+        return lib.autograd.grad((out * w).sum(), (q, k, v), create_graph=True)
+    check(f, rand(2, 4, 5, 8), rand(2, 2, 5, 8, seed=1), rand(2, 2, 5, 8, seed=2),
+          rand(2, 4, 5, 8, seed=3, requires_grad=False), rand(1, 1, 5, 5, seed=4, requires_grad=False))
+
+
+def test_sdpa_negative_scale_with_a_causal_mask():
+    # torch's CPU kernel scales its causal mask's -inf by the scale and answers NaN here.
+    def f(lib, q, k, v):
+        with _torch_composite(lib):
+            return lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=-0.3)
+    check(f, rand(2, 3, 5, 8), rand(2, 3, 5, 8, seed=1), rand(2, 3, 5, 8, seed=2))
 
 
 def test_scaled_dot_product_attention_dropout_is_used():
@@ -397,6 +460,27 @@ def test_affine_grid(align_corners):
     check_error(NotImplementedError, lambda lib, t: lib.nn.functional.affine_grid(t, (2, 3, 4)), THETA)
     check_error(RuntimeError, lambda lib, t: lib.nn.functional.affine_grid(t, (3, 3, 4, 4)), THETA)
     check_error(ValueError, lambda lib, t: lib.nn.functional.affine_grid(t[:, :, :2], (2, 3, 4, 4)), THETA)
+
+
+@pytest.mark.parametrize("size", [(2, 3, 4, 7), (2, 2, 3, 4, 5)], ids=["2d", "3d"])
+def test_affine_grid_is_one_node_that_saves_nothing(size):
+    # torch's AffineGridGeneratorBackward0 needs no saved tensor: one grid backpropagated through twice (two losses
+    # on it, each with its own autograd.grad call, no retain_graph), and its gradient differentiable again
+    spatial = len(size) - 2
+    theta = torch.eye(spatial, spatial + 1, dtype=torch.float64).repeat(size[0], 1, 1)
+    theta = (theta + rand(size[0], spatial, spatial + 1, seed=3, requires_grad=False) * 0.2).requires_grad_()
+
+    def grads(lib, t):
+        grid = lib.nn.functional.affine_grid(t, size, align_corners=False)
+        first = lib.autograd.grad((grid * grid).sum(), t)[0]
+        second = lib.autograd.grad(grid.sin().sum(), t, create_graph=True)[0]
+        return grid.grad_fn.name(), first, second, lib.autograd.grad(second.pow(2).sum(), t)[0]
+
+    g_name, *g_grads = grads(genesis, to_genesis(theta))
+    t_name, *t_grads = grads(torch, theta)
+    assert g_name == t_name == "AffineGridGeneratorBackward0"
+    for g, t in zip(g_grads, t_grads):
+        assert_same(g, t)
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])

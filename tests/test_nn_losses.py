@@ -5,7 +5,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from tests.helpers import check, check_error, rand, to_genesis
+from tests.helpers import check, check_error, rand, to_genesis, to_torch
 
 REDUCTIONS = ["mean", "sum", "none"]
 
@@ -36,6 +36,15 @@ def test_cross_entropy_unbatched_and_all_ignored():
     check(lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, label_smoothing=0.1), rand(5), torch.tensor(3))
     check(lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, ignore_index=1), rand(3, 4),
           torch.tensor([1, 1, 1]))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_ignored_rows_are_positive_zeros(weighted):
+    # Per-token losses (reduction='none') of ignored targets are +0, as torch's: they print as 0., not -0.
+    w = to_genesis(rand(5, low=0.5, high=1.5, requires_grad=False, seed=3)) if weighted else None
+    for x, t in ((rand(4, 5), torch.tensor([1, -100, 3, -100])), (rand(2, 5, 3), torch.tensor([[1, -100, 0]] * 2))):
+        out = to_torch(genesis.nn.functional.cross_entropy(to_genesis(x), to_genesis(t), w, reduction="none"))
+        assert not torch.signbit(out).any(), out
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -94,6 +103,9 @@ def test_binary_cross_entropy(reduction):
     check(lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t, reduction=reduction), edge,
           torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64), backward=False)
     check_error(RuntimeError, lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t), p * 3, t)
+    check_error(ValueError, lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t), p, t[:2],
+                match=r"^Using a target size \(\w+\.Size\(\[2, 5\]\)\) that is different to the input size "
+                      r"\(\w+\.Size\(\[4, 5\]\)\) is deprecated")
     # A target that requires grad gets log1p(-p) - log p, as torch's
     tg = rand(4, 5, low=0.0, high=1.0, seed=3)
     check(lambda lib, p, t: lib.nn.functional.binary_cross_entropy(p, t, reduction=reduction), p, tg)
@@ -131,7 +143,9 @@ def test_binary_cross_entropy_with_logits(reduction):
     check(lambda lib, x, t: getattr(lib.nn.functional, f)(x, t, reduction=reduction), x, t)
     check(lambda lib, x, t, w, pw: getattr(lib.nn.functional, f)(x, t, w, reduction=reduction, pos_weight=pw),
           x, t, w, pw)
-    check_error(ValueError, lambda lib, x, t: getattr(lib.nn.functional, f)(x, t), x, t[:, :3])
+    check_error(ValueError, lambda lib, x, t: getattr(lib.nn.functional, f)(x, t), x, t[:, :3],
+                match=r"^Target size \(\w+\.Size\(\[4, 3\]\)\) must be the same as input size "
+                      r"\(\w+\.Size\(\[4, 5\]\)\)$")
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS + ["batchmean"])

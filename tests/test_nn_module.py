@@ -268,6 +268,22 @@ def test_parameter_basics():
         nn.Parameter(genesis.ones(2, dtype=genesis.int64))
 
 
+def test_parameter_subclass_with_more_constructor_arguments():
+    # Quantized parameters (bitsandbytes' Int8Params, Params4bit) take more arguments in __new__; torch's Parameter
+    # has no __init__ to refuse them.
+    class QuantParam(nn.Parameter):
+        def __new__(cls, data, requires_grad=False, quant_state=None, blocksize=64):
+            param = super().__new__(cls, data, requires_grad)
+            param.quant_state, param.blocksize = quant_state, blocksize
+            return param
+
+    p = QuantParam(genesis.ones(2, 3), quant_state=genesis.ones(2), blocksize=32)
+    assert type(p) is QuantParam and not p.requires_grad and p.blocksize == 32 and p.quant_state.shape == (2,)
+    lin = nn.Linear(3, 2)
+    lin.weight = p
+    assert lin.weight is p and lin._parameters["weight"] is p
+
+
 def test_containers():
     seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
     assert len(seq) == 3 and isinstance(seq[1], nn.ReLU) and isinstance(seq[-1], nn.Linear)

@@ -1,5 +1,5 @@
 """polygamma (function, method, in place, torch.special), frexp and nextafter against torch: values on every dtype,
-special values, gradients and errors."""
+special values, gradients and errors; composite ops that round as torch's kernels do."""
 
 import math
 
@@ -135,3 +135,29 @@ def test_nextafter_on_the_device() -> None:
     x = genesis.tensor([1.0, -1.0], device=DEVICE)
     out = genesis.nextafter(x, genesis.zeros(2, device=DEVICE))
     assert out.device == x.device and out.tolist() == [1 - 2 ** -24, -1 + 2 ** -24]
+
+
+# ------------------------------------------------------------------ rounding order of composite ops
+
+
+def test_addcdiv_rounds_as_torchs() -> None:
+    # torch's kernel computes (value * tensor1) / tensor2 + input; value * (tensor1 / tensor2) differs in the last
+    # bit of about a tenth of float32 elements (optimizer updates drift apart).
+    a, b, c = (rand(4096, seed=s, dtype=torch.float32, requires_grad=False) for s in (40, 41, 42))
+    exact = {"rtol": 0, "atol": 0} if DEVICE == "cpu" else {}
+    for value in (0.1, -0.013, 1.0, 3):
+        check(lambda lib, a, b, c, value=value: lib.addcdiv(a, b, c, value=value), a, b, c, **exact)
+        check(lambda lib, a, b, c, value=value: a.clone().addcdiv_(b, c, value=value), a, b, c, **exact)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_precision_addcmul_and_addcdiv_round_once(dtype) -> None:
+    # torch's kernels compute half types in float32 (addcmul's last step a fused multiply-add) and round once; three
+    # roundings to the half type differed in a few percent of the elements.
+    a, b, c = (rand(4096, seed=s, dtype=torch.float32, requires_grad=False).to(dtype) for s in (43, 44, 45))
+    exact = {"rtol": 0, "atol": 0} if DEVICE == "cpu" else {}
+    for value in (0.3, 1, -2.7):
+        check(lambda lib, a, b, c, value=value: lib.addcmul(a, b, c, value=value), a, b, c, **exact)
+        check(lambda lib, a, b, c, value=value: a.clone().addcmul_(b, c, value=value), a, b, c, **exact)
+        check(lambda lib, a, b, c, value=value: lib.addcdiv(a, b, c, value=value), a, b, c.abs() + 0.5, **exact)
+        check(lambda lib, a, b, c, value=value: a.clone().addcdiv_(b, c, value=value), a, b, c.abs() + 0.5, **exact)

@@ -269,6 +269,16 @@ def test_half_precision_mean_rounds_once(dim):
     assert got.dtype == want.dtype and (got != want).sum() <= 1, (got - want).abs().max()
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_precision_var_and_std_round_once(dtype):
+    # torch computes the moments of half types in float32 and rounds once; centered squares and their sum rounded to
+    # the half type landed a step or more off (bfloat16 var 1.96875 for torch's 1.9609375).
+    h = (rand(8, 40, seed=41, dtype=torch.float32, requires_grad=False) * 3).to(dtype).requires_grad_()
+    check(lambda lib, x: x.var(-1), h, rtol=0, atol=0)
+    check(lambda lib, x: x.std(0, correction=0), h, rtol=0, atol=0)
+    check(lambda lib, x: lib.var_mean(x, 1)[0], h, rtol=0, atol=0)
+
+
 def test_count_nonzero_and_var_mean():
     x = torch.tensor([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0]], dtype=torch.float64, requires_grad=True)
     check(lambda lib, x: lib.count_nonzero(x), x)

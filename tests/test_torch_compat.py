@@ -5,6 +5,7 @@ reported with the script's file and line."""
 from __future__ import annotations
 
 import json
+import math
 import operator
 import os
 import subprocess
@@ -126,6 +127,12 @@ def test_detection_box_ops_focal_loss_and_roi_align() -> None:
     _compare("detection_box_ops.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
 
 
+def test_spatial_transformer_lanczos_resize_and_channels_last_decoder() -> None:
+    # One affine_grid differentiated by two autograd.grad calls, antialiased Lanczos (float and uint8), resize
+    # argument errors, channels_last kept through flips, constant pads and unpooling, empty adaptive pools.
+    _compare("stn_resample_layouts.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+
+
 def test_ppo_with_gae_categorical_and_independent_normal() -> None:
     _compare("ppo_gae.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
 
@@ -148,6 +155,30 @@ def test_vit_in_timm_idioms_with_torch_assert() -> None:
 def test_mamba_selective_scan_sequential_and_parallel() -> None:
     losses = _compare("selective_scan.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
     assert all(losses[i] for i in (0, 3, 6, 9))
+
+
+def test_user_optimizer_with_hooks_loss_scaling_and_a_confusion_matrix() -> None:
+    losses = _compare("custom_optimizer_hooks.py", [])
+    # The hooks saw the state before and after each step; the user's count reached 5; bincount agrees with the matrix.
+    assert losses[8:16] == [0.0, -4.0, 4.0, -4.0, 4.0, -4.0, 4.0, -4.0] and losses[17] == 5.0 and losses[-1] == 1.0
+
+
+def test_checkpoint_resume_reproduces_the_uninterrupted_run() -> None:
+    losses = _compare("checkpoint_resume.py", [])
+    assert losses[:3] == [1.0, 1.0, 1.0] and losses[16] == 1.0
+
+
+def test_hf_llama_on_a_padded_batch_with_sdpa_and_autocast() -> None:
+    # Padded queries attend no key: their gradients are those of torch's CPU flash kernel; under bfloat16 autocast
+    # the float32 mask is cast with q, k and v.
+    losses = _compare("hf_llama_padded_sdpa.py", [])
+    assert losses[20] < losses[11]
+
+
+def test_model_loading_idioms_patching_torch_modules() -> None:
+    # HF's no_init_weights replaces torch.nn.init's functions, accelerate's init_empty_weights
+    # nn.Module.register_parameter; meta-device construction, assign=True loads, state-dict hooks.
+    _compare("model_loading_idioms.py", [])
 
 
 def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:
@@ -218,6 +249,27 @@ def test_config_driven_imports_resolve_to_genesis(tmp_path) -> None:
 
     assert importlib.import_module("torch.nn").__name__ == "torch.nn" and not hasattr(importlib.import_module(
         "torch.nn"), "_target")  # restored after the script
+
+
+def test_monkeypatches_of_torch_modules_reach_genesis(tmp_path) -> None:
+    # HF's no_init_weights replaces torch.nn.init's functions while a model is built: nn.Linear's initialization
+    # calls the replacement, and the restored function is Genesis's again.
+    script = tmp_path / "patches.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        original = torch.nn.init.kaiming_uniform_
+        CALLS = []
+        torch.nn.init.kaiming_uniform_ = lambda tensor, a=0, **kw: CALLS.append(a)
+        nn.Linear(3, 2)
+        torch.nn.init.kaiming_uniform_ = original
+        nn.Linear(3, 2)
+        torch.nn.functional.extra_name = 1
+        del torch.nn.functional.extra_name
+    """))
+    env = torch_compat.run(str(script))
+    assert env["CALLS"] == [math.sqrt(5)]
+    assert genesis.nn.init.kaiming_uniform_ is env["original"] and not hasattr(genesis.nn.functional, "extra_name")
 
 
 def test_a_script_beside_the_genesis_package(tmp_path) -> None:

@@ -36,6 +36,7 @@ TORCH_NAMES: dict[str, str] = {
     "genesis.ops.dropout.Dropout": "NativeDropoutBackward0",
     "genesis.ops.floating.FrexpMantissa": "FrexpBackward0",
     "genesis.ops.fused.Attention": "ScaledDotProductFlashAttentionBackward0",
+    "genesis.ops.fused.CpuAttention": "ScaledDotProductFlashAttentionForCpuBackward0",
     "genesis.ops.fused.FusedCrossEntropy": "NllLossBackward0",  # as genesis.ops.nn.CrossEntropy, on cuda
     "genesis.ops.fused.LayerNorm": "NativeLayerNormBackward0",
     "genesis.ops.linalg.Matmul": "MmBackward0",  # torch: MmBackward0 for 2-D operands (DotBackward0, BmmBackward0...)

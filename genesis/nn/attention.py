@@ -26,8 +26,9 @@ __all__ = ["SDPBackend", "sdpa_kernel"]
 class SDPBackend(enum.IntEnum):
     """The kernels of ``scaled_dot_product_attention`` (torch's names and values).
 
-    FLASH_ATTENTION is Genesis's own Triton FlashAttention-2; EFFICIENT_ATTENTION names a kernel Genesis does not
-    have, so enabling it alone leaves only what else is enabled (as on a torch build without that kernel).
+    FLASH_ATTENTION is Genesis's own Triton FlashAttention-2 (on the CPU: torch's flash kernel for the CPU);
+    EFFICIENT_ATTENTION and OVERRIDEABLE name kernels Genesis does not have, so enabling one alone leaves only what
+    else is enabled (as on a torch build without that kernel). A member prints as torch's: ``SDPBackend.MATH``.
     """
 
     ERROR = -1
@@ -35,6 +36,10 @@ class SDPBackend(enum.IntEnum):
     FLASH_ATTENTION = 1
     EFFICIENT_ATTENTION = 2
     CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+    __str__ = enum.Enum.__str__
+    __format__ = enum.Enum.__format__
 
 
 _NAMES = {SDPBackend.MATH: sdp.MATH, SDPBackend.FLASH_ATTENTION: sdp.FLASH, SDPBackend.CUDNN_ATTENTION: sdp.CUDNN}

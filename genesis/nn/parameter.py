@@ -29,8 +29,10 @@ class Parameter(Tensor):
         param.requires_grad_(requires_grad)
         return param
 
-    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
-        # Everything happens in __new__; Tensor.__init__ must not run again on the shared storage.
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Everything happens in __new__; Tensor.__init__ must not run again on the shared storage. Any arguments are
+        # accepted, as by torch's Parameter (which has no __init__): a subclass's __new__ may take more (quantized
+        # parameters' ``quant_state``, ``blocksize``...).
         pass
 
     def __repr__(self) -> str:

@@ -585,9 +585,20 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     return LerpScalar.apply(input, end, float(weight))
 
 
+def _half_operands(input: Tensor, tensor1: Tensor, tensor2: Tensor) -> bool:
+    """Three operands of one float16/bfloat16 dtype: torch's pointwise kernels compute them in float32 and round
+    once."""
+    return input.dtype in (dtypes.float16, dtypes.bfloat16) and tensor1.dtype is input.dtype is tensor2.dtype
+
+
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
-    """``input + value * tensor1 * tensor2`` (broadcast)."""
-    return input + value * (tensor1 * tensor2)
+    """``input + value * tensor1 * tensor2`` (broadcast) in torch's order, ``value * tensor1`` first. Half precision
+    as torch's kernel: in float32, the last step one fused multiply-add (computed in float64, where the exact
+    product fits, rounded to float32), then rounded to the dtype once."""
+    if not _half_operands(input, tensor1, tensor2):
+        return input + (tensor1 * value if value != 1 else tensor1) * tensor2
+    scaled = tensor1.float() * value if value != 1 else tensor1.float()
+    return (input.double() + scaled.double() * tensor2.double()).float().to(input.dtype)
 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
@@ -599,4 +610,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
                            "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
                            "addcdiv behavior is just the latter implementation: (input + value * tensor1 / "
                            "tensor2), for all dtypes.")
-    return input + value * (tensor1 / tensor2)
+    # (value * tensor1) / tensor2: torch's order, so that the roundings agree; half precision in float32, rounded once.
+    if _half_operands(input, tensor1, tensor2):
+        return addcdiv(input.float(), tensor1.float(), tensor2.float(), value=value).to(input.dtype)
+    return input + (tensor1 * value if value != 1 else tensor1) / tensor2

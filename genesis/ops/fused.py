@@ -11,11 +11,12 @@ ops instead, so higher derivatives still work.
 - ``Rope``: rotary embedding ``x * cos + rotate_half(x) * sin`` with tables broadcastable to x; linear in x, its
   backward is the inverse rotation (itself a ``Rope``).
 - ``Attention``: fused attention (causal, additive mask, grouped-query K/V) over (B, H, L, D) tensors; on CUDA
-  Genesis's Triton flash attention or cuDNN's (``genesis._impl.cuda.sdpa`` chooses).
+  Genesis's Triton flash attention or cuDNN's (``genesis._impl.cuda.sdpa`` chooses), on the CPU torch's flash kernel
+  for the CPU (``CpuAttention``).
 
 The ``fused_*`` functions are what ``genesis.nn.functional`` calls: they return the fused result where a kernel
-applies (tensors of float32/float16/bfloat16 on CUDA; on the CPU the norms, label-smoothed cross-entropy and the
-optimizer steps, whose backend kernels are torch composites there) and None elsewhere, so the caller keeps its
+applies (tensors of float32/float16/bfloat16 on CUDA; on the CPU the norms, label-smoothed cross-entropy, attention
+and the optimizer steps, whose backend kernels are torch's there) and None elsewhere, so the caller keeps its
 composite.
 """
 
@@ -30,8 +31,8 @@ from genesis.ops._args import zeros_like_detached
 from genesis.ops.compare import where
 from genesis.ops.nn import TARGET_OUT_OF_RANGE
 from genesis.ops.norm_grads import layer_norm_grads
-from genesis.ops.reduce import softmax
-from genesis.tensor import Tensor
+from genesis.ops.reduce import safe_softmax, softmax
+from genesis.tensor import Tensor, arange
 
 
 class LayerNorm(Primitive):
@@ -167,9 +168,41 @@ class Attention(Primitive):
     def backward(ctx, grad):
         q, k, v, mask, out, lse = ctx.saved_tensors
         if is_grad_enabled():
-            raise NotImplementedError("double backward through the fused attention is not supported")
+            # create_graph: the gradients in differentiable tensor ops (forward-mode AD differentiates them too).
+            return (*_attention_grads(grad, q, k, v, mask, *ctx.params), None, None, None)
         dq, dk, dv = AttentionBackward.apply(grad, q, k, v, mask, out, lse, *ctx.params)
         return dq, dk, dv, None, None, None
+
+
+class CpuAttention(Attention):
+    """Attention on the CPU (torch's flash kernel for the CPU): a class of its own for torch's node name
+    (``ScaledDotProductFlashAttentionForCpuBackward0``)."""
+
+
+def _attention_grads(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool,
+                     scale: float) -> tuple[Tensor, Tensor, Tensor]:
+    """The gradients of ``P v`` with ``P = softmax(q k^T * scale + mask)`` in tensor ops (half precision computed in
+    float32), ``P`` recomputed: ``dv = P^T dO``, ``dS = P * (dP - rowsum(dP * P))`` with ``dP = dO v^T``,
+    ``dq = dS k * scale``, ``dk = dS^T q * scale``; each key head sums the gradients of the query heads sharing it."""
+    heads, kv_heads = q.shape[1], k.shape[1]
+    group = heads // kv_heads
+    work = dtypes.float32 if q.dtype in (dtypes.float16, dtypes.bfloat16) else q.dtype
+    qf, gf = q.to(work), grad.to(work)
+    kf, vf = (t.to(work).repeat_interleave(group, 1) for t in (k, v))  # (B, H, S, D)
+    scores = qf @ kf.transpose(-2, -1) * scale  # (B, H, L, S)
+    if mask is not None:
+        scores = scores + mask.to(work)
+    if is_causal:
+        rows, cols = scores.shape[-2:]
+        later = arange(cols, device=q.device) > arange(rows, device=q.device).unsqueeze(1)
+        scores = scores.masked_fill(later, float("-inf"))
+    p = safe_softmax(scores, -1)
+    dp = gf @ vf.transpose(-2, -1)
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+    dq, dk, dv = ds @ kf * scale, ds.transpose(-2, -1) @ qf * scale, p.transpose(-2, -1) @ gf
+    if group > 1:
+        dk, dv = (t.unflatten(1, (kv_heads, group)).sum(2) for t in (dk, dv))  # (B, HK, S, D)
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
 
 
 class AttentionBackward(Primitive):
@@ -260,15 +293,25 @@ def fused_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, d
                     scale: float, enable_gqa: bool) -> Tensor | None:
     """Fused attention for 4-D bfloat16/float16 CUDA tensors (head dims 16..128, powers of two), no dropout: the
     backend runs Genesis's Triton flash attention or cuDNN's, as the switches of ``genesis.backends.cuda`` allow.
+    On the CPU, torch's flash kernel for the CPU wherever torch's dispatcher picks it (its values and gradients, also
+    those of a query whose keys are all masked by a finite minimum: the kernel's statistics round them differently
+    from the composite's softmax).
 
     A bool mask becomes an additive one (0 / -inf); a float mask must not require grad (its gradient is not
     computed). Grouped-query K/V are read in place, never repeated. None where the composite must run instead;
     RuntimeError when the composite is switched off too (``sdpa_kernel`` without ``SDPBackend.MATH``).
     """
-    if q.device.type != "cuda":
+    if q.device.type == "cpu":
+        node = CpuAttention
+        reason = (_cpu_attention_refusal(q, k, v, attn_mask, dropout_p, enable_gqa) if sdp.flash_sdp_enabled()
+                  else "the flash kernel is off")
+    elif q.device.type == "cuda":
+        node = Attention
+        fused = sdp.flash_sdp_enabled() or sdp.cudnn_sdp_enabled()
+        reason = (_attention_refusal(q, k, v, attn_mask, dropout_p, enable_gqa) if fused
+                  else "both fused kernels are off")
+    else:
         return None
-    fused = sdp.flash_sdp_enabled() or sdp.cudnn_sdp_enabled()
-    reason = _attention_refusal(q, k, v, attn_mask, dropout_p, enable_gqa) if fused else "both fused kernels are off"
     if reason is not None:
         if not sdp.math_sdp_enabled():
             raise RuntimeError(f"scaled_dot_product_attention: no available kernel: the composite is disabled and "
@@ -276,7 +319,41 @@ def fused_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, d
         return None
     if attn_mask is not None and attn_mask.dtype is dtypes.bool_:
         attn_mask = where(attn_mask, 0.0, float("-inf")).float()
-    return Attention.apply(q, k, v, attn_mask, is_causal, scale)
+    return node.apply(q, k, v, attn_mask, is_causal, scale)
+
+
+_CPU_FLASH_DTYPES = (dtypes.float32, dtypes.float64, dtypes.bfloat16, dtypes.float16)
+
+
+def _cpu_attention_refusal(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, dropout_p: float,
+                           enable_gqa: bool) -> str | None:
+    """Why torch's CPU dispatcher would not run its flash kernel for this call (``sdp_utils_cpp``), or None."""
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        return "needs 4-D query, key and value"
+    if dropout_p > 0.0:
+        return f"dropout_p={dropout_p}"
+    if q.dtype not in _CPU_FLASH_DTYPES or k.dtype is not q.dtype or v.dtype is not q.dtype:
+        return f"dtypes {q.dtype}, {k.dtype}, {v.dtype}"
+    batch, heads, length, dim = q.shape
+    kv_heads = k.shape[1]
+    if k.shape[0] != batch or v.shape[0] != batch:
+        return "batch sizes differ"
+    if v.shape[1] != kv_heads or not (kv_heads == heads or enable_gqa and heads % kv_heads == 0):
+        return f"{heads} query heads over {kv_heads} key and {v.shape[1]} value heads"
+    if k.shape[-1] != dim or v.shape[-1] != dim:
+        return "head dims differ"
+    if length == 0 or k.shape[2] == 0:
+        return "empty sequence"
+    if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
+        return "the last dim of query, key or value is strided"
+    if attn_mask is not None:
+        m = attn_mask.shape
+        fits = attn_mask.ndim == 2 or attn_mask.ndim == 4 and m[0] in (1, batch) and m[1] in (1, heads)
+        if not fits or m[-2] not in (1, length) or m[-1] not in (1, k.shape[2]):
+            return f"mask of shape {tuple(m)}"
+        if attn_mask.requires_grad:
+            return "the mask requires grad"
+    return None
 
 
 def _attention_refusal(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, dropout_p: float,

@@ -326,14 +326,22 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     return fill_from(self, src.ndarray.to(self.device, non_blocking) if isinstance(src, Tensor) else src)
 
 
+_addcmul_written_back = general_method("addcmul", arithmetic.addcmul)
+_addcdiv_written_back = general_method("addcdiv", arithmetic.addcdiv)
+
+
 def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, value: float = 1) -> Tensor:
-    """``self += value * tensor1 * tensor2`` in place."""
-    return self.add_(tensor1 * tensor2 * value if value != 1 else tensor1 * tensor2)
+    """``self += value * tensor1 * tensor2`` in place, rounded as :func:`~genesis.ops.arithmetic.addcmul`."""
+    if arithmetic._half_operands(self, tensor1, tensor2):
+        return _addcmul_written_back(self, tensor1, tensor2, value=value)
+    return self.add_((tensor1 * value if value != 1 else tensor1) * tensor2)
 
 
 def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, value: float = 1) -> Tensor:
-    """``self += value * tensor1 / tensor2`` in place."""
-    return self.add_(tensor1 / tensor2 * value if value != 1 else tensor1 / tensor2)
+    """``self += value * tensor1 / tensor2`` in place, rounded as :func:`~genesis.ops.arithmetic.addcdiv`."""
+    if arithmetic._half_operands(self, tensor1, tensor2):
+        return _addcdiv_written_back(self, tensor1, tensor2, value=value)
+    return self.add_((tensor1 * value if value != 1 else tensor1) / tensor2)
 
 
 _float_power_written_back = general_method("float_power", arithmetic.float_power)

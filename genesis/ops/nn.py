@@ -440,14 +440,14 @@ class CrossEntropy(Primitive):
         w = valid.astype(x.dtype)
         if weight is not None:
             w = w * backend.index_select(weight, 0, safe)
-        loss = valid.where(picked * w, 0.0)
+        loss = valid.where(-(picked * w), 0.0)  # an ignored row is +0, as torch's
         count = w.sum((0,))
         ctx.save_for_backward(x, logp, safe, valid, w, count)
         ctx.reduction = reduction
         if reduction == "none":
-            return -loss
+            return loss
         total = loss.sum((0,))
-        return -total if reduction == "sum" else -total / count
+        return total if reduction == "sum" else total / count
 
     @staticmethod
     def backward(ctx, grad):
@@ -564,6 +564,28 @@ class UpsampleBackward(Primitive):
     def backward(ctx, gg):
         _, mode, align_corners, scales = ctx.params
         return Upsample.apply(gg, output_size=ctx.output_size, mode=mode, align_corners=align_corners, scales=scales)
+
+
+class AffineGridGenerator(Primitive):
+    """The sampling points ``base @ theta^T`` of the affine maps ``theta`` (N, s, s + 1) at the homogeneous base
+    points ``base`` (1, P, s + 1) of a grid, as the grid (N, *spatial, s) of ``shape`` (torch's
+    ``affine_grid_generator``).
+
+    The base points are a constant of the node, not a saved tensor (torch's node saves nothing either): a grid can be
+    backpropagated through any number of times without ``retain_graph``."""
+
+    @staticmethod
+    def forward(ctx, theta: NDArray, *, base: NDArray, shape: tuple) -> NDArray:
+        ctx.base = base
+        return base.matmul(theta.transpose(1, 2)).reshape(shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # torch's order: (N, s + 1, P) @ (N, P, s), then transposed to theta's (N, s, s + 1)
+        n, s = grad.shape[0], grad.shape[-1]
+        if is_grad_enabled():  # create_graph: differentiable in grad
+            return (Tensor._wrap(ctx.base).transpose(1, 2) @ grad.reshape(n, -1, s)).transpose(1, 2)
+        return ctx.base.transpose(1, 2).matmul(grad.ndarray.reshape((n, -1, s))).transpose(1, 2)
 
 
 class Pad(Primitive):

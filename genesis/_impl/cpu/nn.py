@@ -387,20 +387,36 @@ def _attention_fp32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: NDA
     return torch.softmax(scores, -1) @ v
 
 
+def _flash_mask(mask: NDArray | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """An additive mask as torch's CPU flash kernel reads it: 2-D or 4-D, float32 or the queries' dtype."""
+    if mask is None:
+        return None
+    m = native(mask)
+    if m.dtype not in (dtype, torch.float32):
+        m = m.to(dtype)
+    return m.reshape((1,) * (4 - m.ndim) + tuple(m.shape)) if m.ndim not in (2, 4) else m
+
+
 def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, is_causal: bool, scale: float) -> tuple:
+    """torch's CPU flash attention kernel (what torch's scaled_dot_product_attention runs on the CPU); lse: the
+    float row log-sum-exp of the masked, scaled scores, (B, H, L).
+
+    A negative scale runs as ``-q`` with ``|scale|`` (the same scores): the kernel scales its causal mask's -inf
+    with the scores, and a negative scale would turn them into +inf."""
     qt = native(q)
-    out = _attention_fp32(qt.float(), native(k).float(), native(v).float(), mask, is_causal, scale)
-    # The CPU backward recomputes the forward with torch autograd: no row statistics are needed.
-    return wrap(out.to(qt.dtype)), wrap(torch.empty(0))
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        -qt if scale < 0 else qt, native(k), native(v), 0.0, is_causal, attn_mask=_flash_mask(mask, qt.dtype),
+        scale=abs(scale))
+    return wrap(out), wrap(lse)
 
 
 def attention_backward(grad: NDArray, q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None, out: NDArray,
                        lse: NDArray, is_causal: bool, scale: float) -> tuple:
-    inputs = [native(t).detach().float().requires_grad_() for t in (q, k, v)]
-    with torch.enable_grad():
-        result = _attention_fp32(*inputs, mask, is_causal, scale)
-        grads = torch.autograd.grad(result, inputs, native(grad).float())
-    return tuple(wrap(g.to(native(t).dtype)) for g, t in zip(grads, (q, k, v)))
+    qt = native(q)
+    dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        native(grad), -qt if scale < 0 else qt, native(k), native(v), native(out), native(lse), 0.0, is_causal,
+        attn_mask=_flash_mask(mask, qt.dtype), scale=abs(scale))
+    return wrap(-dq if scale < 0 else dq), wrap(dk), wrap(dv)
 
 
 def kv_cache_write_(cache: NDArray, new: NDArray, position: NDArray) -> None:

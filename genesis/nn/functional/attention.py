@@ -26,7 +26,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     """``softmax(q k^T * scale + mask) v`` over (..., L, E) queries and (..., S, E) keys / (..., S, Ev) values.
 
     Args:
-        attn_mask: bool (True = may attend) or float (added to the scores), broadcastable to (..., L, S).
+        attn_mask: bool (True = may attend), or float32 or the query's dtype (added to the scores), broadcastable
+            to (..., L, S).
         dropout_p: dropout on the attention weights (use 0 in evaluation).
         is_causal: apply a top-left aligned causal mask (combined with ``attn_mask`` when both are given, as
             torch's CPU implementation does).
@@ -34,11 +35,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         enable_gqa: keys/values may have fewer heads (dim -3) than queries; each is shared by
             ``Hq / Hkv`` consecutive query heads.
     """
-    query, key, value = amp.autocast_args("scaled_dot_product_attention", query, key, value)
+    # A float mask is cast with the rest, as torch's autocast casts every floating argument (finfo(float32).min
+    # becomes -inf in bfloat16).
+    query, key, value, attn_mask = amp.autocast_args("scaled_dot_product_attention", query, key, value, attn_mask)
     if query.shape[-1] != key.shape[-1]:
         raise RuntimeError(f"scaled_dot_product_attention: query and key must have the same embedding size, got "
                            f"{query.shape[-1]} and {key.shape[-1]}")
-    if attn_mask is not None and not (attn_mask.dtype is dtypes.bool_ or attn_mask.dtype.is_floating_point
+    if attn_mask is not None and not (attn_mask.dtype is dtypes.bool_ or attn_mask.dtype is dtypes.float32
                                       or attn_mask.dtype is query.dtype):
         raise RuntimeError(f"scaled_dot_product_attention: Expected attn_mask dtype to be bool or float or to match "
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype.name} and query.dtype: "
@@ -62,7 +65,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                f"key/value heads {hk}")
         key = T.repeat_interleave(key, hq // hk, dim=-3)
         value = T.repeat_interleave(value, hq // hk, dim=-3)
-    scores = T.matmul(query, key.transpose(-2, -1)) * scale_factor  # (..., L, S)
+    # q and k each scaled by sqrt(|scale|) before the product, as torch's composite (its values to the last bit).
+    root = math.sqrt(abs(scale_factor))
+    scores = T.matmul(query * (-root if scale_factor < 0 else root), key.transpose(-2, -1) * root)  # (..., L, S)
     if is_causal:
         scores = T.masked_fill(scores, ~_causal_mask(L, S, query), float("-inf"))
     if attn_mask is not None:

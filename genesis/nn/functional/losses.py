@@ -38,9 +38,13 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 
 def _check_same_size(op: str, input: Tensor, target: Tensor) -> None:
-    if input.shape != target.shape:
-        raise ValueError(f"{op}: Using a target size ({tuple(target.shape)}) that is different to the input size "
-                         f"({tuple(input.shape)}) is not supported. Please ensure they have the same size.")
+    """torch's refusal of a binary cross-entropy target whose size differs from the input's (in its words)."""
+    if input.shape == target.shape:
+        return
+    if op == "binary_cross_entropy_with_logits":
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) is "
+                     f"deprecated. Please ensure they have the same size.")
 
 
 def _warn_broadcast(input: Tensor, target: Tensor) -> None:
