@@ -284,6 +284,19 @@ def test_parameter_subclass_with_more_constructor_arguments():
     assert lin.weight is p and lin._parameters["weight"] is p
 
 
+def test_make_subclass_shares_memory_and_version():
+    # How bitsandbytes-style Parameter subclasses build themselves: torch.Tensor._make_subclass(cls, data, grad).
+    class Packed(nn.Parameter):
+        pass
+
+    for lib, cls in ((torch, type("Packed", (torch.nn.Parameter,), {})), (genesis, Packed)):
+        data = lib.ones(2, 3)
+        p = lib.Tensor._make_subclass(cls, data, True)
+        assert type(p) is cls and p.requires_grad and p.data_ptr() == data.data_ptr()
+        data.add_(1)
+        assert p._version == data._version and float(p.sum()) == 12.0
+
+
 def test_containers():
     seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
     assert len(seq) == 3 and isinstance(seq[1], nn.ReLU) and isinstance(seq[-1], nn.Linear)

@@ -259,3 +259,13 @@ def map_(self: Tensor, tensor: Tensor, callable: Callable) -> Tensor:
 def map2_(self: Tensor, x: Tensor, y: Tensor, callable: Callable) -> Tensor:
     """``self[i] = callable(self[i], x[i], y[i])`` in place, ``x`` and ``y`` broadcast to this shape (CPU only)."""
     return _map_in_place(self, "map2_", callable, x, y)
+
+
+def _make_subclass(cls: type, data: Tensor, require_grad: bool = False) -> Tensor:
+    """torch's ``Tensor._make_subclass(cls, data, require_grad)``, called on the class: a tensor of type ``cls`` over
+    ``data``'s memory, sharing its version counter (how the Parameter subclasses of quantization libraries are
+    built)."""
+    t = cls._wrap(data.ndarray)
+    t._version = data._version
+    t.requires_grad_(require_grad)
+    return t

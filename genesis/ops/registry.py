@@ -496,6 +496,7 @@ OPS: tuple[Op, ...] = (
     Op("split", methods.split, function=False, method=True),
     Op("expand_as", methods.expand_as, function=False, method=True),
     Op("view_as", methods.view_as, function=False, method=True),
+    Op("_make_subclass", methods._make_subclass, function=False, method=True),
     Op("reshape_as", methods.reshape_as, function=False, method=True),
     Op("sum_to_size", methods.sum_to_size, function=False, method=True),
     Op("is_conj", methods.is_conj, method=True),
