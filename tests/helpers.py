@@ -24,6 +24,20 @@ requires_cuda = pytest.mark.skipif(
     DEVICE != "cuda" and not genesis.cuda.is_available(), reason="needs a CUDA GPU (set GENESIS_TEST_DEVICE=cuda)"
 )
 
+
+def _torch_has_lanczos() -> bool:
+    try:
+        torch.nn.functional.interpolate(torch.zeros(1, 1, 2, 2), size=1, mode="lanczos", antialias=True)
+    except (ValueError, NotImplementedError, RuntimeError):
+        return False
+    return True
+
+
+#: Tests of interpolate's lanczos mode and torch 2.13's resize messages need that torch as the oracle (a GPU machine
+#: may have an older one).
+requires_torch_lanczos = pytest.mark.skipif(not _torch_has_lanczos(),
+                                            reason="the torch oracle predates interpolate's lanczos mode (torch 2.13)")
+
 TORCH_DTYPE = {
     genesis.float16: torch.float16, genesis.bfloat16: torch.bfloat16, genesis.float32: torch.float32,
     genesis.float64: torch.float64, genesis.int8: torch.int8, genesis.uint8: torch.uint8,

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, assert_same, check, check_error, rand, requires_torch_lanczos, to_genesis, to_torch
 
 CUDNN = genesis.backends.cudnn
 DTYPES = {"float32": (torch.float32, genesis.float32, 1e-5), "float16": (torch.float16, genesis.float16, 3e-3),
@@ -284,7 +284,8 @@ RESAMPLE_FORMATS = {
 }
 
 
-@pytest.mark.parametrize("name", list(RESAMPLE_FORMATS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=requires_torch_lanczos) if n == "lanczos" else n
+                                  for n in RESAMPLE_FORMATS])
 def test_resampling_keeps_channels_last(name):
     x = rand(2, 4, 6, 6, seed=3)
     fn = RESAMPLE_FORMATS[name]

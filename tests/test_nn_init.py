@@ -80,11 +80,14 @@ def test_trunc_normal_narrow_and_tail_intervals(mean, std, a, b):
 
 def test_trunc_normal_and_uniform_refuse_an_empty_interval():
     message = r"^uniform_ expects to return a \[from, to\) range, but found from=2 > to=1$"
-    for lib in (torch, genesis):
-        with pytest.raises(RuntimeError, match=message):
-            lib.empty(3).uniform_(2.0, 1.0)
-        with pytest.raises(RuntimeError, match=message):
-            lib.nn.init.trunc_normal_(lib.empty(3, 3), a=2.0, b=1.0)
+    with pytest.raises(RuntimeError, match=message):
+        torch.empty(3).uniform_(2.0, 1.0)
+    with pytest.raises(RuntimeError):  # torch 2.13's message is the one above; older ones name the normal CDF's values
+        torch.nn.init.trunc_normal_(torch.empty(3, 3), a=2.0, b=1.0)
+    with pytest.raises(RuntimeError, match=message):
+        genesis.empty(3).uniform_(2.0, 1.0)
+    with pytest.raises(RuntimeError, match=message):
+        genesis.nn.init.trunc_normal_(genesis.empty(3, 3), a=2.0, b=1.0)
     with pytest.raises(ValueError, match=r"^Mode fan_avg not supported, please use one of \['fan_in', 'fan_out'\]$"):
         nn.init.kaiming_normal_(param(3, 3), mode="fan_avg")
 

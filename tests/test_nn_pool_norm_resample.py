@@ -11,7 +11,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from tests.helpers import DEVICE, check, check_error, check_module, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, check, check_error, check_module, rand, requires_torch_lanczos, to_genesis, to_torch
 
 F32, BF16 = torch.float32, torch.bfloat16
 
@@ -301,6 +301,7 @@ def test_interpolate_antialias_errors():
                 rand(1, 2, 4, 5, 6, dtype=F32), match="Anti-alias")
 
 
+@requires_torch_lanczos
 @pytest.mark.parametrize("kwargs", ANTIALIAS_SIZES, ids=str)
 def test_interpolate_lanczos(kwargs):
     # torch's 3-lobe Lanczos window, antialiased (the only way torch takes it), down, up and mixed: values and the
@@ -320,14 +321,16 @@ def test_interpolate_lanczos(kwargs):
     (dict(size=(3, 3), recompute_scale_factor=True), ValueError, "recompute_scale_factor is not meaningful"),
     (dict(size=(3.0, 3)), TypeError, "^expected size to be one of int or Tuple"),
     (dict(size=3, mode="nearest", align_corners=True), ValueError, "^align_corners option can only be set"),
-    (dict(size=3, mode="area", antialias=True), ValueError, "^Anti-alias option is restricted to bilinear, bicubic"),
+    pytest.param(dict(size=3, mode="area", antialias=True), ValueError,
+                 "^Anti-alias option is restricted to bilinear, bicubic", marks=requires_torch_lanczos),
     (dict(size=3, mode="linear"), NotImplementedError, "^Got 4D input, but linear mode needs 3D input$"),
     (dict(size=3, mode="trilinear"), NotImplementedError, "^Got 4D input, but trilinear mode needs 5D input$"),
     (dict(size=3, mode="bogus"), NotImplementedError, r"^Input Error: Only 3D, 4D and 5D input Tensors supported "
                                                       r"\(got 4D\) for the modes: .* \(got bogus\)$"),
-    (dict(size=3, mode="lanczos"), ValueError, "^Lanczos mode requires antialias=True$"),
-    (dict(size=3, mode="lanczos", antialias=True, align_corners=True), ValueError,
-     "^Lanczos mode does not support align_corners=True$"),
+    pytest.param(dict(size=3, mode="lanczos"), ValueError, "^Lanczos mode requires antialias=True$",
+                 marks=requires_torch_lanczos),
+    pytest.param(dict(size=3, mode="lanczos", antialias=True, align_corners=True), ValueError,
+                 "^Lanczos mode does not support align_corners=True$", marks=requires_torch_lanczos),
 ], ids=str)
 def test_interpolate_argument_errors_as_torch(kwargs, exc, message):
     x = rand(1, 2, 5, 6)

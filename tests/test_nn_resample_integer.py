@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, TORCH_DTYPE, check, check_error, rand, to_torch
+from tests.helpers import DEVICE, TORCH_DTYPE, check, check_error, rand, requires_torch_lanczos, to_torch
 
 BYTES = torch.uint8
 
@@ -61,6 +61,7 @@ def test_uint8_bilinear_bicubic_bit_identical(mode, antialias, align_corners, kw
         check(fn, image(1, 1, 1, 1, seed=2))
 
 
+@requires_torch_lanczos
 @pytest.mark.parametrize("kwargs", SIZES, ids=str)
 def test_uint8_lanczos_bit_identical(kwargs):
     # torch's Lanczos window (always antialiased) in the same fixed-point arithmetic as the other filters

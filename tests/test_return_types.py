@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import assert_same, rand, to_genesis
+from tests.helpers import DEVICE, assert_same, rand, to_genesis
 
 CASES: dict[str, Callable[[Any, Any], Any]] = {
     "max": lambda lib, x: lib.max(x, 0),
@@ -59,7 +59,7 @@ def test_values_indices_results_are_named_and_print_as_torch(name: str) -> None:
     """Each op's (values, indices) result has its own type, named as torch's (``genesis.return_types.max``) and
     printed as torch's structseq: ``torch.return_types.max(\\nvalues=...,\\nindices=...)``."""
     x = rand(3, 4, seed=9, requires_grad=False)
-    t, g = CASES[name](torch, x), CASES[name](genesis, to_genesis(x))
+    t, g = CASES[name](torch, x.to(DEVICE)), CASES[name](genesis, to_genesis(x))  # one device: the same reprs
     assert type(g).__name__ == type(t).__name__ and type(g).__module__ == "genesis.return_types"
     assert isinstance(g, getattr(genesis.return_types, name))
     assert repr(g).replace("genesis.", "torch.") == repr(t)

@@ -17,7 +17,7 @@ from torch.torch_version import TorchVersion as TorchsVersion
 
 import genesis
 from genesis import torch_compat
-from tests.helpers import DEVICE
+from tests.helpers import DEVICE, requires_torch_lanczos
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat_scripts")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -127,6 +127,7 @@ def test_detection_box_ops_focal_loss_and_roi_align() -> None:
     _compare("detection_box_ops.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
 
 
+@requires_torch_lanczos
 def test_spatial_transformer_lanczos_resize_and_channels_last_decoder() -> None:
     # One affine_grid differentiated by two autograd.grad calls, antialiased Lanczos (float and uint8), resize
     # argument errors, channels_last kept through flips, constant pads and unpooling, empty adaptive pools.
