@@ -205,18 +205,6 @@ def gpt_program(lib: Any, model: Any, device: str, cfg: GPTConfig, parity: bool)
     return Program(step, notes)
 
 
-def gpt_compiled_program(lib: Any, model: Any, device: str, cfg: GPTConfig, parity: bool) -> Program:
-    """``gpt_program`` with Genesis's model wrapped by ``compile(model, mode="reduce-overhead")``: on CUDA its forward
-    and backward replay CUDA graphs from the third step on (the optimizer step, clipping and the batch copies stay
-    eager). torch runs the eager program."""
-    if lib.__name__ == "genesis":
-        model = lib.compile(model, mode="reduce-overhead")
-    program = gpt_program(lib, model, device, cfg, parity)
-    if lib.__name__ == "genesis":
-        program.notes.append("genesis: compile(mode='reduce-overhead')")
-    return program
-
-
 def gpt_graph_program(lib: Any, model: Any, device: str, cfg: GPTConfig, parity: bool) -> Program:
     """``gpt_program`` with Genesis's whole step captured in one CUDA graph: static batch buffers, a capturable fused
     AdamW with a tensor learning rate, two eager warm-up steps, the capture at the third step and a replay per step
@@ -570,15 +558,22 @@ def lm_program(lib: Any, model: Any, device: str, cfg: LMConfig, parity: bool) -
     return Program(step, notes)
 
 
-def lm_compiled_program(lib: Any, model: Any, device: str, cfg: LMConfig, parity: bool) -> Program:
-    """``lm_program`` with Genesis's model wrapped by ``compile(model, mode="reduce-overhead")`` (forward and backward
-    replay CUDA graphs on CUDA, dropout included); torch runs the eager program."""
-    if lib.__name__ == "genesis":
-        model = lib.compile(model, mode="reduce-overhead")
-    program = lm_program(lib, model, device, cfg, parity)
-    if lib.__name__ == "genesis":
-        program.notes.append("genesis: compile(mode='reduce-overhead')")
-    return program
+def compiled(program: Callable[..., Program]) -> Callable[..., Program]:
+    """``program`` with Genesis's model wrapped by ``compile(model, mode="reduce-overhead")``: on CUDA its forward
+    and backward replay CUDA graphs from the third step on (dropout included; the optimizer step, clipping and the
+    batch copies stay eager). torch runs the eager program."""
+    def run(lib: Any, model: Any, device: str, cfg: Any, parity: bool) -> Program:
+        if lib.__name__ == "genesis":
+            model = lib.compile(model, mode="reduce-overhead")
+        result = program(lib, model, device, cfg, parity)
+        if lib.__name__ == "genesis":
+            result.notes.append("genesis: compile(mode='reduce-overhead')")
+        return result
+    return run
+
+
+gpt_compiled_program = compiled(gpt_program)
+lm_compiled_program = compiled(lm_program)
 
 
 # --------------------------------------------------------------------------------------------------------------------

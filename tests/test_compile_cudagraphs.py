@@ -29,6 +29,13 @@ def _graphs(compiled: nn.Module) -> list:
     return [e for e in compiled._graphs.entries.values() if isinstance(e, _Graphed)]
 
 
+def _assert_same_results(got: tuple, expected: tuple, rtol: float, atol: float) -> None:
+    """(output, gradients) of the compiled model against the eager one's."""
+    np.testing.assert_allclose(got[0], expected[0], rtol=rtol, atol=atol)
+    for g, e in zip(got[1], expected[1]):
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
+
+
 def test_compiled_training_equals_eager() -> None:
     eager = _mlp()
     compiled = genesis.compile(_copy(eager), mode="reduce-overhead")
@@ -201,12 +208,10 @@ def test_hugging_face_style_calls() -> None:
         assert out["hidden_states"] is None
         with genesis.no_grad():
             logits = model(ids, attention_mask=mask)["logits"]  # another key: no labels, no grad
-        results.append((out["loss"].item(), logits.cpu().numpy(), [p.grad.cpu().numpy() for p in model.parameters()]))
+        results.append((out["loss"].item(), (logits.cpu().numpy(), [p.grad.cpu().numpy() for p in model.parameters()])))
     assert len(_graphs(compiled)) == 1  # the no-grad call ran once: its warm-up
     np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
-    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5, atol=1e-6)
-    for g, e in zip(results[1][2], results[0][2]):
-        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    _assert_same_results(results[1][1], results[0][1], 1e-5, 1e-6)
 
 
 class _Scaled(nn.Module):
@@ -267,9 +272,7 @@ def test_transformer_encoder_with_a_causal_mask() -> None:
             out.square().mean().backward()
         outs.append((out.detach().cpu().numpy(), [p.grad.cpu().numpy() for p in model.parameters()]))
     assert _graphs(compiled)
-    np.testing.assert_allclose(outs[1][0], outs[0][0], rtol=1e-4, atol=1e-5)
-    for g, e in zip(outs[1][1], outs[0][1]):
-        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+    _assert_same_results(outs[1], outs[0], 1e-4, 1e-5)
 
 
 class _TwoOutputs(nn.Module):
@@ -291,3 +294,25 @@ def test_outputs_without_gradient_stay_so() -> None:
         y.sum().backward()
     assert _graphs(compiled)
     assert y.requires_grad and not labels.requires_grad and labels.dtype is genesis.int64
+
+
+@requires_cuda
+def test_recurrent_module_with_nested_arguments_and_outputs() -> None:
+    genesis.manual_seed(0)
+    eager = nn.LSTM(8, 16, num_layers=2).to("cuda")
+    other = nn.LSTM(8, 16, num_layers=2).to("cuda")
+    other.load_state_dict(eager.state_dict())
+    compiled = genesis.compile(other, mode="reduce-overhead")
+    x = genesis.randn(5, 3, 8, device="cuda")
+    state = (genesis.zeros(2, 3, 16, device="cuda"), genesis.zeros(2, 3, 16, device="cuda"))
+    results = []
+    for model in (eager, compiled):
+        hidden = state
+        for _ in range(3):
+            model.zero_grad()
+            out, hidden = model(x, hidden)  # (T, B, 16), ((2, B, 16), (2, B, 16))
+            (out.square().mean() + hidden[1].sum()).backward()
+            hidden = tuple(h.detach() for h in hidden)
+        results.append((out.detach().cpu().numpy(), [p.grad.cpu().numpy() for p in model.parameters()]))
+    assert _graphs(compiled)
+    _assert_same_results(results[1], results[0], 1e-4, 1e-5)

@@ -64,24 +64,20 @@ def _binary(name: str, method: str, inplace: bool) -> Callable[..., Any]:
     return fn
 
 
-def _foreach_addcmul(self: Sequence[Tensor], tensor1: Sequence[Tensor], tensor2: Sequence[Tensor],
-                     value: Any = 1) -> tuple[Tensor, ...]:
-    """``t.addcmul(a, b, value=v)`` for every tensor, as a new tuple (``value`` a number or one per tensor)."""
-    tensors = _tensors("_foreach_addcmul", self)
-    n = len(tensors)
-    return tuple(t.addcmul(a, b, value=v) for t, a, b, v in zip(tensors, _each("_foreach_addcmul", list(tensor1), n),
-                                                                  _each("_foreach_addcmul", list(tensor2), n),
-                                                                  _each("_foreach_addcmul", value, n)))
+def _pointwise(name: str) -> Callable[..., tuple[Tensor, ...]]:
+    """``_foreach_addcmul`` / ``_foreach_addcdiv``: ``t.<name>(a, b, value=v)`` for every tensor, as a new tuple."""
+    op = f"_foreach_{name}"
 
+    def fn(self: Sequence[Tensor], tensor1: Sequence[Tensor], tensor2: Sequence[Tensor],
+           value: Any = 1) -> tuple[Tensor, ...]:
+        tensors = _tensors(op, self)
+        n = len(tensors)
+        return tuple(getattr(t, name)(a, b, value=v) for t, a, b, v in zip(
+            tensors, _each(op, list(tensor1), n), _each(op, list(tensor2), n), _each(op, value, n)))
 
-def _foreach_addcdiv(self: Sequence[Tensor], tensor1: Sequence[Tensor], tensor2: Sequence[Tensor],
-                     value: Any = 1) -> tuple[Tensor, ...]:
-    """``t.addcdiv(a, b, value=v)`` for every tensor, as a new tuple (``value`` a number or one per tensor)."""
-    tensors = _tensors("_foreach_addcdiv", self)
-    n = len(tensors)
-    return tuple(t.addcdiv(a, b, value=v) for t, a, b, v in zip(tensors, _each("_foreach_addcdiv", list(tensor1), n),
-                                                                  _each("_foreach_addcdiv", list(tensor2), n),
-                                                                  _each("_foreach_addcdiv", value, n)))
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"``t.{name}(a, b, value=v)`` for every tensor, as a new tuple (``value`` a number or one per tensor)."
+    return fn
 
 
 def _foreach_clone(self: Sequence[Tensor]) -> tuple[Tensor, ...]:
@@ -105,7 +101,9 @@ def _functions() -> dict[str, Callable[..., Any]]:
     for name, method in _BINARY.items():
         table[f"_foreach_{name}"] = _binary(name, method, False)
         table[f"_foreach_{name}_"] = _binary(name, method, True)
-    for fn in (_foreach_addcmul, _foreach_addcdiv, _foreach_clone, _foreach_max):
+    for name in ("addcmul", "addcdiv"):
+        table[f"_foreach_{name}"] = _pointwise(name)
+    for fn in (_foreach_clone, _foreach_max):
         table[fn.__name__] = fn
     return table
 
