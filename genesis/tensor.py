@@ -1,10 +1,8 @@
 """Tensor: the user-facing array with autograd metadata, and the creation functions.
 
-A Tensor holds an NDArray (``.ndarray``) and the autograd fields (``requires_grad``, ``grad``, ``grad_fn``).
-Its operators and most methods are the ops of ``genesis.ops``, bound onto the class by the op registry
-(``genesis.ops.registry.bind``); every op is a ``Function`` with forward and backward, and the Tensor itself never
-computes.
-"""
+A Tensor holds an NDArray (``.ndarray``) and the autograd fields (``requires_grad``, ``grad``, ``grad_fn``). Its
+operators and most methods are the ops of ``genesis.ops``, bound by the op registry (``genesis.ops.registry.bind``):
+every op is a ``Function`` with forward and backward, and the Tensor itself never computes."""
 
 from __future__ import annotations
 
@@ -89,6 +87,8 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         """The gradient accumulated by backward (None until one reaches this tensor)."""
+        if self._grad is None and self._grad_fn is not None and not self._retains_grad:
+            autograd.warn_non_leaf_grad()  # as torch: a non-leaf's .grad that backward does not fill
         return self._grad
 
     @grad.setter

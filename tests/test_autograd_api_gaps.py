@@ -3,6 +3,7 @@ forward-mode AD (``autograd.forward_ad``)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -449,3 +450,28 @@ def test_forward_ad_inside_a_profile() -> None:
         tangent = fw.unpack_dual(fw.make_dual(x, genesis.ones_like(x)).sin()).tangent
     np.testing.assert_allclose(_numpy(tangent), np.cos(1.0), rtol=1e-6)
     assert any(e.name == "Sin" for e in prof.events())
+
+
+def test_reading_the_grad_of_a_non_leaf_warns_as_torch() -> None:
+    for lib in (torch, genesis):
+        x = lib.ones(2, requires_grad=True)
+        y = x * 2
+        with pytest.warns(UserWarning, match="The .grad attribute of a Tensor that is not a leaf Tensor"):
+            assert y.grad is None
+        y.retain_grad()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            y.sum().backward()
+            assert y.grad is not None and x.grad is not None  # retained, and a leaf: no warning
+        z = x * 3
+        (z * z).sum().backward(inputs=[z])  # filled by backward(inputs=...): no warning either
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert z.grad is not None
+
+
+def test_unused_input_message_is_torchs() -> None:
+    for lib in (torch, genesis):
+        x, w = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="The differentiated Tensor at index 1 appears to not have been used"):
+            lib.autograd.grad((x * 2).sum(), [x, w])

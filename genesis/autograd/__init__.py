@@ -43,6 +43,7 @@ from genesis.autograd.function import (
     set_tensor_type,
     take_history,
     view_positions,
+    warn_non_leaf_grad,
 )
 from genesis.autograd.grad_mode import (
     enable_grad,
@@ -62,5 +63,5 @@ __all__ = [
     "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "once_differentiable",
     # the engine and view machinery, for the layers above
     "run_backward", "set_tensor_type", "Overwrite", "CopySlices", "ViewOfBase", "view_positions", "take_history",
-    "refresh_view_history", "record_write_through_view", "retain_grad",
+    "refresh_view_history", "record_write_through_view", "retain_grad", "warn_non_leaf_grad",
 ]

@@ -175,7 +175,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     for k, r in enumerate(results):
         if r is None and not allow_unused:
             raise RuntimeError(
-                f"One of the differentiated Tensors (input {k}) appears to not have been used in the graph. "
+                f"The differentiated Tensor at index {k} appears to not have been used in the graph. "
                 "Set allow_unused=True if this is the desired behavior."
             )
     return tuple(r if r is None or create_graph else r.detach() for r in results)

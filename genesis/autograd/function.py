@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -264,7 +265,7 @@ class BackwardCtx(Node):
             elif isinstance(value, Tensor):  # a Tensor holds itself; None and other values have no version
                 holder = value
             if holder is not None and holder._inference:
-                raise RuntimeError(f"{self.name()}: Inference tensors cannot be saved for backward. Please do not use "
+                raise RuntimeError("Inference tensors cannot be saved for backward. Please do not use "
                                    "Tensors created in inference mode in computation tracked by autograd. To work "
                                    "around this, you can make a clone to get a normal tensor and use it in autograd, "
                                    "or use `torch.no_grad()` instead of `torch.inference_mode()`.")
@@ -699,6 +700,14 @@ def refresh_view_history(view: Any, positions: NDArray | None = None) -> None:
     with enable_grad():  # the history is rebuilt whatever the grad mode (backward may run under no_grad)
         take_history(view, ViewOfBase.apply(base, view.ndarray, positions))
     view._view_version = view._version[0]
+
+
+def warn_non_leaf_grad() -> None:
+    """torch's warning when the ``.grad`` of a non-leaf tensor that does not retain its gradient is read."""
+    warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                  "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                  "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf "
+                  "Tensor by mistake, make sure you access the leaf Tensor instead.", UserWarning, stacklevel=3)
 
 
 def retain_grad(t: Any) -> None:
