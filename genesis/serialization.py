@@ -1,10 +1,12 @@
 """Checkpoints: ``genesis.save`` / ``genesis.load`` in the safetensors format, and training checkpoints.
 
 A file is a plain safetensors file: every tensor is stored as raw bytes under a name, and the structure around
-the tensors (nested dicts, lists and tuples of numbers, strings, bools and None) is stored as JSON in the
-file's metadata, where each tensor appears as a reference to its name. Nothing is pickled, so loading an untrusted
-file cannot run code, and any safetensors reader opens the file. A flat ``{name: tensor}`` dict is stored under
-its own names, so a saved ``state_dict()`` is a standard weights file. Writes are atomic (a temporary file in the
+the tensors (nested dicts, lists, tuples and sets of numbers, strings, bytes, bools and None; sizes, dtypes and
+devices) is stored as JSON in the file's metadata, where each tensor appears as a reference to its name. Tensors
+that are views of one storage are stored as that storage once and load sharing memory again, as torch's.
+Nothing is pickled, so loading an untrusted file cannot run code, and any safetensors reader opens the file. A
+flat ``{name: tensor}`` dict of tensors on storages of their own is stored under its own names, so a saved
+``state_dict()`` is a standard weights file. Writes are atomic (a temporary file in the
 same folder, then ``os.replace``); every tensor carries a CRC-32 checksum, so a truncated or corrupted file is
 reported by name and yields nothing. Sharded Hugging Face checkpoints load through their
 ``*.safetensors.index.json``.
@@ -12,6 +14,7 @@ reported by name and yields nothing. Sharded Hugging Face checkpoints load throu
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -37,8 +40,8 @@ from genesis.safetensors_io import (
     read_weight_map,
     write_file,
 )
-from genesis.tensor import Tensor, tensor
-from genesis.torch_pickle import CheckpointError
+from genesis.tensor import Size, Tensor, tensor
+from genesis.torch_pickle import CheckpointError, WeightsOnlyError
 
 PathLike = Union[str, "os.PathLike[str]"]
 FileLike = Union[PathLike, BinaryIO]
@@ -59,18 +62,32 @@ class _Encoder:
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
         self.names_by_id: dict[int, str] = {}
+        self.refs_by_id: dict[int, list[dict[str, Any]]] = {}
+        # The distinct tensors found on each storage, by (device, dtype, storage address).
+        self.by_storage: dict[tuple[str, str, int], list[Tensor]] = {}
 
     def encode(self, obj: Any, path: str) -> Any:
         if isinstance(obj, Tensor):
             return self._tensor(obj, path)
         if obj is None or isinstance(obj, (bool, int, float, str)):
             return obj
+        if isinstance(obj, complex):
+            return {"__complex__": [obj.real, obj.imag]}
+        if isinstance(obj, bytes):
+            return {"__bytes__": obj.hex()}
         if isinstance(obj, (np.ndarray, np.generic)):  # torch.save stores numpy data too; it loads as numpy
             return self._numpy(obj, path)
         if isinstance(obj, dtypes.dtype):
             return {"__dtype__": obj.name}
         if isinstance(obj, Device):
             return {"__device__": str(obj)}
+        if isinstance(obj, Size):
+            return {"__size__": list(obj)}
+        if isinstance(obj, set):
+            return {"__set__": [self.encode(v, path) for v in sorted(obj, key=repr)]}
+        if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):  # a namedtuple: its class by import name
+            return {"__namedtuple__": _import_name(type(obj), path),
+                    "items": [self.encode(v, _join(path, f)) for f, v in zip(obj._fields, obj)]}
         if isinstance(obj, tuple):
             return {"__tuple__": [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
         if isinstance(obj, list):
@@ -85,9 +102,13 @@ class _Encoder:
                                  for k, v in obj.items()]}
         if isinstance(obj, Module):
             return self._module(obj, path)
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and hasattr(obj, "__dict__"):
+            # A dataclass instance: its class by import name and its attributes (loaded with weights_only=False).
+            return {"__object__": _import_name(type(obj), path),
+                    "state": {k: self.encode(v, _join(path, k)) for k, v in vars(obj).items()}}
         raise TypeError(f"save: cannot store an object of type {type(obj).__name__} at '{path or '<root>'}'; "
-                        "only tensors, numpy arrays, dicts, lists, tuples, numbers, strings, bools, None and whole "
-                        "modules can be saved")
+                        "only tensors, numpy arrays, dicts, lists, tuples, sets, numbers, strings, bytes, bools, "
+                        "None, namedtuples, dataclasses and whole modules can be saved")
 
     def _module(self, module: Module, path: str) -> dict[str, Any]:
         """A whole module as its class's import name and its attributes: tensors and plain values as anywhere,
@@ -138,14 +159,39 @@ class _Encoder:
         name = self.names_by_id.get(id(t))
         if name is None:
             name = self.names_by_id[id(t)] = self._store(t.detach().cpu().numpy(), path, ref)
+            address = t.untyped_storage().data_ptr()
+            if address:
+                self.by_storage.setdefault((str(t.device), t.dtype.name, address), []).append(t)
         elif t.dtype is dtypes.complex128:
             ref["complex128"] = True
         ref["__tensor__"] = name
+        self.refs_by_id.setdefault(id(t), []).append(ref)
         if t.requires_grad:
             ref["requires_grad"] = True
         if isinstance(t, Parameter):
             ref["parameter"] = True
         return ref
+
+    def share_storages(self) -> None:
+        """Store the tensors that are views of one storage as that storage once, each as its view into it
+        (offset, size, stride): they load sharing memory again, as torch's. A tensor alone on its storage keeps
+        its own compact array, so a plain ``state_dict()`` stays a standard weights file."""
+        for members in self.by_storage.values():
+            first = members[0]
+            numel = first.untyped_storage().nbytes() // first.element_size()
+            if len(members) < 2 or numel * first.element_size() != first.untyped_storage().nbytes():
+                continue
+            name = self.names_by_id[id(first)]
+            for t in members:
+                del self.arrays[self.names_by_id[id(t)]]
+            flat = first.detach().as_strided((numel,), (1,), 0)
+            storage_ref: dict[str, Any] = {}
+            name = self._store(flat.cpu().numpy(), name, storage_ref)
+            for k, t in enumerate(members):
+                for ref in self.refs_by_id[id(t)]:
+                    ref.pop("complex128", None)
+                    ref.update(storage_ref, __tensor__=name, member=k,
+                               view=[t.storage_offset(), list(t.shape), list(t.stride())])
 
 
 def _import_name(obj: Any, path: str) -> str:
@@ -185,10 +231,11 @@ def save(obj: Any, f: FileLike, *, pickle_protocol: int = 2, _use_new_zipfile_se
     """Save tensors, state dicts and nested containers of plain values to a safetensors file.
 
     Args:
-        obj: a tensor, or dicts / lists / tuples nesting tensors, numbers, strings, bools, None, dtypes, devices,
-            or whole modules (their class by import name, their attributes, parameters and buffers; they load back
-            with ``load(..., weights_only=False)``). A tensor referenced twice (tied weights) is stored once and
-            loads as one tensor.
+        obj: a tensor, or dicts / lists / tuples / sets nesting tensors, numbers, strings, bytes, bools, None,
+            sizes, dtypes, devices; namedtuples, dataclass instances or whole modules (their class by import name,
+            their attributes, parameters and buffers; they load back with ``load(..., weights_only=False)``). A
+            tensor referenced twice (tied weights) is stored once and loads as one tensor; views of one storage
+            load as views of one storage.
         f: a path (written atomically) or a writable binary file object.
         pickle_protocol, _use_new_zipfile_serialization: accepted so that torch's calls run, and ignored: the file
             is safetensors whatever they say (nothing is pickled, and there is no zip or legacy format to choose).
@@ -199,6 +246,7 @@ def save(obj: Any, f: FileLike, *, pickle_protocol: int = 2, _use_new_zipfile_se
                         f"(genesis.save(obj.state_dict(), path)) and load it with load_state_dict()")
     encoder = _Encoder()
     structure = encoder.encode(obj, "")
+    encoder.share_storages()
     if "__metadata__" in encoder.arrays:
         # Tensors are stored under their key; this one would collide with the header's metadata entry and make
         # a file no reader accepts.
@@ -291,7 +339,8 @@ class _Decoder:
         self.map_location = map_location
         self.name = name
         self.weights_only = weights_only
-        self.tensors: dict[str, Tensor] = {}
+        self.tensors: dict[Any, Tensor] = {}
+        self.storages: dict[str, Tensor] = {}
 
     def _bad(self, path: str, what: str) -> CheckpointError:
         return CheckpointError(f"load: '{self.name}' has a corrupt structure at '{path or '<root>'}': {what}")
@@ -316,6 +365,23 @@ class _Decoder:
             if not isinstance(items, list):
                 raise self._bad(path, f"'__tuple__' holds {type(items).__name__}, not a list")
             return tuple(self.decode(v, f"{path}.{i}", depth + 1) for i, v in enumerate(items))
+        if "__namedtuple__" in data:
+            return self._namedtuple(data, path, depth)
+        if "__complex__" in data:
+            parts = data["__complex__"]
+            if not (isinstance(parts, list) and len(parts) == 2 and all(isinstance(v, (int, float)) for v in parts)):
+                raise self._bad(path, f"a complex number must be [real, imag], got {parts!r}")
+            return complex(*parts)
+        if "__bytes__" in data:
+            try:
+                return bytes.fromhex(_text(data["__bytes__"]))
+            except (TypeError, ValueError):
+                raise self._bad(path, "'__bytes__' must hold a hex string") from None
+        if "__size__" in data:
+            sizes = data["__size__"]
+            if not (isinstance(sizes, list) and all(isinstance(v, int) and v >= 0 for v in sizes)):
+                raise self._bad(path, f"a Size must be a list of sizes, got {sizes!r}")
+            return Size(sizes)
         if "__dict__" in data:
             return self._dict(data["__dict__"], path, depth)
         if "__dtype__" in data:
@@ -333,7 +399,10 @@ class _Decoder:
                 raise self._bad(path, "'__odict__' must hold a list of [key, value] pairs")
             return OrderedDict((k, self.decode(v, _join(path, str(k)), depth + 1)) for k, v in pairs)
         if "__set__" in data:
-            return set(_hashable(self.decode(v, path, depth + 1)) for v in data["__set__"])
+            items = data["__set__"]
+            if not isinstance(items, list):
+                raise self._bad(path, f"'__set__' holds {type(items).__name__}, not a list")
+            return set(_hashable(self.decode(v, path, depth + 1)) for v in items)
         if "__callable__" in data:
             return self._named(data["__callable__"], path, "function or class")
         return {k: self.decode(v, _join(path, k), depth + 1) for k, v in data.items()}
@@ -341,25 +410,36 @@ class _Decoder:
     def _named(self, name: Any, path: str, what: str) -> Any:
         """The class or function ``name`` refers to, imported (only with ``weights_only=False``)."""
         if self.weights_only:
-            raise CheckpointError(f"load: '{self.name}' holds a whole module ({what} {name!r} at "
-                                  f"'{path or '<root>'}'): load(..., weights_only=False) rebuilds it, importing "
-                                  "that name; only do so for files you trust, or save a state_dict() instead")
+            raise WeightsOnlyError(f"load: '{self.name}' holds an object of a class named in the file ({what} "
+                                  f"{name!r} at '{path or '<root>'}'): load(..., weights_only=False) rebuilds it, "
+                                  "importing that name; only do so for files you trust, or save a state_dict() "
+                                  "and plain containers instead")
         try:
             return _resolve(_text(name))
         except (ImportError, AttributeError, ValueError, TypeError) as err:
             raise CheckpointError(f"load: '{self.name}' needs {what} {name!r} at '{path or '<root>'}', which "
                                   f"cannot be imported here ({type(err).__name__}: {err})") from None
 
-    def _module(self, data: dict[str, Any], path: str, depth: int) -> Module:
-        cls = self._named(data["__object__"], path, "module class")
-        if not (isinstance(cls, type) and issubclass(cls, Module)):
-            raise self._bad(path, f"{data['__object__']!r} is not a module class")
+    def _namedtuple(self, data: dict[str, Any], path: str, depth: int) -> tuple:
+        cls = self._named(data["__namedtuple__"], path, "namedtuple class")
+        items = data.get("items")
+        if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
+            raise self._bad(path, f"{data['__namedtuple__']!r} is not a namedtuple class")
+        if not isinstance(items, list) or len(items) != len(cls._fields):
+            raise self._bad(path, f"a {cls.__name__} needs a list of {len(cls._fields)} items")
+        return cls(*(self.decode(v, _join(path, f), depth + 1) for f, v in zip(cls._fields, items)))
+
+    def _module(self, data: dict[str, Any], path: str, depth: int) -> Any:
+        """A whole module or a dataclass instance: its class, created without ``__init__``, and its attributes."""
+        cls = self._named(data["__object__"], path, "class")
+        if not (isinstance(cls, type) and (issubclass(cls, Module) or dataclasses.is_dataclass(cls))):
+            raise self._bad(path, f"{data['__object__']!r} is neither a module class nor a dataclass")
         state = data.get("state")
         if not isinstance(state, dict):
-            raise self._bad(path, "a module's 'state' must be a map of its attributes")
-        module = cls.__new__(cls)
-        module.__dict__.update({k: self.decode(v, _join(path, k), depth + 1) for k, v in state.items()})
-        return module
+            raise self._bad(path, "an object's 'state' must be a map of its attributes")
+        obj = cls.__new__(cls)
+        obj.__dict__.update({k: self.decode(v, _join(path, k), depth + 1) for k, v in state.items()})
+        return obj
 
     def _dict(self, pairs: Any, path: str, depth: int) -> dict[Any, Any]:
         if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
@@ -384,8 +464,10 @@ class _Decoder:
         key = ref["__tensor__"]
         if not isinstance(key, str):
             raise self._bad(path, f"a tensor reference names {type(key).__name__}, not a string")
-        if key in self.tensors:
-            return self.tensors[key]
+        view = ref.get("view")
+        cache_key = key if view is None else (key, ref.get("member"))
+        if cache_key in self.tensors:
+            return self.tensors[cache_key]
         if key not in self.arrays:
             raise CheckpointError(f"load: '{self.name}' refers to tensor '{key}' that the file does not hold")
         saved = ref.get("device", "cpu")
@@ -393,17 +475,38 @@ class _Decoder:
         requires_grad = ref.get("requires_grad", False)
         if not isinstance(requires_grad, bool):
             raise self._bad(path, f"requires_grad is {requires_grad!r}, not a bool")
-        t = tensor(_restore(self.arrays[key], ref), device=_target_device(saved, self.map_location))
+        if view is None:
+            t = tensor(_restore(self.arrays[key], ref), device=_target_device(saved, self.map_location))
+        else:
+            t = self._view(key, ref, view, path)
         if ref.get("parameter") is True:
             t = Parameter(t, requires_grad)
-            self.tensors[key] = t
+            self.tensors[cache_key] = t
             return t
         if requires_grad:
             if not t.dtype.is_floating_point:
                 raise self._bad(path, f"tensor '{key}' of dtype {t.dtype} cannot require gradients")
             t.requires_grad_(True)
-        self.tensors[key] = t
+        self.tensors[cache_key] = t
         return t
+
+    def _view(self, key: str, ref: dict[str, Any], view: Any, path: str) -> Tensor:
+        """One of the tensors saved as views of the shared storage ``key`` (loaded once, on the target device)."""
+        if not (isinstance(view, list) and len(view) == 3 and isinstance(view[0], int) and view[0] >= 0
+                and all(isinstance(v, list) and all(isinstance(i, int) and i >= 0 for i in v) for v in view[1:])
+                and len(view[1]) == len(view[2])):
+            raise self._bad(path, f"a view must be [offset, size, stride], got {view!r}")
+        offset, size, stride = view
+        flat = self.storages.get(key)
+        if flat is None:
+            array = _restore(self.arrays[key], ref)
+            if array.ndim != 1:
+                raise self._bad(path, f"the storage '{key}' of a view is not 1-d")
+            flat = self.storages[key] = tensor(array, device=_target_device(ref.get("device", "cpu"),
+                                                                           self.map_location))
+        if all(size) and offset + sum((n - 1) * s for n, s in zip(size, stride)) >= flat.numel():
+            raise self._bad(path, f"the view {view!r} reaches past the {flat.numel()} elements of storage '{key}'")
+        return flat.as_strided(tuple(size), tuple(stride), offset)
 
 
 def _restore(array: np.ndarray, ref: dict[str, Any]) -> np.ndarray:

@@ -35,6 +35,11 @@ class CheckpointError(RuntimeError):
     ``torch.save``, or a PyTorch pickle asking for more than tensors, storages and plain containers."""
 
 
+class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
+    """A file that asks to import a class or function, refused by a weights-only load: an
+    ``pickle.UnpicklingError`` as torch's ``weights_only=True`` refusal, and a :class:`CheckpointError`."""
+
+
 ZIP_MAGIC = b"PK\x03\x04"
 # The legacy format starts with the pickled magic number 0x1950a86a20f9469cfc6c (protocol 2, LONG1 of 10 bytes).
 LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
@@ -180,7 +185,7 @@ class RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         found = self.allowed.get((module, name))
         if found is None:
-            raise CheckpointError(
+            raise WeightsOnlyError(
                 f"load: '{self.name}' asks for the global '{module}.{name}'; Genesis reads only tensors, storages "
                 "and plain containers from PyTorch files and never imports or calls anything else (save a "
                 "state_dict() in PyTorch rather than whole objects)")

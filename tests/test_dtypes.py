@@ -184,6 +184,7 @@ def test_finfo_matches_torch(name):
     g, t = genesis.finfo(getattr(genesis, name)), torch.finfo(getattr(torch, name))
     for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
         assert getattr(g, attr) == getattr(t, attr), attr
+    assert repr(g) == str(g) == repr(t)
     assert genesis.finfo().eps == torch.finfo().eps
     with pytest.raises(TypeError):
         genesis.finfo(genesis.int32)

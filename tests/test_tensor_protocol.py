@@ -11,8 +11,10 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 import torch
+from torch.utils import dlpack as torch_dlpack
 
 import genesis
+from genesis.utils import dlpack as genesis_dlpack
 from tests.helpers import DEVICE, assert_same, to_genesis, to_torch
 
 
@@ -367,6 +369,21 @@ def test_dlpack_with_torch_both_ways() -> None:
     assert src.tolist() == [[101, 103], [105, 107]]
     transposed = torch.from_dlpack(genesis.tensor([[1, 2], [3, 4]]).T)
     assert transposed.tolist() == [[1, 3], [2, 4]] and transposed.stride() == (1, 2)
+
+
+@cpu_only
+def test_utils_dlpack_capsules_share_memory() -> None:
+    g = genesis.arange(6, dtype=genesis.float32).reshape(2, 3)
+    back = genesis_dlpack.from_dlpack(genesis_dlpack.to_dlpack(g.t()))
+    back[0, 1] = 50.0
+    assert g[1, 0].item() == 50.0 and back.stride() == (1, 3)
+    t = torch_dlpack.from_dlpack(genesis_dlpack.to_dlpack(g))
+    t[0, 0] = -1.0
+    assert g[0, 0].item() == -1.0
+    h = genesis_dlpack.from_dlpack(torch_dlpack.to_dlpack(t))
+    assert h.data_ptr() == g.data_ptr()
+    assert [(m.name, int(m)) for m in genesis_dlpack.DLDeviceType] == [
+        (m.name, int(m)) for m in torch_dlpack.DLDeviceType]
 
 
 @cpu_only
