@@ -533,6 +533,25 @@ def test_namespace_rsub_and_predicates() -> None:
     assert genesis.is_inference(made) and not genesis.is_inference(g)
 
 
+@pytest.mark.parametrize("write", [
+    lambda t: t.add_(1), lambda t: t.mul_(2.0), lambda t: t.exp_(), lambda t: t.zero_(), lambda t: t.fill_(3.0),
+    lambda t: t.copy_(t * 0), lambda t: t.__setitem__(0, 5.0), lambda t: t[1].sub_(1), lambda t: t.squeeze_(),
+    lambda t: t.clamp_(min=0.5)])
+def test_inplace_update_of_inference_tensor_outside_inference_mode(write) -> None:
+    for lib in (torch, genesis):
+        with lib.inference_mode():
+            made = lib.ones(3, 1)
+            write(made)  # allowed inside the mode
+        with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode is not "
+                                               "allowed.You can make a clone"):
+            write(made)
+        with lib.no_grad(), pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+            write(made)
+        normal = made.clone()
+        write(normal)
+        assert not normal.is_inference()
+
+
 def test_set_default_tensor_type() -> None:
     try:
         with pytest.warns(UserWarning, match="deprecated"):

@@ -510,6 +510,23 @@ def test_vmap_errors_and_randomness() -> None:
     assert not genesis.equal(different[1], different[0])
 
 
+@pytest.mark.parametrize("draw", [
+    lambda a: a + genesis.rand(2, device=a.device), lambda a: genesis.randn_like(a),
+    lambda a: a.clone().uniform_(), lambda a: genesis.nn.functional.dropout(a, 0.5, training=True)])
+def test_vmap_randomness_error_mode_refuses_random_draws(draw) -> None:
+    state = genesis.get_rng_state()
+    message = "vmap: called random operation while in randomness error mode. Please either use the 'same' or"
+    with pytest.raises(RuntimeError, match=message):
+        gf.vmap(draw)(genesis.zeros(3, 2, device=DEVICE))
+    with pytest.raises(RuntimeError, match=message):
+        torch.func.vmap(lambda a: a + torch.rand(2))(torch.zeros(3, 2))
+    assert genesis.equal(genesis.get_rng_state(), state)  # nothing drawn
+    # No draw, no error: dropout with p=0 or outside training, as torch.
+    quiet = gf.vmap(lambda a: genesis.nn.functional.dropout(a, 0.0, training=True) + genesis.nn.functional.dropout(
+        a, 0.5, training=False))(genesis.ones(3, 2, device=DEVICE))
+    assert quiet.tolist() == [[2.0, 2.0]] * 3
+
+
 def test_replace_all_batch_norm_modules() -> None:
     t_model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3))
     g_model = genesis.nn.Sequential(genesis.nn.Linear(3, 3), genesis.nn.BatchNorm1d(3))

@@ -463,6 +463,28 @@ def test_module_backward_hooks_as_torch():
     assert _backward_hook_trace(genesis) == _backward_hook_trace(torch)
 
 
+def _constant_tensor_input_trace(lib):
+    """grad_input of a full backward hook on a module whose tensor inputs do not all require grad."""
+    class Product(lib.nn.Module):
+        def forward(self, a, b, c=None):
+            return a * b if c is None else a * b * c
+
+    module, seen = Product(), []
+    module.register_full_backward_hook(
+        lambda m, gi, go: seen.append([None if g is None else (g.tolist(), str(g.dtype)[-7:]) for g in gi]))
+    a = lib.tensor([1.0, 2.0], requires_grad=True)
+    b = lib.tensor([3.0, 4.0], dtype=lib.float64)
+    module(a, b).sum().backward()  # b: zeros (torch's hook node materializes it), not None
+    module(b, a).sum().backward()
+    module(a, 2.0).sum().backward()  # a number: None
+    module(a, b, c=b).sum().backward()  # keyword arguments are not part of grad_input
+    return seen
+
+
+def test_full_backward_hook_gives_zeros_for_tensor_inputs_without_grad():
+    assert _constant_tensor_input_trace(genesis) == _constant_tensor_input_trace(torch)
+
+
 def test_global_module_hooks_run_for_every_module_before_its_own():
     from genesis.nn.modules import module as M
 

@@ -16,7 +16,7 @@ from genesis.device import device as Device
 from genesis.func.pytree import TreeSpec, broadcast_prefix, tree_flatten, tree_unflatten
 from genesis.nn.modules.batchnorm import _BatchNorm
 from genesis.nn.modules.module import Module
-from genesis.ops import stack
+from genesis.ops import equal, stack
 from genesis.random import default_generator
 from genesis.tensor import Tensor
 
@@ -132,10 +132,11 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         out_dims: where the mapped dimension goes in each output: an int, or a pytree prefix of the outputs. None
             for an output that does not depend on the mapped inputs: it comes back as the first sample returned it
             (torch checks that it is unbatched; this loop cannot).
-        randomness: "error" (torch raises when ``func`` draws random numbers; that is not detected here, and
-            samples draw different numbers), "different" (each sample draws its own numbers: what the loop does
-            naturally) or "same" (every sample draws the same numbers: the default generators of the CPU and of the
-            inputs' devices are reset to their starting state before each sample).
+        randomness: "error" (a RuntimeError when ``func`` draws random numbers from a default generator, as torch
+            raises; seen once the sample returns, with the generators put back as they were), "different" (each
+            sample draws its own numbers: what the loop does naturally) or "same" (every sample draws the same
+            numbers: the default generators of the CPU and of the inputs' devices are reset to their starting
+            state before each sample).
         chunk_size: how many samples torch batches at once; accepted and checked, the loop takes one at a time.
 
     Returns:
@@ -151,19 +152,33 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         _check_out_dims(func, out_dims)
         size, flat_dims, flat_args, spec = _mapped_inputs(func, in_dims, args)
         generators = []
-        if randomness == "same":
+        if randomness != "different":
             devices = {Device("cpu")} | {a.device for a in flat_args if isinstance(a, Tensor)}
             generators = [(g, g.get_state()) for g in map(default_generator, devices)]
         outputs = []
         for i in range(size):
-            if i:
+            if i and randomness == "same":
                 for generator, state in generators:
                     generator.set_state(state)
             sample = [a if d is None else a.select(d, i) for a, d in zip(flat_args, flat_dims)]
             outputs.append(func(*tree_unflatten(sample, spec), **kwargs))
+            if randomness == "error":
+                _check_no_random_draws(generators)
         return _stacked(func, outputs, out_dims)
 
     return wrapped
+
+
+def _check_no_random_draws(generators: list[tuple[Any, Tensor]]) -> None:
+    """torch's error of ``vmap(randomness="error")`` when a sample drew numbers from one of ``generators`` (each
+    with its state before the call); the generators are put back first."""
+    drawn = [(g, state) for g, state in generators if not equal(g.get_state(), state)]
+    for generator, state in drawn:
+        generator.set_state(state)
+    if drawn:
+        raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
+                           "'same' or 'different' randomness flags on vmap or perform the randomness operation out "
+                           "of vmap")
 
 
 def replace_all_batch_norm_modules_(root: Module) -> Module:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from genesis import autograd, dtypes
-from genesis.autograd import Overwrite, forward_ad, is_grad_enabled
+from genesis.autograd import Overwrite, forward_ad, is_grad_enabled, is_inference_mode_enabled
 from genesis.ndarray import broadcast_shapes, check_same_device
 from genesis.ops import _args, arithmetic, compare, views
 from genesis.tensor import Tensor, tensor
@@ -19,8 +19,19 @@ from genesis.tensor import Tensor, tensor
 # ------------------------------------------------------------------ the shared mechanism
 
 
+def check_not_inference(t: Tensor) -> None:
+    """Refuse an in-place change of an inference tensor (or a view of one) outside ``inference_mode`` (torch's
+    error)."""
+    if (t._inference or (t._base is not None and t._base._inference)) and not is_inference_mode_enabled():
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+                           "clone to get a normal tensor before doing inplace update.See "
+                           "https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
 def check_inplace(t: Tensor, op: str) -> None:
-    """Refuse an in-place change of a leaf that requires grad, or of a view of one (torch's errors)."""
+    """Refuse an in-place change of an inference tensor outside ``inference_mode``, or of a leaf that requires grad,
+    or of a view of one (torch's errors)."""
+    check_not_inference(t)
     if not (t.requires_grad and is_grad_enabled()):
         return
     if t.grad_fn is None:
@@ -34,7 +45,9 @@ def check_inplace(t: Tensor, op: str) -> None:
 
 def check_no_internal_overlap(t: Tensor) -> None:
     """Refuse to write in place into a tensor whose elements share memory (a dimension of size > 1 with stride 0,
-    as ``expand`` makes): torch's error, raised here so that every backend refuses before writing anything."""
+    as ``expand`` makes): torch's error, raised here so that every backend refuses before writing anything. Every
+    in-place write passes here, so an inference tensor is refused here too."""
+    check_not_inference(t)
     nd = t.ndarray
     if 0 in nd.strides and any(stride == 0 and size > 1 for size, stride in zip(nd.shape, nd.strides)):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "

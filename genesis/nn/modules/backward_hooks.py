@@ -4,8 +4,10 @@ A call of a module with backward hooks routes its tensor inputs and its outputs 
 The backward of the output node receives the gradients of the outputs: the pre-hooks see (and may replace) them.
 The backward of the input node receives the gradients of the inputs: the full hooks see ``(module, grad_input,
 grad_output)`` and may return a replacement ``grad_input``. Entries for positional arguments that are not tensors
-requiring grad are None; keyword arguments are not part of ``grad_input`` (torch's rules). When no input requires
-grad, the full hooks run with an all-None ``grad_input`` as soon as the output gradients are known.
+requiring grad are None; keyword arguments are not part of ``grad_input`` (torch's rules); a tensor argument that
+does not require grad, beside one that does, has a zero gradient (torch's hook node marks it non-differentiable and
+materializes its gradient). When no input requires grad, the full hooks run with an all-None ``grad_input`` as
+soon as the output gradients are known.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import warnings
 from typing import Any, Callable
 
 from genesis.autograd import Function, is_grad_enabled
-from genesis.tensor import Tensor
+from genesis.tensor import Tensor, zeros_like
 
 
 class _Identity(Function):
@@ -50,6 +52,7 @@ class BackwardHook:
         self.pre_hooks = pre_hooks
         self.n_args = 0
         self.positions: list[int] = []
+        self.constants: dict[int, Tensor] = {}
         self.grad_output: tuple | None = None
 
     def setup_inputs(self, args: tuple) -> tuple:
@@ -60,6 +63,7 @@ class BackwardHook:
         self.positions = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
         if not self.positions:
             return args
+        self.constants = {i: a for i, a in enumerate(args) if isinstance(a, Tensor) and not a.requires_grad}
         wrapped = _Identity.apply(*(args[i] for i in self.positions), on_grads=self._input_grads)
         wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
         args = list(args)
@@ -102,6 +106,8 @@ class BackwardHook:
         grad_input = [None] * self.n_args
         for i, g in zip(self.positions, grads):
             grad_input[i] = g
+        for i, t in self.constants.items():
+            grad_input[i] = zeros_like(t)
         grad_input = tuple(grad_input)
         for hook in self.full_hooks:
             result = hook(self.module, grad_input, self.grad_output)
