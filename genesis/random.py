@@ -37,7 +37,10 @@ class Generator:
         self._offset = 0
 
     def manual_seed(self, seed: int) -> Generator:
-        seed = int(seed)
+        """Restart the stream from ``seed``, a Python int (RuntimeError for a float, bool, tensor... as torch's
+        generator; ``genesis.manual_seed`` converts with ``int()`` first)."""
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         if not -(1 << 63) <= seed < (1 << 64):
             raise RuntimeError(f"manual_seed: seed must be within the range [-0x8000_0000_0000_0000, "
                                f"0xffff_ffff_ffff_ffff], got {seed}")
@@ -114,6 +117,7 @@ _global_seed: int | None = None
 def manual_seed(seed: int) -> Generator:
     """Seed the default generators of every device (also those first used later); returns the CPU one."""
     global _global_seed
+    seed = int(seed)
     cpu_gen = default_generator("cpu").manual_seed(seed)
     _global_seed = seed
     for gen in _default_generators.values():
@@ -210,18 +214,25 @@ def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dty
                           pin_memory, "randn")
 
 
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), generator: Generator | None = None,
-            dtype: Any = None, device: Any = None, requires_grad: bool = False, *, layout: Any = None,
-            pin_memory: bool = False) -> Tensor:
-    """Integers uniformly from [low, high); ``randint(high, size)`` starts at 0, as torch."""
+def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[int] | None = None,
+            generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+            *, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """Integers uniformly from [low, high); ``randint(high, size)`` starts at 0, as torch. ``size`` is required and
+    must be a sequence of ints (TypeError otherwise, as torch's binding)."""
     _mf.check_strided("randint", layout)
     if isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
-    if high is None:
+    if isinstance(size, int):
+        raise TypeError(f"randint(): argument 'size' (position {2 if high is None else 3}) must be tuple of ints, "
+                        f"not int")
+    if high is None and size is not None:
         low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'" if high is None else
+                        f"randint(): argument 'size' (position 2) must be tuple of ints, not {type(high).__name__}")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    shape, dev = _size_args((size,) if isinstance(size, int) else tuple(size)), factory_device(device)
+    shape, dev = _size_args(tuple(size)), factory_device(device)
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
     s, o = _stream(generator, dev, math.prod(shape))
     nd = dev.backend.randint(int(low), int(high), shape, dtypes.int64, dev, s, o)

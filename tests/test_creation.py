@@ -306,6 +306,11 @@ def test_rng_state_roundtrip_and_seed_values():
     genesis.manual_seed(-1)
     with pytest.raises(RuntimeError):
         genesis.manual_seed(2**64)
+    # The global seeding converts with int(), as torch's; a generator takes only a Python int.
+    genesis.manual_seed(3.7)
+    assert genesis.initial_seed() == torch.manual_seed(3.7).initial_seed() == 3
+    for bad in (2.0, True, "5"):
+        check_error(RuntimeError, lambda lib, s=bad: lib.Generator().manual_seed(s), match="expected a long")
 
 
 def _stats(t: genesis.Tensor) -> tuple[float, float]:
@@ -373,6 +378,10 @@ def test_multinomial():
 
 def test_random_errors():
     check_error(RuntimeError, lambda lib: lib.randint(5, 5, (2,)))
+    # randint's size is required and must be a sequence, not an int.
+    check_error(TypeError, lambda lib: lib.randint(0, 10, 3))
+    check_error(TypeError, lambda lib: lib.randint(10, 3), match="size")
+    check_error(TypeError, lambda lib: lib.randint(10))
     check_error(RuntimeError, lambda lib: lib.randperm(-1))
     check_error(RuntimeError, lambda lib: lib.normal(0.0, -1.0, (2,)))
     check_error(RuntimeError, lambda lib, p: lib.bernoulli(p), torch.tensor([0.5, 1.5]))

@@ -148,6 +148,13 @@ def test_func_transforms_over_custom_functions_calling_numpy() -> None:
     _compare("func_custom_functions.py", [])
 
 
+def test_autograd_research_toolbox() -> None:
+    # A module backward hook gives zeros for a tensor input needing no gradient; vmap refuses random draws by
+    # default; an inference tensor refuses in-place updates outside inference_mode.
+    losses = _compare("autograd_research_toolbox.py", [])
+    assert losses[15:17] == [3.0, 0.0] and losses[22:24] == [1.0, 1.0] and losses[25:29] == [1.0] * 4
+
+
 def test_vit_in_timm_idioms_with_torch_assert() -> None:
     losses = _compare("vit_timm_layers.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
     assert losses[4] < losses[2]
@@ -156,6 +163,12 @@ def test_vit_in_timm_idioms_with_torch_assert() -> None:
 def test_mamba_selective_scan_sequential_and_parallel() -> None:
     losses = _compare("selective_scan.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
     assert all(losses[i] for i in (0, 3, 6, 9))
+
+
+def test_ddpm_training_ddim_guided_sampling_and_a_vq_codebook() -> None:
+    losses = _compare("diffusion_vq_sampling.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+    # Training lowers the noise-prediction loss; the seeded timesteps are int64 and in range; the codes all land.
+    assert losses[4] < losses[2] and losses[5:7] == [1.0, 1.0] and sum(losses[18:24]) == 128
 
 
 def test_user_optimizer_with_hooks_loss_scaling_and_a_confusion_matrix() -> None:
@@ -180,6 +193,13 @@ def test_model_loading_idioms_patching_torch_modules() -> None:
     # HF's no_init_weights replaces torch.nn.init's functions, accelerate's init_empty_weights
     # nn.Module.register_parameter; meta-device construction, assign=True loads, state-dict hooks.
     _compare("model_loading_idioms.py", [])
+
+
+def test_checkpoint_views_and_dlpack_capsules() -> None:
+    # Split views of a fused weight share its memory after torch.load; namedtuples, dataclasses, bytes, complex,
+    # Size and sets round trip; a weights-only load refuses classes with UnpicklingError; DLPack shares memory.
+    losses = _compare("checkpoint_views_dlpack.py", [])
+    assert losses[:4] == [80.0, 90.0, 100.0, 110.0] and losses[16:19] == [0, 8, 16]
 
 
 def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:

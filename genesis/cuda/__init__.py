@@ -290,13 +290,13 @@ def _generator(device: object = None) -> object:
 
 def manual_seed(seed: int) -> None:
     """Seed the default generator of the current CUDA device."""
-    _generator().manual_seed(seed)
+    _generator().manual_seed(int(seed))
 
 
 def manual_seed_all(seed: int) -> None:
     """Seed the random number generators of every CUDA device."""
     for i in range(device_count()):
-        _generator(i).manual_seed(seed)
+        _generator(i).manual_seed(int(seed))
 
 
 def seed() -> int:
