@@ -21,6 +21,7 @@ from genesis.device import device as Device
 from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
 from genesis.ops.complex import view_as_complex
+from genesis.ops.join import stack
 from genesis.ops.nn import check_all
 from genesis.tensor import Tensor, _like, _made, _shape_from, _size_args, tensor
 
@@ -310,10 +311,15 @@ def bernoulli(input: Tensor, p: float | None = None, generator: Generator | None
         raise NotImplementedError(f"bernoulli: not implemented for '{input.dtype.name}' (floating inputs only)")
     probs = input if p is None else full_like_value(input, p)
     if probs.numel():
-        # Checked on the device (NaN fails too, as in torch): no host read in a training step.
+        # NaN fails too, as in torch. Read on the CPU (free there); on a GPU checked on the device: no host read.
         probs_d = probs.detach()
-        check_all((probs_d >= 0) & (probs_d <= 1), RuntimeError, "bernoulli: all probabilities must be in [0, 1] "
-                  "(Expected p_in >= 0 && p_in <= 1)")
+        message = "bernoulli: all probabilities must be in [0, 1] (Expected p_in >= 0 && p_in <= 1)"
+        if probs.device.type == "cpu":
+            low, high = stack([probs_d.amin(), probs_d.amax()]).tolist()
+            if not (low >= 0 and high <= 1):
+                raise RuntimeError(message)
+        else:
+            check_all((probs_d >= 0) & (probs_d <= 1), RuntimeError, message)
     u = rand(probs.shape, generator=generator, dtype=dtypes.float64 if probs.dtype is dtypes.float64 else
              dtypes.float32, device=probs.device)
     return (u < probs.detach()).to(input.dtype)
@@ -321,6 +327,27 @@ def bernoulli(input: Tensor, p: float | None = None, generator: Generator | None
 
 def full_like_value(x: Tensor, value: float) -> Tensor:
     return Tensor._wrap(NDArray.full(x.shape, value, x.dtype, x.device))
+
+
+_BAD_WEIGHTS = "multinomial: probability tensor contains either `inf`, `nan` or element < 0"
+_BAD_TOTAL = "multinomial: invalid multinomial distribution (sum of probabilities <= 0)"
+
+
+def _check_weights(probs: Tensor, totals: Tensor) -> None:
+    """multinomial's checks of its (rows, categories) weights and their row ``totals``, in torch's order: NaN,
+    negative and -inf weights fail ">= 0", and a +inf weight makes its row's total inf. Read on the CPU, where that
+    costs nothing; on a GPU checked on the device, so that sampling never makes the host wait (the second check
+    passes where the first fails, so the device reports the first error)."""
+    if probs.device.type == "cpu":
+        low, total_min, total_max = stack([probs.amin(), totals.amin(), totals.amax()]).tolist()
+        if not (low >= 0 and total_max < math.inf):
+            raise RuntimeError(_BAD_WEIGHTS)
+        if total_min <= 0:
+            raise RuntimeError(_BAD_TOTAL)
+        return
+    valid = (probs >= 0).all() & (totals < math.inf).all()
+    check_all(valid, RuntimeError, _BAD_WEIGHTS)
+    check_all(~valid | (totals > 0).all(), RuntimeError, _BAD_TOTAL)
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, generator: Generator | None = None
@@ -347,12 +374,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
         raise RuntimeError("multinomial: cannot sample from an empty set of categories (the weights have no entries)")
     totals = probs.sum(1)
     if probs.numel():
-        # NaN, negative and -inf weights fail ">= 0"; a +inf weight makes its row's total inf. The second check
-        # passes where the first fails, so a device reports the first error, as torch's CPU check order.
-        valid = (probs >= 0).all() & (totals < math.inf).all()
-        check_all(valid, RuntimeError, "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-        check_all(~valid | (totals > 0).all(), RuntimeError,
-                  "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+        _check_weights(probs, totals)
     if not replacement and num_samples > n_cat:
         raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
                            f"({num_samples} > {n_cat})")
