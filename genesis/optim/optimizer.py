@@ -66,17 +66,13 @@ _global_optimizer_post_hooks: OrderedDict[int, Callable] = OrderedDict()
 def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
     """Register ``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``, called before the ``step`` of
     every optimizer; returns the handle that removes it."""
-    handle = RemovableHandle(_global_optimizer_pre_hooks)
-    _global_optimizer_pre_hooks[handle.id] = hook
-    return handle
+    return _register(_global_optimizer_pre_hooks, hook, False)
 
 
 def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
     """Register ``hook(optimizer, args, kwargs) -> None``, called after the ``step`` of every optimizer; returns the
     handle that removes it."""
-    handle = RemovableHandle(_global_optimizer_post_hooks)
-    _global_optimizer_post_hooks[handle.id] = hook
-    return handle
+    return _register(_global_optimizer_post_hooks, hook, False)
 
 
 def _hooked(step: Callable) -> Callable:
