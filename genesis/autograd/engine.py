@@ -94,8 +94,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     for t, g in zip(tensors, grad_tensors):
         _edge(t)  # refreshes the history of a view whose base changed in place
         node = t._grad_fn if t._grad_fn is not None else t._accumulator()
-        n_out = getattr(node, "_n_outputs", 1)
-        buf = buffers.setdefault(node, [None] * n_out)
+        buf = buffers.setdefault(node, [None] * node._n_outputs)
         _accumulate(buf, t._output_nr if t._grad_fn is not None else 0, g)
         if node not in roots:
             roots.append(node)
@@ -123,7 +122,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     try:
         while ready:
             node = ready.pop()
-            grads = buffers.pop(node, [None])
+            grads = buffers.pop(node, None) or [None]
             if inputs is not None and node not in needed:
                 # No gradient asked for goes through this node: as in torch, it does not run, nor do its hooks.
                 in_grads: tuple = (None,) * len(node._edges)
@@ -139,7 +138,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                         k = captures.get((node, i))
                         if k is not None:
                             results[k] = g
-                if isinstance(node, AccumulateGrad):
+                if node.__class__ is AccumulateGrad:
                     if inputs is None:
                         _accumulate_leaf(node.variable, grads[0], create_graph, handed)
                     continue
@@ -153,10 +152,13 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
             for (nxt, idx), g in zip(node._edges, in_grads):
                 if nxt is None:
                     continue
+                # Sum the gradient into nxt's buffer (inlined: this runs once per edge of the graph).
                 buf = buffers.get(nxt)
                 if buf is None:
-                    buf = buffers[nxt] = [None] * getattr(nxt, "_n_outputs", 1)
-                _accumulate(buf, idx, g)
+                    buf = buffers[nxt] = [None] * nxt._n_outputs
+                if g is not None:
+                    old = buf[idx]
+                    buf[idx] = g if old is None else old + g
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
@@ -252,22 +254,25 @@ def _call_backward(node: BackwardCtx, grads: list, retain_graph: bool, create_gr
         raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
                            f"(expected {len(edges)}, got {len(out)})")
     result = []
+    tensor = _fn.Tensor
     for (nxt, _), g, meta in zip(edges, out, node._input_meta):
         if g is None or nxt is None:
             result.append(None)
             continue
-        if g.__class__ is NDArray:
+        cls = g.__class__
+        if cls is NDArray:
             if g.dtype is not meta[1] and g.shape == meta[0]:
                 g = g.astype(meta[1])  # widened as an array: no Tensor-level cast (a broadcast one is summed first)
-            g = _fn.Tensor._wrap(g)
-        elif _is_sparse(g):
+            g = tensor._wrap(g)
+        elif cls is not tensor and g.is_sparse:
             # A sparse gradient (Embedding(sparse=True)) reaches a leaf as it is; any other node gets it dense.
             result.append(g if nxt.__class__ is AccumulateGrad else g.to_dense())
             continue
         # Compare the NDArray's metadata: Tensor.shape would build a Size per gradient.
-        if g.ndarray.shape != meta[0]:
+        nd = g.ndarray
+        if nd.shape != meta[0]:
             g = _sum_to_shape(g, meta[0])
-        if g.ndarray.dtype is not meta[1]:
+        if nd.dtype is not meta[1]:
             g = g.to(meta[1])
         result.append(g)
     if node._post_hooks:

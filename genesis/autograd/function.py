@@ -90,11 +90,11 @@ class RemovableHandle:
         self.remove()
 
 
-
 class Node:
     """A node of the backward graph; ``next_functions`` lists ``(node, output_nr)`` per tensor input."""
 
     _edges: tuple = ()  # (node, output_nr) per argument of the recorded call, (None, 0) where it is no tensor
+    _n_outputs = 1  # how many outputs the recorded call returned (the gradients backward receives)
     _released = False
     _output_hooks: dict[int, list[Callable]] | None = None  # tensor hooks of this node's outputs, by output number
     _retain_hooks: dict[int, Callable] | None = None  # retain_grad of outputs: run after the other hooks
@@ -773,7 +773,6 @@ def _wrap_outputs(out: Any, ctx: BackwardCtx | None) -> Any:
             t._requires_grad = True
             t._grad_fn = ctx
         ctx._outputs = (weakref.ref(t),)
-        ctx._n_outputs = 1
         ctx._output_meta = ((out.shape, out.dtype, out.device),)
         return t
     single = isinstance(out, NDArray)
