@@ -97,6 +97,13 @@ PRIMITIVES: dict[str, str] = {
     "eig": "(A): (eigenvalues (..., n), eigenvectors (..., n, n)) of square (..., n, n) A, float32, float64, complex64 "
            "or complex128, both complex (complex64 for float32 and complex64 A), as LAPACK's geev: the eigenvectors "
            "are the columns, each of unit 2-norm with its largest-magnitude component real",
+    "cholesky": "(A): (L, info) of the Cholesky factorization A = L L^T of symmetric positive-definite (..., n, n) A "
+                "of float32 or float64, read from its lower triangle: L lower triangular (zeros above the diagonal), "
+                "info int32 (...,), 0 or the order of the first leading minor that is not positive-definite (LAPACK's "
+                "potrf; L's values past a failure are the library's)",
+    "triangular_solve": "(A, B, upper, unitriangular): X with A X = B for triangular (..., n, n) A, read from its "
+                        "upper or lower triangle only (its diagonal taken as ones when unitriangular), and "
+                        "(..., n, k) B of A's dtype (float32 or float64), batch dims equal (LAPACK's trsm)",
     "ldl_factor": "(A, hermitian): (LD, pivots, info) of the Bunch-Kaufman factorization A = L D L^T (hermitian: "
                   "L D L^H) of square (..., n, n) A read from its lower triangle, in LAPACK sytrf's (hetrf's) compact "
                   "form: LD holds L's multipliers below the diagonal, D's 1x1 and 2x2 blocks on and below it, zeros "

@@ -1,7 +1,9 @@
-"""Determinants, solvers and factorizations (LU-style elimination, Cholesky, QR) written over Genesis ops.
+"""Determinants, solvers and factorizations (LU-style elimination, Cholesky, QR).
 
-Each is a composite of differentiable Genesis ops, so it runs on every device and has autograd. They take O(n) to
-O(n^2) Python steps per call: accurate for well-conditioned matrices of modest size, not a LAPACK replacement.
+The Cholesky factorization and triangular solves of float32 and float64 matrices run on the backend's library
+(:mod:`genesis.linalg.native`: one call, analytic gradients); so do the substitutions of the LU-based solvers.
+The rest, and complex matrices, are composites of differentiable Genesis ops: they run on every device and have
+autograd, in O(n) to O(n^2) Python steps per call (accurate for well-conditioned matrices of modest size).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from genesis import dtypes
 from genesis import ops as F
 from genesis.autograd import Function
+from genesis.linalg import native
 from genesis.ndarray import broadcast_shapes
 from genesis.ops.autocast import one_op
 from genesis.tensor import Tensor
@@ -171,8 +174,11 @@ def _solve_ex(op: str, A: Tensor, B: Tensor, left: bool) -> tuple[Tensor, Tensor
 
 
 def _substitute(T: Tensor, B: Tensor, upper: bool, unit: bool) -> Tensor:
-    """X with ``T X = B`` for triangular (..., n, n) T and (..., n, k) B, one row of X per step."""
+    """X with ``T X = B`` for triangular (..., n, n) T and (..., n, k) B (one triangle of T read): the backend's
+    library for real matrices, else one row of X per step."""
     n = T.shape[-1]
+    if n and T.dtype in native.DTYPES:
+        return native.triangular_solve(T, B, upper, unit)
     if n == 0:
         return B + F.sum(T, (-2, -1), keepdim=True)  # empty: a copy of B, attached to T's graph (zero gradient)
     order = range(n - 1, -1, -1) if upper else range(n)
@@ -208,6 +214,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
         F.broadcast_tensors(A.sum((-2, -1)), B.sum((-2, -1)))[0].shape)
     A = A.expand((*batch, *A.shape[-2:]))
     B = B.expand((*batch, *B.shape[-2:]))
+    if A.dtype in native.DTYPES:
+        return _substitute(A, B, upper, unitriangular)  # reads one triangle; its gradient stays in it
     return _substitute(F.triu(A) if upper else F.tril(A), B, upper, unitriangular)
 
 
@@ -257,8 +265,8 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """Cholesky factor L (lower triangular, positive diagonal) with ``A = L L^T`` of symmetric positive-definite
     matrices (..., n, n); only the lower triangle of A is read. ``upper=True`` returns ``L^T``.
 
-    Computed column by column (n vectorized steps); LinAlgError (a RuntimeError) as torch when a leading minor is
-    not positive.
+    On the backend's library for float32 and float64 (column by column in Genesis ops for complex matrices);
+    LinAlgError (a RuntimeError) as torch when a leading minor is not positive.
     """
     L, info = _cholesky_ex("linalg.cholesky", A)
     _check_info("linalg.cholesky", info, _not_positive_definite)
@@ -277,10 +285,10 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     """``cholesky`` that reports failure in ``info`` instead of raising: (L, info), info int32 per matrix, 0 or the
     order of the first leading minor that is not positive-definite.
 
-    No host synchronization unless ``check_errors``, which raises LinAlgError as ``cholesky``. Where a matrix fails
-    at column j, L holds what LAPACK's unblocked potf2 leaves: the columns before j factored, the non-positive
-    reduced pivot at (j, j), and A's lower triangle from there on (torch's blocked LAPACK, used for large n, may
-    leave other values there).
+    No host synchronization unless ``check_errors``, which raises LinAlgError as ``cholesky``. Where a matrix fails,
+    L's values are those the backend's library leaves (LAPACK on the CPU, cuSOLVER on CUDA; for complex matrices,
+    what LAPACK's unblocked potf2 leaves: the columns before the failing one j factored, the non-positive reduced
+    pivot at (j, j), and A's lower triangle from there on).
     """
     L, info = _cholesky_ex("linalg.cholesky", A)
     if check_errors:
@@ -298,6 +306,8 @@ def _cholesky_ex(op: str, A: Tensor) -> tuple[Tensor, Tensor]:
     info = A.new_zeros(tuple(A.shape[:-2]), dtype=dtypes.int32)
     if n == 0:
         return A.clone(), info
+    if A.dtype in native.DTYPES:
+        return native.cholesky(A)
     # Values from the lower triangle only; the gradient symmetrized, as torch's (A is taken as symmetric).
     lower = F.tril(A.detach())
     symmetric = (A + A.mT) * 0.5

@@ -328,6 +328,15 @@ def eig(A: NDArray) -> tuple[NDArray, NDArray]:
     return wrap(values), wrap(vectors)
 
 
+def cholesky(A: NDArray) -> tuple[NDArray, NDArray]:
+    L, info = torch.linalg.cholesky_ex(native(A))
+    return wrap(L), wrap(info)
+
+
+def triangular_solve(A: NDArray, B: NDArray, upper: bool, unitriangular: bool) -> NDArray:
+    return wrap(torch.linalg.solve_triangular(native(A), native(B), upper=upper, unitriangular=unitriangular))
+
+
 def ldl_factor(A: NDArray, hermitian: bool) -> tuple[NDArray, NDArray, NDArray]:
     LD, pivots, info = torch.linalg.ldl_factor_ex(native(A), hermitian=hermitian)
     return wrap(LD), wrap(pivots), wrap(info)

@@ -1,0 +1,95 @@
+"""The ``cholesky`` and ``triangular_solve`` primitives of the CUDA backend: cuSOLVER's ``potrf`` and cuBLAS's
+``trsm`` (``nvmath.bindings``, plain int pointers), queued on Genesis's current stream with no host wait.
+
+Genesis arrays are row-major and these libraries column-major: a row-major matrix read column-major is its
+transpose. So the lower Cholesky factor of a row-major A is cuSOLVER's *upper* factor of the same memory (A is
+symmetric; ``A = U^T U`` with ``U^T`` read row-major as L), and a row-major ``A X = B`` is the column-major
+``X^T A^T = B^T``: ``trsm`` from the right, with the triangle flipped. Neither copies a matrix beyond the result
+itself. Batches run one library call per matrix (a batch is a loop on the host, each call a few microseconds).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from nvmath.bindings import cublas, cusolverDn
+
+from genesis import dtypes
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import storage
+from genesis._impl.cuda.creation import arange, contiguous
+from genesis._impl.cuda.elementwise import binary, where
+from genesis._impl.cuda.launch import _contig, _new, _ptr, _stream
+from genesis.ndarray import NDArray
+
+_LOWER, _UPPER = 0, 1  # cublasFillMode_t
+_LEFT, _RIGHT = 0, 1  # cublasSideMode_t
+_OP_N = 0
+_NON_UNIT, _UNIT = 0, 1
+_ONE = {dtypes.float32: np.ones(1, np.float32), dtypes.float64: np.ones(1, np.float64)}  # trsm's alpha (host)
+
+_handles: dict[int, tuple[int, int]] = {}  # device -> (cuSOLVER handle, cuBLAS handle), kept for the process
+
+
+def _libraries(device: int) -> tuple[int, int]:
+    """The device's cuSOLVER and cuBLAS handles, set to the current stream."""
+    handles = _handles.get(device)
+    if handles is None:
+        rt.ensure_device(device)
+        handles = _handles[device] = (cusolverDn.create(), cublas.create())
+    stream = _stream()
+    cusolverDn.set_stream(handles[0], stream)
+    cublas.set_stream(handles[1], stream)
+    return handles
+
+
+def _check_real(op: str, x: NDArray) -> None:
+    if x.dtype not in _ONE:
+        raise RuntimeError(f"{op}: the CUDA backend factors float32 and float64 matrices, got {x.dtype.name}")
+
+
+def cholesky(A: NDArray) -> tuple[NDArray, NDArray]:
+    _check_real("cholesky", A)
+    n = A.shape[-1]
+    batch = A.shape[:-2]
+    count = math.prod(batch)
+    L = contiguous(A)  # factored in place: a copy of A's memory
+    info = _new(batch, dtypes.int32, A.device)
+    if not (count and n):
+        return L, info
+    solver, _ = _libraries(A.device.index)
+    double = A.dtype is dtypes.float64
+    potrf = cusolverDn.dpotrf if double else cusolverDn.spotrf
+    size = (cusolverDn.dpotrf_buffer_size if double else cusolverDn.spotrf_buffer_size)(solver, _UPPER, n,
+                                                                                           _ptr(L), n)
+    work = storage.alloc(max(size, 1) * A.dtype.itemsize, A.device.index)
+    step = n * n * A.dtype.itemsize
+    base, info_base = _ptr(L), _ptr(info)
+    for i in range(count):
+        potrf(solver, _UPPER, n, base + i * step, n, work.ptr, size, info_base + 4 * i)
+    # potrf leaves the other triangle as it was: zero it, as LAPACK's callers (and torch) do.
+    rows = arange(0, n, 1, dtypes.int64, A.device)
+    below = binary("ge", rows.reshape((n, 1)), rows.reshape((1, n)))
+    return where(below, L, 0.0), info
+
+
+def triangular_solve(A: NDArray, B: NDArray, upper: bool, unitriangular: bool) -> NDArray:
+    _check_real("triangular_solve", A)
+    n, k = B.shape[-2], B.shape[-1]
+    count = math.prod(B.shape[:-2])
+    X = contiguous(B)  # solved in place
+    if not (count and n and k):
+        return X
+    A = A if _contig(A) else contiguous(A)
+    _, handle = _libraries(A.device.index)
+    trsm = cublas.dtrsm if A.dtype is dtypes.float64 else cublas.strsm
+    # Column-major: X^T A^T = B^T, A^T lower where A is upper.
+    uplo = _LOWER if upper else _UPPER
+    diag = _UNIT if unitriangular else _NON_UNIT
+    alpha = _ONE[A.dtype].ctypes.data
+    a_base, x_base = _ptr(A), _ptr(X)
+    a_step, x_step = n * n * A.dtype.itemsize, n * k * X.dtype.itemsize
+    for i in range(count):
+        trsm(handle, _RIGHT, uplo, _OP_N, diag, k, n, alpha, a_base + i * a_step, n, x_base + i * x_step, k)
+    return X
