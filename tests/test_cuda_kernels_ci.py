@@ -73,6 +73,7 @@ def _specs() -> list[tuple]:
          (False, 1024)),
         ("check target", ik.check_index_kernel, ("*i32:16", "*i32:16", "*i64", "i64", "i64", "i64", "i64", "i64"),
          (True, 1024)),
+        ("pivot order", ik.pivot_order_kernel, ("*i32:16", "*i64:16", "i32", "i32"), (64,)),
         ("sort", ik.sort_rows_kernel, ("*fp32:16", "*fp32:16", "*i64:16", "i32"), (False, 64)),
         ("normal", rnd.random_kernel, ("*bf16:16", "i64", "u64", "i64", "*i64", "i64", "u64"),
          ("normal", 0.99609375, False, 1024)),

@@ -271,3 +271,38 @@ def test_tensorinv_and_tensorsolve() -> None:
     check_error(RuntimeError, lambda lib, a: lib.linalg.tensorinv(a, ind=0), rand(6, 4, 24))
     check_error(RuntimeError, lambda lib, a: lib.linalg.tensorinv(a, ind=2), rand(6, 4, 2))
     check_error(RuntimeError, lambda lib, a, b: lib.linalg.tensorsolve(a, b), rand(2, 3, 6), rand(2, 2))
+
+
+@pytest.mark.parametrize("op", ["cholesky", "solve_triangular", "det", "solve", "lu_factor"])
+def test_factorizations_differentiate_twice_as_torch(op: str) -> None:
+    """The library-backed factorizations and solves (one graph node each) have gradients that are themselves
+    differentiable: the gradient of a gradient's norm matches torch's."""
+    A0, B0 = _spd(4, 2, seed=3).detach(), rand(2, 4, 3, requires_grad=False, seed=4)
+
+    def run(lib, A, B):
+        if op == "cholesky":
+            out = lib.linalg.cholesky(A)
+        elif op == "solve_triangular":
+            out = lib.linalg.solve_triangular(lib.tril(A), B, upper=False)
+        elif op == "det":
+            out = lib.linalg.det(A)
+        elif op == "solve":
+            out = lib.linalg.solve(A, B)
+        else:
+            out = lib.linalg.lu_factor(A).LU
+        gA, gB = lib.autograd.grad((out * out).sum(), (A, B), create_graph=True, allow_unused=True,
+                                   materialize_grads=True)
+        total = (gA * gA).sum()
+        if gB.requires_grad:  # B takes part (the solves)
+            total = total + (gB * gB).sum()
+        total.backward()
+        return A.grad, B.grad
+
+    t_A, t_B = A0.clone().requires_grad_(), B0.clone().requires_grad_()
+    g_A, g_B = to_genesis(A0, requires_grad=True), to_genesis(B0, requires_grad=True)
+    t_grads, g_grads = run(torch, t_A, t_B), run(genesis, g_A, g_B)
+    for g, t, name in zip(g_grads, t_grads, ("A", "B")):
+        if t is None:
+            assert g is None or float(g.abs().sum().item()) == 0.0, name
+            continue
+        assert_same(g, t, rtol=1e-7, atol=1e-9, what=f"second-order gradient of {name}")

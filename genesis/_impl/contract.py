@@ -104,6 +104,12 @@ PRIMITIVES: dict[str, str] = {
     "triangular_solve": "(A, B, upper, unitriangular): X with A X = B for triangular (..., n, n) A, read from its "
                         "upper or lower triangle only (its diagonal taken as ones when unitriangular), and "
                         "(..., n, k) B of A's dtype (float32 or float64), batch dims equal (LAPACK's trsm)",
+    "lu_factor": "(A): (LU, pivots, info) of LAPACK getrf (partial pivoting) on square (..., n, n) A of float32 or "
+                 "float64: U on and above LU's diagonal, L's multipliers below it, pivots int32 (..., n) 1-based "
+                 "(row i swapped with row pivots[i] at step i), info int32 (...,), 0 or the 1-based index of the "
+                 "first zero on U's diagonal",
+    "pivot_order": "(pivots, m): int64 (..., m) row order that 1-based int32 LAPACK pivots (..., k) apply to m rows: "
+                   "row i of P^T A is row order[i] of A",
     "ldl_factor": "(A, hermitian): (LD, pivots, info) of the Bunch-Kaufman factorization A = L D L^T (hermitian: "
                   "L D L^H) of square (..., n, n) A read from its lower triangle, in LAPACK sytrf's (hetrf's) compact "
                   "form: LD holds L's multipliers below the diagonal, D's 1x1 and 2x2 blocks on and below it, zeros "

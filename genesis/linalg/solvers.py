@@ -443,8 +443,12 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
 
 def _lu_steps(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """LAPACK getrf on (..., m, n): the combined LU matrix (unit-lower multipliers below the diagonal), the final
-    row order (int64, (..., m)) and the 1-based pivot of each step (int32, (..., k))."""
+    row order (int64, (..., m)) and the 1-based pivot of each step (int32, (..., k)). Square real matrices are
+    factored by the backend's library; the others step by step in Genesis ops."""
     m, n = A.shape[-2], A.shape[-1]
+    if m == n and n and A.dtype in native.DTYPES:
+        LU, pivots, order, _ = native.lu_factor(A)
+        return LU, order, pivots
     rows = F.arange_like(m, A)
     cols = F.arange_like(n, A)
     order = rows.expand((*A.shape[:-2], m)).contiguous()
@@ -541,16 +545,11 @@ class LUResult(NamedTuple):
 
 
 def _row_order(pivots: Tensor, m: int) -> Tensor:
-    """The row order (int64, (..., m)) the 1-based LAPACK ``pivots`` (..., k) apply: row i of ``P^T A`` is row
-    ``order[i]`` of A."""
-    rows = F.arange_like(m, pivots)
-    order = rows.expand((*pivots.shape[:-1], m)).contiguous()
-    swaps = pivots.to(dtypes.int64) - 1
-    for i in range(pivots.shape[-1]):
-        j = swaps[..., i:i + 1]  # (..., 1)
-        here, there = order[..., i:i + 1], F.gather(order, -1, j)
-        order = F.where(rows == i, there, F.where(rows == j, here, order))
-    return order
+    """The row order (int64, (..., m)) the 1-based int32 LAPACK ``pivots`` (..., k) apply: row i of ``P^T A`` is
+    row ``order[i]`` of A (the backend's ``pivot_order``)."""
+    if not pivots.shape[-1]:
+        return F.arange_like(m, pivots).expand((*pivots.shape[:-1], m)).contiguous()
+    return Tensor._wrap(pivots.ndarray.backend.pivot_order(pivots.ndarray, m))
 
 
 def _check_pivots(op: str, pivots: Tensor) -> None:

@@ -337,6 +337,18 @@ def triangular_solve(A: NDArray, B: NDArray, upper: bool, unitriangular: bool) -
     return wrap(torch.linalg.solve_triangular(native(A), native(B), upper=upper, unitriangular=unitriangular))
 
 
+def lu_factor(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+    LU, pivots, info = torch.linalg.lu_factor_ex(native(A))
+    return wrap(LU), wrap(pivots), wrap(info)
+
+
+def pivot_order(pivots: NDArray, m: int) -> NDArray:
+    p = native(pivots)
+    # lu_unpack's permutation matrix P (A = P L U) has its one of column i in row order[i].
+    P = torch.lu_unpack(torch.empty((*p.shape[:-1], m, p.shape[-1])), p, unpack_data=False)[0]
+    return wrap(P.argmax(-2))
+
+
 def ldl_factor(A: NDArray, hermitian: bool) -> tuple[NDArray, NDArray, NDArray]:
     LD, pivots, info = torch.linalg.ldl_factor_ex(native(A), hermitian=hermitian)
     return wrap(LD), wrap(pivots), wrap(info)

@@ -1,11 +1,13 @@
-"""The ``cholesky`` and ``triangular_solve`` primitives of the CUDA backend: cuSOLVER's ``potrf`` and cuBLAS's
-``trsm`` (``nvmath.bindings``, plain int pointers), queued on Genesis's current stream with no host wait.
+"""The ``cholesky``, ``triangular_solve``, ``lu_factor`` and ``pivot_order`` primitives of the CUDA backend:
+cuSOLVER's ``potrf`` and ``getrf`` and cuBLAS's ``trsm`` (``nvmath.bindings``, plain int pointers), queued on
+Genesis's current stream with no host wait.
 
 Genesis arrays are row-major and these libraries column-major: a row-major matrix read column-major is its
 transpose. So the lower Cholesky factor of a row-major A is cuSOLVER's *upper* factor of the same memory (A is
 symmetric; ``A = U^T U`` with ``U^T`` read row-major as L), and a row-major ``A X = B`` is the column-major
 ``X^T A^T = B^T``: ``trsm`` from the right, with the triangle flipped. Neither copies a matrix beyond the result
-itself. Batches run one library call per matrix (a batch is a loop on the host, each call a few microseconds).
+itself. LU with row pivoting needs A itself column-major: ``getrf`` factors a transposed copy, and the factors are
+transposed back. Batches run one library call per matrix (a batch is a loop on the host, each call a few microseconds).
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from nvmath.bindings import cublas, cusolverDn
 from genesis import dtypes
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import storage
+from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import arange, contiguous
 from genesis._impl.cuda.elementwise import binary, where
-from genesis._impl.cuda.launch import _contig, _new, _ptr, _stream
+from genesis._impl.cuda.kernels import index as ik
+from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _psig, _ptr, _stream
+from genesis._impl.cuda.reductions import arg_reduce, reduce
 from genesis.ndarray import NDArray
 
 _LOWER, _UPPER = 0, 1  # cublasFillMode_t
@@ -71,7 +76,13 @@ def cholesky(A: NDArray) -> tuple[NDArray, NDArray]:
     # potrf leaves the other triangle as it was: zero it, as LAPACK's callers (and torch) do.
     rows = arange(0, n, 1, dtypes.int64, A.device)
     below = binary("ge", rows.reshape((n, 1)), rows.reshape((1, n)))
-    return where(below, L, 0.0), info
+    L = where(below, L, 0.0)
+    # LAPACK fails on a NaN pivot (NaN spreads to the pivots after it); potrf does not check: report the first.
+    diagonal = L.diagonal(0, -2, -1)
+    nan = binary("ne", diagonal, diagonal)
+    first = binary("add", arg_reduce("argmax", nan.astype(dtypes.int32), nan.ndim - 1, False), 1).astype(dtypes.int32)
+    missed = binary("logical_and", binary("eq", info, 0), reduce("any", nan, (nan.ndim - 1,), False))
+    return L, where(missed, first, info)
 
 
 def triangular_solve(A: NDArray, B: NDArray, upper: bool, unitriangular: bool) -> NDArray:
@@ -93,3 +104,42 @@ def triangular_solve(A: NDArray, B: NDArray, upper: bool, unitriangular: bool) -
     for i in range(count):
         trsm(handle, _RIGHT, uplo, _OP_N, diag, k, n, alpha, a_base + i * a_step, n, x_base + i * x_step, k)
     return X
+
+
+def lu_factor(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+    _check_real("lu_factor", A)
+    n = A.shape[-1]
+    batch = A.shape[:-2]
+    count = math.prod(batch)
+    factors = contiguous(A.transpose(-2, -1))  # A column-major, factored in place
+    pivots = _new((*batch, n), dtypes.int32, A.device)
+    info = _new(batch, dtypes.int32, A.device)
+    if count and n:
+        solver, _ = _libraries(A.device.index)
+        double = A.dtype is dtypes.float64
+        getrf = cusolverDn.dgetrf if double else cusolverDn.sgetrf
+        size = (cusolverDn.dgetrf_buffer_size if double else cusolverDn.sgetrf_buffer_size)(solver, n, n,
+                                                                                               _ptr(factors), n)
+        work = storage.alloc(max(size, 1) * A.dtype.itemsize, A.device.index)
+        step = n * n * A.dtype.itemsize
+        base, pivot_base, info_base = _ptr(factors), _ptr(pivots), _ptr(info)
+        for i in range(count):
+            getrf(solver, n, n, base + i * step, n, work.ptr, pivot_base + 4 * n * i, info_base + 4 * i)
+    return contiguous(factors.transpose(-2, -1)), pivots, info
+
+
+_PIVOT_ORDER = td.Kernel(ik.pivot_order_kernel)
+
+
+def pivot_order(pivots: NDArray, m: int) -> NDArray:
+    k = pivots.shape[-1]
+    order = _new((*pivots.shape[:-1], m), dtypes.int64, pivots.device)
+    count = math.prod(pivots.shape[:-1])
+    if not (count and m):
+        return order
+    rt.ensure_device(pivots.device.index)
+    pivots = pivots if _contig(pivots) else contiguous(pivots)
+    p, q = _ptr(pivots), _ptr(order)
+    go = _PIVOT_ORDER.launcher((_psig(pivots, p), _psig(order, q), "i32", "i32"), (max(_next_pow2(m), 16),), 4)
+    go(count, 1, 1, p, q, k, m)
+    return order

@@ -90,6 +90,21 @@ def check_index_kernel(x, out, flag, n, low, high, ignore, code, HAS_IGNORE: tl.
 
 
 @triton.jit
+def pivot_order_kernel(pivots, order, n, m, BLOCK: tl.constexpr):
+    # order[b, :] = the row order that the 1-based LAPACK pivots[b, :n] apply to m rows (row i of P^T A is row
+    # order[i] of A): getrf's swaps replayed in registers, one program per matrix.
+    b = tl.program_id(0).to(tl.int64)
+    rows = tl.arange(0, BLOCK)
+    current = rows.to(tl.int64)
+    for i in range(0, n):
+        p = tl.load(pivots + b * n + i).to(tl.int64) - 1
+        at_i = tl.sum(tl.where(rows == i, current, 0))
+        at_p = tl.sum(tl.where(rows == p, current, 0))
+        current = tl.where(rows == i, at_p, tl.where(rows == p, at_i, current))
+    tl.store(order + b * m + rows, current, mask=rows < m)
+
+
+@triton.jit
 def searchsorted_kernel(seq, values, out, n_values, K, rows_per_seq, v_per_row, RIGHT: tl.constexpr,
                         STEPS: tl.constexpr, BLOCK: tl.constexpr):
     # Contiguous seq (R, K) and values (R, V) (R = 1 broadcasts seq); binary search per value.
