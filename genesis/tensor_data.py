@@ -24,8 +24,9 @@ def _check_one_element(t: Any) -> None:
 
 
 def infer_dtype(data: Any, tensor_type: type) -> dtypes.dtype:
-    """The dtype torch.tensor would pick for nested Python data: tensors and numpy scalars inside count as numbers of
-    their own dtype, promoted with the others (``[tensor(2), 1.5]`` is float32, ``[bfloat16 tensor, 2.0]`` float32)."""
+    """The dtype torch.tensor would pick for nested Python data: tensors, numpy scalars and numpy arrays inside count
+    as numbers of their own dtype, promoted with the others (``[tensor(2), 1.5]`` is float32, ``[bfloat16 tensor,
+    2.0]`` float32, a list of float64 arrays float64)."""
     _sizes(data)  # torch reads the shape first: a string there is its ValueError, before any dtype error
     kind = 0
     typed = None  # numpy scalars carry their own dtype, which torch keeps
@@ -38,7 +39,7 @@ def infer_dtype(data: Any, tensor_type: type) -> dtypes.dtype:
             continue
         if isinstance(item, (list, tuple)):
             stack.extend(item)
-        elif isinstance(item, np.generic):
+        elif isinstance(item, (np.generic, np.ndarray)):  # an array in a list fills the remaining dims, typed
             d = dtypes.from_numpy(item.dtype)
             typed = d if typed is None else dtypes.promote_types(typed, d)
         elif isinstance(item, bool):
@@ -67,7 +68,8 @@ def _has_leaf(data: Any) -> bool:
 
 
 def _sizes(data: Any) -> list[int]:
-    """The shape torch reads from nested lists: the length at each depth along the chain of first elements."""
+    """The shape torch reads from nested lists: the length at each depth along the chain of first elements (a numpy
+    array there adds its whole shape)."""
     sizes = []
     while isinstance(data, list):
         sizes.append(len(data))
@@ -76,6 +78,8 @@ def _sizes(data: Any) -> list[int]:
         data = data[0]
     if isinstance(data, str):  # a string is a sequence of strings, without end
         raise ValueError("tensor(): too many dimensions 'str'")
+    if isinstance(data, np.ndarray):
+        sizes.extend(data.shape)
     return sizes
 
 
@@ -91,6 +95,10 @@ def _check_nested(data: list, tensor_type: type) -> None:
         item, dim = stack.pop()
         if isinstance(item, tensor_type) and dim == len(sizes):
             _check_one_element(item)
+        elif isinstance(item, np.ndarray):  # fills the remaining dimensions: their lengths are checked here
+            for d, (want, got) in enumerate(zip(sizes[dim:], item.shape), dim):
+                if want != got:
+                    raise ValueError(f"tensor(): expected sequence of length {want} at dim {d} (got {got})")
         elif isinstance(item, tensor_type) or hasattr(item, "__array__"):
             continue  # converted whole (tensors and arrays fill the remaining dimensions)
         elif dim == len(sizes):

@@ -62,6 +62,18 @@ def test_tensor_from_numpy_scalars_keeps_their_dtype():
         assert_same(genesis.tensor(data, device=DEVICE), torch.tensor(data))
 
 
+@pytest.mark.filterwarnings("ignore:Creating a tensor from a list of numpy.ndarrays")  # torch's slow-path warning
+def test_tensor_from_a_list_of_numpy_arrays():
+    for data in ([np.arange(3), np.arange(3)], [np.arange(3, dtype=np.float64), np.arange(3, dtype=np.float32)],
+                 [np.arange(3, dtype=np.int32), [1, 2, 3]], [np.arange(3), [1.5, 2, 3]], [np.arange(3) > 1] * 2,
+                 (np.ones((2, 2), np.float32), np.zeros((2, 2), np.float32)), [[np.ones(2), np.zeros(2)]] * 2,
+                 [np.arange(4).reshape(2, 2)[:, 0], np.arange(2)]):
+        assert_same(genesis.tensor(data, device=DEVICE), torch.tensor(data))
+    assert_same(genesis.tensor([np.arange(3)] * 2, dtype=genesis.float32, device=DEVICE),
+                torch.tensor([np.arange(3)] * 2, dtype=torch.float32))
+    check_error(ValueError, lambda lib: lib.tensor([np.arange(3), np.arange(2)]), match="length 3 at dim 1 .got 2.")
+
+
 def test_tensor_constructor():
     assert_same(genesis.Tensor([1, 2, 3]), torch.Tensor([1, 2, 3]))
     assert_same(genesis.Tensor([[1.5, 2]]), torch.Tensor([[1.5, 2]]))

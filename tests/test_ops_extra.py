@@ -146,6 +146,14 @@ def test_quantile_edges_and_errors():
     check_error(RuntimeError, lambda lib, x, q: lib.quantile(x, q), rand(3), torch.tensor([0.5], dtype=torch.float32))
     check_error(RuntimeError, lambda lib, x: lib.quantile(x, 0.5, interpolation="cubic"), rand(3))
     check_error(RuntimeError, lambda lib, x, q: lib.quantile(x, q), rand(3), rand(2, 2, requires_grad=False))
+    check_error(RuntimeError, lambda lib, x: lib.quantile(x, 2), rand(3), match=r"range \[0, 1\] but got 2$")
+    check_error(RuntimeError, lambda lib, x: lib.nanquantile(x, -0.25), rand(3),
+                match=r"^quantile\(\) q must .* -0.25$")
+    for dtype in (torch.float16, torch.bfloat16):
+        check_error(RuntimeError, lambda lib, x: lib.quantile(x, 0.5), rand(3, dtype=dtype),
+                    match="must be either float or double dtype")
+        check_error(RuntimeError, lambda lib, x: lib.nanquantile(x, 0.5), rand(3, dtype=dtype),
+                    match=r"^quantile\(\) input tensor")
 
 
 def test_bincount_histc():
@@ -228,6 +236,17 @@ def test_cdist_dist(p):
     check(lambda lib, a, b: lib.cdist(a, b, p=p), a, b, backward=p != 0)
     check(lambda lib, a, b: lib.dist(a, b, p), rand(3, 4), rand(4, seed=1), backward=p != 0)
     check(lambda lib, a, b: a.dist(b, p), rand(3, 4), rand(4, seed=1), backward=p != 0)
+
+
+def test_cdist_pdist_infinity_norm_ties_and_no_coordinates():
+    # torch's cdist and pdist give every coordinate at the maximum the whole gradient (dist and norm share it).
+    a = torch.tensor([[0.0, 1.0], [3.0, 4.0], [1.0, 0.0]], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([[0.0, 1.0], [2.0, 2.0]], dtype=torch.float64, requires_grad=True)
+    check(lambda lib, a, b: lib.cdist(a, b, p=math.inf), a, b)
+    check(lambda lib, a: lib.nn.functional.pdist(a, math.inf), a)
+    check(lambda lib, a, b: lib.dist(a, b, math.inf), a[1], b[0])
+    check(lambda lib, a, b: lib.cdist(a, b, p=math.inf), rand(2, 0), rand(3, 0))
+    check(lambda lib, a: lib.nn.functional.pdist(a, math.inf), rand(3, 0))
 
 
 def test_cdist_zero_distance_and_errors():

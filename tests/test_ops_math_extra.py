@@ -223,6 +223,22 @@ def test_inplace_acosh_and_binary() -> None:
     check(lambda lib, a: (a * 1).float_power_(2.5), rand(3, low=0.1))
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_atan2_gradient_is_zero_at_the_origin(dtype: torch.dtype) -> None:
+    # torch's backward zeroes 1 / (a^2 + b^2) where the sum is 0 (at the origin or where it underflows).
+    a = torch.tensor([0.0, 0.0, 1e-30, 1.0, -2.0], dtype=dtype, requires_grad=True)
+    b = torch.tensor([0.0, -0.0, 1e-30, 0.5, 3.0], dtype=dtype, requires_grad=True)
+    check(lambda lib, a, b: lib.atan2(a, b), a, b)
+
+
+@pytest.mark.parametrize("eps", [None, 0.1, 0.0])
+def test_logit_gradient_at_and_beyond_0_and_1(eps: float | None) -> None:
+    # torch's grad / (x (1 - x)): infinite at 0 and 1, NaN outside [0, 1]; 0 outside [eps, 1 - eps] with eps.
+    x = torch.tensor([-0.5, 0.0, 0.05, 0.1, 0.5, 0.9, 1.0, 1.5], dtype=torch.float64, requires_grad=True)
+    check(lambda lib, x: lib.logit(x, eps), x)
+    check(lambda lib, x: x.logit(eps), rand(3, 4, low=0.1, high=0.9))
+
+
 def test_inplace_comparisons_and_logic() -> None:
     a, b = rand(3, 4, requires_grad=False), rand(4, requires_grad=False, seed=6)
     for name in ("eq_", "ne_", "lt_", "le_", "gt_", "ge_", "greater_", "greater_equal_", "less_", "less_equal_",

@@ -15,7 +15,7 @@ from genesis.ops._args import _check_tensor, ones_like_bool
 from genesis.ops.autocast import autocast_args, one_op
 from genesis.ops.compare import where
 from genesis.ops.nn import Linear
-from genesis.ops.reduce import norm, sum
+from genesis.ops.reduce import amax, norm, sum
 from genesis.ops.sparse import SparseTensor, sparse_matmul
 from genesis.tensor import Tensor
 
@@ -428,7 +428,20 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     batch = broadcast_shapes("cdist", x1.shape[:-2], x2.shape[:-2])
     a = x1.expand((*batch, *x1.shape[-2:])).unsqueeze(-2)  # (..., P, 1, M)
     b = x2.expand((*batch, *x2.shape[-2:])).unsqueeze(-3)  # (..., 1, R, M)
-    return _graph_norm(a - b, p, (-1,))
+    return distance_norm(a - b, p)
+
+
+def distance_norm(diff: Tensor, p: float) -> Tensor:
+    """The p-norm of the differences ``diff`` along the last dim, differentiated as torch's ``cdist`` and ``pdist``:
+    with p = inf every coordinate at the maximum receives the whole gradient (``norm`` shares it among ties), and
+    the p = 0 count stays attached to the graph with a zero gradient."""
+    if p != math.inf:
+        return _graph_norm(diff, p, (-1,))
+    if diff.shape[-1] == 0:  # vectors without coordinates are 0 apart (a maximum over nothing would raise)
+        return sum(diff, -1)
+    size = diff.abs()
+    top = amax(size.detach(), -1, keepdim=True)
+    return (top + sum(where(size == top, size - size.detach(), 0.0), -1, keepdim=True)).squeeze(-1)
 
 
 @one_op("dist")

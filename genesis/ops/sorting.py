@@ -201,6 +201,11 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
     ``sorted_sequence``'s shape, gives the indices that sort an unsorted sequence along its last dim (its
     ``argsort``); the results index that sorted order, as torch's."""
     if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if side == "left" and right:
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                               "while right was True")
         right = side == "right"
     if not isinstance(values, Tensor):
         values = _from_data(values, device=sorted_sequence.device)
@@ -210,7 +215,9 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
                            f"{list(sorted_sequence.shape)} and input value tensor {list(values.shape)}")
     if sorter is not None:
         sorted_sequence = sorted_sequence.gather(-1, _check_sorter(sorter, sorted_sequence))
-    values = values.to(sorted_sequence.dtype)
+    # Compared in the promoted dtype, as torch: float values are not truncated against integer boundaries.
+    common = dtypes.promote_types(sorted_sequence.dtype, values.dtype)
+    sorted_sequence, values = sorted_sequence.to(common), values.to(common)
     out = Tensor._wrap(sorted_sequence.device.backend.searchsorted(sorted_sequence.ndarray, values.ndarray, right))
     return out.to(dtypes.int32) if out_int32 else out
 
@@ -233,6 +240,10 @@ def _check_sorter(sorter: Tensor, sorted_sequence: Tensor) -> Tensor:
 
 
 def bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
+    """The bucket of each element of ``input`` among the 1-D sorted ``boundaries`` (``searchsorted`` with the
+    arguments swapped): ``boundaries[i-1] < x <= boundaries[i]``, or ``<= x <`` with ``right=True``."""
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 

@@ -80,25 +80,28 @@ def _quantile(op: str, input: Tensor, q: Any, dim: int | None, keepdim: bool, in
               ignore_nan: bool) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
+    # As torch: both ops word their checks as quantile()'s and take float32 and float64 inputs only.
+    if input.dtype not in (dtypes.float32, dtypes.float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
-        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest, but "
+        raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, but "
                            f"got {interpolation}")
     scalar_q = not isinstance(q, Tensor)
     if isinstance(q, Tensor):
         if q.ndim > 1:
-            raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
         if q.dtype is not input.dtype:
-            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
         qs = q.detach().reshape(-1).tolist()
         scalar_q = q.ndim == 0
+        if builtins.any(not 0 <= v <= 1 for v in qs):
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
     else:
         qs = [float(q)]
-    if builtins.any(not 0 <= v <= 1 for v in qs):
-        raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+        if not 0 <= qs[0] <= 1:
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {qs[0]:g}")
     if input.numel() == 0:
-        raise RuntimeError(f"{op}() input tensor must be non-empty")
+        raise RuntimeError("quantile() input tensor must be non-empty")
     if dim is None:
         x, d = input.reshape(-1), 0
     else:

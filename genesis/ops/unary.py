@@ -254,8 +254,8 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``x`` where ``|x| > lambd``, 0 elsewhere (``nn.functional.hardshrink``)."""
-    return where(abs(input) > lambd, input, 0.0)
+    """0 where ``|x| <= lambd``, ``x`` elsewhere (``nn.functional.hardshrink``; NaN stays NaN)."""
+    return where(abs(input) <= lambd, 0.0, input)
 
 
 class Gelu(Unary):

@@ -87,21 +87,30 @@ def tanh(input: Tensor) -> Tensor:
     return T.tanh(input)
 
 
+def _hardtanh(x: Tensor, min_val: float, max_val: float) -> Tensor:
+    """``clamp(x, min_val, max_val)`` with torch's hardtanh gradient: zero at the two bounds as well as outside them
+    (clamp's own gradient passes at the bounds). Without autograd it is the one clamp."""
+    clamped = T.clamp(x, min_val, max_val)
+    if not (x.requires_grad and is_grad_enabled()):
+        return clamped
+    return T.where((x <= min_val) | (x >= max_val), clamped.detach(), x)
+
+
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
-    """``clamp(x, min_val, max_val)``."""
+    """``clamp(x, min_val, max_val)``; its gradient is zero at and beyond the bounds."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _apply(input, inplace, lambda x: T.clamp(x, min_val, max_val))
+    return _apply(input, inplace, lambda x: _hardtanh(x, min_val, max_val))
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    """``relu6(x + 3) / 6``."""
-    return _apply(input, inplace, lambda x: T.clamp(x + 3.0, 0.0, 6.0) / 6.0)
+    """``relu6(x + 3) / 6``; its gradient is ``1/6`` strictly inside ``(-3, 3)``, 0 elsewhere."""
+    return _apply(input, inplace, lambda x: _hardtanh(x + 3.0, 0.0, 6.0) / 6.0)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * relu6(x + 3) / 6``."""
-    return _apply(input, inplace, lambda x: x * (T.clamp(x + 3.0, 0.0, 6.0) / 6.0))
+    """``x * relu6(x + 3) / 6``; its gradient is 0 up to -3, ``x / 3 + 1/2`` inside ``(-3, 3)``, 1 from 3 on."""
+    return _apply(input, inplace, lambda x: x * (_hardtanh(x + 3.0, 0.0, 6.0) / 6.0))
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -124,9 +133,17 @@ def tanhshrink(input: Tensor) -> Tensor:
     return input - T.tanh(input)
 
 
+def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
+    """``value`` where ``x <= threshold``, ``x`` elsewhere (NaN stays NaN), in ``x``'s dtype: for an integer ``x``
+    the value is truncated toward zero, as torch converts it."""
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        value = int(value)
+    return T.where(x <= threshold, value, x)
+
+
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """``x`` where ``x > threshold``, ``value`` elsewhere."""
-    return _apply(input, inplace, lambda x: T.where(x > threshold, x, value))
+    """``value`` where ``x <= threshold``, ``x`` elsewhere (NaN stays NaN)."""
+    return _apply(input, inplace, lambda x: _threshold(x, threshold, value))
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
@@ -197,19 +214,18 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place ``threshold``."""
-    # The argument ``threshold`` hides the function of that name here.
-    return _apply(input, True, lambda x: T.where(x > threshold, x, value))
+    return _apply(input, True, lambda x: _threshold(x, threshold, value))
 
 
 # ------------------------------------------------------------------ shrinking, randomized and sampled activations
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between (NaN stays NaN)."""
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be in range [0, inf) for input dtype {input.dtype}, but found "
                            f"{lambd}")
-    return T.where(input > lambd, input - lambd, T.where(input < -lambd, input + lambd, 0.0))
+    return T.where((input >= -lambd) & (input <= lambd), 0.0, T.where(input < -lambd, input + lambd, input - lambd))
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
@@ -225,9 +241,8 @@ def randomized_relu(input: Tensor, lower: float, upper: float, training: bool, i
     namespace ``rrelu(input, lower, upper, training, generator)``."""
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
-    if not training:
-        slope = (lower + upper) / 2
-        return _apply(input, inplace, lambda x: T.where(x >= 0, x, x * slope))
+    if not training:  # torch's leaky_relu with the mean slope (the slope's gradient at 0 too)
+        return _apply(input, inplace, lambda x: _leaky_relu(x, (lower + upper) / 2))
     noise = random.rand(input.shape, generator=generator, dtype=input.dtype, device=input.device) * (
         upper - lower) + lower
     return _apply(input, inplace, lambda x: T.where(x > 0, x, x * noise))

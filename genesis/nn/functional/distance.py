@@ -6,6 +6,7 @@ from genesis import amp, linalg
 from genesis import ops as T
 from genesis.dtypes import SCALAR_TYPE_NAMES, int64, promote_types
 from genesis.ops.autocast import one_op
+from genesis.ops.linalg import distance_norm
 from genesis.tensor import Tensor, tensor
 
 
@@ -49,4 +50,4 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     second = [j for i in range(n) for j in range(i + 1, n)]
     rows_i = T.index_select(input, 0, tensor(first, dtype=int64, device=input.device))
     rows_j = T.index_select(input, 0, tensor(second, dtype=int64, device=input.device))
-    return T.norm(rows_i - rows_j, p, -1)
+    return distance_norm(rows_i - rows_j, p)
