@@ -10,6 +10,7 @@ import torch
 
 import genesis
 from genesis import amp, optim
+from genesis.cuda import amp as cuda_amp
 from tests.helpers import DEVICE, assert_same, check, rand, to_genesis
 
 LOOSE = {"rtol": 3e-2, "atol": 3e-2}
@@ -187,6 +188,22 @@ def test_bad_arguments() -> None:
         ctx = genesis.autocast("cpu", dtype=genesis.float64)
     with ctx:
         assert not amp.is_autocast_enabled("cpu")
+
+
+def test_cuda_autocast_without_cuda_is_disabled_with_a_warning() -> None:
+    """Older scripts enter ``torch.cuda.amp.autocast()`` unconditionally; without CUDA torch warns and the region
+    runs in full precision."""
+    if genesis.cuda.is_available():
+        pytest.skip("needs a machine without CUDA")
+    a = genesis.ones(2, 2)
+    for make in (lambda: genesis.autocast("cuda"), cuda_amp.autocast):
+        with pytest.warns(UserWarning, match="CUDA is not available"):
+            ctx = make()
+        with ctx:
+            assert not amp.is_autocast_enabled("cuda") and not amp.is_autocast_enabled()
+            assert (a @ a).dtype is genesis.float32
+    with pytest.warns(UserWarning, match="CUDA is not available"), torch.autocast("cuda"):
+        assert not torch.is_autocast_enabled("cuda")
 
 
 def test_gradients_reach_float32_parameters_in_float32() -> None:

@@ -391,3 +391,26 @@ def test_positive_definite_inverse_of_a_matrix_that_is_not() -> None:
     not_positive_definite = torch.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=torch.float64)
     err = check_like_torch(lambda lib, y: T(lib).PositiveDefiniteTransform().inv(y), not_positive_definite)
     assert err is not None
+
+
+MATRICES = {
+    "not square": torch.tensor([[1.0, 2.0, 3.0], [2.0, 1.0, 0.0]]),
+    "asymmetric within rtol": torch.tensor([[1000.0, 500.001], [500.0, 1000.0]]),
+    "asymmetric": torch.tensor([[1.0, 1e-3], [0.0, 1.0]]),
+    "indefinite": torch.tensor([[1.0, 2.0], [2.0, 1.0]]),
+    "batch": torch.tensor([[[2.0, 1.0], [1.0, 2.0]], [[1.0, 5.0], [0.0, 1.0]], [[0.0, 0.0], [0.0, 0.0]]]),
+}
+
+
+@pytest.mark.parametrize("name", ["square", "symmetric", "positive_semidefinite", "positive_definite"])
+@pytest.mark.parametrize("matrix", sorted(MATRICES))
+def test_matrix_constraints(name: str, matrix: str) -> None:
+    """torch's matrix constraints: False (not an error) for non-square matrices, symmetry as ``isclose`` with
+    ``atol=1e-6`` (relative tolerance included), positive definiteness as a successful Cholesky factorization."""
+    value = MATRICES[matrix]
+    assert_same(getattr(C(genesis), name).check(to_genesis(value)), getattr(C(torch), name).check(value))
+    assert getattr(C(genesis), name).event_dim == 2
+
+
+def test_private_inverse_transform_class() -> None:
+    assert isinstance(T(genesis).ExpTransform().inv, T(genesis)._InverseTransform)

@@ -6,6 +6,7 @@ differentiable input, over broadcast shapes, non-contiguous inputs, 0-d and empt
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -205,6 +206,40 @@ def test_binary_shape_mismatch():
 
 def test_sub_bool_raises():
     check_error(RuntimeError, lambda lib, a, b: a - b, torch.tensor([True]), torch.tensor([False]))
+
+
+@pytest.mark.parametrize("scalar", [np.float32(2.5), np.float16(0.5), np.int32(3), np.int64(-2), np.uint8(4)])
+def test_numpy_scalars_act_as_python_numbers(scalar: object) -> None:
+    """A replay buffer's numpy scalars on the left of an operator or as a bound or fill: torch reads them as the
+    Python numbers they hold (``np.float32(1) - done``, ``clamp(x, min=np.float32(0))``)."""
+    x, n = rand(2, 3), torch.tensor([[3, 4, 5], [6, 7, 9]])
+    for fn in (lambda lib, a: scalar - a, lambda lib, a: scalar / a, lambda lib, a: scalar ** a.abs(),
+               lambda lib, a: lib.pow(scalar, a.abs()), lambda lib, a: lib.rsub(a, scalar),
+               lambda lib, a: a.clamp(min=scalar), lambda lib, a: lib.clamp(a, max=scalar),
+               lambda lib, a: lib.where(a > 0, a, scalar), lambda lib, a: lib.where(a > 0, scalar, a),
+               lambda lib, a: a.masked_fill(a > 0, scalar)):
+        check(fn, x)
+    for fn in (lambda lib, a: scalar // a, lambda lib, a: scalar % a, lambda lib, a: scalar - a):
+        check(fn, n)
+
+
+@pytest.mark.parametrize("operand", [None, "a", object()])
+def test_operand_without_a_dtype_is_a_type_error(operand: object) -> None:
+    """``x + None``, ``x < "a"``: no tensor can hold the operand, a TypeError as torch's."""
+    for fn in (lambda lib, a: a + operand, lambda lib, a: a * operand, lambda lib, a: a < operand,
+               lambda lib, a: lib.add(a, operand), lambda lib, a: lib.maximum(a, operand)):
+        check_error(TypeError, fn, rand(3))
+
+
+@pytest.mark.parametrize("operand", [None, "a", object()])
+def test_equality_with_a_non_tensor_operand_is_identity(operand: object) -> None:
+    """``t == None`` is False and ``t != None`` True, as torch's operators (``None in [t]`` and ``list.index`` work);
+    the functions ``eq``/``ne`` still raise TypeError."""
+    t = to_genesis(rand(3))
+    assert (t == operand) is (rand(3) == operand) is False
+    assert (t != operand) is (rand(3) != operand) is True
+    assert operand not in [t] and [t, operand].index(operand) == 1
+    check_error(TypeError, lambda lib, a: lib.eq(a, operand), rand(3))
 
 
 # ------------------------------------------------------------------ math

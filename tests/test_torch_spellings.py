@@ -230,3 +230,24 @@ def test_uninitialized_parameter_materializes() -> None:
         assert not b.requires_grad
         b.materialize(4)
         assert type(b) is lib.Tensor and tuple(b.shape) == (4,)
+
+
+def test_deprecated_scale_first_overloads() -> None:
+    """The pre-1.5 optimizer idiom ``exp_avg.mul_(b1).add_(1 - b1, grad)``: torch still takes the scale first in
+    ``add``/``sub`` (alpha) and ``addcmul``/``addcdiv`` (value), function, method and in-place, with a warning."""
+    x, a, b = rand(3, 4), rand(4, seed=1), rand(3, 1, seed=2, low=0.5, high=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(lambda lib, x, a: lib.add(x, 0.5, a), x, a)
+        check(lambda lib, x, a: x.sub(-2, a), x, a)
+        check(lambda lib, x, a: x.clone().add_(0.25, a), x, a)
+        check(lambda lib, x, a: x.clone().sub_(3, a), x, a)
+        check(lambda lib, x, a, b: lib.addcmul(x, 0.5, a, b), x, a, b)
+        check(lambda lib, x, a, b: x.addcdiv(-2, a, b), x, a, b)
+        check(lambda lib, x, a, b: x.clone().addcmul_(0.1, a, b), x, a, b)
+        check(lambda lib, x, a, b: x.clone().addcdiv_(-0.3, a, b), x, a, b)
+        check_like_torch(lambda lib, x, a, b: x.addcmul(0.5, a, b, b), x, a, b)
+    g = genesis.ones(2)
+    with pytest.warns(UserWarning, match=r"This overload of addcdiv_ is deprecated:\n\taddcdiv_\(Number value"):
+        g.addcdiv_(2.0, g, g)
+    assert g.tolist() == [3.0, 3.0]

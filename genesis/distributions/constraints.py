@@ -303,15 +303,23 @@ class _CorrCholesky(Constraint):
         return _LowerCholesky().check(value) & unit_row_norm
 
 
-class _Symmetric(Constraint):
-    """Square matrices equal to their transpose (within 1e-6)."""
+class _Square(Constraint):
+    """Square matrices: False for every matrix of a batch of non-square ones."""
 
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
-        if value.shape[-2] != value.shape[-1]:
-            raise ValueError(f"{self!r}: expected square matrices, got shape {tuple(value.shape)}")
-        return ((value - value.transpose(-2, -1)).abs() <= 1e-6).all(-1).all(-1)
+        return F.full(value.shape[:-2], value.shape[-2] == value.shape[-1], dtype=dtypes.bool_, device=value.device)
+
+
+class _Symmetric(_Square):
+    """Square matrices equal to their transpose (``isclose`` with ``atol=1e-6``, as torch's)."""
+
+    def check(self, value: Tensor) -> Tensor:
+        square = super().check(value)
+        if not square.all():
+            return square
+        return F.isclose(value, value.transpose(-2, -1), atol=1e-6).all(-2).all(-1)
 
 
 class _PositiveSemidefinite(_Symmetric):
@@ -319,15 +327,19 @@ class _PositiveSemidefinite(_Symmetric):
 
     def check(self, value: Tensor) -> Tensor:
         symmetric = super().check(value)
-        return symmetric & (linalg.eigvalsh(value) >= 0).all(-1)
+        if not symmetric.all():
+            return symmetric
+        return (linalg.eigvalsh(value) >= 0).all(-1)
 
 
 class _PositiveDefinite(_Symmetric):
-    """Symmetric matrices with positive eigenvalues."""
+    """Symmetric matrices whose Cholesky factorization succeeds (torch's test of positive definiteness)."""
 
     def check(self, value: Tensor) -> Tensor:
         symmetric = super().check(value)
-        return symmetric & (linalg.eigvalsh(value) > 0).all(-1)
+        if not symmetric.all():
+            return symmetric
+        return linalg.cholesky_ex(value).info == 0
 
 
 class _Piecewise(Constraint):
@@ -403,6 +415,7 @@ lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 corr_cholesky = _CorrCholesky()
 multinomial = _Multinomial
+square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
@@ -414,5 +427,5 @@ __all__ = [
     "greater_than", "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval",
     "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
     "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer", "positive_semidefinite",
-    "real", "real_vector", "simplex", "stack", "symmetric", "unit_interval",
+    "real", "real_vector", "simplex", "square", "stack", "symmetric", "unit_interval",
 ]

@@ -28,10 +28,11 @@ from genesis.distributions.matrix_transforms import (
     StickBreakingTransform,
 )
 from genesis.distributions.shape_transforms import CatTransform, ReshapeTransform, StackTransform
-from genesis.distributions.transform_base import (
+from genesis.distributions.transform_base import (  # torch's module has the private inverse class too
     ComposeTransform,
     IndependentTransform,
     Transform,
+    _InverseTransform,  # noqa: F401
     identity_transform,
 )
 from genesis.distributions.utils import clipped_sigmoid, eps, tiny

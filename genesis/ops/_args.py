@@ -21,15 +21,24 @@ def _check_tensor(op: str, x: Any) -> None:
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
 
 
+def python_number(value: Any) -> Any:
+    """A numpy scalar (``np.float32(0.5)``, ``np.int64(3)``: a replay buffer's reward or done flag) as the Python
+    number torch reads it as; anything else unchanged."""
+    if isinstance(value, (Tensor, int, float)) or not hasattr(value, "dtype") or getattr(value, "ndim", 1) != 0:
+        return value
+    return value.item()
+
+
 def _as_operand(op: str, other: Any, like: Tensor) -> Any:
-    """A second operand: Tensors and Python numbers pass; lists and numpy arrays become tensors."""
+    """A second operand: Tensors and Python numbers pass; lists and numpy arrays become tensors; anything else (None,
+    a string, an object) is a TypeError, as torch's."""
     if isinstance(other, (Tensor, int, float, bool)):
         return other
     if hasattr(other, "item") and getattr(other, "ndim", 1) == 0:
         return other.item()
     try:
         return _from_data(other, device=like.device)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RuntimeError):  # RuntimeError: no dtype can hold it (None, an object)
         raise TypeError(f"{op}(): unsupported operand type {type(other).__name__}") from None
 
 

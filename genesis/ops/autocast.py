@@ -21,6 +21,7 @@ import warnings
 from typing import Any, Callable
 
 from genesis import dtypes
+from genesis._impl import cuda_probe
 from genesis.autograd import enable_grad, is_inference_mode_enabled
 from genesis.tensor import Tensor
 
@@ -266,7 +267,8 @@ class autocast:
     Args:
         device_type: "cpu" or "cuda".
         dtype: the lower precision (default bfloat16 on the CPU, float16 on CUDA).
-        enabled: False turns autocast off inside the region (also inside an enclosing autocast).
+        enabled: False turns autocast off inside the region (also inside an enclosing autocast). A "cuda" region
+            where CUDA is not available is disabled with a warning, as in torch.
         cache_enabled: whether the region caches the casts of parameters (default: the thread's current setting,
             :func:`is_autocast_cache_enabled`, on unless changed). The cache empties when the outermost region exits.
     """
@@ -280,7 +282,12 @@ class autocast:
         self.device_type = device_type
         self.fast_dtype = dtypes.to_dtype(dtype) if dtype is not None else _DEFAULT_DTYPE[device_type]
         self._enabled = bool(enabled)
-        if self._enabled and self.fast_dtype not in _SUPPORTED_DTYPES[device_type]:
+        if self._enabled and device_type == "cuda" and not cuda_probe.is_available():
+            # torch's rule: a CUDA region on a machine without CUDA (older scripts' unconditional
+            # ``torch.cuda.amp.autocast()``) runs in full precision.
+            warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
+            self._enabled = False
+        elif self._enabled and self.fast_dtype not in _SUPPORTED_DTYPES[device_type]:
             warnings.warn(f"In {device_type.upper()} autocast, but the target dtype {self.fast_dtype} is not "
                           "supported. Disabling autocast.", stacklevel=2)
             self._enabled = False

@@ -11,7 +11,7 @@ from typing import Any
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray
-from genesis.ops._args import _as_operand, _result_dtype, ones_like_bool
+from genesis.ops._args import _as_operand, _result_dtype, ones_like_bool, python_number
 from genesis.tensor import Tensor
 
 
@@ -49,6 +49,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
     """Elementwise select: ``input`` where ``condition`` is true, else ``other`` (numbers or tensors)."""
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
+    input, other = python_number(input), python_number(other)
     if not isinstance(condition, Tensor):
         raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(condition).__name__}")
     if condition.dtype is not dtypes.bool_:

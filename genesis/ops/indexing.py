@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import numbers
 import warnings
 from typing import Any
 
@@ -202,8 +203,21 @@ def _advanced_indices(view: Tensor, advanced: list[tuple[int, Tensor]]) -> tuple
     return tuple(indices)
 
 
+def _refuse_scalar_key(x: Tensor, key: Any) -> None:
+    """torch's errors for a lone integer or slice applied to a 0-dim tensor (``loss.data[0]`` of older scripts);
+    in a tuple they are "too many indices" as for any tensor."""
+    if isinstance(key, (slice, numbers.Integral)) and not isinstance(key, bool) and x.ndim == 0:
+        if isinstance(key, slice):
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+        if key != 0:
+            raise IndexError(f"index {int(key)} is out of bounds for dimension 0 with size 0")
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+                         "C++ to convert a 0-dim tensor to a number")
+
+
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` with torch's semantics: basic keys give views, tensors/lists/masks give copies."""
+    _refuse_scalar_key(x, key)
     key = _normalize_key(key)
     if _is_basic(key):
         key = tuple(k.__index__() if not isinstance(k, (int, slice)) and k is not None and k is not Ellipsis else k
@@ -266,6 +280,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     advanced parts). With a graph the assignment is an out-of-place ``index_put`` at the flat positions of the
     selected elements, whose result ``x`` takes over.
     """
+    _refuse_scalar_key(x, key)
     key = _normalize_key(key)
     if not isinstance(value, Tensor):
         value = x.new_tensor(value, dtype=x.dtype) if not isinstance(value, (int, float, bool)) else value

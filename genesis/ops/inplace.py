@@ -178,6 +178,9 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
     when one is, through ``writer`` where it can (``add_``, ``sub_``, ``mul_`` by a number or a constant tensor:
     one kernel, as torch's)."""
     def method(self: Tensor, other: Any, alpha: float | None = None, rounding_mode: str | None = None) -> Tensor:
+        if isinstance(alpha, Tensor):  # torch's deprecated ``add_(alpha, other)``
+            arithmetic.warn_scale_first(f"{op}_", "alpha")
+            other, alpha = alpha, other
         if alpha is not None and alpha != 1:
             if (rounding_mode is None and arithmetic.fuses_scale(self, other)
                     and dtypes.result_type(self.dtype, self.ndim, other.dtype, other.ndim) is self.dtype
@@ -343,15 +346,21 @@ _addcmul_written_back = general_method("addcmul", arithmetic.addcmul)
 _addcdiv_written_back = general_method("addcdiv", arithmetic.addcdiv)
 
 
-def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, value: float = 1) -> Tensor:
-    """``self += value * tensor1 * tensor2`` in place, rounded as :func:`~genesis.ops.arithmetic.addcmul`."""
+def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: Tensor, value: float = 1) -> Tensor:
+    """``self += value * tensor1 * tensor2`` in place, rounded as :func:`~genesis.ops.arithmetic.addcmul`; torch's
+    deprecated ``addcmul_(value, tensor1, tensor2)`` is accepted with its warning."""
+    if value_first_args:
+        tensor1, tensor2, value = arithmetic.value_first("addcmul_", tensor1, tensor2, value_first_args)
     if arithmetic._half_operands(self, tensor1, tensor2):
         return _addcmul_written_back(self, tensor1, tensor2, value=value)
     return self.add_((tensor1 * value if value != 1 else tensor1) * tensor2)
 
 
-def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, value: float = 1) -> Tensor:
-    """``self += value * tensor1 / tensor2`` in place, rounded as :func:`~genesis.ops.arithmetic.addcdiv`."""
+def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: Tensor, value: float = 1) -> Tensor:
+    """``self += value * tensor1 / tensor2`` in place, rounded as :func:`~genesis.ops.arithmetic.addcdiv`; torch's
+    deprecated ``addcdiv_(value, tensor1, tensor2)`` is accepted with its warning."""
+    if value_first_args:
+        tensor1, tensor2, value = arithmetic.value_first("addcdiv_", tensor1, tensor2, value_first_args)
     if arithmetic._half_operands(self, tensor1, tensor2):
         return _addcdiv_written_back(self, tensor1, tensor2, value=value)
     return self.add_((tensor1 * value if value != 1 else tensor1) / tensor2)

@@ -17,6 +17,7 @@ from genesis import memory_format as _mf
 from genesis.autograd import no_grad
 from genesis.ndarray import NDArray
 from genesis.ops import compare, complex, join, math_special, reduce, views
+from genesis.ops._args import python_number
 from genesis.tensor import Size, Tensor
 
 
@@ -106,11 +107,26 @@ def cdouble(self: Tensor) -> Tensor:
 
 
 def reflected(fn: Callable) -> Callable:
-    """The reflected operator of ``fn`` (``__rsub__`` ...): the tensor is the right operand."""
+    """The reflected operator of ``fn`` (``__rsub__`` ...): the tensor is the right operand, the left one a number
+    (numpy scalars included: ``np.float32(1) - t``)."""
     def method(self: Tensor, other: Any) -> Tensor:
-        return fn(other, self)
+        return fn(python_number(other), self)
 
     method.__name__ = f"__r{fn.__name__}__"
+    return method
+
+
+def equality(fn: Callable) -> Callable:
+    """``==`` / ``!=`` as torch's operators: an operand no tensor op takes (None, a string...) gives
+    ``NotImplemented``, so Python falls back to identity (``t == None`` is False, ``t != None`` True) where the
+    function (``genesis.eq``) raises TypeError."""
+    def method(self: Tensor, other: Any) -> Any:
+        try:
+            return fn(self, other)
+        except TypeError:
+            return NotImplemented
+
+    method.__name__ = f"__{fn.__name__}__"
     return method
 
 
