@@ -8,7 +8,9 @@ Saving a scripted program (``jit.save`` / ``jit.load``) has no Genesis equivalen
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+import contextlib
+import typing
+from typing import Any, Callable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -43,6 +45,38 @@ def unused(fn: Callable) -> Callable:
 def export(fn: Callable) -> Callable:
     """The decorator for methods TorchScript compiles as entry points: the method unchanged."""
     return fn
+
+
+def script_if_tracing(fn: T) -> T:
+    """The decorator that scripts a function only when it is traced: the function unchanged."""
+    return fn
+
+
+def interface(obj: T) -> T:
+    """The decorator that declares a TorchScript interface type: the class unchanged."""
+    return obj
+
+
+def freeze(mod: T, preserved_attrs: list[str] | None = None, optimize_numerics: bool = True) -> T:
+    """``mod`` itself: freezing inlines a scripted module's parameters; an eager module has nothing to inline."""
+    return mod
+
+
+def optimize_for_inference(mod: T, other_methods: list[str] | None = None) -> T:
+    """``mod`` itself: there is no TorchScript graph to optimize."""
+    return mod
+
+
+@contextlib.contextmanager
+def optimized_execution(should_optimize: bool) -> Iterator[None]:
+    """The switch of TorchScript's graph optimizations: no effect on eager code."""
+    yield
+
+
+@contextlib.contextmanager
+def fuser(name: str) -> Iterator[None]:
+    """The choice of TorchScript's fusion backend: no effect on eager code."""
+    yield
 
 
 def annotate(the_type: Any, the_value: T) -> T:
@@ -99,8 +133,10 @@ def wait(future: Future) -> Any:
 save = _unavailable("save")
 load = _unavailable("load")
 
-#: TorchScript's marker for constant attributes (``x: jit.Final[int]``): a plain type hint in Genesis.
-Final = Any
+#: TorchScript's marker for constant attributes (``x: jit.Final[int]``): ``typing.Final``, as torch's, a plain type
+#: hint in Genesis.
+Final = typing.Final
 
-__all__ = ["Final", "Future", "annotate", "export", "fork", "ignore", "is_scripting", "is_tracing", "load", "save",
-           "script", "trace", "trace_module", "unused", "wait"]
+__all__ = ["Final", "Future", "annotate", "export", "fork", "freeze", "fuser", "ignore", "interface", "is_scripting",
+           "is_tracing", "load", "optimize_for_inference", "optimized_execution", "save", "script",
+           "script_if_tracing", "trace", "trace_module", "unused", "wait"]

@@ -7,7 +7,7 @@ and ``genesis.ops.sparse_csr`` hold the tensor classes and their ops).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from genesis import dtypes
 from genesis.ndarray import normalize_dim
@@ -17,7 +17,57 @@ from genesis.ops.sparse_base import SparseBase
 from genesis.ops.sparse_csr import SparseCsrTensor
 from genesis.tensor import Tensor, zeros
 
-__all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
+__all__ = ["addmm", "check_sparse_tensor_invariants", "log_softmax", "mm", "softmax", "sum"]
+
+
+class check_sparse_tensor_invariants:
+    """torch's switch of the invariant checks in sparse constructors: a context manager, a decorator, and
+    ``enable()`` / ``disable()`` / ``is_enabled()`` (off by default, as torch's).
+
+    Genesis's constructors check the indices of a COO tensor against its size whatever the switch says; the switch
+    keeps its state for the programs (and libraries) that save, set and restore it.
+    """
+
+    _enabled = False
+
+    @staticmethod
+    def is_enabled() -> bool:
+        """Whether the checks are switched on."""
+        return check_sparse_tensor_invariants._enabled
+
+    @staticmethod
+    def enable() -> None:
+        """Switch the checks on."""
+        check_sparse_tensor_invariants._enabled = True
+
+    @staticmethod
+    def disable() -> None:
+        """Switch the checks off."""
+        check_sparse_tensor_invariants._enabled = False
+
+    def __init__(self, enable: bool = True) -> None:
+        self.state = enable
+        self.saved_state: bool | None = None
+
+    def __enter__(self) -> None:
+        if self.saved_state is not None:
+            raise RuntimeError("This context manager instance is already activated. Use a different context manager "
+                               "instance for context nesting.")
+        self.saved_state = self.is_enabled()
+        check_sparse_tensor_invariants._enabled = self.state
+
+    def __exit__(self, *exc: Any) -> None:
+        check_sparse_tensor_invariants._enabled = self.saved_state
+        self.saved_state = None
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` run with the switch in this instance's state."""
+
+        def with_switch(*args: Any, **kwargs: Any) -> Any:
+            with type(self)(self.state):
+                return fn(*args, **kwargs)
+
+        return with_switch
 
 
 def _as_coo(x: Tensor) -> Tensor:

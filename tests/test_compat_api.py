@@ -490,6 +490,11 @@ def test_jit_entry_points_leave_code_eager() -> None:
     for lib in (torch, genesis):
         futures = [lib.jit.fork(lambda a, b=0: a * 2 + b, i, b=1) for i in range(3)]
         assert [lib.jit.wait(f) for f in futures] == [1, 3, 5]
+    assert genesis.jit.freeze(model) is model and genesis.jit.optimize_for_inference(model) is model
+    assert genesis.jit.script_if_tracing(len) is len and genesis.jit.interface(int) is int
+    with genesis.jit.optimized_execution(False), genesis.jit.fuser("fuser1"):
+        # typing.Final, as torch's: `num_tags: jit.Final[int]` in a class body subscripts it
+        assert genesis.jit.Final is torch.jit.Final and genesis.jit.Final[int] == torch.jit.Final[int]
 
 
 def test_fork_rng_and_namespace_distances() -> None:

@@ -34,7 +34,8 @@ def test_every_alias_is_in_both_namespaces(name: str) -> None:
                                   "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
                                   "poisson_nll_loss", "ctc_loss", "max_pool1d", "max_pool2d", "max_pool3d",
                                   "max_pool1d_with_indices", "adaptive_max_pool1d", "avg_pool1d",
-                                  "adaptive_avg_pool1d", "constant_pad_nd", "rms_norm"])
+                                  "adaptive_avg_pool1d", "constant_pad_nd", "rms_norm", "conv_tbc", "lstm_cell",
+                                  "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "embedding_renorm_"])
 def test_positional_parameters_are_torch_schema(name: str) -> None:
     got = [p.name for p in inspect.signature(getattr(genesis, name)).parameters.values()
            if p.kind is p.POSITIONAL_OR_KEYWORD]
@@ -125,6 +126,44 @@ def test_convolutions() -> None:
 
 def test_convolution_errors() -> None:
     check_error(RuntimeError, lambda lib, x, w: lib.conv2d(x, w), rand(1, 3, 5, 5), rand(4, 2, 3, 3))
+
+
+@pytest.mark.parametrize("pad", [0, 1, 3, -1])
+def test_conv_tbc_time_first_convolution(pad: int) -> None:
+    # fairseq's ConvTBC: (T, B, C_in) input, (k, C_in, C_out) weight; a negative pad drops steps at both ends.
+    check(lambda lib, x, w, b: lib.conv_tbc(x, w, b, pad), rand(7, 2, 3), rand(3, 3, 4), rand(4))
+    check(lambda lib, x, w, b: lib.nn.functional.conv_tbc(x, w, b, pad), rand(5, 1, 2), rand(2, 2, 3), rand(3))
+
+
+def test_conv_tbc_empty_output_and_errors() -> None:
+    check(lambda lib, x, w, b: lib.conv_tbc(x, w, b), rand(3, 2, 4), rand(4, 4, 5), rand(5))
+    for w, b, match in (((3, 2, 5), (5,), "Input dim 2"), ((3, 4, 5), (3,), "Bias size must equal dim 2"),
+                        ((3, 4, 5, 1), (5,), "Weight tensor must have 3 dims"), ((6, 4, 5), (5,), "negative")):
+        check_error(RuntimeError, lambda lib, x, w, b: lib.conv_tbc(x, w, b), rand(3, 2, 4), rand(*w), rand(*b),
+                    match=match)
+
+
+@pytest.mark.parametrize("name", ["rnn_tanh_cell", "rnn_relu_cell", "gru_cell", "lstm_cell"])
+@pytest.mark.parametrize("biased", [True, False])
+def test_recurrent_cell_steps(name: str, biased: bool) -> None:
+    gates = {"gru_cell": 3, "lstm_cell": 4}.get(name, 1)
+
+    def step(lib, x, h, c, w_ih, w_hh, b_ih, b_hh):
+        hx = (h, c) if name == "lstm_cell" else h
+        return getattr(lib, name)(x, hx, w_ih, w_hh, *((b_ih, b_hh) if biased else ()))
+
+    check(step, rand(2, 3), rand(2, 4, seed=1), rand(2, 4, seed=2), rand(gates * 4, 3, seed=3),
+          rand(gates * 4, 4, seed=4), rand(gates * 4, seed=5), rand(gates * 4, seed=6))
+
+
+def test_embedding_renorm_in_place() -> None:
+    def renorm(lib, w):
+        w = w.detach().clone()
+        out = lib.embedding_renorm_(w, lib.tensor([[3, 1], [1, 0]], device=w.device), 1.5, 1.0)
+        assert out is w
+        return w
+
+    check(renorm, rand(5, 3, low=-2, high=2))
 
 
 def test_shuffles_bilinear_pdist() -> None:

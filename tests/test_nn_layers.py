@@ -154,6 +154,47 @@ def test_multihead_attention_self_and_kdim_and_unbatched():
     check_module(g, t, rand(4, 2, 6), causal, call=lambda m, x, c: m(x, x, x, attn_mask=c, is_causal=True))
 
 
+def _mha_error(lib, call) -> tuple[type, str]:
+    mha = lib.nn.MultiheadAttention(8, 2)
+    q, k = lib.ones(4, 2, 8), lib.ones(5, 2, 8)
+    with pytest.raises((AssertionError, RuntimeError)) as info:
+        call(lib, mha, q, k)
+    return type(info.value), str(info.value).replace("torch.Size", "genesis.Size")
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, m, q, k: m(q, k, k, attn_mask=lib.zeros(3, 4, 5)),  # 3-D mask not (N * H, L, S)
+    lambda lib, m, q, k: m(q, k, k, attn_mask=lib.zeros(4, 6)),
+    lambda lib, m, q, k: m(q, k, k, attn_mask=lib.zeros(1, 1, 4, 5)),
+    lambda lib, m, q, k: m(q, k, k, key_padding_mask=lib.zeros(2, 4, dtype=lib.bool)),
+    lambda lib, m, q, k: m(q, k, k, key_padding_mask=lib.zeros(3, 5, dtype=lib.bool)),
+    lambda lib, m, q, k: m(q, k, k, key_padding_mask=lib.zeros(2, 5, 1, dtype=lib.bool)),
+    lambda lib, m, q, k: m(q, k, k[:4]),
+    lambda lib, m, q, k: m(q, k[0], k[0]),
+    lambda lib, m, q, k: m(q[:, 0], k[:, 0], k[:, 0], attn_mask=lib.zeros(3, 4, 5)),
+    lambda lib, m, q, k: m(q[0], k, k),
+    lambda lib, m, q, k: m(q, k, k, attn_mask=lib.zeros(4, 5, dtype=lib.long)),
+    lambda lib, m, q, k: m(q, k, k, key_padding_mask=lib.zeros(2, 5, dtype=lib.int32)),
+])
+def test_multihead_attention_checks_shapes_and_mask_types_as_torch(call):
+    # torch's exception types and messages (sizes printed as a Size of each library).
+    assert _mha_error(genesis, call) == _mha_error(torch, call)
+
+
+def test_multihead_attention_merge_masks_and_mixed_mask_warning():
+    for lib in (torch, genesis):
+        mha = lib.nn.MultiheadAttention(4, 2, batch_first=True)
+        x = lib.ones(3, 5, 4)
+        kpm = lib.tensor([[False, False, False, True, True]] * 3)
+        causal = lib.ones(5, 5, dtype=lib.bool).triu(1)
+        merged, kind = mha.merge_masks(causal, kpm, x)
+        assert kind == 2 and tuple(merged.shape) == (3, 2, 5, 5) and merged.dtype == lib.bool
+        assert merged.sum().item() == 3 * 2 * 13  # per head: the causal triangle (10) or a padded key (3 more)
+        assert mha.merge_masks(None, kpm, x)[1] == 1 and mha.merge_masks(None, None, x) == (None, None)
+        with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask and attn_mask is deprecated"):
+            mha(x, x, x, key_padding_mask=kpm, attn_mask=lib.zeros(5, 5))
+
+
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)

@@ -404,6 +404,16 @@ def test_adaptive_log_softmax_errors():
             module(lib.ones(2, 8), lib.tensor([[1, 2]]))
 
 
+def test_adaptive_log_softmax_names_the_target_range_as_torch():
+    # On the CPU, where the check raises at the call (CUDA's runs on the device and reports later).
+    messages = []
+    for lib in (torch, genesis):
+        with pytest.raises(RuntimeError) as info:
+            lib.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3])(lib.ones(3, 8), lib.tensor([-1, 4, 12]))
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] == "Target values should be in [0, 9], but values in range [-1, 12] were found. "
+
+
 @pytest.mark.filterwarnings("ignore:.*NLLLoss2d.*deprecated")
 def test_nll_loss_2d():
     g, t = pair(lambda lib: lib.nn.NLLLoss2d(ignore_index=1))

@@ -510,3 +510,70 @@ def test_packed_sequence_to():
         assert g.dtype is GENESIS_DTYPE[t.dtype] and torch.equal(to_torch(g), t)
     same = genesis.nn.utils.rnn.pack_sequence([to_genesis(x[:, 0])])
     assert same.to(genesis.float64) is same
+
+
+def test_packed_sequence_built_by_hand_and_invert_permutation():
+    # As torch's constructor: unsorted_indices follow from sorted_indices, and a (data, batch_sizes) pair is taken
+    # as the first two fields; a layer's output packed by hand unpacks in the original order.
+    def fn(lib, x):
+        utils = lib.nn.utils.rnn
+        packed = utils.pack_padded_sequence(x, [2, 4, 3], enforce_sorted=False)
+        projected = utils.PackedSequence(packed.data * 2, packed.batch_sizes, packed.sorted_indices)
+        pair_form = utils.PackedSequence((packed.data, packed.batch_sizes))
+        assert pair_form.sorted_indices is None and pair_form.unsorted_indices is None
+        assert type(projected._replace(data=x)).__name__ == "PackedSequence"
+        return (projected.unsorted_indices, utils.invert_permutation(lib.tensor([2, 0, 3, 1], device=x.device)),
+                utils.pad_packed_sequence(projected)[0], pair_form.batch_sizes)
+
+    check(fn, rand(4, 3, 2))
+    assert genesis.nn.utils.rnn.invert_permutation(None) is None
+    with pytest.raises(AssertionError, match="Expected data to be a list or tuple of length 2"):
+        genesis.nn.utils.rnn.PackedSequence(genesis.ones(2))
+
+
+@pytest.mark.parametrize("name, kwargs", [("LSTM", {"proj_size": 2}), ("GRU", {"batch_first": True}),
+                                          ("RNN", {"bidirectional": True})])
+def test_recurrent_check_methods_are_torchs_and_forward_calls_them(name, kwargs):
+    # torch's public check methods: the same answers, and a subclass's override is what forward consults.
+    seen = {}
+    for lib in (torch, genesis):
+        class Recording(getattr(lib.nn, name)):
+            def check_forward_args(self, input, hidden, batch_sizes, lib=lib):
+                seen[lib] = (tuple(input.shape), None if batch_sizes is None else batch_sizes.tolist())
+                super().check_forward_args(input, hidden, batch_sizes)
+
+        layer = Recording(3, 4, num_layers=2, **kwargs)
+        x = lib.ones(5, 2, 3)
+        layer(lib.nn.utils.rnn.pack_padded_sequence(x, [5, 3], enforce_sorted=False))
+        layer(x)
+        batch = 5 if layer.batch_first else 2
+        assert tuple(layer.get_expected_hidden_size(x, None)) == (2 * (1 + layer.bidirectional), batch,
+                                                                   2 if name == "LSTM" else 4)
+        with pytest.raises(RuntimeError, match=r"Expected hidden size \(1, 2, 3\), got \[1, 2, 4\]"):
+            layer.check_hidden_size(lib.ones(1, 2, 4), (1, 2, 3))
+        with pytest.raises(RuntimeError, match="input must have 2 dimensions, got 3"):
+            layer.check_input(x, lib.tensor([2, 1]))
+        h = lib.arange(6.0).reshape(1, 3, 2)
+        permuted = layer.permute_hidden((h, h) if name == "LSTM" else h, lib.tensor([2, 0, 1]))
+        assert (permuted[0] if name == "LSTM" else permuted)[0, :, 0].tolist() == [4.0, 0.0, 2.0]
+    assert seen[torch] == seen[genesis] == ((5, 2, 3), None)
+
+
+def test_recurrent_layers_refuse_empty_sequences_as_torch():
+    check_error(RuntimeError, lambda lib, x: lib.nn.GRU(3, 4, dtype=lib.float64)(x), rand(0, 2, 3),
+                match="Expected sequence length to be larger than 0 in RNN")
+    check_error(RuntimeError, lambda lib, x: lib.nn.LSTM(3, 4, batch_first=True, dtype=lib.float64)(x),
+                rand(2, 0, 3), match="Expected sequence length to be larger than 0 in RNN")
+
+
+def test_pad_sequence_takes_the_first_sequences_dtype_and_lengths_must_be_1d():
+    # torch copies every sequence into a tensor of the first one's dtype (a float padding value is truncated).
+    for lib in (torch, genesis):
+        utils = lib.nn.utils.rnn
+        out = utils.pad_sequence([lib.tensor([1, 2]), lib.tensor([3.7])], padding_value=0.5)
+        assert out.dtype == lib.int64 and out.tolist() == [[1, 3], [2, 0]]
+        out = utils.pad_sequence([lib.tensor([1.5]), lib.tensor([3, 2])], batch_first=True, padding_value=-1)
+        assert out.dtype == lib.float32 and out.tolist() == [[1.5, -1.0], [3.0, 2.0]]
+        for lengths, ndim in ((lib.tensor([[3, 2]]), 2), (lib.tensor(3), 0), ([[3, 2]], 2)):
+            with pytest.raises(RuntimeError, match=f"should be a 1D CPU int64 tensor, but got {ndim}D cpu Long"):
+                utils.pack_padded_sequence(lib.ones(3, 2), lengths)

@@ -172,3 +172,22 @@ def test_sparse_on_cuda_raises() -> None:
         genesis.sparse_coo_tensor(genesis.tensor(INDICES, device="cuda"), v, SIZE)
     with pytest.raises(RuntimeError, match="to_sparse: sparse COO tensors are supported on the CPU only"):
         genesis.ones(2, 2, device="cuda").to_sparse()
+
+
+def test_check_sparse_tensor_invariants_switch_as_torch() -> None:
+    # The switch's protocol (the state it reports, restores and lends a decorated function); Genesis's COO
+    # constructor checks indices against the size either way.
+    for lib in (torch, genesis):
+        switch = lib.sparse.check_sparse_tensor_invariants
+        before = switch.is_enabled()
+        switch.enable()
+        assert switch.is_enabled()
+        with switch(False):
+            assert not switch.is_enabled()
+        assert switch.is_enabled()
+        switch.disable()
+        assert switch(True)(switch.is_enabled)() and not switch.is_enabled()
+        manager = switch()
+        with manager, pytest.raises(RuntimeError, match="already activated"):
+            manager.__enter__()
+        (switch.enable if before else switch.disable)()

@@ -233,6 +233,48 @@ def test_adam_refuses_sparse_gradients_as_torch():
         opt.step()
 
 
+def _sparse_step_error(lib, name: str, kwargs: dict) -> str:
+    emb = lib.nn.Embedding(4, 2, sparse=True)
+    opt = getattr(lib.optim, name)(emb.parameters(), **kwargs)
+    emb(lib.tensor([1, 2, 1])).sum().backward()
+    with pytest.raises(RuntimeError) as info:
+        opt.step()
+    return str(info.value)
+
+
+@cpu_only
+@pytest.mark.parametrize("name, kwargs", [
+    ("Adam", {}), ("AdamW", {}), ("Adam", {"fused": True}), ("RMSprop", {"foreach": True}), ("NAdam", {}),
+    ("SGD", {"weight_decay": 0.1}), ("SGD", {"momentum": 0.9, "weight_decay": 0.1}), ("SGD", {"fused": True}),
+    ("Adagrad", {"weight_decay": 0.1}), ("Adagrad", {"fused": True}),
+])
+def test_optimizers_refuse_sparse_gradients_with_torchs_messages(name: str, kwargs: dict) -> None:
+    # Adam (and AdamW, its subclass in torch) points to SparseAdam; SGD and Adagrad refuse weight decay and fused
+    # steps with a sparse gradient, each in its own words.
+    assert _sparse_step_error(genesis, name, kwargs) == _sparse_step_error(torch, name, kwargs)
+
+
+def _lbfgs_on_sparse_embedding(lib) -> list[float]:
+    emb = lib.nn.Embedding(4, 2, sparse=True)
+    with lib.no_grad():
+        emb.weight.copy_(lib.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]))
+    opt = lib.optim.LBFGS(emb.parameters(), lr=0.5, max_iter=4)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((emb(lib.tensor([1, 2, 1])) - 1.0) ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return sum(emb.weight.detach().tolist(), [])
+
+
+@cpu_only
+def test_lbfgs_takes_sparse_embedding_gradients_as_torch() -> None:
+    assert _lbfgs_on_sparse_embedding(genesis) == pytest.approx(_lbfgs_on_sparse_embedding(torch), rel=1e-6)
+
+
 BAG_INDEX = [1, 2, 4, 1, 5, 2, 0, 2]
 
 

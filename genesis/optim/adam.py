@@ -36,6 +36,7 @@ class Adam(Optimizer):
     """
 
     validates_hyperparameters = True
+    sparse_grads_refusal = "Adam does not support sparse gradients, please consider SparseAdam instead"
 
     def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,

@@ -138,8 +138,9 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _gather_flat_grad(self) -> Tensor:
-        return cat([zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None else p.grad.reshape(-1)
-                    for p in self._params])
+        # A sparse gradient (embedding(..., sparse=True)) enters in its dense form, as torch's.
+        return cat([zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None
+                    else (p.grad.to_dense() if p.grad.is_sparse else p.grad).reshape(-1) for p in self._params])
 
     def _add_grad(self, step_size: float, update: Tensor) -> None:
         offset = 0

@@ -154,6 +154,12 @@ class Optimizer:
     #: Whether the update accepts the sparse gradient of ``embedding(..., sparse=True)``, as its dense form (SGD and
     #: Adagrad: zero rows change nothing there, so the result is torch's sparse update); others raise as torch's.
     accepts_sparse_grads = False
+    #: torch's RuntimeError message for a sparse gradient the update does not accept (``{name}``: the class name).
+    sparse_grads_refusal = "{name} does not support sparse gradients"
+    #: torch's RuntimeError message for a sparse gradient with a nonzero ``weight_decay``, where one is accepted.
+    sparse_weight_decay_refusal = "weight_decay option is not compatible with sparse gradients"
+    #: torch's RuntimeError message for a sparse gradient with ``fused=True``, where one is accepted.
+    sparse_fused_refusal = "`fused` does not support sparse grad or complex param"
     #: Whether ``_update`` is elementwise, so that small parameters may be updated together as one concatenation
     #: (``_step_flat``); Adafactor's row and column statistics are not.
     elementwise_update = True
@@ -283,11 +289,16 @@ class Optimizer:
                 foreach = group.get("foreach")
                 small: dict[tuple, list[Tensor]] = {}
                 params, single = [], []
+                fused = group.get("fused")
                 for p in group["params"]:
-                    if p.grad is not None:
+                    if p.grad is None:
+                        continue
+                    if p.grad.__class__ is not Tensor and p.grad.is_sparse:
+                        self._check_sparse_grad(group)
+                        single.append(p)  # updated in its dense form, one by one
+                    else:
                         # Complex parameters go one by one (their update runs on real views, see _update_complex).
                         (single if p.ndarray.dtype.category == 3 else params).append(p)
-                fused = group.get("fused")
                 # fused=None fuses unless foreach=False asked for parameter-by-parameter updates.
                 if params and (fused or (fused is None and foreach is not False)):
                     params = self._fused_step(group, params)
@@ -307,8 +318,6 @@ class Optimizer:
                     _check_state(type(self).__name__, p, state, self.factored_state)
                     grad = p.grad
                     if grad.__class__ is not Tensor and grad.is_sparse:
-                        if not self.accepts_sparse_grads:
-                            raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
                         grad = grad.to_dense()
                     step = self._count_step(state, p, group) if self.counts_steps else None
                     if p.ndarray.dtype.category == 3:
@@ -316,6 +325,16 @@ class Optimizer:
                     else:
                         self._update(p, grad, state, group, step)
         return loss
+
+    def _check_sparse_grad(self, group: dict[str, Any]) -> None:
+        """Raise torch's RuntimeError where ``group``'s update cannot take a sparse gradient: the optimizer takes
+        none, or ``fused=True`` or a nonzero ``weight_decay`` is asked for."""
+        if not self.accepts_sparse_grads:
+            raise RuntimeError(self.sparse_grads_refusal.format(name=type(self).__name__))
+        if group.get("fused"):
+            raise RuntimeError(self.sparse_fused_refusal)
+        if group.get("weight_decay"):
+            raise RuntimeError(self.sparse_weight_decay_refusal)
 
     def _update_complex(self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
                         step: float | None) -> None:

@@ -24,6 +24,9 @@ class SGD(Optimizer):
     validates_hyperparameters = True
 
     accepts_sparse_grads = True
+    # torch's SGD adds the decay term as grad.add(param), which a sparse gradient refuses.
+    sparse_weight_decay_refusal = "add(sparse, dense) is not supported. Use add(dense, sparse) instead."
+    sparse_fused_refusal = "`_fused_sgd` does not support sparse gradients"
 
     counts_steps = False  # torch's SGD keeps no step count
 

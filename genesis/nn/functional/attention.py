@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 from genesis import amp, dtypes
 from genesis import ops as T
@@ -113,21 +114,36 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     The projections are ``in_proj_weight`` packed (3 * E, E), or ``q/k/v_proj_weight`` with
     ``use_separate_proj_weight``; ``static_k``/``static_v`` are not supported.
     """
-    if is_causal and attn_mask is None:
-        raise RuntimeError("multi_head_attention_forward: Need attn_mask if specifying the is_causal hint. You may "
-                           "use the Transformer module method `generate_square_subsequent_mask` to create this mask.")
-    unbatched = query.ndim == 2
+    unbatched = not _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if unbatched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
+    _check_mask_dtype(key_padding_mask, "key_padding_mask", attn_mask)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("multi_head_attention_forward: Need attn_mask if specifying the is_causal hint. You may "
+                           "use the Transformer module method `generate_square_subsequent_mask` to create this mask.")
+    _check_mask_dtype(attn_mask, "attn_mask", None)
     if embed_dim != embed_dim_to_check:
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
     if embed_dim % num_heads:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight and tuple(key.shape[:2]) != tuple(value.shape[:2]):
+        raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
+                             f"{value.shape[:2]}")
+    if not use_separate_proj_weight and tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
     if static_k is not None or static_v is not None:
         raise NotImplementedError("multi_head_attention_forward: static_k and static_v are not supported")
+    if attn_mask is not None:
+        expected = (tgt_len, key.shape[0]) if attn_mask.ndim == 2 else (bsz * num_heads, tgt_len, key.shape[0])
+        if tuple(attn_mask.shape) != expected:
+            raise RuntimeError(f"The shape of the {attn_mask.ndim}D attn_mask is {attn_mask.shape}, but should be "
+                               f"{expected}.")
+    if (bias_k is None) != (bias_v is None):
+        raise AssertionError("bias_k is set but bias_v is None" if bias_v is None else
+                             "bias_v is set but bias_k is None")
     head_dim = embed_dim // num_heads
     if not use_separate_proj_weight:
         if in_proj_weight is None:
@@ -166,6 +182,11 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         if key_padding_mask is not None:
             key_padding_mask = _pad_last(key_padding_mask)
     src_len = k.shape[2]
+    if key_padding_mask is not None:
+        for dim, size in enumerate((bsz, src_len)):
+            if key_padding_mask.shape[dim] != size:
+                raise AssertionError(f"Expected key_padded_mask.shape[{dim}] to be {size}, but got "
+                                     f"{key_padding_mask.shape[dim]}")
     scores = T.matmul(q * (1.0 / math.sqrt(head_dim)), k.transpose(-2, -1))  # (N, H, L, S); q scaled, as torch
     if attn_mask is not None:
         if attn_mask.ndim == 3:
@@ -191,6 +212,43 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     if unbatched:
         weights = weights.squeeze(0)
     return out, weights
+
+
+def _mha_shape_check(query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None,
+                     attn_mask: Tensor | None, num_heads: int) -> bool:
+    """Whether the input of multi-head attention is batched; AssertionError for dims that do not go together, in
+    torch's words."""
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D query "
+                             "tensor")
+    batched = query.ndim == 3
+    kind = "batched (3-D)" if batched else "unbatched (2-D)"
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {query.ndim}-D but found "
+                             f"{key.ndim}-D and {value.ndim}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != query.ndim - 1:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or {query.ndim - 1}-D "
+                             f"but found {key_padding_mask.ndim}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.ndim not in (2, 3):
+            raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                                 f"{attn_mask.ndim}-D tensor instead")
+        expected = (num_heads, query.shape[0], key.shape[0])
+        if not batched and attn_mask.ndim == 3 and tuple(attn_mask.shape) != expected:
+            raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
+    return batched
+
+
+def _check_mask_dtype(mask: Tensor | None, name: str, other: Tensor | None) -> None:
+    """A mask is bool or floating (AssertionError otherwise); a key padding mask of another dtype than the
+    attention mask is deprecated (a warning), as torch's ``_canonical_mask``."""
+    if mask is None:
+        return
+    if mask.dtype is not dtypes.bool_ and not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if other is not None and other.dtype is not mask.dtype:
+        warnings.warn(f"Support for mismatched {name} and attn_mask is deprecated. Use same type for both instead.",
+                      stacklevel=3)
 
 
 def _apply_mask(scores: Tensor, mask: Tensor) -> Tensor:

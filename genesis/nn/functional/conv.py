@@ -239,6 +239,33 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                    output_padding, out=out)
 
 
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-d convolution over time-first input (fairseq's ConvTBC): ``input`` (T, B, C_in), ``weight``
+    (k, C_in, C_out), ``bias`` (C_out), ``pad`` zero steps on both sides; returns (T + 2 * pad - k + 1, B, C_out).
+    It is :func:`conv1d` on the batch-first layout."""
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.ndim != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    steps = input.shape[0] + 2 * pad - weight.shape[0] + 1
+    if steps < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {steps}: "
+                           f"[{steps}, {input.shape[1]}, {weight.shape[2]}]")
+    if steps == 0:
+        return (input[:0].unsqueeze(-1) * weight[0]).sum(2) + bias  # no steps: (0, B, C_out), on the graph
+    if pad < 0:  # a negative pad drops steps at both ends
+        input, pad = input[-pad:input.shape[0] + pad], 0
+    # (T, B, C_in) -> (B, C_in, T); (k, C_in, C_out) -> (C_out, C_in, k)
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)  # (T', B, C_out)
+
+
 # ------------------------------------------------------------------ sliding windows (fold / unfold)
 
 

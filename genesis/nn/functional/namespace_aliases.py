@@ -21,6 +21,7 @@ from genesis.nn.functional.conv import (
     conv1d,
     conv2d,
     conv3d,
+    conv_tbc,
     conv_transpose1d,
     conv_transpose2d,
     conv_transpose3d,
@@ -30,20 +31,23 @@ from genesis.nn.functional.dropout import _channel_dropout
 from genesis.nn.functional.dropout import alpha_dropout as _alpha_dropout
 from genesis.nn.functional.dropout import dropout as _dropout
 from genesis.nn.functional.dropout import feature_alpha_dropout as _feature_alpha_dropout
-from genesis.nn.functional.linear import bilinear
+from genesis.nn.functional.linear import bilinear, linear
 from genesis.nn.functional.normalization import batch_norm_unchecked, instance_norm_unchecked, rms_norm
 from genesis.nn.functional.normalization import group_norm as _group_norm
 from genesis.nn.functional.normalization import layer_norm as _layer_norm
 from genesis.nn.functional.padding import pad as _pad
 from genesis.nn.functional.pooling import adaptive_avg_pool1d, avg_pool1d
+from genesis.nn.functional.rnn import _gru_step, _lstm_step, _rnn_step
 from genesis.nn.functional.shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
+from genesis.nn.functional.sparse import _embedding_renorm_
 from genesis.nn.functional.sparse import embedding as _embedding
 from genesis.random import Generator
 from genesis.tensor import Tensor
 
 __all__ = [
     "alpha_dropout", "alpha_dropout_", "batch_norm", "bilinear", "celu", "celu_", "channel_shuffle", "conv1d",
-    "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "dropout", "dropout_", "embedding",
+    "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "dropout", "dropout_",
+    "embedding", "embedding_renorm_", "gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell",
     "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "group_norm",
     "hardshrink", "instance_norm", "layer_norm", "pdist", "pixel_shuffle", "pixel_unshuffle", "prelu", "rrelu",
     "rrelu_", "selu", "selu_", "threshold", "threshold_",
@@ -155,6 +159,41 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad
     non-negative ``padding_idx`` names the row that gets no gradient (-1, and any negative value: none)."""
     padding = padding_idx if 0 <= padding_idx < weight.shape[0] else None
     return _embedding(indices, weight, padding, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor:
+    """Rescale in place the rows of ``input`` named in ``indices`` whose ``norm_type``-norm exceeds ``max_norm``
+    to that norm (``embedding(..., max_norm=...)``'s update); returns ``input``."""
+    _embedding_renorm_(input, indices.reshape(-1), max_norm, norm_type)
+    return input
+
+
+# ------------------------------------------------------------------ one step of a recurrent cell (torch._VF's)
+
+
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+                  b_hh: Tensor | None = None) -> Tensor:
+    """One Elman step ``tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (``nn.RNNCell``'s)."""
+    return _rnn_step("RNN_TANH", linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+                  b_hh: Tensor | None = None) -> Tensor:
+    """One Elman step with relu (``nn.RNNCell(nonlinearity="relu")``'s)."""
+    return _rnn_step("RNN_RELU", linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+def lstm_cell(input: Tensor, hx: Sequence[Tensor], w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+              b_hh: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """One LSTM step from ``hx = (h, c)``: ``(h', c')`` (``nn.LSTMCell``'s)."""
+    h, c = hx
+    return _lstm_step(linear(input, w_ih, b_ih), h, c, w_hh, b_hh, None)
+
+
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+             b_hh: Tensor | None = None) -> Tensor:
+    """One GRU step (``nn.GRUCell``'s)."""
+    return _gru_step(linear(input, w_ih, b_ih), hx, w_hh, b_hh)
 
 
 def selu(input: Tensor) -> Tensor:

@@ -63,9 +63,11 @@ def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_ty
 
     with no_grad():
         rows = T.unique(indices)
-        norms = T.norm(weight[rows], norm_type, dim=1)
-        scale = T.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).unsqueeze(1)
-        weight[rows] = weight[rows] * scale
+        picked = weight[rows]
+        # torch reads each norm as a double and divides in double; the scale is rounded to the weight's dtype.
+        norms = T.norm(picked, norm_type, dim=1).to(dtypes.float64)
+        scale = T.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).to(weight.dtype).unsqueeze(1)
+        weight[rows] = picked * scale
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

@@ -74,8 +74,12 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         batched = target_.ndim > 0
         input = input_ if batched else input_.unsqueeze(0)
         target = (target_ if batched else target_.unsqueeze(0)).long()
-        target = _check_range(target, 0, self.n_classes, RuntimeError,
-                              f"Target values should be in [0, {self.n_classes - 1}], but {{value}} was found.")
+        limits = f"Target values should be in [0, {self.n_classes - 1}], but"
+        try:
+            target = _check_range(target, 0, self.n_classes, RuntimeError, limits + " {value} was found.")
+        except RuntimeError:  # raised at the call (the CPU): torch's message names the range of the targets
+            raise RuntimeError(f"{limits} values in range [{target.min().item()}, {target.max().item()}] were "
+                               "found. ") from None
         output, loss = _adaptive_log_softmax_target(input, target, self.head, self.tail, self.cutoffs)
         return _ASMoutput(output if batched else output.squeeze(0), loss)
 

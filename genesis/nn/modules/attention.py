@@ -96,6 +96,25 @@ class MultiheadAttention(Module):
             out = out.transpose(0, 1)
         return out, weights
 
+    def merge_masks(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                    query: Tensor) -> tuple[Tensor | None, int | None]:
+        """The mask type and the one mask of the given masks, as torch's: ``key_padding_mask`` (B, S) alone is type
+        1; an ``attn_mask`` (S, S) or (B * num_heads, S, S) is expanded to (B, num_heads, S, S), type 2, and a
+        padding mask is added to it (``or`` for bool masks). ``query`` is (B, S, E). (None, None) without masks."""
+        mask_type, merged = None, None
+        if key_padding_mask is not None:
+            mask_type, merged = 1, key_padding_mask
+        if attn_mask is not None:
+            batch_size, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.ndim == 3:
+                merged = attn_mask.view(batch_size, -1, seq_len, seq_len)
+            else:
+                merged = attn_mask.view(1, 1, seq_len, seq_len).expand(batch_size, self.num_heads, -1, -1)
+            if key_padding_mask is not None:
+                merged = merged + key_padding_mask.view(batch_size, 1, 1, seq_len).expand(-1, self.num_heads, -1, -1)
+        return merged, mask_type
+
     def extra_repr(self) -> str:
         return ""
 

@@ -99,6 +99,13 @@ class Sequential(Module):
             self.append(m)
         return self
 
+    def pop(self, key: int | slice) -> Any:
+        """Remove the module (or the Sequential of modules, for a slice) at ``key`` and return it; the rest are
+        renumbered."""
+        value = self[key]
+        del self[key]
+        return value
+
     def forward(self, input: Any) -> Any:
         for module in self:
             input = module(input)
@@ -325,6 +332,25 @@ class ParameterDict(Module):
         value = self[key]
         del self[key]
         return value
+
+    def popitem(self) -> tuple[str, Any]:
+        """Remove and return the last inserted ``(key, parameter)`` pair."""
+        key = next(reversed(self._keys))
+        return key, self.pop(key)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        """The entry at ``key``, after inserting ``default`` there if it is missing."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def copy(self) -> ParameterDict:
+        """A new ParameterDict holding the same parameters."""
+        return ParameterDict(OrderedDict(self.items()))
+
+    def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
+        """A new ParameterDict with ``keys``, each holding ``default``."""
+        return ParameterDict((k, default) for k in keys)
 
     def clear(self) -> None:
         for k in list(self._keys):

@@ -135,18 +135,44 @@ class RNNBase(Module):
             s += f", bidirectional={self.bidirectional}"
         return s
 
-    # ---- checks (torch's messages) ----
+    # ---- checks (torch's methods and messages; forward calls them, so a subclass may override them) ----
 
-    def _check_input(self, input: Tensor, expected_dim: int) -> None:
+    def check_input(self, input: Tensor, batch_sizes: Tensor | None) -> None:
+        """The input's dtype matches the weights' (unless autocast is on), it has 2 dims when packed (else 3) and
+        ``input_size`` features."""
         weight_dtype = self._flat_weights[0].dtype
         if input.dtype != weight_dtype and not amp.is_autocast_enabled(input.device.type):
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight_dtype}). "
                              f"Convert input: input.to({weight_dtype}), or convert model: model.to({input.dtype})")
+        expected_dim = 2 if batch_sizes is not None else 3
         if input.ndim != expected_dim:
             raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.ndim}")
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {input.shape[-1]}")
+
+    def get_expected_hidden_size(self, input: Tensor, batch_sizes: Tensor | None) -> tuple[int, int, int]:
+        """(num_layers * num_directions, batch, proj_size or hidden_size): the shape of ``h_0``."""
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.shape[0] if self.batch_first else input.shape[1]
+        return self.num_layers * self._num_directions, mini_batch, self.proj_size or self.hidden_size
+
+    def check_hidden_size(self, hx: Tensor, expected_hidden_size: tuple[int, int, int],
+                          msg: str = "Expected hidden size {}, got {}") -> None:
+        """RuntimeError ``msg.format(expected, actual)`` unless ``hx`` has the expected shape."""
+        if tuple(hx.shape) != tuple(expected_hidden_size):
+            raise RuntimeError(msg.format(expected_hidden_size, list(hx.shape)))
+
+    def check_forward_args(self, input: Tensor, hidden: Any, batch_sizes: Tensor | None) -> None:
+        """:meth:`check_input`, then the shape of the initial state ``hidden``."""
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
+
+    def permute_hidden(self, hx: Any, permutation: Tensor | None) -> Any:
+        """The state with its batch (dim 1) reordered by ``permutation`` (a packed batch's sort order)."""
+        return hx if permutation is None else hx.index_select(1, permutation)
 
     def _state_sizes(self) -> tuple[int, ...]:
         """Feature sizes of the states: (h,) or, for an LSTM, (h, c) — h has proj_size features when projected."""
@@ -154,12 +180,13 @@ class RNNBase(Module):
             return (self.proj_size or self.hidden_size, self.hidden_size)
         return (self.hidden_size,)
 
-    def _check_states(self, states: tuple[Tensor, ...], mini_batch: int) -> None:
-        whats = ("hidden[0]", "hidden[1]") if self.mode == "LSTM" else ("hidden",)
-        for state, size, what in zip(states, self._state_sizes(), whats):
-            expected = (self.num_layers * self._num_directions, mini_batch, size)
-            if tuple(state.shape) != expected:
-                raise RuntimeError(f"Expected {what} size {expected}, got {list(state.shape)}")
+    def _hidden(self, states: tuple[Tensor, ...]) -> Any:
+        """The states as torch's methods take them: ``(h, c)`` for an LSTM, else ``h``."""
+        return states if self.mode == "LSTM" else states[0]
+
+    def _states(self, hidden: Any) -> tuple[Tensor, ...]:
+        """The inverse of :meth:`_hidden`: always a tuple."""
+        return tuple(hidden) if self.mode == "LSTM" else (hidden,)
 
     def _batched(self, name: str, input: Tensor, states: tuple[Tensor, ...] | None) -> tuple:
         """Validate dimensions; give unbatched (L, H_in) input a batch dim and its states one at dim 1."""
@@ -198,19 +225,18 @@ class RNNBase(Module):
                 states = self._zero_states(steps[0], data)
             else:
                 # Initial states are given in the caller's batch order; the packed batch is sorted by length.
-                states = hx if sorted_indices is None else tuple(s.index_select(1, sorted_indices) for s in hx)
-            self._check_input(data, 2)
-            self._check_states(states, steps[0])
+                states = self._states(self.permute_hidden(self._hidden(hx), sorted_indices))
+            self.check_forward_args(data, self._hidden(states), batch_sizes)
             output, states = self._run(data, steps, states)
-            if unsorted_indices is not None:
-                states = tuple(s.index_select(1, unsorted_indices) for s in states)
+            states = self._states(self.permute_hidden(self._hidden(states), unsorted_indices))
             return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), states
         input, states, is_batched = self._batched(name, input, hx)
         batch_dim = 0 if self.batch_first else 1
         if states is None:
             states = self._zero_states(input.shape[batch_dim], input)
-        self._check_input(input, 3)
-        self._check_states(states, input.shape[batch_dim])
+        self.check_forward_args(input, self._hidden(states), None)
+        if input.shape[1 - batch_dim] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         output, states = self._run(input.transpose(0, 1) if self.batch_first else input, None, states)
         if self.batch_first:
             output = output.transpose(0, 1)
@@ -286,6 +312,25 @@ class LSTM(RNNBase):
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                          proj_size, device=device, dtype=dtype)
+
+    def get_expected_cell_size(self, input: Tensor, batch_sizes: Tensor | None) -> tuple[int, int, int]:
+        """(num_layers * num_directions, batch, hidden_size): the shape of ``c_0``."""
+        layers, mini_batch, _ = self.get_expected_hidden_size(input, batch_sizes)
+        return layers, mini_batch, self.hidden_size
+
+    def check_forward_args(self, input: Tensor, hidden: Any, batch_sizes: Tensor | None) -> None:
+        """:meth:`check_input`, then the shapes of ``hidden = (h_0, c_0)``."""
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden[0], self.get_expected_hidden_size(input, batch_sizes),
+                               "Expected hidden[0] size {}, got {}")
+        self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
+                               "Expected hidden[1] size {}, got {}")
+
+    def permute_hidden(self, hx: Any, permutation: Tensor | None) -> Any:
+        """``(h, c)`` with their batch (dim 1) reordered by ``permutation``."""
+        if permutation is None:
+            return hx
+        return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
 
     def forward(self, input: Tensor | PackedSequence,
                 hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor | PackedSequence, tuple[Tensor, Tensor]]:

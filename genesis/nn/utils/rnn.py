@@ -12,18 +12,41 @@ from typing import Any, NamedTuple, Sequence
 
 from genesis import dtypes
 from genesis import ops as T
-from genesis.tensor import Tensor, full, tensor
+from genesis.tensor import Tensor, arange, empty_like, full, tensor
 
 
-class PackedSequence(NamedTuple):
-    """Packed time steps (``data``), the batch size of every step (``batch_sizes``, int64 on the CPU) and, when the
-    batch was sorted by length here, the permutation that sorted it (``sorted_indices``) and its inverse
-    (``unsorted_indices``)."""
-
+class _PackedSequenceFields(NamedTuple):
     data: Tensor
     batch_sizes: Tensor
-    sorted_indices: Tensor | None = None
-    unsorted_indices: Tensor | None = None
+    sorted_indices: Tensor | None
+    unsorted_indices: Tensor | None
+
+
+class PackedSequence(_PackedSequenceFields):
+    """Packed time steps (``data``), the batch size of every step (``batch_sizes``, int64 on the CPU) and, when the
+    batch was sorted by length here, the permutation that sorted it (``sorted_indices``) and its inverse
+    (``unsorted_indices``).
+
+    As torch's, ``PackedSequence(data, batch_sizes, sorted_indices)`` computes ``unsorted_indices`` from
+    ``sorted_indices``, and ``PackedSequence((data, batch_sizes))`` takes the first two fields as one pair.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data: Any, batch_sizes: Tensor | None = None, sorted_indices: Tensor | None = None,
+                unsorted_indices: Tensor | None = None) -> PackedSequence:
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data
+        elif batch_sizes.device.type != "cpu":
+            raise ValueError("batch_sizes should always be on CPU. Instances of PackedSequence should never be "
+                             "created manually. They should be instantiated by functions like pack_sequence and "
+                             "pack_padded_sequences in nn.utils.rnn. "
+                             "https://pytorch.org/docs/stable/nn.html#torch.nn.utils.rnn.pack_sequence")
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
         """``data`` converted as ``Tensor.to(*args, **kwargs)``; the indices follow it to its device and
@@ -76,8 +99,29 @@ class PackedSequence(NamedTuple):
         """Whether ``data`` is in pinned host memory."""
         return self.data.is_pinned()
 
+    def pin_memory(self) -> PackedSequence:
+        """``data`` and the indices in pinned host memory (``batch_sizes`` stays as it is, as torch's)."""
+        indices = [None if i is None else i.pin_memory() for i in (self.sorted_indices, self.unsorted_indices)]
+        return type(self)(self.data.pin_memory(), self.batch_sizes, *indices)
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of a 1-D ``permutation`` (``out[permutation[i]] = i``); None for None. It turns a
+    :class:`PackedSequence`'s ``sorted_indices`` into its ``unsorted_indices``."""
+    if permutation is None:
+        return None
+    return empty_like(permutation).scatter_(0, permutation, arange(permutation.numel(), device=permutation.device))
+
 
 def _lengths_list(lengths: Tensor | Sequence[int]) -> list[int]:
+    """The lengths as Python ints: a 1-D tensor or a sequence of numbers (0-d tensors included)."""
+    if isinstance(lengths, Tensor):
+        ndim = lengths.ndim
+    else:
+        lengths = list(lengths)
+        ndim = 2 if any(isinstance(n, (list, tuple)) for n in lengths) else 1
+    if ndim != 1:
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {ndim}D cpu Long tensor")
     return [int(n) for n in (lengths.tolist() if isinstance(lengths, Tensor) else lengths)]
 
 
@@ -95,10 +139,11 @@ def pad_sequence(sequences: Sequence[Tensor], batch_first: bool = False, padding
     if len(sequences) == 0:
         raise RuntimeError("received an empty list of sequences")
     max_len = max(s.shape[0] for s in sequences)
+    dtype = sequences[0].dtype  # torch copies every sequence into a tensor of the first one's dtype
     padded = []
     for s in sequences:
-        fill = full((max_len - s.shape[0], *s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
-        padded.append(T.cat([s, fill] if padding_side == "right" else [fill, s], 0))
+        fill = full((max_len - s.shape[0], *s.shape[1:]), padding_value, dtype=dtype, device=s.device)
+        padded.append(T.cat([s.to(dtype), fill] if padding_side == "right" else [fill, s.to(dtype)], 0))
     return T.stack(padded, 0 if batch_first else 1)
 
 
