@@ -29,6 +29,32 @@ def test_activations(name, kwargs):
     check(fn(name, **kwargs), x, grad_rtol=1e-7 if name in ("celu", "hardsigmoid") else None)
 
 
+@pytest.mark.parametrize("name,kwargs", [
+    ("hardtanh", {}), ("hardtanh", {"min_val": -0.5, "max_val": 2.0}), ("relu6", {}), ("hardsigmoid", {}),
+    ("hardswish", {}), ("rrelu", {"training": False}), ("leaky_relu", {}), ("relu", {}), ("elu", {}),
+    ("celu", {"alpha": 2.0}), ("threshold", {"threshold": 1.0, "value": 0.0}), ("softshrink", {}),
+    ("hardshrink", {}),
+])
+def test_activations_at_their_kinks_and_nan(name, kwargs):
+    # torch's choice at each kink: hardtanh (relu6, hardsigmoid, hardswish) pass no gradient at their bounds,
+    # rrelu in evaluation takes the slope at 0 as leaky_relu does. NaN stays NaN through every one.
+    x = torch.tensor([-6.0, -3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 6.0, 7.0], dtype=torch.float64,
+                     requires_grad=True)
+    rtol = 1e-7 if name in ("hardsigmoid", "celu") else None
+    check(fn(name, **kwargs), x, grad_rtol=rtol)
+    if name in ("hardtanh", "relu6", "elu", "celu", "threshold"):
+        check(lambda lib, x: getattr(lib.nn.functional, name)(x * 1.0, **kwargs, inplace=True), x, grad_rtol=rtol)
+    check(lambda lib, x: getattr(lib.nn.functional, name)(x, **kwargs), torch.tensor([float("nan"), 1.0]),
+          backward=False)
+
+
+def test_threshold_of_integers_keeps_their_dtype():
+    x = torch.tensor([-2, 0, 1, 3])
+    check(fn("threshold", 1, -2.5), x, backward=False)
+    check(fn("threshold", 0.5, 7.9), x.int(), backward=False)
+    check(lambda lib, x: lib.nn.functional.threshold_(x.clone(), 1, 2.5), x, backward=False)
+
+
 FUSED_GRADIENT_ACTIVATIONS = [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {})]
 # leaky_relu's fused kernels too; its second derivative is zero (torch returns zeros where Genesis returns None).
 FUSED_KERNEL_ACTIVATIONS = FUSED_GRADIENT_ACTIVATIONS + [("leaky_relu", {"negative_slope": 0.2}),
@@ -205,6 +231,18 @@ def test_embedding_max_norm_renormalizes_in_place():
     t_out = torch.nn.functional.embedding(idx, w, max_norm=1.0)
     torch.testing.assert_close(to_torch(out), t_out, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(to_torch(gw), w, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_embedding_max_norm_rounds_the_scale_as_torch(dtype: torch.dtype, norm_type: float) -> None:
+    # torch divides max_norm by each norm in double and rounds the scale to the weight's dtype: bit for bit.
+    w = (torch.arange(40, dtype=torch.float64).reshape(10, 4) / 7 + 0.13).to(dtype)
+    idx = torch.tensor([[1, 2, 9], [1, 7, 3]])
+    gw = to_genesis(w)
+    out = F.embedding(to_genesis(idx), gw, max_norm=1.7, norm_type=norm_type)
+    t_out = torch.nn.functional.embedding(idx, w, max_norm=1.7, norm_type=norm_type)
+    assert torch.equal(to_torch(gw), w) and torch.equal(to_torch(out), t_out)
 
 
 def test_dropout_statistics_and_modes():

@@ -58,6 +58,15 @@ def test_cross_entropy_probabilities(reduction, smoothing):
                                                                label_smoothing=smoothing), rand(4, 5), probs[..., 0], w)
 
 
+def test_cross_entropy_label_smoothing_bounds_as_torch():
+    # torch smooths only by a positive amount (a negative one is no smoothing) and refuses one above 1.
+    probs = torch.softmax(rand(4, 5, requires_grad=False, seed=4), 1)
+    for t in (targets(4, classes=5), probs):
+        check(lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, label_smoothing=-0.3), rand(4, 5), t)
+        check_error(RuntimeError, lambda lib, x, t: lib.nn.functional.cross_entropy(x, t, label_smoothing=1.5),
+                    rand(4, 5), t, match=r"label_smoothing must be between 0.0 and 1.0. Got: 1.5")
+
+
 def test_cross_entropy_float32_and_errors():
     check(lambda lib, x, t: lib.nn.functional.cross_entropy(x, t), rand(8, 10, dtype=torch.float32),
           targets(8, classes=10))
@@ -148,6 +157,20 @@ def test_binary_cross_entropy_with_logits(reduction):
                       r"\(\w+\.Size\(\[4, 5\]\)\)$")
 
 
+def test_binary_cross_entropy_with_logits_rounds_saturated_logits_as_torch():
+    """torch computes ``(1 - t) x - logsigmoid(x)``: a saturated logit that agrees with its target gives an exact
+    zero (a Bernoulli's log-probability of a clamped certain outcome), not the tiny ``log1p(exp(-|x|))``."""
+    x = torch.tensor([-100.0, 100.0, -15.942385, 15.942385, -30.0, 0.0], requires_grad=True)
+    t = torch.tensor([0.0, 1.0, 0.0, 1.0, 0.0, 0.5])
+    bce = "binary_cross_entropy_with_logits"
+    for dtype in (torch.float32, torch.float64):
+        check(lambda lib, x, t: getattr(lib.nn.functional, bce)(x, t, reduction="none"),
+              x.detach().to(dtype).requires_grad_(), t.to(dtype), rtol=0, atol=0, grad_rtol=1e-6)
+    probs = torch.tensor([0.0, 1.0, 0.5])
+    check(lambda lib, p, v: lib.distributions.Bernoulli(probs=p).log_prob(v), probs, torch.tensor([0.0, 1.0, 1.0]),
+          rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS + ["batchmean"])
 @pytest.mark.parametrize("log_target", [False, True])
 def test_kl_div(reduction, log_target):
@@ -157,6 +180,13 @@ def test_kl_div(reduction, log_target):
     if log_target:
         target = torch.log_softmax(rand(4, 5, requires_grad=False, seed=1), 1)
     check(lambda lib, x, t: lib.nn.functional.kl_div(x, t, reduction=reduction, log_target=log_target), inp, target)
+
+
+def test_kl_div_target_zero_negative_and_its_gradient():
+    # torch's xlogy(target, target): 0 at a zero target, NaN at a negative one; the target's gradient is NaN at both.
+    target = torch.tensor([[0.5, -0.2, 0.0], [0.3, 0.0, 0.7]], dtype=torch.float64, requires_grad=True)
+    check(lambda lib, x, t: lib.nn.functional.kl_div(x, t, reduction="none"), rand(2, 3), target)
+    check(lambda lib, x, t: lib.nn.functional.kl_div(x, t, reduction="batchmean"), rand(2, 3), target.abs())
 
 
 def test_other_losses():
@@ -173,6 +203,21 @@ def test_other_losses():
           rand(3, 4, seed=1), y)
     check(lambda lib, a, b, y: lib.nn.functional.margin_ranking_loss(a, b, y, margin=0.2), rand(3), rand(3, seed=1),
           y)
+
+
+@pytest.mark.parametrize("var_shape", [(3, 4), (3, 1), (3,), (1, 4)])
+def test_gaussian_nll_loss_var_shapes(var_shape):
+    check(lambda lib, x, t, v: lib.nn.functional.gaussian_nll_loss(x, t, v, full=True, reduction="sum"), rand(3, 4),
+          rand(3, 4, seed=1), rand(*var_shape, low=0.1, high=1.0, seed=2))
+
+
+def test_gaussian_nll_loss_float_var_and_bad_shapes():
+    check(lambda lib, x, t: lib.nn.functional.gaussian_nll_loss(x, t, 0.5), rand(3, 4), rand(3, 4, seed=1))
+    for var_shape in [(3, 5), (4,), (1, 1)]:
+        check_error(ValueError, lambda lib, x, t, v: lib.nn.functional.gaussian_nll_loss(x, t, v), rand(3, 4),
+                    rand(3, 4, seed=1), rand(*var_shape, low=0.1, high=1.0, seed=2), match="var is of incorrect size")
+    check_error(ValueError, lambda lib, x, t, v: lib.nn.functional.gaussian_nll_loss(x, t, v, reduction="max"),
+                rand(3, 4), rand(3, 4, seed=1), rand(3, 4, low=0.1, high=1.0, seed=2), match="max is not valid")
 
 
 @pytest.mark.parametrize("make,kind", [

@@ -168,6 +168,19 @@ def test_getitem_errors():
     check_error(IndexError, lambda lib, x: x[0], rand(seed=4))
 
 
+@pytest.mark.parametrize("key", [0, -1, 2, slice(None), slice(0, 1), (0,), (slice(None),)])
+def test_int_or_slice_key_of_a_0d_tensor_raises_torch_error(key: object) -> None:
+    """Older scripts' ``loss.data[0]``: torch names ``tensor.item()`` in the message (``x[0] = v`` too)."""
+    messages = []
+    for lib in (torch, genesis):
+        x = lib.tensor(2.0)
+        for fn in (x.__getitem__, lambda k, x=x: x.__setitem__(k, 1.0)):
+            with pytest.raises(IndexError) as err:
+                fn(key)
+            messages.append(str(err.value))
+    assert messages[:2] == messages[2:]
+
+
 # ------------------------------------------------------------------ assignment
 
 SET_KEYS = ["int", "neg_int", "slice_step", "slice_neg", "none", "ellipsis", "ellipsis_mid", "int_int", "full",
@@ -552,6 +565,29 @@ def test_searchsorted_bucketize(right):
     check(lambda lib, s, v: lib.searchsorted(s, v, right=right), rows, torch.tensor([[3, 6], [1, 4]]))
     check(lambda lib, v, s: lib.bucketize(v, s, right=right), values, seq)
     check_error(RuntimeError, lambda lib, s, v: lib.searchsorted(s, v), rows, torch.tensor([[1], [2], [3]]))
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_bucketize_mixed_dtypes(right):
+    """Values and boundaries of different dtypes are compared in their promoted dtype (no truncation)."""
+    ints_, floats = torch.tensor([1, 2, 5]), torch.tensor([0.5, 1.0, 1.5, 2.5, 5.0, 6.5])
+    check(lambda lib, v, s: lib.bucketize(v, s, right=right), floats, ints_)
+    check(lambda lib, s, v: lib.searchsorted(s, v, right=right), floats, torch.tensor([0, 1, 2, 7]))
+    check(lambda lib, s, v: lib.searchsorted(s, v, right=right), ints_, floats.double())
+    check(lambda lib, s: lib.searchsorted(s, 2.5, right=right), ints_)
+    check(lambda lib, v, s: lib.bucketize(v, s, right=right, out_int32=True), floats.half(), floats[::2])
+
+
+def test_searchsorted_bucketize_argument_errors():
+    seq, values = torch.tensor([1.0, 2.0, 4.0]), torch.tensor([0.0, 3.0])
+    check_error(RuntimeError, lambda lib, s, v: lib.searchsorted(s, v, side="left", right=True), seq, values,
+                match="side and right can't be set to opposites")
+    check_error(RuntimeError, lambda lib, s, v: lib.searchsorted(s, v, side="middle"), seq, values,
+                match="side can only be 'left' or 'right' but got middle")
+    check(lambda lib, s, v: lib.searchsorted(s, v, side="right", right=False), seq, values)
+    for bad in (torch.ones(2, 2), torch.tensor(1.0)):
+        check_error(RuntimeError, lambda lib, v, s: lib.bucketize(v, s), values, bad,
+                    match=rf"boundaries tensor must be 1 dimension, but got dim\({bad.ndim}\)")
 
 
 @pytest.mark.parametrize("right", [False, True])

@@ -10,12 +10,21 @@ never here.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
-from genesis.ops._args import Number, _as_operand, _check_range, _check_tensor, _result_dtype, zeros_like_detached
+from genesis.ops._args import (
+    Number,
+    _as_operand,
+    _check_range,
+    _check_tensor,
+    _result_dtype,
+    python_number,
+    zeros_like_detached,
+)
 from genesis.ops.compare import NoGradBinary, isnan, logical_and, where
 from genesis.tensor import Tensor
 
@@ -230,7 +239,9 @@ class Atan2(Primitive):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         denom = a * a + b * b
-        return grad * b / denom, -grad * a / denom
+        # As torch: 0 where a^2 + b^2 is 0 (at the origin, or where it underflows), not 0/0 = NaN.
+        recip = where(denom == 0, 0.0, 1.0 / denom)
+        return grad * b * recip, grad * -a * recip
 
 
 class Remainder(Primitive):
@@ -293,8 +304,37 @@ def scaled_operand(input: Tensor, other: Any, alpha: float) -> Any:
     return other * alpha
 
 
+#: torch's deprecated overloads that take the scale before the tensors, still common in hand-written optimizers
+#: (``exp_avg.mul_(beta1).add_(1 - beta1, grad)``, ``p.data.addcdiv_(-step_size, exp_avg, denom)``): the arguments
+#: of the old order and of today's, as torch's warning names them.
+_SCALE_FIRST = {"alpha": ("Number alpha, Tensor other", "Tensor other, *, Number alpha = 1"),
+                "value": ("Number value, Tensor tensor1, Tensor tensor2",
+                          "Tensor tensor1, Tensor tensor2, *, Number value = 1")}
+
+
+def warn_scale_first(op: str, scale: str) -> None:
+    """torch's UserWarning for ``op`` called with its deprecated scale-first overload (``scale`` "alpha" or
+    "value")."""
+    old, new = _SCALE_FIRST[scale]
+    warnings.warn(f"This overload of {op} is deprecated:\n\t{op}({old})\nConsider using one of the following "
+                  f"signatures instead:\n\t{op}({new})", UserWarning, stacklevel=3)
+
+
+def value_first(op: str, value: Any, tensor1: Any, rest: tuple) -> tuple[Any, Any, Any]:
+    """``(tensor1, tensor2, value)`` of torch's deprecated ``op(value, tensor1, tensor2)`` (``addcmul``,
+    ``addcdiv`` and their in-place forms), whose positional arguments arrive one place to the right."""
+    if len(rest) != 1 or isinstance(value, Tensor):
+        raise TypeError(f"{op}() takes 3 positional arguments but {3 + len(rest)} were given")
+    warn_scale_first(op, "value")
+    return tensor1, rest[0], value
+
+
 def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
-    """``input + alpha * other`` with broadcasting and type promotion."""
+    """``input + alpha * other`` with broadcasting and type promotion; torch's deprecated ``add(input, alpha,
+    other)`` is accepted with its warning."""
+    if isinstance(alpha, Tensor):
+        warn_scale_first("add", "alpha")
+        other, alpha = alpha, other
     if not isinstance(input, Tensor):
         return add(other, input) if alpha == 1 else add(Tensor._scalar_like(input, other), other, alpha)
     if not isinstance(other, (Tensor, int, float)):
@@ -307,7 +347,10 @@ def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
 
 
 def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
-    """``input - alpha * other``."""
+    """``input - alpha * other``; torch's deprecated ``sub(input, alpha, other)`` is accepted with its warning."""
+    if isinstance(alpha, Tensor):
+        warn_scale_first("sub", "alpha")
+        other, alpha = alpha, other
     for operand in (input, other):
         if isinstance(operand, bool) or isinstance(operand, Tensor) and operand.dtype is dtypes.bool_:
             raise RuntimeError("sub: subtraction, the `-` operator, with a bool tensor is not supported. If you are "
@@ -325,7 +368,7 @@ def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
 def rsub(input: Tensor, other: Any, alpha: float = 1) -> Tensor:
     """``other - alpha * input`` (torch's ``rsub``: ``sub`` with the operands swapped)."""
     if not isinstance(other, Tensor):
-        other = Tensor._scalar_like(other, input)
+        other = Tensor._scalar_like(python_number(other), input)
     return sub(other, input, alpha)
 
 
@@ -406,6 +449,7 @@ def fmod(input: Tensor, other: Any) -> Tensor:
 
 def pow(input: Any, exponent: Any) -> Tensor:
     if not isinstance(input, Tensor):
+        input = python_number(input)
         if isinstance(input, Number):
             return RPow.apply(exponent, input)
         input = Tensor._scalar_like(input, exponent)
@@ -494,6 +538,7 @@ def _clamped(input: Tensor, min: Any, max: Any, node: type[Clamp]) -> Tensor:
     """``clamp``, recorded as ``node`` where a floating input has number bounds (else as tensor ops)."""
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+    min, max = python_number(min), python_number(max)
     if input.dtype.category == 2 and _number(min) and _number(max):
         return node.apply(input, None if min is None else float(min), None if max is None else float(max))
     # Conditions are written so NaN fails them: a NaN input stays NaN, as in torch.
@@ -591,18 +636,24 @@ def _half_operands(input: Tensor, tensor1: Tensor, tensor2: Tensor) -> bool:
     return input.dtype in (dtypes.float16, dtypes.bfloat16) and tensor1.dtype is input.dtype is tensor2.dtype
 
 
-def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: Tensor, value: float = 1) -> Tensor:
     """``input + value * tensor1 * tensor2`` (broadcast) in torch's order, ``value * tensor1`` first. Half precision
     as torch's kernel: in float32, the last step one fused multiply-add (computed in float64, where the exact
-    product fits, rounded to float32), then rounded to the dtype once."""
+    product fits, rounded to float32), then rounded to the dtype once. torch's deprecated ``addcmul(input, value,
+    tensor1, tensor2)`` is accepted with its warning."""
+    if value_first_args:
+        tensor1, tensor2, value = value_first("addcmul", tensor1, tensor2, value_first_args)
     if not _half_operands(input, tensor1, tensor2):
         return input + (tensor1 * value if value != 1 else tensor1) * tensor2
     scaled = tensor1.float() * value if value != 1 else tensor1.float()
     return (input.double() + scaled.double() * tensor2.double()).float().to(input.dtype)
 
 
-def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
-    """``input + value * tensor1 / tensor2`` (broadcast); integer division is refused as in torch."""
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: Tensor, value: float = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2`` (broadcast); integer division is refused as in torch. torch's deprecated
+    ``addcdiv(input, value, tensor1, tensor2)`` is accepted with its warning."""
+    if value_first_args:
+        tensor1, tensor2, value = value_first("addcdiv", tensor1, tensor2, value_first_args)
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
                            "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "

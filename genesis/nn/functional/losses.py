@@ -173,8 +173,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if not half_logits:
         input, target, weight = amp.autocast_args("cross_entropy", input, target, weight)
     reduction = _reduction("cross_entropy", size_average, reduce, reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if label_smoothing > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    label_smoothing = max(label_smoothing, 0.0)  # torch smooths by a positive amount only; a negative one is none
     nd = input.ndarray
     ndim = len(nd.shape)
     if not ndim:
@@ -262,13 +263,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     if not target.dtype.is_floating_point:
         raise RuntimeError(f"binary_cross_entropy_with_logits: result type {input.dtype.name} can't be cast to the "
                            f"desired output type {target.dtype.name} (the target must be floating point)")
-    # log(sigmoid(x)) = -softplus(-x), log(1 - sigmoid(x)) = -softplus(x)
-    log_sig = -T.softplus(-input)
-    log_one_minus = -T.softplus(input)
+    # torch's formula, rounded as torch rounds it: log(1 - sigmoid(x)) = log(sigmoid(x)) - x, so the loss is
+    # (1 - t) x - log(sigmoid(x)), with the positive term weighted by pos_weight. An exact zero where a saturated
+    # logit agrees with its target (a Bernoulli's log-probability of a certain outcome).
+    log_sig = logsigmoid(input)
     if pos_weight is not None:
-        loss = -(pos_weight * target * log_sig + (1 - target) * log_one_minus)
-    else:
-        loss = -(target * log_sig + (1 - target) * log_one_minus)
+        log_sig = log_sig * ((pos_weight - 1) * target + 1)
+    loss = (1 - target) * input - log_sig
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -285,9 +286,8 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
     if log_target:
         loss = T.exp(target) * (target - input)
     else:
-        # xlogy: 0 where target == 0 (torch's convention).
-        safe = T.where(target > 0, target, 1.0)
-        loss = T.where(target > 0, target * T.log(safe), 0.0) - target * input
+        # torch's formula: xlogy is 0 where target == 0, NaN where it is negative (with torch's gradients).
+        loss = T.xlogy(target, target) - target * input
     out = _reduce(loss, red)
     if reduction == "batchmean" and input.ndim:
         out = out / input.shape[0]
@@ -365,14 +365,25 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _reduce(loss, reduction)
 
 
-def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False, eps: float = 1e-6,
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False, eps: float = 1e-6,
                       reduction: str = "mean") -> Tensor:
-    """``0.5 (log var + (input - target)^2 / var)`` (+ ``0.5 log 2 pi`` if full), var clamped at eps."""
-    reduction = _reduction("gaussian_nll_loss", None, None, reduction)
-    if var.ndim == input.ndim - 1 or (var.ndim == input.ndim and var.shape[-1] == 1 and input.shape[-1] != 1):
-        var = var.unsqueeze(-1) if var.ndim == input.ndim - 1 else var
-    if bool((var < 0).any()):
+    """``0.5 (log var + (input - target)^2 / var)`` (+ ``0.5 log 2 pi`` if full), var clamped at eps.
+
+    ``var`` is the input's shape (heteroscedastic), the input's shape without its last dim or with one dim of size
+    1 (homoscedastic: broadcast over that dim), or a float; any other shape raises ``ValueError`` as in torch."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * T.ones_like(input)
+    elif bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif input.ndim != var.ndim or sum(v for i, v in zip(input.shape, var.shape) if i != v) != 1:
+            raise ValueError("var is of incorrect size")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
     # Clamped value with an identity gradient, as torch clamps a copy under no_grad.
     var = T.clamp(var.detach(), min=eps) + (var - var.detach())
     loss = 0.5 * (T.log(var) + (input - target) ** 2 / var)
