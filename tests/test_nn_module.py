@@ -428,6 +428,23 @@ def test_sequential_delete_renumbers_like_torch():
         assert list(seq._modules) == ["0", "1"] and type(seq[1]).__name__ == "Sigmoid"
 
 
+def test_sequential_pop_and_parameter_dict_dict_methods_as_torch():
+    for lib in (genesis, torch):
+        seq = lib.nn.Sequential(lib.nn.ReLU(), lib.nn.Tanh(), lib.nn.Sigmoid(), lib.nn.Identity())
+        assert type(seq.pop(1)).__name__ == "Tanh" and list(seq._modules) == ["0", "1", "2"]
+        popped = seq.pop(slice(0, 2))
+        assert [type(m).__name__ for m in popped] == ["ReLU", "Sigmoid"] and len(seq) == 1
+        pd = lib.nn.ParameterDict({"a": lib.ones(1), "b": lib.zeros(2)})
+        assert pd.setdefault("a", lib.zeros(3)).shape == (1,) and pd.setdefault("c", lib.ones(4)).shape == (4,)
+        assert isinstance(pd["c"], lib.nn.Parameter)
+        key, value = pd.popitem()
+        assert key == "c" and value.shape == (4,) and list(pd.keys()) == ["a", "b"]
+        copied = pd.copy()
+        assert type(copied) is lib.nn.ParameterDict and copied["b"] is pd["b"]
+        fresh = pd.fromkeys(["x", "y"], lib.ones(2))
+        assert list(fresh.keys()) == ["x", "y"] and isinstance(fresh["y"], lib.nn.Parameter)
+
+
 def _backward_hook_trace(lib):
     """What a module's backward hooks see and do, in the same program for either library."""
     lin = lib.nn.Linear(3, 2)
@@ -554,3 +571,20 @@ def test_attention_out_proj_is_torchs_own_linear_class():
     m = nn.MultiheadAttention(4, 2)
     assert type(m.out_proj) is not nn.Linear and isinstance(m.out_proj, nn.Linear)
     assert type(m.out_proj).__name__ == type(torch.nn.MultiheadAttention(4, 2).out_proj).__name__
+
+
+def test_set_submodule_as_torch():
+    """``set_submodule`` replaces or adds a submodule at a dotted path; torch's errors for the bad cases."""
+    for lib in (genesis, torch):
+        net = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Sequential(lib.nn.ReLU()))
+        net.set_submodule("1.0", lib.nn.Tanh())
+        net.set_submodule("1.extra", lib.nn.Identity())
+        assert isinstance(net[1][0], lib.nn.Tanh) and isinstance(net[1].extra, lib.nn.Identity)
+        net.register_buffer("scale", lib.ones(1))
+        for target, module, strict, error in [("", lib.nn.ReLU(), False, ValueError),
+                                              ("1.0", "relu", False, ValueError),
+                                              ("1.new", lib.nn.ReLU(), True, AttributeError),
+                                              ("2.0", lib.nn.ReLU(), False, AttributeError),
+                                              ("scale", lib.nn.ReLU(), False, AttributeError)]:
+            with pytest.raises(error):
+                net.set_submodule(target, module, strict=strict)
