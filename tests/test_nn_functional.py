@@ -236,13 +236,18 @@ def test_embedding_max_norm_renormalizes_in_place():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
 def test_embedding_max_norm_rounds_the_scale_as_torch(dtype: torch.dtype, norm_type: float) -> None:
-    # torch divides max_norm by each norm in double and rounds the scale to the weight's dtype: bit for bit.
+    # torch divides max_norm by each norm in double and rounds the scale to the weight's dtype: bit for bit on the
+    # CPU, where the norms are summed in torch's order. A GPU sums them in another order: equal within tolerance.
     w = (torch.arange(40, dtype=torch.float64).reshape(10, 4) / 7 + 0.13).to(dtype)
     idx = torch.tensor([[1, 2, 9], [1, 7, 3]])
     gw = to_genesis(w)
     out = F.embedding(to_genesis(idx), gw, max_norm=1.7, norm_type=norm_type)
     t_out = torch.nn.functional.embedding(idx, w, max_norm=1.7, norm_type=norm_type)
-    assert torch.equal(to_torch(gw), w) and torch.equal(to_torch(out), t_out)
+    if DEVICE == "cpu":
+        assert torch.equal(to_torch(gw), w) and torch.equal(to_torch(out), t_out)
+    else:
+        assert_same(gw, w, what="renormalized weight")
+        assert_same(out, t_out)
 
 
 def test_dropout_statistics_and_modes():
