@@ -22,8 +22,9 @@ ST4 = ["i64:16", "i64", "i64", "1"]
 
 
 def _specs() -> list[tuple]:
-    k = kernel_modules(("elementwise", "reduce", "index", "random", "complex"))
+    k = kernel_modules(("elementwise", "reduce", "index", "random", "complex", "nn_grid_sample"))
     ek, rk, ik, rnd, ck = k["elementwise"], k["reduce"], k["index"], k["random"], k["complex"]
+    gs = k["nn_grid_sample"]
     c64, c128 = ("*fp32:16",) * 3 + ("fp32", "fp32", "i32"), ("*fp64:16",) * 3 + ("fp64", "fp64", "i32")
     ptr3 = ("*fp32:16", "*fp32:16", "*fp32:16")
     return [
@@ -73,6 +74,13 @@ def _specs() -> list[tuple]:
          (False, 1024)),
         ("check target", ik.check_index_kernel, ("*i32:16", "*i32:16", "*i64", "i64", "i64", "i64", "i64", "i64"),
          (True, 1024)),
+        ("grid sample bilinear reflection", gs.grid_sample_fwd, ("*fp32:16", "*fp32:16", "*fp32:16", *["i32"] * 4),
+         (False, 2, False, False, 64, 16)),
+        ("grid sample backward nearest fp64", gs.grid_sample_bwd, ("*fp64:16",) * 5 + ("i32",) * 4,
+         (True, False, True, 0, True, True, 64, 4)),
+        ("grid sample backward bilinear bf16", gs.grid_sample_bwd,
+         ("*bf16:16", "*bf16:16", "*bf16:16", "*fp32:16", "*bf16:16", *["i32"] * 4), (True, True, False, 1, True, False,
+                                                                                    64, 16)),
         ("pivot order", ik.pivot_order_kernel, ("*i32:16", "*i64:16", "i32", "i32"), (64,)),
         ("sort", ik.sort_rows_kernel, ("*fp32:16", "*fp32:16", "*i64:16", "i32"), (False, 64)),
         ("normal", rnd.random_kernel, ("*bf16:16", "i64", "u64", "i64", "*i64", "i64", "u64"),

@@ -204,6 +204,11 @@ PRIMITIVES: dict[str, str] = {
                           "by int64 index of any shape, deterministic (the same bits on every run)",
     # fused neural-network kernels (over the last dim)
     "softmax_backward": "(grad, out, dim, log): gradient of softmax / log_softmax from its output",
+    "grid_sample_2d": "(x, grid, mode, padding_mode, align_corners): (N, C, Ho, Wo) samples of (N, C, H, W) x at "
+                      "the (N, Ho, Wo, 2) grid's normalized (x, y) points, as torch's grid_sampler_2d; mode "
+                      "'bilinear' or 'nearest', padding_mode 'zeros', 'border' or 'reflection'; grid of x's dtype",
+    "grid_sample_2d_backward": "(grad, x, grid, mode, padding_mode, align_corners, needs_input, needs_grid): "
+                               "(grad_x or None, grad_grid or None), as torch's grid_sampler_2d_backward",
     "layer_norm": "(x, weight, bias, eps, rms): (out, mean, rstd) of layer_norm, or rms_norm (rms=True: mean 0, no "
                   "bias); mean/rstd float32 of shape x.shape[:-1]",
     "layer_norm_backward": "(grad, x, weight, mean, rstd, rms, output_mask, bias_dtype): (grad_x, grad_weight, "

@@ -26,6 +26,8 @@ from genesis._impl.cpu.nn import (  # noqa: F401 - the backend's neural-network 
     cross_entropy_backward,
     decode_attention,
     embedding_backward,
+    grid_sample_2d,
+    grid_sample_2d_backward,
     group_norm,
     group_norm_backward,
     kv_cache_write_,

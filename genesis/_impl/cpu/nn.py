@@ -444,3 +444,21 @@ def decode_attention(q: NDArray, k: NDArray, v: NDArray, length: NDArray, key_ma
         mask = wrap(torch.zeros(keep.shape, dtype=torch.float32).masked_fill(~keep, float("-inf"))[:, None, None])
     kt, vt = native(k)[:, :, :n].float(), native(v)[:, :, :n].float()
     return wrap(_attention_fp32(qt.float(), kt, vt, mask, False, scale).to(qt.dtype))
+
+
+_GRID_MODES = {"bilinear": 0, "nearest": 1}
+_GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def grid_sample_2d(x: NDArray, grid: NDArray, mode: str, padding_mode: str, align_corners: bool) -> NDArray:
+    return wrap(torch.grid_sampler_2d(native(x), native(grid), _GRID_MODES[mode], _GRID_PADDING[padding_mode],
+                                      align_corners))
+
+
+def grid_sample_2d_backward(grad: NDArray, x: NDArray, grid: NDArray, mode: str, padding_mode: str,
+                            align_corners: bool, needs_input: bool, needs_grid: bool
+                            ) -> tuple[NDArray | None, NDArray | None]:
+    grad_x, grad_grid = torch.ops.aten.grid_sampler_2d_backward(
+        native(grad), native(x), native(grid), _GRID_MODES[mode], _GRID_PADDING[padding_mode], align_corners,
+        [needs_input, needs_grid])
+    return (wrap(grad_x) if needs_input else None), (wrap(grad_grid) if needs_grid else None)

@@ -94,6 +94,7 @@ from genesis._impl.cuda.nn_layers import (
     upsample,
     upsample_backward,
 )
+from genesis._impl.cuda.nn_grid_sample import grid_sample_2d, grid_sample_2d_backward
 from genesis._impl.cuda.nn_padding import pad, pad_backward
 from genesis._impl.cuda.nn_rnn import rnn_cell_, rnn_cell_backward_
 from genesis._impl.cuda.random import dropout, normal, randint, uniform

@@ -3,10 +3,12 @@
 networks, augmentation, optical flow, 3-D registration).
 
 Both are written once for 2-D and 3-D. ``affine_grid`` is one graph node (``AffineGridGenerator``: the affine maps
-applied to a constant grid of base points); ``grid_sample`` is a composite of tensor ops: it gathers the neighbours
-of every sampling point (2 per dim for linear, 4 for bicubic, 1 for nearest) from the flattened input and blends
-them with the products of their per-dim weights, so gradients reach the input (a scatter-add) and the grid (through
-the weights), as torch's.
+applied to a constant grid of base points). ``grid_sample`` of 4-D input, bilinear or nearest, is one graph node too
+(``GridSample2d``, over the backend's ``grid_sample_2d`` primitives: torch's kernel on the CPU, one Triton kernel on
+cuda each way). Bicubic and volumetric sampling, and the double backward of any of them, are a composite of tensor
+ops: it gathers the neighbours of every sampling point (2 per dim for linear, 4 for bicubic, 1 for nearest) from the
+flattened input and blends them with the products of their per-dim weights, so gradients reach the input (a
+scatter-add) and the grid (through the weights), as torch's.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from genesis import amp, dtypes
+from genesis import amp, autograd, dtypes
 from genesis import ops as T
+from genesis.autograd import Primitive, is_grad_enabled
+from genesis.ndarray import NDArray
 from genesis.nn.functional.upsampling import cubic_convolution_weights
 from genesis.ops.nn import AffineGridGenerator
 from genesis.tensor import Tensor, linspace, zeros
@@ -161,6 +165,33 @@ def _times(a: Tensor | None, b: Tensor | None) -> Tensor | None:
     return a * b
 
 
+class GridSample2d(Primitive):
+    """``grid_sample`` of (N, C, H, W) input, bilinear or nearest: one node over the backend's primitives. A
+    backward that records a graph (double backward) differentiates the composite instead."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, grid: NDArray, mode: str, padding_mode: str, align_corners: bool) -> NDArray:
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, grid)
+            ctx.args = (mode, padding_mode, align_corners)
+        return x.backend.grid_sample_2d(x, grid, mode, padding_mode, align_corners)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple:
+        x, grid = ctx.saved_tensors
+        mode, padding_mode, align = ctx.args
+        needs = ctx.needs_input_grad[:2]
+        if is_grad_enabled():
+            wanted = [t for t, need in zip((x, grid), needs) if need]
+            grads = iter(autograd.grad(_composite(x, grid, mode, padding_mode, align), wanted, grad,
+                                       create_graph=True))
+            return (next(grads) if needs[0] else None), (next(grads) if needs[1] else None), None, None, None
+        backend = x.ndarray.backend
+        grad_x, grad_grid = backend.grid_sample_2d_backward(grad.ndarray, x.ndarray, grid.ndarray, mode, padding_mode,
+                                                            align, needs[0], needs[1])
+        return grad_x, grad_grid, None, None, None
+
+
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
     """Sample ``input`` at the ``grid`` points: (N, C, H, W) at an (N, Ho, Wo, 2) grid of (x, y) points gives
@@ -180,6 +211,13 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         raise RuntimeError(f"expected scalar type {dtypes.SCALAR_TYPE_NAMES[input.dtype]} but found "
                            f"{dtypes.SCALAR_TYPE_NAMES[grid.dtype]}")
     align = bool(align_corners)
+    if input.ndim == 4 and mode != "bicubic":
+        return GridSample2d.apply(input, grid, mode, padding_mode, align)
+    return _composite(input, grid, mode, padding_mode, align)
+
+
+def _composite(input: Tensor, grid: Tensor, mode: str, padding_mode: str, align: bool) -> Tensor:
+    """``grid_sample`` in tensor ops (arguments checked)."""
     n, c = input.shape[0], input.shape[1]
     sizes = tuple(input.shape[2:])  # (H, W) or (D, H, W)
     out_sizes = tuple(grid.shape[1:-1])
