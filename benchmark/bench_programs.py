@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -28,8 +29,10 @@ from benchmark.common import print_table, row, write_json  # noqa: E402
 
 # One library's runs of the programs, in a process of its own (one start-up for all); prints, per program, a JSON
 # line with the seconds of each run or the error. The library's global settings are put back after each program.
+# A program that leaves the GPU unusable (a device-side assert ends the CUDA context) ends the process: the
+# remaining programs go to a new one.
 _WORKER = """
-import json, os, runpy, sys, time, traceback
+import json, os, runpy, sys, time
 lib, device, runs, scripts = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 if lib == "torch":
     import torch as module
@@ -54,28 +57,41 @@ for script in scripts:
             result["times"].append(time.perf_counter() - start)
     except BaseException as error:
         result = {"error": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"[:200]}
+    print("@@" + json.dumps(result), flush=True)
+    if "device-side assert" in result.get("error", "") or "CUDA error" in result.get("error", ""):
+        sys.exit(3)
     module.set_default_device(None)
     module.set_default_dtype(module.float32)
     module.set_grad_enabled(True)
     sys.path.remove(folder)
-    print("@@" + json.dumps(result), flush=True)
 """
 
 
 def time_programs(scripts: list[str], lib: str, device: str, runs: int, timeout: float) -> list[tuple]:
     """Per program: (fastest run after the first, in seconds, or None; the error when the program failed)."""
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    lines: list[str] = []
-    try:
-        done = subprocess.run([sys.executable, "-c", _WORKER, lib, device, str(runs), *scripts], capture_output=True,
-                              text=True, timeout=timeout, env=env)
-        lines, tail = done.stdout.splitlines(), (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-    except subprocess.TimeoutExpired as expired:
-        out = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
-        lines, tail = out.splitlines(), f"timed out after {timeout:.0f} s"
-    results = [json.loads(line[2:]) for line in lines if line.startswith("@@")]
-    timed = [(min(r["times"][1:] or r["times"]), "") if "times" in r else (None, r["error"]) for r in results]
-    return timed + [(None, tail)] * (len(scripts) - len(timed))
+    deadline = time.monotonic() + timeout
+    timed: list[tuple] = []
+    while len(timed) < len(scripts):
+        rest = scripts[len(timed):]
+        try:
+            done = subprocess.run([sys.executable, "-c", _WORKER, lib, device, str(runs), *rest], capture_output=True,
+                                  text=True, timeout=max(1.0, deadline - time.monotonic()), env=env)
+        except subprocess.TimeoutExpired as expired:
+            out = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+            timed += _results(out)
+            return timed + [(None, f"timed out after {timeout:.0f} s")] * (len(scripts) - len(timed))
+        results = _results(done.stdout)
+        timed += results
+        if len(results) < len(rest):  # the process died in a program: that one failed, the rest go on
+            tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            timed.append((None, tail))
+    return timed
+
+
+def _results(stdout: str) -> list[tuple]:
+    results = [json.loads(line[2:]) for line in stdout.splitlines() if line.startswith("@@")]
+    return [(min(r["times"][1:] or r["times"]), "") if "times" in r else (None, r["error"]) for r in results]
 
 
 def main() -> None:
