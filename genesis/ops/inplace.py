@@ -64,8 +64,8 @@ def assign_inplace(t: Tensor, result: Tensor) -> Tensor:
     if result.dtype is not t.dtype:
         if t.dtype.category < result.dtype.category or (t.dtype.is_complex and not result.dtype.is_complex):
             # A real result (abs, angle) would drop the imaginary parts: torch refuses too.
-            raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired output type "
-                               f"{t.dtype.name}")
+            raise RuntimeError(f"result type {dtypes.SCALAR_TYPE_NAMES[result.dtype]} can't be cast to the desired "
+                               f"output type {dtypes.SCALAR_TYPE_NAMES[t.dtype]}")
         result = result.to(t.dtype)
     if t.requires_grad and not result.requires_grad and is_grad_enabled():
         result = Overwrite.apply(t, result)
@@ -147,6 +147,13 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
         if _writes_directly(t, op, writer, other):
             return write_recorded(t, writer, other)
         return assign_inplace(t, fn(t, other))
+    if other.__class__ is Tensor:
+        a, b = t.ndarray, other.ndarray
+        if b.shape == a.shape and b.dtype is a.dtype and b.device is a.device and a.dtype.category == 2:
+            # The common case, a floating tensor of this one's shape, dtype and device: nothing to promote or check.
+            a.binary(op, b, out=a)
+            t._bump_version()
+            return t
     if isinstance(other, Tensor):
         if other.ndim:
             check_same_device(op, t.device, other.device)
@@ -161,8 +168,8 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
     if op == "div" and target.category < 2:
         target = dtypes.get_default_dtype()
     if target.category > t.dtype.category:
-        raise RuntimeError(f"{op}_: result type {target.name} can't be cast to the desired output type "
-                           f"{t.dtype.name}")
+        raise RuntimeError(f"{op}_: result type {dtypes.SCALAR_TYPE_NAMES[target]} can't be cast to the desired "
+                           f"output type {dtypes.SCALAR_TYPE_NAMES[t.dtype]}")
     if target is t.dtype:
         t.ndarray.binary(op, other_nd, out=t.ndarray)
     else:
@@ -176,11 +183,16 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
 def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
     """``t.op_(other, alpha=, rounding_mode=)`` of a binary op: straight into memory when no graph is recorded, and
     when one is, through ``writer`` where it can (``add_``, ``sub_``, ``mul_`` by a number or a constant tensor:
-    one kernel, as torch's)."""
+    one kernel, as torch's). ``add_``, ``sub_`` and ``mul_`` take a sparse ``other`` as the strided tensor it
+    stands for, as torch's."""
+    takes_sparse = op in ("add", "sub", "mul")
+
     def method(self: Tensor, other: Any, alpha: float | None = None, rounding_mode: str | None = None) -> Tensor:
         if isinstance(alpha, Tensor):  # torch's deprecated ``add_(alpha, other)``
             arithmetic.warn_scale_first(f"{op}_", "alpha")
             other, alpha = alpha, other
+        if takes_sparse:  # a sparse gradient added into a parameter by hand
+            other = arithmetic.densified(op, self, other)
         if alpha is not None and alpha != 1:
             if (rounding_mode is None and arithmetic.fuses_scale(self, other)
                     and dtypes.result_type(self.dtype, self.ndim, other.dtype, other.ndim) is self.dtype
