@@ -247,6 +247,9 @@ def compat_import_module(name: str, package: str | None = None) -> ModuleType:
 
 
 def _inside(path: str, folder: str) -> bool:
+    if (not path.startswith(folder) and os.path.isabs(path) and f"{os.sep}..{os.sep}" not in path
+            and f"{os.sep}.{os.sep}" not in path):
+        return False  # a normalized absolute path elsewhere: most of sys.modules, decided without abspath
     path = os.path.abspath(path)
     return path == folder or path.startswith(folder + os.sep)
 

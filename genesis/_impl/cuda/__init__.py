@@ -81,6 +81,7 @@ from genesis._impl.cuda.nn_fused import (
     swiglu,
     swiglu_backward,
 )
+from genesis._impl.cuda.nn_grid_sample import grid_sample_2d, grid_sample_2d_backward
 from genesis._impl.cuda.nn_layers import (
     adaptive_pool,
     adaptive_pool_backward,
@@ -94,7 +95,6 @@ from genesis._impl.cuda.nn_layers import (
     upsample,
     upsample_backward,
 )
-from genesis._impl.cuda.nn_grid_sample import grid_sample_2d, grid_sample_2d_backward
 from genesis._impl.cuda.nn_padding import pad, pad_backward
 from genesis._impl.cuda.nn_rnn import rnn_cell_, rnn_cell_backward_
 from genesis._impl.cuda.random import dropout, normal, randint, uniform
