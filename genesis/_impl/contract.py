@@ -104,6 +104,10 @@ PRIMITIVES: dict[str, str] = {
     "triangular_solve": "(A, B, upper, unitriangular): X with A X = B for triangular (..., n, n) A, read from its "
                         "upper or lower triangle only (its diagonal taken as ones when unitriangular), and "
                         "(..., n, k) B of A's dtype (float32 or float64), batch dims equal (LAPACK's trsm)",
+    "eigh": "(A): (eigenvalues (..., n) ascending, eigenvectors (..., n, n) as columns) of symmetric (..., n, n) A of "
+            "float32 or float64, as LAPACK's syevd (each eigenvector's sign is the library's)",
+    "svd": "(A): (U (..., m, n), S (..., n), Vh (..., n, n)) the reduced SVD of tall (m >= n) (..., m, n) A of "
+           "float32 or float64, singular values descending, as LAPACK's gesvd (the vectors' signs are the library's)",
     "lu_factor": "(A): (LU, pivots, info) of LAPACK getrf (partial pivoting) on square (..., n, n) A of float32 or "
                  "float64: U on and above LU's diagonal, L's multipliers below it, pivots int32 (..., n) 1-based "
                  "(row i swapped with row pivots[i] at step i), info int32 (...,), 0 or the 1-based index of the "

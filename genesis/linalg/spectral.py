@@ -130,7 +130,11 @@ class _Eigh(Function):
 
     @staticmethod
     def forward(ctx: Any, A: Tensor) -> tuple[Tensor, Tensor]:
-        values, vectors = _jacobi_eigh(A)
+        if A.dtype in (dtypes.float32, dtypes.float64) and A.shape[-1]:
+            nd = A.ndarray
+            values, vectors = (Tensor._wrap(v) for v in nd.backend.eigh(nd))
+        else:
+            values, vectors = _jacobi_eigh(A)
         ctx.save_for_backward(values, vectors)
         return values, vectors
 
@@ -156,9 +160,10 @@ def eigh(A: Tensor, UPLO: str = "L") -> tuple[Tensor, Tensor]:  # torch's name
     """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of symmetric matrices (..., n, n), read from
     the lower (``UPLO="L"``) or upper triangle.
 
-    Computed by parallel cyclic Jacobi rotations over Genesis ops, in double precision (about n log n batched
-    steps: fine for n in the hundreds).
-    Eigenvectors are defined up to sign (LAPACK's signs may differ); the gradient is torch's analytic one, which
+    Float32 and float64 matrices are decomposed by the backend's library (LAPACK's syevd through torch on the CPU,
+    cuSOLVER's on cuda); other floating dtypes by parallel cyclic Jacobi rotations over Genesis ops, in double
+    precision (about n log n batched steps: fine for n in the hundreds). Eigenvectors are defined up to sign
+    (cuSOLVER's and the rotations' signs may differ from LAPACK's); the gradient is torch's analytic one, which
     needs distinct eigenvalues.
     """
     _check_float("linalg.eigh", A)
@@ -229,7 +234,11 @@ class _Svd(Function):
     @staticmethod
     def forward(ctx: Any, A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         wide = A.shape[-2] < A.shape[-1]
-        U, S, Vh = _jacobi_svd(A.mT if wide else A)
+        if A.dtype in (dtypes.float32, dtypes.float64) and min(A.shape[-2:]):
+            nd = (A.mT if wide else A).ndarray
+            U, S, Vh = (Tensor._wrap(v) for v in nd.backend.svd(nd))
+        else:
+            U, S, Vh = _jacobi_svd(A.mT if wide else A)
         if wide:
             U, Vh = Vh.mT, U.mT
         ctx.save_for_backward(U, S, Vh)

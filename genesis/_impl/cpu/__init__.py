@@ -339,6 +339,16 @@ def triangular_solve(A: NDArray, B: NDArray, upper: bool, unitriangular: bool) -
     return wrap(torch.linalg.solve_triangular(native(A), native(B), upper=upper, unitriangular=unitriangular))
 
 
+def eigh(A: NDArray) -> tuple[NDArray, NDArray]:
+    values, vectors = torch.linalg.eigh(native(A))
+    return wrap(values), wrap(vectors)
+
+
+def svd(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+    U, S, Vh = torch.linalg.svd(native(A), full_matrices=False)
+    return wrap(U), wrap(S), wrap(Vh)
+
+
 def lu_factor(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
     LU, pivots, info = torch.linalg.lu_factor_ex(native(A))
     return wrap(LU), wrap(pivots), wrap(info)

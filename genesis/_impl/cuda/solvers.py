@@ -1,6 +1,6 @@
-"""The ``cholesky``, ``triangular_solve``, ``lu_factor`` and ``pivot_order`` primitives of the CUDA backend:
-cuSOLVER's ``potrf`` and ``getrf`` and cuBLAS's ``trsm`` (``nvmath.bindings``, plain int pointers), queued on
-Genesis's current stream with no host wait.
+"""The ``cholesky``, ``triangular_solve``, ``lu_factor``, ``pivot_order``, ``eigh`` and ``svd`` primitives of the
+CUDA backend: cuSOLVER's ``potrf``, ``getrf``, ``syevd`` and ``gesvd`` and cuBLAS's ``trsm`` (``nvmath.bindings``,
+plain int pointers), queued on Genesis's current stream with no host wait.
 
 Genesis arrays are row-major and these libraries column-major: a row-major matrix read column-major is its
 transpose. So the lower Cholesky factor of a row-major A is cuSOLVER's *upper* factor of the same memory (A is
@@ -32,6 +32,8 @@ _LOWER, _UPPER = 0, 1  # cublasFillMode_t
 _LEFT, _RIGHT = 0, 1  # cublasSideMode_t
 _OP_N = 0
 _NON_UNIT, _UNIT = 0, 1
+_VECTORS = 1  # cusolverEigMode_t: eigenvalues and eigenvectors
+_SOME = ord("S")  # gesvd's jobu / jobvt: the first min(m, n) singular vectors
 _ONE = {dtypes.float32: np.ones(1, np.float32), dtypes.float64: np.ones(1, np.float64)}  # trsm's alpha (host)
 
 _handles: dict[int, tuple[int, int]] = {}  # device -> (cuSOLVER handle, cuBLAS handle), kept for the process
@@ -104,6 +106,54 @@ def triangular_solve(A: NDArray, B: NDArray, upper: bool, unitriangular: bool) -
     for i in range(count):
         trsm(handle, _RIGHT, uplo, _OP_N, diag, k, n, alpha, a_base + i * a_step, n, x_base + i * x_step, k)
     return X
+
+
+def eigh(A: NDArray) -> tuple[NDArray, NDArray]:
+    _check_real("eigh", A)
+    n = A.shape[-1]
+    batch = A.shape[:-2]
+    count = math.prod(batch)
+    vectors = contiguous(A)  # symmetric: the same matrix read column-major; syevd leaves the eigenvectors in it
+    values = _new((*batch, n), A.dtype, A.device)
+    if count and n:
+        solver, _ = _libraries(A.device.index)
+        double = A.dtype is dtypes.float64
+        syevd = cusolverDn.dsyevd if double else cusolverDn.ssyevd
+        size = (cusolverDn.dsyevd_buffer_size if double else cusolverDn.ssyevd_buffer_size)(
+            solver, _VECTORS, _LOWER, n, _ptr(vectors), n, _ptr(values))
+        work = storage.alloc(max(size, 1) * A.dtype.itemsize, A.device.index)
+        info = _new((count,), dtypes.int32, A.device)
+        step, base, value_base = n * n * A.dtype.itemsize, _ptr(vectors), _ptr(values)
+        for i in range(count):
+            syevd(solver, _VECTORS, _LOWER, n, base + i * step, n, value_base + i * n * A.dtype.itemsize, work.ptr,
+                  size, _ptr(info) + 4 * i)
+    # Column j of the column-major result is eigenvector j: row j of this memory read row-major.
+    return values, contiguous(vectors.transpose(-2, -1))
+
+
+def svd(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+    _check_real("svd", A)
+    m, n = A.shape[-2], A.shape[-1]
+    batch = A.shape[:-2]
+    count = math.prod(batch)
+    work_a = contiguous(A.transpose(-2, -1))  # A column-major (gesvd wants m >= n: A is tall)
+    S = _new((*batch, n), A.dtype, A.device)
+    U = _new((*batch, n, m), A.dtype, A.device)  # column-major (m, n): row-major U^T
+    Vt = _new((*batch, n, n), A.dtype, A.device)  # column-major Vh: row-major V
+    if count and n:
+        solver, _ = _libraries(A.device.index)
+        double = A.dtype is dtypes.float64
+        gesvd = cusolverDn.dgesvd if double else cusolverDn.sgesvd
+        size = (cusolverDn.dgesvd_buffer_size if double else cusolverDn.sgesvd_buffer_size)(solver, m, n)
+        item = A.dtype.itemsize
+        work = storage.alloc(max(size, 1) * item, A.device.index)
+        unconverged = storage.alloc(max(n - 1, 1) * item, A.device.index)  # gesvd's rwork
+        info = _new((count,), dtypes.int32, A.device)
+        for i in range(count):
+            gesvd(solver, _SOME, _SOME, m, n, _ptr(work_a) + i * m * n * item, m, _ptr(S) + i * n * item,
+                  _ptr(U) + i * m * n * item, m, _ptr(Vt) + i * n * n * item, n, work.ptr, size, unconverged.ptr,
+                  _ptr(info) + 4 * i)
+    return contiguous(U.transpose(-2, -1)), S, contiguous(Vt.transpose(-2, -1))
 
 
 def lu_factor(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
