@@ -605,3 +605,10 @@ def test_fractional_max_pool_errors():
                 x, _samples(2, 3, 3, seed=0))
     check_error(ValueError, lambda lib, x: lib.nn.FractionalMaxPool2d(2, output_ratio=1.5)(x), x)
     check_error(ValueError, lambda lib, x: lib.nn.FractionalMaxPool3d(2, output_size=2, output_ratio=0.5)(x), x)
+
+
+def test_group_and_instance_norm_of_strided_inputs():
+    """A transposed (non-dense-row-major) input normalizes as torch's, values and gradients."""
+    check(lambda lib, x, w, b: lib.nn.functional.group_norm(x.transpose(2, 3), 2, w, b), rand(2, 4, 3, 5),
+          rand(4), rand(4))
+    check(lambda lib, x: lib.nn.functional.instance_norm(x.transpose(2, 3)), rand(2, 4, 3, 5))

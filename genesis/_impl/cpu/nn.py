@@ -92,9 +92,17 @@ def adaptive_pool_backward(grad: NDArray, x: NDArray, indices: NDArray | None, m
     return wrap(torch.ops.aten._adaptive_avg_pool2d_backward(native(grad), native(x)))
 
 
+def _group_norm_layout(t: torch.Tensor) -> torch.memory_format:
+    """The dense layout torch's group norm kernels take ``t`` in: channels_last where ``t`` is stored so, else
+    row-major."""
+    return next((f for f in (torch.channels_last, torch.channels_last_3d) if t.dim() == (4 if f is torch.channels_last
+                 else 5) and t.is_contiguous(memory_format=f) and not t.is_contiguous()), torch.contiguous_format)
+
+
 def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_groups: int,
                eps: float) -> tuple[NDArray, NDArray, NDArray]:
     t = native(x)
+    t = t.contiguous(memory_format=_group_norm_layout(t))  # torch's kernel takes a dense input only
     N, C = t.shape[:2]
     out, mean, rstd = torch.ops.aten.native_group_norm(t, _opt(weight), _opt(bias), N, C, math.prod(t.shape[2:]),
                                                        num_groups, eps)
@@ -105,8 +113,7 @@ def group_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
                         num_groups: int, output_mask: tuple) -> tuple:
     t = native(x)
     # torch's kernel reads dy in x's layout: give both one layout
-    fmt = next((f for f in (torch.channels_last, torch.channels_last_3d) if t.dim() == (4 if f is torch.channels_last
-                else 5) and t.is_contiguous(memory_format=f) and not t.is_contiguous()), torch.contiguous_format)
+    fmt = _group_norm_layout(t)
     t, g = t.contiguous(memory_format=fmt), native(grad).contiguous(memory_format=fmt)
     N, C = t.shape[:2]
     grads = torch.ops.aten.native_group_norm_backward(g, t, native(mean), native(rstd), _opt(weight), N,
