@@ -102,6 +102,7 @@ from genesis.nn.functional.namespace_aliases import *  # noqa: F403 - torch's to
 from genesis.ops import *  # noqa: F403 - the torch-style namespace of tensor ops, from the op registry
 from genesis.ops.autocast import get_autocast_cpu_dtype, get_autocast_gpu_dtype, is_autocast_cpu_enabled
 from genesis.ops.out_args import with_out as _with_out
+from genesis.ops.segment import segment_reduce
 from genesis.ops.sparse import layout, sparse_coo, sparse_csr, strided
 from genesis.ops.storage import TypedStorage, UntypedStorage
 from genesis.printing import set_printoptions

@@ -117,9 +117,10 @@ class GradScaler:
                                "scaler.scale(loss or outputs) earlier in the iteration.")
         # torch computes 1/scale in float64 and rounds it to float32.
         inv_scale = _round_f32(1.0 / float(self._scale.item()))
-        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-        if not allow_fp16 and any(g.dtype is dtypes.float16 for g in grads):
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        if not allow_fp16 and any(p.grad.dtype is dtypes.float16 for p in params):
             raise ValueError("Attempting to unscale FP16 gradients.")
+        grads = [_stored_gradient(p) for p in params]
         # On GPUs, gradients of one device and dtype are checked and unscaled in one fused pass, with one flag to
         # read back per group; elsewhere (and for non-contiguous gradients) one gradient at a time.
         groups: dict[tuple, list[Tensor]] = {}
@@ -234,6 +235,17 @@ class GradScaler:
         self._growth_interval = int(state_dict["growth_interval"])
         self._init_growth_tracker = int(state_dict["_growth_tracker"])
         self._growth_tracker = self._init_growth_tracker
+
+
+def _stored_gradient(p: Tensor) -> Tensor:
+    """The tensor that holds ``p``'s gradient values, to check and unscale in place: the gradient itself, or the
+    stored values of a sparse one (coalesced first in float16, where duplicates of scaled values may overflow when
+    added, as torch's)."""
+    if not p.grad.is_sparse:
+        return p.grad
+    if p.grad.dtype is dtypes.float16:
+        p.grad = p.grad.coalesce()
+    return p.grad._values()
 
 
 def _round_f32(value: float) -> float:

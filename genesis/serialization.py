@@ -30,6 +30,9 @@ from genesis.device import device as Device
 from genesis.device import to_device
 from genesis.nn.modules.module import Module
 from genesis.nn.parameter import Parameter
+from genesis.ops.sparse import SparseTensor, sparse_coo_tensor
+from genesis.ops.sparse_base import SparseBase
+from genesis.ops.sparse_csr import sparse_csr_tensor
 from genesis.random import default_generator
 from genesis.safetensors_io import (
     STORABLE_DTYPES,
@@ -67,6 +70,8 @@ class _Encoder:
         self.by_storage: dict[tuple[str, str, int], list[Tensor]] = {}
 
     def encode(self, obj: Any, path: str) -> Any:
+        if isinstance(obj, SparseBase):
+            return self._sparse(obj, path)
         if isinstance(obj, Tensor):
             return self._tensor(obj, path)
         if obj is None or isinstance(obj, (bool, int, float, str)):
@@ -153,6 +158,17 @@ class _Encoder:
         ref: dict[str, Any] = {"scalar": isinstance(value, np.generic)}
         ref["__numpy__"] = self._store(np.array(value), path, ref)
         return ref
+
+    def _sparse(self, t: SparseBase, path: str) -> dict[str, Any]:
+        """A sparse COO or CSR tensor as its layout, size and parts (indices and values, stored as tensors); as
+        torch's, it loads without ``requires_grad``."""
+        if isinstance(t, SparseTensor):
+            parts = {"indices": t._indices(), "values": t._values()}
+        else:
+            parts = {"crow_indices": t.crow_indices(), "col_indices": t.col_indices(), "values": t.values()}
+        encoded = {k: self._tensor(v.detach(), _join(path, k)) for k, v in parts.items()}
+        coalesced = isinstance(t, SparseTensor) and t.is_coalesced()
+        return {"__sparse__": str(t.layout).split(".")[-1], "size": list(t.shape), "coalesced": coalesced, **encoded}
 
     def _tensor(self, t: Tensor, path: str) -> dict[str, Any]:
         ref: dict[str, Any] = {"device": str(t.device)}
@@ -354,6 +370,8 @@ class _Decoder:
             return data
         if "__tensor__" in data:
             return self._tensor(data, path)
+        if "__sparse__" in data:
+            return self._sparse(data, path)
         if "__numpy__" in data:
             key = data["__numpy__"]
             if not isinstance(key, str) or key not in self.arrays:
@@ -489,6 +507,28 @@ class _Decoder:
             t.requires_grad_(True)
         self.tensors[cache_key] = t
         return t
+
+    def _sparse(self, data: dict[str, Any], path: str) -> SparseBase:
+        """A sparse COO or CSR tensor from its saved parts; its indices are checked against its size."""
+        names = {"sparse_coo": ("indices", "values"), "sparse_csr": ("crow_indices", "col_indices", "values")}
+        kind = data["__sparse__"]
+        if kind not in names:
+            raise self._bad(path, f"unknown sparse layout {kind!r}")
+        size = data.get("size")
+        if not (isinstance(size, list) and all(isinstance(n, int) and n >= 0 for n in size)):
+            raise self._bad(path, f"a sparse tensor's size must be a list of sizes, got {size!r}")
+        parts = []
+        for key in names[kind]:
+            ref = data.get(key)
+            if not (isinstance(ref, dict) and "__tensor__" in ref):
+                raise self._bad(path, f"a {kind} tensor needs its '{key}' tensor")
+            parts.append(self._tensor(ref, _join(path, key)))
+        try:
+            if kind == "sparse_coo":
+                return sparse_coo_tensor(*parts, size, is_coalesced=data.get("coalesced") is True)
+            return sparse_csr_tensor(*parts, size)
+        except RuntimeError as err:
+            raise self._bad(path, str(err)) from None
 
     def _view(self, key: str, ref: dict[str, Any], view: Any, path: str) -> Tensor:
         """One of the tensors saved as views of the shared storage ``key`` (loaded once, on the target device)."""

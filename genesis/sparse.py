@@ -7,17 +7,23 @@ and ``genesis.ops.sparse_csr`` hold the tensor classes and their ops).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Sequence
 
 from genesis import dtypes
+from genesis.device import factory_device
+from genesis.memory_format import layout, sparse_coo, sparse_csr
 from genesis.ndarray import normalize_dim
 from genesis.ops import linalg
-from genesis.ops.sparse import SparseTensor, linear_index, sparse_matmul, sparse_sum
+from genesis.ops.join import stack
+from genesis.ops.sparse import SparseTensor, linear_index, sparse_coo_tensor, sparse_matmul, sparse_sum
 from genesis.ops.sparse_base import SparseBase
 from genesis.ops.sparse_csr import SparseCsrTensor
-from genesis.tensor import Tensor, zeros
+from genesis.tensor import Size, Tensor, arange, zeros
 
-__all__ = ["addmm", "check_sparse_tensor_invariants", "log_softmax", "mm", "softmax", "sum"]
+__all__ = ["BFloat16Tensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor",
+           "LongTensor", "ShortTensor", "addmm", "check_sparse_tensor_invariants", "log_softmax", "mm", "softmax",
+           "spdiags", "sum"]
 
 
 class check_sparse_tensor_invariants:
@@ -70,6 +76,56 @@ class check_sparse_tensor_invariants:
         return with_switch
 
 
+class _SparseTypedMeta(type):
+    """torch's deprecated sparse legacy constructors (``torch.sparse.FloatTensor(indices, values, size)``): calling
+    the class makes a sparse COO tensor on the CPU; ``isinstance`` asks for a sparse COO CPU tensor of its dtype."""
+
+    dtype: dtypes.dtype
+    device_type = "cpu"
+
+    def __call__(cls, *args: Any, device: Any = None) -> SparseTensor:
+        if device is not None and factory_device(device).type != cls.device_type:
+            raise RuntimeError(f"{cls.__name__}: legacy constructor expects device type: {cls.device_type} but "
+                               f"device type: {device} was passed")
+        if len(args) in (2, 3) and isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+            # As torch's, the values keep their own dtype (the class's is not imposed on them).
+            form = "indices, values, shape" if len(args) == 3 else "indices, values"
+            warnings.warn(f"torch.sparse.SparseTensor({form}, *, device=) is deprecated.  Please use "
+                          f"torch.sparse_coo_tensor({form}, dtype=, device=).", UserWarning, stacklevel=2)
+            return sparse_coo_tensor(*args)
+        sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in sizes):
+            raise TypeError(f"{cls.__name__}(): expected (indices, values), (indices, values, size) or sizes, got "
+                            f"({', '.join(type(a).__name__ for a in args)})")
+        if sizes:
+            warnings.warn("torch.sparse.SparseTensor(shape, *, device=) is deprecated.  Please use "
+                          "torch.sparse_coo_tensor(shape, dtype=, device=).", UserWarning, stacklevel=2)
+        sizes = sizes or (0,)  # no arguments: a 1-d tensor of size 0, as torch's
+        empty = zeros(len(sizes), 0, dtype=dtypes.int64)
+        return SparseTensor(empty, zeros(0, dtype=cls.dtype), sizes, coalesced=True)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, SparseTensor) and obj.dtype is cls.dtype and obj.device.type == cls.device_type
+
+
+def _sparse_typed(dtype: dtypes.dtype) -> type:
+    name = dtypes.LEGACY_TYPE_NAMES[dtype]
+    doc = (f"A sparse COO CPU tensor of dtype {dtype.name} (deprecated legacy constructor, as ``torch.sparse.{name}``):"
+           " (indices, values), (indices, values, size), or sizes (an empty tensor).")
+    return _SparseTypedMeta(name, (), {"dtype": dtype, "__doc__": doc, "__module__": "genesis.sparse"})
+
+
+FloatTensor = _sparse_typed(dtypes.float32)
+DoubleTensor = _sparse_typed(dtypes.float64)
+HalfTensor = _sparse_typed(dtypes.float16)
+BFloat16Tensor = _sparse_typed(dtypes.bfloat16)
+ByteTensor = _sparse_typed(dtypes.uint8)
+CharTensor = _sparse_typed(dtypes.int8)
+ShortTensor = _sparse_typed(dtypes.int16)
+IntTensor = _sparse_typed(dtypes.int32)
+LongTensor = _sparse_typed(dtypes.int64)
+
+
 def _as_coo(x: Tensor) -> Tensor:
     """A CSR matrix as its COO tensor (products and sums go through COO); anything else as it is."""
     return x.to_sparse() if isinstance(x, SparseCsrTensor) else x
@@ -104,6 +160,46 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, dtype: Any = None
     """Sum of a sparse COO tensor over ``dim`` (all dims by default), as ``torch.sparse.sum``: a strided tensor once
     every sparse dimension is summed, else a coalesced sparse tensor."""
     return sparse_sum(input, dim, dtype)
+
+
+def spdiags(diagonals: Tensor, offsets: Tensor, shape: Sequence[int], layout: layout | None = None) -> SparseBase:
+    """A sparse (m, n) matrix from diagonals, as ``torch.sparse.spdiags`` (SciPy's ``spdiags``): the element
+    ``diagonals[i, j]`` lands at ``(j - offsets[i], j)``, the columns past ``n`` or rows outside ``[0, m)``
+    dropped. An uncoalesced COO tensor, entries diagonal by diagonal (``layout=genesis.sparse_csr``: a CSR one);
+    differentiable in ``diagonals``.
+
+    Args:
+        diagonals: (d, k) values, one row per diagonal (a vector for one diagonal).
+        offsets: int64 (d,) distinct offsets: 0 the main diagonal, positive above it, negative below.
+        shape: the matrix's (m, n).
+        layout: ``genesis.sparse_coo`` (the default) or ``genesis.sparse_csr``.
+    """
+    if layout is not None and layout not in (sparse_coo, sparse_csr):
+        raise RuntimeError(f"spdiags: Only output layouts (Sparse, SparseCsr) are supported, got {layout}")
+    if not isinstance(offsets, Tensor):
+        raise TypeError(f"spdiags(): argument 'offsets' (position 2) must be Tensor, not {type(offsets).__name__}")
+    if offsets.dtype is not dtypes.int64:
+        raise RuntimeError(f"spdiags: Offset Tensor must have dtype Long but got {offsets.dtype}")
+    if diagonals.ndim not in (1, 2):
+        raise RuntimeError("spdiags: Diagonals must be vector or matrix")
+    if offsets.ndim > 1:
+        raise RuntimeError("spdiags: Offsets must be scalar or vector")
+    if len(shape) != 2:
+        raise RuntimeError("spdiags: Output shape must be 2d")
+    rows_of_diagonals = diagonals.reshape(1, -1) if diagonals.ndim == 1 else diagonals
+    offsets = offsets.reshape(-1)
+    if rows_of_diagonals.shape[0] != offsets.shape[0]:
+        raise RuntimeError(f"spdiags: Number of diagonals ({rows_of_diagonals.shape[0]}) does not match the number "
+                           f"of offsets ({offsets.shape[0]})")
+    if offsets.unique().shape[0] != offsets.shape[0]:
+        raise RuntimeError("spdiags: Offset tensor contains duplicate values")
+    m, n = (int(size) for size in shape)
+    width = min(n, rows_of_diagonals.shape[1])
+    cols = arange(width, device=diagonals.device).expand(offsets.shape[0], width)  # (d, width)
+    rows = cols - offsets.unsqueeze(1)
+    inside = (rows >= 0) & (rows < m)
+    out = SparseTensor(stack([rows[inside], cols[inside]]), rows_of_diagonals[:, :width][inside], (m, n))
+    return out.to_sparse_csr() if layout is sparse_csr else out
 
 
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> SparseTensor:

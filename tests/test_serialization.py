@@ -114,6 +114,42 @@ def test_single_tensor_views_and_requires_grad(tmp_path) -> None:
     assert genesis.load(path)["w"].requires_grad
 
 
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")
+@pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly disabled")
+def test_sparse_tensors_round_trip_as_torch(tmp_path) -> None:
+    if DEVICE != "cpu":
+        pytest.skip("sparse tensors are CPU-only")
+
+    def build(lib):
+        uncoalesced = lib.sparse_coo_tensor(lib.tensor([[0, 1, 0], [1, 0, 1]]), lib.tensor([1.0, 2.0, 3.0]), (2, 3))
+        leaf = lib.sparse_coo_tensor(lib.tensor([[0, 1], [1, 0]]), lib.tensor([1.0, 2.0]), (2, 2),
+                                     requires_grad=True)
+        return {"adj": uncoalesced, "norm": uncoalesced.coalesce(), "leaf": leaf,
+                "csr": uncoalesced.coalesce().to_sparse_csr(), "dense": lib.ones(2)}
+
+    buffer = io.BytesIO()
+    torch.save(build(torch), buffer)
+    buffer.seek(0)
+    expected = torch.load(buffer)
+    path = tmp_path / "sparse.safetensors"
+    genesis.save(build(genesis), path)
+    loaded = genesis.load(path)
+    for key in ("adj", "norm", "leaf"):
+        g, t = loaded[key], expected[key]
+        assert g.layout is genesis.sparse_coo and (g.is_coalesced(), g._nnz()) == (t.is_coalesced(), t._nnz())
+        assert g.requires_grad == t.requires_grad  # torch's sparse tensors load without requires_grad
+        assert g._indices().tolist() == t._indices().tolist() and g._values().tolist() == t._values().tolist()
+    csr = loaded["csr"]
+    assert csr.layout is genesis.sparse_csr and csr.crow_indices().tolist() == expected["csr"].crow_indices().tolist()
+    assert csr.to_dense().tolist() == expected["csr"].to_dense().tolist()
+    structure = json.loads(read_metadata(str(path))["genesis.structure"])
+    structure["adj"]["size"] = [1, 3]  # an index past the size: refused as a corrupt file
+    safetensors.numpy.save_file(safetensors.numpy.load_file(str(path)), str(path),
+                                metadata={"genesis.format": "1", "genesis.structure": json.dumps(structure)})
+    with pytest.raises(CheckpointError, match="at 'adj'.*size is inconsistent with indices"):
+        genesis.load(path)
+
+
 def test_shared_tensor_stored_once_and_stays_shared(tmp_path) -> None:
     w = genesis.randn(4, 4)
     path = tmp_path / "tied.safetensors"

@@ -4,6 +4,8 @@ ops, transposes, products, softmax, CSR) are ``test_sparse_ops.py``, which reuse
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -191,3 +193,67 @@ def test_check_sparse_tensor_invariants_switch_as_torch() -> None:
         with manager, pytest.raises(RuntimeError, match="already activated"):
             manager.__enter__()
         (switch.enable if before else switch.disable)()
+
+
+@cpu_only
+def test_legacy_sparse_constructors_and_type_names() -> None:
+    # pygcn's torch.sparse.FloatTensor(indices, values, shape): the values keep their dtype, as torch's.
+    indices, values = torch.tensor(INDICES), rand(5, dtype=torch.float32, requires_grad=False)
+    for name in ("FloatTensor", "DoubleTensor"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns once a process
+            t = getattr(torch.sparse, name)(indices, values, torch.Size(SIZE))
+        with pytest.warns(UserWarning, match="deprecated"):
+            g = getattr(genesis.sparse, name)(to_genesis(indices), to_genesis(values), genesis.Size(SIZE))
+        assert_same_sparse(g, t)
+        assert g.type() == t.type().replace("torch.", "genesis.") == "genesis.sparse.FloatTensor"
+    for args in ((2, 3), ([2, 3],), ()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = genesis.sparse.LongTensor(*(genesis.Size(a) if isinstance(a, list) else a for a in args))
+            t = torch.sparse.LongTensor(*(torch.Size(a) if isinstance(a, list) else a for a in args))
+        assert_same_sparse(g, t)
+    assert isinstance(g, genesis.sparse.LongTensor) and not isinstance(g, genesis.sparse.FloatTensor)
+    assert not isinstance(genesis.zeros(2, dtype=genesis.int64), genesis.sparse.LongTensor)
+    s = coo(genesis, to_genesis(values))
+    assert s.type(genesis.sparse.DoubleTensor).dtype is genesis.float64
+    assert s.type("torch.sparse.DoubleTensor").type() == "genesis.sparse.DoubleTensor"
+    assert genesis.ones(2).type("torch.sparse.DoubleTensor").type() == "genesis.DoubleTensor"  # as torch: no layout
+    with pytest.raises(RuntimeError, match="legacy constructor expects device type: cpu"):
+        genesis.sparse.FloatTensor(2, 3, device="cuda")
+    with pytest.raises(TypeError):
+        genesis.sparse.FloatTensor(to_genesis(indices), [1.0, 2.0, 3.0, 4.0, 5.0])
+
+
+@cpu_only
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_products_with_vectors_and_csr_through_the_namespace(layout: str) -> None:
+    # matmul / mv / @ take a 1-D strided operand (a column on the right, a row on the left), COO or CSR.
+    def make(lib, v):
+        return coo(lib, v) if layout == "coo" else coo(lib, v).coalesce().to_sparse_csr()
+
+    check(lambda lib, v, x: make(lib, v) @ x, rand(5), rand(4, seed=1))
+    check(lambda lib, v, x: lib.matmul(make(lib, v), x), rand(5), rand(4, seed=1))
+    check(lambda lib, v, x: lib.mv(make(lib, v), x), rand(5), rand(4, seed=1))
+    check(lambda lib, v, x: x @ make(lib, v), rand(5), rand(3, seed=1))
+    check(lambda lib, v, x: lib.mm(make(lib, v), x), rand(5), rand(4, 2, seed=1))
+    check(lambda lib, v, x: lib.matmul(x, make(lib, v)), rand(5), rand(2, 3, seed=1))
+
+
+@cpu_only
+def test_size_only_construction_int_indices_and_numel() -> None:
+    for make in (lambda lib: lib.sparse_coo_tensor(size=(3, 4)), lambda lib: lib.sparse_coo_tensor((3, 4)),
+                 lambda lib: lib.sparse_coo_tensor([2, 5], dtype=lib.float64)):
+        assert_same_sparse(make(genesis), make(torch))
+    v = rand(5, requires_grad=False)
+    # Any integer indices are taken as int64, as torch.
+    assert_same_sparse(*run_both_coo(v, lambda lib: lib.tensor(INDICES, dtype=lib.int32)))
+    assert_same_sparse(*run_both_coo(v, lambda lib: lib.tensor(INDICES, dtype=lib.int16)))
+    assert coo(genesis, genesis.ones(5)).numel() == coo(torch, torch.ones(5)).numel() == 12
+
+
+def run_both_coo(values: torch.Tensor, indices) -> tuple:
+    """``sparse_coo_tensor(indices(lib), values, SIZE)`` in Genesis and torch."""
+    return (genesis.sparse_coo_tensor(indices(genesis), to_genesis(values), SIZE),
+            torch.sparse_coo_tensor(indices(torch), values, SIZE))

@@ -317,3 +317,33 @@ def test_embedding_bag_module_sparse_2d_and_errors_as_torch() -> None:
     for lib in (genesis, torch):
         with pytest.raises(ValueError, match="max mode does not support sparse weights"):
             lib.nn.functional.embedding_bag(lib.tensor(index), lib.ones(5, 2), mode="max", sparse=True)
+
+
+@cpu_only
+def test_hand_written_sgd_and_grad_scaler_take_sparse_gradients_as_torch() -> None:
+    # p.data.add_(p.grad.data, alpha=-lr), the classic update loop, and GradScaler unscaling a sparse gradient whose
+    # values came from a broadcast gradient (of a sum), then skipping the step after an inf.
+    w = rand(6, 3, requires_grad=False)
+    results = []
+    for lib, weight in ((genesis, to_genesis(w)), (torch, w.clone().requires_grad_(True))):
+        emb = lib.nn.Embedding.from_pretrained(weight.detach().clone(), freeze=False, sparse=True)
+        scaler = lib.amp.GradScaler("cpu", init_scale=64.0)
+        opt = lib.optim.SGD(emb.parameters(), lr=0.1)
+        for step, factor in enumerate((1.0, 1.0, float("inf"))):
+            emb.zero_grad()
+            ids = lib.tensor([[step, 2, 2], [5, step + 1, 0]])
+            scaler.scale(emb(ids).sum() * factor).backward()
+            scaler.unscale_(opt)
+            results += [emb.weight.grad.coalesce().values().clone()]
+            scaler.step(opt)
+            scaler.update()
+            with lib.no_grad():
+                for p in emb.parameters():
+                    grad = p.grad.data
+                    grad.mul_(0.5)
+                    p.data.add_(grad.nan_to_num(0.0, 0.0, 0.0), alpha=-0.1)
+                    p -= 0.01 * grad.nan_to_num(0.0, 0.0, 0.0)
+        results += [emb.weight.detach(), lib.tensor(scaler.get_scale())]
+    half = len(results) // 2
+    for g, t in zip(results[:half], results[half:]):
+        assert_same(g, t)

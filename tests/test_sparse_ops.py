@@ -405,6 +405,86 @@ def test_requires_grad_on_an_existing_sparse_tensor(use) -> None:
     assert_same_sparse(g.grad, t.grad, flags=False)
 
 
+# ---------------------------------------------------------------- strided with sparse operands, in-place ops
+@pytest.mark.parametrize("op", [lambda lib, d, s: lib.add(d, s), lambda lib, d, s: lib.add(d, s, alpha=-0.5),
+                                lambda lib, d, s: d.sub(s, alpha=2), lambda lib, d, s: lib.sub(d, s.coalesce()),
+                                lambda lib, d, s: lib.mul(d, s), lambda lib, d, s: d.mul(s),
+                                lambda lib, d, s: d.clone().add_(s, alpha=-0.5),
+                                lambda lib, d, s: d.clone().sub_(s), lambda lib, d, s: d.clone().mul_(s),
+                                lambda lib, d, s: d.clone().__iadd__(s), lambda lib, d, s: d.clone().__isub__(s)])
+def test_strided_with_a_sparse_operand(op) -> None:
+    # A sparse gradient added into a parameter by hand: the sum is strided, the product sparse (in place: strided).
+    check_sparse(lambda lib, d, v: op(lib, d, coo(lib, v)), rand(3, 4, seed=2), rand(5))
+
+
+def test_strided_with_a_sparse_operand_broadcasts_in_products_only() -> None:
+    g, t = run_both(lambda lib, d, v: lib.mul(d, coo(lib, v)), rand(4), rand(5))
+    assert_same_sparse(g, t)
+    check_error(RuntimeError, lambda lib, d, v: lib.add(d, coo(lib, v)), rand(4, requires_grad=False),
+                rand(5, requires_grad=False), match="add: expected 'self' and 'other' to have same size")
+    check_error(RuntimeError, lambda lib, d, v: d.sub_(coo(lib, v)), rand(4, requires_grad=False),
+                rand(5, requires_grad=False), match="does not currently support broadcasting")
+    check_error(RuntimeError, lambda lib, d, v: d.long().add_(coo(lib, v)), rand(3, 4, requires_grad=False),
+                rand(5, requires_grad=False), match="can't be cast")
+
+
+@pytest.mark.parametrize("op", [lambda lib, s, w: s.mul_(2.5), lambda lib, s, w: s.coalesce().mul_(2.5),
+                                lambda lib, s, w: s.mul_(lib.tensor(3.0, dtype=lib.float64)),
+                                lambda lib, s, w: s.mul_(lib.arange(4.0, dtype=lib.float64)),
+                                lambda lib, s, w: s.coalesce().mul_(w.coalesce()), lambda lib, s, w: s.div_(4),
+                                lambda lib, s, w: s.coalesce().div_(4),
+                                lambda lib, s, w: s.div_(0.5, rounding_mode="floor"),
+                                lambda lib, s, w: s.neg_(), lambda lib, s, w: s.coalesce().neg_(),
+                                lambda lib, s, w: s.add_(w), lambda lib, s, w: s.sub_(w, alpha=2),
+                                lambda lib, s, w: s.coalesce().add_(w.coalesce()), lambda lib, s, w: s.__iadd__(w),
+                                lambda lib, s, w: s.__isub__(w), lambda lib, s, w: s.__imul__(2),
+                                lambda lib, s, w: s.__itruediv__(2), lambda lib, s, w: s.int().mul_(3)])
+def test_in_place_ops_on_sparse(op) -> None:
+    g, t = run_both(lambda lib, v, w: op(lib, coo(lib, v), coo(lib, w, OTHER)), rand(5), rand(4, seed=1))
+    # torch merges some duplicates when it adds uncoalesced tensors in place: their nnz is an accident of its kernel.
+    assert_same_sparse(g, t, nnz=False)
+
+
+def test_in_place_sparse_ops_write_into_or_replace_the_values_as_torch() -> None:
+    def run(lib, v):
+        result = []
+        for op in (lambda s: s.mul_(10), lambda s: s.div_(10), lambda s: s.neg_(), lambda s: s.add_(s)):
+            s = coo(lib, v).coalesce()
+            values, data = s._values(), s.data
+            assert op(s) is s
+            result += [values, data.coalesce().values(), s.is_coalesced()]
+        return result
+
+    g, t = run_both(run, rand(5))
+    for gx, tx in zip(g, t):
+        if isinstance(tx, bool):
+            assert gx == tx
+        else:
+            assert_same(gx, tx)
+
+
+def test_in_place_ops_on_sparse_errors() -> None:
+    check_error(RuntimeError, lambda lib, v, d: coo(lib, v).add_(d), rand(5, requires_grad=False),
+                rand(3, 4, requires_grad=False), match=r"add\(sparse, dense\) is not supported")
+    check_error(RuntimeError, lambda lib, v: coo(lib, v).add_(1), rand(5, requires_grad=False))
+    check_error(RuntimeError, lambda lib, v: coo(lib, v.long()).div_(2), rand(5, requires_grad=False),
+                match="can't be cast")
+    check_error(RuntimeError, lambda lib, v: coo(lib, v.detach()).requires_grad_().mul_(2),
+                rand(5, requires_grad=False), match="leaf Variable")
+
+
+@pytest.mark.parametrize("p", [2, "fro", 1, 3, float("inf"), 0])
+def test_data_length_and_norm_of_sparse(p) -> None:
+    g, t = run_both(lambda lib, v: coo(lib, v).requires_grad_().data, rand(5, requires_grad=False))
+    assert_same_sparse(g, t)
+    assert not g.requires_grad
+    assert (len(g), g.nelement()) == (len(t), t.nelement())
+    check(lambda lib, v: coo(lib, v).norm(p), rand(5), backward=False)
+    check(lambda lib, v: coo(lib, v).norm(p, dim=(0, 1)), rand(5), backward=False)
+    check_error(RuntimeError, lambda lib, v: coo(lib, v).norm(p, dim=1), rand(5), match="only supports full reductions")
+    check_error(RuntimeError, lambda lib, v: coo(lib, v).norm(p, keepdim=True), rand(5), match="keepdim=True")
+
+
 # ---------------------------------------------------------------- construction flags
 @pytest.mark.parametrize("idx, flag", [([[1], [2]], None), ([[0, 1], [2, 3]], None), ([[1], [2]], False),
                                        ([[0, 1], [2, 3]], True), ([[], []], None)])
@@ -531,3 +611,42 @@ def test_supported_lists_name_real_ops() -> None:
         missing = [name for name in names if not _reachable(name, cls)]
         assert not missing, f"{cls.__name__}: listed as supported but missing: {missing}"
     assert set(COALESCING_UNARY_OPS) <= set(SUPPORTED)
+
+
+@pytest.mark.parametrize("offsets, shape", [([0, -1, 2], (4, 4)), ([0, 1, -2], (3, 5)), ([0, -1, 2], (2, 6)),
+                                            ([0, -1, 2], (5, 5))])
+def test_spdiags(offsets, shape) -> None:
+    diagonals = rand(3, 4)
+    check_sparse(lambda lib, d: lib.sparse.spdiags(d, lib.tensor(offsets), shape), diagonals, grad=False)
+    g, t = run_both(lambda lib, d: lib.sparse.spdiags(d, lib.tensor(offsets), shape, layout=lib.sparse_csr),
+                    diagonals)
+    assert_same_csr(g, t)
+    # torch has no derivative for spdiags: the gradient is the strided scatter of the same entries.
+    check(lambda lib, d: genesis.sparse.spdiags(d, genesis.tensor(offsets), shape).to_dense() if lib is genesis
+          else _spdiags_dense(d, offsets, shape), diagonals)
+
+
+def _spdiags_dense(diagonals: torch.Tensor, offsets: list[int], shape: tuple[int, int]) -> torch.Tensor:
+    out = torch.zeros(shape, dtype=diagonals.dtype)
+    for row, k in zip(diagonals, offsets):
+        cols = torch.arange(min(shape[1], row.shape[0]))
+        inside = (cols - k >= 0) & (cols - k < shape[0])
+        out = out.index_put((cols[inside] - k, cols[inside]), row[:len(cols)][inside])
+    return out
+
+
+def test_spdiags_vector_and_errors() -> None:
+    g, t = run_both(lambda lib, d: lib.sparse.spdiags(d, lib.tensor(1), (4, 4)), rand(4))
+    assert_same_sparse(g, t)
+    d = rand(3, 4, requires_grad=False)
+    check_error(RuntimeError, lambda lib, d: lib.sparse.spdiags(d, lib.tensor([0, 0, 2]), (4, 4)), d,
+                match="duplicate")
+    check_error(RuntimeError, lambda lib, d: lib.sparse.spdiags(d, lib.tensor([0, 1]), (4, 4)), d,
+                match=r"Number of diagonals \(3\) does not match the number of offsets \(2\)")
+    check_error(RuntimeError, lambda lib, d: lib.sparse.spdiags(d, lib.tensor([0, 1, 2], dtype=lib.int32), (4, 4)),
+                d, match="must have dtype Long")
+    check_error(RuntimeError, lambda lib, d: lib.sparse.spdiags(d, lib.tensor([0, 1, 2]), (4, 4, 4)), d,
+                match="Output shape must be 2d")
+    check_error(RuntimeError, lambda lib, d: lib.sparse.spdiags(d, lib.tensor([0, 1, 2]), (4, 4), layout=lib.strided),
+                d, match="Only output layouts")
+    check_error(TypeError, lambda lib, d: lib.sparse.spdiags(d, [0, 1, 2], (4, 4)), d)

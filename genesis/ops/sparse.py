@@ -24,7 +24,7 @@ import math
 from typing import Any, Callable, Sequence
 
 from genesis import dtypes
-from genesis.autograd import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.device import factory_device
 from genesis.memory_format import layout, sparse_coo, sparse_csr, strided  # also importable from here, as before
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim, normalize_dims
@@ -42,11 +42,12 @@ COALESCING_UNARY_OPS = ("abs", "absolute", "sgn", "sign", "sqrt", "square", "sin
 
 #: The operations a sparse COO tensor supports (everything else raises NotImplementedError naming the op).
 SUPPORTED = ("to_dense", "to_sparse", "to_sparse_csr", "coalesce", "is_coalesced", "indices", "values", "_indices",
-             "_values", "_nnz", "sparse_dim", "dense_dim", "size", "shape", "dim", "ndim", "dtype", "device", "layout",
-             "is_sparse", "to", "float", "double", "half", "long", "int", "bool", "cpu", "requires_grad",
+             "_values", "_nnz", "sparse_dim", "dense_dim", "size", "shape", "dim", "ndim", "numel", "dtype", "device",
+             "layout", "is_sparse", "to", "float", "double", "half", "long", "int", "bool", "cpu", "requires_grad",
              "requires_grad_", "grad", "detach", "clone", "zero_", "+", "-", "*", "/", "//", "**", "add", "sub",
              "mul", "div", "floor_divide", "neg", "positive", "pow", "t", "T", "mT", "transpose", "swapaxes",
-             "index_select", "sum", "mm", "matmul", "@") + COALESCING_UNARY_OPS + (
+             "index_select", "sum", "norm", "mm", "matmul", "@", "data", "add_", "sub_", "mul_", "div_", "neg_",
+             "negative_", "+=", "-=", "*=", "/=") + COALESCING_UNARY_OPS + (
                 "genesis.sparse.mm", "genesis.sparse.addmm", "genesis.sparse.sum", "genesis.sparse.softmax",
                 "genesis.sparse.log_softmax", "genesis.spmm")
 
@@ -250,6 +251,53 @@ class SparseTensor(SparseBase):
         c = self.coalesce()
         return SparseTensor(c._indices_t, fn(c._values_t), c._size, coalesced=True)
 
+    # ------------------------------------------------------------ in place (a gradient scaled or summed by hand)
+    def add_(self, other: Tensor, *, alpha: Any = 1) -> SparseTensor:
+        """``self += alpha * other`` for a sparse ``other`` (a strided one or a number is refused, as torch's)."""
+        if not isinstance(other, SparseTensor):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+        return self._assign("add_", self.add(other, alpha=alpha))
+
+    def sub_(self, other: Tensor, *, alpha: Any = 1) -> SparseTensor:
+        """``self -= alpha * other`` for a sparse ``other``."""
+        return self.add_(other, alpha=-alpha)
+
+    def mul_(self, other: Any) -> SparseTensor:
+        """``self *= other`` (see :meth:`mul`); as torch's kernel, a product by a number or a strided tensor leaves
+        the tensor marked uncoalesced."""
+        out = self.mul(other)
+        if not isinstance(other, SparseTensor):
+            out._coalesced = False
+        return self._assign("mul_", out)
+
+    def div_(self, other: Any, *, rounding_mode: str | None = None) -> SparseTensor:
+        """``self /= other`` (see :meth:`div`), written into the stored values."""
+        return self._assign("div_", self.div(other, rounding_mode=rounding_mode))
+
+    def neg_(self) -> SparseTensor:
+        """The entries negated, written into the stored values."""
+        return self._assign("neg_", self.neg())
+
+    __iadd__, __isub__, __imul__, __itruediv__ = add_, sub_, mul_, div_
+    negative_ = neg_
+
+    def _assign(self, op: str, out: SparseTensor) -> SparseTensor:
+        """Make this tensor ``out``, keeping its dtype. As torch's kernels: ``div_`` and ``neg_`` write into the
+        stored values where the pattern stays (views of them see the change); the other ops give the tensor new
+        indices and values."""
+        if is_grad_enabled() and self.requires_grad and self.is_leaf:
+            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation.")
+        if out.dtype.category > self.dtype.category:
+            raise RuntimeError(f"{op}: result type {dtypes.SCALAR_TYPE_NAMES[out.dtype]} can't be cast to the desired "
+                               f"output type {dtypes.SCALAR_TYPE_NAMES[self.dtype]}")
+        if op in ("div_", "neg_") and out._indices_t is self._indices_t:
+            self._values_t.copy_(out._values_t)
+        else:
+            self._indices_t, self._coalesced = out._indices_t, out._coalesced
+            self._values_t = out._values_t if out.dtype is self.dtype else out._values_t.to(self.dtype)
+        self._version[0] += 1
+        return self
+
     # ------------------------------------------------------------ structure
     def transpose(self, dim0: int, dim1: int) -> SparseTensor:
         """Two sparse dimensions swapped (their rows of indices); the result is uncoalesced, as torch marks it."""
@@ -318,6 +366,18 @@ class SparseTensor(SparseBase):
             dtype = dtypes.int64
         return sparse_sum(self, dim, dtype, keepdim)
 
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        """The p-norm of all entries (duplicates added first): a strided 0-d tensor, differentiable in the values.
+        As torch's, only the full reduction is supported."""
+        if dim is not None and sorted(normalize_dims("norm", dim, self.ndim)) != list(range(self.ndim)):
+            raise RuntimeError("norm: norm_sparse currently only supports full reductions, so 'dim' must either be "
+                               "empty or contain all dimensions of the input")
+        if keepdim:
+            raise RuntimeError("norm: norm_sparse currently does not support keepdim=True")
+        if isinstance(p, str) and p != "fro":
+            raise NotImplementedError(f"norm: p={p!r} is not supported for sparse COO tensors")
+        return self.coalesce()._values_t.norm(2 if p == "fro" else p, dtype=dtype)
+
     # ------------------------------------------------------------ conversions
     def to_dense(self, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
         """The strided tensor of the same values (duplicates added); differentiable in the values."""
@@ -380,7 +440,9 @@ class EmbeddingSparseGrad(Primitive):
         if ctx.padding_idx is not None:
             keep = index != ctx.padding_idx
             index, grad = index[keep], grad[keep]
-        return SparseTensor(index.unsqueeze(0), grad, ctx.weight_shape), None
+        # Values of their own, as torch's accumulation gives a leaf: the incoming gradient may be a broadcast view
+        # (the gradient of a sum), which an in-place unscale or scaling of ``.grad`` could not write into.
+        return SparseTensor(index.unsqueeze(0), grad.contiguous(), ctx.weight_shape), None
 
 
 def _ones_for(g: Tensor) -> Tensor:
@@ -451,13 +513,14 @@ def _strided_at(dense: Tensor, input: SparseTensor, op: str) -> Tensor:
     return full[tuple(input._indices_t[d] for d in range(input.sparse_dim()))]
 
 
-def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = None, *, dtype: Any = None,
-                      device: Any = None, requires_grad: bool = False, check_invariants: bool | None = None,
-                      is_coalesced: bool | None = None) -> SparseTensor:
-    """A sparse COO tensor with entries ``values`` at the coordinates ``indices`` (as ``torch.sparse_coo_tensor``).
+def sparse_coo_tensor(indices: Any = None, values: Any = None, size: Sequence[int] | None = None, *,
+                      dtype: Any = None, device: Any = None, requires_grad: bool = False,
+                      check_invariants: bool | None = None, is_coalesced: bool | None = None) -> SparseTensor:
+    """A sparse COO tensor with entries ``values`` at the coordinates ``indices`` (as ``torch.sparse_coo_tensor``);
+    given only a size (``sparse_coo_tensor(size)`` or ``sparse_coo_tensor(size=...)``), an empty one of that size.
 
     Args:
-        indices: int64 coordinates, shape (sparse_dim, nnz).
+        indices: integer coordinates, shape (sparse_dim, nnz), taken as int64 (as torch, whatever their dtype).
         values: the entries, shape (nnz, *dense_shape); gradients flow back to it when it requires them.
         size: the tensor's size; inferred from the largest index of each sparse dimension when None.
         dtype, device: of the values; the CPU only.
@@ -472,6 +535,13 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
     if device is not None:
         check_cpu("sparse_coo_tensor", factory_device(device))
     d = dtypes.to_dtype(dtype) if dtype is not None else None
+    if values is None:  # the size-only form: no entries
+        shape = size if indices is None else indices
+        if shape is None or (indices is not None and size is not None):
+            raise TypeError("sparse_coo_tensor() takes (indices, values, size=None) or (size) alone")
+        empty = zeros(len(shape), 0, dtype=dtypes.int64, device=device)
+        values = zeros(0, dtype=d or dtypes.get_default_dtype(), device=device)
+        return SparseTensor(empty, values.requires_grad_(requires_grad), tuple(int(n) for n in shape), True)
     values = coerce_tensor(values, d, device)
     indices = coerce_tensor(indices, dtypes.int64, values.device if device is None else device)
     check_cpu("sparse_coo_tensor", values.device)
@@ -479,7 +549,7 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
     if d is not None and values.dtype is not d:
         values = values.to(d)
     if indices.dtype is not dtypes.int64:
-        raise RuntimeError(f"sparse_coo_tensor: indices must be an int64 tensor, got {indices.dtype}")
+        indices = indices.to(dtypes.int64)
     if indices.ndim != 2:
         raise RuntimeError(f"sparse_coo_tensor: indices must be sparse_dim x nnz, but got: {list(indices.shape)}")
     if values.ndim == 0:
@@ -620,7 +690,12 @@ def sparse_mm(sparse: SparseTensor, dense: Tensor, op: str = "sparse.mm") -> Ten
 
 def sparse_matmul(input: Tensor, other: Tensor, op: str) -> Tensor:
     """``mm`` / ``matmul`` / ``@`` with a sparse COO operand: sparse @ dense (or @ sparse), or dense @ sparse as
-    ``(sparse.T @ dense.T).T``; a strided result but for sparse @ sparse."""
+    ``(sparse.T @ dense.T).T``; a strided result but for sparse @ sparse. ``matmul`` (and ``mv``) also takes a
+    1-D strided operand, as a column on the right or a row on the left, and drops its dim from the result."""
+    if op == "matmul" and not isinstance(other, SparseBase) and other.ndim == 1:
+        return sparse_matmul(input, other.unsqueeze(1), op).squeeze(1)
+    if op == "matmul" and not isinstance(input, SparseBase) and input.ndim == 1:
+        return sparse_matmul(input.unsqueeze(0), other, op).squeeze(0)
     if isinstance(input, SparseTensor):
         return sparse_mm(input, other, op)
     if input.ndim != 2 or other.ndim != 2:

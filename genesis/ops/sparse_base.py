@@ -6,6 +6,7 @@ the layout supports. The :class:`layout` objects themselves are ``genesis.memory
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -83,6 +84,17 @@ class SparseBase(Tensor):
     def dim(self) -> int:
         return len(self._size)
 
+    def numel(self) -> int:
+        """The number of elements of the dense tensor it stands for, as torch's (not the stored ones: ``_nnz()``)."""
+        return math.prod(self._size)
+
+    nelement = numel
+
+    def __len__(self) -> int:
+        if not self._size:
+            raise TypeError("len() of a 0-d tensor")
+        return self._size[0]
+
     # ------------------------------------------------------------ autograd, through the values
     @property
     def requires_grad(self) -> bool:
@@ -122,6 +134,11 @@ class SparseBase(Tensor):
 
     def detach(self) -> SparseBase:
         return self._with_values(self._values_t.detach())
+
+    @property
+    def data(self) -> SparseBase:
+        """This tensor outside autograd, sharing its parts (``p.grad.data`` of a sparse gradient)."""
+        return self.detach()
 
     def to(self, *args: Any, **kwargs: Any) -> SparseBase:
         """The tensor with its values cast to another dtype (differentiable), as ``Tensor.to``; the CPU is the only

@@ -25,9 +25,9 @@ from genesis.tensor import Size, Tensor, arange, zeros
 
 #: The operations a sparse CSR tensor supports (everything else raises NotImplementedError naming the op).
 SUPPORTED_CSR = ("to_dense", "to_sparse", "to_sparse_coo", "to_sparse_csr", "crow_indices", "col_indices", "values",
-                 "_nnz", "sparse_dim", "dense_dim", "size", "shape", "dim", "ndim", "dtype", "device", "layout",
-                 "is_sparse_csr", "to", "float", "double", "cpu", "requires_grad", "requires_grad_", "grad", "detach",
-                 "clone", "mm", "matmul", "@", "genesis.sparse.mm", "genesis.sparse.addmm")
+                 "_nnz", "sparse_dim", "dense_dim", "size", "shape", "dim", "ndim", "numel", "dtype", "device",
+                 "layout", "is_sparse_csr", "to", "float", "double", "cpu", "requires_grad", "requires_grad_", "grad",
+                 "detach", "clone", "mm", "matmul", "@", "genesis.sparse.mm", "genesis.sparse.addmm")
 
 
 class SparseCsrTensor(SparseBase):
@@ -111,7 +111,11 @@ class SparseCsrTensor(SparseBase):
         """``self @ other`` for a 2-D strided (or sparse COO) ``other``."""
         return sparse_matmul(self.to_sparse(), other, "mm")
 
-    __matmul__ = matmul = mm
+    def matmul(self, other: Tensor) -> Tensor:
+        """``self @ other``: as :meth:`mm`, and a 1-D strided ``other`` as a column (a 1-D result)."""
+        return sparse_matmul(self.to_sparse(), other, "matmul")
+
+    __matmul__ = matmul
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
         return sparse_matmul(other, self.to_sparse(), "matmul")
