@@ -102,6 +102,11 @@ SCALAR_TYPE_NAMES = {
     bool_: "Bool", uint8: "Byte", int8: "Char", int16: "Short", int32: "Int", int64: "Long", float16: "Half",
     bfloat16: "BFloat16", float32: "Float", float64: "Double", complex64: "ComplexFloat", complex128: "ComplexDouble",
 }
+#: torch's C++ names of the floating and complex element types, as its dtype-mismatch and overflow messages print them.
+CPP_TYPE_NAMES = {
+    float32: "float", float64: "double", float16: "c10::Half", bfloat16: "c10::BFloat16",
+    complex64: "c10::complex<float>", complex128: "c10::complex<double>",
+}
 
 
 def to_dtype(d: object) -> dtype:
@@ -208,10 +213,9 @@ def from_numpy(d: np.dtype) -> dtype:
     found = _FROM_NUMPY.get(np.dtype(d))
     if found is not None:
         return found
-    if d.kind == "u":
-        raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}. The only supported types are: float64, "
-                        "float32, float16, int64, int32, int16, int8, uint8, and bool.")
-    raise TypeError(f"can't convert np.ndarray of type numpy.{d.name}")
+    raise TypeError(f"can't convert np.ndarray of type numpy.{np.dtype(d).type.__name__}. The only supported types "
+                    "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and "
+                    "bool.")
 
 
 class iinfo:
@@ -219,8 +223,10 @@ class iinfo:
 
     def __init__(self, type: object) -> None:
         d = to_dtype(type)
+        if d is bool_:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
         if d.category != 1:
-            raise TypeError(f"{d} is not supported by iinfo (it takes integer dtypes)")
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
         info = np.iinfo(to_numpy(d))
         self.dtype = d.name
         self.bits = int(info.bits)
@@ -229,6 +235,12 @@ class iinfo:
 
     def __repr__(self) -> str:
         return f"iinfo(min={float(self.min):g}, max={float(self.max):g}, dtype={self.dtype})"
+
+    def __eq__(self, other: object) -> bool:
+        """Equal limits of one dtype (as torch's; unhashable, as torch's)."""
+        return isinstance(other, iinfo) and other.dtype == self.dtype
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class finfo:
@@ -239,7 +251,8 @@ class finfo:
     def __init__(self, type: object = None) -> None:
         d = to_dtype(type).to_real if type is not None else _default_float  # complex: its parts' limits, as torch
         if not d.is_floating_point:
-            raise TypeError(f"finfo: requires a floating point input type, got {d}")
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            "'torch.finfo'")
         info = ml_dtypes.finfo(to_numpy(d))
         self.dtype = d.name
         self.bits = int(info.bits)
@@ -253,3 +266,9 @@ class finfo:
         # Six significant digits, as torch's C++ stream prints them.
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
                 f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+    def __eq__(self, other: object) -> bool:
+        """Equal limits of one real dtype (a complex dtype's are its parts'; unhashable, as torch's)."""
+        return isinstance(other, finfo) and other.dtype == self.dtype
+
+    __hash__ = None  # type: ignore[assignment]

@@ -308,7 +308,8 @@ def _check_std(std: Any) -> None:
 def bernoulli(input: Tensor, p: float | None = None, generator: Generator | None = None) -> Tensor:
     """0/1 samples with probability ``input`` (or ``p``) of a one, in input's dtype."""
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"bernoulli: not implemented for '{input.dtype.name}' (floating inputs only)")
+        raise NotImplementedError(f"bernoulli: not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (floating "
+                                  "inputs only)")
     probs = input if p is None else full_like_value(input, p)
     if probs.numel():
         # NaN fails too, as in torch. Read on the CPU (free there); on a GPU checked on the device: no host read.
@@ -451,7 +452,8 @@ def log_normal_(t: Tensor, mean: float = 1.0, std: float = 2.0, *, generator: Ge
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     if not t.dtype.is_floating_point:
-        raise NotImplementedError(f"log_normal_: not implemented for '{t.dtype.name}' (floating tensors only)")
+        raise NotImplementedError(f"log_normal_: not implemented for '{dtypes.SCALAR_TYPE_NAMES[t.dtype]}' (floating "
+                                  "tensors only)")
     n = randn(t.shape, generator=generator, dtype=dtypes.float64, device=t.device)
     return t._fill_from((n * std + mean).exp().to(t.dtype).ndarray)
 
@@ -462,7 +464,7 @@ def geometric_(t: Tensor, p: float, *, generator: Generator | None = None) -> Te
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     if t.dtype is dtypes.bool_:
-        raise NotImplementedError("geometric_: not implemented for 'bool'")
+        raise NotImplementedError("geometric_: not implemented for 'Bool'")
     u = rand(t.shape, generator=generator, dtype=dtypes.float64, device=t.device)
     trials = ((1 - u).log() / math.log1p(-p)).ceil().clamp(min=1)
     return t._fill_from(trials.to(t.dtype).ndarray)

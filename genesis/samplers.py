@@ -22,7 +22,8 @@ def poisson(input: Tensor, generator: random.Generator | None = None) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"poisson: not implemented for '{input.dtype.name}' (floating rates only)")
+        raise NotImplementedError(f"poisson: not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (floating "
+                                  "rates only)")
     rates = input.detach()
     if rates.numel() and not bool((rates >= 0).all().item()):  # NaN fails too
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")

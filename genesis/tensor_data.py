@@ -170,7 +170,8 @@ def scalars_to_numpy(data: Any, dtype: dtypes.dtype | None) -> np.ndarray | None
     if d.category == 3 or d is dtypes.bfloat16 or (kind == 2 and d.category < 2):
         return None  # complex, bfloat16 and float-to-integer conversions keep the general path's rules
     try:
-        return np.array(data, dtype=dtypes.to_numpy(d))
+        with np.errstate(over="ignore"):  # a number beyond a float dtype's range becomes inf silently, as in torch
+            return np.array(data, dtype=dtypes.to_numpy(d))
     except (OverflowError, ValueError):
         return None
 

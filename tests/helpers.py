@@ -273,3 +273,14 @@ def check_like_torch(fn: Callable, *inputs: Any) -> BaseException | None:
         return err
     assert_same(fn(genesis, *g_inputs), expected)
     return None
+
+
+def check_bits(fn: Callable, *inputs: torch.Tensor) -> None:
+    """``fn(lib, *inputs)`` gives torch's shape, dtype and exactly its values in Genesis: the roundings of
+    half-precision kernels (``check``'s tolerances would hide a step of float16 or bfloat16); NaN where torch's is."""
+    g_out = fn(genesis, *(to_genesis(x, requires_grad=False) for x in inputs))
+    t_out = fn(torch, *inputs)
+    assert TORCH_DTYPE[g_out.dtype] == t_out.dtype and tuple(g_out.shape) == tuple(t_out.shape)
+    got = to_torch(g_out)
+    same = (got == t_out) | (got.isnan() & t_out.isnan())
+    assert bool(same.all()), f"{int((~same).sum())} of {same.numel()} values differ\n{got[~same]}\n{t_out[~same]}"

@@ -2,6 +2,7 @@
 
 import itertools
 
+import numpy as np
 import pytest
 import torch
 
@@ -188,3 +189,23 @@ def test_finfo_matches_torch(name):
     assert genesis.finfo().eps == torch.finfo().eps
     with pytest.raises(TypeError):
         genesis.finfo(genesis.int32)
+
+
+def test_finfo_and_iinfo_compare_by_dtype():
+    pairs = [("float32", "float32"), ("float16", "float32"), ("complex64", "float32"), ("bfloat16", "float16")]
+    for a, b in pairs:
+        assert (genesis.finfo(getattr(genesis, a)) == genesis.finfo(getattr(genesis, b))) == \
+            (torch.finfo(getattr(torch, a)) == torch.finfo(getattr(torch, b)))
+    assert genesis.iinfo(genesis.int8) == genesis.iinfo(genesis.int8) != genesis.iinfo(genesis.uint8)
+    with pytest.raises(TypeError):
+        hash(genesis.finfo(genesis.float32))  # unhashable, as torch's
+
+
+def test_from_numpy_names_the_unsupported_type_as_torch():
+    for array in (np.array(["a"]), np.array([object()]), np.array([1.0], dtype=np.longdouble)):
+        with pytest.raises(TypeError) as t_err:
+            torch.from_numpy(array)
+        with pytest.raises(TypeError) as g_err:
+            genesis.from_numpy(array)
+        name = str(t_err.value).split(". The only")[0]  # "can't convert np.ndarray of type numpy.str_"
+        assert str(g_err.value).startswith(name + ". The only supported types are: float64")

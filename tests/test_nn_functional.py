@@ -8,7 +8,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import genesis
 import genesis.nn.functional as F
-from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, assert_same, check, check_bits, check_error, rand, to_genesis, to_torch
 
 
 def fn(name: str, *args: object, **kwargs: object):
@@ -624,3 +624,15 @@ def test_sdpa_half_precision_accumulates_in_float32(dtype):
     torch_error = (t.double() - ref).abs().mean().item()
     genesis_error = (to_torch(g).double() - ref).abs().mean().item()
     assert genesis_error <= 1.25 * torch_error, (genesis_error, torch_error)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name,kwargs", [
+    ("mish", {}), ("hardswish", {}), ("hardsigmoid", {}), ("selu", {}), ("elu", {"alpha": 0.7}),
+    ("celu", {"alpha": 1.3}), ("glu", {}), ("softsign", {}), ("tanhshrink", {}),
+])
+def test_half_precision_activations_round_as_torch(name, kwargs, dtype):
+    # torch's kernels compute the many-step activations in float32 and round once; softsign and tanhshrink are
+    # Python compositions in torch, rounded at every step: bit-exact either way.
+    x = ((torch.arange(4 * 64, dtype=torch.float32).reshape(4, 64) * 0.731).sin() * 6).to(dtype)
+    check_bits(fn(name, **kwargs), x)

@@ -5,7 +5,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from tests.helpers import check, check_error, rand, to_genesis, to_torch
+from tests.helpers import check, check_bits, check_error, rand, to_genesis, to_torch
 
 REDUCTIONS = ["mean", "sum", "none"]
 
@@ -329,3 +329,22 @@ def test_regression_loss_warns_when_the_target_broadcasts(name):
     x, t = rand(4, 1), rand(4, requires_grad=False, seed=1)
     with pytest.warns(UserWarning, match="different to the input size"):
         getattr(genesis.nn.functional, name)(to_genesis(x), to_genesis(t))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize("constant", [0.7, 1.0, 2.3])
+def test_huber_and_smooth_l1_round_as_torchs_kernels(dtype, constant):
+    # float16 huber and bfloat16 smooth_l1 in float32, rounded once; the others step by step in their own
+    # precision with the constant rounded to it: bit-exact.
+    i = torch.arange(2000, dtype=torch.float64)
+    x, y = ((i * 0.7311).sin() * 3).to(dtype), ((i * 1.3717).cos() * 3).to(dtype)
+    check_bits(lambda lib, x, y: lib.nn.functional.huber_loss(x, y, reduction="none", delta=constant), x, y)
+    check_bits(lambda lib, x, y: lib.nn.functional.smooth_l1_loss(x, y, reduction="none", beta=constant), x, y)
+
+
+def test_soft_margin_loss_overflows_as_torch():
+    # log(1 + exp(-y x)) as written: beyond a margin of about -88 the float32 exp overflows to inf.
+    x = torch.tensor([-100.0, -50.0, 0.0, 30.0], requires_grad=True)
+    y = torch.tensor([1.0, 1.0, -1.0, 1.0])
+    check(lambda lib, x, y: lib.nn.functional.soft_margin_loss(x, y, reduction="none"), x, y)
+    check(lambda lib, x, y: lib.nn.functional.soft_margin_loss(x, y), x.double(), y.double())

@@ -2,10 +2,13 @@
 raises ``torch.linalg.LinAlgError``) with a message, or returns torch's result; the inputs stay unchanged. The same
 table runs on every device through GENESIS_TEST_DEVICE."""
 
+import math
+
 import pytest
 import torch
 
-from tests.helpers import check_like_torch
+import genesis
+from tests.helpers import check_like_torch, to_genesis
 
 F, I = torch.zeros(3), torch.tensor([5])
 SQ0 = torch.zeros(2, 2)
@@ -110,3 +113,75 @@ def test_index_add_out_of_bounds_by_rank(shape, index):
     """torch's 1-d kernel raises IndexError, the others RuntimeError."""
     check_like_torch(lambda lib, x, i, s: x.index_add(0, i, s), torch.zeros(shape), torch.tensor([index]),
                      torch.ones((1,) + shape[1:]))
+
+
+# name -> (fn(lib, *inputs), inputs): bad inputs whose message holds torch's own (after Genesis's op-name prefix),
+# the words a user's ``pytest.raises(match=...)`` or ``in str(err)`` looks for.
+L, B = torch.tensor([1, 2, 3]), torch.tensor([True, False, True])
+MESSAGES = {
+    "in-place add of a float into long": (lambda lib, x: x.add_(0.5), (L,)),
+    "in-place mul of a float tensor into long": (lambda lib, x, y: x.mul_(y), (L, torch.tensor(2.0))),
+    "in-place div of long": (lambda lib, x: x.div_(2), (L,)),
+    "out= of a float result into long": (lambda lib, x: lib.add(x, 0.5, out=lib.empty_like(x)), (L,)),
+    "mean of uint8": (lambda lib, x: x.mean(), (L.to(torch.uint8),)),
+    "var of long": (lambda lib, x: x.var(), (L,)),
+    "std_mean of long": (lambda lib, x: lib.std_mean(x), (L,)),
+    "sub of two bools": (lambda lib, b: b - b, (B,)),
+    "sub of a bool": (lambda lib, b, x: x - b, (B, L)),
+    "neg of a bool": (lambda lib, b: -b, (B,)),
+    "aminmax of empty": (lambda lib, x: lib.aminmax(x), (torch.zeros(0),)),
+    "amax over an empty dim": (lambda lib, x: x.amax(0), (torch.zeros(0, 3),)),
+    "histc of an infinite range": (lambda lib, x: lib.histc(x), (torch.tensor([0.0, math.inf]),)),
+    "isclose of two dtypes": (lambda lib, x: lib.isclose(x, x.double()), (F,)),
+    "isclose with a negative rtol": (lambda lib, x: lib.isclose(x, x, rtol=-1.0), (F,)),
+    "index_add of another dtype": (lambda lib, x, i: x.index_add_(0, i, x[:1].float()), (L, torch.tensor([0]))),
+    "index_copy of another dtype": (lambda lib, x, i: x.index_copy(0, i, x[:1].float()), (L, torch.tensor([0]))),
+    "index_reduce of another dtype": (lambda lib, x, i: x.index_reduce(0, i, x[:1].float(), "prod"),
+                                      (L, torch.tensor([0]))),
+    "scatter of another dtype": (lambda lib, x, i: x.scatter(0, i, x[:1].float()), (L, torch.tensor([0]))),
+    "scatter_add of another dtype": (lambda lib, x, i: x.scatter_add(0, i, x[:1].float()), (L, torch.tensor([0]))),
+    "index_put of another dtype": (lambda lib, x, i: x.index_put((i,), x[:1].float()), (L, torch.tensor([0]))),
+    "complex of two dtypes": (lambda lib, x: lib.complex(x, x.double()), (F,)),
+    "complex of longs": (lambda lib, x: lib.complex(x, x), (L,)),
+    "masked_fill beyond float16": (lambda lib, x, m: x.masked_fill(m, 65505.0), (F.half(), B)),
+    "masked_fill beyond int8": (lambda lib, x, m: x.masked_fill(m, 128), (L.to(torch.int8), B)),
+    "masked_fill of NaN into int": (lambda lib, x, m: x.masked_fill(m, math.nan), (L.int(), B)),
+    "masked_fill beyond float32": (lambda lib, x, m: x.masked_fill(m, -1e39), (F, B)),
+    "index_fill beyond uint8": (lambda lib, x, i: x.index_fill(0, i, 256), (L.to(torch.uint8), torch.tensor([0]))),
+    "clamp of complex": (lambda lib, x: x.clamp(0, 1), (torch.tensor([1j]),)),
+    "finfo of an integer dtype": (lambda lib: lib.finfo(lib.int32), ()),
+    "iinfo of a float dtype": (lambda lib: lib.iinfo(lib.float32), ()),
+    "iinfo of bool": (lambda lib: lib.iinfo(lib.bool), ()),
+    "add of longs with a float alpha": (lambda lib, x: lib.add(x, x, alpha=0.5), (L,)),
+    "add_ of longs with a float alpha": (lambda lib, x: x.add_(x, alpha=1.0), (L,)),
+    "sub of floats with a bool alpha": (lambda lib, x: lib.sub(x, x, alpha=True), (F,)),
+    "add of floats with a complex alpha": (lambda lib, x: x.add(x, alpha=1j), (F,)),
+    "mean with an integer dtype": (lambda lib, x: x.mean(dtype=lib.int64), (F,)),
+    "nanmean of longs with a float dtype": (lambda lib, x: lib.nanmean(x, dtype=lib.float64), (L,)),
+    "nanmean with an integer dtype": (lambda lib, x: lib.nanmean(x, 0, dtype=lib.int64), (F,)),
+    "norm of longs": (lambda lib, x: lib.norm(x, dim=0), (L,)),
+    "norm of longs with a float dtype": (lambda lib, x: lib.norm(x, dim=0, dtype=lib.float64), (L,)),
+    "norm narrowing to its dtype": (lambda lib, x: lib.norm(x, dim=0, dtype=lib.float16), (F,)),
+    "norm with an integer dtype": (lambda lib, x: x.norm(dim=0, dtype=lib.int64), (F,)),
+    "dist of longs": (lambda lib, x: lib.dist(x, x.flip(0)), (L,)),
+    "dist of bools": (lambda lib, b: lib.dist(b, b), (B,)),
+    "trace of bools": (lambda lib, b: lib.trace(b.reshape(1, 3)), (B,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MESSAGES))
+def test_bad_input_message_holds_torchs(name):
+    fn, inputs = MESSAGES[name]
+    expected = check_like_torch(fn, *inputs)
+    assert expected is not None, "torch accepts it"
+    with pytest.raises(type(expected)) as info:
+        fn(genesis, *(to_genesis(x) if isinstance(x, torch.Tensor) else x for x in inputs))
+    assert str(expected).rstrip(".") in str(info.value).replace("genesis.", "torch.")
+
+
+@pytest.mark.parametrize("value,dtype", [(-1, "uint8"), (-255, "uint8"), (127, "int8"), (65504.0, "float16"),
+                                         (math.inf, "float16"), (math.nan, "bfloat16"), (2.7, "int64")])
+def test_fill_values_that_convert(value, dtype):
+    # torch's checked conversion lets an unsigned type wrap small negative numbers and a float take inf and NaN.
+    check_like_torch(lambda lib, x, m: x.to(getattr(lib, dtype)).masked_fill(m, value), L, B)
+    check_like_torch(lambda lib, x, i: x.to(getattr(lib, dtype)).index_fill(0, i, value), L, torch.tensor([1]))

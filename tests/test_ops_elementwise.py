@@ -5,13 +5,14 @@ differentiable input, over broadcast shapes, non-contiguous inputs, 0-d and empt
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, GENESIS_DTYPE, assert_same, check, check_error, rand, to_genesis, to_torch
 
 # (shape of a, shape of b) pairs that broadcast, including 0-d and empty tensors.
 BROADCAST = [
@@ -911,3 +912,113 @@ def test_binary_of_two_float_widths_in_place_and_zero_dim():
     check(lambda lib, a, b: b.clone().mul_(a), a, b, backward=False)
     s = torch.tensor(1.2345678, dtype=torch.float32)  # a 0-dim operand does not widen a tensor (as torch)
     check(lambda lib, a, s: a + s, a, s, backward=False)
+
+
+def test_fmod_of_floats_is_exact():
+    # C's fmod: exact however large the quotient (a - trunc(a / b) * b would lose every digit), the dividend's sign
+    # (signed zeros included), NaN for an infinite dividend or a zero divisor, the dividend for an infinite divisor.
+    a = torch.tensor([1e10, -7.5, 1e30, -0.0, 0.0, math.inf, 3.0, -5.0, math.nan, -1e-30], dtype=torch.float32)
+    b = torch.tensor([0.3, 2.0, 0.3, 3.0, -3.0, 2.0, math.inf, 0.0, 1.0, 7.0], dtype=torch.float32)
+    out = check(lambda lib, a, b: lib.fmod(a, b), a, b, backward=False)
+    expected = torch.fmod(a, b)
+    finite = ~expected.isnan()
+    assert torch.equal(torch.signbit(to_torch(out))[finite], torch.signbit(expected)[finite])
+    x, y = rand(3, 4, seed=8) * 50, rand(4, seed=9) * 3
+    check(lambda lib, x, y: lib.fmod(x, y), x, y)  # the divisor's gradient: -trunc(x / y)
+    check(lambda lib, x: x.fmod(-2.5), x)
+    for dt in (torch.float16, torch.bfloat16):
+        check(lambda lib, a: lib.fmod(a, 0.3), (a[:5] * 100).to(dt), backward=False)
+    check(lambda lib, a, b: lib.fmod(a, b), torch.tensor([5, -5, 7], dtype=torch.int32), torch.tensor(2.5))
+    check(lambda lib, a: a.fmod(-3), torch.tensor([7, -7, 6], dtype=torch.int8))
+    check(lambda lib, a: a.clone().fmod_(2.0), a, backward=False)
+
+
+def test_clamp_with_tensor_bounds_propagates_nan():
+    # torch's clamp kernel: a NaN bound gives NaN; the gradients are clamp_backward_min_max's (none through NaN).
+    x = torch.tensor([1.0, math.nan, -2.0, 0.5, 3.0], dtype=torch.float64, requires_grad=True)
+    lo = torch.tensor([0.0, 0.0, math.nan, 1.0, 0.0], dtype=torch.float64, requires_grad=True)
+    hi = torch.tensor([math.nan, 1.0, 0.0, 0.0, 2.0], dtype=torch.float64, requires_grad=True)
+    check(lambda lib, x, lo, hi: lib.clamp(x, lo, hi), x, lo, hi)
+    check(lambda lib, x, lo: x.clamp(min=lo), x, lo)
+    check(lambda lib, x, hi: lib.clamp_max(x, hi), x, hi)
+    check(lambda lib, x, lo: x.clamp(lo[:1].detach(), None), x, lo, backward=False)
+    check(lambda lib, x, lo: x.clamp(lo.reshape(5, 1)), x, lo)  # bounds broadcast the result
+    ints = torch.tensor([1, 5, 9])
+    check(lambda lib, x: x.clamp(min=x.new_tensor(math.nan, dtype=lib.float32)), ints)  # promoted: all NaN
+    check(lambda lib, x: x.clamp(x.new_tensor([2, 2, 2]), x.new_tensor([4.5, 4.5, 4.5], dtype=lib.float32)), ints)
+    check(lambda lib, x: x.clamp(x.new_tensor(2, dtype=lib.int64)), ints.to(torch.int32))
+    check_error(NotImplementedError, lambda lib, z: z.clamp(0, 1), torch.tensor([1 + 1j]),
+                match="clamp is not supported for complex types")
+
+
+def test_isclose_follows_torchs_formula():
+    # Integers are compared with the tolerances too (large ones a tolerance apart are close); bools as floats.
+    check(lambda lib, a, b: lib.isclose(a, b), torch.tensor([100000, 5, -3]), torch.tensor([100001, 6, -3]))
+    check(lambda lib, a, b: lib.isclose(a, b, atol=1), torch.tensor([True, False]), torch.tensor([True, True]))
+    # A finite difference is needed: opposite extremes overflow to inf and are not close.
+    a = torch.tensor([3e38, math.inf, math.nan, 1.0, -math.inf])
+    b = torch.tensor([-3e38, math.inf, math.nan, 1.00001, math.inf])
+    check(lambda lib, a, b: lib.isclose(a, b, equal_nan=True), a, b)
+    check(lambda lib, a, b: lib.isclose(a, b, rtol=0, atol=0), a, b)
+    c = torch.tensor([1 + 1j, complex(math.nan, 0), complex(math.nan, 1)])
+    check(lambda lib, a, b: lib.isclose(a, b, equal_nan=True), c, torch.tensor([1 + 1.000001j, complex(0, math.nan),
+                                                                               complex(math.nan, 0)]))
+    check_error(RuntimeError, lambda lib, a: lib.isclose(a, a, rtol=-1.0), a,
+                match="rtol must be greater than or equal to zero, but got -1$")
+    check_error(RuntimeError, lambda lib, a: lib.isclose(a, a, atol=-1e-3), a, match="but got -0.001$")
+    check_error(RuntimeError, lambda lib, a: lib.allclose(a, a.double()), a, match="Float did not match Double")
+
+
+def test_nan_to_num_replacements_beyond_the_dtype():
+    # torch converts the replacements unchecked: beyond the dtype's range they become infinities (and a NaN's
+    # replacement is not replaced again as an infinity).
+    raw = torch.tensor([math.nan, math.inf, -math.inf, 1.0])
+    check(lambda lib, x: x.nan_to_num(nan=1e40), raw)
+    check(lambda lib, x: x.nan_to_num(posinf=1e40, neginf=-1e39), raw)
+    check(lambda lib, x: x.nan_to_num(nan=65519.0, posinf=70000.0), raw.half())
+    check(lambda lib, x: x.nan_to_num(posinf=1e39), raw.bfloat16())
+    check(lambda lib, x: x.clone().nan_to_num_(1e40, 0.0, 0.0), raw, backward=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning from the data converter either
+        check(lambda lib: lib.tensor([1e6, -7e4], dtype=lib.float16))
+
+
+def test_bool_subtraction_and_negation_messages():
+    b = torch.tensor([True, False])
+    check_error(RuntimeError, lambda lib, b: b - b, b, match="with two bool tensors is not supported. Use the `\\^`")
+    check_error(RuntimeError, lambda lib, b: b - 1, b, match="Subtraction, the `-` operator, with a bool tensor")
+    check_error(RuntimeError, lambda lib, b: 1 - b, b, match="Subtraction, the `-` operator, with a bool tensor")
+    check_error(RuntimeError, lambda lib, b: b.long() - True, b, match="with a bool tensor is not")
+    check_error(RuntimeError, lambda lib, b: -b, b, match="Negation, the `-` operator, on a bool tensor")
+
+
+def test_trunc_division_of_unsigned_by_a_negative_number():
+    # The number wraps into the unsigned dtype (as torch), so no operand is negative: trunc is floor.
+    u = torch.tensor([200, 7, 0], dtype=torch.uint8)
+    check(lambda lib, u: u.div(-3, rounding_mode="trunc"), u)
+    check(lambda lib, u: lib.div(u, torch.tensor(2), rounding_mode="trunc"), u)
+    check(lambda lib, i: i.div(torch.tensor([2], dtype=torch.uint8), rounding_mode="trunc"),
+          torch.tensor([-7, 7], dtype=torch.int8))
+
+
+def test_can_cast_between_categories():
+    kinds = [torch.bool, torch.uint8, torch.int64, torch.float16, torch.float64, torch.complex64, torch.complex128]
+    for a in kinds:
+        for b in kinds:
+            got = genesis.can_cast(genesis.tensor([], dtype=GENESIS_DTYPE[a]).dtype, GENESIS_DTYPE[b])
+            assert got == torch.can_cast(a, b), (a, b)
+    check(lambda lib, a: lib.add(a, a, out=a.new_zeros(2, dtype=lib.complex64)), torch.ones(2), backward=False)
+
+
+def test_alpha_and_value_in_integer_and_bool_arithmetic():
+    # A bool sum is a logical or: any alpha but 0 leaves the other operand as it is (the result stays bool);
+    # addcmul reads its value in an integer result's dtype (0.5 scales by 0).
+    a, b = torch.tensor([True, False, False]), torch.tensor([False, True, False])
+    for alpha in (0, 1, 2, True, False):
+        check(lambda lib, a, b, alpha=alpha: lib.add(a, b, alpha=alpha), a, b)
+        check(lambda lib, a, b, alpha=alpha: a.clone().add_(b, alpha=alpha), a, b)
+    i = torch.tensor([1, -2, 3])
+    for value in (2, 0.5, -1.7):
+        check(lambda lib, i, value=value: lib.addcmul(i, i, i, value=value), i)
+    check(lambda lib, i, x: lib.addcmul(i, x, i, value=0.5), i, torch.tensor([1.0, 2.0, 3.0]))
+    check(lambda lib, i: lib.add(i, i, alpha=-3), i)

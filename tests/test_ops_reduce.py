@@ -1,10 +1,12 @@
 """Reductions against torch: dim as int, tuple or None, keepdim, values with indices, scans and softmax."""
 
 import math
+import warnings
 
 import pytest
 import torch
 
+import genesis
 from tests.helpers import check, check_error, rand, to_genesis, to_torch
 
 DIMS = [None, 0, -1, 1, (0, 2), (-1, 0), (), (0, 1, 2)]
@@ -314,3 +316,65 @@ def test_reduction_errors():
     check_error(IndexError, lambda lib, x: x.sum(1), rand(seed=1))
     check_error(RuntimeError, lambda lib, x: x.norm(), torch.tensor([1, 2]))
     check_error(RuntimeError, lambda lib, x: x.var(), torch.tensor([1, 2]))
+
+
+def test_var_std_of_complex_and_their_argument_checks():
+    # The variance of complex numbers is real: that of the real parts plus that of the imaginary parts.
+    z = torch.complex(rand(3, 4, seed=20), rand(3, 4, seed=21))
+    check(lambda lib, z: z.var(1), z)
+    check(lambda lib, z: lib.std(z, 0, correction=0, keepdim=True), z)
+    check(lambda lib, z: z.std(), z)
+    check(lambda lib, z: lib.var_mean(z, 1), z)
+    for op in ("var", "std"):
+        check_error(RuntimeError, lambda lib, x, op=op: getattr(x, op)(), torch.tensor([1, 2]),
+                    match="std and var only support floating point and complex dtypes$")
+    check_error(RuntimeError, lambda lib, x: lib.var_mean(x), torch.tensor([1, 2]),
+                match="var_mean only support floating point and complex dtypes$")
+    check_error(RuntimeError, lambda lib, x: lib.std_mean(x, 0), torch.tensor([True]),
+                match="std_mean only support floating point and complex dtypes$")
+    check_error(TypeError, lambda lib, x: x.std(0, unbiased=False, correction=1), rand(3))
+
+
+def test_empty_reduction_messages():
+    e = torch.zeros(0, 3)
+    check_error(IndexError, lambda lib, x: x.amax(0), e, match="amax\\(\\): Expected reduction dim 0 to have non-zero "
+                                                                "size.$")
+    check_error(IndexError, lambda lib, x: x.amin((1, 0)), e, match="reduction dim 0 to have non-zero size")
+    check_error(RuntimeError, lambda lib, x: lib.aminmax(x), e,
+                match="cannot compute aminmax over an empty dimension as the operation has no identity.$")
+    check_error(RuntimeError, lambda lib, x: x.mean(), torch.tensor([1], dtype=torch.uint8), match="Got: Byte$")
+    check_error(RuntimeError, lambda lib, x: lib.histc(x, 3), torch.tensor([0.0, math.inf]),
+                match=r"range of \[0, inf\] is not finite")
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "cumsum", "cumprod"])
+def test_out_tensor_sets_the_dtype_of_sums_and_products(op):
+    # torch builds these reductions from the output's dtype: a float input is cast to an int64 output's type first.
+    x = torch.tensor([[0.5, 1.5, 2.5], [3.5, -1.5, 2.0]])
+    for dt in ("int64", "float64", "float16"):
+        check(lambda lib, x, dt=dt: getattr(lib, op)(x, 1, out=x.new_empty(0, dtype=getattr(lib, dt))), x,
+              backward=False)
+    check_error(RuntimeError, lambda lib, x: lib.mean(x, 1, out=x.new_empty(0, dtype=lib.int64)), x,
+                match="result type Float can't be cast to the desired output type Long")
+
+
+def test_var_std_warn_where_no_degrees_of_freedom_are_left():
+    cases = [("var", lambda lib, x: x.var(), (1,)), ("std", lambda lib, x: x.std(0), (0, 3)),
+             ("var", lambda lib, x: x.var(correction=3), (3,)), ("var_mean", lambda lib, x: lib.var_mean(x), (1,)),
+             ("std_mean", lambda lib, x: lib.std_mean(x, 1), (2, 1))]
+    for name, fn, shape in cases:
+        for lib in (torch, genesis):
+            with pytest.warns(UserWarning, match=rf"^{name}\(\): degrees of freedom is <= 0. Correction should be "
+                                                 r"strictly less than the reduction factor"):
+                fn(lib, lib.ones(shape))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        genesis.ones(3, 2).std((0, 1), correction=5.5)
+
+
+@pytest.mark.parametrize("p", [0.5, 0.3, -1.0, -0.5])
+def test_norm_below_one_gives_zeros_a_zero_gradient(p):
+    # |x|^p has an infinite slope at 0 (and is infinite there for p < 0): torch's norm backward masks it.
+    x = torch.tensor([[0.0, 1.0, -2.0], [0.0, 0.0, 0.0], [3.0, 0.5, 1.0]], dtype=torch.float64, requires_grad=True)
+    check(lambda lib, x: lib.norm(x, p=p, dim=1), x)
+    check(lambda lib, x: lib.linalg.vector_norm(x, ord=p), x)

@@ -245,6 +245,37 @@ def test_word_vectors_with_sparse_gradients_and_optimizer_refusals() -> None:
     assert losses[13:27:2] == [True] * 7 and losses[14:27:2] == [losses[14]] * 7
 
 
+def test_sparse_embedding_gradients_handled_by_hand_and_by_grad_scaler() -> None:
+    # p.grad.data of a sparse gradient, its in-place mul_/div_/+= and norm, strided tensors adding one (add, sub_,
+    # -=), and GradScaler unscaling sparse gradients whose values came from a broadcast gradient.
+    losses = _compare("sparse_embedding_hand_loops.py", [])
+    assert losses[15] < losses[0] and all(losses[i] is True for i in (1, 3, 24, 48)) and losses[25] is False
+
+
+def test_pygcn_with_legacy_sparse_constructors_and_segment_pooling() -> None:
+    # torch.sparse.FloatTensor and its type() name, a sparse tensor through torch.save / torch.load, CSR through
+    # torch.mm, sparse @ 1-D vectors, sparse.spdiags, the size-only sparse_coo_tensor and torch.segment_reduce.
+    losses = _compare("pygcn_legacy_sparse.py", [])
+    assert losses[1] is losses[2] is True and losses[3] == 196
+    assert losses[29:33] == [False, True, True, True]
+
+
+def test_gat_with_scatter_softmax_and_pooling() -> None:
+    # scatter_reduce amax / amin over many edges per node, with ties; a bool flag stays bool through it.
+    losses = _compare("gat_scatter_softmax.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+    assert losses[6] < losses[1] and losses[7] is losses[9] is losses[12] is True
+
+
+def test_sensor_cleaning_numerics_and_a_half_precision_scorer() -> None:
+    # A NaN calibration bound clamps its channel to NaN; fmod keeps the fraction of large timestamps; isclose
+    # applies its tolerances to integer ids; masked_fill refuses a fill value beyond float16 (nan_to_num makes it
+    # inf); the variance of complex bins is real; integer alpha/value rules; the 0.5-norm passes no gradient to
+    # zeros; the float16 / bfloat16 head rounds as torch's kernels (huber, smooth_l1, mish, logcumsumexp, renorm).
+    losses = _compare("sensor_numerics_half_scorer.py", [])
+    assert losses[82:85] == [True, True, True] and losses[193] is losses[195] is True
+    assert losses[210:213] == [True, True, False]
+
+
 def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:
     script = tmp_path / "uses_fft.py"
     script.write_text(textwrap.dedent("""

@@ -26,6 +26,9 @@ TORCH_NAMES: dict[str, str] = {
     "genesis.ops.arithmetic.AddScaled": "AddBackward0",  # add with alpha
     "genesis.ops.arithmetic.SubScaled": "SubBackward0",
     "genesis.ops.arithmetic.Clamp": "ClampBackward1",  # number bounds (ClampBackward0 takes tensor bounds)
+    "genesis.ops.arithmetic.ClampTensors": "ClampBackward0",
+    "genesis.ops.arithmetic.ClampMinTensors": "ClampMinBackward1",
+    "genesis.ops.arithmetic.ClampMaxTensors": "ClampMaxBackward1",
     "genesis.ops.arithmetic.Lerp": "LerpBackward1",  # a tensor weight
     "genesis.ops.arithmetic.LerpScalar": "LerpBackward0",
     "genesis.ops.arithmetic.RDiv": "MulBackward0",  # torch computes ``2 / x`` as ``x.reciprocal() * 2``

@@ -4,6 +4,7 @@ the small tensor constructors the ops build their masks and index ranges from.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, Sequence
 
@@ -19,6 +20,34 @@ Number = (int, float, bool)
 def _check_tensor(op: str, x: Any) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+
+
+#: torch's C++ names of the element types, as its overflow errors print them.
+_OVERFLOW_NAMES = {
+    **dtypes.CPP_TYPE_NAMES, dtypes.uint8: "uint8_t", dtypes.int8: "int8_t", dtypes.int16: "int16_t",
+    dtypes.int32: "int", dtypes.int64: "int64_t",
+}
+
+
+def check_scalar_fits(value: Any, dtype: dtypes.dtype) -> None:
+    """torch's RuntimeError where the Python number ``value`` does not convert to ``dtype`` (its checked Scalar
+    conversion, as ``masked_fill`` and ``index_fill`` make): a finite number beyond a floating dtype's range (a
+    complex number by either part; infinities and NaN convert), or outside an integer dtype's (NaN never converts;
+    integers down to minus an unsigned dtype's max wrap around)."""
+    if isinstance(value, bool) or dtype is dtypes.bool_:
+        return
+    if dtype.category >= 2:
+        limit = dtypes.finfo(dtype).max
+        parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+        fits = all(not math.isfinite(p) or -limit <= p <= limit for p in parts)
+    elif isinstance(value, complex) or value != value:
+        fits = False
+    else:
+        info = dtypes.iinfo(dtype)
+        low = -info.max if not dtype.is_signed and isinstance(value, int) else info.min
+        fits = low <= value <= info.max
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {_OVERFLOW_NAMES[dtype]} without overflow")
 
 
 def python_number(value: Any) -> Any:
@@ -66,7 +95,7 @@ def _float_operands(op: str, input: Any, other: Any) -> tuple[Tensor, Tensor]:
 
 def _reject_integers(op: str, dtype: dtypes.dtype) -> None:
     if not dtype.is_floating_point:
-        raise NotImplementedError(f"{op}: not implemented for '{dtype.name}'")
+        raise NotImplementedError(f"{op}: not implemented for '{dtypes.SCALAR_TYPE_NAMES[dtype]}'")
 
 
 def _shape_args(op: str, shape: tuple) -> tuple[int, ...]:
@@ -113,11 +142,25 @@ def _to_index_tensor(op: str, index: Any, like: Tensor, error: type[Exception] =
     return index if index.dtype is dtypes.int64 else index.to(dtypes.int64)
 
 
+#: torch's wording of each index or scatter write's refusal of a source of another dtype.
+_SAME_DTYPE_MESSAGES = {
+    "index_add": "index_add_(): self ({self}) and source ({source}) must have the same scalar type",
+    "index_reduce": "index_reduce_(): self ({self}) and source ({source}) must have the same scalar type",
+    "index_copy": "index_copy_(): self and source expected to have the same dtype, but got (self) {self} and "
+                  "(source) {source}",
+    "index_put": "index_put: Index put requires the source and destination dtypes match, got {self} for the "
+                 "destination and {source} for the source.",
+    "masked_scatter": "masked_scatter: expected self and source to have same dtypes but got {self} and {source}",
+    "scatter": "scatter(): Expected self.dtype to be equal to src.dtype",
+}
+
+
 def _check_same_dtype(op: str, input: Tensor, source: Tensor) -> None:
-    """torch's index and scatter writes refuse a source of another dtype rather than casting it."""
+    """torch's index and scatter writes refuse a source of another dtype rather than casting it (``op`` is a key of
+    ``_SAME_DTYPE_MESSAGES``: the scatter family all word it as ``scatter``)."""
     if source.dtype is not input.dtype:
-        raise RuntimeError(f"{op}(): self ({input.dtype.name}) and source ({source.dtype.name}) must have the same "
-                           "scalar type")
+        names = dtypes.SCALAR_TYPE_NAMES
+        raise RuntimeError(_SAME_DTYPE_MESSAGES[op].format(self=names[input.dtype], source=names[source.dtype]))
 
 
 def _zeros(shape: Sequence[int], dtype: dtypes.dtype, like: Tensor) -> Tensor:

@@ -9,6 +9,7 @@ never here.
 
 from __future__ import annotations
 
+import builtins
 import math
 import warnings
 from typing import Any
@@ -25,7 +26,8 @@ from genesis.ops._args import (
     python_number,
     zeros_like_detached,
 )
-from genesis.ops.compare import NoGradBinary, isnan, logical_and, where
+from genesis.ops.compare import NoGradBinary, logical_and, logical_or, where
+from genesis.ops.sparse_base import SparseBase
 from genesis.tensor import Tensor
 
 
@@ -257,6 +259,25 @@ class Remainder(Primitive):
         return grad, grad_b
 
 
+class Fmod(Primitive):
+    """C's ``fmod`` of floats: ``a - trunc(a / b) * b`` with the sign of ``a``, computed exactly as ``|a| mod |b|``
+    (the remainder of operands of one sign is C's fmod) carrying ``a``'s sign bit, so -0.0 stays -0.0."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray | float) -> NDArray:
+        if ctx.needs_input_grad and ctx.needs_input_grad[1]:
+            ctx.save_for_backward(a, b)
+        magnitude = b.unary("abs") if isinstance(b, NDArray) else abs(b)
+        return a.unary("abs").binary("remainder", magnitude).binary("copysign", a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[1]:
+            return grad, None
+        a, b = ctx.saved_tensors
+        return grad, -grad * (a / b).trunc()
+
+
 #: The Functions of binary ops whose in-place form can compute straight into its tensor while a graph records it
 #: (``genesis.ops.inplace.binary_method``): their backward needs no old value of that tensor.
 IN_PLACE_WRITERS = {"add": Add, "sub": Sub, "mul": Mul}
@@ -279,6 +300,19 @@ class AddScaled(Primitive):
 
 class SubScaled(AddScaled):
     """``a - alpha * b``, recorded as torch's ``sub`` (``SubBackward0``); called with ``-alpha``."""
+
+
+def densified(op: str, input: Tensor, other: Any) -> Any:
+    """``other`` as the strided tensor it stands for where it is sparse and ``input`` is strided: torch adds (and
+    subtracts) a sparse tensor into a strided one of the same size only (no broadcasting), and multiplies one into a
+    strided tensor in place, the results strided. Anything else is returned as it is."""
+    if not isinstance(other, SparseBase) or isinstance(input, SparseBase):
+        return other
+    if op != "mul" and tuple(input.shape) != tuple(other.shape):
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
+                           f"{list(input.shape)} while other has size {list(other.shape)} (FYI: dense-sparse addition "
+                           "does not currently support broadcasting)")
+    return other.to_dense()
 
 
 def fuses_scale(input: Tensor, other: Any) -> bool:
@@ -339,6 +373,11 @@ def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
         return add(other, input) if alpha == 1 else add(Tensor._scalar_like(input, other), other, alpha)
     if not isinstance(other, (Tensor, int, float)):
         other = _as_operand("add", other, input)
+    other = densified("add", input, other)
+    if alpha.__class__ is not int:
+        check_alpha(_result_dtype(input, other), alpha)
+    if alpha != 1 and _result_dtype(input, other) is dtypes.bool_:
+        alpha = bool(alpha)  # a bool sum is a logical or: any alpha but 0 keeps the other operand as it is
     if alpha != 1:
         if fuses_scale(input, other):
             return AddScaled.apply(*_in_common_dtype(input, other), float(alpha))
@@ -346,18 +385,34 @@ def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
     return Add.apply(input, other)
 
 
+def check_alpha(dtype: dtypes.dtype, alpha: Any) -> None:
+    """torch's checks of ``add``/``sub``'s ``alpha`` against the dtype of the result: a bool only for bool results, a
+    float not for integer ones, a complex number only for complex ones."""
+    if isinstance(alpha, bool) and dtype is not dtypes.bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if dtype.category < 2 and not isinstance(alpha, int):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if isinstance(alpha, complex) and not dtype.is_complex:
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+
+
 def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
     """``input - alpha * other``; torch's deprecated ``sub(input, alpha, other)`` is accepted with its warning."""
     if isinstance(alpha, Tensor):
         warn_scale_first("sub", "alpha")
         other, alpha = alpha, other
-    for operand in (input, other):
-        if isinstance(operand, bool) or isinstance(operand, Tensor) and operand.dtype is dtypes.bool_:
-            raise RuntimeError("sub: subtraction, the `-` operator, with a bool tensor is not supported. If you are "
-                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    bools = [isinstance(x, bool) or isinstance(x, Tensor) and x.dtype is dtypes.bool_ for x in (input, other)]
+    if all(bools):
+        raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    if any(bools):
+        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     if not isinstance(input, Tensor):
         return RSub.apply(other * alpha if alpha != 1 else other, input)
-    other = _as_operand("sub", other, input)
+    other = densified("sub", input, _as_operand("sub", other, input))
+    if alpha.__class__ is not int:
+        check_alpha(_result_dtype(input, other), alpha)
     if alpha != 1:
         if fuses_scale(input, other):
             return SubScaled.apply(*_in_common_dtype(input, other), -float(alpha))
@@ -373,10 +428,14 @@ def rsub(input: Tensor, other: Any, alpha: float = 1) -> Tensor:
 
 
 def mul(input: Any, other: Any) -> Tensor:
+    """The elementwise product with broadcasting and type promotion; a strided tensor times a sparse one is sparse,
+    as torch's."""
     if not isinstance(input, Tensor):
         return Mul.apply(other, input)
     if not isinstance(other, (Tensor, int, float)):
         other = _as_operand("mul", other, input)
+    if isinstance(other, SparseBase) and not isinstance(input, SparseBase):
+        return other.mul(input)
     return Mul.apply(input, other)
 
 
@@ -395,8 +454,10 @@ def div(input: Any, other: Any, rounding_mode: str | None = None) -> Tensor:
         return Div.apply(input, other)
     if rounding_mode == "floor":
         return floor_divide(input, other)
-    int_result = _result_dtype(input, other).category < 2
-    if int_result:
+    result = _result_dtype(input, other)
+    if result.category < 2 and not result.is_signed:  # unsigned: no operand is negative, trunc is floor
+        return NoGradBinary.apply(input, other, "floor_divide")
+    if result.category < 2:
         q = NoGradBinary.apply(input, other, "floor_divide")
         # Integer trunc division: floor, then correct toward zero where the signs differ and a remainder is left.
         r = NoGradBinary.apply(input, other, "remainder")
@@ -444,7 +505,10 @@ def remainder(input: Any, other: Any) -> Tensor:
 
 def fmod(input: Tensor, other: Any) -> Tensor:
     """C-style remainder: the result has the sign of the dividend."""
-    return input - div(input, other, rounding_mode="trunc") * other
+    other = _as_operand("fmod", other, input)
+    if _result_dtype(input, other).category < 2:
+        return input - div(input, other, rounding_mode="trunc") * other
+    return Fmod.apply(input, other)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
@@ -525,6 +589,46 @@ class ClampMax(Clamp):
     """``clamp_max``: its own node name, as torch's (``ClampMaxBackward0``)."""
 
 
+class ClampTensors(Primitive):
+    """``clamp`` with tensor bounds (None: unbounded) of the input's dtype, broadcast: a NaN input or bound gives NaN
+    (torch's clamp kernel); the gradients are torch's ``clamp_backward_min_max``: the input's where
+    ``lo <= x <= hi``, a bound's where it was taken (``hi`` also wherever ``hi < lo``)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, lo: NDArray | None, hi: NDArray | None) -> NDArray:
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, lo, hi)
+        out = x
+        for bound, op in ((lo, "lt"), (hi, "gt")):
+            if bound is not None:
+                take = out.binary(op, bound)
+                if bound.dtype.is_floating_point:
+                    take = take.binary("logical_or", bound.unary("isnan"))
+                out = take.where(bound, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, lo, hi = ctx.saved_tensors
+        if lo is not None and hi is not None:
+            return (where(logical_and(x >= lo, x <= hi), grad, 0.0), where(logical_and(x < lo, lo < hi), grad, 0.0),
+                    where(logical_or(x > hi, hi < lo), grad, 0.0))
+        if lo is not None:
+            return where(x >= lo, grad, 0.0), where(x < lo, grad, 0.0), None
+        return where(x <= hi, grad, 0.0), None, where(x > hi, grad, 0.0)
+
+
+class ClampMinTensors(ClampTensors):
+    """``clamp_min`` with a tensor bound (torch's ``ClampMinBackward1``)."""
+
+
+class ClampMaxTensors(ClampTensors):
+    """``clamp_max`` with a tensor bound (torch's ``ClampMaxBackward1``)."""
+
+
+_TENSOR_BOUNDS_NODES = {Clamp: ClampTensors, ClampMin: ClampMinTensors, ClampMax: ClampMaxTensors}
+
+
 def _number(bound: Any) -> bool:
     return bound is None or bound.__class__ in (int, float)
 
@@ -538,28 +642,18 @@ def _clamped(input: Tensor, min: Any, max: Any, node: type[Clamp]) -> Tensor:
     """``clamp``, recorded as ``node`` where a floating input has number bounds (else as tensor ops)."""
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+    if input.dtype.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
     min, max = python_number(min), python_number(max)
     if input.dtype.category == 2 and _number(min) and _number(max):
         return node.apply(input, None if min is None else float(min), None if max is None else float(max))
-    # Conditions are written so NaN fails them: a NaN input stays NaN, as in torch.
-    out = input
-    if min is not None:
-        lo = min if isinstance(min, Tensor) else Tensor._scalar_like(min, input)
-        out = where(out < lo, lo.to(_result_dtype(input, min)) if isinstance(min, Tensor) else min, out)
-        if isinstance(min, Tensor) and out.dtype is not _result_dtype(input, min):
-            out = out.to(_result_dtype(input, min))
-    if max is not None:
-        out = where(out > max, max, out)
-    if input.dtype.is_floating_point and input.requires_grad:
-        # torch passes no gradient through NaN inputs of clamp.
-        out = where(isnan(input), input.detach(), out)
-    if out.dtype is not input.dtype and not isinstance(min, Tensor) and not isinstance(max, Tensor):
-        target = input.dtype
-        for bound in (min, max):
-            if bound is not None:
-                target = dtypes.result_type_scalar(target, bound)
-        out = out.to(target)
-    return out
+    bounds = [b if isinstance(b, Tensor) or b is None else Tensor._scalar_like(b, input) for b in (min, max)]
+    dt, ndim = input.dtype, input.ndim
+    for b in bounds:
+        if b is not None:
+            dt, ndim = dtypes.result_type(dt, ndim, b.dtype, b.ndim), builtins.max(ndim, b.ndim)
+    x, lo, hi = (b if b is None or b.dtype is dt else b.to(dt) for b in (input, *bounds))
+    return _TENSOR_BOUNDS_NODES[node].apply(x, lo, hi)
 
 
 clip = clamp
@@ -606,12 +700,6 @@ class LerpScalar(Primitive):
         return grad * (1 - ctx.weight), grad * ctx.weight, None
 
 
-# torch's C++ type names, as its dtype-mismatch messages print them.
-_CPP_TYPE_NAMES = {dtypes.float32: "float", dtypes.float64: "double", dtypes.float16: "c10::Half",
-                   dtypes.bfloat16: "c10::BFloat16", dtypes.complex64: "c10::complex<float>",
-                   dtypes.complex128: "c10::complex<double>"}
-
-
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """``input + weight * (end - input)``; floating (or complex) tensors of one dtype, as torch (a 0-d tensor weight
     may have another dtype)."""
@@ -621,8 +709,8 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
         raise NotImplementedError(f'"lerp_kernel_scalar" not implemented for \'{dtypes.SCALAR_TYPE_NAMES[dt]}\'')
     for name, other in (("end", end), ("weight", weight)):
         if isinstance(other, Tensor) and other.dtype is not dt and (name == "end" or other.ndim):
-            raise RuntimeError(f"expected dtype {_CPP_TYPE_NAMES[dt]} for `{name}` but got dtype "
-                               f"{_CPP_TYPE_NAMES.get(other.dtype, other.dtype.name)}")
+            raise RuntimeError(f"expected dtype {dtypes.CPP_TYPE_NAMES[dt]} for `{name}` but got dtype "
+                               f"{dtypes.CPP_TYPE_NAMES.get(other.dtype, other.dtype.name)}")
     if dt.is_complex or isinstance(weight, complex):
         return input + weight * (end - input)
     if isinstance(weight, Tensor):
@@ -643,6 +731,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: 
     tensor1, tensor2)`` is accepted with its warning."""
     if value_first_args:
         tensor1, tensor2, value = value_first("addcmul", tensor1, tensor2, value_first_args)
+    if all(t.dtype.category < 2 for t in (input, tensor1, tensor2)) and not isinstance(value, bool):
+        value = int(value)  # torch's kernel reads the value in the integer dtype: 0.5 scales by 0
     if not _half_operands(input, tensor1, tensor2):
         return input + (tensor1 * value if value != 1 else tensor1) * tensor2
     scaled = tensor1.float() * value if value != 1 else tensor1.float()

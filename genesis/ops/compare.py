@@ -114,10 +114,10 @@ def _bitwise(op: str, input: Any, other: Any) -> Tensor:
     if not isinstance(input, Tensor):
         input = Tensor._scalar_like(input, other)
     other = _as_operand(op, other, input)
-    for t in (input, other):
-        if isinstance(t, Tensor) and t.dtype.is_floating_point or isinstance(t, float):
-            dt = t.dtype.name if isinstance(t, Tensor) else "float"
-            raise NotImplementedError(f"{op}: not implemented for '{dt}' (integer or bool tensors only)")
+    dtype = _result_dtype(input, other)
+    if dtype.category >= 2:
+        raise NotImplementedError(f"{op}: not implemented for '{dtypes.SCALAR_TYPE_NAMES[dtype]}' (integer or bool "
+                                  "tensors only)")
     return NoGradBinary.apply(input, other, op)
 
 
@@ -164,8 +164,9 @@ def _shift(op: str, input: Any, other: Any, left: bool) -> Tensor:
         input = Tensor._scalar_like(input, other)
     other = _as_operand(op, other, input)
     dtype = _result_dtype(input, other)
-    if dtype.is_floating_point:
-        raise NotImplementedError(f"{op}: not implemented for '{dtype.name}' (integer or bool tensors only)")
+    if dtype.category >= 2:
+        raise NotImplementedError(f"{op}: not implemented for '{dtypes.SCALAR_TYPE_NAMES[dtype]}' (integer or bool "
+                                  "tensors only)")
     if not isinstance(other, Tensor):
         other = Tensor._wrap(NDArray.scalar(other, dtypes.int64, input.device))
     return Shift.apply(input.to(dtype), other, left)
@@ -183,8 +184,8 @@ def bitwise_right_shift(input: Any, other: Any) -> Tensor:
 
 def bitwise_not(input: Tensor) -> Tensor:
     if input.dtype.is_floating_point:
-        raise NotImplementedError(f"bitwise_not: not implemented for '{input.dtype.name}' (integer or bool tensors "
-                                  "only)")
+        raise NotImplementedError(f"bitwise_not: not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' "
+                                  "(integer or bool tensors only)")
     return NoGradUnary.apply(input, "bitwise_not")
 
 
@@ -220,18 +221,24 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
-    """``|input - other| <= atol + rtol * |other|`` elementwise (infinities equal to themselves)."""
+    """``input == other`` or ``|input - other| <= atol + |rtol * other|`` with a finite difference, elementwise (torch's
+    formula, integers included: large integers a tolerance apart count as close)."""
     if input.dtype is not other.dtype:
-        raise RuntimeError(f"isclose: {input.dtype} did not match {other.dtype}")
-    if input.dtype.category < 2:
-        return eq(input, other)
+        raise RuntimeError(f"isclose: {dtypes.SCALAR_TYPE_NAMES[input.dtype]} did not match "
+                           f"{dtypes.SCALAR_TYPE_NAMES[other.dtype]}")
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if tol < 0:
+            raise RuntimeError(f"{name} must be greater than or equal to zero, but got {tol:g}")
     close = eq(input, other)
-    diff = (input - other).abs()
-    finite = logical_and(isfinite(input), isfinite(other))
-    close = logical_or(close, logical_and(finite, diff <= atol + rtol * other.abs()))
-    if equal_nan:
+    if equal_nan and input.dtype.category >= 2:
         close = logical_or(close, logical_and(isnan(input), isnan(other)))
-    return close
+    if rtol == 0 and atol == 0:
+        return close
+    if input.dtype is dtypes.bool_:
+        input, other = input.to(dtypes.get_default_dtype()), other.to(dtypes.get_default_dtype())
+    allowed = atol + (rtol * other).abs()
+    actual = (input - other).abs()
+    return logical_or(close, logical_and(isfinite(actual), actual <= allowed))
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
@@ -280,12 +287,7 @@ def is_signed(input: Tensor) -> bool:
     return input.dtype not in (dtypes.uint8, dtypes.bool_)
 
 
-def _category(d: dtypes.dtype) -> int:
-    if d is dtypes.bool_:
-        return 0
-    return 2 if d.is_floating_point else 1
-
-
 def can_cast(from_: dtypes.dtype, to: dtypes.dtype) -> bool:
-    """Whether torch's casting rules allow ``from_`` to ``to`` (never to a lower kind: float to int, int to bool)."""
-    return _category(dtypes.to_dtype(from_)) <= _category(dtypes.to_dtype(to))
+    """Whether torch's casting rules allow ``from_`` to ``to`` (never to a lower kind: complex to float, float to
+    int, int to bool)."""
+    return dtypes.to_dtype(from_).category <= dtypes.to_dtype(to).category

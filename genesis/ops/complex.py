@@ -213,11 +213,11 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:
         if not isinstance(t, Tensor):
             raise TypeError(f"complex(): argument '{name}' must be Tensor, not {type(t).__name__}")
     if real.dtype is not imag.dtype:
-        raise RuntimeError(f"complex: Expected object of scalar type {real.dtype.name} but got scalar type "
-                           f"{imag.dtype.name} for second argument")
+        raise RuntimeError(f"complex: Expected object of scalar type {dtypes.SCALAR_TYPE_NAMES[real.dtype]} but got "
+                           f"scalar type {dtypes.SCALAR_TYPE_NAMES[imag.dtype]} for second argument")
     if real.dtype not in (dtypes.float32, dtypes.float64):
         raise RuntimeError(f"complex: Expected both inputs to be Half, Float or Double tensors but got "
-                           f"{real.dtype.name} and {imag.dtype.name}")
+                           f"{dtypes.SCALAR_TYPE_NAMES[real.dtype]} and {dtypes.SCALAR_TYPE_NAMES[imag.dtype]}")
     return view_as_complex(stack(list(_broadcast(real, imag)), dim=-1))
 
 

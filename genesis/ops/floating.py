@@ -109,5 +109,6 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
     _tensor_pair("nextafter", input, other)
     dt = _result_dtype(input, other)
     if not dt.is_floating_point:
-        raise NotImplementedError(f"nextafter: not implemented for '{dt.name}' (floating tensors only)")
+        raise NotImplementedError(f"nextafter: not implemented for '{dtypes.SCALAR_TYPE_NAMES[dt]}' (floating tensors "
+                                  "only)")
     return Nextafter.apply(input.to(dt), other.to(dt))

@@ -12,10 +12,19 @@ from typing import Any, Sequence
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray, broadcast_shapes, full_indices, normalize_dim
-from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor, _zeros, arange_like, ones_like_bool
+from genesis.ops._args import (
+    _check_range,
+    _check_same_dtype,
+    _to_index_tensor,
+    _zeros,
+    arange_like,
+    check_scalar_fits,
+    ones_like_bool,
+)
 from genesis.ops.arithmetic import maximum, minimum
 from genesis.ops.compare import nonzero, where
 from genesis.ops.indexing import IndexPut, _check_bounds, getitem, index_put
+from genesis.ops.join import cat
 from genesis.ops.views import as_strided, movedim
 from genesis.tensor import Tensor
 
@@ -166,7 +175,7 @@ def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: st
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
     index = _check_bounds(op, index, input.shape[d] if input.ndim else 1, d, False, RuntimeError)
     if isinstance(src, Tensor):
-        _check_same_dtype(op, input, src)
+        _check_same_dtype("scatter", input, src)
         for k in range(index.ndim):
             if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
                 raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be no larger than self "
@@ -242,6 +251,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: float) -> Tensor:
     d = normalize_dim("index_fill", dim, input.ndim)
     index = _to_index_tensor("index_fill", index, input, IndexError).reshape(-1)
     index = _check_bounds("index_fill", index, input.shape[d], d)
+    if not isinstance(value, Tensor):
+        check_scalar_fits(value, input.dtype)
     indices = tuple(index.ndarray if k == d else None for k in range(input.ndim))
     return IndexPut.apply(input, indices, Tensor._wrap(NDArray.scalar(value, input.dtype, input.device)), False)
 
@@ -256,6 +267,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
                                f"{value.ndim} dimension(s).")
         if not value.requires_grad:  # a device value stays on the device: reading it would synchronize
             value = value.item() if value.device.type == "cpu" else value.to(input.dtype)
+    if not isinstance(value, Tensor):
+        check_scalar_fits(value, input.dtype)
     broadcast_shapes("masked_fill", input.shape, mask.shape)
     # Out of place, the input and the mask broadcast together, as torch's (in place, the result must keep the input's
     # shape: the in-place machinery refuses a larger one). The result is contiguous whatever the input's layout, as
@@ -275,6 +288,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
+    _check_same_dtype("masked_scatter", input, source)
     shape = broadcast_shapes("masked_scatter", input.shape, mask.shape)
     coords = nonzero(mask.expand(shape), as_tuple=True)
     n = coords[0].shape[0] if coords else 0
@@ -355,8 +369,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce not in _SCATTER_REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if src.dtype is not input.dtype:
-        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
-                           f"{input.dtype.name} and {src.dtype.name}")
+        raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to src.dtype")
+    if reduce == "mean" and input.dtype is dtypes.bool_:
+        raise NotImplementedError("scatter_reduce(): \"mean\" not implemented for 'Bool'")
     d = normalize_dim("scatter_reduce", dim, input.ndim)
     src = src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
     if index.numel() == 0:
@@ -364,7 +379,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     hits = scatter_add(_zeros(input.shape, dtypes.int64, input), d, index, ones_like_bool(index).to(dtypes.int64))
     touched = hits > 0
     if reduce in ("sum", "mean"):
-        base = input if include_self else where(touched, 0, input)
+        base = input if include_self else where(touched, _zeros((), input.dtype, input), input)
         total = scatter_add(base, d, index, src)
         if reduce == "sum":
             return total
@@ -388,13 +403,16 @@ def _scatter_reduce_loop(input: Tensor, d: int, index: Tensor, src: Tensor, redu
     # prod differentiates through the products; amax/amin run detached and attach an even split below.
     source = src if reduce == "prod" else src.detach()
     start = input if reduce == "prod" else input.detach()
-    result = start if include_self else where(touched, identity, start)
-    filler = Tensor._wrap(NDArray.full(tuple(input.shape), identity, input.dtype, input.device))
-    for j in range(index.shape[d]):
-        piece = (slice(None),) * d + (slice(j, j + 1),)
-        result = combine(result, scatter(filler, d, index[piece], source[piece]))
+    # The identity as a 0-d tensor of the input's dtype, so that where() keeps that dtype (bool stays bool).
+    result = start if include_self else where(touched, Tensor._wrap(NDArray.full((), identity, input.dtype,
+                                                                                  input.device)), start)
     if reduce == "prod":
+        filler = Tensor._wrap(NDArray.full(tuple(input.shape), identity, input.dtype, input.device))
+        for j in range(index.shape[d]):
+            piece = (slice(None),) * d + (slice(j, j + 1),)
+            result = combine(result, scatter(filler, d, index[piece], source[piece]))
         return result
+    result = _scatter_extreme(result, d, index, source, reduce)
     if not input.dtype.is_floating_point:
         return result
     # Even split of the gradient among the elements equal to the extreme: the added terms are exactly zero.
@@ -409,12 +427,46 @@ def _scatter_reduce_loop(input: Tensor, d: int, index: Tensor, src: Tensor, redu
     return result + spread / where(count > 0, count, 1).to(input.dtype)
 
 
+def _scatter_extreme(result: Tensor, d: int, index: Tensor, src: Tensor, reduce: str) -> Tensor:
+    """``result`` with the amax / amin of the ``src`` elements that ``index`` sends to each place folded in (no
+    history): the elements grouped by target place with two stable sorts, each group ordered so that its extreme
+    comes last, then one write per place, whatever the number of elements per place."""
+    shape = tuple(result.shape)
+    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+    target = index * strides[d]  # the flat position in ``result`` that each element of ``src`` goes to
+    for k, n in enumerate(index.shape):
+        if k != d:
+            along = arange_like(n, index).reshape([n if j == k else 1 for j in range(index.ndim)])
+            target = target + along * strides[k]
+    target, values = target.reshape(-1), src.reshape(-1)
+    # Ascending keys put each group's extreme last; a NaN sorts last too, so it wins, as NaN propagates in torch.
+    # The bitwise not reverses the order of integers (and bools) without overflowing.
+    if reduce == "amax":
+        key = values
+    else:
+        key = -values if values.dtype.is_floating_point else ~values
+    by_key = _stable_order(key)
+    order = by_key[_stable_order(target[by_key])]
+    grouped = target[order]
+    last = cat([grouped[1:] != grouped[:-1], ones_like_bool(grouped[:1])])
+    winners = order[last]
+    at = target[winners]  # each place once
+    flat = result.reshape(-1)
+    combine = maximum if reduce == "amax" else minimum
+    return index_put(flat, (at,), combine(flat[at], values[winners])).reshape(shape)
+
+
+def _stable_order(x: Tensor) -> Tensor:
+    """The indices that sort the 1-D ``x`` ascending, equal elements kept in order (no history)."""
+    return Tensor._wrap(x.ndarray.backend.sort(x.ndarray, 0, False, True)[1])
+
+
 def _int_extreme(dtype: dtypes.dtype, lowest: bool) -> int:
     bits = {dtypes.int8: 8, dtypes.int16: 16, dtypes.int32: 32, dtypes.int64: 64}.get(dtype)
     if dtype is dtypes.uint8:
         return 0 if lowest else 255
     if dtype is dtypes.bool_:
-        return 0 if lowest else 1
+        return not lowest  # a bool, so that the filled tensor stays bool
     return -(2 ** (bits - 1)) if lowest else 2 ** (bits - 1) - 1
 
 
@@ -433,6 +485,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     if source.ndim and index.numel() != source.shape[d]:
         raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
                            f"source.size(dim): ({source.shape[d]}), for dim: {d}")
+    _check_same_dtype("index_reduce", input, source)
     view = [-1 if k == d else 1 for k in range(source.ndim)]
     full = index.reshape(view).expand(source.shape)
     return scatter_reduce(input, d, full, source, reduce, include_self=include_self)

@@ -193,6 +193,10 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
             other, alpha = alpha, other
         if takes_sparse:  # a sparse gradient added into a parameter by hand
             other = arithmetic.densified(op, self, other)
+        if alpha is not None and alpha.__class__ is not int:
+            arithmetic.check_alpha(self.dtype, alpha)
+        if alpha is not None and self.dtype is dtypes.bool_:
+            alpha = bool(alpha)  # a bool sum is a logical or, as add's
         if alpha is not None and alpha != 1:
             if (rounding_mode is None and arithmetic.fuses_scale(self, other)
                     and dtypes.result_type(self.dtype, self.ndim, other.dtype, other.ndim) is self.dtype

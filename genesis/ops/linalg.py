@@ -17,6 +17,7 @@ from genesis.ops.compare import where
 from genesis.ops.nn import Linear
 from genesis.ops.reduce import amax, norm, sum
 from genesis.ops.sparse import SparseTensor, sparse_matmul
+from genesis.ops.sparse_csr import SparseCsrTensor
 from genesis.tensor import Tensor
 
 _HALF = (dtypes.bfloat16, dtypes.float16)
@@ -80,17 +81,26 @@ def _column_major(x: Any) -> bool:
     return strides[0] == 1 and strides[1] == x.shape[0]
 
 
+#: The sparse tensor classes; a product with one of them is computed over its COO form.
+_SPARSE = (SparseTensor, SparseCsrTensor)
+
+
+def _as_coo(x: Tensor) -> Tensor:
+    """A CSR matrix as its COO tensor; anything else as it is."""
+    return x.to_sparse() if x.__class__ is SparseCsrTensor else x
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     _check_tensor("matmul", other)
-    if input.__class__ is SparseTensor or other.__class__ is SparseTensor:
-        return sparse_matmul(input, other, "matmul")
+    if input.__class__ in _SPARSE or other.__class__ in _SPARSE:
+        return sparse_matmul(_as_coo(input), _as_coo(other), "matmul")
     input, other = autocast_args("matmul", input, other)
     return Matmul.apply(input, other)
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
-    if input.__class__ is SparseTensor or mat2.__class__ is SparseTensor:
-        return sparse_matmul(input, mat2, "mm")
+    if input.__class__ in _SPARSE or mat2.__class__ in _SPARSE:
+        return sparse_matmul(_as_coo(input), _as_coo(mat2), "mm")
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
     return matmul(input, mat2)
@@ -447,7 +457,11 @@ def distance_norm(diff: Tensor, p: float) -> Tensor:
 @one_op("dist")
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The p-norm of ``input - other`` (broadcast), over all elements."""
-    return _graph_norm(input - other, p, None)
+    diff = input - other
+    if diff.dtype.category < 2:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{dtypes.SCALAR_TYPE_NAMES[diff.dtype]} instead.")
+    return _graph_norm(diff, p, None)
 
 
 def _graph_norm(x: Tensor, p: float, dims: Any, keepdim: bool = False) -> Tensor:
@@ -500,7 +514,10 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     if input.ndim <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
     d = normalize_dim("renorm", dim, input.ndim)
-    norms = norm(input, p, [k for k in range(input.ndim) if k != d], keepdim=True)
+    # The norms and the factor in float32 for half-precision input, the factor then rounded to the input's dtype,
+    # as torch's kernel.
+    wide = input.float() if input.dtype in (dtypes.float16, dtypes.bfloat16) else input
+    norms = norm(wide, p, [k for k in range(input.ndim) if k != d], keepdim=True)
     # torch's factor, including its 1e-7 guard against dividing by a zero norm.
     factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
-    return input * factor
+    return input * factor.to(input.dtype)

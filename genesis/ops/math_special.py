@@ -480,6 +480,8 @@ def _logaddexp(op: str, input: Tensor, other: Tensor, base2: bool) -> Tensor:
     _tensor_pair(op, input, other)
     dt = _result_dtype(input, other)
     _reject_integers(op, dt)
+    if dt in (dtypes.float16, dtypes.bfloat16):  # computed in float32 and rounded once, as torch's kernel
+        return _logaddexp(op, input.float(), other.float(), base2).to(dt)
     input, other = input.to(dt), other.to(dt)
     # max + log(1 + exp(-|a - b|)): no overflow; equal infinities (where a - b is NaN) give themselves.
     gap = -abs(input - other)
@@ -524,7 +526,7 @@ def _integer_pair(op: str, input: Tensor, other: Tensor) -> tuple[Tensor, Tensor
     _tensor_pair(op, input, other)
     dt = _result_dtype(input, other)
     if dt.category != 1:
-        raise NotImplementedError(f"{op}: not implemented for '{dt.name}' (integer tensors only)")
+        raise NotImplementedError(f"{op}: not implemented for '{dtypes.SCALAR_TYPE_NAMES[dt]}' (integer tensors only)")
     return input.detach().to(dt), other.detach().to(dt)
 
 

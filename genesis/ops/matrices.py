@@ -88,6 +88,8 @@ def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix."""
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     return diagonal(input).sum()
 
 
@@ -144,7 +146,7 @@ def _band_indices(op: str, row: int, col: int, offset: int, dtype: Any, device: 
                            else f"{op}: col must be non-negative, got {col}")
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
     if dtype not in (dtypes.int32, dtypes.int64):
-        raise RuntimeError(f"\"{op}\" not implemented for '{dtype.name}'")
+        raise RuntimeError(f"\"{op}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[dtype]}'")
     like = Tensor._wrap(NDArray.full((), 0, dtypes.int64, to_device(device if device is not None else "cpu")))
     r = arange_like(row, like).unsqueeze(1)
     c = arange_like(col, like).unsqueeze(0)

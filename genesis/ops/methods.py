@@ -157,19 +157,20 @@ def conj_reversed_dims(self: Tensor) -> Tensor:
 
 
 def legacy_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
-    """Without ``dtype``, the legacy type name (``"genesis.FloatTensor"``, ``"genesis.cuda.LongTensor"``); with
-    one, this tensor converted to it: a dtype, a legacy type (``genesis.LongTensor``, a CPU type as torch's) or
-    a legacy type name (``"torch.LongTensor"``, ``"torch.cuda.FloatTensor"``: a ``cuda.`` name also moves it to
-    the GPU, a plain one to the CPU)."""
+    """Without ``dtype``, the legacy type name (``"genesis.FloatTensor"``, ``"genesis.cuda.LongTensor"``,
+    ``"genesis.sparse.FloatTensor"`` for a sparse COO tensor); with one, this tensor converted to it: a dtype, a
+    legacy type (``genesis.LongTensor``, a CPU type as torch's) or a legacy type name (``"torch.LongTensor"``,
+    ``"torch.cuda.FloatTensor"``: a ``cuda.`` name also moves it to the GPU, a plain one to the CPU; a ``sparse.``
+    name changes the dtype only, as torch's)."""
     if dtype is None:
-        where = "cuda." if self.device.type == "cuda" else ""
+        where = "cuda." if self.device.type == "cuda" else "sparse." if self.layout is _mf.sparse_coo else ""
         return f"genesis.{where}{dtypes.LEGACY_TYPE_NAMES.get(self.dtype, self.dtype.name)}"
     if isinstance(dtype, type) and hasattr(dtype, "device_type"):  # genesis.LongTensor, genesis.cuda.FloatTensor
         return self.to(dtype.device_type, dtype.dtype, non_blocking=non_blocking)
     if not (isinstance(dtype, str) and dtype.endswith("Tensor")):
         return self.to(dtypes.to_dtype(dtype), non_blocking=non_blocking)
     parts = dtype.split(".")
-    if parts[-1] not in dtypes.BY_LEGACY_NAME or set(parts[:-1]) - {"torch", "genesis", "cuda"}:
+    if parts[-1] not in dtypes.BY_LEGACY_NAME or set(parts[:-1]) - {"torch", "genesis", "cuda", "sparse"}:
         raise ValueError(f"invalid type: '{dtype}'")
     device = "cuda" if "cuda" in parts else "cpu"
     return self.to(device, dtypes.BY_LEGACY_NAME[parts[-1]], non_blocking=non_blocking)

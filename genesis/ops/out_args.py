@@ -14,8 +14,13 @@ import warnings
 from typing import Any, Callable
 
 from genesis.autograd import is_grad_enabled, no_grad
+from genesis.dtypes import SCALAR_TYPE_NAMES
 from genesis.ops.compare import can_cast
 from genesis.tensor import Tensor
+
+#: The reductions and scans whose output tensor sets the dtype they compute in when no ``dtype=`` is given (torch
+#: builds their reduction from the output's type): a float input summed into an int64 ``out`` is cast first.
+_OUT_SETS_DTYPE = frozenset(("sum", "prod", "cumsum", "cumprod"))
 
 
 def with_out(name: str, fn: Callable) -> Callable:
@@ -25,6 +30,8 @@ def with_out(name: str, fn: Callable) -> Callable:
     def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
         if out is None:
             return fn(*args, **kwargs)
+        if name in _OUT_SETS_DTYPE and isinstance(out, Tensor) and kwargs.get("dtype") is None:
+            kwargs["dtype"] = out.dtype
         return write_out(name, fn(*args, **kwargs), out)
 
     return call
@@ -44,8 +51,8 @@ def write_out(name: str, result: Any, out: Any) -> Any:
                            "but one of the arguments requires grad.")
     for r, o in zip(results, outs):
         if not can_cast(r.dtype, o.dtype):
-            raise RuntimeError(f"{name}: result type {r.dtype.name} can't be cast to the desired output type "
-                               f"{o.dtype.name}")
+            raise RuntimeError(f"{name}: result type {SCALAR_TYPE_NAMES[r.dtype]} can't be cast to the desired "
+                               f"output type {SCALAR_TYPE_NAMES[o.dtype]}")
         if r.device != o.device:
             raise RuntimeError(f"{name}: Expected out tensor to have device {r.device}, but got {o.device} instead")
         if o.shape != r.shape:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from typing import Any, NamedTuple
 
 from genesis import dtypes
@@ -14,6 +15,7 @@ from genesis.ndarray import NDArray, normalize_dim, normalize_dims
 from genesis.ops.arithmetic import maximum, minimum
 from genesis.ops.autocast import autocast_args, one_op
 from genesis.ops.compare import isinf, isnan, where
+from genesis.ops.complex import imag, real
 from genesis.ops.gather_scatter import zeros_scatter
 from genesis.ops.unary import exp, log, sqrt
 from genesis.tensor import Tensor
@@ -89,7 +91,8 @@ class Extremum(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool, op: str) -> NDArray:
         if x.size == 0 and builtins.any(x.shape[d] == 0 for d in dims):
-            raise IndexError(f"{op}(): Expected reduction dim to have non-zero size (input shape {x.shape})")
+            empty = next(d for d in dims if x.shape[d] == 0)
+            raise IndexError(f"{op}(): Expected reduction dim {empty} to have non-zero size.")
         out = x.reduce(op, dims, keepdim)
         ctx.save_for_backward(x, out)
         ctx.meta = (dims, keepdim)
@@ -262,13 +265,22 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     if dtype is not None:
-        input = input.to(dtypes.to_dtype(dtype))
+        input = input.to(_mean_dtype("mean", dtype))
     if input.dtype.category < 2:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
-            f"Got: {input.dtype.name}"
+            f"Got: {dtypes.SCALAR_TYPE_NAMES[input.dtype]}"
         )
     return (Mean if dim is None else MeanDims).apply(input, _reduce_dims("mean", dim, input.ndim), keepdim)
+
+
+def _mean_dtype(op: str, dtype: Any) -> dtypes.dtype:
+    """The ``dtype=`` of a mean: floating or complex, as torch requires."""
+    d = dtypes.to_dtype(dtype)
+    if d.category < 2:
+        raise RuntimeError(f"{op}(): could not infer output dtype. Optional dtype must be either a floating point or "
+                           f"complex dtype. Got: {dtypes.SCALAR_TYPE_NAMES[d]}")
+    return d
 
 
 def prod(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
@@ -407,9 +419,27 @@ def _moments(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: b
              root: bool) -> Tensor:
     if correction is None:
         correction = 0 if unbiased is False else 1
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: std and var only support floating point inputs, got {input.dtype.name}")
-    return (Std if root else Var).apply(input, _reduce_dims(op, dim, input.ndim), keepdim, correction, root)
+    elif unbiased is not None:
+        raise TypeError(f"{op}() received an invalid combination of arguments: 'unbiased' and 'correction' cannot be "
+                        "given together")
+    dims = _reduce_dims(op, dim, input.ndim)
+    _check_moments_dtype(op, input, "std and var")
+    kept = math.prod(n for d, n in enumerate(input.shape) if d not in dims)
+    if (input.numel() // kept if kept else 0) - correction <= 0:
+        warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+    if input.dtype.is_complex:
+        # The variance of complex numbers is that of the real parts plus that of the imaginary parts (a real result).
+        v = Var.apply(real(input), dims, keepdim, correction, False) + Var.apply(imag(input), dims, keepdim,
+                                                                                 correction, False)
+        return _root(v, 2) if root else v
+    return (Std if root else Var).apply(input, dims, keepdim, correction, root)
+
+
+def _check_moments_dtype(op: str, input: Tensor, what: str) -> None:
+    """torch's RuntimeError for the variance of integers or bools (``what`` names the ops, as torch's message)."""
+    if input.dtype.category < 2:
+        raise RuntimeError(f"{op}: {what} only support floating point and complex dtypes")
 
 
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
@@ -433,24 +463,28 @@ def _root(x: Tensor, p: float) -> Tensor:
 
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
              correction: float | None = None) -> tuple[Tensor, Tensor]:
-    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    """(variance, mean) over ``dim`` with Bessel's ``correction`` (default 1)."""
+    _check_moments_dtype("var_mean", input, "var_mean")
+    return _moments("var_mean", input, dim, unbiased, keepdim, correction, False), mean(input, dim, keepdim)
 
 
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
              correction: float | None = None) -> tuple[Tensor, Tensor]:
     """(standard deviation, mean) over ``dim`` with Bessel's ``correction`` (default 1)."""
-    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    _check_moments_dtype("std_mean", input, "std_mean")
+    return _moments("std_mean", input, dim, unbiased, keepdim, correction, True), mean(input, dim, keepdim)
 
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (all elements by default): 2 / "fro", 1, inf, -inf, 0 or any real p."""
     (input,) = autocast_args("norm", input)
+    if input.dtype.category < 2:  # checked before ``dtype`` converts it, as torch
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{dtypes.SCALAR_TYPE_NAMES[input.dtype]}")
     if dtype is not None:
-        input = input.to(dtypes.to_dtype(dtype))
+        input = input.to(_norm_dtype(input, dtype))
     if input.dtype.category == 3:
         input = input.abs()  # a complex tensor's norms are its magnitudes' (a real result, as torch's)
-    elif not input.dtype.is_floating_point:
-        raise RuntimeError(f"norm: Expected a floating point or complex tensor as input, got {input.dtype.name}")
     if isinstance(p, str) and p != "fro":
         raise ValueError(f"norm: unsupported norm type {p!r}")
     dims = _reduce_dims("norm", dim, input.ndim)
@@ -462,6 +496,18 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     return _p_norm(input, p, dims, keepdim)
 
 
+def _norm_dtype(input: Tensor, dtype: Any) -> dtypes.dtype:
+    """The ``dtype=`` of a norm: floating or complex, and one the input widens to (torch's checks)."""
+    d = dtypes.to_dtype(dtype)
+    names = dtypes.SCALAR_TYPE_NAMES
+    if d.category < 2:
+        raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got {names[d]}")
+    if input.dtype.category >= 2 and dtypes.promote_types(input.dtype, d) is not d:
+        raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({names[input.dtype]}) should be convertible "
+                           f"without narrowing to the specified dtype ({names[d]})")
+    return d
+
+
 def _p_norm(input: Tensor, p: Any, dims: tuple[int, ...], keepdim: bool) -> Tensor:
     if p in ("fro", 2, 2.0):
         return _root(sum(input * input, dims, keepdim), 2)
@@ -469,7 +515,14 @@ def _p_norm(input: Tensor, p: Any, dims: tuple[int, ...], keepdim: bool) -> Tens
         return sum(input.abs(), dims, keepdim)
     if p == 0:
         return sum((input != 0).to(input.dtype), dims, keepdim)
-    return _root(sum(input.abs() ** p, dims, keepdim), p)
+    magnitude = input.abs()
+    if p < 1:
+        # |x|^p has an infinite slope at 0 (and is infinite there for p < 0): as torch's norm backward, zeros get
+        # a zero gradient.
+        zero = magnitude == 0
+        powered = where(zero, 0.0 if p > 0 else math.inf, where(zero, 1.0, magnitude) ** p)
+        return _root(sum(powered, dims, keepdim), p)
+    return _root(sum(magnitude ** p, dims, keepdim), p)
 
 
 @one_op("logsumexp")
@@ -493,7 +546,7 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
         input = input.to(dtypes.to_dtype(dtype))
     d = normalize_dim("softmax", dim, input.ndim)  # torch checks the dim first
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"softmax: not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"softmax: not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     return Softmax.apply(input, d, False)
 
 
@@ -509,7 +562,7 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
         input = input.to(dtypes.to_dtype(dtype))
     d = normalize_dim("log_softmax", dim, input.ndim)  # torch checks the dim first
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"log_softmax: not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"log_softmax: not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     return LogSoftmax.apply(input, d, True)
 
 
@@ -536,11 +589,11 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
 
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Mean over the non-NaN elements (NaN where a slice holds only NaN)."""
-    if dtype is not None:
-        input = input.to(dtypes.to_dtype(dtype))
-    if not input.dtype.is_floating_point:
+    if input.dtype.category < 2:  # torch checks the input's dtype, whatever ``dtype`` asks for
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
-                           f"{input.dtype.name}")
+                           f"{dtypes.SCALAR_TYPE_NAMES[input.dtype]}")
+    if dtype is not None:
+        input = input.to(_mean_dtype("nanmean", dtype))
     count = sum(~isnan(input), dim, keepdim)
     return nansum(input, dim, keepdim) / count
 
@@ -556,7 +609,8 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
     """(min, max) over ``dim`` (all elements when None), each reduced as ``amin`` / ``amax``."""
     if dim is None:
         if input.numel() == 0:
-            raise RuntimeError("aminmax(): Expected reduction dim to be specified for input.numel() == 0.")
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                               "identity.")
         low, high = amin(input), amax(input)
         if keepdim:
             shape = (1,) * input.ndim

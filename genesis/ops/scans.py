@@ -128,10 +128,11 @@ def _shifted_logaddexp(a: Tensor, b: Tensor) -> Tensor:
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """``log(cumsum(exp(x)))`` along ``dim``, computed stably by a scan of pairwise log-add-exp."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"logcumsumexp(): expected input to have floating point dtype but got "
-                           f"{input.dtype.name}")
+        raise NotImplementedError(f"logcumsumexp: not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     if input.ndim == 0:
         return input.clone()
+    if input.dtype in (dtypes.float16, dtypes.bfloat16):  # accumulated in float32 and rounded once, as torch's kernel
+        return logcumsumexp(input.float(), dim).to(input.dtype)
     return _scan(input, normalize_dim("logcumsumexp", dim, input.ndim), _shifted_logaddexp)
 
 

@@ -75,7 +75,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 def _check_not_bool(op: str, input: Tensor) -> None:
     """NotImplementedError for bool input: torch's order statistics have no bool kernel."""
     if input.dtype is dtypes.bool_:
-        raise NotImplementedError(f"{op}: not implemented for 'bool'")
+        raise NotImplementedError(f"{op}: not implemented for 'Bool'")
 
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:

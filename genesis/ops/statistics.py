@@ -27,7 +27,7 @@ from genesis.tensor import Tensor, linspace
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """Lower median of the non-NaN elements; with ``dim`` returns (values, indices)."""
     if input.dtype is dtypes.bool_:
-        raise NotImplementedError("nanmedian: not implemented for 'bool'")
+        raise NotImplementedError("nanmedian: not implemented for 'Bool'")
     if dim is None:
         if input.numel() == 0:
             return _full((), math.nan, input.dtype, input)
@@ -166,7 +166,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     weights and float64 otherwise, like torch. Not differentiable (torch has no derivative either).
     """
     if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
-        raise NotImplementedError(f"\"bincount\" not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"\"bincount\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     if input.ndim != 1 or input.dtype is dtypes.bool_ or (input.numel() and int(input.min().item()) < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
@@ -187,7 +187,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     Elements outside the range (and NaN) are ignored; the maximum falls in the last bin. Not differentiable.
     """
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for bins")
     if min > max:
@@ -200,7 +200,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     if low == high:
         low, high = low - 1, high + 1
     if not (math.isfinite(low) and math.isfinite(high)):
-        raise RuntimeError(f"torch.histc: range of [{low}, {high}] is not finite")
+        raise RuntimeError(f"torch.histc: range of [{low:g}, {high:g}] is not finite")
     inside = (x >= low) & (x <= high)
     kept = x[inside]
     position = ((kept - low) * bins / (high - low)).to(dtypes.int64).clamp(max=bins - 1)
@@ -220,7 +220,7 @@ def histogram(input: Tensor, bins: Any, *, range: tuple[float, float] | None = N
     monotonic edges; each bin is [left, right) except the last, which includes its right edge. ``weight`` sums
     weights instead of counting; ``density`` normalizes to a unit integral. Not differentiable."""
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogramdd\" not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     x = input.detach().reshape(-1)
     if isinstance(bins, Tensor):
         if bins.ndim != 1 or bins.numel() < 2:
@@ -285,7 +285,7 @@ def _histogramdd_edges(x: Tensor, bins: Any, dim: int, range: Sequence[float] | 
     if low == high:
         low, high = low - 0.5, high + 0.5
     if not (math.isfinite(low) and math.isfinite(high)):
-        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{low}, {high}] is not finite")
+        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{low:g}, {high:g}] is not finite")
     return linspace(low, high, bins + 1, dtype=x.dtype, device=x.device)
 
 
@@ -309,7 +309,7 @@ def histogramdd(input: Tensor, bins: Any, *, range: Sequence[float] | None = Non
     if input.ndim < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogramdd\" not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     dims = input.shape[-1]
     per_dim = [bins] * dims if isinstance(bins, int) else list(bins)
     if len(per_dim) != dims:

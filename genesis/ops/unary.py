@@ -36,7 +36,7 @@ class Unary(Primitive):
         # ``out``: the array to write (``x`` itself for a recorded in-place op of an output-saving class).
         if x.dtype.category < 2 and cls.op not in _INT_SAFE:
             if cls.op in _FLOAT_ONLY:
-                raise NotImplementedError(f"{cls.op}: not implemented for '{x.dtype.name}'")
+                raise NotImplementedError(f"{cls.op}: not implemented for '{dtypes.SCALAR_TYPE_NAMES[x.dtype]}'")
             x = x.astype(dtypes.get_default_dtype())
         out = x.unary(cls.op, out)
         if ctx.needs_input_grad:  # empty when nothing is recorded
@@ -63,7 +63,7 @@ class Neg(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray) -> NDArray:
         if x.dtype is dtypes.bool_:
-            raise RuntimeError("neg: negation, the `-` operator, on a bool tensor is not supported. "
+            raise RuntimeError("neg: Negation, the `-` operator, on a bool tensor is not supported. "
                                "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
         return x.unary("neg")
 
@@ -345,7 +345,7 @@ negative = neg
 def _reject_bool(op: str, x: Tensor) -> None:
     """torch implements some integer-safe ops for every dtype except bool."""
     if x.dtype is dtypes.bool_:
-        raise NotImplementedError(f"{op}: not implemented for 'bool'")
+        raise NotImplementedError(f"{op}: not implemented for 'Bool'")
 
 
 def abs(input: Tensor) -> Tensor:
@@ -489,7 +489,8 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:
     if decimals == 0:
         return _rounding("round")(input)
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"round: decimals={decimals} not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"round: decimals={decimals} not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     scale = 10.0 ** decimals
     return _rounding("round")(input * scale) / scale
 
@@ -499,11 +500,20 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     if input.dtype.category < 2:
         return input.clone()
     big = _finfo_max(input.dtype)
-    posinf = big if posinf is None else posinf
-    neginf = -big if neginf is None else neginf
-    out = where(isnan(input), nan, input)
-    out = where(out == math.inf, posinf, out)
-    return where(out == -math.inf, neginf, out)
+    posinf = big if posinf is None else _in_dtype(posinf, input)
+    neginf = -big if neginf is None else _in_dtype(neginf, input)
+    out = where(input == math.inf, posinf, input)
+    out = where(input == -math.inf, neginf, out)
+    return where(isnan(input), _in_dtype(nan, input), out)
+
+
+def _in_dtype(value: float, like: Tensor) -> float | Tensor:
+    """A replacement value of ``nan_to_num`` as torch converts it: rounded to ``like``'s dtype, where a number beyond
+    its range becomes an infinity (a 0-d tensor of that dtype then, not an error)."""
+    value, limit = float(value), _finfo_max(like.dtype)
+    if not math.isfinite(value) or -limit <= value <= limit:
+        return value
+    return Tensor._wrap(NDArray.scalar(value, dtypes.float64, like.device)).to(like.dtype)
 
 
 def _finfo_max(d: dtypes.dtype) -> float:

@@ -28,7 +28,8 @@ def _window_dtype(name: str, window_length: int, dtype: Any) -> dtypes.dtype:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     if d.is_complex:
-        raise NotImplementedError(f"{name}: not implemented for '{d.name}' (real floating dtypes only)")
+        raise NotImplementedError(f"{name}: not implemented for '{dtypes.SCALAR_TYPE_NAMES[d]}' (real floating dtypes "
+                                  "only)")
     if not d.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {d.name}")
     return d

@@ -302,7 +302,7 @@ class _SpecialI1E(Function):
     def backward(ctx, grad: Tensor) -> Tensor:
         x, out = ctx.saved_tensors
         if x.dtype in _HALF:
-            raise NotImplementedError(f"\"i1e_backward\" not implemented for '{x.dtype.name}'")
+            raise NotImplementedError(f"\"i1e_backward\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[x.dtype]}'")
         eps = dtypes.finfo(x.dtype).eps
         not_tiny = x.abs() > eps
         safe = F.where(not_tiny, x, eps)

@@ -18,7 +18,7 @@ def _float_input(op: str, input: Tensor, half: bool = False) -> Tensor:
     float16 and bfloat16 unless ``half`` (the few kernels torch has for them), raise NotImplementedError as torch's."""
     _check_tensor(op, input)
     if input.dtype.is_complex or (input.dtype in _HALF and not half):
-        raise NotImplementedError(f"\"{op}\" not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     return input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
 
 
@@ -27,10 +27,10 @@ def _float_pair(op: str, input: Tensor | float, other: Tensor | float) -> tuple[
     :func:`_float_input` checks one: complex, float16 and bfloat16 raise NotImplementedError."""
     for t in (input, other):
         if isinstance(t, Tensor) and t.dtype.is_complex:
-            raise NotImplementedError(f"\"{op}\" not implemented for '{t.dtype.name}'")
+            raise NotImplementedError(f"\"{op}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[t.dtype]}'")
     x, y = _float_operands(op, input, other)
     if x.dtype in _HALF:
-        raise NotImplementedError(f"\"{op}\" not implemented for '{x.dtype.name}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[x.dtype]}'")
     return x, y
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import warnings
 from typing import Callable
 
+from genesis import dtypes, random
 from genesis import ops as T
-from genesis import random
 from genesis.autograd import is_grad_enabled
 from genesis.nn.functional._out import check_out
 from genesis.ops.unary import Silu
@@ -26,6 +26,18 @@ def _apply(x: Tensor, inplace: bool, fn: Callable[[Tensor], Tensor]) -> Tensor:
     return x.copy_(fn(x))
 
 
+def _rounded_once(fn: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+    """``fn`` computed in float32 for a half-precision input and rounded once at the end, as torch's CPU kernels
+    compute the activations that take several steps."""
+
+    def call(x: Tensor) -> Tensor:
+        if x.dtype in (dtypes.float16, dtypes.bfloat16):
+            return fn(x.float()).to(x.dtype)
+        return fn(x)
+
+    return call
+
+
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)``. In place, the graph needs no copy of the input: relu's gradient reads its output."""
     return input.relu_() if inplace else T.relu(input)
@@ -43,18 +55,18 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
-    return _apply(input, inplace, lambda x: T.where(x > 0, x, T.expm1(x) * alpha))
+    return _apply(input, inplace, _rounded_once(lambda x: T.where(x > 0, x, T.expm1(x) * alpha)))
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """Scaled ELU with the constants of Klambauer et al. (2017)."""
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    return _apply(input, inplace, lambda x: elu(x, alpha) * scale)
+    return _apply(input, inplace, _rounded_once(lambda x: elu(x, alpha) * scale))
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
-    return _apply(input, inplace, lambda x: T.where(x > 0, x, T.expm1(x / alpha) * alpha))
+    return _apply(input, inplace, _rounded_once(lambda x: T.where(x > 0, x, T.expm1(x / alpha) * alpha)))
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -74,7 +86,7 @@ def silu(input: Tensor, inplace: bool = False, *, out: Tensor | None = None) -> 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
-    return _apply(input, inplace, lambda x: x * T.tanh(T.softplus(x)))
+    return _apply(input, inplace, _rounded_once(lambda x: x * T.tanh(T.softplus(x))))
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -105,12 +117,12 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``; its gradient is ``1/6`` strictly inside ``(-3, 3)``, 0 elsewhere."""
-    return _apply(input, inplace, lambda x: _hardtanh(x + 3.0, 0.0, 6.0) / 6.0)
+    return _apply(input, inplace, _rounded_once(lambda x: _hardtanh(x + 3.0, 0.0, 6.0) / 6.0))
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * relu6(x + 3) / 6``; its gradient is 0 up to -3, ``x / 3 + 1/2`` inside ``(-3, 3)``, 1 from 3 on."""
-    return _apply(input, inplace, lambda x: x * (_hardtanh(x + 3.0, 0.0, 6.0) / 6.0))
+    return _apply(input, inplace, _rounded_once(lambda x: x * (_hardtanh(x + 3.0, 0.0, 6.0) / 6.0)))
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -150,7 +162,10 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``dim``."""
     if input.shape[dim] % 2:
         raise RuntimeError(f"glu: Halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
-    a, b = T.chunk(input, 2, dim)
+    return _rounded_once(lambda x: _gated(*T.chunk(x, 2, dim)))(input)
+
+
+def _gated(a: Tensor, b: Tensor) -> Tensor:
     return a * T.sigmoid(b)
 
 

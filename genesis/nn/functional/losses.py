@@ -18,6 +18,19 @@ _REDUCTIONS = ("none", "mean", "sum")
 _HALF = (dtypes.bfloat16, dtypes.float16)
 
 
+def _as_kernel(loss: Callable[[Tensor, Tensor, float | Tensor], Tensor], input: Tensor, target: Tensor,
+               constant: float, widened: dtypes.dtype) -> Tensor:
+    """The elementwise ``loss(input, target, constant)`` (written in the steps of torch's CPU kernel) rounded as that
+    kernel rounds: in float32 and rounded once where the result is the half type ``widened`` (the kernel widens it),
+    else step by step in the result's dtype, with ``constant`` rounded to that dtype first."""
+    dtype = dtypes.result_type(input.dtype, input.ndim, target.dtype, target.ndim)
+    if dtype is widened:
+        return loss(input.float(), target.float(), constant).to(dtype)
+    if dtype.is_floating_point:
+        return loss(input, target, full((), constant, dtype=dtype, device=input.device))
+    return loss(input, target, constant)
+
+
 def _reduction(op: str, size_average: bool | None, reduce: bool | None, reduction: str) -> str:
     """Resolve torch's legacy ``size_average``/``reduce`` flags and validate ``reduction``."""
     if size_average is not None or reduce is not None:
@@ -343,11 +356,14 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
     reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    diff = T.abs(input - target)
     if beta == 0.0:
-        return _reduce(diff, reduction)
-    loss = T.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta)
-    return _reduce(loss, reduction)
+        return _reduce(T.abs(input - target), reduction)
+
+    def smooth_l1(a: Tensor, b: Tensor, beta: float | Tensor) -> Tensor:
+        diff = T.abs(a - b)
+        return T.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
+
+    return _reduce(_as_kernel(smooth_l1, input, target, beta, dtypes.bfloat16), reduction)
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
@@ -358,8 +374,12 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     reduction = _reduction("huber_loss", None, None, reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    diff = T.abs(input - target)
-    loss = T.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+
+    def huber(a: Tensor, b: Tensor, delta: float | Tensor) -> Tensor:
+        diff = T.abs(a - b)
+        return T.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
+
+    loss = _as_kernel(huber, input, target, delta, dtypes.float16)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -397,10 +417,11 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
                      reduction: str = "mean") -> Tensor:
-    """``log(1 + exp(-target * input))``."""
+    """``log(1 + exp(-target * input))``, computed as written (as torch's: it overflows to inf where the margin is
+    below about -88 in float32)."""
     reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
     input, target = amp.autocast_args("soft_margin_loss", input, target)
-    return _reduce(T.softplus(-target * input), reduction)
+    return _reduce(T.log1p(T.exp(-input * target)), reduction)
 
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
