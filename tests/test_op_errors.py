@@ -169,9 +169,15 @@ MESSAGES = {
 }
 
 
+#: Cases whose error torch 2.13 words (or classes) differently from torch 2.11.
+NEWER_TORCH_MESSAGES = {"nanmean with an integer dtype"}
+
+
 @pytest.mark.parametrize("name", sorted(MESSAGES))
 def test_bad_input_message_holds_torchs(name):
     fn, inputs = MESSAGES[name]
+    if name in NEWER_TORCH_MESSAGES and tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 13):
+        pytest.skip("Genesis follows torch 2.13 here; older torch raises another error for this input")
     expected = check_like_torch(fn, *inputs)
     assert expected is not None, "torch accepts it"
     with pytest.raises(type(expected)) as info:
