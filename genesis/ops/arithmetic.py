@@ -366,18 +366,21 @@ def value_first(op: str, value: Any, tensor1: Any, rest: tuple) -> tuple[Any, An
 def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting and type promotion; torch's deprecated ``add(input, alpha,
     other)`` is accepted with its warning."""
-    if isinstance(alpha, Tensor):
+    if alpha.__class__ is not int and isinstance(alpha, Tensor):
         warn_scale_first("add", "alpha")
         other, alpha = alpha, other
     if not isinstance(input, Tensor):
         return add(other, input) if alpha == 1 else add(Tensor._scalar_like(input, other), other, alpha)
-    if not isinstance(other, (Tensor, int, float)):
-        other = _as_operand("add", other, input)
-    other = densified("add", input, other)
-    if alpha.__class__ is not int:
-        check_alpha(_result_dtype(input, other), alpha)
-    if alpha != 1 and _result_dtype(input, other) is dtypes.bool_:
-        alpha = bool(alpha)  # a bool sum is a logical or: any alpha but 0 keeps the other operand as it is
+    if other.__class__ is not Tensor:  # a plain tensor, the common case, takes neither conversion
+        if not isinstance(other, (Tensor, int, float)):
+            other = _as_operand("add", other, input)
+        other = densified("add", input, other)
+    if alpha.__class__ is not int or alpha != 1:  # the default alpha takes none of these checks
+        result = _result_dtype(input, other)
+        if alpha.__class__ is not int:
+            check_alpha(result, alpha)
+        if alpha != 1 and result is dtypes.bool_:
+            alpha = bool(alpha)  # a bool sum is a logical or: any alpha but 0 keeps the other operand as it is
     if alpha != 1:
         if fuses_scale(input, other):
             return AddScaled.apply(*_in_common_dtype(input, other), float(alpha))
@@ -398,19 +401,21 @@ def check_alpha(dtype: dtypes.dtype, alpha: Any) -> None:
 
 def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
     """``input - alpha * other``; torch's deprecated ``sub(input, alpha, other)`` is accepted with its warning."""
-    if isinstance(alpha, Tensor):
+    if alpha.__class__ is not int and isinstance(alpha, Tensor):
         warn_scale_first("sub", "alpha")
         other, alpha = alpha, other
-    bools = [isinstance(x, bool) or isinstance(x, Tensor) and x.dtype is dtypes.bool_ for x in (input, other)]
-    if all(bools):
+    input_bool = isinstance(input, bool) or isinstance(input, Tensor) and input.dtype is dtypes.bool_
+    other_bool = isinstance(other, bool) or isinstance(other, Tensor) and other.dtype is dtypes.bool_
+    if input_bool and other_bool:
         raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                            "`logical_xor()` operator instead.")
-    if any(bools):
+    if input_bool or other_bool:
         raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     if not isinstance(input, Tensor):
         return RSub.apply(other * alpha if alpha != 1 else other, input)
-    other = densified("sub", input, _as_operand("sub", other, input))
+    if other.__class__ is not Tensor:  # a plain tensor, the common case, takes neither conversion
+        other = densified("sub", input, _as_operand("sub", other, input))
     if alpha.__class__ is not int:
         check_alpha(_result_dtype(input, other), alpha)
     if alpha != 1:

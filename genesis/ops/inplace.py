@@ -191,7 +191,7 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
         if isinstance(alpha, Tensor):  # torch's deprecated ``add_(alpha, other)``
             arithmetic.warn_scale_first(f"{op}_", "alpha")
             other, alpha = alpha, other
-        if takes_sparse:  # a sparse gradient added into a parameter by hand
+        if takes_sparse and other.__class__ is not Tensor:  # a sparse gradient added into a parameter by hand
             other = arithmetic.densified(op, self, other)
         if alpha is not None and alpha.__class__ is not int:
             arithmetic.check_alpha(self.dtype, alpha)
