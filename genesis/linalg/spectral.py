@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from genesis import dtypes
 from genesis import ops as F
 from genesis.autograd import Function
+from genesis.linalg import native
 from genesis.linalg.solvers import _check_float, _check_square
 from genesis.linalg.solvers import qr as _qr
 from genesis.ops.autocast import one_op
@@ -130,7 +131,7 @@ class _Eigh(Function):
 
     @staticmethod
     def forward(ctx: Any, A: Tensor) -> tuple[Tensor, Tensor]:
-        if A.dtype in (dtypes.float32, dtypes.float64) and A.shape[-1]:
+        if A.dtype in native.DTYPES and A.shape[-1]:
             nd = A.ndarray
             values, vectors = (Tensor._wrap(v) for v in nd.backend.eigh(nd))
         else:
@@ -234,7 +235,7 @@ class _Svd(Function):
     @staticmethod
     def forward(ctx: Any, A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         wide = A.shape[-2] < A.shape[-1]
-        if A.dtype in (dtypes.float32, dtypes.float64) and min(A.shape[-2:]):
+        if A.dtype in native.DTYPES and min(A.shape[-2:]):
             nd = (A.mT if wide else A).ndarray
             U, S, Vh = (Tensor._wrap(v) for v in nd.backend.svd(nd))
         else:

@@ -8,6 +8,7 @@ The registry (:mod:`genesis.ops.registry`) builds each op's in-place method with
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 from genesis import autograd, dtypes
@@ -358,28 +359,27 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     return fill_from(self, src.ndarray.to(self.device, non_blocking) if isinstance(src, Tensor) else src)
 
 
-_addcmul_written_back = general_method("addcmul", arithmetic.addcmul)
-_addcdiv_written_back = general_method("addcdiv", arithmetic.addcdiv)
+def _pointwise_update(name: str, fn: Callable, combine: Callable, symbol: str) -> Callable:
+    """``self += value * tensor1 <symbol> tensor2`` in place (``addcmul_``, ``addcdiv_``), rounded as ``fn`` (the
+    out-of-place op, written back where half-precision operands need its single rounding); torch's deprecated
+    ``name_(value, tensor1, tensor2)`` is accepted with its warning."""
+    written_back = general_method(name, fn)
+
+    def method(self: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: Tensor, value: float = 1) -> Tensor:
+        if value_first_args:
+            tensor1, tensor2, value = arithmetic.value_first(f"{name}_", tensor1, tensor2, value_first_args)
+        if arithmetic._half_operands(self, tensor1, tensor2):
+            return written_back(self, tensor1, tensor2, value=value)
+        return self.add_(combine(tensor1 * value if value != 1 else tensor1, tensor2))
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = (f"``self += value * tensor1 {symbol} tensor2`` in place, rounded as ``{name}``; torch's "
+                      f"deprecated ``{name}_(value, tensor1, tensor2)`` is accepted with its warning.")
+    return method
 
 
-def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: Tensor, value: float = 1) -> Tensor:
-    """``self += value * tensor1 * tensor2`` in place, rounded as :func:`~genesis.ops.arithmetic.addcmul`; torch's
-    deprecated ``addcmul_(value, tensor1, tensor2)`` is accepted with its warning."""
-    if value_first_args:
-        tensor1, tensor2, value = arithmetic.value_first("addcmul_", tensor1, tensor2, value_first_args)
-    if arithmetic._half_operands(self, tensor1, tensor2):
-        return _addcmul_written_back(self, tensor1, tensor2, value=value)
-    return self.add_((tensor1 * value if value != 1 else tensor1) * tensor2)
-
-
-def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: Tensor, value: float = 1) -> Tensor:
-    """``self += value * tensor1 / tensor2`` in place, rounded as :func:`~genesis.ops.arithmetic.addcdiv`; torch's
-    deprecated ``addcdiv_(value, tensor1, tensor2)`` is accepted with its warning."""
-    if value_first_args:
-        tensor1, tensor2, value = arithmetic.value_first("addcdiv_", tensor1, tensor2, value_first_args)
-    if arithmetic._half_operands(self, tensor1, tensor2):
-        return _addcdiv_written_back(self, tensor1, tensor2, value=value)
-    return self.add_((tensor1 * value if value != 1 else tensor1) / tensor2)
+addcmul_ = _pointwise_update("addcmul", arithmetic.addcmul, operator.mul, "*")
+addcdiv_ = _pointwise_update("addcdiv", arithmetic.addcdiv, operator.truediv, "/")
 
 
 _float_power_written_back = general_method("float_power", arithmetic.float_power)
