@@ -73,6 +73,15 @@ def op_cases(lib, device: str) -> list[tuple[str, object]]:
     kernel = lib.randn(64, 64, 3, 3, device=device).to(autocast_dtype).to(memory_format=cl).requires_grad_()
     bn_w, bn_b = lib.ones(64, device=device, requires_grad=True), lib.zeros(64, device=device, requires_grad=True)
     stats = lib.zeros(64, device=device), lib.ones(64, device=device)
+    # A Qwen-style attention input: a (B, T, H, D) bf16 projection viewed as (B, H, T, D), RoPE tables (T, D).
+    heads = lib.randn(8, 64, 12 * 64, device=device).to(autocast_dtype).requires_grad_()
+    q = heads.view(8, 64, 12, 64).transpose(1, 2)
+    cos = lib.randn(64, 64, device=device).to(autocast_dtype)
+    rms_w = lib.ones(768, device=device, requires_grad=True)
+
+    def rope():
+        x1, x2 = q.chunk(2, dim=-1)
+        return q * cos + lib.cat([-x2, x1], dim=-1) * cos
 
     def linear_autocast():
         with lib.autocast(device_type=device, dtype=autocast_dtype):
@@ -97,6 +106,12 @@ def op_cases(lib, device: str) -> list[tuple[str, object]]:
         ("batch_norm (train, NHWC)", lambda: fn.batch_norm(img, *stats, bn_w, bn_b, training=True)),
         ("relu (NHWC)", lambda: fn.relu(img)),
         ("conv+bn+relu fwd+bwd", conv_block_step),
+        ("transpose (view)", lambda: heads.view(8, 64, 12, 64).transpose(1, 2)),
+        ("mul strided x table (bf16)", lambda: q * cos),
+        ("cat 2 halves (bf16)", lambda: lib.cat([q, q], dim=-1)),
+        ("rope (chunk, neg, cat, 3 ops)", rope),
+        ("rms_norm", lambda: fn.rms_norm(x, (768,), rms_w, 1e-6)),
+        ("silu * mul", lambda: fn.silu(x) * x),
     ]
 
 

@@ -54,8 +54,22 @@ def normalize_dims(op: str, dim: int | Sequence[int] | None, ndim: int) -> tuple
     return tuple(sorted(dims))
 
 
+_BROADCAST: dict[tuple[Shape, ...], Shape] = {}
+
+
 def broadcast_shapes(op: str, *shapes: Shape) -> Shape:
-    """Broadcast shapes as torch does, RuntimeError naming the op and both shapes otherwise."""
+    """Broadcast shapes as torch does, RuntimeError naming the op and both shapes otherwise (results of valid
+    shapes are remembered: every broadcasting op asks, often twice)."""
+    try:
+        result = _BROADCAST.get(shapes)
+    except TypeError:  # a shape given as a list
+        return _broadcast(op, shapes)
+    if result is None:
+        result = remember(_BROADCAST, shapes, _broadcast(op, shapes), 8192)
+    return result
+
+
+def _broadcast(op: str, shapes: tuple[Shape, ...]) -> Shape:
     ndim = max(len(s) for s in shapes)
     result = [1] * ndim
     for s in shapes:

@@ -96,9 +96,9 @@ def _specs() -> list[tuple]:
         ("complex128 exp", ck.complex_ew, c128, ("exp", 1, 1, 2, 512, True)),
         ("complex128 reciprocal", ck.complex_ew, c128, ("reciprocal", 1, 1, 2, 512, False)),
         ("complex64 conj", ck.complex_ew, c64, ("conj", 1, 1, 2, 512, False)),
-        ("cat bf16", ek.cat_rows, ("*bf16:16", "*bf16:16", "*bf16", "*bf16:16", "*bf16:16", *("i64",) * 15),
+        ("cat bf16", ek.cat_rows, ("*bf16:16", "*bf16:16", "*bf16", "*bf16:16", "*bf16:16", *("i64",) * 25),
          (2, 2048)),
-        ("cat bool", ek.cat_rows, ("*i1:16",) * 5 + ("i64",) * 15, (8, 512)),
+        ("cat bool", ek.cat_rows, ("*i1:16",) * 5 + ("i64",) * 25, (8, 512)),
     ]
 
 
@@ -198,9 +198,17 @@ xa, xb = torch.randn(5, 6, generator=g), torch.randn(5, 10, generator=g)
 xc = torch.randn(5, 2, generator=g)
 cat_out = torch.full((5, 11), -1.0)
 nb = 2  # column blocks of 4 over the widest input (6 columns)
-ek.cat_rows[(3 * nb, 3)](cat_out, xa, xb[:, 3:], xc, cat_out, 6, 3, 2, 0, 6, 10, 2, 0, 0, 6, 9, 0, 5, 11, nb,
-                         ROWS=2, BLOCK=4)
+ek.cat_rows[(3 * nb, 3)](cat_out, xa, xb[:, 3:], xc, cat_out, 6, 3, 2, 0, 6, 10, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                         0, 6, 9, 0, 5, 1, 1, 11, nb, ROWS=2, BLOCK=4)
 torch.testing.assert_close(cat_out, torch.cat([xa, xb[:, 3:6], xc], 1), rtol=0, atol=0)
+# cat of a transposed input (rows not evenly spaced) and a contiguous one along the last dim: rows numbered over
+# (2, 3) as (2, 1, 3)
+xt = torch.randn(3, 2, 4, generator=g).transpose(0, 1)  # (2, 3, 4), strides (4, 8, 1)
+xd = torch.randn(2, 3, 5, generator=g)
+cat_out = torch.full((2, 3, 9), -1.0)
+ek.cat_rows[(2, 2)](cat_out, xt, xd, cat_out, cat_out, 4, 5, 0, 0, 4, 15, 0, 0, 0, 0, 0, 0, 8, 5, 0, 0, 0, 4, 0, 0,
+                    6, 1, 3, 9, 1, ROWS=4, BLOCK=8)
+torch.testing.assert_close(cat_out, torch.cat([xt, xd], 2), rtol=0, atol=0)
 print("ok")
 """
 

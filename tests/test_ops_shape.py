@@ -204,12 +204,23 @@ CAT_LAYOUTS = {
     "broadcast input": lambda lib, x: lib.cat([x, x[:, :1].expand(2, 3, 4)], 1),
     "size-1 dims": lambda lib, x: lib.cat([x[:1, 1:2], x[1:, :1]], 0),
     "split backward": lambda lib, x: lib.cat([p.reshape(2, 3, 2).exp() for p in x.split(2, dim=2)], 2),
+    # RoPE's rotate_half on heads viewed (B, H, T, D) out of a (B, T, H, D) projection: rows in three strided dims
+    "halves of transposed heads": lambda lib, x: (lambda q: lib.cat([-q[..., 1:], q[..., :1]], -1))(
+        x.reshape(2, 3, 2, 2).transpose(1, 2)),
+    "permuted, along a middle dim": lambda lib, x: lib.cat([x.permute(2, 1, 0), x.permute(2, 1, 0)[:, :2]], 1),
 }
 
 
 @pytest.mark.parametrize("name", list(CAT_LAYOUTS))
 def test_cat_layouts(name):
     check(CAT_LAYOUTS[name], rand(2, 3, 4, seed=12))
+
+
+def test_cat_many_strided_lead_dims():
+    # four dims before the concatenated one that no two fold together: each input is copied on its own
+    x = rand(2, 3, 2, 3, 2, seed=14)
+    check(lambda lib, x: lib.cat([x.permute(4, 2, 0, 3, 1), x.permute(4, 2, 0, 3, 1) * 2], -1), x)
+    check(lambda lib, x: lib.cat([x.permute(4, 2, 0, 3, 1), x.permute(4, 2, 0, 3, 1)[:, :, :, :, :1]], -1), x)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int32, torch.bool, torch.complex64, torch.float16])

@@ -14,6 +14,7 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
 from genesis._impl.cuda.launch import (
+    _PTR16,
     _contig,
     _ew,
     _new,
@@ -25,6 +26,7 @@ from genesis._impl.cuda.launch import (
     part,
     real_view,
 )
+from genesis.memo import remember
 from genesis.ndarray import NDArray, check_same_device
 
 
@@ -178,70 +180,109 @@ def contiguous(x: NDArray) -> NDArray:
 
 
 _CAT = td.Kernel(ek.cat_rows)
+_CAT_PLANS: dict[tuple, tuple] = {}
 
 
-def _row_step(x: NDArray, dim: int) -> int | None:
-    """The distance between the rows of ``x`` seen as (prod(shape[:dim]), prod(shape[dim:])) rows of contiguous
-    elements, or None when it cannot be seen so (the trailing dims are not contiguous, or the leading ones do not
-    walk the rows evenly)."""
+def _lead_dims(shape: tuple[int, ...], dim: int, inputs: list[NDArray]) -> tuple[list[int], list[list[int]]] | None:
+    """The dims before ``dim`` (shared by every input) merged where every input walks two as one and size-1 dims
+    dropped: (sizes, each input's strides over them), or None when more than three dims remain."""
+    sizes: list[int] = []
+    strides: list[list[int]] = [[] for _ in inputs]
+    for d in range(dim):
+        n = shape[d]
+        if n == 1:
+            continue
+        if sizes and all(st[-1] == a.strides[d] * n for st, a in zip(strides, inputs)):
+            sizes[-1] *= n
+            for st, a in zip(strides, inputs):
+                st[-1] = a.strides[d]
+            continue
+        sizes.append(n)
+        for st, a in zip(strides, inputs):
+            st.append(a.strides[d])
+    if len(sizes) > 3:
+        return None
+    pad = 3 - len(sizes)
+    return [1] * pad + sizes, [[0] * pad + st for st in strides]
+
+
+def _rows_contiguous(x: NDArray, dim: int) -> bool:
+    """Whether the elements of ``x`` from ``dim`` on form one contiguous run per index of the dims before it."""
     expected = 1
     for d in range(x.ndim - 1, dim - 1, -1):
         n = x.shape[d]
         if n != 1:
             if x.strides[d] != expected:
-                return None
+                return False
             expected *= n
-    step = None
-    for d in range(dim - 1, -1, -1):
-        n = x.shape[d]
-        if n == 1:
-            continue
-        if step is None:
-            step = expected = x.strides[d]
-        elif x.strides[d] != expected:
-            return None
-        expected *= n
-    return expected if step is None else step
+    return True
 
 
-def cat(arrays: list[NDArray], dim: int) -> NDArray:
-    """The concatenation along ``dim``, row-major: inputs whose elements after ``dim`` are contiguous rows (the
-    common case: whole tensors, gradients of split pieces, slices along the last dim) are copied four per launch;
-    any other input is copied on its own."""
+def _cat_plan(arrays: list[NDArray], dim: int, ptrs: list[int]) -> tuple:
+    """How ``cat`` copies ``arrays``: (output shape, launches, inputs copied alone). Each launch is (launcher, grid
+    x, input indices, trailing arguments) and copies up to four inputs whose elements from ``dim`` on are rows of
+    contiguous elements, whatever the strides between the rows (a transposed or sliced input too); the others
+    (complex arrays, or dims before ``dim`` that do not fold into three) are (index, start along ``dim``)."""
     first = arrays[0]
     shape = list(first.shape)
     shape[dim] = sum(a.shape[dim] for a in arrays)
-    out = _new(tuple(shape), first.dtype, first.device)
-    if not out.size:
-        return out
-    rt.ensure_device(first.device.index)
     inner = math.prod(shape[dim + 1:])
     n_rows, out_row = math.prod(shape[:dim]), shape[dim] * inner
-    batch, start = [], 0
-    for a in arrays:
+    batch, alone, start = [], [], 0
+    for i, a in enumerate(arrays):
         n = a.shape[dim]
         if n:
-            step = _row_step(a, dim) if first.dtype.category != 3 else None
-            if step is None:
-                copy_(out.narrow(dim, start, n), a)
+            if first.dtype.category != 3 and _rows_contiguous(a, dim):
+                batch.append((i, start))
             else:
-                batch.append((a, step, start * inner, n * inner))
+                alone.append((i, start))
         start += n
-    optr = _ptr(out)
-    for i in range(0, len(batch), 4):
-        group = batch[i:i + 4]
-        ptrs = [_ptr(a) for a, _, _, _ in group]
-        widest = max(w for _, _, _, w in group)
-        block = min(_next_pow2(widest), 2048 if first.dtype.itemsize <= 2 else 1024)
+    lead = _lead_dims(first.shape, dim, [arrays[i] for i, _ in batch]) if batch else None
+    if lead is None:
+        return tuple(shape), (), tuple(batch + alone)
+    (_, r1, r2), lead_strides = lead
+    launches = []
+    optype = _PTR16[first.dtype]
+    for g in range(0, len(batch), 4):
+        group = batch[g:g + 4]
+        widths = [arrays[i].shape[dim] * inner for i, _ in group]
+        strides = lead_strides[g:g + 4]
+        block = min(_next_pow2(max(widths)), 2048 if first.dtype.itemsize <= 2 else 1024)
         rows = min(max(1, 4096 // block), _next_pow2(n_rows))
-        n_cblocks = (widest + block - 1) // block
+        n_cblocks = (max(widths) + block - 1) // block
         pad = 4 - len(group)
-        types = (_psig(out, optr),) + tuple(_psig(a, p) for (a, _, _, _), p in zip(group, ptrs)) + \
-            (_psig(out, optr),) * pad + ("i64",) * 15
+        types = (optype,) + tuple(_psig(arrays[i], ptrs[i]) for i, _ in group) + (optype,) * pad + ("i64",) * 25
         go = _CAT.launcher(types, (rows, block), 8 if rows * block >= 4096 else 4)
-        go((n_rows + rows - 1) // rows * n_cblocks, len(group), 1, optr, *ptrs, *(optr,) * pad,
-           *(w for _, _, _, w in group), *(0,) * pad, *(s for _, s, _, _ in group), *(0,) * pad,
-           *(c for _, _, c, _ in group), *(0,) * pad, n_rows, out_row, n_cblocks)
+        zeros = (0,) * pad
+        tail = (*widths, *zeros, *(st[0] for st in strides), *zeros, *(st[1] for st in strides), *zeros,
+                *(st[2] for st in strides), *zeros, *(c * inner for _, c in group), *zeros,
+                n_rows, r1, r2, out_row, n_cblocks)
+        launches.append((go, (n_rows + rows - 1) // rows * n_cblocks, tuple(i for i, _ in group), pad, tail))
+    return tuple(shape), tuple(launches), tuple(alone)
+
+
+def cat(arrays: list[NDArray], dim: int) -> NDArray:
+    """The concatenation along ``dim``, row-major, with a launch plan cached per layout: inputs whose elements from
+    ``dim`` on are contiguous rows (whole tensors, gradients of split pieces, transposed heads, slices) are copied
+    four per launch; any other input is copied on its own."""
+    first = arrays[0]
+    if rt.state.device != first.device.index:
+        rt.set_device(first.device.index)  # launchers are bound per device
+    ptrs = [a.buffer.ptr + a.offset * a.dtype.itemsize for a in arrays]
+    key = (dim, first.dtype, first.device.index) + tuple((a.shape, a.strides, not p & 15) for a, p in zip(arrays, ptrs))
+    plan = _CAT_PLANS.get(key)
+    if plan is None:
+        plan = remember(_CAT_PLANS, key, _cat_plan(arrays, dim, ptrs))
+    shape, launches, alone = plan
+    out = _new(shape, first.dtype, first.device)
+    if not out.size:
+        return out
+    optr = out.buffer.ptr
+    for go, grid, which, pad, tail in launches:
+        go(grid, len(which), 1, optr, *(ptrs[i] for i in which), *(optr,) * pad, *tail)
+    for i, start in alone:
+        a = arrays[i]
+        copy_(out.narrow(dim, start, a.shape[dim]), a)
     return out
 
 

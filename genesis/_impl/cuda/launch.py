@@ -320,12 +320,12 @@ def _ew(op: str, nin: int, out: NDArray, ins: tuple, scalar_dtype: dtypes.dtype 
                 return out
     # Every other layout: a launch plan cached by everything that shapes the launch (dtypes, shapes, strides and
     # pointer alignments), so a broadcast or strided op pays the layout analysis once, not at every call.
-    optr = _ptr(out)
+    optr = out.buffer.ptr + out.offset * out.dtype.itemsize
     key = [op, nin, out.dtype, shape, out.strides, optr & 15, scalar_dtype, out.device.index]
     vals = [optr]
     for x in ins:
         if x.__class__ is NDArray:
-            p = _ptr(x)
+            p = x.buffer.ptr + x.offset * x.dtype.itemsize
             key += (x.dtype, x.shape, x.strides, p & 15)
             vals.append(p)
         else:

@@ -444,36 +444,50 @@ def arange_kernel(out, start, step, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def cat_rows(out, s0, s1, s2, s3, w0, w1, w2, w3, r0, r1, r2, r3, c0, c1, c2, c3, n_rows, out_row, n_cblocks,
-             ROWS: tl.constexpr, BLOCK: tl.constexpr):
+def cat_rows(out, s0, s1, s2, s3, w0, w1, w2, w3, a0, a1, a2, a3, b0, b1, b2, b3, r0, r1, r2, r3, c0, c1, c2, c3,
+             n_rows, R1, R2, out_row, n_cblocks, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     """Up to four inputs copied into one concatenation (``cat``) in one launch. The output is ``n_rows`` rows of
-    ``out_row`` elements; input k is ``n_rows`` rows of ``w_k`` contiguous elements, ``r_k`` apart, that land at
-    column ``c_k`` of each output row. Grid: (row blocks x column blocks of the widest input, inputs)."""
+    ``out_row`` elements, the rows numbered over the dims before the concatenated one seen as (n_rows / (R1 R2), R1,
+    R2). Input k holds each row as ``w_k`` contiguous elements, row (i, j, l) at ``i a_k + j b_k + l r_k`` (any
+    strides: transposed or sliced inputs too), landing at column ``c_k`` of the output row. Grid: (row blocks x
+    column blocks of the widest input, inputs)."""
     pid = tl.program_id(0)
     k = tl.program_id(1)
     rb = pid // n_cblocks
     cb = pid - rb * n_cblocks
     src = s0
     width = w0
+    sa = a0
+    sb = b0
     step = r0
     col = c0
     if k == 1:
         src = s1
         width = w1
+        sa = a1
+        sb = b1
         step = r1
         col = c1
     if k == 2:
         src = s2
         width = w2
+        sa = a2
+        sb = b2
         step = r2
         col = c2
     if k == 3:
         src = s3
         width = w3
+        sa = a3
+        sb = b3
         step = r3
         col = c3
     rows = (rb * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]
+    outer = rows // (R1 * R2)
+    within = rows - outer * (R1 * R2)
+    mid = within // R2
+    start = outer * sa + mid * sb + (within - mid * R2) * step
     cols = cb * BLOCK + tl.arange(0, BLOCK)[None, :]
     mask = (rows < n_rows) & (cols < width)
-    v = tl.load(src + rows * step + cols, mask=mask)
+    v = tl.load(src + start + cols, mask=mask)
     tl.store(out + rows * out_row + col + cols, v, mask=mask)
