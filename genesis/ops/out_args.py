@@ -16,6 +16,7 @@ from typing import Any, Callable
 from genesis.autograd import is_grad_enabled, no_grad
 from genesis.dtypes import SCALAR_TYPE_NAMES
 from genesis.ops.compare import can_cast
+from genesis.ops.registry import rename_numpy_names
 from genesis.tensor import Tensor
 
 #: The reductions and scans whose output tensor sets the dtype they compute in when no ``dtype=`` is given (torch
@@ -24,15 +25,21 @@ _OUT_SETS_DTYPE = frozenset(("sum", "prod", "cumsum", "cumprod"))
 
 
 def with_out(name: str, fn: Callable) -> Callable:
-    """``fn`` taking torch's keyword ``out=``; without it, ``fn`` runs unchanged."""
+    """``fn`` taking torch's keyword ``out=``; without it, ``fn`` runs unchanged. Where ``fn`` is the registry's
+    wrapper for numpy's keyword names, this one wrapper renames them itself and calls the op directly (one Python
+    call fewer per op)."""
+    aliases = getattr(fn, "numpy_aliases", None)
+    op = fn.__wrapped__ if aliases else fn
 
     @functools.wraps(fn)
     def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
+        if kwargs and aliases:
+            rename_numpy_names(name, aliases, kwargs)
         if out is None:
-            return fn(*args, **kwargs)
+            return op(*args, **kwargs)
         if name in _OUT_SETS_DTYPE and isinstance(out, Tensor) and kwargs.get("dtype") is None:
             kwargs["dtype"] = out.dtype
-        return write_out(name, fn(*args, **kwargs), out)
+        return write_out(name, op(*args, **kwargs), out)
 
     return call
 

@@ -698,7 +698,8 @@ NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
 
 def public(op: Op) -> Callable:
     """``op.fn`` as users call it (``genesis.<name>`` and ``Tensor.<name>``): where it takes ``dim`` or ``keepdim``,
-    it also takes them under numpy's names, as torch does; other ops are their function itself."""
+    it also takes them under numpy's names, as torch does; other ops are their function itself. The wrapper keeps
+    the names it renames as ``numpy_aliases`` (``genesis.ops.out_args`` folds them into its own wrapper)."""
     params = inspect.signature(op.fn).parameters
     aliases = {alias: name for alias, name in NUMPY_NAMES.items() if name in params and alias not in params}
     if not aliases:
@@ -708,15 +709,22 @@ def public(op: Op) -> Callable:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            for alias, name in aliases.items():
-                if alias in kwargs:
-                    if name in kwargs:
-                        raise TypeError(f"{op.name}() got multiple values for argument '{name}' ('{alias}' is its "
-                                        "numpy name)")
-                    kwargs[name] = kwargs.pop(alias)
+            rename_numpy_names(op.name, aliases, kwargs)
         return fn(*args, **kwargs)
 
+    call.numpy_aliases = aliases
     return call
+
+
+def rename_numpy_names(name: str, aliases: dict[str, str], kwargs: dict) -> None:
+    """Rename numpy's keywords among ``kwargs`` (``axis``, ``keepdims``) to torch's, in place; TypeError where both
+    names are given."""
+    for alias, torch_name in aliases.items():
+        if alias in kwargs:
+            if torch_name in kwargs:
+                raise TypeError(f"{name}() got multiple values for argument '{torch_name}' ('{alias}' is its numpy "
+                                "name)")
+            kwargs[torch_name] = kwargs.pop(alias)
 
 
 @functools.cache

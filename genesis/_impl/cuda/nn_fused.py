@@ -122,8 +122,9 @@ def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: fl
     xc = _dense(x)
     M, N = _rows(xc)
     y = _new(x.shape, x.dtype, x.device)
-    mean = _new(x.shape[:-1], _F32, x.device)
-    rstd = _new(x.shape[:-1], _F32, x.device)
+    stats = _new((2,) + x.shape[:-1], _F32, x.device)  # mean and rstd in one block: one allocation, not two
+    mean, rstd = stats._view(x.shape[:-1], stats.strides[1:], 0), stats._view(x.shape[:-1], stats.strides[1:],
+                                                                               stats.strides[0])
     if M and N:
         rt.ensure_device(x.device.index)
         w = _dense(weight) if weight is not None else xc
