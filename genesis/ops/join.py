@@ -20,7 +20,10 @@ class Cat(Primitive):
     @staticmethod
     def forward(ctx, dim: int, *arrays: NDArray) -> NDArray:
         # torch skips 1-D empty tensors whatever the other shapes (legacy); they only receive an empty gradient.
-        skipped = [a.ndim == 1 and a.size == 0 for a in arrays]
+        if (0,) not in [a.shape for a in arrays]:  # the common case: nothing to skip
+            ctx.meta = (dim, [a.shape[dim] for a in arrays])
+            return cat_nd(arrays, dim)
+        skipped = [a.shape == (0,) for a in arrays]
         kept = [a for a, skip in zip(arrays, skipped) if not skip] or list(arrays[:1])
         ctx.meta = (dim, [None if skip else a.shape[dim] for a, skip in zip(arrays, skipped)])
         return cat_nd(kept, dim)
@@ -106,11 +109,13 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if not isinstance(tensors, Tensor):
         tensors = list(tensors)
     d = _check_cat("cat", tensors, dim)
-    dt = tensors[0].dtype
+    dt = tensors[0].ndarray.dtype
+    mixed = False
     for t in tensors[1:]:  # the skipped empty 1-d tensors count too, as in torch
-        if t.dtype is not dt:
-            dt = dtypes.promote_types(dt, t.dtype)
-    tensors = [t if t.dtype is dt else t.to(dt) for t in tensors]
+        if t.ndarray.dtype is not dt:
+            dt, mixed = dtypes.promote_types(dt, t.ndarray.dtype), True
+    if mixed:
+        tensors = [t if t.dtype is dt else t.to(dt) for t in tensors]
     if len(tensors) == 1:
         return tensors[0].clone()
     return Cat.apply(d, *tensors)
@@ -207,12 +212,13 @@ def row_stack(tensors: Sequence[Tensor]) -> Tensor:
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into chunks of a given size (the last may be smaller) or of the listed sizes."""
-    if tensor.ndim == 0:
+    shape = tensor.ndarray.shape  # the array's tuple: Tensor.shape would build a Size
+    if not shape:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     if isinstance(split_size_or_sections, int) and split_size_or_sections < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")
-    d = normalize_dim("split", dim, tensor.ndim)
-    n = tensor.shape[d]
+    d = normalize_dim("split", dim, len(shape))
+    n = shape[d]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
         if size <= 0 and n:
@@ -229,11 +235,12 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """``chunks`` nearly equal pieces along ``dim`` (fewer when the dim is short), as torch."""
-    if input.ndim == 0:
+    shape = input.ndarray.shape
+    if not shape:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    n = input.shape[normalize_dim("chunk", dim, input.ndim)]
+    n = shape[normalize_dim("chunk", dim, len(shape))]
     if n == 0:
         # torch returns `chunks` empty pieces of an empty dim.
         return split(input, [0] * chunks, dim)
