@@ -26,6 +26,7 @@ from genesis import (
     linalg,
     multiprocessing,
     nn,
+    onnx,
     ops,
     optim,
     profiler,

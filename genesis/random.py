@@ -240,13 +240,17 @@ def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[in
     return _made(nd.astype(d), requires_grad, pin_memory)
 
 
-def randperm(n: int, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
-    """A random permutation of 0..n-1 (argsort of uniform keys)."""
+def randperm(n: int, generator: Generator | None = None, dtype: Any = None, device: Any = None, *,
+             layout: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A random permutation of 0..n-1 (argsort of uniform keys); torch's factory keywords (``layout`` None or
+    ``strided``)."""
+    _mf.check_strided("randperm", layout)
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
     keys = rand(n, generator=generator, dtype=dtypes.float64, device=device)
     out = keys.argsort()
-    return out.to(dtypes.to_dtype(dtype)) if dtype is not None else out
+    out = out.to(dtypes.to_dtype(dtype)) if dtype is not None else out
+    return _made(out.ndarray, requires_grad, pin_memory)
 
 
 def rand_like(input: Tensor, dtype: Any = None, device: Any = None, generator: Generator | None = None, *,
@@ -282,8 +286,11 @@ def randint_like(input: Tensor, low: int | None = None, high: int | None = None,
 
 
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, generator: Generator | None = None,
-           dtype: Any = None, device: Any = None) -> Tensor:
-    """Normal samples with the given mean and std (numbers or broadcastable tensors)."""
+           dtype: Any = None, device: Any = None, *, layout: Any = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """Normal samples with the given mean and std (numbers or broadcastable tensors); with numbers and ``size``,
+    torch's factory keywords (``layout`` None or ``strided``)."""
+    _mf.check_strided("normal", layout)
     _check_std(std)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
@@ -293,7 +300,8 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, g
         noise = randn(shape, generator=generator, dtype=ref.dtype, device=ref.device)
         return (noise * std + mean).detach()
     shape = tuple(size) if size is not None else ()
-    return randn(shape, generator=generator, dtype=dtype, device=device) * std + mean
+    out = randn(shape, generator=generator, dtype=dtype, device=device) * std + mean
+    return _made(out.ndarray, requires_grad, pin_memory)
 
 
 def _check_std(std: Any) -> None:

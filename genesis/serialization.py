@@ -34,6 +34,7 @@ from genesis.ops.sparse import SparseTensor, sparse_coo_tensor
 from genesis.ops.sparse_base import SparseBase
 from genesis.ops.sparse_csr import sparse_csr_tensor
 from genesis.random import default_generator
+from genesis.safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, lookup, safe_globals
 from genesis.safetensors_io import (
     STORABLE_DTYPES,
     iter_tensors,
@@ -100,20 +101,25 @@ class _Encoder:
         if isinstance(obj, dict):
             plain = all(isinstance(k, str) and not k.startswith("__") for k in obj)
             if plain and isinstance(obj, OrderedDict):  # a state_dict() loads back as an OrderedDict, as torch's
-                return {"__odict__": [[k, self.encode(v, _join(path, k))] for k, v in obj.items()]}
+                encoded = {"__odict__": [[k, self.encode(v, _join(path, k))] for k, v in obj.items()]}
+                if vars(obj):  # a state_dict()'s `_metadata` (the modules' versions), kept as torch's pickle does
+                    encoded["attributes"] = {k: self.encode(v, _join(path, k)) for k, v in vars(obj).items()}
+                return encoded
             if plain:
                 return {k: self.encode(v, _join(path, k)) for k, v in obj.items()}
             return {"__dict__": [[self.encode(k, f"{path}.<key>"), self.encode(v, _join(path, str(k)))]
                                  for k, v in obj.items()]}
         if isinstance(obj, Module):
             return self._module(obj, path)
-        if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and hasattr(obj, "__dict__"):
-            # A dataclass instance: its class by import name and its attributes (loaded with weights_only=False).
+        if _is_plain_class(type(obj)) and hasattr(obj, "__dict__"):
+            # A dataclass or another plain object (argparse.Namespace): its class by import name and its attributes
+            # (loaded with weights_only=False, or with the class marked safe).
             return {"__object__": _import_name(type(obj), path),
                     "state": {k: self.encode(v, _join(path, k)) for k, v in vars(obj).items()}}
         raise TypeError(f"save: cannot store an object of type {type(obj).__name__} at '{path or '<root>'}'; "
                         "only tensors, numpy arrays, dicts, lists, tuples, sets, numbers, strings, bytes, bools, "
-                        "None, namedtuples, dataclasses and whole modules can be saved")
+                        "None, namedtuples, whole modules and objects whose state is their attributes (dataclasses, "
+                        "argparse.Namespace) can be saved")
 
     def _module(self, module: Module, path: str) -> dict[str, Any]:
         """A whole module as its class's import name and its attributes: tensors and plain values as anywhere,
@@ -208,6 +214,18 @@ class _Encoder:
                     ref.pop("complex128", None)
                     ref.update(storage_ref, __tensor__=name, member=k,
                                view=[t.storage_offset(), list(t.shape), list(t.stride())])
+
+
+def _is_plain_class(cls: type) -> bool:
+    """Whether instances of ``cls`` pickle as their class and their ``__dict__`` (what a file can hold without
+    pickling): a dataclass, or a class that keeps object's pickling protocol (no ``__reduce__``, ``__getstate__``
+    or ``__setstate__`` of its own, no slots). Classes whose instances are not plain objects (functions, types)
+    have no import name and are refused there."""
+    if dataclasses.is_dataclass(cls):
+        return True
+    return (cls.__reduce_ex__ is object.__reduce_ex__ and cls.__reduce__ is object.__reduce__
+            and getattr(cls, "__getstate__", object.__getstate__) is object.__getstate__
+            and not hasattr(cls, "__setstate__") and "__slots__" not in vars(cls))
 
 
 def _import_name(obj: Any, path: str) -> str:
@@ -415,7 +433,13 @@ class _Decoder:
             pairs = data["__odict__"]
             if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
                 raise self._bad(path, "'__odict__' must hold a list of [key, value] pairs")
-            return OrderedDict((k, self.decode(v, _join(path, str(k)), depth + 1)) for k, v in pairs)
+            odict = OrderedDict((k, self.decode(v, _join(path, str(k)), depth + 1)) for k, v in pairs)
+            attributes = data.get("attributes", {})
+            if not (isinstance(attributes, dict) and all(k.isidentifier() for k in attributes)):
+                raise self._bad(path, "an OrderedDict's 'attributes' must map attribute names to values")
+            for k, v in attributes.items():
+                setattr(odict, k, self.decode(v, _join(path, k), depth + 1))
+            return odict
         if "__set__" in data:
             items = data["__set__"]
             if not isinstance(items, list):
@@ -426,8 +450,12 @@ class _Decoder:
         return {k: self.decode(v, _join(path, k), depth + 1) for k, v in data.items()}
 
     def _named(self, name: Any, path: str, what: str) -> Any:
-        """The class or function ``name`` refers to, imported (only with ``weights_only=False``)."""
+        """The class or function ``name`` refers to: imported with ``weights_only=False``, else only one marked safe
+        (``add_safe_globals``)."""
         if self.weights_only:
+            found = lookup(name.replace(":", ".", 1)) if isinstance(name, str) else None
+            if found is not None:
+                return found
             raise WeightsOnlyError(f"load: '{self.name}' holds an object of a class named in the file ({what} "
                                   f"{name!r} at '{path or '<root>'}'): load(..., weights_only=False) rebuilds it, "
                                   "importing that name; only do so for files you trust, or save a state_dict() "
@@ -448,10 +476,10 @@ class _Decoder:
         return cls(*(self.decode(v, _join(path, f), depth + 1) for f, v in zip(cls._fields, items)))
 
     def _module(self, data: dict[str, Any], path: str, depth: int) -> Any:
-        """A whole module or a dataclass instance: its class, created without ``__init__``, and its attributes."""
+        """A whole module or a plain object: its class, created without ``__init__``, and its attributes."""
         cls = self._named(data["__object__"], path, "class")
-        if not (isinstance(cls, type) and (issubclass(cls, Module) or dataclasses.is_dataclass(cls))):
-            raise self._bad(path, f"{data['__object__']!r} is neither a module class nor a dataclass")
+        if not (isinstance(cls, type) and (issubclass(cls, Module) or _is_plain_class(cls))):
+            raise self._bad(path, f"{data['__object__']!r} is neither a module class nor a plain class")
         state = data.get("state")
         if not isinstance(state, dict):
             raise self._bad(path, "an object's 'state' must be a map of its attributes")
@@ -726,4 +754,5 @@ def _snapshot(obj: Any) -> Any:
     return obj
 
 
-__all__ = ["CheckpointError", "load", "load_checkpoint", "save", "save_checkpoint"]
+__all__ = ["CheckpointError", "add_safe_globals", "clear_safe_globals", "get_safe_globals", "load", "load_checkpoint",
+           "safe_globals", "save", "save_checkpoint"]

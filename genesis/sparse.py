@@ -11,6 +11,7 @@ import warnings
 from typing import Any, Callable, Sequence
 
 from genesis import dtypes
+from genesis.autograd import Function
 from genesis.device import factory_device
 from genesis.memory_format import layout, sparse_coo, sparse_csr
 from genesis.ndarray import normalize_dim
@@ -230,9 +231,33 @@ def _softmax(op: str, input: Tensor, dim: int, dtype: Any) -> SparseTensor:
     others = [j for j in range(k) if j != d]
     _, slices = linear_index(c._indices()[others], [c.shape[j] for j in others]).unique(return_inverse=True)
     per_slice = (int(slices.max().item()) + 1 if slices.shape[0] else 0,) + tuple(values.shape[1:])
-    # Shift by each slice's maximum for stability; softmax does not depend on the shift, so it needs no gradient.
-    top = zeros(per_slice, dtype=values.dtype).index_reduce(0, slices, values.detach(), "amax", include_self=False)
-    shifted = values - top[slices]
-    total = zeros(per_slice, dtype=values.dtype).index_add(0, slices, shifted.exp())[slices]
-    out = shifted - total.log() if op == "log_softmax" else shifted.exp() / total
+    out = _SliceSoftmax.apply(values, slices, per_slice, op == "log_softmax")
     return SparseTensor(c._indices(), out, c.shape, coalesced=True)
+
+
+def _slice_sums(x: Tensor, slices: Tensor, per_slice: tuple[int, ...]) -> Tensor:
+    """Each entry's slice total of ``x``, summed in entry order (as torch's kernel walks a slice)."""
+    return zeros(per_slice, dtype=x.dtype, device=x.device).index_add(0, slices, x)[slices]
+
+
+class _SliceSoftmax(Function):
+    """Softmax (``log``: log-softmax) of stored values within the slices that ``slices`` numbers, rounded as torch's
+    sparse CPU kernel: ``exp(x - max) * (1 / sum)`` (``x - (max + log(sum))``), and differentiated as it:
+    ``out * (grad - sum(out * grad))`` (``grad - exp(out) * sum(grad)``) within each slice."""
+
+    @staticmethod
+    def forward(ctx, values: Tensor, slices: Tensor, per_slice: tuple[int, ...], log: bool) -> Tensor:
+        top = zeros(per_slice, dtype=values.dtype).index_reduce(0, slices, values, "amax", include_self=False)[slices]
+        shifted = (values - top).exp()
+        total = _slice_sums(shifted, slices, per_slice)
+        out = values - (top + total.log()) if log else shifted * total.reciprocal()
+        ctx.save_for_backward(out, slices)
+        ctx.per_slice, ctx.log = per_slice, log
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        out, slices = ctx.saved_tensors
+        if ctx.log:
+            return grad - out.exp() * _slice_sums(grad, slices, ctx.per_slice), None, None, None
+        return out * (grad - _slice_sums(out * grad, slices, ctx.per_slice)), None, None, None

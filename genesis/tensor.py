@@ -320,8 +320,7 @@ class Tensor:
     def retains_grad(self) -> bool:
         return self._retains_grad
 
-    # ------------------------------------------------------------ in-place support
-    def _bump_version(self) -> None:
+    def _bump_version(self) -> None:  # after an in-place change
         self._version[0] += 1
 
     # ------------------------------------------------------------ conversion
@@ -438,8 +437,9 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous (numel {self.numel()})")
+        if (n := self.numel()) != 1:
+            what = "more than one value" if n else "no values"
+            raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
         return bool(self.item())
 
     def __len__(self) -> int:

@@ -6,8 +6,9 @@ storages follow the pickle in the same stream. A pickle is a small program that 
 it is read here by the standard library's unpickler with one change: every global it asks for goes through
 :meth:`RestrictedUnpickler.find_class`, which knows only torch's tensor and storage rebuild functions (mapped to
 Genesis's own record constructors, never to torch), ``collections.OrderedDict``, and the plain ``set`` /
-``frozenset`` / bytes constructors. Anything else (a module class, ``os.system``...) raises CheckpointError naming
-it before it is imported or called, which is what torch's ``weights_only=True`` allows too.
+``frozenset`` / bytes constructors, and the globals a user marked safe (:mod:`genesis.safe_globals`). Anything
+else (a module class, ``os.system``...) raises CheckpointError naming it before it is imported or called, which is
+what torch's ``weights_only=True`` allows too.
 
 The unpickled tree holds :class:`TensorRecord` leaves; :func:`records_to_tensors` turns them into Genesis tensors
 (tensors that shared a storage in torch share memory again) and :func:`records_to_arrays` into numpy arrays.
@@ -25,7 +26,7 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
-from genesis import dtypes
+from genesis import dtypes, safe_globals
 from genesis.device import device as Device
 from genesis.tensor import Tensor, tensor
 
@@ -185,10 +186,13 @@ class RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         found = self.allowed.get((module, name))
         if found is None:
+            found = safe_globals.lookup(f"{module}.{name}")
+        if found is None:
             raise WeightsOnlyError(
-                f"load: '{self.name}' asks for the global '{module}.{name}'; Genesis reads only tensors, storages "
-                "and plain containers from PyTorch files and never imports or calls anything else (save a "
-                "state_dict() in PyTorch rather than whole objects)")
+                f"load: '{self.name}' asks for the global '{module}.{name}'; Genesis reads only tensors, storages, "
+                "plain containers and the globals marked safe (genesis.serialization.add_safe_globals) from PyTorch "
+                "files and never imports or calls anything else (save a state_dict() in PyTorch rather than whole "
+                "objects)")
         return found
 
     def persistent_load(self, pid: Any) -> Storage:

@@ -485,6 +485,62 @@ def test_no_grad_decorator_without_parentheses() -> None:
     both(scenario)
 
 
+def test_grad_mode_decorators_on_generator_functions() -> None:
+    # As torch's: the mode holds while the generator's body runs (each resumption), not while its caller's does.
+    def scenario(lib: Any) -> list:
+        x = t(lib, X, True)
+
+        @lib.no_grad()
+        def no_grad_gen(n: int) -> Any:
+            for _ in range(n):
+                received = yield lib.is_grad_enabled(), (x * 2).requires_grad
+                if received is not None:
+                    yield received
+            return "done"
+
+        @lib.inference_mode()
+        def inference_gen() -> Any:
+            yield lib.is_inference_mode_enabled()
+
+        @lib.set_grad_enabled(False)
+        def set_gen() -> Any:
+            yield lib.is_grad_enabled()
+
+        gen = no_grad_gen(2)
+        flags = [next(gen), lib.is_grad_enabled(), (x * 2).requires_grad, gen.send("sent"), next(gen)]
+        with pytest.raises(StopIteration) as stop:
+            next(gen)
+        flags.append(stop.value.value)
+        with lib.no_grad():
+            flags += [list(inference_gen()), list(set_gen()), lib.is_grad_enabled()]
+        closing = no_grad_gen(3)
+        next(closing)
+        closing.close()
+        flags += [lib.is_grad_enabled(), lib.is_inference_mode_enabled()]
+        return flags
+
+    both(scenario)
+
+
+def test_set_multithreading_enabled() -> None:
+    def scenario(lib: Any) -> list:
+        flags = [lib.autograd.is_multithreading_enabled()]
+        with lib.autograd.set_multithreading_enabled(False):
+            flags.append(lib.autograd.is_multithreading_enabled())
+            x = t(lib, X, True)
+            (x * 3).sum().backward()
+            flags.append(x.grad)
+        flags.append(lib.autograd.is_multithreading_enabled())
+        switch = lib.autograd.set_multithreading_enabled(False)  # takes effect at once, as a function call
+        flags.append(lib.autograd.is_multithreading_enabled())
+        lib.autograd.set_multithreading_enabled(True)
+        del switch
+        flags.append(lib.autograd.is_multithreading_enabled())
+        return flags
+
+    both(scenario)
+
+
 def test_grad_mode_restored_after_exception() -> None:
     def scenario(lib: Any) -> list:
         try:

@@ -476,3 +476,19 @@ def test_unused_input_message_is_torchs() -> None:
         x, w = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
         with pytest.raises(RuntimeError, match=match):
             lib.autograd.grad((x * 2).sum(), [x, w])
+
+
+@pytest.mark.parametrize("op", ["sort", "topk", "kthvalue"])
+def test_dropped_non_differentiable_output_unpacks_without_history(op: str) -> None:
+    # The indices these ops save are an output the program drops at once: unpacked for the gradient, they are not
+    # differentiable, so the first-order gradient of a piecewise-linear function has no history (as torch's).
+    values = np.array([[3.0, 1.0, 2.0], [0.5, 4.0, -1.0]], dtype=np.float32)
+    results = []
+    for lib in LIBS:
+        x = _tensor(lib, values, requires_grad=True)
+        picked = {"sort": lambda: x.sort(dim=1)[0], "topk": lambda: x.topk(2, dim=1)[0],
+                  "kthvalue": lambda: x.kthvalue(2, dim=1)[0]}[op]()
+        (g,) = lib.autograd.grad((picked * -1.5).sum(), x, create_graph=True)
+        results.append((g.requires_grad, _numpy(g)))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_allclose(results[0][1], results[1][1])

@@ -497,6 +497,13 @@ def test_jit_entry_points_leave_code_eager() -> None:
         assert genesis.jit.Final is torch.jit.Final and genesis.jit.Final[int] == torch.jit.Final[int]
 
 
+def test_onnx_export_guard_takes_the_eager_path() -> None:
+    assert genesis.onnx.is_in_onnx_export() is torch.onnx.is_in_onnx_export() is False
+    for name in ("export", "dynamo_export"):
+        with pytest.raises(NotImplementedError, match="state_dict"):
+            getattr(genesis.onnx, name)(genesis.nn.Linear(2, 2), (genesis.ones(1, 2),), "model.onnx")
+
+
 def test_fork_rng_and_namespace_distances() -> None:
     genesis.manual_seed(3)
     with genesis.random.fork_rng():

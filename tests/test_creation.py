@@ -542,6 +542,10 @@ LAYOUT_FACTORIES = {
     "rand": lambda lib, kw: lib.rand(3, **kw) * 0,
     "randn": lambda lib, kw: lib.randn(3, **kw) * 0,
     "randint": lambda lib, kw: lib.randint(1, (3,), **kw),
+    "randperm": lambda lib, kw: lib.randperm(1, **kw),
+    "normal": lambda lib, kw: lib.normal(2.0, 0.0, (3,), **kw),
+    "tril_indices": lambda lib, kw: lib.tril_indices(3, 2, **kw),
+    "triu_indices": lambda lib, kw: lib.triu_indices(2, 3, 1, **kw),
 }
 
 

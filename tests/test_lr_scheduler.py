@@ -182,6 +182,62 @@ def test_state_dict_resumes_the_sequence(name: str) -> None:
     assert "optimizer" not in saved_state
 
 
+def test_reduce_on_plateau_with_a_group_added_later_matches_torch() -> None:
+    # A scalar min_lr covers groups added after construction; a per-group list cannot (RuntimeError in both).
+    results, messages = [], []
+    for lib in (genesis, torch):
+        opt = _optimizer(lib)
+        sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=0, cooldown=1, min_lr=0.02)
+        seen = []
+        for i, metric in enumerate([1.0, 2.0, 2.0, 2.0, 2.0]):
+            if i == 1:
+                opt.add_param_group({"params": [lib.zeros(1, requires_grad=True)], "lr": 0.5})
+            sched.step(metric)
+            seen.append((sched.get_last_lr(), sched.in_cooldown, sched.num_bad_epochs))
+        results.append(seen + [sched.min_lrs])
+        listed = lib.optim.lr_scheduler.ReduceLROnPlateau(_optimizer(lib), patience=0, min_lr=[0.0, 0.0])
+        listed.optimizer.add_param_group({"params": [lib.zeros(1, requires_grad=True)]})
+        listed.step(1.0)
+        with pytest.raises(RuntimeError) as err:
+            listed.step(2.0)
+        messages.append(str(err.value))
+        with pytest.raises(ValueError) as err:
+            lib.optim.lr_scheduler.ReduceLROnPlateau(_optimizer(lib), min_lr=[0.1])
+        messages.append(str(err.value))
+    assert results[0] == results[1]
+    assert messages[:2] == messages[2:]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_get_lr_outside_step_warns_as_torch(name: str) -> None:
+    # A built-in schedule's get_lr() called by the user warns (it computes the next step's values); step() does not.
+    seen = []
+    for lib in (genesis, torch):
+        opt = _optimizer(lib)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sched = _schedulers(lib, opt, name)
+            for _ in range(3):
+                opt.step()
+                sched.step()
+            quiet = [str(w.message) for w in caught]
+            caught.clear()
+            inner = sched._schedulers[-1] if hasattr(sched, "_schedulers") else sched
+            inner.get_lr()
+        seen.append((quiet, [str(w.message) for w in caught]))
+    assert seen[0] == seen[1]
+    assert seen[0][1] == ["To get the last learning rate computed by the scheduler, please use `get_last_lr()`."]
+
+
+def test_resuming_without_initial_lr_reads_as_torchs() -> None:
+    messages = []
+    for lib in (genesis, torch):
+        with pytest.raises(KeyError) as err:
+            lib.optim.lr_scheduler.StepLR(_optimizer(lib), step_size=2, last_epoch=3)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+
+
 def test_reduce_on_plateau_state_dict() -> None:
     opt = _optimizer(genesis)
     sched = lr_scheduler.ReduceLROnPlateau(opt, patience=0)

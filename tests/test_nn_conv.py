@@ -79,6 +79,8 @@ def test_conv_error_messages():
         nn.Conv2d(3, 4, 3, groups=2)
     with pytest.raises(ValueError):
         nn.Conv2d(4, 4, 3, stride=2, padding="same")
+    # The functional form raises RuntimeError (the module ValueError), as torch's.
+    check_error(RuntimeError, conv_fn("conv2d", stride=2, padding="same"), rand(1, 2, 5, 5), rand(2, 2, 3, 3, seed=1))
 
 
 @pytest.mark.parametrize("make", [

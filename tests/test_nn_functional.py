@@ -1,6 +1,7 @@
 """nn.functional against torch.nn.functional: values, dtypes and every input gradient (float64 unless noted)."""
 
 import contextlib
+import math
 
 import pytest
 import torch
@@ -56,7 +57,7 @@ def test_threshold_of_integers_keeps_their_dtype():
 
 
 FUSED_GRADIENT_ACTIVATIONS = [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {})]
-# leaky_relu's fused kernels too; its second derivative is zero (torch returns zeros where Genesis returns None).
+# leaky_relu's fused kernels too; its second derivative is zero (a zero tensor, as torch's).
 FUSED_KERNEL_ACTIVATIONS = FUSED_GRADIENT_ACTIVATIONS + [("leaky_relu", {"negative_slope": 0.2}),
                                                          ("leaky_relu", {"negative_slope": 1.5})]
 
@@ -70,7 +71,7 @@ def test_activation_gradient_kernels(name, kwargs, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("name,kwargs", FUSED_GRADIENT_ACTIVATIONS)
+@pytest.mark.parametrize("name,kwargs", FUSED_KERNEL_ACTIVATIONS)
 def test_activation_second_derivatives(name, kwargs, dtype):
     # With create_graph the gradient is the differentiable composite, so it can be differentiated again. In float32
     # the second derivatives of both libraries cancel terms differently (~1e-6 apart near 0).
@@ -80,6 +81,49 @@ def test_activation_second_derivatives(name, kwargs, dtype):
         return g
     check(f, rand(6, 9, low=-4, high=4, dtype=dtype), rand(6, 9, dtype=dtype, seed=1),
           grad_atol=1e-5 if dtype == torch.float32 else None)
+
+
+@pytest.mark.parametrize("name,kwargs", [("elu", {}), ("elu", {"alpha": 0.5}), ("celu", {"alpha": 2.0}),
+                                         ("selu", {})])
+def test_elu_family_at_zero_nan_and_infinities(name, kwargs):
+    # torch's kernels: at 0 the negative side's slope with no curvature; NaN on the positive side (slope 1 or
+    # scale); -inf's gradient 0, never NaN.
+    def second(lib, x):
+        (g,) = lib.autograd.grad(getattr(lib.nn.functional, name)(x, **kwargs).sum(), x, create_graph=True)
+        return g
+    x = torch.tensor([0.0, -0.0, 0.3, -0.3, 2.0, math.nan, -math.inf, math.inf], dtype=torch.float64,
+                     requires_grad=True)
+    check(second, x)
+
+
+PIECEWISE_LINEAR = [("relu", {}), ("leaky_relu", {"negative_slope": 0.2}), ("hardtanh", {}), ("relu6", {}),
+                    ("threshold", {"threshold": 0.1, "value": -2.0}), ("hardshrink", {}), ("softshrink", {})]
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("name,kwargs", PIECEWISE_LINEAR)
+def test_piecewise_linear_second_derivative_reaches_the_bias_as_zeros(name, kwargs, inplace):
+    # A gradient penalty (WGAN-GP, R1): the gradient's own gradient reaches the bias under the activation as a
+    # zero tensor in torch (its derivative of the gradient node for the input is zeros_like), not as none, so an
+    # optimizer still steps that bias.
+    if inplace and name in ("hardshrink", "softshrink"):
+        pytest.skip("no in-place form")
+
+    def penalty(lib, x, w, b):
+        extra = {"inplace": True} if inplace else {}
+        h = getattr(lib.nn.functional, name)(x * w + b, **kwargs, **extra)
+        (g,) = lib.autograd.grad((h * w).sum(), x, create_graph=True)
+        gw, gb = lib.autograd.grad((g * g).sum(), (w, b), create_graph=True, allow_unused=True)
+        assert gb is not None
+        return gw, gb
+    check(penalty, rand(3, 5, low=-2, high=2), rand(5, seed=1), rand(5, seed=2))
+
+
+@pytest.mark.parametrize("name,kwargs", PIECEWISE_LINEAR)
+def test_piecewise_linear_node_names(name, kwargs):
+    x = torch.tensor([-2.0, 0.3, 0.05, 2.0], dtype=torch.float64, requires_grad=True)
+    expected = type(getattr(torch.nn.functional, name)(x, **kwargs).grad_fn).__name__
+    assert type(getattr(F, name)(to_genesis(x), **kwargs).grad_fn).__name__ == expected
 
 
 @pytest.mark.parametrize("name", ["relu", "silu", "leaky_relu", "hardtanh", "elu", "mish"])

@@ -342,6 +342,16 @@ def test_huber_and_smooth_l1_round_as_torchs_kernels(dtype, constant):
     check_bits(lambda lib, x, y: lib.nn.functional.smooth_l1_loss(x, y, reduction="none", beta=constant), x, y)
 
 
+@pytest.mark.parametrize("name,kwargs", [("smooth_l1_loss", {"beta": 0.5}), ("huber_loss", {"delta": 0.5})])
+def test_huber_and_smooth_l1_second_derivative_at_a_zero_difference(name, kwargs):
+    # The quadratic piece's curvature holds at input == target too (1 / beta, 1), as torch's double backward gives.
+    def curvature(lib, x):
+        loss = getattr(lib.nn.functional, name)(x, lib.zeros_like(x), reduction="sum", **kwargs)
+        (g,) = lib.autograd.grad(loss, x, create_graph=True)
+        return g
+    check(curvature, torch.tensor([0.0, 0.3, -0.3, 2.0], dtype=torch.float64, requires_grad=True))
+
+
 def test_soft_margin_loss_overflows_as_torch():
     # log(1 + exp(-y x)) as written: beyond a margin of about -88 the float32 exp overflows to inf.
     x = torch.tensor([-100.0, -50.0, 0.0, 30.0], requires_grad=True)

@@ -323,6 +323,22 @@ def test_containers():
     assert list(pd.state_dict()) == ["x", "y"] and isinstance(pd["x"], nn.Parameter)
     tpl = torch.nn.ParameterList([torch.nn.Parameter(torch.ones(2))])
     assert repr(nn.ParameterList([genesis.ones(2)])).replace("genesis.", "torch.") == repr(tpl)
+    # a ParameterDict names the legacy tensor type instead of the dtype, as torch's
+    tpd = torch.nn.ParameterDict({"w": torch.ones(2, 3), "b": torch.ones(3, dtype=torch.float64)})
+    gpd = nn.ParameterDict({"w": genesis.ones(2, 3), "b": genesis.ones(3, dtype=genesis.float64)})
+    assert repr(gpd).replace("genesis.", "torch.") == repr(tpd)
+    # extend takes any iterable of modules, another ModuleList or a Sequential too; insert(-1) goes before the last
+    for lib in (genesis, torch):
+        lml = lib.nn.ModuleList([lib.nn.ReLU()])
+        lml += lib.nn.ModuleList([lib.nn.Tanh()])
+        lml.extend(lib.nn.Sequential(lib.nn.Sigmoid()))
+        assert [type(m).__name__ for m in lml] == ["ReLU", "Tanh", "Sigmoid"]
+        with pytest.raises(TypeError, match="ModuleList.extend should be called with an iterable, but got Linear"):
+            lml.extend(lib.nn.Linear(1, 1))
+        lseq = lib.nn.Sequential(lib.nn.ReLU(), lib.nn.Tanh())
+        lseq.insert(-1, lib.nn.GELU())
+        lseq.insert(-3, lib.nn.Sigmoid())
+        assert [type(m).__name__ for m in lseq] == ["Sigmoid", "ReLU", "GELU", "Tanh"]
     ident = nn.Identity(54, unused="x")
     x = genesis.ones(2)
     assert ident(x) is x
@@ -500,6 +516,30 @@ def _constant_tensor_input_trace(lib):
 
 def test_full_backward_hook_gives_zeros_for_tensor_inputs_without_grad():
     assert _constant_tensor_input_trace(genesis) == _constant_tensor_input_trace(torch)
+
+
+def _unused_output_trace(lib):
+    """The hooks of a module returning two tensors, of which the loss uses one: the other's gradient is None."""
+    class Split(lib.nn.Module):
+        def forward(self, x):
+            return x * 2, x * 3
+
+    module, seen = Split(), []
+    module.register_full_backward_pre_hook(lambda m, go: seen.append(("pre", [g is None for g in go])))
+    module.register_full_backward_hook(
+        lambda m, gi, go: seen.append(("full", [g.tolist() for g in gi], [None if g is None else g.tolist()
+                                                                         for g in go])))
+    x = lib.ones(2, requires_grad=True)
+    first, _ = module(x)
+    first.sum().backward()
+    _, second = module(x)
+    (second * 2).sum().backward()
+    seen.append(x.grad.tolist())
+    return seen
+
+
+def test_full_backward_hooks_see_none_for_an_unused_output():
+    assert _unused_output_trace(genesis) == _unused_output_trace(torch)
 
 
 def test_global_module_hooks_run_for_every_module_before_its_own():

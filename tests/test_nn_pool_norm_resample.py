@@ -113,6 +113,14 @@ def test_pool_of_integers_as_torch():
     check(lambda lib, x: lib.nn.functional.avg_pool2d(x, 3, 1, 1), x + 10)
     check_error(NotImplementedError, lambda lib, x: lib.nn.functional.avg_pool2d(x, 2), x.int())
     check_error(NotImplementedError, lambda lib, x: lib.nn.functional.max_pool2d(x, 2), x > 0)
+    # Adaptive pools and grid sampling have real floating kernels only, in torch.
+    for op in ("adaptive_avg_pool2d", "adaptive_max_pool2d"):
+        for t in (x, x.to(torch.uint8), x > 0, x.to(torch.complex64)):
+            check_error(NotImplementedError, lambda lib, t, op=op: getattr(lib.nn.functional, op)(t, 2), t)
+    check_error(NotImplementedError, lambda lib, x: lib.nn.functional.adaptive_avg_pool1d(x[0], 3), x)
+    check_error(NotImplementedError, lambda lib, x: lib.nn.functional.adaptive_max_pool3d(x[None], 2), x)
+    check_error(NotImplementedError, lambda lib, x, g: lib.nn.functional.grid_sample(x, g, align_corners=False),
+                x.to(torch.uint8), rand(1, 2, 2, 2, dtype=F32))
 
 
 @pytest.mark.parametrize("shape", [(7, 5), (3, 5, 7, 9), (1, 4, 1, 1), (2, 3, 1)])

@@ -312,6 +312,63 @@ def test_register_parametrization_checks() -> None:
         module.weight = genesis.nn.Parameter(genesis.zeros(4, 4, device=DEVICE))
 
 
+def _shape_and_dtype_breakers(lib: Any) -> list[Any]:
+    class Flatten(lib.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return x.reshape(-1)
+
+    class ToHalf(lib.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return x.to(lib.float32)
+
+    class TransposedInverse(lib.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return x
+
+        def right_inverse(self, a: Any) -> Any:
+            return a[:, :2]
+
+    return [Flatten(), ToHalf(), TransposedInverse()]
+
+
+def test_register_parametrization_check_messages_read_as_torchs() -> None:
+    # torch words a first registration's check, a chained one's and a chained right_inverse's differently.
+    messages: dict[Any, list[str]] = {genesis: [], torch: []}
+    for lib in (genesis, torch):
+        first, chained = lib.nn.Linear(4, 4, dtype=lib.float64), lib.nn.Linear(4, 4, dtype=lib.float64)
+        lib.nn.utils.parametrize.register_parametrization(chained, "weight", _scale(lib, 2.0))
+        for module in (first, chained):
+            for breaker in _shape_and_dtype_breakers(lib)[:2 if module is first else 3]:
+                with pytest.raises(ValueError) as err:
+                    lib.nn.utils.parametrize.register_parametrization(module, "weight", breaker)
+                messages[lib].append(str(err.value).replace("torch.", "genesis."))
+    assert messages[genesis] == messages[torch] and len(messages[torch]) == 5
+
+
+def test_transfer_parametrizations_and_params_matches_torch() -> None:
+    g_from, t_from = _pair(_square_linear)
+    for lib, module in ((genesis, g_from), (torch, t_from)):
+        lib.nn.utils.parametrize.register_parametrization(module, "weight", _symmetric(lib))
+        lib.nn.utils.parametrize.register_parametrization(module, "weight", _scale(lib, 2.0))
+        lib.nn.utils.parametrize.register_parametrization(module, "bias", _scale(lib, 3.0))
+    g_to, t_to = _pair(_square_linear)
+    for lib, source, target in ((genesis, g_from, g_to), (torch, t_from, t_to)):
+        assert lib.nn.utils.parametrize.transfer_parametrizations_and_params(source, target) is target
+        assert target.parametrizations.weight.original is source.parametrizations.weight.original
+        assert len(target.parametrizations.weight) == 2
+    _assert_same_state(g_to, t_to)
+    check_module(g_to, t_to, rand(3, 4, seed=16))
+    # one name only, onto a module that lacks it: created from the parametrized value first
+    g_bare, t_bare = genesis.nn.Module(), torch.nn.Module()
+    parametrize.transfer_parametrizations_and_params(g_from, g_bare, "bias")
+    torch.nn.utils.parametrize.transfer_parametrizations_and_params(t_from, t_bare, "bias")
+    assert list(g_bare.state_dict()) == list(t_bare.state_dict()) == ["parametrizations.bias.original"]
+    assert_same(g_bare.bias, t_bare.bias)
+    # nothing to transfer from a plain module
+    plain = genesis.nn.Linear(2, 2)
+    assert parametrize.transfer_parametrizations_and_params(plain, g_bare) is g_bare
+
+
 def test_parametrized_buffer() -> None:
     g_module, t_module = _pair(lambda lib, **kw: lib.nn.BatchNorm1d(4, **kw))
     for lib, module in ((genesis, g_module), (torch, t_module)):

@@ -115,6 +115,31 @@ def test_index_add_out_of_bounds_by_rank(shape, index):
                      torch.ones((1,) + shape[1:]))
 
 
+# torch takes int64 index tensors everywhere and int32 ones in most index ops; other integer dtypes raise.
+INDEX_DTYPE_OPS = {
+    "getitem": lambda lib, x, i: x[i],
+    "setitem": lambda lib, x, i: x.__setitem__(i, 1.0),
+    "index_put": lambda lib, x, i: x.index_put((i,), lib.tensor(1.0)),
+    "index_select": lambda lib, x, i: x.index_select(0, i),
+    "gather": lambda lib, x, i: x.gather(0, i),
+    "take_along_dim": lambda lib, x, i: lib.take_along_dim(x, i),
+    "scatter": lambda lib, x, i: x.scatter(0, i, 1.0),
+    "scatter_add": lambda lib, x, i: x.scatter_add(0, i, x[:2]),
+    "index_add": lambda lib, x, i: x.index_add(0, i, x[:2]),
+    "index_copy": lambda lib, x, i: x.index_copy(0, i, x[:2]),
+    "index_fill": lambda lib, x, i: x.index_fill(0, i, 1.0),
+    "take": lambda lib, x, i: x.take(i),
+    "embedding": lambda lib, x, i: lib.nn.functional.embedding(i, x.view(3, 2)),
+    "max_unpool1d": lambda lib, x, i: lib.nn.functional.max_unpool1d(x[:2].view(1, 1, 2), i.view(1, 1, 2), 2),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.int8], ids=str)
+@pytest.mark.parametrize("name", sorted(INDEX_DTYPE_OPS))
+def test_index_dtypes_as_torch_takes_them(name, dtype):
+    check_like_torch(INDEX_DTYPE_OPS[name], torch.arange(6.0), torch.tensor([1, 0], dtype=dtype))
+
+
 # name -> (fn(lib, *inputs), inputs): bad inputs whose message holds torch's own (after Genesis's op-name prefix),
 # the words a user's ``pytest.raises(match=...)`` or ``in str(err)`` looks for.
 L, B = torch.tensor([1, 2, 3]), torch.tensor([True, False, True])

@@ -319,6 +319,14 @@ def test_unary_dtypes(name, dtype):
     check(fn, x)
 
 
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "round", "sign"])
+def test_rounding_gradient_is_zeros_for_infinite_and_nan_gradients(name):
+    # torch's derivative is zeros_like(grad), not grad * 0: an infinite or NaN incoming gradient still gives 0.
+    def f(lib, x):
+        return getattr(lib, name)(x) * lib.tensor([math.inf, math.nan, 1.0], dtype=x.dtype, device=x.device)
+    check(f, torch.tensor([0.4, -1.6, 2.5], dtype=torch.float64, requires_grad=True))
+
+
 def test_unary_bool_input():
     b = torch.tensor([True, False, True])
     for name in ("exp", "sqrt", "sin", "sigmoid", "floor", "abs", "sign"):

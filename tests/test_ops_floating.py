@@ -161,3 +161,28 @@ def test_half_precision_addcmul_and_addcdiv_round_once(dtype) -> None:
         check(lambda lib, a, b, c, value=value: a.clone().addcmul_(b, c, value=value), a, b, c, **exact)
         check(lambda lib, a, b, c, value=value: lib.addcdiv(a, b, c, value=value), a, b, c.abs() + 0.5, **exact)
         check(lambda lib, a, b, c, value=value: a.clone().addcdiv_(b, c, value=value), a, b, c.abs() + 0.5, **exact)
+
+
+@pytest.mark.parametrize("dtype, big", [(torch.float16, 1.0e3), (torch.bfloat16, 3.0e19), (torch.float32, 3.0e19)],
+                         ids=str)
+def test_division_gradient_of_the_denominator_stays_finite(dtype, big: float) -> None:
+    # torch computes the denominator's gradient as -grad * ((a / b) / b): a / (b * b) lost it to an overflow of
+    # b * b (a half-precision box area of 300 x 300 already), giving zeros in place of small gradients.
+    a = torch.tensor([1.0, -2.0, 1.0e3, big], dtype=dtype)
+    b = torch.tensor([300.0, -700.0, big, big], dtype=dtype, requires_grad=True)
+    tiny = {"atol": 1e-30}  # the gradients are small: compare them relatively
+    check(lambda lib, a, b: a / b, a, b, **tiny)
+    check(lambda lib, a, b: (a / b).sum(), a, b, **tiny)
+    check(lambda lib, b: lib.div(-2, b), b, **tiny)
+
+
+def test_division_gradient_of_the_denominator_rounds_as_torchs() -> None:
+    a = rand(4096, seed=46, dtype=torch.float32, requires_grad=False)
+    b = rand(4096, seed=47, low=0.5, high=3.0, dtype=torch.float32, requires_grad=True)
+    gb = to_genesis(b).detach().requires_grad_()
+    (to_genesis(a) / gb).sum().backward()
+    (a / b).sum().backward()
+    if DEVICE == "cpu":
+        assert torch.equal(to_torch(gb.grad), b.grad)
+    else:
+        assert_same(gb.grad, b.grad)

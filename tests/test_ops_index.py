@@ -414,6 +414,8 @@ def test_masked_fill_select_scatter():
     check(lambda lib, x, m: lib.masked_select(x, m), x, full_mask)
     check(lambda lib, x, m: x.mT.masked_select(m.mT), x, full_mask)
     check(lambda lib, x, m, s: x.masked_scatter(m, s), x, full_mask, rand(12, seed=19))
+    for m in (torch.tensor(True), torch.tensor(False)):  # 0-d input and mask
+        check(lambda lib, x, m, s: x.masked_scatter(m, s), rand(seed=20), m, rand(3, seed=21))
     check_error(RuntimeError, lambda lib, x, m: x.masked_fill(m, 1.0), x, torch.tensor([1, 0, 1, 0]))
     check_error(RuntimeError, lambda lib, x, m: x.masked_fill(m, 1.0), x, torch.tensor([True, False]))
     check_error(RuntimeError, lambda lib, x, m, v: x.masked_fill(m, v), x, mask, rand(2))
@@ -517,6 +519,10 @@ def test_nonzero_argwhere():
     check(lambda lib, x: x.nonzero(), torch.zeros(2, 0))
     check(lambda lib, x: x.nonzero(), torch.tensor(3))
     check(lambda lib, x: lib.nonzero(x, as_tuple=True), torch.tensor(0))
+    # as_tuple reads a 0-d tensor as a one-element 1-D one (numpy's convention): (tensor([0]),) when nonzero.
+    check(lambda lib, x: lib.nonzero(x, as_tuple=True), torch.tensor(3))
+    check(lambda lib, x: x.nonzero(as_tuple=True), torch.tensor(True))
+    check(lambda lib, x: lib.where(x > 0), torch.tensor(2.5))
     check(lambda lib, x: x.mT.nonzero(), x)
 
 

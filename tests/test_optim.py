@@ -177,6 +177,26 @@ def test_state_dict_layout_matches_torch() -> None:
     assert_same(g_sd["state"][0]["momentum_buffer"], t_sd["state"][0]["momentum_buffer"])
 
 
+@pytest.mark.parametrize("foreach", [None, False, True])
+def test_sgd_without_momentum_keeps_no_state_as_torch(foreach: bool | None) -> None:
+    # torch's SGD makes no state entry without momentum; a group with momentum next to it keeps its buffers.
+    seen = []
+    for lib in (torch, genesis):
+        params = _make_params(lib)
+        opt = lib.optim.SGD([{"params": [params[0]]}, {"params": [params[1]], "momentum": 0.9}], lr=0.1,
+                            foreach=foreach)
+        x = torch.ones(5, 4, dtype=torch.float64) if lib is torch else genesis.ones(5, 4, dtype=genesis.float64,
+                                                                                   device=DEVICE)
+        for _ in range(2):
+            opt.zero_grad()
+            _loss(lib, params, x).backward()
+            opt.step()
+        state = opt.state_dict()["state"]
+        seen.append((len(opt.state), {i: sorted(s) for i, s in state.items()}, params[0].detach().sum().item()))
+    assert seen[0][:2] == seen[1][:2] == (1, {1: ["momentum_buffer"]})
+    assert seen[0][2] == pytest.approx(seen[1][2])
+
+
 def test_load_state_dict_casts_to_param_and_checks_groups() -> None:
     params = _make_params(genesis)
     opt = optim.Adam(params, lr=0.1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import collections
 import dataclasses
 import io
@@ -214,6 +215,60 @@ def test_namedtuples_and_dataclasses_round_trip_and_need_weights_only_false(tmp_
         genesis.load(path)
 
 
+class _Config:
+    """A plain class: its state is its attributes (as argparse.Namespace)."""
+
+    def __init__(self, lr: float, layers: list) -> None:
+        self.lr, self.layers = lr, layers
+
+
+class _Slotted:
+    __slots__ = ("x",)
+
+
+class _Reducing:
+    def __reduce__(self) -> tuple:
+        return (_Reducing, ())
+
+
+def test_plain_objects_round_trip_as_torch_and_follow_the_safe_globals(tmp_path) -> None:
+    # argparse.Namespace and other plain objects (state = __dict__) are saved as torch pickles them.
+    path = tmp_path / "args.pt"
+    genesis.save({"args": argparse.Namespace(lr=0.1, name="run"), "cfg": _Config(0.5, [genesis.ones(2), 3])}, path)
+    loaded = genesis.load(path, weights_only=False)
+    assert loaded["args"] == argparse.Namespace(lr=0.1, name="run")
+    assert type(loaded["cfg"]) is _Config and loaded["cfg"].lr == 0.5 and loaded["cfg"].layers[0].tolist() == [1, 1]
+    with pytest.raises(pickle.UnpicklingError, match="argparse:Namespace"):
+        genesis.load(path)
+    with genesis.serialization.safe_globals([argparse.Namespace, _Config]):
+        assert genesis.load(path)["args"] == argparse.Namespace(lr=0.1, name="run")
+    # A torch file: refused by a weights-only load in both, read in both once the class is marked safe.
+    buffer = io.BytesIO()
+    torch.save({"args": argparse.Namespace(lr=0.2)}, buffer)
+    for lib in (genesis, torch):
+        buffer.seek(0)
+        with pytest.raises(pickle.UnpicklingError):
+            lib.load(buffer)
+        with lib.serialization.safe_globals([argparse.Namespace]):
+            buffer.seek(0)
+            assert lib.load(buffer)["args"] == argparse.Namespace(lr=0.2)
+        assert argparse.Namespace not in lib.serialization.get_safe_globals()
+    # marked under the name the file uses, until cleared (torch keeps entries of its own there too)
+    genesis.serialization.add_safe_globals([(argparse.Namespace, "argparse.Namespace")])
+    assert genesis.serialization.get_safe_globals() == [(argparse.Namespace, "argparse.Namespace")]
+    buffer.seek(0)
+    assert genesis.load(buffer)["args"] == argparse.Namespace(lr=0.2)
+    genesis.serialization.clear_safe_globals()
+    assert genesis.serialization.get_safe_globals() == []
+    buffer.seek(0)
+    with pytest.raises(CheckpointError, match="'argparse.Namespace'"):
+        genesis.load(buffer)
+    # Objects that pickle otherwise (slots, their own __reduce__) are refused by name, as before.
+    for bad in (_Slotted(), _Reducing()):
+        with pytest.raises(TypeError, match=f"object of type {type(bad).__name__}"):
+            genesis.save({"x": bad}, tmp_path / "bad.pt")
+
+
 def test_plain_python_values_round_trip_as_torch(tmp_path) -> None:
     def values(lib) -> dict:
         return {"c": 1 - 2.5j, "b": b"\x00xy", "size": lib.Size([2, 3]), "s": {3, 1, (2, "x")},
@@ -284,6 +339,13 @@ def test_ordered_dicts_load_as_ordered_dicts(tmp_path) -> None:
     genesis.save(state, path)
     assert type(genesis.load(path)) is OrderedDict and sorted(safetensors.numpy.load_file(str(path))) == ["bias",
                                                                                                          "weight"]
+    # A state_dict()'s `_metadata` (the module versions its loading reads) survives, as in torch's pickle.
+    model = genesis.nn.Sequential(genesis.nn.Linear(2, 3), genesis.nn.BatchNorm1d(3))
+    genesis.save({"model": model.state_dict()}, path)
+    loaded = genesis.load(path)["model"]
+    assert loaded._metadata == model.state_dict()._metadata and loaded._metadata["1"] == {"version": 2}
+    torch_state = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3)).state_dict()
+    assert loaded._metadata == torch_state._metadata
 
 
 def test_numpy_arrays_and_scalars_round_trip(tmp_path) -> None:

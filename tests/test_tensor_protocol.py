@@ -228,6 +228,14 @@ def test_bool_of_one_element_in_conditions() -> None:
     assert (g[0] if g[0] > g[1] else g[1]).item() == 3.0
 
 
+@pytest.mark.parametrize("values", [[], [1.0, 2.0]], ids=["empty", "two"])
+def test_bool_of_empty_or_several_elements_says_which(values: list) -> None:
+    with pytest.raises(RuntimeError) as expected:
+        bool(torch.tensor(values))
+    with pytest.raises(RuntimeError, match=str(expected.value)):
+        bool(genesis.tensor(values, device=DEVICE))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool, torch.float16,
                                    torch.bfloat16, torch.uint8])
 def test_tolist_and_item(dtype: torch.dtype) -> None:

@@ -50,15 +50,18 @@ from genesis.autograd.grad_mode import (
     inference_mode,
     is_grad_enabled,
     is_inference_mode_enabled,
+    is_multithreading_enabled,
     no_grad,
     set_grad_enabled,
+    set_multithreading_enabled,
 )
 from genesis.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from genesis.autograd.variable import Variable
 
 __all__ = [
     "Function", "Primitive", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-    "is_inference_mode_enabled", "grad", "backward", "Node", "AccumulateGrad", "BackwardCtx", "RemovableHandle",
+    "is_inference_mode_enabled", "is_multithreading_enabled", "set_multithreading_enabled", "grad", "backward",
+    "Node", "AccumulateGrad", "BackwardCtx", "RemovableHandle",
     "Variable", "forward_ad", "functional", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
     "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "once_differentiable",
     # the engine and view machinery, for the layers above

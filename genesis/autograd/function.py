@@ -236,10 +236,11 @@ class BackwardCtx(Node):
                 return t
         for saved, nr in zip(self._saved, self._output_nrs):
             if saved is value and nr is not None:
-                # An output the program no longer holds: the same value with this node as its history, as torch
-                # unpacks a saved output, so double backward still differentiates through it.
+                # An output the program dropped: this node as its history unless it is not differentiable (as torch).
                 t = Tensor._wrap(value)
-                t._requires_grad, t._grad_fn, t._output_nr = True, self, nr
+                if value.dtype.category >= 2 and not any(value is getattr(n, "ndarray", n)
+                                                         for n in self.non_differentiable):
+                    t._requires_grad, t._grad_fn, t._output_nr = True, self, nr
                 return t
         return Tensor._wrap(value)
 

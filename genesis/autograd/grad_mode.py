@@ -5,8 +5,9 @@ it (``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``), as 
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Generator
 
 
 class _GradState(threading.local):
@@ -15,6 +16,7 @@ class _GradState(threading.local):
     def __init__(self) -> None:
         self.enabled = True
         self.inference = False
+        self.multithreading = True
 
 
 _state = _GradState()
@@ -34,6 +36,55 @@ def is_inference_mode_enabled() -> bool:
     return _state.inference
 
 
+def is_multithreading_enabled() -> bool:
+    """Whether backward passes started on this thread may use device worker threads (``set_multithreading_enabled``);
+    Genesis's engine always runs a backward pass on the thread that starts it."""
+    return _state.multithreading
+
+
+def _wrap_generator(make_context: Callable[[], Any], fn: Callable) -> Callable:
+    """A generator function whose every resumption (first ``next``, ``send``, ``throw``, ``close``) runs inside a
+    fresh ``make_context()``, so the mode holds while the generator's body runs, not while its caller's does."""
+
+    @functools.wraps(fn)
+    def generator_context(*args: Any, **kwargs: Any) -> Generator:
+        gen = fn(*args, **kwargs)
+        try:
+            with make_context():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with make_context():
+                        gen.close()
+                    raise
+                except BaseException as exc:
+                    with make_context():
+                        response = gen.throw(exc)
+                else:
+                    with make_context():
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator_context
+
+
+def _decorate(make_context: Callable[[], Any], fn: Callable) -> Callable:
+    """``fn`` run inside a fresh ``make_context()`` on each call; a generator function on each resumption (torch's
+    ``context_decorator``)."""
+    if inspect.isgeneratorfunction(fn):
+        return _wrap_generator(make_context, fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with make_context():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 class _GradModeContext:
     """Base of the grad-mode context managers; each one also works as a function decorator."""
 
@@ -47,12 +98,7 @@ class _GradModeContext:
         _set_enabled(self._prev)
 
     def __call__(self, fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self.__class__():
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return _decorate(self.__class__, fn)
 
 
 class _NoParamGradModeContext(_GradModeContext):
@@ -89,14 +135,7 @@ class set_grad_enabled(_GradModeContext):
 
     def __call__(self, fn: Callable) -> Callable:
         _set_enabled(self._prev)
-        mode = self.mode
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return _decorate(functools.partial(set_grad_enabled, self.mode), fn)
 
 
 class inference_mode(_GradModeContext):
@@ -123,11 +162,25 @@ class inference_mode(_GradModeContext):
         _state.inference = self._prev_inference
 
     def __call__(self, fn: Callable) -> Callable:
-        flag = self.enabled_flag
+        return _decorate(functools.partial(inference_mode, self.enabled_flag), fn)
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with inference_mode(flag):
-                return fn(*args, **kwargs)
 
-        return wrapper
+class set_multithreading_enabled:
+    """Allow or forbid device worker threads in the backward passes this thread starts (torch's switch, per thread);
+    takes effect immediately and, used as a context manager, restores the previous setting on exit. Genesis runs
+    every backward pass on the calling thread, which is what ``mode=False`` asks for, so only the flag changes."""
+
+    def __init__(self, mode: bool) -> None:
+        self._prev = _state.multithreading
+        self.mode = bool(mode)
+        _state.multithreading = self.mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        _state.multithreading = self._prev
+
+    def __call__(self, fn: Callable) -> Callable:
+        _state.multithreading = self._prev
+        return _decorate(functools.partial(set_multithreading_enabled, self.mode), fn)

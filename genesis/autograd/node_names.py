@@ -57,6 +57,7 @@ TORCH_NAMES: dict[str, str] = {
     "genesis.ops.unary.Cast": "ToCopyBackward0",
     "genesis.ops.unary.GeluTanh": "GeluBackward0",
     "genesis.ops.unary.Log1p": "Log1PBackward0",
+    "genesis.ops.unary.ReluBackward": "ThresholdBackwardBackward0",  # relu's gradient is threshold_backward
     "genesis.ops.views.Reshape": "UnsafeViewBackward0",  # a reshape that copies
     "genesis.ops.views.ToDevice": "ToCopyBackward0",
     "genesis.ops.views.ToMemoryFormat": "CloneBackward0",

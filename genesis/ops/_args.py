@@ -132,12 +132,15 @@ def _tensor_args(tensors: tuple) -> tuple[Tensor, ...]:
     return tensors
 
 
-def _to_index_tensor(op: str, index: Any, like: Tensor, error: type[Exception] = RuntimeError) -> Tensor:
-    """An int64 index tensor on ``like``'s device; ``error`` (torch's type for ``op``) for non-integer indices."""
+def _to_index_tensor(op: str, index: Any, like: Tensor, error: type[Exception] = RuntimeError,
+                     long_only: bool = False) -> Tensor:
+    """An int64 index tensor on ``like``'s device; ``error`` (torch's type for ``op``) for an index of a dtype
+    ``op`` refuses in torch: all but int64 and int32 (all but int64 with ``long_only``: take, index_copy...)."""
     if not isinstance(index, Tensor):
         index = like.new_tensor(index, dtype=dtypes.int64)
-    if index.dtype.category != 1:
-        raise error(f"{op}(): Expected dtype int64 for index, but got {index.dtype}")
+    if index.dtype is not dtypes.int64 and (long_only or index.dtype is not dtypes.int32):
+        raise error(f"{op}(): Expected dtype {'int64' if long_only else 'int32 or int64'} for index, but got "
+                    f"{index.dtype}")
     check_same_device(op, like.device, index.device)
     return index if index.dtype is dtypes.int64 else index.to(dtypes.int64)
 

@@ -106,7 +106,8 @@ class Div(Primitive):
     def backward(ctx, grad):
         a, b = _conj(ctx.saved_tensors[0]), _conj(ctx.saved_tensors[1])
         grad_a = grad / b if ctx.needs_input_grad[0] else None
-        grad_b = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
+        # torch's staging: (a / b) / b stays finite where b * b would overflow (half precision, large b)
+        grad_b = -grad * (a / b / b) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
 
 
@@ -137,7 +138,7 @@ class RDiv(Primitive):
     @staticmethod
     def backward(ctx, grad):
         x = _conj(ctx.saved_tensors[0])
-        return -grad * _conj(ctx.value) / (x * x), None
+        return -grad * (_conj(ctx.value) / x / x), None  # staged as Div's: no overflow of x * x
 
 
 class RSub(Primitive):

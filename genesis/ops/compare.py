@@ -246,9 +246,13 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 
 
 def nonzero(input: Tensor, as_tuple: bool = False) -> Any:
+    """The indices of the nonzero elements: one row per element (``as_tuple``: one index tensor per dim). As torch
+    (and numpy), ``as_tuple`` reads a 0-d tensor as a one-element 1-D one: ``(tensor([0]),)`` when it is nonzero."""
+    if as_tuple and not input.ndim:
+        input = input.unsqueeze(0)
     out = Tensor._wrap(input.device.backend.nonzero(input.ndarray))
     if as_tuple:
-        return tuple(out[:, j] for j in range(input.ndim)) if input.ndim else (out.reshape(-1),)
+        return tuple(out[:, j] for j in range(input.ndim))
     return out
 
 

@@ -138,7 +138,7 @@ def _with_size(shape: tuple[int, ...], dim: int, size: int) -> tuple[int, ...]:
 
 def take(input: Tensor, index: Tensor) -> Tensor:
     """Elements of the flattened input at ``index`` (negative indices count from the end), shaped as ``index``."""
-    index = _to_index_tensor("take", index, input)
+    index = _to_index_tensor("take", index, input, long_only=True)
     flat = _check_bounds("take", index.reshape(-1), input.numel(), 0)
     return gather(input.reshape(-1), 0, flat).reshape(index.shape)
 
@@ -240,7 +240,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: flo
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     d = normalize_dim("index_copy", dim, input.ndim)
-    index = _to_index_tensor("index_copy", index, input)
+    index = _to_index_tensor("index_copy", index, input, long_only=True)
     index = _check_bounds("index_copy", index.reshape(-1), input.shape[d], d)
     _check_same_dtype("index_copy", input, source)
     indices = tuple(index.ndarray if k == d else None for k in range(input.ndim))
@@ -249,7 +249,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: float) -> Tensor:
     d = normalize_dim("index_fill", dim, input.ndim)
-    index = _to_index_tensor("index_fill", index, input, IndexError).reshape(-1)
+    index = _to_index_tensor("index_fill", index, input, IndexError, long_only=True).reshape(-1)
     index = _check_bounds("index_fill", index, input.shape[d], d)
     if not isinstance(value, Tensor):
         check_scalar_fits(value, input.dtype)
@@ -290,6 +290,8 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
                            f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
     _check_same_dtype("masked_scatter", input, source)
     shape = broadcast_shapes("masked_scatter", input.shape, mask.shape)
+    if not shape:  # a 0-d result: scatter into its one-element 1-D view
+        return masked_scatter(input.reshape(1), mask.reshape(1), source).reshape(())
     coords = nonzero(mask.expand(shape), as_tuple=True)
     n = coords[0].shape[0] if coords else 0
     return index_put(input.expand(shape).clone(), coords, source.reshape(-1)[:n])

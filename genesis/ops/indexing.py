@@ -181,7 +181,7 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
                 advanced.append((view_dim, coords[:, j]))
                 view_dim += 1
         else:
-            if k.dtype.category != 1:
+            if k.dtype not in (dtypes.int64, dtypes.int32):
                 raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, got {k.dtype}")
             basic.append(slice(None))
             advanced.append((view_dim, k.to(dtypes.int64)))
@@ -266,7 +266,7 @@ def index_put(input: Tensor, indices: tuple, values: Any, accumulate: bool = Fal
     _check_same_dtype("index_put", input, values)
     if builtins.any(isinstance(i, Tensor) for i in indices):
         indices = _masks_as_coordinates(tuple(indices), values)
-        tensors = [_to_index_tensor("index_put", i, input) for i in indices]
+        tensors = [_to_index_tensor("index_put", i, input, IndexError) for i in indices]
         shape = broadcast_shapes("index_put", *(t.shape for t in tensors))
         checked = [_check_bounds("index_put", t, input.shape[d], d) for d, t in enumerate(tensors)]
         indices = tuple(t.ndarray.expand(shape) for t in checked) + (None,) * (input.ndim - len(tensors))

@@ -8,6 +8,7 @@ import builtins
 from typing import Any
 
 from genesis import dtypes
+from genesis import memory_format as _mf
 from genesis.device import to_device
 from genesis.ndarray import NDArray, normalize_dim
 from genesis.ops._args import _zeros, arange_like, ones_like_bool
@@ -140,7 +141,9 @@ def block_diag(*tensors: Tensor) -> Tensor:
     return cat(rows, 0)
 
 
-def _band_indices(op: str, row: int, col: int, offset: int, dtype: Any, device: Any, upper: bool) -> Tensor:
+def _band_indices(op: str, row: int, col: int, offset: int, dtype: Any, device: Any, layout: Any, pin_memory: bool,
+                  upper: bool) -> Tensor:
+    _mf.check_strided(op, layout)
     if row < 0 or col < 0:
         raise RuntimeError(f"{op}: row must be non-negative, got {row}" if row < 0
                            else f"{op}: col must be non-negative, got {col}")
@@ -151,19 +154,20 @@ def _band_indices(op: str, row: int, col: int, offset: int, dtype: Any, device: 
     r = arange_like(row, like).unsqueeze(1)
     c = arange_like(col, like).unsqueeze(0)
     mask = (c - r >= offset) if upper else (c - r <= offset)
-    return mask.nonzero().t().to(dtype).contiguous()
+    out = mask.nonzero().t().to(dtype).contiguous()
+    return Tensor._wrap(out.ndarray.pin_memory()) if pin_memory else out
 
 
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
-                 layout: Any = None) -> Tensor:
+                 layout: Any = None, pin_memory: bool = False) -> Tensor:
     """(2, N) row and column indices of the upper triangle (``col - row >= offset``) of a row x col matrix."""
-    return _band_indices("triu_indices", row, col, offset, dtype, device, True)
+    return _band_indices("triu_indices", row, col, offset, dtype, device, layout, pin_memory, True)
 
 
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
-                 layout: Any = None) -> Tensor:
+                 layout: Any = None, pin_memory: bool = False) -> Tensor:
     """(2, N) row and column indices of the lower triangle (``col - row <= offset``) of a row x col matrix."""
-    return _band_indices("tril_indices", row, col, offset, dtype, device, False)
+    return _band_indices("tril_indices", row, col, offset, dtype, device, layout, pin_memory, False)
 
 
 def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:

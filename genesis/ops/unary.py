@@ -7,11 +7,12 @@ a subclass names the backend op and writes its local derivative.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from genesis import dtypes
-from genesis.autograd import Primitive, is_grad_enabled
+from genesis.autograd import Primitive, is_grad_enabled, no_grad
 from genesis.ndarray import NDArray
-from genesis.ops._args import _reject_integers
+from genesis.ops._args import _reject_integers, zeros_like_detached
 from genesis.ops.arithmetic import Mul, negated
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import NoGradUnary, isnan, lt, where
@@ -192,8 +193,24 @@ class Relu(Unary):
         if not is_grad_enabled():  # the fused pass (torch's threshold_backward)
             return super().backward(ctx, grad)
         (out,) = ctx.saved_tensors
-        # A select rather than grad * (out > 0): a NaN gradient where relu is flat stays 0, as torch's.
-        return where(out > 0, grad, 0.0)
+        return ReluBackward.apply(grad, out)
+
+
+class ReluBackward(Primitive):
+    """relu's gradient as a recorded node (torch's ``threshold_backward``): ``grad`` where relu's output is
+    positive, 0 elsewhere (a select: a NaN gradient where relu is flat stays 0). Its own derivative is itself for
+    ``grad`` and zero for the output, which reaches the layers below as a zero gradient, not none, as in torch:
+    a bias under a gradient penalty gets a zero gradient that an optimizer steps with."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, out: NDArray) -> NDArray:
+        ctx.save_for_backward(out)
+        return grad.binary("relu_backward", out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return ReluBackward.apply(grad, out), zeros_like_detached(out)
 
 
 def output_saving() -> dict[str, type[Unary]]:
@@ -221,19 +238,24 @@ class LeakyRelu(Primitive):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        if is_grad_enabled():  # create_graph: the gradient in differentiable tensor ops
-            return where(x > 0, grad, grad * ctx.slope), None
         return LeakyReluBackward.apply(grad, x, ctx.slope), None
 
 
 class LeakyReluBackward(Primitive):
+    """leaky_relu's gradient (torch's ``leaky_relu_backward``): ``grad`` where ``x > 0``, ``negative_slope * grad``
+    elsewhere. Its derivative is itself for ``grad`` and zero for ``x``: a recorded double backward hands the layers
+    below a zero gradient, not none, as torch does."""
+
     @staticmethod
     def forward(ctx, grad: NDArray, x: NDArray, negative_slope: float) -> NDArray:
+        ctx.save_for_backward(x)
+        ctx.slope = negative_slope
         return grad.backend.leaky_relu_backward(grad, x, negative_slope)
 
     @staticmethod
-    def backward(ctx, *grads):
-        raise NotImplementedError("double backward through the fused leaky_relu backward is not supported")
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return LeakyReluBackward.apply(grad, x, ctx.slope), zeros_like_detached(x), None
 
 
 def leaky_relu(x: Tensor, negative_slope: float) -> Tensor:
@@ -253,9 +275,70 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return where(input > 0, input, input * weight)
 
 
+class Piecewise(Primitive):
+    """An activation of slope 0 where ``flat`` holds and 1 elsewhere (hardtanh, threshold, hardshrink, softshrink):
+    ``out``, its values computed without a graph, as one node; the gradient is ``PiecewiseBackward``'s. A subclass
+    per activation carries torch's node name."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, out: NDArray, flat: NDArray) -> NDArray:
+        ctx.save_for_backward(x, flat)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, flat = ctx.saved_tensors
+        return PiecewiseBackward.apply(grad, x, flat), None, None
+
+
+class PiecewiseBackward(Primitive):
+    """``Piecewise``'s gradient (torch's ``hardtanh_backward``, ``threshold_backward``...): 0 where ``flat``, ``grad``
+    elsewhere (a select: a NaN gradient where the slope is 0 stays 0). Its derivative is itself for ``grad`` and zero
+    for ``x``: a recorded double backward (a gradient penalty) hands the layers below a zero gradient, not none, as
+    torch does."""
+
+    @staticmethod
+    def forward(ctx, grad: NDArray, x: NDArray, flat: NDArray) -> NDArray:
+        ctx.save_for_backward(x, flat)
+        return flat.where(0.0, grad)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, flat = ctx.saved_tensors
+        return PiecewiseBackward.apply(grad, x, flat), zeros_like_detached(x), None
+
+
+class Hardtanh(Piecewise):
+    """``clamp(x, min_val, max_val)`` with slope 0 at the bounds too (relu6, hardsigmoid and hardswish use it)."""
+
+
+class Threshold(Piecewise):
+    """``value`` where ``x <= threshold``, ``x`` elsewhere."""
+
+
+class Hardshrink(Piecewise):
+    """0 where ``|x| <= lambd``, ``x`` elsewhere."""
+
+
+class Softshrink(Piecewise):
+    """0 where ``|x| <= lambd``, ``x`` moved ``lambd`` toward 0 elsewhere."""
+
+
+def piecewise_linear(node: type[Piecewise], x: Tensor, values: Callable[[Tensor], Tensor],
+                     flat: Callable[[Tensor], Tensor]) -> Tensor:
+    """``values(x)`` for an activation of slope 0 where ``flat(x)`` holds and 1 elsewhere; when autograd records,
+    one ``node`` (a ``Piecewise`` class) carries the gradient."""
+    if not (x.requires_grad and is_grad_enabled()):
+        return values(x)
+    with no_grad():
+        out = values(x)
+        mask = flat(x)
+    return node.apply(x, out, mask)
+
+
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """0 where ``|x| <= lambd``, ``x`` elsewhere (``nn.functional.hardshrink``; NaN stays NaN)."""
-    return where(abs(input) <= lambd, 0.0, input)
+    return piecewise_linear(Hardshrink, input, lambda x: where(abs(x) <= lambd, 0.0, x), lambda x: abs(x) <= lambd)
 
 
 class Gelu(Unary):
@@ -313,7 +396,8 @@ class Abs(Unary):
 
 
 class ZeroGradUnary(Primitive):
-    """Piecewise-constant unary ops (sign, floor, ceil, round, trunc): gradient zero, as in torch."""
+    """Piecewise-constant unary ops (sign, floor, ceil, round, trunc): gradient zero (zeros, even for an infinite or
+    NaN gradient), as in torch. A subclass per op carries torch's node name."""
 
     @staticmethod
     def forward(ctx, x: NDArray, op: str) -> NDArray:
@@ -321,7 +405,31 @@ class ZeroGradUnary(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * 0, None
+        return zeros_like_detached(grad), None
+
+
+class Sign(ZeroGradUnary):
+    """``sign``."""
+
+
+class Floor(ZeroGradUnary):
+    """``floor``."""
+
+
+class Ceil(ZeroGradUnary):
+    """``ceil``."""
+
+
+class Trunc(ZeroGradUnary):
+    """``trunc``."""
+
+
+class Round(ZeroGradUnary):
+    """``round`` (half to even)."""
+
+
+_ROUNDING_NODES: dict[str, type[ZeroGradUnary]] = {"sign": Sign, "floor": Floor, "ceil": Ceil, "trunc": Trunc,
+                                                   "round": Round}
 
 
 class Cast(Primitive):
@@ -464,7 +572,7 @@ def _rounding(op: str):
             _reject_bool(op, input)
         if input.dtype.category < 2 and op != "sign":
             return input.clone()
-        return ZeroGradUnary.apply(input, op)
+        return _ROUNDING_NODES[op].apply(input, op)
 
     fn.__name__ = op
     fn.__qualname__ = op  # the module-level name it is bound to, so documentation tools find it

@@ -314,7 +314,7 @@ class Optimizer:
                     if len(params) == 1 or not self._step_flat(group, params):
                         single.extend(params)
                 for p in single:
-                    state = self.state.setdefault(p, {})
+                    state = self._state_for_update(p, group)
                     _check_state(type(self).__name__, p, state, self.factored_state)
                     grad = p.grad
                     if grad.__class__ is not Tensor and grad.is_sparse:
@@ -325,6 +325,15 @@ class Optimizer:
                     else:
                         self._update(p, grad, state, group, step)
         return loss
+
+    def _keeps_state(self, group: dict[str, Any]) -> bool:
+        """Whether ``group``'s updates keep per-parameter state; where they keep none (SGD without momentum) no
+        entry of ``self.state`` is made, as torch's."""
+        return True
+
+    def _state_for_update(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
+        """``p``'s state (made on first use), or a scratch dict where ``group`` keeps no state."""
+        return self.state.setdefault(p, {}) if self._keeps_state(group) else {}
 
     def _check_sparse_grad(self, group: dict[str, Any]) -> None:
         """Raise torch's RuntimeError where ``group``'s update cannot take a sparse gradient: the optimizer takes
@@ -363,7 +372,7 @@ class Optimizer:
         replaced (by ``load_state_dict``, say). It applies when all parameters share their step count, their other
         non-tensor state and their set of state entries.
         """
-        states = [self.state.setdefault(p, {}) for p in params]
+        states = [self._state_for_update(p, group) for p in params]
         first = states[0]
         plain = {k: v for k, v in first.items() if k != "step" and not isinstance(v, Tensor)}
         for state in states[1:]:

@@ -40,6 +40,9 @@ class SGD(Optimizer):
                     "fused": fused}
         super().__init__(params, defaults)
 
+    def _keeps_state(self, group: dict[str, Any]) -> bool:
+        return group["momentum"] != 0  # the momentum buffer is SGD's only state
+
     def _fused_step(self, group: dict[str, Any], params: list[Tensor]) -> list[Tensor]:
         momentum = group["momentum"]
         rest = []

@@ -19,7 +19,7 @@ from genesis.autograd import no_grad
 from genesis.nn.modules.module import Module
 from genesis.nn.modules.normalization import _BatchNorm
 from genesis.ops.foreach import _foreach_add_, group_by_device_dtype
-from genesis.optim.lr_scheduler.scheduler import LRScheduler, _per_group
+from genesis.optim.lr_scheduler.scheduler import LRScheduler, _per_group, _warn_get_lr_called_within_step
 from genesis.optim.optimizer import Optimizer
 from genesis.tensor import Tensor, tensor
 
@@ -253,6 +253,7 @@ class SWALR(LRScheduler):
         return t
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         step = self._step_count - 1
         if self.anneal_epochs == 0:
             step = max(1, step)

@@ -9,7 +9,7 @@ from genesis import dtypes, random
 from genesis import ops as T
 from genesis.autograd import is_grad_enabled
 from genesis.nn.functional._out import check_out
-from genesis.ops.unary import Silu
+from genesis.ops.unary import Hardtanh, Silu, Softshrink, Threshold, piecewise_linear
 from genesis.ops.unary import hardshrink as hardshrink  # computed in the op layer: also Tensor.hardshrink
 from genesis.ops.unary import leaky_relu as _leaky_relu
 from genesis.ops.unary import prelu as prelu  # computed in the op layer: also Tensor.prelu
@@ -53,9 +53,19 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     return _apply(input, inplace, lambda x: _leaky_relu(x, negative_slope))
 
 
+def _elu_like(x: Tensor, curve: Callable[[Tensor], Tensor], slope: float) -> Tensor:
+    """``curve(x)`` where ``x < 0``, ``x`` where positive, as torch's ELU kernels choose: ``slope * x`` at 0 (the
+    same value and first derivative, no curvature: torch's double backward counts ``x < 0`` only), and NaN on the
+    positive side (its gradient passes with slope 1). The curve reads 0 wherever it is not selected, so its
+    derivative there stays finite."""
+    negative = x < 0
+    return T.where(x <= 0, T.where(negative, curve(T.where(negative, x, 0.0)), x * slope), x)
+
+
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
-    return _apply(input, inplace, _rounded_once(lambda x: T.where(x > 0, x, T.expm1(x) * alpha)))
+    return _apply(input, inplace,
+                  _rounded_once(lambda x: _elu_like(x, lambda v: T.expm1(v) * alpha, alpha)))
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -66,7 +76,8 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
-    return _apply(input, inplace, _rounded_once(lambda x: T.where(x > 0, x, T.expm1(x / alpha) * alpha)))
+    return _apply(input, inplace,
+                  _rounded_once(lambda x: _elu_like(x, lambda v: T.expm1(v / alpha) * alpha, 1.0)))
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -102,10 +113,8 @@ def tanh(input: Tensor) -> Tensor:
 def _hardtanh(x: Tensor, min_val: float, max_val: float) -> Tensor:
     """``clamp(x, min_val, max_val)`` with torch's hardtanh gradient: zero at the two bounds as well as outside them
     (clamp's own gradient passes at the bounds). Without autograd it is the one clamp."""
-    clamped = T.clamp(x, min_val, max_val)
-    if not (x.requires_grad and is_grad_enabled()):
-        return clamped
-    return T.where((x <= min_val) | (x >= max_val), clamped.detach(), x)
+    return piecewise_linear(Hardtanh, x, lambda v: T.clamp(v, min_val, max_val),
+                            lambda v: (v <= min_val) | (v >= max_val))
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
@@ -150,7 +159,7 @@ def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
     the value is truncated toward zero, as torch converts it."""
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         value = int(value)
-    return T.where(x <= threshold, value, x)
+    return piecewise_linear(Threshold, x, lambda v: T.where(v <= threshold, value, v), lambda v: v <= threshold)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
@@ -240,7 +249,12 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be in range [0, inf) for input dtype {input.dtype}, but found "
                            f"{lambd}")
-    return T.where((input >= -lambd) & (input <= lambd), 0.0, T.where(input < -lambd, input + lambd, input - lambd))
+
+    def inside(v: Tensor) -> Tensor:
+        return (v >= -lambd) & (v <= lambd)
+
+    return piecewise_linear(Softshrink, input,
+                            lambda v: T.where(inside(v), 0.0, T.where(v < -lambd, v + lambd, v - lambd)), inside)
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,

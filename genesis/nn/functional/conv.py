@@ -31,7 +31,7 @@ def ntuple(op: str, name: str, value: int | Sequence[int], n: int) -> tuple[int,
 def _same_padding(op: str, w_shape: tuple, stride: tuple, dilation: tuple, n: int) -> tuple[tuple, tuple | None]:
     """Symmetric padding for ``padding="same"``, plus the extra right-side padding when the total is odd."""
     if any(s != 1 for s in stride):
-        raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+        raise RuntimeError(f"{op}: padding='same' is not supported for strided convolutions")
     total = [d * (k - 1) for d, k in zip(dilation, w_shape[2:])]
     sym = tuple(t // 2 for t in total)
     extra = [t - 2 * s for t, s in zip(total, sym)]

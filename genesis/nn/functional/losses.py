@@ -360,8 +360,10 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
         return _reduce(T.abs(input - target), reduction)
 
     def smooth_l1(a: Tensor, b: Tensor, beta: float | Tensor) -> Tensor:
-        diff = T.abs(a - b)
-        return T.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
+        # The square of the signed difference (the same value): its second derivative is 1 / beta at 0 too.
+        d = a - b
+        diff = T.abs(d)
+        return T.where(diff < beta, 0.5 * d * d / beta, diff - 0.5 * beta)
 
     return _reduce(_as_kernel(smooth_l1, input, target, beta, dtypes.bfloat16), reduction)
 
@@ -376,8 +378,9 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
 
     def huber(a: Tensor, b: Tensor, delta: float | Tensor) -> Tensor:
-        diff = T.abs(a - b)
-        return T.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
+        d = a - b
+        diff = T.abs(d)
+        return T.where(diff < delta, 0.5 * d * d, delta * (diff - 0.5 * delta))
 
     loss = _as_kernel(huber, input, target, delta, dtypes.float16)
     if weight is not None:

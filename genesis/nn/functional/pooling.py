@@ -194,6 +194,8 @@ def _adaptive_sizes(op: str, input: Tensor, output_size: int | None | Sequence[i
         if input.shape[d] == 0:
             raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input has "
                                f"sizes {list(input.shape)} with dimension {d} being empty")
+    if not input.dtype.is_floating_point:  # torch's adaptive pools have real floating kernels only
+        raise NotImplementedError(f"\"{op}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     return sizes, out
 
 
@@ -269,27 +271,15 @@ def _adaptive(op: str, input: Tensor, output_size: int | None | Sequence[int | N
                 return input.mean(tuple(range(input.ndim - n, input.ndim)), keepdim=True)
             return _avg_pool(op, n, input, kernel, kernel, 0, False, True, None)
         return _max_pool(op, n, input, kernel, kernel, 0, 1, False, False)
-    if input.dtype.is_floating_point:
-        # Uneven windows (start = floor(i * in / out), end = ceil((i + 1) * in / out)): one kernel each way,
-        # 1-d as 2-d over a height of one.
-        batched = input.ndim == n + 2
-        x = input if batched else input.unsqueeze(0)
-        x = x.unsqueeze(2) if n == 1 else x
-        values, _ = AdaptivePool.apply(x, mode="avg" if reduce == "mean" else "max",
-                                       output_size=out_size if n == 2 else (1, out_size[0]))
-        values = values.squeeze(2) if n == 1 else values
-        return values if batched else values.squeeze(0)
-    # Integer input: one dim at a time from narrowed windows.
-    out = input
-    for axis, (size, o) in enumerate(zip(sizes, out_size)):
-        dim = input.ndim - n + axis
-        pieces = []
-        for i in range(o):
-            start, end = (i * size) // o, -(-((i + 1) * size) // o)
-            window = out.narrow(dim, start, end - start)
-            pieces.append(window.mean(dim, keepdim=True) if reduce == "mean" else window.amax(dim, keepdim=True))
-        out = T.cat(pieces, dim)
-    return out
+    # Uneven windows (start = floor(i * in / out), end = ceil((i + 1) * in / out)): one kernel each way, 1-d as 2-d
+    # over a height of one.
+    batched = input.ndim == n + 2
+    x = input if batched else input.unsqueeze(0)
+    x = x.unsqueeze(2) if n == 1 else x
+    values, _ = AdaptivePool.apply(x, mode="avg" if reduce == "mean" else "max",
+                                   output_size=out_size if n == 2 else (1, out_size[0]))
+    values = values.squeeze(2) if n == 1 else values
+    return values if batched else values.squeeze(0)
 
 
 def _adaptive_max_pool(op: str, n: int, input: Tensor, output_size: int | None | Sequence[int | None],
@@ -313,8 +303,6 @@ def adaptive_avg_pool3d(input: Tensor, output_size: int | None | Sequence[int | 
     """Average pooling of (N, C, D, H, W) or (C, D, H, W) input to a fixed (out_d, out_h, out_w)."""
     (input,) = amp.autocast_args("adaptive_avg_pool3d", input)
     sizes, out = _adaptive_sizes("adaptive_avg_pool3d", input, output_size, 3)
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"adaptive_avg_pool3d: not implemented for {input.dtype}")
     return _adaptive_avg(input, sizes, out)
 
 
@@ -418,7 +406,7 @@ def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: in
     if indices.shape != input.shape:
         raise RuntimeError(f"{op}: Expected shape of indices to be same as that of the input tensor "
                            f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
-    if indices.dtype.is_floating_point or indices.dtype.name == "bool":
+    if indices.dtype is not dtypes.int64:
         raise RuntimeError(f"{op}: elements in indices should be type int64 but got: {indices.dtype}")
     kernel = ntuple(op, "kernel_size", kernel_size, n)
     stride = kernel if stride is None else ntuple(op, "stride", stride, n)

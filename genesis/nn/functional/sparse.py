@@ -21,7 +21,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     ``padding_idx`` or ``scale_grad_by_freq`` when the weight requires grad).
     """
     index_dtype = input.ndarray.dtype
-    if index_dtype.category == 2:
+    if index_dtype not in (dtypes.int64, dtypes.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {index_dtype} instead (while checking arguments for embedding)")
     wshape = weight.ndarray.shape

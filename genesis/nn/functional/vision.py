@@ -129,6 +129,9 @@ def _check_grid_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str
                                f"sizes {list(input.shape)} with dimension {d} being empty")
     if mode == "bicubic" and input.ndim == 5:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if not input.dtype.is_floating_point:  # torch's sampling kernels are real floating only, whatever the grid
+        raise NotImplementedError(f"\"grid_sampler_{input.ndim - 2}d\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
 
 
 def _taps(position: Tensor, n: int, mode: str, padding_mode: str,

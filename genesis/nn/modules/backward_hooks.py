@@ -27,6 +27,7 @@ class _Identity(Function):
     @staticmethod
     def forward(ctx: Any, *tensors: Tensor, on_grads: Callable[[tuple], tuple]) -> Any:
         ctx.on_grads = on_grads
+        ctx.set_materialize_grads(False)  # an output that got no gradient reaches the hooks as None, as in torch
         return tensors if len(tensors) > 1 else tensors[0]
 
     @staticmethod

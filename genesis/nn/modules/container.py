@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import operator
 from collections import OrderedDict
 from itertools import islice
@@ -19,14 +20,17 @@ def _index(op: str, idx: int, size: int) -> int:
     return idx % size
 
 
-def _describe_entries(items: Iterable[tuple[Any, Any]]) -> str:
-    """torch's repr lines of a ParameterList/ParameterDict: kind, dtype and size of each entry."""
+def _describe_entries(items: Iterable[tuple[Any, Any]], by_type_name: bool = False) -> str:
+    """torch's repr lines of a ParameterList/ParameterDict: kind, dtype (a ParameterDict, ``by_type_name``: the
+    legacy type name, ``genesis.FloatTensor``), size and, on a GPU, device of each entry."""
     lines = []
     for key, value in items:
         if isinstance(value, Tensor):
             size = "x".join(str(s) for s in value.size())
             kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
-            lines.append(f"  ({key}): {kind} containing: [{value.dtype} of size {size}]")
+            where = f" ({value.device})" if value.device.type == "cuda" else ""
+            kind_of_data = value.type() if by_type_name else value.dtype
+            lines.append(f"  ({key}): {kind} containing: [{kind_of_data} of size {size}{where}]")
         else:
             lines.append(f"  ({key}): Object of type: {type(value).__name__}")
     return "\n".join(lines)
@@ -86,7 +90,7 @@ class Sequential(Module):
         n = len(self)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
-        index = index % (n + 1) if index < 0 else index
+        index = index + n if index < 0 else index  # as torch's: -1 inserts before the last module
         modules = list(self._modules.values())
         modules.insert(index, module)
         self._modules.clear()
@@ -154,7 +158,8 @@ class ModuleList(Module):
         return self
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
-        if isinstance(modules, (Module, Tensor)) or not hasattr(modules, "__iter__"):
+        """Append the modules of any iterable (a list, another ModuleList, a Sequential) at the end."""
+        if not isinstance(modules, collections.abc.Iterable):
             raise TypeError(f"ModuleList.extend should be called with an iterable, but got {type(modules).__name__}")
         for m in modules:
             self.append(m)
@@ -367,4 +372,4 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self) -> str:
-        return _describe_entries(self.items())
+        return _describe_entries(self.items(), by_type_name=True)

@@ -25,7 +25,7 @@ from genesis.nn.parameter import Parameter
 from genesis.tensor import Tensor
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized", "remove_parametrizations",
-           "type_before_parametrizations"]
+           "transfer_parametrizations_and_params", "type_before_parametrizations"]
 
 _cache_enabled = 0
 _cache: dict[tuple[int, str], Tensor] = {}
@@ -52,15 +52,31 @@ def _register_parameter_or_buffer(module: Module, name: str, value: Tensor) -> N
         module.register_buffer(name, value)
 
 
-def _check_same_kind(value: Any, like: Tensor, what: str, reference: str) -> None:
-    """``value`` must be a tensor with ``like``'s dtype and shape (the checks of a safe parametrization)."""
+# torch's wording of the checks of a safe parametrization, by check: the first registration's result, a chained
+# registration's result, and a chained registration's right_inverse (``{name}``: the parametrized tensor's name).
+_KIND_MESSAGES = {
+    "first": ("A parametrization must return a tensor. Got {got}.",
+              "Registering a parametrization may not change the {attr} of the tensor, unless `unsafe` flag is "
+              "enabled.\nunparametrized {attr}: {expected}\nparametrized {attr}: {value}"),
+    "chained": ("A parametrization must return a tensor. Got {got}.",
+                "Registering a parametrization may not change the {attr} of the tensor, unless the `unsafe` flag is "
+                "enabled.\nmodule.{name}.{attr}: {expected}\nparametrization(module.{name}).{attr}: {value}"),
+    "inverse": ("parametrization.right_inverse must return a tensor. Got: {got}",
+                "The tensor returned by parametrization.right_inverse must have the same {attr} as module.{name}, "
+                "unless the `unsafe` flag is enabled.\nmodule.{name}.{attr}: {expected}\nreturned {attr}: {value}"),
+}
+
+
+def _check_same_kind(value: Any, like: Tensor, check: str, name: str = "") -> None:
+    """``value`` must be a tensor with ``like``'s dtype and shape (the checks of a safe parametrization); ``check``
+    picks torch's wording (a key of ``_KIND_MESSAGES``)."""
+    not_tensor, changed = _KIND_MESSAGES[check]
     if not isinstance(value, Tensor):
-        raise ValueError(f"{what} must return a tensor. Got {type(value).__name__}.")
+        raise ValueError(not_tensor.format(got=type(value).__name__))
     for attr in ("dtype", "shape"):
         if getattr(value, attr) != getattr(like, attr):
-            raise ValueError(f"Registering a parametrization may not change the {attr} of the tensor, unless the "
-                             f"`unsafe` flag is enabled.\n{reference}.{attr}: {getattr(like, attr)}\n"
-                             f"{what}.{attr}: {getattr(value, attr)}")
+            raise ValueError(changed.format(attr=attr, name=name, expected=getattr(like, attr),
+                                            value=getattr(value, attr)))
 
 
 class ParametrizationList(ModuleList):
@@ -119,7 +135,7 @@ class ParametrizationList(ModuleList):
                 original_i.requires_grad_(original.requires_grad)
                 _register_parameter_or_buffer(self, f"original{i}", original_i)
         if not self.unsafe:
-            _check_same_kind(self(), original, "A parametrization", "unparametrized")
+            _check_same_kind(self(), original, "first")
 
     def right_inverse(self, value: Tensor) -> None:
         """Set the original tensor(s) so that the parametrized tensor becomes ``value``: the parametrizations'
@@ -240,14 +256,14 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
         if not unsafe:
             current = getattr(module, tensor_name)
             value = parametrization(current)
-            _check_same_kind(value, current, "A parametrization", f"module.{tensor_name}")
+            _check_same_kind(value, current, "chained", tensor_name)
             if hasattr(parametrization, "right_inverse"):
                 try:
                     inverse = parametrization.right_inverse(value)
                 except NotImplementedError:
                     pass  # right_inverse is the identity then
                 else:
-                    _check_same_kind(inverse, current, "parametrization.right_inverse", f"module.{tensor_name}")
+                    _check_same_kind(inverse, current, "inverse", tensor_name)
         parametrizations = module.parametrizations[tensor_name]
         parametrizations.append(parametrization)
         parametrizations.unsafe |= unsafe  # once unsafe, the chain stays unchecked
@@ -320,3 +336,33 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
 def type_before_parametrizations(module: Module) -> type:
     """The class ``module`` had before its first parametrization (its own class if it has none)."""
     return type(module).__bases__[0] if is_parametrized(module) else type(module)
+
+
+def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
+                                         tensor_name: str | None = None) -> Module:
+    """Register ``from_module``'s parametrizations of ``tensor_name`` (of every parametrized tensor when None) on
+    ``to_module``, which then shares ``from_module``'s original tensors (``original`` or ``original0``,
+    ``original1``...). A tensor ``to_module`` lacks is first created as a Parameter holding ``from_module``'s
+    parametrized value. Nothing happens when ``from_module`` is not parametrized.
+
+    Returns:
+        ``to_module``.
+    """
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
+    for name in names:
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        source = from_module.parametrizations[name]
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
+        target = to_module.parametrizations[name]
+        if hasattr(source, "original"):
+            target.original = source.original
+        else:
+            index = 0
+            while hasattr(source, f"original{index}"):
+                setattr(target, f"original{index}", getattr(source, f"original{index}"))
+                index += 1
+    return to_module

@@ -134,6 +134,8 @@ class ReduceLROnPlateau(LRScheduler):
         self.factor = factor
         self.optimizer = _check_optimizer(optimizer)
         self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr  # torch's attributes
+        if isinstance(min_lr, (list, tuple)) and len(min_lr) != len(optimizer.param_groups):
+            raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}")
         self.min_lrs = _per_group("min_lr", optimizer, min_lr)
         self.patience = patience
         self.cooldown = cooldown
@@ -144,9 +146,18 @@ class ReduceLROnPlateau(LRScheduler):
         self.mode = mode
         self.threshold = threshold
         self.threshold_mode = threshold_mode
+        self._reset()
+
+    def _reset(self) -> None:
+        """Forget the best value, the cooldown and the bad steps counted (as torch's)."""
         self.best = self.mode_worse
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
+
+    @property
+    def in_cooldown(self) -> bool:
+        """Whether the steps right after a reduction, in which bad steps do not count, are still running."""
+        return self.cooldown_counter > 0
 
     def _is_better(self, value: float) -> bool:
         if self.threshold_mode == "rel":
@@ -170,16 +181,30 @@ class ReduceLROnPlateau(LRScheduler):
             self.num_bad_epochs = 0
         else:
             self.num_bad_epochs += 1
-        if self.cooldown_counter > 0:
+        if self.in_cooldown:
             self.cooldown_counter -= 1
             self.num_bad_epochs = 0
         if self.num_bad_epochs > self.patience:
-            for group, min_lr in zip(self.optimizer.param_groups, self.min_lrs):
-                old_lr = float(group["lr"])
-                new_lr = max(old_lr * self.factor, min_lr)
-                if old_lr - new_lr > self.eps:
-                    group["lr"] = new_lr
+            self._reduce_lr()
             self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
         self._last_lr = self._current_lrs()
+
+    def _reduce_lr(self) -> None:
+        """Multiply every group's learning rate by ``factor``, down to its ``min_lr``. Groups added to the optimizer
+        since construction take the one ``min_lr`` given then; a per-group list cannot cover them (RuntimeError,
+        as torch's)."""
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(f"The number of param groups in the `optimizer` ({len(groups)}) differs from when "
+                                   f"`ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), usually due to a new "
+                                   "param group being added to the optimizer. Please modify the `min_lrs` field to "
+                                   "match the length of the `optimizer` param groups.")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for group, min_lr in zip(groups, self.min_lrs):
+            old_lr = float(group["lr"])
+            new_lr = max(old_lr * self.factor, min_lr)
+            if old_lr - new_lr > self.eps:
+                group["lr"] = new_lr
 

@@ -11,6 +11,7 @@ from genesis.optim.lr_scheduler.scheduler import (
     _per_group,
     _restore_callable,
     _saved_callable,
+    _warn_get_lr_called_within_step,
 )
 from genesis.optim.optimizer import Optimizer
 
@@ -63,6 +64,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         cos = math.cos(math.pi * self.T_cur / self.T_i)
         return [self.eta_min + (base - self.eta_min) * (1 + cos) / 2 for base in self.base_lrs]
 
@@ -90,7 +92,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             self.T_i = self.T_0
             self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        self._set_lrs(self.get_lr())
+        self._set_lrs(self._lrs_within_step(self.get_lr))
 
 
 class CyclicLR(LRScheduler):
@@ -146,6 +148,7 @@ class CyclicLR(LRScheduler):
         return self.gamma**x
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle  # position in the cycle, in [0, 1)
         height = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
@@ -237,6 +240,7 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"Tried to step {step} times. The specified number of total steps is {self.total_steps}")

@@ -73,6 +73,14 @@ def _saved_callable(fn: Callable | None) -> dict[str, Any] | None:
     return fn.__dict__.copy()
 
 
+def _warn_get_lr_called_within_step(scheduler: LRScheduler) -> None:
+    """torch's warning when a built-in schedule's ``get_lr`` is called outside ``step``: it computes the next step's
+    learning rates there, not the current ones."""
+    if not scheduler._get_lr_called_within_step:
+        warnings.warn("To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
+                      UserWarning, stacklevel=3)
+
+
 def _restore_callable(fn: Callable | None, saved: dict[str, Any] | None) -> None:
     if saved is not None:
         fn.__dict__.update(saved)
@@ -95,8 +103,11 @@ class LRScheduler:
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming a "
-                                   "scheduler with last_epoch >= 0")
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
+                                   "scheduler with last_epoch >= 0.\nThis typically happens when:\n1. You're trying "
+                                   "to resume training from a checkpoint but haven't properly loaded the optimizer "
+                                   "state\n2. You're using last_epoch >= 0 for a fresh training run (not "
+                                   "recommended)")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         _track_optimizer_steps(optimizer)
@@ -106,7 +117,7 @@ class LRScheduler:
         """Take the step that sets the learning rates for epoch 0."""
         self._step_count = 0
         self._is_initial = True
-        self._get_lr_called_within_step = False  # torch's flag, kept so that state dicts have torch's keys
+        self._get_lr_called_within_step = False  # True while step() computes the learning rates
         self.step()
         self._is_initial = False
 
@@ -143,11 +154,19 @@ class LRScheduler:
     def _update_lr(self, epoch: int | None = None) -> None:
         if epoch is None:
             self.last_epoch += 1
-            values = self.get_lr()
+            values = self._lrs_within_step(self.get_lr)
         else:
             self.last_epoch = epoch
-            values = self._get_closed_form_lr()
+            values = self._lrs_within_step(self._get_closed_form_lr)
         self._set_lrs(values)
+
+    def _lrs_within_step(self, compute: Callable[[], list[float]]) -> list[float]:
+        """``compute()`` run as part of a step, where the built-in schedules' ``get_lr`` does not warn."""
+        self._get_lr_called_within_step = True
+        try:
+            return compute()
+        finally:
+            self._get_lr_called_within_step = False
 
     def _set_lrs(self, values: Sequence[float]) -> None:
         self._write_lrs(values)

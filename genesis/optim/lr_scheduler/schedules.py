@@ -6,7 +6,13 @@ import math
 from collections import Counter
 from typing import Any, Callable, Sequence
 
-from genesis.optim.lr_scheduler.scheduler import LRScheduler, _check_optimizer, _restore_callable, _saved_callable
+from genesis.optim.lr_scheduler.scheduler import (
+    LRScheduler,
+    _check_optimizer,
+    _restore_callable,
+    _saved_callable,
+    _warn_get_lr_called_within_step,
+)
 from genesis.optim.optimizer import Optimizer
 
 
@@ -48,6 +54,7 @@ class LambdaLR(_FactorFunctionLR):
     """``lr = initial_lr * lr_lambda(epoch)``; ``lr_lambda`` is a function or one function per group."""
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
 
 
@@ -55,6 +62,7 @@ class MultiplicativeLR(_FactorFunctionLR):
     """Multiply the learning rate by ``lr_lambda(epoch)`` every step (a function or one function per group)."""
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         if self._is_initial:
             return self._current_lrs()
         return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._current_lrs())]
@@ -69,6 +77,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._current_lrs()
         return [lr * self.gamma for lr in self._current_lrs()]
@@ -87,6 +96,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch not in self.milestones:
             return self._current_lrs()
         return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._current_lrs()]
@@ -117,6 +127,7 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return [lr * self.factor for lr in self._current_lrs()]
         if self.last_epoch != self.total_iters:
@@ -144,6 +155,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return [lr * self.start_factor for lr in self._current_lrs()]
         if self._is_initial or self.last_epoch > self.total_iters:
@@ -165,6 +177,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         if self._is_initial:
             return self._current_lrs()
         return [lr * self.gamma for lr in self._current_lrs()]
@@ -185,6 +198,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         t, t_max, eta_min = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
             return self._current_lrs()
@@ -210,6 +224,7 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._current_lrs()
         t, n = self.last_epoch, self.total_iters

@@ -33,9 +33,13 @@ class _MapFetcher:
         self.dataset, self.collate_fn, self.auto_collation = dataset, collate_fn, auto_collation
 
     def __call__(self, request: Any) -> Any:
-        if self.auto_collation:
-            return self.collate_fn([self.dataset[i] for i in request])
-        return self.collate_fn(self.dataset[request])
+        if not self.auto_collation:
+            return self.collate_fn(self.dataset[request])
+        # A dataset may read a whole batch of indices at once (torch's ``__getitems__``).
+        getitems = getattr(self.dataset, "__getitems__", None)
+        if getitems:
+            return self.collate_fn(getitems(request))
+        return self.collate_fn([self.dataset[i] for i in request])
 
 
 class _IterableFetcher:
@@ -182,22 +186,17 @@ class DataLoader(Generic[T]):
             return _IterableFetcher(self.dataset, self.collate_fn, self.batch_size, self.drop_last)
         return _MapFetcher(self.dataset, self.collate_fn, self._auto_collation)
 
-    def __iter__(self) -> Iterator[Any]:
-        batches = self._batches()
-        if self.pin_memory and self._pinning_available():
-            return (_pin_memory(batch) for batch in batches)
-        return batches
-
-    def _batches(self) -> Iterator[Any]:
+    def __iter__(self) -> _BaseDataLoaderIter:
         # As torch's: every pass draws the workers' base seed from ``generator`` (the default generator when None),
         # with worker processes or without, before the sampler draws anything, so generators advance alike.
         base_seed = int(randint(0, 1 << 62, (), generator=self.generator).item())
-        if self.num_workers == 0:
-            if self._iterable:
-                return self._fetcher()(None)
-            fetch = self._fetcher()
-            return (fetch(request) for request in self._requests())
-        return _MultiProcessIterator(self, base_seed)
+        pin = self.pin_memory and self._pinning_available()
+        if self.num_workers > 0:
+            return _MultiProcessingDataLoaderIter(self, base_seed, pin)
+        if self._iterable:
+            return _SingleProcessDataLoaderIter(self, self._fetcher()(None), pin)
+        fetch = self._fetcher()
+        return _SingleProcessDataLoaderIter(self, (fetch(request) for request in self._requests()), pin)
 
     def _pinning_available(self) -> bool:
         """Whether batches can be pinned; warns as torch's loader does when asked for something it ignores."""
@@ -219,10 +218,47 @@ class DataLoader(Generic[T]):
         return len(self.batch_sampler if self._auto_collation else self.sampler)
 
 
-class _MultiProcessIterator:
-    """Hands index batches to worker processes round-robin and yields their results in order."""
+class _BaseDataLoaderIter:
+    """One pass over a loader, as torch's iterator: ``next`` gives the next batch (pinned if asked), ``len`` is the
+    loader's, ``_num_yielded`` counts the batches handed out."""
 
-    def __init__(self, loader: DataLoader, base_seed: int) -> None:
+    def __init__(self, loader: DataLoader, pin: bool) -> None:
+        self._loader = loader
+        self._pin = pin
+        self._num_yielded = 0
+
+    def _next_data(self) -> Any:
+        raise NotImplementedError
+
+    def __iter__(self) -> _BaseDataLoaderIter:
+        return self
+
+    def __next__(self) -> Any:
+        batch = self._next_data()
+        self._num_yielded += 1
+        return _pin_memory(batch) if self._pin else batch
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
+    """A pass whose batches are built in the main process (``num_workers=0``)."""
+
+    def __init__(self, loader: DataLoader, batches: Iterator[Any], pin: bool) -> None:
+        super().__init__(loader, pin)
+        self._batches = batches
+
+    def _next_data(self) -> Any:
+        return next(self._batches)
+
+
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+    """A pass whose batches are built by worker processes: hands index batches to them round-robin and yields
+    their results in order."""
+
+    def __init__(self, loader: DataLoader, base_seed: int, pin: bool) -> None:
+        super().__init__(loader, pin)
         ctx = loader.multiprocessing_context
         if ctx is None:
             ctx = multiprocessing.get_context(multiprocessing.get_start_method(allow_none=True))
@@ -277,10 +313,7 @@ class _MultiProcessIterator:
         self.sent += 1
         return True
 
-    def __iter__(self) -> _MultiProcessIterator:
-        return self
-
-    def __next__(self) -> Any:
+    def _next_data(self) -> Any:
         while True:
             if self.next_index >= self.sent:
                 self._shutdown()

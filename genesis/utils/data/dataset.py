@@ -61,6 +61,18 @@ class TensorDataset(Dataset[tuple]):
         return self.tensors[0].shape[0]
 
 
+def _samples_at(dataset: Any, indices: list) -> list:
+    """The samples of ``dataset`` at ``indices``: in one call where the dataset reads batches (``__getitems__``),
+    whose answer must hold one sample per index; else one ``dataset[i]`` each."""
+    getitems = getattr(dataset, "__getitems__", None)
+    if not callable(getitems):
+        return [dataset[i] for i in indices]
+    samples = getitems(indices)
+    if len(samples) != len(indices):
+        raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(samples)}")
+    return samples
+
+
 class StackDataset(Dataset[Any]):
     """Several datasets of one length side by side: sample ``i`` is ``(d[i] for d in args)`` as a tuple, or
     ``{name: d[i]}`` as a dict when the datasets are given by keyword (one form or the other, not both)."""
@@ -81,6 +93,13 @@ class StackDataset(Dataset[Any]):
         if isinstance(self.datasets, dict):
             return {name: d[index] for name, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list) -> list:
+        """The samples at ``indices``, each dataset read as a batch where it can (the DataLoader calls this)."""
+        if isinstance(self.datasets, dict):
+            columns = {name: _samples_at(d, indices) for name, d in self.datasets.items()}
+            return [{name: column[j] for name, column in columns.items()} for j in range(len(indices))]
+        return [tuple(row) for row in zip(*(_samples_at(d, indices) for d in self.datasets))]
 
     def __len__(self) -> int:
         return self._length
@@ -108,16 +127,35 @@ class ChainDataset(IterableDataset[T]):
 
 
 class Subset(Dataset[T]):
-    """The samples of ``dataset`` at ``indices``, in that order."""
+    """The samples of ``dataset`` at ``indices``, in that order.
+
+    The DataLoader reads a batch through ``__getitems__``, so a subclass that overrides ``__getitem__`` must
+    override ``__getitems__`` too (NotImplementedError otherwise, as torch's).
+    """
 
     def __init__(self, dataset: Dataset[T], indices: Sequence[int]) -> None:
         self.dataset = dataset
         self.indices = indices
+        if type(self).__getitem__ is not Subset.__getitem__ and type(self).__getitems__ is Subset.__getitems__:
+            name = type(self).__name__
+            raise NotImplementedError(
+                f"{name} overrides __getitem__ but not __getitems__. When subclassing Subset and overriding "
+                "__getitem__, you must also override __getitems__ to ensure DataLoader works correctly with your "
+                "custom logic. A simple implementation:\n\ndef __getitems__(self, indices):\n"
+                "    return [self.__getitem__(idx) for idx in indices]")
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, list):
             return self.dataset[[self.indices[i] for i in index]]
         return self.dataset[self.indices[index]]
+
+    def __getitems__(self, indices: list) -> list:
+        """The samples at ``indices``, read as one batch where the wrapped dataset can (the DataLoader calls
+        this)."""
+        getitems = getattr(self.dataset, "__getitems__", None)
+        if callable(getitems):
+            return getitems([self.indices[i] for i in indices])
+        return [self.dataset[self.indices[i]] for i in indices]
 
     def __len__(self) -> int:
         return len(self.indices)

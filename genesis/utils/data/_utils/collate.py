@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections.abc
 import copy
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -55,16 +55,102 @@ def rebuild_sequence(like: Sequence, items: list) -> Sequence:
         return items
 
 
-def default_collate(batch: Sequence[Any]) -> Any:
-    """Combine a list of samples into a batch, by the type of the first sample, as torch's ``default_collate``.
+def collate(batch: Sequence[Any], *, collate_fn_map: dict[type | tuple[type, ...], Callable] | None = None) -> Any:
+    """Combine a list of samples into a batch, as torch's ``collate``: by the type of the first sample.
 
-    - tensors and numpy arrays: stacked along a new first dimension (string and object arrays raise TypeError);
-    - numpy scalars: a tensor of their dtype; Python floats: float64; ints: int64; bools: bool;
-    - strings and bytes: the batch itself, unchanged (so one string field of tuple samples comes back as a tuple);
+    The type is looked up in ``collate_fn_map`` (its exact type first, then each key in insertion order that it is
+    an instance of); the function found is called as ``fn(batch, collate_fn_map=collate_fn_map)``. Containers that
+    no key claims are collated here:
+
     - mappings: collated key by key, in a mapping of the sample's type;
     - named tuples: collated field by field, in the same named tuple;
     - other sequences: collated position by position (all samples of equal length, else RuntimeError), in a list
       for tuples and in the sample's type otherwise.
+
+    Anything else raises TypeError.
+
+    Args:
+        batch: the samples.
+        collate_fn_map: element type (or tuple of types) -> collate function.
+
+    Returns:
+        The batch.
+    """
+    elem = batch[0]
+    if collate_fn_map is not None:
+        if type(elem) in collate_fn_map:
+            return collate_fn_map[type(elem)](batch, collate_fn_map=collate_fn_map)
+        for collate_type, fn in collate_fn_map.items():
+            if isinstance(elem, collate_type):
+                return fn(batch, collate_fn_map=collate_fn_map)
+    if isinstance(elem, collections.abc.Mapping):
+        return rebuild_mapping(elem, {key: collate([sample[key] for sample in batch], collate_fn_map=collate_fn_map)
+                                      for key in elem})
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
+        return type(elem)(*(collate(fields, collate_fn_map=collate_fn_map) for fields in zip(*batch)))
+    if isinstance(elem, collections.abc.Sequence):
+        if any(len(sample) != len(elem) for sample in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        collated = [collate(fields, collate_fn_map=collate_fn_map) for fields in zip(*batch)]
+        return collated if isinstance(elem, tuple) else rebuild_sequence(elem, collated)
+    raise TypeError(_COLLATE_ERROR.format(type(elem)))
+
+
+def collate_tensor_fn(batch: Sequence[Tensor], *, collate_fn_map: dict | None = None) -> Tensor:
+    """Tensors stacked along a new first dimension."""
+    return stack(list(batch), 0)
+
+
+def collate_numpy_array_fn(batch: Sequence[np.ndarray], *, collate_fn_map: dict | None = None) -> Any:
+    """Numpy arrays as tensors, collated again through ``collate_fn_map`` (string and object arrays raise
+    TypeError)."""
+    if batch[0].dtype.kind in _NON_NUMERIC_KINDS:
+        raise TypeError(_COLLATE_ERROR.format(batch[0].dtype))
+    return collate([as_tensor(sample) for sample in batch], collate_fn_map=collate_fn_map)
+
+
+def collate_numpy_scalar_fn(batch: Sequence[Any], *, collate_fn_map: dict | None = None) -> Tensor:
+    """Numpy scalars in a tensor of their dtype."""
+    return tensor(list(batch))
+
+
+def collate_float_fn(batch: Sequence[float], *, collate_fn_map: dict | None = None) -> Tensor:
+    """Python floats in a float64 tensor."""
+    return tensor(list(batch), dtype=dtypes.float64)
+
+
+def collate_int_fn(batch: Sequence[int], *, collate_fn_map: dict | None = None) -> Tensor:
+    """Python ints in an int64 tensor (bools, a subclass of int, in a bool tensor)."""
+    return tensor(list(batch))
+
+
+def collate_str_fn(batch: Sequence[Any], *, collate_fn_map: dict | None = None) -> Sequence[Any]:
+    """Strings and bytes: the batch itself, unchanged (so one string field of tuple samples comes back as a
+    tuple)."""
+    return batch
+
+
+# torch's registry of the leaf types ``default_collate`` knows; users extend it in place or pass their own map to
+# ``collate``.
+default_collate_fn_map: dict[type | tuple[type, ...], Callable] = {
+    Tensor: collate_tensor_fn,
+    np.ndarray: collate_numpy_array_fn,
+    (np.bool_, np.number, np.object_): collate_numpy_scalar_fn,
+    float: collate_float_fn,
+    int: collate_int_fn,
+    str: collate_str_fn,
+    bytes: collate_str_fn,
+}
+
+
+def default_collate(batch: Sequence[Any]) -> Any:
+    """Combine a list of samples into a batch, as torch's ``default_collate``: :func:`collate` with
+    ``default_collate_fn_map``.
+
+    - tensors and numpy arrays: stacked along a new first dimension (string and object arrays raise TypeError);
+    - numpy scalars: a tensor of their dtype; Python floats: float64; ints: int64; bools: bool;
+    - strings and bytes: the batch itself, unchanged;
+    - mappings, named tuples and other sequences: collated element-wise, as :func:`collate` describes.
 
     Args:
         batch: the samples.
@@ -72,31 +158,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
     Returns:
         The batch.
     """
-    elem = batch[0]
-    if isinstance(elem, Tensor):
-        return stack(list(batch), 0)
-    if isinstance(elem, np.ndarray):
-        if elem.dtype.kind in _NON_NUMERIC_KINDS:
-            raise TypeError(_COLLATE_ERROR.format(elem.dtype))
-        return stack([as_tensor(sample) for sample in batch], 0)
-    if isinstance(elem, (np.bool_, np.number)):
-        return tensor(list(batch))
-    if isinstance(elem, float):
-        return tensor(list(batch), dtype=dtypes.float64)
-    if isinstance(elem, int):  # bools too: they give a bool tensor
-        return tensor(list(batch))
-    if isinstance(elem, (str, bytes)):
-        return batch
-    if isinstance(elem, collections.abc.Mapping):
-        return rebuild_mapping(elem, {key: default_collate([sample[key] for sample in batch]) for key in elem})
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return type(elem)(*(default_collate(fields) for fields in zip(*batch)))
-    if isinstance(elem, collections.abc.Sequence):
-        if any(len(sample) != len(elem) for sample in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
-        collated = [default_collate(fields) for fields in zip(*batch)]
-        return collated if isinstance(elem, tuple) else rebuild_sequence(elem, collated)
-    raise TypeError(_COLLATE_ERROR.format(type(elem)))
+    return collate(batch, collate_fn_map=default_collate_fn_map)
 
 
 def default_convert(data: Any) -> Any:
@@ -125,4 +187,4 @@ def default_convert(data: Any) -> Any:
     return data
 
 
-__all__ = ["default_collate", "default_convert"]
+__all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
