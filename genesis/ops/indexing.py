@@ -263,6 +263,8 @@ def index_put(input: Tensor, indices: tuple, values: Any, accumulate: bool = Fal
     """Out-of-place ``input[indices] = values``; indices are NDArrays/None per dim or a tuple of index Tensors."""
     if not isinstance(values, Tensor):
         values = Tensor._wrap(NDArray.scalar(values, input.dtype, input.device))
+    elif values.device is not input.device and values.ndim == 0 and values.device.type == "cpu":
+        values = values.to(input.device)  # a CPU scalar goes to the input's device, as torch takes it
     _check_same_dtype("index_put", input, values)
     if builtins.any(isinstance(i, Tensor) for i in indices):
         indices = _masks_as_coordinates(tuple(indices), values)
