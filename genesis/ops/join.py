@@ -20,13 +20,11 @@ class Cat(Primitive):
     @staticmethod
     def forward(ctx, dim: int, *arrays: NDArray) -> NDArray:
         # torch skips 1-D empty tensors whatever the other shapes (legacy); they only receive an empty gradient.
-        if (0,) not in [a.shape for a in arrays]:  # the common case: nothing to skip
-            ctx.meta = (dim, [a.shape[dim] for a in arrays])
-            return cat_nd(arrays, dim)
-        skipped = [a.shape == (0,) for a in arrays]
-        kept = [a for a, skip in zip(arrays, skipped) if not skip] or list(arrays[:1])
-        ctx.meta = (dim, [None if skip else a.shape[dim] for a, skip in zip(arrays, skipped)])
-        return cat_nd(kept, dim)
+        sizes = [None if a.shape == (0,) else a.shape[dim] for a in arrays]
+        ctx.meta = (dim, sizes)
+        if None in sizes:
+            arrays = [a for a, n in zip(arrays, sizes) if n is not None] or arrays[:1]
+        return cat_nd(arrays, dim)
 
     @staticmethod
     def backward(ctx, grad):

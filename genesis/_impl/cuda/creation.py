@@ -15,6 +15,7 @@ from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.kernels import elementwise as ek
 from genesis._impl.cuda.launch import (
     _PTR16,
+    _coalesce,
     _contig,
     _ew,
     _new,
@@ -183,29 +184,6 @@ _CAT = td.Kernel(ek.cat_rows)
 _CAT_PLANS: dict[tuple, tuple] = {}
 
 
-def _lead_dims(shape: tuple[int, ...], dim: int, inputs: list[NDArray]) -> tuple[list[int], list[list[int]]] | None:
-    """The dims before ``dim`` (shared by every input) merged where every input walks two as one and size-1 dims
-    dropped: (sizes, each input's strides over them), or None when more than three dims remain."""
-    sizes: list[int] = []
-    strides: list[list[int]] = [[] for _ in inputs]
-    for d in range(dim):
-        n = shape[d]
-        if n == 1:
-            continue
-        if sizes and all(st[-1] == a.strides[d] * n for st, a in zip(strides, inputs)):
-            sizes[-1] *= n
-            for st, a in zip(strides, inputs):
-                st[-1] = a.strides[d]
-            continue
-        sizes.append(n)
-        for st, a in zip(strides, inputs):
-            st.append(a.strides[d])
-    if len(sizes) > 3:
-        return None
-    pad = 3 - len(sizes)
-    return [1] * pad + sizes, [[0] * pad + st for st in strides]
-
-
 def _rows_contiguous(x: NDArray, dim: int) -> bool:
     """Whether the elements of ``x`` from ``dim`` on form one contiguous run per index of the dims before it."""
     expected = 1
@@ -237,10 +215,14 @@ def _cat_plan(arrays: list[NDArray], dim: int, ptrs: list[int]) -> tuple:
             else:
                 alone.append((i, start))
         start += n
-    lead = _lead_dims(first.shape, dim, [arrays[i] for i, _ in batch]) if batch else None
-    if lead is None:
+    # The dims before ``dim`` (the same in every input), folded where every batched input walks two as one: at
+    # most three are numbered in the kernel, else every input is copied on its own.
+    lead, lead_strides = _coalesce(shape[:dim], [list(arrays[i].strides[:dim]) for i, _ in batch])
+    if not batch or len(lead) > 3:
         return tuple(shape), (), tuple(batch + alone)
-    (_, r1, r2), lead_strides = lead
+    pad = 3 - len(lead)
+    r1, r2 = ([1] * pad + lead)[1:]
+    lead_strides = [[0] * pad + st for st in lead_strides]
     launches = []
     optype = _PTR16[first.dtype]
     for g in range(0, len(batch), 4):

@@ -123,8 +123,8 @@ def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: fl
     M, N = _rows(xc)
     y = _new(x.shape, x.dtype, x.device)
     stats = _new((2,) + x.shape[:-1], _F32, x.device)  # mean and rstd in one block: one allocation, not two
-    mean, rstd = stats._view(x.shape[:-1], stats.strides[1:], 0), stats._view(x.shape[:-1], stats.strides[1:],
-                                                                               stats.strides[0])
+    rows, strides = x.shape[:-1], stats.strides[1:]
+    mean, rstd = stats._view(rows, strides, 0), stats._view(rows, strides, stats.strides[0])
     if M and N:
         rt.ensure_device(x.device.index)
         w = _dense(weight) if weight is not None else xc
