@@ -13,6 +13,7 @@ transposed back. Batches run one library call per matrix (a batch is a loop on t
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 from nvmath.bindings import cublas, cusolverDn
@@ -51,6 +52,15 @@ def _libraries(device: int) -> tuple[int, int]:
     return handles
 
 
+def _routine(A: NDArray, name: str, *size_args: object) -> tuple[int, Callable, int, storage.CudaStorage]:
+    """For cuSOLVER routine ``name`` (``potrf``, ``getrf``...) on ``A``'s dtype: the handle, the routine's float32
+    or float64 variant, its workspace size in elements for ``size_args`` and a workspace of that size."""
+    solver, _ = _libraries(A.device.index)
+    variant = ("d" if A.dtype is dtypes.float64 else "s") + name
+    size = getattr(cusolverDn, variant + "_buffer_size")(solver, *size_args)
+    return solver, getattr(cusolverDn, variant), size, storage.alloc(max(size, 1) * A.dtype.itemsize, A.device.index)
+
+
 def _check_real(op: str, x: NDArray) -> None:
     if x.dtype not in _ONE:
         raise RuntimeError(f"{op}: the CUDA backend factors float32 and float64 matrices, got {x.dtype.name}")
@@ -65,12 +75,7 @@ def cholesky(A: NDArray) -> tuple[NDArray, NDArray]:
     info = _new(batch, dtypes.int32, A.device)
     if not (count and n):
         return L, info
-    solver, _ = _libraries(A.device.index)
-    double = A.dtype is dtypes.float64
-    potrf = cusolverDn.dpotrf if double else cusolverDn.spotrf
-    size = (cusolverDn.dpotrf_buffer_size if double else cusolverDn.spotrf_buffer_size)(solver, _UPPER, n,
-                                                                                           _ptr(L), n)
-    work = storage.alloc(max(size, 1) * A.dtype.itemsize, A.device.index)
+    solver, potrf, size, work = _routine(A, "potrf", _UPPER, n, _ptr(L), n)
     step = n * n * A.dtype.itemsize
     base, info_base = _ptr(L), _ptr(info)
     for i in range(count):
@@ -116,12 +121,7 @@ def eigh(A: NDArray) -> tuple[NDArray, NDArray]:
     vectors = contiguous(A)  # symmetric: the same matrix read column-major; syevd leaves the eigenvectors in it
     values = _new((*batch, n), A.dtype, A.device)
     if count and n:
-        solver, _ = _libraries(A.device.index)
-        double = A.dtype is dtypes.float64
-        syevd = cusolverDn.dsyevd if double else cusolverDn.ssyevd
-        size = (cusolverDn.dsyevd_buffer_size if double else cusolverDn.ssyevd_buffer_size)(
-            solver, _VECTORS, _LOWER, n, _ptr(vectors), n, _ptr(values))
-        work = storage.alloc(max(size, 1) * A.dtype.itemsize, A.device.index)
+        solver, syevd, size, work = _routine(A, "syevd", _VECTORS, _LOWER, n, _ptr(vectors), n, _ptr(values))
         info = _new((count,), dtypes.int32, A.device)
         step, base, value_base = n * n * A.dtype.itemsize, _ptr(vectors), _ptr(values)
         for i in range(count):
@@ -141,12 +141,8 @@ def svd(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
     U = _new((*batch, n, m), A.dtype, A.device)  # column-major (m, n): row-major U^T
     Vt = _new((*batch, n, n), A.dtype, A.device)  # column-major Vh: row-major V
     if count and n:
-        solver, _ = _libraries(A.device.index)
-        double = A.dtype is dtypes.float64
-        gesvd = cusolverDn.dgesvd if double else cusolverDn.sgesvd
-        size = (cusolverDn.dgesvd_buffer_size if double else cusolverDn.sgesvd_buffer_size)(solver, m, n)
+        solver, gesvd, size, work = _routine(A, "gesvd", m, n)
         item = A.dtype.itemsize
-        work = storage.alloc(max(size, 1) * item, A.device.index)
         unconverged = storage.alloc(max(n - 1, 1) * item, A.device.index)  # gesvd's rwork
         info = _new((count,), dtypes.int32, A.device)
         for i in range(count):
@@ -165,12 +161,7 @@ def lu_factor(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
     pivots = _new((*batch, n), dtypes.int32, A.device)
     info = _new(batch, dtypes.int32, A.device)
     if count and n:
-        solver, _ = _libraries(A.device.index)
-        double = A.dtype is dtypes.float64
-        getrf = cusolverDn.dgetrf if double else cusolverDn.sgetrf
-        size = (cusolverDn.dgetrf_buffer_size if double else cusolverDn.sgetrf_buffer_size)(solver, n, n,
-                                                                                               _ptr(factors), n)
-        work = storage.alloc(max(size, 1) * A.dtype.itemsize, A.device.index)
+        solver, getrf, size, work = _routine(A, "getrf", n, n, _ptr(factors), n)
         step = n * n * A.dtype.itemsize
         base, pivot_base, info_base = _ptr(factors), _ptr(pivots), _ptr(info)
         for i in range(count):

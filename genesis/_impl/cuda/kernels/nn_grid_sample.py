@@ -70,6 +70,31 @@ def _point(grid, n, p, P, H, W, PAD: tl.constexpr, ALIGN: tl.constexpr, F64: tl.
 
 
 @triton.jit
+def _nearest(pm, ix, iy, H, W):
+    """The mask and offset of the pixel nearest each point (round half to even, as torch)."""
+    xn = libdevice.rint(ix).to(tl.int64)
+    yn = libdevice.rint(iy).to(tl.int64)
+    return pm & (xn >= 0) & (xn < W) & (yn >= 0) & (yn < H), yn * W + xn
+
+
+@triton.jit
+def _corners(pm, ix, iy, H, W):
+    """The bilinear weights along x and y of each point's four neighbours, and their masks and offsets (nw, ne,
+    sw, se)."""
+    x0f = tl.floor(ix)
+    y0f = tl.floor(iy)
+    x0, y0 = x0f.to(tl.int64), y0f.to(tl.int64)
+    x1, y1 = x0 + 1, y0 + 1
+    wx0, wx1 = x0f + 1 - ix, ix - x0f
+    wy0, wy1 = y0f + 1 - iy, iy - y0f
+    inx0, inx1 = (x0 >= 0) & (x0 < W), (x1 >= 0) & (x1 < W)
+    iny0, iny1 = (y0 >= 0) & (y0 < H), (y1 >= 0) & (y1 < H)
+    m_nw, m_ne, m_sw, m_se = pm & inx0 & iny0, pm & inx1 & iny0, pm & inx0 & iny1, pm & inx1 & iny1
+    o_nw, o_ne, o_sw, o_se = y0 * W + x0, y0 * W + x1, y1 * W + x0, y1 * W + x1
+    return wx0, wx1, wy0, wy1, m_nw, m_ne, m_sw, m_se, o_nw, o_ne, o_sw, o_se
+
+
+@triton.jit
 def grid_sample_fwd(x, grid, out, C, H, W, P, NEAREST: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr,
                     F64: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
     # x (N, C, H, W) and out (N, C, P) contiguous; grid (N, P, 2) contiguous; program (point block, image).
@@ -78,23 +103,10 @@ def grid_sample_fwd(x, grid, out, C, H, W, P, NEAREST: tl.constexpr, PAD: tl.con
     pm, ix, iy, _gx, _gy = _point(grid, n, p, P, H, W, PAD, ALIGN, F64, BLOCK_P)
     hw = H.to(tl.int64) * W
     if NEAREST:
-        xn = libdevice.rint(ix).to(tl.int64)
-        yn = libdevice.rint(iy).to(tl.int64)
-        mn = pm & (xn >= 0) & (xn < W) & (yn >= 0) & (yn < H)
-        on = yn * W + xn
+        mn, on = _nearest(pm, ix, iy, H, W)
     else:
-        x0f = tl.floor(ix)
-        y0f = tl.floor(iy)
-        x0, y0 = x0f.to(tl.int64), y0f.to(tl.int64)
-        x1, y1 = x0 + 1, y0 + 1
-        w_nw = (x0f + 1 - ix) * (y0f + 1 - iy)
-        w_ne = (ix - x0f) * (y0f + 1 - iy)
-        w_sw = (x0f + 1 - ix) * (iy - y0f)
-        w_se = (ix - x0f) * (iy - y0f)
-        inx0, inx1 = (x0 >= 0) & (x0 < W), (x1 >= 0) & (x1 < W)
-        iny0, iny1 = (y0 >= 0) & (y0 < H), (y1 >= 0) & (y1 < H)
-        m_nw, m_ne, m_sw, m_se = pm & inx0 & iny0, pm & inx1 & iny0, pm & inx0 & iny1, pm & inx1 & iny1
-        o_nw, o_ne, o_sw, o_se = y0 * W + x0, y0 * W + x1, y1 * W + x0, y1 * W + x1
+        wx0, wx1, wy0, wy1, m_nw, m_ne, m_sw, m_se, o_nw, o_ne, o_sw, o_se = _corners(pm, ix, iy, H, W)
+        w_nw, w_ne, w_sw, w_se = wx0 * wy0, wx1 * wy0, wx0 * wy1, wx1 * wy1
     for c0 in range(0, C, BLOCK_C):
         cs = c0 + tl.arange(0, BLOCK_C)
         cm = cs < C
@@ -127,21 +139,9 @@ def grid_sample_bwd(gout, x, grid, gx_out, ggrid, C, H, W, P, NEEDS_INPUT: tl.co
     gix = tl.zeros_like(ix)
     giy = tl.zeros_like(iy)
     if NEAREST:
-        xn = libdevice.rint(ix).to(tl.int64)
-        yn = libdevice.rint(iy).to(tl.int64)
-        mn = pm & (xn >= 0) & (xn < W) & (yn >= 0) & (yn < H)
-        on = yn * W + xn
+        mn, on = _nearest(pm, ix, iy, H, W)
     else:
-        x0f = tl.floor(ix)
-        y0f = tl.floor(iy)
-        x0, y0 = x0f.to(tl.int64), y0f.to(tl.int64)
-        x1, y1 = x0 + 1, y0 + 1
-        wx0, wx1 = x0f + 1 - ix, ix - x0f
-        wy0, wy1 = y0f + 1 - iy, iy - y0f
-        inx0, inx1 = (x0 >= 0) & (x0 < W), (x1 >= 0) & (x1 < W)
-        iny0, iny1 = (y0 >= 0) & (y0 < H), (y1 >= 0) & (y1 < H)
-        m_nw, m_ne, m_sw, m_se = pm & inx0 & iny0, pm & inx1 & iny0, pm & inx0 & iny1, pm & inx1 & iny1
-        o_nw, o_ne, o_sw, o_se = y0 * W + x0, y0 * W + x1, y1 * W + x0, y1 * W + x1
+        wx0, wx1, wy0, wy1, m_nw, m_ne, m_sw, m_se, o_nw, o_ne, o_sw, o_se = _corners(pm, ix, iy, H, W)
     for c0 in range(0, C, BLOCK_C):
         cs = c0 + tl.arange(0, BLOCK_C)
         cm = cs < C
