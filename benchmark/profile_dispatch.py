@@ -1,6 +1,6 @@
 """Where the host time of one op goes: each layer of the dispatch path timed alone, and the Python calls per op.
 
-    python benchmark/profile_dispatch.py [--device cpu|cuda] [--trace] [--python N]
+    python benchmark/profile_dispatch.py [--device cpu|cuda] [--trace] [--python N] [--ops WORD,...]
 
 The tiny-op rows time the same 8x8 ``add`` entered at each layer (operator, op function, ``Function.apply``,
 ``NDArray.binary``, the backend), so the differences between rows are what each layer costs. The op rows count the
@@ -78,6 +78,11 @@ def op_cases(lib, device: str) -> list[tuple[str, object]]:
     q = heads.view(8, 64, 12, 64).transpose(1, 2)
     cos = lib.randn(64, 64, device=device).to(autocast_dtype)
     rms_w = lib.ones(768, device=device, requires_grad=True)
+    # The style-transfer network's layers in float32 NCHW (reflection pad, 3x3 convolution with bias, affine
+    # instance norm), at a size whose GPU time is short.
+    plane = lib.randn(4, 32, 32, 32, device=device, requires_grad=True)
+    conv_w = lib.randn(32, 32, 3, 3, device=device, requires_grad=True)
+    conv_b, in_w, in_b = (lib.zeros(32, device=device, requires_grad=True) for _ in range(3))
 
     def rope():
         x1, x2 = q.chunk(2, dim=-1)
@@ -90,6 +95,10 @@ def op_cases(lib, device: str) -> list[tuple[str, object]]:
     def conv_block_step():
         y = fn.relu(fn.batch_norm(fn.conv2d(img, kernel, padding=1), *stats, bn_w, bn_b, training=True))
         y.sum().backward()
+
+    def style_block_step():
+        y = fn.conv2d(fn.pad(plane, (1, 1, 1, 1), mode="reflect"), conv_w, conv_b)
+        fn.relu(fn.instance_norm(y, weight=in_w, bias=in_b)).sum().backward()
     return [
         ("add 8x8", lambda: a + b),
         ("add 8x8, grad", lambda: x + x),
@@ -106,6 +115,10 @@ def op_cases(lib, device: str) -> list[tuple[str, object]]:
         ("batch_norm (train, NHWC)", lambda: fn.batch_norm(img, *stats, bn_w, bn_b, training=True)),
         ("relu (NHWC)", lambda: fn.relu(img)),
         ("conv+bn+relu fwd+bwd", conv_block_step),
+        ("reflection pad (fp32)", lambda: fn.pad(plane, (1, 1, 1, 1), mode="reflect")),
+        ("conv2d 3x3 + bias (fp32)", lambda: fn.conv2d(plane, conv_w, conv_b, padding=1)),
+        ("instance_norm affine", lambda: fn.instance_norm(plane, weight=in_w, bias=in_b)),
+        ("pad+conv+in+relu fwd+bwd", style_block_step),
         ("transpose (view)", lambda: heads.view(8, 64, 12, 64).transpose(1, 2)),
         ("mul strided x table (bf16)", lambda: q * cos),
         ("cat 2 halves (bf16)", lambda: lib.cat([q, q], dim=-1)),
@@ -121,6 +134,8 @@ def main() -> None:
     parser.add_argument("--trace", action="store_true", help="list the calls of each op")
     parser.add_argument("--python", type=int, default=0, metavar="N",
                         help="also print each op's N Python functions with the most own time")
+    parser.add_argument("--ops", default="", help="only the op rows whose name contains one of these comma-separated "
+                                                  "words")
     args = parser.parse_args()
     dev = args.device
     sync = genesis.cuda.synchronize if dev == "cuda" else (lambda: None)
@@ -141,7 +156,10 @@ def main() -> None:
         torch, torch_ok = None, False
     torch_cases = dict(op_cases(torch, dev)) if torch_ok else {}
     print(f"\n{'op':26s} {'py calls':>8s} {'genesis us':>11s} {'torch us':>9s}")
+    words = [w for w in args.ops.split(",") if w]
     for name, fn in op_cases(genesis, dev):
+        if words and not any(w in name for w in words):
+            continue
         fn()  # compile what the op needs first: the calls counted are those of a warm op
         calls = python_calls(fn)
         t_us = per_call_us(torch_cases[name], torch.cuda.synchronize if dev == "cuda" else (lambda: None), 300) \

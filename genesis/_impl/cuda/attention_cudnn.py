@@ -45,7 +45,7 @@ class _Graph:
 
     def run(self, pointers: dict[int, int]) -> None:
         ws = dnn.workspace(self.workspace)  # held until the call is enqueued
-        self.graph._execute(pointers, dnn.pointer(ws), dnn.handle().backend_handle)
+        self.graph._execute(pointers, dnn.pointer(ws), dnn.handle())
 
 
 def _capability(device: int) -> tuple[int, int]:
@@ -109,7 +109,7 @@ def _build(phase: str, io: Any, tensors: dict[int, NDArray], is_causal: bool, sc
     mod = dnn.module()
     FLOAT = mod.data_type.FLOAT
     g = mod._pybind_module.backend_graph(io_data_type=io, intermediate_data_type=FLOAT, compute_data_type=FLOAT,
-                                         handle=dnn.handle().backend_handle, name=f"genesis_sdpa_{phase}")
+                                         handle=dnn.handle(), name=f"genesis_sdpa_{phase}")
 
     def operand(uid: int, name: str) -> Any:
         x = tensors[uid]

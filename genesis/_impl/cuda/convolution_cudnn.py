@@ -26,6 +26,7 @@ from typing import Any
 from genesis import backends, dtypes
 from genesis._impl.cuda import cudnn_library as cudnn
 from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import storage
 from genesis._impl.cuda.creation import copy_
 from genesis._impl.cuda.launch import _new, _new_channels_last, _ptr
 from genesis.backends import cudnn as flags
@@ -35,6 +36,7 @@ _FPROP, _DGRAD, _WGRAD = "fprop", "dgrad", "wgrad"
 _UIDS = (1, 2, 3)  # (first input, second input, output) in every graph
 _BENCH_REPS = 5  # runs per timing of a plan in benchmark mode
 _MAX_CALLS = 4096  # fast-path entries kept (many distinct shapes, e.g. dynamic sizes: start over)
+_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)  # what cuDNN's convolutions compute in
 
 
 def _deterministic() -> bool:
@@ -53,12 +55,12 @@ class _Plan:
         self.workspace = workspace
 
     def run(self, pointers: dict[int, int]) -> None:
-        ws = cudnn.workspace(self.workspace)  # held until the call is enqueued
-        h = cudnn.handle().backend_handle
+        ws = cudnn.workspace(self.workspace) if self.workspace else None  # held until the call is enqueued
+        scratch = 0 if ws is None else ws.ptr
         if self.index < 0:
-            self.graph._execute(pointers, cudnn.pointer(ws), h)
+            self.graph._execute(pointers, scratch, cudnn.handle())
         else:
-            self.graph._execute_plan_at_index(pointers, cudnn.pointer(ws), self.index, h)
+            self.graph._execute_plan_at_index(pointers, scratch, self.index, cudnn.handle())
 
 
 _plans: dict[tuple, _Plan | None] = {}  # None: cuDNN declined this configuration
@@ -67,9 +69,12 @@ _declined: dict[tuple, str] = {}  # why, per declined configuration (for diagnos
 
 def usable(*arrays: NDArray) -> bool:
     """Whether cuDNN may run a convolution on these arrays (switch on, library present, supported dtype)."""
-    x = arrays[0]
-    return (flags.enabled and x.dtype in (dtypes.float32, dtypes.float16, dtypes.bfloat16)
-            and all(a.size for a in arrays) and cudnn.is_available())
+    if not flags.enabled or arrays[0].dtype not in _DTYPES:
+        return False
+    for a in arrays:
+        if not a.size:
+            return False
+    return cudnn.is_available()
 
 
 def declined() -> dict[tuple, str]:
@@ -140,7 +145,7 @@ def _build(kind: str, dtype: dtypes.dtype, descs: tuple, padding: tuple, stride:
     f32 = mod.data_type.FLOAT
     try:
         g = mod._pybind_module.backend_graph(io_data_type=dt, intermediate_data_type=f32, compute_data_type=f32,
-                                             handle=cudnn.handle().backend_handle)
+                                             handle=cudnn.handle())
         (a_dim, a_st), (b_dim, b_st), (o_dim, o_st) = descs
         a = g.tensor(dim=list(a_dim), stride=list(a_st), data_type=dt, uid=_UIDS[0], name="a")
         b = g.tensor(dim=list(b_dim), stride=list(b_st), data_type=dt, uid=_UIDS[1], name="b")
@@ -247,11 +252,11 @@ class _Call:
     working out layouts again: the host time of a convolution is mostly this bookkeeping and cuDNN's execute.
     """
 
-    __slots__ = ("plan", "size", "shape", "strides")
+    __slots__ = ("plan", "nbytes", "shape", "strides")
 
     def __init__(self, plan: _Plan, out: NDArray) -> None:
         self.plan = plan
-        self.size, self.shape, self.strides = (out.size,), out.shape, out.strides
+        self.nbytes, self.shape, self.strides = out.size * out.dtype.itemsize, out.shape, out.strides
 
     def run(self, a: NDArray, b: NDArray, into: NDArray | None = None) -> NDArray | None:
         """The output for operands of the recorded configuration (``into`` where it has the recorded layout); None
@@ -259,11 +264,11 @@ class _Call:
         pa, pb = _ptr(a), _ptr(b)
         if (pa | pb) & 15:
             return None
+        rt.ensure_device(a.device.index)
         if into is not None and into.shape == self.shape and into.strides == self.strides and not _ptr(into) & 15:
             out = into
         else:
-            out = _new(self.size, a.dtype, a.device).as_strided(self.shape, self.strides, 0)
-        rt.ensure_device(a.device.index)
+            out = NDArray(storage.alloc(self.nbytes, a.device.index), self.shape, self.strides, 0, a.dtype, a.device)
         self.plan.run({_UIDS[0]: pa, _UIDS[1]: pb, _UIDS[2]: _ptr(out)})
         return out
 

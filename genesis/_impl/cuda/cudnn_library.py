@@ -2,7 +2,8 @@
 
 The frontend is optional: :func:`is_available` is False when the package or ``libcudnn`` is missing, and callers
 then use their Triton or cuBLASLt path. One handle per device is created on first use; :func:`handle` binds it to
-the current Genesis stream on every call, so cuDNN work is ordered with Genesis's own kernels. The workspace is one
+the current Genesis stream whenever that stream changed since the last call (every cuDNN call of Genesis goes
+through it), so cuDNN work is ordered with Genesis's own kernels. The workspace is one
 device buffer per device from the caching allocator, grown when a plan needs more and kept for the process.
 """
 
@@ -15,7 +16,7 @@ from genesis._impl.cuda import storage
 
 _module: Any = None
 _load_error: str | None = None
-_handles: dict[int, Any] = {}
+_handles: dict[int, list] = {}  # device -> [cudnn.Handle, its backend handle (int), the stream it is bound to]
 
 
 def _load() -> Any:
@@ -56,15 +57,20 @@ def module() -> Any:
     return mod
 
 
-def handle() -> Any:
-    """The current device's ``cudnn.Handle``, bound to the current Genesis stream."""
-    mod = module()
-    device = rt.current_device()
-    h = _handles.get(device)
-    if h is None:
-        h = _handles[device] = mod.create_handle()
-    mod.set_stream(h, rt.stream_handle())
-    return h
+def handle() -> int:
+    """The current device's cuDNN handle (the backend's int handle), bound to the current Genesis stream."""
+    entry = _handles.get(rt.state.device)
+    if entry is None:
+        device = rt.current_device()  # sets the first device when none is current yet
+        entry = _handles.get(device)
+        if entry is None:
+            h = module().create_handle()
+            entry = _handles[device] = [h, h.backend_handle, None]
+    stream = rt.stream_handle()
+    if entry[2] != stream:
+        module().set_stream(entry[0], stream)
+        entry[2] = stream
+    return entry[1]
 
 
 def workspace(nbytes: int) -> Any:

@@ -26,7 +26,7 @@ from genesis._impl.cuda.launch import _contig, _new, _new_channels_last, _next_p
 from genesis._impl.cuda.reductions import reduce
 from genesis.memo import remember
 from genesis.memory_format import channels_last, channels_last_3d, is_dense_in, memory_format
-from genesis.ndarray import NDArray, check_same_device
+from genesis.ndarray import NDArray, check_same_device, contiguous_strides
 
 _F32, _F64, _I32 = dtypes.float32, dtypes.float64, dtypes.int32
 _ACC_KIND = {dtypes.float64: 1, dtypes.int64: 2}  # accumulator of average pooling (others: float32)
@@ -329,12 +329,24 @@ def _bn_cl_tiles(R: int, C: int, device: int) -> tuple[int, int, int, int]:
     return bk_, br, (_cdiv(R, rch) if R else 1), rch
 
 
+def _scratch(C: int, P: int, coef_rows: int, acc: dtypes.dtype, device: object) -> tuple[NDArray, NDArray]:
+    """The partial statistics (3, C, P) and the coefficients (coef_rows, C) of one batch-norm pass: views of one
+    allocation (both live only during the pass)."""
+    block = _new((C * (3 * P + coef_rows),), acc, device)
+    return _view(block, (3, C, P), 0), _view(block, (coef_rows, C), 3 * C * P)
+
+
+def _view(block: NDArray, shape: tuple[int, ...], offset: int) -> NDArray:
+    """The dense ``shape`` array starting ``offset`` elements into the contiguous ``block``."""
+    return NDArray(block.buffer, shape, contiguous_strides(shape), offset, block.dtype, block.device, True)
+
+
 def _bn_partials_cl(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, R: int,
-                    C: int) -> tuple[NDArray, int]:
+                    C: int, coef_rows: int) -> tuple[NDArray, int, NDArray]:
     """``_bn_partials`` for R rows of C channels (channels_last): programs over channel blocks x row ranges, about
     six per multiprocessor, each reading (BR, BK) tiles of ``_BN_TILE`` elements."""
     bk_, br, P, rch = _bn_cl_tiles(R, C, xc.device.index)
-    part = _new((3, C, P), acc, xc.device)
+    part, coef = _scratch(C, P, coef_rows, acc, xc.device)
     if not backward:
         g = mean = xc
     arrays = (xc, g, mean, part)
@@ -342,7 +354,7 @@ def _bn_partials_cl(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, b
     go = _BN_PARTIALS_CL.launcher(sig + ("i32", "i32", "i32", "i32"),
                                   (backward, acc is _F64, _wide(xc.size), br, bk_), 8)
     go(_cdiv(C, bk_), P, 1, *ptrs, R, C, max(rch, 1), P)
-    return part, P
+    return part, P, coef
 
 
 @functools.lru_cache(maxsize=1024)
@@ -377,11 +389,12 @@ def _bn_row_tiles(N: int, C: int, S: int, device: int) -> tuple[int | None, int,
 
 
 def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, N: int, C: int,
-                 S: int) -> tuple[NDArray, int]:
+                 S: int, coef_rows: int) -> tuple[NDArray, int, NDArray]:
     """Per-(channel, program) partial statistics, about four programs per multiprocessor: each program takes
-    ``chunk`` whole rows of S elements (long rows) or ``chunk`` flat elements of the channel (short rows)."""
+    ``chunk`` whole rows of S elements (long rows) or ``chunk`` flat elements of the channel (short rows). Returns
+    (partials (3, C, P), P, a (coef_rows, C) array for the coefficients made from them)."""
     rows, block, chunk, P = _bn_row_tiles(N, C, S, xc.device.index)
-    part = _new((3, C, P), acc, xc.device)
+    part, coef = _scratch(C, P, coef_rows, acc, xc.device)
     if not backward:  # the forward reads no gradient or mean
         g = mean = xc
     arrays = (xc, g, mean, part)
@@ -390,7 +403,7 @@ def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, back
                                (backward, rows is not None, acc is _F64, _wide(xc.size), block),
                                4 if block <= 512 else 8)
     go(C, P, 1, *ptrs, N, C, S, chunk, P)
-    return part, P
+    return part, P, coef
 
 
 def _bn_apply(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, C: int, S: int, backward: bool) -> None:
@@ -418,15 +431,16 @@ def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running
         rt.ensure_device(dev.index)
     if training and C:  # the statistics launch first: the device reads x while the host allocates the rest
         if fmt is not None:
-            part, P = _bn_partials_cl(xc, xc, xc, acc, False, N * S, C)
+            part, P, coef = _bn_partials_cl(xc, xc, xc, acc, False, N * S, C, 2)
         else:
-            part, P = _bn_partials(xc, xc, xc, acc, False, N, C, S)
+            part, P, coef = _bn_partials(xc, xc, xc, acc, False, N, C, S, 2)
     y = _new_in(x.shape, x.dtype, dev, fmt)
-    save_mean, save_invstd = _new((C,), acc, dev), _new((C,), acc, dev)
+    stats = _new((2 * C,), acc, dev)  # the saved mean and inverse deviation, kept together for backward
+    save_mean, save_invstd = _view(stats, (C,), 0), _view(stats, (C,), C)
     if not C:
         return y, save_mean, save_invstd
-    coef = _new((2, C), acc, dev)
     if not training:
+        coef = _new((2, C), acc, dev)
         part, P = coef, 1
     has_running = running_mean is not None and running_var is not None
     assert not has_running or (_contig(running_mean) and _contig(running_var)), "running stats update in place"
@@ -461,10 +475,9 @@ def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, runni
         mean = _dense(save_mean if training else running_mean)
         stat = _dense(save_invstd if training else running_var)
         if fmt is not None:
-            part, P = _bn_partials_cl(xc, g, mean, acc, True, N * S, C)
+            part, P, coef = _bn_partials_cl(xc, g, mean, acc, True, N * S, C, 4)
         else:
-            part, P = _bn_partials(xc, g, mean, acc, True, N, C, S)
-        coef = _new((4, C), acc, dev)
+            part, P, coef = _bn_partials(xc, g, mean, acc, True, N, C, S, 4)
         arrays = (part, _dense(weight) if weight is not None else coef, mean, stat, gw, gb, coef)
         ptrs, sig = _pointers(arrays)
         real = "fp64" if acc is _F64 else "fp32"

@@ -8,6 +8,8 @@ gathers in a fixed order (no atomics), so gradients are bitwise reproducible.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from genesis import dtypes
@@ -16,6 +18,7 @@ from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import from_numpy
 from genesis._impl.cuda.kernels import nn_pad as pk
 from genesis._impl.cuda.launch import _new, _new_channels_last, _pointers
+from genesis.memo import remember
 from genesis.memory_format import channels_last, channels_last_3d, suggest
 from genesis.ndarray import NDArray
 
@@ -23,6 +26,10 @@ _FWD = td.Kernel(pk.pad_fwd)
 _BWD = td.Kernel(pk.pad_bwd)
 _BLOCK = 512
 _TABLES: dict[tuple, tuple] = {}
+# Launch plans per operand layout and padding (a network pads the same shapes at every step).
+_PLANS: dict[tuple, tuple] = {}
+_BACKWARD_PLANS: dict[tuple, tuple] = {}
+_ARG_TYPES = ("i64",) + ("i32",) * 5 + ("i64",) * 6  # total, the iteration space's sizes and strides
 
 
 def _axis_tables(size: int, before: int, after: int, mode: str, device: object) -> tuple:
@@ -79,44 +86,66 @@ def _wide(*sizes: int) -> bool:
     return max(sizes) >= 2 ** 31
 
 
-def pad(x: NDArray, pad: tuple, mode: str) -> NDArray:
+def _forward_plan(x: NDArray, pad: tuple, mode: str) -> tuple:
+    """(output layout and shape, launch arguments) of padding arrays of x's shape and strides: worked out once."""
     padded = len(pad) // 2
-    if mode != "circular" and x.dtype is dtypes.bool_:
-        name = "reflection" if mode == "reflect" else "replication"
-        raise NotImplementedError(f"\"{name}_pad{padded}d\" not implemented for 'Bool'")
     last = _channels_last(x, padded)
     sizes, strides = _space(x, padded, last)
     amounts = _amounts(pad)
-    axes = [_axis_tables(n, b, a, mode, x.device) for n, (b, a) in zip(sizes[2:5], amounts)]
+    axes = tuple(_axis_tables(n, b, a, mode, x.device)[0] for n, (b, a) in zip(sizes[2:5], amounts))
     out_sizes = sizes[:2] + [n + b + a for n, (b, a) in zip(sizes[2:5], amounts)] + sizes[5:]
-    y = _alloc(tuple(x.shape[:x.ndim - padded]) + tuple(out_sizes[5 - padded:5]), x.dtype, x.device, last)
-    total = y.size
+    shape = tuple(x.shape[:x.ndim - padded]) + tuple(out_sizes[5 - padded:5])
+    total = math.prod(shape)
+    return last, shape, total, axes, (_wide(x.size, total), _BLOCK), (total, *out_sizes[1:], *strides)
+
+
+def pad(x: NDArray, pad: tuple, mode: str) -> NDArray:
+    key = (x.shape, x.strides, x.dtype, pad, mode, x.device.index)
+    plan = _PLANS.get(key)
+    if plan is None:
+        padded = len(pad) // 2
+        if mode != "circular" and x.dtype is dtypes.bool_:
+            name = "reflection" if mode == "reflect" else "replication"
+            raise NotImplementedError(f"\"{name}_pad{padded}d\" not implemented for 'Bool'")
+        plan = remember(_PLANS, key, _forward_plan(x, pad, mode))
+    last, shape, total, axes, consts, args = plan
+    y = _alloc(shape, x.dtype, x.device, last)
     if total:
         rt.ensure_device(x.device.index)
-        arrays = (x, y, axes[0][0], axes[1][0], axes[2][0])
-        ptrs, sig = _pointers(arrays)
-        go = _FWD.launcher(sig + ("i64",) + ("i32",) * 5 + ("i64",) * 6,
-                           (_wide(x.size, total), _BLOCK), 4)
-        go(-(-total // _BLOCK), 1, 1, *ptrs, total, *out_sizes[1:], *strides)
+        ptrs, sig = _pointers((x, y) + axes)
+        go = _FWD.launcher(sig + _ARG_TYPES, consts, 4)
+        go(-(-total // _BLOCK), 1, 1, *ptrs, *args)
     return y
 
 
-def pad_backward(grad: NDArray, input_shape: tuple, pad: tuple, mode: str) -> NDArray:
-    if grad.dtype.category != 2:
-        raise RuntimeError(f"pad_backward: expected a floating-point gradient, got {grad.dtype.name}")
+def _backward_plan(grad: NDArray, dx: NDArray, pad: tuple, mode: str, last: bool) -> tuple:
+    """(input gradient layout, launch arguments) of the adjoint of padding for gradients of grad's shape and
+    strides into arrays laid out as ``dx``: worked out once."""
     padded = len(pad) // 2
-    last = _channels_last(grad, padded)
     _, strides = _space(grad, padded, last)
-    dx = _alloc(tuple(input_shape), grad.dtype, grad.device, last)
     sizes, _ = _space(dx, padded, last)
     total = dx.size
+    axes = [_axis_tables(n, b, a, mode, grad.device) for n, (b, a) in zip(sizes[2:5], _amounts(pad))]
+    tables = tuple(t for axis in axes for t in axis[1:4])
+    consts = (*(axis[4] for axis in axes), grad.dtype is dtypes.float64, _wide(total, grad.size), _BLOCK // 2)
+    return last, dx.shape, total, tables, consts, (total, *sizes[1:], *strides)
+
+
+def pad_backward(grad: NDArray, input_shape: tuple, pad: tuple, mode: str) -> NDArray:
+    key = (grad.shape, grad.strides, grad.dtype, tuple(input_shape), pad, mode, grad.device.index)
+    plan = _BACKWARD_PLANS.get(key)
+    if plan is None:
+        if grad.dtype.category != 2:
+            raise RuntimeError(f"pad_backward: expected a floating-point gradient, got {grad.dtype.name}")
+        last = _channels_last(grad, len(pad) // 2)
+        dx = _alloc(tuple(input_shape), grad.dtype, grad.device, last)
+        plan = remember(_BACKWARD_PLANS, key, _backward_plan(grad, dx, pad, mode, last))
+    else:
+        dx = _alloc(plan[1], grad.dtype, grad.device, plan[0])
+    _, _, total, tables, consts, args = plan
     if total:
         rt.ensure_device(grad.device.index)
-        axes = [_axis_tables(n, b, a, mode, grad.device) for n, (b, a) in zip(sizes[2:5], _amounts(pad))]
-        arrays = (grad, dx) + tuple(t for axis in axes for t in axis[1:4])
-        ptrs, sig = _pointers(arrays)
-        go = _BWD.launcher(sig + ("i64",) + ("i32",) * 5 + ("i64",) * 6,
-                           (*(axis[4] for axis in axes), grad.dtype is dtypes.float64, _wide(total, grad.size),
-                            _BLOCK // 2), 4)
-        go(-(-total // (_BLOCK // 2)), 1, 1, *ptrs, total, *sizes[1:], *strides)
+        ptrs, sig = _pointers((grad, dx) + tables)
+        go = _BWD.launcher(sig + _ARG_TYPES, consts, 4)
+        go(-(-total // (_BLOCK // 2)), 1, 1, *ptrs, *args)
     return dx

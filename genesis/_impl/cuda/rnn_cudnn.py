@@ -159,7 +159,7 @@ class _Plan:
         for desc, width in ((self.h_desc, P), (self.c_desc, H)):  # h is projected to P wide; c stays H wide
             _check(_lib.cudnnSetTensorNdDescriptor(desc, dt, 3, _int_array([1, B, width]),
                                                    _int_array([B * width, width, 1])), "cudnnSetTensorNdDescriptor")
-        handle = dnn.handle().backend_handle
+        handle = dnn.handle()
         size = ctypes.c_size_t()
         _check(_lib.cudnnGetRNNWeightSpaceSize(handle, self.rnn, ctypes.byref(size)), "cudnnGetRNNWeightSpaceSize")
         self.weight_bytes = size.value
@@ -328,7 +328,7 @@ def rnn_layer(mode: str, x: NDArray, h0: NDArray, c0: NDArray | None, w_ih: NDAr
     fwd_mode = _TRAINING if training else _INFERENCE
     work_bytes, reserve_bytes = plan.scratch[fwd_mode]
     reserve = empty((reserve_bytes,), dtypes.uint8, x.device) if reserve_bytes else None
-    handle = dnn.handle().backend_handle
+    handle = dnn.handle()
     work = dnn.workspace(work_bytes)  # held until the call is enqueued
     status = _lib.cudnnRNNForward(
         handle, plan.rnn, fwd_mode, _ptr(plan.seq_lengths), plan.x_desc, _ptr(xs), plan.y_desc, _ptr(y),
@@ -376,7 +376,7 @@ def rnn_layer_backward(mode: str, grad_out: NDArray | None, grad_h: NDArray | No
     dh0 = empty((B, P), x.dtype, x.device) if mask[1] else None
     dc0 = empty((B, H), x.dtype, x.device) if mode == "LSTM" and mask[2] else None
     work_bytes, reserve_bytes = plan.scratch[_TRAINING]
-    handle = dnn.handle().backend_handle
+    handle = dnn.handle()
     work = dnn.workspace(work_bytes)  # held until both calls below are enqueued
     work_ptr = dnn.pointer(work) or None
     _check(_lib.cudnnRNNBackwardData_v8(

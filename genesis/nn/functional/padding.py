@@ -34,47 +34,50 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
 
     Modes: ``"constant"`` (negative amounts crop), ``"reflect"``, ``"replicate"``, ``"circular"``.
     """
-    if len(pad) % 2:
+    n = len(pad)
+    shape = input.ndarray.shape
+    ndim = len(shape)
+    if n % 2:
         raise RuntimeError("Padding length must be divisible by 2")
-    if len(pad) // 2 > input.ndim:
+    if n // 2 > ndim:
         raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
-                           f"padding length {len(pad)} and input of dimension {input.ndim}")
-    if mode not in ("constant", "reflect", "replicate", "circular"):
+                           f"padding length {n} and input of dimension {ndim}")
+    if mode == "constant":
+        out = input
+        for i in range(n // 2):
+            before, after = int(pad[2 * i]), int(pad[2 * i + 1])
+            if before or after:
+                out = _pad_constant(out, ndim - 1 - i, before, after, 0.0 if value is None else value)
+        return keep_memory_format(new_memory(out, input), input)
+    if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
-    if mode != "constant" and value not in (None, 0):
+    if value not in (None, 0):
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
-    if mode != "constant" and (len(pad) not in (2, 4, 6) or input.ndim not in (len(pad) // 2 + 1, len(pad) // 2 + 2)):
+    if n not in (2, 4, 6) or ndim not in (n // 2 + 1, n // 2 + 2):
         raise NotImplementedError(
-            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            f"Padding size {n} is not supported for {ndim}D input tensor.\n"
             "Supported combinations for non-constant padding:\n"
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
-    if mode in ("reflect", "replicate"):
+    if mode != "circular":
         (input,) = amp.autocast_args(f"{'reflection' if mode == 'reflect' else 'replication'}_pad", input)
-    if mode == "constant":
-        out = input
-        for i in range(len(pad) // 2):
-            before, after = int(pad[2 * i]), int(pad[2 * i + 1])
-            if before or after:
-                out = _pad_constant(out, input.ndim - 1 - i, before, after, 0.0 if value is None else value)
-        return keep_memory_format(new_memory(out, input), input)
-    for i in range(len(pad) // 2):
-        dim, size = input.ndim - 1 - i, input.shape[input.ndim - 1 - i]
-        before, after = int(pad[2 * i]), int(pad[2 * i + 1])
+    amounts = tuple(int(p) for p in pad)
+    out = input
+    for i in range(n // 2):
+        dim = ndim - 1 - i
+        size, before, after = shape[dim], amounts[2 * i], amounts[2 * i + 1]
         if mode == "reflect" and (before >= size or after >= size):
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                               f"but got: padding ({before}, {after}) at dimension {dim} of input {tuple(input.shape)}")
+                               f"but got: padding ({before}, {after}) at dimension {dim} of input {tuple(shape)}")
         if mode == "circular" and (before > size or after > size):
             raise RuntimeError("Padding value causes wrapping around more than once.")
-    # Negative amounts crop first (torch's result is the same), then one kernel pads every dim at once.
-    out = input
-    for i in range(len(pad) // 2):
-        before, after = min(int(pad[2 * i]), 0), min(int(pad[2 * i + 1]), 0)
-        if before or after:
-            dim = input.ndim - 1 - i
-            out = out.narrow(dim, -before, out.shape[dim] + before + after)
-    amounts = tuple(max(int(p), 0) for p in pad)
+        # Negative amounts crop first (torch's result is the same), then one kernel pads every dim at once.
+        if before < 0 or after < 0:
+            crop_before, crop_after = min(before, 0), min(after, 0)
+            out = out.narrow(dim, -crop_before, out.shape[dim] + crop_before + crop_after)
+    if min(amounts) < 0:
+        amounts = tuple(max(p, 0) for p in amounts)
     if not any(amounts):
         return new_memory(out, input)
     return Pad.apply(out, pad=amounts, mode=mode)
