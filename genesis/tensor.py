@@ -288,18 +288,17 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is None:
-            if self._hooks is None:
-                self._hooks = []
-            hooks = self._hooks
+            hooks = self._hooks = self._hooks if self._hooks is not None else []
         else:
             node = self.grad_fn
-            if node._output_hooks is None:
-                node._output_hooks = {}
+            node._output_hooks = node._output_hooks if node._output_hooks is not None else {}
             hooks = node._output_hooks.setdefault(self._output_nr, [])
         hooks.append(hook)
         return RemovableHandle(hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable) -> RemovableHandle:
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_accumulate_hooks is None:

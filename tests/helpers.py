@@ -19,6 +19,7 @@ import torch
 import genesis
 
 DEVICE = os.environ.get("GENESIS_TEST_DEVICE", "cpu")
+ACC = "torch::autograd::AccumulateGrad"  # torch's name() of a leaf's gradient-accumulating node
 
 requires_cuda = pytest.mark.skipif(
     DEVICE != "cuda" and not genesis.cuda.is_available(), reason="needs a CUDA GPU (set GENESIS_TEST_DEVICE=cuda)"

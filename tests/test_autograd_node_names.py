@@ -252,3 +252,41 @@ def test_node_hook_returning_the_wrong_count_raises() -> None:
         y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0], grad_inputs[0]))
         with pytest.raises(RuntimeError, match="incorrect number of values"):
             y.sum().backward()
+
+
+def _leaf_node_hooks(lib: object) -> list:
+    """What the pre- and post-hooks of a leaf's AccumulateGrad node see over two backward passes (the hook on
+    ``p.expand_as(p).grad_fn.next_functions[0][0]`` that data-parallel wrappers register), and the node's names."""
+    p = lib.ones(3, requires_grad=True, **({} if lib is torch else {"device": DEVICE}))
+    node = p.expand_as(p).grad_fn.next_functions[0][0]
+    seen = [type(node).__name__, node.name()]
+    def grad() -> list | None:
+        return None if p.grad is None else p.grad.tolist()
+
+    node.register_prehook(lambda go: seen.append(("pre", [g.tolist() for g in go], grad())))
+    node.register_hook(lambda gi, go: seen.append(("post", gi, [g.tolist() for g in go], grad())))
+    (p * 2).sum().backward()
+    (p * 3).sum().backward()
+    return seen
+
+
+def test_leaf_node_hooks_run_as_torch() -> None:
+    assert _leaf_node_hooks(genesis) == _leaf_node_hooks(torch)
+
+
+@pytest.mark.parametrize("returned", ["int", "double", "shape"])
+def test_tensor_hook_returning_another_kind_of_value_raises_as_torch(returned: str) -> None:
+    errors = []
+    for lib in (torch, genesis):
+        x = lib.ones(2, requires_grad=True, **({} if lib is torch else {"device": DEVICE}))
+        x.register_hook({"int": lambda g: 1, "double": lambda g: g.double(), "shape": lambda g: g[:1]}[returned])
+        with pytest.raises((TypeError, RuntimeError)) as info:
+            (x * 2).sum().backward()
+        errors.append((info.type, str(info.value).replace("genesis.", "torch.").replace("cuda.", "")))
+    assert errors[0] == errors[1]
+
+
+def test_post_accumulate_grad_hook_needs_a_tensor_that_requires_grad() -> None:
+    for lib in (torch, genesis):
+        with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"):
+            lib.ones(2).register_post_accumulate_grad_hook(lambda t: None)

@@ -9,7 +9,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import genesis
 import genesis.nn.functional as F
-from tests.helpers import DEVICE, assert_same, check, check_bits, check_error, rand, to_genesis, to_torch
+from tests.helpers import ACC, DEVICE, assert_same, check, check_bits, check_error, rand, to_genesis, to_torch
 
 
 def fn(name: str, *args: object, **kwargs: object):
@@ -213,7 +213,7 @@ def test_layer_norm_fused_entry_cases():
     x, w, b = (to_genesis(t) for t in (rand(2, 3, 5, dtype=f32), rand(5, dtype=f32), rand(5, dtype=f32)))
     out = F.layer_norm(x, (5,), w, b)
     assert out.grad_fn.name() == "NativeLayerNormBackward0"
-    assert [n.name() for n, _ in out.grad_fn.next_functions if n is not None] == ["AccumulateGrad"] * 3
+    assert [n.name() for n, _ in out.grad_fn.next_functions if n is not None] == [ACC] * 3
 
 
 @pytest.mark.parametrize("name", ["layer_norm", "rms_norm"])
@@ -254,7 +254,7 @@ def test_embedding_index_shapes_one_node(case):
     # One node from the weight to the rows, whatever the index's shape.
     out = F.embedding(to_genesis(idx), to_genesis(rand(5, 3)))
     assert out.grad_fn.name() == "EmbeddingBackward0"
-    assert [n.name() for n, _ in out.grad_fn.next_functions if n is not None] == ["AccumulateGrad"]
+    assert [n.name() for n, _ in out.grad_fn.next_functions if n is not None] == [ACC]
 
 
 def test_embedding_double_backward():

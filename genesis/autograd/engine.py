@@ -141,6 +141,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 if node.__class__ is AccumulateGrad:
                     if inputs is None:
                         _accumulate_leaf(node.variable, grads[0], create_graph, handed)
+                        for hook in node._post_hooks or ():  # a leaf node's hooks see () and its gradient
+                            hook((), tuple(grads))
                     continue
                 if _fn._profiling:
                     in_grads = _fn._recorder(node.name(), grads, _call_backward, node, grads, retain_graph,
@@ -205,14 +207,17 @@ def _leading_to(targets: set[Node], roots: Sequence[Node]) -> set[Node]:
 
 
 def _run_hooks(hooks: Sequence[Callable], g: Any) -> Any:
-    """Call tensor hooks in order; a hook's returned tensor (of the same shape) replaces the gradient."""
+    """Call tensor hooks in order; a hook's returned tensor (of the same shape and type) replaces the gradient."""
     for hook in hooks:
         new = hook(g)
         if new is not None:
+            if not isinstance(new, _fn.Tensor):
+                raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+            name = getattr(hook, "__name__", type(hook).__name__)
+            if new.dtype is not g.dtype or new.device != g.device:
+                raise RuntimeError(f"hook '{name}' has changed the type of value (was {g.type()} got {new.type()})")
             if new.shape != g.shape:
-                name = getattr(hook, "__name__", type(hook).__name__)
-                raise RuntimeError(f"hook '{name}' has changed the size of value (from {tuple(g.shape)} to "
-                                   f"{tuple(new.shape)})")
+                raise RuntimeError(f"hook '{name}' has changed the size of value")
             g = new
     return g
 

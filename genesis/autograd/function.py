@@ -139,7 +139,7 @@ class AccumulateGrad(Node):
         self.variable = variable
 
     def name(self) -> str:
-        return "AccumulateGrad"
+        return "torch::autograd::AccumulateGrad"  # torch's name (its class is still named AccumulateGrad)
 
 
 class BackwardCtx(Node):
