@@ -18,6 +18,7 @@ import dataclasses
 import importlib
 import json
 import os
+import types
 import zlib
 from collections import OrderedDict
 from typing import Any, BinaryIO, Union
@@ -69,6 +70,9 @@ class _Encoder:
         self.refs_by_id: dict[int, list[dict[str, Any]]] = {}
         # The distinct tensors found on each storage, by (device, dtype, storage address).
         self.by_storage: dict[tuple[str, str, int], list[Tensor]] = {}
+        # Where each module or plain object was first stored: a second reference (a module used twice, a hook
+        # object two hook tables share) is stored as a reference to that place and loads as the same object.
+        self.objects_by_id: dict[int, str] = {}
 
     def encode(self, obj: Any, path: str) -> Any:
         if isinstance(obj, SparseBase):
@@ -90,7 +94,7 @@ class _Encoder:
         if isinstance(obj, Size):
             return {"__size__": list(obj)}
         if isinstance(obj, set):
-            return {"__set__": [self.encode(v, path) for v in sorted(obj, key=repr)]}
+            return {"__set__": [self.encode(v, f"{path}.{i}") for i, v in enumerate(sorted(obj, key=repr))]}
         if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):  # a namedtuple: its class by import name
             return {"__namedtuple__": _import_name(type(obj), path),
                     "items": [self.encode(v, _join(path, f)) for f, v in zip(obj._fields, obj)]}
@@ -109,11 +113,18 @@ class _Encoder:
                 return {k: self.encode(v, _join(path, k)) for k, v in obj.items()}
             return {"__dict__": [[self.encode(k, f"{path}.<key>"), self.encode(v, _join(path, str(k)))]
                                  for k, v in obj.items()]}
+        if id(obj) in self.objects_by_id:
+            return {"__same__": self.objects_by_id[id(obj)]}
         if isinstance(obj, Module):
+            self.objects_by_id[id(obj)] = path
             return self._module(obj, path)
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+            # A class or function (a module's hook in its hook table, an activation class): by import name.
+            return {"__callable__": _import_name(obj, path)}
         if _is_plain_class(type(obj)) and hasattr(obj, "__dict__"):
             # A dataclass or another plain object (argparse.Namespace): its class by import name and its attributes
             # (loaded with weights_only=False, or with the class marked safe).
+            self.objects_by_id[id(obj)] = path
             return {"__object__": _import_name(type(obj), path),
                     "state": {k: self.encode(v, _join(path, k)) for k, v in vars(obj).items()}}
         raise TypeError(f"save: cannot store an object of type {type(obj).__name__} at '{path or '<root>'}'; "
@@ -132,7 +143,8 @@ class _Encoder:
             if isinstance(value, OrderedDict):
                 state[key] = {"__odict__": [[k, self.encode(v, _join(where, str(k)))] for k, v in value.items()]}
             elif isinstance(value, (set, frozenset)):
-                state[key] = {"__set__": [self.encode(v, where) for v in sorted(value, key=repr)]}
+                state[key] = {"__set__": [self.encode(v, f"{where}.{i}")
+                                          for i, v in enumerate(sorted(value, key=repr))]}
             elif callable(value) and not isinstance(value, (Module, Tensor)):
                 state[key] = {"__callable__": _import_name(value, where)}
             else:
@@ -268,8 +280,9 @@ def save(obj: Any, f: FileLike, *, pickle_protocol: int = 2, _use_new_zipfile_se
         obj: a tensor, or dicts / lists / tuples / sets nesting tensors, numbers, strings, bytes, bools, None,
             sizes, dtypes, devices; namedtuples, dataclass instances or whole modules (their class by import name,
             their attributes, parameters and buffers; they load back with ``load(..., weights_only=False)``). A
-            tensor referenced twice (tied weights) is stored once and loads as one tensor; views of one storage
-            load as views of one storage.
+            tensor referenced twice (tied weights) is stored once and loads as one tensor, and so does a module or
+            object (a submodule used twice); views of one storage load as views of one storage. Functions and
+            classes (a module's hooks) are stored by import name.
         f: a path (written atomically) or a writable binary file object.
         pickle_protocol, _use_new_zipfile_serialization: accepted so that torch's calls run, and ignored: the file
             is safetensors whatever they say (nothing is pickled, and there is no zip or legacy format to choose).
@@ -375,6 +388,7 @@ class _Decoder:
         self.weights_only = weights_only
         self.tensors: dict[Any, Tensor] = {}
         self.storages: dict[str, Tensor] = {}
+        self.objects: dict[str, Any] = {}  # the modules and plain objects rebuilt so far, by place in the structure
 
     def _bad(self, path: str, what: str) -> CheckpointError:
         return CheckpointError(f"load: '{self.name}' has a corrupt structure at '{path or '<root>'}': {what}")
@@ -429,6 +443,10 @@ class _Decoder:
             return self._device(data["__device__"], path)
         if "__object__" in data:
             return self._module(data, path, depth)
+        if "__same__" in data:
+            if data["__same__"] not in self.objects:
+                raise self._bad(path, f"'__same__' refers to {data['__same__']!r}, where no object was stored")
+            return self.objects[data["__same__"]]
         if "__odict__" in data:
             pairs = data["__odict__"]
             if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
@@ -444,7 +462,7 @@ class _Decoder:
             items = data["__set__"]
             if not isinstance(items, list):
                 raise self._bad(path, f"'__set__' holds {type(items).__name__}, not a list")
-            return set(_hashable(self.decode(v, path, depth + 1)) for v in items)
+            return set(_hashable(self.decode(v, f"{path}.{i}", depth + 1)) for i, v in enumerate(items))
         if "__callable__" in data:
             return self._named(data["__callable__"], path, "function or class")
         return {k: self.decode(v, _join(path, k), depth + 1) for k, v in data.items()}
@@ -484,6 +502,7 @@ class _Decoder:
         if not isinstance(state, dict):
             raise self._bad(path, "an object's 'state' must be a map of its attributes")
         obj = cls.__new__(cls)
+        self.objects[path] = obj
         obj.__dict__.update({k: self.decode(v, _join(path, k), depth + 1) for k, v in state.items()})
         return obj
 

@@ -87,8 +87,14 @@ def test_parameters_to_vector_and_back() -> None:
         assert_same(g, t)
     with pytest.raises(TypeError, match="expected torch.Tensor"):
         vector_to_parameters([1.0, 2.0], g_params)
-    with pytest.raises(RuntimeError, match="hold 24 elements"):
-        vector_to_parameters(genesis.zeros(5, device=DEVICE), g_params)
+    for lib, params in ((genesis, g_params), (torch, t_params)):
+        with pytest.raises(RuntimeError, match=r"shape '\[3, 4\]' is invalid for input of size 5"):
+            lib.nn.utils.vector_to_parameters(lib.zeros(5, device=params[0].device), params)
+        lib.nn.utils.vector_to_parameters(lib.ones(30, device=params[0].device), params)  # the rest is ignored
+        assert all(bool((p == 1).all()) for p in params)
+        transposed = lib.zeros(3, 2, device=params[0].device).t()
+        with pytest.raises(RuntimeError, match="is not compatible with input"):
+            lib.nn.utils.parameters_to_vector([transposed])  # view(-1), as torch: contiguous parameters only
 
 
 def test_parameters_to_vector_is_differentiable() -> None:

@@ -214,6 +214,29 @@ def test_hook_based_weight_norm_checkpoint_loads_into_the_parametrization() -> N
     assert_same(g_module(to_genesis(x)), t_module(x))
 
 
+def test_hook_based_spectral_norm_state_dict_versions_as_torch() -> None:
+    g_module, t_module = _normed_pair("spectral_norm", "conv2d")
+    t_model, g_model = torch.nn.Sequential(t_module), genesis.nn.Sequential(g_module)
+    t_model(rand(2, 3, 5, 5, seed=13, requires_grad=False))  # a training step moves weight_u and weight_v on
+    assert g_model.state_dict()._metadata == t_model.state_dict()._metadata  # {"0": {"spectral_norm": ...}, ...}
+    # The layout before version 1: "weight" beside "weight_orig" and "weight_u", no "weight_v", no version.
+    old = {key: value for key, value in t_model.state_dict().items() if key != "0.weight_v"}
+    old["0.weight"] = t_module.weight.detach()
+    g_fresh, t_fresh = _normed_pair("spectral_norm", "conv2d")
+    t_result = t_fresh.load_state_dict({key[2:]: value for key, value in old.items()})
+    g_result = g_fresh.load_state_dict({key[2:]: to_genesis(value) for key, value in old.items()})
+    assert str(g_result) == str(t_result)
+    assert_same(g_fresh.weight_v, t_fresh.weight_v)
+    missing = {key[2:]: value for key, value in old.items() if key != "0.weight_u"}
+    assert str(g_fresh.load_state_dict({k: to_genesis(v) for k, v in missing.items()}, strict=False)) == str(
+        t_fresh.load_state_dict(missing, strict=False))
+    # Removal drops both state-dict hooks (torch 2.13 leaves the load hook, whose later loads then ask for
+    # "weight_orig" and "weight_u": a torch bug not copied).
+    genesis.nn.utils.remove_spectral_norm(g_fresh)
+    assert not g_fresh._state_dict_hooks and not g_fresh._load_state_dict_pre_hooks
+    assert str(g_fresh.load_state_dict(g_fresh.state_dict())) == "<All keys matched successfully>"
+
+
 def test_weight_norm_whole_tensor_and_warning() -> None:
     module = genesis.nn.Linear(5, 4, device=DEVICE)
     with pytest.warns(FutureWarning, match="parametrizations.weight_norm"):

@@ -603,3 +603,27 @@ def test_whole_module_needs_weights_only_false_and_importable_names(tmp_path):
     model.act = lambda t: t * 2  # a lambda cannot be found again by name
     with pytest.raises(TypeError, match="only classes and functions that an import finds by name"):
         genesis.save(model, tmp_path / "bad.pt")
+
+
+def _double_output(module, args, output):
+    """A forward hook kept in a saved module's hook table."""
+    return output * 2
+
+
+def test_whole_module_keeps_shared_submodules_and_named_hooks(tmp_path):
+    shared = genesis.nn.Linear(3, 3)
+    model = genesis.nn.Sequential(shared, genesis.nn.ReLU(), shared)
+    model[1].register_forward_hook(_double_output)
+    genesis.nn.utils.spectral_norm(model[0])  # one SpectralNorm object in three hook tables
+    genesis.save({"model": model, "again": model[2]}, tmp_path / "m.pt")
+    ck = genesis.load(tmp_path / "m.pt", weights_only=False)
+    loaded = ck["model"]
+    assert loaded[0] is loaded[2] and ck["again"] is loaded[0]  # one module, as pickle keeps it
+    assert list(loaded[1]._forward_hooks.values()) == [_double_output]
+    hooks = [*loaded[0]._forward_pre_hooks.values(), *loaded[0]._state_dict_hooks.values()]
+    assert hooks[1].fn is hooks[0]
+    model.eval()
+    loaded.eval()
+    x = genesis.ones(2, 3)
+    assert torch.equal(to_torch(loaded(x)), to_torch(model(x)))
+    assert loaded.state_dict()._metadata == model.state_dict()._metadata

@@ -227,6 +227,14 @@ def test_model_loading_idioms_patching_torch_modules() -> None:
     _compare("model_loading_idioms.py", [])
 
 
+def test_module_hooks_spectral_norm_versions_and_whole_model_checkpoints() -> None:
+    # Full backward hooks on a tuple with a number and a named tuple (one grad_output entry per item), none on a
+    # dict; a spectral-norm state dict of the layout before version 1 loads; a longer vector fills the parameters;
+    # a whole model keeps its shared block and its hook function through torch.save / torch.load.
+    losses = _compare("module_hooks_checkpoints.py", [])
+    assert losses[:3] == [0, False, 2] and losses[16] == 1 and losses[30] is True and losses[32] is True
+
+
 def test_checkpoint_views_and_dlpack_capsules() -> None:
     # Split views of a fused weight share its memory after torch.load; namedtuples, dataclasses, bytes, complex,
     # Size and sets round trip; a weights-only load refuses classes with UnpicklingError; DLPack shares memory.
@@ -269,6 +277,22 @@ def test_convs2s_encoder_recurrent_cells_and_packed_sequences_by_hand() -> None:
     assert all(losses[i] is True for i in (0, 20, 28, 32, 33, 41, 46, 48, 53, 54))  # messages, hooks, dtypes
 
 
+def test_simclr_with_hand_written_lars_and_lamb_and_their_checkpoint() -> None:
+    # A 0-d trust ratio is the number alpha; a user optimizer's 0-d state loads from a checkpoint unchecked; a
+    # parameter listed twice warns and is stepped once per appearance, indexed by its last position.
+    losses = _compare("ssl_lars_lamb_checkpoint.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+    assert losses[8] < losses[0] and losses[16] == losses[19] == 3 and losses[18] is True
+    assert losses[26:32] == [0.25, 0.25, 0.25, True, True, True] and losses[35:38] == [10, 11, 6.0]
+
+
+def test_metric_learning_and_relational_distillation_losses() -> None:
+    # CosineEmbeddingLoss ignores label 0; 'elementwise_mean' is 'mean' with torch's warning; the legacy flags and
+    # 'mean' KL divergence warn; mixed dtypes and wrong weight sizes are refused in torch's words.
+    losses = _compare("metric_distillation_losses.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+    assert losses[20:22] == [True, True] and losses[22:25] == [0.0, 0.0, 4] and losses[27] is losses[28] is True
+    assert all(v is True for v in losses[31:41])
+
+
 def test_word_vectors_with_sparse_gradients_and_optimizer_refusals() -> None:
     # Adagrad, SGD with momentum, LBFGS and SparseAdam on sparse embedding gradients; the optimizers that refuse one
     # say so in torch's words and change nothing; max_norm renormalizes as torch rounds it.
@@ -282,6 +306,16 @@ def test_sparse_embedding_gradients_handled_by_hand_and_by_grad_scaler() -> None
     # -=), and GradScaler unscaling sparse gradients whose values came from a broadcast gradient.
     losses = _compare("sparse_embedding_hand_loops.py", [])
     assert losses[15] < losses[0] and all(losses[i] is True for i in (1, 3, 24, 48)) and losses[25] is False
+
+
+def test_recommender_with_tied_tables_and_sparse_slices() -> None:
+    # Sizes from a numpy config in EmbeddingBag's repr; a max_norm table renormalized after a projection that only
+    # needs its gradient; BCEWithLogitsLoss in the labels' dtype; bad offsets refused; a sparse click matrix indexed
+    # per user, selected, narrowed, permuted and unsqueezed with torch's coalesced marks.
+    losses = _compare("recsys_tied_tables_sparse_slices.py", [])
+    assert losses[0:2] == [True, True] and losses[8] < losses[2]
+    assert losses[3:10:2] == [True] * 4 and losses[11] is True and losses[20:22] == [True, True]
+    assert losses[40] == 2.0 and losses[47:51] == [5, True, 6, 5] and losses[51] is False
 
 
 def test_pygcn_with_legacy_sparse_constructors_and_segment_pooling() -> None:

@@ -7,7 +7,10 @@ grad_output)`` and may return a replacement ``grad_input``. Entries for position
 requiring grad are None; keyword arguments are not part of ``grad_input`` (torch's rules); a tensor argument that
 does not require grad, beside one that does, has a zero gradient (torch's hook node marks it non-differentiable and
 materializes its gradient). When no input requires grad, the full hooks run with an all-None ``grad_input`` as
-soon as the output gradients are known.
+soon as the output gradients are known. Only a tensor or a tuple (named tuples included) of outputs is hooked, as in
+torch: ``grad_output`` has one entry per tuple item, None for the items that are not tensors requiring grad; any
+other output (a list, a dict) gets a warning and no hook runs, and neither do the full hooks of a call whose inputs
+get gradients that did not pass through its outputs.
 """
 
 from __future__ import annotations
@@ -35,12 +38,12 @@ class _Identity(Function):
         return tuple(ctx.on_grads(grads))
 
 
-def _replaced(what: str, result: Any, count: int) -> tuple:
-    """A hook's replacement of ``what`` ("grad_input" or "grad_output"), checked to hold ``count`` entries."""
+def _replaced(hook_kind: str, what: str, result: Any, count: int) -> tuple:
+    """A hook's replacement of ``what`` ("grad_input" or "grad_output"), checked to hold ``count`` entries;
+    ``hook_kind`` ("Backward hook" or "Backward pre hook") names the hook in the error."""
     result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     if len(result) != count:
-        raise RuntimeError(f"Backward hook returned an invalid number of {what}, got {len(result)}, but expected "
-                           f"{count}")
+        raise RuntimeError(f"{hook_kind} returned an invalid number of {what}, got {len(result)}, but expected {count}")
     return result
 
 
@@ -54,6 +57,8 @@ class BackwardHook:
         self.n_args = 0
         self.positions: list[int] = []
         self.constants: dict[int, Tensor] = {}
+        self.n_outputs = 0
+        self.output_positions: list[int] = []
         self.grad_output: tuple | None = None
 
     def setup_inputs(self, args: tuple) -> tuple:
@@ -73,45 +78,63 @@ class BackwardHook:
         return tuple(args)
 
     def setup_outputs(self, output: Any) -> Any:
-        """``output`` (a tensor, or a tuple or list of them) with its tensors requiring grad routed through the
-        output node."""
+        """``output`` (a tensor or a tuple) with its tensors requiring grad routed through the output node."""
+        if not isinstance(output, (Tensor, tuple)):
+            warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
+                          f"but received {type(output)}", UserWarning, stacklevel=3)
+            return output
         if not is_grad_enabled():
             return output
-        single = isinstance(output, Tensor)
-        items = [output] if single else list(output) if isinstance(output, (tuple, list)) else None
-        if items is None:
-            return output
+        items = [output] if isinstance(output, Tensor) else list(output)
         positions = [i for i, t in enumerate(items) if isinstance(t, Tensor) and t.requires_grad]
         if not positions:
             return output
+        self.n_outputs = len(items)
+        self.output_positions = positions
         wrapped = _Identity.apply(*(items[i] for i in positions), on_grads=self._output_grads)
         wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
         for i, t in zip(positions, wrapped):
             items[i] = t
-        return items[0] if single else type(output)(items)
+        if isinstance(output, Tensor):
+            return items[0]
+        return tuple(items) if type(output) is tuple else type(output)(*items)
 
     def _output_grads(self, grads: tuple) -> tuple:
+        grad_output: tuple = tuple(_scattered(self.output_positions, grads, self.n_outputs))
         for hook in self.pre_hooks:
-            result = hook(self.module, grads)
+            result = hook(self.module, grad_output)
             if result is not None:
-                grads = _replaced("grad_output", result, len(grads))
-        self.grad_output = grads
+                grad_output = _replaced("Backward pre hook", "grad_output", result, len(grad_output))
+        self.grad_output = grad_output
         if not self.positions and self.full_hooks:  # no input requires grad: the full hooks run now, all-None input
             warnings.warn("Full backward hook is firing when gradients are computed with respect to module outputs "
                           "since no inputs require gradients.", UserWarning, stacklevel=2)
             for hook in self.full_hooks:
-                hook(self.module, (None,) * self.n_args, grads)
-        return grads
+                result = hook(self.module, (None,) * self.n_args, grad_output)
+                if result is not None and not (isinstance(result, tuple) and all(g is None for g in result)):
+                    raise RuntimeError("Backward hook for Modules where no input requires gradient should always "
+                                       "return None or None for all gradients.")
+            self.grad_output = None
+        return tuple(grad_output[i] for i in self.output_positions)
 
     def _input_grads(self, grads: tuple) -> tuple:
-        grad_input = [None] * self.n_args
-        for i, g in zip(self.positions, grads):
-            grad_input[i] = g
+        if self.grad_output is None:  # the gradient reached the inputs without passing through the outputs
+            return grads
+        grad_input = _scattered(self.positions, grads, self.n_args)
         for i, t in self.constants.items():
             grad_input[i] = zeros_like(t)
         grad_input = tuple(grad_input)
         for hook in self.full_hooks:
             result = hook(self.module, grad_input, self.grad_output)
             if result is not None:
-                grad_input = _replaced("grad_input", result, self.n_args)
+                grad_input = _replaced("Backward hook", "grad_input", result, self.n_args)
+        self.grad_output = None
         return tuple(grad_input[i] for i in self.positions)
+
+
+def _scattered(positions: list[int], values: tuple, size: int) -> list:
+    """A list of ``size`` entries holding ``values`` at ``positions`` and None elsewhere."""
+    out: list = [None] * size
+    for i, v in zip(positions, values):
+        out[i] = v
+    return out

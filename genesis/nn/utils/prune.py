@@ -443,7 +443,7 @@ def _validate_pruning_amount(amount: int, tensor_size: int) -> None:
 def _validate_structured_pruning(t: Tensor) -> None:
     if len(t.shape) <= 1:
         raise ValueError(f"Structured pruning can only be applied to multidimensional tensors. Found tensor of shape "
-                         f"{tuple(t.shape)} with {len(t.shape)} dims")
+                         f"{t.shape} with {len(t.shape)} dims")
 
 
 def _compute_nparams_toprune(amount: int | float, tensor_size: int) -> int:

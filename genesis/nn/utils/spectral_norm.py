@@ -6,6 +6,10 @@
 (reshaped to a matrix ``W``). The singular vectors ``u`` and ``v`` are the buffers ``weight_u`` and ``weight_v``,
 refined by power iteration in training mode only. The parametrization form is
 ``genesis.nn.utils.parametrizations.spectral_norm``.
+
+As in torch, the module's state dict records the layout's version in its metadata
+(``_metadata[prefix]["spectral_norm"]["weight.version"] = 1``), and a checkpoint without it that holds ``weight``
+beside ``weight_orig`` and ``weight_u`` (the layout before version 1) loads by deriving ``weight_v`` from them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from genesis.nn.parameter import Parameter
 from genesis.nn.utils.weight_norm import _check_materialized, _check_no_hook, _remove_hook
 from genesis.tensor import Tensor
 
-__all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
+__all__ = ["SpectralNorm", "SpectralNormLoadStateDictPreHook", "SpectralNormStateDictHook", "spectral_norm",
+           "remove_spectral_norm"]
 
 T_module = TypeVar("T_module", bound=Module)
 
@@ -49,6 +54,10 @@ class SpectralNorm:
         dim: the weight's output dimension (the rows of the matrix ``W``).
         eps: the lower bound of the norms divided by in ``normalize``.
     """
+
+    #: The state-dict layout: 1 saves ``<name>_orig``, ``<name>_u`` and ``<name>_v``; before it, ``<name>`` and no
+    #: ``<name>_v``.
+    _version: int = 1
 
     name: str
     dim: int
@@ -90,6 +99,12 @@ class SpectralNorm:
         sigma = T.dot(u, T.mv(weight_mat, v))
         return weight / sigma
 
+    def _solve_v_and_rescale(self, weight_mat: Tensor, u: Tensor, target_sigma: Tensor) -> Tensor:
+        """A ``v`` with ``u = normalize(W v)`` (the invariant above) and ``u^T W v = target_sigma``; the
+        pseudo-inverse serves where ``W^T W`` is singular."""
+        v = T.mv(T.mm(T.mm(weight_mat.t(), weight_mat).pinverse(), weight_mat.t()), u)
+        return v.mul_(target_sigma / T.dot(u, T.mv(weight_mat, v)))
+
     def remove(self, module: Module) -> None:
         """Put ``<name>_orig / sigma`` back as the plain parameter ``<name>``; drop ``_orig``, ``_u`` and ``_v``."""
         with no_grad():
@@ -124,7 +139,61 @@ class SpectralNorm:
         module.register_buffer(fn.name + "_u", u)
         module.register_buffer(fn.name + "_v", v)
         module.register_forward_pre_hook(fn)
+        module._register_state_dict_hook(SpectralNormStateDictHook(fn))
+        module._register_load_state_dict_pre_hook(SpectralNormLoadStateDictPreHook(fn))
         return fn
+
+
+class SpectralNormLoadStateDictPreHook:
+    """Loads a state dict of the layout before version 1 (``<name>`` and ``<name>_u`` beside ``<name>_orig``, no
+    ``<name>_v``): ``sigma`` is ``mean(<name>_orig / <name>)``, and ``<name>_v`` is solved from ``<name>_u``.
+
+    Args:
+        fn: the module's spectral normalization.
+    """
+
+    def __init__(self, fn: SpectralNorm) -> None:
+        self.fn = fn
+
+    def __call__(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool, missing_keys: list[str],
+                 unexpected_keys: list[str], error_msgs: list[str]) -> None:
+        fn = self.fn
+        version = local_metadata.get("spectral_norm", {}).get(fn.name + ".version", None)
+        if version is not None and version >= 1:
+            return
+        weight_key = prefix + fn.name
+        if version is None and weight_key not in state_dict and all(
+                weight_key + suffix in state_dict for suffix in ("_orig", "_u", "_v")):
+            return  # today's layout without its metadata (a hand-made state dict)
+        missing = [weight_key + suffix for suffix in ("_orig", "", "_u") if weight_key + suffix not in state_dict]
+        if missing:
+            if strict:
+                missing_keys.extend(missing)
+            return
+        with no_grad():
+            weight_orig = state_dict[weight_key + "_orig"]
+            weight = state_dict.pop(weight_key)
+            sigma = (weight_orig / weight).mean()
+            weight_mat = fn.reshape_weight_to_matrix(weight_orig)
+            state_dict[weight_key + "_v"] = fn._solve_v_and_rescale(weight_mat, state_dict[weight_key + "_u"], sigma)
+
+
+class SpectralNormStateDictHook:
+    """Records the state-dict layout's version in the module's metadata: ``["spectral_norm"]["<name>.version"]``.
+
+    Args:
+        fn: the module's spectral normalization.
+    """
+
+    def __init__(self, fn: SpectralNorm) -> None:
+        self.fn = fn
+
+    def __call__(self, module: Module, state_dict: dict, prefix: str, local_metadata: dict) -> None:
+        versions = local_metadata.setdefault("spectral_norm", {})
+        key = self.fn.name + ".version"
+        if key in versions:
+            raise RuntimeError(f"Unexpected key in metadata['spectral_norm']: {key}")
+        versions[key] = self.fn._version
 
 
 def spectral_norm(module: T_module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12,
@@ -157,4 +226,10 @@ def remove_spectral_norm(module: T_module, name: str = "weight") -> T_module:
         ValueError: if ``module`` has no spectral normalization on ``name``.
     """
     _remove_hook(module, SpectralNorm, name, "spectral_norm")
+    for hooks, hook_type in ((module._state_dict_hooks, SpectralNormStateDictHook),
+                             (module._load_state_dict_pre_hooks, SpectralNormLoadStateDictPreHook)):
+        for key, hook in hooks.items():
+            if isinstance(hook, hook_type) and hook.fn.name == name:
+                del hooks[key]
+                break
     return module
