@@ -1,5 +1,7 @@
 """nn.Module semantics: registration, naming, state_dict round trips, modes, device/dtype moves, hooks, repr."""
 
+import collections
+import warnings
 from collections import OrderedDict
 
 import pytest
@@ -542,6 +544,54 @@ def test_full_backward_hooks_see_none_for_an_unused_output():
     assert _unused_output_trace(genesis) == _unused_output_trace(torch)
 
 
+def _output_kinds_trace(lib):
+    """The backward hooks of modules returning a tuple with a number, a named tuple, a list and a dict: grad_output
+    has one entry per tuple item; only a tensor or a tuple is hooked (a list or a dict warns and runs no hook)."""
+    pair = collections.namedtuple("Pair", "a b")
+    outputs = {"tuple": lambda h: (h, 3), "named": lambda h: pair(h, h * 3), "list": lambda h: [h, h * 2],
+               "dict": lambda h: {"a": h}}
+    x = lib.tensor([[1.0, -1.0]], requires_grad=True)
+    seen = []
+    for kind, make in outputs.items():
+        class Out(lib.nn.Module):
+            def __init__(self, make):
+                super().__init__()
+                self.make = make
+
+            def forward(self, x, c):
+                return self.make(x * 2)
+
+        module = Out(make)
+        module.register_full_backward_pre_hook(lambda m, go: seen.append(("pre", [g is None for g in go])))
+        module.register_full_backward_hook(
+            lambda m, gi, go: seen.append(("full", [None if g is None else g.tolist() for g in gi], len(go))))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = module(x, lib.ones(1))
+        seen.append((kind, type(out).__name__, [str(w.message)[:48] for w in caught]))
+        (out["a"] if kind == "dict" else out[0]).sum().backward()
+    return seen
+
+
+def test_full_backward_hooks_by_output_kind_as_torch():
+    assert _output_kinds_trace(genesis) == _output_kinds_trace(torch)
+
+
+def test_backward_hook_return_count_errors_as_torch():
+    for lib in (torch, genesis):
+        x = lib.ones(1, 3, requires_grad=True)
+        pre = lib.nn.Linear(3, 2)
+        pre.register_full_backward_pre_hook(lambda m, go: (go[0], go[0]))
+        with pytest.raises(RuntimeError, match="^Backward pre hook returned an invalid number of grad_output, got 2, "
+                                               "but expected 1$"):
+            pre(x).sum().backward()
+        frozen = lib.nn.Linear(3, 2)
+        frozen.register_full_backward_hook(lambda m, gi, go: (gi[0], go[0]))
+        with pytest.warns(UserWarning, match="no inputs require gradients"), pytest.raises(
+                RuntimeError, match="^Backward hook for Modules where no input requires gradient should always"):
+            frozen(lib.ones(1, 3)).sum().backward()
+
+
 def test_global_module_hooks_run_for_every_module_before_its_own():
     from genesis.nn.modules import module as M
 
@@ -628,3 +678,52 @@ def test_set_submodule_as_torch():
                                               ("scale", lib.nn.ReLU(), False, AttributeError)]:
             with pytest.raises(error):
                 net.set_submodule(target, module, strict=strict)
+
+
+def _member_lookups(lib: object) -> list:
+    """get_submodule / get_parameter / get_buffer on a parametrized linear and a batch norm: results or errors."""
+    class Double(lib.nn.Module):
+        def forward(self, x: object) -> object:
+            return x * 2
+
+    m = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.BatchNorm1d(2))
+    lib.nn.utils.parametrize.register_parametrization(m[0], "weight", Double())
+    out = []
+    for method, target in [("get_submodule", "0"), ("get_submodule", "0.weight"), ("get_submodule", "5"),
+                           ("get_submodule", "0.parametrizations.weight"), ("get_parameter", "0.bias"),
+                           ("get_parameter", "0.weight"), ("get_parameter", "1.running_mean"),
+                           ("get_buffer", "1.running_mean"), ("get_buffer", "1.weight"), ("get_buffer", "1.nothing")]:
+        try:
+            out.append((method, target, type(getattr(m, method)(target)).__name__))
+        except AttributeError as exc:
+            out.append((method, target, str(exc)))
+    return out
+
+
+def test_member_lookups_by_dotted_path_as_torch() -> None:
+    assert _member_lookups(genesis) == _member_lookups(torch)
+
+
+def test_module_to_complex_dtype_as_torch() -> None:
+    for lib in (torch, genesis):
+        m = lib.nn.Linear(2, 2)
+        m.register_buffer("count", lib.tensor([1]))
+        with pytest.warns(UserWarning, match="Complex modules are a new feature"):
+            m.to(lib.complex64)
+        assert str(m.weight.dtype).split(".")[1] == "complex64" and str(m.count.dtype).split(".")[1] == "int64"
+        with pytest.raises(TypeError, match="only accepts floating point or complex dtypes"):
+            m.to(lib.int32)
+
+
+def test_parameter_registration_hooks_skip_none() -> None:
+    for lib in (torch, genesis):
+        seen: list = []
+        handle = lib.nn.modules.module.register_module_parameter_registration_hook(
+            lambda module, name, param, seen=seen: seen.append(name))
+        try:
+            m = lib.nn.Module()
+            m.register_parameter("absent", None)
+            m.register_parameter("present", lib.nn.Parameter(lib.ones(1)))
+        finally:
+            handle.remove()
+        assert seen == ["present"]

@@ -9,6 +9,7 @@ the dotted names of a Genesis model equal those of the same torch architecture.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
@@ -75,8 +76,12 @@ def _addindent(text: str, num_spaces: int) -> str:
 def _parse_to(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | None]:
     """The (device, dtype) of ``Module.to``'s arguments: a device, a dtype, both, or a tensor."""
     device, dtype, _ = parse_to_args(*args, **kwargs)
-    if dtype is not None and not dtype.is_floating_point:
-        raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
+    if dtype is not None and dtype.is_complex:
+        warnings.warn("Complex modules are a new feature under active development whose design may change, and some "
+                      "modules might not work as expected when using complex tensors as parameters or buffers.",
+                      stacklevel=3)
     return device, dtype
 
 
@@ -130,7 +135,7 @@ class Module(StateDictMixin):
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
                              "created explicitly. To express '{name}' as a function of another Tensor, compute the "
                              "value in the forward() method.")
-        if _global_parameter_registration_hooks:
+        if _global_parameter_registration_hooks and param is not None:
             param = _registered(_global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
@@ -264,14 +269,16 @@ class Module(StateDictMixin):
 
     # ------------------------------------------------------------ lookup
     def get_submodule(self, target: str) -> Module:
-        """The submodule at dotted path ``target`` ("" is the module itself)."""
+        """The submodule at dotted path ``target`` ("" is the module itself), reached by attribute as torch's."""
         if target == "":
             return self
         mod: Module = self
         for item in target.split("."):
-            if item not in mod._modules:
+            if not hasattr(mod, item):
                 raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
-            mod = mod._modules[item]
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
     def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
@@ -290,20 +297,28 @@ class Module(StateDictMixin):
         setattr(parent, name, module)
 
     def get_parameter(self, target: str) -> Parameter:
-        """The parameter at dotted path ``target``."""
-        module_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if name not in mod._parameters:
-            raise AttributeError(f"{mod._get_name()} has no parameter `{name}`")
-        return mod._parameters[name]
+        """The parameter at dotted path ``target`` (a parametrized weight is not one, as in torch)."""
+        mod, name = self._member_owner(target)
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
 
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at dotted path ``target``."""
+        mod, name = self._member_owner(target)
+        buffer = getattr(mod, name)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return buffer
+
+    def _member_owner(self, target: str) -> tuple[Module, str]:
+        """(the submodule holding the attribute at dotted path ``target``, the attribute's name)."""
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
-        if name not in mod._buffers:
-            raise AttributeError(f"{mod._get_name()} has no buffer `{name}`")
-        return mod._buffers[name]
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        return mod, name
 
     # ------------------------------------------------------------ iteration
     def _named_members(self, get_members: Callable, prefix: str = "", recurse: bool = True,
@@ -424,7 +439,7 @@ class Module(StateDictMixin):
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """Move and/or cast in place: ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``.
 
-        Only floating-point parameters and buffers change dtype (integer buffers such as
+        Only floating-point and complex parameters and buffers change dtype (integer buffers such as
         ``num_batches_tracked`` keep theirs), as in torch. ``memory_format`` (e.g. ``genesis.channels_last``)
         applies to the 4-d and 5-d parameters and buffers (convolution weights).
         """
@@ -434,7 +449,7 @@ class Module(StateDictMixin):
         def convert(t: Tensor) -> Tensor:
             if device is not None and t.device is not device:
                 t = t.to(device)
-            if dtype is not None and t.dtype.is_floating_point and t.dtype is not dtype:
+            if dtype is not None and (t.dtype.is_floating_point or t.dtype.is_complex) and t.dtype is not dtype:
                 t = t.to(dtype)
             if fmt is not None and t.ndim in (4, 5):
                 t = t.to(memory_format=fmt)
