@@ -727,3 +727,18 @@ def test_parameter_registration_hooks_skip_none() -> None:
         finally:
             handle.remove()
         assert seen == ["present"]
+
+
+def _registration_errors(lib: object) -> list:
+    m = lib.nn.Linear(2, 2)
+    found = []
+    for fn in (lambda: setattr(m, "weight", lib.ones(2)), lambda: m.register_parameter("p", lib.ones(2)),
+               lambda: m.add_module("a.b", lib.nn.ReLU()), lambda: m.register_parameter("a.b", None)):
+        with pytest.raises((TypeError, KeyError)) as info:
+            fn()
+        found.append((info.type, str(info.value).replace("genesis", "torch")))
+    return found
+
+
+def test_registration_errors_name_the_value_as_torch() -> None:
+    assert _registration_errors(genesis) == _registration_errors(torch)

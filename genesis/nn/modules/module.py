@@ -73,6 +73,11 @@ def _addindent(text: str, num_spaces: int) -> str:
     return lines[0] + "\n" + "\n".join(" " * num_spaces + line for line in lines[1:])
 
 
+def _typename(value: Any) -> str:
+    """A tensor's legacy type name (``genesis.FloatTensor``) or a value's class name, as torch's messages say."""
+    return value.type() if isinstance(value, Tensor) else type(value).__name__
+
+
 def _parse_to(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | None]:
     """The (device, dtype) of ``Module.to``'s arguments: a device, a dtype, both, or a tensor."""
     device, dtype, _ = parse_to_args(*args, **kwargs)
@@ -129,7 +134,7 @@ class Module(StateDictMixin):
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
                             "(genesis.nn.Parameter or None required)")
         if param is not None and param.grad_fn is not None:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
@@ -180,7 +185,7 @@ class Module(StateDictMixin):
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
         if "." in name:
-            raise KeyError(f'{kind} name can\'t contain "."')
+            raise KeyError(f'{kind} name can\'t contain "."' + (f", got: {name}" if kind == "module" else ""))
 
     def __setattr__(self, name: str, value: Any) -> None:
         def remove_from(*dicts: Any) -> None:
@@ -200,7 +205,7 @@ class Module(StateDictMixin):
             return
         if params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
                                 "(genesis.nn.Parameter or None expected)")
             self.register_parameter(name, value)
             return
