@@ -255,6 +255,11 @@ class NDArray:
         return NDArray(self.buffer, shape, strides, self.offset if offset is None else offset, self.dtype,
                        self.device)
 
+    def alias(self) -> NDArray:
+        """This view again, as another array object: a detached tensor's array (autograd tells the tensors whose
+        values a node saved apart by their arrays, so ``x * x.detach()`` must not hold ``x``'s)."""
+        return NDArray(self.buffer, self.shape, self.strides, self.offset, self.dtype, self.device, self._native)
+
     def as_strided(self, shape: Shape, strides: tuple[int, ...], offset: int) -> NDArray:
         return self._view(tuple(shape), tuple(strides), offset)
 

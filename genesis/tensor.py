@@ -228,7 +228,7 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """This tensor's memory outside autograd, with a version counter of its own as torch's (assign to replace)."""
-        t = Tensor._wrap(self.ndarray)
+        t = Tensor._wrap(self.ndarray.alias())
         if self._inference:
             t._inference = True
         return t
@@ -237,7 +237,7 @@ class Tensor:
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
-        self.ndarray = value.ndarray
+        self.ndarray = value.ndarray.alias()
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if not requires_grad and self.grad_fn is not None:
@@ -252,7 +252,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A tensor sharing memory and version counter with this one, outside the graph."""
-        t = Tensor._wrap(self.ndarray)
+        t = Tensor._wrap(self.ndarray.alias())
         t._version = self._version
         if self._inference:
             t._inference = True
