@@ -40,7 +40,7 @@ class Tensor:
             d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
             nd = _to_ndarray(data, d, factory_device(device))
         self.ndarray = nd
-        self._version = [0]
+        self._vc = [0]
         if _grad_state.inference:
             self._inference = True
         if requires_grad:
@@ -64,18 +64,16 @@ class Tensor:
         """A new Tensor around an NDArray (no autograd history)."""
         t = object.__new__(cls)
         t.ndarray = nd
-        t._version = [0]
+        t._vc = [0]
         if _grad_state.inference:
             t._inference = True
         return t
 
     @property
     def grad_fn(self) -> Any:
-        """The graph node that produced this tensor (None for leaves and tensors outside the graph).
-
-        A view whose base changed in place since the view was made gets its history through the base first.
-        """
-        if self._base is not None and self._view_version != self._version[0] and self._requires_grad \
+        """The graph node that produced this tensor (None for leaves): a view gets its history through its base
+        first when the base changed in place since."""
+        if self._base is not None and self._view_version != self._vc[0] and self._requires_grad \
                 and self._base._requires_grad:
             autograd.refresh_view_history(self)
         return self._grad_fn
@@ -83,6 +81,11 @@ class Tensor:
     @grad_fn.setter
     def grad_fn(self, node: Any) -> None:
         self._grad_fn = node
+
+    @property
+    def _version(self) -> int:
+        """In-place changes made to this tensor's memory through it or a view (torch's counter; kept in ``_vc``)."""
+        return self._vc[0]
 
     @property
     def grad(self) -> Tensor | None:
@@ -253,7 +256,7 @@ class Tensor:
     def detach(self) -> Tensor:
         """A tensor sharing memory and version counter with this one, outside the graph."""
         t = Tensor._wrap(self.ndarray.alias())
-        t._version = self._version
+        t._vc = self._vc
         if self._inference:
             t._inference = True
         return t
@@ -320,7 +323,7 @@ class Tensor:
         return self._retains_grad
 
     def _bump_version(self) -> None:  # after an in-place change
-        self._version[0] += 1
+        self._vc[0] += 1
 
     # ------------------------------------------------------------ conversion
     def cpu(self) -> Tensor:
@@ -485,11 +488,8 @@ class Tensor:
 
 
 def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Device | None, dtypes.dtype | None, bool]:
-    """The (device, dtype, copy) that ``to(...)`` asks for: a device, a dtype, both, or a tensor to match.
-
-    Shared by ``Tensor.to`` and ``nn.Module.to``; ``non_blocking`` is accepted and ignored here (``Tensor.to`` reads it,
-    as ``memory_format``, before).
-    """
+    """The (device, dtype, copy) that ``to(...)`` asks for: a device, a dtype, both, or a tensor to match. Shared by
+    ``Tensor.to`` and ``nn.Module.to``; ``non_blocking`` and ``memory_format`` are read before, by ``Tensor.to``."""
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)

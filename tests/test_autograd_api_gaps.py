@@ -26,7 +26,7 @@ def _numpy(t: Any) -> np.ndarray:
 
 
 def _version(t: Any) -> int:
-    return t._version[0] if isinstance(t, genesis.Tensor) else t._version
+    return t._version
 
 
 # ------------------------------------------------------------------ ctx.mark_dirty
@@ -492,3 +492,18 @@ def test_dropped_non_differentiable_output_unpacks_without_history(op: str) -> N
         results.append((g.requires_grad, _numpy(g)))
     assert results[0][0] == results[1][0]
     np.testing.assert_allclose(results[0][1], results[1][1])
+
+
+def test_version_counter_is_an_int_shared_with_views_as_torch() -> None:
+    def counts(lib: Any) -> list:
+        x = lib.zeros(4)
+        v = x[1:]
+        d = x.detach()
+        out = [x._version]
+        x.add_(1)
+        v.mul_(2)
+        d[0] = 3
+        out += [x._version, v._version, d._version, type(x._version).__name__]
+        return out
+
+    assert counts(genesis) == counts(torch)

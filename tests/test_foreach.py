@@ -96,11 +96,11 @@ def test_foreach_mul_matches_torch(other: object) -> None:
         t_other = g_other = [0.5 * i for i in range(len(ts))]
     else:
         t_other = g_other = other
-    versions = [g._version[0] for g in gs]
+    versions = [g._version for g in gs]
     assert genesis._foreach_mul_(gs, g_other) is gs  # as torch's: the list itself, updated in place
     assert torch._foreach_mul_(ts, t_other) is ts
     assert_same(gs, ts)
-    assert all(g._version[0] > v for g, v in zip(gs, versions))
+    assert all(g._version > v for g, v in zip(gs, versions))
 
 
 def test_foreach_mul_integer_tensors_and_leaf_check() -> None:

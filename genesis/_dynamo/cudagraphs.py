@@ -171,7 +171,7 @@ def _has_hooks(module: Any) -> bool:
 
 def _state(module: Any) -> tuple:
     """What a capture free of side effects leaves as it was: the buffers' versions."""
-    return tuple(b._version[0] for b in module.buffers())
+    return tuple(b._vc[0] for b in module.buffers())
 
 
 class GraphCache:

@@ -330,7 +330,7 @@ def _accumulate_leaf(t: Any, g: Any, create_graph: bool, handed: set[int], run_h
         t.grad = t.grad + g
     else:
         t.grad.ndarray.binary("add", g.ndarray.astype(t.grad.dtype), out=t.grad.ndarray)
-        t.grad._version[0] += 1
+        t.grad._vc[0] += 1
     for hook in t._post_accumulate_hooks or ():
         hook(t)
 
@@ -361,7 +361,7 @@ def _accumulate_sparse(t: Any, g: Any, create_graph: bool, handed: set[int]) -> 
         t.grad = t._grad + g
     else:
         t._grad.ndarray.binary("add", g.to_dense().ndarray.astype(t._grad.dtype), out=t._grad.ndarray)
-        t._grad._version[0] += 1
+        t._grad._vc[0] += 1
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,

@@ -97,7 +97,7 @@ def _check_level(level: int | None, api: str) -> None:
 
 def _set_tangent(t: Any, tangent: Any) -> None:
     key = id(t)
-    _tangents[key] = (weakref.ref(t, lambda _: _tangents.pop(key, None)), tangent, t._version[0])
+    _tangents[key] = (weakref.ref(t, lambda _: _tangents.pop(key, None)), tangent, t._vc[0])
 
 
 def _entry(t: Any) -> tuple[weakref.ref, Any, int] | None:
@@ -111,7 +111,7 @@ def _tangent_of(t: Any) -> Any:
     entry = _entry(t)
     if entry is None:
         return None
-    if t._version[0] != entry[2]:
+    if t._vc[0] != entry[2]:
         raise NotImplementedError("forward AD: a dual tensor was modified in place after its tangent was set, by a "
                                   "write that does not carry tangents (through a view, a fill, an indexed "
                                   "assignment); use the out-of-place op")

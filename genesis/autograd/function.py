@@ -270,7 +270,7 @@ class BackwardCtx(Node):
                                    "Tensors created in inference mode in computation tracked by autograd. To work "
                                    "around this, you can make a clone to get a normal tensor and use it in autograd, "
                                    "or use `torch.no_grad()` instead of `torch.inference_mode()`.")
-            versions.append((holder._version, holder._version[0]) if holder is not None else None)
+            versions.append((holder._vc, holder._vc[0]) if holder is not None else None)
             nrs.append(nr)
         self._saved_versions = tuple(versions)
         self._output_nrs = tuple(nrs)
@@ -421,7 +421,7 @@ class Function:
             return outputs
         t = Tensor._wrap(out)
         if cls.is_view and out.buffer is raw[0].buffer:
-            t._version = args[0]._version
+            t._vc = args[0]._vc
             t._base = args[0] if args[0]._base is None else args[0]._base
         return t
 
@@ -537,10 +537,10 @@ def _share_base(outputs: Any, source: Any, recorded: bool) -> None:
     return a copy instead, as reshape, leaves those alone); ``recorded`` notes the version their history is of."""
     for t in outputs if isinstance(outputs, tuple) else (outputs,):
         if isinstance(t, Tensor) and t.ndarray.buffer is source.ndarray.buffer:
-            t._version = source._version
+            t._vc = source._vc
             t._base = source if source._base is None else source._base
             if recorded:
-                t._view_version = t._version[0]
+                t._view_version = t._vc[0]
 
 
 class Primitive(Function):
@@ -685,7 +685,7 @@ def record_write_through_view(t: Any) -> None:
     base = t._base
     if base is None or base.ndarray.buffer is not t.ndarray.buffer:
         return
-    t._view_version = t._version[0]  # the history just taken is current
+    t._view_version = t._vc[0]  # the history just taken is current
     positions = view_positions(t.ndarray, base.ndarray)
     take_history(base, CopySlices.apply(base, t, positions))
     refresh_view_history(t, positions)
@@ -700,7 +700,7 @@ def refresh_view_history(view: Any, positions: NDArray | None = None) -> None:
         positions = view_positions(view.ndarray, base.ndarray)
     with enable_grad():  # the history is rebuilt whatever the grad mode (backward may run under no_grad)
         take_history(view, ViewOfBase.apply(base, view.ndarray, positions))
-    view._view_version = view._version[0]
+    view._view_version = view._vc[0]
 
 
 def warn_non_leaf_grad() -> None:
@@ -734,7 +734,7 @@ _NO_EDGE = (None, 0)
 def _edge(a: Any) -> tuple[Node | None, int]:
     if not isinstance(a, Tensor) or not a._requires_grad:
         return _NO_EDGE
-    if a._base is not None and a._view_version != a._version[0] and a._base.requires_grad:
+    if a._base is not None and a._view_version != a._vc[0] and a._base.requires_grad:
         refresh_view_history(a)
     if a._grad_fn is not None:
         return (a._grad_fn, a._output_nr)

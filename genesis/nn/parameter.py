@@ -25,7 +25,7 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
         param = cls._wrap(data.ndarray)
-        param._version = data._version
+        param._vc = data._vc
         param.requires_grad_(requires_grad)
         return param
 
@@ -65,7 +65,7 @@ class Buffer(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Buffer: data must be a Tensor, got {type(data).__name__}")
         buf = cls._wrap(data.ndarray)
-        buf._version = data._version
+        buf._vc = data._vc
         buf.persistent = persistent
         return buf
 

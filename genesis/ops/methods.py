@@ -283,6 +283,6 @@ def _make_subclass(cls: type, data: Tensor, require_grad: bool = False) -> Tenso
     ``data``'s memory, sharing its version counter (how the Parameter subclasses of quantization libraries are
     built)."""
     t = cls._wrap(data.ndarray)
-    t._version = data._version
+    t._vc = data._vc
     t.requires_grad_(require_grad)
     return t

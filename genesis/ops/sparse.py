@@ -66,7 +66,7 @@ class SparseTensor(SparseBase):
         self._values_t = values
         self._size = Size(size)
         self._coalesced = coalesced
-        self._version = [0]
+        self._vc = [0]
 
     def _with_values(self, values: Tensor) -> SparseTensor:
         return SparseTensor(self._indices_t, values, self._size[:self.sparse_dim()] + tuple(values.shape[1:]),
@@ -143,7 +143,7 @@ class SparseTensor(SparseBase):
         self._indices_t = self._indices_t[:, :0]
         self._values_t = self._values_t[:0].detach()
         self._coalesced = True
-        self._version[0] += 1
+        self._vc[0] += 1
         return self
 
     # ------------------------------------------------------------ addition (gradients accumulate with it)
@@ -295,7 +295,7 @@ class SparseTensor(SparseBase):
         else:
             self._indices_t, self._coalesced = out._indices_t, out._coalesced
             self._values_t = out._values_t if out.dtype is self.dtype else out._values_t.to(self.dtype)
-        self._version[0] += 1
+        self._vc[0] += 1
         return self
 
     # ------------------------------------------------------------ structure

@@ -45,7 +45,7 @@ class SparseCsrTensor(SparseBase):
         self._col_t = col_indices
         self._values_t = values
         self._size = Size(size)
-        self._version = [0]
+        self._vc = [0]
 
     def _with_values(self, values: Tensor) -> SparseCsrTensor:
         return SparseCsrTensor(self._crow_t, self._col_t, values, self._size)

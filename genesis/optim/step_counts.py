@@ -52,7 +52,7 @@ class _Count:
         # A CPU tensor's numpy() shares its memory (as torch's): a write through it costs a tenth of a tensor op.
         self.host = buffer.numpy() if buffer.device.type == "cpu" else None
         self.value = value
-        self.version = buffer._version[0]
+        self.version = buffer._vc[0]
         self.whole = True
 
     def fill(self, value: float) -> None:
@@ -158,7 +158,7 @@ class StepCounts:
         if entry is None or entry[0] is not step:
             return None
         record = entry[1]
-        if record.version != step._version[0] or record.arrays[entry[2]] is not step.ndarray:
+        if record.version != step._vc[0] or record.arrays[entry[2]] is not step.ndarray:
             return None
         return record
 

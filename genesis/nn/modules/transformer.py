@@ -62,7 +62,7 @@ def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None = None, s
     if is_causal is not None or mask is None:
         return is_causal is True
     sz = size if size is not None else mask.shape[-2]
-    stamp = (mask._version[0], mask.data_ptr(), sz)
+    stamp = (mask._vc[0], mask.data_ptr(), sz)
     key = id(mask)
     known = _CAUSAL_ANSWERS.get(key)
     if known is not None and known[0]() is mask and known[1] == stamp:
