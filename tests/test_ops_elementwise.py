@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, GENESIS_DTYPE, assert_same, check, check_error, rand, to_genesis, to_torch
+from tests.helpers import DEVICE, GENESIS_DTYPE, assert_same, check, check_bits, check_error, rand, to_genesis, to_torch
 
 # (shape of a, shape of b) pairs that broadcast, including 0-d and empty tensors.
 BROADCAST = [
@@ -1032,3 +1032,21 @@ def test_alpha_and_value_in_integer_and_bool_arithmetic():
         check(lambda lib, i, value=value: lib.addcmul(i, i, i, value=value), i)
     check(lambda lib, i, x: lib.addcmul(i, x, i, value=0.5), i, torch.tensor([1.0, 2.0, 3.0]))
     check(lambda lib, i: lib.add(i, i, alpha=-3), i)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "int64"])
+def test_number_divided_by_a_tensor_is_torchs_reciprocal_product(dtype: str) -> None:
+    """``c / x`` as torch computes it (``x.reciprocal() * c``): the same values bit for bit, the same graph, and
+    the same gradient."""
+    x = torch.randn(4096, generator=torch.Generator().manual_seed(0)) * 3
+    x = x.to(getattr(torch, dtype)) if dtype != "int64" else (x * 10).long()
+    for c in (3, 3.7):
+        check_bits(lambda lib, a, c=c: c / a, x)
+    if dtype in ("float32", "float64"):
+        xr, xg = x.clone().requires_grad_(), to_genesis(x, requires_grad=True)
+        out_r, out_g = 3.7 / xr, 3.7 / xg
+        assert [type(n).__name__ for n, _ in out_g.grad_fn.next_functions] == ["ReciprocalBackward0"]
+        assert type(out_g.grad_fn).__name__ == type(out_r.grad_fn).__name__ == "MulBackward0"
+        out_r.sum().backward()
+        out_g.sum().backward()
+        assert bool((to_torch(xg.grad) == xr.grad).all())

@@ -16,7 +16,7 @@ from genesis import dtypes
 from genesis import memory_format as _mf
 from genesis.autograd import no_grad
 from genesis.ndarray import NDArray
-from genesis.ops import compare, complex, join, math_special, reduce, views
+from genesis.ops import arithmetic, compare, complex, join, math_special, reduce, unary, views
 from genesis.ops._args import python_number
 from genesis.tensor import Size, Tensor
 
@@ -114,6 +114,12 @@ def reflected(fn: Callable) -> Callable:
 
     method.__name__ = f"__r{fn.__name__}__"
     return method
+
+
+def reflected_div(self: Tensor, other: Any) -> Tensor:
+    """``other / self`` for a number ``other``: ``self.reciprocal() * other``, as torch computes it (the same values,
+    and the same graph: MulBackward0 over ReciprocalBackward0)."""
+    return arithmetic.mul(unary.reciprocal(self), python_number(other))
 
 
 def equality(fn: Callable) -> Callable:

@@ -575,7 +575,7 @@ OPS: tuple[Op, ...] = (
 OPERATORS: dict[str, Callable | str] = {
     "__add__": arithmetic.add, "__radd__": arithmetic.add, "__sub__": arithmetic.sub,
     "__rsub__": methods.reflected(arithmetic.sub), "__mul__": arithmetic.mul, "__rmul__": arithmetic.mul,
-    "__truediv__": arithmetic.div, "__rtruediv__": methods.reflected(arithmetic.div),
+    "__truediv__": arithmetic.div, "__rtruediv__": methods.reflected_div,
     "__floordiv__": arithmetic.floor_divide, "__rfloordiv__": methods.reflected(arithmetic.floor_divide),
     "__mod__": arithmetic.remainder, "__rmod__": methods.reflected(arithmetic.remainder), "__pow__": arithmetic.pow,
     "__rpow__": methods.reflected(arithmetic.pow), "__matmul__": linalg.matmul,

@@ -143,7 +143,10 @@ def _unary(x, OP: tl.constexpr):
     elif OP == "rsqrt":
         y = libdevice.rsqrt(x)
     elif OP == "reciprocal":
-        y = 1.0 / x
+        if x.dtype.is_fp32():  # IEEE division (Triton's plain 1 / x is approximate in float32), as torch's kernel
+            y = tl.math.div_rn(tl.full(x.shape, 1.0, tl.float32), x)
+        else:
+            y = 1.0 / x
     elif OP == "sin":
         y = libdevice.sin(x)
     elif OP == "cos":
