@@ -5,7 +5,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from tests.helpers import check, check_bits, check_error, rand, to_genesis, to_torch
+from tests.helpers import ACC, check, check_bits, check_error, rand, to_genesis, to_torch
 
 REDUCTIONS = ["mean", "sum", "none"]
 
@@ -157,6 +157,26 @@ def test_binary_cross_entropy_with_logits(reduction):
                       r"\(\w+\.Size\(\[4, 5\]\)\)$")
 
 
+@pytest.mark.parametrize("x_dtype, t_dtype, w_dtype", [(torch.float64, torch.float32, torch.float64),
+                                                       (torch.float32, torch.float64, torch.float32),
+                                                       (torch.float32, torch.float16, torch.float64),
+                                                       (torch.bfloat16, torch.float32, torch.float32)])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_binary_cross_entropy_with_logits_has_the_targets_dtype(x_dtype, t_dtype, w_dtype, reduction):
+    # torch accumulates in place into `1 - target` (the loss has the target's dtype, whatever the logits' and the
+    # weights' dtypes) and scales the log-sigmoid by pos_weight in the logits' dtype.
+    x = rand(4, 5, low=-4, high=4, dtype=x_dtype)
+    t = rand(4, 5, low=0.0, high=1.0, requires_grad=False, seed=1, dtype=t_dtype)
+    pw = rand(5, low=0.5, high=3.0, requires_grad=False, seed=2, dtype=w_dtype)
+    w = rand(4, 5, low=0.5, high=2.0, requires_grad=False, seed=3, dtype=w_dtype)
+    f = "binary_cross_entropy_with_logits"
+    # The values round as the least precise dtype involved (torch's backward is a formula of its own).
+    tol = 2e-2 if {x_dtype, t_dtype} & {torch.float16, torch.bfloat16} else 1e-5
+    check(lambda lib, x, t, w, pw: getattr(lib.nn.functional, f)(x, t, w, reduction=reduction, pos_weight=pw),
+          x, t, w, pw, rtol=tol, atol=tol)
+    check(lambda lib, x, t: getattr(lib.nn.functional, f)(x, t, reduction=reduction), x, t, rtol=tol, atol=tol)
+
+
 def test_binary_cross_entropy_with_logits_rounds_saturated_logits_as_torch():
     """torch computes ``(1 - t) x - logsigmoid(x)``: a saturated logit that agrees with its target gives an exact
     zero (a Bernoulli's log-probability of a clamped certain outcome), not the tiny ``log1p(exp(-|x|))``."""
@@ -283,7 +303,7 @@ def test_nll_loss_is_one_node_with_torch_edge_cases():
     out = to_genesis(logp)
     loss = genesis.nn.functional.nll_loss(out, to_genesis(t))
     assert loss.grad_fn.name() == "NllLossBackward0"
-    assert [n.name() for n, _ in loss.grad_fn.next_functions if n is not None] == ["AccumulateGrad"]
+    assert [n.name() for n, _ in loss.grad_fn.next_functions if n is not None] == [ACC]
     # Every target ignored: the mean is nan and no nan flows back, as in torch.
     ignored = torch.full((6,), -100)
     check(lambda lib, x, tt: lib.nn.functional.nll_loss(x, tt), logp, ignored)
@@ -358,3 +378,72 @@ def test_soft_margin_loss_overflows_as_torch():
     y = torch.tensor([1.0, 1.0, -1.0, 1.0])
     check(lambda lib, x, y: lib.nn.functional.soft_margin_loss(x, y, reduction="none"), x, y)
     check(lambda lib, x, y: lib.nn.functional.soft_margin_loss(x, y), x.double(), y.double())
+
+
+def test_legacy_flags_and_kl_div_mean_warn_as_torch():
+    x, t = torch.log_softmax(rand(3, 4, requires_grad=False), 1), torch.softmax(rand(3, 4, requires_grad=False), 1)
+    gx, gt = to_genesis(x), to_genesis(t)
+    with pytest.warns(UserWarning, match="please use reduction='sum' instead"):
+        genesis.nn.functional.mse_loss(gx, gt, size_average=False)
+    with pytest.warns(UserWarning, match="please use reduction='none' instead"):
+        assert nn.KLDivLoss(reduce=False).reduction == "none"
+    with pytest.warns(UserWarning, match="'batchmean' divides only by the batch size"):
+        genesis.nn.functional.kl_div(gx, gt)
+    # The legacy flags win over reduction="batchmean", as torch's.
+    check(lambda lib, x, t: lib.nn.functional.kl_div(x, t, reduce=False, reduction="batchmean"), x, t)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cosine_embedding_loss_targets_as_torch(reduction):
+    # A target other than 1 and -1 adds nothing; the target's rank picks the inputs' (1-D: rows of 2-D inputs).
+    a, b = rand(4, 3), rand(4, 3, seed=1)
+    check(lambda lib, a, b, y: lib.nn.functional.cosine_embedding_loss(a, b, y, 0.2, reduction=reduction), a, b,
+          torch.tensor([1, 0, -1, 2]))
+    check(lambda lib, a, b, y: lib.nn.functional.cosine_embedding_loss(a[0], b[0], y), a, b, torch.tensor(-1))
+    loss = lambda lib, a, b, y: lib.nn.functional.cosine_embedding_loss(a, b, y)  # noqa: E731
+    check_error(RuntimeError, loss, a, b, torch.ones(1, 4), match="multi-target not supported")
+    check_error(RuntimeError, loss, rand(3), rand(3, seed=1), torch.ones(1), match="1D target tensor expects 2D")
+    check_error(RuntimeError, loss, a, b, torch.tensor(1), match="0D target tensor expects 1D")
+
+
+def test_loss_kernels_refuse_operands_of_another_dtype_as_torch():
+    # nll_loss / cross_entropy (class indices) and multi_margin_loss read the weight in the input's dtype, the margin
+    # losses' targets as int64; cross_entropy over probabilities promotes a float64 weight as torch's.
+    x32, w64 = rand(3, 4, dtype=torch.float32), torch.linspace(0.5, 2, 4, dtype=torch.float64)
+    t = torch.tensor([0, 3, 1])
+    for loss in (lambda lib, x, t, w: lib.nn.functional.nll_loss(x, t, w),
+                 lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w),
+                 lambda lib, x, t, w: lib.nn.functional.cross_entropy(x, t, w, label_smoothing=0.1),
+                 lambda lib, x, t, w: lib.nn.functional.multi_margin_loss(x, t, weight=w)):
+        check_error(RuntimeError, loss, x32, t, w64, match="expected scalar type Float but found Double")
+        check_error(RuntimeError, loss, x32.double(), t, w64.float(), match="expected scalar type Double but found")
+    check(lambda lib, x, p, w: lib.nn.functional.cross_entropy(x, p, w, label_smoothing=0.1), x32,
+          torch.softmax(rand(3, 4, requires_grad=False, seed=1), 1).float(), w64)
+    check_error(RuntimeError, lambda lib, x, t: lib.nn.functional.multi_margin_loss(x, t), x32, t.int(),
+                match="expected scalar type Long but found Int")
+    check_error(RuntimeError, lambda lib, x, t: lib.nn.functional.multilabel_margin_loss(x, t), x32,
+                torch.tensor([[3, 0, -1, 1]] * 3, dtype=torch.int32), match="expected scalar type Long but found Int")
+
+
+@pytest.mark.parametrize("name,make", [
+    ("smooth_l1_loss", lambda lib, x, t: lib.nn.functional.smooth_l1_loss(x, t, reduction="elementwise_mean")),
+    ("cross_entropy", lambda lib, x, t: lib.nn.functional.cross_entropy(x, t.softmax(1), reduction="elementwise_mean")),
+    ("triplet_margin_loss", lambda lib, x, t: lib.nn.functional.triplet_margin_loss(x, t, x.flip(0),
+                                                                                     reduction="elementwise_mean")),
+    ("kl_div", lambda lib, x, t: lib.nn.functional.kl_div(x, t.softmax(1), reduction="elementwise_mean")),
+])
+def test_elementwise_mean_is_the_old_name_of_mean(name, make):
+    # RKD and other distillation code still pass it: torch takes it as "mean" with a deprecation warning.
+    check(make, rand(3, 4), rand(3, 4, seed=1))
+    with pytest.warns(UserWarning, match="reduction='elementwise_mean' is deprecated"):
+        make(genesis, to_genesis(rand(3, 4)), to_genesis(rand(3, 4, seed=1)))
+
+
+def test_losses_that_refuse_the_old_reduction_name_as_torch():
+    x, t = rand(3, 4), rand(3, 4, low=0, high=1, seed=1)
+    check_error(ValueError, lambda lib, x, t: lib.nn.functional.poisson_nll_loss(x, t, reduction="elementwise_mean"),
+                x, t, match="elementwise_mean is not a valid value for reduction")
+    check_error(ValueError, lambda lib, x, t: lib.nn.functional.multilabel_soft_margin_loss(
+        x, t, reduction="elementwise_mean"), x, t, match="^elementwise_mean is not valid$")
+    check_error(ValueError, lambda lib, x, t: lib.nn.functional.triplet_margin_with_distance_loss(
+        x, t, x, reduction="elementwise_mean"), x, t)

@@ -2,6 +2,7 @@
 losses, EmbeddingBag and lazy layers against torch: values, every input and parameter gradient, repr, state_dict
 keys and errors."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -381,6 +382,17 @@ def test_ctc_loss_unbatched_and_float32():
     assert repr(nn.CTCLoss()) == repr(torch.nn.CTCLoss())
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ctc_loss_impossible_alignment_has_nan_gradient(reduction):
+    # Without zero_infinity torch's gradient is NaN over the valid steps of a sample whose loss is infinite (its
+    # target needs 7 steps, it has 5), whatever gradient reaches that loss; the steps after its length get zero.
+    def fn(lib, x, y):
+        loss = lib.nn.functional.ctc_loss(x.log_softmax(2), y, (5, 4), (4, 2), reduction=reduction)
+        return loss * lib.tensor([0.0, 1.0], dtype=loss.dtype) if reduction == "none" else loss
+
+    check(fn, rand(6, 2, 4), long([[1, 1, 1, 1], [1, 2, 0, 0]]))
+
+
 @pytest.mark.parametrize("cutoffs,div_value,head_bias", [([3, 6], 2.0, False), ([2], 4.0, True)])
 def test_adaptive_log_softmax(cutoffs, div_value, head_bias):
     g, t = pair(lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs, div_value, head_bias))
@@ -467,6 +479,9 @@ def test_embedding_bag_module_init_and_pretrained():
     t = torch.nn.EmbeddingBag.from_pretrained(weight, mode="max")
     assert repr(g) == expected_repr(t) and not g.weight.requires_grad
     check_module(g, t, long([[0, 3], [2, 1]]))
+    # Sizes are shown as given (numpy integers from a config too), as torch's repr.
+    sizes = (np.int64(4), np.int64(3))
+    assert repr(nn.EmbeddingBag(*sizes)) == expected_repr(torch.nn.EmbeddingBag(*sizes))
 
 
 # ------------------------------------------------------------------ lazy layers
@@ -572,6 +587,8 @@ def test_lazy_load_state_dict_materializes():
     (ValueError, lambda lib, x, y: lib.nn.functional.multi_margin_loss(x, y, p=3), (rand(3, 4), long([0, 1, 2]))),
     (RuntimeError, lambda lib, x, y: lib.nn.functional.multi_margin_loss(x, y), (rand(3, 4), long([0, 1, 5]))),
     (RuntimeError, lambda lib, x, y: lib.nn.functional.multi_margin_loss(x, y), (rand(3, 4), long([0, 1]))),
+    (RuntimeError, lambda lib, x, y, w: lib.nn.functional.multi_margin_loss(x, y, weight=w),
+     (rand(3, 4), long([0, 1, 2]), rand(3))),
     (RuntimeError, lambda lib, x, y: lib.nn.functional.multilabel_margin_loss(x, y), (rand(3, 4), long([0, 1, 2]))),
     (RuntimeError, lambda lib, x, y: lib.nn.functional.multilabel_margin_loss(x, y),
      (rand(2, 3), long([[0, 4, -1], [1, -1, 0]]))),
@@ -588,6 +605,9 @@ def test_lazy_load_state_dict_materializes():
      (rand(3, 1, 4), long([[1]]))),
     (RuntimeError, lambda lib, x: lib.nn.functional.pdist(x), (rand(2, 3, 4),)),
     (RuntimeError, lambda lib, x: lib.nn.functional.pdist(x, -1.0), (rand(3, 4),)),
+    # cdist reads both operands in the first one's dtype: no promotion, as torch's kernel.
+    (RuntimeError, lambda lib, a, b: lib.cdist(a, b), (rand(3, 2, dtype=torch.float32), rand(2, 2))),
+    (RuntimeError, lambda lib, a, b: lib.cdist(a, b.int()), (rand(3, 2), rand(2, 2, requires_grad=False))),
     (ValueError, lambda lib, w, i: lib.nn.functional.embedding_bag(i, w), (rand(5, 3), long([1, 2]))),
     (ValueError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o), (rand(5, 3), long([[1, 2]]),
                                                                                long([0]))),
@@ -601,6 +621,15 @@ def test_lazy_load_state_dict_materializes():
      (rand(5, 3), long([1, 2]), long([0]), rand(3))),
     (RuntimeError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o), (rand(5, 3), long([1, 7]),
                                                                                  long([0]))),
+    # offsets that decrease (torch checks them for float32 tables) or run past the input, and an integer table
+    (RuntimeError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o),
+     (rand(5, 3, dtype=torch.float32), long([1, 2, 3]), long([0, 2, 1]))),
+    (RuntimeError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o, include_last_offset=True),
+     (rand(5, 3), long([1, 2, 3]), long([0, 2, 4]))),
+    (RuntimeError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w, o, mode="max"),
+     (rand(5, 3), long([1, 2, 3]), long([0, 4]))),
+    (RuntimeError, lambda lib, w, i, o: lib.nn.functional.embedding_bag(i, w.long(), o),
+     (rand(5, 3), long([1, 2, 3]), long([0, 2]))),
 ])
 def test_errors(exc, fn, inputs):
     check_error(exc, fn, *inputs)

@@ -233,7 +233,7 @@ def test_add_param_group_and_defaults() -> None:
     assert len(opt.param_groups) == 3 and opt.param_groups[2]["lr"] == torch_opt.param_groups[1]["lr"] == -2
     with pytest.raises(ValueError, match="empty parameter list"):
         optim.SGD([], lr=0.1)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"but got genesis\.(cuda\.)?DoubleTensor"):  # the tensor's type(), as torch's
         optim.SGD(w, lr=0.1)
 
 
@@ -411,3 +411,26 @@ def test_complex_parameters_match_torch(name: str) -> None:
     for key, value in tstate.items():
         if isinstance(value, torch.Tensor) and value.ndim:
             assert_same(gstate[key], value, what=f"{name} state {key}", rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "rmsprop", "adagrad"])
+def test_a_parameter_listed_twice_warns_and_is_stepped_twice(name: str) -> None:
+    # torch keeps duplicates (tied weights gathered from two modules) with a warning and updates them once per
+    # appearance, in turn; the state dict names a parameter by its last position in its group.
+    make = {"sgd": lambda o, p: o.SGD(p, lr=0.1), "adam": lambda o, p: o.Adam(p, lr=0.05),
+            "rmsprop": lambda o, p: o.RMSprop(p, lr=0.01), "adagrad": lambda o, p: o.Adagrad(p, lr=0.1)}[name]
+    x = torch.linspace(-1, 1, 20, dtype=torch.float64).reshape(5, 4)
+    results, indices = [], []
+    for lib in (torch, genesis):
+        params = _make_params(lib)
+        with pytest.warns(UserWarning, match="duplicate parameters"):
+            opt = make(lib.optim, [params[0], params[1], params[0]])
+        for _ in range(3):
+            opt.zero_grad()
+            _loss(lib, params, x if lib is torch else to_genesis(x)).backward()
+            opt.step()
+        results.append(params)
+        indices.append(opt.state_dict()["param_groups"][0]["params"])
+    assert indices[0] == indices[1] == [2, 1, 2]
+    for t, g in zip(*results):
+        assert_same(g, t)

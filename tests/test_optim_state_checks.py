@@ -47,6 +47,32 @@ def test_load_state_dict_checks_state_shapes(name):
     assert opt2.state_dict() == before  # nothing changed
 
 
+class _NormTracking(optim.Optimizer):
+    """A hand-written optimizer (its own step, as LAMB's reference code) keeping 0-d norms beside its moments."""
+
+    def __init__(self, params) -> None:
+        super().__init__(params, {"lr": 0.1})
+
+    @genesis.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["weight_norm"] = p.norm()
+                state["momentum"] = state.get("momentum", genesis.zeros_like(p)).add_(p.grad)
+                p.add_(state["momentum"], alpha=-group["lr"])
+
+
+def test_load_state_dict_leaves_the_state_of_a_hand_written_optimizer_unchecked():
+    # torch checks no state shapes: they belong to the optimizer's own step, which Genesis's update never reads.
+    model, opt = _stepped(_NormTracking)
+    opt2 = _NormTracking(model.parameters())
+    opt2.load_state_dict(opt.state_dict())
+    state, saved = opt2.state[model.weight], opt.state[model.weight]
+    assert state["weight_norm"].shape == () and state["weight_norm"].item() == saved["weight_norm"].item()
+    assert state["momentum"].shape == model.weight.shape
+
+
 @pytest.mark.parametrize("name", sorted(_OPTIMIZERS))
 def test_step_refuses_a_parameter_replaced_by_another_shape(name):
     model, opt = _stepped(_OPTIMIZERS[name])

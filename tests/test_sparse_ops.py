@@ -300,6 +300,68 @@ def test_index_select_over_a_dense_dim_and_errors() -> None:
     check_error(IndexError, lambda lib, v: coo(lib, v).index_select(2, lib.tensor([0])), v)
 
 
+# ---------------------------------------------------------------- unsqueeze, select, indexing, narrow_copy, permute
+SHAPE_OPS = [lambda s: s.unsqueeze(0), lambda s: s.unsqueeze(1), lambda s: s.unsqueeze(-1),
+             lambda s: s.select(0, 1), lambda s: s.select(1, -2), lambda s: s.select(1, 3),
+             lambda s: s.narrow_copy(0, 1, 2), lambda s: s.narrow_copy(1, 2, 0), lambda s: s.narrow_copy(1, 0, 4),
+             lambda s: s.permute(1, 0), lambda s: s.permute((0, 1)), lambda s: s.permute(-2, -1),
+             lambda s: s[1], lambda s: s[:, 2], lambda s: s[None, -1, None], lambda s: s[..., 0],
+             lambda s: s[0, 2], lambda s: s[2, 1, ...], lambda s: s[1][0]]
+
+
+@pytest.mark.parametrize("make", [coo, coalesced])
+@pytest.mark.parametrize("op", SHAPE_OPS)
+def test_shape_ops(make, op) -> None:
+    # Entries, coalesced marks and results as torch's kernels; the gradients of the strided equivalents.
+    check_sparse(lambda lib, v: op(make(lib, v)), rand(5), analog=lambda lib, v: op(make(lib, v).to_dense()))
+
+
+@pytest.mark.parametrize("op", [lambda s: s.select(2, 1), lambda s: s.unsqueeze(2), lambda s: s.unsqueeze(3),
+                                lambda s: s.narrow_copy(2, 1, 1), lambda s: s.permute(1, 0, 2), lambda s: s[1],
+                                lambda s: s[1, 2], lambda s: s[0, 2, 1], lambda s: s[:, :, 0]])
+def test_shape_ops_of_hybrid_tensors(op) -> None:
+    check_sparse(lambda lib, h: op(coo(lib, h, size=(3, 4, 2))), rand(5, 2),
+                 analog=lambda lib, h: op(coo(lib, h, size=(3, 4, 2)).to_dense()))
+
+
+@pytest.mark.parametrize("make, op", [(coo, lambda s: s.permute(0, 2, 1)), (coalesced, lambda s: s.permute(0, 2, 1)),
+                                      (coalesced, lambda s: s.permute(2, 0, 1)), (coo, lambda s: s.select(1, 2)),
+                                      (coalesced, lambda s: s.select(0, 0)),
+                                      (coalesced, lambda s: s.narrow_copy(2, 1, 3))])
+def test_shape_ops_of_three_sparse_dims(make, op) -> None:
+    three = [[0, 1, 1, 0], [2, 0, 2, 2], [1, 3, 0, 1]]
+    check_sparse(lambda lib, v: op(make(lib, v, three, (2, 3, 4))), rand(4),
+                 analog=lambda lib, v: op(make(lib, v, three, (2, 3, 4)).to_dense()))
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])  # a repeated entry (summed), a missing one (zeros), a single one
+def test_select_of_the_only_sparse_dim_is_strided(index) -> None:
+    check_sparse(lambda lib, v: coo(lib, v, [[0, 2, 0]], (3, 2)).select(0, index), rand(3, 2), grad=False)
+    g, t = run_both(lambda lib, v: coo(lib, v, [[0, 0]], (2,)).select(0, 0), torch.tensor([3, 4], dtype=torch.int8))
+    assert_same(g, t)  # the sum keeps the values' dtype
+    check_sparse(lambda lib, v: coo(lib, v, [[1], [2]], (3, 4)).unsqueeze(0), rand(1), grad=False)  # coalesced
+
+
+def test_shape_op_errors() -> None:
+    v, h = rand(5, requires_grad=False), rand(5, 2, requires_grad=False)
+    check_error(IndexError, lambda lib, v: coo(lib, v).select(0, 3), v, match=r"select\(\): index 3 out of range")
+    check_error(IndexError, lambda lib, v: coo(lib, v).select(2, 0), v)
+    check_error(IndexError, lambda lib, v: coo(lib, v)[-4], v, match="out of bounds for dimension 0 with size 3")
+    check_error(IndexError, lambda lib, v: coo(lib, v)[0, 0, 0], v, match="too many indices")
+    check_error(IndexError, lambda lib, v: coo(lib, v)[1.0], v, match="only integers")
+    check_error(NotImplementedError, lambda lib, v: coo(lib, v)[0:2], v)
+    check_error(NotImplementedError, lambda lib, v: coo(lib, v)[[0, 1]], v)
+    check_error(IndexError, lambda lib, v: coo(lib, v).unsqueeze(3), v)
+    check_error(RuntimeError, lambda lib, v: coo(lib, v).narrow_copy(0, 2, 2), v, match="Invalid range to narrow")
+    check_error(RuntimeError, lambda lib, v: coo(lib, v).narrow_copy(0, -1, 1), v, match="Invalid range to narrow")
+    check_error(RuntimeError, lambda lib, v: coo(lib, v).narrow_copy(-1, 0, 1), v, match="Dimension -1 out of range")
+    check_error(RuntimeError, lambda lib, v: coo(lib, v).narrow_copy(0, 0, -1), v, match="must be non-negative")
+    check_error(RuntimeError, lambda lib, v: coo(lib, v).permute(0, 0), v, match="duplicate dims")
+    check_error(RuntimeError, lambda lib, v: coo(lib, v).permute(1), v, match="does not match the length")
+    check_error(RuntimeError, lambda lib, h: coo(lib, h, size=(3, 4, 2)).permute(2, 1, 0), h,
+                match="transpositions between sparse and dense dimensions")
+
+
 # ---------------------------------------------------------------- softmax and log_softmax
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("make", [coo, coalesced])

@@ -251,3 +251,20 @@ def test_deprecated_scale_first_overloads() -> None:
     with pytest.warns(UserWarning, match=r"This overload of addcdiv_ is deprecated:\n\taddcdiv_\(Number value"):
         g.addcdiv_(2.0, g, g)
     assert g.tolist() == [3.0, 3.0]
+
+
+def test_zero_dim_tensor_alpha_is_a_number() -> None:
+    """``p.add_(update, alpha=-lr * trust_ratio)`` (LARS/LAMB written by hand): a 0-dim tensor that requires no
+    gradient is the number alpha, with no deprecation warning; any other tensor alpha is a TypeError."""
+    x, a = rand(3, 4), rand(4, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(lambda lib, x, a: lib.add(x, a, alpha=lib.tensor(-0.5)), x, a)
+        check(lambda lib, x, a: x.sub(a, alpha=lib.tensor(2.0, dtype=lib.float64)), x, a)
+        check(lambda lib, x, a: x.clone().add_(a, alpha=lib.tensor(0.25)), x, a)
+        check(lambda lib, x, a: x.clone().sub_(a, alpha=lib.tensor(3)), x, a)
+    with pytest.warns(UserWarning, match="This overload of add_ is deprecated"):
+        check(lambda lib, x, a: x.clone().add_(lib.tensor(0.5), a), x, a)
+    check_error(TypeError, lambda lib, x, a: x.add_(a, alpha=lib.tensor([0.5, 1.0])), x, a)
+    check_error(TypeError, lambda lib, x, a: lib.sub(x, a, alpha=lib.tensor(0.5, requires_grad=True)), x, a)
+    check_error(RuntimeError, lambda lib: lib.arange(3).add(lib.arange(3), alpha=lib.tensor(0.5)))

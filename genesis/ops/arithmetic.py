@@ -347,12 +347,31 @@ _SCALE_FIRST = {"alpha": ("Number alpha, Tensor other", "Tensor other, *, Number
                           "Tensor tensor1, Tensor tensor2, *, Number value = 1")}
 
 
-def warn_scale_first(op: str, scale: str) -> None:
+def warn_scale_first(op: str, scale: str, stacklevel: int = 3) -> None:
     """torch's UserWarning for ``op`` called with its deprecated scale-first overload (``scale`` "alpha" or
     "value")."""
     old, new = _SCALE_FIRST[scale]
     warnings.warn(f"This overload of {op} is deprecated:\n\t{op}({old})\nConsider using one of the following "
-                  f"signatures instead:\n\t{op}({new})", UserWarning, stacklevel=3)
+                  f"signatures instead:\n\t{op}({new})", UserWarning, stacklevel=stacklevel)
+
+
+def _number_like(x: Any) -> bool:
+    """Whether torch's argument parser takes ``x`` as a Number: a Python number, or a 0-dim tensor that requires no
+    gradient."""
+    return not isinstance(x, Tensor) or (x.ndim == 0 and not x.requires_grad)
+
+
+def alpha_argument(op: str, other: Any, alpha: Any) -> tuple[Any, Any]:
+    """``(other, alpha)`` of ``op(..., other, alpha)`` (``add``, ``sub`` and their in-place forms) whose ``alpha`` is
+    a tensor. torch takes a 0-dim tensor that requires no gradient as the number it holds (``alpha=-lr *
+    trust_ratio``); a tensor ``alpha`` beside a number ``other`` is the deprecated ``op(alpha, other)``, accepted with
+    its warning; any other tensor is refused."""
+    if not _number_like(other) or _number_like(alpha):
+        if not _number_like(alpha):
+            raise TypeError(f"{op}(): argument 'alpha' must be Number, not Tensor")
+        return other, alpha.item()
+    warn_scale_first(op, "alpha", stacklevel=4)
+    return alpha, other.item() if isinstance(other, Tensor) else other
 
 
 def value_first(op: str, value: Any, tensor1: Any, rest: tuple) -> tuple[Any, Any, Any]:
@@ -368,8 +387,7 @@ def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting and type promotion; torch's deprecated ``add(input, alpha,
     other)`` is accepted with its warning."""
     if alpha.__class__ is not int and isinstance(alpha, Tensor):
-        warn_scale_first("add", "alpha")
-        other, alpha = alpha, other
+        other, alpha = alpha_argument("add", other, alpha)
     if not isinstance(input, Tensor):
         return add(other, input) if alpha == 1 else add(Tensor._scalar_like(input, other), other, alpha)
     if other.__class__ is not Tensor:  # a plain tensor, the common case, takes neither conversion
@@ -403,8 +421,7 @@ def check_alpha(dtype: dtypes.dtype, alpha: Any) -> None:
 def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
     """``input - alpha * other``; torch's deprecated ``sub(input, alpha, other)`` is accepted with its warning."""
     if alpha.__class__ is not int and isinstance(alpha, Tensor):
-        warn_scale_first("sub", "alpha")
-        other, alpha = alpha, other
+        other, alpha = alpha_argument("sub", other, alpha)
     input_bool = isinstance(input, bool) or isinstance(input, Tensor) and input.dtype is dtypes.bool_
     other_bool = isinstance(other, bool) or isinstance(other, Tensor) and other.dtype is dtypes.bool_
     if input_bool and other_bool:

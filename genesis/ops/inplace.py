@@ -189,9 +189,8 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
     takes_sparse = op in ("add", "sub", "mul")
 
     def method(self: Tensor, other: Any, alpha: float | None = None, rounding_mode: str | None = None) -> Tensor:
-        if isinstance(alpha, Tensor):  # torch's deprecated ``add_(alpha, other)``
-            arithmetic.warn_scale_first(f"{op}_", "alpha")
-            other, alpha = alpha, other
+        if isinstance(alpha, Tensor):  # a 0-dim tensor, or torch's deprecated ``add_(alpha, other)``
+            other, alpha = arithmetic.alpha_argument(f"{op}_", other, alpha)
         if takes_sparse and other.__class__ is not Tensor:  # a sparse gradient added into a parameter by hand
             other = arithmetic.densified(op, self, other)
         if alpha is not None and alpha.__class__ is not int:

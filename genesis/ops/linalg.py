@@ -28,7 +28,13 @@ class Matmul(Primitive):
 
     @staticmethod
     def forward(ctx, a: NDArray, b: NDArray) -> NDArray:
-        ctx.save_for_backward(a, b)
+        # Save an operand only when the other's gradient reads it, as torch: an in-place change of `a` after
+        # `a @ b` with only `a` requiring grad must not fail the backward.
+        needs = ctx.needs_input_grad
+        if needs:
+            ctx.save_for_backward(a if needs[1] else None, b if needs[0] else None)
+            # The layouts the gradients follow: each operand's dims and whether it is a column-major matrix.
+            ctx.layouts = ((a.ndim, a.ndim == 2 and _column_major(a)), (b.ndim, b.ndim == 2 and _column_major(b)))
         return a.matmul(b)
 
     @staticmethod
@@ -37,40 +43,42 @@ class Matmul(Primitive):
             # Recorded (create_graph), or complex: tensor ops, with the conjugate transpose (torch's convention for
             # complex gradients).
             a, b = ctx.saved_tensors
-            return _matmul_grads(ctx.needs_input_grad, grad, a, b, lambda m: m.mH, lambda x, y: x @ y)
+            return _matmul_grads(ctx.needs_input_grad, ctx.layouts, grad, a, b, lambda m: m.mH, lambda x, y: x @ y)
         a, b = ctx.saved_arrays()
-        return _matmul_grads(ctx.needs_input_grad, grad.ndarray, a, b, lambda m: m.transpose(-2, -1), NDArray.matmul)
+        return _matmul_grads(ctx.needs_input_grad, ctx.layouts, grad.ndarray, a, b, lambda m: m.transpose(-2, -1),
+                             NDArray.matmul)
 
 
-def _matmul_grads(needs: tuple, grad: Any, a: Any, b: Any, adjoint: Any, product: Any) -> tuple:
+def _matmul_grads(needs: tuple, layouts: tuple, grad: Any, a: Any, b: Any, adjoint: Any, product: Any) -> tuple:
     """(grad_a, grad_b) of ``a @ b`` where ``needs`` asks for them, written once for Tensors and NDArrays (which
-    share unsqueeze/reshape): ``adjoint`` transposes a matrix (conjugating complex ones), ``product`` multiplies."""
+    share unsqueeze/reshape): ``adjoint`` transposes a matrix (conjugating complex ones), ``product`` multiplies.
+    ``a`` is given (may be None otherwise) when ``b``'s gradient is needed, ``b`` when ``a``'s is; ``layouts`` holds
+    each operand's ``(ndim, column_major)``."""
     grad_a = grad_b = None
-    # Treat vectors as matrices so one formula serves every case; unbroadcasting sums batch dims back.
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(1) if b.ndim == 1 else b
+    (a_ndim, a_column_major), (b_ndim, b_column_major) = layouts
     # Restore the dims matmul dropped for vectors: N (last) first, then M, so a 0-d grad of vec @ vec works.
     g = grad
-    if b.ndim == 1:
+    if b_ndim == 1:
         g = g.unsqueeze(-1)
-    if a.ndim == 1:
+    if a_ndim == 1:
         g = g.unsqueeze(-2)
     # Of two matrices, a gradient whose operand is a transposed view (column-major) is computed transposed, as
-    # torch's mm backward does: the same value, with torch's rounding, laid out as the operand.
-    matrices = a.ndim == 2 and b.ndim == 2
+    # torch's mm backward does: the same value, with torch's rounding, laid out as the operand. Vectors are treated
+    # as matrices so one formula serves every case; unbroadcasting sums batch dims back.
+    matrices = a_ndim == 2 and b_ndim == 2
     if needs[0]:
-        if matrices and _column_major(a):
+        if matrices and a_column_major:
             grad_a = adjoint(product(b, adjoint(g)))
         else:
-            grad_a = product(g, adjoint(b2))
-        if a.ndim == 1:
+            grad_a = product(g, adjoint(b.unsqueeze(1) if b_ndim == 1 else b))
+        if a_ndim == 1:
             grad_a = grad_a.reshape(grad_a.shape[:-2] + grad_a.shape[-1:])
     if needs[1]:
-        if matrices and _column_major(b):
+        if matrices and b_column_major:
             grad_b = adjoint(product(adjoint(g), a))
         else:
-            grad_b = product(adjoint(a2), g)
-        if b.ndim == 1:
+            grad_b = product(adjoint(a.unsqueeze(0) if a_ndim == 1 else a), g)
+        if b_ndim == 1:
             grad_b = grad_b.reshape(grad_b.shape[:-1])
     return grad_a, grad_b
 
@@ -428,8 +436,13 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
                            f"{x2.shape[-1]}")
-    if not x1.dtype.is_floating_point or not x2.dtype.is_floating_point:
-        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype.name}")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{dtypes.SCALAR_TYPE_NAMES[x.dtype]}")
+    if x2.dtype is not x1.dtype:  # torch's kernel reads both in one dtype: no promotion
+        raise RuntimeError(f"expected scalar type {dtypes.SCALAR_TYPE_NAMES[x1.dtype]} but found "
+                           f"{dtypes.SCALAR_TYPE_NAMES[x2.dtype]}")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",

@@ -28,6 +28,7 @@ from genesis.autograd import Primitive, is_grad_enabled
 from genesis.device import factory_device
 from genesis.memory_format import layout, sparse_coo, sparse_csr, strided  # also importable from here, as before
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim, normalize_dims
+from genesis.ops import sparse_shape
 from genesis.ops.join import cat, stack
 from genesis.ops.shape import repeat_interleave
 from genesis.ops.sorting import searchsorted
@@ -47,7 +48,8 @@ SUPPORTED = ("to_dense", "to_sparse", "to_sparse_csr", "coalesce", "is_coalesced
              "requires_grad_", "grad", "detach", "clone", "zero_", "+", "-", "*", "/", "//", "**", "add", "sub",
              "mul", "div", "floor_divide", "neg", "positive", "pow", "t", "T", "mT", "transpose", "swapaxes",
              "index_select", "sum", "norm", "mm", "matmul", "@", "data", "add_", "sub_", "mul_", "div_", "neg_",
-             "negative_", "+=", "-=", "*=", "/=") + COALESCING_UNARY_OPS + (
+             "negative_", "+=", "-=", "*=", "/=", "unsqueeze", "select", "narrow_copy", "permute",
+             "[] (integers, None, ..., :)") + COALESCING_UNARY_OPS + (
                 "genesis.sparse.mm", "genesis.sparse.addmm", "genesis.sparse.sum", "genesis.sparse.softmax",
                 "genesis.sparse.log_softmax", "genesis.spmm")
 
@@ -332,6 +334,13 @@ class SparseTensor(SparseBase):
     def mT(self) -> SparseTensor:
         """The last two dims swapped (both must be sparse)."""
         return self.transpose(-2, -1)
+
+    # The shape ops written in genesis.ops.sparse_shape: unsqueeze, select and integer indexing, narrow_copy, permute.
+    unsqueeze = sparse_shape.unsqueeze
+    select = sparse_shape.select
+    narrow_copy = sparse_shape.narrow_copy
+    permute = sparse_shape.permute
+    __getitem__ = sparse_shape.getitem
 
     def index_select(self, dim: int, index: Tensor) -> SparseTensor:
         """The slices at ``index`` along ``dim`` (negative indices count from the end), uncoalesced as torch marks

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import warnings
 from collections import OrderedDict, defaultdict
 from itertools import chain
 from typing import Any, Callable, Iterable
@@ -181,7 +182,7 @@ class Optimizer:
             cls.step = _hooked(cls.step)
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
-                            f"but got {type(params).__name__}")
+                            f"but got {params.type()}")
         if self.validates_hyperparameters:  # the constructor's values only: as torch, groups' own are not checked
             _check_hyperparameters(defaults)
         self.defaults = _torch_group_keys(defaults, self.validates_hyperparameters)
@@ -241,7 +242,10 @@ class Optimizer:
             group.setdefault(name, default)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if len({id(p) for p in params}) != len(params):
-            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+            # As torch's: kept, and stepped once per appearance (see step).
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will cause "
+                          "an error; see github.com/pytorch/pytorch/issues/40967 for more information", UserWarning,
+                          stacklevel=3)
         for other in self.param_groups:
             if ("param_names" in group) != ("param_names" in other):
                 kind = "with names" if "param_names" in group else "without names"
@@ -299,6 +303,11 @@ class Optimizer:
                     else:
                         # Complex parameters go one by one (their update runs on real views, see _update_complex).
                         (single if p.ndarray.dtype.category == 3 else params).append(p)
+                if len({id(p) for p in group["params"]}) != len(group["params"]):
+                    # A parameter listed twice is updated twice, one update after the other, as torch's loop does:
+                    # never in one multi-tensor launch, where both would read and write it at once.
+                    single.extend(params)
+                    params = []
                 # fused=None fuses unless foreach=False asked for parameter-by-parameter updates.
                 if params and (fused or (fused is None and foreach is not False)):
                     params = self._fused_step(group, params)
@@ -527,11 +536,13 @@ class Optimizer:
             pre_hook(self)
         index: dict[int, int] = {}
         groups = []
+        start = 0
         for group in self.param_groups:
             packed = {key: value for key, value in group.items() if key != "params"}
-            for p in group["params"]:
-                index.setdefault(id(p), len(index))
+            # As torch's: a parameter's index is its position; one listed twice in a group takes its last position.
+            index.update({id(p): i for i, p in enumerate(group["params"], start) if id(p) not in index})
             packed["params"] = [index[id(p)] for p in group["params"]]
+            start += len(group["params"])
             groups.append(packed)
         state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
         state_dict = {"state": state, "param_groups": groups}
@@ -573,13 +584,16 @@ class Optimizer:
         group_of = {idx: saved for saved in saved_groups for idx in saved["params"]}
         new_state = {}
         steps = StepCounts(self._step_placement)
+        # Shapes are checked for the state Genesis's own update reads; an optimizer written by a user (its own step,
+        # no _update) keeps what it likes there, as torch's (LAMB's 0-d norms), and loads it unchecked as torch does.
+        own_update = type(self)._update is not Optimizer._update
         for idx, saved_state in state_dict["state"].items():
             p = by_index[idx]
             if not isinstance(saved_state, dict):
                 raise ValueError(f"loaded state dict has a state of type {type(saved_state).__name__} for parameter "
                                  f"{idx}, expected a dict")
             for key, value in saved_state.items():
-                if (key != "step" and key not in self.host_scalars and key not in self.factored_state
+                if (own_update and key != "step" and key not in self.host_scalars and key not in self.factored_state
                         and isinstance(value, Tensor) and tuple(value.shape) != tuple(p.shape)):
                     raise ValueError(f"loaded state dict contains a state '{key}' of shape {tuple(value.shape)} for "
                                      f"parameter {idx} of shape {tuple(p.shape)}")

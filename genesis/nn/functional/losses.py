@@ -32,11 +32,18 @@ def _as_kernel(loss: Callable[[Tensor, Tensor, float | Tensor], Tensor], input: 
 
 
 def _reduction(op: str, size_average: bool | None, reduce: bool | None, reduction: str) -> str:
-    """Resolve torch's legacy ``size_average``/``reduce`` flags and validate ``reduction``."""
+    """Resolve torch's legacy ``size_average``/``reduce`` flags and the old name ``"elementwise_mean"`` (each with
+    torch's deprecation warning), and validate ``reduction``."""
     if size_average is not None or reduce is not None:
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         reduction = ("mean" if size_average else "sum") if reduce else "none"
+        warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+                      "instead.", UserWarning, stacklevel=3)
+    elif reduction == "elementwise_mean":  # torch's old name of "mean", still taken with a warning
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.", UserWarning,
+                      stacklevel=3)
+        reduction = "mean"
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
@@ -66,6 +73,13 @@ def _warn_broadcast(input: Tensor, target: Tensor) -> None:
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
                       "same size.", UserWarning, stacklevel=3)
+
+
+def _check_scalar_type(expected: dtypes.dtype, found: dtypes.dtype) -> None:
+    """torch's refusal of an operand that its loss kernel reads in another operand's dtype: no promotion there."""
+    if found is not expected:
+        raise RuntimeError(f"expected scalar type {dtypes.SCALAR_TYPE_NAMES[expected]} but found "
+                           f"{dtypes.SCALAR_TYPE_NAMES[found]}")
 
 
 # ------------------------------------------------------------------ classification
@@ -125,6 +139,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if weight is not None and weight.numel() != classes:
         raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
                            f"weight tensor of shape: {list(weight.shape)}")
+    if weight is not None:
+        _check_scalar_type(input.dtype, weight.dtype)
     if input.ndim == 2 and input.dtype.is_floating_point and (weight is None or weight.ndim == 1):
         # The common (N, C) case: one graph node (torch's nll_loss kernel), not seven recorded ops.
         target = _check_target_range(target, ignore_index, input.shape[1])
@@ -217,13 +233,14 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     logp = T.log_softmax(input, class_dim)
     if target.dtype.is_floating_point:
         _check_same_size_probs(input, target)
-        if weight is not None:
-            wshape = [1] * input.ndim
-            wshape[class_dim] = n_classes
-            logp = logp * weight.to(logp.dtype).reshape(wshape)
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / n_classes
-        loss = -(logp * target)
+        loss = logp * target
+        if weight is not None:  # in torch's order, promoted as torch's: a float64 weight gives a float64 loss
+            wshape = [1] * input.ndim
+            wshape[class_dim] = n_classes
+            loss = loss * weight.reshape(wshape)
+        loss = -loss
         if reduction == "none":
             return loss.sum(class_dim)
         if reduction == "sum":
@@ -278,24 +295,33 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                            f"desired output type {target.dtype.name} (the target must be floating point)")
     # torch's formula, rounded as torch rounds it: log(1 - sigmoid(x)) = log(sigmoid(x)) - x, so the loss is
     # (1 - t) x - log(sigmoid(x)), with the positive term weighted by pos_weight. An exact zero where a saturated
-    # logit agrees with its target (a Bernoulli's log-probability of a certain outcome).
+    # logit agrees with its target (a Bernoulli's log-probability of a certain outcome). torch accumulates in place:
+    # the positive weight into the log-sigmoid (input's dtype), the rest into ``1 - target``, so the loss has the
+    # target's dtype.
     log_sig = logsigmoid(input)
     if pos_weight is not None:
-        log_sig = log_sig * ((pos_weight - 1) * target + 1)
-    loss = (1 - target) * input - log_sig
+        log_sig = (log_sig * ((pos_weight - 1) * target + 1)).to(log_sig.dtype)
+    loss = ((1 - target) * input).to(target.dtype)
+    loss = (loss - log_sig).to(target.dtype)
     if weight is not None:
-        loss = loss * weight
+        loss = (loss * weight).to(target.dtype)
     return _reduce(loss, reduction)
 
 
 def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
-    """``target * (log target - input)`` with ``input`` in log space (``batchmean`` divides by the batch size)."""
+    """``target * (log target - input)`` with ``input`` in log space (``batchmean`` divides by the batch size; the
+    default ``mean`` divides by every element, with torch's warning saying so)."""
     input, target = amp.autocast_args("kl_div", input, target)
-    if reduction == "batchmean":
-        red = "sum"
-    else:
+    if size_average is not None or reduce is not None:
         red = _reduction("kl_div", size_average, reduce, reduction)
+    else:
+        if reduction == "mean":
+            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                          "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                          "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                          UserWarning, stacklevel=2)
+        red = "sum" if reduction == "batchmean" else _reduction("kl_div", None, None, reduction)
     if log_target:
         loss = T.exp(target) * (target - input)
     else:
@@ -311,6 +337,8 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      size_average: bool | None = None, eps: float = 1e-8, reduce: bool | None = None,
                      reduction: str = "mean") -> Tensor:
     """Negative log likelihood of a Poisson target with rate ``exp(input)`` (or ``input`` if not log_input)."""
+    if size_average is None and reduce is None and reduction not in _REDUCTIONS:  # "elementwise_mean" neither
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     reduction = _reduction("poisson_nll_loss", size_average, reduce, reduction)
     input, target = amp.autocast_args("poisson_nll_loss", input, target)
     loss = T.exp(input) - target * input if log_input else input - target * T.log(input + eps)
@@ -430,14 +458,21 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average: bool | None = None, reduce: bool | None = None,
                           reduction: str = "mean") -> Tensor:
-    """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1."""
+    """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1, 0 for any other target.
+    A 1-D target goes with (N, D) inputs, a 0-D one with (D,) inputs."""
     reduction = _reduction("cosine_embedding_loss", size_average, reduce, reduction)
     input1, input2, target = amp.autocast_args("cosine_embedding_loss", input1, input2, target)
+    dim = target.ndim
+    if dim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.ndim != dim + 1 or input2.ndim != dim + 1:
+        raise RuntimeError(f"{dim}D target tensor expects {dim + 1}D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
     eps = 1e-12
-    dot = (input1 * input2).sum(-1)
-    mag = T.sqrt(((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps))
+    dot = (input1 * input2).sum(dim)
+    mag = T.sqrt(((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps))
     cos = dot / mag
-    loss = T.where(target == 1, 1 - cos, T.clamp(cos - margin, min=0.0))
+    loss = T.where(target == 1, 1 - cos, 0.0) + T.where(target == -1, T.clamp(cos - margin, min=0.0), 0.0)
     return _reduce(loss, reduction)
 
 
@@ -485,6 +520,11 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise ValueError("weight must be one-dimensional")
     rows, labels = _class_rows("multi_margin_loss", input, target)
     n, c = rows.shape
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight.shape)}")
+    _check_scalar_type(dtypes.int64, target.dtype)
+    if weight is not None:
+        _check_scalar_type(input.dtype, weight.dtype)
     if labels.numel():
         check_all((labels >= 0) & (labels < c), RuntimeError, "target out of range")  # on the device: no host read
     picked = T.gather(rows, 1, labels.unsqueeze(1))  # (N, 1)
@@ -514,6 +554,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     if target.shape != input.shape:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    _check_scalar_type(dtypes.int64, target.dtype)
     rows = input.reshape(1, -1) if input.ndim == 1 else input
     labels = target.reshape(rows.shape).long()
     n, c = rows.shape
@@ -537,6 +578,8 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
                                 reduction: str = "mean") -> Tensor:
     """One-vs-all logistic loss averaged over the C classes (last dim):
     ``-mean_c(w_c * (y_c log sigmoid(x_c) + (1 - y_c) log sigmoid(-x_c)))``."""
+    if size_average is None and reduce is None and reduction not in _REDUCTIONS:  # "elementwise_mean" neither
+        raise ValueError(reduction + " is not valid")
     reduction = _reduction("multilabel_soft_margin_loss", size_average, reduce, reduction)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
@@ -630,6 +673,27 @@ class _CtcGradient(Function):
         return grad - log_probs.exp() * grad.sum(-1, keepdim=True)
 
 
+class _InfiniteCtcGradient(Function):
+    """Identity on the per-sample losses that gives ``log_probs`` a NaN gradient over the valid steps of each sample
+    whose loss is infinite (no alignment exists), whatever gradient reaches that loss, as torch's ctc_loss does
+    without ``zero_infinity``: training loops find impossible alignments by a non-finite gradient norm."""
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, loss: Tensor, log_probs: Tensor, valid: Tensor) -> Tensor:
+        ctx.save_for_backward(valid & T.isinf(loss))  # (T, N): the steps whose gradient is NaN
+        ctx.log_probs_meta = (log_probs.shape, log_probs.dtype)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, None]:
+        (poisoned,) = ctx.saved_tensors
+        shape, dtype = ctx.log_probs_meta
+        nan = full(shape, float("nan"), dtype=dtype, device=grad.device)
+        return grad, T.where(poisoned.unsqueeze(-1), nan, 0.0), None
+
+
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
              target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: str = "mean",
              zero_infinity: bool = False) -> Tensor:
@@ -645,8 +709,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequenc
         reduction: ``"mean"`` divides each loss by its target length then averages; ``"sum"``; ``"none"``.
         zero_infinity: replace infinite losses (impossible alignments) and their gradients by zero.
     """
-    if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+    reduction = _reduction("ctc_loss", None, None, reduction)
     if log_probs.ndim not in (2, 3):
         raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D or 3-D, got {log_probs.ndim}-D")
     unbatched = log_probs.ndim == 2
@@ -713,6 +776,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequenc
     loss = -_logsumexp(end_blank, end_label)
     loss = T.where(tensor(in_len, device=device) > 0, loss, T.where(tensor(tg_len, device=device) > 0,
                                                                        float("inf"), 0.0))
+    if lp.requires_grad and not zero_infinity:
+        valid = arange(steps, device=device).unsqueeze(1) < tensor(in_len, device=device)  # (T, N)
+        loss = _InfiniteCtcGradient.apply(loss, lp, valid)
     if zero_infinity:
         loss = T.where(T.isinf(loss), 0.0, loss)
     if reduction == "mean":

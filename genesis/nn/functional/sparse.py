@@ -5,7 +5,7 @@ from __future__ import annotations
 from genesis import dtypes
 from genesis import ops as T
 from genesis.autograd import no_grad
-from genesis.ops.nn import Embedding
+from genesis.ops.nn import Embedding, check_all
 from genesis.ops.sparse import EmbeddingSparseGrad
 from genesis.tensor import Tensor, arange, full, ones_like, zeros, zeros_like
 
@@ -123,16 +123,24 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   f"GitHub.")
+    if not weight.dtype.is_floating_point:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the following scalar types: "
+                           f"Half, BFloat16, Float, Double; but got {weight.dtype} instead (while checking arguments "
+                           f"for embedding_bag)")
     offsets = offsets.long()
-    if offsets.numel() and int(offsets[0].item()) != 0:
-        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
-                           f"position 0. However, got {int(offsets[0].item())}")
+    count = input.shape[0]
+    if offsets.numel():
+        if int(offsets[0].item()) != 0:
+            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                               f"position 0. However, got {int(offsets[0].item())}")
+        check_all(offsets[1:] >= offsets[:-1], RuntimeError, "embedding_bag: offsets must be non-decreasing")
+        T._check_range(offsets[-1:], 0, count + 1, RuntimeError, f"offsets[-1] can not be greater than input's "
+                       f"length {count} but got offsets[-1] of {{value}}")
     num = weight.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
             raise AssertionError("padding_idx must be within the number of embeddings")
         padding_idx = padding_idx % num
-    count = input.shape[0]
     starts = offsets[:-1] if include_last_offset else offsets
     end = int(offsets[-1].item()) if include_last_offset and offsets.numel() else count
     bags = starts.shape[0]

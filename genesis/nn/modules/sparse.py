@@ -132,7 +132,7 @@ class EmbeddingBag(Module):
                                 self.padding_idx)
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        s = f"{self.num_embeddings!r}, {self.embedding_dim!r}"
         if self.max_norm is not None:
             s += f", max_norm={self.max_norm!r}"
         if self.norm_type != 2:
