@@ -663,8 +663,8 @@ def ones(*sizes: Any, size: Any = None, dtype: Any = None, layout: Any = None, d
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          *, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """``fill_value`` everywhere (``layout`` None or ``strided``; ``pin_memory`` as :func:`_made`)."""
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
+    if isinstance(fill_value, (Tensor, np.integer)):
+        fill_value = fill_value.item()  # a numpy integer fills an int64 tensor, as torch reads it
     return _factory("full", _size_args((size,) if isinstance(size, int) else tuple(size)), fill_value, dtype,
                     layout, device, requires_grad, pin_memory)
 

@@ -561,6 +561,9 @@ def test_inference_mode() -> None:
             flags = [y.requires_grad, lib.is_grad_enabled(), lib.is_inference_mode_enabled()]
             with lib.inference_mode(False):
                 flags.append(lib.is_grad_enabled())
+            with lib.enable_grad():  # grad mode on, but inference mode still records nothing
+                z = (x * 2).exp()
+                flags += [lib.is_grad_enabled(), z.requires_grad, z.grad_fn is None, z.is_inference()]
         flags += [lib.is_grad_enabled(), lib.is_inference_mode_enabled()]
         return flags
 

@@ -155,6 +155,8 @@ def test_full():
     both(lambda lib, kw: lib.full([3], 2, dtype=lib.float64, **kw))
     both(lambda lib, kw: lib.full((), -1.0, **kw))
     both(lambda lib, kw: lib.full(2, 4.0, **kw) if lib is genesis else lib.full((2,), 4.0))
+    for value in (np.int64(3), np.int32(-2), np.uint8(7), np.float32(1.5), np.bool_(True)):  # numpy scalars as torch
+        both(lambda lib, kw, value=value: lib.full((2,), value, **kw))
 
 
 def test_like_factories():

@@ -402,7 +402,7 @@ class Function:
                 raw.append(a.ndarray)
             else:
                 raw.append(a)
-        if record and _state.enabled:
+        if record and _state.enabled and not _state.inference:  # inference mode records nothing, grad mode or not
             return _apply_recorded(cls, args, raw, kwargs)
         if not cls.takes_ndarrays:
             if cls._new_style:
@@ -589,7 +589,7 @@ def once_differentiable(fn: Callable) -> Callable:
     def wrapper(ctx: Any, *args: Any, **kwargs: Any) -> Any:
         with no_grad():
             outputs = fn(ctx, *args, **kwargs)
-        if not _state.enabled or not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        if not _state.enabled or _state.inference or not any(isinstance(a, Tensor) and a.requires_grad for a in args):
             return outputs
         single = not isinstance(outputs, tuple)
         values = [o.detach().requires_grad_(True) if isinstance(o, Tensor) and o.is_floating_point() else o
