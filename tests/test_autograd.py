@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import genesis
-from tests.helpers import DEVICE, assert_same, to_genesis
+from tests.helpers import DEVICE, assert_same, to_genesis, to_torch
 
 LIBS = (genesis, torch)
 
@@ -2334,3 +2334,39 @@ def test_a_detached_operand_stays_out_of_the_double_backward(other: str) -> None
         return out + [g, g.requires_grad]
 
     both(scenario)
+
+
+def test_backward_runs_nodes_in_torchs_order() -> None:
+    """The engine's ready queue orders nodes as torch's (the latest-made first, leaves' accumulation before all):
+    tensor hooks fire in torch's order, and gradients summed from several branches round alike, bit for bit."""
+    def hook_order(lib: Any) -> list:
+        order: list = []
+        x = t(lib, X, True)
+        a = x * 2
+        b = x.exp()
+        c = a.sin()
+        d = b * a
+        a2 = a.cos()
+        for name, v in (("a", a), ("b", b), ("c", c), ("d", d), ("a2", a2)):
+            v.register_hook(lambda g, name=name: order.append(name))
+        ((c + d).sum() + a.cos().sum() + a2.sum()).backward()
+        return order
+
+    assert hook_order(genesis) == hook_order(torch)
+
+    values = torch.randn(1000, generator=torch.Generator().manual_seed(0)).tolist()
+
+    def summed(lib: Any) -> Any:
+        x = t(lib, values, True, lib.float32)
+        total = (x * 0.3).cos()
+        for i in range(1, 7):
+            y = x * (0.1 * i + 0.3)
+            total = total + (y.sin() if i % 2 else y.cos()) * x
+        total.sum().backward()
+        return x.grad
+
+    got, want = to_torch(summed(genesis)), summed(torch)
+    if DEVICE == "cpu":  # the same kernels: the same order of the sums gives the same bits
+        assert torch.equal(got, want)
+    else:
+        torch.testing.assert_close(got, want)

@@ -6,6 +6,7 @@ saved tensors unless ``retain_graph``. :func:`backward` and :func:`grad` are tor
 from __future__ import annotations
 
 import itertools
+from heapq import heapify, heappop, heappush
 from typing import Any, Callable, Sequence
 
 from genesis.autograd import anomaly_mode
@@ -112,7 +113,11 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     handed = {id(g.ndarray.buffer) for g in grad_tensors if g is not None}
     deps = _collect(roots)
     needed = _leading_to({n for n, _ in captures}, roots) if inputs is not None else set()
-    ready = [n for n in roots if deps.get(n, 0) == 0]
+    # Ready nodes by priority, as torch's ready queue: the node made last first (leaves' accumulation before all),
+    # ties in the order they became ready.
+    ready = [(-n._seq, i, n) for i, n in enumerate(roots) if deps.get(n, 0) == 0]
+    heapify(ready)
+    order = itertools.count(len(ready))
     # Grad mode is create_graph while backward runs (set_grad_enabled's effect, without building its object).
     prev_mode = _state.enabled
     _state.enabled = create_graph
@@ -121,7 +126,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     _tasks.append((next(_task_ids), roots, deps, needed if inputs is not None else None))
     try:
         while ready:
-            node = ready.pop()
+            node = heappop(ready)[2]
             grads = buffers.pop(node, None) or [None]
             if inputs is not None and node not in needed:
                 # No gradient asked for goes through this node: as in torch, it does not run, nor do its hooks.
@@ -164,7 +169,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
-                    ready.append(nxt)
+                    heappush(ready, (-nxt._seq, next(order), nxt))
         if _depth == 1:
             while _callbacks:
                 _callbacks.pop(0)()

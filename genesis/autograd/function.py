@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import math
 import warnings
 import weakref
@@ -100,6 +101,7 @@ class Node:
     _retain_hooks: dict[int, Callable] | None = None  # retain_grad of outputs: run after the other hooks
     _pre_hooks: list[Callable] | None = None
     _post_hooks: list[Callable] | None = None
+    _seq = 0  # creation order of a recorded op's node: backward runs the latest-made ready node first, as torch
 
     def name(self) -> str:
         return type(self).__name__
@@ -134,6 +136,7 @@ class Node:
 
 class AccumulateGrad(Node):
     """Sink node for a leaf tensor that requires grad: adds incoming gradients into ``variable.grad``."""
+    _seq = 1 << 64  # torch's highest priority: a leaf's gradient is accumulated as soon as it is complete
 
     def __init__(self, variable: Any) -> None:
         self.variable = variable
@@ -316,20 +319,13 @@ class _NoGradCtx:
     materialize_grads = True
     dirty_tensors: tuple = ()
 
-    def save_for_backward(self, *values: Any) -> None:
-        pass
+    def _ignore(self, *values: Any) -> None:
+        """Saving values and setting flags: nothing to keep when nothing is recorded."""
 
-    def save_for_forward(self, *values: Any) -> None:
-        pass
-
-    def mark_non_differentiable(self, *outputs: Any) -> None:
-        pass
+    save_for_backward = save_for_forward = mark_non_differentiable = set_materialize_grads = _ignore
 
     def mark_dirty(self, *tensors: Any) -> None:
         self.dirty_tensors = tensors  # a fresh ctx per call of a Tensor-level forward (primitives never mark)
-
-    def set_materialize_grads(self, value: bool) -> None:
-        pass
 
 
 _NO_GRAD_CTX = _NoGradCtx()
@@ -426,11 +422,15 @@ class Function:
         return t
 
 
+_sequence = itertools.count(1)  # the creation number of each recorded node (Node._seq)
+
+
 def _apply_recorded(cls: type[Function], args: tuple, raw: list, kwargs: dict) -> Any:
     """``cls.apply`` when the op is recorded: run forward with a fresh ctx, then link it into the graph."""
     if cls._new_style:
         args, kwargs = _bind_defaults(cls, args, kwargs)
     ctx = cls._node_type()
+    ctx._seq = next(_sequence)
     ctx._inputs = args
     # One pass over the inputs: which need a gradient, the edges to their nodes (taken before forward, as torch's)
     # and the metadata their gradients are checked against.
