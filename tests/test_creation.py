@@ -664,3 +664,19 @@ def test_set_rng_state_accepts_torch_cpu_state(tmp_path) -> None:
     assert not genesis.equal(genesis.rand(5), first)  # another torch state, another stream
     with pytest.raises(RuntimeError, match="5056"):
         genesis.set_rng_state(genesis.zeros(100, dtype=genesis.uint8))
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib, x: lib.zeros_like(x, layout=lib.strided), lambda lib, x: lib.ones_like(x, layout=lib.strided),
+    lambda lib, x: lib.full_like(x, 2.5, layout=lib.strided, pin_memory=False),
+    lambda lib, x: lib.empty_like(x, layout=lib.strided).fill_(1), lambda lib, x: lib.linspace(0, 1, 5, layout=None),
+    lambda lib, x: lib.logspace(0, 1, 4, layout=lib.strided), lambda lib, x: lib.eye(3, layout=lib.strided),
+    lambda lib, x: lib.scalar_tensor(3.0, layout=lib.strided, pin_memory=False)])
+def test_creation_functions_take_torchs_layout_keywords(make) -> None:
+    assert_same(make(genesis, genesis.ones(2, 3, device=DEVICE)), make(torch, torch.ones(2, 3)))
+
+
+def test_creation_functions_refuse_a_layout_that_is_not_one() -> None:
+    for lib in (torch, genesis):
+        with pytest.raises(TypeError):
+            lib.eye(2, layout=3)
