@@ -164,3 +164,33 @@ def test_no_available_kernel_raises() -> None:
         q32, k32, v32 = (to_genesis(torch.randn(1, 2, 8, 24, dtype=torch.bfloat16), device=DEVICE) for _ in range(3))
         with pytest.raises(RuntimeError, match="no available kernel"):
             F.scaled_dot_product_attention(q32, k32, v32)
+
+
+@pytest.mark.parametrize("masks", ["causal hint", "causal bool + padding", "float + padding", "per-head bool"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_multihead_attention_without_weights_runs_the_fused_kernel_as_torch(masks: str, dtype: str) -> None:
+    """``nn.MultiheadAttention(need_weights=False)``: the masks merged as torch merges them, into the fused kernel
+    where one applies (torch's own CPU flash kernel on the CPU); outputs and gradients as torch's."""
+    torch.manual_seed(0)
+    E, H, L, N = 16, 4, 6, 3
+    ref = torch.nn.MultiheadAttention(E, H).to(getattr(torch, dtype))
+    mha = genesis.nn.MultiheadAttention(E, H, device=DEVICE, dtype=getattr(genesis, dtype))
+    mha.load_state_dict({k: to_genesis(v) for k, v in ref.state_dict().items()})
+    x = torch.randn(L, N, E, generator=torch.Generator().manual_seed(1)).to(getattr(torch, dtype))
+    causal = torch.triu(torch.ones(L, L, dtype=torch.bool), 1)
+    padding = torch.zeros(N, L, dtype=torch.bool)
+    padding[0, -2:] = True
+    attn, kpm, hint = {"causal hint": (causal, None, True), "causal bool + padding": (causal, padding, True),
+                       "float + padding": (torch.zeros(L, L).masked_fill(causal, float("-inf")), padding, False),
+                       "per-head bool": (torch.rand(N * H, L, L, generator=torch.Generator().manual_seed(2)) > 0.8,
+                                         None, False)}[masks]
+    xr, xg = x.clone().requires_grad_(), to_genesis(x, requires_grad=True)
+    out_r, w_r = ref(xr, xr, xr, key_padding_mask=kpm, attn_mask=attn, need_weights=False, is_causal=hint)
+    out_g, w_g = mha(xg, xg, xg, key_padding_mask=None if kpm is None else to_genesis(kpm),
+                     attn_mask=to_genesis(attn), need_weights=False, is_causal=hint)
+    assert w_r is None and w_g is None
+    out_r.float().sum().backward()
+    out_g.float().sum().backward()
+    tol = {"atol": 5e-2, "rtol": 3e-2} if dtype == "bfloat16" else {"atol": 1e-5, "rtol": 1e-4}
+    for got, want in ((out_g, out_r), (xg.grad, xr.grad), (mha.in_proj_weight.grad, ref.in_proj_weight.grad)):
+        torch.testing.assert_close(to_torch(got).float(), want.float(), **tol)

@@ -187,6 +187,17 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
             if key_padding_mask.shape[dim] != size:
                 raise AssertionError(f"Expected key_padded_mask.shape[{dim}] to be {size}, but got "
                                      f"{key_padding_mask.shape[dim]}")
+    if not need_weights:
+        # As torch: scaled_dot_product_attention's fused kernel where one applies (torch's own on the CPU), the
+        # masks merged into one additive mask, or only the causal hint when there is no padding mask; else the
+        # products below, which compute the same as its composite with fewer ops.
+        causal = is_causal and key_padding_mask is None
+        mask = None if causal else _merged_mask(attn_mask, key_padding_mask, bsz, num_heads, src_len, q.dtype)
+        out = fused_attention(*amp.autocast_args("scaled_dot_product_attention", q, k, v, mask),
+                              dropout_p if training else 0.0, causal, 1.0 / math.sqrt(head_dim), False)
+        if out is not None:
+            out = linear(out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim), out_proj_weight, out_proj_bias)
+            return (out.squeeze(1) if unbatched else out), None
     scores = T.matmul(q * (1.0 / math.sqrt(head_dim)), k.transpose(-2, -1))  # (N, H, L, S); q scaled, as torch
     if attn_mask is not None:
         if attn_mask.ndim == 3:
@@ -249,6 +260,27 @@ def _check_mask_dtype(mask: Tensor | None, name: str, other: Tensor | None) -> N
     if other is not None and other.dtype is not mask.dtype:
         warnings.warn(f"Support for mismatched {name} and attn_mask is deprecated. Use same type for both instead.",
                       stacklevel=3)
+
+
+def _merged_mask(attn_mask: Tensor | None, key_padding_mask: Tensor | None, bsz: int, num_heads: int,
+                 src_len: int, dtype: dtypes.dtype) -> Tensor | None:
+    """``attn_mask`` and ``key_padding_mask`` (bool True = masked out) as one additive mask broadcastable to
+    (N, H, L, S) in ``dtype``, as torch merges them for scaled_dot_product_attention; None without either."""
+    mask = None
+    if attn_mask is not None:
+        mask = _additive(attn_mask, dtype)
+        mask = mask.reshape(bsz, num_heads, -1, src_len) if mask.ndim == 3 else mask
+    if key_padding_mask is not None:
+        padding = _additive(key_padding_mask, dtype).reshape(bsz, 1, 1, src_len)
+        mask = padding if mask is None else mask + padding
+    return mask
+
+
+def _additive(mask: Tensor, dtype: dtypes.dtype) -> Tensor:
+    """A bool mask (True = masked out) as 0 / -inf, a float one in ``dtype``."""
+    if mask.dtype is dtypes.bool_:
+        return T.masked_fill(zeros(mask.shape, dtype=dtype, device=mask.device), mask, float("-inf"))
+    return mask.to(dtype)
 
 
 def _apply_mask(scores: Tensor, mask: Tensor) -> Tensor:
