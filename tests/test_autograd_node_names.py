@@ -142,6 +142,14 @@ OPS = {
     "diagonal": lambda lib, a: a["x"].diagonal(),
     "unfold": lambda lib, a: a["x"].unfold(1, 2, 1),
     "as_strided": lambda lib, a: a["x"].as_strided((2, 2), (1, 2)),
+    # Ops that overwrite a tensor: torch names each node after the op, not after a select.
+    "masked_fill": lambda lib, a: a["x"].masked_fill(a["x"] > 0, 1.0),
+    "masked_fill tensor": lambda lib, a: a["x"].detach().masked_fill(a["x"] > 0, a["b"][0]),
+    "masked_fill_": lambda lib, a: (a["x"] * 1).masked_fill_(a["x"] > 0, 1.0),
+    "fill_": lambda lib, a: (a["x"] * 1).fill_(2.0),
+    "fill_ tensor": lambda lib, a: (a["x"] * 1).fill_(a["b"][0]),
+    "zero_": lambda lib, a: (a["x"] * 1).zero_(),
+    "copy_": lambda lib, a: (a["x"] * 1).copy_(a["y"]),
 }
 
 
@@ -149,7 +157,7 @@ OPS = {
 def test_node_names_match_torch(op: str) -> None:
     t_node = OPS[op](torch, _inputs(torch)).grad_fn
     g_node = OPS[op](genesis, _inputs(genesis)).grad_fn
-    assert type(g_node).__name__ == g_node.name() == type(t_node).__name__ == t_node.name()
+    assert (type(g_node).__name__, g_node.name()) == (type(t_node).__name__, t_node.name())
 
 
 def test_leaves_are_accumulate_grad_and_next_functions_link_named_nodes() -> None:

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from genesis import dtypes
 from genesis.autograd.grad_mode import _state, enable_grad, no_grad
-from genesis.autograd.node_names import node_name
+from genesis.autograd.node_names import node_name, qualified_name
 from genesis.ndarray import NDArray
 
 #: The tensor class outputs are wrapped in (``genesis.Tensor``), set once by :func:`set_tensor_type`.
@@ -104,7 +104,7 @@ class Node:
     _seq = 0  # creation order of a recorded op's node: backward runs the latest-made ready node first, as torch
 
     def name(self) -> str:
-        return type(self).__name__
+        return qualified_name(type(self).__name__)
 
     @property
     def next_functions(self) -> tuple:
@@ -140,9 +140,6 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Any) -> None:
         self.variable = variable
-
-    def name(self) -> str:
-        return "torch::autograd::AccumulateGrad"  # torch's name (its class is still named AccumulateGrad)
 
 
 class BackwardCtx(Node):

@@ -36,6 +36,10 @@ TORCH_NAMES: dict[str, str] = {
     "genesis.ops.arithmetic.RSub": "RsubBackward1",
     "genesis.ops.arithmetic.RoundedDiv": "DivBackward2",
     "genesis.ops.complex.ComplexAbs": "AbsBackward0",
+    "genesis.ops.gather_scatter.MaskedFillTensor": "MaskedFillBackward1",
+    "genesis.ops.inplace.Copy": "CopyBackwards",
+    "genesis.ops.inplace.Fill": "FillBackward2",
+    "genesis.ops.inplace.FillTensor": "FillBackward3",
     "genesis.ops.dropout.Dropout": "NativeDropoutBackward0",
     "genesis.ops.floating.FrexpMantissa": "FrexpBackward0",
     "genesis.ops.fused.Attention": "ScaledDotProductFlashAttentionBackward0",
@@ -71,6 +75,15 @@ TORCH_NAMES: dict[str, str] = {
     "genesis.special._LogNdtr": "SpecialLogNdtrBackward0",
     "genesis.special._Ndtri": "SpecialNdtriBackward0",
 }
+
+
+#: Nodes of torch's own autograd (no ATen op's): their ``name()`` carries its C++ namespace.
+_QUALIFIED = {name: f"torch::autograd::{name}" for name in ("AccumulateGrad", "CopySlices", "CopyBackwards")}
+
+
+def qualified_name(name: str) -> str:
+    """What ``node.name()`` returns for a node class named ``name`` (the name itself but for :data:`_QUALIFIED`)."""
+    return _QUALIFIED.get(name, name)
 
 
 def node_name(fn: type) -> str:

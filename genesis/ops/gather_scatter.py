@@ -22,7 +22,7 @@ from genesis.ops._args import (
     ones_like_bool,
 )
 from genesis.ops.arithmetic import maximum, minimum
-from genesis.ops.compare import nonzero, where
+from genesis.ops.compare import Where, nonzero, where
 from genesis.ops.indexing import IndexPut, _check_bounds, getitem, index_put
 from genesis.ops.join import cat
 from genesis.ops.views import as_strided, movedim
@@ -257,6 +257,14 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: float) -> Tensor:
     return IndexPut.apply(input, indices, Tensor._wrap(NDArray.scalar(value, input.dtype, input.device)), False)
 
 
+class MaskedFill(Where):
+    """``masked_fill`` with a number: ``where`` recorded under torch's node name (MaskedFillBackward0)."""
+
+
+class MaskedFillTensor(Where):
+    """``masked_fill`` with a 0-d tensor value (MaskedFillBackward1)."""
+
+
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
         raise RuntimeError(f"masked_fill: expected a bool mask, got "
@@ -273,7 +281,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     # Out of place, the input and the mask broadcast together, as torch's (in place, the result must keep the input's
     # shape: the in-place machinery refuses a larger one). The result is contiguous whatever the input's layout, as
     # torch's (a clone filled in place), so a caller may view() it.
-    out = where(mask, value, input).contiguous()
+    out = (MaskedFillTensor if isinstance(value, Tensor) else MaskedFill).apply(mask, value, input).contiguous()
     return out.to(input.dtype) if out.dtype is not input.dtype else out
 
 
@@ -294,6 +302,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         return masked_scatter(input.reshape(1), mask.reshape(1), source).reshape(())
     coords = nonzero(mask.expand(shape), as_tuple=True)
     n = coords[0].shape[0] if coords else 0
+    if source.numel() < n:
+        raise RuntimeError(f"masked_scatter: Number of elements of source < number of ones in mask ({source.numel()} "
+                           f"< {n})")
     return index_put(input.expand(shape).clone(), coords, source.reshape(-1)[:n])
 
 

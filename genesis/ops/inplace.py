@@ -138,10 +138,15 @@ def _check_fits(op: str, t: Tensor, other: Tensor) -> None:
         raise RuntimeError(f"{op}: output with shape {list(t.shape)} doesn't match the broadcast shape {list(shape)}")
 
 
+#: The backend's binary primitive behind each alias with an in-place method (``subtract_`` writes as ``sub_``).
+_PRIMITIVE_OF = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div"}
+
+
 def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = None) -> Tensor:
     """``t op= other``: written straight into memory when no graph is needed, or when ``writer`` (the op's Function,
     for ops whose backward needs no old value of ``t``) can write it while recording; else through ``fn``."""
     check_no_internal_overlap(t)
+    kernel = _PRIMITIVE_OF.get(op, op)
     if forward_ad.involves_dual(t, other):
         return assign_inplace(t, fn(t, other))
     if (is_grad_enabled() and (t.requires_grad or (isinstance(other, Tensor) and other.requires_grad))):
@@ -152,7 +157,7 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
         a, b = t.ndarray, other.ndarray
         if b.shape == a.shape and b.dtype is a.dtype and b.device is a.device and a.dtype.category == 2:
             # The common case, a floating tensor of this one's shape, dtype and device: nothing to promote or check.
-            a.binary(op, b, out=a)
+            a.binary(kernel, b, out=a)
             t._bump_version()
             return t
     if isinstance(other, Tensor):
@@ -166,15 +171,15 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
         other_nd = other
     else:
         return inplace_binary(t, op, fn, tensor(other, device=t.device))
-    if op == "div" and target.category < 2:
+    if kernel == "div" and target.category < 2:
         target = dtypes.get_default_dtype()
     if target.category > t.dtype.category:
         raise RuntimeError(f"{op}_: result type {dtypes.SCALAR_TYPE_NAMES[target]} can't be cast to the desired "
                            f"output type {dtypes.SCALAR_TYPE_NAMES[t.dtype]}")
     if target is t.dtype:
-        t.ndarray.binary(op, other_nd, out=t.ndarray)
+        t.ndarray.binary(kernel, other_nd, out=t.ndarray)
     else:
-        t.ndarray.copy_(t.ndarray.binary(op, other_nd))
+        t.ndarray.copy_(t.ndarray.binary(kernel, other_nd))
     t._bump_version()
     return t
 
@@ -186,11 +191,13 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
     when one is, through ``writer`` where it can (``add_``, ``sub_``, ``mul_`` by a number or a constant tensor:
     one kernel, as torch's). ``add_``, ``sub_`` and ``mul_`` take a sparse ``other`` as the strided tensor it
     stands for, as torch's."""
-    takes_sparse = op in ("add", "sub", "mul")
+    takes_sparse = _PRIMITIVE_OF.get(op, op) in ("add", "sub", "mul")
 
     def method(self: Tensor, other: Any, alpha: float | None = None, rounding_mode: str | None = None) -> Tensor:
         if isinstance(alpha, Tensor):  # a 0-dim tensor, or torch's deprecated ``add_(alpha, other)``
             other, alpha = arithmetic.alpha_argument(f"{op}_", other, alpha)
+        if op in ("sub", "subtract"):
+            arithmetic.check_sub_operands(f"{op}_", self, other)
         if takes_sparse and other.__class__ is not Tensor:  # a sparse gradient added into a parameter by hand
             other = arithmetic.densified(op, self, other)
         if alpha is not None and alpha.__class__ is not int:
@@ -202,7 +209,8 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
                     and dtypes.result_type(self.dtype, self.ndim, other.dtype, other.ndim) is self.dtype
                     and not (is_grad_enabled() and (self.requires_grad or other.requires_grad))
                     and not forward_ad.involves_dual(self, other)):
-                return _add_scaled_inplace(self, op, other, float(alpha) if op == "add" else -float(alpha))
+                scale = -float(alpha) if op in ("sub", "subtract") else float(alpha)
+                return _add_scaled_inplace(self, op, other, scale)
             other = arithmetic.scaled_operand(self, other, alpha)
         if rounding_mode is not None:
             recording = is_grad_enabled() and (self.requires_grad or isinstance(other, Tensor) and other.requires_grad)
@@ -300,7 +308,9 @@ def as_strided_(input: Tensor, size: Any, stride: Any, storage_offset: int | Non
 
 
 def t_(self: Tensor) -> Tensor:
-    """In-place t."""
+    """In-place t: a matrix is transposed, a tensor of fewer dimensions is left as it is."""
+    if self.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
     return transpose_(self, 0, 1) if self.ndim == 2 else self
 
 
@@ -314,6 +324,11 @@ def fill_from(self: Tensor, nd: Any) -> Tensor:
 
 def fill_(self: Tensor, value: Any) -> Tensor:
     """Fill with a number (or a 0-d tensor, differentiably)."""
+    return _fill(self, value, Fill)
+
+
+def _fill(self: Tensor, value: Any, node: type[compare.Where]) -> Tensor:
+    """``fill_``, recorded (where it is) as a node of class ``node`` for a number value."""
     if isinstance(value, Tensor):
         if value.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
@@ -321,7 +336,9 @@ def fill_(self: Tensor, value: Any) -> Tensor:
         if not (value.requires_grad and is_grad_enabled()):
             value = value.item()
     if is_grad_enabled() and (self.requires_grad or isinstance(value, Tensor)):
-        return assign_inplace(self, _overwrite(self, value.to(self.dtype) if isinstance(value, Tensor) else value))
+        if isinstance(value, Tensor):
+            return assign_inplace(self, _overwrite(self, value.to(self.dtype), FillTensor))
+        return assign_inplace(self, _overwrite(self, value, node))
     return fill_from(self, value)
 
 
@@ -330,14 +347,32 @@ def fill(input: Tensor, value: Any) -> Tensor:
     return fill_(views.clone(input), value)
 
 
-def _overwrite(self: Tensor, value: Any) -> Tensor:
-    """``value`` broadcast to ``self`` as a graph node: the old values of ``self`` receive a zero gradient."""
-    return compare.where(_args.ones_like_bool(self), value, self)
+# ``where`` recorded under the names torch gives the nodes of the ops that overwrite a tensor.
+class Fill(compare.Where):
+    """``fill_`` with a number (FillBackward2)."""
+
+
+class FillTensor(compare.Where):
+    """``fill_`` with a 0-d tensor (FillBackward3)."""
+
+
+class Zero(compare.Where):
+    """``zero_`` (ZeroBackward0)."""
+
+
+class Copy(compare.Where):
+    """``copy_`` (CopyBackwards)."""
+
+
+def _overwrite(self: Tensor, value: Any, node: type[compare.Where]) -> Tensor:
+    """``value`` broadcast to ``self`` as a graph node of class ``node``: the old values of ``self`` receive a zero
+    gradient."""
+    return node.apply(_args.ones_like_bool(self), value, self)
 
 
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros."""
-    return fill_(self, 0)
+    return _fill(self, 0, Zero)
 
 
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
@@ -354,7 +389,7 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     needs_graph = is_grad_enabled() and (self.requires_grad or (isinstance(src, Tensor) and src.requires_grad))
     if needs_graph or forward_ad.involves_dual(self, src):
         value = src.to(self.device, non_blocking=non_blocking).to(self.dtype) if isinstance(src, Tensor) else src
-        return assign_inplace(self, _overwrite(self, value))
+        return assign_inplace(self, _overwrite(self, value, Copy))
     return fill_from(self, src.ndarray.to(self.device, non_blocking) if isinstance(src, Tensor) else src)
 
 
