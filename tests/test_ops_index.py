@@ -1,5 +1,6 @@
 """Indexing against torch: basic and advanced keys, assignment through each, gather/scatter and friends, sorting."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -715,3 +716,18 @@ def test_backend_scatter_writes_in_place(dtype):
             expected = base.scatter(1, index, src) if reduce is None else base.scatter_add(1, index, src)
             assert got is nd
             assert_same(x, expected)
+
+
+def test_fills_take_numpy_scalars_with_and_without_grad() -> None:
+    """``masked_fill`` / ``fill_`` of a numpy scalar (a replay buffer's reward): the number it holds, also on a
+    tensor that requires grad."""
+    for lib in (torch, genesis):
+        kw = {} if lib is torch else {"device": DEVICE}
+        x = lib.ones(3, **kw)
+        assert x.masked_fill(x > 0, np.float32(2.5)).tolist() == [2.5] * 3
+        assert lib.ones(3, dtype=lib.int32, **kw).masked_fill(x > 0, np.int64(7)).tolist() == [7] * 3
+        leaf = lib.ones(3, requires_grad=True, **kw)
+        y = (leaf * 1).masked_fill_(x > 0, np.float64(0.5))
+        assert y.tolist() == [0.5] * 3
+        y.fill_(np.float32(1.5)).sum().backward()
+        assert y.tolist() == [1.5] * 3 and leaf.grad.tolist() == [0.0] * 3

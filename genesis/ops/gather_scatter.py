@@ -20,6 +20,7 @@ from genesis.ops._args import (
     arange_like,
     check_scalar_fits,
     ones_like_bool,
+    python_number,
 )
 from genesis.ops.arithmetic import maximum, minimum
 from genesis.ops.compare import Where, nonzero, where
@@ -276,6 +277,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         if not value.requires_grad:  # a device value stays on the device: reading it would synchronize
             value = value.item() if value.device.type == "cpu" else value.to(input.dtype)
     if not isinstance(value, Tensor):
+        value = python_number(value)  # numpy scalars as the numbers they hold
         check_scalar_fits(value, input.dtype)
     broadcast_shapes("masked_fill", input.shape, mask.shape)
     # Out of place, the input and the mask broadcast together, as torch's (in place, the result must keep the input's

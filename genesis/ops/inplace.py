@@ -367,7 +367,7 @@ class Copy(compare.Where):
 def _overwrite(self: Tensor, value: Any, node: type[compare.Where]) -> Tensor:
     """``value`` broadcast to ``self`` as a graph node of class ``node``: the old values of ``self`` receive a zero
     gradient."""
-    return node.apply(_args.ones_like_bool(self), value, self)
+    return node.apply(_args.ones_like_bool(self), _args.python_number(value), self)
 
 
 def zero_(self: Tensor) -> Tensor:
