@@ -102,10 +102,11 @@ SCALAR_TYPE_NAMES = {
     bool_: "Bool", uint8: "Byte", int8: "Char", int16: "Short", int32: "Int", int64: "Long", float16: "Half",
     bfloat16: "BFloat16", float32: "Float", float64: "Double", complex64: "ComplexFloat", complex128: "ComplexDouble",
 }
-#: torch's C++ names of the floating and complex element types, as its dtype-mismatch and overflow messages print them.
+#: torch's C++ names of the element types, as its dtype-mismatch and overflow messages print them.
 CPP_TYPE_NAMES = {
     float32: "float", float64: "double", float16: "c10::Half", bfloat16: "c10::BFloat16",
-    complex64: "c10::complex<float>", complex128: "c10::complex<double>",
+    complex64: "c10::complex<float>", complex128: "c10::complex<double>", int64: "long int", int32: "int",
+    int16: "short int", int8: "signed char", uint8: "unsigned char", bool_: "bool",
 }
 
 

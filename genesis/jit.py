@@ -8,9 +8,14 @@ Saving a scripted program (``jit.save`` / ``jit.load``) has no Genesis equivalen
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import types
 import typing
+import warnings
 from typing import Any, Callable, Iterator, TypeVar
+
+from genesis.nn.modules.module import Module
 
 T = TypeVar("T")
 
@@ -84,6 +89,85 @@ def annotate(the_type: Any, the_value: T) -> T:
     return the_value
 
 
+#: The bare container types torch refuses as ``isinstance`` targets (their element types are missing); the typing
+#: aliases are keys here as objects, not annotations.
+_BARE_CONTAINERS = {dict: "dict", list: "list", tuple: "tuple", typing.Dict: "Dict", typing.List: "List",  # noqa: UP006
+                    typing.Optional: "Optional", typing.Tuple: "Tuple"}  # noqa: UP006
+
+
+def _empty_container_warning(obj: Any) -> None:
+    if obj == [] or obj == {} or obj == ():
+        warnings.warn("The inner type of a container is lost when calling torch.jit.isinstance in eager mode. For "
+                      "example, List[int] would become list and therefore falsely return True for List[float] or "
+                      "List[str].", stacklevel=4)
+
+
+def _container_matches(obj: Any, target_type: Any) -> bool:
+    """Whether ``obj`` is the parameterized container ``target_type``, checked element by element (as torch)."""
+    origin, args = typing.get_origin(target_type), typing.get_args(target_type)
+    if origin is list:
+        _empty_container_warning(obj)
+        return builtins.isinstance(obj, list) and all(_matches(el, args[0]) for el in obj)
+    if origin is dict:
+        _empty_container_warning(obj)
+        return builtins.isinstance(obj, dict) and all(builtins.isinstance(key, args[0]) and _matches(val, args[1])
+                                                      for key, val in obj.items())
+    if origin is tuple:
+        _empty_container_warning(obj)
+        return (builtins.isinstance(obj, tuple) and len(obj) == len(args)
+                and all(_matches(el, el_type) for el, el_type in zip(obj, args)))
+    if origin is typing.Union or origin is types.UnionType:  # Optional[X] too: None always matches
+        # As torch: the first parameterized member decides alone.
+        for member in args:
+            if typing.get_origin(member) is not None:
+                return obj is None or _container_matches(obj, member)
+            if obj is None or builtins.isinstance(obj, member):
+                return True
+    return False
+
+
+def _matches(obj: Any, target_type: Any) -> bool:
+    return (_container_matches(obj, target_type) if typing.get_origin(target_type) is not None
+            else builtins.isinstance(obj, target_type))
+
+
+def isinstance(obj: Any, target_type: Any) -> bool:
+    """TorchScript's container type refinement, checked eagerly: whether ``obj`` is a ``target_type``.
+
+    Parameterized containers (``List[Tensor]``, ``Dict[str, List[int]]``, ``Tuple[int, str]``, ``Optional[...]``)
+    are checked element by element; a tuple of types matches any of its members. An empty container matches any
+    element type (with torch's warning that the inner type is lost).
+    """
+    if builtins.isinstance(target_type, tuple):
+        return any(isinstance(obj, member) for member in target_type)
+    if builtins.isinstance(target_type, (list, dict, set)):
+        raise RuntimeError("The second argument to `torch.jit.isinstance` must be a type or a tuple of types")
+    name = _BARE_CONTAINERS.get(target_type)
+    if name in ("dict", "Dict"):
+        raise RuntimeError(f"Attempted to use {name} without contained types. Please add contained type, e.g. "
+                           f"{name}[int, int]")
+    if name is not None:
+        raise RuntimeError(f"Attempted to use {name} without a contained type. Please add a contained type, e.g. "
+                           f"{name}[int]")
+    return _matches(obj, target_type)
+
+
+class ScriptModule(Module):
+    """The base class of torch's TorchScript modules (the legacy ``class M(jit.ScriptModule)`` with
+    ``@jit.script_method``): a plain :class:`~genesis.nn.Module` whose methods run eagerly. ``jit.script`` returns
+    modules unchanged, so a module is an instance of this class only when it derives from it."""
+
+
+class ScriptFunction:
+    """The type of torch's compiled TorchScript functions, for ``isinstance`` checks: ``jit.script`` returns functions
+    unchanged, so no Genesis object is one."""
+
+
+def script_method(fn: Callable) -> Callable:
+    """The legacy decorator of a :class:`ScriptModule`'s compiled methods: the method unchanged."""
+    return fn
+
+
 def is_scripting() -> bool:
     """False: Genesis never runs code as TorchScript."""
     return False
@@ -137,6 +221,7 @@ load = _unavailable("load")
 #: hint in Genesis.
 Final = typing.Final
 
-__all__ = ["Final", "Future", "annotate", "export", "fork", "freeze", "fuser", "ignore", "interface", "is_scripting",
-           "is_tracing", "load", "optimize_for_inference", "optimized_execution", "save", "script",
-           "script_if_tracing", "trace", "trace_module", "unused", "wait"]
+__all__ = ["Final", "Future", "ScriptFunction", "ScriptModule", "annotate", "export", "fork", "freeze", "fuser",
+           "ignore", "interface", "is_scripting", "is_tracing", "isinstance", "load", "optimize_for_inference",
+           "optimized_execution", "save", "script", "script_if_tracing", "script_method", "trace", "trace_module",
+           "unused", "wait"]

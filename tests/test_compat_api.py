@@ -5,6 +5,7 @@ every input rank as torch draws and warns."""
 from __future__ import annotations
 
 import collections
+import typing
 import warnings
 
 import pytest
@@ -244,6 +245,29 @@ def test_process_settings_as_torch() -> None:
         genesis.use_deterministic_algorithms(False)
     assert not genesis.are_deterministic_algorithms_enabled()
     assert genesis.backends.mps.is_available() is False and genesis.backends.mps.is_built() is False
+
+
+def test_deterministic_debug_mode_and_argument_types_as_torch() -> None:
+    seen = []
+    for lib in (torch, genesis):
+        row = []
+        try:
+            for mode in ("warn", 2, "default", 1, 0):
+                lib.set_deterministic_debug_mode(mode)
+                row.append((lib.get_deterministic_debug_mode(), lib.are_deterministic_algorithms_enabled(),
+                            lib.is_deterministic_algorithms_warn_only_enabled()))
+            for fn, args, kwargs in ((lib.set_deterministic_debug_mode, ("loud",), {}),
+                                     (lib.set_deterministic_debug_mode, (3,), {}),
+                                     (lib.set_deterministic_debug_mode, (1.0,), {}),
+                                     (lib.use_deterministic_algorithms, ("yes",), {}),
+                                     (lib.use_deterministic_algorithms, (True,), {"warn_only": 1})):
+                with pytest.raises((RuntimeError, TypeError)) as info:
+                    fn(*args, **kwargs)
+                row.append((type(info.value).__name__, str(info.value).split(": ")[-1][:30]))
+        finally:
+            lib.use_deterministic_algorithms(False)
+        seen.append(row)
+    assert seen[0] == seen[1]
 
 
 def test_module_compile_in_place_keeps_the_module() -> None:
@@ -495,6 +519,52 @@ def test_jit_entry_points_leave_code_eager() -> None:
     with genesis.jit.optimized_execution(False), genesis.jit.fuser("fuser1"):
         # typing.Final, as torch's: `num_tags: jit.Final[int]` in a class body subscripts it
         assert genesis.jit.Final is torch.jit.Final and genesis.jit.Final[int] == torch.jit.Final[int]
+
+
+def test_jit_isinstance_refines_containers_as_torch() -> None:
+    t, g = torch.ones(2), genesis.ones(2)
+    cases = [(lambda x: [x, x], lambda lib: list[lib.Tensor]), (lambda x: [x, 1], lambda lib: list[lib.Tensor]),
+             (lambda x: {"a": [x]}, lambda lib: dict[str, list[lib.Tensor]]),
+             (lambda x: {1: [x]}, lambda lib: dict[str, list[lib.Tensor]]),
+             (lambda x: (1, "a"), lambda lib: tuple[int, str]), (lambda x: (1, "a", 2), lambda lib: tuple[int, str]),
+             (lambda x: None, lambda lib: list[int] | None), (lambda x: [1.0], lambda lib: list[int] | None),
+             (lambda x: "s", lambda lib: int | str), (lambda x: x, lambda lib: (str, lib.Tensor)),
+             (lambda x: [[1], [2, "3"]], lambda lib: list[list[int]]), (lambda x: 3, lambda lib: float)]
+    for make, target in cases:
+        assert genesis.jit.isinstance(make(g), target(genesis)) is torch.jit.isinstance(make(t), target(torch))
+    for lib in (torch, genesis):
+        with pytest.warns(UserWarning, match="The inner type of a container is lost"):
+            assert lib.jit.isinstance([], list[str])
+        with pytest.raises(RuntimeError, match="must be a type or a tuple of types"):
+            lib.jit.isinstance(1, [int])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0 is no empty container: no warning
+        assert not genesis.jit.isinstance(0, list[int])
+    # A bare container type (no element types) is refused, once the types before it in a tuple did not match.
+    for bare in (tuple, dict, typing.List, typing.Optional):  # noqa: UP006 - the typing alias itself
+        messages = []
+        for lib in (torch, genesis):
+            with pytest.raises(RuntimeError) as caught:
+                lib.jit.isinstance((1,), (int, bare))
+            messages.append(str(caught.value))
+        assert messages[0] == messages[1] and messages[0].startswith("Attempted to use")
+    assert genesis.jit.isinstance(1, (int, tuple))
+
+
+def test_jit_legacy_script_module_runs_eagerly() -> None:
+    class Scaled(genesis.jit.ScriptModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = genesis.nn.Parameter(genesis.full((2,), 3.0))
+
+        @genesis.jit.script_method
+        def forward(self, x: genesis.Tensor) -> genesis.Tensor:
+            return x * self.weight
+
+    model = Scaled()
+    assert isinstance(model, genesis.nn.Module) and list(model.state_dict()) == ["weight"]
+    assert model(genesis.ones(2)).tolist() == [3.0, 3.0]
+    assert not isinstance(genesis.jit.script(len), genesis.jit.ScriptFunction)
 
 
 def test_onnx_export_guard_takes_the_eager_path() -> None:

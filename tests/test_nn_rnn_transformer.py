@@ -178,6 +178,13 @@ def _lstm(lib):
     (lambda lib, x, h, c: lib.nn.LSTMCell(4, 5, dtype=lib.float64)(x, (h, c)),
      (rand(3, 4), rand(1, 3, 5, seed=1), rand(3, 5, seed=2)), ValueError,
      r"LSTMCell: Expected hx\[0\] to be 1D or 2D, got 3D instead"),
+    # One tensor where LSTM takes (h, c): torch reads hx[0] and hx[1] of it.
+    (lambda lib, x, h: _lstm(lib)(x, h), (rand(3, 2, 4), rand(1, 2, 5, seed=1)), IndexError,
+     "index 1 is out of bounds for dimension 0 with size 1"),
+    (lambda lib, x, h: lib.nn.LSTM(4, 5, 2, dtype=lib.float64)(x, h), (rand(3, 2, 4), rand(2, 2, 5, seed=1)),
+     RuntimeError, r"For batched 3-D input, hx and cx should also be 3-D but got \(2-D, 2-D\) tensors"),
+    (lambda lib, x, h: lib.nn.LSTMCell(4, 5, dtype=lib.float64)(x, h), (rand(3, 4), rand(3, 5, seed=1)),
+     TypeError, r"lstm_cell\(\): argument 'hx' \(position 2\) must be tuple of Tensors, not Tensor"),
 ])
 def test_recurrent_errors(fn, inputs, exc, match):
     check_error(exc, fn, *inputs, match=match)
@@ -398,6 +405,29 @@ def test_recurrent_packed_input(name, kwargs, enforce_sorted):
                  call=lambda m, x, *hx: _run_packed(m, x, *hx, lengths=lengths, enforce_sorted=enforce_sorted))
 
 
+def _gradient_penalty(m, x, *hx, lengths=None):
+    """The squared norm of the first gradients (of the input and every parameter), taken with create_graph: its
+    own gradients need the layers' backward to be differentiable."""
+    lib = genesis if isinstance(m, genesis.nn.Module) else torch
+    seq = x if lengths is None else lib.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=m.batch_first,
+                                                                          enforce_sorted=False)
+    out, state = m(seq, *((tuple(hx),) if len(hx) == 2 else hx))
+    outs = [out.data if lengths is not None else out, *(state if isinstance(state, tuple) else (state,))]
+    first = sum((o * o.sin()).sum() for o in outs)
+    grads = lib.autograd.grad(first, [x, *hx, *m.parameters()], create_graph=True)
+    return sum((g ** 2).sum() for g in grads)
+
+
+@pytest.mark.parametrize("name,kwargs", RNN_CASES[1::2])
+@pytest.mark.parametrize("lengths", [None, [3, 4, 1]])
+def test_recurrent_layers_double_backward(name, kwargs, lengths):
+    g, t = pair(lambda lib: getattr(lib.nn, name)(4, 5, **kwargs))
+    shape = (3, 4, 4) if kwargs.get("batch_first") else (4, 3, 4)
+    h_shape, c_shape = _state_shape(name, kwargs, batch=3)
+    states = (rand(*h_shape, seed=1), rand(*c_shape, seed=2)) if name == "LSTM" else (rand(*h_shape, seed=1),)
+    check_module(g, t, rand(*shape), *states, call=lambda m, x, *hx: _gradient_penalty(m, x, *hx, lengths=lengths))
+
+
 def test_packed_input_matches_per_sequence_runs():
     # Each packed sequence ends where its length says: its final state equals running it alone.
     gru = genesis.nn.GRU(3, 4, bidirectional=True, dtype=genesis.float64, device=DEVICE)
@@ -499,6 +529,51 @@ def test_transformer_encoder_inference_matches_torch(nhead, padding, float_mask)
         want = t(x, src_key_padding_mask=mask)
         got = g(to_genesis(x), src_key_padding_mask=to_genesis(mask))
     torch.testing.assert_close(to_torch(got), want, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("switch_off", ["use_nested_tensor", "set_fastpath_enabled"])
+def test_transformer_encoder_nested_tensor_path_switches(switch_off):
+    # torch keeps the padded positions' values where the path is off: by the stack's use_nested_tensor, or by
+    # torch.backends.mha.set_fastpath_enabled(False).
+    def make(lib):
+        layer = lib.nn.TransformerEncoderLayer(6, 2, 8, batch_first=True)
+        return lib.nn.TransformerEncoder(layer, 2).eval()
+
+    g, t = pair(make)
+    g.load_state_dict({k: to_genesis(v, requires_grad=False) for k, v in t.state_dict().items()})
+    assert g.use_nested_tensor is t.use_nested_tensor is True
+    x = rand(2, 4, 6, requires_grad=False)
+    mask = torch.tensor([[False, False, True, True], [False, False, False, False]])
+    for lib, model in ((genesis, g), (torch, t)):
+        if switch_off == "use_nested_tensor":
+            model.use_nested_tensor = False
+        else:
+            lib.backends.mha.set_fastpath_enabled(False)
+    try:
+        with torch.no_grad(), genesis.no_grad():
+            want = t(x, src_key_padding_mask=mask)
+            got = g(to_genesis(x), src_key_padding_mask=to_genesis(mask))
+    finally:
+        genesis.backends.mha.set_fastpath_enabled(True)
+        torch.backends.mha.set_fastpath_enabled(True)
+    assert want[0, 2:].abs().sum() > 0
+    torch.testing.assert_close(to_torch(got), want, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"batch_first": True, "norm_first": True}, {"batch_first": True, "nhead": 1},
+                                    {"batch_first": True, "bias": False}])
+def test_transformer_encoder_use_nested_tensor_and_its_warning(kwargs):
+    def make(lib):
+        options = dict(kwargs)
+        layer = lib.nn.TransformerEncoderLayer(6, options.pop("nhead", 2), 8, **options)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            stack = lib.nn.TransformerEncoder(layer, 1)
+        return stack, [str(w.message) for w in caught if "enable_nested_tensor" in str(w.message)]
+
+    (g, g_warned), (t, t_warned) = make(genesis), make(torch)
+    assert g.use_nested_tensor is t.use_nested_tensor is False
+    assert g_warned == t_warned and len(t_warned) == 1
 
 
 def test_packed_sequence_to():

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+import genesis
 from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis
 
 MATMUL_SHAPES = [
@@ -119,6 +120,25 @@ def test_blends_ignore_input_at_beta_zero():
     check(lambda lib, c, a, b: lib.addmm(c, a, b, beta=0.0), nan_input, rand(2, 3, seed=33), rand(3, 4, seed=34))
     check(lambda lib, c, a, b: lib.baddbmm(c, a, b, beta=0.0, alpha=0.5), nan_input, rand(3, 2, 5, seed=35),
           rand(3, 5, 4, seed=36))
+
+
+@pytest.mark.parametrize("dtypes", [(torch.float32, torch.float64, torch.float64),
+                                    (torch.float64, torch.float32, torch.float64),
+                                    (torch.float64, torch.float64, torch.float32),
+                                    (torch.int64, torch.float64, torch.float64)])
+@pytest.mark.parametrize("op", ["addmm", "baddbmm", "addbmm", "addmv"])
+def test_blends_refuse_mixed_dtypes_as_torch(op, dtypes):
+    # No promotion: input and both factors share one dtype, with torch's message for each mismatch.
+    shapes = {"addmm": ((2, 2), (2, 2), (2, 2)), "baddbmm": ((1, 2, 2), (1, 2, 2), (1, 2, 2)),
+              "addbmm": ((2, 2), (1, 2, 2), (1, 2, 2)), "addmv": ((2,), (2, 2), (2,))}[op]
+
+    def message(lib):
+        tensors = [lib.ones(shape, dtype=getattr(lib, str(dt).split(".")[1])) for shape, dt in zip(shapes, dtypes)]
+        with pytest.raises(RuntimeError) as caught:
+            getattr(lib, op)(*tensors)
+        return str(caught.value)
+
+    assert message(genesis) == message(torch)
 
 
 def test_mm_family_errors():

@@ -353,6 +353,42 @@ def test_sensor_cleaning_numerics_and_a_half_precision_scorer() -> None:
     assert losses[210:213] == [True, True, False]
 
 
+def test_ctc_recognizer_skips_impossible_alignments_by_their_nan_gradients() -> None:
+    # An utterance too short for its transcript: an infinite loss whose log_probs gradient is NaN over its valid
+    # frames (the step is skipped) until zero_infinity; ctc_loss's argument errors are torch's messages.
+    losses = _compare("ctc_asr_impossible_alignments.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+    assert losses[0:6:2] == [False] * 3 and losses[6:12:2] == [True] * 3 and losses[11] < losses[7]
+    assert losses[12:15] == [True] * 3 and losses[26:31] == [True] * 5
+
+
+def test_seq2seq_with_a_gradient_penalty_through_recurrent_layers_and_jit_idioms() -> None:
+    # Double backward through GRU layers (padded and packed); the encoder's nested-tensor zeros follow
+    # use_nested_tensor and torch.backends.mha; jit.isinstance and ScriptModule run eagerly; mixed-dtype blends, a
+    # lone LSTMCell state and an ignore_index with probability targets are refused in torch's words.
+    losses = _compare("seq2seq_gradient_penalty_jit.py", [], rtol=1e-5 if DEVICE == "cpu" else 1e-4)
+    assert losses[0] is losses[1] is True and losses[8] < losses[2] and losses[11] > 0
+    assert losses[13] == 0.0 and losses[14] == losses[16] > 0 and losses[15] is False
+    assert losses[18:22] == [True, False, True, 3] and losses[22] is True and losses[24:28] == [True] * 4
+
+
+def test_gan_under_bfloat16_autocast_with_one_grad_scaler_and_its_refusals() -> None:
+    # An injected inf skips the discriminator's step and backs the scale off; the scale is a 0-d float32 tensor;
+    # the refusals before scale(), for an optimizer without gradients and when pickled mid-iteration are torch's
+    # AssertionErrors; the autocast switches and the deprecated spellings' FutureWarnings are torch's.
+    losses = _compare("amp_scaler_gan_contract.py", [])
+    assert losses[22] == -1.0 and losses[25] < losses[18] and losses[48] is True
+    assert all(v is True for v in losses[67:73]) and losses[76] is False
+
+
+def test_activation_checkpoint_variants_and_the_non_reentrant_graph() -> None:
+    # Both variants give the plain model's gradients; the non-reentrant one serves autograd.grad, backward(inputs=)
+    # and double backward, recomputes once per pass and checks the saved tensors' metadata; the reentrant one
+    # refuses .grad() and inputs= in torch's words.
+    losses = _compare("activation_checkpoint_variants.py", [], rtol=1e-10 if DEVICE == "cpu" else 1e-4)
+    assert losses[9] is losses[10] is True and losses[11] is False and losses[13] is True
+    assert losses[18] is losses[20] is True and losses[21] == "ViewBackward0" and losses[31:34] == [3, True, True]
+
+
 def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:
     script = tmp_path / "uses_fft.py"
     script.write_text(textwrap.dedent("""

@@ -167,6 +167,7 @@ ger = outer
 @one_op("addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``; beta == 0 ignores ``input`` (NaN and inf do not propagate)."""
+    _check_blend_dtypes("addmm", input, mat1, mat2)
     dtype = mat1.dtype
     if ((beta, alpha) == (1, 1) and dtype in _HALF and input.dtype is dtype and mat2.dtype is dtype
             and mat1.ndim == 2 and mat2.ndim == 2 and input.shape[-1:] == mat2.shape[1:]
@@ -179,7 +180,32 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta: float = 1, alpha: flo
 @one_op("baddbmm")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * (batch1 @ batch2)`` per batch; beta == 0 ignores ``input``."""
+    _check_blend_dtypes("baddbmm", input, batch1, batch2)
     return _blend(input, _product(bmm, batch1, batch2), beta, alpha, input.dtype)
+
+
+def _check_blend_dtypes(op: str, input: Tensor, a: Tensor, b: Tensor) -> None:
+    """torch's checks that ``input`` and both factors of a blended product share one dtype (no promotion), with
+    its messages, in its order."""
+    def scalar(t: Tensor) -> str:
+        return dtypes.SCALAR_TYPE_NAMES[t.dtype]
+
+    if op == "addmv":
+        if not input.dtype is a.dtype is b.dtype:
+            raise RuntimeError(f"addmv input tensors must have the same dtype, but got {scalar(input)}, {scalar(a)}, "
+                               f"and {scalar(b)}")
+    elif op == "baddbmm":
+        if input.dtype is not a.dtype:
+            names = [dtypes.CPP_TYPE_NAMES.get(t.dtype, t.dtype.name) for t in (input, a, b)]
+            raise RuntimeError(f"Input dtypes must be the same, got: input {names[0]}, batch1: {names[1]}, batch2: "
+                               f"{names[2]}")
+        if a.dtype is not b.dtype:
+            raise RuntimeError(f"expected scalar type {scalar(a)} but found {scalar(b)}")
+    else:  # addmm, addbmm
+        if input.dtype is not b.dtype:
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got {scalar(input)} and {scalar(b)}")
+        if a.dtype is not b.dtype:
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {scalar(a)} and {scalar(b)}")
 
 
 def _product(fn: Any, a: Tensor, b: Tensor) -> Tensor:
@@ -192,7 +218,10 @@ def _product(fn: Any, a: Tensor, b: Tensor) -> Tensor:
 
 def _blend(input: Tensor, product: Tensor, beta: float, alpha: float, dtype: dtypes.dtype) -> Tensor:
     """``beta * input + alpha * product``. In half precision (``dtype``) the terms are scaled and added in float32
-    and rounded once, as torch's matrix-product epilogue (before, each of the three steps rounded)."""
+    and rounded once, as torch's matrix-product epilogue (before, each of the three steps rounded). An integer
+    result takes ``beta`` and ``alpha`` converted to integers (truncated), as torch converts them to its type."""
+    if dtype.category == 1:
+        beta, alpha = int(beta), int(alpha)
     if dtype in _HALF and product.dtype in (dtype, dtypes.float32):
         blended = _scaled(input.float(), beta) + (product.float() if alpha == 1 else product.float() * alpha)
         return blended.to(dtype)
@@ -200,6 +229,11 @@ def _blend(input: Tensor, product: Tensor, beta: float, alpha: float, dtype: dty
 
 
 def _parse(equation: str, operands: tuple) -> tuple[list[str], str]:
+    arrow = equation.find("->")
+    for i, c in enumerate(equation):
+        if not (c.isascii() and c.isalpha() or c in " ,." or arrow != -1 and i in (arrow, arrow + 1)):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, subscripts "
+                               f"must be in [a-zA-Z] (got {c!r})")
     equation = equation.replace(" ", "")
     if "->" in equation:
         lhs, out = equation.split("->")
@@ -316,6 +350,9 @@ def einsum(equation: Any, *operands: Any) -> Tensor:
         equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
+                         "operand and its subscripts list")
     return _einsum(equation, *operands)
 
 
@@ -502,6 +539,7 @@ def _add_product(op: str, input: Tensor, product: Tensor, beta: float, alpha: fl
 @one_op("addmv")
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
+    _check_blend_dtypes("addmv", input, mat, vec)
     return _add_product("addmv", input, _product(mv, mat, vec), beta, alpha)
 
 
@@ -514,6 +552,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: f
 @one_op("addbmm")
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    _check_blend_dtypes("addbmm", input, batch1, batch2)
     return _add_product("addbmm", input, batch1.bmm(batch2).sum(0), beta, alpha)
 
 

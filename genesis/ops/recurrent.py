@@ -6,8 +6,9 @@ through the backend's ``rnn_layer`` primitive and its gradient through ``rnn_lay
 cuDNN's RNN (one call per direction and pass, weights packed into cuDNN's layout); on the CPU, and on cuda without
 cuDNN, it is a time loop of fused cells (``genesis._impl.recurrent_loop``). The cells follow torch: LSTM
 ``c' = σ(f) c + σ(i) tanh(g)``, ``h' = σ(o) tanh(c')``; GRU ``n = tanh(gi_n + r (h W_hn^T + b_hn))``,
-``h' = (1 - z) n + z h``; Elman ``h' = tanh`` or ``relu(gi + gh)``. Half-precision cells compute in float32. The
-layer's backward is not itself differentiable (``create_graph`` raises); a cell's is (see :class:`RecurrentCell`).
+``h' = (1 - z) n + z h``; Elman ``h' = tanh`` or ``relu(gi + gh)``. Half-precision cells compute in float32. Under
+``create_graph`` the layer's and the cell's gradients are taken through the same steps written in tensor ops, so
+that they are differentiable again (double backward, as torch's CPU layers).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.autograd import grad as autograd_grad
 from genesis.ndarray import NDArray
+from genesis.ops.join import cat, stack
 from genesis.tensor import Tensor
 
 
@@ -31,17 +33,28 @@ class RecurrentLayer(Primitive):
                 batch_sizes: tuple[int, ...] | None) -> tuple:
         out, h_n, c_n, saved = x.backend.rnn_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse,
                                                    any(ctx.needs_input_grad), batch_sizes)
-        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, w_hr, out, *saved)
+        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, w_hr, out, b_ih, b_hh, *saved)
         ctx.params = (mode, reverse, b_ih is not None, batch_sizes)
         ctx.set_materialize_grads(False)
         return (out, h_n, c_n) if mode == "LSTM" else (out, h_n)
 
     @staticmethod
     def backward(ctx, grad_out, grad_h, grad_c=None):
-        if is_grad_enabled():
-            raise NotImplementedError("double backward through the fused recurrent layer is not supported")
+        x, h0, c0, w_ih, w_hh, w_hr, out, b_ih, b_hh, *saved = ctx.saved_tensors
         mask = tuple(ctx.needs_input_grad[:8])  # (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr): only these are computed
-        grads = RecurrentLayerBackward.apply(grad_out, grad_h, grad_c, *ctx.saved_tensors, *ctx.params, mask)
+        if is_grad_enabled():  # create_graph: differentiate the layer written in tensor ops, itself differentiable
+            mode, reverse, _, batch_sizes = ctx.params
+            inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+            # Each input through a view of its own, so that the gradient of one does not run on through the graph
+            # to another.
+            args = [t.view_as(t) if wanted else t for t, wanted in zip(inputs, mask)]
+            outs = _layer_composite(mode, *args, reverse, batch_sizes)
+            pairs = [(o, g) for o, g in zip(outs, (grad_out, grad_h, grad_c)) if g is not None]
+            grads = iter(autograd_grad([o for o, _ in pairs], [a for a, wanted in zip(args, mask) if wanted],
+                                       [g for _, g in pairs], create_graph=True, allow_unused=True))
+            return (*(next(grads) if wanted else None for wanted in mask), None, None, None)
+        grads = RecurrentLayerBackward.apply(grad_out, grad_h, grad_c, x, h0, c0, w_ih, w_hh, w_hr, out, *saved,
+                                             *ctx.params, mask)
         return (*grads, None, None, None)
 
 
@@ -59,7 +72,7 @@ class RecurrentLayerBackward(Primitive):
 
     @staticmethod
     def backward(ctx, *grads):
-        raise NotImplementedError("double backward through the fused recurrent layer is not supported")
+        raise NotImplementedError("double backward through the fused recurrent layer's backward is not supported")
 
 
 _SAVED = {"LSTM": 5, "GRU": 4}  # columns of a cell's saved activations, in hidden units (RNN keeps none)
@@ -81,6 +94,48 @@ def _cell_composite(mode: str, gi: Tensor, gh: Tensor, h: Tensor, c: Tensor | No
         return ((1 - z) * n + z * h,)
     pre = gi + gh
     return (pre.tanh() if mode == "RNN_TANH" else pre.relu(),)
+
+
+def _layer_composite(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor, w_hh: Tensor,
+                     b_ih: Tensor | None, b_hh: Tensor | None, w_hr: Tensor | None, reverse: bool,
+                     batch_sizes: tuple[int, ...] | None) -> tuple[Tensor, ...]:
+    """:class:`RecurrentLayer`'s forward in differentiable tensor ops: (output, h_n) or (output, h_n, c_n).
+
+    Packed input runs ``batch_sizes[t]`` rows at step t (the sequences sorted by decreasing length): going forward a
+    sequence leaves the batch after its last step, where its final state is kept; going backward it joins at its
+    last step, from its initial state."""
+    rows = x if batch_sizes is not None else x.reshape(x.shape[0] * x.shape[1], x.shape[2])
+    sizes = batch_sizes if batch_sizes is not None else (x.shape[1],) * x.shape[0]
+    offsets = [0]
+    for b in sizes:
+        offsets.append(offsets[-1] + b)
+    gi_all = rows.matmul(w_ih.t()) if b_ih is None else rows.matmul(w_ih.t()) + b_ih  # (N, G*H)
+    # Going backward only the longest sequences run the first step taken (the last time step).
+    h = h0[:sizes[-1]] if reverse else h0
+    c = None if mode != "LSTM" else c0[:sizes[-1]] if reverse else c0
+    finals_h, finals_c, outputs = [], [], {}
+    for t in (range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))):
+        b = sizes[t]
+        if b > h.shape[0]:  # going backward: the sequences whose last step this is join
+            h = cat([h, h0[h.shape[0]:b]], 0)
+            c = cat([c, c0[c.shape[0]:b]], 0) if c is not None else None
+        elif b < h.shape[0]:  # going forward: the sequences whose last step came before leave
+            finals_h.append(h[b:])
+            h = h[:b]
+            if c is not None:
+                finals_c.append(c[b:])
+                c = c[:b]
+        gh = h.matmul(w_hh.t()) if b_hh is None else h.matmul(w_hh.t()) + b_hh
+        new = _cell_composite(mode, gi_all[offsets[t]:offsets[t + 1]], gh, h, c)
+        h = new[0] if w_hr is None else new[0].matmul(w_hr.t())  # an LSTM's projection, (B_t, P)
+        c = new[1] if mode == "LSTM" else None
+        outputs[t] = h
+    in_time_order = [outputs[t] for t in range(len(sizes))]
+    output = cat(in_time_order, 0) if batch_sizes is not None else stack(in_time_order, 0)  # (N, P) or (T, B, P)
+    h_n = cat([h, *reversed(finals_h)], 0)
+    if mode != "LSTM":
+        return output, h_n
+    return output, h_n, cat([c, *reversed(finals_c)], 0)
 
 
 class RecurrentCell(Primitive):

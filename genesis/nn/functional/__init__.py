@@ -56,6 +56,7 @@ from genesis.nn.functional.conv import (
     fold,
     unfold,
 )
+from genesis.nn.functional.ctc import ctc_loss
 from genesis.nn.functional.distance import cosine_similarity, pairwise_distance, pdist
 from genesis.nn.functional.dropout import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from genesis.nn.functional.linear import bilinear, linear
@@ -72,7 +73,6 @@ from genesis.nn.functional.losses import (
     binary_cross_entropy_with_logits,
     cosine_embedding_loss,
     cross_entropy,
-    ctc_loss,
     gaussian_nll_loss,
     hinge_embedding_loss,
     huber_loss,

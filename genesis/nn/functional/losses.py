@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Sequence
+from typing import Callable
 
 from genesis import amp, dtypes
 from genesis import ops as T
-from genesis.autograd import Function
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
 from genesis.ops.fused import fused_cross_entropy
 from genesis.ops.nn import BinaryCrossEntropy, CrossEntropy, NllLoss, check_all, checked_target
-from genesis.tensor import Tensor, arange, full, tensor, zeros
+from genesis.tensor import Tensor, arange, full, zeros
 
 _REDUCTIONS = ("none", "mean", "sum")
 _HALF = (dtypes.bfloat16, dtypes.float16)
@@ -233,6 +232,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     logp = T.log_softmax(input, class_dim)
     if target.dtype.is_floating_point:
         _check_same_size_probs(input, target)
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / n_classes
         loss = logp * target
@@ -625,165 +626,3 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     if swap:
         d_neg = T.minimum(d_neg, distance(positive, negative))
     return _reduce(T.clamp(margin + d_pos - d_neg, min=0.0), reduction)
-
-
-# ------------------------------------------------------------------ sequences
-
-
-def _logsumexp(*terms: Tensor) -> Tensor:
-    """``log(sum(exp(terms)))`` elementwise, -inf where every term is -inf, with finite gradients there too."""
-    stacked = T.stack(terms, 0)
-    top = stacked.amax(0).detach()
-    top = T.where(T.isfinite(top), top, 0.0)
-    total = T.exp(stacked - top).sum(0)
-    positive = total > 0
-    return T.where(positive, top + T.log(T.where(positive, total, 1.0)), float("-inf"))
-
-
-def _lengths(op: str, name: str, lengths: Tensor | Sequence[int], batch: int) -> list[int]:
-    if isinstance(lengths, Tensor):
-        lengths = lengths.reshape(-1).tolist()
-    values = [int(v) for v in lengths]
-    if len(values) != batch:
-        raise RuntimeError(f"{op}: Expected tensor to have size at least {batch} at dimension 1, but got size "
-                           f"{len(values)} for argument #2 '{name}'")
-    return values
-
-
-class _CtcGradient(Function):
-    """Identity on ``log_probs`` whose backward turns the exact gradient into torch's: ``g - exp(log_probs) * sum_c g``.
-
-    The alpha recursion differentiates to the exact gradient, minus the alignment posterior. torch's ctc_loss
-    returns ``exp(log_probs) - posterior`` instead: the gradient with respect to the logits of a log_softmax. Both
-    agree once a log_softmax's backward is applied (the posterior sums to one over the classes at every valid step),
-    so a network's gradients were the same before; this makes the gradient of ``log_probs`` itself (a leaf, or one
-    that retains its gradient) torch's too.
-    """
-
-    is_view = True
-
-    @staticmethod
-    def forward(ctx, log_probs: Tensor) -> Tensor:
-        ctx.save_for_backward(log_probs)
-        return log_probs
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> Tensor:
-        (log_probs,) = ctx.saved_tensors
-        return grad - log_probs.exp() * grad.sum(-1, keepdim=True)
-
-
-class _InfiniteCtcGradient(Function):
-    """Identity on the per-sample losses that gives ``log_probs`` a NaN gradient over the valid steps of each sample
-    whose loss is infinite (no alignment exists), whatever gradient reaches that loss, as torch's ctc_loss does
-    without ``zero_infinity``: training loops find impossible alignments by a non-finite gradient norm."""
-
-    is_view = True
-
-    @staticmethod
-    def forward(ctx, loss: Tensor, log_probs: Tensor, valid: Tensor) -> Tensor:
-        ctx.save_for_backward(valid & T.isinf(loss))  # (T, N): the steps whose gradient is NaN
-        ctx.log_probs_meta = (log_probs.shape, log_probs.dtype)
-        return loss
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, None]:
-        (poisoned,) = ctx.saved_tensors
-        shape, dtype = ctx.log_probs_meta
-        nan = full(shape, float("nan"), dtype=dtype, device=grad.device)
-        return grad, T.where(poisoned.unsqueeze(-1), nan, 0.0), None
-
-
-def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
-             target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: str = "mean",
-             zero_infinity: bool = False) -> Tensor:
-    """Connectionist Temporal Classification loss (Graves et al., 2006): ``-log`` of the total probability of
-    every alignment of each target with its input, by the forward (alpha) recursion in log space.
-
-    Args:
-        log_probs: (T, N, C) or unbatched (T, C) log-probabilities (e.g. ``log_softmax`` output).
-        targets: (N, S) padded class indices, or all targets concatenated (sum(target_lengths),); never ``blank``.
-        input_lengths: (N,) number of valid time steps of each input.
-        target_lengths: (N,) length of each target.
-        blank: the blank class.
-        reduction: ``"mean"`` divides each loss by its target length then averages; ``"sum"``; ``"none"``.
-        zero_infinity: replace infinite losses (impossible alignments) and their gradients by zero.
-    """
-    reduction = _reduction("ctc_loss", None, None, reduction)
-    if log_probs.ndim not in (2, 3):
-        raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D or 3-D, got {log_probs.ndim}-D")
-    unbatched = log_probs.ndim == 2
-    lp = log_probs.unsqueeze(1) if unbatched else log_probs  # (T, N, C)
-    if lp.requires_grad:
-        lp = _CtcGradient.apply(lp)
-    steps, batch, classes = lp.shape
-    if not 0 <= blank < classes:
-        raise RuntimeError("blank must be in label range")
-    in_len = _lengths("ctc_loss", "input_lengths", input_lengths, batch)
-    tg_len = _lengths("ctc_loss", "target_lengths", target_lengths, batch)
-    for n in range(batch):
-        if not 0 <= in_len[n] <= steps:
-            raise RuntimeError(f"Expected input_lengths to have value at most {steps}, but got value {in_len[n]} "
-                               f"(while checking arguments for ctc_loss_cpu)")
-    where = "(while checking arguments for ctc_loss_allocate_outputs)"
-    for length in tg_len:
-        if length < 0:
-            raise RuntimeError(f"Expected target_lengths to have value at least 0, but got value {length} {where}")
-    if targets.ndim == 2 and max(tg_len + [0]) > targets.shape[1]:
-        raise RuntimeError(f"Expected tensor to have size at least {max(tg_len)} at dimension 1, but got size "
-                           f"{targets.shape[1]} for argument #2 'targets' {where}")
-    if targets.ndim != 2 and sum(tg_len) != targets.numel():
-        raise RuntimeError(f"Expected tensor to have size {sum(tg_len)} at dimension 0, but got size "
-                           f"{targets.numel()} for argument #2 'targets' {where}")
-    flat = targets.reshape(-1).tolist()
-    if targets.ndim == 2:
-        width = targets.shape[1]
-        rows = [flat[n * width:n * width + tg_len[n]] for n in range(batch)]
-    else:
-        starts = [sum(tg_len[:n]) for n in range(batch)]
-        rows = [flat[s:s + length] for s, length in zip(starts, tg_len)]
-    longest = max(tg_len + [0])
-    width = 2 * longest + 1
-    # The extended targets: a blank before, between and after the labels (padded with blanks).
-    extended = [[blank] * width for _ in range(batch)]
-    skip = [[False] * width for _ in range(batch)]
-    for n, row in enumerate(rows):
-        for k, label in enumerate(row):
-            extended[n][2 * k + 1] = int(label)
-            if k > 0 and int(label) != int(row[k - 1]):
-                skip[n][2 * k + 1] = True
-    device = lp.device
-    ext = tensor(extended, device=device)  # (N, S)
-    can_skip = tensor(skip, device=device)
-    emit = T.gather(lp, 2, ext.unsqueeze(0).expand(steps, batch, width))  # (T, N, S)
-    position = arange(width, device=device).unsqueeze(0)  # (1, S)
-    neg_inf = float("-inf")
-    first = position < tensor([[2 if length else 1] for length in tg_len], device=device)
-    alpha = T.where(first, emit[0], neg_inf) if steps else full((batch, width), neg_inf, dtype=lp.dtype,
-                                                                 device=device)
-    pad1 = full((batch, 1), neg_inf, dtype=lp.dtype, device=device)
-    pad2 = full((batch, 2), neg_inf, dtype=lp.dtype, device=device)
-    active_until = tensor([[length] for length in in_len], device=device)
-    for t in range(1, steps):
-        from_prev = T.cat([pad1, alpha[:, :-1]], 1)
-        from_skip = T.where(can_skip, T.cat([pad2, alpha[:, :-2]], 1), neg_inf)
-        stepped = _logsumexp(alpha, from_prev, from_skip) + emit[t]
-        alpha = T.where(t < active_until, stepped, alpha)
-    last = tensor([[2 * length] for length in tg_len], device=device)
-    before_last = tensor([[max(2 * length - 1, 0)] for length in tg_len], device=device)
-    end_blank = T.gather(alpha, 1, last).squeeze(1)
-    end_label = T.where(last.squeeze(1) > 0, T.gather(alpha, 1, before_last).squeeze(1), neg_inf)
-    loss = -_logsumexp(end_blank, end_label)
-    loss = T.where(tensor(in_len, device=device) > 0, loss, T.where(tensor(tg_len, device=device) > 0,
-                                                                       float("inf"), 0.0))
-    if lp.requires_grad and not zero_infinity:
-        valid = arange(steps, device=device).unsqueeze(1) < tensor(in_len, device=device)  # (T, N)
-        loss = _InfiniteCtcGradient.apply(loss, lp, valid)
-    if zero_infinity:
-        loss = T.where(T.isinf(loss), 0.0, loss)
-    if reduction == "mean":
-        lengths = T.clamp(tensor(tg_len, device=device), min=1).to(loss.dtype)
-        return (loss / lengths).mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss.squeeze(0) if unbatched else loss

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from genesis.nn.functional import activations
+from genesis.nn.functional import ctc as _ctc
 from genesis.nn.functional import losses as _losses
 from genesis.nn.functional import pooling as _pooling
 from genesis.nn.functional.activations import celu_, hardshrink, prelu, randomized_relu, selu_, threshold_
@@ -286,8 +287,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequenc
              target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: int = 0,
              zero_infinity: bool = False) -> Tensor:
     """``nn.functional.ctc_loss`` with an integer ``reduction``."""
-    return _losses.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction),
-                            zero_infinity)
+    return _ctc.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction),
+                         zero_infinity)
 
 
 # ------------------------------------------------------------------ pooling and padding

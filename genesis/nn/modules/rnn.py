@@ -334,7 +334,8 @@ class LSTM(RNNBase):
 
     def forward(self, input: Tensor | PackedSequence,
                 hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor | PackedSequence, tuple[Tensor, Tensor]]:
-        output, states = self._forward("LSTM", input, None if hx is None else tuple(hx))
+        # hx[0] and hx[1] as torch reads them: a lone tensor fails there (IndexError) or at the dimension check.
+        output, states = self._forward("LSTM", input, None if hx is None else (hx[0], hx[1]))
         return output, states
 
 
@@ -429,7 +430,9 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
-        input, (h, c), is_batched = self._prepare("LSTMCell", input, None if hx is None else tuple(hx), "hx")
+        if isinstance(hx, Tensor) and input.ndim == 2:
+            raise TypeError("lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, not Tensor")
+        input, (h, c), is_batched = self._prepare("LSTMCell", input, None if hx is None else (hx[0], hx[1]), "hx")
         h, c = _lstm_step(F.linear(input, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh, None)
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
 

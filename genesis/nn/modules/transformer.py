@@ -9,11 +9,13 @@ zeros at padded positions, which :class:`TransformerEncoder` reproduces.
 from __future__ import annotations
 
 import copy
+import warnings
 import weakref
 from typing import Any, Callable
 
 from genesis import amp, dtypes
 from genesis.autograd import is_grad_enabled
+from genesis.backends import mha
 from genesis.cuda.graphs import is_current_stream_capturing
 from genesis.nn import functional as F
 from genesis.nn import init
@@ -201,11 +203,29 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(x)
 
 
+def _why_not_nested_tensor(layer: Module) -> str:
+    """Why torch's encoder stack cannot take its nested-tensor path with copies of ``layer`` ("" where it can)."""
+    if not isinstance(layer, TransformerEncoderLayer):
+        return "encoder_layer was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    reasons = [(layer.norm_first, "encoder_layer.norm_first was True"),
+               (not attn.batch_first, "encoder_layer.self_attn.batch_first was not True(use batch_first for better "
+                                      "inference performance)"),
+               (not attn._qkv_same_embed_dim, "encoder_layer.self_attn._qkv_same_embed_dim was not True"),
+               (attn.in_proj_bias is None, "encoder_layer.self_attn was passed bias=False"),
+               (not layer.activation_relu_or_gelu, "encoder_layer.activation_relu_or_gelu was not True"),
+               (layer.norm1.eps != layer.norm2.eps, "encoder_layer.norm1.eps was not equal to encoder_layer.norm2.eps"),
+               (attn.num_heads % 2 == 1, "encoder_layer.self_attn.num_heads is odd")]
+    return next((reason for failed, reason in reasons if failed), "")
+
+
 class TransformerEncoder(Module):
     """``num_layers`` copies of ``encoder_layer`` (``layers``), then the optional final ``norm``.
 
     ``enable_nested_tensor`` and ``mask_check`` steer torch's inference fast path, whose one visible effect (zeros
-    at padded positions) Genesis reproduces. ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)``.
+    at padded positions) Genesis reproduces. As torch, ``use_nested_tensor`` is whether the layers allow that path
+    (False, with a warning, where ``enable_nested_tensor`` asks for it and they do not); setting it to False turns the
+    path off. ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)``.
     """
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
@@ -215,7 +235,13 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why_not = _why_not_nested_tensor(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src: Tensor, mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:
@@ -232,7 +258,6 @@ class TransformerEncoder(Module):
             output = self.norm(output)
         return output
 
-
     def _torch_fast_path_padding(self, src: Tensor, mask: Tensor | None,
                                  src_key_padding_mask: Tensor | None) -> Tensor | None:
         """The padding (True = padded) where torch would take its nested-tensor path, else None.
@@ -245,10 +270,9 @@ class TransformerEncoder(Module):
         if not isinstance(layer, TransformerEncoderLayer):
             return None
         attn = layer.self_attn
-        if (not self.enable_nested_tensor or layer.training or src.ndim != 3 or src_key_padding_mask is None
-                or mask is not None or layer.norm_first or not attn.batch_first or not attn._qkv_same_embed_dim
-                or attn.in_proj_bias is None or not layer.activation_relu_or_gelu
-                or layer.norm1.eps != layer.norm2.eps or attn.num_heads % 2 == 1 or amp.is_autocast_enabled()):
+        # The layers' own conditions were checked once, when ``use_nested_tensor`` was set (as torch).
+        if (not mha.get_fastpath_enabled() or not getattr(self, "use_nested_tensor", False) or layer.training
+                or src.ndim != 3 or src_key_padding_mask is None or mask is not None or amp.is_autocast_enabled()):
             return None
         tensors = [src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias,
                    layer.norm1.weight, layer.norm1.bias, layer.norm2.weight, layer.norm2.bias, layer.linear1.weight,
