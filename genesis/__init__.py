@@ -48,6 +48,8 @@ from genesis.amp import (
     is_autocast_cache_enabled,
     is_autocast_enabled,
     set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
 )
 from genesis.autograd import (
     enable_grad,
@@ -61,7 +63,9 @@ from genesis.autograd import profiler as _autograd_profiler  # torch.autograd.pr
 from genesis.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from genesis.backends import (
     are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
     is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
     use_deterministic_algorithms,
 )
 from genesis.backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision

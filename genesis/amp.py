@@ -14,7 +14,7 @@ import functools
 import math
 import struct
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from genesis import dtypes
@@ -29,6 +29,8 @@ from genesis.ops.autocast import (
     is_autocast_cache_enabled,
     is_autocast_enabled,
     set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
 )
 from genesis.ops.fused import fused_unscale_
 from genesis.tensor import Tensor, full
@@ -64,14 +66,13 @@ class GradScaler:
             from genesis import cuda
 
             if not cuda.is_available():
-                warnings.warn("GradScaler is enabled, but CUDA is not available. Disabling.", stacklevel=2)
+                warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
+                              stacklevel=2)
                 self._enabled = False
-        if growth_factor <= 1.0:
-            raise ValueError(f"The growth factor must be > 1.0, got {growth_factor}")
-        if backoff_factor >= 1.0:
-            raise ValueError(f"The backoff factor must be < 1.0, got {backoff_factor}")
-        if growth_interval <= 0:
-            raise ValueError(f"growth_interval must be a positive integer, got {growth_interval}")
+        if self._enabled and growth_factor <= 1.0:
+            raise AssertionError("The growth factor must be > 1.0.")
+        if self._enabled and backoff_factor >= 1.0:
+            raise AssertionError("The backoff factor must be < 1.0.")
         self._init_scale = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
@@ -84,16 +85,28 @@ class GradScaler:
     def is_enabled(self) -> bool:
         return self._enabled
 
+    def _get_growth_tracker(self) -> int:
+        """Clean steps since the last growth or backoff (0 when disabled)."""
+        return self._growth_tracker if self._enabled else 0
+
     def _lazy_init(self, device: Any) -> None:
         if self._scale is None:
-            self._scale = full((1,), self._init_scale, dtype=dtypes.float32, device=device)
+            self._scale = full((), self._init_scale, dtype=dtypes.float32, device=device)
             self._growth_tracker = self._init_growth_tracker
+
+    def _check_scale(self, funcname: str) -> Tensor:
+        """The scale tensor; torch's AssertionError when no ``scale()`` call has created it yet."""
+        if self._scale is None:
+            raise AssertionError(f"Attempted {funcname} but _scale is None.  This may indicate your script did not "
+                                 "use scaler.scale(loss or outputs) earlier in the iteration.")
+        return self._scale
 
     def _opt_state(self, optimizer: Any) -> dict[str, Any]:
         return self._per_optimizer.setdefault(id(optimizer), {"stage": _READY, "found_inf": None})
 
     def scale(self, outputs: Any) -> Any:
-        """``outputs`` (a tensor or nested lists/tuples of tensors) multiplied by the current scale."""
+        """``outputs`` (a tensor or nested iterables of tensors) multiplied by the current scale; lists and tuples keep
+        their type, other iterables come back as a lazy ``map``, as torch's."""
         if not self._enabled:
             return outputs
         if isinstance(outputs, Tensor):
@@ -101,22 +114,22 @@ class GradScaler:
             return outputs * self._scale.to(outputs.device)
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
+        if isinstance(outputs, Iterable):
+            return map(self.scale, outputs)
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
 
     def unscale_(self, optimizer: Any, allow_fp16: bool = False) -> None:
         """Divide the optimizer's gradients by the scale in place and record whether any is inf or nan."""
         if not self._enabled:
             return
+        scale = self._check_scale("unscale_")
         state = self._opt_state(optimizer)
         if state["stage"] == _UNSCALED:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
         if state["stage"] == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        if self._scale is None:
-            raise RuntimeError("Attempted unscale_ but _scale is None. This may indicate your script did not use "
-                               "scaler.scale(loss or outputs) earlier in the iteration.")
         # torch computes 1/scale in float64 and rounds it to float32.
-        inv_scale = _round_f32(1.0 / float(self._scale.item()))
+        inv_scale = _round_f32(1.0 / float(scale.item()))
         params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         if not allow_fp16 and any(p.grad.dtype is dtypes.float16 for p in params):
             raise ValueError("Attempting to unscale FP16 gradients.")
@@ -141,7 +154,8 @@ class GradScaler:
             for g in single:
                 found_inf = found_inf or not bool(g.isfinite().all().item())
                 g.mul_(inv_scale)
-        state["found_inf"] = 1.0 if found_inf else 0.0
+        # No gradient, no check recorded: step() and update() then refuse, as torch's.
+        state["found_inf"] = None if not params else 1.0 if found_inf else 0.0
         state["stage"] = _UNSCALED
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
@@ -150,11 +164,14 @@ class GradScaler:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        self._check_scale("step")
         state = self._opt_state(optimizer)
         if state["stage"] == _STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
         if state["stage"] == _READY:
             self.unscale_(optimizer)
+        if state["found_inf"] is None:
+            raise AssertionError("No inf checks were recorded for this optimizer.")
         result = None
         if not state["found_inf"]:
             result = optimizer.step(*args, **kwargs)
@@ -165,25 +182,29 @@ class GradScaler:
         """Set the scale for the next iteration: back off after an inf/nan, grow after enough clean steps."""
         if not self._enabled:
             return
-        if self._scale is None:
-            raise RuntimeError("update() called before any scale() call")
-        if new_scale is not None:
-            value = float(new_scale.item() if isinstance(new_scale, Tensor) else new_scale)
-            self._scale.fill_(value)
+        scale_tensor = self._check_scale("update")
+        if isinstance(new_scale, Tensor):
+            if (new_scale.device.type != self._device.type or new_scale.numel() != 1
+                    or new_scale.requires_grad):
+                raise AssertionError("new_scale should be a float or a 1-element torch.cuda.FloatTensor or "
+                                     "torch.FloatTensor with requires_grad=False.")
+            scale_tensor.fill_(float(new_scale.item()))
+        elif new_scale is not None:
+            scale_tensor.fill_(float(new_scale))
         else:
             found = [s["found_inf"] for s in self._per_optimizer.values() if s["found_inf"] is not None]
             if not found:
-                raise RuntimeError("No inf checks were recorded prior to update().")
-            scale = float(self._scale.item())
+                raise AssertionError("No inf checks were recorded prior to update.")
+            scale = float(scale_tensor.item())
             if sum(found) > 0:
-                self._scale.fill_(scale * self._backoff_factor)
+                scale_tensor.fill_(scale * self._backoff_factor)
                 self._growth_tracker = 0
             else:
                 successful = self._growth_tracker + 1
                 if successful == self._growth_interval:
                     grown = _round_f32(scale * self._growth_factor)
                     if math.isfinite(grown):
-                        self._scale.fill_(grown)
+                        scale_tensor.fill_(grown)
                     self._growth_tracker = 0
                 else:
                     self._growth_tracker = successful
@@ -235,6 +256,24 @@ class GradScaler:
         self._growth_interval = int(state_dict["growth_interval"])
         self._init_growth_tracker = int(state_dict["_growth_tracker"])
         self._growth_tracker = self._init_growth_tracker
+
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The pickled state, as torch's: only between iterations, with the scale recreated lazily."""
+        state = self.__dict__.copy()
+        if self._enabled:
+            if self._per_optimizer:
+                raise AssertionError("A GradScaler instance may only be pickled at the beginning of an iteration, "
+                                     "or at the end after scaler.update().")
+            state["_init_scale"] = self.get_scale()
+            state["_init_growth_tracker"] = self._growth_tracker
+            state["_scale"] = None
+        return state
+
+
+def _deprecated_spelling(old: str, new: str) -> None:
+    """torch's FutureWarning for a deprecated ``torch.cuda.amp`` / ``torch.cpu.amp`` name, at its caller's line."""
+    warnings.warn(f"`{old}(args...)` is deprecated. Please use `{new}` instead.", FutureWarning, stacklevel=3)
 
 
 def _stored_gradient(p: Tensor) -> Tensor:
@@ -324,4 +363,4 @@ def custom_bwd(bwd: Callable | None = None, *, device_type: str) -> Callable:
 
 __all__ = ["GradScaler", "POLICY", "autocast", "autocast_args", "clear_autocast_cache", "custom_bwd", "custom_fwd",
            "get_autocast_dtype", "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
-           "set_autocast_cache_enabled"]
+           "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 
 import pytest
 import torch
@@ -206,6 +207,24 @@ def test_cuda_autocast_without_cuda_is_disabled_with_a_warning() -> None:
         assert not torch.is_autocast_enabled("cuda")
 
 
+def test_older_amp_spellings_warn_as_torch() -> None:
+    """``torch.cuda.amp`` / ``torch.cpu.amp`` constructors and decorators are deprecated in torch: a FutureWarning
+    naming the new spelling (the disabled CUDA scaler also warns that CUDA is missing)."""
+    if genesis.cuda.is_available():
+        pytest.skip("needs a machine without CUDA, as torch's oracle here")
+    seen = []
+    for lib in (torch, genesis):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.cuda.amp.GradScaler()
+            lib.cpu.amp.GradScaler()
+            lib.cpu.amp.autocast()
+            lib.cuda.amp.custom_fwd(lambda: None)
+            lib.cuda.amp.custom_bwd(lambda: None)
+        seen.append([(w.category.__name__, str(w.message)) for w in caught])
+    assert seen[0] == seen[1]
+
+
 def test_gradients_reach_float32_parameters_in_float32() -> None:
     w_t = rand(5, 3, seed=3, dtype=torch.float32)
     x_t = rand(4, 5, seed=4, dtype=torch.float32, requires_grad=False)
@@ -289,7 +308,7 @@ def test_grad_scaler_state_dict_and_disabled() -> None:
     assert off.scale(loss) is loss and off.get_scale() == 1.0 and off.state_dict() == {}
     with pytest.raises(RuntimeError, match="empty"):
         other.load_state_dict({})
-    with pytest.raises(ValueError, match="growth factor"):
+    with pytest.raises(AssertionError, match="growth factor must be > 1.0"):
         amp.GradScaler("cpu", growth_factor=0.5)
     w = genesis.ones(2, requires_grad=True)
     opt = optim.SGD([w], lr=1.0)
@@ -302,7 +321,7 @@ def test_grad_scaler_rejects_fp16_gradients_and_update_before_scale() -> None:
     w = genesis.ones(2, dtype=genesis.float16, requires_grad=True)
     opt = optim.SGD([w], lr=1.0)
     scaler = amp.GradScaler("cpu")
-    with pytest.raises(RuntimeError, match="before any scale"):
+    with pytest.raises(AssertionError, match="Attempted update but _scale is None"):
         scaler.update()
     scaler.scale(w.float().sum()).backward()
     with pytest.raises(ValueError, match="FP16 gradients"):
@@ -334,6 +353,43 @@ def test_grad_scaler_with_two_optimizers_matches_torch() -> None:
         assert ga == pytest.approx(ta, rel=1e-6) and gb == pytest.approx(tb, rel=1e-6)
 
 
+def _scaler_contract(lib: object) -> list:
+    """What a GradScaler says on misuse and where it keeps its scale: the errors before the first ``scale()``, an
+    optimizer without gradients, pickling mid-iteration, a tensor ``new_scale``."""
+    seen = []
+
+    def attempt(fn: object) -> None:
+        try:
+            seen.append(("ok", fn()))
+        except Exception as e:  # the class and message are what is compared
+            seen.append((type(e).__name__, str(e)))
+
+    w = lib.ones(2, requires_grad=True)
+    opt = lib.optim.SGD([w], lr=0.1)
+    scaler = lib.amp.GradScaler("cpu", init_scale=8.0)
+    for name in ("unscale_", "step", "update"):
+        attempt(lambda name=name: getattr(scaler, name)(*([opt] if name != "update" else [])))
+    attempt(lambda: lib.amp.GradScaler("cpu", backoff_factor=1.5))
+    attempt(lambda: lib.amp.GradScaler("cpu", enabled=False, growth_factor=0.5).is_enabled())
+    attempt(lambda: lib.amp.GradScaler("cpu", growth_interval=0).get_growth_interval())
+    scaled = scaler.scale(lib.tensor(3.0))
+    seen.append((tuple(scaled.shape), scaled.item()))
+    seen.append(type(scaler.scale(iter([lib.tensor(1.0)]))).__name__)
+    attempt(lambda: scaler.step(opt))  # no parameter has a gradient: no inf check recorded
+    attempt(lambda: scaler.update())
+    attempt(lambda: __import__("pickle").dumps(scaler))  # the per-optimizer state of this iteration is pending
+    scaler.update(lib.tensor(32.0))
+    seen.append((scaler.get_scale(), scaler._get_growth_tracker()))
+    attempt(lambda: scaler.update(lib.tensor([1.0, 2.0])))
+    copy = __import__("pickle").loads(__import__("pickle").dumps(scaler))
+    seen.append((copy.get_scale(), copy.state_dict()))
+    return seen
+
+
+def test_grad_scaler_errors_and_lazy_scale_match_torch() -> None:
+    assert _scaler_contract(genesis) == _scaler_contract(torch)
+
+
 def test_binary_cross_entropy_is_unsafe_under_cuda_autocast() -> None:
     from genesis.amp import POLICY
 
@@ -353,6 +409,43 @@ def test_autocast_queries_and_the_cpu_amp_spelling() -> None:
         assert (x @ x.T).dtype is genesis.bfloat16
     assert not genesis.is_autocast_enabled("cpu")
     assert genesis.cpu.is_available() and genesis.cpu.device_count() == 1
+
+
+def _autocast_switches(lib: object) -> list:
+    """torch's per-thread switches: set directly, set by regions (restored when they exit), read inside."""
+    x = lib.ones(2, 2)
+    seen = []
+
+    def state() -> None:
+        seen.append((lib.is_autocast_enabled("cpu"), str(lib.get_autocast_dtype("cpu")).split(".")[-1],
+                     str((x @ x).dtype).split(".")[-1]))
+
+    try:
+        lib.set_autocast_enabled("cpu", True)
+        state()
+        lib.set_autocast_dtype("cpu", lib.float16)
+        state()
+        with lib.autocast("cpu"):  # no dtype: the current one
+            state()
+            with lib.autocast("cpu", dtype=lib.bfloat16, enabled=False):
+                state()
+                lib.set_autocast_enabled("cpu", True)
+                state()
+            state()
+        state()
+        lib.set_autocast_enabled("cpu", False)
+        lib.set_autocast_dtype("cpu", lib.bfloat16)
+        state()
+        with pytest.raises(RuntimeError):
+            lib.set_autocast_enabled("tpu", True)
+    finally:
+        lib.set_autocast_enabled("cpu", False)
+        lib.set_autocast_dtype("cpu", lib.bfloat16)
+    return seen
+
+
+def test_autocast_switches_and_region_defaults_as_torch() -> None:
+    assert _autocast_switches(genesis) == _autocast_switches(torch)
 
 
 def _custom_function(lib: object, device_type: str, cast_inputs: object) -> type:

@@ -200,6 +200,22 @@ def test_layer_norm_and_rms_norm():
     check_error(RuntimeError, lambda lib, x: lib.nn.functional.layer_norm(x, (4,)), rand(3, 5))
 
 
+@pytest.mark.parametrize("shape", [(6, 33), (3, 7, 40)])
+def test_layer_norm_float32_gradients_are_torchs_bits(shape):
+    # torch's kernel sums the bias gradient in its own order, which ``grad.sum`` does not reproduce bit for bit.
+    if DEVICE != "cpu":
+        pytest.skip("CPU path: the CUDA kernel reduces the parameters' gradients in its own order")
+
+    def grads(lib, x, w, b, g):
+        x, w, b = (t.detach().requires_grad_() for t in (x, w, b))
+        lib.nn.functional.layer_norm(x, shape[-1:], w, b).backward(g)
+        return lib.cat([x.grad.flatten(), w.grad, b.grad])
+
+    n = shape[-1]
+    check_bits(grads, rand(*shape, dtype=torch.float32), rand(n, dtype=torch.float32, seed=1),
+               rand(n, dtype=torch.float32, seed=2), rand(*shape, dtype=torch.float32, seed=3))
+
+
 def test_layer_norm_fused_entry_cases():
     f32 = torch.float32
     ln = lambda lib, x, *p: lib.nn.functional.layer_norm(x, (4, 5), *p)  # noqa: E731

@@ -249,16 +249,102 @@ def test_checkpoint_argument_errors_as_torch(kwargs: dict, message: str) -> None
             lib.utils.checkpoint.checkpoint(lambda a, scale=1.0: a * scale, lib.ones(2, requires_grad=True), **kwargs)
 
 
-def test_checkpoint_determinism_check_compares_recomputed_outputs() -> None:
+@pytest.mark.parametrize("variant", ["reshaped", "fewer"])
+def test_checkpoint_determinism_check_compares_saved_tensors_as_torch(variant: str) -> None:
+    # torch checks the tensors the block saved for backward, not its outputs: the same count, and with the default
+    # check the same shapes, dtypes and devices.
+    errors = []
+    for lib in (torch, genesis):
+        calls = []
+
+        def block(a, lib=lib, calls=calls):
+            calls.append(1)
+            if variant == "fewer":
+                return a.exp().exp() if len(calls) == 1 else a.exp()
+            b = a[: len(calls)]
+            return b * b
+
+        out = lib.utils.checkpoint.checkpoint(block, lib.ones(3, requires_grad=True), use_reentrant=False)
+        with pytest.raises(RuntimeError) as info:
+            out.sum().backward()
+        errors.append((type(info.value).__name__, str(info.value).splitlines()[0]))
+    assert errors[0] == errors[1]
     calls = []
 
-    def shifting(a):  # a different output shape in the recomputation
+    def scaled(a):  # a product with a number saves no tensor: nothing to compare, as torch
         calls.append(1)
         return a[: len(calls)] * 2
 
-    out = checkpoint.checkpoint(shifting, genesis.ones(3, requires_grad=True), use_reentrant=False)
-    with pytest.raises(RuntimeError, match="different metadata"):
+    x = genesis.ones(3, requires_grad=True)
+    checkpoint.checkpoint(scaled, x, use_reentrant=False).sum().backward()
+    assert x.grad.tolist() == [2.0, 0.0, 0.0]
+
+
+def test_non_reentrant_checkpoint_serves_grad_inputs_and_double_backward_as_torch() -> None:
+    """The non-reentrant variant records the plain graph: ``autograd.grad`` leaves ``.grad`` alone, ``backward``
+    with ``inputs`` and double backward work, outputs keep their own nodes; the reentrant one refuses the first two
+    with torch's error, and both see an input changed in place after the forward."""
+    seen = []
+    for lib in (torch, genesis):
+        lin = lib.nn.Linear(4, 4).double()
+        with lib.no_grad():
+            lin.weight.copy_(lib.linspace(-1, 1, 16, dtype=lib.float64).view(4, 4))
+            lin.bias.fill_(0.1)
+        x = lib.linspace(-1, 1, 8, dtype=lib.float64).view(2, 4).requires_grad_()
+        for reentrant in (False, True):
+            row = []
+            for mode in ("grad", "inputs", "double", "inplace"):
+                z = x.detach().clone().requires_grad_() if mode == "double" else x * 1
+                out = lib.utils.checkpoint.checkpoint(lambda t, lib=lib, lin=lin: (lib.tanh(lin(t)) ** 3).view(8), z,
+                                                      use_reentrant=reentrant)
+                try:
+                    if mode == "grad":
+                        grads = lib.autograd.grad(out.sum(), [lin.weight, x])
+                        row.append((f"{grads[0].abs().sum().item():.10g}", f"{grads[1].abs().sum().item():.10g}",
+                                    lin.weight.grad is None))
+                    elif mode == "inputs":
+                        out.sum().backward(inputs=[x])
+                        row.append((f"{x.grad.abs().sum().item():.10g}", lin.weight.grad is None))
+                    elif mode == "double":
+                        g, = lib.autograd.grad(out.sum(), z, create_graph=True)
+                        g.pow(2).sum().backward()
+                        row.append((f"{z.grad.abs().sum().item():.10g}", f"{lin.weight.grad.abs().sum().item():.10g}"))
+                    else:
+                        with lib.no_grad():
+                            z.mul_(2)
+                        out.sum().backward()
+                except RuntimeError as e:
+                    row.append(str(e)[:60])
+                x.grad = lin.weight.grad = lin.bias.grad = None
+            row.append(out.grad_fn.name())
+            seen.append(row)
+    assert seen[:2] == seen[2:]
+
+
+def test_non_reentrant_checkpoint_recomputes_once_per_pass_and_frees_with_the_graph() -> None:
+    calls = []
+    w = genesis.linspace(-1, 1, 16, dtype=genesis.float64).view(4, 4).requires_grad_()
+
+    def block(t):
+        calls.append(1)
+        return (t @ w).tanh() @ w
+
+    x = genesis.linspace(-1, 1, 8, dtype=genesis.float64).view(2, 4).requires_grad_()
+    out = checkpoint.checkpoint(block, x, use_reentrant=False)
+    out.sum().backward(retain_graph=True)
+    first = w.grad.clone()
+    out.sum().backward()  # a second pass recomputes again
+    assert len(calls) == 3 and genesis.allclose(w.grad, 2 * first, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         out.sum().backward()
+    nested = checkpoint.checkpoint(lambda t: checkpoint.checkpoint(block, t, use_reentrant=False).sin(), x,
+                                   use_reentrant=False)
+    w.grad = None
+    nested.sum().backward()
+    w2 = w.detach().requires_grad_()
+    x2 = x.detach()
+    ((x2 @ w2).tanh() @ w2).sin().sum().backward()
+    assert genesis.allclose(w.grad, w2.grad, rtol=1e-12)
 
 
 @pytest.mark.parametrize("transpose", [False, True])

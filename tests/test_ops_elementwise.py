@@ -319,6 +319,26 @@ def test_unary_dtypes(name, dtype):
     check(fn, x)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize("name", ["tanh", "sigmoid"])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_tanh_sigmoid_gradients_round_as_torchs_kernels(name, dtype, create_graph):
+    # torch's tanh_backward / sigmoid_backward compute bfloat16 (tanh: float16 too) in float32 and round once, and
+    # sigmoid's is ``grad * (1 - out) * out`` in that order; a rounding per step differs in the last bits.
+    if DEVICE != "cpu":
+        pytest.skip("CPU path: the bits of the forward's tanh and sigmoid are each device's own")
+    if name == "tanh" and dtype is torch.float32:
+        pytest.skip("torch's float32 tanh_backward fuses 1 - out * out (one rounding): only a kernel reproduces it")
+
+    def grad(lib, x, g):
+        x = x.detach().requires_grad_()
+        return lib.autograd.grad(getattr(lib, name)(x), x, g, create_graph=create_graph)[0]
+
+    x = (torch.arange(512, dtype=torch.float32) * 0.37).sin().mul(3).to(dtype)
+    g = (torch.arange(512, dtype=torch.float32) * 0.21).cos().mul(30).to(dtype)
+    check_bits(grad, x, g)
+
+
 @pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "round", "sign"])
 def test_rounding_gradient_is_zeros_for_infinite_and_nan_gradients(name):
     # torch's derivative is zeros_like(grad), not grad * 0: an infinite or NaN incoming gradient still gives 0.

@@ -376,8 +376,8 @@ def test_gan_under_bfloat16_autocast_with_one_grad_scaler_and_its_refusals() -> 
     # the refusals before scale(), for an optimizer without gradients and when pickled mid-iteration are torch's
     # AssertionErrors; the autocast switches and the deprecated spellings' FutureWarnings are torch's.
     losses = _compare("amp_scaler_gan_contract.py", [])
-    assert losses[22] == -1.0 and losses[25] < losses[18] and losses[48] is True
-    assert all(v is True for v in losses[67:73]) and losses[76] is False
+    assert losses[22] == -1.0 and losses[25] < losses[18] and all(v is True for v in losses[48:53] + losses[54:66])
+    assert losses[67:76] == [True, True, False, True, True, True, False, True, True] and losses[79] is True
 
 
 def test_activation_checkpoint_variants_and_the_non_reentrant_graph() -> None:
@@ -386,7 +386,8 @@ def test_activation_checkpoint_variants_and_the_non_reentrant_graph() -> None:
     # refuses .grad() and inputs= in torch's words.
     losses = _compare("activation_checkpoint_variants.py", [], rtol=1e-10 if DEVICE == "cpu" else 1e-4)
     assert losses[9] is losses[10] is True and losses[11] is False and losses[13] is True
-    assert losses[18] is losses[20] is True and losses[21] == "ViewBackward0" and losses[31:34] == [3, True, True]
+    assert losses[18] is losses[20] is True and losses[31:34] == [3, True, True]
+    assert all(v is True for v in losses[21:25] + [losses[27], losses[30]] + losses[41:49])
 
 
 def test_torch_fft_module_resolves_to_genesis_fft(tmp_path) -> None:

@@ -5,7 +5,9 @@ gain from bfloat16/float16 arithmetic (matrix products, convolutions, attention)
 down; ops that need range or accuracy (losses; on CUDA also softmax, norms, exp, log, sum, pow ...) cast them up to
 float32; a few ops that mix inputs promote them to the widest one. Each op that the table names calls
 :func:`autocast_args` on its tensor arguments first; outside autocast that call returns at once. float64 tensors
-are never cast. The state is thread-local: each thread starts with autocast off.
+are never cast. The state is torch's, per thread: an on/off switch and a lower dtype per device type
+(:func:`set_autocast_enabled`, :func:`set_autocast_dtype`), which each region sets when it enters and restores
+when it exits; each thread starts with autocast off.
 
 Cast cache (torch's): inside a region, the lower-precision copy of a float32 parameter (a leaf that requires grad,
 not a view) is made once and reused by every op of the region; the cache empties when the outermost region exits.
@@ -42,9 +44,12 @@ _DEFAULT_DTYPE = {"cpu": dtypes.bfloat16, "cuda": dtypes.float16}
 
 class _State(threading.local):
     def __init__(self) -> None:
-        # (device type, enabled, dtype, cache flag before the region) per open region, innermost last
-        self.stack: list[tuple[str, bool, dtypes.dtype, bool]] = []
+        # torch's per-thread switches: autocast on or off and its lower dtype, per device type. A region sets both
+        # when it enters and restores them when it exits (so does ``one_op``).
+        self.enabled: dict[str, bool] = {}
+        self.dtypes: dict[str, dtypes.dtype] = dict(_DEFAULT_DTYPE)
         self.active: dict[str, dtypes.dtype] = {}  # device type -> autocast dtype, for enabled ones
+        self.nesting = 0  # open regions: the cache empties when the outermost one exits
         self.cache_enabled = True
         # (id(parameter), dtype) -> (parameter, its cast). Holding the parameter keeps its id from being reused.
         self.cache: dict[tuple[int, dtypes.dtype], tuple[Tensor, Tensor]] = {}
@@ -56,13 +61,14 @@ _state = _State()
 
 
 def _refresh() -> None:
-    active: dict[str, dtypes.dtype] = {}
-    for device_type, enabled, dtype, _ in _state.stack:
-        if enabled:
-            active[device_type] = dtype
-        else:
-            active.pop(device_type, None)
-    _state.active = active
+    _state.active = {device_type: _state.dtypes[device_type] for device_type, on in _state.enabled.items() if on}
+
+
+def _check_device_type(device_type: str) -> str:
+    """``device_type`` if autocast knows it; torch's error otherwise."""
+    if device_type not in POLICY:
+        raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
+    return device_type
 
 
 def is_autocast_enabled(device_type: str = "cuda") -> bool:
@@ -71,8 +77,25 @@ def is_autocast_enabled(device_type: str = "cuda") -> bool:
 
 
 def get_autocast_dtype(device_type: str = "cuda") -> dtypes.dtype:
-    """The lower-precision dtype autocast uses for ``device_type`` (its default when autocast is off)."""
-    return _state.active.get(device_type, _DEFAULT_DTYPE[device_type])
+    """The lower-precision dtype autocast uses for ``device_type`` (the last one a region or
+    :func:`set_autocast_dtype` set, also while autocast is off)."""
+    return _state.dtypes[_check_device_type(device_type)]
+
+
+def set_autocast_enabled(device_type: str | bool, enabled: bool | None = None) -> None:
+    """Turn autocast on or off for ``device_type`` in this thread (``torch.set_autocast_enabled``); an enclosing
+    region restores the previous setting when it exits. The old one-argument form ``set_autocast_enabled(flag)``
+    means CUDA, as torch's."""
+    if enabled is None:
+        device_type, enabled = "cuda", bool(device_type)
+    _state.enabled[_check_device_type(device_type)] = bool(enabled)
+    _refresh()
+
+
+def set_autocast_dtype(device_type: str, dtype: Any) -> None:
+    """The lower-precision dtype autocast uses for ``device_type`` in this thread (``torch.set_autocast_dtype``)."""
+    _state.dtypes[_check_device_type(device_type)] = dtypes.to_dtype(dtype)
+    _refresh()
 
 
 def _deprecated(old: str, new: str) -> None:
@@ -248,14 +271,13 @@ def one_op(name: str) -> Callable:
             if not _state.active:
                 return fn(*args, **kwargs)
             args = autocast_args(name, *args)
-            suspended = [(device_type, False, dtype, _state.cache_enabled) for device_type, dtype in
-                         _state.active.items()]
-            _state.stack.extend(suspended)
+            enabled = _state.enabled
+            _state.enabled = {}
             _refresh()
             try:
                 return fn(*args, **kwargs)
             finally:
-                del _state.stack[-len(suspended):]
+                _state.enabled = enabled
                 _refresh()
         return op
     return decorate
@@ -266,7 +288,8 @@ class autocast:
 
     Args:
         device_type: "cpu" or "cuda".
-        dtype: the lower precision (default bfloat16 on the CPU, float16 on CUDA).
+        dtype: the lower precision (default: the device type's current one, :func:`get_autocast_dtype`, which is
+            bfloat16 on the CPU and float16 on CUDA unless a region or :func:`set_autocast_dtype` changed it).
         enabled: False turns autocast off inside the region (also inside an enclosing autocast). A "cuda" region
             where CUDA is not available is disabled with a warning, as in torch.
         cache_enabled: whether the region caches the casts of parameters (default: the thread's current setting,
@@ -280,7 +303,7 @@ class autocast:
         if device_type not in POLICY:
             raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
         self.device_type = device_type
-        self.fast_dtype = dtypes.to_dtype(dtype) if dtype is not None else _DEFAULT_DTYPE[device_type]
+        self.fast_dtype = dtypes.to_dtype(dtype) if dtype is not None else get_autocast_dtype(device_type)
         self._enabled = bool(enabled)
         if self._enabled and device_type == "cuda" and not cuda_probe.is_available():
             # torch's rule: a CUDA region on a machine without CUDA (older scripts' unconditional
@@ -294,14 +317,19 @@ class autocast:
         self.cache_enabled = _state.cache_enabled if cache_enabled is None else bool(cache_enabled)
 
     def __enter__(self) -> autocast:
-        _state.stack.append((self.device_type, self._enabled, self.fast_dtype, _state.cache_enabled))
+        device_type = self.device_type
+        self._prev = (_state.enabled.get(device_type, False), _state.dtypes[device_type], _state.cache_enabled)
+        _state.enabled[device_type] = self._enabled
+        _state.dtypes[device_type] = self.fast_dtype
         _state.cache_enabled = self.cache_enabled
+        _state.nesting += 1
         _refresh()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _state.cache_enabled = _state.stack.pop()[3]
-        if not _state.stack:  # leaving the outermost region: cached casts must not outlive it
+        _state.enabled[self.device_type], _state.dtypes[self.device_type], _state.cache_enabled = self._prev
+        _state.nesting -= 1
+        if _state.nesting == 0:  # leaving the outermost region: cached casts must not outlive it
             clear_autocast_cache()
         _refresh()
 

@@ -467,15 +467,17 @@ class CrossEntropy(Primitive):
 
 def _cross_entropy_grad(grad: NDArray, logp: NDArray, safe: NDArray, valid: NDArray, w: NDArray, count: NDArray,
                         reduction: str) -> NDArray:
-    """``(softmax - onehot) * scale`` on NDArrays: the gradient of ``CrossEntropy`` when no graph is recorded."""
-    scale = w * grad if reduction == "none" else w * grad.expand(w.shape)
+    """The gradient of ``CrossEntropy`` on NDArrays (no graph recorded), through torch's two kernels so that it
+    rounds as theirs: nll_loss's, ``-w[t] * (dloss / sum(w))`` at each row's target (``-w[t] * dloss`` unreduced),
+    then log_softmax's, ``g - exp(logp) * sum_c g``."""
     if reduction == "mean":
-        scale = valid.where(scale / count, 0.0)
-    out = logp.unary("exp")
+        grad = grad / count
+    coef = -(w * (grad if reduction == "none" else grad.expand(w.shape)))
+    coef = valid.where(coef, 0.0)  # an ignored row gets exactly zero (also when every row is ignored)
+    g = NDArray.full(logp.shape, 0, logp.dtype, logp.device)
     rows = logp.backend.arange(0, logp.shape[0], 1, safe.dtype, logp.device)
-    picked = logp.backend.index(out, (rows, safe))
-    logp.backend.index_put_(out, (rows, safe), picked - 1.0, False)  # softmax - onehot, in place
-    return out * scale.unsqueeze(1)
+    logp.backend.index_put_(g, (rows, safe), coef, False)
+    return logp.backend.softmax_backward(g, logp, 1, True)
 
 
 class GroupNorm(Primitive):

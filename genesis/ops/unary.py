@@ -12,7 +12,7 @@ from typing import Callable
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled, no_grad
 from genesis.ndarray import NDArray
-from genesis.ops._args import _reject_integers, zeros_like_detached
+from genesis.ops._args import _reject_integers, check_floating_kernel, zeros_like_detached
 from genesis.ops.arithmetic import Mul, negated
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import NoGradUnary, isnan, lt, where
@@ -31,6 +31,9 @@ class Unary(Primitive):
     op = ""
     saves_output = False  # backward reads the output only: the in-place op writes its input's memory directly
     backward_op = ""
+    # An activation whose gradient torch computes in one kernel from the output (tanh_backward ...): the node class
+    # that computes it so, for real dtypes (see _OutputGradient).
+    gradient: type[_OutputGradient] | None = None
 
     @classmethod
     def forward(cls, ctx, x: NDArray, out: NDArray | None = None) -> NDArray:
@@ -50,6 +53,10 @@ class Unary(Primitive):
             (saved,) = ctx.saved_arrays()
             return grad.ndarray.binary(cls.backward_op, saved)
         (saved,) = ctx.saved_tensors
+        if cls.gradient is not None and not saved.dtype.is_complex:
+            if is_grad_enabled():
+                return cls.gradient.apply(grad, saved)
+            return cls.gradient.kernel(grad.ndarray, saved.ndarray)
         return grad * conj(cls.derivative(saved))  # conj: torch's convention for complex gradients
 
 
@@ -169,8 +176,57 @@ class Tan(Unary):
         return 1 + out * out
 
 
+def _tanh_grad(grad: NDArray, out: NDArray) -> NDArray:
+    """torch's ``tanh_backward``: ``grad * (1 - out^2)``, half precision computed in float32 and rounded once."""
+    if out.dtype in (dtypes.float16, dtypes.bfloat16):
+        wide = out.astype(dtypes.float32)
+        return (grad.astype(dtypes.float32) * (1 - wide * wide)).astype(out.dtype)
+    return grad * (1 - out * out)
+
+
+def _sigmoid_grad(grad: NDArray, out: NDArray) -> NDArray:
+    """torch's ``sigmoid_backward``: ``grad * (1 - out) * out`` in this order, bfloat16 computed in float32 and
+    rounded once (float16, as torch's kernel, step by step in its own precision)."""
+    if out.dtype is dtypes.bfloat16:
+        wide = out.astype(dtypes.float32)
+        return (grad.astype(dtypes.float32) * (1 - wide) * wide).astype(out.dtype)
+    return grad * (1 - out) * out
+
+
+class _OutputGradient(Primitive):
+    """The gradient of an activation that saves its output, ``kernel(grad, out)``, as a recorded node with torch's
+    derivatives: itself for ``grad`` and ``output_derivative(gg, grad, out)`` for the output."""
+
+    kernel: Callable[[NDArray, NDArray], NDArray]
+    output_derivative: Callable[[Tensor, Tensor, Tensor], Tensor]
+
+    @classmethod
+    def forward(cls, ctx, grad: NDArray, out: NDArray) -> NDArray:
+        ctx.save_for_backward(grad, out)
+        return cls.kernel(grad, out)
+
+    @classmethod
+    def backward(cls, ctx, gg):
+        grad, out = ctx.saved_tensors
+        return cls.apply(gg, out), cls.output_derivative(gg, grad, out)
+
+
+class TanhBackward(_OutputGradient):
+    """torch's ``tanh_backward``; the output's derivative ``gg * (-2 * out * grad)``."""
+
+    kernel = staticmethod(_tanh_grad)
+    output_derivative = staticmethod(lambda gg, grad, out: gg * (-2 * out * grad))
+
+
+class SigmoidBackward(_OutputGradient):
+    """torch's ``sigmoid_backward``; the output's derivative ``gg * grad * (1 - 2 * out)``."""
+
+    kernel = staticmethod(_sigmoid_grad)
+    output_derivative = staticmethod(lambda gg, grad, out: gg * grad * (-2 * out + 1))
+
+
 class Tanh(Unary):
-    op, saves_output = "tanh", True
+    op, saves_output, gradient = "tanh", True, TanhBackward
 
     @staticmethod
     def derivative(out):
@@ -178,7 +234,7 @@ class Tanh(Unary):
 
 
 class Sigmoid(Unary):
-    op, saves_output = "sigmoid", True
+    op, saves_output, gradient = "sigmoid", True, SigmoidBackward
 
     @staticmethod
     def derivative(out):
@@ -259,19 +315,36 @@ class LeakyReluBackward(Primitive):
 
 
 def leaky_relu(x: Tensor, negative_slope: float) -> Tensor:
-    """``torch.nn.functional.leaky_relu``'s math: one node for floating ``x``, tensor ops otherwise."""
+    """``torch.nn.functional.leaky_relu``'s math: one node for real floating ``x``, tensor ops for complex ``x``;
+    torch's kernel refuses integers and bools."""
+    check_floating_kernel("leaky_relu", "leaky_relu_cpu", x)
     if x.dtype.is_floating_point and not x.dtype.is_complex:
         return LeakyRelu.apply(x, float(negative_slope))
     return where(x > 0, x, x * negative_slope)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """Leaky ReLU with a learned slope per channel (dim 1) or a single one (``nn.functional.prelu``)."""
+    """Leaky ReLU with a learned slope per channel (dim 1) or a single one (``nn.functional.prelu``); the input and
+    the weight of one floating dtype, as torch's kernel."""
     input, weight = autocast_args("prelu", input, weight)
+    if weight.dtype is not input.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {dtypes.SCALAR_TYPE_NAMES[input.dtype]} and "
+                           f"{dtypes.SCALAR_TYPE_NAMES[weight.dtype]}")
+    check_floating_kernel("prelu", "prelu_cpu", input)
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
     if weight.numel() != 1:
+        if input.ndim == 0:
+            raise RuntimeError("prelu: Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.ndim > 1 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter numbers "
+                               f"= {weight.numel()} and channel size = {channels}.")
         shape = [1] * input.ndim
-        shape[1 if input.ndim > 1 else 0] = weight.numel()
+        shape[1] = weight.numel()
         weight = weight.reshape(shape)
+    else:  # one slope for every element: the output keeps the input's shape (a 0-d input stays 0-d)
+        weight = weight.reshape(())
     return where(input > 0, input, input * weight)
 
 
@@ -338,6 +411,7 @@ def piecewise_linear(node: type[Piecewise], x: Tensor, values: Callable[[Tensor]
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """0 where ``|x| <= lambd``, ``x`` elsewhere (``nn.functional.hardshrink``; NaN stays NaN)."""
+    check_floating_kernel("hardshrink", "hardshrink_cpu", input)
     return piecewise_linear(Hardshrink, input, lambda x: where(abs(x) <= lambd, 0.0, x), lambda x: abs(x) <= lambd)
 
 
@@ -547,7 +621,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         return Gelu.apply(input)
     if approximate == "tanh":
         return GeluTanh.apply(input)
-    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got '{approximate}'")
+    raise RuntimeError(f"gelu: approximate argument must be either none or tanh, got '{approximate}'")
 
 
 def silu(input: Tensor) -> Tensor:
@@ -665,6 +739,8 @@ def positive(input: Tensor) -> Tensor:
 
 def deg2rad(input: Tensor) -> Tensor:
     """Degrees to radians; integer inputs promote to the default float dtype."""
+    if input.dtype.is_complex:
+        raise RuntimeError("deg2rad is not supported for complex tensors.")
     if not input.dtype.is_floating_point:
         input = input.to(dtypes.get_default_dtype())
     return input * (math.pi / 180.0)
@@ -672,6 +748,8 @@ def deg2rad(input: Tensor) -> Tensor:
 
 def rad2deg(input: Tensor) -> Tensor:
     """Radians to degrees; integer inputs promote to the default float dtype."""
+    if input.dtype.is_complex:
+        raise RuntimeError("rad2deg is not supported for complex tensors.")
     if not input.dtype.is_floating_point:
         input = input.to(dtypes.get_default_dtype())
     return input * (180.0 / math.pi)

@@ -272,20 +272,23 @@ def _norm_stats(x: torch.Tensor, eps: float, rms: bool) -> tuple[torch.Tensor, t
     return mean, torch.rsqrt((centered * centered).mean(-1) + eps)
 
 
-def _native_layer_norm(x: NDArray, *params: NDArray | None) -> bool:
-    """torch's fused layer norm serves float32/float64 with parameters of the input's dtype (computed in it), over
-    rows longer than one (for one element its backward leaves the rounding noise of ``x - mean`` in the weight's
-    gradient, where the exact value is zero)."""
+def _native_layer_norm(x: NDArray, *param_dtypes: dtypes.dtype | None) -> bool:
+    """Whether torch's fused layer norm serves ``x`` with parameters of ``param_dtypes`` (None: absent):
+    float32/float64 with parameters of the input's dtype (computed in it), over rows longer than one (for one element
+    its backward leaves the rounding noise of ``x - mean`` in the weight's gradient, where the exact value is
+    zero). Half-precision inputs take the float32 formulas below: torch's half kernels round the parameters'
+    gradients to the input's precision."""
     if x.shape[-1] <= 1 or x.dtype not in (dtypes.float32, dtypes.float64):
         return False
-    for p in params:
-        if p is not None and p.dtype is not x.dtype:
-            return False
-    return True
+    return all(d is None or d is x.dtype for d in param_dtypes)
+
+
+def _dtype(p: NDArray | None) -> dtypes.dtype | None:
+    return p.dtype if p is not None else None
 
 
 def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: float, rms: bool) -> tuple:
-    if not rms and _native_layer_norm(x, weight, bias):
+    if not rms and _native_layer_norm(x, _dtype(weight), _dtype(bias)):
         t = native(x)
         out, mean, rstd = torch.native_layer_norm(t, t.shape[-1:], _opt(weight), _opt(bias), eps)
         return wrap(out), wrap(mean.squeeze(-1)), wrap(rstd.squeeze(-1))
@@ -301,12 +304,14 @@ def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: fl
 
 def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean: NDArray, rstd: NDArray, rms: bool,
                         output_mask: tuple, bias_dtype: dtypes.dtype | None = None) -> tuple:
-    if not rms and _native_layer_norm(x, grad, weight) and mean.dtype is x.dtype and bias_dtype in (None, x.dtype):
+    if not rms and grad.dtype is x.dtype and _native_layer_norm(x, _dtype(weight), bias_dtype):
+        # The statistics came from the same kernel's forward (same rule). The bias enters only for the dtype and
+        # shape of its gradient, which the kernel sums in its own order (``grad.sum`` rounds differently).
         g, xt = native(grad), native(x)
-        dx, dw, _ = torch.ops.aten.native_layer_norm_backward(
-            g, xt, xt.shape[-1:], native(mean).unsqueeze(-1), native(rstd).unsqueeze(-1), _opt(weight), None,
-            [output_mask[0], output_mask[1] and weight is not None, False])
-        db = g.sum(tuple(range(g.ndim - 1))) if output_mask[2] else None
+        bias = torch.empty(xt.shape[-1:], dtype=TORCH_DTYPE[bias_dtype]) if bias_dtype is not None else None
+        dx, dw, db = torch.ops.aten.native_layer_norm_backward(
+            g, xt, xt.shape[-1:], native(mean).unsqueeze(-1), native(rstd).unsqueeze(-1), _opt(weight), bias,
+            [output_mask[0], output_mask[1] and weight is not None, output_mask[2] and bias is not None])
         return (wrap(dx) if dx is not None else None), (wrap(dw) if dw is not None else None), \
             (wrap(db) if db is not None else None)
     g, xt = native(grad).float(), native(x)

@@ -1,23 +1,33 @@
 """Activation checkpointing: trade compute for memory by recomputing a block's activations in backward.
 
-``checkpoint(fn, *args)`` runs ``fn`` without recording a graph, keeping only its inputs. In backward it runs
-``fn`` again with gradients enabled on the saved inputs (and the random-number state of the first run, so
-dropout draws the same mask) and backpropagates through the recomputed graph, which also accumulates the
-gradients of the parameters ``fn`` uses. The recomputation runs under the autocast settings of the forward (as
-torch's), so a checkpointed block inside ``autocast`` recomputes in the same precision. ``context_fn`` gives the
-contexts the forward and the recomputation run in (torch's non-reentrant variant); keyword arguments reach ``fn``
-with ``use_reentrant=False``, as in torch. As torch's, the reentrant variant (the default, with a warning to choose)
-records nothing when no input requires grad: the block's parameters then get no gradient.
+Two variants, as torch's. Both recompute under the random-number state of the first run (so dropout draws the same
+mask) and under the autocast settings of the forward, so a checkpointed block inside ``autocast`` recomputes in the
+same precision.
+
+- Reentrant (``use_reentrant=True``, the default, with a warning to choose): ``fn`` runs without recording a graph,
+  one node keeps its inputs; its backward runs ``fn`` again with gradients enabled and backpropagates through the
+  recomputed graph, accumulating into the ``.grad`` of the parameters ``fn`` uses. So, as in torch, it serves
+  ``.backward()`` only (not ``autograd.grad`` or ``backward(inputs=...)``), and records nothing when no input
+  requires grad: the block's parameters then get no gradient.
+- Non-reentrant (``use_reentrant=False``): ``fn`` records its graph as usual, but every tensor an op saves for
+  backward goes through saved-tensor hooks (``genesis.autograd.graph``) that keep a placeholder instead; the first
+  time a backward pass reads one, ``fn`` reruns and the placeholders get the recomputed tensors for that pass. The
+  graph is the plain one, so ``autograd.grad``, ``backward(inputs=...)`` and double backward work, keyword arguments
+  reach ``fn``, and ``context_fn`` gives the contexts the forward and the recomputation run in. Tensors an op keeps
+  outside ``save_for_backward`` stay in memory (correct, only less memory is saved).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import warnings
+import weakref
 from typing import Any, Callable, Sequence
 
 from genesis.amp import autocast, get_autocast_dtype, is_autocast_cache_enabled, is_autocast_enabled
-from genesis.autograd import Function, backward, enable_grad, is_grad_enabled
+from genesis.autograd import Function, backward, enable_grad, engine, is_grad_enabled
+from genesis.autograd.graph import saved_tensors_hooks
 from genesis.random import get_rng_state, set_rng_state
 from genesis.tensor import Tensor, empty
 
@@ -44,10 +54,6 @@ def detach_variable(inputs: tuple) -> tuple:
     return tuple(out)
 
 
-class CheckpointError(RuntimeError):
-    """The recomputation in backward differs from the checkpointed forward (torch's ``CheckpointError``)."""
-
-
 _AUTOCAST_DEVICES = ("cpu", "cuda")
 
 
@@ -56,57 +62,210 @@ def _autocast_state() -> list[tuple[str, bool, Any, bool]]:
     return [(d, is_autocast_enabled(d), get_autocast_dtype(d), is_autocast_cache_enabled()) for d in _AUTOCAST_DEVICES]
 
 
-def _metadata(outputs: Any) -> list[Any]:
-    """Shape, dtype and device of every tensor among ``outputs`` (the ``"default"`` determinism check)."""
-    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-    return [(tuple(o.shape), o.dtype, o.device) for o in outputs if isinstance(o, Tensor)]
+def _is_checkpoint_valid() -> bool:
+    """Whether the running backward pass may run a reentrant checkpoint (torch's ``_is_checkpoint_valid``): a plain
+    ``backward()``, not ``autograd.grad`` or ``backward(inputs=...)``, whose gradients the recomputed graph cannot
+    deliver."""
+    return not engine._tasks or engine._tasks[-1][3] is None
+
+
+def _recompute_under(forward_rng: Any, autocast_state: list, contexts: Sequence[Any]) -> contextlib.ExitStack:
+    """The contexts a recomputation runs in: grad on, the forward's random-number state (when it was kept; the
+    outer state comes back after) and autocast settings, then ``contexts``."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(enable_grad())
+    if forward_rng is not None:
+        outer_rng = get_rng_state()
+        set_rng_state(forward_rng)
+        stack.callback(set_rng_state, outer_rng)
+    for device_type, enabled, dtype, cache in autocast_state:
+        stack.enter_context(autocast(device_type, dtype, enabled, cache))
+    for context in contexts:
+        stack.enter_context(context)
+    return stack
 
 
 class _Checkpoint(Function):
+    """The reentrant variant: one node that keeps the block's inputs and recomputes it in its backward."""
+
     @staticmethod
-    def forward(ctx: Any, fn: Callable, preserve_rng_state: bool, contexts: tuple[Any, Any], check: bool,
-                anchor: Tensor, *args: Any) -> Any:
-        forward_context, ctx.recompute_context = contexts
+    def forward(ctx: Any, fn: Callable, preserve_rng_state: bool, anchor: Tensor, *args: Any) -> Any:
         ctx.fn = fn
         ctx.autocast = _autocast_state()
         ctx.rng_state = get_rng_state() if preserve_rng_state else None
         ctx.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.args = list(args)
         ctx.save_for_backward(*(args[i] for i in ctx.tensor_positions))
-        with forward_context:
-            outputs = fn(*args)
-        ctx.metadata = _metadata(outputs) if check else None
-        return outputs
+        return fn(*args)
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
+        if not _is_checkpoint_valid():
+            raise RuntimeError("When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or "
+                               "passing an `inputs` parameter to .backward(). To resolve this error, you can either "
+                               "set use_reentrant=False, or call .backward() without passing the `inputs` argument.")
         args = list(ctx.args)
-        saved = ctx.saved_tensors
-        for i, t in zip(ctx.tensor_positions, saved):
+        for i, t in zip(ctx.tensor_positions, ctx.saved_tensors):
             args[i] = t.detach().requires_grad_(t.requires_grad)
-        outer_rng = get_rng_state()
-        if ctx.rng_state is not None:
-            set_rng_state(ctx.rng_state)
-        try:
-            with contextlib.ExitStack() as stack:
-                stack.enter_context(enable_grad())
-                for device_type, enabled, dtype, cache in ctx.autocast:  # the forward's mixed precision, as torch
-                    stack.enter_context(autocast(device_type, dtype, enabled, cache))
-                stack.enter_context(ctx.recompute_context)
-                outputs = ctx.fn(*args)
-        finally:
-            set_rng_state(outer_rng)
-        if ctx.metadata is not None and _metadata(outputs) != ctx.metadata:
-            raise CheckpointError(f"torch.utils.checkpoint: Recomputed values have different metadata than during "
-                                  f"the forward pass: forward gave (shape, dtype, device) {ctx.metadata}, the "
-                                  f"recomputation {_metadata(outputs)}")
+        with _recompute_under(ctx.rng_state, ctx.autocast, ()):
+            outputs = ctx.fn(*args)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        if not any(isinstance(o, Tensor) and o.requires_grad for o in outputs):
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
         pairs = [(o, g) for o, g in zip(outputs, grads)
                  if isinstance(o, Tensor) and o.requires_grad and g is not None]
         if pairs:
             backward([o for o, _ in pairs], [g for _, g in pairs])
         input_grads = [args[i].grad if isinstance(args[i], Tensor) else None for i in range(len(args))]
-        return (None, None, None, None, None, *input_grads)
+        return (None, None, None, *input_grads)
+
+
+class _SaveInputs(Function):
+    """Keeps the inputs of a non-reentrant checkpoint for its recomputation, with the in-place checks every saved
+    tensor gets (torch's ``_NoopSaveInputs``). Its output is dropped; the frame holds the node."""
+
+    @staticmethod
+    def forward(ctx: Any, anchor: Tensor, *args: Any) -> Tensor:
+        ctx.save_for_backward(*(a for a in args if isinstance(a, Tensor)))
+        return empty(0)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise AssertionError("Did not expect to backward on this graph")
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation in backward differs from the checkpointed forward (torch's ``CheckpointError``)."""
+
+
+class _StopRecomputation(Exception):
+    """Raised by the recomputation's pack hook once every placeholder has its tensor (torch's early stop)."""
+
+
+class _Holder:
+    """What the graph keeps for one saved tensor of a non-reentrant checkpoint: the recomputed tensor per backward
+    pass, until that pass ends."""
+
+    __slots__ = ("values", "__weakref__")
+
+    def __init__(self) -> None:
+        self.values: dict[int, Tensor] = {}
+
+
+_unpack_ids = itertools.count(-2, -1)  # stand-ins for the pass id of an unpack outside backward (torch's uuid)
+
+
+class _Frame:
+    """One call of a non-reentrant checkpoint: the inputs, the placeholders of the tensors its ops saved (weakly:
+    a node freed by backward drops its own), their metadata, and how to rerun the block."""
+
+    def __init__(self, fn: Callable, args: tuple, preserve_rng_state: bool, recompute_context: Any,
+                 check: bool) -> None:
+        self.fn = fn
+        self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        self.args = [None if isinstance(a, Tensor) else a for a in args]
+        self.inputs_node = _SaveInputs.apply(empty(0, requires_grad=True), *args).grad_fn
+        self.rng_state = get_rng_state() if preserve_rng_state else None
+        self.autocast = _autocast_state()
+        self.recompute_context = recompute_context
+        self.check = check
+        self.holders: list[weakref.ref] = []
+        self.metadata: list[Any] = []
+        self.recomputed: dict[int, int] = {}  # pass id -> how many tensors the recomputation saved
+
+    def pack(self, x: Tensor) -> _Holder:
+        holder = _Holder()
+        self.holders.append(weakref.ref(holder))
+        self.metadata.append(_tensor_metadata(x) if self.check else None)
+        return holder
+
+    def unpack(self, holder: _Holder) -> Tensor:
+        gid = engine.current_graph_task_id()
+        if gid == -1:  # read outside backward: a recomputation for this read alone
+            gid = next(_unpack_ids)
+            self._recompute(gid)
+            value = holder.values[gid]
+            self._forget(gid)
+            return value
+        if gid not in self.recomputed:
+            self._recompute(gid)
+            # A node may read its saved tensors more than once; the pass's recomputed tensors go when it ends (or
+            # earlier, with the nodes that hold them, when the graph is freed as it runs).
+            engine.queue_callback(lambda: self._forget(gid))
+        return holder.values[gid]
+
+    def _forget(self, gid: int) -> None:
+        """Drop what the recomputation for pass ``gid`` made."""
+        self.recomputed.pop(gid, None)
+        for ref in self.holders:
+            holder = ref()
+            if holder is not None:
+                holder.values.pop(gid, None)
+
+    def _recompute(self, gid: int) -> None:
+        self.recomputed[gid] = 0
+
+        def pack(x: Tensor) -> Tensor:
+            index = self.recomputed[gid]
+            if index >= len(self.holders):
+                raise CheckpointError("torch.utils.checkpoint: trying to save more tensors during recomputation "
+                                      "than during the original forward pass.")
+            self.recomputed[gid] = index + 1
+            holder = self.holders[index]()
+            if holder is not None:
+                holder.values[gid] = x.detach() if x.requires_grad else x
+            if index + 1 == len(self.holders):
+                raise _StopRecomputation
+            return x
+
+        args = list(self.args)
+        for i, t in zip(self.tensor_positions, self.inputs_node.saved_tensors):
+            args[i] = t
+        try:
+            with saved_tensors_hooks(pack, lambda x: x), _recompute_under(self.rng_state, self.autocast,
+                                                                          (self.recompute_context,)):
+                self.fn(*args)
+        except _StopRecomputation:
+            pass
+        self._check_recomputed(gid)
+
+    def _check_recomputed(self, gid: int) -> None:
+        """torch's determinism check: as many tensors saved as in the forward, each with the forward's shape, dtype
+        and device (the metadata only with ``determinism_check="default"``)."""
+        if self.recomputed[gid] != len(self.holders):
+            raise CheckpointError("torch.utils.checkpoint: A different number of tensors was saved during the "
+                                  "original forward and recomputation.\nNumber of tensors saved during forward: "
+                                  f"{len(self.holders)}\nNumber of tensors saved during recomputation: "
+                                  f"{self.recomputed[gid]}.")
+        if not self.check:
+            return
+        different = ""
+        for index, (ref, saved) in enumerate(zip(self.holders, self.metadata)):
+            holder = ref()
+            if holder is not None and _tensor_metadata(holder.values[gid]) != saved:
+                different += (f"tensor at position {index}:\nsaved metadata: {saved}\n"
+                              f"recomputed metadata: {_tensor_metadata(holder.values[gid])}\n")
+        if different:
+            raise CheckpointError("torch.utils.checkpoint: Recomputed values for the following tensors have "
+                                  f"different metadata than during the forward pass.\n{different}.")
+
+
+def _tensor_metadata(x: Tensor) -> dict[str, Any]:
+    """What the determinism check compares (torch's ``_default_meta_extractor``)."""
+    return {"shape": x.shape, "dtype": x.dtype, "device": x.device}
+
+
+def _checkpoint_without_reentrant(call: Callable, args: tuple, preserve_rng_state: bool,
+                                  contexts: tuple[Any, Any], check: bool) -> Any:
+    """Run ``call(*args)`` recording its graph, with the tensors its ops save replaced by placeholders that the
+    first read in backward fills by recomputation."""
+    forward_context, recompute_context = contexts
+    if not is_grad_enabled():
+        with forward_context:
+            return call(*args)
+    frame = _Frame(call, args, preserve_rng_state, recompute_context, check)
+    with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
+        return call(*args)
 
 
 def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | None = None,
@@ -117,23 +276,22 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
     Args:
         function: the block to run (it may use parameters; their gradients accumulate as usual).
         args: its arguments; tensors among them receive gradients.
-        use_reentrant: torch's choice of variant (None means True, as torch). Genesis has one implementation;
-            the flag decides only which arguments are allowed, as in torch: keyword arguments for ``function``,
-            ``context_fn`` and ``debug`` need ``use_reentrant=False``.
+        use_reentrant: torch's choice of variant (None means True, as torch, with a warning); see the module's
+            docstring. Keyword arguments for ``function``, ``context_fn`` and ``debug`` need
+            ``use_reentrant=False``.
         context_fn: returns two context managers, entered around the forward and around the recomputation.
-        determinism_check: ``"default"`` checks that the recomputation gives outputs of the forward's shapes,
-            dtypes and devices (raising :class:`CheckpointError`); ``"none"`` checks nothing. torch compares every
-            tensor saved for backward; Genesis compares the block's outputs.
+        determinism_check: ``"default"`` checks that the recomputation saves as many tensors as the forward, of
+            the same shapes, dtypes and devices (raising :class:`CheckpointError`); ``"none"`` checks the count only.
         debug: accepted (torch adds the recorded ops to error messages; Genesis's messages stay as they are).
         preserve_rng_state: replay the random-number state in the recomputation (same dropout masks).
         kwargs: keyword arguments for ``function`` (tensors among them receive gradients too).
     """
     if use_reentrant is None:
-        warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In version "
-                      "2.9 we will raise an exception if use_reentrant is not passed. use_reentrant=False is "
-                      "recommended, but if you need to preserve the current default behavior, you can pass "
-                      "use_reentrant=True. Refer to docs for more details on the differences between the two "
-                      "variants.", stacklevel=2)
+        warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in "
+                      "PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. "
+                      "use_reentrant=False is recommended, but if you need to preserve the current default behavior, "
+                      "you can pass use_reentrant=True. Refer to docs for more details on the differences between "
+                      "the two variants.", stacklevel=2)
         use_reentrant = True
     if kwargs and use_reentrant:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
@@ -144,25 +302,17 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
     if determinism_check not in _DETERMINISM_CHECKS:
         raise ValueError(f"determinism_check should be one of {list(_DETERMINISM_CHECKS)}, but got "
                          f"{determinism_check}")
-    names = list(kwargs)
-    count = len(args)
-    call = function
-    if names:
+    if not use_reentrant:
         def call(*flat: Any) -> Any:
-            return function(*flat[:count], **dict(zip(names, flat[count:])))
+            return function(*flat, **kwargs)
 
-    # Non-reentrant: a leaf that requires grad makes the graph record this node even when no input requires grad,
-    # so the parameters inside ``function`` still receive gradients. The reentrant variant records it only when an
-    # input requires grad, as torch's (which warns that the block's parameters then get no gradient).
-    if use_reentrant:
-        anchor = empty(0)
-        if is_grad_enabled() and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
-            warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
-    else:
-        anchor = empty(0, requires_grad=True)
-    check = not use_reentrant and determinism_check == "default"
-    return _Checkpoint.apply(call, preserve_rng_state, context_fn(), check, anchor, *args,
-                             *(kwargs[n] for n in names))
+        return _checkpoint_without_reentrant(call, args, preserve_rng_state, context_fn(),
+                                             determinism_check == "default")
+    # As torch's, the reentrant node is recorded only when an input requires grad (the parameters inside
+    # ``function`` then get no gradient, with a warning).
+    if is_grad_enabled() and not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
+    return _Checkpoint.apply(function, preserve_rng_state, empty(0), *args)
 
 
 def checkpoint_sequential(functions: Sequence[Callable[[Any], Any]], segments: int, input: Any,
