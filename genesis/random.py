@@ -19,7 +19,7 @@ from genesis import memory_format as _mf
 from genesis.autograd import is_grad_enabled
 from genesis.device import device as Device
 from genesis.device import factory_device, to_device
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, broadcast_shapes
 from genesis.ops.complex import view_as_complex
 from genesis.ops.join import stack
 from genesis.ops.nn import check_all
@@ -319,19 +319,25 @@ def bernoulli(input: Tensor, p: float | None = None, generator: Generator | None
         raise NotImplementedError(f"bernoulli: not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (floating "
                                   "inputs only)")
     probs = input if p is None else full_like_value(input, p)
-    if probs.numel():
-        # NaN fails too, as in torch. Read on the CPU (free there); on a GPU checked on the device: no host read.
-        probs_d = probs.detach()
-        message = "bernoulli: all probabilities must be in [0, 1] (Expected p_in >= 0 && p_in <= 1)"
-        if probs.device.type == "cpu":
-            low, high = stack([probs_d.amin(), probs_d.amax()]).tolist()
-            if not (low >= 0 and high <= 1):
-                raise RuntimeError(message)
-        else:
-            check_all((probs_d >= 0) & (probs_d <= 1), RuntimeError, message)
+    _check_probabilities("bernoulli", probs)
     u = rand(probs.shape, generator=generator, dtype=dtypes.float64 if probs.dtype is dtypes.float64 else
              dtypes.float32, device=probs.device)
     return (u < probs.detach()).to(input.dtype)
+
+
+def _check_probabilities(op: str, probs: Tensor) -> None:
+    """RuntimeError unless every probability lies in [0, 1] (NaN fails too, as in torch). Read on the CPU (free
+    there); on a GPU checked on the device: no host read."""
+    if not probs.numel():
+        return
+    probs = probs.detach()
+    message = f"{op}: all probabilities must be in [0, 1] (Expected p_in >= 0 && p_in <= 1)"
+    if probs.device.type == "cpu":
+        low, high = stack([probs.amin(), probs.amax()]).tolist()
+        if not (low >= 0 and high <= 1):
+            raise RuntimeError(message)
+    else:
+        check_all((probs >= 0) & (probs <= 1), RuntimeError, message)
 
 
 def full_like_value(x: Tensor, value: float) -> Tensor:
@@ -418,14 +424,50 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator
     return t._fill_from((n * std + mean).ndarray)
 
 
-def bernoulli_(t: Tensor, p: float = 0.5, generator: Generator | None = None) -> Tensor:
+def bernoulli_(t: Tensor, p: float | Tensor = 0.5, generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` in place with 0/1 samples of probability ``p`` of a one: a number, or a tensor of probabilities
+    that broadcasts to ``t``; the tensor is left unchanged where ``p`` is refused."""
+    if isinstance(p, Tensor):
+        if broadcast_shapes("bernoulli_", t.shape, p.shape) != t.shape:
+            raise RuntimeError(f"bernoulli_: the probabilities of shape {list(p.shape)} cannot be broadcast to the "
+                               f"tensor's shape {list(t.shape)}")
+        _check_probabilities("bernoulli_", p)
+    elif not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
     u = rand(t.shape, generator=generator, dtype=dtypes.float32, device=t.device)
     return t._fill_from((u < p).to(t.dtype).ndarray)
 
 
+#: torch's ``random_()`` without bounds draws from [0, high): an integer type's non-negative values, a floating
+#: type's integers up to 2 ** its mantissa digits inclusive (int64's last value is left out: ``randint`` takes an
+#: int64 ``high``).
+_RANDOM_HIGH = {
+    dtypes.bool_: 2, dtypes.uint8: 1 << 8, dtypes.int8: 1 << 7, dtypes.int16: 1 << 15, dtypes.int32: 1 << 31,
+    dtypes.int64: (1 << 63) - 1, dtypes.float16: (1 << 11) + 1, dtypes.bfloat16: (1 << 8) + 1,
+    dtypes.float32: (1 << 24) + 1, dtypes.float64: (1 << 53) + 1,
+}
+
+#: The range of values of the narrow types, named as torch's bound errors name them.
+_RANDOM_LIMITS = {
+    dtypes.bool_: (0, 1, "bool"), dtypes.uint8: (0, 255, "unsigned char"), dtypes.int8: (-128, 127, "signed char"),
+    dtypes.int16: (-(1 << 15), (1 << 15) - 1, "short int"), dtypes.int32: (-(1 << 31), (1 << 31) - 1, "int"),
+    dtypes.float16: (-65504, 65504, "c10::Half"),
+}
+
+
 def random_(t: Tensor, low: int = 0, high: int | None = None, generator: Generator | None = None) -> Tensor:
+    """Fill ``t`` in place with integers drawn uniformly from [low, high) (``random_(high)``: from [0, high);
+    ``random_()``: from the values its dtype holds, see ``_RANDOM_HIGH``). Bounds that ``t``'s dtype cannot hold
+    raise torch's RuntimeError, leaving ``t`` unchanged."""
+    bounded = high is not None or low != 0
     if high is None:
-        low, high = 0, (1 << 24 if t.dtype.is_floating_point else 1 << 31) if low == 0 else low
+        low, high = (0, _RANDOM_HIGH.get(t.dtype, 1 << 24)) if low == 0 else (0, low)
+    if bounded and t.dtype in _RANDOM_LIMITS:
+        lo, hi, name = _RANDOM_LIMITS[t.dtype]
+        if not lo <= low <= hi:
+            raise RuntimeError(f"random_: from is out of bounds for {name} (from={low})")
+        if low < high and not lo <= high - 1 <= hi:
+            raise RuntimeError(f"random_: to - 1 is out of bounds for {name} (to={high})")
     r = randint(low, high, t.shape, generator=generator, device=t.device)
     return t._fill_from(r.to(t.dtype).ndarray)
 

@@ -130,10 +130,34 @@ def nested_to_numpy(data: Any, dtype: dtypes.dtype, tensor_type: type) -> np.nda
         return np.asarray(np.array(converted, dtype=np.float64), dtype=dtypes.to_numpy(dtype))
     try:
         return np.array(converted, dtype=dtypes.to_numpy(dtype))
-    except ValueError as err:
-        raise ValueError(f"tensor(): {err}") from None
-    except OverflowError:
+    except (ValueError, OverflowError) as err:
+        leaves = list(_leaves(converted))
+        if any(isinstance(x, int) and not -(1 << 63) <= x < 1 << 63 for x in leaves):
+            # torch reads every Python int as a 64-bit one first
+            raise ValueError("tensor(): Overflow when unpacking long long (a Python int beyond the range of "
+                             "int64)") from None
+        if dtype.category == 1 and not dtype.is_signed and _wraps_unsigned(leaves, dtype):
+            return np.array(converted, dtype=np.int64).astype(dtypes.to_numpy(dtype))
+        if isinstance(err, ValueError) and not (dtype.category == 1 and any(x != x for x in leaves)):
+            raise ValueError(f"tensor(): {err}") from None
+        # torch's checked conversion: NaN and numbers outside an integer type's range do not convert
         raise RuntimeError(f"tensor(): value cannot be converted to type {dtype.name} without overflow") from None
+
+
+def _leaves(item: Any) -> Any:
+    """The numbers of nested lists, in order."""
+    if isinstance(item, list):
+        for i in item:
+            yield from _leaves(i)
+    else:
+        yield item
+
+
+def _wraps_unsigned(leaves: list, dtype: dtypes.dtype) -> bool:
+    """Whether every number converts to the unsigned ``dtype`` under torch's checked conversion, negative integers
+    down to minus its maximum wrapping around (``-1`` is 255 in uint8)."""
+    top = dtypes.iinfo(dtype).max
+    return all(isinstance(x, (int, float)) and (-top if isinstance(x, int) else 0) <= x <= top for x in leaves)
 
 
 _SCALARS = frozenset((bool, int, float))

@@ -457,6 +457,16 @@ def test_inplace_random_fills():
     assert set(to_torch(i).tolist()) == {0, 1, 2}
 
 
+@pytest.mark.parametrize("dtype,high", [(torch.bool, 1), (torch.uint8, 255), (torch.int8, 127), (torch.int16, 32767),
+                                        (torch.float16, 2048), (torch.bfloat16, 256)], ids=str)
+def test_random_fill_without_bounds_draws_what_the_dtype_holds(dtype, high):
+    """``random_()`` draws integers from [0, high] as torch's: an integer type's non-negative values, a floating
+    type's integers up to 2 ** its mantissa digits (before, narrow types wrapped to negative values or inf)."""
+    genesis.manual_seed(0)
+    x = to_torch(to_genesis(torch.zeros(20_000, dtype=dtype)).random_()).double()
+    assert 0 <= x.min().item() <= 0.1 * high and 0.9 * high <= x.max().item() <= high and torch.equal(x, x.round())
+
+
 def test_keyword_forms_of_factories():
     for fn in (lambda lib: lib.zeros(size=(2, 3)), lambda lib: lib.ones(size=[2]), lambda lib: lib.empty(size=(1, 2)),
                lambda lib: lib.rand(size=(2,)), lambda lib: lib.randn(size=(2, 1)), lambda lib: lib.arange(end=5),

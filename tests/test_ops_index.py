@@ -383,6 +383,7 @@ def test_index_select_add_copy_fill(dim):
     check(lambda lib, x, i, s: x.index_copy(dim, i, s), x, unique, usrc)
     check(lambda lib, x, i, s: (x * 1).index_copy_(dim, i, s), x, unique, usrc)
     check(lambda lib, x, i: x.index_fill(dim, i, 7.0), x, index)
+    check(lambda lib, x, i, v: x.index_fill(dim, i, v), x, index, rand(seed=17))  # a 0-d value takes a gradient
     check(lambda lib, x, i: x.index_select(dim, i), torch.arange(12).reshape(3, 4), index)
 
 

@@ -56,7 +56,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = Fals
         x = x.abs()  # the norms of a complex vector are its magnitudes' (real, as torch's)
     _check_float("linalg.vector_norm", x)
     if isinstance(ord, str):
-        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str (got {ord!r})")
     if x.numel() == 0 and ord < 0:
         raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
                            "operation does not have an identity")

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from genesis import dtypes
 from genesis import memory_format as _mf
-from genesis.ndarray import NDArray, check_same_device
+from genesis.ndarray import NDArray, broadcast_shapes, check_same_device
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
 
@@ -90,12 +90,30 @@ def _float_operands(op: str, input: Any, other: Any) -> tuple[Tensor, Tensor]:
         target = dtypes.get_default_dtype()
     if not isinstance(other, Tensor):
         other = Tensor._scalar_like(other, input)
+    broadcast_shapes(op, input.shape, other.shape)  # named for this op, not the ops that compute it
     return input.to(target), other.to(target)
 
 
 def _reject_integers(op: str, dtype: dtypes.dtype) -> None:
     if not dtype.is_floating_point:
         raise NotImplementedError(f"{op}: not implemented for '{dtypes.SCALAR_TYPE_NAMES[dtype]}'")
+
+
+def check_floating_kernel(op: str, kernel: str, input: Tensor) -> None:
+    """torch's dispatch error where the op's kernel (``kernel``, torch's name for it) has floating-point and complex
+    implementations only: NotImplementedError for an integer or bool input, which Genesis would otherwise promote."""
+    if input.dtype.category < 2:
+        raise NotImplementedError(f"{op}: \"{kernel}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
+
+
+def check_real_kernel(op: str, kernel: str, *operands: Any, bools: bool = False) -> None:
+    """torch's dispatch error where the op's kernel (``kernel``) takes real numbers only, as its order statistics
+    and running extremes: NotImplementedError for a complex operand (a tensor or a Python number), and for a bool
+    tensor unless ``bools``."""
+    for x in operands:
+        dtype = x.dtype if isinstance(x, Tensor) else dtypes.complex64 if isinstance(x, complex) else None
+        if dtype is not None and (dtype.is_complex or dtype is dtypes.bool_ and not bools):
+            raise NotImplementedError(f"{op}: \"{kernel}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[dtype]}'")
 
 
 def _shape_args(op: str, shape: tuple) -> tuple[int, ...]:
@@ -126,9 +144,13 @@ def _varargs_or_keyword(op: str, args: tuple, name: str, value: Any) -> tuple:
 
 
 def _tensor_args(tensors: tuple) -> tuple[Tensor, ...]:
-    """torch's varargs-or-one-sequence convention for functions such as meshgrid and atleast_1d."""
+    """torch's varargs-or-one-sequence convention for functions such as meshgrid and atleast_1d; TypeError, worded
+    as torch's, for an element that is no tensor."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        return tuple(tensors[0])
+        tensors = tuple(tensors[0])
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     return tensors
 
 

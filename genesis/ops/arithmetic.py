@@ -16,7 +16,7 @@ from typing import Any
 
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, broadcast_shapes
 from genesis.ops._args import (
     Number,
     _as_operand,
@@ -322,8 +322,10 @@ def fuses_scale(input: Tensor, other: Any) -> bool:
             and other.device is input.device)
 
 
-def _in_common_dtype(input: Tensor, other: Tensor) -> tuple[Tensor, Tensor]:
-    """``input`` and ``other`` in their result dtype (the fused kernel takes one dtype; widening is exact)."""
+def _in_common_dtype(op: str, input: Tensor, other: Tensor) -> tuple[Tensor, Tensor]:
+    """``input`` and ``other`` in their result dtype (the fused kernel takes one dtype; widening is exact), their
+    shapes checked under ``op``'s name before the kernel."""
+    broadcast_shapes(op, input.shape, other.shape)
     dtype = dtypes.result_type(input.dtype, input.ndim, other.dtype, other.ndim)
     return (input if input.dtype is dtype else input.to(dtype)), (other if other.dtype is dtype else other.to(dtype))
 
@@ -402,7 +404,7 @@ def add(input: Any, other: Any, alpha: float = 1) -> Tensor:
             alpha = bool(alpha)  # a bool sum is a logical or: any alpha but 0 keeps the other operand as it is
     if alpha != 1:
         if fuses_scale(input, other):
-            return AddScaled.apply(*_in_common_dtype(input, other), float(alpha))
+            return AddScaled.apply(*_in_common_dtype("add", input, other), float(alpha))
         other = scaled_operand(input, other, alpha)
     return Add.apply(input, other)
 
@@ -418,18 +420,23 @@ def check_alpha(dtype: dtypes.dtype, alpha: Any) -> None:
         raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
 
 
+def check_sub_operands(op: str, input: Any, other: Any) -> None:
+    """torch's refusal of a subtraction with a bool operand (a tensor or a Python bool), in or out of place."""
+    input_bool = isinstance(input, bool) or isinstance(input, Tensor) and input.dtype is dtypes.bool_
+    other_bool = isinstance(other, bool) or isinstance(other, Tensor) and other.dtype is dtypes.bool_
+    if input_bool and other_bool:
+        raise RuntimeError(f"{op}: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+                           "or `logical_xor()` operator instead.")
+    if input_bool or other_bool:
+        raise RuntimeError(f"{op}: Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
     """``input - alpha * other``; torch's deprecated ``sub(input, alpha, other)`` is accepted with its warning."""
     if alpha.__class__ is not int and isinstance(alpha, Tensor):
         other, alpha = alpha_argument("sub", other, alpha)
-    input_bool = isinstance(input, bool) or isinstance(input, Tensor) and input.dtype is dtypes.bool_
-    other_bool = isinstance(other, bool) or isinstance(other, Tensor) and other.dtype is dtypes.bool_
-    if input_bool and other_bool:
-        raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-                           "`logical_xor()` operator instead.")
-    if input_bool or other_bool:
-        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
-                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    check_sub_operands("sub", input, other)
     if not isinstance(input, Tensor):
         return RSub.apply(other * alpha if alpha != 1 else other, input)
     if other.__class__ is not Tensor:  # a plain tensor, the common case, takes neither conversion
@@ -438,7 +445,7 @@ def sub(input: Any, other: Any, alpha: float = 1) -> Tensor:
         check_alpha(_result_dtype(input, other), alpha)
     if alpha != 1:
         if fuses_scale(input, other):
-            return SubScaled.apply(*_in_common_dtype(input, other), -float(alpha))
+            return SubScaled.apply(*_in_common_dtype("sub", input, other), -float(alpha))
         other = scaled_operand(input, other, alpha)
     return Sub.apply(input, other)
 
@@ -529,6 +536,8 @@ def remainder(input: Any, other: Any) -> Tensor:
 def fmod(input: Tensor, other: Any) -> Tensor:
     """C-style remainder: the result has the sign of the dividend."""
     other = _as_operand("fmod", other, input)
+    if isinstance(other, Tensor):  # checked as fmod: the integer path computes it from other ops
+        broadcast_shapes("fmod", input.shape, other.shape)
     if _result_dtype(input, other).category < 2:
         return input - div(input, other, rounding_mode="trunc") * other
     return Fmod.apply(input, other)
@@ -675,6 +684,7 @@ def _clamped(input: Tensor, min: Any, max: Any, node: type[Clamp]) -> Tensor:
     for b in bounds:
         if b is not None:
             dt, ndim = dtypes.result_type(dt, ndim, b.dtype, b.ndim), builtins.max(ndim, b.ndim)
+    broadcast_shapes("clamp", input.shape, *(b.shape for b in bounds if b is not None))
     x, lo, hi = (b if b is None or b.dtype is dt else b.to(dt) for b in (input, *bounds))
     return _TENSOR_BOUNDS_NODES[node].apply(x, lo, hi)
 
@@ -727,13 +737,14 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """``input + weight * (end - input)``; floating (or complex) tensors of one dtype, as torch (a 0-d tensor weight
     may have another dtype)."""
     _check_tensor("lerp", end)
+    broadcast_shapes("lerp", input.shape, end.shape, *((weight.shape,) if isinstance(weight, Tensor) else ()))
     dt = input.dtype
+    for name, other in (("end", end), ("weight", weight)):  # torch checks the dtypes first, then its kernel's
+        if isinstance(other, Tensor) and other.dtype is not dt and (name == "end" or other.ndim):
+            raise RuntimeError(f"expected dtype {dtypes.CPP_TYPE_NAMES.get(dt, dt.name)} for `{name}` but got dtype "
+                               f"{dtypes.CPP_TYPE_NAMES.get(other.dtype, other.dtype.name)}")
     if not (dt.is_floating_point or dt.is_complex):
         raise NotImplementedError(f'"lerp_kernel_scalar" not implemented for \'{dtypes.SCALAR_TYPE_NAMES[dt]}\'')
-    for name, other in (("end", end), ("weight", weight)):
-        if isinstance(other, Tensor) and other.dtype is not dt and (name == "end" or other.ndim):
-            raise RuntimeError(f"expected dtype {dtypes.CPP_TYPE_NAMES[dt]} for `{name}` but got dtype "
-                               f"{dtypes.CPP_TYPE_NAMES.get(other.dtype, other.dtype.name)}")
     if dt.is_complex or isinstance(weight, complex):
         return input + weight * (end - input)
     if isinstance(weight, Tensor):
@@ -754,6 +765,9 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: 
     tensor1, tensor2)`` is accepted with its warning."""
     if value_first_args:
         tensor1, tensor2, value = value_first("addcmul", tensor1, tensor2, value_first_args)
+    broadcast_shapes("addcmul", input.shape, tensor1.shape, tensor2.shape)
+    if all(t.dtype is dtypes.bool_ for t in (input, tensor1, tensor2)):
+        raise NotImplementedError("addcmul: \"addcmul_cpu_out\" not implemented for 'Bool'")
     if all(t.dtype.category < 2 for t in (input, tensor1, tensor2)) and not isinstance(value, bool):
         value = int(value)  # torch's kernel reads the value in the integer dtype: 0.5 scales by 0
     if not _half_operands(input, tensor1, tensor2):
@@ -767,6 +781,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: 
     ``addcdiv(input, value, tensor1, tensor2)`` is accepted with its warning."""
     if value_first_args:
         tensor1, tensor2, value = value_first("addcdiv", tensor1, tensor2, value_first_args)
+    broadcast_shapes("addcdiv", input.shape, tensor1.shape, tensor2.shape)
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
                            "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "

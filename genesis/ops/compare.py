@@ -10,7 +10,7 @@ from typing import Any
 
 from genesis import dtypes
 from genesis.autograd import Primitive
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, broadcast_shapes
 from genesis.ops._args import _as_operand, _result_dtype, ones_like_bool, python_number
 from genesis.tensor import Tensor
 
@@ -169,6 +169,7 @@ def _shift(op: str, input: Any, other: Any, left: bool) -> Tensor:
                                   "tensors only)")
     if not isinstance(other, Tensor):
         other = Tensor._wrap(NDArray.scalar(other, dtypes.int64, input.device))
+    broadcast_shapes(op, input.shape, other.shape)
     return Shift.apply(input.to(dtype), other, left)
 
 
@@ -204,12 +205,16 @@ def isfinite(input: Tensor) -> Tensor:
 
 
 def isposinf(input: Tensor) -> Tensor:
-    """True where the element is +inf."""
+    """True where the element is +inf (real tensors only, as torch)."""
+    if input.dtype.is_complex:
+        raise RuntimeError("isposinf does not support complex inputs.")
     return eq(input, math.inf)
 
 
 def isneginf(input: Tensor) -> Tensor:
-    """True where the element is -inf."""
+    """True where the element is -inf (real tensors only, as torch)."""
+    if input.dtype.is_complex:
+        raise RuntimeError("isneginf does not support complex inputs.")
     return eq(input, -math.inf)
 
 
@@ -223,6 +228,7 @@ def equal(input: Tensor, other: Tensor) -> bool:
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """``input == other`` or ``|input - other| <= atol + |rtol * other|`` with a finite difference, elementwise (torch's
     formula, integers included: large integers a tolerance apart count as close)."""
+    broadcast_shapes("isclose", input.shape, other.shape)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose: {dtypes.SCALAR_TYPE_NAMES[input.dtype]} did not match "
                            f"{dtypes.SCALAR_TYPE_NAMES[other.dtype]}")

@@ -21,7 +21,7 @@ from genesis.ndarray import NDArray, broadcast_shapes
 from genesis.ops._args import ones_like_bool
 from genesis.ops.compare import where
 from genesis.ops.join import stack
-from genesis.ops.views import contiguous
+from genesis.ops.views import contiguous, matrix_transpose
 from genesis.tensor import Tensor
 
 
@@ -185,7 +185,7 @@ def conj_physical_(input: Tensor) -> Tensor:
 
 def adjoint(input: Tensor) -> Tensor:
     """``t.mH`` / ``t.adjoint()``: the last two dims swapped, conjugated (``mT`` for real tensors)."""
-    return conj(input.transpose(-2, -1))
+    return conj(matrix_transpose(input, "mH / adjoint()"))
 
 
 def complex_abs(input: Tensor) -> Tensor:

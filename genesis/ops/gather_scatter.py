@@ -236,6 +236,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: flo
         raise RuntimeError(f"index_add(): source shape {list(source.shape)} does not match the expected "
                            f"{list(expected)}")
     _check_same_dtype("index_add", input, source)
+    if input.dtype.category < 2:  # torch's kernel reads alpha in the integer (or bool) dtype: 0.5 adds nothing
+        alpha = bool(alpha) if input.dtype is dtypes.bool_ else int(alpha)
     return IndexAdd.apply(input, d, index, source, alpha)
 
 
@@ -252,8 +254,13 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: float) -> Tensor:
     d = normalize_dim("index_fill", dim, input.ndim)
     index = _to_index_tensor("index_fill", index, input, IndexError, long_only=True).reshape(-1)
     index = _check_bounds("index_fill", index, input.shape[d], d)
-    if not isinstance(value, Tensor):
-        check_scalar_fits(value, input.dtype)
+    if isinstance(value, Tensor):  # a 0-d tensor: it receives the gradient of each filled element once
+        if value.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        filled = index_fill(~ones_like_bool(input), d, index, True)
+        return where(filled, value.to(device=input.device, dtype=input.dtype), input)
+    check_scalar_fits(value, input.dtype)
     indices = tuple(index.ndarray if k == d else None for k in range(input.ndim))
     return IndexPut.apply(input, indices, Tensor._wrap(NDArray.scalar(value, input.dtype, input.device)), False)
 

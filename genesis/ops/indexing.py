@@ -135,6 +135,9 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
             items.append(k)
         elif hasattr(k, "__index__"):
             items.append(k.__index__())
+        elif isinstance(k, (str, bytes)):  # torch reads a sequence index as tensor data, which text cannot be
+            raise TypeError(f"index: invalid data type '{type(k).__name__}': only integers, slices (`:`), ellipsis "
+                            "(`...`), None and long or byte Variables are valid indices")
         else:
             raise IndexError(
                 "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "

@@ -198,6 +198,9 @@ def binary_method(op: str, fn: Callable, writer: Any = None) -> Callable:
             other, alpha = arithmetic.alpha_argument(f"{op}_", other, alpha)
         if op in ("sub", "subtract"):
             arithmetic.check_sub_operands(f"{op}_", self, other)
+        elif op in ("bitwise_and", "bitwise_or", "bitwise_xor") and self.dtype.category >= 2:
+            raise NotImplementedError(f"{op}_: \"{op}_cpu\" not implemented for "
+                                      f"'{dtypes.SCALAR_TYPE_NAMES[self.dtype]}' (integer or bool tensors only)")
         if takes_sparse and other.__class__ is not Tensor:  # a sparse gradient added into a parameter by hand
             other = arithmetic.densified(op, self, other)
         if alpha is not None and alpha.__class__ is not int:
@@ -395,14 +398,19 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
 
 def _pointwise_update(name: str, fn: Callable, combine: Callable, symbol: str) -> Callable:
     """``self += value * tensor1 <symbol> tensor2`` in place (``addcmul_``, ``addcdiv_``), rounded as ``fn`` (the
-    out-of-place op, written back where half-precision operands need its single rounding); torch's deprecated
+    out-of-place op, written back where half-precision operands need its single rounding, and for integer and bool
+    tensors, whose ``value`` and division ``fn`` treats as torch's kernels do); torch's deprecated
     ``name_(value, tensor1, tensor2)`` is accepted with its warning."""
     written_back = general_method(name, fn)
 
     def method(self: Tensor, tensor1: Tensor, tensor2: Tensor, *value_first_args: Tensor, value: float = 1) -> Tensor:
         if value_first_args:
             tensor1, tensor2, value = arithmetic.value_first(f"{name}_", tensor1, tensor2, value_first_args)
-        if arithmetic._half_operands(self, tensor1, tensor2):
+        shape = broadcast_shapes(f"{name}_", self.shape, tensor1.shape, tensor2.shape)
+        if shape != self.shape:
+            raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(shape)}")
+        if arithmetic._half_operands(self, tensor1, tensor2) or self.dtype.category < 2:
             return written_back(self, tensor1, tensor2, value=value)
         return self.add_(combine(tensor1 * value if value != 1 else tensor1, tensor2))
 

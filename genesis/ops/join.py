@@ -225,6 +225,9 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         sizes = [size] * (n // size) + ([n % size] if n % size else []) if size and n else [0]
     else:
         sizes = list(split_size_or_sections)
+        if builtins.any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={sizes}")
         if builtins.sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={sizes}")
@@ -287,6 +290,8 @@ class Unbind(Primitive):
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices along ``dim`` as a tuple of views (one graph node; its gradient is one stack)."""
+    if input.ndim == 0:
+        raise IndexError(f"unbind: Dimension specified as {dim} but tensor has no dimensions")
     d = normalize_dim("unbind", dim, input.ndim)
     return Unbind.apply(input, d)
 
@@ -319,8 +324,4 @@ def dsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
 
 def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split into pieces of the listed sizes, which must add up to the size of ``dim``."""
-    d = normalize_dim("split_with_sizes", dim, input.ndim)
-    if builtins.sum(split_sizes) != input.shape[d] or builtins.any(s < 0 for s in split_sizes):
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {input.shape[d]} (input tensor's "
-                           f"size at dimension {d}), but got split_sizes={list(split_sizes)}")
-    return split(input, list(split_sizes), d)
+    return split(input, list(split_sizes), normalize_dim("split_with_sizes", dim, input.ndim))

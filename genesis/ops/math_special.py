@@ -13,8 +13,15 @@ from typing import Any
 
 from genesis import dtypes
 from genesis.autograd import Function, Primitive
-from genesis.ndarray import NDArray
-from genesis.ops._args import _check_tensor, _float_operands, _reject_integers, _result_dtype, zeros_like_detached
+from genesis.ndarray import NDArray, broadcast_shapes
+from genesis.ops._args import (
+    _check_tensor,
+    _float_operands,
+    _reject_integers,
+    _result_dtype,
+    check_real_kernel,
+    zeros_like_detached,
+)
 from genesis.ops.arithmetic import clamp, maximum, pow, remainder
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import logical_and, ne, where
@@ -429,15 +436,18 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
 
 def xlogy(input: Any, other: Any) -> Tensor:
     """``input * log(other)``, 0 where ``input == 0`` unless ``other`` is NaN (the entropy convention)."""
+    check_real_kernel("xlogy", "xlogy_cpu", input, other)
     input, other = _float_operands("xlogy", input, other)
     return Xlogy.apply(input, other, False)
 
 
 def _tensor_pair(op: str, input: Tensor, other: Any) -> None:
-    """Ops that take two tensors only (torch rejects a Python number as the second argument)."""
+    """Ops that take two tensors only (torch rejects a Python number as the second argument), of shapes that
+    broadcast (checked under the op's name, not those of the ops that compute it)."""
     _check_tensor(op, input)
     if not isinstance(other, Tensor):
         raise TypeError(f"{op}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    broadcast_shapes(op, input.shape, other.shape)
 
 
 def hypot(input: Tensor, other: Tensor) -> Tensor:
@@ -451,6 +461,7 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
 def copysign(input: Tensor, other: Any) -> Tensor:
     """``|input|`` with the sign bit of ``other`` (so -0.0 and -NaN count as negative); integers promote to float."""
     _check_tensor("copysign", input)
+    check_real_kernel("copysign", "copysign_cpu", input, other)
     input, other = _float_operands("copysign", input, other)
     return Copysign.apply(input, other)
 
@@ -508,6 +519,9 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     _check_tensor("heaviside", input)
     if not isinstance(values, Tensor):
         raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if input.dtype.is_complex or values.dtype.is_complex:
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+    broadcast_shapes("heaviside", input.shape, values.shape)
     if input.dtype is not values.dtype:
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes ({input.dtype.name} "
                            f"and {values.dtype.name}).")

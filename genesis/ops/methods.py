@@ -151,11 +151,14 @@ def reversed_dims(self: Tensor) -> Tensor:
 
 def matrix_transpose(self: Tensor) -> Tensor:
     """``t.mT``: the last two dims swapped."""
-    return views.transpose(self, -2, -1)
+    return views.matrix_transpose(self)
 
 
 def conj_reversed_dims(self: Tensor) -> Tensor:
-    """``t.H``: the dims in reverse order, conjugated (``T`` for real tensors)."""
+    """``t.H`` of a matrix (or a 0-d tensor): transposed, conjugated (``T`` for real tensors)."""
+    if self.ndim not in (0, 2):
+        hint = " For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.{hint}")
     return complex.conj(reversed_dims(self))
 
 
@@ -173,6 +176,11 @@ def legacy_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> 
         return f"genesis.{where}{dtypes.LEGACY_TYPE_NAMES.get(self.dtype, self.dtype.name)}"
     if isinstance(dtype, type) and hasattr(dtype, "device_type"):  # genesis.LongTensor, genesis.cuda.FloatTensor
         return self.to(dtype.device_type, dtype.dtype, non_blocking=non_blocking)
+    if isinstance(dtype, str) and not dtype.endswith("Tensor"):
+        try:  # a dtype's name ("float64"); any other string is no type, as torch's ValueError says
+            dtype = dtypes.to_dtype(dtype)
+        except TypeError:
+            raise ValueError(f"invalid type: '{dtype}'") from None
     if not (isinstance(dtype, str) and dtype.endswith("Tensor")):
         return self.to(dtypes.to_dtype(dtype), non_blocking=non_blocking)
     parts = dtype.split(".")

@@ -14,7 +14,7 @@ import warnings
 from typing import Any, Callable
 
 from genesis.autograd import is_grad_enabled, no_grad
-from genesis.dtypes import SCALAR_TYPE_NAMES
+from genesis.dtypes import SCALAR_TYPE_NAMES, to_dtype
 from genesis.ops.compare import can_cast
 from genesis.ops.registry import rename_numpy_names
 from genesis.tensor import Tensor
@@ -22,6 +22,13 @@ from genesis.tensor import Tensor
 #: The reductions and scans whose output tensor sets the dtype they compute in when no ``dtype=`` is given (torch
 #: builds their reduction from the output's type): a float input summed into an int64 ``out`` is cast first.
 _OUT_SETS_DTYPE = frozenset(("sum", "prod", "cumsum", "cumprod"))
+
+#: The factories whose output tensor is the dtype they make when no ``dtype=`` is given, and must be it when one is.
+_OUT_IS_DTYPE = frozenset(("zeros", "ones", "full", "empty", "eye", "linspace", "logspace", "rand", "randn"))
+
+#: The joins that torch writes through ``cat``'s kernel, whose refusal of an output dtype is a TypeError.
+_CAT_KERNEL = frozenset(("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack",
+                         "row_stack"))
 
 
 def with_out(name: str, fn: Callable) -> Callable:
@@ -37,8 +44,11 @@ def with_out(name: str, fn: Callable) -> Callable:
             rename_numpy_names(name, aliases, kwargs)
         if out is None:
             return op(*args, **kwargs)
-        if name in _OUT_SETS_DTYPE and isinstance(out, Tensor) and kwargs.get("dtype") is None:
+        if name in _OUT_SETS_DTYPE | _OUT_IS_DTYPE and isinstance(out, Tensor) and kwargs.get("dtype") is None:
             kwargs["dtype"] = out.dtype
+        elif name in _OUT_IS_DTYPE and isinstance(out, Tensor) and to_dtype(kwargs["dtype"]) is not out.dtype:
+            raise RuntimeError(f"{name}: dtype {SCALAR_TYPE_NAMES[to_dtype(kwargs['dtype'])]} does not match dtype of "
+                               f"out parameter ({SCALAR_TYPE_NAMES[out.dtype]})")
         return write_out(name, op(*args, **kwargs), out)
 
     return call
@@ -58,6 +68,9 @@ def write_out(name: str, result: Any, out: Any) -> Any:
                            "but one of the arguments requires grad.")
     for r, o in zip(results, outs):
         if not can_cast(r.dtype, o.dtype):
+            if name in _CAT_KERNEL:
+                raise TypeError(f"{name}(): input types can't be cast to the desired output type "
+                                f"{SCALAR_TYPE_NAMES[o.dtype]}")
             raise RuntimeError(f"{name}: result type {SCALAR_TYPE_NAMES[r.dtype]} can't be cast to the desired "
                                f"output type {SCALAR_TYPE_NAMES[o.dtype]}")
         if r.device != o.device:

@@ -284,11 +284,14 @@ def _mean_dtype(op: str, dtype: Any) -> dtypes.dtype:
 
 
 def prod(input: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """The product over ``dim`` (every element when None); ``dtype`` is the type computed in and returned (a narrow
+    integer type too: the backend's integer products, in int64, wrap to it as its own would)."""
     (input,) = autocast_args("prod", input)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     dims = normalize_dims("prod", dim, input.ndim)
-    return (Prod if dim is None else ProdDim).apply(input, dims, keepdim)
+    out = (Prod if dim is None else ProdDim).apply(input, dims, keepdim)
+    return out if dtype is None or out.dtype is input.dtype else out.to(input.dtype)
 
 
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
@@ -485,8 +488,11 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
         input = input.to(_norm_dtype(input, dtype))
     if input.dtype.category == 3:
         input = input.abs()  # a complex tensor's norms are its magnitudes' (a real result, as torch's)
-    if isinstance(p, str) and p != "fro":
-        raise ValueError(f"norm: unsupported norm type {p!r}")
+    if isinstance(p, str) and p != "fro":  # torch hands other strings to its matrix norm
+        if p == "nuc" and input.ndim < 2:
+            raise RuntimeError("norm: linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError(f"norm: linalg.matrix_norm: Order {p} not supported (genesis.norm computes 'fro' and "
+                           "numeric orders; genesis.linalg.matrix_norm computes 'nuc').")
     dims = _reduce_dims("norm", dim, input.ndim)
     if p in (math.inf, -math.inf):
         return (amax if p > 0 else amin)(input.abs(), dims, keepdim)
@@ -581,7 +587,10 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """Sum treating NaN as zero; the gradient is masked as torch's (``grad * ~isnan(input)``)."""
+    """Sum treating NaN as zero; the gradient is masked as torch's (``grad * ~isnan(input)``). Complex input is
+    refused on the CPU, as torch's CPU kernel does."""
+    if input.dtype.is_complex and input.device.type == "cpu":
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     if input.dtype.is_floating_point:
         input = _NanToZero.apply(input, ~isnan(input))
     return sum(input, dim, keepdim, dtype)

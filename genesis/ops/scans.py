@@ -9,7 +9,7 @@ from typing import Any
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray, normalize_dim
-from genesis.ops._args import _zeros, arange_like
+from genesis.ops._args import _zeros, arange_like, check_real_kernel
 from genesis.ops.arithmetic import maximum, minimum
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import isinf, isnan, where
@@ -91,6 +91,7 @@ def _scan(x: Tensor, dim: int, combine: Any) -> Tensor:
 
 
 def _cum_extremum(op: str, input: Tensor, dim: int) -> ValuesIndices:
+    check_real_kernel(op, f"{op}_cpu", input, bools=True)
     if input.ndim == 0:
         if dim not in (-1, 0):
             raise IndexError(f"{op}(): Expected reduction dim -1 or 0 for scalar but got {dim}")

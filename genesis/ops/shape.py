@@ -118,19 +118,27 @@ def flip(input: Tensor, *args: Any, dims: Any = None) -> Tensor:
 
 
 def fliplr(input: Tensor) -> Tensor:
+    """The columns (dim 1) in reverse order."""
+    if input.ndim < 2:
+        raise RuntimeError(f"fliplr: Input must be >= 2-d, got a {input.ndim}-d tensor")
     return flip(input, 1)
 
 
 def flipud(input: Tensor) -> Tensor:
+    """The rows (dim 0) in reverse order."""
+    if input.ndim < 1:
+        raise RuntimeError("flipud: Input must be >= 1-d, got a 0-d tensor")
     return flip(input, 0)
 
 
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """Rotate elements by ``shifts`` along ``dims`` (the flattened tensor when dims is None)."""
     if dims is None:
+        if not isinstance(shifts, int) and len(shifts) != 1:
+            raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
         return roll(input.reshape(-1), shifts, 0).reshape(input.shape)
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    shifts = _shape_args("roll", (shifts,))
+    dims = _shape_args("roll", (dims,))
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
     out = input

@@ -11,7 +11,15 @@ from typing import Any
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray, normalize_dim
-from genesis.ops._args import _check_range, _full, _zeros, arange_like, ones_like_bool, zeros_like_detached
+from genesis.ops._args import (
+    _check_range,
+    _full,
+    _zeros,
+    arange_like,
+    check_real_kernel,
+    ones_like_bool,
+    zeros_like_detached,
+)
 from genesis.ops.compare import isnan, where
 from genesis.ops.gather_scatter import gather, zeros_scatter
 from genesis.ops.join import cat
@@ -72,19 +80,13 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     return values_indices("topk", values, indices)
 
 
-def _check_not_bool(op: str, input: Tensor) -> None:
-    """NotImplementedError for bool input: torch's order statistics have no bool kernel."""
-    if input.dtype is dtypes.bool_:
-        raise NotImplementedError(f"{op}: not implemented for 'Bool'")
-
-
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """The ``k``-th smallest value along ``dim`` (1-based) and its index."""
     d = normalize_dim("kthvalue", dim, input.ndim)
     size = input.shape[d] if input.ndim else 1
     if size == 0:
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
-    _check_not_bool("kthvalue", input)
+    check_real_kernel("kthvalue", "kthvalue_cpu", input)
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {d} of size {size}")
     values, indices = sort(input, d, stable=True)
@@ -100,7 +102,7 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
         d = normalize_dim("median", dim, input.ndim)
         if input.ndim and input.shape[d] == 0:
             raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
-    _check_not_bool("median", input)
+    check_real_kernel("median", "median_cpu" if dim is None else "median_out", input)
     if dim is None:
         flat = input.reshape(-1)
         if flat.shape[0] == 0 and floating:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple, Sequence
 
 from genesis import dtypes
 from genesis.ndarray import normalize_dim
-from genesis.ops._args import _full, _zeros, arange_like, ones_like_bool, zeros_like_detached
+from genesis.ops._args import _full, _zeros, arange_like, check_real_kernel, ones_like_bool, zeros_like_detached
 from genesis.ops.compare import isnan, where
 from genesis.ops.gather_scatter import gather, index_add
 from genesis.ops.join import stack
@@ -26,8 +26,7 @@ from genesis.tensor import Tensor, linspace
 
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """Lower median of the non-NaN elements; with ``dim`` returns (values, indices)."""
-    if input.dtype is dtypes.bool_:
-        raise NotImplementedError("nanmedian: not implemented for 'Bool'")
+    check_real_kernel("nanmedian", "median_cpu" if dim is None else "median_out", input)
     if dim is None:
         if input.numel() == 0:
             return _full((), math.nan, input.dtype, input)
@@ -56,6 +55,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """Most frequent value along ``dim`` (the smallest among equally frequent ones) and its last index."""
+    check_real_kernel("mode", "mode_cpu", input, bools=True)
     if input.ndim == 0:
         return values_indices("mode", input.clone(), _zeros((), dtypes.int64, input))
     d = normalize_dim("mode", dim, input.ndim)

@@ -321,6 +321,9 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """``dim`` split into dims of ``sizes`` (one of them may be -1, inferred)."""
+    if input.ndim == 0:
+        raise RuntimeError(f"unflatten: Dimension specified as {dim} but tensor has no dimensions")
     d = normalize_dim("unflatten", dim, input.ndim)
     sizes = infer_shape("unflatten", sizes, input.shape[d])
     return reshape(input, input.shape[:d] + tuple(sizes) + input.shape[d + 1:])
@@ -355,10 +358,17 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
-    src = [source] if isinstance(source, int) else list(source)
-    dst = [destination] if isinstance(destination, int) else list(destination)
-    src = [normalize_dim("movedim", d, input.ndim) for d in src]
-    dst = [normalize_dim("movedim", d, input.ndim) for d in dst]
+    """The dims ``source`` moved to the positions ``destination``, the others keeping their order."""
+    given_src = [source] if isinstance(source, int) else list(source)
+    given_dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(given_src) != len(given_dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({given_src} dims) should contain the "
+                           f"same number of dims as destination ({given_dst} dims)")
+    src = [normalize_dim("movedim", d, input.ndim) for d in given_src]
+    dst = [normalize_dim("movedim", d, input.ndim) for d in given_dst]
+    for name, given, dims in (("source", given_src, src), ("destination", given_dst, dst)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
     order = [d for d in range(input.ndim) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -385,6 +395,14 @@ def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     return transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def matrix_transpose(input: Tensor, name: str = "mT") -> Tensor:
+    """The last two dims swapped (``t.mT``; ``name`` is the property or method the message names): a 0-d tensor
+    stays as it is and a 1-D one is refused, as torch's."""
+    if input.ndim == 1:
+        raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return transpose(input, -2, -1) if input.ndim else input
 
 
 def expand(input: Tensor, *shape: Any) -> Tensor:
@@ -430,6 +448,9 @@ def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at ``index`` along ``dim``, without that dim (a view)."""
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = normalize_dim("select", dim, input.ndim)
     n = input.shape[d]
     if not -n <= index < n:

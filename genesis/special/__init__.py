@@ -16,7 +16,7 @@ from genesis import dtypes
 from genesis import ops as F
 from genesis.autograd import Function, Primitive, no_grad
 from genesis.ndarray import NDArray
-from genesis.ops._args import _float_operands
+from genesis.ops._args import _float_operands, check_real_kernel
 from genesis.ops.math_special import I1, Entr, Xlogy
 from genesis.special._bessel import (
     airy_ai,
@@ -81,6 +81,7 @@ modified_bessel_i1 = i1
 
 def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
     """``input * log1p(other)``, 0 where ``input == 0`` unless ``other`` is NaN."""
+    check_real_kernel("xlog1py", "xlog1py_cpu", input, other)
     input, other = _float_operands("xlog1py", input, other)
     return Xlogy.apply(input, other, True)
 

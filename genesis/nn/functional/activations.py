@@ -9,6 +9,7 @@ from genesis import dtypes, random
 from genesis import ops as T
 from genesis.autograd import is_grad_enabled
 from genesis.nn.functional._out import check_out
+from genesis.ops._args import check_floating_kernel
 from genesis.ops.unary import Hardtanh, Silu, Softshrink, Threshold, piecewise_linear
 from genesis.ops.unary import hardshrink as hardshrink  # computed in the op layer: also Tensor.hardshrink
 from genesis.ops.unary import leaky_relu as _leaky_relu
@@ -64,6 +65,7 @@ def _elu_like(x: Tensor, curve: Callable[[Tensor], Tensor], slope: float) -> Ten
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+    check_floating_kernel("elu", "elu_cpu", input)
     return _apply(input, inplace,
                   _rounded_once(lambda x: _elu_like(x, lambda v: T.expm1(v) * alpha, alpha)))
 
@@ -71,11 +73,15 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """Scaled ELU with the constants of Klambauer et al. (2017)."""
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    check_floating_kernel("selu", "elu_cpu", input)
     return _apply(input, inplace, _rounded_once(lambda x: elu(x, alpha) * scale))
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    if alpha == 0:
+        raise RuntimeError("celu: ZeroDivisionError: alpha cannot be 0 for CELU")
+    check_floating_kernel("celu", "elu_cpu", input)
     return _apply(input, inplace,
                   _rounded_once(lambda x: _elu_like(x, lambda v: T.expm1(v / alpha) * alpha, 1.0)))
 
@@ -112,7 +118,12 @@ def tanh(input: Tensor) -> Tensor:
 
 def _hardtanh(x: Tensor, min_val: float, max_val: float) -> Tensor:
     """``clamp(x, min_val, max_val)`` with torch's hardtanh gradient: zero at the two bounds as well as outside them
-    (clamp's own gradient passes at the bounds). Without autograd it is the one clamp."""
+    (clamp's own gradient passes at the bounds). Without autograd it is the one clamp. An integer ``x`` keeps its
+    dtype, clamped to the bounds converted to it (truncated), as torch's; a bool one is refused."""
+    if x.dtype is dtypes.bool_:
+        raise RuntimeError("hardtanh: Bool inputs not supported for hardtanh")
+    if x.dtype.category == 1:
+        min_val, max_val = int(min_val), int(max_val)
     return piecewise_linear(Hardtanh, x, lambda v: T.clamp(v, min_val, max_val),
                             lambda v: (v <= min_val) | (v >= max_val))
 
@@ -126,11 +137,13 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``; its gradient is ``1/6`` strictly inside ``(-3, 3)``, 0 elsewhere."""
+    check_floating_kernel("hardsigmoid", "hardsigmoid_cpu", input)
     return _apply(input, inplace, _rounded_once(lambda x: _hardtanh(x + 3.0, 0.0, 6.0) / 6.0))
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * relu6(x + 3) / 6``; its gradient is 0 up to -3, ``x / 3 + 1/2`` inside ``(-3, 3)``, 1 from 3 on."""
+    check_floating_kernel("hardswish", "hardswish_cpu", input)
     return _apply(input, inplace, _rounded_once(lambda x: x * (_hardtanh(x + 3.0, 0.0, 6.0) / 6.0)))
 
 
@@ -156,7 +169,9 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
     """``value`` where ``x <= threshold``, ``x`` elsewhere (NaN stays NaN), in ``x``'s dtype: for an integer ``x``
-    the value is truncated toward zero, as torch converts it."""
+    the value is truncated toward zero, as torch converts it; a bool ``x`` is refused, as torch's kernel."""
+    if x.dtype is dtypes.bool_:
+        raise NotImplementedError("threshold: \"threshold_cpu\" not implemented for 'Bool'")
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         value = int(value)
     return piecewise_linear(Threshold, x, lambda v: T.where(v <= threshold, value, v), lambda v: v <= threshold)
@@ -169,6 +184,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``dim``."""
+    check_floating_kernel("glu", "glu_cpu", input)
     if input.shape[dim] % 2:
         raise RuntimeError(f"glu: Halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
     return _rounded_once(lambda x: _gated(*T.chunk(x, 2, dim)))(input)
@@ -249,6 +265,7 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be in range [0, inf) for input dtype {input.dtype}, but found "
                            f"{lambd}")
+    check_floating_kernel("softshrink", "softshrink_check", input)
 
     def inside(v: Tensor) -> Tensor:
         return (v >= -lambd) & (v <= lambd)
@@ -272,6 +289,7 @@ def randomized_relu(input: Tensor, lower: float, upper: float, training: bool, i
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:  # torch's leaky_relu with the mean slope (the slope's gradient at 0 too)
         return _apply(input, inplace, lambda x: _leaky_relu(x, (lower + upper) / 2))
+    check_floating_kernel("rrelu", "rrelu_with_noise_out_cpu", input)
     noise = random.rand(input.shape, generator=generator, dtype=input.dtype, device=input.device) * (
         upper - lower) + lower
     return _apply(input, inplace, lambda x: T.where(x > 0, x, x * noise))

@@ -39,6 +39,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     # A float mask is cast with the rest, as torch's autocast casts every floating argument (finfo(float32).min
     # becomes -inf in bfloat16).
     query, key, value, attn_mask = amp.autocast_args("scaled_dot_product_attention", query, key, value, attn_mask)
+    if min(query.ndim, key.ndim, value.ndim) < 2:
+        raise RuntimeError(f"scaled_dot_product_attention: Expected query, key, and value to all be at least 2 "
+                           f"dimensional, but got query.dim: {query.ndim} key.dim: {key.ndim} and value.dim: "
+                           f"{value.ndim} instead.")
     if query.shape[-1] != key.shape[-1]:
         raise RuntimeError(f"scaled_dot_product_attention: query and key must have the same embedding size, got "
                            f"{query.shape[-1]} and {key.shape[-1]}")

@@ -71,13 +71,14 @@ def _conv_plan(op: str, n: int, x_shape: tuple, w_shape: tuple, b_shape: tuple |
         raise RuntimeError(f"{op}: non-positive groups is not supported, got groups={groups}")
     if isinstance(padding, str):
         if transposed:
-            raise ValueError(f"{op}: string padding is not supported for transposed convolutions")
+            raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str (string padding is not "
+                            "supported for transposed convolutions)")
         if padding == "valid":
             padding = (0,) * n
         elif padding == "same":
             padding, extra = _same_padding(op, w_shape, stride, dilation, n)
         else:
-            raise ValueError(f"{op}: Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+            raise RuntimeError(f"{op}: Invalid padding string: {padding!r}, should be one of ['valid', 'same']")
     padding = ntuple(op, "padding", padding, n)
     if any(p < 0 for p in padding):
         raise RuntimeError(f"{op}: negative padding is not supported, got padding={list(padding)}")

@@ -48,6 +48,9 @@ def _one_node(input: Tensor, weight: Tensor, bias: Tensor | None, dtype: dtypes.
 
 
 def _shape_error(input: Tensor, weight: Tensor) -> None:
+    if not (input.ndim and weight.ndim):
+        raise RuntimeError(f"linear: both arguments to linear need to be at least 1D, but they are {input.ndim}D and "
+                           f"{weight.ndim}D")
     raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, input.shape))} "
                        f"and {weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")
 

@@ -271,6 +271,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if target.dtype is not input.dtype:
         raise RuntimeError(f"binary_cross_entropy: Found target dtype {target.dtype.name} but expected the input's "
                            f"{input.dtype.name}")
+    if input.dtype.category < 2:
+        raise NotImplementedError(f"binary_cross_entropy: \"binary_cross_entropy\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     for name, t in (("input", input), ("target", target)):
         # As torch, NaN fails the check too (it is neither >= 0 nor <= 1). On cuda the check runs on the device and
         # reports at the next synchronization: no host-device synchronization inside a training step.
@@ -291,9 +294,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                                           pos_weight)
     reduction = _reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
     _check_same_size("binary_cross_entropy_with_logits", input, target)
+    if input.dtype.category < 2:  # torch's log-sigmoid of the logits comes first
+        raise NotImplementedError(f"binary_cross_entropy_with_logits: \"log_sigmoid_cpu\" not implemented for "
+                                  f"'{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     if not target.dtype.is_floating_point:
-        raise RuntimeError(f"binary_cross_entropy_with_logits: result type {input.dtype.name} can't be cast to the "
-                           f"desired output type {target.dtype.name} (the target must be floating point)")
+        raise RuntimeError(f"binary_cross_entropy_with_logits: result type {dtypes.SCALAR_TYPE_NAMES[input.dtype]} "
+                           f"can't be cast to the desired output type {dtypes.SCALAR_TYPE_NAMES[target.dtype]} (the "
+                           f"target must be floating point, got {target.dtype.name})")
     # torch's formula, rounded as torch rounds it: log(1 - sigmoid(x)) = log(sigmoid(x)) - x, so the loss is
     # (1 - t) x - log(sigmoid(x)), with the positive term weighted by pos_weight. An exact zero where a saturated
     # logit agrees with its target (a Bernoulli's log-probability of a certain outcome). torch accumulates in place:
@@ -314,6 +321,8 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
     """``target * (log target - input)`` with ``input`` in log space (``batchmean`` divides by the batch size; the
     default ``mean`` divides by every element, with torch's warning saying so)."""
     input, target = amp.autocast_args("kl_div", input, target)
+    if input.dtype.category < 2 or target.dtype.category < 2:
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if size_average is not None or reduce is not None:
         red = _reduction("kl_div", size_average, reduce, reduction)
     else:
@@ -352,10 +361,23 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 
 # ------------------------------------------------------------------ regression
 
+def _check_floating_loss(op: str, kernel: str, input: Tensor, target: Tensor, into_input: bool = False) -> None:
+    """torch's pointwise loss kernels (``kernel``) compute in the promoted dtype of input and target, floating point
+    only (NotImplementedError for integers and bools); with ``into_input`` the result is written in the input's
+    dtype, which an integer input cannot hold (RuntimeError)."""
+    dt = dtypes.result_type(input.dtype, input.ndim, target.dtype, target.ndim)
+    if dt.category < 2:
+        raise NotImplementedError(f"{op}: \"{kernel}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[dt]}'")
+    if into_input and input.dtype.category < 2:
+        raise RuntimeError(f"{op}: result type {dtypes.SCALAR_TYPE_NAMES[dt]} can't be cast to the desired output "
+                           f"type {dtypes.SCALAR_TYPE_NAMES[input.dtype]}")
+
+
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """``(input - target)^2`` (inputs broadcast, as torch does with a warning)."""
     input, target = amp.autocast_args("mse_loss", input, target)
+    _check_floating_loss("mse_loss", "mse_cpu", input, target)
     _warn_broadcast(input, target)
     reduction = _reduction("mse_loss", size_average, reduce, reduction)
     diff = input - target
@@ -381,6 +403,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, ``|d| - 0.5 beta`` elsewhere (``beta=0`` is L1)."""
     input, target = amp.autocast_args("smooth_l1_loss", input, target)
+    _check_floating_loss("smooth_l1_loss", "smooth_l1_cpu", input, target)
     _warn_broadcast(input, target)
     reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
     if beta < 0:
@@ -401,6 +424,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
                weight: Tensor | None = None) -> Tensor:
     """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - 0.5 delta)`` elsewhere."""
     input, target = amp.autocast_args("huber_loss", input, target)
+    _check_floating_loss("huber_loss", "huber_cpu", input, target, into_input=True)
     _warn_broadcast(input, target)
     reduction = _reduction("huber_loss", None, None, reduction)
     if delta <= 0:
@@ -453,6 +477,9 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     below about -88 in float32)."""
     reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
     input, target = amp.autocast_args("soft_margin_loss", input, target)
+    if input.dtype.category < 2:  # torch's kernel writes its floating result in the input's dtype
+        raise RuntimeError(f"soft_margin_loss: result type {dtypes.SCALAR_TYPE_NAMES[dtypes.get_default_dtype()]} "
+                           f"can't be cast to the desired output type {dtypes.SCALAR_TYPE_NAMES[input.dtype]}")
     return _reduce(T.log1p(T.exp(-input * target)), reduction)
 
 

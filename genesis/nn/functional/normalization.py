@@ -13,6 +13,7 @@ from genesis import amp, dtypes
 from genesis import ops as T
 from genesis.autograd import no_grad
 from genesis.nn.functional._out import write_out
+from genesis.ops._args import check_floating_kernel
 from genesis.ops.fused import fused_norm
 from genesis.ops.nn import BatchNorm, GroupNorm, InstanceNorm
 from genesis.tensor import Tensor, arange, zeros
@@ -51,6 +52,9 @@ def _norm_count(op: str, input: Tensor, normalized_shape: int | Sequence[int]) -
     """How many trailing dims ``normalized_shape`` names (checked against the input's shape)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     n = len(shape)
+    if n == 0:
+        raise RuntimeError(f"{op}: Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+                           "one element, but got normalized_shape = []")
     xshape = input.ndarray.shape
     if n == 0 or len(xshape) < n or xshape[-n:] != shape:
         raise RuntimeError(f"{op}: Given normalized_shape={list(shape)}, expected input with shape "
@@ -63,6 +67,7 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing ``normalized_shape`` dims."""
     input, weight, bias = amp.autocast_args("layer_norm", input, weight, bias)
     n = _norm_count("layer_norm", input, normalized_shape)
+    check_floating_kernel("layer_norm", "LayerNormKernelImpl", input)
     _check_param_dtypes(input, weight, bias)
     fused = fused_norm(input, weight, bias, n, eps, False)
     if fused is not None:
@@ -86,6 +91,7 @@ def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tenso
     """
     input, weight = amp.autocast_args("rms_norm", input, weight)
     n = _norm_count("rms_norm", input, normalized_shape)
+    check_floating_kernel("rms_norm", "rms_norm", input)
     if eps is None:
         eps = _EPS[input.dtype]
     fused = fused_norm(input, weight, None, n, eps, True)
@@ -135,8 +141,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     average and arrives here as a number).
     """
     shape = input.ndarray.shape
-    if len(shape) < 2:
-        raise ValueError(f"batch_norm: expected at least 2D input (got {len(shape)}D input)")
+    if len(shape) < 2:  # torch reads the channel count as size(1): an IndexError in training, else its kernel's
+        raise (IndexError if training else RuntimeError)(
+            f"batch_norm: expected at least 2D input (got {len(shape)}D input): Dimension out of range (expected to "
+            f"be in range of [{-max(len(shape), 1)}, {max(len(shape), 1) - 1}], but got 1)")
     if training and math.prod(shape) // shape[1] <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
     return batch_norm_unchecked(input, running_mean, running_var, weight, bias, training, momentum, eps)
@@ -147,6 +155,7 @@ def batch_norm_unchecked(input: Tensor, running_mean: Tensor | None, running_var
                          eps: float) -> Tensor:
     """``batch_norm`` without the Python-level checks of ``F.batch_norm`` (a single value per channel in training
     normalizes to zeros): torch's namespace ``batch_norm`` goes straight here, as its kernel."""
+    check_floating_kernel("batch_norm", "batch_norm", input)
     channels = input.ndarray.shape[1]
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         if t is not None and t.ndarray.shape != (channels,) and t.numel() != channels:
@@ -209,6 +218,7 @@ def instance_norm_unchecked(input: Tensor, running_mean: Tensor | None, running_
         if running_mean is None or running_var is None:
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    check_floating_kernel("instance_norm", "batch_norm", input)
     count = math.prod(input.shape[2:])
     channels = input.shape[1]
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
@@ -241,6 +251,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
         if t is not None and (t.ndim != 1 or t.numel() != c):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, but "
                                f"got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
+    check_floating_kernel("group_norm", "GroupNormKernelImpl", input)
     _check_param_dtypes(input, weight, bias)
     if input.dtype.is_floating_point and all(t is None or t.dtype is input.dtype for t in (weight, bias)):
         # One kernel each way (statistics in float32 for half-precision input, as the composite below).

@@ -13,7 +13,7 @@ from typing import Sequence
 from genesis import amp, dtypes, random
 from genesis import ops as T
 from genesis.nn.functional.conv import ntuple
-from genesis.ops._args import keep_memory_format
+from genesis.ops._args import check_floating_kernel, keep_memory_format
 from genesis.ops.nn import AdaptivePool, Pool
 from genesis.tensor import Tensor, arange, tensor, zeros
 
@@ -87,7 +87,10 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int], 
 def max_pool1d(input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None = None,
                padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
-    """Maximum over sliding windows of (N, C, L) input."""
+    """Maximum over sliding windows of (N, C, L) input. Without indices torch runs a kernel of its own, which takes
+    floating-point input only."""
+    if not return_indices:
+        check_floating_kernel("max_pool1d", "max_pool1d_impl", input)
     return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 

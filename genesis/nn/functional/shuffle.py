@@ -8,8 +8,13 @@ from genesis.tensor import Tensor
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(N, C * r^2, H, W) -> (N, C, H * r, W * r)."""
-    *lead, c, h, w = input.shape
     r = upscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                            f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")

@@ -297,6 +297,9 @@ def _output_sizes(input: Tensor, size: int | Sequence[int] | None, scale_factor:
         if recompute_scale_factor:
             raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
         if not isinstance(size, (list, tuple)):
+            if not _is_integer(size):  # torch's kernels take integer sizes only
+                raise TypeError(f"interpolate: expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                                f"Tuple[int, int, int], but got size of type {type(size).__name__} ({size})")
             return (int(size),) * n, (None,) * n
         if len(size) != n:
             raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
