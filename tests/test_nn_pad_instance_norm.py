@@ -5,6 +5,7 @@ GENESIS_TEST_DEVICE."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -131,3 +132,12 @@ def test_instance_norm_errors() -> None:
     check_error(ValueError, lambda lib, x: lib.nn.functional.instance_norm(x), rand(1, 3, 1))
     check_error(RuntimeError, lambda lib, x, w: lib.nn.functional.instance_norm(x, weight=w), rand(2, 3, 4),
                 rand(4, seed=1))
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect"])
+def test_pad_amounts_must_be_integers_as_torch(mode: str) -> None:
+    for lib in (torch, genesis):
+        x = lib.ones(1, 2, 3)
+        with pytest.raises(TypeError, match="must be tuple of ints, but found element of type float at pos 0"):
+            lib.nn.functional.pad(x, (1.5, 1), mode=mode)
+        assert tuple(lib.nn.functional.pad(x, [1, np.int64(1)], mode=mode).shape) == (1, 2, 5)

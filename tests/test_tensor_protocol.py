@@ -518,3 +518,16 @@ def test_array_protocol_copy_keyword() -> None:
     assert np.asarray(g, dtype=np.float64).dtype == np.float64
     with pytest.raises(ValueError):
         np.array(g, dtype=np.float64, copy=False)
+
+
+def test_in_operator_as_torch() -> None:
+    """``element in t``: any element equal to a number or a tensor; other objects raise torch's RuntimeError."""
+    def run(lib: Any) -> list:
+        t = lib.tensor([[1.0, 2.0], [3.0, 4.0]], **({} if lib is torch else {"device": DEVICE}))
+        found = [1 in t, 5 in t, np.float32(4.0) in t, t[0] in t, t in t]
+        for bad in ("a", None, [1.0]):
+            with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
+                bad in t  # noqa: B015
+        return found
+
+    assert run(genesis) == run(torch)

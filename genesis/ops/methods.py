@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import numbers
 import warnings
 from typing import Any, Callable
 
@@ -120,6 +121,13 @@ def reflected_div(self: Tensor, other: Any) -> Tensor:
     """``other / self`` for a number ``other``: ``self.reciprocal() * other``, as torch computes it (the same values,
     and the same graph: MulBackward0 over ReciprocalBackward0)."""
     return arithmetic.mul(unary.reciprocal(self), python_number(other))
+
+
+def contains(self: Tensor, element: Any) -> bool:
+    """``element in self``: whether some element equals ``element`` (a tensor or a number), as torch's."""
+    if not isinstance(element, (Tensor, numbers.Number)):
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}.")
+    return builtins.bool((self == element).any().item())
 
 
 def equality(fn: Callable) -> Callable:

@@ -588,7 +588,8 @@ OPERATORS: dict[str, Callable | str] = {
     "__lt__": compare.lt, "__le__": compare.le, "__gt__": compare.gt, "__ge__": compare.ge,
     "__lshift__": compare.bitwise_left_shift, "__rlshift__": methods.reflected(compare.bitwise_left_shift),
     "__rshift__": compare.bitwise_right_shift, "__rrshift__": methods.reflected(compare.bitwise_right_shift),
-    "__getitem__": indexing.getitem, "__setitem__": indexing.setitem, "__complex__": methods.python_complex,
+    "__getitem__": indexing.getitem, "__contains__": methods.contains, "__setitem__": indexing.setitem,
+    "__complex__": methods.python_complex,
     # in place: the in-place method of the op
     "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_", "__ipow__": "pow_",
     "__imod__": "remainder_", "__ifloordiv__": "floor_divide_", "__iand__": "bitwise_and_", "__ior__": "bitwise_or_",

@@ -35,6 +35,10 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     Modes: ``"constant"`` (negative amounts crop), ``"reflect"``, ``"replicate"``, ``"circular"``.
     """
     n = len(pad)
+    for i, p in enumerate(pad):
+        if not hasattr(p, "__index__"):  # ints, numpy ints, integer 0-d tensors
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but found element of type "
+                            f"{type(p).__name__} at pos {i}")
     shape = input.ndarray.shape
     ndim = len(shape)
     if n % 2:
