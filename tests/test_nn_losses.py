@@ -5,7 +5,7 @@ import torch
 
 import genesis
 import genesis.nn as nn
-from tests.helpers import ACC, check, check_bits, check_error, rand, to_genesis, to_torch
+from tests.helpers import ACC, DEVICE, check, check_bits, check_error, rand, to_genesis, to_torch
 
 REDUCTIONS = ["mean", "sum", "none"]
 
@@ -36,7 +36,10 @@ def test_cross_entropy_class_indices(reduction, smoothing, weighted):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_cross_entropy_gradient_rounds_as_torchs_kernels(dtype, reduction, weighted):
     # torch's gradient is nll_loss's followed by log_softmax's (``g - exp(logp) * sum g``): the same bits, with ignored
-    # rows and class weights, in every floating dtype.
+    # rows and class weights, in every floating dtype. The bits are those of torch's CPU kernels: on CUDA Genesis runs
+    # its fused cross-entropy kernel, whose values the other tests of this file compare within tolerances.
+    if DEVICE != "cpu":
+        pytest.skip("bit-equality with torch's CPU kernels (CUDA runs the fused kernel)")
     if weighted and reduction == "mean":
         pytest.skip("torch sums the mean's total weight in cascaded blocks: the divisor differs in its last bits")
 
@@ -445,8 +448,10 @@ def test_loss_kernels_refuse_operands_of_another_dtype_as_torch():
                  lambda lib, x, t, w: lib.nn.functional.multi_margin_loss(x, t, weight=w)):
         check_error(RuntimeError, loss, x32, t, w64, match="expected scalar type Float but found Double")
         check_error(RuntimeError, loss, x32.double(), t, w64.float(), match="expected scalar type Double but found")
+    # A float64 weight makes the loss float64; its terms come from float32 log-probabilities (float32's precision).
     check(lambda lib, x, p, w: lib.nn.functional.cross_entropy(x, p, w, label_smoothing=0.1), x32,
-          torch.softmax(rand(3, 4, requires_grad=False, seed=1), 1).float(), w64)
+          torch.softmax(rand(3, 4, requires_grad=False, seed=1), 1).float(), w64, rtol=1e-6, atol=1e-7,
+          grad_rtol=1e-6, grad_atol=1e-7)
     check_error(RuntimeError, lambda lib, x, t: lib.nn.functional.multi_margin_loss(x, t), x32, t.int(),
                 match="expected scalar type Long but found Int")
     check_error(RuntimeError, lambda lib, x, t: lib.nn.functional.multilabel_margin_loss(x, t), x32,

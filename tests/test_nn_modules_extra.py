@@ -388,7 +388,7 @@ def test_ctc_loss_impossible_alignment_has_nan_gradient(reduction):
     # target needs 7 steps, it has 5), whatever gradient reaches that loss; the steps after its length get zero.
     def fn(lib, x, y):
         loss = lib.nn.functional.ctc_loss(x.log_softmax(2), y, (5, 4), (4, 2), reduction=reduction)
-        return loss * lib.tensor([0.0, 1.0], dtype=loss.dtype) if reduction == "none" else loss
+        return loss * lib.tensor([0.0, 1.0], dtype=loss.dtype, device=loss.device) if reduction == "none" else loss
 
     check(fn, rand(6, 2, 4), long([[1, 1, 1, 1], [1, 2, 0, 0]]))
 

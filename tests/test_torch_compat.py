@@ -377,7 +377,8 @@ def test_gan_under_bfloat16_autocast_with_one_grad_scaler_and_its_refusals() -> 
     # AssertionErrors; the autocast switches and the deprecated spellings' FutureWarnings are torch's.
     losses = _compare("amp_scaler_gan_contract.py", [])
     assert losses[22] == -1.0 and losses[25] < losses[18] and all(v is True for v in losses[48:53] + losses[54:66])
-    assert losses[67:76] == [True, True, False, True, True, True, False, True, True] and losses[79] is True
+    if DEVICE == "cpu":  # on a GPU machine CUDA's scaler is enabled and the program's tensors live on the GPU
+        assert losses[67:76] == [True, True, False, True, True, True, False, True, True] and losses[79] is True
 
 
 def test_activation_checkpoint_variants_and_the_non_reentrant_graph() -> None:

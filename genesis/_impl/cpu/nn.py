@@ -307,11 +307,12 @@ def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
     if not rms and grad.dtype is x.dtype and _native_layer_norm(x, _dtype(weight), bias_dtype):
         # The statistics came from the same kernel's forward (same rule). The bias enters only for the dtype and
         # shape of its gradient, which the kernel sums in its own order (``grad.sum`` rounds differently).
+        # A bias gradient asked for without the bias's dtype is the input's (the contract's default).
         g, xt = native(grad), native(x)
-        bias = torch.empty(xt.shape[-1:], dtype=TORCH_DTYPE[bias_dtype]) if bias_dtype is not None else None
+        bias = torch.empty(xt.shape[-1:], dtype=TORCH_DTYPE[bias_dtype or x.dtype]) if output_mask[2] else None
         dx, dw, db = torch.ops.aten.native_layer_norm_backward(
             g, xt, xt.shape[-1:], native(mean).unsqueeze(-1), native(rstd).unsqueeze(-1), _opt(weight), bias,
-            [output_mask[0], output_mask[1] and weight is not None, output_mask[2] and bias is not None])
+            [output_mask[0], output_mask[1] and weight is not None, output_mask[2]])
         return (wrap(dx) if dx is not None else None), (wrap(dw) if dw is not None else None), \
             (wrap(db) if db is not None else None)
     g, xt = native(grad).float(), native(x)

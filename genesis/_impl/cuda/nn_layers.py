@@ -338,7 +338,7 @@ def _scratch(C: int, P: int, coef_rows: int, acc: dtypes.dtype, device: object) 
 
 def _view(block: NDArray, shape: tuple[int, ...], offset: int) -> NDArray:
     """The dense ``shape`` array starting ``offset`` elements into the contiguous ``block``."""
-    return NDArray(block.buffer, shape, contiguous_strides(shape), offset, block.dtype, block.device, True)
+    return NDArray(block.buffer, shape, contiguous_strides(shape), offset, block.dtype, block.device)
 
 
 def _bn_partials_cl(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, R: int,
