@@ -40,6 +40,13 @@ def current_graph_task_id() -> int:
     return _tasks[-1][0] if _tasks else -1
 
 
+def is_checkpoint_valid() -> bool:
+    """Whether the running backward pass may run a reentrant checkpoint (torch's ``_is_checkpoint_valid``): none
+    runs, or a plain ``backward()`` does, not ``autograd.grad`` or ``backward(inputs=...)``, whose gradients a
+    recomputed graph cannot deliver."""
+    return not _tasks or _tasks[-1][3] is None
+
+
 def will_execute(node: Node) -> bool:
     """Whether the innermost running backward pass runs ``node`` (torch's ``torch._C._will_engine_execute_node``):
     every node reachable from the outputs, or, where only some inputs' gradients are asked for, the nodes on their

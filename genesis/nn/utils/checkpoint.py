@@ -62,13 +62,6 @@ def _autocast_state() -> list[tuple[str, bool, Any, bool]]:
     return [(d, is_autocast_enabled(d), get_autocast_dtype(d), is_autocast_cache_enabled()) for d in _AUTOCAST_DEVICES]
 
 
-def _is_checkpoint_valid() -> bool:
-    """Whether the running backward pass may run a reentrant checkpoint (torch's ``_is_checkpoint_valid``): a plain
-    ``backward()``, not ``autograd.grad`` or ``backward(inputs=...)``, whose gradients the recomputed graph cannot
-    deliver."""
-    return not engine._tasks or engine._tasks[-1][3] is None
-
-
 def _recompute_under(forward_rng: Any, autocast_state: list, contexts: Sequence[Any]) -> contextlib.ExitStack:
     """The contexts a recomputation runs in: grad on, the forward's random-number state (when it was kept; the
     outer state comes back after) and autocast settings, then ``contexts``."""
@@ -100,7 +93,7 @@ class _Checkpoint(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        if not _is_checkpoint_valid():
+        if not engine.is_checkpoint_valid():
             raise RuntimeError("When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or "
                                "passing an `inputs` parameter to .backward(). To resolve this error, you can either "
                                "set use_reentrant=False, or call .backward() without passing the `inputs` argument.")
