@@ -20,7 +20,7 @@ from genesis.device import cpu as _cpu
 from genesis.device import device as Device
 from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
-from genesis.tensor_data import infer_dtype, linspace_half, nested_to_numpy, plain, scalars_to_numpy
+from genesis.tensor_data import infer_dtype, nested_to_numpy, plain, scalars_to_numpy
 
 
 class Tensor:
@@ -696,31 +696,39 @@ def _like(input: Tensor, new: Tensor, memory_format: Any, op: str) -> Tensor:
 
 
 def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-               memory_format: Any = _mf.preserve_format) -> Tensor:
-    """Zeros shaped and (``preserve_format``) laid out like ``input``."""
+               memory_format: Any = _mf.preserve_format, *, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """Zeros shaped and (``preserve_format``) laid out like ``input`` (``layout`` None or ``strided``;
+    ``pin_memory`` as :func:`_made`)."""
+    _mf.check_strided("zeros_like", layout)
     return _like(input, zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                              requires_grad=requires_grad), memory_format, "zeros_like")
+                              requires_grad=requires_grad, pin_memory=pin_memory), memory_format, "zeros_like")
 
 
 def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-              memory_format: Any = _mf.preserve_format) -> Tensor:
-    """Ones shaped and (``preserve_format``) laid out like ``input``."""
+              memory_format: Any = _mf.preserve_format, *, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """Ones shaped and (``preserve_format``) laid out like ``input`` (``layout`` None or ``strided``;
+    ``pin_memory`` as :func:`_made`)."""
+    _mf.check_strided("ones_like", layout)
     return _like(input, ones(input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                             requires_grad=requires_grad), memory_format, "ones_like")
+                             requires_grad=requires_grad, pin_memory=pin_memory), memory_format, "ones_like")
 
 
 def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-              memory_format: Any = _mf.preserve_format) -> Tensor:
-    """``fill_value`` everywhere, shaped and (``preserve_format``) laid out like ``input``."""
+              memory_format: Any = _mf.preserve_format, *, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """``fill_value`` everywhere, shaped and (``preserve_format``) laid out like ``input`` (``layout`` None or
+    ``strided``; ``pin_memory`` as :func:`_made`)."""
+    _mf.check_strided("full_like", layout)
     return _like(input, full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
-                             requires_grad=requires_grad), memory_format, "full_like")
+                             requires_grad=requires_grad, pin_memory=pin_memory), memory_format, "full_like")
 
 
 def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-               memory_format: Any = _mf.preserve_format) -> Tensor:
-    """Uninitialized, shaped and (``preserve_format``) laid out like ``input``."""
+               memory_format: Any = _mf.preserve_format, *, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """Uninitialized, shaped and (``preserve_format``) laid out like ``input`` (``layout`` None or ``strided``;
+    ``pin_memory`` as :func:`_made`)."""
+    _mf.check_strided("empty_like", layout)
     return _like(input, empty(input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                              requires_grad=requires_grad), memory_format, "empty_like")
+                              requires_grad=requires_grad, pin_memory=pin_memory), memory_format, "empty_like")
 
 
 def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
@@ -742,58 +750,3 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, de
                            f"end={end}, step={step})")
     dev = factory_device(device)
     return _made(dev.backend.arange(start, end, step, d, dev), requires_grad, pin_memory)
-
-
-def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    if steps < 0:
-        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
-    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    if steps >= 1 << 60:  # more bytes than an address space holds
-        raise RuntimeError(f"linspace: Storage size calculation overflowed with sizes=[{steps}]")
-    if (steps > 1 and d is dtypes.bool_) or (steps and d.category < 2 and not np.isfinite([start, end]).all()):
-        raise (NotImplementedError if d is dtypes.bool_ else RuntimeError)(
-            f"linspace: {d.name} cannot hold start={start}, end={end}")
-    if d.category < 2:  # integer results count from the bounds as integers, as torch
-        start, end = math.trunc(start), math.trunc(end)
-    # torch's kernel: the first steps // 2 values counted up from start, the rest down from end (NaN anywhere gives
-    # all NaN). For float32 and float64 also its rounding, so that the values are torch's to the bit: the step in the
-    # result's precision, each value one fused multiply-add (computed in a wider type, rounded once).
-    if d in (dtypes.float16, dtypes.bfloat16) and steps:
-        values = linspace_half(float(start), float(end), steps, d)
-        return tensor(values, dtype=d, device=device, requires_grad=requires_grad)
-    exact = {dtypes.float32: np.float32, dtypes.float64: np.float64}.get(d, np.float64)
-    wide = np.longdouble if d is dtypes.float64 else np.float64
-    try:
-        i = np.arange(steps, dtype=wide)
-    except (MemoryError, ValueError) as err:  # torch: RuntimeError for a size it cannot allocate
-        raise RuntimeError(f"linspace: cannot allocate {steps} steps: {err}") from None
-    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, as torch
-        first, last = exact(start), exact(end)
-        step = wide(exact((last - first) / exact(steps - 1)) if steps > 1 else 0)
-        rising = steps // 2 if steps > 1 else 1  # one step is start itself
-        values = np.where(i < rising, wide(first) + step * i, wide(last) - step * (steps - 1 - i))
-    if d.category < 2:
-        values = np.trunc(values)
-    return tensor(values, dtype=d, device=device, requires_grad=requires_grad)
-
-
-def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None, device: Any = None
-             ) -> Tensor:
-    values = np.power(base, np.linspace(start, end, steps, dtype=np.float64))
-    return tensor(values, dtype=dtypes.to_dtype(dtype) if dtype else dtypes.get_default_dtype(), device=device)
-
-
-def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    if n < 0 or (m is not None and m < 0):
-        raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
-    m = n if m is None else m
-    t = zeros(n, m, dtype=dtype if dtype is not None else dtypes.get_default_dtype(), device=device)
-    if t.numel():  # allocated by the backend: a size it cannot hold raises its RuntimeError
-        t.diagonal().fill_(1)
-    return t.requires_grad_(True) if requires_grad else t
-
-
-def scalar_tensor(value: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    return full((), value, dtype=dtype or dtypes.get_default_dtype(), device=device)

@@ -1,6 +1,6 @@
 """Creation functions beyond ``genesis.tensor``'s: torch's ``asarray`` (sharing memory where it can), ``frombuffer``,
-``empty_strided``, the deprecated inclusive ``range``, and the ``Tensor.new_*`` methods (``new_zeros``...: this
-tensor's dtype and device unless given)."""
+``empty_strided``, the deprecated inclusive ``range``, ``linspace``, ``logspace``, ``eye``, ``scalar_tensor``, and the
+``Tensor.new_*`` methods (``new_zeros``...: this tensor's dtype and device unless given)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from genesis import memory_format as _mf
 from genesis.device import factory_device, to_device
 from genesis.ndarray import NDArray
 from genesis.tensor import Tensor, arange, empty, from_dlpack, from_numpy, full, ones, tensor, zeros
+from genesis.tensor_data import linspace_half
 
 
 def range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, layout: Any = None, device: Any = None,
@@ -224,3 +225,69 @@ def _tensor_as(t: Tensor, dtype: dtypes.dtype | None, device: Any, copy: bool | 
     if requires_grad and not out.requires_grad:
         out.requires_grad_(True)
     return out
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False, *, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (``layout`` None or ``strided``;
+    ``pin_memory`` copies the result into page-locked host memory)."""
+    _mf.check_strided("linspace", layout)
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if steps >= 1 << 60:  # more bytes than an address space holds
+        raise RuntimeError(f"linspace: Storage size calculation overflowed with sizes=[{steps}]")
+    if (steps > 1 and d is dtypes.bool_) or (steps and d.category < 2 and not np.isfinite([start, end]).all()):
+        raise (NotImplementedError if d is dtypes.bool_ else RuntimeError)(
+            f"linspace: {d.name} cannot hold start={start}, end={end}")
+    if d.category < 2:  # integer results count from the bounds as integers, as torch
+        start, end = math.trunc(start), math.trunc(end)
+    # torch's kernel: the first steps // 2 values counted up from start, the rest down from end (NaN anywhere gives
+    # all NaN). For float32 and float64 also its rounding, so that the values are torch's to the bit: the step in the
+    # result's precision, each value one fused multiply-add (computed in a wider type, rounded once).
+    if d in (dtypes.float16, dtypes.bfloat16) and steps:
+        values = linspace_half(float(start), float(end), steps, d)
+        return tensor(values, dtype=d, device=device, requires_grad=requires_grad, pin_memory=pin_memory)
+    exact = {dtypes.float32: np.float32, dtypes.float64: np.float64}.get(d, np.float64)
+    wide = np.longdouble if d is dtypes.float64 else np.float64
+    try:
+        i = np.arange(steps, dtype=wide)
+    except (MemoryError, ValueError) as err:  # torch: RuntimeError for a size it cannot allocate
+        raise RuntimeError(f"linspace: cannot allocate {steps} steps: {err}") from None
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, as torch
+        first, last = exact(start), exact(end)
+        step = wide(exact((last - first) / exact(steps - 1)) if steps > 1 else 0)
+        rising = steps // 2 if steps > 1 else 1  # one step is start itself
+        values = np.where(i < rising, wide(first) + step * i, wide(last) - step * (steps - 1 - i))
+    if d.category < 2:
+        values = np.trunc(values)
+    return tensor(values, dtype=d, device=device, requires_grad=requires_grad, pin_memory=pin_memory)
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False, *, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """``steps`` values ``base ** linspace(start, end, steps)`` (``layout`` and ``pin_memory`` as ``linspace``)."""
+    _mf.check_strided("logspace", layout)
+    values = np.power(base, np.linspace(start, end, steps, dtype=np.float64))
+    return tensor(values, dtype=dtypes.to_dtype(dtype) if dtype else dtypes.get_default_dtype(), device=device,
+                  requires_grad=requires_grad, pin_memory=pin_memory)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, *,
+        layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """The ``n`` x ``m`` (default square) identity matrix (``layout`` and ``pin_memory`` as ``zeros``)."""
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
+    m = n if m is None else m
+    t = zeros(n, m, dtype=dtype if dtype is not None else dtypes.get_default_dtype(), device=device, layout=layout,
+              pin_memory=pin_memory)
+    if t.numel():  # allocated by the backend: a size it cannot hold raises its RuntimeError
+        t.diagonal().fill_(1)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def scalar_tensor(value: Any, dtype: Any = None, device: Any = None, *, layout: Any = None,
+                  pin_memory: bool = False) -> Tensor:
+    """A 0-d tensor holding ``value``, in the default float dtype unless ``dtype`` says otherwise."""
+    return full((), value, dtype=dtype or dtypes.get_default_dtype(), device=device, layout=layout,
+                pin_memory=pin_memory)

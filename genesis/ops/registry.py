@@ -30,7 +30,6 @@ from genesis import linalg as LA
 from genesis import random as R
 from genesis import tensor as _tensor_module
 from genesis.linalg import legacy, lowrank
-from genesis.memory_format import check_strided
 from genesis.ops import (
     arithmetic,
     autocast,
@@ -406,7 +405,7 @@ OPS: tuple[Op, ...] = (
     Op("as_tensor", _tensor_module.as_tensor),
     Op("from_numpy", _tensor_module.from_numpy),
     Op("from_dlpack", _tensor_module.from_dlpack),
-    Op("scalar_tensor", _tensor_module.scalar_tensor),
+    Op("scalar_tensor", creation.scalar_tensor),
     Op("zeros", _tensor_module.zeros),
     Op("ones", _tensor_module.ones),
     Op("full", _tensor_module.full),
@@ -416,9 +415,9 @@ OPS: tuple[Op, ...] = (
     Op("full_like", _tensor_module.full_like),
     Op("empty_like", _tensor_module.empty_like),
     Op("arange", _tensor_module.arange),
-    Op("linspace", _tensor_module.linspace),
-    Op("logspace", _tensor_module.logspace),
-    Op("eye", _tensor_module.eye),
+    Op("linspace", creation.linspace),
+    Op("logspace", creation.logspace),
+    Op("eye", creation.eye),
     Op("empty_strided", creation.empty_strided),
     Op("asarray", creation.asarray),
     Op("frombuffer", creation.frombuffer),
@@ -698,19 +697,10 @@ FFT_AUTOCAST: dict[str, tuple[str | None, str | None]] = {
 NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
 
 
-#: Creation functions of ``genesis.tensor`` that the public namespace gives torch's ``layout=`` and ``pin_memory=``
-#: keywords (:func:`public`).
-LAYOUT_KEYWORDS = frozenset(("zeros_like", "ones_like", "full_like", "empty_like", "linspace", "logspace", "eye",
-                             "scalar_tensor"))
-
-
 def public(op: Op) -> Callable:
     """``op.fn`` as users call it (``genesis.<name>`` and ``Tensor.<name>``): where it takes ``dim`` or ``keepdim``,
-    it also takes them under numpy's names, as torch does; the creation functions of :data:`LAYOUT_KEYWORDS` take
-    ``layout`` (strided only) and ``pin_memory``; other ops are their function itself. The numpy wrapper keeps the
-    names it renames as ``numpy_aliases`` (``genesis.ops.out_args`` folds them into its own wrapper)."""
-    if op.name in LAYOUT_KEYWORDS:
-        return _with_layout_keywords(op.name, op.fn)
+    it also takes them under numpy's names, as torch does; other ops are their function itself. The wrapper keeps
+    the names it renames as ``numpy_aliases`` (``genesis.ops.out_args`` folds them into its own wrapper)."""
     params = inspect.signature(op.fn).parameters
     aliases = {alias: name for alias, name in NUMPY_NAMES.items() if name in params and alias not in params}
     if not aliases:
@@ -724,16 +714,6 @@ def public(op: Op) -> Callable:
         return fn(*args, **kwargs)
 
     call.numpy_aliases = aliases
-    return call
-
-
-def _with_layout_keywords(name: str, fn: Callable) -> Callable:
-    @functools.wraps(fn)
-    def call(*args: Any, layout: Any = None, pin_memory: bool = False, **kwargs: Any) -> Any:
-        check_strided(name, layout)
-        out = fn(*args, **kwargs)
-        return out.pin_memory() if pin_memory else out
-
     return call
 
 

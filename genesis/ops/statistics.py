@@ -13,6 +13,7 @@ from genesis import dtypes
 from genesis.ndarray import normalize_dim
 from genesis.ops._args import _full, _zeros, arange_like, check_real_kernel, ones_like_bool, zeros_like_detached
 from genesis.ops.compare import isnan, where
+from genesis.ops.creation import linspace
 from genesis.ops.gather_scatter import gather, index_add
 from genesis.ops.join import stack
 from genesis.ops.linalg import matmul
@@ -21,7 +22,7 @@ from genesis.ops.reduce import ValuesIndices, amax, mean, sum, values_indices
 from genesis.ops.sorting import searchsorted, sort
 from genesis.ops.unary import floor, sqrt
 from genesis.ops.views import movedim
-from genesis.tensor import Tensor, linspace
+from genesis.tensor import Tensor
 
 
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:

@@ -21,8 +21,9 @@ from genesis import ops as T
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
 from genesis.nn.functional.upsampling import cubic_convolution_weights
+from genesis.ops.creation import linspace
 from genesis.ops.nn import AffineGridGenerator
-from genesis.tensor import Tensor, linspace, zeros
+from genesis.tensor import Tensor, zeros
 
 
 def _base_coords(n: int, align_corners: bool, like: Tensor) -> Tensor:

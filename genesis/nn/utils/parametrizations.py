@@ -20,7 +20,8 @@ from genesis.nn.modules.module import Module
 from genesis.nn.utils import parametrize
 from genesis.nn.utils.spectral_norm import _default_dim, _weight_to_matrix
 from genesis.nn.utils.weight_norm import _norm_except_dim, _weight_norm
-from genesis.tensor import Tensor, eye
+from genesis.ops.creation import eye
+from genesis.tensor import Tensor
 
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 

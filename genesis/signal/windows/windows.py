@@ -11,8 +11,9 @@ from genesis import dtypes
 from genesis.device import factory_device
 from genesis.memory_format import strided
 from genesis.ops.arithmetic import minimum
+from genesis.ops.creation import linspace
 from genesis.ops.math_special import i0
-from genesis.tensor import Tensor, arange, empty, linspace, ones, tensor
+from genesis.tensor import Tensor, arange, empty, ones, tensor
 
 
 def _checked(name: str, M: int, dtype: Any, layout: Any) -> dtypes.dtype:
