@@ -26,7 +26,7 @@ from genesis._impl.cuda.launch import _contig, _new, _new_channels_last, _next_p
 from genesis._impl.cuda.reductions import reduce
 from genesis.memo import remember
 from genesis.memory_format import channels_last, channels_last_3d, is_dense_in, memory_format
-from genesis.ndarray import NDArray, check_same_device, contiguous_strides
+from genesis.ndarray import NDArray, check_same_device
 
 _F32, _F64, _I32 = dtypes.float32, dtypes.float64, dtypes.int32
 _ACC_KIND = {dtypes.float64: 1, dtypes.int64: 2}  # accumulator of average pooling (others: float32)
@@ -333,12 +333,8 @@ def _scratch(C: int, P: int, coef_rows: int, acc: dtypes.dtype, device: object) 
     """The partial statistics (3, C, P) and the coefficients (coef_rows, C) of one batch-norm pass: views of one
     allocation (both live only during the pass)."""
     block = _new((C * (3 * P + coef_rows),), acc, device)
-    return _view(block, (3, C, P), 0), _view(block, (coef_rows, C), 3 * C * P)
-
-
-def _view(block: NDArray, shape: tuple[int, ...], offset: int) -> NDArray:
-    """The dense ``shape`` array starting ``offset`` elements into the contiguous ``block``."""
-    return NDArray(block.buffer, shape, contiguous_strides(shape), offset, block.dtype, block.device)
+    return (block.as_strided((3, C, P), (C * P, P, 1), 0),
+            block.as_strided((coef_rows, C), (C, 1), 3 * C * P))
 
 
 def _bn_partials_cl(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, R: int,
@@ -436,7 +432,7 @@ def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running
             part, P, coef = _bn_partials(xc, xc, xc, acc, False, N, C, S, 2)
     y = _new_in(x.shape, x.dtype, dev, fmt)
     stats = _new((2 * C,), acc, dev)  # the saved mean and inverse deviation, kept together for backward
-    save_mean, save_invstd = _view(stats, (C,), 0), _view(stats, (C,), C)
+    save_mean, save_invstd = stats.as_strided((C,), (1,), 0), stats.as_strided((C,), (1,), C)
     if not C:
         return y, save_mean, save_invstd
     if not training:
