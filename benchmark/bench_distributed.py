@@ -10,6 +10,10 @@ Rows (``ratio`` as stated per row, the issue's goal beside it):
 - ``independent_scaling_<N>gpu``: the same efficiency for N processes that each train the plain model on their own
   GPU at the same time, with no communication at all, counted at the slowest process (DDP moves at the pace of its
   slowest rank): the ceiling that the host and the cards leave for DDP's scaling; ratio = Genesis's.
+- ``train_step_graph_<N>gpu`` / ``scaling_graph_<N>gpu`` (``--graph``): the same step with the fused capturable
+  AdamW, captured whole (forward, backward with DDP's all-reduces, optimizer) in one CUDA graph and replayed, in each
+  library (torch: its documented recipe, 11 warm-up steps on a side stream; nan where its capture fails). A replay
+  costs the host one launch, so these rows measure the cards and the communication, not the host.
 - ``all_reduce_busbw_<N>gpu``: bus bandwidth of all_reduce on 256 MiB of bf16 (size / time x 2(N-1)/N), GB/s;
   ratio = Genesis / torch (goal >= 0.95).
 - ``two_nodes_*``: the same on 2 "nodes" of one GPU each on this host, NCCL's shared-memory and peer-to-peer
@@ -21,6 +25,7 @@ training step is timed alone (synchronized), and the median over the timed steps
 not move the row.
 
     python benchmark/bench_distributed.py --gpus 1,2,4 --two-nodes  # results/<card>x<N>-<date>-distributed.json
+    python benchmark/bench_distributed.py --gpus 1,2,4 --graph --no-all-reduce --no-independent
     python benchmark/bench_distributed.py --small                   # a tiny model on the CPU through gloo
 """
 
@@ -56,16 +61,19 @@ def _timed_mean(step, sync, warmup: int, repeat: int) -> float:
 
 
 def qwen_training_step(shape: dict, device: str, dtype: object, batch: int, seq: int,
-                       ddp_kwargs: dict | None) -> tuple:
+                       ddp_kwargs: dict | None, graph: bool = False) -> tuple:
     """(step, model as called) of the Genesis training step this benchmark times: the Qwen-shape model (seed 0),
-    wrapped in DistributedDataParallel(**ddp_kwargs) unless ddp_kwargs is None, AdamW, one fixed batch of tokens."""
+    wrapped in DistributedDataParallel(**ddp_kwargs) unless ddp_kwargs is None, AdamW, one fixed batch of tokens.
+
+    With ``graph`` the optimizer is the fused capturable AdamW, two eager steps warm up, and the step returned
+    replays the whole step (forward, backward with DDP's all-reduces, optimizer) captured in one CUDA graph."""
     import genesis
     from genesis.models.qwen import QwenConfig, QwenForCausalLM
 
     genesis.manual_seed(0)
     model = QwenForCausalLM(QwenConfig(**shape), device=device, dtype=dtype)
     net = model if ddp_kwargs is None else genesis.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
-    opt = genesis.optim.AdamW(model.parameters(), lr=1e-5)
+    opt = genesis.optim.AdamW(model.parameters(), lr=1e-5, **({"fused": True, "capturable": True} if graph else {}))
     ids = genesis.randint(0, shape["vocab_size"], (batch, seq), device=device)
 
     def step() -> None:
@@ -73,7 +81,15 @@ def qwen_training_step(shape: dict, device: str, dtype: object, batch: int, seq:
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    return step, net
+    if not graph:
+        return step, net
+    for _ in range(2):
+        step()
+    captured = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(captured):
+        net(ids, labels=ids).loss.backward()  # the gradients made here live in the graph's memory
+        opt.step()
+    return captured.replay, net
 
 
 def _worker_genesis(args: argparse.Namespace) -> dict:
@@ -88,10 +104,11 @@ def _worker_genesis(args: argparse.Namespace) -> dict:
     dtype = genesis.bfloat16 if cuda else genesis.float32
     dist.init_process_group("nccl" if cuda else "gloo")
     result = {}
-    if args.measure in ("train", "independent"):
+    if args.measure in ("train", "independent", "graph"):
         shape = QWEN_SMALL if args.small else QWEN25_05B
-        ddp = n > 1 and args.measure == "train"
-        step, _ = qwen_training_step(shape, device, dtype, args.batch, args.seq, {} if ddp else None)
+        ddp = n > 1 and args.measure != "independent"
+        step, _ = qwen_training_step(shape, device, dtype, args.batch, args.seq, {} if ddp else None,
+                                     graph=args.measure == "graph")
         seconds = timed(step, lambda: genesis.cuda.synchronize() if cuda else None, args.warmup, args.repeat)
         result["tokens_per_s"] = n * args.batch * args.seq / seconds
     else:
@@ -112,6 +129,8 @@ def _worker_torch(args: argparse.Namespace) -> dict:
     cuda = not args.small
     n = int(os.environ.get("WORLD_SIZE", "1"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.measure == "graph":  # torch's rule for capturing DDP: no NCCL watchdog error handling
+        os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "0"
     if cuda:
         torch.cuda.set_device(local)
     device = f"cuda:{local}" if cuda else "cpu"
@@ -119,15 +138,16 @@ def _worker_torch(args: argparse.Namespace) -> dict:
     dist.init_process_group("nccl" if cuda else "gloo")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     result = {}
-    if args.measure in ("train", "independent"):
+    if args.measure in ("train", "independent", "graph"):
         torch.manual_seed(0)
         shape = QWEN_SMALL if args.small else QWEN25_05B
         config = transformers.Qwen2Config(**shape)
         model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)
         model = model.to(device)
-        ddp = n > 1 and args.measure == "train"
+        ddp = n > 1 and args.measure != "independent"
         net = torch.nn.parallel.DistributedDataParallel(model) if ddp else model
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        graph = args.measure == "graph"
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5, **({"fused": True, "capturable": True} if graph else {}))
         ids = torch.randint(0, shape["vocab_size"], (args.batch, args.seq), device=device)
 
         def step() -> None:
@@ -135,7 +155,16 @@ def _worker_torch(args: argparse.Namespace) -> dict:
             opt.step()
             opt.zero_grad(set_to_none=True)
 
-        result["tokens_per_s"] = n * args.batch * args.seq / timed(step, sync, args.warmup, args.repeat)
+        if graph:
+            try:
+                step = _torch_graphed(torch, net, opt, ids, step)
+            except Exception as e:  # recorded as nan: the row says torch's capture failed
+                print(f"torch could not capture the step: {type(e).__name__}: {e}", flush=True)
+                step = None
+        if step is None:
+            result["tokens_per_s"] = float("nan")
+        else:
+            result["tokens_per_s"] = n * args.batch * args.seq / timed(step, sync, args.warmup, args.repeat)
     else:
         x = torch.ones(args.numel, dtype=torch.bfloat16 if cuda else torch.float32, device=device)
         seconds = _timed_mean(lambda: dist.all_reduce(x), sync, args.warmup, 4 * args.repeat)
@@ -143,6 +172,22 @@ def _worker_torch(args: argparse.Namespace) -> dict:
     dist.barrier()
     dist.destroy_process_group()
     return result
+
+
+def _torch_graphed(torch: object, net: object, opt: object, ids: object, step: object) -> object:
+    """torch's recipe for a captured DDP step: eager warm-up on a side stream (11 steps: DDP settles its buckets by
+    then), then the step captured in one graph; returns the replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(11):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    captured = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(captured):
+        net(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+    return captured.replay
 
 
 # ---------------------------------------------------------------- the driver
@@ -201,7 +246,7 @@ def main() -> None:
     parser.add_argument("--two-nodes", action="store_true", help="also measure 2 simulated nodes of 1 GPU each")
     parser.add_argument("--json", default=None, help="write the rows here (default: benchmark/results/... on cuda)")
     parser.add_argument("--worker", choices=("genesis", "torch"), default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--measure", choices=("train", "independent", "all_reduce"), default="train",
+    parser.add_argument("--measure", choices=("train", "independent", "graph", "all_reduce"), default="train",
                         help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, default=None)
@@ -213,6 +258,9 @@ def main() -> None:
                         help="passed to both launchers: bind each rank to the CPUs near its GPU")
     parser.add_argument("--libs", default="genesis,torch", help="the libraries to measure (a missing one reads nan)")
     parser.add_argument("--no-all-reduce", action="store_true", help="skip the all_reduce bandwidth rows")
+    parser.add_argument("--no-independent", action="store_true", help="skip the independent_scaling rows")
+    parser.add_argument("--graph", action="store_true",
+                        help="also time the whole step captured in a CUDA graph (cuda only)")
     args = parser.parse_args()
     small = args.small
     args.batch = args.batch or (2 if small else 4)
@@ -243,9 +291,19 @@ def main() -> None:
             goal = ">= 0.95" if n == 2 else ">= 0.90"
             rows.append(row(f"scaling_{n}{'cpu' if small else 'gpu'}", eff["genesis"], eff["torch"], "eff",
                             eff["genesis"], goal))
-            alone = {lib: measure(lib, "independent", n, "tokens_per_s") / (n * train[lib][1]) for lib in train}
-            rows.append(row(f"independent_scaling_{n}{'cpu' if small else 'gpu'}", alone["genesis"], alone["torch"],
-                            "eff", alone["genesis"], "(the ceiling)"))
+            if not args.no_independent:
+                alone = {lib: measure(lib, "independent", n, "tokens_per_s") / (n * train[lib][1]) for lib in train}
+                rows.append(row(f"independent_scaling_{n}{'cpu' if small else 'gpu'}", alone["genesis"],
+                                alone["torch"], "eff", alone["genesis"], "(the ceiling)"))
+    if args.graph and not small:
+        graph = {lib: {n: measure(lib, "graph", n, "tokens_per_s") for n in counts} for lib in ("genesis", "torch")}
+        for n in counts:
+            g, t = graph["genesis"][n], graph["torch"][n]
+            rows.append(row(f"train_step_graph_{n}gpu", g, t, "tok/s", g / t, ">= 1.0"))
+            if n > 1 and 1 in counts:
+                eff = {lib: graph[lib][n] / (n * graph[lib][1]) for lib in graph}
+                rows.append(row(f"scaling_graph_{n}gpu", eff["genesis"], eff["torch"], "eff", eff["genesis"],
+                                ">= 0.95" if n == 2 else ">= 0.90"))
     for n in counts:
         if n > 1 and not args.no_all_reduce:
             g = measure("genesis", "all_reduce", n, "busbw_gbps")

@@ -2,8 +2,8 @@
 
 ``python distributed_worker.py DEVICE``: every collective against a reference computed here from every rank's
 (deterministic) input, DistributedDataParallel and ZeroRedundancyOptimizer against single-process training on the
-concatenated batch, DistributedSampler, and SyncBatchNorm against BatchNorm on the whole batch. Prints
-``WORKER OK <rank>`` when everything matched.
+concatenated batch (on cuda also with the whole step captured in a CUDA graph), DistributedSampler, and SyncBatchNorm
+against BatchNorm on the whole batch. Prints ``WORKER OK <rank>`` when everything matched.
 """
 
 from __future__ import annotations
@@ -197,6 +197,39 @@ def ddp(r: int, n: int) -> None:
     same("used everywhere", net["a"].bias.grad, np.ones(2, dtype=np.float32))
 
 
+def ddp_graph(r: int, n: int) -> None:
+    """A whole DDP training step (forward, backward with its bucket all-reduces, clipping, a capturable AdamW step)
+    captured in one CUDA graph and replayed equals single-process training on the concatenated batch."""
+    data = batches(n, 5)
+    reference = make_model()
+    train(reference, genesis.optim.AdamW(reference.parameters(), lr=0.05), data, r, n, shard=False)
+    model = DDP(make_model(seed=r), bucket_cap_mb=0.001)  # several buckets: several all-reduces in the graph
+    opt = genesis.optim.AdamW(model.parameters(), lr=0.05, capturable=True)
+    static_x, static_y = genesis.zeros(4, 5, device=DEVICE), genesis.zeros(4, 3, device=DEVICE)
+
+    def step() -> None:
+        ((model(static_x) - static_y) ** 2).mean().backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    graph = genesis.cuda.CUDAGraph()
+    for i, (x, y) in enumerate(data):
+        static_x.copy_(x[4 * r: 4 * r + 4])
+        static_y.copy_(y[4 * r: 4 * r + 4])
+        if i < 2:  # eager warm-up steps
+            opt.zero_grad(set_to_none=True)
+            step()
+            continue
+        if i == 2:
+            opt.zero_grad(set_to_none=True)  # the gradients made inside the capture live in the graph's memory
+            with genesis.cuda.graph(graph):
+                step()
+        graph.replay()
+    assert graph.num_nodes() > 0
+    for p, w in zip(model.module.parameters(), reference.parameters()):
+        same("DDP step captured in a CUDA graph", p.detach(), w.detach().cpu().numpy(), 2e-5)
+
+
 def zero(r: int, n: int) -> None:
     data = batches(n, 3)
     reference = make_model()
@@ -276,6 +309,8 @@ def main() -> None:
     r, n = dist.get_rank(), dist.get_world_size()
     collectives(r, n)
     ddp(r, n)
+    if DEVICE != "cpu":
+        ddp_graph(r, n)
     zero(r, n)
     sampler(r, n)
     sync_batch_norm(r, n)

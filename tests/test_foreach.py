@@ -274,3 +274,34 @@ def test_per_tensor_ops_check_list_lengths():
     a = [genesis.ones(2), genesis.ones(3)]
     with pytest.raises(RuntimeError):
         genesis._foreach_lerp_(a, [genesis.ones(2)], 0.5)
+
+
+def test_foreach_copy_converts_broadcasts_and_bumps_versions():
+    """Pairs of one shape take the multi-tensor copy (float conversions included); bool, non-contiguous, 0-d, empty
+    and broadcasting pairs take copy_; every destination's version moves, as torch's."""
+    gen = torch.Generator().manual_seed(11)
+    srcs = [torch.randn(3, generator=gen), torch.randn(2, 4, generator=gen), torch.randn(9000, generator=gen).double(),
+            torch.randint(-9, 9, (5,), generator=gen), torch.rand(4, generator=gen) > 0.5,
+            torch.randn(4, 3, generator=gen), torch.tensor(2.5), torch.randn(0, 2, generator=gen),
+            torch.randn(4, generator=gen), torch.randn(6, generator=gen).bfloat16()]
+    t_dsts = [torch.zeros(3), torch.zeros(2, 4, dtype=torch.bfloat16), torch.zeros(9000, dtype=torch.float16),
+              torch.zeros(5, dtype=torch.int64), torch.zeros(4, dtype=torch.bool), torch.zeros(3, 4).t(),
+              torch.zeros(()), torch.zeros(0, 2), torch.zeros(3, 4), torch.zeros(6)]
+    g_dsts = [to_genesis(t.contiguous()) for t in t_dsts]
+    g_dsts[5] = to_genesis(torch.zeros(3, 4)).t()
+    g_srcs = [to_genesis(s) for s in srcs]
+    before = [g._version for g in g_dsts]
+    torch._foreach_copy_(t_dsts, srcs)
+    assert genesis._foreach_copy_(g_dsts, g_srcs) is g_dsts
+    for g, t in zip(g_dsts, t_dsts):
+        assert_same(g, t)
+    assert all(g._version > v for g, v in zip(g_dsts, before))
+
+
+def test_foreach_copy_refuses_a_leaf_that_requires_grad():
+    leaf = genesis.zeros(3, device=DEVICE, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        genesis._foreach_copy_([leaf], [genesis.ones(3, device=DEVICE)])
+    with genesis.no_grad():
+        genesis._foreach_copy_([leaf], [genesis.ones(3, device=DEVICE)])
+    assert leaf.tolist() == [1.0, 1.0, 1.0]

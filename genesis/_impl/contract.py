@@ -265,6 +265,8 @@ PRIMITIVES: dict[str, str] = {
     "multi_scale_": "(xs, scale): every array times the 0-d array scale in place, scale read on the device (no host "
                     "sync), arithmetic in float32 (float64 for float64 arrays)",
     "multi_fill_": "(xs, value): every array filled with a Python number in place",
+    "multi_copy_": "(dsts, srcs): dsts[i] = srcs[i] for every pair of equal shapes (converted to dsts[i]'s dtype, "
+                   "as copy_), dsts and srcs on one device",
     "multi_clamp_": "(xs, min, max): every array clamped in place to [min, max] (Python numbers, either may be None); "
                     "nan stays nan",
     # random

@@ -2,9 +2,10 @@
 
 On GPUs each launches one kernel per (device, dtype) group of its list, whatever the number of tensors, in place of
 one launch per tensor: ``_foreach_norm`` (two launches: per-block partials, then one program per tensor),
-``_foreach_mul_`` by a number or a 0-d tensor (read on the device: no host sync) and ``_foreach_zero_``, on the
-backend's ``multi_norm`` / ``multi_scale_`` / ``multi_fill_`` primitives. ``_foreach_add_`` and the list forms of
-``_foreach_mul_`` run one in-place op per tensor. :func:`foreach_clamp_` serves ``clip_grad_value_``.
+``_foreach_mul_`` by a number or a 0-d tensor (read on the device: no host sync), ``_foreach_zero_`` and
+``_foreach_copy_``, on the backend's ``multi_norm`` / ``multi_scale_`` / ``multi_fill_`` / ``multi_copy_``
+primitives. ``_foreach_add_`` and the list forms of ``_foreach_mul_`` run one in-place op per tensor.
+:func:`foreach_clamp_` serves ``clip_grad_value_``.
 
 Differentiability: as in torch, when grad mode is on and a tensor requires grad, every op here falls back to one
 differentiable op per tensor (``norm``, ``mul_``, ``zero_``), so a graph is recorded (or a leaf's in-place change
@@ -22,6 +23,7 @@ from genesis import dtypes
 from genesis.autograd import is_grad_enabled
 from genesis.ndarray import NDArray
 from genesis.ops.reduce import norm
+from genesis.ops.sparse_base import SparseBase
 from genesis.tensor import Tensor
 
 
@@ -233,10 +235,30 @@ def _foreach_addcdiv_(self: Sequence[Tensor], tensor1: Sequence[Tensor], tensor2
 
 
 def _foreach_copy_(self: Sequence[Tensor], src: Sequence[Tensor], non_blocking: bool = False) -> Sequence[Tensor]:
-    """``t.copy_(s)`` for every pair."""
+    """``t.copy_(s)`` for every pair (``torch._foreach_copy_``).
+
+    Pairs of one shape on one device take one launch per (device, dtype pair) group on GPUs; a pair that
+    broadcasts or crosses devices, and any pair while a graph is recorded, takes ``copy_``.
+    """
     tensors = _tensors("_foreach_copy_", self)
-    for t, s in zip(tensors, _each("_foreach_copy_", list(src), len(tensors))):
-        t.copy_(s, non_blocking=non_blocking)
+    sources = _each("_foreach_copy_", list(src), len(tensors))
+    if _recorded(tensors) or (is_grad_enabled() and any(isinstance(s, Tensor) and s.requires_grad for s in sources)):
+        fused = []
+    else:
+        fused = [i for i, (t, s) in enumerate(zip(tensors, sources))
+                 if isinstance(s, Tensor) and s.shape == t.shape and s.device == t.device
+                 and not isinstance(t, SparseBase) and not isinstance(s, SparseBase)]
+    groups: dict[Any, list[int]] = {}
+    for i in fused:
+        groups.setdefault(tensors[i].device, []).append(i)
+    for device, idx in groups.items():
+        device.backend.multi_copy_([tensors[i].ndarray for i in idx], [sources[i].ndarray for i in idx])
+        for i in idx:
+            tensors[i]._bump_version()
+    done = set(fused)
+    for i, (t, s) in enumerate(zip(tensors, sources)):
+        if i not in done:
+            t.copy_(s, non_blocking=non_blocking)
     return self
 
 

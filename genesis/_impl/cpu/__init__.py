@@ -525,6 +525,11 @@ def multi_fill_(xs: list[NDArray], value: int | float | bool) -> None:
         native(x).fill_(value)
 
 
+def multi_copy_(dsts: list[NDArray], srcs: list[NDArray]) -> None:
+    if dsts:
+        torch._foreach_copy_([native(d) for d in dsts], [native(s) for s in srcs])
+
+
 def multi_clamp_(xs: list[NDArray], min: float | None, max: float | None) -> None:
     ts = [native(x) for x in xs]
     if ts and min is not None:

@@ -63,6 +63,7 @@ from genesis._impl.cuda.linalg_host import eig, ldl_factor, ldl_solve
 from genesis._impl.cuda.multi_tensor import (
     adam_multi_step_,
     multi_clamp_,
+    multi_copy_,
     multi_fill_,
     multi_norm,
     multi_scale_,

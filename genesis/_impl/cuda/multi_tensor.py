@@ -1,7 +1,8 @@
 """Multi-tensor launchers: one kernel launch over a whole list of tensors (``kernels/nn_adamw.py``,
 ``kernels/multi_tensor.py``): the optimizer steps ``adam_multi_step_`` and ``sgd_multi_step_``, GradScaler's
 ``unscale_grads_``, and the per-tensor norms and in-place scale / fill / clamp behind ``genesis._foreach_*`` and
-``clip_grad_norm_`` (``multi_norm``, ``multi_scale_``, ``multi_fill_``, ``multi_clamp_``).
+``clip_grad_norm_`` (``multi_norm``, ``multi_scale_``, ``multi_fill_``, ``multi_clamp_``), and the pairwise copies of
+``genesis._foreach_copy_`` (``multi_copy_``: DistributedDataParallel's gradient buckets).
 
 A launch covers one list of contiguous tensors of one dtype: the kernel reads each tensor's element offset from the
 list's first tensor (a small int64 table) and size tables. Both are cached on the device: the size tables depend
@@ -40,6 +41,7 @@ _NORM_FINISH = td.Kernel(mtk.multi_norm_finish)
 _SCALE = td.Kernel(mtk.multi_scale)
 _FILL = td.Kernel(mtk.multi_fill)
 _CLAMP = td.Kernel(mtk.multi_clamp)
+_COPY = td.Kernel(mtk.multi_copy)
 _MT_BLOCK = 4096  # elements per program (about 114 KiB of traffic per program for float32 Adam)
 _NORM_RBLOCK = 1024  # partials per step of the finishing reduction
 _MT_TABLES: dict[tuple, tuple] = {}
@@ -267,3 +269,31 @@ def multi_clamp_(xs: list[NDArray], min: float | None, max: float | None) -> Non
             binary("maximum", x, min, x)
         if max is not None:
             binary("minimum", x, max, x)
+
+
+def _copyable(dst: dtypes.dtype, src: dtypes.dtype) -> bool:
+    """Whether the copy kernel converts ``src`` to ``dst`` as ``copy_`` does: floating to floating, or one integer
+    dtype (bool and complex take ``copy_``)."""
+    if dst.is_floating_point and src.is_floating_point:
+        return True
+    return dst is src and dst is not dtypes.bool_ and not dst.is_complex
+
+
+def multi_copy_(dsts: list[NDArray], srcs: list[NDArray]) -> None:
+    if len(dsts) != len(srcs):
+        raise ValueError(f"multi_copy_: {len(dsts)} destinations and {len(srcs)} sources")
+    if not dsts:
+        return
+    check_same_device("multi_copy_", *dsts, *srcs)
+    groups: dict[tuple, tuple[list[NDArray], list[NDArray]]] = {}
+    for d, s in zip(dsts, srcs):
+        if d.shape != s.shape:
+            raise ValueError(f"multi_copy_: shapes {d.shape} and {s.shape} differ")
+        if d.size and _contig(d) and _contig(s) and _copyable(d.dtype, s.dtype):
+            pair = groups.setdefault((d.dtype, s.dtype), ([], []))
+            pair[0].append(d)
+            pair[1].append(s)
+        elif d.size:
+            copy_(d, s)
+    for ds, ss in groups.values():
+        _mt_launch(_COPY, [ds, ss], (), (), (), ())

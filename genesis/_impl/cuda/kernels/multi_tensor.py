@@ -1,4 +1,4 @@
-"""Multi-tensor kernels: per-tensor norms, and in-place scale, fill and clamp, each over a whole list of tensors.
+"""Multi-tensor kernels: per-tensor norms, in-place scale, fill and clamp, and copies, each over a whole list.
 
 They share the multi-tensor layout of ``nn_adamw`` (see its docstring): one grid covers every tensor of a list; the
 host passes the first tensor as a typed pointer and, per tensor, its element offset from that first tensor and its
@@ -158,3 +158,18 @@ def multi_clamp(
         hi_ = tl.cast(hi, v.dtype)
         v = tl.where(v > hi_, hi_, v)
     tl.store(ptr, v.to(x.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def multi_copy(
+    dst, src,                                    # pointers: the first tensor of each list
+    offsets, sizes, block_tensor, block_first,   # as multi_norm_partials (row 0: dst, row 1: src)
+    T,
+    BLOCK: tl.constexpr, AX_DST: tl.constexpr, AX_SRC: tl.constexpr,
+):
+    # dst[t] = src[t] for every pair, converted to dst's dtype. Bytes: read src and write dst once.
+    t, offs, n, _ = _block(block_tensor, block_first, sizes, BLOCK)
+    d = _base(dst, offsets, 0, T, t, AX_DST) + offs
+    s = _base(src, offsets, 1, T, t, AX_SRC) + offs
+    ok = offs < n
+    tl.store(d, tl.load(s, mask=ok).to(dst.dtype.element_ty), mask=ok)
