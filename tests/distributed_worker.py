@@ -197,9 +197,10 @@ def ddp(r: int, n: int) -> None:
     same("used everywhere", net["a"].bias.grad, np.ones(2, dtype=np.float32))
 
 
-def ddp_graph(r: int, n: int) -> None:
+def ddp_graph(r: int, n: int) -> genesis.cuda.CUDAGraph:
     """A whole DDP training step (forward, backward with its bucket all-reduces, clipping, a capturable AdamW step)
-    captured in one CUDA graph and replayed equals single-process training on the concatenated batch."""
+    captured in one CUDA graph and replayed equals single-process training on the concatenated batch. Returns the
+    graph: destroy_process_group must release it (NCCL waits for graphs holding its collectives)."""
     data = batches(n, 5)
     reference = make_model()
     train(reference, genesis.optim.AdamW(reference.parameters(), lr=0.05), data, r, n, shard=False)
@@ -228,6 +229,7 @@ def ddp_graph(r: int, n: int) -> None:
     assert graph.num_nodes() > 0
     for p, w in zip(model.module.parameters(), reference.parameters()):
         same("DDP step captured in a CUDA graph", p.detach(), w.detach().cpu().numpy(), 2e-5)
+    return graph
 
 
 def zero(r: int, n: int) -> None:
@@ -309,12 +311,12 @@ def main() -> None:
     r, n = dist.get_rank(), dist.get_world_size()
     collectives(r, n)
     ddp(r, n)
-    if DEVICE != "cpu":
-        ddp_graph(r, n)
+    live_graph = ddp_graph(r, n) if DEVICE != "cpu" else None
     zero(r, n)
     sampler(r, n)
     sync_batch_norm(r, n)
     dist.destroy_process_group()
+    del live_graph
     print(f"WORKER OK {r}")
 
 

@@ -3,6 +3,8 @@ step equals the eager steps, replays never wait for the device."""
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -151,3 +153,15 @@ def test_empty_cache_keeps_a_live_graphs_memory() -> None:
     expected = np.sin(np.exp(x.cpu().numpy().astype(np.float64) * 0.5) + 1)
     np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-4, atol=1e-5)
     assert all(t.eq(7.0).all().item() for t in others)
+
+
+@requires_cuda
+def test_a_dropped_graph_releases_its_memory() -> None:
+    # A graph left to the garbage collector (no reset()) gives its private pool back: nothing else keeps it alive.
+    x = genesis.randn(1 << 20, device="cuda")
+    g = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(g):
+        y = genesis.nn.functional.dropout(x, 0.5) * 2  # draws random numbers: the graph reads a counter base
+    inner = weakref.ref(g._graph)
+    del g, y
+    assert inner() is None

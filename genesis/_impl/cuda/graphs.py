@@ -33,6 +33,7 @@ the last replay of the first graph.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from cuda.bindings import driver as cu
@@ -65,7 +66,8 @@ class _RngRange:
         self.device, self.seed, self.start = device, seed, start
         self.end = start  # grows while the capture draws; fixed when it ends
         self.open = True
-        self.owner = owner
+        # Weak: the module's list of live ranges must not keep a dropped graph (and its memory pool) alive.
+        self.owner = weakref.ref(owner)
         self.base = launch._new((1,), dtypes.int64, Device("cuda", device))
 
 
@@ -82,7 +84,7 @@ def rng_counter(device: int, seed: int, offset: int, n: int) -> tuple[int, int]:
         if r.device == device and r.seed == seed and offset >= r.start and (r.open or offset + n <= r.end):
             if r.open:
                 r.end = max(r.end, offset + n)
-            if r.owner is not _active:
+            if r.owner() is not _active:
                 _active._held.append(r.base)  # the base this graph reads lives as long as it does
             return r.base.buffer.ptr, offset - r.start
     return 0, offset

@@ -10,11 +10,13 @@ writes it.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 from nccl.bindings import nccl
 
 from genesis import dtypes
+from genesis._impl.cuda import graphs
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda.creation import data_ptr
 from genesis.device import device as Device
@@ -64,6 +66,7 @@ class Engine:
         self.rank = rank
         self.device = device
         self.stream = rt.Stream(device)
+        self._graphs: weakref.WeakSet = weakref.WeakSet()  # CUDA graphs that captured collectives of this group
 
     @classmethod
     def connect(cls, store: Any, key: str, ranks: list[int], rank: int) -> Engine:
@@ -87,6 +90,8 @@ class Engine:
                                  f"cuda:{self.device} (call genesis.cuda.set_device(local_rank) before the first "
                                  "collective)")
         rt.ensure_device(self.device)
+        if graphs.capturing:
+            self._graphs.add(graphs._active)
         ready = rt.Event()
         ready.record(rt.current_stream())
         self.stream.wait_event(ready)
@@ -173,6 +178,10 @@ class Engine:
         self.stream.synchronize()
 
     def destroy(self) -> None:
+        # NCCL waits in ncclCommDestroy until every graph holding its captured collectives is gone; such a graph
+        # could not run without the communicator anyway.
+        for graph in list(self._graphs):
+            graph.reset()
         self.stream.synchronize()
         nccl.comm_destroy(self.comm)
         self.comm = None

@@ -1,15 +1,14 @@
 """DistributedDataParallel: one model replica per process, gradients averaged across the group during backward.
 
 Parameters are grouped into buckets of about ``bucket_cap_mb`` in reverse order of registration (roughly the order
-in which backward produces their gradients). A post-accumulate-grad hook counts each gradient as it arrives; when a
-bucket's last gradient has arrived, the bucket's gradients are copied into its flat buffer (one multi-tensor copy)
-and its all-reduce (an average) starts at once, asynchronously, so communication overlaps the rest of the backward
-pass. A callback queued on the autograd engine waits for every bucket when backward ends and writes the averages
-back into ``.grad``, again one copy per bucket (with ``gradient_as_bucket_view`` the gradients are views of the
-buckets and nothing is copied).
+in which backward produces their gradients). A post-accumulate-grad hook copies each gradient into its bucket's flat
+buffer; when a bucket's last gradient has arrived, its all-reduce (an average) starts at once, asynchronously, so
+communication overlaps the rest of the backward pass. A callback queued on the autograd engine waits for every
+bucket when backward ends and writes the averages back into ``.grad`` (with ``gradient_as_bucket_view`` the
+gradients are views of the buckets and nothing is copied).
 
 A whole training step with DDP can be captured in a CUDA graph (``genesis.cuda.graph``): the all-reduces become
-nodes of the graph, on the communication stream's branch, so replays keep the overlap; see docs/distributed.md.
+nodes of the graph on the communication stream's branch, so every replay keeps the overlap (docs/distributed.md).
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from genesis.distributed import collectives
 from genesis.distributed.process_group import ProcessGroup, ReduceOp, resolve
 from genesis.nn.modules.module import Module
 from genesis.nn.parameter import Parameter
-from genesis.ops.foreach import _foreach_copy_
 from genesis.tensor import Tensor, tensor, zeros
 
 
@@ -215,28 +213,21 @@ class DistributedDataParallel(Module):
         if not self._queued:
             self._queued = True
             queue_callback(self._finish)
-        self._mark_ready(self._bucket_of[id(p)])
+        b = self._bucket_of[id(p)]
+        i = b.position[id(p)]
+        view = b.view(i)
+        with no_grad():
+            if p.grad is not view:
+                view.copy_(p.grad)
+                if self.gradient_as_bucket_view:
+                    p.grad = view
+        self._mark_ready(b)
 
     def _mark_ready(self, b: _Bucket) -> None:
         b.pending -= 1
         if b.pending == 0:
-            self._fill(b)
             op = ReduceOp.AVG if b.buffer.dtype.is_floating_point else ReduceOp.SUM
             b.work = collectives.all_reduce(b.buffer, op, self.process_group, async_op=True)
-
-    def _fill(self, b: _Bucket) -> None:
-        """Copy the bucket's gradients into its buffer (the unused parameters' views were zeroed at forward)."""
-        views, grads = [], []
-        for p, view in zip(b.params, b.views):
-            g = p.grad
-            if g is not None and g is not view and id(p) not in self._unused:
-                views.append(view)
-                grads.append(g)
-                if self.gradient_as_bucket_view:
-                    p.grad = view
-        if views:
-            with no_grad():
-                _foreach_copy_(views, grads)
 
     def _finish(self) -> None:
         """End of backward: every bucket reduced, the averages in ``.grad``."""
@@ -255,18 +246,15 @@ class DistributedDataParallel(Module):
             for b in self._buckets:
                 b.work.wait()
                 b.work = None
-                grads, views = [], []
-                for p, view in zip(b.params, b.views):
+                for i, p in enumerate(b.params):
                     if globally_used is not None and id(p) in self._unused:
                         if not globally_used[id(p)]:
                             continue  # no rank used it: .grad stays as it was, as torch
+                    view = b.view(i)
                     if p.grad is None:
                         p.grad = view if self.gradient_as_bucket_view else view.clone()
                     elif p.grad is not view:
-                        grads.append(p.grad)
-                        views.append(view)
-                if grads:
-                    _foreach_copy_(grads, views)
+                        p.grad.copy_(view)
 
     def _globally_used(self) -> dict[int, bool]:
         """For each parameter (by id), whether some rank used it in this iteration."""
