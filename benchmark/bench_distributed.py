@@ -32,6 +32,7 @@ not move the row.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -145,8 +146,12 @@ def _worker_torch(args: argparse.Namespace) -> dict:
         model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)
         model = model.to(device)
         ddp = n > 1 and args.measure != "independent"
-        net = torch.nn.parallel.DistributedDataParallel(model) if ddp else model
         graph = args.measure == "graph"
+        side = torch.cuda.Stream() if graph else None  # torch's recipe: DDP built and warmed up on a side stream
+        if side is not None:
+            side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
+            net = torch.nn.parallel.DistributedDataParallel(model) if ddp else model
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, **({"fused": True, "capturable": True} if graph else {}))
         ids = torch.randint(0, shape["vocab_size"], (args.batch, args.seq), device=device)
 
@@ -157,7 +162,7 @@ def _worker_torch(args: argparse.Namespace) -> dict:
 
         if graph:
             try:
-                step = _torch_graphed(torch, net, opt, ids, step)
+                step = _torch_graphed(torch, side, net, opt, ids, step)
             except Exception as e:  # recorded as nan: the row says torch's capture failed
                 print(f"torch could not capture the step: {type(e).__name__}: {e}", flush=True)
                 step = None
@@ -174,11 +179,9 @@ def _worker_torch(args: argparse.Namespace) -> dict:
     return result
 
 
-def _torch_graphed(torch: object, net: object, opt: object, ids: object, step: object) -> object:
-    """torch's recipe for a captured DDP step: eager warm-up on a side stream (11 steps: DDP settles its buckets by
-    then), then the step captured in one graph; returns the replay."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
+def _torch_graphed(torch: object, side: object, net: object, opt: object, ids: object, step: object) -> object:
+    """torch's recipe for a captured DDP step: DDP built on a side stream, eager warm-up there (11 steps: DDP settles
+    its buckets by then), then the step captured in one graph; returns the replay."""
     with torch.cuda.stream(side):
         for _ in range(11):
             step()
