@@ -103,7 +103,8 @@ def _worker_genesis(args: argparse.Namespace) -> dict:
         genesis.cuda.set_device(dist.get_local_rank())
     device = f"cuda:{dist.get_local_rank()}" if cuda else "cpu"
     dtype = genesis.bfloat16 if cuda else genesis.float32
-    dist.init_process_group("nccl" if cuda else "gloo")
+    options = dist.ProcessGroupNCCL.Options(is_high_priority_stream=args.high_priority_stream)
+    dist.init_process_group("nccl" if cuda else "gloo", pg_options=options)
     result = {}
     if args.measure in ("train", "independent", "graph"):
         shape = QWEN_SMALL if args.small else QWEN25_05B
@@ -136,7 +137,11 @@ def _worker_torch(args: argparse.Namespace) -> dict:
         torch.cuda.set_device(local)
     device = f"cuda:{local}" if cuda else "cpu"
     dtype = torch.bfloat16 if cuda else torch.float32
-    dist.init_process_group("nccl" if cuda else "gloo")
+    if cuda:
+        options = dist.ProcessGroupNCCL.Options(is_high_priority_stream=args.high_priority_stream)
+        dist.init_process_group("nccl", pg_options=options)
+    else:
+        dist.init_process_group("gloo")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     result = {}
     if args.measure in ("train", "independent", "graph"):
@@ -210,6 +215,7 @@ def _job(args: argparse.Namespace, lib: str, measure: str, n: int, two_nodes: bo
         worker = [__file__, "--worker", lib, "--measure", measure, "--out", out, "--batch", str(args.batch),
                   "--seq", str(args.seq), "--numel", str(args.numel), "--warmup", str(args.warmup),
                   "--repeat", str(args.repeat)] + (["--small"] if args.small else [])
+        worker += ["--high-priority-stream"] if args.high_priority_stream else []
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         port = str(_free_port())
         if two_nodes:
@@ -265,6 +271,8 @@ def main() -> None:
     parser.add_argument("--graph", action="store_true",
                         help="also time the whole step captured in a CUDA graph (cuda only)")
     parser.add_argument("--no-eager", action="store_true", help="skip the eager train_step and scaling rows")
+    parser.add_argument("--high-priority-stream", action="store_true",
+                        help="both libraries' NCCL groups communicate on a high-priority stream (pg_options)")
     args = parser.parse_args()
     small = args.small
     args.batch = args.batch or (2 if small else 4)

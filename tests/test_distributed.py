@@ -124,6 +124,25 @@ def test_init_timeout_names_missing_ranks(clean_env: pytest.MonkeyPatch) -> None
     assert not dist.is_initialized()
 
 
+def test_pg_options_reach_the_groups(clean_env: pytest.MonkeyPatch) -> None:
+    with pytest.raises(TypeError, match="init_process_group: pg_options must be a ProcessGroupNCCL.Options, got str"):
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=1, pg_options="fast")
+    assert not dist.is_initialized()
+    options = dist.ProcessGroupNCCL.Options(is_high_priority_stream=True)
+    dist.init_process_group(init_method="tcp://127.0.0.1:0", rank=0, world_size=1, pg_options=options)
+    try:
+        assert dist.group.WORLD.options.is_high_priority_stream
+        assert not dist.new_group([0]).options.is_high_priority_stream  # torch's default: a normal priority
+        assert dist.new_group([0], pg_options=options).options is options
+        with pytest.raises(TypeError, match="new_group: pg_options must be"):
+            dist.new_group([0], pg_options={"is_high_priority_stream": True})
+        x = genesis.arange(3.0)
+        dist.all_reduce(x)
+        assert x.tolist() == [0.0, 1.0, 2.0]
+    finally:
+        dist.destroy_process_group()
+
+
 def test_not_initialized_errors() -> None:
     with pytest.raises(RuntimeError, match="all_reduce: Default process group has not been initialized"):
         dist.all_reduce(genesis.zeros(1))

@@ -27,12 +27,14 @@ from genesis.distributed.collectives import (
 from genesis.distributed.process_group import (
     Backend,
     ProcessGroup,
+    ProcessGroupNCCL,
     ReduceOp,
     destroy_process_group,
     get_backend,
     get_local_rank,
     get_rank,
     get_world_size,
+    group,
     init_process_group,
     is_available,
     is_gloo_available,
@@ -43,9 +45,9 @@ from genesis.distributed.process_group import (
 from genesis.distributed.store import PrefixStore, TCPStore
 
 __all__ = [
-    "Backend", "PrefixStore", "ProcessGroup", "ReduceOp", "TCPStore", "all_gather", "all_gather_into_tensor",
-    "all_gather_object", "all_reduce", "all_to_all_single", "barrier", "broadcast", "broadcast_object_list",
-    "destroy_process_group", "get_backend", "get_local_rank", "get_rank", "get_world_size", "init_process_group",
-    "irecv", "is_available", "is_gloo_available", "is_initialized", "is_nccl_available", "isend", "new_group",
-    "recv", "reduce", "reduce_scatter_tensor", "send",
+    "Backend", "PrefixStore", "ProcessGroup", "ProcessGroupNCCL", "ReduceOp", "TCPStore", "all_gather",
+    "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all_single", "barrier", "broadcast",
+    "broadcast_object_list", "destroy_process_group", "get_backend", "get_local_rank", "get_rank", "get_world_size",
+    "group", "init_process_group", "irecv", "is_available", "is_gloo_available", "is_initialized", "is_nccl_available",
+    "isend", "new_group", "recv", "reduce", "reduce_scatter_tensor", "send"
 ]

@@ -36,10 +36,38 @@ class Backend:
     NCCL = "nccl"
 
 
+class ProcessGroupNCCL:
+    """torch's NCCL process group class, here the holder of its ``Options`` (``pg_options`` of
+    :func:`init_process_group` and :func:`new_group`)."""
+
+    class Options:
+        """NCCL options of a process group.
+
+        Args:
+            is_high_priority_stream: give the group's communication stream the device's highest priority, so that
+                its kernels are scheduled ahead of queued compute kernels (torch's option; off by default).
+        """
+
+        def __init__(self, is_high_priority_stream: bool = False) -> None:
+            self.is_high_priority_stream = bool(is_high_priority_stream)
+
+        def __repr__(self) -> str:
+            return f"ProcessGroupNCCL.Options(is_high_priority_stream={self.is_high_priority_stream})"
+
+
+def _options(op: str, pg_options: Any) -> ProcessGroupNCCL.Options:
+    if pg_options is None:
+        return ProcessGroupNCCL.Options()
+    if not isinstance(pg_options, ProcessGroupNCCL.Options):
+        raise TypeError(f"{op}: pg_options must be a ProcessGroupNCCL.Options, got {type(pg_options).__name__}")
+    return pg_options
+
+
 class ProcessGroup:
     """A set of ranks that run collectives together; ``rank()`` and ``size()`` are within the group."""
 
-    def __init__(self, ranks: list[int], my_rank: int, backend: str, store: Any, gloo: Any, uid: int) -> None:
+    def __init__(self, ranks: list[int], my_rank: int, backend: str, store: Any, gloo: Any, uid: int,
+                 options: ProcessGroupNCCL.Options) -> None:
         self.ranks = ranks
         self._rank = my_rank
         self.backend = backend
@@ -47,6 +75,7 @@ class ProcessGroup:
         self._gloo = gloo
         self._nccl = None
         self._uid = uid
+        self.options = options
 
     def rank(self) -> int:
         """This process's rank within the group."""
@@ -74,7 +103,8 @@ class ProcessGroup:
                                "(use backend='nccl', or None for both)")
         if self._nccl is None:
             nccl = importlib.import_module("genesis._impl.cuda.nccl")
-            self._nccl = nccl.Engine.connect(self._store, f"nccl/{self._uid}", self.ranks, self._rank)
+            self._nccl = nccl.Engine.connect(self._store, f"nccl/{self._uid}", self.ranks, self._rank,
+                                             self.options.is_high_priority_stream)
         return self._nccl
 
     def __repr__(self) -> str:
@@ -92,6 +122,18 @@ class _World:
 
 
 _world = _World()
+
+
+class _Groups:
+    """``genesis.distributed.group``: ``group.WORLD`` is the default group (None before init_process_group), as in
+    torch."""
+
+    @property
+    def WORLD(self) -> ProcessGroup | None:
+        return _world.group
+
+
+group = _Groups()
 
 
 def _env(name: str) -> str:
@@ -126,7 +168,8 @@ def _rendezvous(init_method: str, rank: int, world_size: int) -> tuple[str, int,
 
 def init_process_group(backend: str | None = None, init_method: str | None = None,
                        timeout: timedelta | None = None, world_size: int = -1, rank: int = -1,
-                       store: TCPStore | None = None, group_name: str = "", device_id: Any = None) -> None:
+                       store: TCPStore | None = None, group_name: str = "", pg_options: Any = None,
+                       device_id: Any = None) -> None:
     """Join the job's default process group (torch.distributed.init_process_group).
 
     Args:
@@ -137,7 +180,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         rank: this process's rank (-1: from the environment).
         store: an existing store to rendezvous through instead of ``init_method``.
         group_name, device_id: accepted for torch compatibility.
+        pg_options: a ``ProcessGroupNCCL.Options`` for the group's NCCL engine (None: the defaults).
     """
+    options = _options("init_process_group", pg_options)
     if _world.group is not None:
         raise RuntimeError("init_process_group: trying to initialize the default process group twice")
     if backend is not None:
@@ -163,7 +208,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         engine = importlib.import_module("genesis._impl.distributed_gloo")
         gloo = engine.Engine.create(PrefixStore("default", store), rank, world_size, seconds, host)
     _world.store, _world.timeout, _world.groups = store, seconds, 0
-    _world.group = ProcessGroup(list(range(world_size)), rank, backend or "cpu:gloo,cuda:nccl", store, gloo, 0)
+    _world.group = ProcessGroup(list(range(world_size)), rank, backend or "cpu:gloo,cuda:nccl", store, gloo, 0,
+                                options)
 
 
 def _join(store: Any, rank: int, world_size: int, seconds: float) -> None:
@@ -232,12 +278,14 @@ def get_backend(group: ProcessGroup | None = None) -> str:
 
 
 def new_group(ranks: list[int] | None = None, timeout: timedelta | None = None, backend: str | None = None,
-              **kwargs: Any) -> ProcessGroup | None:
+              pg_options: Any = None, **kwargs: Any) -> ProcessGroup | None:
     """A group of some of the job's ranks (all ranks when None); every rank must call it, in the same order.
 
-    Returns the group where this rank is a member, None elsewhere (torch returns a non-member sentinel).
+    ``pg_options``: a ``ProcessGroupNCCL.Options`` for the group's NCCL engine. Returns the group where this rank
+    is a member, None elsewhere (torch returns a non-member sentinel).
     """
     world = _default("new_group")
+    options = _options("new_group", pg_options)
     ranks = sorted(range(world.size()) if ranks is None else ranks)
     if len(set(ranks)) != len(ranks) or any(not 0 <= r < world.size() for r in ranks):
         raise ValueError(f"new_group: ranks {ranks} must be distinct ranks in [0, {world.size()})")
@@ -246,7 +294,7 @@ def new_group(ranks: list[int] | None = None, timeout: timedelta | None = None, 
     gloo = world._gloo.new_group(ranks, seconds) if world._gloo is not None else None
     if world.rank() not in ranks:
         return None
-    return ProcessGroup(ranks, ranks.index(world.rank()), world.backend, _world.store, gloo, _world.groups)
+    return ProcessGroup(ranks, ranks.index(world.rank()), world.backend, _world.store, gloo, _world.groups, options)
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:

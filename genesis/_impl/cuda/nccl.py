@@ -28,6 +28,7 @@ _DTYPE = {
     dtypes.float32: 7, dtypes.float64: 8, dtypes.bfloat16: 9,
 }
 _OPS = {"sum": 0, "product": 1, "max": 2, "min": 3, "avg": 4}
+_HIGHEST_PRIORITY = -1000  # the driver clamps a stream priority to the device's range: this is its greatest
 
 
 def _dtype(x: NDArray) -> int:
@@ -60,18 +61,19 @@ class Work:
 class Engine:
     """One process group on NCCL; ranks given to its methods are ranks within the group."""
 
-    def __init__(self, comm: Any, ranks: list[int], rank: int, device: int) -> None:
+    def __init__(self, comm: Any, ranks: list[int], rank: int, device: int, high_priority: bool = False) -> None:
         self.comm = comm
         self.ranks = ranks
         self.rank = rank
         self.device = device
-        self.stream = rt.Stream(device)
+        self.stream = rt.Stream(device, _HIGHEST_PRIORITY if high_priority else 0)
         self._graphs: weakref.WeakSet = weakref.WeakSet()  # CUDA graphs that captured collectives of this group
 
     @classmethod
-    def connect(cls, store: Any, key: str, ranks: list[int], rank: int) -> Engine:
+    def connect(cls, store: Any, key: str, ranks: list[int], rank: int, high_priority: bool = False) -> Engine:
         """The communicator of ``ranks`` (the job's ranks, in group order) on the current device; every member
-        calls this; group rank 0 makes the unique id and shares it through ``store`` under ``key``."""
+        calls this; group rank 0 makes the unique id and shares it through ``store`` under ``key``.
+        ``high_priority``: the communication stream gets the device's highest priority."""
         device = rt.current_device()
         if rank == 0:
             unique_id = bytes(nccl.get_unique_id())
@@ -79,7 +81,7 @@ class Engine:
         else:
             unique_id = store.get(key)
         comm = nccl.comm_init_rank_scalable(len(ranks), rank, 1, bytearray(unique_id), 0)
-        return cls(comm, ranks, rank, device)
+        return cls(comm, ranks, rank, device, high_priority)
 
     # ------------------------------------------------------------ ordering
     def _launch(self, arrays: tuple, launch: Callable[[int], None], async_op: bool,
