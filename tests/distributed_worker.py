@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from datetime import timedelta
 
 import numpy as np
 
@@ -122,6 +123,58 @@ def collectives(r: int, n: int) -> None:
             assert str(e).split(":")[0] in ("all_reduce", "broadcast", "all_gather_object"), e
         else:
             raise AssertionError("a bad collective call raised nothing")
+
+
+def list_forms(r: int, n: int) -> None:
+    """torch's list forms and rooted collectives (gather, scatter, reduce_scatter, all_to_all), the object ones,
+    the group-rank helpers and monitored_barrier, against values computed here."""
+    dst = n - 1
+    out = [genesis.zeros(6, device=DEVICE) for _ in range(n)] if r == dst else None
+    dist.gather(t(base(r)), out, dst=dst)
+    if r == dst:
+        for k in range(n):
+            same(f"gather from {k}", out[k], base(k))
+    got = genesis.zeros(2, 3, device=DEVICE)
+    parts = [t(10 * base(k).reshape(2, 3)) for k in range(n)] if r == 0 else None
+    assert dist.scatter(got, parts, async_op=True).wait()
+    same("scatter", got, 10 * base(r).reshape(2, 3))
+    mine = genesis.zeros(6, device=DEVICE)
+    dist.reduce_scatter(mine, [t(base(r) + k) for k in range(n)])
+    same("reduce_scatter", mine, sum(base(q) for q in range(n)) + n * r)
+    outs = [genesis.zeros(k + r + 1, device=DEVICE) for k in range(n)]
+    dist.all_to_all(outs, [genesis.full((r + k + 1,), 100.0 * r + k, device=DEVICE) for k in range(n)])
+    for k in range(n):
+        same(f"all_to_all from {k}", outs[k], np.full(k + r + 1, 100.0 * k + r, np.float32))
+    gathered = [None] * n if r == 0 else None
+    dist.gather_object({"rank": r, "pair": (r, "x")}, gathered)
+    if r == 0:
+        assert gathered == [{"rank": k, "pair": (k, "x")} for k in range(n)], gathered
+    received = [None]
+    dist.scatter_object_list(received, [[k, "s"] for k in range(n)] if r == dst else None, src=dst)
+    assert received == [[r, "s"]], received
+    if r == 0:
+        dist.send_object_list([{"a": 1}, (2, 3.5), None], dst=1)
+    elif r == 1:
+        objs = [None, None, None]
+        assert dist.recv_object_list(objs, src=0) == 0
+        assert objs == [{"a": 1}, (2, 3.5), None], objs
+    last = dist.new_group([dst])
+    if r == dst:
+        assert dist.get_global_rank(last, 0) == dst and dist.get_group_rank(last, dst) == 0
+        assert dist.get_process_group_ranks(last) == [dst]
+    else:
+        assert last is dist.GroupMember.NON_GROUP_MEMBER
+    assert dist.get_process_group_ranks(None) == list(range(n)) and dist.group.WORLD is not None
+    assert dist.is_torchelastic_launched() and dist.get_node_local_rank() == r
+    dist.monitored_barrier()
+    if r != 1:  # rank 1 stays away: the first rank names it
+        try:
+            dist.monitored_barrier(timeout=timedelta(seconds=1))
+        except RuntimeError as e:
+            assert "[1] failed to pass the barrier" in str(e) or r != 0, e
+        else:
+            raise AssertionError("monitored_barrier passed without rank 1")
+    dist.barrier()
 
 
 def make_model(seed: int = 0) -> nn.Module:
@@ -310,6 +363,7 @@ def main() -> None:
     dist.init_process_group("gloo" if DEVICE == "cpu" else "nccl")
     r, n = dist.get_rank(), dist.get_world_size()
     collectives(r, n)
+    list_forms(r, n)
     ddp(r, n)
     live_graph = ddp_graph(r, n) if DEVICE != "cpu" else None
     zero(r, n)

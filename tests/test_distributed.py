@@ -143,6 +143,54 @@ def test_pg_options_reach_the_groups(clean_env: pytest.MonkeyPatch) -> None:
         dist.destroy_process_group()
 
 
+def test_rooted_collectives_and_helpers_in_one_process(clean_env: pytest.MonkeyPatch) -> None:
+    """Argument errors read as torch's; the helpers answer as torch's on a one-rank job."""
+    assert dist.get_pg_count() == 0 and dist.GroupMember.WORLD is None
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
+    try:
+        x = genesis.arange(3.0)
+        with pytest.raises(ValueError, match=r"Argument ``gather_list`` must be specified on destination rank."):
+            dist.gather(x, None, dst=0)
+        with pytest.raises(ValueError, match=r"Argument ``scatter_list`` must be specified on source rank."):
+            dist.scatter(x, None, src=0)
+        with pytest.raises(ValueError, match="gather: gather_list has 2 tensors, expected the group size 1"):
+            dist.gather(x, [genesis.zeros(3), genesis.zeros(3)])
+        with pytest.raises(ValueError, match="reduce_scatter: input_list has 2 tensors"):
+            dist.reduce_scatter(genesis.zeros(3), [x, x])
+        with pytest.raises(ValueError, match="a list of size at least 1"):
+            dist.scatter_object_list([], [1])
+        with pytest.raises(ValueError, match="destination rank should not be the same as the rank of the current"):
+            dist.send_object_list([1], dst=0)
+        with pytest.raises(ValueError, match="pass dst or group_dst, not both"):
+            dist.gather(x, [genesis.zeros(3)], dst=0, group_dst=0)
+        out = [genesis.zeros(3)]
+        assert dist.gather(x, out, group_dst=0, async_op=True).is_completed()
+        assert out[0].tolist() == [0.0, 1.0, 2.0]
+        objs = [None]
+        dist.gather_object({"k": (1, 2)}, objs)
+        assert objs == [{"k": (1, 2)}]
+        assert dist.get_pg_count() == 1 and dist.GroupMember.WORLD is dist.group.WORLD
+        assert dist.get_global_rank(dist.group.WORLD, 3) == 3  # the default group maps ranks to themselves
+        dist.new_group([0])
+        assert dist.get_pg_count() == 2
+        dist.monitored_barrier(wait_all_ranks=True)
+    finally:
+        dist.destroy_process_group()
+    assert dist.get_default_backend_for_device("cuda:1") == "nccl"
+    assert dist.get_default_backend_for_device(genesis.device("cpu")) == "gloo"
+    with pytest.raises(ValueError, match="Default backend not registered for device : meta"):
+        dist.get_default_backend_for_device("meta")
+    assert dist.is_backend_available("gloo") and not dist.is_backend_available("mpi")
+    assert not dist.is_mpi_available() and not dist.is_ucc_available()
+    assert not dist.is_torchelastic_launched() or "TORCHELASTIC_RUN_ID" in os.environ
+    clean_env.setenv("LOCAL_RANK", "3")
+    assert dist.get_node_local_rank() == 3
+    clean_env.delenv("LOCAL_RANK")
+    assert dist.get_node_local_rank(fallback_rank=2) == 2
+    with pytest.raises(RuntimeError, match="LOCAL_RANK is not in the environment"):
+        dist.get_node_local_rank()
+
+
 def test_not_initialized_errors() -> None:
     with pytest.raises(RuntimeError, match="all_reduce: Default process group has not been initialized"):
         dist.all_reduce(genesis.zeros(1))

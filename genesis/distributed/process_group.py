@@ -67,7 +67,7 @@ class ProcessGroup:
     """A set of ranks that run collectives together; ``rank()`` and ``size()`` are within the group."""
 
     def __init__(self, ranks: list[int], my_rank: int, backend: str, store: Any, gloo: Any, uid: int,
-                 options: ProcessGroupNCCL.Options) -> None:
+                 options: ProcessGroupNCCL.Options, timeout: float) -> None:
         self.ranks = ranks
         self._rank = my_rank
         self.backend = backend
@@ -76,6 +76,8 @@ class ProcessGroup:
         self._nccl = None
         self._uid = uid
         self.options = options
+        self.timeout = timeout  # seconds
+        self._barriers = 0  # monitored barriers passed (every rank counts alike: the keys of the next one)
 
     def rank(self) -> int:
         """This process's rank within the group."""
@@ -124,16 +126,21 @@ class _World:
 _world = _World()
 
 
-class _Groups:
-    """``genesis.distributed.group``: ``group.WORLD`` is the default group (None before init_process_group), as in
-    torch."""
-
+class _WorldMeta(type):
     @property
-    def WORLD(self) -> ProcessGroup | None:
+    def WORLD(cls) -> ProcessGroup | None:
         return _world.group
 
 
-group = _Groups()
+class group(metaclass=_WorldMeta):
+    """``group.WORLD``: the default group (None before init_process_group), as in torch."""
+
+
+class GroupMember(metaclass=_WorldMeta):
+    """torch's ``GroupMember``: ``WORLD`` (the default group) and ``NON_GROUP_MEMBER``, what :func:`new_group` returns
+    to the ranks outside the new group (None in Genesis)."""
+
+    NON_GROUP_MEMBER = None
 
 
 def _env(name: str) -> str:
@@ -209,7 +216,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         gloo = engine.Engine.create(PrefixStore("default", store), rank, world_size, seconds, host)
     _world.store, _world.timeout, _world.groups = store, seconds, 0
     _world.group = ProcessGroup(list(range(world_size)), rank, backend or "cpu:gloo,cuda:nccl", store, gloo, 0,
-                                options)
+                                options, seconds)
 
 
 def _join(store: Any, rank: int, world_size: int, seconds: float) -> None:
@@ -272,6 +279,78 @@ def get_local_rank() -> int:
     return int(os.environ.get("LOCAL_RANK", "0"))
 
 
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank on its node from LOCAL_RANK (torch's name); ``fallback_rank`` when it is unset, else
+    RuntimeError."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+                       "`get_node_local_rank` to work, assuming you are not running in a multi-device context and "
+                       "want the code to run locally instead.")
+
+
+def is_torchelastic_launched() -> bool:
+    """Whether a torchrun-style launcher started this process (it sets TORCHELASTIC_RUN_ID; Genesis's does)."""
+    return os.environ.get("TORCHELASTIC_RUN_ID") is not None
+
+
+def get_process_group_ranks(group: ProcessGroup | None) -> list[int]:
+    """The job ranks of ``group``'s members, in group order (the default group when None)."""
+    return list(resolve("get_process_group_ranks", group).ranks)
+
+
+def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
+    """The job rank of ``group``'s rank ``group_rank`` (on the default group, ``group_rank`` itself, as torch)."""
+    pg = resolve("get_global_rank", group)
+    if pg is _world.group:
+        return group_rank
+    if not 0 <= group_rank < pg.size():
+        raise ValueError(f"Group rank {group_rank} is not part of group {pg}")
+    return pg.ranks[group_rank]
+
+
+def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
+    """The rank within ``group`` of the job's rank ``global_rank`` (on the default group, itself, as torch)."""
+    pg = resolve("get_group_rank", group)
+    if pg is _world.group:
+        return global_rank
+    if global_rank not in pg.ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
+    return pg.ranks.index(global_rank)
+
+
+def get_pg_count() -> int:
+    """How many process groups this process made (the default group included; 0 before init_process_group)."""
+    return 0 if _world.group is None else _world.groups + 1
+
+
+def is_backend_available(backend: str) -> bool:
+    """Whether ``backend`` ("gloo", "nccl", ...) can be used here."""
+    name = str(backend).lower()
+    return name == Backend.GLOO or (name == Backend.NCCL and is_nccl_available())
+
+
+def is_mpi_available() -> bool:
+    """False: Genesis has no MPI backend."""
+    return False
+
+
+def is_ucc_available() -> bool:
+    """False: Genesis has no UCC backend."""
+    return False
+
+
+def get_default_backend_for_device(device: Any) -> str:
+    """The backend that moves tensors of ``device`` ("cpu": gloo, "cuda": nccl)."""
+    kind = str(getattr(device, "type", device)).split(":")[0]
+    backends = {"cpu": Backend.GLOO, "cuda": Backend.NCCL}
+    if kind not in backends:
+        raise ValueError(f"Default backend not registered for device : {kind}")
+    return backends[kind]
+
+
 def get_backend(group: ProcessGroup | None = None) -> str:
     """The backend name of ``group``."""
     return resolve("get_backend", group).backend
@@ -294,7 +373,8 @@ def new_group(ranks: list[int] | None = None, timeout: timedelta | None = None, 
     gloo = world._gloo.new_group(ranks, seconds) if world._gloo is not None else None
     if world.rank() not in ranks:
         return None
-    return ProcessGroup(ranks, ranks.index(world.rank()), world.backend, _world.store, gloo, _world.groups, options)
+    return ProcessGroup(ranks, ranks.index(world.rank()), world.backend, _world.store, gloo, _world.groups, options,
+                        seconds)
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:

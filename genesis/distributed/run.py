@@ -1,10 +1,10 @@
 """The launcher (torchrun): ``python -m genesis.distributed.run --nproc-per-node N script.py args...``.
 
 Starts one process per local rank with torchrun's environment (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``,
-``LOCAL_WORLD_SIZE``, ``GROUP_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``), prefixes every line of their output with
-``[rankN]:``, and stops the whole job as soon as any rank fails, exiting with that rank's code. Also installed as the
-console script ``genesis-run``. ``--numa-binding node|exclusive`` binds each rank to the CPUs near its GPU
-(``genesis.distributed.numa``).
+``LOCAL_WORLD_SIZE``, ``GROUP_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``, ``TORCHELASTIC_RUN_ID``), prefixes every
+line of their output with ``[rankN]:``, and stops the whole job as soon as any rank fails, exiting with that rank's
+code. Also installed as the console script ``genesis-run``. ``--numa-binding node|exclusive`` binds each rank to the
+CPUs near its GPU (``genesis.distributed.numa``).
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ def launch(argv: list[str] | None = None) -> int:
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE=str(world),
                    LOCAL_WORLD_SIZE=str(n), GROUP_RANK=str(args.node_rank), ROLE_RANK=str(rank),
                    ROLE_WORLD_SIZE=str(world), MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.master_port),
-                   PYTHONUNBUFFERED="1")
+                   TORCHELASTIC_RESTART_COUNT="0", TORCHELASTIC_MAX_RESTARTS="0", PYTHONUNBUFFERED="1")
+        env.setdefault("TORCHELASTIC_RUN_ID", "none")  # torchrun's default run id; is_torchelastic_launched reads it
         env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun: N processes must not each take every core
         bind = cpus[local]
         proc = subprocess.Popen(_command(args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
