@@ -305,3 +305,11 @@ def test_foreach_copy_refuses_a_leaf_that_requires_grad():
     with genesis.no_grad():
         genesis._foreach_copy_([leaf], [genesis.ones(3, device=DEVICE)])
     assert leaf.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_foreach_copy_into_an_expanded_tensor_raises_as_torch():
+    dst = genesis.zeros(3, device=DEVICE).unsqueeze(1).expand(3, 2)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        genesis._foreach_copy_([dst], [genesis.ones(3, 2, device=DEVICE)])
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        torch._foreach_copy_([torch.zeros(3).unsqueeze(1).expand(3, 2)], [torch.ones(3, 2)])

@@ -361,7 +361,7 @@ def new_group(ranks: list[int] | None = None, timeout: timedelta | None = None, 
     """A group of some of the job's ranks (all ranks when None); every rank must call it, in the same order.
 
     ``pg_options``: a ``ProcessGroupNCCL.Options`` for the group's NCCL engine. Returns the group where this rank
-    is a member, None elsewhere (torch returns a non-member sentinel).
+    is a member, None elsewhere (``GroupMember.NON_GROUP_MEMBER``; torch's sentinel is another object).
     """
     world = _default("new_group")
     options = _options("new_group", pg_options)

@@ -237,8 +237,9 @@ def _foreach_addcdiv_(self: Sequence[Tensor], tensor1: Sequence[Tensor], tensor2
 def _foreach_copy_(self: Sequence[Tensor], src: Sequence[Tensor], non_blocking: bool = False) -> Sequence[Tensor]:
     """``t.copy_(s)`` for every pair (``torch._foreach_copy_``).
 
-    Pairs of one shape on one device take one launch per (device, dtype pair) group on GPUs; a pair that
-    broadcasts or crosses devices, and any pair while a graph is recorded, takes ``copy_``.
+    Pairs of one shape on one device with a contiguous destination take one launch per (device, dtype pair) group
+    on GPUs; a pair that broadcasts or crosses devices, a strided destination (``copy_`` checks it for overlapping
+    elements), and any pair while a graph is recorded, take ``copy_``.
     """
     tensors = _tensors("_foreach_copy_", self)
     sources = _each("_foreach_copy_", list(src), len(tensors))
@@ -247,7 +248,7 @@ def _foreach_copy_(self: Sequence[Tensor], src: Sequence[Tensor], non_blocking: 
     else:
         fused = [i for i, (t, s) in enumerate(zip(tensors, sources))
                  if isinstance(s, Tensor) and s.shape == t.shape and s.device == t.device
-                 and not isinstance(t, SparseBase) and not isinstance(s, SparseBase)]
+                 and not isinstance(t, SparseBase) and not isinstance(s, SparseBase) and t.ndarray.is_contiguous()]
     groups: dict[Any, list[int]] = {}
     for i in fused:
         groups.setdefault(tensors[i].device, []).append(i)

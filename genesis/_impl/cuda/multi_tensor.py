@@ -2,7 +2,7 @@
 ``kernels/multi_tensor.py``): the optimizer steps ``adam_multi_step_`` and ``sgd_multi_step_``, GradScaler's
 ``unscale_grads_``, and the per-tensor norms and in-place scale / fill / clamp behind ``genesis._foreach_*`` and
 ``clip_grad_norm_`` (``multi_norm``, ``multi_scale_``, ``multi_fill_``, ``multi_clamp_``), and the pairwise copies of
-``genesis._foreach_copy_`` (``multi_copy_``: DistributedDataParallel's gradient buckets).
+``genesis._foreach_copy_`` (``multi_copy_``).
 
 A launch covers one list of contiguous tensors of one dtype: the kernel reads each tensor's element offset from the
 list's first tensor (a small int64 table) and size tables. Both are cached on the device: the size tables depend
