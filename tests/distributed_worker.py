@@ -177,6 +177,63 @@ def list_forms(r: int, n: int) -> None:
     dist.barrier()
 
 
+def differentiable(r: int, n: int) -> None:
+    """genesis.distributed.nn: values and the gradients of every rank's loss summed over ranks, worked out here."""
+    import genesis.distributed.nn as dnn
+
+    def leaf(values: np.ndarray) -> genesis.Tensor:
+        return t(values).requires_grad_(True)
+
+    x = leaf(base(r))
+    outs = dnn.all_gather(x)
+    for k in range(n):
+        same(f"nn.all_gather value {k}", outs[k].detach(), base(k))
+    sum((k + 1) * o.sum() for k, o in enumerate(outs)).backward()
+    same("nn.all_gather grad", x.grad, np.full(6, n * (r + 1), np.float32))
+    x = leaf(base(r))
+    y = dnn.all_reduce(x * 2.0)
+    same("nn.all_reduce value", y.detach(), 2 * sum(base(q) for q in range(n)))
+    (y * (r + 1)).sum().backward()
+    same("nn.all_reduce grad", x.grad, np.full(6, 2.0 * n * (n + 1) / 2, np.float32))
+    x = leaf(base(r))
+    y = dnn.broadcast(x, src=0)
+    same("nn.broadcast value", y.detach(), base(0))
+    (y.sum() * (r + 1)).backward()
+    same("nn.broadcast grad", x.grad, np.full(6, n * (n + 1) / 2 if r == 0 else 0.0, np.float32))
+    x = leaf(base(r))
+    y = dnn.reduce_scatter(genesis.zeros(6, device=DEVICE), [x * (k + 1) for k in range(n)])
+    same("nn.reduce_scatter value", y.detach(), (r + 1) * sum(base(q) for q in range(n)))
+    y.sum().backward()
+    same("nn.reduce_scatter grad", x.grad, np.full(6, n * (n + 1) / 2, np.float32))
+    x = leaf(base(r))
+    outs = dnn.gather(x, dst=0)
+    sum((k + 1) * o.sum() for k, o in enumerate(outs)).backward()
+    if r == 0:
+        for k in range(n):
+            same(f"nn.gather value {k}", outs[k].detach(), base(k))
+    same("nn.gather grad", x.grad, np.full(6, r + 1, np.float32))
+    parts = [leaf(base(k) * 10) for k in range(n)]
+    y = dnn.scatter(parts, src=n - 1)
+    same("nn.scatter value", y.detach(), base(r) * 10)
+    (y.sum() * (r + 1)).backward()
+    for k in range(n):
+        same(f"nn.scatter grad {k}", parts[k].grad, np.full(6, k + 1 if r == n - 1 else 0.0, np.float32))
+    # all_to_all_single with uneven splits: rank r sends k + 1 rows to rank k.
+    rows = [k + 1 for k in range(n)]
+    x = leaf(np.repeat(np.arange(n, dtype=np.float32) + 10 * r, rows))
+    y = dnn.all_to_all_single(genesis.zeros(n * (r + 1), device=DEVICE), x, [r + 1] * n, rows)
+    same("nn.all_to_all_single value", y.detach(), np.repeat(10.0 * np.arange(n) + r, r + 1).astype(np.float32))
+    (y * (r + 1)).sum().backward()
+    same("nn.all_to_all_single grad", x.grad, np.repeat(np.arange(1, n + 1, dtype=np.float32), rows))
+    xs = [leaf(np.full(k + 1, 10.0 * r + k, np.float32)) for k in range(n)]
+    ys = dnn.all_to_all([genesis.zeros(r + 1, device=DEVICE) for _ in range(n)], xs)
+    for k in range(n):
+        same(f"nn.all_to_all value {k}", ys[k].detach(), np.full(r + 1, 10.0 * k + r, np.float32))
+    sum(y.sum() * (k + 1) for k, y in enumerate(ys)).backward()
+    for k in range(n):
+        same(f"nn.all_to_all grad {k}", xs[k].grad, np.full(k + 1, r + 1, np.float32))
+
+
 def make_model(seed: int = 0) -> nn.Module:
     genesis.manual_seed(seed)
     return nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 3)).to(DEVICE)
@@ -364,6 +421,7 @@ def main() -> None:
     r, n = dist.get_rank(), dist.get_world_size()
     collectives(r, n)
     list_forms(r, n)
+    differentiable(r, n)
     ddp(r, n)
     live_graph = ddp_graph(r, n) if DEVICE != "cpu" else None
     zero(r, n)

@@ -8,6 +8,7 @@ same worker runs on cuda through NCCL.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -299,3 +300,34 @@ def test_queue_callback_runs_once_backward_ends() -> None:
     assert seen == [(True, True)]
     with pytest.raises(RuntimeError, match="queue_callback: callbacks can only be queued while a backward pass runs"):
         queue_callback(lambda: None)
+
+
+def test_record_writes_the_error_file_and_reraises(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from genesis.distributed.elastic.multiprocessing.errors import record
+
+    path = os.path.join(str(tmp_path), "error.json")
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", path)
+
+    @record
+    def main(fail: bool) -> str:
+        if fail:
+            raise ValueError("bad batch")
+        return "done"
+
+    assert main(False) == "done" and not os.path.exists(path)
+    with pytest.raises(ValueError, match="bad batch"):
+        main(True)
+    with open(path) as f:
+        message = json.load(f)["message"]
+    assert message["message"] == "ValueError: bad batch" and "bad batch" in message["extraInfo"]["py_callstack"]
+    assert record(lambda: sys.exit(0))() is None
+    with pytest.raises(SystemExit):
+        record(lambda: sys.exit(3))()
+
+
+def test_torch_module_paths_of_distributed_resolve() -> None:
+    import genesis.distributed.nn.functional as functional
+    from genesis.torch_compat import alias
+
+    assert alias("genesis.distributed.nn").all_gather is functional.all_gather
+    assert callable(alias("genesis.distributed.elastic.multiprocessing.errors").record)

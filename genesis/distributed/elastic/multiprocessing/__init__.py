@@ -1,0 +1,1 @@
+"""torch.distributed.elastic.multiprocessing's module path (``errors.record``)."""
