@@ -22,6 +22,7 @@ from genesis import (
     distributions,
     fft,
     func,
+    futures,
     jit,
     linalg,
     multiprocessing,

@@ -342,6 +342,55 @@ def ddp_graph(r: int, n: int) -> genesis.cuda.CUDAGraph:
     return graph
 
 
+def comm_hooks(r: int, n: int) -> None:
+    """DDP communication hooks: the default hooks and a hand-written one train as single-process training on the
+    concatenated batch (the compressed ones to their precision); the hook sees every bucket once per backward."""
+    from genesis.distributed.algorithms.ddp_comm_hooks import DDPCommHookType, default_hooks, register_ddp_comm_hook
+
+    data = batches(n, 3)
+    reference = make_model()
+    # SGD: its update is linear in the gradient, so a compressed average moves the weights by its own precision only
+    train(reference, genesis.optim.SGD(reference.parameters(), lr=0.1), data, r, n, shard=False)
+    want = [p.detach().cpu().numpy() for p in reference.parameters()]
+    seen: list[tuple[int, bool, int]] = []
+
+    def by_hand(state: object, bucket: dist.GradBucket) -> genesis.futures.Future:
+        seen.append((bucket.index(), bucket.is_last(), len(bucket.parameters())))
+        assert all(g.shape == p.shape for g, p in zip(bucket.gradients(), bucket.parameters()))
+        return dist.all_reduce(bucket.buffer().div_(n), async_op=True).get_future()  # a list of one tensor
+
+    hooks = [(default_hooks.allreduce_hook, 2e-5), (by_hand, 2e-5), (default_hooks.fp16_compress_hook, 1e-3),
+             (default_hooks.bf16_compress_wrapper(default_hooks.allreduce_hook), 5e-3),
+             (DDPCommHookType.FP16_COMPRESS, 1e-3)]
+    for hook, tol in hooks:
+        model = DDP(make_model(seed=r), bucket_cap_mb=0.001)
+        if isinstance(hook, DDPCommHookType):
+            register_ddp_comm_hook(hook, model)
+        else:
+            model.register_comm_hook(None, hook)
+        train(model, genesis.optim.SGD(model.parameters(), lr=0.1), data, r, n, shard=True)
+        for p, w in zip(model.module.parameters(), want):
+            same(f"DDP comm hook {getattr(hook, '__name__', hook)}", p.detach(), w, tol)
+    buckets = len(DDP(make_model(), bucket_cap_mb=0.001)._buckets)
+    for step in range(3):  # each bucket once per backward; is_last marks the bucket of the first parameters
+        assert sorted(s[0] for s in seen[step * buckets: (step + 1) * buckets]) == list(range(buckets)), seen
+    assert all(last == (i == buckets - 1) for i, last, _ in seen), seen
+    try:
+        model.register_comm_hook(None, by_hand)
+    except RuntimeError as e:
+        assert "can only be called once" in str(e), e
+    else:
+        raise AssertionError("a second hook was accepted")
+    model = DDP(make_model())
+    model.register_comm_hook(None, lambda state, bucket: bucket.buffer())
+    try:
+        model(genesis.ones(2, 5, device=DEVICE)).sum().backward()
+    except RuntimeError as e:
+        assert "must return a genesis.futures.Future" in str(e), e
+    else:
+        raise AssertionError("a hook returning a tensor was accepted")
+
+
 def zero(r: int, n: int) -> None:
     data = batches(n, 3)
     reference = make_model()
@@ -424,6 +473,7 @@ def main() -> None:
     differentiable(r, n)
     ddp(r, n)
     live_graph = ddp_graph(r, n) if DEVICE != "cpu" else None
+    comm_hooks(r, n)
     zero(r, n)
     sampler(r, n)
     sync_batch_norm(r, n)

@@ -15,6 +15,7 @@ import numpy as np
 from genesis import cuda, dtypes
 from genesis.distributed import objects
 from genesis.distributed.process_group import ProcessGroup, ReduceOp, resolve
+from genesis.futures import Future
 from genesis.tensor import Tensor, empty, from_numpy, tensor
 
 
@@ -52,6 +53,32 @@ def _touched(*tensors: Tensor) -> None:
         t._bump_version()
 
 
+class Work:
+    """A collective in flight (``torch.distributed.Work``), as ``async_op=True`` returns it.
+
+    ``wait()`` orders what comes next after it (on a GPU the caller's stream waits, the host does not; on the CPU the
+    host waits); ``get_future()`` gives a :class:`genesis.futures.Future` of the collective's tensors.
+    """
+
+    def __init__(self, work: Any, tensors: list[Tensor]) -> None:
+        self._work = work
+        self._tensors = tensors
+
+    def wait(self, timeout: Any = None) -> bool:
+        return self._work.wait()
+
+    def is_completed(self) -> bool:
+        return self._work.is_completed()
+
+    def get_future(self) -> Future[list[Tensor]]:
+        return Future._pending(lambda: self.wait() and self._tensors, self.is_completed)
+
+
+def _async(work: Any, *tensors: Tensor) -> Work | None:
+    """The engine's handle wrapped for the caller (None for a synchronous call, which has none)."""
+    return None if work is None else Work(work, list(tensors))
+
+
 def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
                async_op: bool = False) -> Any:
     """Reduce ``tensor`` across the group with ``op``; every rank gets the result in place."""
@@ -61,7 +88,7 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup 
     _reduce_dtype("all_reduce", tensor, name)
     work = _engine("all_reduce", pg, tensor).all_reduce(tensor.ndarray, name, async_op)
     _touched(tensor)
-    return work
+    return _async(work, tensor)
 
 
 def broadcast(tensor: Tensor, src: int, group: ProcessGroup | None = None, async_op: bool = False) -> Any:
@@ -70,7 +97,7 @@ def broadcast(tensor: Tensor, src: int, group: ProcessGroup | None = None, async
     _check("broadcast", tensor)
     work = _engine("broadcast", pg, tensor).broadcast(tensor.ndarray, pg.group_rank("broadcast", src), async_op)
     _touched(tensor)
-    return work
+    return _async(work, tensor)
 
 
 def reduce(tensor: Tensor, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
@@ -82,7 +109,7 @@ def reduce(tensor: Tensor, dst: int, op: ReduceOp = ReduceOp.SUM, group: Process
     _reduce_dtype("reduce", tensor, name)
     work = _engine("reduce", pg, tensor).reduce(tensor.ndarray, pg.group_rank("reduce", dst), name, async_op)
     _touched(tensor)
-    return work
+    return _async(work, tensor)
 
 
 def _same(op: str, what: str, expected: Tensor, got: Tensor) -> None:
@@ -105,7 +132,7 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: ProcessGroup | 
                              f"{tuple(tensor.shape)}")
     work = _engine("all_gather", pg, tensor).all_gather([t.ndarray for t in tensor_list], tensor.ndarray, async_op)
     _touched(*tensor_list)
-    return work
+    return _async(work, *tensor_list)
 
 
 def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: ProcessGroup | None = None,
@@ -120,7 +147,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: P
     work = _engine("all_gather_into_tensor", pg, input_tensor).all_gather_into(
         output_tensor.ndarray, input_tensor.ndarray, async_op)
     _touched(output_tensor)
-    return work
+    return _async(work, output_tensor)
 
 
 def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp.SUM,
@@ -136,7 +163,7 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp
                          f"{output.numel()} x {pg.size()} ranks = {output.numel() * pg.size()}")
     work = _engine("reduce_scatter_tensor", pg, input).reduce_scatter(output.ndarray, input.ndarray, name, async_op)
     _touched(output)
-    return work
+    return _async(work, output)
 
 
 def _splits(op: str, what: str, t: Tensor, splits: list[int] | None, n: int) -> list[int] | None:
@@ -164,7 +191,7 @@ def all_to_all_single(output: Tensor, input: Tensor, output_split_sizes: list[in
     work = _engine("all_to_all_single", pg, input).all_to_all_single(output.ndarray, input.ndarray, outs, ins,
                                                                      async_op)
     _touched(output)
-    return work
+    return _async(work, output)
 
 
 def _peer(op: str, pg: ProcessGroup, peer: int | None, what: str) -> int:
@@ -179,7 +206,7 @@ def isend(tensor: Tensor, dst: int, group: ProcessGroup | None = None, tag: int 
     """Send ``tensor`` to rank ``dst``; returns a work handle."""
     pg = resolve("isend", group)
     _check("isend", tensor)
-    return _engine("isend", pg, tensor).send(tensor.ndarray, _peer("isend", pg, dst, "dst"), True)
+    return _async(_engine("isend", pg, tensor).send(tensor.ndarray, _peer("isend", pg, dst, "dst"), True), tensor)
 
 
 def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> Any:
@@ -188,7 +215,7 @@ def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = N
     _check("irecv", tensor)
     work = _engine("irecv", pg, tensor).recv(tensor.ndarray, _peer("irecv", pg, src, "src"), True)
     _touched(tensor)
-    return work
+    return _async(work, tensor)
 
 
 def send(tensor: Tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:

@@ -22,7 +22,9 @@ from genesis.autograd.engine import queue_callback
 from genesis.autograd.function import AccumulateGrad
 from genesis.autograd.grad_mode import is_grad_enabled, no_grad
 from genesis.distributed import collectives
+from genesis.distributed.grad_bucket import GradBucket
 from genesis.distributed.process_group import ProcessGroup, ReduceOp, resolve
+from genesis.futures import Future
 from genesis.nn.modules.module import Module
 from genesis.nn.parameter import Parameter
 from genesis.tensor import Tensor, tensor, zeros
@@ -123,6 +125,7 @@ class DistributedDataParallel(Module):
         self._static_unused: set[int] | None = None
         self._queued = False
         self._armed = False
+        self._comm_hook: tuple[Any, Any] | None = None
         for p in self._params:
             p.register_post_accumulate_grad_hook(self._grad_ready)
 
@@ -226,8 +229,41 @@ class DistributedDataParallel(Module):
     def _mark_ready(self, b: _Bucket) -> None:
         b.pending -= 1
         if b.pending == 0:
+            if self._comm_hook is not None:
+                state, hook = self._comm_hook
+                i = self._buckets.index(b)
+                b.work = hook(state, GradBucket(i, b.buffer, b.params, b.views, i == len(self._buckets) - 1))
+                if not isinstance(b.work, Future):
+                    raise RuntimeError(f"DistributedDataParallel: the communication hook must return a "
+                                       f"genesis.futures.Future, got {type(b.work).__name__}")
+                return
             op = ReduceOp.AVG if b.buffer.dtype.is_floating_point else ReduceOp.SUM
             b.work = collectives.all_reduce(b.buffer, op, self.process_group, async_op=True)
+
+    def _adopt(self, b: _Bucket, value: Any) -> None:
+        """Put a communication hook's result (a tensor, or a list holding one) into the bucket."""
+        if isinstance(value, (list, tuple)) and len(value) == 1:
+            value = value[0]
+        if not isinstance(value, Tensor) or value.numel() != b.buffer.numel():
+            raise RuntimeError(f"DistributedDataParallel: the communication hook's future must hold one tensor of "
+                               f"{b.buffer.numel()} elements (the bucket), got {value!r:.80}")
+        if value is not b.buffer:
+            b.buffer.copy_(value.reshape(b.buffer.shape))
+
+    def register_comm_hook(self, state: Any, hook: Any) -> None:
+        """Reduce each bucket with ``hook(state, bucket)`` instead of the built-in average (torch's API).
+
+        ``bucket`` is a :class:`genesis.distributed.GradBucket` holding this rank's gradients; the hook returns a
+        :class:`genesis.futures.Future` whose value is the reduced flat tensor (for instance
+        ``dist.all_reduce(t, async_op=True).get_future().then(...)``), which DDP writes back into ``.grad``. Ready-made
+        hooks: ``genesis.distributed.algorithms.ddp_comm_hooks.default_hooks`` (``allreduce_hook``,
+        ``fp16_compress_hook``, ``bf16_compress_hook``). Register once, before the first backward.
+        """
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        if not callable(hook):
+            raise TypeError(f"register_comm_hook: hook must be callable, got {type(hook).__name__}")
+        self._comm_hook = (state, hook)
 
     def _finish(self) -> None:
         """End of backward: every bucket reduced, the averages in ``.grad``."""
@@ -244,8 +280,10 @@ class DistributedDataParallel(Module):
         globally_used = self._globally_used() if self._unused else None
         with no_grad():
             for b in self._buckets:
-                b.work.wait()
+                result = b.work.wait()
                 b.work = None
+                if self._comm_hook is not None:
+                    self._adopt(b, result)
                 for i, p in enumerate(b.params):
                     if globally_used is not None and id(p) in self._unused:
                         if not globally_used[id(p)]:
