@@ -138,9 +138,11 @@ def list_forms(r: int, n: int) -> None:
     parts = [t(10 * base(k).reshape(2, 3)) for k in range(n)] if r == 0 else None
     assert dist.scatter(got, parts, async_op=True).wait()
     same("scatter", got, 10 * base(r).reshape(2, 3))
-    mine = genesis.zeros(6, device=DEVICE)
-    dist.reduce_scatter(mine, [t(base(r) + k) for k in range(n)])
-    same("reduce_scatter", mine, sum(base(q) for q in range(n)) + n * r)
+    mine = genesis.zeros(2, 3, device=DEVICE)
+    before = mine._version
+    dist.reduce_scatter(mine, [t((base(r) + k).reshape(2, 3)) for k in range(n)])
+    same("reduce_scatter", mine, (sum(base(q) for q in range(n)) + n * r).reshape(2, 3))
+    assert mine._version > before
     outs = [genesis.zeros(k + r + 1, device=DEVICE) for k in range(n)]
     dist.all_to_all(outs, [genesis.full((r + k + 1,), 100.0 * r + k, device=DEVICE) for k in range(n)])
     for k in range(n):

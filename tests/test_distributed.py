@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -33,7 +34,7 @@ def _launch(script: str, *args: str, nproc: int = 2, env: dict | None = None,
             timeout: float = 240) -> subprocess.CompletedProcess:
     environ = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
     command = [sys.executable, "-m", "genesis.distributed.run", "--nproc-per-node", str(nproc), "--master-port", "0",
-               script, *args]
+               script, *args]  # script may be "-m", with the module name first in args (the launcher's -m)
     return subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout)
 
 
@@ -255,6 +256,30 @@ def test_torch_style_script_runs_under_the_launcher(tmp_path: object) -> None:
     assert "[rank0]:epoch 1 mean loss" in result.stdout and "[rank1]:TORCH-STYLE OK 1" in result.stdout
     state = genesis.load(checkpoint)
     assert sorted(state) == ["module.fc1.bias", "module.fc1.weight", "module.fc2.bias", "module.fc2.weight"]
+
+
+def _numbers(output: str, tag: str) -> list[float]:
+    return [float(line.split()[-1]) for line in output.splitlines() if line.split(":")[-1].startswith(tag)]
+
+
+def test_a_torch_contrastive_ddp_script_trains_as_under_torch() -> None:
+    """The same torch script (gathered embeddings with gradients, a DDP communication hook, @record, gather_object,
+    monitored_barrier) under torch's launcher with torch, and under Genesis's launcher through torch_compat: the
+    losses of every step and the final weights agree."""
+    script = os.path.join(HERE, "distributed_contrastive.py")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch_run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                                "--master-port", str(port), script], capture_output=True, text=True, timeout=240,
+                               cwd=HERE)
+    assert torch_run.returncode == 0, torch_run.stdout[-3000:] + torch_run.stderr[-3000:]
+    genesis_run = _launch("-m", "genesis.torch_compat", script)
+    assert genesis_run.returncode == 0, genesis_run.stdout[-3000:] + genesis_run.stderr[-3000:]
+    for tag in ("LOSS", "CHECKSUM"):
+        want, got = _numbers(torch_run.stdout, tag), _numbers(genesis_run.stdout, tag)
+        assert len(want) == len(got) > 0, (torch_run.stdout, genesis_run.stdout)
+        assert all(abs(g - w) <= 1e-5 * max(1.0, abs(w)) for g, w in zip(got, want)), (got, want)
 
 
 def test_a_failing_rank_stops_the_job(tmp_path: object) -> None:

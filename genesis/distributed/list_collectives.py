@@ -120,7 +120,7 @@ def reduce_scatter(output: Tensor, input_list: list[Tensor], op: ReduceOp = Redu
     pg = resolve("reduce_scatter", group)
     C._check("reduce_scatter", output)
     _like("reduce_scatter", "input_list", output, list(input_list), pg.size())
-    C.reduce_scatter_tensor(output, cat([t.reshape(-1) for t in input_list]), op, pg)
+    C.reduce_scatter_tensor(output.view(-1), cat([t.reshape(-1) for t in input_list]), op, pg)
     return _handle(async_op)
 
 
