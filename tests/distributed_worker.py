@@ -307,6 +307,20 @@ def ddp(r: int, n: int) -> None:
     assert net["c"].weight.grad is None
     same("unused elsewhere", net["b"].bias.grad, np.full(2, 1.0 / n, dtype=np.float32))
     same("used everywhere", net["a"].bias.grad, np.ones(2, dtype=np.float32))
+    # Rank 0 uses every parameter, the others not: rank 0 must still take part in the search's all-reduce.
+    two = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 2)}).to(DEVICE)
+
+    class Skips(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = two
+
+        def forward(self, x: genesis.Tensor) -> genesis.Tensor:
+            return self.net["a"](x) + (self.net["b"](x) if r == 0 else 0)
+
+    model = DDP(Skips(), find_unused_parameters=True)
+    model(genesis.ones(1, 2, device=DEVICE)).sum().backward()
+    same("used on rank 0 only", two["b"].bias.grad, np.full(2, 1.0 / n, dtype=np.float32))
 
 
 def ddp_graph(r: int, n: int) -> genesis.cuda.CUDAGraph:

@@ -277,7 +277,10 @@ class DistributedDataParallel(Module):
                 "DistributedDataParallel: parameters received no gradient in this backward pass, so their buckets "
                 f"could not be reduced: {names}. Pass find_unused_parameters=True when the forward pass does not "
                 "use every parameter, and make sure all forward outputs take part in computing the loss.")
-        globally_used = self._globally_used() if self._unused else None
+        # Every rank takes part in this all-reduce whenever unused parameters are searched for: a rank that used all
+        # of them must still answer the ranks that did not.
+        searched = self.find_unused_parameters or self.static_graph
+        globally_used = self._globally_used() if searched else None
         with no_grad():
             for b in self._buckets:
                 result = b.work.wait()
