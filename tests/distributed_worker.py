@@ -407,6 +407,45 @@ def comm_hooks(r: int, n: int) -> None:
         raise AssertionError("a hook returning a tensor was accepted")
 
 
+def uneven(r: int, n: int) -> None:
+    """``model.join()``: rank r has r + 2 batches. Each step averages the gradients of the ranks that still had a
+    batch over the initial world size (or over those ranks); the models end equal on every rank; with
+    throw_on_early_termination every rank raises when the first runs out."""
+    steps = n + 1
+    data = [batches(n, steps)[k] for k in range(steps)]
+
+    def reference(divide_by_initial: bool) -> list[np.ndarray]:
+        model = make_model()
+        opt = genesis.optim.SGD(model.parameters(), lr=0.1)
+        for k, (x, y) in enumerate(data):
+            active = [q for q in range(n) if q + 2 > k]
+            opt.zero_grad()
+            scale = n if divide_by_initial else len(active)
+            sum(((model(x[4 * q: 4 * q + 4]) - y[4 * q: 4 * q + 4]) ** 2).mean() for q in active).div(scale).backward()
+            opt.step()
+        return [p.detach().cpu().numpy() for p in model.parameters()]
+
+    for divide_by_initial in (True, False):
+        model = DDP(make_model(seed=r), bucket_cap_mb=0.001)
+        opt = genesis.optim.SGD(model.parameters(), lr=0.1)
+        with model.join(divide_by_initial_world_size=divide_by_initial):
+            for x, y in data[: r + 2]:
+                opt.zero_grad()
+                ((model(x[4 * r: 4 * r + 4]) - y[4 * r: 4 * r + 4]) ** 2).mean().backward()
+                opt.step()
+        for p, w in zip(model.module.parameters(), reference(divide_by_initial)):
+            same(f"join (divide_by_initial_world_size={divide_by_initial})", p.detach(), w, 2e-5)
+    model = DDP(make_model())
+    try:
+        with model.join(throw_on_early_termination=True):
+            for x, _ in data[: r + 1]:
+                model(x[4 * r: 4 * r + 4]).sum().backward()
+    except RuntimeError as e:
+        assert "exhausted inputs" in str(e), e
+    else:
+        raise AssertionError("join(throw_on_early_termination=True) did not raise")
+
+
 def zero(r: int, n: int) -> None:
     data = batches(n, 3)
     reference = make_model()
@@ -490,6 +529,7 @@ def main() -> None:
     ddp(r, n)
     live_graph = ddp_graph(r, n) if DEVICE != "cpu" else None
     comm_hooks(r, n)
+    uneven(r, n)
     zero(r, n)
     sampler(r, n)
     sync_batch_norm(r, n)

@@ -26,6 +26,7 @@ from genesis.distributed.grad_bucket import GradBucket
 from genesis.distributed.process_group import ProcessGroup, ReduceOp, resolve
 from genesis.futures import Future
 from genesis.nn.modules.module import Module
+from genesis.nn.parallel.ddp_join import DDPJoin
 from genesis.nn.parameter import Parameter
 from genesis.tensor import Tensor, tensor, zeros
 
@@ -126,6 +127,9 @@ class DistributedDataParallel(Module):
         self._queued = False
         self._armed = False
         self._comm_hook: tuple[Any, Any] | None = None
+        self._join: DDPJoin | None = None
+        self._order: list[_Bucket] = []  # buckets in the order this backward launched them
+        self._last_order: list[_Bucket] = []  # and in the last synchronized backward (a joined rank replays it)
         for p in self._params:
             p.register_post_accumulate_grad_hook(self._grad_ready)
 
@@ -143,8 +147,8 @@ class DistributedDataParallel(Module):
                                    f"parameters than rank {self.process_group.ranks[self.process_group.rank()]} "
                                    f"({diff})")
 
-    def _broadcast(self, tensors: list[Tensor]) -> None:
-        src = self.process_group.ranks[0]
+    def _broadcast(self, tensors: list[Tensor], src: int | None = None) -> None:
+        src = self.process_group.ranks[0] if src is None else src
         with no_grad():
             for t in tensors:
                 collectives.broadcast(t, src, self.process_group)
@@ -174,10 +178,9 @@ class DistributedDataParallel(Module):
     # ------------------------------------------------------------ forward
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         """Run the wrapped module; when gradients will be synchronized, get the buckets ready for backward."""
-        if self.broadcast_buffers:
-            buffers = list(self.module.buffers())
-            if buffers and self.process_group.size() > 1:
-                self._broadcast(buffers)
+        if self._join is not None:
+            self._join.notify(is_grad_enabled() and self.require_backward_grad_sync)
+        self._sync_buffers()
         output = self.module(*inputs, **kwargs)
         if is_grad_enabled() and self.require_backward_grad_sync:
             self._prepare_for_backward(output)
@@ -185,7 +188,14 @@ class DistributedDataParallel(Module):
             self._armed = False
         return output
 
+    def _sync_buffers(self) -> None:
+        if self.broadcast_buffers:
+            buffers = list(self.module.buffers())
+            if buffers and self.process_group.size() > 1:
+                self._broadcast(buffers)
+
     def _prepare_for_backward(self, output: Any) -> None:
+        self._order = []
         for b in self._buckets:
             b.pending = len(b.params)
             b.work = None
@@ -229,16 +239,21 @@ class DistributedDataParallel(Module):
     def _mark_ready(self, b: _Bucket) -> None:
         b.pending -= 1
         if b.pending == 0:
-            if self._comm_hook is not None:
-                state, hook = self._comm_hook
-                i = self._buckets.index(b)
-                b.work = hook(state, GradBucket(i, b.buffer, b.params, b.views, i == len(self._buckets) - 1))
-                if not isinstance(b.work, Future):
-                    raise RuntimeError(f"DistributedDataParallel: the communication hook must return a "
-                                       f"genesis.futures.Future, got {type(b.work).__name__}")
-                return
-            op = ReduceOp.AVG if b.buffer.dtype.is_floating_point else ReduceOp.SUM
-            b.work = collectives.all_reduce(b.buffer, op, self.process_group, async_op=True)
+            self._launch(b)
+
+    def _launch(self, b: _Bucket) -> None:
+        """Start the reduction of a full bucket (the communication hook's, or the average)."""
+        self._order.append(b)
+        if self._comm_hook is not None:
+            state, hook = self._comm_hook
+            i = self._buckets.index(b)
+            b.work = hook(state, GradBucket(i, b.buffer, b.params, b.views, i == len(self._buckets) - 1))
+            if not isinstance(b.work, Future):
+                raise RuntimeError(f"DistributedDataParallel: the communication hook must return a "
+                                   f"genesis.futures.Future, got {type(b.work).__name__}")
+            return
+        op = ReduceOp.AVG if b.buffer.dtype.is_floating_point else ReduceOp.SUM
+        b.work = collectives.all_reduce(b.buffer, op, self.process_group, async_op=True)
 
     def _adopt(self, b: _Bucket, value: Any) -> None:
         """Put a communication hook's result (a tensor, or a list holding one) into the bucket."""
@@ -281,12 +296,17 @@ class DistributedDataParallel(Module):
         # of them must still answer the ranks that did not.
         searched = self.find_unused_parameters or self.static_graph
         globally_used = self._globally_used() if searched else None
+        self._last_order, self._order = self._order, []
+        join = self._join
+        rescale = join is not None and not join.divide_by_initial_world_size and join.active < self.process_group.size()
         with no_grad():
             for b in self._buckets:
                 result = b.work.wait()
                 b.work = None
                 if self._comm_hook is not None:
                     self._adopt(b, result)
+                if rescale and b.buffer.dtype.is_floating_point:  # averaged over the ranks still training
+                    b.buffer.mul_(self.process_group.size() / join.active)
                 for i, p in enumerate(b.params):
                     if globally_used is not None and id(p) in self._unused:
                         if not globally_used[id(p)]:
@@ -297,12 +317,47 @@ class DistributedDataParallel(Module):
                     elif p.grad is not view:
                         p.grad.copy_(view)
 
-    def _globally_used(self) -> dict[int, bool]:
-        """For each parameter (by id), whether some rank used it in this iteration."""
+    def _globally_used(self, joined: bool = False) -> dict[int, bool]:
+        """For each parameter (by id), whether some rank used it in this iteration (a joined rank used none)."""
         dev = self._params[0].device
-        used = tensor([0 if id(p) in self._unused else 1 for p in self._params], dtype=dtypes.int32, device=dev)
+        used = tensor([0 if joined or id(p) in self._unused else 1 for p in self._params], dtype=dtypes.int32,
+                      device=dev)
         collectives.all_reduce(used, ReduceOp.MAX, self.process_group)
         return {id(p): bool(v) for p, v in zip(self._params, used.tolist())}
+
+    # ------------------------------------------------------------ uneven inputs (ddp_join.py)
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False) -> DDPJoin:
+        """A context for training loops whose ranks have different numbers of batches (torch's ``join``): ranks that
+        run out early shadow the others' collectives until all are done (see ``ddp_join.py``)."""
+        return DDPJoin(self, enable, throw_on_early_termination, divide_by_initial_world_size)
+
+    def _shadow_iteration(self, will_sync: bool) -> None:
+        """A joined rank's part in one iteration of the others: the buffer broadcast and, when they synchronize
+        gradients, zeros for every bucket in the order of this rank's last backward, and the unused search."""
+        self._sync_buffers()
+        if not will_sync:
+            return
+        order = self._last_order or self._buckets
+        with no_grad():
+            for b in order:
+                b.buffer.zero_()
+                self._launch(b)
+            self._order = []
+            for b in order:
+                result = b.work.wait()
+                b.work = None
+                if self._comm_hook is not None:
+                    self._adopt(b, result)
+        if self.find_unused_parameters or self.static_graph:
+            self._globally_used(joined=True)
+
+    def _sync_final_model(self, is_last_joiner: bool) -> None:
+        """Every rank takes the parameters and buffers of the last rank to join (the highest such rank)."""
+        me = self.process_group.ranks[self.process_group.rank()]
+        src = tensor([me if is_last_joiner else -1], dtype=dtypes.int32, device=self._params[0].device)
+        collectives.all_reduce(src, ReduceOp.MAX, self.process_group)
+        self._broadcast([*self.module.parameters(), *self.module.buffers()], int(src.item()))
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
