@@ -25,6 +25,8 @@ MODULES = (
     "genesis.profiler",
     "genesis.models",
     "genesis.distributed",
+    "genesis.distributed.nn",
+    "genesis.futures",
     "genesis.distributions",
     "genesis.func",
     "genesis.fft",
