@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 import torch.utils.data as tdata
@@ -118,8 +119,6 @@ def test_init_rank_out_of_range(clean_env: pytest.MonkeyPatch) -> None:
 
 
 def test_init_timeout_names_missing_ranks(clean_env: pytest.MonkeyPatch) -> None:
-    from datetime import timedelta
-
     with pytest.raises(TimeoutError, match=r"timed out after 0.5 s waiting for rank\(s\) \[1, 2\] of 3 to join"):
         dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=3,
                                 timeout=timedelta(seconds=0.5))
@@ -356,3 +355,29 @@ def test_torch_module_paths_of_distributed_resolve() -> None:
 
     assert alias("genesis.distributed.nn").all_gather is functional.all_gather
     assert callable(alias("genesis.distributed.elastic.multiprocessing.errors").record)
+
+
+def test_file_store_and_file_rendezvous(tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "store")
+    a, b = dist.FileStore(path, 2, timeout=2), dist.FileStore(path, 2, timeout=2)
+    a.set("k", bytes([118, 0, 255]))
+    assert b.get("k") == bytes([118, 0, 255]) and b.add("n", 2) == 2 and a.add("n", 3) == 5 and a.get("n") == b"5"
+    assert b.check(["k", "n"]) and not b.check(["k", "missing"]) and a.num_keys() == 2
+    assert a.delete_key("k") and not a.delete_key("k")
+    with pytest.raises(TimeoutError, match=r"waiting for key\(s\) \['late'\]"):
+        b.wait(["late"], timedelta(seconds=0.05))
+    a.close()
+    assert os.path.exists(path)
+    b.close()
+    assert not os.path.exists(path)  # the last store open on the file removes it
+    script = os.path.join(str(tmp_path), "job.py")
+    with open(script, "w") as f:
+        f.write("import os, sys\nimport genesis, genesis.distributed as dist\n"
+                "dist.init_process_group('gloo', init_method='file://' + sys.argv[1],\n"
+                "                        rank=int(os.environ['RANK']), world_size=2)\n"
+                "t = genesis.tensor([float(dist.get_rank() + 1)])\ndist.all_reduce(t)\n"
+                "print('SUM', t.item())\ndist.destroy_process_group()\n")
+    rendezvous = os.path.join(str(tmp_path), "rendezvous")
+    result = _launch(script, rendezvous, timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.count("SUM 3.0") == 2 and not os.path.exists(rendezvous)

@@ -67,11 +67,11 @@ from genesis.distributed.process_group import (
     is_ucc_available,
     new_group,
 )
-from genesis.distributed.store import PrefixStore, TCPStore
+from genesis.distributed.store import FileStore, PrefixStore, TCPStore
 
 __all__ = [
-    "Backend", "GradBucket", "GroupMember", "PrefixStore", "ProcessGroup", "ProcessGroupNCCL", "ReduceOp", "TCPStore",
-    "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
+    "Backend", "FileStore", "GradBucket", "GroupMember", "PrefixStore", "ProcessGroup", "ProcessGroupNCCL", "ReduceOp",
+    "TCPStore", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
     "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "default_pg_timeout",
     "destroy_process_group", "gather", "gather_object", "get_backend", "get_default_backend_for_device",
     "get_global_rank", "get_group_rank", "get_local_rank", "get_node_local_rank", "get_pg_count",

@@ -10,11 +10,12 @@ from __future__ import annotations
 import enum
 import importlib
 import os
+import socket
 from datetime import timedelta
 from typing import Any
 
 from genesis import cuda
-from genesis.distributed.store import PrefixStore, TCPStore
+from genesis.distributed.store import FileStore, PrefixStore, TCPStore
 
 default_pg_timeout = timedelta(minutes=30)
 
@@ -167,7 +168,8 @@ def _rendezvous(init_method: str, rank: int, world_size: int) -> tuple[str, int,
         host, _, port = init_method[len("tcp://"):].rpartition(":")
         return host, int(port), rank, world_size
     if not init_method.startswith("env://"):
-        raise ValueError(f"init_process_group: init_method {init_method!r} is not supported (env:// or tcp://)")
+        raise ValueError(f"init_process_group: init_method {init_method!r} is not supported (env://, tcp:// or "
+                         "file://)")
     host, port = _env("MASTER_ADDR"), _int_env("MASTER_PORT")
     return host, port, (_int_env("RANK") if rank < 0 else rank), (_int_env("WORLD_SIZE") if world_size < 0
                                                                     else world_size)
@@ -181,7 +183,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
 
     Args:
         backend: "gloo" (CPU tensors), "nccl" (CUDA tensors) or None (gloo for CPU tensors, NCCL for CUDA ones).
-        init_method: "env://" (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE) or "tcp://host:port".
+        init_method: "env://" (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE), "tcp://host:port", or
+            "file://PATH" (a file every rank sees; it must not exist yet, and the last rank to leave removes it).
         timeout: how long rendezvous and collectives may wait (30 minutes by default).
         world_size: number of processes (-1: from the environment).
         rank: this process's rank (-1: from the environment).
@@ -197,7 +200,11 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         if backend not in (Backend.GLOO, Backend.NCCL):
             raise ValueError(f"init_process_group: backend {backend!r} is not supported ('gloo', 'nccl' or None)")
     seconds = (timeout or default_pg_timeout).total_seconds()
-    if store is None:
+    in_file = store is None and (init_method or "").startswith("file://")
+    if in_file:  # rank and world size as arguments, else from the environment (as torch)
+        rank = _int_env("RANK") if rank < 0 else rank
+        world_size = _int_env("WORLD_SIZE") if world_size < 0 else world_size
+    elif store is None:
         host, port, rank, world_size = _rendezvous(init_method or "env://", rank, world_size)
     elif rank < 0 or world_size < 0:
         raise ValueError("init_process_group: rank and world_size are required with a store")
@@ -206,10 +213,12 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if not 0 <= rank < world_size:
         raise ValueError(f"init_process_group: rank {rank} is out of range for world_size {world_size} "
                          f"(expected 0 <= rank < {world_size})")
-    if store is None:
+    if in_file:
+        store = FileStore(init_method[len("file://"):], world_size, timeout=seconds)
+    elif store is None:
         store = TCPStore(host, port, world_size, is_master=rank == 0, timeout=seconds)
-    host = store.host if isinstance(store, TCPStore) else "127.0.0.1"
     _join(store, rank, world_size, seconds)
+    host = store.host if isinstance(store, TCPStore) else _published_host(store, rank)
     gloo = None
     if backend != Backend.NCCL:
         engine = importlib.import_module("genesis._impl.distributed_gloo")
@@ -217,6 +226,18 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     _world.store, _world.timeout, _world.groups = store, seconds, 0
     _world.group = ProcessGroup(list(range(world_size)), rank, backend or "cpu:gloo,cuda:nccl", store, gloo, 0,
                                 options, seconds)
+
+
+def _published_host(store: Any, rank: int) -> str:
+    """Rank 0's address, published through a store that has none of its own (a file): the gloo engine's own store
+    is served there."""
+    if rank == 0:
+        try:
+            address = socket.gethostbyname(socket.gethostname())
+        except OSError:  # a host name that does not resolve: the ranks must share this machine
+            address = "127.0.0.1"
+        store.set("host", address)
+    return store.get("host").decode()
 
 
 def _join(store: Any, rank: int, world_size: int, seconds: float) -> None:

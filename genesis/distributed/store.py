@@ -1,4 +1,5 @@
-"""A small TCP key-value store for rendezvous (torch's ``TCPStore``): one process serves, every rank connects.
+"""Key-value stores for rendezvous: a small TCP store (torch's ``TCPStore``: one process serves, every rank
+connects) and a store in a shared file (torch's ``FileStore``).
 
 Keys are strings, values bytes. ``get`` and ``wait`` block until the keys exist or the timeout passes; ``add`` is an
 atomic counter. Messages are length-prefixed JSON headers followed by raw bytes: nothing received is unpickled.
@@ -6,12 +7,16 @@ atomic counter. Messages are length-prefixed JSON headers followed by raw bytes:
 
 from __future__ import annotations
 
+import base64
+import fcntl
 import json
+import os
 import socket
 import struct
 import threading
 import time
 from datetime import timedelta
+from typing import Any
 
 _HEADER = struct.Struct("!II")  # (length of the JSON header, length of the payload)
 
@@ -241,3 +246,106 @@ class PrefixStore:
     def delete_key(self, key: str) -> bool:
         """As ``TCPStore.delete_key`` under the prefix."""
         return self.store.delete_key(self._k(key))
+
+
+class FileStore:
+    """A key-value store in a file on a file system every rank sees (torch.distributed.FileStore; the store of
+    ``init_method="file://PATH"``).
+
+    Every operation locks the file (``flock``), reads its JSON contents, and writes them back when it changes them;
+    ``get`` and ``wait`` poll. The file holds a count of the stores open on it: the last ``close`` removes it, so the
+    path can serve the next job. A file left by a job that crashed must be removed by hand, as with torch's.
+    """
+
+    def __init__(self, file_name: str, world_size: int | None = None,
+                 timeout: timedelta | float = timedelta(seconds=300)) -> None:
+        self.path = file_name
+        self.world_size = world_size
+        self.timeout = _seconds(timeout)
+        self._open = True
+        self._update(lambda d: d.__setitem__("__users__", str(int(d.get("__users__", "0")) + 1)))
+
+    def _update(self, change: Any = None) -> dict[str, str]:
+        """The file's contents (values base64); ``change(contents)`` edits them under the same lock."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = b""
+            while chunk := os.read(fd, 1 << 16):
+                raw += chunk
+            contents = json.loads(raw) if raw else {}
+            if change is not None:
+                result = change(contents)
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.ftruncate(fd, 0)
+                os.write(fd, json.dumps(contents).encode())
+                return result
+            return contents
+        finally:
+            os.close(fd)
+
+    def set(self, key: str, value: bytes | str) -> None:
+        """Store ``value`` under ``key`` (replacing any earlier value)."""
+        data = value.encode() if isinstance(value, str) else bytes(value)
+        self._update(lambda d: d.__setitem__(key, base64.b64encode(data).decode()))
+
+    def get(self, key: str, timeout: timedelta | float | None = None) -> bytes:
+        """The value of ``key``, waiting for it up to the timeout; TimeoutError naming the key otherwise."""
+        self.wait([key], timeout)
+        return base64.b64decode(self._update()[key])
+
+    def add(self, key: str, amount: int) -> int:
+        """Add ``amount`` to the integer under ``key`` (0 when absent) and return the new value, atomically."""
+        def change(d: dict[str, str]) -> int:
+            value = int(base64.b64decode(d[key])) + amount if key in d else amount
+            d[key] = base64.b64encode(str(value).encode()).decode()
+            return value
+        return self._update(change)
+
+    def wait(self, keys: list[str], timeout: timedelta | float | None = None) -> None:
+        """Block until every key exists; TimeoutError naming the missing ones after the timeout."""
+        wait = self.timeout if timeout is None else _seconds(timeout)
+        deadline = time.monotonic() + wait
+        while True:
+            contents = self._update()
+            missing = [k for k in keys if k not in contents]
+            if not missing:
+                return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"FileStore: timed out after {wait:g} s waiting for key(s) {missing}")
+            time.sleep(0.01)
+
+    def check(self, keys: list[str]) -> bool:
+        """Whether every key exists, without waiting."""
+        contents = self._update()
+        return all(k in contents for k in keys)
+
+    def delete_key(self, key: str) -> bool:
+        """Remove ``key``; whether it existed."""
+        return self._update(lambda d: d.pop(key, None) is not None)
+
+    def num_keys(self) -> int:
+        """How many keys the store holds."""
+        return len([k for k in self._update() if k != "__users__"])
+
+    def set_timeout(self, timeout: timedelta | float) -> None:
+        """Change the default timeout of ``get`` and ``wait``."""
+        self.timeout = _seconds(timeout)
+
+    def close(self) -> None:
+        """Stop using the file; the last store open on it removes it."""
+        if not self._open:
+            return
+        self._open = False
+        left = self._update(lambda d: _leave(d))
+        if left == 0:
+            try:
+                os.remove(self.path)
+            except FileNotFoundError:
+                pass
+
+
+def _leave(contents: dict[str, str]) -> int:
+    users = int(contents.get("__users__", "1")) - 1
+    contents["__users__"] = str(users)
+    return users
