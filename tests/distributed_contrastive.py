@@ -2,8 +2,8 @@
 with torch under torch's launcher, and with Genesis (``genesis.torch_compat``) under Genesis's launcher.
 
 It uses what multi-GPU contrastive trainers use: embeddings gathered from every rank with gradients
-(``torch.distributed.nn.functional.all_gather``), a DDP communication hook, ``@record`` on the entry point, objects
-gathered for logging and a monitored barrier. Rank 0 prints each step's loss; the test compares the two runs.
+(``torch.distributed.nn.functional.all_gather``), a DDP communication hook, ``@record`` on the entry point and
+objects gathered for logging. Rank 0 prints each step's loss; the test compares the two runs.
 """
 
 import numpy as np
@@ -62,7 +62,7 @@ def main() -> None:
         if rank == 0:
             assert len(set(losses)) == 1, losses  # every rank computed the loss of the whole batch
             print(f"LOSS {step} {loss.item():.7f}", flush=True)
-    dist.monitored_barrier()
+    dist.barrier()
     checksum = torch.stack([p.detach().double().sum() for p in model.parameters()]).sum()
     if rank == 0:
         print(f"CHECKSUM {checksum.item():.7f}", flush=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -261,23 +262,38 @@ def _numbers(output: str, tag: str) -> list[float]:
     return [float(line.split()[-1]) for line in output.splitlines() if line.split(":")[-1].startswith(tag)]
 
 
+def _run_torch_job(command: list[str]) -> str:
+    """The output of a job under torch's launcher. torch's processes sometimes do not exit after printing everything
+    and destroying their group (about one run in four here): once the last line is out, the job is stopped."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        assert "CHECKSUM" in out, "torch's job did not finish:\n" + out[-3000:] + err[-3000:]
+        return out
+    assert proc.returncode == 0, out[-3000:] + err[-3000:]
+    return out
+
+
 def test_a_torch_contrastive_ddp_script_trains_as_under_torch() -> None:
-    """The same torch script (gathered embeddings with gradients, a DDP communication hook, @record, gather_object,
-    monitored_barrier) under torch's launcher with torch, and under Genesis's launcher through torch_compat: the
-    losses of every step and the final weights agree."""
+    """The same torch script (gathered embeddings with gradients, a DDP communication hook, @record, gather_object)
+    under torch's launcher with torch, and under Genesis's launcher through torch_compat: the losses of every step
+    and the final weights agree. (The script has no monitored_barrier: torch's once hung there under the parallel
+    test runner; the worker tests Genesis's.)"""
     script = os.path.join(HERE, "distributed_contrastive.py")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    torch_run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                                "--master-port", str(port), script], capture_output=True, text=True, timeout=240,
-                               cwd=HERE)
-    assert torch_run.returncode == 0, torch_run.stdout[-3000:] + torch_run.stderr[-3000:]
+    torch_stdout = _run_torch_job([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                                   "--master-port", str(port), script])
     genesis_run = _launch("-m", "genesis.torch_compat", script)
     assert genesis_run.returncode == 0, genesis_run.stdout[-3000:] + genesis_run.stderr[-3000:]
     for tag in ("LOSS", "CHECKSUM"):
-        want, got = _numbers(torch_run.stdout, tag), _numbers(genesis_run.stdout, tag)
-        assert len(want) == len(got) > 0, (torch_run.stdout, genesis_run.stdout)
+        want, got = _numbers(torch_stdout, tag), _numbers(genesis_run.stdout, tag)
+        assert len(want) == len(got) > 0, (torch_stdout, genesis_run.stdout)
         assert all(abs(g - w) <= 1e-5 * max(1.0, abs(w)) for g, w in zip(got, want)), (got, want)
 
 
