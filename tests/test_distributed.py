@@ -166,8 +166,9 @@ def test_rooted_collectives_and_helpers_in_one_process(clean_env: pytest.MonkeyP
         with pytest.raises(ValueError, match="pass dst or group_dst, not both"):
             dist.gather(x, [genesis.zeros(3)], dst=0, group_dst=0)
         out = [genesis.zeros(3)]
-        assert dist.gather(x, out, group_dst=0, async_op=True).is_completed()
-        assert out[0].tolist() == [0.0, 1.0, 2.0]
+        work = dist.gather(x, out, group_dst=0, async_op=True)
+        assert work.is_completed() and work.wait()
+        assert out[0].tolist() == [0.0, 1.0, 2.0] and work.get_future().wait() == out
         objs = [None]
         dist.gather_object({"k": (1, 2)}, objs)
         assert objs == [{"k": (1, 2)}]

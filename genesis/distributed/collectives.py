@@ -57,7 +57,8 @@ class Work:
     """A collective in flight (``torch.distributed.Work``), as ``async_op=True`` returns it.
 
     ``wait()`` orders what comes next after it (on a GPU the caller's stream waits, the host does not; on the CPU the
-    host waits); ``get_future()`` gives a :class:`genesis.futures.Future` of the collective's tensors.
+    host waits); ``get_future()`` gives a :class:`genesis.futures.Future` of the collective's tensors. With no
+    engine handle (``work`` None) it stands for work already ordered before it was made: nothing is left to wait for.
     """
 
     def __init__(self, work: Any, tensors: list[Tensor]) -> None:
@@ -65,10 +66,10 @@ class Work:
         self._tensors = tensors
 
     def wait(self, timeout: Any = None) -> bool:
-        return self._work.wait()
+        return True if self._work is None else self._work.wait()
 
     def is_completed(self) -> bool:
-        return self._work.is_completed()
+        return self._work is None or self._work.is_completed()
 
     def get_future(self) -> Future[list[Tensor]]:
         return Future._pending(lambda: self.wait() and self._tensors, self.is_completed)

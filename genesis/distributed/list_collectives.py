@@ -6,8 +6,9 @@
 format of ``objects.py`` (nothing received is unpickled). ``monitored_barrier`` meets through the job's store, so
 that the rank that waits can name the ranks that never arrived.
 
-With ``async_op=True`` these return a handle that is already complete: the collective itself was queued (on a GPU,
-the caller's stream is ordered after it) before the function returned, as for a synchronous call.
+With ``async_op=True`` these return a ``Work`` that is already complete (its future holds the outputs): the
+collective itself was queued (on a GPU, the caller's stream is ordered after it) before the function returned, as
+for a synchronous call.
 """
 
 from __future__ import annotations
@@ -24,18 +25,9 @@ from genesis.ops.join import cat
 from genesis.tensor import Tensor, empty, tensor
 
 
-class CompletedWork:
-    """The handle of a collective queued before its function returned (``wait()`` has nothing left to do)."""
-
-    def wait(self, timeout: Any = None) -> bool:
-        return True
-
-    def is_completed(self) -> bool:
-        return True
-
-
-def _handle(async_op: bool) -> CompletedWork | None:
-    return CompletedWork() if async_op else None
+def _handle(async_op: bool, *tensors: Tensor) -> C.Work | None:
+    """The handle ``async_op=True`` returns: the collective was already ordered, so it has nothing left to wait for."""
+    return C.Work(None, list(tensors)) if async_op else None
 
 
 def _root(op: str, pg: ProcessGroup, rank: int | None, group_rank: int | None, what: str) -> int:
@@ -57,7 +49,7 @@ def _me(pg: ProcessGroup) -> int:
     return pg.ranks[pg.rank()]
 
 
-def _list_on_root(op: str, name: str, items: list | None, is_root: bool, role: str) -> None:
+def _list_on_root(name: str, items: list | None, is_root: bool, role: str) -> None:
     if is_root and not items:
         raise ValueError(f"Argument ``{name}`` must be specified on {role} rank.")
     if not is_root and items:
@@ -82,7 +74,7 @@ def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | N
     pg = resolve("gather", group)
     C._check("gather", tensor)
     root = _me(pg) == _root("gather", pg, dst, group_dst, "dst")
-    _list_on_root("gather", "gather_list", gather_list, root, "destination")
+    _list_on_root("gather_list", gather_list, root, "destination")
     if root:
         _like("gather", "gather_list", tensor, gather_list, pg.size())
     everyone = empty(pg.size() * tensor.numel(), dtype=tensor.dtype, device=tensor.device)
@@ -91,7 +83,7 @@ def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | N
         with no_grad():
             for out, part in zip(gather_list, everyone.chunk(pg.size())):
                 out.copy_(part.view(out.shape))
-    return _handle(async_op)
+    return _handle(async_op, *(gather_list or ()))
 
 
 def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int | None = None,
@@ -102,7 +94,7 @@ def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int |
     C._check("scatter", tensor)
     source = _root("scatter", pg, src, group_src, "src")
     root = _me(pg) == source
-    _list_on_root("scatter", "scatter_list", scatter_list, root, "source")
+    _list_on_root("scatter_list", scatter_list, root, "source")
     if root:
         _like("scatter", "scatter_list", tensor, scatter_list, pg.size())
         everyone = cat([t.reshape(-1) for t in scatter_list])
@@ -111,7 +103,7 @@ def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int |
     C.broadcast(everyone, source, pg)
     with no_grad():
         tensor.copy_(everyone.chunk(pg.size())[pg.rank()].view(tensor.shape))
-    return _handle(async_op)
+    return _handle(async_op, tensor)
 
 
 def reduce_scatter(output: Tensor, input_list: list[Tensor], op: ReduceOp = ReduceOp.SUM,
@@ -121,7 +113,7 @@ def reduce_scatter(output: Tensor, input_list: list[Tensor], op: ReduceOp = Redu
     C._check("reduce_scatter", output)
     _like("reduce_scatter", "input_list", output, list(input_list), pg.size())
     C.reduce_scatter_tensor(output.view(-1), cat([t.reshape(-1) for t in input_list]), op, pg)
-    return _handle(async_op)
+    return _handle(async_op, output)
 
 
 def all_to_all(output_tensor_list: list[Tensor], input_tensor_list: list[Tensor],
@@ -146,7 +138,7 @@ def all_to_all(output_tensor_list: list[Tensor], input_tensor_list: list[Tensor]
         for out in output_tensor_list:
             out.copy_(received[start: start + out.numel()].view(out.shape))
             start += out.numel()
-    return _handle(async_op)
+    return _handle(async_op, *output_tensor_list)
 
 
 # ---------------------------------------------------------------- objects
@@ -157,7 +149,7 @@ def gather_object(obj: Any, object_gather_list: list | None = None, dst: int | N
     other ranks pass None). Objects as ``broadcast_object_list``'s."""
     pg = resolve("gather_object", group)
     root = _me(pg) == _root("gather_object", pg, dst, group_dst, "dst")
-    _list_on_root("gather_object", "gather_list", object_gather_list, root, "destination")
+    _list_on_root("gather_list", object_gather_list, root, "destination")
     everyone: list = [None] * pg.size()
     C.all_gather_object(everyone, obj, pg)
     if root:
@@ -186,7 +178,7 @@ def scatter_object_list(scatter_object_output_list: list, scatter_object_input_l
     scatter_object_output_list[0] = everyone[pg.rank()]
 
 
-def _object_peer(op: str, pg: ProcessGroup, peer: int | None, what: str) -> None:
+def _object_peer(pg: ProcessGroup, peer: int | None, what: str) -> None:
     if peer is not None and peer == _me(pg):
         raise ValueError(f"Invalid {what} rank: {what} rank should not be the same as the rank of the current "
                          "process.")
@@ -195,7 +187,7 @@ def _object_peer(op: str, pg: ProcessGroup, peer: int | None, what: str) -> None
 def send_object_list(object_list: list, dst: int, group: ProcessGroup | None = None, device: Any = None) -> None:
     """Send the objects of ``object_list`` to rank ``dst``, which receives them with ``recv_object_list``."""
     pg = resolve("send_object_list", group)
-    _object_peer("send_object_list", pg, dst, "destination")
+    _object_peer(pg, dst, "destination")
     dev = str(device) if device is not None else C._object_device(pg)
     payload = objects.dumps(list(object_list))
     C.send(tensor([len(payload)], dtype=dtypes.int64, device=dev), dst, pg)
@@ -207,7 +199,7 @@ def recv_object_list(object_list: list, src: int | None = None, group: ProcessGr
     """Receive into ``object_list`` (in place, same length) the objects that rank ``src`` sent with
     ``send_object_list``; returns ``src``."""
     pg = resolve("recv_object_list", group)
-    _object_peer("recv_object_list", pg, src, "source")
+    _object_peer(pg, src, "source")
     dev = str(device) if device is not None else C._object_device(pg)
     size = tensor([0], dtype=dtypes.int64, device=dev)
     C.recv(size, src, pg)

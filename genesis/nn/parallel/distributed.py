@@ -34,8 +34,9 @@ from genesis.tensor import Tensor, tensor, zeros
 class _Bucket:
     """A flat buffer holding the gradients of some parameters of one dtype and device."""
 
-    def __init__(self, params: list[Parameter]) -> None:
+    def __init__(self, params: list[Parameter], index: int) -> None:
         self.params = params
+        self.index = index  # position among the model's buckets
         self.offsets = []
         n = 0
         for p in params:
@@ -165,7 +166,7 @@ class DistributedDataParallel(Module):
         buckets = []
         for lists in groups.values():
             for params in lists:
-                buckets.append(_Bucket(params))
+                buckets.append(_Bucket(params, len(buckets)))
         if self.gradient_as_bucket_view:
             with no_grad():
                 for b in buckets:
@@ -246,14 +247,20 @@ class DistributedDataParallel(Module):
         self._order.append(b)
         if self._comm_hook is not None:
             state, hook = self._comm_hook
-            i = self._buckets.index(b)
-            b.work = hook(state, GradBucket(i, b.buffer, b.params, b.views, i == len(self._buckets) - 1))
+            b.work = hook(state, GradBucket(b.index, b.buffer, b.params, b.views, b.index == len(self._buckets) - 1))
             if not isinstance(b.work, Future):
                 raise RuntimeError(f"DistributedDataParallel: the communication hook must return a "
                                    f"genesis.futures.Future, got {type(b.work).__name__}")
             return
         op = ReduceOp.AVG if b.buffer.dtype.is_floating_point else ReduceOp.SUM
         b.work = collectives.all_reduce(b.buffer, op, self.process_group, async_op=True)
+
+    def _wait(self, b: _Bucket) -> None:
+        """Order what follows after the bucket's reduction; a communication hook's result goes into the bucket."""
+        result = b.work.wait()
+        b.work = None
+        if self._comm_hook is not None:
+            self._adopt(b, result)
 
     def _adopt(self, b: _Bucket, value: Any) -> None:
         """Put a communication hook's result (a tensor, or a list holding one) into the bucket."""
@@ -301,10 +308,7 @@ class DistributedDataParallel(Module):
         rescale = join is not None and not join.divide_by_initial_world_size and join.active < self.process_group.size()
         with no_grad():
             for b in self._buckets:
-                result = b.work.wait()
-                b.work = None
-                if self._comm_hook is not None:
-                    self._adopt(b, result)
+                self._wait(b)
                 if rescale and b.buffer.dtype.is_floating_point:  # averaged over the ranks still training
                     b.buffer.mul_(self.process_group.size() / join.active)
                 for i, p in enumerate(b.params):
@@ -345,10 +349,7 @@ class DistributedDataParallel(Module):
                 self._launch(b)
             self._order = []
             for b in order:
-                result = b.work.wait()
-                b.work = None
-                if self._comm_hook is not None:
-                    self._adopt(b, result)
+                self._wait(b)
         if self.find_unused_parameters or self.static_graph:
             self._globally_used(joined=True)
 
