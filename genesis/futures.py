@@ -37,11 +37,12 @@ class Future(Generic[T]):
         fut._ready = ready
         return fut
 
+    def _completed(self) -> bool:
+        return self._value is not _UNSET or self._error is not None
+
     def done(self) -> bool:
         """Whether the value (or an exception) is there, or the work behind it has finished."""
-        if self._value is not _UNSET or self._error is not None:
-            return True
-        return self._ready is not None and self._ready()
+        return self._completed() or (self._ready is not None and self._ready())
 
     def set_result(self, result: T) -> None:
         """Complete the future with ``result`` (once)."""
@@ -54,7 +55,7 @@ class Future(Generic[T]):
         self._complete(_UNSET, result)
 
     def _complete(self, value: Any, error: BaseException | None) -> None:
-        if self._value is not _UNSET or self._error is not None:
+        if self._completed():
             raise RuntimeError("Future can only be marked completed once")
         self._resolve = None
         self._value, self._error = value, error
@@ -96,7 +97,7 @@ class Future(Generic[T]):
 
     def add_done_callback(self, callback: Callable[[Future[T]], None]) -> None:
         """Run ``callback(self)`` when the future completes (at once if it already has)."""
-        if self._value is not _UNSET or self._error is not None:
+        if self._completed():
             callback(self)
         else:
             self._callbacks.append(callback)
