@@ -275,6 +275,22 @@ def ddp(r: int, n: int) -> None:
         train(model, genesis.optim.AdamW(model.parameters(), lr=0.05), data, r, n, shard=True)
         for p, w in zip(model.module.parameters(), want):
             same(f"DDP {kwargs}", p.detach(), w, 2e-5)
+    # .grad keeps its identity across backward passes when zeroed in place, and a gradient held from an earlier
+    # step is not touched by the next step's reduction.
+    model = DDP(make_model(seed=r), bucket_cap_mb=0.001)
+    (x0, y0), (x1, y1) = [(x[4 * r: 4 * r + 4], y[4 * r: 4 * r + 4]) for x, y in data[:2]]
+    ((model(x0) - y0) ** 2).mean().backward()
+    first = [p.grad for p in model.parameters()]
+    values = [g.detach().cpu().numpy().copy() for g in first]
+    model.zero_grad(set_to_none=False)
+    ((model(x0) - y0) ** 2).mean().backward()
+    assert all(p.grad is g for p, g in zip(model.parameters(), first)), "DDP replaced .grad"
+    for g, v in zip(first, values):
+        same("DDP gradient zeroed in place", g.detach(), v, 1e-6)
+    model.zero_grad()
+    ((model(x1) - y1) ** 2).mean().backward()
+    for g, v in zip(first, values):
+        same("DDP gradient held from an earlier step", g.detach(), v, 0.0)
     model = DDP(make_model(), bucket_cap_mb=0.001)
     train(model, genesis.optim.AdamW(model.parameters(), lr=0.05), data, r, n, shard=True, accumulate=2)
     for p, w in zip(model.module.parameters(), want):

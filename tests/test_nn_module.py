@@ -167,8 +167,9 @@ def test_train_eval_zero_grad_requires_grad_apply():
     out = g.head[0](g.act(g.block(genesis.randn(5, 3, device=DEVICE)))).sum()
     out.backward()
     assert all(p.grad is not None for p in g.parameters())
-    g.zero_grad(set_to_none=False)
-    assert all(p.grad is not None and float(p.grad.abs().sum()) == 0 for p in g.parameters())
+    before = [p.grad for p in g.parameters()]
+    g.zero_grad(set_to_none=False)  # in place: the same .grad tensors, as torch
+    assert all(p.grad is b and float(p.grad.abs().sum()) == 0 for p, b in zip(g.parameters(), before))
     g.zero_grad()
     assert all(p.grad is None for p in g.parameters())
     g.requires_grad_(False)

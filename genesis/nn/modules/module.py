@@ -19,6 +19,7 @@ from genesis.device import device as Device
 from genesis.nn.modules.backward_hooks import BackwardHook
 from genesis.nn.modules.module_state import StateDictMixin
 from genesis.nn.parameter import Buffer, Parameter
+from genesis.ops.foreach import _foreach_zero_
 from genesis.tensor import Tensor, parse_to_args
 
 
@@ -406,15 +407,23 @@ class Module(StateDictMixin):
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset every parameter's gradient: drop it (default) or fill it with zeros."""
+        """Reset every parameter's gradient: drop it (default) or fill it with zeros in place (the same ``.grad``
+        tensor, as torch; one with history, from ``create_graph=True``, is cut loose first)."""
+        grads = []
         for p in self.parameters():
             if p.grad is None:
                 continue
             if set_to_none:
                 p.grad = None
-            else:
-                p.grad = p.grad.detach()
+            elif p.grad.is_sparse:
                 p.grad.zero_()
+            else:
+                if p.grad.grad_fn is not None:
+                    p.grad = p.grad.detach()
+                grads.append(p.grad)
+        if grads:
+            with no_grad():
+                _foreach_zero_(grads)
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
         """Call ``fn`` on every descendant (children first) and then on this module."""
