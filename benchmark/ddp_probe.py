@@ -5,9 +5,9 @@
 
 Every rank builds the Qwen2.5-0.5B-shape model of ``bench_distributed`` for each variant and times synchronized
 steps (median); rank 0 prints each variant's median per rank. Variants: the plain model on every rank at once (no
-communication), DDP as configured by default, larger buckets, gradients as bucket views, and DDP whose all-reduces
-are replaced by nothing (the DDP machinery's own cost: no copies, no communication). A last row times the all-reduces of a step's gradients
-alone (same buckets), with no compute beside them.
+communication), DDP as configured by default, larger buckets, gradients as bucket views, and DDP whose bucket
+reductions are replaced by nothing (the DDP machinery's own cost: no copies, no communication). A last row times
+the all-reduces of a step's gradients alone (same buckets), with no compute beside them.
 
 ``--graph`` captures each variant's whole step in a CUDA graph (as ``bench_distributed --graph``), so that the rows
 measure the cards and the communication without the host. ``--timeline`` (needs torch, whose profiler reads the
