@@ -11,7 +11,7 @@ the all-reduces of a step's gradients alone (same buckets), with no compute besi
 
 ``--graph`` captures each variant's whole step in a CUDA graph (as ``bench_distributed --graph``), so that the rows
 measure the cards and the communication without the host. ``--timeline`` (needs torch, whose profiler reads the
-device's kernel timeline) also records three steps of each variant and prints, for rank 0, how much of the NCCL
+device's kernel timeline) also records a step of each variant and prints, for rank 0, how much of the NCCL
 kernels' time overlaps compute kernels, how much is exposed, when each all-reduce ran within the step, and the
 kernels that took the most time.
 """
@@ -91,7 +91,7 @@ def _intersect(x: list[tuple[float, float]], y: list[tuple[float, float]]) -> fl
 
 
 def _timeline(step, sync) -> str:
-    """The kernel timeline of the last of three steps (torch's profiler reads every kernel of the process, the
+    """The kernel timeline of one step (torch's profiler reads every kernel of the process, the
     Genesis and NCCL ones included): NCCL time overlapped with compute and exposed, in ms, and the all-reduces'
     start and end within the step."""
     import json
@@ -99,19 +99,15 @@ def _timeline(step, sync) -> str:
 
     from torch.profiler import ProfilerActivity, profile
 
+    step()
     sync()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(3):
-            step()
-            sync()
+        step()
+        sync()
     path = tempfile.mktemp(suffix=".json")
     prof.export_chrome_trace(path)
-    kernels = [e for e in json.load(open(path))["traceEvents"] if e.get("cat") == "kernel"]
+    last = sorted((e for e in json.load(open(path))["traceEvents"] if e.get("cat") == "kernel"), key=lambda e: e["ts"])
     os.unlink(path)
-    kernels.sort(key=lambda e: e["ts"])
-    # Steps are separated by the synchronizations: the largest gaps between kernels.
-    gaps = sorted(range(1, len(kernels)), key=lambda i: kernels[i]["ts"] - kernels[i - 1]["ts"] - kernels[i - 1]["dur"])
-    last = kernels[max(gaps[-2:]):]
     t0 = last[0]["ts"]
     comm = [(e["ts"] - t0, e["ts"] - t0 + e["dur"]) for e in last if "nccl" in e["name"].lower()]
     compute = [(e["ts"] - t0, e["ts"] - t0 + e["dur"]) for e in last if "nccl" not in e["name"].lower()]
@@ -127,7 +123,7 @@ def _timeline(step, sync) -> str:
         entry = by_name.setdefault(e["name"][:70], [0, 0.0])
         entry[0] += 1
         entry[1] += e["dur"]
-    for kernel, (count, us) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:25]:
+    for kernel, (count, us) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:12]:
         lines.append(f"  {us / 1e3:7.3f} ms {count:5d}x  {kernel}")
     return "\n".join(lines)
 

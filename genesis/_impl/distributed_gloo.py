@@ -16,6 +16,10 @@ import torch.distributed as dist
 from genesis._impl.cpu import multi_copy_, native
 from genesis.ndarray import NDArray
 
+# torch 2.13 names the single-tensor all-gather and reduce-scatter *_single (the *_tensor names are deprecated there);
+# older releases have only the *_tensor names.
+_ALL_GATHER_SINGLE = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+_REDUCE_SCATTER_SINGLE = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN,
         "product": dist.ReduceOp.PRODUCT, "avg": dist.ReduceOp.SUM}  # avg: a sum, divided once it has arrived
 
@@ -115,12 +119,12 @@ class Engine:
         return self._run(work, async_op)
 
     def all_gather_into(self, out: NDArray, x: NDArray, async_op: bool) -> Work | None:
-        work = dist.all_gather_single(native(out), native(x), group=self.group, async_op=True)
+        work = _ALL_GATHER_SINGLE(native(out), native(x), group=self.group, async_op=True)
         return self._run(work, async_op)
 
     def reduce_scatter(self, out: NDArray, x: NDArray, op: str, async_op: bool) -> Work | None:
         t = native(out)
-        work = dist.reduce_scatter_single(t, native(x), _OPS[op], group=self.group, async_op=True)
+        work = _REDUCE_SCATTER_SINGLE(t, native(x), _OPS[op], group=self.group, async_op=True)
         return self._run(work, async_op, self._average(t, len(self.ranks)) if op == "avg" else None)
 
     def all_to_all_single(self, out: NDArray, x: NDArray, out_splits: list[int] | None,
