@@ -5,8 +5,8 @@
 
 Every rank builds the Qwen2.5-0.5B-shape model of ``bench_distributed`` for each variant and times synchronized
 steps (median); rank 0 prints each variant's median per rank. Variants: the plain model on every rank at once (no
-communication), DDP as configured by default, larger buckets, gradients as bucket views, and DDP whose bucket
-reductions are replaced by nothing (the DDP machinery's own cost: no copies, no communication). A last row times
+communication), DDP as configured by default, larger buckets, gradients as bucket views, and DDP whose all-reduces
+are replaced by nothing (the DDP machinery's own cost). A last row times
 the all-reduces of a step's gradients alone (same buckets), with no compute beside them.
 
 ``--graph`` captures each variant's whole step in a CUDA graph (as ``bench_distributed --graph``), so that the rows
@@ -40,9 +40,9 @@ class _Done:
 def _variant(name: str, kwargs: dict | None, shape: dict, device: str, dtype, sync, args) -> list[tuple]:
     """[(name, median seconds per step)] of one variant (``kwargs`` None: the plain model), its timeline with
     ``--timeline``, and for plain DDP the step's all-reduces alone."""
-    real = collectives.all_reduce_bucket
+    real = collectives.all_reduce
     if name == "ddp no all-reduce":  # before the step is built: a captured step keeps what it captured
-        collectives.all_reduce_bucket = lambda *a, **k: _Done()
+        collectives.all_reduce = lambda *a, **k: _Done()
     try:
         step, net = qwen_training_step(shape, device, dtype, args.batch, args.seq, kwargs, graph=args.graph)
         dist.barrier()
@@ -50,7 +50,7 @@ def _variant(name: str, kwargs: dict | None, shape: dict, device: str, dtype, sy
         if args.timeline:
             out.append((f"timeline of {name}", _timeline(step, sync)))
     finally:
-        collectives.all_reduce_bucket = real
+        collectives.all_reduce = real
     if name == "ddp":
         buffers = [b.buffer for b in net._buckets]
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from genesis._impl.cpu import multi_copy_, native
+from genesis._impl.cpu import native
 from genesis.ndarray import NDArray
 
 # torch 2.13 names the single-tensor all-gather and reduce-scatter *_single (the *_tensor names are deprecated there);
@@ -86,23 +86,6 @@ class Engine:
         t = native(x)
         work = dist.all_reduce(t, _OPS[op], group=self.group, async_op=True)
         return self._run(work, async_op, self._average(t, len(self.ranks)) if op == "avg" else None)
-
-    def all_reduce_bucket(self, buffer: NDArray, views: list[NDArray], grads: list[NDArray], op: str,
-                          copy_back: bool) -> Work:
-        """A data-parallel gradient bucket: ``grads`` copied into their ``views`` of ``buffer``, ``buffer``
-        all-reduced, and with ``copy_back`` the views copied back into ``grads`` once the reduction has arrived."""
-        multi_copy_(views, grads)
-        t = native(buffer)
-        work = dist.all_reduce(t, _OPS[op], group=self.group, async_op=True)
-        average = self._average(t, len(self.ranks)) if op == "avg" else None
-
-        def finish() -> None:
-            if average is not None:
-                average()
-            if copy_back:
-                multi_copy_(grads, views)
-
-        return Work(work, finish)
 
     def broadcast(self, x: NDArray, src: int, async_op: bool) -> Work | None:
         work = dist.broadcast(native(x), self.ranks[src], group=self.group, async_op=True)

@@ -92,22 +92,6 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup 
     return _async(work, tensor)
 
 
-def all_reduce_bucket(buffer: Tensor, views: list[Tensor], grads: list[Tensor], op: ReduceOp,
-                      group: ProcessGroup | None, copy_back: bool) -> Work:
-    """DistributedDataParallel's reduction of one gradient bucket, started asynchronously as one collective:
-    ``views[i].copy_(grads[i])`` (``views`` are views of ``buffer``), ``buffer`` reduced with ``op`` across the group,
-    then, with ``copy_back``, ``grads[i].copy_(views[i])``. On a GPU all of it runs on the group's communication
-    stream, so the copies cost the caller's stream nothing; ``wait()`` orders the caller after the whole."""
-    pg = resolve("all_reduce", group)
-    _check("all_reduce", buffer)
-    name = _op_name("all_reduce", op)
-    _reduce_dtype("all_reduce", buffer, name)
-    work = _engine("all_reduce", pg, buffer).all_reduce_bucket(
-        buffer.ndarray, [v.ndarray for v in views], [g.ndarray for g in grads], name, copy_back)
-    _touched(buffer, *(grads if copy_back else ()))
-    return Work(work, [buffer])
-
-
 def broadcast(tensor: Tensor, src: int, group: ProcessGroup | None = None, async_op: bool = False) -> Any:
     """Copy ``tensor`` of rank ``src`` into ``tensor`` on every rank of the group."""
     pg = resolve("broadcast", group)

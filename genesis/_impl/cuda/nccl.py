@@ -19,7 +19,6 @@ from genesis import dtypes
 from genesis._impl.cuda import graphs
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda.creation import data_ptr
-from genesis._impl.cuda.multi_tensor import multi_copy_
 from genesis.device import device as Device
 from genesis.ndarray import NDArray
 
@@ -112,26 +111,6 @@ class Engine:
         p = data_ptr(x)
         return self._launch((x,), lambda s: nccl.all_reduce(p, p, x.size, _dtype(x), _OPS[op], self.comm, s),
                             async_op)
-
-    def all_reduce_bucket(self, buffer: NDArray, views: list[NDArray], grads: list[NDArray], op: str,
-                          copy_back: bool) -> Work:
-        """A data-parallel gradient bucket, wholly on the communication stream: ``grads`` copied into their
-        ``views`` of ``buffer`` (one multi-tensor launch), ``buffer`` all-reduced, and with ``copy_back`` the views
-        copied back into ``grads``. The caller's stream only waits for it; the copies stay off it."""
-        p = data_ptr(buffer)
-
-        def launch(s: int) -> None:
-            caller = rt.current_stream(self.device)
-            rt.set_stream(self.stream)
-            try:
-                multi_copy_(views, grads)
-                nccl.all_reduce(p, p, buffer.size, _dtype(buffer), _OPS[op], self.comm, s)
-                if copy_back:
-                    multi_copy_(grads, views)
-            finally:
-                rt.set_stream(caller)
-
-        return self._launch((buffer, *grads), launch, async_op=True)
 
     def broadcast(self, x: NDArray, src: int, async_op: bool) -> Work | None:
         p = data_ptr(x)

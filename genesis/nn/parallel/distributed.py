@@ -1,13 +1,11 @@
 """DistributedDataParallel: one model replica per process, gradients averaged across the group during backward.
 
 Parameters are grouped into buckets of about ``bucket_cap_mb`` in reverse order of registration (roughly the order
-in which backward produces their gradients). A post-accumulate-grad hook counts each gradient that has arrived; when
-a bucket's last one has, its reduction starts at once, asynchronously, so communication overlaps the rest of the
-backward pass. The reduction is one collective call (``collectives.all_reduce_bucket``): the bucket's gradients
-copied into its flat buffer, the buffer averaged across the group, the averages copied back into ``.grad``, all on
-the communication stream on a GPU, so the compute stream pays for none of the copies. With
-``gradient_as_bucket_view`` the gradients are views of the buckets and are copied at most once, in. A callback
-queued on the autograd engine orders the end of backward after every bucket.
+in which backward produces their gradients). A post-accumulate-grad hook copies each gradient into its bucket's flat
+buffer; when a bucket's last gradient has arrived, its all-reduce (an average) starts at once, asynchronously, so
+communication overlaps the rest of the backward pass. A callback queued on the autograd engine waits for every
+bucket when backward ends and writes the averages back into ``.grad`` (with ``gradient_as_bucket_view`` the
+gradients are views of the buckets and nothing is copied).
 
 A whole training step with DDP can be captured in a CUDA graph (``genesis.cuda.graph``): the all-reduces become
 nodes of the graph on the communication stream's branch, so every replay keeps the overlap (docs/distributed.md).
@@ -30,7 +28,6 @@ from genesis.futures import Future
 from genesis.nn.modules.module import Module
 from genesis.nn.parallel.ddp_join import DDPJoin
 from genesis.nn.parameter import Parameter
-from genesis.ops.foreach import _foreach_copy_
 from genesis.tensor import Tensor, tensor, zeros
 
 
@@ -48,9 +45,7 @@ class _Bucket:
         self.buffer = zeros(n, dtype=params[0].dtype, device=params[0].device)
         self.pending = len(params)
         self.work: Any = None
-        self.returned: dict[int, Tensor] | None = None  # the gradients the reduction copies the averages back into
         self.position = {id(p): i for i, p in enumerate(params)}
-        self.arrived: list[Tensor | None] = [None] * len(params)  # each gradient of this backward, once arrived
         # One view per parameter, made once: with gradient_as_bucket_view they are the parameters' .grad.
         self.views = [self.buffer[o: o + p.numel()].view(p.shape) for o, p in zip(self.offsets, params)]
 
@@ -204,7 +199,6 @@ class DistributedDataParallel(Module):
         self._order = []
         for b in self._buckets:
             b.pending = len(b.params)
-            b.arrived = [None] * len(b.params)
             b.work = None
         self._queued = False
         self._armed = True
@@ -234,7 +228,13 @@ class DistributedDataParallel(Module):
             self._queued = True
             queue_callback(self._finish)
         b = self._bucket_of[id(p)]
-        b.arrived[b.position[id(p)]] = p.grad  # read when the bucket is full: its copy goes with the reduction
+        i = b.position[id(p)]
+        view = b.view(i)
+        with no_grad():
+            if p.grad is not view:
+                view.copy_(p.grad)
+                if self.gradient_as_bucket_view:
+                    p.grad = view
         self._mark_ready(b)
 
     def _mark_ready(self, b: _Bucket) -> None:
@@ -242,31 +242,10 @@ class DistributedDataParallel(Module):
         if b.pending == 0:
             self._launch(b)
 
-    def _gradients(self, b: _Bucket) -> tuple[list[Tensor], list[Tensor]]:
-        """(views, gradients) of the gradients that arrived in this backward and are not yet in the bucket (a
-        ``.grad`` that is not its view); with ``gradient_as_bucket_view`` their ``.grad`` becomes the view."""
-        views, grads = [], []
-        for i, p in enumerate(b.params):
-            view, grad = b.views[i], b.arrived[i]
-            b.arrived[i] = None
-            if grad is None or grad is view:
-                continue
-            views.append(view)
-            grads.append(grad)
-            if self.gradient_as_bucket_view and p.grad is grad:
-                p.grad = view
-        return views, grads
-
-    def _launch(self, b: _Bucket, gather: bool = True) -> None:
-        """Start the reduction of a full bucket (the communication hook's, or the average); ``gather``: copy the
-        gradients into the bucket first (a joined rank's zero bucket has none)."""
+    def _launch(self, b: _Bucket) -> None:
+        """Start the reduction of a full bucket (the communication hook's, or the average)."""
         self._order.append(b)
-        views, grads = self._gradients(b) if gather else ([], [])
-        b.returned = None
         if self._comm_hook is not None:
-            if views:
-                with no_grad():
-                    _foreach_copy_(views, grads)
             state, hook = self._comm_hook
             b.work = hook(state, GradBucket(b.index, b.buffer, b.params, b.views, b.index == len(self._buckets) - 1))
             if not isinstance(b.work, Future):
@@ -274,14 +253,7 @@ class DistributedDataParallel(Module):
                                    f"genesis.futures.Future, got {type(b.work).__name__}")
             return
         op = ReduceOp.AVG if b.buffer.dtype.is_floating_point else ReduceOp.SUM
-        # The averages go straight back into .grad unless the end of backward must first decide what each gradient
-        # gets (unused parameters are searched for, or a join rescales the averages).
-        join = self._join
-        late = (self.find_unused_parameters or self.static_graph
-                or (join is not None and not join.divide_by_initial_world_size))
-        b.work = collectives.all_reduce_bucket(b.buffer, views, grads, op, self.process_group, copy_back=not late)
-        if not late:
-            b.returned = {id(g): g for g in grads}
+        b.work = collectives.all_reduce(b.buffer, op, self.process_group, async_op=True)
 
     def _wait(self, b: _Bucket) -> None:
         """Order what follows after the bucket's reduction; a communication hook's result goes into the bucket."""
@@ -334,7 +306,6 @@ class DistributedDataParallel(Module):
         self._last_order, self._order = self._order, []
         join = self._join
         rescale = join is not None and not join.divide_by_initial_world_size and join.active < self.process_group.size()
-        dsts, srcs = [], []
         with no_grad():
             for b in self._buckets:
                 self._wait(b)
@@ -347,12 +318,8 @@ class DistributedDataParallel(Module):
                     view = b.view(i)
                     if p.grad is None:
                         p.grad = view if self.gradient_as_bucket_view else view.clone()
-                    elif p.grad is not view and (b.returned is None or b.returned.get(id(p.grad)) is not p.grad):
-                        dsts.append(p.grad)
-                        srcs.append(view)
-                b.returned = None
-            if dsts:
-                _foreach_copy_(dsts, srcs)
+                    elif p.grad is not view:
+                        p.grad.copy_(view)
 
     def _globally_used(self, joined: bool = False) -> dict[int, bool]:
         """For each parameter (by id), whether some rank used it in this iteration (a joined rank used none)."""
@@ -379,7 +346,7 @@ class DistributedDataParallel(Module):
         with no_grad():
             for b in order:
                 b.buffer.zero_()
-                self._launch(b, gather=False)
+                self._launch(b)
             self._order = []
             for b in order:
                 self._wait(b)
