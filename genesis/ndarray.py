@@ -714,3 +714,8 @@ def cat(arrays: Sequence[NDArray], dim: int) -> NDArray:
     first = arrays[0]
     dtype = first.dtype
     return first.device.backend.cat([a if a.dtype is dtype else a.astype(dtype) for a in arrays], dim)
+
+
+def stack(arrays: Sequence[NDArray], dim: int) -> NDArray:
+    """Stack same-shape arrays of one device and dtype along a new dim ``dim`` (the backend's ``stack``)."""
+    return arrays[0].device.backend.stack(list(arrays), dim)

@@ -287,10 +287,23 @@ def run(script: str, args: Sequence[str] = ()) -> dict[str, Any]:
 
 
 def _folder_modules(folder: str) -> dict[str, ModuleType]:
-    """The imported modules whose file lies in ``folder`` or below."""
-    return {name: module for name, module in list(sys.modules.items())
-            if isinstance(getattr(module, "__file__", None), str) and _inside(module.__file__, folder)
-            and not _is_framework(name)}
+    """The imported modules whose file lies in ``folder`` or below.
+
+    This scans all of ``sys.modules`` (thousands of modules once torch is loaded) twice per run, so it reads each
+    module's ``__file__`` from its ``__dict__`` (a module-level ``__getattr__`` never runs) and settles a normalized
+    absolute path elsewhere with string tests alone."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        attrs = getattr(module, "__dict__", None)
+        path = attrs.get("__file__") if isinstance(attrs, dict) else None
+        if not isinstance(path, str):
+            continue
+        if (not path.startswith(folder) and path.startswith(os.sep) and f"{os.sep}..{os.sep}" not in path
+                and f"{os.sep}.{os.sep}" not in path):
+            continue  # as _inside decides it, without the call
+        if _inside(path, folder) and not _is_framework(name):
+            found[name] = module
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -55,6 +55,8 @@ PRIMITIVES: dict[str, str] = {
     "contiguous": "(x): new contiguous copy of a strided view",
     "cat": "(arrays, dim): new contiguous array: the arrays (at least one; one dtype and device; equal shapes except "
            "along dim) concatenated along dim",
+    "stack": "(arrays, dim): new contiguous array: the arrays (at least one; one shape, dtype and device) stacked "
+             "along a new dim at position dim",
     "data_ptr": "(x): address of the view's first element (host or device memory)",
     "storage_nbytes": "(x): size in bytes of the memory block behind x's buffer, the one all views of it share "
                       "(torch's untyped_storage().nbytes(): the bytes asked for, not the allocator's rounded block)",
@@ -86,6 +88,9 @@ PRIMITIVES: dict[str, str] = {
                   "reverse), 'real' / 'imag' (the parts, sharing memory), 'conj', 'abs' and 'angle' (real results)",
     # reductions
     "reduce": "(op, x, dims, keepdim): op in REDUCE_OPS over the tuple of dims",
+    "variance": "(x, dims, correction, keepdim, root): floating x's variance over the tuple of dims (the sum of "
+                "squared deviations divided by max(0, n - correction)), with root its square root (the standard "
+                "deviation); half precision accumulates in float32 and rounds once",
     "arg_reduce": "(op, x, dim, keepdim): 'argmax' / 'argmin' (first occurrence), int64",
     "cumulative": "(op, x, dim): 'cumsum' / 'cumprod'",
     "softmax": "(x, dim, log, safe): softmax or log_softmax over one dim; safe: a row of -inf only gives zeros "

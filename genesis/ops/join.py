@@ -11,6 +11,7 @@ from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, check_same_device, normalize_dim
 from genesis.ndarray import cat as cat_nd
+from genesis.ndarray import stack as stack_nd
 from genesis.ops._args import _tensor_args
 from genesis.ops.indexing import getitem
 from genesis.tensor import Tensor
@@ -38,6 +39,24 @@ class Cat(Primitive):
             grads.append(g.narrow(dim, start, n))
             start += n
         return (None, *grads)
+
+
+class Stack(Primitive):
+    """Same-shape arrays stacked along a new dim: one node (not an unsqueeze node per input and a concatenation);
+    each input's gradient is a view of the output's gradient."""
+
+    @staticmethod
+    def forward(ctx, dim: int, *arrays: NDArray) -> NDArray:
+        ctx.meta = (dim, len(arrays))
+        return stack_nd(arrays, dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        dim, n = ctx.meta
+        if is_grad_enabled():
+            return (None, *(grad.select(dim, i) for i in range(n)))
+        g = grad.ndarray
+        return (None, *(g.narrow(dim, i, 1).squeeze((dim,)) for i in range(n)))
 
 
 class Split(Primitive):
@@ -126,16 +145,30 @@ concatenate = cat
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Stack same-shape tensors along a new dim."""
+    """Stack same-shape tensors along a new dim; dtypes are promoted as in torch."""
+    if isinstance(tensors, Tensor):
+        raise TypeError("stack(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    arrays = []
     for i, t in enumerate(tensors):
-        if t.shape != tensors[0].shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} at "
-                               f"entry 0 and {list(t.shape)} at entry {i}")
-    d = normalize_dim("stack", dim, tensors[0].ndim + 1)
-    return cat([t.unsqueeze(d) for t in tensors], d)
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+        arrays.append(t.ndarray)
+    ref = arrays[0]
+    dt, mixed = ref.dtype, False
+    for i, a in enumerate(arrays):
+        if a.shape != ref.shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} at "
+                               f"entry 0 and {list(a.shape)} at entry {i}")
+        if a.device is not ref.device:
+            check_same_device("stack", ref.device, a.device)
+        if a.dtype is not dt:
+            dt, mixed = dtypes.promote_types(dt, a.dtype), True
+    if mixed:
+        tensors = [t if t.dtype is dt else t.to(dt) for t in tensors]
+    return Stack.apply(normalize_dim("stack", dim, len(ref.shape) + 1), *tensors)
 
 
 def _stack_list(op: str, tensors: Sequence[Tensor]) -> list[Tensor]:

@@ -379,21 +379,16 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 class Moments(Primitive):
     """Variance, or with ``root`` the standard deviation, over ``dims`` with Bessel's ``correction``: one graph node.
 
-    Forward on NDArrays (mean, centered squares, their sum over ``n - correction``; half precision in float32,
-    rounded once, as torch's kernel); backward as torch's: ``grad * 2 (x - mean) / (n - correction)``, over
-    ``2 std`` for the standard deviation (zero where it is 0).
+    Forward: the backend's ``variance`` (the sum of squared deviations over ``max(0, n - correction)``, as torch:
+    too few samples give inf, or nan for an all-zero sum), or its square root for the standard deviation; backward as
+    torch's: ``grad * 2 (x - mean) / (n - correction)``, over ``2 std`` for the standard deviation (zero where it
+    is 0).
     """
 
     @staticmethod
     def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool, correction: float, root: bool) -> NDArray:
         n = math.prod(x.shape[d] for d in dims)
-        work = x.astype(dtypes.float32) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
-        centered = work - work.sum(dims, True) / n
-        # torch divides by max(0, n - correction): too few samples give inf (or nan for an all-zero sum).
-        out = (centered * centered).sum(dims, keepdim) / builtins.max(0, n - correction)
-        if root:
-            out = out.unary("sqrt")
-        out = out.astype(x.dtype)
+        out = x.backend.variance(x, dims, correction, keepdim, root)
         ctx.save_for_backward(x, out)
         ctx.meta = (dims, keepdim, builtins.max(0, n - correction), root)
         return out

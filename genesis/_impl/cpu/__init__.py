@@ -128,6 +128,10 @@ def cat(arrays: list[NDArray], dim: int) -> NDArray:
     return wrap(torch.cat([native(a) for a in arrays], dim))
 
 
+def stack(arrays: list[NDArray], dim: int) -> NDArray:
+    return wrap(torch.stack([native(a) for a in arrays], dim))
+
+
 def data_ptr(x: NDArray) -> int:
     return native(x).data_ptr()
 
@@ -274,6 +278,10 @@ def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
 
 
 # ---------------------------------------------------------------- reductions
+
+def variance(x: NDArray, dims: tuple[int, ...], correction: float, keepdim: bool, root: bool) -> NDArray:
+    return wrap((torch.std if root else torch.var)(native(x), dim=dims, correction=correction, keepdim=keepdim))
+
 
 def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
     t = native(x)

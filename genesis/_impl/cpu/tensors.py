@@ -44,6 +44,10 @@ def _arg(b: NDArray | int | float | bool) -> torch.Tensor | int | float | bool:
 def check_index(x: NDArray, low: int, high: int, ignore: int | None, error: type[Exception], message: str) -> NDArray:
     """Eager check: raises ``error`` naming the first bad value (in row-major order) at the call."""
     t = native(x)
+    if t.numel() and t.dtype is not torch.bool:
+        least, most = (int(v) for v in torch.aminmax(t))  # one pass decides the common case: every entry valid
+        if least >= max(low, 0) and most < high:
+            return x
     bad = (t < low) | (t >= high)
     if ignore is not None:
         bad &= t != ignore

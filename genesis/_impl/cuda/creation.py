@@ -268,6 +268,11 @@ def cat(arrays: list[NDArray], dim: int) -> NDArray:
     return out
 
 
+def stack(arrays: list[NDArray], dim: int) -> NDArray:
+    """The arrays stacked along a new dim: their concatenation as size-one views along it."""
+    return cat([a.unsqueeze(dim) for a in arrays], dim)
+
+
 def data_ptr(x: NDArray) -> int:
     """Device address of the view's first element."""
     return _ptr(x)

@@ -136,6 +136,16 @@ def _merge_op(op: str) -> str:
 _PLANS: dict[tuple, tuple | None] = {}
 
 
+def variance(x: NDArray, dims: tuple[int, ...], correction: float, keepdim: bool, root: bool) -> NDArray:
+    """Two passes over the array: the mean, then the centered squares' sum (half precision in float32, rounded
+    once, after the square root for the standard deviation)."""
+    n = math.prod(x.shape[d] for d in dims)
+    work = x.astype(dtypes.float32) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+    centered = work - work.sum(dims, True) / n
+    out = (centered * centered).sum(dims, keepdim) / max(0, n - correction)
+    return (out.unary("sqrt") if root else out).astype(x.dtype)
+
+
 def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
     if x.dtype.category == 3:
         if op != "sum":
