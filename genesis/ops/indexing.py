@@ -17,7 +17,7 @@ from genesis.ndarray import NDArray, broadcast_shapes, full_indices
 from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor, _zeros, arange_like
 from genesis.ops.compare import nonzero
 from genesis.ops.inplace import assign_inplace, check_inplace
-from genesis.ops.views import basic_view_kind, view_of
+from genesis.ops.views import Select, basic_view_kind, view_of
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
 
@@ -220,6 +220,8 @@ def _refuse_scalar_key(x: Tensor, key: Any) -> None:
 
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` with torch's semantics: basic keys give views, tensors/lists/masks give copies."""
+    if key.__class__ is int and x.ndarray.shape:  # x[i], the commonest key (basic_index checks its range)
+        return Select.apply(x, lambda a: a.basic_index((key,)))
     _refuse_scalar_key(x, key)
     key = _normalize_key(key)
     if _is_basic(key):
