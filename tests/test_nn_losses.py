@@ -301,12 +301,18 @@ def test_legacy_reduction_flags():
     assert nn.MSELoss(size_average=False).reduction == torch.nn.MSELoss(size_average=False).reduction
 
 
-def test_cross_entropy_double_backward():
-    def f(lib, x):
-        t = torch.tensor([0, 2, 4, 1]) if lib is torch else genesis.tensor([0, 2, 4, 1], device=x.device)
-        (g,) = lib.autograd.grad(lib.nn.functional.cross_entropy(x, t), x, create_graph=True)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_double_backward(reduction, weighted):
+    # With class weights and an ignored row as well: the gradient's own graph (create_graph) weighs the rows too.
+    w = rand(5, low=0.2, high=2.0, requires_grad=False, seed=9) if weighted else None
+
+    def f(lib, x, *w_):
+        t = torch.tensor([0, 2, -100, 1]) if lib is torch else genesis.tensor([0, 2, -100, 1], device=x.device)
+        loss = lib.nn.functional.cross_entropy(x, t, *w_, reduction=reduction)
+        (g,) = lib.autograd.grad((loss * loss).sum(), x, create_graph=True)
         return (g * g).sum()
-    check(f, rand(4, 5))
+    check(f, rand(4, 5), *([w] if w is not None else []))
 
 
 def test_cross_entropy_fused_node_checks_and_dtypes():

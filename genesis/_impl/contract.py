@@ -227,6 +227,14 @@ PRIMITIVES: dict[str, str] = {
                      "averaged over the non-ignored rows ('mean'), in out_dtype; logsumexp per row and count (mean "
                      "only, else None) float32; a target outside [0, C) raises check = (error class, message "
                      "template with {value} and {size}), on CUDA at the next synchronization",
+    "nll_loss": "(x, target, weight, ignore_index, reduction): (loss, total_weight) of (N, C) log-probabilities and "
+                "int64 class indices (in range or ignore_index), as torch's nll_loss_forward: -weight[t] * x[t] per "
+                "row (0 for an ignored row; weight None: ones, else (C,) in x's dtype), unreduced ('none'), summed "
+                "('sum') or summed over total_weight ('mean'); total_weight, 0-d in x's dtype: the kept rows' summed "
+                "weights ('mean'; any value otherwise)",
+    "nll_loss_backward": "(grad, x, target, weight, ignore_index, reduction, total_weight): nll_loss's gradient for x "
+                         "(x gives shape and dtype): -weight[t] * grad (over total_weight for 'mean') at each kept "
+                         "row's target class, zero elsewhere; grad per row ('none') or 0-d",
     "cross_entropy_backward": "(grad, x, target, lse, count, ignore_index, label_smoothing): d(loss . grad)/d(logits) "
                               "in x's dtype; grad per row or one value for a reduced loss, divided by count when "
                               "given",

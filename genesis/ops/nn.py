@@ -108,50 +108,43 @@ class NllLoss(Primitive):
     """``nll_loss`` of (N, C) log-probabilities against int64 class indices in one node: optional class weights
     (no gradient, as torch's), ``ignore_index`` and the reduction.
 
-    Forward on NDArrays: the target classes gathered and weighted (weight 0 for ignored rows), then reduced; ``mean``
-    divides by the summed weights of the rows kept (nan when every row is ignored, as torch). Backward scatters
-    ``-w * grad`` (over that sum for ``mean``) into zeros at the target classes: an ignored row gets an exact zero.
+    Forward and backward are the backend's ``nll_loss`` / ``nll_loss_backward`` (torch's kernels on the CPU): the
+    target classes gathered and weighted (weight 0 for ignored rows), then reduced; ``mean`` divides by the summed
+    weights of the rows kept (nan when every row is ignored, as torch). Backward scatters ``-w * grad`` (over that
+    sum for ``mean``) into zeros at the target classes: an ignored row gets an exact zero.
     """
 
     @staticmethod
     def forward(ctx, x: NDArray, target: NDArray, weight: NDArray | None, *, ignore_index: int,
                 reduction: str) -> NDArray:
+        if weight is not None and weight.dtype is not x.dtype:
+            weight = weight.astype(x.dtype)
+        loss, total = x.backend.nll_loss(x, target, weight, ignore_index, reduction)
+        if ctx.needs_input_grad:  # recorded: what backward needs (the shared no-grad ctx keeps nothing)
+            ctx.saved = (x, target, weight, total)
+            ctx.options = (ignore_index, reduction)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, target, weight, total = ctx.saved
+        ignore_index, reduction = ctx.options
+        if not is_grad_enabled():
+            return x.backend.nll_loss_backward(grad.ndarray, x, target, weight, ignore_index, reduction, total), \
+                None, None
+        # create_graph: the same in tensor ops, differentiable in grad
         n = x.shape[0]
         valid = target.binary("ne", ignore_index)
         col = valid.where(target, 0).reshape((n, 1))
         w = valid.astype(x.dtype)
         if weight is not None:
-            w = w * x.backend.gather(weight.astype(x.dtype), 0, col.reshape((n,)))
-        loss = valid.where(-(x.backend.gather(x, 1, col).reshape((n,)) * w), 0.0)
-        w_sum = w.sum((0,)) if reduction == "mean" else None
-        if ctx.needs_input_grad:  # recorded: what backward needs (the shared no-grad ctx keeps nothing)
-            ctx.saved = (valid, col, w, x.shape)
-            ctx.reduction = reduction
-            ctx.w_sum = w_sum
-        if reduction == "none":
-            return loss
-        total = loss.sum((0,))
-        return total if reduction == "sum" else total / w_sum
-
-    @staticmethod
-    def backward(ctx, grad):
-        valid, col, w, shape = ctx.saved
-        n = shape[0]
-        if is_grad_enabled():  # create_graph: the same in tensor ops, differentiable in grad
-            g = grad.expand(n) if ctx.reduction != "none" else grad
-            if ctx.reduction == "mean":
-                g = g / Tensor._wrap(ctx.w_sum)
-            coef = where(Tensor._wrap(valid), -Tensor._wrap(w) * g, 0.0)
-            zeros = Tensor._wrap(NDArray.full(shape, 0, grad.dtype, grad.device))
-            return zeros.scatter(1, Tensor._wrap(col), coef.unsqueeze(1)), None, None
-        g = grad.ndarray
-        if ctx.reduction == "mean":
-            g = g / ctx.w_sum
-        if ctx.reduction != "none":
-            g = g.expand((n,))
-        coef = valid.where(-(w * g), 0.0)
-        zeros = NDArray.full(shape, 0, coef.dtype, coef.device)  # written in place: no copy of an (N, C) array
-        return zeros.backend.scatter_(zeros, 1, col, coef.reshape((n, 1)), "set"), None, None
+            w = w * x.backend.gather(weight, 0, col.reshape((n,)))
+        g = grad.expand(n) if reduction != "none" else grad
+        if reduction == "mean":
+            g = g / Tensor._wrap(total)
+        coef = where(Tensor._wrap(valid), -Tensor._wrap(w) * g, 0.0)
+        zeros = Tensor._wrap(NDArray.full(x.shape, 0, grad.dtype, grad.device))
+        return zeros.scatter(1, Tensor._wrap(col), coef.unsqueeze(1)), None, None
 
 
 class Conv(Primitive):
@@ -424,8 +417,10 @@ class CrossEntropy(Primitive):
     An index outside ``[0, C)`` (other than ``ignore_index``) raises IndexError before anything is computed (on CUDA:
     RuntimeError at the next synchronization, see ``checked_target``).
 
-    Forward: ``loss_i = -w[t_i] * log_softmax(x)_i[t_i]`` (zero where ``t_i == ignore_index``), then the mean over
-    the summed weights, the sum, or none. Backward: ``(softmax(x) - onehot(t)) * w[t] * dloss``.
+    Forward: the backend's log_softmax and ``nll_loss`` (torch's kernels on the CPU): ``loss_i = -w[t_i] *
+    log_softmax(x)_i[t_i]`` (zero where ``t_i == ignore_index``), then the mean over the summed weights, the sum, or
+    none. Backward: ``nll_loss_backward`` then ``softmax_backward`` (under ``create_graph``, tensor ops:
+    ``(softmax(x) - onehot(t)) * w[t] * dloss``).
     """
 
     @staticmethod
@@ -433,51 +428,37 @@ class CrossEntropy(Primitive):
                 reduction: str) -> NDArray:
         backend = x.device.backend
         target = checked_target(target, x.shape[1], ignore_index)
-        valid = target.binary("ne", ignore_index)
-        safe = valid.where(target, 0)
         logp = backend.softmax(x, 1, True, False)
-        picked = backend.gather(logp, 1, safe.unsqueeze(1)).reshape((x.shape[0],))
-        w = valid.astype(x.dtype)
-        if weight is not None:
-            w = w * backend.index_select(weight, 0, safe)
-        loss = valid.where(-(picked * w), 0.0)  # an ignored row is +0, as torch's
-        count = w.sum((0,))
-        ctx.save_for_backward(x, logp, safe, valid, w, count)
-        ctx.reduction = reduction
-        if reduction == "none":
-            return loss
-        total = loss.sum((0,))
-        return total if reduction == "sum" else total / count
+        loss, total = backend.nll_loss(logp, target, weight, ignore_index, reduction)
+        ctx.save_for_backward(x, logp)
+        ctx.saved = (target, weight, total)
+        ctx.options = (ignore_index, reduction)
+        return loss
 
     @staticmethod
     def backward(ctx, grad):
-        x, logp, safe, valid, w, count = ctx.saved_tensors
+        x, logp = ctx.saved_tensors
+        target, weight, total = ctx.saved
+        ignore_index, reduction = ctx.options
         if not is_grad_enabled():
-            return (_cross_entropy_grad(grad.ndarray, logp.ndarray, safe.ndarray, valid.ndarray, w.ndarray,
-                                        count.ndarray, ctx.reduction), None, None)
-        scale = w * (grad if ctx.reduction == "none" else grad.expand(w.shape))
-        if ctx.reduction == "mean":
+            # torch's two kernels, so that the gradient rounds as theirs: nll_loss's, then log_softmax's.
+            lp = logp.ndarray
+            g = lp.backend.nll_loss_backward(grad.ndarray, lp, target, weight, ignore_index, reduction, total)
+            return lp.backend.softmax_backward(g, lp, 1, True), None, None
+        n = x.shape[0]
+        valid = target.binary("ne", ignore_index)
+        safe = valid.where(target, 0)
+        w = valid.astype(x.dtype)
+        if weight is not None:
+            w = w * weight.backend.gather(weight, 0, safe)
+        valid, safe, w = Tensor._wrap(valid), Tensor._wrap(safe), Tensor._wrap(w)
+        scale = w * (grad if reduction == "none" else grad.expand(n))
+        if reduction == "mean":
             # where(): ignored rows get exactly zero even when every row is ignored (count == 0).
-            scale = where(valid, scale / count, 0.0)
+            scale = where(valid, scale / Tensor._wrap(total), 0.0)
         onehot = zeros_like_detached(logp).scatter(1, safe.unsqueeze(1), 1.0)
         # With create_graph the probabilities are recomputed from the input so that they stay differentiable.
-        probs = softmax(x, 1) if is_grad_enabled() else logp.exp()
-        return (probs - onehot) * scale.unsqueeze(1), None, None
-
-
-def _cross_entropy_grad(grad: NDArray, logp: NDArray, safe: NDArray, valid: NDArray, w: NDArray, count: NDArray,
-                        reduction: str) -> NDArray:
-    """The gradient of ``CrossEntropy`` on NDArrays (no graph recorded), through torch's two kernels so that it
-    rounds as theirs: nll_loss's, ``-w[t] * (dloss / sum(w))`` at each row's target (``-w[t] * dloss`` unreduced),
-    then log_softmax's, ``g - exp(logp) * sum_c g``."""
-    if reduction == "mean":
-        grad = grad / count
-    coef = -(w * (grad if reduction == "none" else grad.expand(w.shape)))
-    coef = valid.where(coef, 0.0)  # an ignored row gets exactly zero (also when every row is ignored)
-    g = NDArray.full(logp.shape, 0, logp.dtype, logp.device)
-    rows = logp.backend.arange(0, logp.shape[0], 1, safe.dtype, logp.device)
-    logp.backend.index_put_(g, (rows, safe), coef, False)
-    return logp.backend.softmax_backward(g, logp, 1, True)
+        return (softmax(x, 1) - onehot) * scale.unsqueeze(1), None, None
 
 
 class GroupNorm(Primitive):

@@ -33,6 +33,8 @@ from genesis._impl.cpu.nn import (  # noqa: F401 - the backend's neural-network 
     kv_cache_write_,
     layer_norm,
     layer_norm_backward,
+    nll_loss,
+    nll_loss_backward,
     pad,
     pad_backward,
     pool,

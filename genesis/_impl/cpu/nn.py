@@ -348,6 +348,22 @@ def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothin
     return wrap(loss.to(TORCH_DTYPE[out_dtype])), wrap(lse), None if count is None else wrap(count)
 
 
+_REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}  # at::Reduction
+
+
+def nll_loss(x: NDArray, target: NDArray, weight: NDArray | None, ignore_index: int, reduction: str) -> tuple:
+    out, total = torch.ops.aten.nll_loss_forward(native(x), native(target), None if weight is None else native(weight),
+                                                 _REDUCTION_CODES[reduction], ignore_index)
+    return wrap(out), wrap(total)
+
+
+def nll_loss_backward(grad: NDArray, x: NDArray, target: NDArray, weight: NDArray | None, ignore_index: int,
+                      reduction: str, total_weight: NDArray) -> NDArray:
+    return wrap(torch.ops.aten.nll_loss_backward(native(grad), native(x), native(target),
+                                                 None if weight is None else native(weight),
+                                                 _REDUCTION_CODES[reduction], ignore_index, native(total_weight)))
+
+
 def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDArray, count: NDArray | None,
                            ignore_index: int, label_smoothing: float) -> NDArray:
     xf, t = native(x).float(), native(target)

@@ -78,6 +78,8 @@ from genesis._impl.cuda.nn_fused import (
     cross_entropy_backward,
     layer_norm,
     layer_norm_backward,
+    nll_loss,
+    nll_loss_backward,
     rope,
     softmax_backward,
     swiglu,

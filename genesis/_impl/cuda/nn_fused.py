@@ -1,8 +1,8 @@
 """Launchers of the fused neural-network kernels (``kernels/nn_*.py``): check, allocate, launch.
 
 Each implements one primitive of the backend contract (``genesis._impl.contract``): softmax_backward, layer_norm,
-layer_norm_backward, cross_entropy, cross_entropy_backward, swiglu, swiglu_backward, rope, attention,
-attention_backward, adam_step_ (the multi-tensor steps are in ``multi_tensor.py``).
+layer_norm_backward, cross_entropy, cross_entropy_backward, nll_loss, nll_loss_backward (array-op composites), swiglu,
+swiglu_backward, rope, attention, attention_backward, adam_step_ (the multi-tensor steps are in ``multi_tensor.py``).
 """
 
 from __future__ import annotations
@@ -240,6 +240,39 @@ def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDAr
         go(M, (V + block - 1) // block, 1, *ptrs, V, ignore_index, label_smoothing,
            grad.strides[0] if grad.ndim else 0)
     return dx
+
+
+def nll_loss(x: NDArray, target: NDArray, weight: NDArray | None, ignore_index: int, reduction: str) -> tuple:
+    """A composite of array ops: the target classes gathered and weighted (weight 0 for ignored rows), reduced."""
+    n = x.shape[0]
+    valid = target.binary("ne", ignore_index)
+    col = valid.where(target, 0).reshape((n, 1))
+    w = valid.astype(x.dtype)
+    if weight is not None:
+        w = w * weight.backend.gather(weight, 0, col.reshape((n,)))
+    loss = valid.where(-(x.backend.gather(x, 1, col).reshape((n,)) * w), 0.0)
+    total = w.sum((0,))
+    if reduction == "none":
+        return loss, total
+    summed = loss.sum((0,))
+    return (summed if reduction == "sum" else summed / total), total
+
+
+def nll_loss_backward(grad: NDArray, x: NDArray, target: NDArray, weight: NDArray | None, ignore_index: int,
+                      reduction: str, total_weight: NDArray) -> NDArray:
+    """``-w[t] * grad`` (over the total weight for a mean) scattered into zeros at the target classes."""
+    n = x.shape[0]
+    valid = target.binary("ne", ignore_index)
+    col = valid.where(target, 0).reshape((n, 1))
+    w = valid.astype(x.dtype)
+    if weight is not None:
+        w = w * weight.backend.gather(weight, 0, col.reshape((n,)))
+    g = grad / total_weight if reduction == "mean" else grad
+    if reduction != "none":
+        g = g.expand((n,))
+    coef = valid.where(-(w * g), 0.0)
+    zeros = full(x.shape, 0, coef.dtype, x.device)  # written in place: no copy of an (N, C) array
+    return zeros.backend.scatter_(zeros, 1, col, coef.reshape((n, 1)), "set")
 
 
 # ---------------------------------------------------------------- SwiGLU
