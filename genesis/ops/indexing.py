@@ -222,6 +222,10 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` with torch's semantics: basic keys give views, tensors/lists/masks give copies."""
     if key.__class__ is int and x.ndarray.shape:  # x[i], the commonest key (basic_index checks its range)
         return Select.apply(x, lambda a: a.basic_index((key,)))
+    if (key.__class__ is Tensor and key.ndarray.dtype is dtypes.int64 and key.ndarray.shape and x.ndarray.shape
+            and key.device is x.device):  # x[indices]: rows picked by an int64 index tensor
+        rows = _check_bounds("index", key, x.ndarray.shape[0], 0)
+        return Index.apply(x, (rows.ndarray,) + (None,) * (len(x.ndarray.shape) - 1))
     _refuse_scalar_key(x, key)
     key = _normalize_key(key)
     if _is_basic(key):
