@@ -348,21 +348,22 @@ _BAD_WEIGHTS = "multinomial: probability tensor contains either `inf`, `nan` or 
 _BAD_TOTAL = "multinomial: invalid multinomial distribution (sum of probabilities <= 0)"
 
 
-def _check_weights(probs: Tensor, totals: Tensor) -> None:
+def _check_weights(probs: NDArray, totals: NDArray) -> None:
     """multinomial's checks of its (rows, categories) weights and their row ``totals``, in torch's order: NaN,
     negative and -inf weights fail ">= 0", and a +inf weight makes its row's total inf. Read on the CPU, where that
     costs nothing; on a GPU checked on the device, so that sampling never makes the host wait (the second check
     passes where the first fails, so the device reports the first error)."""
     if probs.device.type == "cpu":
-        low, total_min, total_max = stack([probs.amin(), totals.amin(), totals.amax()]).tolist()
-        if not (low >= 0 and total_max < math.inf):
+        weights, sums = probs.backend.to_numpy(probs), totals.backend.to_numpy(totals)
+        if not (weights.min() >= 0 and sums.max() < math.inf):
             raise RuntimeError(_BAD_WEIGHTS)
-        if total_min <= 0:
+        if sums.min() <= 0:
             raise RuntimeError(_BAD_TOTAL)
         return
-    valid = (probs >= 0).all() & (totals < math.inf).all()
+    p, t = Tensor._wrap(probs), Tensor._wrap(totals)
+    valid = (p >= 0).all() & (t < math.inf).all()
     check_all(valid, RuntimeError, _BAD_WEIGHTS)
-    check_all(~valid | (totals > 0).all(), RuntimeError, _BAD_TOTAL)
+    check_all(~valid | (t > 0).all(), RuntimeError, _BAD_TOTAL)
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, generator: Generator | None = None
@@ -372,41 +373,43 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
     With replacement: inverse-CDF sampling (searchsorted into the cumulative weights). Without, and for a single
     draw: the Gumbel-top-k trick (keys ``log(u) / w`` ordered), which draws the same distribution as sequential
     sampling. The weights are checked on the device (a GPU reports bad weights at the next synchronization, as
-    torch's device-side asserts), so sampling never makes the host wait.
+    torch's device-side asserts), so sampling never makes the host wait. A sampler has no gradient: it runs on the
+    arrays, below autograd.
     """
-    from genesis.ops.sorting import searchsorted
-
     if input.ndim not in (1, 2):
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {input.ndim}")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype.name}")
-    probs = input.detach().to(dtypes.float64)
-    squeeze = probs.ndim == 1
+    probs = input.ndarray.astype(dtypes.float64)
+    squeeze = len(probs.shape) == 1
     if squeeze:
-        probs = probs.unsqueeze(0)
-    n_cat = probs.shape[1]
+        probs = probs.reshape((1,) + probs.shape)
+    rows, n_cat = probs.shape
     if n_cat == 0:
         raise RuntimeError("multinomial: cannot sample from an empty set of categories (the weights have no entries)")
-    totals = probs.sum(1)
-    if probs.numel():
+    totals = probs.sum((1,))
+    if probs.size:
         _check_weights(probs, totals)
     if not replacement and num_samples > n_cat:
         raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
                            f"({num_samples} > {n_cat})")
     if num_samples <= 0:
         raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples ({num_samples})")
+    backend, device = probs.backend, probs.device
     if replacement and num_samples > 1:
-        cdf = probs.cumsum(1) / totals.unsqueeze(1)
-        u = rand(probs.shape[0], num_samples, generator=generator, dtype=dtypes.float64, device=probs.device)
-        out = searchsorted(cdf.contiguous(), u.contiguous(), right=True).clamp(max=n_cat - 1)
+        cdf = backend.cumulative("cumsum", probs, 1) / totals.reshape((rows, 1))
+        s, o = _stream(generator, device, rows * num_samples)
+        u = backend.uniform((rows, num_samples), dtypes.float64, device, s, o)
+        out = backend.searchsorted(cdf, u, True).binary("minimum", n_cat - 1)
     else:
         # Gumbel-top-k: the keys log(u) / w in decreasing order draw as sequential sampling without replacement
         # does; a single draw (with or without replacement alike) is their argmax.
-        u = rand(probs.shape, generator=generator, dtype=dtypes.float64, device=probs.device)
-        keys = u.clamp(min=1e-300).log() / probs
-        out = keys.argmax(dim=1, keepdim=True) if num_samples == 1 else \
-            keys.argsort(dim=1, descending=True)[:, :num_samples]
-    return out[0] if squeeze else out
+        s, o = _stream(generator, device, probs.size)
+        u = backend.uniform(probs.shape, dtypes.float64, device, s, o)
+        keys = u.binary("maximum", 1e-300).unary("log") / probs
+        out = backend.arg_reduce("argmax", keys, 1, True) if num_samples == 1 else \
+            backend.sort(keys, 1, True, False)[1].narrow(1, 0, num_samples)
+    return Tensor._wrap(out.reshape(out.shape[1:]) if squeeze else out)
 
 
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
