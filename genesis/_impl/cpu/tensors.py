@@ -45,8 +45,8 @@ def check_index(x: NDArray, low: int, high: int, ignore: int | None, error: type
     """Eager check: raises ``error`` naming the first bad value (in row-major order) at the call."""
     t = native(x)
     if t.numel() and t.dtype is not torch.bool:
-        least, most = (int(v) for v in torch.aminmax(t))  # one pass decides the common case: every entry valid
-        if least >= max(low, 0) and most < high:
+        least, most = torch.aminmax(t)  # one pass decides the common case: every entry valid
+        if least.item() >= max(low, 0) and most.item() < high:
             return x
     bad = (t < low) | (t >= high)
     if ignore is not None:
