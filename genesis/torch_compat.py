@@ -270,6 +270,7 @@ def run(script: str, args: Sequence[str] = ()) -> dict[str, Any]:
     saved_modules = _folder_modules(folder)
     for name in saved_modules:
         del sys.modules[name]
+    before = set(sys.modules)
     sys.argv = [script, *args]
     sys.path.insert(0, folder)
     sys.meta_path.insert(0, finder)
@@ -281,19 +282,21 @@ def run(script: str, args: Sequence[str] = ()) -> dict[str, Any]:
         sys.meta_path.remove(finder)
         sys.argv = saved_argv
         sys.path[:] = saved_path
-        for name in _folder_modules(folder):
+        # The script's own modules were imported during the run: only the modules new since its start are looked at.
+        for name in _folder_modules(folder, [n for n in sys.modules if n not in before]):
             del sys.modules[name]
         sys.modules.update(saved_modules)
 
 
-def _folder_modules(folder: str) -> dict[str, ModuleType]:
-    """The imported modules whose file lies in ``folder`` or below.
+def _folder_modules(folder: str, names: Sequence[str] | None = None) -> dict[str, ModuleType]:
+    """The imported modules (of ``names``, else of all of ``sys.modules``) whose file lies in ``folder`` or below.
 
-    This scans all of ``sys.modules`` (thousands of modules once torch is loaded) twice per run, so it reads each
-    module's ``__file__`` from its ``__dict__`` (a module-level ``__getattr__`` never runs) and settles a normalized
-    absolute path elsewhere with string tests alone."""
+    A run scans all of ``sys.modules`` (thousands of modules once torch is loaded) once, before the script, so this
+    reads each module's ``__file__`` from its ``__dict__`` (a module-level ``__getattr__`` never runs) and settles a
+    normalized absolute path elsewhere with string tests alone."""
     found = {}
-    for name, module in list(sys.modules.items()):
+    modules = sys.modules
+    for name, module in list(modules.items()) if names is None else [(n, modules[n]) for n in names if n in modules]:
         attrs = getattr(module, "__dict__", None)
         path = attrs.get("__file__") if isinstance(attrs, dict) else None
         if not isinstance(path, str):
