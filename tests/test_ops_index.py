@@ -83,6 +83,19 @@ def test_getitem(name):
     check(fn, x)
 
 
+@pytest.mark.parametrize("name", ["int", "tensor", "tensor_2d", "tensor_dim1", "tensor_pair", "tensor_separated",
+                                  "mask_rows", "mask_full", "mask_dim1", "list"])
+def test_getitem_graph_is_torchs(name):
+    # An advanced key whose other entries are whole-dim slices indexes the tensor itself: no view node between the
+    # index node and the leaf, as in torch's graph.
+    def nodes(lib, x):
+        y = x[KEYS[name](lib, _index_tensors(lib, x.shape))]
+        return y.grad_fn.name(), [n.name() for n, _ in y.grad_fn.next_functions if n is not None]
+
+    x = rand(4, 5, 6, seed=1)
+    assert nodes(genesis, to_genesis(x)) == nodes(torch, x.detach().requires_grad_(True))
+
+
 @pytest.mark.parametrize("name", ["int", "slice_step", "ellipsis", "tensor", "tensor_dim1", "tensor_separated",
                                   "mask_rows", "list_pair", "none"])
 def test_getitem_noncontiguous(name):

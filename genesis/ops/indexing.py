@@ -206,6 +206,9 @@ def _advanced_indices(view: Tensor, advanced: list[tuple[int, Tensor]]) -> tuple
     return tuple(indices)
 
 
+_WHOLE = slice(None)
+
+
 def _refuse_scalar_key(x: Tensor, key: Any) -> None:
     """torch's errors for a lone integer or slice applied to a 0-dim tensor (``loss.data[0]`` of older scripts);
     in a tuple they are "too many indices" as for any tensor."""
@@ -233,7 +236,8 @@ def getitem(x: Tensor, key: Any) -> Tensor:
                     for k in key)
         return view_of(x, lambda a: a.basic_index(key), basic_view_kind(key, x.ndarray.shape))
     basic, advanced = _split_key(x, _byte_masks_as_bool(key))
-    view = view_of(x, lambda a: a.basic_index(basic)) if basic else x
+    # A basic part of whole-dim slices selects x itself: no view node (torch's graph has none either).
+    view = view_of(x, lambda a: a.basic_index(basic)) if any(k != _WHOLE for k in basic) else x
     return Index.apply(view, _advanced_indices(view, advanced))
 
 
