@@ -292,19 +292,13 @@ def _folder_modules(folder: str, names: Sequence[str] | None = None) -> dict[str
     """The imported modules (of ``names``, else of all of ``sys.modules``) whose file lies in ``folder`` or below.
 
     A run scans all of ``sys.modules`` (thousands of modules once torch is loaded) once, before the script, so this
-    reads each module's ``__file__`` from its ``__dict__`` (a module-level ``__getattr__`` never runs) and settles a
-    normalized absolute path elsewhere with string tests alone."""
+    reads each module's ``__file__`` from its ``__dict__``: a module-level ``__getattr__`` never runs."""
     found = {}
     modules = sys.modules
     for name, module in list(modules.items()) if names is None else [(n, modules[n]) for n in names if n in modules]:
         attrs = getattr(module, "__dict__", None)
         path = attrs.get("__file__") if isinstance(attrs, dict) else None
-        if not isinstance(path, str):
-            continue
-        if (not path.startswith(folder) and path.startswith(os.sep) and f"{os.sep}..{os.sep}" not in path
-                and f"{os.sep}.{os.sep}" not in path):
-            continue  # as _inside decides it, without the call
-        if _inside(path, folder) and not _is_framework(name):
+        if isinstance(path, str) and _inside(path, folder) and not _is_framework(name):
             found[name] = module
     return found
 
