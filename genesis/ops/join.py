@@ -121,18 +121,22 @@ def _check_cat(op: str, tensors: Sequence[Tensor], dim: int) -> int:
     return d
 
 
+def _in_common_dtype(tensors: list[Tensor]) -> list[Tensor]:
+    """The tensors to join, cast to their promoted dtype where they differ (as torch's cat and stack)."""
+    dt = tensors[0].ndarray.dtype
+    mixed = False
+    for t in tensors[1:]:
+        if t.ndarray.dtype is not dt:
+            dt, mixed = dtypes.promote_types(dt, t.ndarray.dtype), True
+    return [t if t.dtype is dt else t.to(dt) for t in tensors] if mixed else tensors
+
+
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dim; dtypes are promoted as in torch."""
     if not isinstance(tensors, Tensor):
         tensors = list(tensors)
     d = _check_cat("cat", tensors, dim)
-    dt = tensors[0].ndarray.dtype
-    mixed = False
-    for t in tensors[1:]:  # the skipped empty 1-d tensors count too, as in torch
-        if t.ndarray.dtype is not dt:
-            dt, mixed = dtypes.promote_types(dt, t.ndarray.dtype), True
-    if mixed:
-        tensors = [t if t.dtype is dt else t.to(dt) for t in tensors]
+    tensors = _in_common_dtype(tensors)  # the skipped empty 1-d tensors count too, as in torch
     if len(tensors) == 1:
         return tensors[0].clone()
     return Cat.apply(d, *tensors)
@@ -157,18 +161,13 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
         arrays.append(t.ndarray)
     ref = arrays[0]
-    dt, mixed = ref.dtype, False
     for i, a in enumerate(arrays):
         if a.shape != ref.shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} at "
                                f"entry 0 and {list(a.shape)} at entry {i}")
         if a.device is not ref.device:
             check_same_device("stack", ref.device, a.device)
-        if a.dtype is not dt:
-            dt, mixed = dtypes.promote_types(dt, a.dtype), True
-    if mixed:
-        tensors = [t if t.dtype is dt else t.to(dt) for t in tensors]
-    return Stack.apply(normalize_dim("stack", dim, len(ref.shape) + 1), *tensors)
+    return Stack.apply(normalize_dim("stack", dim, len(ref.shape) + 1), *_in_common_dtype(tensors))
 
 
 def _stack_list(op: str, tensors: Sequence[Tensor]) -> list[Tensor]:
