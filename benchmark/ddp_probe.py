@@ -91,9 +91,8 @@ def _intersect(x: list[tuple[float, float]], y: list[tuple[float, float]]) -> fl
 
 
 def _timeline(step, sync) -> str:
-    """The kernel timeline of one step (torch's profiler reads every kernel of the process, the
-    Genesis and NCCL ones included): NCCL time overlapped with compute and exposed, in ms, and the all-reduces'
-    start and end within the step."""
+    """The kernel timeline of one step (torch's profiler reads every kernel of the process, the Genesis and NCCL ones
+    included), summarized by ``_summary``."""
     import json
     import tempfile
 
@@ -104,22 +103,31 @@ def _timeline(step, sync) -> str:
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         step()
         sync()
-    path = tempfile.mktemp(suffix=".json")
-    prof.export_chrome_trace(path)
-    last = sorted((e for e in json.load(open(path))["traceEvents"] if e.get("cat") == "kernel"), key=lambda e: e["ts"])
-    os.unlink(path)
-    t0 = last[0]["ts"]
-    comm = [(e["ts"] - t0, e["ts"] - t0 + e["dur"]) for e in last if "nccl" in e["name"].lower()]
-    compute = [(e["ts"] - t0, e["ts"] - t0 + e["dur"]) for e in last if "nccl" not in e["name"].lower()]
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    return _summary([e for e in events if e.get("cat") == "kernel"])
+
+
+def _summary(kernels: list[dict]) -> str:
+    """Of a step's kernels (chrome-trace events: name, ts and dur in us): NCCL time overlapped with compute and
+    exposed, in ms, the all-reduces' start and end within the step, and the kernels that took the most time."""
+    kernels = sorted(kernels, key=lambda e: e["ts"])
+    t0 = kernels[0]["ts"]
+    comm = [(e["ts"] - t0, e["ts"] - t0 + e["dur"]) for e in kernels if "nccl" in e["name"].lower()]
+    compute = [(e["ts"] - t0, e["ts"] - t0 + e["dur"]) for e in kernels if "nccl" not in e["name"].lower()]
     cu, co = _union(comm), _union(compute)
     span = max(b for _, b in comm + compute)
+    overlap = _intersect(cu, co)
     lines = [f"step {span / 1e3:.2f} ms: compute busy {_length(co) / 1e3:.2f}, nccl busy {_length(cu) / 1e3:.2f}, "
-             f"overlapped {_intersect(cu, co) / 1e3:.2f}, exposed {(_length(cu) - _intersect(cu, co)) / 1e3:.2f}, "
+             f"overlapped {overlap / 1e3:.2f}, exposed {(_length(cu) - overlap) / 1e3:.2f}, "
              f"idle {(span - _length(_union(comm + compute))) / 1e3:.2f}; {len(comm)} nccl kernels"]
     if comm:
         lines.append("  all-reduces (start-end ms): " + " ".join(f"{a / 1e3:.1f}-{b / 1e3:.1f}" for a, b in comm))
     by_name: dict[str, list[float]] = {}
-    for e in last:
+    for e in kernels:
         entry = by_name.setdefault(e["name"][:70], [0, 0.0])
         entry[0] += 1
         entry[1] += e["dur"]
