@@ -120,6 +120,53 @@ def test_getitem_list_keys_follow_torch():
     check(lambda lib, x: x[range(2)], x)
 
 
+def test_getitem_python_and_numpy_keys():
+    # Keys of Python integers or bools and integer or bool numpy arrays are checked and wrapped on the host.
+    x = rand(4, 5, seed=31)
+    check(lambda lib, x: x[[-1, 0, -4]], x)
+    check(lambda lib, x: x[:, (4, -5, 2)], x)
+    check(lambda lib, x: x[[]], x)
+    check(lambda lib, x: x[:, []], x)
+    check(lambda lib, x: x[[True, 2]], x)  # a mix of bools and integers is an integer index, as torch reads it
+    check(lambda lib, x: x[np.array([3, -2, 0])], x)
+    check(lambda lib, x: x[np.array([1, 2], dtype=np.int32), np.array([4, 0])], x)
+    check(lambda lib, x: x[np.array([True, False, True, True])], x)
+    check(lambda lib, x: x[:, np.array([False, True, True, False, True])], x)
+    check(lambda lib, x: x[np.ones((4, 5), dtype=bool)], x)
+    check(lambda lib, x: x[1:, range(-5, 5, 3)], x)
+    check(lambda lib, x: x[..., [0, 0, 4]], rand(2, 3, 5, seed=32))
+    check_error(IndexError, lambda lib, x: x[[0, 4]], x, match="index 4 is out of bounds for dimension 0 with size 4")
+    check_error(IndexError, lambda lib, x: x[:, [1, -6]], x, match="-6")
+    check_error(IndexError, lambda lib, x: x[np.array([7])], x, match="7")
+    check_error(IndexError, lambda lib, x: x[:, range(6)], x, match="5")
+    check_error(IndexError, lambda lib, x: x[[True, False]], x)
+    check_error(IndexError, lambda lib, x: x[:, np.array([True, False])], x)
+
+
+def test_getitem_masks():
+    x = rand(4, 3, 2, seed=33)
+    rows, cells = torch.tensor([True, False, True, True]), rand(4, 3, seed=34) > 0
+    check(lambda lib, x, m: x[m], x, rows)
+    check(lambda lib, x, m: x[m], x, cells)
+    check(lambda lib, x, m: x[m], x, rand(4, 3, 2, seed=35) > 0)
+    check(lambda lib, x, m: x[m], x, torch.zeros(4, dtype=torch.bool))
+    check(lambda lib, x, m: x[1:, m], x, torch.tensor([False, True, True]))
+    check_error(IndexError, lambda lib, x, m: x[m], x, torch.ones(4, 3, 2, 1, dtype=torch.bool))
+    check_error(IndexError, lambda lib, x, m: x[m], x, torch.ones(4, 2, dtype=torch.bool))
+
+
+def test_setitem_python_keys():
+    def fn(lib, x):
+        y = x * 1
+        y[[0, -1]] = 5.0
+        y[:, np.array([True, False, True])] = -1.0
+        y[range(2), [2, 0]] = y[range(2), [0, 2]] * 2
+        return y
+
+    check(fn, rand(4, 3, seed=36))
+    check_error(IndexError, lambda lib, x: (x * 1).__setitem__([4], 1.0), rand(4, 3, seed=37), match="4")
+
+
 def test_getitem_int_dtypes_and_0d():
     x = torch.arange(24).reshape(2, 3, 4)
     check(lambda lib, x: x[1, ::2], x)

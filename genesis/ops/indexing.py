@@ -10,6 +10,8 @@ import numbers
 import warnings
 from typing import Any
 
+import numpy as np
+
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.autograd.engine import _sum_to_shape
@@ -127,6 +129,10 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
                 k = k.to(x.device)
             items.append(k)
         elif isinstance(k, (list, tuple, range)) or hasattr(k, "__array__") and not isinstance(k, (int, float)):
+            host = _host_key(k)
+            if host is not None:
+                items.append(host)
+                continue
             t = _from_data(list(k) if isinstance(k, range) else k, device=x.device)
             items.append(t if t.dtype is dtypes.bool_ else t.to(dtypes.int64))
         elif isinstance(k, bool):
@@ -145,8 +151,8 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
             )
     consumed = 0
     for k in items:
-        if isinstance(k, Tensor):
-            consumed += k.ndim if k.dtype is dtypes.bool_ else 1
+        if isinstance(k, (Tensor, np.ndarray)):
+            consumed += k.ndim if k.dtype == np.bool_ or k.dtype is dtypes.bool_ else 1
         elif k is not None and k is not Ellipsis:
             consumed += 1
     if consumed > x.ndim:
@@ -167,21 +173,27 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
         elif isinstance(k, slice):
             basic.append(k)
             view_dim += 1
+        elif k.__class__ is np.ndarray:  # Python data: a mask's coordinates, or integers checked on the host later
+            if k.dtype == np.bool_:
+                start = len([b for b in basic if b is not None])
+                _check_mask_shape(x, start, k.shape)
+                for coords in np.nonzero(k):
+                    basic.append(slice(None))
+                    advanced.append((view_dim, _device_index(coords, x)))
+                    view_dim += 1
+            else:
+                basic.append(slice(None))
+                advanced.append((view_dim, k))
+                view_dim += 1
         elif k.dtype is dtypes.bool_:
             if k.ndim == 0:
                 basic.append(None)
                 advanced.append((view_dim, k.new_tensor([0] if k.item() else [], dtype=dtypes.int64)))
                 view_dim += 1
                 continue
-            start = len([b for b in basic if b is not None])
-            for j, n in enumerate(k.shape):
-                if x.shape[start + j] != n:
-                    raise IndexError(f"The shape of the mask {list(k.shape)} at index {j} does not match the shape "
-                                     f"of the indexed tensor {list(x.shape)} at index {start + j}")
-            coords = nonzero(k)
-            for j in range(k.ndim):
+            for coords in _mask_coordinates(x, len([b for b in basic if b is not None]), k):
                 basic.append(slice(None))
-                advanced.append((view_dim, coords[:, j]))
+                advanced.append((view_dim, coords))
                 view_dim += 1
         else:
             if k.dtype not in (dtypes.int64, dtypes.int32):
@@ -192,7 +204,57 @@ def _split_key(x: Tensor, key: tuple) -> tuple[tuple, list[tuple[int, Tensor]]]:
     return tuple(basic), advanced
 
 
-def _advanced_indices(view: Tensor, advanced: list[tuple[int, Tensor]]) -> tuple:
+def _host_key(k: Any) -> np.ndarray | None:
+    """A key of Python integers or bools (a flat list or tuple, a range, an integer or bool numpy array) as a numpy
+    int64 or bool array, so that its bounds are checked on the host, without reading the device; None for any
+    other data (nested lists, floats, tensors inside: read as tensor data)."""
+    if k.__class__ is range:
+        return np.arange(k.start, k.stop, k.step, dtype=np.int64)
+    if k.__class__ is np.ndarray:
+        if k.ndim and (k.dtype == np.bool_ or k.dtype.kind in "iu" and k.dtype != np.uint8):
+            return k if k.dtype == np.bool_ else k.astype(np.int64, copy=False)
+        return None
+    if k.__class__ in (list, tuple) and all(v.__class__ is int or v.__class__ is bool for v in k):
+        return np.array(k, dtype=np.bool_ if k and all(v.__class__ is bool for v in k) else np.int64)
+    return None
+
+
+def _device_index(a: np.ndarray, x: Tensor) -> NDArray:
+    """The int64 host array ``a`` on ``x``'s device."""
+    return x.device.backend.from_numpy(np.ascontiguousarray(a, dtype=np.int64), dtypes.int64, x.device)
+
+
+def _check_mask_shape(x: Tensor, start: int, shape: tuple[int, ...]) -> None:
+    """torch's IndexError where a mask of ``shape`` does not match ``x``'s dims from ``start`` on."""
+    dims = x.ndarray.shape
+    for j, n in enumerate(shape):
+        if start + j >= len(dims) or dims[start + j] != n:
+            raise IndexError(f"The shape of the mask {list(shape)} at index {j} does not match the shape of the "
+                             f"indexed tensor {list(dims)} at index {start + j}")
+
+
+def _mask_coordinates(x: Tensor, start: int, mask: Tensor) -> list[NDArray]:
+    """The coordinates of ``mask``'s True entries, one int64 array per dim it covers (dims ``start`` on of ``x``),
+    after torch's shape check. They lie in range by construction: no bounds check follows."""
+    m = mask.ndarray
+    _check_mask_shape(x, start, m.shape)
+    coords = m.backend.nonzero(m)  # (count, mask dims)
+    return [coords.basic_index((_WHOLE, j)) for j in range(m.ndim)]
+
+
+def _host_checked(a: np.ndarray, size: int, dim: int, x: Tensor) -> NDArray:
+    """The host integer index ``a`` along a dim of ``size``, checked (IndexError naming the first bad entry, as the
+    device check's message) and wrapped on the host, then on ``x``'s device."""
+    if a.size and (a.min() < -size or a.max() >= size):
+        bad = a[(a < -size) | (a >= size)].flat[0]
+        raise IndexError(f"index: index {bad} is out of bounds for dimension {dim} with size {size}")
+    return _device_index(np.where(a < 0, a + size, a) if a.size and a.min() < 0 else a, x)
+
+
+def _advanced_indices(view: Tensor, advanced: list[tuple[int, Tensor | NDArray | np.ndarray]]) -> tuple:
+    """One entry per dim of ``view`` for ``Index``: None, or the dim's index broadcast to the common shape. Index
+    tensors are bounds-checked on their device, host arrays on the host; arrays (a mask's coordinates) are in range
+    already."""
     try:
         shape = broadcast_shapes("index", *(t.shape for _, t in advanced))
     except RuntimeError:
@@ -201,8 +263,13 @@ def _advanced_indices(view: Tensor, advanced: list[tuple[int, Tensor]]) -> tuple
                          f"{shapes}") from None
     indices: list = [None] * view.ndim
     for d, t in advanced:
-        t = _check_bounds("index", t, view.shape[d], d)
-        indices[d] = t.ndarray.expand(shape)
+        if t.__class__ is np.ndarray:
+            nd = _host_checked(t, view.shape[d], d, view)
+        elif t.__class__ is NDArray:
+            nd = t
+        else:
+            nd = _check_bounds("index", t, view.shape[d], d).ndarray
+        indices[d] = nd.expand(shape)
     return tuple(indices)
 
 
@@ -229,6 +296,10 @@ def getitem(x: Tensor, key: Any) -> Tensor:
             and key.device is x.device):  # x[indices]: rows picked by an int64 index tensor
         rows = _check_bounds("index", key, x.ndarray.shape[0], 0)
         return Index.apply(x, (rows.ndarray,) + (None,) * (len(x.ndarray.shape) - 1))
+    if (key.__class__ is Tensor and key.ndarray.dtype is dtypes.bool_ and 0 < len(key.ndarray.shape) <= len(
+            x.ndarray.shape) and key.device is x.device):  # x[mask]: the elements (or rows) where mask is True
+        coords = _mask_coordinates(x, 0, key)
+        return Index.apply(x, tuple(coords) + (None,) * (len(x.ndarray.shape) - len(coords)))
     _refuse_scalar_key(x, key)
     key = _normalize_key(key)
     if _is_basic(key):

@@ -384,8 +384,14 @@ def ldl_solve(LD: NDArray, pivots: NDArray, B: NDArray, hermitian: bool) -> NDAr
 
 # ---------------------------------------------------------------- indexing
 
+_ALL = slice(None)
+
+
 def index(x: NDArray, indices: tuple) -> NDArray:
-    # aten's advanced indexing always copies (Python-level indexing would view through 0-d integer indices).
+    # torch's Python-level indexing is aten's index with None read as a whole-dim slice, at half the host cost of
+    # the operator call; but it selects (a view) through 0-d integer indices, where aten's index always copies.
+    if all(i is None or i.shape for i in indices):
+        return wrap(native(x)[tuple(_ALL if i is None else native(i) for i in indices)])
     return wrap(torch.ops.aten.index.Tensor(native(x), [None if i is None else native(i) for i in indices]))
 
 
