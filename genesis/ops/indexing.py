@@ -15,6 +15,7 @@ import numpy as np
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.autograd.engine import _sum_to_shape
+from genesis.memo import remember
 from genesis.ndarray import NDArray, broadcast_shapes, full_indices
 from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor, _zeros, arange_like
 from genesis.ops.compare import nonzero
@@ -288,6 +289,45 @@ def _refuse_scalar_key(x: Tensor, key: Any) -> None:
                          "C++ to convert a 0-dim tensor to a number")
 
 
+_BOUNDS = frozenset((int, type(None)))
+# (shape, strides, key) -> (view class, shape, strides, offset change) of the plain basic keys seen before.
+_BASIC_PLANS: dict[tuple, tuple] = {}
+
+
+def _planned_view(x: Tensor, key: tuple | slice) -> Tensor | None:
+    """``x[key]`` for a plain basic key (ints, slices with integer bounds, None, ...), with the view worked out once
+    per (shape, strides, key): slicing is the commonest indexing of real programs. None for any other key."""
+    parts = key if key.__class__ is tuple else (key,)
+    sig = []
+    for k in parts:
+        c = k.__class__
+        if c is slice:
+            a, b, step = k.start, k.stop, k.step
+            if a.__class__ not in _BOUNDS or b.__class__ not in _BOUNDS or step.__class__ not in _BOUNDS:
+                return None
+            sig.append((a, b, step))
+        elif c is int or k is None or k is Ellipsis:
+            sig.append(k)
+        else:
+            return None
+    nd = x.ndarray
+    shape0, strides0 = nd.shape, nd.strides
+    pkey = (shape0, strides0, tuple(sig))
+    plan = _BASIC_PLANS.get(pkey)
+    if plan is None:
+        out = nd.basic_index(parts)  # raises for a bad key; nothing is kept then
+        plan = remember(_BASIC_PLANS, pkey, (basic_view_kind(parts, shape0), out.shape, out.strides,
+                                             out.offset - nd.offset))
+    kind, shape, strides, delta = plan
+
+    def make_view(a: NDArray) -> NDArray:
+        if a.strides == strides0 and a.shape == shape0:
+            return a._view(shape, strides, a.offset + delta)
+        return a.basic_index(parts)  # another layout (a gradient's, in backward)
+
+    return kind.apply(x, make_view)
+
+
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` with torch's semantics: basic keys give views, tensors/lists/masks give copies."""
     if key.__class__ is int and x.ndarray.shape:  # x[i], the commonest key (basic_index checks its range)
@@ -300,6 +340,10 @@ def getitem(x: Tensor, key: Any) -> Tensor:
             x.ndarray.shape) and key.device is x.device):  # x[mask]: the elements (or rows) where mask is True
         coords = _mask_coordinates(x, 0, key)
         return Index.apply(x, tuple(coords) + (None,) * (len(x.ndarray.shape) - len(coords)))
+    if key.__class__ is tuple or key.__class__ is slice and x.ndarray.shape:
+        view = _planned_view(x, key)
+        if view is not None:
+            return view
     _refuse_scalar_key(x, key)
     key = _normalize_key(key)
     if _is_basic(key):
