@@ -295,12 +295,23 @@ def _folder_modules(folder: str, names: Sequence[str] | None = None) -> dict[str
     reads each module's ``__file__`` from its ``__dict__``: a module-level ``__getattr__`` never runs."""
     found = {}
     modules = sys.modules
+    verdicts = _VERDICTS.setdefault(folder, {})
     for name, module in list(modules.items()) if names is None else [(n, modules[n]) for n in names if n in modules]:
         attrs = getattr(module, "__dict__", None)
         path = attrs.get("__file__") if isinstance(attrs, dict) else None
-        if isinstance(path, str) and _inside(path, folder) and not _is_framework(name):
+        if not isinstance(path, str):
+            continue
+        inside = verdicts.get(path)
+        if inside is None:
+            inside = verdicts[path] = _inside(path, folder)
+        if inside and not _is_framework(name):
             found[name] = module
     return found
+
+
+# folder -> {module file: whether it lies in the folder}: the scan before each run of a script reads thousands of
+# module files (torch's, once loaded), nearly all the same as at the last run.
+_VERDICTS: dict[str, dict[str, bool]] = {}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
