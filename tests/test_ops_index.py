@@ -332,6 +332,89 @@ def test_setitem_gradients_reach_value_and_base():
     check(fn, rand(3, 4, seed=7), rand(2, seed=8), rand(5, seed=9))
 
 
+def test_setitem_recorded_nodes_and_double_backward():
+    for lib in (torch, genesis):
+        x = lib.ones(4, 3, requires_grad=True)
+        names = []
+        for key, value in ((1, 0.0), ((slice(None), 0), lib.ones(4)), (lib.tensor([0, 2]), lib.ones(3)),
+                           ([3], 2.0)):
+            y = x * 1
+            y[key] = value
+            names.append(y.grad_fn.name())
+        y = x * 1
+        y[y > 0] = 0.0
+        names.append(type(y.grad_fn).__name__)
+        if lib is torch:
+            expected = names
+        else:
+            assert names == expected
+
+    def second_order(lib, x, v):
+        y = x * x
+        y[1:, 0] = (v * v)[:2]
+        y[lib.tensor([0])] = v.sin()
+        gx, gv = lib.autograd.grad((y * y).sum(), (x, v), create_graph=True)
+        return gx.sum() + gv.pow(2).sum()
+
+    check(second_order, rand(3, 3, seed=60), rand(3, seed=61))
+
+
+def test_setitem_mask_with_one_value():
+    # x[mask] = number (or a 0-d tensor): a select on the device, no read of the mask; gradients as torch's.
+    def fn(lib, x, v):
+        y = x * 1
+        y[y > 0.2] = -1.0
+        y[(x < 0)[:, 0]] = 3
+        y[x.sum(1) > 0] = v.sum()
+        return y * y
+
+    check(fn, rand(5, 3, seed=64), rand(2, seed=65))
+    for dtype in (torch.int64, torch.bool, torch.float16):
+        t = torch.zeros(4, 3, dtype=dtype)
+        mask = torch.tensor([True, False, True, False])
+        g = to_genesis(t)
+        t[mask] = 1
+        g[to_genesis(mask)] = 1
+        assert_same(g, t)
+        t[mask.unsqueeze(1).expand(4, 3)] = torch.tensor(0, dtype=dtype)
+        g[to_genesis(mask.unsqueeze(1).expand(4, 3))] = to_genesis(torch.tensor(0, dtype=dtype))
+        assert_same(g, t)
+    check_error(IndexError, lambda lib, x, m: x.__setitem__(m, 1.0), rand(4, 3, seed=66, requires_grad=False),
+                torch.tensor([True, False]))
+
+    def second_order(lib, x, v):
+        y = x * x
+        y[x > 0] = v * v
+        gx, gv = lib.autograd.grad(y.pow(2).sum(), (x, v), create_graph=True)
+        return gx.sum() + gv
+
+    check(second_order, rand(3, 3, seed=67), rand(seed=68))
+
+
+def test_setitem_into_a_saved_tensor_fails_at_backward():
+    # The write is in place, as torch's: a node that saved the old value refuses to run.
+    for lib, error in ((torch, RuntimeError), (genesis, RuntimeError)):
+        x = lib.ones(3, requires_grad=True)
+        y = x.exp()
+        y[0] = 2.0
+        with pytest.raises(error, match="modified by an inplace operation"):
+            y.sum().backward()
+
+
+def test_setitem_value_gradient_does_not_alias():
+    def fn(lib, x, v):
+        y = x * 1
+        y[0] = v
+        return (y * 2).sum()
+
+    check(fn, rand(3, 4, seed=62), rand(4, seed=63))
+    g = to_genesis(rand(4, seed=63))
+    y = genesis.zeros(3, 4)
+    y[1] = g
+    y.sum().backward()
+    assert g.grad is not None and genesis.equal(g.grad, genesis.ones(4, dtype=g.dtype))
+
+
 def test_setitem_errors():
     check_error(RuntimeError, lambda lib, x, v: x.__setitem__(0, v), rand(3, 4, requires_grad=False),
                 rand(3, requires_grad=False))

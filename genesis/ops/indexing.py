@@ -8,18 +8,18 @@ import builtins
 import math
 import numbers
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from genesis import dtypes
-from genesis.autograd import Primitive, is_grad_enabled
+from genesis.autograd import Primitive, forward_ad, is_grad_enabled
 from genesis.autograd.engine import _sum_to_shape
 from genesis.memo import remember
 from genesis.ndarray import NDArray, broadcast_shapes, full_indices
 from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor, _zeros, arange_like
-from genesis.ops.compare import nonzero
-from genesis.ops.inplace import assign_inplace, check_inplace
+from genesis.ops.compare import nonzero, where
+from genesis.ops.inplace import assign_inplace, check_inplace, write_recorded
 from genesis.ops.views import Select, basic_view_kind, view_of
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
@@ -418,6 +418,11 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
         if value.ndim:
             raise RuntimeError(f"setitem: expected value on {x.device}, got a tensor on {value.device}")
         value = value.to(x.device)
+    if (len(key) == 1 and key[0].__class__ is Tensor and key[0].ndarray.dtype is dtypes.bool_ and key[0].ndim
+            and key[0].device is x.device and (value.__class__ in (int, float, bool) or value.__class__ is Tensor
+                                               and value.ndim == 0 and value.dtype is x.dtype)):
+        _fill_masked(x, key[0], value)  # x[mask] = number: no read of the mask on the host, as torch's masked_fill_
+        return
     if _is_basic(key):
         key = tuple(k.__index__() if not isinstance(k, (int, slice)) and k is not None and k is not Ellipsis else k
                     for k in key)
@@ -446,11 +451,120 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
             target.backend.index_put_(target, full_indices(target.shape, indices), values, False)
         x._bump_version()
         return
-    coords = Tensor._wrap(x.device.backend.arange(0, x.numel(), 1, dtypes.int64, x.device)).reshape(x.shape)
-    positions = getitem(coords, key).reshape(-1)
-    values = value.to(x.dtype) if isinstance(value, Tensor) else x.new_tensor(value, dtype=x.dtype)
-    values = values.expand(target_shape).reshape(-1)
-    assign_inplace(x, index_put(x.reshape(-1), (positions,), values).reshape(x.shape))
+    if forward_ad.involves_dual(x, value):  # as its out-of-place op written back, which carries the tangents
+        coords = Tensor._wrap(x.device.backend.arange(0, x.numel(), 1, dtypes.int64, x.device)).reshape(x.shape)
+        positions = getitem(coords, key).reshape(-1)
+        values = value.to(x.dtype) if isinstance(value, Tensor) else x.new_tensor(value, dtype=x.dtype)
+        values = values.expand(target_shape).reshape(-1)
+        assign_inplace(x, index_put(x.reshape(-1), (positions,), values).reshape(x.shape))
+        return
+    basic_part = key if indices is None else basic
+    values = value.to(x.dtype) if isinstance(value, Tensor) else value
+    write_recorded(x, SetSlice if indices is None else SetIndexed, values, key,
+                   lambda a: a.basic_index(basic_part) if basic_part else a, indices)
+
+
+class SetItem(Primitive):
+    """``x[key] = value`` recorded, written into ``x``'s own memory (``out`` is ``x``'s array): the region that the
+    key selects (the basic view ``make_view`` gives, then the advanced ``indices`` if any) takes the value, as
+    torch's ``CopySlices`` / ``IndexPutBackward0``. Backward: the region's gradient goes to the value (summed to
+    its shape), the rest to ``x``; nothing of ``x``'s old value is needed."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, value: NDArray | int | float | bool, key: tuple, make_view: Callable,
+                indices: tuple | None, out: NDArray) -> NDArray:
+        target = make_view(out)
+        if indices is None:
+            target.copy_(value.expand(target.shape, "setitem") if value.__class__ is NDArray else value)
+        else:
+            shape = _indexed_shape(target.shape, indices)
+            values = value if value.__class__ is NDArray else NDArray.scalar(value, out.dtype, out.device)
+            target.backend.index_put_(target, full_indices(target.shape, indices), values.expand(shape, "setitem"),
+                                      False)
+        ctx.meta = (key, make_view, indices, value.shape if value.__class__ is NDArray else None)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        key, make_view, indices, value_shape = ctx.meta
+        needs = ctx.needs_input_grad
+        if is_grad_enabled():  # a graph of the backward (double backward): the same steps as recorded ops
+            grad_x = grad.clone() if needs[0] else None
+            if grad_x is not None:
+                setitem(grad_x, key, 0.0)
+            grad_v = _sum_to_shape(getitem(grad, key), value_shape) if needs[1] and value_shape is not None \
+                else None
+            return grad_x, grad_v, None, None, None
+        g = grad.ndarray
+        grad_v = None
+        if needs[1] and value_shape is not None:
+            region = make_view(g)
+            # A copy either way: the value's gradient must not alias the incoming one.
+            region = region.backend.contiguous(region) if indices is None else g.backend.index(region, indices)
+            grad_v = _sum_to_shape(Tensor._wrap(region), value_shape)
+        grad_x = None
+        if needs[0]:
+            gx = g.backend.contiguous(g) if not g.is_contiguous() else g.backend.cast(g, g.dtype)  # a copy
+            target = make_view(gx)
+            if indices is None:
+                target.copy_(0)
+            else:
+                zero = NDArray.scalar(0, gx.dtype, gx.device).expand(_indexed_shape(target.shape, indices))
+                target.backend.index_put_(target, full_indices(target.shape, indices), zero, False)
+            grad_x = Tensor._wrap(gx)
+        return grad_x, grad_v, None, None, None
+
+
+def _fill_masked(x: Tensor, mask: Tensor, value: Tensor | int | float | bool) -> None:
+    """``x[mask] = value`` for a bool mask over x's leading dims and one value (a number or a 0-d tensor of x's
+    dtype): a select between the value and x written back into x, recorded as ``SetMasked`` when a graph is."""
+    _check_mask_shape(x, 0, mask.ndarray.shape)
+    m = mask.ndarray
+    if m.ndim < x.ndim:
+        m = m.reshape(m.shape + (1,) * (x.ndim - m.ndim))
+    if is_grad_enabled() and (x.requires_grad or value.__class__ is Tensor and value.requires_grad):
+        write_recorded(x, SetMasked, value, m)
+        return
+    check_inplace(x, "setitem")
+    nd = x.ndarray
+    fill = value.ndarray if value.__class__ is Tensor else NDArray.scalar(value, nd.dtype, nd.device)
+    nd.copy_(nd.backend.where(m, fill, nd))
+    x._bump_version()
+
+
+class SetMasked(Primitive):
+    """``x[mask] = value`` recorded, for a mask broadcast over ``x`` and one value (a number or a 0-d array),
+    written into ``x``'s memory (torch's node: ``IndexPutBackward0``)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, value: NDArray | int | float | bool, mask: NDArray, out: NDArray) -> NDArray:
+        fill = value if value.__class__ is NDArray else NDArray.scalar(value, out.dtype, out.device)
+        out.copy_(out.backend.where(mask, fill, out))
+        ctx.mask = mask
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        mask = ctx.mask
+        needs = ctx.needs_input_grad
+        if is_grad_enabled():  # double backward: the same steps as recorded ops
+            m = Tensor._wrap(mask)
+            zero = grad.new_zeros(())
+            return (where(m, zero, grad) if needs[0] else None,
+                    where(m, grad, zero).sum() if needs[1] else None, None)
+        g = grad.ndarray
+        zero = NDArray.scalar(0, g.dtype, g.device)
+        grad_x = Tensor._wrap(g.backend.where(mask, zero, g)) if needs[0] else None
+        grad_v = Tensor._wrap(g.backend.where(mask, g, zero).sum(tuple(range(g.ndim)))) if needs[1] else None
+        return grad_x, grad_v, None
+
+
+class SetSlice(SetItem):
+    """``x[key] = value`` for a basic key (torch's node: ``CopySlices``)."""
+
+
+class SetIndexed(SetItem):
+    """``x[key] = value`` for a key with tensors, lists or masks (torch's node: ``IndexPutBackward0``)."""
 
 
 def _indexed_shape(shape: tuple[int, ...], indices: tuple) -> tuple[int, ...]:
