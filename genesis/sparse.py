@@ -1,5 +1,5 @@
-"""``genesis.sparse``: torch's sparse namespace for sparse COO (and CSR) tensors on the CPU (``genesis.ops.sparse``
-and ``genesis.ops.sparse_csr`` hold the tensor classes and their ops).
+"""``genesis.sparse``: torch's sparse namespace for sparse COO (and CSR) tensors (``genesis.ops.sparse`` and
+``genesis.ops.sparse_csr`` hold the tensor classes and their ops).
 
 :func:`mm` and :func:`addmm` multiply a sparse matrix and a strided one, :func:`sum` reduces, :func:`softmax` and
 :func:`log_softmax` normalize over the stored entries only (unspecified entries count as minus infinity, as torch).
@@ -79,7 +79,8 @@ class check_sparse_tensor_invariants:
 
 class _SparseTypedMeta(type):
     """torch's deprecated sparse legacy constructors (``torch.sparse.FloatTensor(indices, values, size)``): calling
-    the class makes a sparse COO tensor on the CPU; ``isinstance`` asks for a sparse COO CPU tensor of its dtype."""
+    the class makes a sparse COO tensor (on the CPU from sizes, on the device of the parts from indices and values,
+    as torch's); ``isinstance`` asks for a sparse COO CPU tensor of its dtype."""
 
     dtype: dtypes.dtype
     device_type = "cpu"
@@ -102,8 +103,8 @@ class _SparseTypedMeta(type):
             warnings.warn("torch.sparse.SparseTensor(shape, *, device=) is deprecated.  Please use "
                           "torch.sparse_coo_tensor(shape, dtype=, device=).", UserWarning, stacklevel=2)
         sizes = sizes or (0,)  # no arguments: a 1-d tensor of size 0, as torch's
-        empty = zeros(len(sizes), 0, dtype=dtypes.int64)
-        return SparseTensor(empty, zeros(0, dtype=cls.dtype), sizes, coalesced=True)
+        empty = zeros(len(sizes), 0, dtype=dtypes.int64, device=cls.device_type)
+        return SparseTensor(empty, zeros(0, dtype=cls.dtype, device=cls.device_type), sizes, coalesced=True)
 
     def __instancecheck__(cls, obj: Any) -> bool:
         return isinstance(obj, SparseTensor) and obj.dtype is cls.dtype and obj.device.type == cls.device_type
@@ -247,7 +248,8 @@ class _SliceSoftmax(Function):
 
     @staticmethod
     def forward(ctx, values: Tensor, slices: Tensor, per_slice: tuple[int, ...], log: bool) -> Tensor:
-        top = zeros(per_slice, dtype=values.dtype).index_reduce(0, slices, values, "amax", include_self=False)[slices]
+        start = zeros(per_slice, dtype=values.dtype, device=values.device)
+        top = start.index_reduce(0, slices, values, "amax", include_self=False)[slices]
         shifted = (values - top).exp()
         total = _slice_sums(shifted, slices, per_slice)
         out = values - (top + total.log()) if log else shifted * total.reciprocal()

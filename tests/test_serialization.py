@@ -118,13 +118,12 @@ def test_single_tensor_views_and_requires_grad(tmp_path) -> None:
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")
 @pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly disabled")
 def test_sparse_tensors_round_trip_as_torch(tmp_path) -> None:
-    if DEVICE != "cpu":
-        pytest.skip("sparse tensors are CPU-only")
-
     def build(lib):
-        uncoalesced = lib.sparse_coo_tensor(lib.tensor([[0, 1, 0], [1, 0, 1]]), lib.tensor([1.0, 2.0, 3.0]), (2, 3))
+        device = DEVICE if lib is genesis else "cpu"
+        uncoalesced = lib.sparse_coo_tensor(lib.tensor([[0, 1, 0], [1, 0, 1]]), lib.tensor([1.0, 2.0, 3.0]), (2, 3),
+                                            device=device)
         leaf = lib.sparse_coo_tensor(lib.tensor([[0, 1], [1, 0]]), lib.tensor([1.0, 2.0]), (2, 2),
-                                     requires_grad=True)
+                                     requires_grad=True, device=device)
         return {"adj": uncoalesced, "norm": uncoalesced.coalesce(), "leaf": leaf,
                 "csr": uncoalesced.coalesce().to_sparse_csr(), "dense": lib.ones(2)}
 
@@ -139,6 +138,7 @@ def test_sparse_tensors_round_trip_as_torch(tmp_path) -> None:
         g, t = loaded[key], expected[key]
         assert g.layout is genesis.sparse_coo and (g.is_coalesced(), g._nnz()) == (t.is_coalesced(), t._nnz())
         assert g.requires_grad == t.requires_grad  # torch's sparse tensors load without requires_grad
+        assert g.device == g._indices().device == genesis.device(DEVICE)  # loaded where it was saved
         assert g._indices().tolist() == t._indices().tolist() and g._values().tolist() == t._values().tolist()
     csr = loaded["csr"]
     assert csr.layout is genesis.sparse_csr and csr.crow_indices().tolist() == expected["csr"].crow_indices().tolist()

@@ -1,6 +1,7 @@
-"""Sparse embedding gradients and SparseAdam (CPU): ``embedding(..., sparse=True)`` gives the weight a sparse COO
-gradient as torch's (padding left out, accumulation, autograd.grad), SparseAdam trains an Embedding(sparse=True) to
-torch's weights and optimizer state, its state dict round-trips, and bad input raises torch's errors."""
+"""Sparse embedding gradients and SparseAdam on the test device: ``embedding(..., sparse=True)`` gives the weight a
+sparse COO gradient on its device as torch's (padding left out, accumulation, autograd.grad), SparseAdam trains an
+Embedding(sparse=True) to torch's weights and optimizer state (torch on the CPU), its state dict round-trips, and bad
+input raises torch's errors."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import torch
 
 import genesis
 from tests.helpers import DEVICE, assert_same, rand, to_genesis, to_torch
-
-cpu_only = pytest.mark.skipif(DEVICE != "cpu", reason="sparse COO tensors are CPU-only (cuda raises, tested below)")
+from tests.test_sparse import on_test_device  # noqa: F401 (an autouse fixture)
 
 torch.sparse.check_sparse_tensor_invariants.disable()  # torch's default, stated to silence its warning
 
@@ -34,7 +34,6 @@ def assert_same_sparse_grad(g, t) -> None:
     assert_same(g.values(), t.values(), what="values")
 
 
-@cpu_only
 @pytest.mark.parametrize("padding_idx", [None, 3, -4])
 def test_embedding_sparse_gradient_matches_torch(padding_idx: int | None) -> None:
     w = rand(7, 5)
@@ -44,6 +43,7 @@ def test_embedding_sparse_gradient_matches_torch(padding_idx: int | None) -> Non
     g_loss.backward()
     t_loss.backward()
     assert_same_sparse_grad(gw.grad, tw.grad)
+    assert gw.grad.device == gw.grad._indices().device == gw.device
     # A second backward pass adds its entries: still sparse, the same dense value as torch's.
     _lookup(genesis, gw, padding_idx=padding_idx).backward()
     _lookup(torch, tw, padding_idx=padding_idx).backward()
@@ -51,7 +51,6 @@ def test_embedding_sparse_gradient_matches_torch(padding_idx: int | None) -> Non
     assert_same(gw.grad.to_dense(), tw.grad.to_dense())
 
 
-@cpu_only
 def test_sparse_gradient_accumulation_modules_and_autograd_grad() -> None:
     w = rand(7, 5)
     # Sparse then dense, and dense then sparse: the sum is dense either way, as torch's.
@@ -81,7 +80,6 @@ def test_sparse_gradient_accumulation_modules_and_autograd_grad() -> None:
     assert g_emb.weight.grad.is_sparse and g_emb.weight.grad._nnz() == 0 and tuple(g_emb.weight.grad.shape) == (7, 5)
 
 
-@cpu_only
 def test_scale_grad_by_freq_with_sparse_raises_in_backward_as_torch() -> None:
     w = rand(7, 5)
     gw = to_genesis(w)
@@ -122,7 +120,6 @@ def _assert_same_optimizer(g_opt, t_opt) -> None:
             assert_same(g_state["state"][i][key], value, what=f"state {i} {key}")
 
 
-@cpu_only
 @pytest.mark.parametrize("opt_kwargs", [{"lr": 0.1}, {"lr": 0.02, "betas": (0.8, 0.99), "eps": 1e-6,
                                                       "maximize": True}])
 def test_sparse_adam_trains_embedding_like_torch(opt_kwargs: dict) -> None:
@@ -132,9 +129,9 @@ def test_sparse_adam_trains_embedding_like_torch(opt_kwargs: dict) -> None:
     assert_same(g_emb.weight, t_emb.weight, what="weight")
     assert_same(g_extra, t_extra, what="second group")
     _assert_same_optimizer(g_opt, t_opt)
+    assert g_opt.state[g_emb.weight]["exp_avg"].device == g_emb.weight.device
 
 
-@cpu_only
 def test_sparse_adam_state_dict_round_trip(tmp_path: object) -> None:
     """Three steps, the state saved (genesis.save/load) and loaded into a new optimizer, three more steps: the
     same as six steps in one go, and as torch's six steps."""
@@ -155,7 +152,6 @@ def test_sparse_adam_state_dict_round_trip(tmp_path: object) -> None:
     assert g_opt.state_dict()["state"][0]["step"] == 3
 
 
-@cpu_only
 def test_sparse_adam_refuses_dense_gradients_and_changes_nothing() -> None:
     w = rand(7, 5, requires_grad=False)
     for lib in (torch, genesis):
@@ -188,7 +184,6 @@ def test_sparse_adam_bad_arguments_raise_as_torch(kwargs: dict, message: str) ->
         genesis.optim.SparseAdam([genesis.zeros(2, requires_grad=True, device=DEVICE)], **kwargs)
 
 
-@cpu_only
 def test_sparse_adam_refuses_sparse_and_complex_params() -> None:
     message = r"Sparse params at indices \[\[0, 0\]\]: SparseAdam requires dense parameter tensors"
     for lib in (torch, genesis):
@@ -198,13 +193,6 @@ def test_sparse_adam_refuses_sparse_and_complex_params() -> None:
         complex_param = lib.zeros(2, dtype=lib.complex64, requires_grad=True)
         with pytest.raises(ValueError, match=r"Complex params at indices \[\[0, 1\]\]"):
             lib.optim.SparseAdam([lib.zeros(2, requires_grad=True), complex_param])
-
-
-@pytest.mark.skipif(DEVICE == "cpu", reason="sparse gradients on a GPU: the GPU suite")
-def test_embedding_sparse_on_gpu_raises_not_implemented() -> None:
-    weight = genesis.zeros(7, 5, device=DEVICE, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="supported on the CPU only"):
-        genesis.nn.functional.embedding(genesis.tensor(INDEX, device=DEVICE), weight, sparse=True)
 
 
 @pytest.mark.parametrize("name, kwargs", [("SGD", {"lr": 0.1}), ("SGD", {"lr": 0.1, "momentum": 0.9}),
@@ -242,7 +230,6 @@ def _sparse_step_error(lib, name: str, kwargs: dict) -> str:
     return str(info.value)
 
 
-@cpu_only
 @pytest.mark.parametrize("name, kwargs", [
     ("Adam", {}), ("AdamW", {}), ("Adam", {"fused": True}), ("RMSprop", {"foreach": True}), ("NAdam", {}),
     ("SGD", {"weight_decay": 0.1}), ("SGD", {"momentum": 0.9, "weight_decay": 0.1}), ("SGD", {"fused": True}),
@@ -270,7 +257,6 @@ def _lbfgs_on_sparse_embedding(lib) -> list[float]:
     return sum(emb.weight.detach().tolist(), [])
 
 
-@cpu_only
 def test_lbfgs_takes_sparse_embedding_gradients_as_torch() -> None:
     assert _lbfgs_on_sparse_embedding(genesis) == pytest.approx(_lbfgs_on_sparse_embedding(torch), rel=1e-6)
 
@@ -278,7 +264,6 @@ def test_lbfgs_takes_sparse_embedding_gradients_as_torch() -> None:
 BAG_INDEX = [1, 2, 4, 1, 5, 2, 0, 2]
 
 
-@cpu_only
 @pytest.mark.parametrize("kwargs", [
     {"mode": "sum"}, {"mode": "mean"}, {"mode": "sum", "padding_idx": 2}, {"mode": "mean", "padding_idx": -4},
     {"mode": "sum", "per_sample_weights": True}, {"mode": "sum", "include_last_offset": True, "padding_idx": 1},
@@ -305,7 +290,6 @@ def test_embedding_bag_sparse_gradient_and_sparse_adam_match_torch(kwargs: dict)
     assert_same(steps[0], steps[1])
 
 
-@cpu_only
 def test_embedding_bag_module_sparse_2d_and_errors_as_torch() -> None:
     g = genesis.nn.EmbeddingBag(5, 2, mode="mean", sparse=True)
     t = torch.nn.EmbeddingBag(5, 2, mode="mean", sparse=True)
@@ -319,7 +303,6 @@ def test_embedding_bag_module_sparse_2d_and_errors_as_torch() -> None:
             lib.nn.functional.embedding_bag(lib.tensor(index), lib.ones(5, 2), mode="max", sparse=True)
 
 
-@cpu_only
 def test_hand_written_sgd_and_grad_scaler_take_sparse_gradients_as_torch() -> None:
     # p.data.add_(p.grad.data, alpha=-lr), the classic update loop, and GradScaler unscaling a sparse gradient whose
     # values came from a broadcast gradient (of a sum), then skipping the step after an inf.
@@ -327,7 +310,7 @@ def test_hand_written_sgd_and_grad_scaler_take_sparse_gradients_as_torch() -> No
     results = []
     for lib, weight in ((genesis, to_genesis(w)), (torch, w.clone().requires_grad_(True))):
         emb = lib.nn.Embedding.from_pretrained(weight.detach().clone(), freeze=False, sparse=True)
-        scaler = lib.amp.GradScaler("cpu", init_scale=64.0)
+        scaler = lib.amp.GradScaler(DEVICE if lib is genesis else "cpu", init_scale=64.0)
         opt = lib.optim.SGD(emb.parameters(), lr=0.1)
         for step, factor in enumerate((1.0, 1.0, float("inf"))):
             emb.zero_grad()

@@ -1,5 +1,6 @@
-"""Ops on sparse COO and CSR tensors (CPU), compared with torch: transposes, products and quotients, the
-zero-preserving unary ops, casts, sums, index_select, sparse softmax, addmm, sparse @ sparse and CSR matrices.
+"""Ops on sparse COO and CSR tensors on the test device, compared with torch on the CPU: transposes, products and
+quotients, the zero-preserving unary ops, casts and moves, sums, index_select, sparse softmax, addmm, sparse @ sparse
+and CSR matrices.
 
 Each op is checked for its values, layout, dtype, the coalesced flag and nnz (``assert_same_sparse``), and for the
 gradients of the values it was built from where torch has them; where torch's sparse kernel has no backward, the
@@ -17,10 +18,9 @@ import genesis
 from genesis.ops.sparse import COALESCING_UNARY_OPS, SUPPORTED, SparseTensor
 from genesis.ops.sparse_csr import SUPPORTED_CSR, SparseCsrTensor
 from tests.helpers import DEVICE, assert_same, check, check_error, rand, to_genesis
-from tests.test_sparse import INDICES, assert_same_sparse, coo
+from tests.test_sparse import INDICES, assert_same_sparse, coo, on_test_device  # noqa: F401 (an autouse fixture)
 
-pytestmark = [pytest.mark.skipif(DEVICE != "cpu", reason="sparse tensors are CPU-only"),
-              pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")]
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")
 
 # Another pattern of the same size: (0, 2) twice again, (2, 3) and (1, 0).
 OTHER = [[0, 0, 2, 1], [2, 2, 3, 0]]
@@ -214,7 +214,8 @@ def test_casts_to_integers_and_identity() -> None:
     check_sparse(lambda lib, v: coo(lib, v).bool(), rand(5), grad=False)
     check_sparse(lambda lib, v: coo(lib, v * 4).int(), rand(5), grad=False)
     s = coalesced(genesis, to_genesis(rand(5, requires_grad=False)))
-    assert s.to(genesis.float64) is s and s.double() is s and s.cpu() is s and s.to("cpu") is s
+    assert s.to(genesis.float64) is s and s.double() is s and s.to(DEVICE) is s and s.to(s.device, s.dtype) is s
+    assert (s.cpu() is s) == (DEVICE == "cpu")
     copy = s.to(genesis.float64, copy=True)
     assert copy is not s and copy._values() is not s._values() and copy.is_coalesced()
 
@@ -583,6 +584,7 @@ def assert_same_csr(g, t) -> None:
     (lambda lib, v: coo(lib, v).to_dense().to_sparse_csr(), True),
     (lambda lib, v: coo(lib, v).to_dense().to_sparse(layout=lib.sparse_csr), True),
     (lambda lib, v: coo(lib, v).to_sparse_csr().to_sparse_csr(), True),
+    (lambda lib, v: csr(lib, v[:3]).cpu().to(v.device), True),
 ])
 def test_csr_construction_and_conversions(make, differentiable) -> None:
     g, t = run_both(make, rand(5))
@@ -600,7 +602,8 @@ def test_csr_with_int32_indices_metadata_and_repr() -> None:
 
     g, t = run_both(make, rand(2))
     assert_same_csr(g, t)
-    assert (g.dim(), g.sparse_dim(), g.dense_dim(), g.dtype, g.device.type) == (2, 2, 0, genesis.float64, "cpu")
+    assert (g.dim(), g.sparse_dim(), g.dense_dim(), g.dtype, g.device) == (2, 2, 0, genesis.float64,
+                                                                            genesis.device(DEVICE))
     assert "layout=genesis.sparse_csr" in repr(g) and "crow_indices" in repr(g)
     assert not genesis.ones(2).is_sparse_csr and genesis.ones(2).layout is genesis.strided
     assert_same(g.to_dense(), t.to_dense())

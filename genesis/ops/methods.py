@@ -175,12 +175,12 @@ def conj_reversed_dims(self: Tensor) -> Tensor:
 
 def legacy_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
     """Without ``dtype``, the legacy type name (``"genesis.FloatTensor"``, ``"genesis.cuda.LongTensor"``,
-    ``"genesis.sparse.FloatTensor"`` for a sparse COO tensor); with one, this tensor converted to it: a dtype, a
-    legacy type (``genesis.LongTensor``, a CPU type as torch's) or a legacy type name (``"torch.LongTensor"``,
-    ``"torch.cuda.FloatTensor"``: a ``cuda.`` name also moves it to the GPU, a plain one to the CPU; a ``sparse.``
-    name changes the dtype only, as torch's)."""
+    ``"genesis.sparse.FloatTensor"`` for a sparse COO tensor, ``"genesis.cuda.sparse.FloatTensor"`` on a GPU); with
+    one, this tensor converted to it: a dtype, a legacy type (``genesis.LongTensor``, a CPU type as torch's) or a
+    legacy type name (``"torch.LongTensor"``, ``"torch.cuda.FloatTensor"``: a ``cuda.`` name also moves it to the
+    GPU, a plain one to the CPU; a ``sparse.`` name changes the dtype only, as torch's)."""
     if dtype is None:
-        where = "cuda." if self.device.type == "cuda" else "sparse." if self.layout is _mf.sparse_coo else ""
+        where = ("cuda." if self.device.type == "cuda" else "") + ("sparse." if self.layout is _mf.sparse_coo else "")
         return f"genesis.{where}{dtypes.LEGACY_TYPE_NAMES.get(self.dtype, self.dtype.name)}"
     if isinstance(dtype, type) and hasattr(dtype, "device_type"):  # genesis.LongTensor, genesis.cuda.FloatTensor
         return self.to(dtype.device_type, dtype.dtype, non_blocking=non_blocking)

@@ -1,4 +1,4 @@
-"""Sparse COO tensors on the CPU: :class:`SparseTensor`, its constructors, its ops and the sparse products.
+"""Sparse COO tensors: :class:`SparseTensor`, its constructors, its ops and the sparse products.
 
 A sparse COO tensor is ``(indices, values, size)``: ``indices`` an int64 (sparse_dim, nnz) tensor of coordinates and
 ``values`` a (nnz, *dense_shape) tensor of the entries there (duplicates add up). Genesis keeps both parts as
@@ -14,7 +14,8 @@ over duplicate entries (``neg``, products and quotients by a scalar or a strided
 the entries as they are; the other zero-preserving ops (``abs``, ``sqrt``, ``relu``, ``pow``, ... listed in
 :data:`COALESCING_UNARY_OPS`) coalesce first and apply to the values. Sparse tensors support only the operations
 listed in :data:`SUPPORTED`; any other op raises NotImplementedError naming the op (as torch does for ops without a
-sparse kernel). CUDA is not supported: a sparse tensor on a GPU raises RuntimeError. What COO and CSR tensors share
+sparse kernel). A sparse tensor lives on the device of its parts (the CPU or a GPU: the dense ops beneath run on
+both), and ``to(device)`` / ``cuda()`` / ``cpu()`` move indices and values together. What COO and CSR tensors share
 (the layouts, the base class) is ``genesis.ops.sparse_base``; CSR tensors are ``genesis.ops.sparse_csr``.
 """
 
@@ -25,14 +26,14 @@ from typing import Any, Callable, Sequence
 
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
-from genesis.device import factory_device
+from genesis.device import device as Device
 from genesis.memory_format import layout, sparse_coo, sparse_csr, strided  # also importable from here, as before
-from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim, normalize_dims
+from genesis.ndarray import NDArray, broadcast_shapes, check_same_device, normalize_dim, normalize_dims
 from genesis.ops import sparse_shape
 from genesis.ops.join import cat, stack
 from genesis.ops.shape import repeat_interleave
 from genesis.ops.sorting import searchsorted
-from genesis.ops.sparse_base import SparseBase, check_cpu, coerce_tensor
+from genesis.ops.sparse_base import SparseBase, coerce_tensor
 from genesis.tensor import Size, Tensor, arange, zeros
 
 #: torch's zero-preserving unary ops on sparse COO tensors (``f(0) == 0``): they coalesce, then apply to the values.
@@ -48,7 +49,7 @@ SUPPORTED = ("to_dense", "to_sparse", "to_sparse_csr", "coalesce", "is_coalesced
              "requires_grad_", "grad", "detach", "clone", "zero_", "+", "-", "*", "/", "//", "**", "add", "sub",
              "mul", "div", "floor_divide", "neg", "positive", "pow", "t", "T", "mT", "transpose", "swapaxes",
              "index_select", "sum", "norm", "mm", "matmul", "@", "data", "add_", "sub_", "mul_", "div_", "neg_",
-             "negative_", "+=", "-=", "*=", "/=", "unsqueeze", "select", "narrow_copy", "permute",
+             "negative_", "+=", "-=", "*=", "/=", "unsqueeze", "select", "narrow_copy", "permute", "cuda",
              "[] (integers, None, ..., :)") + COALESCING_UNARY_OPS + (
                 "genesis.sparse.mm", "genesis.sparse.addmm", "genesis.sparse.sum", "genesis.sparse.softmax",
                 "genesis.sparse.log_softmax", "genesis.spmm")
@@ -73,6 +74,9 @@ class SparseTensor(SparseBase):
     def _with_values(self, values: Tensor) -> SparseTensor:
         return SparseTensor(self._indices_t, values, self._size[:self.sparse_dim()] + tuple(values.shape[1:]),
                             self._coalesced)
+
+    def _to_device(self, device: Device) -> SparseTensor:
+        return SparseTensor(self._indices_t.to(device), self._values_t.to(device), self._size, self._coalesced)
 
     # ------------------------------------------------------------ metadata
     @property
@@ -532,7 +536,10 @@ def sparse_coo_tensor(indices: Any = None, values: Any = None, size: Sequence[in
         indices: integer coordinates, shape (sparse_dim, nnz), taken as int64 (as torch, whatever their dtype).
         values: the entries, shape (nnz, *dense_shape); gradients flow back to it when it requires them.
         size: the tensor's size; inferred from the largest index of each sparse dimension when None.
-        dtype, device: of the values; the CPU only.
+        dtype: of the values.
+        device: where both parts go. Without it, tensors stay on their devices, which must agree (RuntimeError
+            otherwise, as torch); indices given as Python data go to the values' device, values given as data to
+            the default device.
         requires_grad: make the sparse tensor a leaf that records a gradient (through its own copy of ``values``).
         check_invariants: accepted for torch's signature; indices are always checked against ``size``.
         is_coalesced: declare the indices sorted and unique (or not); by default only a tensor of fewer than two
@@ -541,8 +548,6 @@ def sparse_coo_tensor(indices: Any = None, values: Any = None, size: Sequence[in
     Returns:
         The sparse tensor.
     """
-    if device is not None:
-        check_cpu("sparse_coo_tensor", factory_device(device))
     d = dtypes.to_dtype(dtype) if dtype is not None else None
     if values is None:  # the size-only form: no entries
         shape = size if indices is None else indices
@@ -552,9 +557,8 @@ def sparse_coo_tensor(indices: Any = None, values: Any = None, size: Sequence[in
         values = zeros(0, dtype=d or dtypes.get_default_dtype(), device=device)
         return SparseTensor(empty, values.requires_grad_(requires_grad), tuple(int(n) for n in shape), True)
     values = coerce_tensor(values, d, device)
-    indices = coerce_tensor(indices, dtypes.int64, values.device if device is None else device)
-    check_cpu("sparse_coo_tensor", values.device)
-    check_cpu("sparse_coo_tensor", indices.device)
+    indices = coerce_tensor(indices, dtypes.int64, device, values.device)
+    check_same_device("sparse_coo_tensor", indices.device, values.device)
     if d is not None and values.dtype is not d:
         values = values.to(d)
     if indices.dtype is not dtypes.int64:
@@ -600,7 +604,6 @@ def to_sparse(input: Tensor, sparse_dim: int | None = None, *, layout: Any = Non
             raise RuntimeError(f"to_sparse: conversion from sparse_coo with sparse_dim {input.sparse_dim()} to "
                                f"sparse_dim {sparse_dim} is not supported")
         return input
-    check_cpu("to_sparse", input.device)
     sparse_dim = input.ndim if sparse_dim is None else sparse_dim
     if not 0 < sparse_dim <= input.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim argument must be in [1, {input.ndim}] range, but {sparse_dim} "
@@ -682,6 +685,7 @@ def sparse_mm(sparse: SparseTensor, dense: Tensor, op: str = "sparse.mm") -> Ten
     if sparse.dtype is not dense.dtype:
         raise RuntimeError(f"{op}: expected mat1 and mat2 to have the same dtype, but got: {sparse.dtype} != "
                            f"{dense.dtype}")
+    check_same_device(op, sparse.device, dense.device)
     rows, cols = sparse._indices_t[0], sparse._indices_t[1]
     if isinstance(dense, SparseTensor):
         if dense.sparse_dim() != 2:
@@ -691,7 +695,6 @@ def sparse_mm(sparse: SparseTensor, dense: Tensor, op: str = "sparse.mm") -> Ten
         indices = stack([rows[left], dense._indices_t[1][right]])
         values = sparse._values_t[left] * dense._values_t[right]
         return SparseTensor(indices, values, (sparse.shape[0], dense.shape[1])).coalesce()
-    check_cpu(op, dense.device)
     products = sparse._values_t.unsqueeze(1) * dense.index_select(0, cols)  # (nnz, m)
     out = zeros(sparse.shape[0], dense.shape[1], dtype=dense.dtype, device=dense.device)
     return out.index_add(0, rows, products)

@@ -140,26 +140,27 @@ class SparseBase(Tensor):
         """This tensor outside autograd, sharing its parts (``p.grad.data`` of a sparse gradient)."""
         return self.detach()
 
+    def _to_device(self, device: Device) -> SparseBase:
+        """The same tensor with every part (indices and values) on ``device``."""
+        raise NotImplementedError
+
     def to(self, *args: Any, **kwargs: Any) -> SparseBase:
-        """The tensor with its values cast to another dtype (differentiable), as ``Tensor.to``; the CPU is the only
-        device. Returns the tensor itself when nothing changes (``copy=True``: a copy)."""
+        """The tensor on another device (indices and values moved) and/or with its values cast to another dtype,
+        differentiable in the values, as ``Tensor.to``. Returns the tensor itself when nothing changes
+        (``copy=True``: a copy)."""
         kwargs.pop("non_blocking", None)
         kwargs.pop("memory_format", None)
         device, dtype, copy = parse_to_args(*args, **kwargs)
-        if device is not None:
-            check_cpu("to", device, self._KIND)
-        out = self if dtype is None or dtype is self.dtype else self._with_values(self._values_t.to(dtype))
+        out = self if device is None or device is self.device else self._to_device(device)
+        if dtype is not None and dtype is not out.dtype:
+            out = out._with_values(out._values_t.to(dtype))
         return out.clone() if copy and out is self else out
 
 
-def check_cpu(op: str, device: Device, kind: str = "COO") -> None:
-    """RuntimeError naming ``op`` unless ``device`` is the CPU (sparse tensors live there only)."""
-    if device.type != "cpu":
-        raise RuntimeError(f"{op}: sparse {kind} tensors are supported on the CPU only, got device {device}")
-
-
-def coerce_tensor(data: Any, dtype: dtypes.dtype | None, device: Any) -> Tensor:
-    """A tensor argument of a sparse constructor as a Tensor (data as ``genesis.tensor`` makes it) on ``device``."""
+def coerce_tensor(data: Any, dtype: dtypes.dtype | None, device: Any, data_device: Any = None) -> Tensor:
+    """A tensor argument of a sparse constructor as a Tensor, as torch's constructors take it: a Tensor stays on its
+    device unless ``device`` is given; other data becomes a tensor (as ``genesis.tensor`` makes it) on ``device``,
+    else on ``data_device`` (the values' device, for indices given as data), else on the default device."""
     if isinstance(data, Tensor):
         return data if device is None else data.to(factory_device(device))
-    return _from_data(data, dtype=dtype, device=device)
+    return _from_data(data, dtype=dtype, device=device if device is not None else data_device)

@@ -1,4 +1,4 @@
-"""Sparse CSR tensors on the CPU (``torch.sparse_csr``): :class:`SparseCsrTensor`, :func:`sparse_csr_tensor` and the
+"""Sparse CSR tensors (``torch.sparse_csr``): :class:`SparseCsrTensor`, :func:`sparse_csr_tensor` and the
 conversions between CSR, COO and strided tensors.
 
 A CSR matrix is ``(crow_indices, col_indices, values, size)``: the entries of row ``i`` are ``values[crow[i]:crow[i +
@@ -6,7 +6,7 @@ A CSR matrix is ``(crow_indices, col_indices, values, size)``: the entries of ro
 CSR matrices with scalar values (no batch or dense dims) and a small set of ops (:data:`SUPPORTED_CSR`): its parts,
 conversions, casts and the products with strided matrices, which go through the equivalent coalesced COO tensor
 (``genesis.ops.sparse``), so gradients flow to the values the same way. Other ops raise NotImplementedError naming the
-op.
+op. A matrix lives on the device of its parts (the CPU or a GPU); ``to(device)`` moves all three.
 """
 
 from __future__ import annotations
@@ -14,20 +14,20 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from genesis import dtypes
-from genesis.device import factory_device
+from genesis.device import device as Device
 from genesis.memory_format import layout, sparse_coo, sparse_csr
 from genesis.ops.join import cat, stack
 from genesis.ops.shape import repeat_interleave
 from genesis.ops.sparse import SparseTensor, sparse_matmul
 from genesis.ops.sparse import to_sparse as _to_sparse_coo
-from genesis.ops.sparse_base import SparseBase, check_cpu, coerce_tensor
+from genesis.ops.sparse_base import SparseBase, coerce_tensor
 from genesis.tensor import Size, Tensor, arange, zeros
 
 #: The operations a sparse CSR tensor supports (everything else raises NotImplementedError naming the op).
 SUPPORTED_CSR = ("to_dense", "to_sparse", "to_sparse_coo", "to_sparse_csr", "crow_indices", "col_indices", "values",
                  "_nnz", "sparse_dim", "dense_dim", "size", "shape", "dim", "ndim", "numel", "dtype", "device",
-                 "layout", "is_sparse_csr", "to", "float", "double", "cpu", "requires_grad", "requires_grad_", "grad",
-                 "detach", "clone", "mm", "matmul", "@", "genesis.sparse.mm", "genesis.sparse.addmm")
+                 "layout", "is_sparse_csr", "to", "float", "double", "cpu", "cuda", "requires_grad", "requires_grad_",
+                 "grad", "detach", "clone", "mm", "matmul", "@", "genesis.sparse.mm", "genesis.sparse.addmm")
 
 
 class SparseCsrTensor(SparseBase):
@@ -49,6 +49,9 @@ class SparseCsrTensor(SparseBase):
 
     def _with_values(self, values: Tensor) -> SparseCsrTensor:
         return SparseCsrTensor(self._crow_t, self._col_t, values, self._size)
+
+    def _to_device(self, device: Device) -> SparseCsrTensor:
+        return SparseCsrTensor(self._crow_t.to(device), self._col_t.to(device), self._values_t.to(device), self._size)
 
     @property
     def layout(self) -> layout:
@@ -134,20 +137,23 @@ def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: Se
             int64 where they differ).
         values: (nnz,) entries.
         size: (rows, cols); by default ``(len(crow) - 1, max(col) + 1)``.
-        dtype, device, requires_grad: of the values (the CPU only; ``requires_grad`` makes the matrix a leaf).
+        dtype, requires_grad: of the values (``requires_grad`` makes the matrix a leaf).
+        device: where the three parts go. Without it, tensors stay on their devices, which must agree (RuntimeError
+            otherwise, as torch); indices given as Python data go to the values' device, values given as data to
+            the default device.
         check_invariants: accepted for torch's signature.
 
     Returns:
         The CSR matrix.
     """
-    if device is not None:
-        check_cpu("sparse_csr_tensor", factory_device(device), "CSR")
     d = dtypes.to_dtype(dtype) if dtype is not None else None
     values = coerce_tensor(values, d, device)
-    crow = coerce_tensor(crow_indices, dtypes.int64, values.device if device is None else device)
-    col = coerce_tensor(col_indices, dtypes.int64, values.device if device is None else device)
-    for t in (values, crow, col):
-        check_cpu("sparse_csr_tensor", t.device, "CSR")
+    crow = coerce_tensor(crow_indices, dtypes.int64, device, values.device)
+    col = coerce_tensor(col_indices, dtypes.int64, device, values.device)
+    for name, t in (("values", values), ("col_indices", col)):
+        if t.device is not crow.device:
+            raise RuntimeError(f"sparse_csr_tensor: device of crow_indices (={crow.device}) must match device of "
+                               f"{name} (={t.device})")
     if d is not None and values.dtype is not d:
         values = values.to(d)
     if crow.dtype not in (dtypes.int32, dtypes.int64) or col.dtype not in (dtypes.int32, dtypes.int64):
@@ -214,7 +220,6 @@ def to_sparse_csr(input: Tensor, dense_dim: int | None = None) -> SparseCsrTenso
                                       "supported")
         coo = input.coalesce()
     else:
-        check_cpu("to_sparse_csr", input.device, "CSR")
         if input.ndim != 2:
             raise NotImplementedError(f"to_sparse_csr: only 2-D tensors convert to CSR (no batched CSR), got "
                                       f"{input.ndim}-D")

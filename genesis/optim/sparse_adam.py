@@ -18,8 +18,7 @@ class SparseAdam(Optimizer):
     step coalesces the gradient and updates the moments and the parameter only at its entries ``i``:
     ``m[i] += (1 - beta1) * (g - m[i])``, ``v[i] += (1 - beta2) * (g^2 - v[i])``, then
     ``p[i] -= lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m[i] / (sqrt(v[i]) + eps)``, where ``t`` counts the steps
-    of the parameter. Rows without an entry keep their moments and values. Sparse tensors are CPU-only, so this
-    optimizer is too.
+    of the parameter. Rows without an entry keep their moments and values.
 
     Args:
         params: the parameters (dense), or dicts of parameter groups.

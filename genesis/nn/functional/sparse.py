@@ -15,10 +15,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     """Rows of ``weight`` picked by the integer ``input``; positions equal to ``padding_idx`` get no gradient.
 
     With ``sparse=True`` the gradient of ``weight`` is a sparse COO tensor with one entry per looked-up position
-    (as torch's), for optimizers such as :class:`genesis.optim.SparseAdam`; ``scale_grad_by_freq`` then raises in
-    backward, as torch. Sparse tensors live on the CPU only: on a GPU ``sparse=True`` raises NotImplementedError
-    (use ``sparse=False``). Dense gradients take one autograd node for any shape of ``input`` (plus one for
-    ``padding_idx`` or ``scale_grad_by_freq`` when the weight requires grad).
+    (as torch's, on the weight's device), for optimizers such as :class:`genesis.optim.SparseAdam`;
+    ``scale_grad_by_freq`` then raises in backward, as torch. Dense gradients take one autograd node for any shape
+    of ``input`` (plus one for ``padding_idx`` or ``scale_grad_by_freq`` when the weight requires grad).
     """
     index_dtype = input.ndarray.dtype
     if index_dtype not in (dtypes.int64, dtypes.int32):
@@ -35,9 +34,6 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
             padding_idx += num
         elif padding_idx >= num:
             raise AssertionError("Padding_idx must be within num_embeddings")
-    if sparse and weight.device.type != "cpu":
-        raise NotImplementedError(f"embedding: sparse gradients (sparse=True) are supported on the CPU only (sparse "
-                                  f"COO tensors are CPU-only), got weight on {weight.device}; use sparse=False")
     index = input if index_dtype is dtypes.int64 else input.long()
     if max_norm is not None:
         _embedding_renorm_(weight, index.reshape(-1), max_norm, norm_type)
@@ -85,7 +81,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     Bags are the rows of 2-D ``input`` (B, L), or the slices ``input[offsets[b]:offsets[b + 1]]`` of 1-D
     ``input`` (the last one runs to the end unless ``include_last_offset``). Empty bags give zeros; indices equal
     to ``padding_idx`` are left out of their bag (and out of the mean's count). ``per_sample_weights`` scales each
-    row before summing (``mode="sum"`` only). With ``sparse=True`` (modes sum and mean; CPU only) the gradient of
+    row before summing (``mode="sum"`` only). With ``sparse=True`` (modes sum and mean) the gradient of
     ``weight`` is a sparse COO tensor as torch's: one uncoalesced entry per index, padding indices left out.
 
     Returns:

@@ -16,8 +16,8 @@ class Embedding(Module):
     """Rows of ``weight`` (num_embeddings, embedding_dim) looked up by integer indices.
 
     ``weight ~ N(0, 1)`` as in torch; the ``padding_idx`` row starts at zero and never receives a gradient. With
-    ``sparse=True`` the weight's gradient is a sparse COO tensor (for :class:`genesis.optim.SparseAdam`); sparse
-    tensors are CPU-only, so on a GPU ``sparse=True`` raises NotImplementedError in forward.
+    ``sparse=True`` the weight's gradient is a sparse COO tensor on the weight's device (for
+    :class:`genesis.optim.SparseAdam`).
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
