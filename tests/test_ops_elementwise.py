@@ -183,6 +183,11 @@ def test_integer_division_by_zero_raises():
     check_error(RuntimeError, lambda lib, a: a % 0, a)
     check_error(RuntimeError, lambda lib, a: lib.div(a, 0, rounding_mode="trunc"), a)
     check_error(RuntimeError, lambda lib, a: lib.div(a, 2, rounding_mode="round"), a, match="round")
+    # Nothing divided, nothing raised (a sparse tensor with an empty dim coalesces through `% 0`).
+    empty = torch.zeros(0, 3, dtype=torch.int64)
+    check(lambda lib, e: e % 0, empty)
+    check(lambda lib, e: e // 0, empty)
+    check(lambda lib, e, z: lib.remainder(e, z), empty, torch.zeros(3, dtype=torch.int64))
 
 
 def test_neg_abs_reciprocal():

@@ -409,7 +409,7 @@ def test_setitem_value_gradient_does_not_alias():
 
     check(fn, rand(3, 4, seed=62), rand(4, seed=63))
     g = to_genesis(rand(4, seed=63))
-    y = genesis.zeros(3, 4)
+    y = genesis.zeros(3, 4, device=g.device)
     y[1] = g
     y.sum().backward()
     assert g.grad is not None and genesis.equal(g.grad, genesis.ones(4, dtype=g.dtype))

@@ -194,7 +194,7 @@ def test_to_cpu_and_back_move_every_part_and_pass_gradients() -> None:
     v = rand(5)
     assert_same_sparse(there_and_back(genesis, to_genesis(v, requires_grad=False)), coo(torch, v.detach()))
     check(lambda lib, v: there_and_back(lib, v).to_dense(), v)
-    check(lambda lib, v: coo(lib, v).to(device="cpu", dtype=lib.float32).to_dense(), v)
+    check(lambda lib, v: coo(lib, v).to(device="cpu", dtype=lib.float32).to_dense().to(v.device), v)
 
 
 @needs_two_devices

@@ -49,7 +49,8 @@ def check_sparse(fn, *inputs, grad: bool = True, analog=None, nnz: bool = True) 
     t_in = [x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x for x in inputs]
     g_out, t_out = to_dense(fn(genesis, *g_in)), to_dense((analog or fn)(torch, *t_in))
     weight = torch.randn(t_out.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    (g_out * to_genesis(weight.to(t_out.dtype), requires_grad=False)).sum().backward()
+    # On the result's device: an op may move it (``.cpu()``).
+    (g_out * to_genesis(weight.to(t_out.dtype), requires_grad=False, device=str(g_out.device))).sum().backward()
     (t_out * weight.to(t_out.dtype)).sum().backward()
     for k, (gx, tx) in enumerate(zip(g_in, t_in)):
         if not isinstance(tx, torch.Tensor) or not tx.requires_grad:
@@ -302,9 +303,15 @@ def test_index_select_over_a_dense_dim_and_errors() -> None:
 
 
 # ---------------------------------------------------------------- unsqueeze, select, indexing, narrow_copy, permute
+def _narrow(s, dim, start, length):
+    """``narrow_copy`` of a sparse tensor; for the strided analog, ``narrow`` (the same values and gradients: torch
+    2.11's strided ``narrow_copy`` has no derivative)."""
+    return s.narrow_copy(dim, start, length) if s.is_sparse else s.narrow(dim, start, length)
+
+
 SHAPE_OPS = [lambda s: s.unsqueeze(0), lambda s: s.unsqueeze(1), lambda s: s.unsqueeze(-1),
              lambda s: s.select(0, 1), lambda s: s.select(1, -2), lambda s: s.select(1, 3),
-             lambda s: s.narrow_copy(0, 1, 2), lambda s: s.narrow_copy(1, 2, 0), lambda s: s.narrow_copy(1, 0, 4),
+             lambda s: _narrow(s, 0, 1, 2), lambda s: _narrow(s, 1, 2, 0), lambda s: _narrow(s, 1, 0, 4),
              lambda s: s.permute(1, 0), lambda s: s.permute((0, 1)), lambda s: s.permute(-2, -1),
              lambda s: s[1], lambda s: s[:, 2], lambda s: s[None, -1, None], lambda s: s[..., 0],
              lambda s: s[0, 2], lambda s: s[2, 1, ...], lambda s: s[1][0]]
@@ -318,7 +325,7 @@ def test_shape_ops(make, op) -> None:
 
 
 @pytest.mark.parametrize("op", [lambda s: s.select(2, 1), lambda s: s.unsqueeze(2), lambda s: s.unsqueeze(3),
-                                lambda s: s.narrow_copy(2, 1, 1), lambda s: s.permute(1, 0, 2), lambda s: s[1],
+                                lambda s: _narrow(s, 2, 1, 1), lambda s: s.permute(1, 0, 2), lambda s: s[1],
                                 lambda s: s[1, 2], lambda s: s[0, 2, 1], lambda s: s[:, :, 0]])
 def test_shape_ops_of_hybrid_tensors(op) -> None:
     check_sparse(lambda lib, h: op(coo(lib, h, size=(3, 4, 2))), rand(5, 2),
@@ -328,7 +335,7 @@ def test_shape_ops_of_hybrid_tensors(op) -> None:
 @pytest.mark.parametrize("make, op", [(coo, lambda s: s.permute(0, 2, 1)), (coalesced, lambda s: s.permute(0, 2, 1)),
                                       (coalesced, lambda s: s.permute(2, 0, 1)), (coo, lambda s: s.select(1, 2)),
                                       (coalesced, lambda s: s.select(0, 0)),
-                                      (coalesced, lambda s: s.narrow_copy(2, 1, 3))])
+                                      (coalesced, lambda s: _narrow(s, 2, 1, 3))])
 def test_shape_ops_of_three_sparse_dims(make, op) -> None:
     three = [[0, 1, 1, 0], [2, 0, 2, 2], [1, 3, 0, 1]]
     check_sparse(lambda lib, v: op(make(lib, v, three, (2, 3, 4))), rand(4),

@@ -49,7 +49,7 @@ def binary(op: str, a: NDArray, b: NDArray | int | float | bool | complex, out: 
             out = _new_like(b, dt)
         else:
             out = _new(shape, dt, a.device)
-    if op in ("floor_divide", "remainder") and a.dtype.category < 2:
+    if op in ("floor_divide", "remainder") and a.dtype.category < 2 and out.size:  # nothing divided: no error
         _check_nonzero_divisor(op, b)
     return _ew(op, 2, out, (a, b), a.dtype)
 
