@@ -406,9 +406,10 @@ def index_put(input: Tensor, indices: tuple, values: Any, accumulate: bool = Fal
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value`` in place for every key ``getitem`` takes, differentiable with respect to both.
 
-    Without a graph the value is written through the view the key's basic part selects (with ``index_put_`` for
-    advanced parts). With a graph the assignment is an out-of-place ``index_put`` at the flat positions of the
-    selected elements, whose result ``x`` takes over.
+    The value is written into ``x``'s memory through the view the key's basic part selects (with ``index_put_``
+    for advanced parts; a lone bool mask with one value selects on the device instead, without reading the mask).
+    With a graph the write is recorded as one node that ``x`` takes over (``SetSlice``, ``SetIndexed``,
+    ``SetMasked``); under forward-mode AD it runs as its out-of-place ``index_put``, which carries the tangents.
     """
     _refuse_scalar_key(x, key)
     key = _normalize_key(key)
