@@ -96,6 +96,21 @@ def collectives(r: int, n: int) -> None:
         dist.irecv(got, (r - 1) % n).wait()
         dist.isend(t(inputs[r]), (r + 1) % n).wait()
     same("send/recv", got, inputs[(r - 1) % n])
+    # batch_isend_irecv around the ring with every rank's send listed first: on NCCL only the batch's grouping keeps
+    # the ranks from waiting on each other. Peers as job ranks and as ranks within the group.
+    got = genesis.zeros(6, device=DEVICE)
+    ops = [dist.P2POp(dist.isend, t(inputs[r]), (r + 1) % n), dist.P2POp(dist.irecv, got, group_peer=(r - 1) % n)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    same("batch_isend_irecv", got, inputs[(r - 1) % n])
+    got = genesis.zeros(6, device=DEVICE)
+    if r % 2 == 0:
+        dist.send(t(inputs[r]), group_dst=(r + 1) % n)
+        assert dist.recv(got, group_src=(r - 1) % n) == (r - 1) % n
+    else:
+        dist.recv(got, group_src=(r - 1) % n)
+        dist.send(t(inputs[r]), group_dst=(r + 1) % n)
+    same("send/recv by group rank", got, inputs[(r - 1) % n])
     objs: list = [None] * n
     dist.all_gather_object(objs, {"rank": r, "pair": (r, "x" * r), "nan": float("inf")})
     assert objs == [{"rank": k, "pair": (k, "x" * k), "nan": float("inf")} for k in range(n)], objs

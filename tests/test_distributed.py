@@ -165,6 +165,16 @@ def test_rooted_collectives_and_helpers_in_one_process(clean_env: pytest.MonkeyP
             dist.send_object_list([1], dst=0)
         with pytest.raises(ValueError, match="pass dst or group_dst, not both"):
             dist.gather(x, [genesis.zeros(3)], dst=0, group_dst=0)
+        with pytest.raises(ValueError, match=r"Invalid ``op``. Expected ``op`` to be of type"):
+            dist.P2POp(dist.send, x, 1)
+        with pytest.raises(ValueError, match="is this process's own rank"):
+            dist.P2POp(dist.isend, x, group_peer=0)
+        with pytest.raises(ValueError, match="Can't specify both dst and group_dst"):
+            dist.isend(x, 0, group_dst=0)
+        with pytest.raises(ValueError, match=r"Invalid ``p2p_op_list``. Each op is expected"):
+            dist.batch_isend_irecv([x])
+        with pytest.raises(ValueError, match=r"Invalid ``p2p_op_list``"):
+            dist.batch_isend_irecv([])
         out = [genesis.zeros(3)]
         work = dist.gather(x, out, group_dst=0, async_op=True)
         assert work.is_completed() and work.wait()

@@ -122,6 +122,11 @@ class Engine:
     def recv(self, x: NDArray, src: int, async_op: bool) -> Work | None:
         return self._run(dist.irecv(native(x), self.ranks[src], group=self.group), async_op)
 
+    def send_recv(self, ops: list[tuple[str, NDArray, int]]) -> list[Work]:
+        """``batch_isend_irecv``: each ("send" or "recv", array, group rank) started at once, a handle each."""
+        return [Work((dist.isend if kind == "send" else dist.irecv)(native(x), self.ranks[peer], group=self.group))
+                for kind, x, peer in ops]
+
     def barrier(self) -> None:
         dist.barrier(group=self.group)
 

@@ -195,7 +195,15 @@ def all_to_all_single(output: Tensor, input: Tensor, output_split_sizes: list[in
     return _async(work, output)
 
 
-def _peer(op: str, pg: ProcessGroup, peer: int | None, what: str) -> int:
+def _peer(op: str, pg: ProcessGroup, peer: int | None, what: str, group_peer: int | None = None) -> int:
+    """The group rank of a point-to-point peer, given as a job rank (``dst``/``src``) or as a rank within the group
+    (``group_dst``/``group_src``), as torch takes exactly one of them."""
+    if group_peer is not None:
+        if peer is not None:
+            raise ValueError(f"{op}: Can't specify both {what} and group_{what}")
+        if not 0 <= group_peer < len(pg.ranks):
+            raise ValueError(f"{op}: group_{what} {group_peer} is not a rank of the group (size {len(pg.ranks)})")
+        peer = pg.ranks[group_peer]
     if peer is None:
         raise ValueError(f"{op}: {what} must be given (receiving from any rank is not supported)")
     if peer == pg.ranks[pg.rank()]:
@@ -203,31 +211,71 @@ def _peer(op: str, pg: ProcessGroup, peer: int | None, what: str) -> int:
     return pg.group_rank(op, peer)
 
 
-def isend(tensor: Tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Any:
-    """Send ``tensor`` to rank ``dst``; returns a work handle."""
+def isend(tensor: Tensor, dst: int | None = None, group: ProcessGroup | None = None, tag: int = 0,
+          group_dst: int | None = None) -> Any:
+    """Send ``tensor`` to rank ``dst`` (or to the group's rank ``group_dst``); returns a work handle."""
     pg = resolve("isend", group)
     _check("isend", tensor)
-    return _async(_engine("isend", pg, tensor).send(tensor.ndarray, _peer("isend", pg, dst, "dst"), True), tensor)
+    peer = _peer("isend", pg, dst, "dst", group_dst)
+    return _async(_engine("isend", pg, tensor).send(tensor.ndarray, peer, True), tensor)
 
 
-def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> Any:
-    """Receive into ``tensor`` from rank ``src``; returns a work handle."""
+def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0,
+          group_src: int | None = None) -> Any:
+    """Receive into ``tensor`` from rank ``src`` (or from the group's rank ``group_src``); returns a work handle."""
     pg = resolve("irecv", group)
     _check("irecv", tensor)
-    work = _engine("irecv", pg, tensor).recv(tensor.ndarray, _peer("irecv", pg, src, "src"), True)
+    work = _engine("irecv", pg, tensor).recv(tensor.ndarray, _peer("irecv", pg, src, "src", group_src), True)
     _touched(tensor)
     return _async(work, tensor)
 
 
-def send(tensor: Tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
-    """Send ``tensor`` to rank ``dst`` (returns once it may be reused)."""
-    isend(tensor, dst, group, tag).wait()
+class P2POp:
+    """One send or receive for :func:`batch_isend_irecv` (``torch.distributed.P2POp``): ``op`` is :func:`isend` or
+    :func:`irecv`, ``peer`` a job rank or ``group_peer`` a rank within ``group``."""
+
+    def __init__(self, op: Any, tensor: Tensor, peer: int | None = None, group: ProcessGroup | None = None,
+                 tag: int = 0, group_peer: int | None = None) -> None:
+        if op is not isend and op is not irecv:
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
+                             "``torch.distributed.irecv``.")
+        self.op = op
+        self.tensor = tensor
+        self.group = resolve("P2POp", group)
+        self.group_peer = _peer("P2POp", self.group, peer, "peer", group_peer)
+        self.peer = self.group.ranks[self.group_peer]
+        self.tag = tag
 
 
-def recv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> int:
-    """Receive into ``tensor`` from rank ``src``; returns ``src``."""
-    irecv(tensor, src, group, tag).wait()
-    return src
+def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work]:
+    """Start the sends and receives of ``p2p_op_list`` together and return their work handles, as torch's: on
+    cuda they are one NCCL group (one handle for all), so that ranks sending to each other before receiving do not
+    wait on each other; on the CPU each is a gloo send or receive of its own, which never block one another."""
+    if not isinstance(p2p_op_list, list) or not p2p_op_list or not all(isinstance(o, P2POp) for o in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``torch.distributed.P2POp``.")
+    pg = p2p_op_list[0].group
+    if not all(o.group is pg for o in p2p_op_list):
+        raise ValueError("All ops need to use the same group.")
+    tensors = [o.tensor for o in p2p_op_list]
+    _check("batch_isend_irecv", *tensors)
+    ops = [("send" if o.op is isend else "recv", o.tensor.ndarray, o.group_peer) for o in p2p_op_list]
+    works = _engine("batch_isend_irecv", pg, tensors[0]).send_recv(ops)
+    _touched(*[o.tensor for o in p2p_op_list if o.op is irecv])
+    return [Work(w, tensors) for w in works]
+
+
+def send(tensor: Tensor, dst: int | None = None, group: ProcessGroup | None = None, tag: int = 0,
+         group_dst: int | None = None) -> None:
+    """Send ``tensor`` to rank ``dst`` (or the group's rank ``group_dst``; returns once it may be reused)."""
+    isend(tensor, dst, group, tag, group_dst).wait()
+
+
+def recv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0,
+         group_src: int | None = None) -> int:
+    """Receive into ``tensor`` from rank ``src`` (or the group's rank ``group_src``); returns the sender's job
+    rank."""
+    irecv(tensor, src, group, tag, group_src).wait()
+    return src if src is not None else resolve("recv", group).ranks[group_src]
 
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_ids: list[int] | None = None) -> None:

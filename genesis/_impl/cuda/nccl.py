@@ -173,6 +173,22 @@ class Engine:
         p = data_ptr(x)
         return self._launch((x,), lambda s: nccl.recv(p, x.size, _dtype(x), src, self.comm, s), async_op)
 
+    def send_recv(self, ops: list[tuple[str, NDArray, int]]) -> list[Work]:
+        """``batch_isend_irecv``: the ("send" or "recv", array, group rank) operations as one NCCL group, so that
+        ranks sending to each other before they receive do not wait on each other; one handle for all."""
+        calls = [(nccl.send if kind == "send" else nccl.recv, data_ptr(x), x.size, _dtype(x), peer)
+                 for kind, x, peer in ops]
+
+        def launch(s: int) -> None:
+            nccl.group_start()
+            try:
+                for call, p, n, dt, peer in calls:
+                    call(p, n, dt, peer, self.comm, s)
+            finally:
+                nccl.group_end()
+
+        return [self._launch(tuple(x for _, x, _ in ops), launch, True)]
+
     def barrier(self) -> None:
         # A one-element all-reduce; the host waits for the communication stream alone.
         flag = NDArray.full((1,), 0, dtypes.float32, Device("cuda", self.device))
