@@ -671,7 +671,8 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True, *, mm
         weights_only: as torch's (True by default): a file holding a whole module (written by
             ``save(model, ...)``) loads only with ``weights_only=False``, which imports the module's class and any
             function it names (nothing is unpickled: the file holds names, attributes and tensors). PyTorch pickles
-            are always restricted to tensors and containers.
+            are restricted to tensors, containers and the globals marked safe; ``weights_only=False`` also lets
+            them hold numpy arrays and scalars (data only), never other classes or functions.
         mmap: accepted for torch compatibility and ignored: the file is read into memory either way (tensors are
             checksummed, and converted where their format differs). As torch, ``mmap=True`` needs a path (ValueError
             for a file object).
@@ -684,7 +685,7 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True, *, mm
     if isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".index.json"):
         return _load_index(os.fspath(f), map_location)
     if (not isinstance(f, (str, os.PathLike)) or os.path.exists(f)) and _is_torch_file(f):
-        tree = torch_pickle.read(f)
+        tree = torch_pickle.read(f, numpy_arrays=not weights_only)
         return torch_pickle.records_to_tensors(tree, lambda saved: _target_device(saved, map_location))
     arrays, metadata, name = _read(f)
     decoder = _Decoder(arrays, map_location, name, weights_only)

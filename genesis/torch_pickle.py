@@ -26,6 +26,11 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
+try:  # numpy's array rebuilders: numpy._core since numpy 2, numpy.core before
+    from numpy._core import multiarray as _multiarray
+except ImportError:  # pragma: no cover - numpy 1
+    from numpy.core import multiarray as _multiarray
+
 from genesis import dtypes, safe_globals
 from genesis.device import device as Device
 from genesis.tensor import Tensor, tensor
@@ -138,11 +143,20 @@ def _encode(text: Any, encoding: Any = "latin1") -> bytes:
     return text.encode("latin1")
 
 
-def _allowed() -> dict[tuple[str, str], Any]:
+def _allowed(numpy_arrays: bool = False) -> dict[tuple[str, str], Any]:
     """The globals a pickle may ask for, made fresh for each file, so that one file cannot alter what the next
-    one gets (functions come as bound methods, whose attributes a pickle cannot set)."""
+    one gets (functions come as bound methods, whose attributes a pickle cannot set). ``numpy_arrays`` adds numpy's
+    array, dtype and scalar rebuilders (data only: an object array's elements still pass this table)."""
     helpers = _Helpers()
+    numpy_globals = {}
+    if numpy_arrays:
+        for core in ("numpy._core.multiarray", "numpy.core.multiarray"):  # numpy 2's module name, and numpy 1's
+            numpy_globals[(core, "_reconstruct")] = _multiarray._reconstruct
+            numpy_globals[(core, "scalar")] = _multiarray.scalar
+        numpy_globals[("numpy", "ndarray")] = np.ndarray
+        numpy_globals[("numpy", "dtype")] = np.dtype
     return {
+        **numpy_globals,
         ("torch._utils", "_rebuild_tensor_v2"): helpers.rebuild_tensor,
         ("torch._utils", "_rebuild_parameter"): helpers.rebuild_parameter,
         ("collections", "OrderedDict"): collections.OrderedDict,
@@ -177,11 +191,12 @@ class RestrictedUnpickler(pickle.Unpickler):
         storage: maps a persistent id ``('storage', type, key, location, numel, ...)`` to its :class:`Storage`.
     """
 
-    def __init__(self, file: BinaryIO, name: str, storage: Callable[[tuple], Storage]) -> None:
+    def __init__(self, file: BinaryIO, name: str, storage: Callable[[tuple], Storage],
+                 numpy_arrays: bool = False) -> None:
         super().__init__(file)
         self.name = name
         self.storage = storage
-        self.allowed = _allowed()
+        self.allowed = _allowed(numpy_arrays)
 
     def find_class(self, module: str, name: str) -> Any:
         found = self.allowed.get((module, name))
@@ -202,9 +217,9 @@ class RestrictedUnpickler(pickle.Unpickler):
         return self.storage(pid)
 
 
-def _unpickle(data: BinaryIO, name: str, storage: Callable[[tuple], Storage]) -> Any:
+def _unpickle(data: BinaryIO, name: str, storage: Callable[[tuple], Storage], numpy_arrays: bool = False) -> Any:
     try:
-        return RestrictedUnpickler(data, name, storage).load()
+        return RestrictedUnpickler(data, name, storage, numpy_arrays).load()
     except CheckpointError:
         raise
     except Exception as err:  # a damaged pickle: the unpickler's own errors
@@ -221,7 +236,7 @@ def _storage_array(raw: bytes, dtype: dtypes.dtype, numel: int, name: str, big_e
     return array.astype(np_dtype) if big_endian else array
 
 
-def read_zip(source: str | BinaryIO, name: str) -> Any:
+def read_zip(source: str | BinaryIO, name: str, numpy_arrays: bool = False) -> Any:
     """The object tree of a zip-format ``torch.save`` file, with :class:`TensorRecord` leaves."""
     try:
         archive = zipfile.ZipFile(source)
@@ -249,10 +264,10 @@ def read_zip(source: str | BinaryIO, name: str) -> Any:
                 storages[key] = found
             return storages[key]
 
-        return _unpickle(io.BytesIO(archive.read(pickles[0])), name, storage)
+        return _unpickle(io.BytesIO(archive.read(pickles[0])), name, storage, numpy_arrays)
 
 
-def read_legacy(data: BinaryIO, name: str) -> Any:
+def read_legacy(data: BinaryIO, name: str, numpy_arrays: bool = False) -> Any:
     """The object tree of a legacy-format ``torch.save`` file (``_use_new_zipfile_serialization=False``)."""
     def no_storage(pid: tuple) -> Storage:  # the header pickles and the key list hold no storages
         raise CheckpointError(f"load: '{name}' has a storage reference outside its object pickle")
@@ -271,7 +286,7 @@ def read_legacy(data: BinaryIO, name: str) -> Any:
             raise CheckpointError(f"load: '{name}' uses legacy storage views, which Genesis does not read")
         return storages.setdefault(str(key), Storage(storage_type.dtype, numel, str(location)))
 
-    tree = _unpickle(data, name, storage)
+    tree = _unpickle(data, name, storage, numpy_arrays)
     keys = _unpickle(data, name, no_storage)
     if not isinstance(keys, list):
         raise CheckpointError(f"load: '{name}' has a corrupt storage list")
@@ -296,22 +311,23 @@ def is_torch_file(head: bytes) -> bool:
     return head.startswith(ZIP_MAGIC) or head.startswith(LEGACY_MAGIC)
 
 
-def read(f: str | os.PathLike | BinaryIO) -> Any:
-    """The object tree of a ``torch.save`` file (path or binary file object), with :class:`TensorRecord` leaves."""
+def read(f: str | os.PathLike | BinaryIO, numpy_arrays: bool = False) -> Any:
+    """The object tree of a ``torch.save`` file (path or binary file object), with :class:`TensorRecord` leaves;
+    ``numpy_arrays``: numpy arrays and scalars in the file load as such (``load(..., weights_only=False)``)."""
     name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<file object>")
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as file:
-            return _read_open(file, name)
-    return _read_open(f, name)
+            return _read_open(file, name, numpy_arrays)
+    return _read_open(f, name, numpy_arrays)
 
 
-def _read_open(file: BinaryIO, name: str) -> Any:
+def _read_open(file: BinaryIO, name: str, numpy_arrays: bool = False) -> Any:
     head = file.read(len(LEGACY_MAGIC))
     file.seek(-len(head), io.SEEK_CUR)
     if head.startswith(ZIP_MAGIC):
-        return read_zip(file, name)
+        return read_zip(file, name, numpy_arrays)
     if head.startswith(LEGACY_MAGIC):
-        return read_legacy(file, name)
+        return read_legacy(file, name, numpy_arrays)
     raise CheckpointError(f"load: '{name}' is not a PyTorch file (neither the zip nor the legacy format)")
 
 

@@ -137,6 +137,40 @@ def test_pickles_cannot_modify_what_they_are_given(tmp_path, program: bytes) -> 
     _tree_same(genesis.load(good), {"w": torch.arange(3.0)})
 
 
+def test_numpy_arrays_load_with_weights_only_false(tmp_path) -> None:
+    """As torch's load(weights_only=False): numpy arrays and scalars saved beside tensors come back as numpy data
+    (pytorch/examples' time-sequence prediction saves its data so); classes and functions are still refused."""
+    import numpy as np
+
+    path = tmp_path / "arrays.pt"
+    saved = {"x": np.sin(np.arange(6.0)).reshape(2, 3), "i": np.arange(4, dtype=np.int32), "s": np.float32(2.5),
+             "t": torch.arange(3.0), "words": np.array(["a", "bc"], dtype=object)}
+    torch.save(saved, path)
+    with pytest.raises(CheckpointError, match="multiarray._reconstruct'"):
+        genesis.load(path)
+    loaded = genesis.load(path, weights_only=False)
+    for key in ("x", "i", "words"):
+        assert type(loaded[key]) is np.ndarray and loaded[key].dtype == saved[key].dtype
+        np.testing.assert_array_equal(loaded[key], saved[key])
+    assert loaded["s"] == np.float32(2.5) and loaded["s"].dtype == np.float32
+    assert isinstance(loaded["t"], genesis.Tensor) and loaded["t"].tolist() == [0.0, 1.0, 2.0]
+    legacy = tmp_path / "arrays_legacy.pt"
+    torch.save(saved["x"], legacy, _use_new_zipfile_serialization=False)
+    np.testing.assert_array_equal(genesis.load(legacy, weights_only=False), saved["x"])
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil.pt"
+    torch.save({"x": saved["x"], "payload": _Shell(str(marker))}, evil)
+    with pytest.raises(CheckpointError, match=r"\.system'"):
+        genesis.load(evil, weights_only=False)
+    assert not marker.exists()
+    for program in (b"cnumpy\nndarray\n(S'x'\nI1\ndb.", b"cnumpy._core.multiarray\n_reconstruct\n(N(S'f'\nI1\ndtb."):
+        hand = tmp_path / "build.pt"
+        with zipfile.ZipFile(hand, "w") as archive:
+            archive.writestr("build/data.pkl", program)
+        with pytest.raises(CheckpointError):
+            genesis.load(hand, weights_only=False)
+
+
 def test_whole_modules_and_other_globals_are_refused(tmp_path) -> None:
     path = tmp_path / "module.pt"
     torch.save(torch.nn.Linear(2, 2), path)
