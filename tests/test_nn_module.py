@@ -647,6 +647,25 @@ def test_global_registration_hooks_may_replace_values():
         assert hasattr(torch.nn.modules.module, name) and hasattr(M, name)
 
 
+def test_layers_live_in_torchs_module_paths():
+    """``torch.nn.modules.activation.MultiheadAttention`` and the like (scripts name them so, in safe_globals lists)
+    are the same classes in Genesis's modules of those names. The lazy layers are the known exception: they live in
+    ``genesis.nn.modules.lazy``."""
+    import importlib
+    import inspect
+
+    misplaced = []
+    for name in dir(torch.nn):
+        obj = getattr(torch.nn, name)
+        if not (inspect.isclass(obj) and hasattr(genesis.nn, name) and obj.__module__.startswith("torch.nn.modules.")):
+            continue
+        module = importlib.import_module("genesis" + obj.__module__[len("torch"):])
+        if getattr(module, name, None) is not getattr(genesis.nn, name):
+            misplaced.append(name)
+    assert sorted(misplaced) == ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+                                 "LazyConvTranspose3d", "LazyLinear"]
+
+
 def test_batch_norm_state_without_num_batches_tracked_loads_as_torch():
     for lib in (torch, genesis):
         enc = lib.nn.Sequential(lib.nn.Linear(4, 4))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from genesis.nn import functional as F
+from genesis.nn.modules.attention import MultiheadAttention  # noqa: F401  (torch defines it in this module)
 from genesis.nn.modules.module import Module
 from genesis.nn.parameter import Parameter
 from genesis.tensor import Tensor, full
