@@ -648,9 +648,8 @@ def test_global_registration_hooks_may_replace_values():
 
 
 def test_layers_live_in_torchs_module_paths():
-    """``torch.nn.modules.activation.MultiheadAttention`` and the like (scripts name them so, in safe_globals lists)
-    are the same classes in Genesis's modules of those names. The lazy layers are the known exception: they live in
-    ``genesis.nn.modules.lazy``."""
+    """``torch.nn.modules.activation.MultiheadAttention``, ``torch.nn.modules.linear.LazyLinear`` and the like
+    (scripts name them so, in safe_globals lists) are the same classes in Genesis's modules of those names."""
     import importlib
     import inspect
 
@@ -662,8 +661,7 @@ def test_layers_live_in_torchs_module_paths():
         module = importlib.import_module("genesis" + obj.__module__[len("torch"):])
         if getattr(module, name, None) is not getattr(genesis.nn, name):
             misplaced.append(name)
-    assert sorted(misplaced) == ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
-                                 "LazyConvTranspose3d", "LazyLinear"]
+    assert misplaced == []
 
 
 def test_batch_norm_state_without_num_batches_tracked_loads_as_torch():

@@ -42,6 +42,12 @@ from genesis.nn.modules.conv import (
     ConvTranspose2d,
     ConvTranspose3d,
     Fold,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
     Unfold,
 )
 from genesis.nn.modules.distance import CosineSimilarity, PairwiseDistance
@@ -50,18 +56,11 @@ from genesis.nn.modules.lazy import (
     LazyBatchNorm1d,
     LazyBatchNorm2d,
     LazyBatchNorm3d,
-    LazyConv1d,
-    LazyConv2d,
-    LazyConv3d,
-    LazyConvTranspose1d,
-    LazyConvTranspose2d,
-    LazyConvTranspose3d,
     LazyInstanceNorm1d,
     LazyInstanceNorm2d,
     LazyInstanceNorm3d,
-    LazyLinear,
 )
-from genesis.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
+from genesis.nn.modules.linear import Bilinear, Flatten, Identity, LazyLinear, Linear, Unflatten
 from genesis.nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,

@@ -1,11 +1,12 @@
-"""Lazy layers: ``LazyLinear``, ``LazyConv1d/2d/3d``, ``LazyConvTranspose1d/2d/3d``, ``LazyBatchNorm1d/2d/3d``
-and ``LazyInstanceNorm1d/2d/3d`` infer their input size from the first input.
+"""Lazy layers: the mixin that lets a layer infer its input size from the first input, and the lazy batch and
+instance norms (``LazyBatchNorm1d/2d/3d``, ``LazyInstanceNorm1d/2d/3d``). ``LazyLinear`` and ``LazyConv1d/2d/3d``,
+``LazyConvTranspose1d/2d/3d`` live beside their eager layers (``linear.py``, ``conv.py``), as in torch.
 
-Until then their parameters and buffers are placeholders (``UninitializedParameter``, ``UninitializedBuffer``:
-``has_uninitialized_params()``); the first call (or loading a state dict that holds the parameters) gives them their
-shapes in place, so optimizers built beforehand keep
-holding the same Parameter objects, initializes them as the eager layer would, and turns the module into that
-layer (``cls_to_become``: ``Linear``, ``Conv1d``...).
+Until the first input their parameters and buffers are placeholders (``UninitializedParameter``,
+``UninitializedBuffer``: ``has_uninitialized_params()``); the first call (or loading a state dict that holds the
+parameters) gives them their shapes in place, so optimizers built beforehand keep holding the same Parameter
+objects, initializes them as the eager layer would, and turns the module into that layer (``cls_to_become``:
+``Linear``, ``Conv1d``...).
 """
 
 from __future__ import annotations
@@ -13,17 +14,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from genesis.autograd import no_grad
-from genesis.nn.modules.conv import (
-    Conv1d,
-    Conv2d,
-    Conv3d,
-    ConvTranspose1d,
-    ConvTranspose2d,
-    ConvTranspose3d,
-    _ConvNd,
-    _ConvTranspose,
-)
-from genesis.nn.modules.linear import Linear
 from genesis.nn.modules.module import Module
 from genesis.nn.modules.normalization import (
     BatchNorm1d,
@@ -94,129 +84,6 @@ class _LazyMixin:
         else:
             # Materialized: the eager class's own loading (e.g. num_batches_tracked of old checkpoints) applies.
             type(self)._load_from_state_dict(self, *args)
-
-
-class LazyLinear(_LazyMixin, Linear):
-    """A ``Linear`` whose ``in_features`` is taken from ``input.shape[-1]`` on the first call."""
-
-    cls_to_become = Linear
-
-    def __init__(self, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
-        Linear.__init__(self, 0, out_features, False, device, dtype)
-        self._placeholders(("weight", "bias") if bias else ("weight",), (), device, dtype)
-
-    def reset_parameters(self) -> None:
-        if not self.has_uninitialized_params() and self.in_features != 0:
-            Linear.reset_parameters(self)
-
-    def _shapes(self, size: int) -> dict[str, tuple[int, ...]]:
-        self.in_features = size
-        shapes = {"weight": (self.out_features, size)}
-        if "bias" in self._lazy_names:
-            shapes["bias"] = (self.out_features,)
-        return shapes
-
-    def _size_from_checkpoint(self, name: str, shape: tuple[int, ...]) -> int | None:
-        return shape[1] if name == "weight" else None
-
-    def forward(self, input: Tensor) -> Tensor:
-        if self.has_uninitialized_params():
-            self._materialize(input.shape[-1])
-        return type(self).forward(self, input)
-
-
-class _LazyConvNd(_LazyMixin, _ConvNd):
-    def __init__(self, out_channels: int, kernel_size: int | Sequence[int], stride: int | Sequence[int] = 1,
-                 padding: int | str | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1,
-                 bias: bool = True, padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
-        _ConvNd.__init__(self, 0, out_channels, kernel_size, stride, padding, dilation, groups, False, padding_mode,
-                         device, dtype)
-        self._placeholders(("weight", "bias") if bias else ("weight",), (), device, dtype)
-
-    def reset_parameters(self) -> None:
-        if not self.has_uninitialized_params() and self.in_channels != 0:
-            _ConvNd.reset_parameters(self)
-
-    def _shapes(self, size: int) -> dict[str, tuple[int, ...]]:
-        if size % self.groups:
-            raise ValueError("in_channels must be divisible by groups")
-        self.in_channels = size
-        if self.transposed:
-            shapes = {"weight": (size, self.out_channels // self.groups, *self.kernel_size)}
-        else:
-            shapes = {"weight": (self.out_channels, size // self.groups, *self.kernel_size)}
-        if "bias" in self._lazy_names:
-            shapes["bias"] = (self.out_channels,)
-        return shapes
-
-    def _size_from_checkpoint(self, name: str, shape: tuple[int, ...]) -> int | None:
-        if name != "weight":
-            return None
-        return shape[0] if self.transposed else shape[1] * self.groups
-
-    def forward(self, input: Tensor) -> Tensor:
-        if self.has_uninitialized_params():
-            n = self._n
-            if input.ndim not in (n + 1, n + 2):
-                raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to "
-                                   f"{type(self).__name__}, but got input of size: {list(input.shape)}")
-            self._materialize(input.shape[1] if input.ndim == n + 2 else input.shape[0])
-        return type(self).forward(self, input)
-
-
-class LazyConv1d(_LazyConvNd, Conv1d):
-    """A ``Conv1d`` whose ``in_channels`` is taken from the first input (``input.shape[-2]``)."""
-
-    cls_to_become = Conv1d
-
-
-class LazyConv2d(_LazyConvNd, Conv2d):
-    """A ``Conv2d`` whose ``in_channels`` is taken from the first input (``input.shape[-3]``)."""
-
-    cls_to_become = Conv2d
-
-
-class LazyConv3d(_LazyConvNd, Conv3d):
-    """A ``Conv3d`` whose ``in_channels`` is taken from the first input (``input.shape[-4]``)."""
-
-    cls_to_become = Conv3d
-
-
-class _LazyConvTransposeNd(_LazyConvNd, _ConvTranspose):
-    def __init__(self, out_channels: int, kernel_size: int | Sequence[int], stride: int | Sequence[int] = 1,
-                 padding: int | Sequence[int] = 0, output_padding: int | Sequence[int] = 0, groups: int = 1,
-                 bias: bool = True, dilation: int | Sequence[int] = 1, padding_mode: str = "zeros",
-                 device: Any = None, dtype: Any = None) -> None:
-        _ConvTranspose.__init__(self, 0, out_channels, kernel_size, stride, padding, output_padding, groups, False,
-                                dilation, padding_mode, device, dtype)
-        self._placeholders(("weight", "bias") if bias else ("weight",), (), device, dtype)
-
-    def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
-        if self.has_uninitialized_params():
-            n = self._n
-            if input.ndim not in (n + 1, n + 2):
-                raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to "
-                                   f"{type(self).__name__}, but got input of size: {list(input.shape)}")
-            self._materialize(input.shape[1] if input.ndim == n + 2 else input.shape[0])
-        return type(self).forward(self, input, output_size)
-
-
-class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
-    """A ``ConvTranspose1d`` whose ``in_channels`` is taken from the first input."""
-
-    cls_to_become = ConvTranspose1d
-
-
-class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
-    """A ``ConvTranspose2d`` whose ``in_channels`` is taken from the first input."""
-
-    cls_to_become = ConvTranspose2d
-
-
-class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
-    """A ``ConvTranspose3d`` whose ``in_channels`` is taken from the first input."""
-
-    cls_to_become = ConvTranspose3d
 
 
 class _LazyNorm(_LazyMixin, _NormBase):

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from genesis.nn import functional as F
 from genesis.nn import init
+from genesis.nn.modules.lazy import _LazyMixin
 from genesis.nn.modules.module import Module
 from genesis.nn.parameter import Parameter
 from genesis.tensor import Tensor, empty
@@ -123,3 +124,32 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class LazyLinear(_LazyMixin, Linear):
+    """A ``Linear`` whose ``in_features`` is taken from ``input.shape[-1]`` on the first call."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        Linear.__init__(self, 0, out_features, False, device, dtype)
+        self._placeholders(("weight", "bias") if bias else ("weight",), (), device, dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            Linear.reset_parameters(self)
+
+    def _shapes(self, size: int) -> dict[str, tuple[int, ...]]:
+        self.in_features = size
+        shapes = {"weight": (self.out_features, size)}
+        if "bias" in self._lazy_names:
+            shapes["bias"] = (self.out_features,)
+        return shapes
+
+    def _size_from_checkpoint(self, name: str, shape: tuple[int, ...]) -> int | None:
+        return shape[1] if name == "weight" else None
+
+    def forward(self, input: Tensor) -> Tensor:
+        if self.has_uninitialized_params():
+            self._materialize(input.shape[-1])
+        return type(self).forward(self, input)
