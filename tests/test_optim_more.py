@@ -280,3 +280,16 @@ def test_optimizer_hooks_run_as_torchs():
     opt.register_step_pre_hook(lambda o, a, k: "not a pair")
     with pytest.raises(RuntimeError, match="must return None or a tuple of"):
         opt.step()
+
+
+def test_optimizers_live_in_torchs_module_paths():
+    """``from torch.optim.adamw import AdamW`` and the like (also names in a checkpoint's safe globals) give the
+    classes of ``genesis.optim``."""
+    import importlib
+    import inspect
+
+    for name in dir(torch.optim):
+        obj = getattr(torch.optim, name)
+        if inspect.isclass(obj) and hasattr(genesis.optim, name) and obj.__module__.startswith("torch.optim."):
+            module = importlib.import_module("genesis" + obj.__module__[len("torch"):])
+            assert getattr(module, name, None) is getattr(genesis.optim, name), obj.__module__
