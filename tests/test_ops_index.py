@@ -412,7 +412,7 @@ def test_setitem_value_gradient_does_not_alias():
     y = genesis.zeros(3, 4, device=g.device)
     y[1] = g
     y.sum().backward()
-    assert g.grad is not None and genesis.equal(g.grad, genesis.ones(4, dtype=g.dtype))
+    assert g.grad is not None and genesis.equal(g.grad, genesis.ones(4, dtype=g.dtype, device=g.device))
 
 
 def test_setitem_errors():
