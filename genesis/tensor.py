@@ -618,6 +618,8 @@ def from_dlpack(ext_tensor: Any) -> Tensor:
 def _size_args(size: tuple) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    if all(s.__class__ is int and s >= 0 for s in size):  # plain non-negative ints: no abstract-class checks
+        return size
     for s in size:
         if not isinstance(s, numbers.Integral):
             raise TypeError(f"size must be a sequence of ints, got {type(s).__name__}")

@@ -635,6 +635,19 @@ def test_topk(largest, dim):
     check_error(RuntimeError, lambda lib, x: x.topk(7, dim), x)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bfloat16])
+def test_topk_over_long_rows(dtype):
+    # A vocabulary's logits: rows longer than one GPU sort takes, k small (sampling), and k past the first round.
+    gen = torch.Generator().manual_seed(26)
+    rows = torch.stack([torch.randperm(20000, generator=gen) for _ in range(3)]).to(dtype)
+    x = rows.requires_grad_(True) if dtype is torch.float32 else rows
+    # bfloat16 rounds these integers into ties, whose indices may come in any order: its values are compared.
+    pick = (lambda r: r.values) if dtype is torch.bfloat16 else tuple
+    for k, largest in ((1, True), (50, True), (7, False), (2000, True)):
+        check(lambda lib, x, k=k, largest=largest: pick(x.topk(k, -1, largest)), x)
+    check(lambda lib, x: pick(x.topk(5, 0)), rows.detach().T.contiguous())
+
+
 def test_kthvalue_median():
     x = rand(3, 5, seed=23)
     check(lambda lib, x: tuple(x.kthvalue(2, 1)), x)

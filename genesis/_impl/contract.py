@@ -74,6 +74,10 @@ PRIMITIVES: dict[str, str] = {
     "binary": "(op, a, b, out): op in BINARY_OPS, result dtype of a (bool for comparisons); the activation gradients "
               "(gelu_backward ...) take the gradient a and the activation's input b, both arrays",
     "where": "(cond, a, b): cond bool; a, b same dtype, broadcastable",
+    "triangle": "(x, k, upper): x (at least 2-d) with the elements of its last two dims below diagonal k (upper) "
+                "or above it (lower) set to zero, as torch's triu / tril",
+    "nan_to_num": "(x, nan, posinf, neginf): floating x with NaN, +inf and -inf replaced by the given values (Python "
+                  "numbers, or 0-d arrays of x's dtype for values that round to an infinity there)",
     "add_scaled": "(a, b, alpha, out): a + alpha * b rounded once (torch's add with alpha: one fused multiply-add); "
                   "a and b of one floating dtype, broadcastable; alpha a Python number; out as binary's",
     "clamp": "(x, lo, hi): x clamped into [lo, hi], bounds Python numbers or None (unbounded; not both), computed in "
@@ -88,6 +92,8 @@ PRIMITIVES: dict[str, str] = {
                   "reverse), 'real' / 'imag' (the parts, sharing memory), 'conj', 'abs' and 'angle' (real results)",
     # reductions
     "reduce": "(op, x, dims, keepdim): op in REDUCE_OPS over the tuple of dims",
+    "logsumexp": "(x, dims): floating x's log(sum(exp(x))) over the tuple of dims, kept as size-1 dims; computed "
+                 "with the maximum subtracted first (0 where that is infinite)",
     "variance": "(x, dims, correction, keepdim, root): floating x's variance over the tuple of dims (the sum of "
                 "squared deviations divided by max(0, n - correction)), with root its square root (the standard "
                 "deviation); half precision accumulates in float32 and rounds once",
@@ -135,9 +141,14 @@ PRIMITIVES: dict[str, str] = {
     "gather": "(x, dim, index): torch.gather",
     "scatter": "(x, dim, index, src, mode): out-of-place torch.scatter; mode 'set' or 'add'",
     "scatter_": "(out, dim, index, src, mode): scatter into out itself (no copy of it); returns out",
+    "scatter_reduce": "(x, dim, index, src, reduce, include_self): out-of-place torch.scatter_reduce; reduce sum, "
+                      "mean (integers rounded down), prod, amax or amin (NaN propagates); src at least index's "
+                      "shape (its leading part is read)",
     "index_select": "(x, dim, index): torch.index_select",
     "nonzero": "(x): (n, ndim) int64 coordinates of non-zero elements",
     "sort": "(x, dim, descending, stable): (values, int64 indices)",
+    "topk": "(x, k, dim, largest): (values, int64 indices) of the k largest (smallest) elements along dim (x at "
+            "least 1-d), new contiguous arrays in descending (ascending) order; ties in any order",
     "unique": "(x, return_inverse, return_counts): sorted unique values of the flattened array",
     "searchsorted": "(seq, values, right): insertion points along the last dim",
     "check_index": "(x, low, high, ignore, error, message): x (integer) checked to lie in [low, high) or equal "

@@ -5,12 +5,11 @@ index_copy, index_fill, index_reduce, the masked ops and the scatters into views
 from __future__ import annotations
 
 import builtins
-import math
 import warnings
 from typing import Any, Sequence
 
 from genesis import dtypes
-from genesis.autograd import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, broadcast_shapes, full_indices, normalize_dim
 from genesis.ops._args import (
     _check_range,
@@ -22,10 +21,8 @@ from genesis.ops._args import (
     ones_like_bool,
     python_number,
 )
-from genesis.ops.arithmetic import maximum, minimum
 from genesis.ops.compare import Where, nonzero, where
 from genesis.ops.indexing import IndexPut, _check_bounds, getitem, index_put
-from genesis.ops.join import cat
 from genesis.ops.views import as_strided, movedim
 from genesis.tensor import Tensor
 
@@ -171,6 +168,13 @@ def zeros_scatter(shape: tuple[int, ...], dim: int, index: Tensor, src: Tensor) 
 
 def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: str) -> Tensor:
     d = normalize_dim(op, dim, input.ndim)
+    index, src = _scatter_operands(op, input, d, index, src)
+    return Scatter.apply(input, d, index, src, mode)
+
+
+def _scatter_operands(op: str, input: Tensor, d: int, index: Tensor, src: Any) -> tuple[Tensor, Any]:
+    """The index of a scatter along ``d`` checked (an int64 tensor in range) and ``src`` (a tensor, or a number)
+    checked against it and cut to its shape."""
     index = _to_index_tensor(op, index, input)
     if isinstance(src, Tensor) and index.ndim != src.ndim and index.numel():
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
@@ -184,7 +188,7 @@ def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: st
                                    f"{list(src.shape)}")
     if isinstance(src, Tensor) and index.shape != src.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
-    return Scatter.apply(input, d, index, src, mode)
+    return index, src
 
 
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, value: Any = None, reduce: str | None = None
@@ -395,101 +399,61 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce == "mean" and input.dtype is dtypes.bool_:
         raise NotImplementedError("scatter_reduce(): \"mean\" not implemented for 'Bool'")
     d = normalize_dim("scatter_reduce", dim, input.ndim)
-    src = src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
+    index, src = _scatter_operands("scatter_reduce", input, d, index, src)
     if index.numel() == 0:
         return scatter_add(input, d, index, src)  # a copy, still attached to src's graph
-    hits = scatter_add(_zeros(input.shape, dtypes.int64, input), d, index, ones_like_bool(index).to(dtypes.int64))
-    touched = hits > 0
-    if reduce in ("sum", "mean"):
-        base = input if include_self else where(touched, _zeros((), input.dtype, input), input)
-        total = scatter_add(base, d, index, src)
+    if reduce == "prod" and (input.requires_grad or src.requires_grad) and is_grad_enabled():
+        return _scatter_prod(input, d, index, src, include_self)
+    return ScatterReduce.apply(input, d, index, src, reduce, include_self)
+
+
+class ScatterReduce(Primitive):
+    """``scatter_reduce`` with sum, mean, amax or amin (prod with no gradient) as one backend call; the gradients
+    as torch's: amax/amin share each result's gradient evenly among the elements equal to it."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int, index: NDArray, src: NDArray, reduce: str, include_self: bool) -> NDArray:
+        out = x.backend.scatter_reduce(x, dim, index, src, reduce, include_self)
+        ctx.meta = (dim, reduce, include_self)
+        if ctx.needs_input_grad:  # recorded
+            ctx.save_for_backward(x, index, src, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        dim, reduce, include_self = ctx.meta
+        x, index, src, out = ctx.saved_tensors
         if reduce == "sum":
-            return total
-        count = hits + 1 if include_self else where(touched, hits, 1)
-        if input.dtype.is_floating_point:
-            return total / count.to(input.dtype)
-        return total.div(count, rounding_mode="floor")
-    return _scatter_reduce_loop(input, d, index, src, reduce, include_self, touched)
+            grad_self, grad_src = grad, gather(grad, dim, index)
+        elif reduce == "mean":
+            count = _zeros(x.shape, x.dtype, x) + 1 if include_self else _zeros(x.shape, x.dtype, x)
+            count = scatter_add(count, dim, index, ones_like_bool(index).to(x.dtype))
+            count = where(count == 0, 1, count)
+            grad_self = grad / count
+            grad_src = gather(grad, dim, index) / gather(count, dim, index)
+        else:
+            value = gather(out, dim, index)
+            self_hit, src_hit = x == out, src == value
+            shares = scatter_add(self_hit.to(x.dtype), dim, index, src_hit.to(x.dtype))
+            grad_distributed = grad / shares
+            grad_self = where(self_hit, grad_distributed, 0.0)
+            grad_src = where(src_hit, gather(grad_distributed, dim, index), 0.0)
+        if not include_self:
+            grad_self = scatter(grad_self, dim, index, 0.0)
+        return grad_self, None, None, grad_src, None, None
 
 
-def _scatter_reduce_loop(input: Tensor, d: int, index: Tensor, src: Tensor, reduce: str, include_self: bool,
-                         touched: Tensor) -> Tensor:
-    """prod / amax / amin: one scatter per slice of ``index`` along ``d`` (a slice never writes one place twice)."""
-    if reduce == "prod":
-        identity: float = 1
-    elif input.dtype.is_floating_point:
-        identity = -math.inf if reduce == "amax" else math.inf
-    else:
-        identity = _int_extreme(input.dtype, lowest=reduce == "amax")
-    combine = {"prod": lambda a, b: a * b, "amax": maximum, "amin": minimum}[reduce]
-    # prod differentiates through the products; amax/amin run detached and attach an even split below.
-    source = src if reduce == "prod" else src.detach()
-    start = input if reduce == "prod" else input.detach()
-    # The identity as a 0-d tensor of the input's dtype, so that where() keeps that dtype (bool stays bool).
-    result = start if include_self else where(touched, Tensor._wrap(NDArray.full((), identity, input.dtype,
-                                                                                  input.device)), start)
-    if reduce == "prod":
-        filler = Tensor._wrap(NDArray.full(tuple(input.shape), identity, input.dtype, input.device))
-        for j in range(index.shape[d]):
-            piece = (slice(None),) * d + (slice(j, j + 1),)
-            result = combine(result, scatter(filler, d, index[piece], source[piece]))
-        return result
-    result = _scatter_extreme(result, d, index, source, reduce)
-    if not input.dtype.is_floating_point:
-        return result
-    # Even split of the gradient among the elements equal to the extreme: the added terms are exactly zero.
-    # As torch, an old value equal to the extreme counts in the split even when include_self=False, but then
-    # receives nothing.
-    gathered = gather(result, d, index)
-    self_hit = input.detach() == result
-    src_hit = src.detach() == gathered
-    count = scatter_add(self_hit.to(dtypes.int64), d, index, src_hit.to(dtypes.int64))
-    self_gets = self_hit if include_self else self_hit & ~touched
-    spread = scatter_add(where(self_gets, input - result, 0.0), d, index, where(src_hit, src - gathered, 0.0))
-    return result + spread / where(count > 0, count, 1).to(input.dtype)
-
-
-def _scatter_extreme(result: Tensor, d: int, index: Tensor, src: Tensor, reduce: str) -> Tensor:
-    """``result`` with the amax / amin of the ``src`` elements that ``index`` sends to each place folded in (no
-    history): the elements grouped by target place with two stable sorts, each group ordered so that its extreme
-    comes last, then one write per place, whatever the number of elements per place."""
-    shape = tuple(result.shape)
-    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
-    target = index * strides[d]  # the flat position in ``result`` that each element of ``src`` goes to
-    for k, n in enumerate(index.shape):
-        if k != d:
-            along = arange_like(n, index).reshape([n if j == k else 1 for j in range(index.ndim)])
-            target = target + along * strides[k]
-    target, values = target.reshape(-1), src.reshape(-1)
-    # Ascending keys put each group's extreme last; a NaN sorts last too, so it wins, as NaN propagates in torch.
-    # The bitwise not reverses the order of integers (and bools) without overflowing.
-    if reduce == "amax":
-        key = values
-    else:
-        key = -values if values.dtype.is_floating_point else ~values
-    by_key = _stable_order(key)
-    order = by_key[_stable_order(target[by_key])]
-    grouped = target[order]
-    last = cat([grouped[1:] != grouped[:-1], ones_like_bool(grouped[:1])])
-    winners = order[last]
-    at = target[winners]  # each place once
-    flat = result.reshape(-1)
-    combine = maximum if reduce == "amax" else minimum
-    return index_put(flat, (at,), combine(flat[at], values[winners])).reshape(shape)
-
-
-def _stable_order(x: Tensor) -> Tensor:
-    """The indices that sort the 1-D ``x`` ascending, equal elements kept in order (no history)."""
-    return Tensor._wrap(x.ndarray.backend.sort(x.ndarray, 0, False, True)[1])
-
-
-def _int_extreme(dtype: dtypes.dtype, lowest: bool) -> int:
-    bits = {dtypes.int8: 8, dtypes.int16: 16, dtypes.int32: 32, dtypes.int64: 64}.get(dtype)
-    if dtype is dtypes.uint8:
-        return 0 if lowest else 255
-    if dtype is dtypes.bool_:
-        return not lowest  # a bool, so that the filled tensor stays bool
-    return -(2 ** (bits - 1)) if lowest else 2 ** (bits - 1) - 1
+def _scatter_prod(input: Tensor, d: int, index: Tensor, src: Tensor, include_self: bool) -> Tensor:
+    """prod with gradients: the product of one scatter per slice of ``index`` along ``d`` (a slice never writes
+    one place twice), differentiated through the products."""
+    hits = scatter_add(_zeros(input.shape, dtypes.int64, input), d, index, ones_like_bool(index).to(dtypes.int64))
+    result = input if include_self else where(hits > 0, Tensor._wrap(NDArray.full((), 1, input.dtype, input.device)),
+                                              input)
+    filler = Tensor._wrap(NDArray.full(tuple(input.shape), 1, input.dtype, input.device))
+    for j in range(index.shape[d]):
+        piece = (slice(None),) * d + (slice(j, j + 1),)
+        result = result * scatter(filler, d, index[piece], src[piece])
+    return result
 
 
 def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,

@@ -17,7 +17,7 @@ from genesis.autograd import Primitive, forward_ad, is_grad_enabled
 from genesis.autograd.engine import _sum_to_shape
 from genesis.memo import remember
 from genesis.ndarray import NDArray, broadcast_shapes, full_indices
-from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor, _zeros, arange_like
+from genesis.ops._args import _check_range, _check_same_dtype, _to_index_tensor, _zeros
 from genesis.ops.compare import nonzero, where
 from genesis.ops.inplace import assign_inplace, check_inplace, write_recorded
 from genesis.ops.views import Select, basic_view_kind, view_of
@@ -621,5 +621,6 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if tensor.numel():
         tensor = _check_range(tensor, 0, num_classes, RuntimeError, "one_hot: Class values must be non-negative and "
                               f"smaller than num_classes={num_classes} (got {{value}})")
-    classes = arange_like(num_classes, tensor)
-    return (tensor.unsqueeze(-1) == classes).to(dtypes.int64)
+    nd = tensor.ndarray  # no gradient flows through an encoding: array ops, no nodes
+    classes = nd.backend.arange(0, num_classes, 1, dtypes.int64, nd.device)
+    return Tensor._wrap(nd.unsqueeze(nd.ndim).binary("eq", classes).astype(dtypes.int64))

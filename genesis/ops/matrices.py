@@ -9,40 +9,55 @@ from typing import Any
 
 from genesis import dtypes
 from genesis import memory_format as _mf
+from genesis.autograd import Primitive
 from genesis.device import to_device
 from genesis.ndarray import NDArray, normalize_dim
 from genesis.ops._args import _zeros, arange_like, ones_like_bool
 from genesis.ops.autocast import one_op
 from genesis.ops.compare import where
-from genesis.ops.indexing import index_put
 from genesis.ops.join import cat
 from genesis.ops.shape import flip
 from genesis.ops.views import diagonal, movedim
 from genesis.tensor import Tensor
 
 
-def _band_mask(x: Tensor, diagonal: int, upper: bool) -> Tensor:
-    rows, cols = x.shape[-2], x.shape[-1]
-    r = arange_like(rows, x).unsqueeze(1)
-    c = arange_like(cols, x).unsqueeze(0)
-    return (c - r >= diagonal) if upper else (c - r <= diagonal)
+class Triu(Primitive):
+    """The elements on and above diagonal ``k`` of the last two dims, zeros elsewhere; its gradient keeps the same
+    band of the output's gradient."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, k: int) -> NDArray:
+        ctx.meta = k
+        return x.backend.triangle(x, k, True)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Triu.apply(grad, ctx.meta), None
+
+
+class Tril(Primitive):
+    """The elements on and below diagonal ``k`` of the last two dims, zeros elsewhere."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, k: int) -> NDArray:
+        ctx.meta = k
+        return x.backend.triangle(x, k, False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Tril.apply(grad, ctx.meta), None
 
 
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    return where(_band_mask(input, diagonal, True), input, _zero_of(input))
+    return Triu.apply(input, diagonal)
 
 
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    return where(_band_mask(input, diagonal, False), input, _zero_of(input))
-
-
-def _zero_of(x: Tensor) -> bool | int:
-    """A Python zero that keeps ``x``'s dtype under promotion (False for bool tensors)."""
-    return False if x.dtype is dtypes.bool_ else 0
+    return Tril.apply(input, diagonal)
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
@@ -51,11 +66,24 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
         return diagonal_copy(input, diagonal)
     if input.ndim != 1:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
-    n = input.shape[0] + (diagonal if diagonal >= 0 else -diagonal)
-    out = Tensor._wrap(NDArray.full((n, n), 0, input.dtype, input.device))
-    rows = arange_like(input.shape[0], input) + (0 if diagonal >= 0 else -diagonal)
-    cols = arange_like(input.shape[0], input) + (diagonal if diagonal >= 0 else 0)
-    return index_put(out, (rows, cols), input)
+    return DiagEmbed.apply(input, diagonal)
+
+
+class DiagEmbed(Primitive):
+    """A square matrix with the vector on diagonal ``k`` and zeros elsewhere (``diag`` of 1-D input); its gradient
+    is that diagonal of the output's gradient."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, k: int) -> NDArray:
+        ctx.meta = k
+        n = x.shape[0] + builtins.abs(k)
+        out = x.backend.full((n, n), False if x.dtype is dtypes.bool_ else 0, x.dtype, x.device)
+        x.backend.copy_(out.diagonal(k, 0, 1), x)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return diagonal(grad, ctx.meta).clone(), None
 
 
 def diagonal_copy(input: Tensor, offset: int = 0) -> Tensor:

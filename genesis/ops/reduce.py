@@ -14,7 +14,7 @@ from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, normalize_dim, normalize_dims
 from genesis.ops.arithmetic import maximum, minimum
 from genesis.ops.autocast import autocast_args, one_op
-from genesis.ops.compare import isinf, isnan, where
+from genesis.ops.compare import isnan, where
 from genesis.ops.complex import imag, real
 from genesis.ops.gather_scatter import zeros_scatter
 from genesis.ops.unary import exp, log, sqrt
@@ -491,6 +491,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     dims = _reduce_dims("norm", dim, input.ndim)
     if p in (math.inf, -math.inf):
         return (amax if p > 0 else amin)(input.abs(), dims, keepdim)
+    if p in ("fro", 2, 2.0):
+        return LinalgVectorNorm.apply(input, dims, keepdim)
     if input.dtype.itemsize == 2:
         # Half types: squares, powers and the root in float32, rounded once at the end, as torch's kernel.
         return _p_norm(input.to(dtypes.float32), p, dims, keepdim).to(input.dtype)
@@ -509,9 +511,32 @@ def _norm_dtype(input: Tensor, dtype: Any) -> dtypes.dtype:
     return d
 
 
+class LinalgVectorNorm(Primitive):
+    """The 2-norm over ``dims`` (half types squared and summed in float32, rounded once); the gradient is
+    ``grad * x / norm``, zero where the norm is zero, as torch's."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
+        wide = x.astype(dtypes.float32) if x.dtype.itemsize == 2 else x
+        out = wide.binary("mul", wide).sum(dims, True).unary("sqrt")
+        ctx.meta = dims
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, out)
+        out = out if wide is x else out.astype(x.dtype)
+        return out if keepdim else out.squeeze(dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        if is_grad_enabled():  # a graph of the backward: the norm again, with its history from x
+            out = LinalgVectorNorm.apply(x, ctx.meta, True).to(out.dtype)
+        if grad.ndim != x.ndim:
+            grad = grad.reshape(out.shape)
+        scale = where(out == 0, 0.0, grad.to(out.dtype) / out)
+        return (x * scale).to(x.dtype), None, None
+
+
 def _p_norm(input: Tensor, p: Any, dims: tuple[int, ...], keepdim: bool) -> Tensor:
-    if p in ("fro", 2, 2.0):
-        return _root(sum(input * input, dims, keepdim), 2)
     if p == 1:
         return sum(input.abs(), dims, keepdim)
     if p == 0:
@@ -535,10 +560,30 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     if input.numel() == 0:
         # An empty sum is 0 and its log -inf; there is no maximum to subtract.
         return log(sum(exp(input), dims, keepdim))
-    m = amax(input, dims, keepdim=True).detach()
-    m = where(isinf(m), 0.0, m)
-    out = log(sum(exp(input - m), dims, keepdim=True)) + m
-    return out if keepdim else out.squeeze(dims)
+    return Logsumexp.apply(input, dims, keepdim)
+
+
+class Logsumexp(Primitive):
+    """``log(sum(exp(x)))`` over ``dims``, the maximum subtracted first (0 where it is infinite); the gradient is
+    ``grad * exp(x - result)``, the softmax of ``x``, as torch's."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
+        out = x.backend.logsumexp(x, dims)
+        ctx.meta = dims
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, out)
+        return out if keepdim else out.squeeze(dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        dims = ctx.meta
+        if is_grad_enabled():  # a graph of the backward: the result again, with its history from x
+            out = Logsumexp.apply(x, dims, True)
+        if grad.ndim != x.ndim:
+            grad = grad.reshape(out.shape)
+        return grad * exp(x - out), None, None
 
 
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:

@@ -9,8 +9,9 @@ import itertools
 from typing import Any, Sequence
 
 from genesis import dtypes
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray, check_same_device, normalize_dim, normalize_dims
 from genesis.ndarray import broadcast_shapes as _broadcast_shapes
-from genesis.ndarray import check_same_device, normalize_dim, normalize_dims
 from genesis.ops._args import (
     _shape_args,
     _tensor_args,
@@ -21,10 +22,9 @@ from genesis.ops._args import (
     new_memory,
 )
 from genesis.ops.gather_scatter import index_select
-from genesis.ops.join import cat, stack
+from genesis.ops.join import stack
 from genesis.ops.scans import cumsum
 from genesis.ops.sorting import searchsorted
-from genesis.ops.views import narrow
 from genesis.tensor import Size, Tensor
 
 
@@ -109,12 +109,27 @@ def flip(input: Tensor, *args: Any, dims: Any = None) -> Tensor:
     if not args:
         raise TypeError("flip() missing 1 required positional argument: 'dims'")
     dims = normalize_dims("flip", args[0] if len(args) == 1 else args, input.ndim)
-    out = input
-    for d in dims:
-        n = input.shape[d]
-        index = Tensor._wrap(input.device.backend.arange(n - 1, -1, -1, dtypes.int64, input.device))
-        out = index_select(out, d, index)
-    return keep_memory_format(out, input) if dims else input.clone()
+    if not dims:
+        return input.clone()
+    return keep_memory_format(Flip.apply(input, dims), input)
+
+
+class Flip(Primitive):
+    """The elements in reverse order along ``dims``: one reversed ``index_select`` per dim; its gradient is the
+    same flip of the output's gradient."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dims: tuple[int, ...]) -> NDArray:
+        ctx.meta = dims
+        backend, out = x.backend, x
+        for d in dims:
+            n = x.shape[d]
+            out = backend.index_select(out, d, backend.arange(n - 1, -1, -1, dtypes.int64, x.device))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Flip.apply(grad, ctx.meta), None
 
 
 def fliplr(input: Tensor) -> Tensor:
@@ -141,16 +156,31 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     dims = _shape_args("roll", (dims,))
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
-    out = input
+    moves = []
     for s, d in zip(shifts, dims):
         d = normalize_dim("roll", d, input.ndim)
         n = input.shape[d]
-        if n == 0:
-            continue
-        s %= n
-        if s:
-            out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
-    return new_memory(out, input)
+        if n and s % n:
+            moves.append((s % n, d))
+    return Roll.apply(input, tuple(moves)) if moves else input.clone()
+
+
+class Roll(Primitive):
+    """Elements rotated by ``s`` along ``d`` for each ``(s, d)`` of ``moves`` (0 < s < size): the two pieces of
+    each dim joined in swapped order; its gradient rolls back by ``-s``."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, moves: tuple[tuple[int, int], ...]) -> NDArray:
+        ctx.meta = moves
+        out = x
+        for s, d in moves:
+            n = x.shape[d]
+            out = x.backend.cat([out.narrow(d, n - s, s), out.narrow(d, 0, n - s)], d)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Roll.apply(grad, tuple((grad.shape[d] - s, d) for s, d in ctx.meta)), None
 
 
 def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:

@@ -24,7 +24,7 @@ from genesis.ops.compare import isnan, where
 from genesis.ops.gather_scatter import gather, zeros_scatter
 from genesis.ops.join import cat
 from genesis.ops.reduce import ValuesIndices, values_indices
-from genesis.ops.views import movedim, narrow, select
+from genesis.ops.views import movedim, select
 from genesis.tensor import Tensor
 from genesis.tensor import tensor as _from_data
 
@@ -47,6 +47,22 @@ class Sort(Primitive):
         shape, dim = ctx.meta
         if not shape:
             return grad, None, None, None
+        return zeros_scatter(shape, dim, indices, grad), None, None, None
+
+
+class Topk(Primitive):
+    @staticmethod
+    def forward(ctx, x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArray]:
+        values, indices = x.backend.topk(x, k, dim, largest)
+        ctx.meta = (x.shape, dim)
+        ctx.save_for_backward(indices)
+        ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, grad_indices):
+        (indices,) = ctx.saved_tensors
+        shape, dim = ctx.meta
         return zeros_scatter(shape, dim, indices, grad), None, None, None
 
 
@@ -74,10 +90,10 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk: selected index k out of range (k = {k}, size along dim {d} = {n})")
-    values, indices = sort(input, d, descending=largest, stable=True)
-    if input.ndim:  # fresh contiguous tensors, as torch's: a caller may view() them
-        values, indices = narrow(values, d, 0, k).contiguous(), narrow(indices, d, 0, k).contiguous()
-    return values_indices("topk", values, indices)
+    if input.ndim == 0:
+        return values_indices("topk", *Sort.apply(input, 0, largest, True))
+    # sorted=False may return any order: the sorted one is one of them.
+    return values_indices("topk", *Topk.apply(input, k, d, largest))
 
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:

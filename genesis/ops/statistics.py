@@ -168,18 +168,29 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     """
     if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
         raise NotImplementedError(f"\"bincount\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
-    if input.ndim != 1 or input.dtype is dtypes.bool_ or (input.numel() and int(input.min().item()) < 0):
+    nd = input.ndarray
+    backend = nd.backend
+    if input.ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    low = high = -1
+    if nd.size:  # the smallest and largest value in one read from the device
+        low, high = (int(v) for v in backend.stack([nd.reduce("amin", (0,)), nd.reduce("amax", (0,))], 0).numpy())
+        if low < 0:
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
     if weights is not None and (weights.ndim != 1 or weights.shape[0] != input.shape[0]):
         raise RuntimeError("bincount: weights should be 1-d and have the same length as input")
-    size = builtins.max(int(input.max().item()) + 1 if input.numel() else 0, minlength)
-    index = input.to(dtypes.int64)
+    index = nd.astype(dtypes.int64)
     if weights is None:
-        return index_add(_zeros((size,), dtypes.int64, input), 0, index, ones_like_bool(index).to(dtypes.int64))
-    out_dtype = dtypes.float32 if weights.dtype is dtypes.float32 else dtypes.float64
-    return index_add(_zeros((size,), out_dtype, input), 0, index, weights.detach().to(out_dtype))
+        out_dtype, values = dtypes.int64, backend.full(index.shape, 1, dtypes.int64, nd.device)
+    else:
+        out_dtype = dtypes.float32 if weights.dtype is dtypes.float32 else dtypes.float64
+        values = weights.ndarray.astype(out_dtype)
+    out = backend.full((builtins.max(high + 1, minlength),), 0, out_dtype, nd.device)
+    if nd.size:  # the values are in range by construction: no bounds check
+        backend.index_put_(out, (index,), values, True)
+    return Tensor._wrap(out)
 
 
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:

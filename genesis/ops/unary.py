@@ -15,8 +15,8 @@ from genesis.ndarray import NDArray
 from genesis.ops._args import _reject_integers, check_floating_kernel, zeros_like_detached
 from genesis.ops.arithmetic import Mul, negated
 from genesis.ops.autocast import autocast_args
-from genesis.ops.compare import NoGradUnary, isnan, lt, where
-from genesis.ops.complex import complex_abs, conj
+from genesis.ops.compare import NoGradUnary, isfinite, lt, where
+from genesis.ops.complex import complex_abs, conj, view_as_complex, view_as_real
 from genesis.tensor import Tensor
 
 
@@ -681,21 +681,35 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     """Replace NaN with ``nan`` and infinities with the given values (default: the dtype's finite extremes)."""
     if input.dtype.category < 2:
         return input.clone()
+    if input.dtype.category == 3:  # the real and imaginary parts each, as torch
+        return view_as_complex(nan_to_num(view_as_real(input), nan, posinf, neginf))
     big = _finfo_max(input.dtype)
     posinf = big if posinf is None else _in_dtype(posinf, input)
     neginf = -big if neginf is None else _in_dtype(neginf, input)
-    out = where(input == math.inf, posinf, input)
-    out = where(input == -math.inf, neginf, out)
-    return where(isnan(input), _in_dtype(nan, input), out)
+    return NanToNum.apply(input, _in_dtype(nan, input), posinf, neginf)
 
 
-def _in_dtype(value: float, like: Tensor) -> float | Tensor:
+class NanToNum(Primitive):
+    """NaN, +inf and -inf replaced by the given numbers; the gradient flows where the input is finite."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, nan: float | NDArray, posinf: float | NDArray, neginf: float | NDArray) -> NDArray:
+        ctx.save_for_backward(x)
+        return x.backend.nan_to_num(x, nan, posinf, neginf)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return where(isfinite(x), grad, 0.0), None, None, None
+
+
+def _in_dtype(value: float, like: Tensor) -> float | NDArray:
     """A replacement value of ``nan_to_num`` as torch converts it: rounded to ``like``'s dtype, where a number beyond
-    its range becomes an infinity (a 0-d tensor of that dtype then, not an error)."""
+    its range becomes an infinity (a 0-d array of that dtype then, not an error)."""
     value, limit = float(value), _finfo_max(like.dtype)
     if not math.isfinite(value) or -limit <= value <= limit:
         return value
-    return Tensor._wrap(NDArray.scalar(value, dtypes.float64, like.device)).to(like.dtype)
+    return NDArray.scalar(value, dtypes.float64, like.device).astype(like.dtype)
 
 
 def _finfo_max(d: dtypes.dtype) -> float:

@@ -6,6 +6,7 @@ shape, strides and offset is built once with ``as_strided`` and cached on the ND
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -285,6 +286,24 @@ def variance(x: NDArray, dims: tuple[int, ...], correction: float, keepdim: bool
     return wrap((torch.std if root else torch.var)(native(x), dim=dims, correction=correction, keepdim=keepdim))
 
 
+def logsumexp(x: NDArray, dims: tuple[int, ...]) -> NDArray:
+    return wrap(torch.logsumexp(native(x), dims, keepdim=True))
+
+
+def triangle(x: NDArray, k: int, upper: bool) -> NDArray:
+    return wrap((torch.triu if upper else torch.tril)(native(x), k))
+
+
+def nan_to_num(x: NDArray, nan: float | NDArray, posinf: float | NDArray, neginf: float | NDArray) -> NDArray:
+    if nan.__class__ is NDArray or posinf.__class__ is NDArray or neginf.__class__ is NDArray:
+        # A replacement that rounds to an infinity in x's dtype: torch's nan_to_num takes only finite numbers.
+        t = native(x)
+        out = torch.where(t == float("inf"), _arg(posinf), t)
+        out = torch.where(t == float("-inf"), _arg(neginf), out)
+        return wrap(torch.where(torch.isnan(t), _arg(nan), out))
+    return wrap(torch.nan_to_num(native(x), nan, posinf, neginf))
+
+
 def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
     t = native(x)
     if op == "sum":
@@ -419,6 +438,10 @@ def scatter_(out: NDArray, dim: int, index: NDArray, src: NDArray | float, mode:
     return out
 
 
+def scatter_reduce(x: NDArray, dim: int, index: NDArray, src: NDArray, reduce: str, include_self: bool) -> NDArray:
+    return wrap(torch.scatter_reduce(native(x), dim, native(index), native(src), reduce, include_self=include_self))
+
+
 def index_select(x: NDArray, dim: int, index: NDArray) -> NDArray:
     return wrap(torch.index_select(native(x), dim, native(index)))
 
@@ -429,6 +452,11 @@ def nonzero(x: NDArray) -> NDArray:
 
 def sort(x: NDArray, dim: int, descending: bool, stable: bool) -> tuple[NDArray, NDArray]:
     values, indices = torch.sort(native(x), dim=dim, descending=descending, stable=stable)
+    return wrap(values), wrap(indices)
+
+
+def topk(x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArray]:
+    values, indices = torch.topk(native(x), k, dim, largest, True)
     return wrap(values), wrap(indices)
 
 
@@ -556,9 +584,14 @@ def multi_clamp_(xs: list[NDArray], min: float | None, max: float | None) -> Non
 
 # ---------------------------------------------------------------- random
 
+_GENERATORS = threading.local()  # one torch generator per thread, re-seeded at each draw
+
+
 def _generator(seed: int, offset: int) -> torch.Generator:
     # Counter-based semantics on top of torch's Mersenne twister: each (seed, offset) pair names its own stream.
-    g = torch.Generator()
+    g = getattr(_GENERATORS, "g", None)
+    if g is None:
+        g = _GENERATORS.g = torch.Generator()
     g.manual_seed((seed * 0x9E3779B97F4A7C15 + offset) % (1 << 63))
     return g
 

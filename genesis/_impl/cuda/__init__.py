@@ -44,6 +44,8 @@ from genesis._impl.cuda.elementwise import (
     leaky_relu,
     leaky_relu_backward,
     lerp,
+    nan_to_num,
+    triangle,
     unary,
     where,
 )
@@ -56,8 +58,10 @@ from genesis._impl.cuda.indexing import (
     nonzero,
     scatter,
     scatter_,
+    scatter_reduce,
     searchsorted,
     sort,
+    topk,
     unique,
 )
 from genesis._impl.cuda.linalg_host import eig, ldl_factor, ldl_solve
@@ -102,7 +106,7 @@ from genesis._impl.cuda.nn_layers import (
 from genesis._impl.cuda.nn_padding import pad, pad_backward
 from genesis._impl.cuda.nn_rnn import rnn_cell_, rnn_cell_backward_
 from genesis._impl.cuda.random import dropout, normal, randint, uniform
-from genesis._impl.cuda.reductions import arg_reduce, cumulative, reduce, softmax, variance
+from genesis._impl.cuda.reductions import arg_reduce, cumulative, logsumexp, reduce, softmax, variance
 from genesis._impl.cuda.rnn_cudnn import rnn_layer, rnn_layer_backward
 from genesis._impl.cuda.sdpa import attention, attention_backward
 from genesis._impl.cuda.solvers import cholesky, eigh, lu_factor, pivot_order, svd, triangular_solve

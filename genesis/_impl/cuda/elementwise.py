@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from genesis import dtypes
 from genesis._impl.contract import COMPARISON_OPS
 from genesis._impl.cuda import complex as cx
-from genesis._impl.cuda.creation import to_numpy
+from genesis._impl.cuda.creation import arange, full, to_numpy
 from genesis._impl.cuda.launch import _ew, _new, _new_like
 from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray, broadcast_shapes, check_same_device
@@ -126,3 +128,19 @@ def lerp(start: NDArray, end: NDArray, weight: NDArray | float) -> NDArray:
         out = _new(shape, start.dtype, start.device)
     w = weight if weight.__class__ is NDArray else float(weight)
     return _ew("lerp", 3, out, (start, end, w), start.dtype)
+
+
+def nan_to_num(x: NDArray, nan: float | NDArray, posinf: float | NDArray, neginf: float | NDArray) -> NDArray:
+    """Three selects, each mask read from ``x`` itself."""
+    out = x.binary("eq", math.inf).where(posinf, x)
+    out = x.binary("eq", -math.inf).where(neginf, out)
+    return x.unary("isnan").where(nan, out)
+
+
+def triangle(x: NDArray, k: int, upper: bool) -> NDArray:
+    """A select through a mask of the last two dims (column - row against k), broadcast over the leading ones."""
+    rows, cols = x.shape[-2], x.shape[-1]
+    offset = binary("sub", arange(0, cols, 1, dtypes.int64, x.device),
+                    arange(0, rows, 1, dtypes.int64, x.device).reshape((rows, 1)))
+    keep = binary("ge" if upper else "le", offset, k)
+    return where(keep, x, full((), False if x.dtype is dtypes.bool_ else 0, x.dtype, x.device))

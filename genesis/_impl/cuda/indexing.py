@@ -11,7 +11,7 @@ from genesis import dtypes
 from genesis._impl.cuda import device_checks, graphs
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
-from genesis._impl.cuda.creation import arange, cast, contiguous, copy_, from_numpy, full, to_numpy
+from genesis._impl.cuda.creation import arange, cast, cat, contiguous, copy_, from_numpy, full, to_numpy
 from genesis._impl.cuda.elementwise import binary, unary, where
 from genesis._impl.cuda.kernels import index as ik
 from genesis._impl.cuda.launch import (
@@ -32,7 +32,7 @@ from genesis._impl.cuda.launch import (
 )
 from genesis._impl.cuda.reductions import cumulative
 from genesis.memo import remember
-from genesis.ndarray import NDArray, broadcast_shapes, check_same_device, full_indices
+from genesis.ndarray import NDArray, broadcast_shapes, check_same_device, contiguous_strides, full_indices
 
 _GATHER = td.Kernel(ik.gather_kernel)
 _SCATTER = td.Kernel(ik.scatter_kernel)
@@ -285,6 +285,85 @@ def _scatter_host(out: NDArray, dim: int, index: NDArray, src: NDArray | float, 
     return copy_(out, from_numpy(host, out.dtype, out.device))
 
 
+def scatter_reduce(x: NDArray, dim: int, index: NDArray, src: NDArray, reduce: str, include_self: bool) -> NDArray:
+    """``torch.scatter_reduce`` out of place: sum and mean through atomic adds, amax and amin by grouping the
+    elements per target place (two stable sorts, then one write per place), prod one slice of ``index`` at a time
+    (a slice never writes one place twice)."""
+    check_same_device("scatter_reduce", x, index, src)
+    for d, n in enumerate(index.shape):
+        src = src.narrow(d, 0, n)
+    if index.size == 0:
+        return contiguous(x)
+    ones = full(index.shape, 1, dtypes.int64, x.device)
+    hits = _scatter_into(full(x.shape, 0, dtypes.int64, x.device), dim, index, ones, "add")
+    touched = binary("gt", hits, 0)
+    if reduce in ("sum", "mean"):
+        base = x if include_self else where(touched, full((), 0, x.dtype, x.device), x)
+        total = _scatter_into(contiguous(base), dim, index, src, "add")
+        if reduce == "sum":
+            return total
+        count = binary("add", hits, 1) if include_self else where(touched, hits, full((), 1, dtypes.int64, x.device))
+        if x.dtype.category == 2:
+            return binary("div", total, cast(count, x.dtype))
+        return binary("floor_divide", total, cast(count, x.dtype))
+    identity = _reduce_identity(reduce, x.dtype)
+    start = contiguous(x) if include_self else where(touched, full((), identity, x.dtype, x.device), x)
+    if reduce == "prod":
+        for j in range(index.shape[dim]):
+            piece = _scatter_into(full(x.shape, identity, x.dtype, x.device), dim, index.narrow(dim, j, 1),
+                                  src.narrow(dim, j, 1), "set")
+            start = binary("mul", start, piece)
+        return start
+    return _scatter_extreme(start, dim, index, src, reduce)
+
+
+def _reduce_identity(reduce: str, dtype: dtypes.dtype) -> int | float | bool:
+    """The value that leaves a place unchanged under ``reduce``: 1, or the lowest (highest) value of ``dtype``."""
+    if reduce == "prod":
+        return True if dtype is dtypes.bool_ else 1
+    lowest = reduce == "amax"
+    if dtype.category >= 2:
+        return -math.inf if lowest else math.inf
+    if dtype is dtypes.bool_:
+        return not lowest
+    info = np.iinfo(np.dtype(dtype.name))
+    return int(info.min if lowest else info.max)
+
+
+def _scatter_extreme(result: NDArray, dim: int, index: NDArray, src: NDArray, reduce: str) -> NDArray:
+    """The contiguous ``result`` with the amax (amin) of the ``src`` elements that ``index`` sends to each place
+    folded in. Each group of elements with one target is ordered so that its extreme comes last (a NaN sorts last,
+    so it wins, as NaN propagates), and the last of each group is written."""
+    shape = result.shape
+    strides = contiguous_strides(shape)
+    target = binary("mul", index, strides[dim])  # the flat position in ``result`` of each element of ``src``
+    for k, n in enumerate(index.shape):
+        if k != dim:
+            along = arange(0, n, 1, dtypes.int64, index.device)
+            target = binary("add", target, binary("mul", along.reshape(tuple(n if j == k else 1
+                                                                             for j in range(index.ndim))), strides[k]))
+    target = contiguous(target).reshape((index.size,))
+    values = contiguous(src).reshape((index.size,))
+    if reduce == "amax":
+        key = values
+    else:  # the bitwise not reverses the order of integers (and bools) without overflowing
+        key = unary("neg" if values.dtype.category >= 2 else "logical_not" if values.dtype is dtypes.bool_
+                    else "bitwise_not", values)
+    by_key = sort(key, 0, False, True)[1]
+    order = index_select(by_key, 0, sort(index_select(target, 0, by_key), 0, False, True)[1])
+    grouped = index_select(target, 0, order)
+    n = grouped.size
+    last = cat([binary("ne", grouped.narrow(0, 1, n - 1), grouped.narrow(0, 0, n - 1)),
+                full((1,), True, dtypes.bool_, index.device)], 0)
+    winners = index_select(order, 0, nonzero(last).reshape((-1,)))
+    at = index_select(target, 0, winners)  # each place once
+    flat = result.reshape((result.size,))
+    best = binary("maximum" if reduce == "amax" else "minimum", index_select(flat, 0, at),
+                  index_select(values, 0, winners))
+    index_put_(flat, (at,), best, False)
+    return result
+
+
 def nonzero(x: NDArray) -> NDArray:
     mask = x if x.dtype is dtypes.bool_ else binary("ne", x, 0 if x.dtype.category < 2 else 0.0)
     flat = contiguous(mask).reshape((mask.size,)) if not _contig(mask) else mask.reshape((mask.size,))
@@ -347,6 +426,55 @@ def sort(x: NDArray, dim: int, descending: bool, stable: bool) -> tuple[NDArray,
         order = np.argsort(key, axis=dim, kind="stable")
     values = np.take_along_axis(host, order, dim)
     return from_numpy(values, x.dtype, x.device), from_numpy(order.astype(np.int64), dtypes.int64, x.device)
+
+
+_SORT_ROW = 4096  # the longest row that sort_rows_kernel sorts on the GPU
+
+
+def topk(x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArray]:
+    """The first ``k`` along ``dim`` of a stable sort (ties: the lower index first). Rows longer than the GPU sort
+    takes, with ``k`` at most half of that, stay on the GPU in rounds: each round sorts the row in chunks and keeps
+    each chunk's first ``k`` (a vocabulary of 150k and k = 50 leaves 1,900 candidates after one round)."""
+    K = x.shape[dim]
+    if K > _SORT_ROW and 2 * k <= _SORT_ROW and x.dtype.itemsize <= 4 and x.size:
+        last = x.ndim - 1
+        moved = contiguous(x.transpose(dim, last)) if dim != last else x
+        values, indices = _topk_rows(moved.reshape((moved.size // K, K)), k, largest)
+        shape = moved.shape[:-1] + (k,)
+        values, indices = values.reshape(shape), indices.reshape(shape)
+        if dim != last:
+            values, indices = contiguous(values.transpose(dim, last)), contiguous(indices.transpose(dim, last))
+        return values, indices
+    values, indices = sort(x, dim, largest, True)
+    if k == K:
+        return values, indices
+    return contiguous(values.narrow(dim, 0, k)), contiguous(indices.narrow(dim, 0, k))
+
+
+def _topk_rows(x: NDArray, k: int, largest: bool) -> tuple[NDArray, NDArray]:
+    """topk along the last dim of the contiguous (R, K) ``x``, K > _SORT_ROW >= 2k: one round of chunk sorts, then
+    the same over the candidates (or one sort once they fit a row). The padding sorts after every element, and
+    stable sorts over chunks in order keep equal values in index order."""
+    R, K = x.shape
+    n = -(-K // _SORT_ROW)
+    if x.dtype.category >= 2:
+        pad = -math.inf if largest else math.inf
+    else:
+        info = np.iinfo(np.dtype(x.dtype.name))
+        pad = int(info.min if largest else info.max)
+    padded = full((R, n * _SORT_ROW), pad, x.dtype, x.device)
+    copy_(padded.narrow(1, 0, K), x)
+    values, order = sort(padded.reshape((R * n, _SORT_ROW)), 1, largest, True)
+    starts = binary("mul", arange(0, n, 1, dtypes.int64, x.device), _SORT_ROW).reshape((1, n, 1))
+    positions = binary("add", order.narrow(1, 0, k).reshape((R, n, k)), starts)  # indices into the row
+    values = contiguous(values.narrow(1, 0, k)).reshape((R, n * k))
+    positions = contiguous(positions).reshape((R, n * k))
+    if n * k > _SORT_ROW:
+        values, picked = _topk_rows(values, k, largest)
+    else:
+        values, picked = sort(values, 1, largest, True)
+        values, picked = contiguous(values.narrow(1, 0, k)), contiguous(picked.narrow(1, 0, k))
+    return values, gather(positions, 1, picked)
 
 
 def unique(x: NDArray, return_inverse: bool, return_counts: bool) -> tuple[NDArray, NDArray | None, NDArray | None]:

@@ -296,3 +296,10 @@ def softmax(x: NDArray, dim: int, log: bool, safe: bool) -> NDArray:
     if dim != last:
         out = contiguous(out.transpose(dim, last))
     return out
+
+
+def logsumexp(x: NDArray, dims: tuple[int, ...]) -> NDArray:
+    """The maximum, the sum of the shifted exponentials, their log shifted back: five launches."""
+    m = reduce("amax", x, dims, True)
+    m = m.unary("isinf").where(0.0, m)
+    return reduce("sum", x.binary("sub", m).unary("exp"), dims, True).unary("log").binary("add", m)

@@ -5,28 +5,41 @@ from __future__ import annotations
 from typing import Sequence
 
 from genesis import amp
-from genesis import ops as T
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray
 from genesis.ops._args import keep_memory_format, new_memory
 from genesis.ops.nn import Pad
-from genesis.tensor import Tensor, full
+from genesis.tensor import Tensor
 
 
-def _pad_constant(x: Tensor, dim: int, before: int, after: int, value: float) -> Tensor:
-    if before < 0:
-        x = x.narrow(dim, -before, x.shape[dim] + before)
-        before = 0
-    if after < 0:
-        x = x.narrow(dim, 0, x.shape[dim] + after)
-        after = 0
-    parts = []
-    for n in (before, None, after):
-        if n is None:
-            parts.append(x)
-        elif n > 0:
-            shape = list(x.shape)
-            shape[dim] = n
-            parts.append(full(shape, value, dtype=x.dtype, device=x.device))
-    return T.cat(parts, dim) if len(parts) > 1 else x
+class ConstantPadNd(Primitive):
+    """Constant padding of the trailing dims (negative amounts crop): a filled array with the input copied into its
+    region. The gradient is the same padding of the output's gradient by the opposite amounts (a crop, and zeros
+    where the forward cropped)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, pad: tuple[int, ...], value: float) -> NDArray:
+        ctx.meta = pad
+        src, shape, regions = x, list(x.shape), []
+        for i in range(len(pad) // 2):
+            d, before, after = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
+            length = x.shape[d] + min(before, 0) + min(after, 0)  # the input's part that stays
+            if length < 0:
+                raise RuntimeError("narrow(): length must be non-negative.")
+            src = src.narrow(d, max(-before, 0), length)
+            regions.append((d, max(before, 0), length))
+            shape[d] = x.shape[d] + before + after
+        out = x.backend.full(tuple(shape), value, x.dtype, x.device)
+        dst = out
+        for d, start, length in regions:
+            dst = dst.narrow(d, start, length)
+        if src.size:
+            x.backend.copy_(dst, src)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ConstantPadNd.apply(grad, tuple(-p for p in ctx.meta), 0), None, None
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
@@ -47,12 +60,10 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
         raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
                            f"padding length {n} and input of dimension {ndim}")
     if mode == "constant":
-        out = input
-        for i in range(n // 2):
-            before, after = int(pad[2 * i]), int(pad[2 * i + 1])
-            if before or after:
-                out = _pad_constant(out, ndim - 1 - i, before, after, 0.0 if value is None else value)
-        return keep_memory_format(new_memory(out, input), input)
+        amounts = tuple(int(p) for p in pad)
+        if not any(amounts):
+            return input.clone()
+        return keep_memory_format(ConstantPadNd.apply(input, amounts, 0.0 if value is None else value), input)
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value not in (None, 0):
