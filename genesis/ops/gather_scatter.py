@@ -435,9 +435,9 @@ class ScatterReduce(Primitive):
             value = gather(out, dim, index)
             self_hit, src_hit = x == out, src == value
             shares = scatter_add(self_hit.to(x.dtype), dim, index, src_hit.to(x.dtype))
-            grad_distributed = grad / shares
-            grad_self = where(self_hit, grad_distributed, 0.0)
-            grad_src = where(src_hit, gather(grad_distributed, dim, index), 0.0)
+            grad_distributed = grad / shares  # products below, as torch's: a NaN place passes NaN on
+            grad_self = self_hit.to(x.dtype) * grad_distributed
+            grad_src = src_hit.to(x.dtype) * gather(grad_distributed, dim, index)
         if not include_self:
             grad_self = scatter(grad_self, dim, index, 0.0)
         return grad_self, None, None, grad_src, None, None
