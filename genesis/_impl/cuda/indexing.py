@@ -294,6 +294,11 @@ def scatter_reduce(x: NDArray, dim: int, index: NDArray, src: NDArray, reduce: s
         src = src.narrow(d, 0, n)
     if index.size == 0:
         return contiguous(x)
+    if reduce == "sum" and include_self:
+        return _scatter_into(contiguous(x), dim, index, src, "add")
+    if reduce in ("amax", "amin") and include_self:
+        return _scatter_extreme(contiguous(x), dim, index, src, reduce)
+    # How many elements each place receives: the mean divides by it, and without self the old values go.
     ones = full(index.shape, 1, dtypes.int64, x.device)
     hits = _scatter_into(full(x.shape, 0, dtypes.int64, x.device), dim, index, ones, "add")
     touched = binary("gt", hits, 0)
