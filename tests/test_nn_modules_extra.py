@@ -374,6 +374,16 @@ def test_ctc_loss_refuses_target_lengths_the_targets_do_not_hold(targets, target
                 long(targets))
 
 
+@pytest.mark.parametrize("targets,target_lengths", [([[1, 7], [2, -1]], [2, 1]), ([1, 2, -3], [1, 2])])
+def test_ctc_loss_refuses_labels_outside_the_classes(targets, target_lengths):
+    # torch's CPU kernel reads past the row there (its result is undefined); Genesis names the label. Padding
+    # beyond a target's length (the -1 of the first case) is never read and stays allowed.
+    log_probs = to_genesis(rand(6, 2, 5)).log_softmax(2)
+    with pytest.raises(RuntimeError, match="out of range for 5 classes"):
+        genesis.nn.functional.ctc_loss(log_probs, genesis.tensor(targets, device=DEVICE), (6, 6), target_lengths)
+    genesis.nn.functional.ctc_loss(log_probs, genesis.tensor([[1, 2], [2, -1]], device=DEVICE), (6, 6), (2, 1))
+
+
 def test_ctc_loss_unbatched_and_float32():
     check(lambda lib, x, y: lib.nn.functional.ctc_loss(x.log_softmax(1), y, (7,), (3,), reduction="none"),
           rand(9, 4), long([1, 3, 3]))

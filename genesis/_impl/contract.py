@@ -249,6 +249,13 @@ PRIMITIVES: dict[str, str] = {
     "cross_entropy_backward": "(grad, x, target, lse, count, ignore_index, label_smoothing): d(loss . grad)/d(logits) "
                               "in x's dtype; grad per row or one value for a reduced loss, divided by count when "
                               "given",
+    "ctc_loss": "(log_probs, targets, input_lengths, target_lengths, blank): (T, N, C) float32/float64 log_probs, "
+                "int targets (N, S) padded or 1-D concatenated, lengths as tuples of ints (all checked): (negative "
+                "log-likelihood per sample (N,), the log of the forward variables the backward reads)",
+    "ctc_loss_backward": "(grad, log_probs, targets, input_lengths, target_lengths, nll, log_alpha, blank, "
+                         "zero_infinity): the gradient for log_probs of the per-sample losses given theirs (N,), as "
+                         "torch's: (exp(log_probs) - the alignment posterior) * grad over each input's steps, zero "
+                         "after them; NaN for an impossible alignment (zero with zero_infinity)",
     "swiglu": "(gate, up): silu(gate) * up",
     "swiglu_backward": "(grad, gate, up): (grad_gate, grad_up)",
     "rope": "(x, cos, sin, inverse): x * cos + rotate_half(x) * sin (inverse: x * cos - rotate_half(x * sin)); "

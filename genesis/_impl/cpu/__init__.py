@@ -286,6 +286,24 @@ def variance(x: NDArray, dims: tuple[int, ...], correction: float, keepdim: bool
     return wrap((torch.std if root else torch.var)(native(x), dim=dims, correction=correction, keepdim=keepdim))
 
 
+def ctc_loss(log_probs: NDArray, targets: NDArray, input_lengths: tuple[int, ...], target_lengths: tuple[int, ...],
+             blank: int) -> tuple[NDArray, NDArray]:
+    t = native(targets)
+    used = t[torch.arange(t.shape[1]) < torch.tensor(target_lengths).unsqueeze(1)] if t.ndim == 2 else t
+    if used.numel() and (int(used.min()) < 0 or int(used.max()) >= log_probs.shape[2]):  # torch reads past the row
+        bad = int(used.min()) if int(used.min()) < 0 else int(used.max())
+        raise RuntimeError(f"ctc_loss: target {bad} is out of range for {log_probs.shape[2]} classes")
+    nll, log_alpha = torch._ctc_loss(native(log_probs), t, list(input_lengths), list(target_lengths), blank, False)
+    return wrap(nll), wrap(log_alpha)
+
+
+def ctc_loss_backward(grad: NDArray, log_probs: NDArray, targets: NDArray, input_lengths: tuple[int, ...],
+                      target_lengths: tuple[int, ...], nll: NDArray, log_alpha: NDArray, blank: int,
+                      zero_infinity: bool) -> NDArray:
+    return wrap(torch.ops.aten._ctc_loss_backward(native(grad), native(log_probs), native(targets), list(input_lengths),
+                                         list(target_lengths), native(nll), native(log_alpha), blank, zero_infinity))
+
+
 def logsumexp(x: NDArray, dims: tuple[int, ...]) -> NDArray:
     return wrap(torch.logsumexp(native(x), dims, keepdim=True))
 

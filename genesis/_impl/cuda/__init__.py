@@ -36,6 +36,7 @@ from genesis._impl.cuda.creation import (
     to_dlpack,
     to_numpy,
 )
+from genesis._impl.cuda.ctc import ctc_loss, ctc_loss_backward
 from genesis._impl.cuda.elementwise import (
     add_scaled,
     binary,
