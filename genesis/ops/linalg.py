@@ -10,6 +10,7 @@ from typing import Any
 
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
+from genesis.memo import remember
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
 from genesis.ops._args import _check_tensor, ones_like_bool
 from genesis.ops.autocast import autocast_args, one_op
@@ -316,7 +317,21 @@ def _contract(x, tx: str, y, ty: str, keep: set[str]):
 
 def _einsum(equation: str, *operands):
     """Einstein summation: repeated letters are contracted pairwise, left to right, with batched matmuls."""
-    terms, out = _parse(equation, operands)
+    key = (equation, *(x.ndarray.shape for x in operands))
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = remember(_PARSED, key, _parse(equation, operands))
+    return _einsum_terms(*parsed, operands)
+
+
+# (equation, operand shapes) -> (terms, output letters): a model calls the same few einsums at every step.
+_PARSED: dict[tuple, tuple[list[str], str]] = {}
+
+
+def _einsum_terms(terms: list[str], out: str, operands: tuple):
+    """``einsum`` of parsed ``terms`` (one string of letters per operand) into the ``out`` letters."""
+    if len(operands) == 2 and _one_product(terms, out, operands):
+        return Einsum.apply(operands[0], operands[1], terms[0], terms[1], out)
     items = []
     for k, (x, term) in enumerate(zip(operands, terms)):
         x, term = _diagonalize(x, term)
@@ -340,6 +355,59 @@ def _einsum(equation: str, *operands):
         x = x.sum(dim=tuple(summed))
         tx = "".join(c for c in tx if c in out)
     return x.permute([tx.index(c) for c in out]) if tx != out else x
+
+
+def _one_product(terms: list[str], out: str, operands: tuple) -> bool:
+    """Whether two operands contract as one :class:`Einsum` node: floating tensors of one dtype, no letter repeated
+    within an operand, every letter of an operand also in the other or in the output (none summed alone), and
+    every output letter in an operand. Other equations take the general path of ``_einsum``."""
+    x, y = operands
+    if not (isinstance(x, Tensor) and isinstance(y, Tensor) and x.dtype is y.dtype and x.dtype.category == 2
+            and x.device == y.device):
+        return False
+    tx, ty = terms
+    if len(set(tx)) != len(tx) or len(set(ty)) != len(ty) or len(set(out)) != len(out):
+        return False
+    if not (all(c in ty or c in out for c in tx) and all(c in tx or c in out for c in ty)
+            and all(c in tx or c in ty for c in out)):
+        return False
+    # A contracted letter has one size in both (only the kept letters broadcast a size 1 here).
+    return all(x.shape[i] == y.shape[ty.index(c)] for i, c in enumerate(tx) if c in ty and c not in out)
+
+
+class Einsum(Primitive):
+    """Two operands contracted with one batched matrix product (their views permuted, expanded and reshaped as
+    arrays); each gradient is the einsum of the output's gradient with the other operand."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, y: NDArray, tx: str, ty: str, out: str) -> NDArray:
+        ctx.meta = (tx, ty, out)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, y if ctx.needs_input_grad[0] else None)
+        batch = [c for c in tx if c in ty and c in out]
+        summed = [c for c in tx if c in ty and c not in out]
+        left = [c for c in tx if c not in ty]
+        right = [c for c in ty if c not in tx]
+        sizes = dict(zip(tx, x.shape))
+        for c, n in zip(ty, y.shape):
+            sizes[c] = builtins.max(sizes.get(c, 1), n)  # a size-1 batch dim broadcasts
+        bshape = tuple(sizes[c] for c in batch)
+        nl, ns, nr = (math.prod(sizes[c] for c in part) for part in (left, summed, right))
+        xp = x.permute([tx.index(c) for c in batch + left + summed])
+        xp = xp.expand(bshape + xp.shape[len(batch):]).reshape(bshape + (nl, ns))
+        yp = y.permute([ty.index(c) for c in batch + summed + right])
+        yp = yp.expand(bshape + yp.shape[len(batch):]).reshape(bshape + (ns, nr))
+        result = xp.matmul(yp).reshape(bshape + tuple(sizes[c] for c in left + right))
+        letters = batch + left + right
+        return result.permute([letters.index(c) for c in out]) if letters != list(out) else result
+
+    @staticmethod
+    def backward(ctx, grad):
+        tx, ty, out = ctx.meta
+        x, y = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        return (_einsum_terms([out, ty], tx, (grad, y)) if needs[0] else None,
+                _einsum_terms([out, tx], ty, (grad, x)) if needs[1] else None, None, None, None)
 
 
 def einsum(equation: Any, *operands: Any) -> Tensor:
