@@ -108,11 +108,12 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
         raise RuntimeError(f"gather(): Index tensor must have the same number of dimensions as input tensor "
                            f"(index {list(index.shape)}, input {list(input.shape)})")
-    for k in range(index.ndim):
-        if k != d and index.shape[k] > input.shape[k]:
-            raise RuntimeError(f"gather(): Size does not match at dimension {k} expected index {list(index.shape)} "
-                               f"to be smaller than self {list(input.shape)} apart from dimension {d}")
-    index = _check_bounds("gather", index, input.shape[d] if input.ndim else 1, d, False, RuntimeError)
+    ishape, xshape = index.ndarray.shape, input.ndarray.shape
+    for k in range(len(ishape)):
+        if k != d and ishape[k] > xshape[k]:
+            raise RuntimeError(f"gather(): Size does not match at dimension {k} expected index {list(ishape)} "
+                               f"to be smaller than self {list(xshape)} apart from dimension {d}")
+    index = _check_bounds("gather", index, xshape[d] if xshape else 1, d, False, RuntimeError)
     return Gather.apply(input, d, index)
 
 

@@ -44,9 +44,16 @@ def _arg(b: NDArray | int | float | bool) -> torch.Tensor | int | float | bool:
 def check_index(x: NDArray, low: int, high: int, ignore: int | None, error: type[Exception], message: str) -> NDArray:
     """Eager check: raises ``error`` naming the first bad value (in row-major order) at the call."""
     t = native(x)
-    if t.numel() and t.dtype is not torch.bool:
-        least, most = torch.aminmax(t)  # one pass decides the common case: every entry valid
-        if least.item() >= max(low, 0) and most.item() < high:
+    n = t.numel()
+    if n and t.dtype is not torch.bool:
+        # One pass decides the common case, every entry valid: a few values are read as Python ints, more are
+        # reduced by torch first.
+        if n <= 32:
+            values = t.tolist() if t.dim() == 1 else t.reshape(-1).tolist()
+            least, most = min(values), max(values)
+        else:
+            least, most = (v.item() for v in torch.aminmax(t))
+        if least >= max(low, 0) and most < high:
             return x
     bad = (t < low) | (t >= high)
     if ignore is not None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import builtins
 import warnings
 from typing import Callable
 
+import numpy as np
+
 from genesis import amp, dtypes
 from genesis import ops as T
+from genesis.autograd import Primitive
+from genesis.ndarray import NDArray
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
 from genesis.ops.fused import fused_cross_entropy
@@ -410,6 +415,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0.0:
         return _reduce(T.abs(input - target), reduction)
+    if _fused_pair(input, target):
+        return SmoothL1Loss.apply(input, target, float(beta), reduction)
 
     def smooth_l1(a: Tensor, b: Tensor, beta: float | Tensor) -> Tensor:
         # The square of the signed difference (the same value): its second derivative is 1 / beta at 0 too.
@@ -430,6 +437,9 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
 
+    if weight is None and _fused_pair(input, target):
+        return HuberLoss.apply(input, target, float(delta), reduction)
+
     def huber(a: Tensor, b: Tensor, delta: float | Tensor) -> Tensor:
         d = a - b
         diff = T.abs(d)
@@ -439,6 +449,57 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+def _fused_pair(input: Tensor, target: Tensor) -> bool:
+    """Whether a pointwise loss of ``input`` and ``target`` runs as one node: float32 or float64 operands of one dtype
+    (torch's kernel rounds half types otherwise, which the step-by-step composite follows)."""
+    return input.dtype is target.dtype and input.dtype in (dtypes.float32, dtypes.float64) and \
+        input.device == target.device
+
+
+class _SmoothPointwiseLoss(Primitive):
+    """A loss of ``d = input - target`` quadratic for ``|d| < c`` and linear beyond, reduced as asked, as one node:
+    the forward in array ops with torch's kernel's steps, the gradient ``grad * slope(d)`` (the slope clamped
+    between -c and c, over c for smooth L1)."""
+
+    over_c = False  # smooth L1 divides the quadratic part by c (beta); Huber scales the linear part by c (delta)
+
+    @classmethod
+    def forward(cls, ctx, a: NDArray, b: NDArray, c: float, reduction: str) -> NDArray:
+        c = float(np.array(c, dtypes.to_numpy(a.dtype)))  # the constant in the operands' dtype, as the kernel's
+        ctx.meta = (c, reduction)
+        ctx.save_for_backward(a, b)
+        d = a.binary("sub", b)
+        z = d.unary("abs")
+        small = d.binary("mul", 0.5).binary("mul", d)
+        if cls.over_c:
+            loss = (z.binary("lt", c)).where(small.binary("div", c), z.binary("sub", 0.5 * c))
+        else:
+            loss = (z.binary("lt", c)).where(small, z.binary("sub", 0.5 * c).binary("mul", c))
+        if reduction == "none":
+            return loss
+        return loss.reduce("mean" if reduction == "mean" else "sum", tuple(range(loss.ndim)), False)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        a, b = ctx.saved_tensors
+        c, reduction = ctx.meta
+        d = a - b
+        slope = T.clamp(d / c, -1.0, 1.0) if cls.over_c else T.clamp(d, -c, c)
+        if reduction == "mean":
+            grad = grad / builtins.max(slope.numel(), 1)
+        g = slope * grad
+        needs = ctx.needs_input_grad
+        return g if needs[0] else None, -g if needs[1] else None, None, None
+
+
+class HuberLoss(_SmoothPointwiseLoss):
+    pass
+
+
+class SmoothL1Loss(_SmoothPointwiseLoss):
+    over_c = True
 
 
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False, eps: float = 1e-6,
