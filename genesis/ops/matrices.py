@@ -22,30 +22,23 @@ from genesis.tensor import Tensor
 
 
 class Triu(Primitive):
-    """The elements on and above diagonal ``k`` of the last two dims, zeros elsewhere; its gradient keeps the same
-    band of the output's gradient."""
+    """The elements on and above diagonal ``k`` of the last two dims (below it for ``Tril``), zeros elsewhere; its
+    gradient keeps the same band of the output's gradient."""
 
-    @staticmethod
-    def forward(ctx, x: NDArray, k: int) -> NDArray:
+    upper = True
+
+    @classmethod
+    def forward(cls, ctx, x: NDArray, k: int) -> NDArray:
         ctx.meta = k
-        return x.backend.triangle(x, k, True)
+        return x.backend.triangle(x, k, cls.upper)
 
-    @staticmethod
-    def backward(ctx, grad):
-        return Triu.apply(grad, ctx.meta), None
+    @classmethod
+    def backward(cls, ctx, grad):
+        return cls.apply(grad, ctx.meta), None
 
 
-class Tril(Primitive):
-    """The elements on and below diagonal ``k`` of the last two dims, zeros elsewhere."""
-
-    @staticmethod
-    def forward(ctx, x: NDArray, k: int) -> NDArray:
-        ctx.meta = k
-        return x.backend.triangle(x, k, False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return Tril.apply(grad, ctx.meta), None
+class Tril(Triu):
+    upper = False
 
 
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:

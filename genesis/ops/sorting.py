@@ -50,7 +50,9 @@ class Sort(Primitive):
         return zeros_scatter(shape, dim, indices, grad), None, None, None
 
 
-class Topk(Primitive):
+class Topk(Sort):
+    """The first ``k`` of a sort along ``dim`` (at least 1-d input); the gradient is Sort's."""
+
     @staticmethod
     def forward(ctx, x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArray]:
         values, indices = x.backend.topk(x, k, dim, largest)
@@ -58,12 +60,6 @@ class Topk(Primitive):
         ctx.save_for_backward(indices)
         ctx.mark_non_differentiable(indices)
         return values, indices
-
-    @staticmethod
-    def backward(ctx, grad, grad_indices):
-        (indices,) = ctx.saved_tensors
-        shape, dim = ctx.meta
-        return zeros_scatter(shape, dim, indices, grad), None, None, None
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
