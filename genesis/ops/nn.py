@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, check_same_device
 from genesis.ops._args import zeros_like_detached
@@ -368,12 +369,20 @@ class BatchNorm(Primitive):
         return tuple(grads) + (None, None)
 
 
-def check_all(ok: Tensor, error: type[Exception], message: str) -> None:
-    """Report ``message`` as ``error`` unless the bool tensor ``ok`` is all true, without reading the device: the
-    backend's ``check_index`` on the count of false elements (raised here on the CPU; on CUDA recorded on the device
-    and raised as RuntimeError at the next synchronization, as torch's device-side asserts)."""
-    bad = (~ok).any().long().reshape(1).ndarray
-    bad.device.backend.check_index(bad, 0, 1, None, error, message)
+def check_all(ok: Tensor | NDArray, error: type[Exception], message: str) -> None:
+    """Report ``message`` as ``error`` unless the bool tensor (or array) ``ok`` is all true, without reading the
+    device: the backend's ``check_index`` on whether any element is false (raised here on the CPU; on CUDA recorded
+    on the device and raised as RuntimeError at the next synchronization, as torch's device-side asserts)."""
+    nd = ok.ndarray if isinstance(ok, Tensor) else ok
+    bad = nd.reshape((nd.size,)).unary("logical_not").reduce("any", (0,), True).astype(dtypes.int64)
+    nd.backend.check_index(bad, 0, 1, None, error, message)
+
+
+def check_unit_interval(x: NDArray, name: str) -> None:
+    """torch's check of a binary cross-entropy operand: every element in [0, 1] (NaN fails), as array ops."""
+    if x.size:
+        check_all(x.binary("ge", 0).binary("logical_and", x.binary("le", 1)), RuntimeError,
+                  f"all elements of {name} should be between 0 and 1")
 
 
 #: The error of a class target outside [0, C) that is not ignore_index: (exception class, message template).
