@@ -384,6 +384,15 @@ def test_ctc_loss_refuses_labels_outside_the_classes(targets, target_lengths):
     genesis.nn.functional.ctc_loss(log_probs, genesis.tensor([[1, 2], [2, -1]], device=DEVICE), (6, 6), (2, 1))
 
 
+def test_ctc_loss_takes_targets_on_the_host():
+    # torch's cuDNN path wants host targets beside cuda log-probabilities: the loss is the same either way.
+    log_probs = to_genesis(rand(6, 2, 5)).log_softmax(2)
+    targets = [[1, 2], [3, 3]]
+    on_host = genesis.nn.functional.ctc_loss(log_probs, genesis.tensor(targets), (6, 5), (2, 2))
+    beside = genesis.nn.functional.ctc_loss(log_probs, genesis.tensor(targets, device=DEVICE), (6, 5), (2, 2))
+    np.testing.assert_allclose(on_host.item(), beside.item(), rtol=1e-12)
+
+
 def test_ctc_loss_unbatched_and_float32():
     check(lambda lib, x, y: lib.nn.functional.ctc_loss(x.log_softmax(1), y, (7,), (3,), reduction="none"),
           rand(9, 4), long([1, 3, 3]))

@@ -95,7 +95,10 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequenc
         if not 0 <= length <= steps:
             bound = "at least 0" if length < 0 else f"at most {steps}"
             raise RuntimeError(f"Expected input_lengths to have value {bound}, but got value {length} {where}")
-    loss = CtcLoss.apply(lp, targets.to(dtypes.int64), tuple(in_len), tuple(tg_len), blank, zero_infinity)
+    # Targets may sit on the host beside cuda log-probabilities (as torch's cuDNN path wants them): the backend
+    # reads them on the log-probabilities' device.
+    targets = targets.to(device=lp.device, dtype=dtypes.int64)
+    loss = CtcLoss.apply(lp, targets, tuple(in_len), tuple(tg_len), blank, zero_infinity)
     if zero_infinity:
         loss = T.where(T.isinf(loss), 0.0, loss)
     if reduction == "mean":
