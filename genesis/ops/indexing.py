@@ -527,10 +527,14 @@ def _fill_masked(x: Tensor, mask: Tensor, value: Tensor | int | float | bool) ->
         write_recorded(x, SetMasked, value, m)
         return
     check_inplace(x, "setitem")
-    nd = x.ndarray
-    fill = value.ndarray if value.__class__ is Tensor else NDArray.scalar(value, nd.dtype, nd.device)
-    nd.copy_(nd.backend.where(m, fill, nd))
+    _masked_write(x.ndarray, m, value.ndarray if value.__class__ is Tensor else value)
     x._bump_version()
+
+
+def _masked_write(out: NDArray, mask: NDArray, value: NDArray | int | float | bool) -> None:
+    """``value`` (a number or a 0-d array) where ``mask`` holds, written into ``out``'s memory: one select."""
+    fill = value if value.__class__ is NDArray else NDArray.scalar(value, out.dtype, out.device)
+    out.copy_(out.backend.where(mask, fill, out))
 
 
 class SetMasked(Primitive):
@@ -539,8 +543,7 @@ class SetMasked(Primitive):
 
     @staticmethod
     def forward(ctx, x: NDArray, value: NDArray | int | float | bool, mask: NDArray, out: NDArray) -> NDArray:
-        fill = value if value.__class__ is NDArray else NDArray.scalar(value, out.dtype, out.device)
-        out.copy_(out.backend.where(mask, fill, out))
+        _masked_write(out, mask, value)
         ctx.mask = mask
         return out
 

@@ -273,13 +273,17 @@ class _LazyConvNd(_LazyMixin, _ConvNd):
             return None
         return shape[0] if self.transposed else shape[1] * self.groups
 
-    def forward(self, input: Tensor) -> Tensor:
+    def _materialize_from(self, input: Tensor) -> None:
+        """On the first call, the parameters' shapes from the input's channels (dim 1, or 0 when unbatched)."""
         if self.has_uninitialized_params():
             n = self._n
             if input.ndim not in (n + 1, n + 2):
                 raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to "
                                    f"{type(self).__name__}, but got input of size: {list(input.shape)}")
             self._materialize(input.shape[1] if input.ndim == n + 2 else input.shape[0])
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._materialize_from(input)
         return type(self).forward(self, input)
 
 
@@ -311,12 +315,7 @@ class _LazyConvTransposeNd(_LazyConvNd, _ConvTranspose):
         self._placeholders(("weight", "bias") if bias else ("weight",), (), device, dtype)
 
     def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
-        if self.has_uninitialized_params():
-            n = self._n
-            if input.ndim not in (n + 1, n + 2):
-                raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to "
-                                   f"{type(self).__name__}, but got input of size: {list(input.shape)}")
-            self._materialize(input.shape[1] if input.ndim == n + 2 else input.shape[0])
+        self._materialize_from(input)
         return type(self).forward(self, input, output_size)
 
 
