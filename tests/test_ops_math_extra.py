@@ -305,9 +305,12 @@ def test_new_cuda_ops_compile_for_sm90(ty: str, ops: tuple[str, ...]) -> None:
     for op in ops:
         out = "*i1:16" if op == "signbit" else f"*{ty}:16"
         compile_for_sm90(ek.ew_contig, (out, f"*{ty}:16", "i32", "i32", "i32"), (op, 1, 1, 0, 0, 1024, False))
-    for op in ("hypot", "copysign"):
+    for op in ("hypot", "copysign", "logaddexp", "logaddexp2", "binary_cross_entropy"):
         compile_for_sm90(ek.ew_contig, (f"*{ty}:16", f"*{ty}:16", f"*{ty}:16", "i32", "i32"),
                          (op, 2, 1, 1, 0, 1024, False))
+    # binary cross-entropy's gradient: (grad, probabilities, targets)
+    compile_for_sm90(ek.ew_contig, (f"*{ty}:16",) * 4 + ("i32",), ("binary_cross_entropy_backward", 3, 1, 1, 1, 1024,
+                                                                   False))
     if ty == "fp32":
         # Strided views (any layout) go through the 2-D tile kernel with the same op bodies.
         strided = (f"*{ty}:16", f"*{ty}:16", f"*{ty}:16", "i32", "i32", "i32:16", "i32", "i32", "i32",
@@ -355,7 +358,23 @@ def _signbit(x):
     return (x < 0) | ((x == 0) & (1.0 / x < 0))
 
 
-ek.libdevice = types.SimpleNamespace(log=_log, sin=_sin, tan=_tan, floor=_floor, signbit=_signbit)
+@triton.jit
+def _log1p(x):
+    return tl.log(1.0 + x)
+
+
+@triton.jit
+def _exp(x):
+    return tl.exp(x)
+
+
+@triton.jit
+def _exp2(x):
+    return tl.exp(x * 0.6931471805599453)
+
+
+ek.libdevice = types.SimpleNamespace(log=_log, sin=_sin, tan=_tan, floor=_floor, signbit=_signbit, log1p=_log1p,
+                                     exp=_exp, exp2=_exp2)
 x = torch.cat([torch.linspace(-7.7, 12.3, 995, dtype=torch.float64), torch.tensor([0.0, -0.0, -3.0, 1e-9, 250.5])])
 out = torch.empty_like(x)
 for op, ref in (("digamma", torch.digamma(x)), ("trigamma", torch.polygamma(1, x))):
@@ -368,6 +387,24 @@ z = torch.tensor([0.0, -0.0, 1.5, -2.0] * 250)
 out = torch.empty_like(z)
 ek.ew_contig[(4,)](out, z, z, z, 1000, OP="neg", NIN=1, M0=1, M1=0, M2=0, BLOCK=256, I64=False)
 assert torch.equal(torch.signbit(out), torch.signbit(-z)), "neg keeps the sign of zero"
+# logaddexp (equal infinities give themselves) and binary cross-entropy with its gradient, against torch.
+inf = float("inf")
+a = torch.cat([torch.linspace(-30.0, 30.0, 994, dtype=torch.float64), torch.tensor([inf, -inf, inf, 1.0, -inf, 2.0])])
+b = torch.cat([torch.linspace(25.0, -35.0, 994, dtype=torch.float64), torch.tensor([inf, -inf, -inf, inf, 3.0, 2.0])])
+out = torch.empty_like(a)
+for op, ref in (("logaddexp", torch.logaddexp(a, b)), ("logaddexp2", torch.logaddexp2(a, b))):
+    ek.ew_contig[(4,)](out, a, b, b, 1000, OP=op, NIN=2, M0=1, M1=1, M2=0, BLOCK=256, I64=False)
+    torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-12, equal_nan=True, msg=op)
+p = torch.cat([torch.linspace(0.0, 1.0, 997, dtype=torch.float64), torch.tensor([0.0, 1.0, 1e-30])])
+t = torch.cat([torch.linspace(1.0, 0.0, 997, dtype=torch.float64), torch.tensor([1.0, 0.0, 0.5])])
+g = torch.linspace(-1.0, 2.0, 1000, dtype=torch.float64)
+ek.ew_contig[(4,)](out, p, t, t, 1000, OP="binary_cross_entropy", NIN=2, M0=1, M1=1, M2=0, BLOCK=256, I64=False)
+torch.testing.assert_close(out, torch.nn.functional.binary_cross_entropy(p, t, reduction="none"), rtol=1e-9,
+                           atol=1e-12, msg="binary_cross_entropy")
+ek.ew_contig[(4,)](out, g, p, t, 1000, OP="binary_cross_entropy_backward", NIN=3, M0=1, M1=1, M2=1, BLOCK=256,
+                   I64=False)
+ref = torch.ops.aten.binary_cross_entropy_backward(g, p, t, None, 0)
+torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-12, msg="binary_cross_entropy_backward")
 print("ok")
 """
 

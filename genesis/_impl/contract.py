@@ -29,11 +29,25 @@ BINARY_OPS = (
     "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "atan2",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor",
-    "hypot", "copysign",
+    "hypot", "copysign", "logaddexp", "logaddexp2",
     # activation gradients: (grad, x) -> grad * d activation(x) / dx, floating arrays only; relu_backward takes
     # relu's output: grad where out > 0, else 0 (torch's threshold_backward)
     "gelu_backward", "gelu_tanh_backward", "silu_backward", "relu_backward",
 )
+# Activations with Python-number parameters, as torch's kernels compute them (``activation`` and its gradient
+# ``activation_backward``): op -> its parameters.
+ACTIVATION_OPS = {
+    "elu": ("alpha", "scale", "input_scale"),  # x * scale where x > 0, else expm1(x * input_scale) * alpha * scale
+    "hardswish": (),  # x * min(max(x + 3, 0), 6) / 6
+    "hardsigmoid": (),  # min(max(x + 3, 0), 6) / 6
+    "hardtanh": ("min_val", "max_val"),  # clamp; the gradient is zero at the bounds too
+    "softplus": ("beta", "threshold"),  # log1p(exp(beta x)) / beta, x where beta x > threshold
+    "softshrink": ("lambd",),  # x - lambd above lambd, x + lambd below -lambd, 0 between (NaN stays NaN)
+    "hardshrink": ("lambd",),  # 0 where |x| <= lambd, else x
+    "threshold": ("threshold", "value"),  # value where x <= threshold, else x; the gradient is zero there
+    "mish": (),  # x * tanh(softplus(x))
+    "log_sigmoid": (),  # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))
+}
 COMPARISON_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
 REDUCE_OPS = ("sum", "mean", "prod", "amax", "amin", "any", "all")
 
@@ -220,6 +234,14 @@ PRIMITIVES: dict[str, str] = {
     "leaky_relu": "(x, negative_slope): x where x > 0, negative_slope * x elsewhere (a Python number); floating x",
     "leaky_relu_backward": "(grad, x, negative_slope): grad where x > 0, negative_slope * grad elsewhere (x: "
                            "leaky_relu's input, same shape as grad); floating arrays",
+    "activation": "(op, x, params): an activation of ACTIVATION_OPS over floating x, its Python-number params in the "
+                  "order listed there; half precision computed in float32 and rounded once",
+    "activation_backward": "(op, grad, x, params): grad * d activation(x) / dx (x: the activation's input, same "
+                           "shape as grad); floating arrays",
+    "binary_cross_entropy": "(p, t): unreduced -(t max(log p, -100) + (1 - t) max(log1p(-p), -100)) of probabilities "
+                            "p and targets t (same shape, one floating dtype); RuntimeError 'all elements of input "
+                            "(target) should be between 0 and 1' otherwise (CUDA: at the next synchronization)",
+    "binary_cross_entropy_backward": "(grad, p, t): grad * (p - t) / max(p (1 - p), 1e-12), the gradient for p",
     "embedding_backward": "(grad, index, num_weights): (num_weights, D) sum of the rows of grad (*index.shape, D) "
                           "by int64 index of any shape, deterministic (the same bits on every run)",
     # fused neural-network kernels (over the last dim)

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from genesis import dtypes
-from genesis.autograd import Function, Primitive
+from genesis.autograd import Function, Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, broadcast_shapes
 from genesis.ops._args import (
     _check_tensor,
@@ -22,10 +22,10 @@ from genesis.ops._args import (
     check_real_kernel,
     zeros_like_detached,
 )
-from genesis.ops.arithmetic import clamp, maximum, pow, remainder
+from genesis.ops.arithmetic import clamp, pow, remainder
 from genesis.ops.autocast import autocast_args
-from genesis.ops.compare import logical_and, ne, where
-from genesis.ops.unary import Unary, abs, exp2, floor, log, log1p
+from genesis.ops.compare import ne, where
+from genesis.ops.unary import Unary, abs, exp2, floor, log
 from genesis.tensor import Tensor
 
 
@@ -487,20 +487,40 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
     return _nan_extremum("fmin", input, other, larger=False)
 
 
+class LogAddExp(Primitive):
+    """``log(exp(a) + exp(b))`` (base 2 with ``base2``) in one kernel, as torch's: ``max + log1p(exp(-|a - b|))``,
+    equal infinities giving themselves. The gradients are torch's ``grad / (1 + exp(b - a))`` and its mirror."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray, base2: bool) -> NDArray:
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(a, b)
+            ctx.base2 = base2
+        return a.binary("logaddexp2" if base2 else "logaddexp", b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if is_grad_enabled():  # create_graph: tensor ops, differentiable again
+            a, b = ctx.saved_tensors
+            power = exp2 if ctx.base2 else Tensor.exp
+
+            def share(x, y):
+                return grad / (power(y - x) + 1)
+        else:
+            a, b = ctx.saved_arrays()
+            g, name = grad.ndarray, "exp2" if ctx.base2 else "exp"
+
+            def share(x, y):
+                return g / ((y - x).unary(name) + 1)
+        needs = ctx.needs_input_grad
+        return share(a, b) if needs[0] else None, share(b, a) if needs[1] else None, None
+
+
 def _logaddexp(op: str, input: Tensor, other: Tensor, base2: bool) -> Tensor:
     _tensor_pair(op, input, other)
     dt = _result_dtype(input, other)
     _reject_integers(op, dt)
-    if dt in (dtypes.float16, dtypes.bfloat16):  # computed in float32 and rounded once, as torch's kernel
-        return _logaddexp(op, input.float(), other.float(), base2).to(dt)
-    input, other = input.to(dt), other.to(dt)
-    # max + log(1 + exp(-|a - b|)): no overflow; equal infinities (where a - b is NaN) give themselves.
-    gap = -abs(input - other)
-    if base2:
-        out = maximum(input, other) + log1p(exp2(gap)) * (1 / math.log(2.0))
-    else:
-        out = maximum(input, other) + log1p(gap.exp())
-    return where(logical_and(input == other, input.isinf()), input, out)
+    return LogAddExp.apply(input.to(dt), other.to(dt), base2)
 
 
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:

@@ -378,13 +378,6 @@ def check_all(ok: Tensor | NDArray, error: type[Exception], message: str) -> Non
     nd.backend.check_index(bad, 0, 1, None, error, message)
 
 
-def check_unit_interval(x: NDArray, name: str) -> None:
-    """torch's check of a binary cross-entropy operand: every element in [0, 1] (NaN fails), as array ops."""
-    if x.size:
-        check_all(x.binary("ge", 0).binary("logical_and", x.binary("le", 1)), RuntimeError,
-                  f"all elements of {name} should be between 0 and 1")
-
-
 #: The error of a class target outside [0, C) that is not ignore_index: (exception class, message template).
 TARGET_OUT_OF_RANGE = (IndexError, "Target {value} is out of bounds (the input has {size} classes).")
 
@@ -397,7 +390,8 @@ def checked_target(target: NDArray, n_classes: int, ignore_index: int) -> NDArra
 
 class BinaryCrossEntropy(Primitive):
     """Elementwise binary cross-entropy of probabilities ``p`` against targets ``t`` (unreduced, unweighted), as
-    torch: ``-(t max(log p, -100) + (1 - t) max(log1p(-p), -100))``.
+    torch: ``-(t max(log p, -100) + (1 - t) max(log1p(-p), -100))``, the backend's kernel (which also checks that
+    both lie in [0, 1]).
 
     Backward is torch's formula, not the composite's chain rule: ``(p - t) / max(p (1 - p), 1e-12)`` for ``p`` and
     ``log1p(-p) - log p`` for ``t``. Where a saturated sigmoid gave ``p`` exactly 0 or 1, the chain rule through the
@@ -406,13 +400,15 @@ class BinaryCrossEntropy(Primitive):
 
     @staticmethod
     def forward(ctx, p: NDArray, t: NDArray) -> NDArray:
-        ctx.save_for_backward(p, t)
-        log_p = p.unary("log").binary("maximum", -100.0)
-        log_q = (-p).unary("log1p").binary("maximum", -100.0)
-        return -(t * log_p + (1 - t) * log_q)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(p, t)
+        return p.backend.binary_cross_entropy(p, t)
 
     @staticmethod
     def backward(ctx, grad):
+        if not is_grad_enabled() and not ctx.needs_input_grad[1]:  # the probabilities' gradient: one kernel
+            p, t = ctx.saved_arrays()
+            return p.backend.binary_cross_entropy_backward(grad.ndarray, p, t), None
         # Tensor ops: recorded under create_graph (a differentiable gradient), plain computation otherwise.
         p, t = ctx.saved_tensors
         grad_p = grad * (p - t) / (p * (1 - p)).clamp(min=1e-12) if ctx.needs_input_grad[0] else None

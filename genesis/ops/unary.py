@@ -1,7 +1,7 @@
 """Unary elementwise ops: negation and absolute value, exponentials and logarithms, roots, trigonometric
-functions, activations (sigmoid, relu, gelu, silu, softplus), rounding and sign helpers (complex numbers:
-``genesis.ops.complex``). ``Unary`` is the primitive family behind most of them:
-a subclass names the backend op and writes its local derivative.
+functions, activations (sigmoid, relu, gelu, silu; softplus and hardshrink are ``genesis.ops.activations`` nodes),
+rounding and sign helpers (complex numbers: ``genesis.ops.complex``). ``Unary`` is the primitive family behind most
+of them: a subclass names the backend op and writes its local derivative.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import math
 from typing import Callable
 
 from genesis import dtypes
-from genesis.autograd import Primitive, is_grad_enabled, no_grad
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
 from genesis.ops._args import _reject_integers, check_floating_kernel, zeros_like_detached
+from genesis.ops.activations import Hardshrink, Softplus, activation
 from genesis.ops.arithmetic import Mul, negated
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import NoGradUnary, isfinite, lt, where
@@ -64,7 +65,7 @@ _INT_SAFE = frozenset(("neg", "abs", "sign", "relu", "floor", "ceil", "round", "
 
 
 # Activations torch computes for floating inputs only (integer inputs raise rather than promote).
-_FLOAT_ONLY = frozenset(("gelu", "gelu_tanh", "silu", "softplus"))
+_FLOAT_ONLY = frozenset(("gelu", "gelu_tanh", "silu"))
 
 
 class Neg(Primitive):
@@ -348,71 +349,9 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return where(input > 0, input, input * weight)
 
 
-class Piecewise(Primitive):
-    """An activation of slope 0 where ``flat`` holds and 1 elsewhere (hardtanh, threshold, hardshrink, softshrink):
-    ``out``, its values computed without a graph, as one node; the gradient is ``PiecewiseBackward``'s. A subclass
-    per activation carries torch's node name."""
-
-    @staticmethod
-    def forward(ctx, x: NDArray, out: NDArray, flat: NDArray) -> NDArray:
-        ctx.save_for_backward(x, flat)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, flat = ctx.saved_tensors
-        return PiecewiseBackward.apply(grad, x, flat), None, None
-
-
-class PiecewiseBackward(Primitive):
-    """``Piecewise``'s gradient (torch's ``hardtanh_backward``, ``threshold_backward``...): 0 where ``flat``, ``grad``
-    elsewhere (a select: a NaN gradient where the slope is 0 stays 0). Its derivative is itself for ``grad`` and zero
-    for ``x``: a recorded double backward (a gradient penalty) hands the layers below a zero gradient, not none, as
-    torch does."""
-
-    @staticmethod
-    def forward(ctx, grad: NDArray, x: NDArray, flat: NDArray) -> NDArray:
-        ctx.save_for_backward(x, flat)
-        return flat.where(0.0, grad)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, flat = ctx.saved_tensors
-        return PiecewiseBackward.apply(grad, x, flat), zeros_like_detached(x), None
-
-
-class Hardtanh(Piecewise):
-    """``clamp(x, min_val, max_val)`` with slope 0 at the bounds too (relu6, hardsigmoid and hardswish use it)."""
-
-
-class Threshold(Piecewise):
-    """``value`` where ``x <= threshold``, ``x`` elsewhere."""
-
-
-class Hardshrink(Piecewise):
-    """0 where ``|x| <= lambd``, ``x`` elsewhere."""
-
-
-class Softshrink(Piecewise):
-    """0 where ``|x| <= lambd``, ``x`` moved ``lambd`` toward 0 elsewhere."""
-
-
-def piecewise_linear(node: type[Piecewise], x: Tensor, values: Callable[[Tensor], Tensor],
-                     flat: Callable[[Tensor], Tensor]) -> Tensor:
-    """``values(x)`` for an activation of slope 0 where ``flat(x)`` holds and 1 elsewhere; when autograd records,
-    one ``node`` (a ``Piecewise`` class) carries the gradient."""
-    if not (x.requires_grad and is_grad_enabled()):
-        return values(x)
-    with no_grad():
-        out = values(x)
-        mask = flat(x)
-    return node.apply(x, out, mask)
-
-
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """0 where ``|x| <= lambd``, ``x`` elsewhere (``nn.functional.hardshrink``; NaN stays NaN)."""
-    check_floating_kernel("hardshrink", "hardshrink_cpu", input)
-    return piecewise_linear(Hardshrink, input, lambda x: where(abs(x) <= lambd, 0.0, x), lambda x: abs(x) <= lambd)
+    """0 where ``|x| <= lambd``, ``x`` elsewhere (``nn.functional.hardshrink``; NaN stays NaN), one node."""
+    return activation(Hardshrink, "hardshrink", "hardshrink_cpu", input, lambd)
 
 
 class Gelu(Unary):
@@ -443,14 +382,6 @@ class Silu(Unary):
     def derivative(x):
         s = x.sigmoid()
         return s * (1 + x * (1 - s))
-
-
-class Softplus(Unary):
-    op = "softplus"
-
-    @staticmethod
-    def derivative(x):
-        return x.sigmoid()
 
 
 class Erf(Unary):
@@ -629,11 +560,8 @@ def silu(input: Tensor) -> Tensor:
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold`` (torch's softplus)."""
-    if beta == 1.0 and threshold == 20.0:
-        return Softplus.apply(input)
-    scaled = input * beta
-    return where(scaled > threshold, input, Softplus.apply(scaled) / beta)
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold`` (torch's softplus), one node."""
+    return activation(Softplus, "softplus", "softplus_cpu", input, beta, threshold)
 
 
 def erf(input: Tensor) -> Tensor:

@@ -202,6 +202,7 @@ _BINARY = {
     "ge": torch.ge, "logical_and": torch.logical_and, "logical_or": torch.logical_or,
     "logical_xor": torch.logical_xor, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
     "bitwise_xor": torch.bitwise_xor, "hypot": torch.hypot, "copysign": torch.copysign,
+    "logaddexp": torch.logaddexp, "logaddexp2": torch.logaddexp2,
     "gelu_backward": _activation_backward(lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="none")),
     "gelu_tanh_backward": _activation_backward(lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh")),
     "silu_backward": _activation_backward(torch.ops.aten.silu_backward),
@@ -216,6 +217,40 @@ def leaky_relu(x: NDArray, negative_slope: float) -> NDArray:
 
 def leaky_relu_backward(grad: NDArray, x: NDArray, negative_slope: float) -> NDArray:
     return wrap(torch.ops.aten.leaky_relu_backward(native(grad), native(x), negative_slope, False))
+
+
+_aten = torch.ops.aten
+# op -> (forward, backward) over torch tensors, with the parameters of contract.ACTIVATION_OPS in their order.
+_ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
+    "elu": (_aten.elu, lambda g, x, a, s, i: _aten.elu_backward(g, a, s, i, False, x)),
+    "hardswish": (_aten.hardswish, _aten.hardswish_backward),
+    "hardsigmoid": (_aten.hardsigmoid, _aten.hardsigmoid_backward),
+    "hardtanh": (_aten.hardtanh, _aten.hardtanh_backward),
+    "softplus": (_aten.softplus, _aten.softplus_backward),
+    "softshrink": (_aten.softshrink, _aten.softshrink_backward),
+    "hardshrink": (_aten.hardshrink, _aten.hardshrink_backward),
+    "threshold": (_aten.threshold, lambda g, x, threshold, value: _aten.threshold_backward(g, x, threshold)),
+    "mish": (_aten.mish, _aten.mish_backward),
+    # The backward reads the buffer exp(-|x|) that the forward also returns: made again from x.
+    "log_sigmoid": (lambda x: _aten.log_sigmoid_forward(x)[0],
+                    lambda g, x: _aten.log_sigmoid_backward(g, x, _aten.log_sigmoid_forward(x)[1])),
+}
+
+
+def activation(op: str, x: NDArray, params: tuple) -> NDArray:
+    return wrap(_ACTIVATIONS[op][0](native(x), *params))
+
+
+def activation_backward(op: str, grad: NDArray, x: NDArray, params: tuple) -> NDArray:
+    return wrap(_ACTIVATIONS[op][1](native(grad), native(x), *params))
+
+
+def binary_cross_entropy(p: NDArray, t: NDArray) -> NDArray:
+    return wrap(_aten.binary_cross_entropy(native(p), native(t), None, 0))
+
+
+def binary_cross_entropy_backward(grad: NDArray, p: NDArray, t: NDArray) -> NDArray:
+    return wrap(_aten.binary_cross_entropy_backward(native(grad), native(p), native(t), None, 0))
 
 
 def add_scaled(a: NDArray, b: NDArray, alpha: float, out: NDArray | None = None) -> NDArray:

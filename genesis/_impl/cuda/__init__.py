@@ -38,6 +38,8 @@ from genesis._impl.cuda.creation import (
 )
 from genesis._impl.cuda.ctc import ctc_loss, ctc_loss_backward
 from genesis._impl.cuda.elementwise import (
+    activation,
+    activation_backward,
     add_scaled,
     binary,
     clamp,
@@ -79,6 +81,8 @@ from genesis._impl.cuda.multi_tensor import (
 from genesis._impl.cuda.nn_decode import decode_attention, kv_cache_write_, rope_kv_cache_write_
 from genesis._impl.cuda.nn_fused import (
     adam_step_,
+    binary_cross_entropy,
+    binary_cross_entropy_backward,
     cross_entropy,
     cross_entropy_backward,
     layer_norm,

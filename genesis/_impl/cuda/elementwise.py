@@ -10,8 +10,11 @@ import numpy as np
 from genesis import dtypes
 from genesis._impl.contract import COMPARISON_OPS
 from genesis._impl.cuda import complex as cx
-from genesis._impl.cuda.creation import arange, full, to_numpy
-from genesis._impl.cuda.launch import _ew, _new, _new_like
+from genesis._impl.cuda import runtime as rt
+from genesis._impl.cuda import triton_driver as td
+from genesis._impl.cuda.creation import arange, contiguous, full, to_numpy
+from genesis._impl.cuda.kernels import activation as ak
+from genesis._impl.cuda.launch import _CONTIG_CFG, _contig, _dense_layout, _ew, _new, _new_like, _psig, _ptr
 from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray, broadcast_shapes, check_same_device
 
@@ -74,6 +77,44 @@ def leaky_relu_backward(grad: NDArray, x: NDArray, negative_slope: float) -> NDA
     check_same_device("leaky_relu_backward", grad, x)
     return _ew("leaky_relu_backward", 3, _new_like(x, grad.dtype, grad), (grad, x, float(negative_slope)),
                grad.dtype)
+
+
+_ACTIVATION = td.Kernel(ak.activation_kernel)
+
+
+def activation(op: str, x: NDArray, params: tuple) -> NDArray:
+    """One kernel over ``x`` walked flat: laid out densely in any order, else copied to row-major first; the
+    result is laid out as ``x`` (a channels_last network stays channels_last)."""
+    if not (_contig(x) or _dense_layout(x)):
+        x = contiguous(x)
+    return _activation(op, _new_like(x, x.dtype), x, None, params)
+
+
+def activation_backward(op: str, grad: NDArray, x: NDArray, params: tuple) -> NDArray:
+    check_same_device(f"{op}_backward", grad, x)
+    if grad.strides != x.strides or not (_contig(x) or _dense_layout(x)):
+        x, grad = (a if _contig(a) else contiguous(a) for a in (x, grad))
+    return _activation(op, _new_like(x, grad.dtype), x, grad, params)
+
+
+def _activation(op: str, out: NDArray, x: NDArray, grad: NDArray | None, params: tuple) -> NDArray:
+    """Launch ``activation_kernel`` over ``out`` and ``x`` (and ``grad``), laid out alike."""
+    n = out.size
+    if n == 0:
+        return out
+    if rt.state.device != out.device.index:
+        rt.set_device(out.device.index)
+    scalar = "fp64" if x.dtype is dtypes.float64 else "fp32"
+    po, px = _ptr(out), _ptr(x)
+    pg = 0 if grad is None else _ptr(grad)
+    big = n >= 2**31 - 65536
+    types = (_psig(out, po), _psig(x, px), "i32" if grad is None else _psig(grad, pg), "i64" if big else "i32",
+             scalar, scalar, scalar)
+    block, warps = _CONTIG_CFG[out.dtype.itemsize]
+    go = _ACTIVATION.launcher(types, (op, grad is not None, block, big), warps)
+    p0, p1, p2 = (tuple(float(p) for p in params) + (0.0, 0.0, 0.0))[:3]
+    go((n + block - 1) // block, 1, 1, po, px, pg, n, p0, p1, p2)
+    return out
 
 
 def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:

@@ -2,7 +2,8 @@
 
 Each implements one primitive of the backend contract (``genesis._impl.contract``): softmax_backward, layer_norm,
 layer_norm_backward, cross_entropy, cross_entropy_backward, nll_loss, nll_loss_backward (array-op composites), swiglu,
-swiglu_backward, rope, attention, attention_backward, adam_step_ (the multi-tensor steps are in ``multi_tensor.py``).
+swiglu_backward, rope, attention, attention_backward, adam_step_ (the multi-tensor steps are in ``multi_tensor.py``),
+binary_cross_entropy and its backward (elementwise kernels).
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ from genesis._impl.cuda import device_checks, graphs
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import contiguous, full
-from genesis._impl.cuda.elementwise import binary, unary
+from genesis._impl.cuda.elementwise import binary, clamp, unary
+from genesis._impl.cuda.indexing import check_index
 from genesis._impl.cuda.kernels import nn_adamw as adk
 from genesis._impl.cuda.kernels import nn_attention as ak
 from genesis._impl.cuda.kernels import nn_cross_entropy as cek
 from genesis._impl.cuda.kernels import nn_norm as nk
 from genesis._impl.cuda.kernels import nn_rope_swiglu as rsk
 from genesis._impl.cuda.kernels import nn_softmax as sk
-from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _pointers, _psig, _ptr
+from genesis._impl.cuda.launch import _contig, _ew, _new, _new_like, _next_pow2, _pointers, _psig, _ptr
 from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray, check_same_device, check_tensor_lists
 
@@ -514,3 +516,20 @@ def adam_step_(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDAr
     l2, decay = (0.0, 1.0 - lr * weight_decay) if decoupled else (weight_decay, 1.0)
     go((n + block - 1) // block, 1, 1, *ptrs, n, beta1, beta2, eps, l2, decay, lr / (1 - beta1 ** step),
        (1 - beta2 ** step) ** 0.5)
+
+
+def binary_cross_entropy(p: NDArray, t: NDArray) -> NDArray:
+    """One kernel; each operand's range is checked on the device (clamped to [0, 1], compared with itself: NaN
+    fails too) and reported at the next synchronization."""
+    check_same_device("binary_cross_entropy", p, t)
+    for x, name in ((p, "input"), (t, "target")):
+        if x.size:
+            outside = clamp(x, 0.0, 1.0).binary("ne", x).reshape((x.size,))
+            bad = outside.reduce("any", (0,), True).astype(dtypes.int64)
+            check_index(bad, 0, 1, None, RuntimeError, f"all elements of {name} should be between 0 and 1")
+    return _ew("binary_cross_entropy", 2, _new_like(p, p.dtype, t), (p, t), p.dtype)
+
+
+def binary_cross_entropy_backward(grad: NDArray, p: NDArray, t: NDArray) -> NDArray:
+    check_same_device("binary_cross_entropy_backward", grad, p, t)
+    return _ew("binary_cross_entropy_backward", 3, _new_like(p, grad.dtype, grad), (grad, p, t), grad.dtype)

@@ -9,8 +9,10 @@ from genesis import dtypes, random
 from genesis import ops as T
 from genesis.autograd import is_grad_enabled
 from genesis.nn.functional._out import check_out
+from genesis.ops import activations as A
 from genesis.ops._args import check_floating_kernel
-from genesis.ops.unary import Hardtanh, Silu, Softshrink, Threshold, piecewise_linear
+from genesis.ops.activations import activation
+from genesis.ops.unary import Silu
 from genesis.ops.unary import hardshrink as hardshrink  # computed in the op layer: also Tensor.hardshrink
 from genesis.ops.unary import leaky_relu as _leaky_relu
 from genesis.ops.unary import prelu as prelu  # computed in the op layer: also Tensor.prelu
@@ -54,36 +56,22 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     return _apply(input, inplace, lambda x: _leaky_relu(x, negative_slope))
 
 
-def _elu_like(x: Tensor, curve: Callable[[Tensor], Tensor], slope: float) -> Tensor:
-    """``curve(x)`` where ``x < 0``, ``x`` where positive, as torch's ELU kernels choose: ``slope * x`` at 0 (the
-    same value and first derivative, no curvature: torch's double backward counts ``x < 0`` only), and NaN on the
-    positive side (its gradient passes with slope 1). The curve reads 0 wherever it is not selected, so its
-    derivative there stays finite."""
-    negative = x < 0
-    return T.where(x <= 0, T.where(negative, curve(T.where(negative, x, 0.0)), x * slope), x)
-
-
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
-    check_floating_kernel("elu", "elu_cpu", input)
-    return _apply(input, inplace,
-                  _rounded_once(lambda x: _elu_like(x, lambda v: T.expm1(v) * alpha, alpha)))
+    return _apply(input, inplace, lambda x: activation(A.Elu, "elu", "elu_cpu", x, alpha, 1.0, 1.0))
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """Scaled ELU with the constants of Klambauer et al. (2017)."""
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    check_floating_kernel("selu", "elu_cpu", input)
-    return _apply(input, inplace, _rounded_once(lambda x: elu(x, alpha) * scale))
+    return _apply(input, inplace, lambda x: activation(A.Elu, "selu", "elu_cpu", x, alpha, scale, 1.0))
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("celu: ZeroDivisionError: alpha cannot be 0 for CELU")
-    check_floating_kernel("celu", "elu_cpu", input)
-    return _apply(input, inplace,
-                  _rounded_once(lambda x: _elu_like(x, lambda v: T.expm1(v / alpha) * alpha, 1.0)))
+    return _apply(input, inplace, lambda x: activation(A.Elu, "celu", "elu_cpu", x, alpha, 1.0, 1.0 / alpha))
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -103,7 +91,7 @@ def silu(input: Tensor, inplace: bool = False, *, out: Tensor | None = None) -> 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
-    return _apply(input, inplace, _rounded_once(lambda x: x * T.tanh(T.softplus(x))))
+    return _apply(input, inplace, lambda x: activation(A.Mish, "mish", "mish_cpu", x))
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -118,14 +106,15 @@ def tanh(input: Tensor) -> Tensor:
 
 def _hardtanh(x: Tensor, min_val: float, max_val: float) -> Tensor:
     """``clamp(x, min_val, max_val)`` with torch's hardtanh gradient: zero at the two bounds as well as outside them
-    (clamp's own gradient passes at the bounds). Without autograd it is the one clamp. An integer ``x`` keeps its
-    dtype, clamped to the bounds converted to it (truncated), as torch's; a bool one is refused."""
+    (clamp's own gradient passes at the bounds), one node for floating ``x``. An integer ``x`` keeps its dtype,
+    clamped to the bounds converted to it (truncated), as torch's; a bool one is refused."""
     if x.dtype is dtypes.bool_:
         raise RuntimeError("hardtanh: Bool inputs not supported for hardtanh")
-    if x.dtype.category == 1:
-        min_val, max_val = int(min_val), int(max_val)
-    return piecewise_linear(Hardtanh, x, lambda v: T.clamp(v, min_val, max_val),
-                            lambda v: (v <= min_val) | (v >= max_val))
+    if x.dtype.is_complex:
+        raise NotImplementedError("hardtanh: clamp is not supported for complex types")
+    if x.dtype.category == 2:
+        return activation(A.Hardtanh, "hardtanh", "hardtanh_cpu", x, min_val, max_val)
+    return T.clamp(x, int(min_val), int(max_val))
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
@@ -137,14 +126,12 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``; its gradient is ``1/6`` strictly inside ``(-3, 3)``, 0 elsewhere."""
-    check_floating_kernel("hardsigmoid", "hardsigmoid_cpu", input)
-    return _apply(input, inplace, _rounded_once(lambda x: _hardtanh(x + 3.0, 0.0, 6.0) / 6.0))
+    return _apply(input, inplace, lambda x: activation(A.Hardsigmoid, "hardsigmoid", "hardsigmoid_cpu", x))
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * relu6(x + 3) / 6``; its gradient is 0 up to -3, ``x / 3 + 1/2`` inside ``(-3, 3)``, 1 from 3 on."""
-    check_floating_kernel("hardswish", "hardswish_cpu", input)
-    return _apply(input, inplace, _rounded_once(lambda x: x * (_hardtanh(x + 3.0, 0.0, 6.0) / 6.0)))
+    return _apply(input, inplace, lambda x: activation(A.Hardswish, "hardswish", "hardswish_cpu", x))
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -159,7 +146,7 @@ def softsign(input: Tensor) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     """``log(sigmoid(x)) = -softplus(-x)``, computed stably."""
-    return -T.softplus(-input)
+    return activation(A.LogSigmoid, "logsigmoid", "log_sigmoid_cpu", input)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
@@ -172,9 +159,9 @@ def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
     the value is truncated toward zero, as torch converts it; a bool ``x`` is refused, as torch's kernel."""
     if x.dtype is dtypes.bool_:
         raise NotImplementedError("threshold: \"threshold_cpu\" not implemented for 'Bool'")
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        value = int(value)
-    return piecewise_linear(Threshold, x, lambda v: T.where(v <= threshold, value, v), lambda v: v <= threshold)
+    if x.dtype.category != 1:
+        return activation(A.Threshold, "threshold", "threshold_cpu", x, threshold, value)
+    return T.where(x <= threshold, int(value), x)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
@@ -265,13 +252,7 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be in range [0, inf) for input dtype {input.dtype}, but found "
                            f"{lambd}")
-    check_floating_kernel("softshrink", "softshrink_check", input)
-
-    def inside(v: Tensor) -> Tensor:
-        return (v >= -lambd) & (v <= lambd)
-
-    return piecewise_linear(Softshrink, input,
-                            lambda v: T.where(inside(v), 0.0, T.where(v < -lambd, v + lambd, v - lambd)), inside)
+    return activation(A.Softshrink, "softshrink", "softshrink_check", input, lambd)
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,

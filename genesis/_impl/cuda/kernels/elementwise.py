@@ -344,6 +344,25 @@ def _binary(a, b, OP: tl.constexpr):
         y = _activation_backward(a, b, OP)
     elif OP == "relu_backward":  # b is relu's output
         y = tl.where(b > 0, a, tl.zeros_like(a))
+    elif OP == "logaddexp" or OP == "logaddexp2":  # max + log1p(exp(-|a - b|)); equal infinities give themselves
+        if a.dtype.is_floating() and b.dtype.is_floating() and a.dtype != b.dtype:
+            b = b.to(a.dtype)
+        gap = tl.abs(a - b) * -1.0
+        if OP == "logaddexp":
+            if a.dtype.is_fp64():
+                y = libdevice.log1p(libdevice.exp(gap))
+            else:
+                y = libdevice.log1p(tl.exp(gap))
+        else:
+            y = libdevice.log1p(libdevice.exp2(gap)) * tl.full(a.shape, 1.4426950408889634, a.dtype)
+        y = tl.where((a == b) & (tl.abs(a) == float("inf")), a, tl.maximum(a, b) + y)
+    elif OP == "binary_cross_entropy":  # a: probabilities, b: targets; logs clamped at -100, in torch's order
+        if a.dtype.is_fp64():
+            log_p = libdevice.log(a)
+        else:
+            log_p = tl.log(a)
+        log_q = tl.maximum(libdevice.log1p(a * -1.0), -100.0)
+        y = (b - 1.0) * log_q - b * tl.maximum(log_p, -100.0)
     elif OP == "leaky_relu":  # b is the negative slope
         y = tl.where(a > 0, a, a * b.to(a.dtype))
     else:
@@ -373,6 +392,15 @@ def _compute(a, b, c, OP: tl.constexpr, NIN: tl.constexpr):
     elif OP == "leaky_relu_backward":  # a: grad, b: leaky_relu's input, c: the negative slope
         a = _up(a)
         y = tl.where(_up(b) > 0, a, a * c.to(a.dtype))
+    elif OP == "binary_cross_entropy_backward":  # a: grad, b: probabilities, c: targets
+        a = _up(a)
+        p = _up(b).to(a.dtype)
+        # torch's floor 1e-12 is a float32 constant (9.99999996e-13) in every dtype.
+        den = tl.maximum((1.0 - p) * p, tl.full(p.shape, 9.999999960041972e-13, p.dtype))
+        if a.dtype.is_fp32():
+            y = tl.math.div_rn(a * (p - _up(c).to(a.dtype)), den)
+        else:
+            y = a * (p - _up(c).to(a.dtype)) / den
     elif OP == "add_scaled":  # a + c * b, one rounding (the product and sum contract to a fused multiply-add)
         a = _up(a)
         y = a + _up(b) * c.to(a.dtype)
