@@ -22,9 +22,11 @@ OPS = ("elu", "hardswish", "hardsigmoid", "hardtanh", "softplus", "softshrink", 
 def test_activation_kernel_compiles_for_sm90(op: str, backward: bool) -> None:
     kernel = kernel_modules(("activation",))["activation"].activation_kernel
     for ptr, scalar in (("*fp32:16", "fp32"), ("*bf16:16", "fp32"), ("*fp64:16", "fp64")):
-        # out, x, grad (an unused int forward), n, three parameters; OP, BACKWARD, BLOCK, I64
+        # out, x, grad (an unused int forward), n, three parameters; OP, BACKWARD, G_ONE, BLOCK, I64
         types_ = (ptr, ptr, ptr if backward else "i32", "i32", scalar, scalar, scalar)
-        compile_for_sm90(kernel, types_, (op, backward, 1024, False))
+        compile_for_sm90(kernel, types_, (op, backward, False, 1024, False))
+    if backward:  # the gradient of a sum: one element broadcast
+        compile_for_sm90(kernel, ("*fp32:16",) * 3 + ("i32", "fp32", "fp32", "fp32"), (op, True, True, 1024, False))
 
 
 _INTERPRETED = r"""
@@ -78,14 +80,18 @@ n = x.numel()
 for op, params, fn in CASES:
     p = tuple(params) + (0.0,) * (3 - len(params))
     out, grad = torch.empty_like(x), torch.empty_like(x)
-    ak.activation_kernel[(2,)](out, x, x, n, *p, OP=op, BACKWARD=False, BLOCK=256, I64=False)
-    ak.activation_kernel[(2,)](grad, x, g, n, *p, OP=op, BACKWARD=True, BLOCK=256, I64=False)
+    ak.activation_kernel[(2,)](out, x, x, n, *p, OP=op, BACKWARD=False, G_ONE=False, BLOCK=256, I64=False)
+    ak.activation_kernel[(2,)](grad, x, g, n, *p, OP=op, BACKWARD=True, G_ONE=False, BLOCK=256, I64=False)
     xr = x.clone().requires_grad_()
     (ref,) = torch.autograd.grad(fn(xr), xr, g)
     torch.testing.assert_close(out, fn(x), rtol=1e-9, atol=1e-12, msg=f"{op} {params}")
     # torch's CPU celu gradient rounds 1 / alpha to float32, in the exponent too (3e-8 relative, times x).
     rtol = 1e-6 if fn is CASES[2][2] else 1e-9
     torch.testing.assert_close(grad, ref, rtol=rtol, atol=1e-12, msg=f"{op} {params} gradient")
+    # One gradient element broadcast (the gradient of a sum).
+    ak.activation_kernel[(2,)](grad, x, g[3:4], n, *p, OP=op, BACKWARD=True, G_ONE=True, BLOCK=256, I64=False)
+    (ref,) = torch.autograd.grad(fn(xr), xr, g[3].expand(n))
+    torch.testing.assert_close(grad, ref, rtol=rtol, atol=1e-12, msg=f"{op} {params} gradient of a sum")
 print("ok")
 """
 

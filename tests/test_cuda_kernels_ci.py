@@ -78,6 +78,7 @@ def _specs() -> list[tuple]:
          (False, 1024)),
         ("check target", ik.check_index_kernel, ("*i32:16", "*i32:16", "*i64", "i64", "i64", "i64", "i64", "i64"),
          (True, 1024)),
+        ("check unit interval bf16", ik.unit_interval_kernel, ("*bf16:16", "*i64", "i64", "i64"), (1024,)),
         ("grid sample bilinear reflection", gs.grid_sample_fwd, ("*fp32:16", "*fp32:16", "*fp32:16", *["i32"] * 4),
          (False, 2, False, False, 64, 16)),
         ("grid sample backward nearest fp64", gs.grid_sample_bwd, ("*fp64:16",) * 5 + ("i32",) * 4,
@@ -166,6 +167,15 @@ assert res.tolist() == [1, -100, 2, 0] and flag.tolist() == [0, 0, 0], (res, fla
 target[2] = 5
 ik.check_index_kernel[(1,)](target, res, flag, 4, 0, 3, -100, 2, HAS_IGNORE=True, BLOCK=4)
 assert res.tolist() == [1, -100, -100, 0] and flag.tolist() == [2, 5, 3], (res, flag)
+flag.zero_()
+probabilities = torch.tensor([0.0, 0.5, 1.0, 0.25, 1.0, 0.0])
+ik.unit_interval_kernel[(2,)](probabilities, flag, 6, 9, BLOCK=4)
+assert flag.tolist() == [0, 0, 0], flag
+for bad in (-1e-7, 1.0000001, float("nan")):
+    probabilities[4] = bad
+    ik.unit_interval_kernel[(2,)](probabilities, flag, 6, 9, BLOCK=4)
+    assert flag[0] == 9, (bad, flag)
+    flag.zero_()
 # complex products and quotients on interleaved parts (exp calls libdevice: GPU only); divisors with a larger real
 # or imaginary part take the two branches of Smith's algorithm, 0 gives infinities and NaN as torch
 ck = importlib.import_module("genesis._impl.cuda.kernels.complex")

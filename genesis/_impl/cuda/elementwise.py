@@ -91,14 +91,20 @@ def activation(op: str, x: NDArray, params: tuple) -> NDArray:
 
 
 def activation_backward(op: str, grad: NDArray, x: NDArray, params: tuple) -> NDArray:
+    """One kernel, ``grad`` read laid out as ``x`` or as one element broadcast (the gradient of a sum); other
+    layouts are copied to row-major first."""
     check_same_device(f"{op}_backward", grad, x)
-    if grad.strides != x.strides or not (_contig(x) or _dense_layout(x)):
-        x, grad = (a if _contig(a) else contiguous(a) for a in (x, grad))
-    return _activation(op, _new_like(x, grad.dtype), x, grad, params)
+    one = not any(grad.strides)
+    if not (_contig(x) or _dense_layout(x)) or not one and grad.strides != x.strides:
+        x = x if _contig(x) else contiguous(x)
+        grad = grad if one or _contig(grad) else contiguous(grad)
+    return _activation(op, _new_like(x, grad.dtype), x, grad, params, one)
 
 
-def _activation(op: str, out: NDArray, x: NDArray, grad: NDArray | None, params: tuple) -> NDArray:
-    """Launch ``activation_kernel`` over ``out`` and ``x`` (and ``grad``), laid out alike."""
+def _activation(op: str, out: NDArray, x: NDArray, grad: NDArray | None, params: tuple, one: bool = False
+                ) -> NDArray:
+    """Launch ``activation_kernel`` over ``out`` and ``x`` (and ``grad``: laid out alike, or with ``one`` a single
+    element broadcast)."""
     n = out.size
     if n == 0:
         return out
@@ -111,7 +117,7 @@ def _activation(op: str, out: NDArray, x: NDArray, grad: NDArray | None, params:
     types = (_psig(out, po), _psig(x, px), "i32" if grad is None else _psig(grad, pg), "i64" if big else "i32",
              scalar, scalar, scalar)
     block, warps = _CONTIG_CFG[out.dtype.itemsize]
-    go = _ACTIVATION.launcher(types, (op, grad is not None, block, big), warps)
+    go = _ACTIVATION.launcher(types, (op, grad is not None, one, block, big), warps)
     p0, p1, p2 = (tuple(float(p) for p in params) + (0.0, 0.0, 0.0))[:3]
     go((n + block - 1) // block, 1, 1, po, px, pg, n, p0, p1, p2)
     return out

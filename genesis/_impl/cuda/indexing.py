@@ -18,6 +18,7 @@ from genesis._impl.cuda.launch import (
     _bstrides,
     _coalesce,
     _contig,
+    _dense_layout,
     _ew,
     _istr,
     _new,
@@ -551,6 +552,24 @@ def searchsorted(seq: NDArray, values: NDArray, right: bool) -> NDArray:
 
 _CHECK = td.Kernel(ik.check_index_kernel)
 _CHECK_BLOCK = 1024
+
+
+_UNIT = td.Kernel(ik.unit_interval_kernel)
+
+
+def check_unit_interval(x: NDArray, error: type[Exception], message: str) -> None:
+    """Report ``message`` at the next synchronization (see ``device_checks``; here under ``GENESIS_SYNC_CHECKS=1``)
+    if an element of the floating array ``x`` lies outside [0, 1] or is NaN: one read-only launch."""
+    if x.size == 0:
+        return
+    rt.ensure_device(x.device.index)
+    x = x if _contig(x) or _dense_layout(x) else contiguous(x)  # any dense order: the check reads it flat
+    p = _ptr(x)
+    go = _UNIT.launcher((_psig(x, p), "*i64", "i64", "i64"), (_CHECK_BLOCK,), 4)
+    go((x.size + _CHECK_BLOCK - 1) // _CHECK_BLOCK, 1, 1, p, device_checks.flag_pointer(), x.size,
+       device_checks.code(error, message))
+    if device_checks.sync_checks and not graphs.capturing:
+        rt.current_stream().synchronize()
 
 
 def check_index(x: NDArray, low: int, high: int, ignore: int | None, error: type[Exception], message: str) -> NDArray:

@@ -11,11 +11,9 @@ from triton.language.extra import libdevice
 
 @triton.jit
 def _exp(x):
-    if x.dtype.is_fp64():
-        y = libdevice.exp(x)
-    else:
-        y = tl.exp(x)
-    return y
+    # libdevice's exp in float32 too (Triton's tl.exp is approximate there): half-precision results then round as
+    # torch's do.
+    return libdevice.exp(x)
 
 
 @triton.jit
@@ -96,10 +94,10 @@ def _backward(g, x, p0, p1, p2, OP: tl.constexpr):
 
 
 @triton.jit
-def activation_kernel(out, x, g, n, p0, p1, p2, OP: tl.constexpr, BACKWARD: tl.constexpr, BLOCK: tl.constexpr,
-                      I64: tl.constexpr):
+def activation_kernel(out, x, g, n, p0, p1, p2, OP: tl.constexpr, BACKWARD: tl.constexpr, G_ONE: tl.constexpr,
+                      BLOCK: tl.constexpr, I64: tl.constexpr):
     """``out = activation(x)``, or with ``BACKWARD`` ``out = g * activation'(x)``, over ``n`` elements laid out
-    alike (``g`` unused forward)."""
+    alike (``g`` unused forward; with ``G_ONE`` one element broadcast, the gradient of a sum)."""
     pid = tl.program_id(0)
     if I64:
         offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -112,7 +110,10 @@ def activation_kernel(out, x, g, n, p0, p1, p2, OP: tl.constexpr, BACKWARD: tl.c
     # The parameters as tensors of the compute dtype (splats the compiler folds).
     zero = tl.zeros_like(v)
     if BACKWARD:
-        gv = tl.load(g + offs, mask=mask).to(v.dtype)
+        if G_ONE:
+            gv = tl.load(g + offs * 0, mask=mask).to(v.dtype)
+        else:
+            gv = tl.load(g + offs, mask=mask).to(v.dtype)
         y = _backward(gv, v, zero + p0, zero + p1, zero + p2, OP)
     else:
         y = _forward(v, zero + p0, zero + p1, zero + p2, OP)

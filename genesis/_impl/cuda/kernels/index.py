@@ -90,6 +90,21 @@ def check_index_kernel(x, out, flag, n, low, high, ignore, code, HAS_IGNORE: tl.
 
 
 @triton.jit
+def unit_interval_kernel(x, flag, n, code, BLOCK: tl.constexpr):
+    # Records code in flag[0] where an element of x lies outside [0, 1] (NaN fails both comparisons): a read-only
+    # check of n elements in x's own dtype.
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m, other=0)
+    bad = ((v >= 0) & (v <= 1)) == 0
+    bad = bad & m
+    slot = tl.zeros([BLOCK], tl.int64)
+    tl.store(flag + 1 + slot, slot, mask=bad)
+    tl.store(flag + 2 + slot, slot, mask=bad)
+    tl.store(flag + slot, slot + code, mask=bad)
+
+
+@triton.jit
 def pivot_order_kernel(pivots, order, n, m, BLOCK: tl.constexpr):
     # order[b, :] = the row order that the 1-based LAPACK pivots[b, :n] apply to m rows (row i of P^T A is row
     # order[i] of A): getrf's swaps replayed in registers, one program per matrix.
