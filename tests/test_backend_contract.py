@@ -230,6 +230,7 @@ TORCH_BINARY = {
     "ge": torch.ge, "logical_and": torch.logical_and, "logical_or": torch.logical_or,
     "logical_xor": torch.logical_xor, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
     "bitwise_xor": torch.bitwise_xor, "hypot": torch.hypot, "copysign": torch.copysign,
+    "logaddexp": torch.logaddexp, "logaddexp2": torch.logaddexp2,
     # torch's CPU float32 exact gelu_backward needs operands of one shape
     "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(*torch.broadcast_tensors(g, x), approximate="none"),
     "gelu_tanh_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
@@ -243,12 +244,12 @@ def test_every_binary_op_has_a_torch_reference_here() -> None:
     assert set(TORCH_BINARY) == set(contract.BINARY_OPS)
 
 
-# Bitwise ops exist for integers only; atan2, hypot, copysign and true division of integers are promoted to float
-# above the backend; activation gradients are for floating arrays only.
+# Bitwise ops exist for integers only; atan2, hypot, copysign, logaddexp and true division of integers are promoted
+# to float above the backend; activation gradients are for floating arrays only.
 BINARY_CASES = [(op, dtype) for op in contract.BINARY_OPS for dtype in (torch.float32, torch.int64)
                 if not (op.startswith("bitwise") and dtype.is_floating_point)
-                and not (op in ("atan2", "div", "hypot", "copysign", *ACTIVATION_GRADIENTS)
-                         and not dtype.is_floating_point)]
+                and not (op in ("atan2", "div", "hypot", "copysign", "logaddexp", "logaddexp2",
+                                *ACTIVATION_GRADIENTS) and not dtype.is_floating_point)]
 
 
 @pytest.mark.parametrize(("op", "dtype"), BINARY_CASES)
@@ -262,6 +263,54 @@ def test_backend_binary_ops(op: str, dtype: torch.dtype) -> None:
     assert out.dtype is (genesis.bool if op in contract.COMPARISON_OPS else genesis.float32
                          if dtype.is_floating_point else genesis.int64)
     assert_same(out, expected, what=f"binary {op}")
+
+
+# Parameters for each activation of contract.ACTIVATION_OPS, and torch's op with those parameters.
+ACTIVATIONS = {
+    "elu": ((0.7, 1.2, 0.9), torch.ops.aten.elu), "hardswish": ((), torch.ops.aten.hardswish),
+    "hardsigmoid": ((), torch.ops.aten.hardsigmoid), "hardtanh": ((-0.5, 0.7), torch.ops.aten.hardtanh),
+    "softplus": ((2.0, 3.0), torch.ops.aten.softplus), "softshrink": ((0.4,), torch.ops.aten.softshrink),
+    "hardshrink": ((0.4,), torch.ops.aten.hardshrink), "threshold": ((0.1, -2.0), torch.ops.aten.threshold),
+    "mish": ((), torch.ops.aten.mish), "log_sigmoid": ((), torch.nn.functional.logsigmoid),
+}
+
+
+def test_every_activation_has_a_torch_reference_here() -> None:
+    assert {op: len(params) for op, (params, _) in ACTIVATIONS.items()} == {
+        op: len(names) for op, names in contract.ACTIVATION_OPS.items()}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("op", sorted(contract.ACTIVATION_OPS))
+def test_backend_activations(op: str, dtype: torch.dtype) -> None:
+    # x transposed in memory (a dense layout the kernel walks flat, its result laid out alike); gradients laid out
+    # as x, laid out otherwise, and one element broadcast (a sum's).
+    params, fn = ACTIVATIONS[op]
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.rand(64, 4, generator=gen, dtype=torch.float64) * 16 - 8).to(dtype).T
+    g = torch.randn(4, 64, generator=gen, dtype=torch.float64).to(dtype)
+    backend = _backend()
+    out = genesis.Tensor._wrap(backend.activation(op, _nd(x), params))
+    assert_same(out, fn(x, *params), what=op)
+    xr = x.clone().requires_grad_()
+    for grad in (g.T.contiguous().T, g, g[:1, :1].expand(4, 64)):
+        (ref,) = torch.autograd.grad(fn(xr, *params), xr, grad)
+        got = genesis.Tensor._wrap(backend.activation_backward(op, _nd(grad), _nd(x), params))
+        assert_same(got, ref, what=f"{op} gradient")
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_backend_binary_cross_entropy(dtype: torch.dtype) -> None:
+    gen = torch.Generator().manual_seed(0)
+    p = torch.rand(5, 7, generator=gen, dtype=torch.float64)
+    p[0, :3] = torch.tensor([0.0, 1.0, 1e-30])  # logs clamped at -100, the gradient's floor
+    p, t = p.to(dtype), torch.rand(5, 7, generator=gen, dtype=torch.float64).to(dtype)
+    g = torch.randn(5, 7, generator=gen, dtype=torch.float64).to(dtype)
+    backend = _backend()
+    out = genesis.Tensor._wrap(backend.binary_cross_entropy(_nd(p), _nd(t)))
+    assert_same(out, torch.ops.aten.binary_cross_entropy(p, t, None, 0), what="binary_cross_entropy")
+    got = genesis.Tensor._wrap(backend.binary_cross_entropy_backward(_nd(g), _nd(p), _nd(t)))
+    assert_same(got, torch.ops.aten.binary_cross_entropy_backward(g, p, t, None, 0), what="its gradient")
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
