@@ -14,7 +14,7 @@ from tests.kernel_modules import ROOT, compile_for_sm90, kernel_modules, run_int
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
 OPS = ("elu", "hardswish", "hardsigmoid", "hardtanh", "softplus", "softshrink", "hardshrink", "threshold", "mish",
-       "log_sigmoid")
+       "log_sigmoid", "logit")
 
 
 @pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
@@ -59,7 +59,12 @@ def _tanh(x):
     return 1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0)
 
 
-ak.libdevice = types.SimpleNamespace(exp=_exp, expm1=_expm1, log1p=_log1p, tanh=_tanh)
+@triton.jit
+def _log(x):
+    return tl.log(x)
+
+
+ak.libdevice = types.SimpleNamespace(exp=_exp, expm1=_expm1, log1p=_log1p, tanh=_tanh, log=_log)
 F = torch.nn.functional
 CASES = [
     ("elu", (0.7, 1.0, 1.0), lambda x: F.elu(x, 0.7)),
@@ -71,6 +76,7 @@ CASES = [
     ("softshrink", (0.45,), lambda x: F.softshrink(x, 0.45)), ("hardshrink", (0.45,), lambda x: F.hardshrink(x, 0.45)),
     ("threshold", (0.15, -2.0), lambda x: F.threshold(x, 0.15, -2.0)),
     ("mish", (), F.mish), ("log_sigmoid", (), F.logsigmoid),
+    ("logit", (0.1,), lambda x: torch.logit(x, 0.1)), ("logit", (-1.0,), torch.logit),
 ]
 # Off the kinks (torch's CPU kernels choose differently there in their vector and scalar paths).
 x = torch.linspace(-9.13, 9.07, 500, dtype=torch.float64)
@@ -79,19 +85,21 @@ g = torch.linspace(-2.0, 3.0, x.numel(), dtype=torch.float64)
 n = x.numel()
 for op, params, fn in CASES:
     p = tuple(params) + (0.0,) * (3 - len(params))
-    out, grad = torch.empty_like(x), torch.empty_like(x)
-    ak.activation_kernel[(2,)](out, x, x, n, *p, OP=op, BACKWARD=False, G_ONE=False, BLOCK=256, I64=False)
-    ak.activation_kernel[(2,)](grad, x, g, n, *p, OP=op, BACKWARD=True, G_ONE=False, BLOCK=256, I64=False)
-    xr = x.clone().requires_grad_()
-    (ref,) = torch.autograd.grad(fn(xr), xr, g)
-    torch.testing.assert_close(out, fn(x), rtol=1e-9, atol=1e-12, msg=f"{op} {params}")
+    v = x / 20 + 0.5 if op == "logit" else x  # logit's inputs around [0, 1]
+    out, grad = torch.empty_like(v), torch.empty_like(v)
+    ak.activation_kernel[(2,)](out, v, v, n, *p, OP=op, BACKWARD=False, G_ONE=False, BLOCK=256, I64=False)
+    ak.activation_kernel[(2,)](grad, v, g, n, *p, OP=op, BACKWARD=True, G_ONE=False, BLOCK=256, I64=False)
+    vr = v.clone().requires_grad_()
+    (ref,) = torch.autograd.grad(fn(vr), vr, g)
+    torch.testing.assert_close(out, fn(v), rtol=1e-9, atol=1e-12, equal_nan=True, msg=f"{op} {params}")
     # torch's CPU celu gradient rounds 1 / alpha to float32, in the exponent too (3e-8 relative, times x).
     rtol = 1e-6 if fn is CASES[2][2] else 1e-9
-    torch.testing.assert_close(grad, ref, rtol=rtol, atol=1e-12, msg=f"{op} {params} gradient")
+    torch.testing.assert_close(grad, ref, rtol=rtol, atol=1e-12, equal_nan=True, msg=f"{op} {params} gradient")
     # One gradient element broadcast (the gradient of a sum).
-    ak.activation_kernel[(2,)](grad, x, g[3:4], n, *p, OP=op, BACKWARD=True, G_ONE=True, BLOCK=256, I64=False)
-    (ref,) = torch.autograd.grad(fn(xr), xr, g[3].expand(n))
-    torch.testing.assert_close(grad, ref, rtol=rtol, atol=1e-12, msg=f"{op} {params} gradient of a sum")
+    ak.activation_kernel[(2,)](grad, v, g[3:4], n, *p, OP=op, BACKWARD=True, G_ONE=True, BLOCK=256, I64=False)
+    (ref,) = torch.autograd.grad(fn(vr), vr, g[3].expand(n))
+    torch.testing.assert_close(grad, ref, rtol=rtol, atol=1e-12, equal_nan=True,
+                               msg=f"{op} {params} gradient of a sum")
 print("ok")
 """
 

@@ -272,6 +272,7 @@ ACTIVATIONS = {
     "softplus": ((2.0, 3.0), torch.ops.aten.softplus), "softshrink": ((0.4,), torch.ops.aten.softshrink),
     "hardshrink": ((0.4,), torch.ops.aten.hardshrink), "threshold": ((0.1, -2.0), torch.ops.aten.threshold),
     "mish": ((), torch.ops.aten.mish), "log_sigmoid": ((), torch.nn.functional.logsigmoid),
+    "logit": ((0.1,), torch.logit),
 }
 
 
@@ -288,6 +289,8 @@ def test_backend_activations(op: str, dtype: torch.dtype) -> None:
     params, fn = ACTIVATIONS[op]
     gen = torch.Generator().manual_seed(0)
     x = (torch.rand(64, 4, generator=gen, dtype=torch.float64) * 16 - 8).to(dtype).T
+    if op == "logit":  # inside and around [eps, 1 - eps]
+        x = x / 14 + 0.5
     g = torch.randn(4, 64, generator=gen, dtype=torch.float64).to(dtype)
     backend = _backend()
     out = genesis.Tensor._wrap(backend.activation(op, _nd(x), params))

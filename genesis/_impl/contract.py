@@ -47,6 +47,7 @@ ACTIVATION_OPS = {
     "threshold": ("threshold", "value"),  # value where x <= threshold, else x; the gradient is zero there
     "mish": (),  # x * tanh(softplus(x))
     "log_sigmoid": (),  # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))
+    "logit": ("eps",),  # log(z / (1 - z)), z = x clamped to [eps, 1 - eps] (x itself for eps < 0: no eps)
 }
 COMPARISON_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
 REDUCE_OPS = ("sum", "mean", "prod", "amax", "amin", "any", "all")

@@ -1,6 +1,6 @@
 """Activations with Python-number parameters as one graph node each way, as torch's native kernels: ELU (and SELU,
-CELU), hardswish, hardsigmoid, hardtanh (relu6), softplus, softshrink, hardshrink, threshold, mish and
-log-sigmoid. Forward is the backend's ``activation`` kernel, backward its ``activation_backward``; with
+CELU), hardswish, hardsigmoid, hardtanh (relu6), softplus, softshrink, hardshrink, threshold, mish,
+log-sigmoid and logit. Forward is the backend's ``activation`` kernel, backward its ``activation_backward``; with
 ``create_graph`` the gradient is recorded as ``ActivationBackward``, whose own derivative for the input follows
 torch's double-backward formulas, so gradient penalties through these layers see torch's values.
 
@@ -138,6 +138,19 @@ class LogSigmoid(Parametric):
     def second(gx, x):
         s = x.sigmoid()
         return gx * (s - 1) * s
+
+
+class Logit(Parametric):
+    """``log(z / (1 - z))`` of ``x`` clamped to [eps, 1 - eps] (``eps`` negative: no clamp); the gradient is 0
+    outside that range (NaN outside [0, 1] without eps)."""
+
+    op = "logit"
+
+    @staticmethod
+    def second(gx, x, eps):
+        lo, hi = (0.0, 1.0) if eps < 0 else (eps, 1 - eps)
+        q = x * (1 - x)
+        return where((x >= lo) & (x <= hi), gx * (2 * x - 1) / (q * q), 0.0)
 
 
 def activation(node: type[Parametric], name: str, kernel: str, x: Tensor, *params: float) -> Tensor:

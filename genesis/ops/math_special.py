@@ -22,10 +22,11 @@ from genesis.ops._args import (
     check_real_kernel,
     zeros_like_detached,
 )
-from genesis.ops.arithmetic import clamp, pow, remainder
+from genesis.ops.activations import Logit, activation
+from genesis.ops.arithmetic import pow, remainder
 from genesis.ops.autocast import autocast_args
 from genesis.ops.compare import ne, where
-from genesis.ops.unary import Unary, abs, exp2, floor, log
+from genesis.ops.unary import Unary, abs, exp2, floor
 from genesis.tensor import Tensor
 
 
@@ -409,29 +410,12 @@ def sinc(input: Tensor) -> Tensor:
     return where(zero, 1.0, scaled.sin() / scaled).to(dtype)
 
 
-class Logit(Function):
-    """``log(x / (1 - x))``, with ``eps`` of ``x`` clamped to [eps, 1 - eps] first. Its gradient is torch's
-    ``grad / (x (1 - x))``: infinite at 0 and 1, NaN outside [0, 1]; with ``eps``, 0 outside [eps, 1 - eps]."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, eps: float | None) -> Tensor:
-        ctx.save_for_backward(x)
-        ctx.eps = eps
-        z = x if eps is None else clamp(x, eps, 1 - eps)
-        return log(z / (1 - z))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        lo, hi, outside = (0.0, 1.0, math.nan) if ctx.eps is None else (ctx.eps, 1 - ctx.eps, 0.0)
-        return where((x < lo) | (x > hi), outside, grad / (x * (1 - x))), None
-
-
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
-    """``log(x / (1 - x))``; with ``eps`` the input is first clamped to [eps, 1 - eps]."""
+    """``log(x / (1 - x))``; with ``eps`` the input is first clamped to [eps, 1 - eps] (one node, see
+    ``genesis.ops.activations.Logit``)."""
     if not input.dtype.is_floating_point:
         input = input.to(dtypes.get_default_dtype())
-    return Logit.apply(input, None if eps is None else float(eps))
+    return activation(Logit, "logit", "logit_cpu", input, -1.0 if eps is None else eps)
 
 
 def xlogy(input: Any, other: Any) -> Tensor:

@@ -234,6 +234,8 @@ _ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
     # The backward reads the buffer exp(-|x|) that the forward also returns: made again from x.
     "log_sigmoid": (lambda x: _aten.log_sigmoid_forward(x)[0],
                     lambda g, x: _aten.log_sigmoid_backward(g, x, _aten.log_sigmoid_forward(x)[1])),
+    "logit": (lambda x, eps: _aten.logit(x, None if eps < 0 else eps),
+              lambda g, x, eps: _aten.logit_backward(g, x, None if eps < 0 else eps)),
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from genesis import amp, linalg
 from genesis import ops as T
+from genesis.autograd import no_grad
 from genesis.dtypes import SCALAR_TYPE_NAMES, int64, promote_types
 from genesis.ops.autocast import one_op
 from genesis.ops.linalg import distance_norm
@@ -25,16 +26,19 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{SCALAR_TYPE_NAMES[common]}")
     x1, x2 = (x if x.dtype.category >= 2 else x.to(common) for x in (x1, x2))  # integers join the floating one
-    shape = T.broadcast_shapes(x1.shape, x2.shape)
-    x1, x2 = x1.expand(shape), x2.expand(shape)
+    if x1.shape != x2.shape:
+        shape = T.broadcast_shapes(x1.shape, x2.shape)
+        x1, x2 = x1.expand(shape), x2.expand(shape)
     return ((x1 / _clamped_norm(x1, dim, eps)) * (x2 / _clamped_norm(x2, dim, eps))).sum(dim)
 
 
 def _clamped_norm(x: Tensor, dim: int, eps: float) -> Tensor:
-    """``||x||`` along ``dim`` (kept), its value at least ``eps``; the gradient is the unclamped norm's."""
-    norm = linalg.vector_norm(x, 2, dim, keepdim=True)
-    held = norm.detach()
-    return norm + (T.clamp(held, min=eps) - held)
+    """``||x||`` along ``dim`` (kept), its value at least ``eps``; the gradient is the unclamped norm's (a copy of
+    the norm clamped in place without recording, as torch)."""
+    norm = linalg.vector_norm(x, 2, dim, keepdim=True).clone()
+    with no_grad():
+        norm.clamp_min_(eps)
+    return norm
 
 
 @one_op("pdist")

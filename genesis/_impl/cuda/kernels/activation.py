@@ -17,6 +17,11 @@ def _exp(x):
 
 
 @triton.jit
+def _log(x):
+    return libdevice.log(x)
+
+
+@triton.jit
 def _div(a, b):
     # IEEE division in float32 (Triton's plain a / b is approximate there), as torch's kernels divide.
     if a.dtype.is_fp32():
@@ -55,6 +60,11 @@ def _forward(x, p0, p1, p2, OP: tl.constexpr):
         y = x * libdevice.tanh(libdevice.log1p(_exp(x)))
     elif OP == "log_sigmoid":
         y = tl.minimum(x, 0.0) - libdevice.log1p(_exp(-tl.abs(x)))
+    elif OP == "logit":  # p0 eps (negative: none)
+        z = tl.minimum(tl.maximum(x, p0, propagate_nan=tl.PropagateNan.ALL), 1.0 - p0,
+                       propagate_nan=tl.PropagateNan.ALL)
+        z = tl.where(p0 < 0, x, z)
+        y = _log(_div(z, 1.0 - z))
     else:
         tl.static_assert(False, "unknown activation")
     return y
@@ -88,6 +98,10 @@ def _backward(g, x, p0, p1, p2, OP: tl.constexpr):
         negative = x < 0
         z = _exp(-tl.abs(x))
         y = g * (tl.where(negative, 1.0, 0.0) - tl.where(negative, 1.0, -1.0) * _div(z, 1.0 + z))
+    elif OP == "logit":  # zero outside [eps, 1 - eps]; without eps NaN outside [0, 1]
+        no_eps = p0 < 0
+        outside = (x < tl.where(no_eps, 0.0, p0)) | (x > tl.where(no_eps, 1.0, 1.0 - p0))
+        y = tl.where(outside, tl.where(no_eps, float("nan"), 0.0), _div(g, x * (1.0 - x)))
     else:
         tl.static_assert(False, "unknown activation")
     return y
