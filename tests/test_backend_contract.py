@@ -303,6 +303,18 @@ def test_backend_activations(op: str, dtype: torch.dtype) -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_backend_glu(dim: int, dtype: torch.dtype) -> None:
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.rand(6, 8, generator=gen, dtype=torch.float64) * 12 - 6).to(dtype)
+    g = torch.randn(*((3, 8) if dim == 0 else (6, 4)), generator=gen, dtype=torch.float64).to(dtype)
+    backend = _backend()
+    assert_same(genesis.Tensor._wrap(backend.glu(_nd(x), dim)), torch.ops.aten.glu(x, dim), what="glu")
+    got = genesis.Tensor._wrap(backend.glu_backward(_nd(g), _nd(x), dim))
+    assert_same(got, torch.ops.aten.glu_backward(g, x, dim), what="glu_backward")
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
 def test_backend_binary_cross_entropy(dtype: torch.dtype) -> None:
     gen = torch.Generator().manual_seed(0)
     p = torch.rand(5, 7, generator=gen, dtype=torch.float64)

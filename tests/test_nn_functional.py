@@ -92,6 +92,20 @@ def test_activation_second_derivatives(name, kwargs, dtype):
           grad_atol=1e-5 if dtype == torch.float32 else None, **celu)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_glu_kernels_and_second_derivative(dim, dtype):
+    # One kernel forward, one per half backward (the halves along dim 0 are strided views); with create_graph the
+    # gradient is differentiable again.
+    x = rand(6, 10, low=-6, high=6, dtype=dtype)
+    check(fn("glu", dim=dim), x)
+    if dtype == torch.float64:
+        def f(lib, x, w):
+            (g,) = lib.autograd.grad((lib.nn.functional.glu(x, dim) * w).sum(), x, create_graph=True)
+            return g
+        check(f, x, rand(*((3, 10) if dim == 0 else (6, 5)), seed=1))
+
+
 @pytest.mark.parametrize("name,kwargs", [("elu", {}), ("elu", {"alpha": 0.5}), ("celu", {"alpha": 2.0}),
                                          ("selu", {})])
 def test_elu_family_at_zero_nan_and_infinities(name, kwargs):

@@ -305,12 +305,12 @@ def test_new_cuda_ops_compile_for_sm90(ty: str, ops: tuple[str, ...]) -> None:
     for op in ops:
         out = "*i1:16" if op == "signbit" else f"*{ty}:16"
         compile_for_sm90(ek.ew_contig, (out, f"*{ty}:16", "i32", "i32", "i32"), (op, 1, 1, 0, 0, 1024, False))
-    for op in ("hypot", "copysign", "logaddexp", "logaddexp2", "binary_cross_entropy"):
+    for op in ("hypot", "copysign", "logaddexp", "logaddexp2", "binary_cross_entropy", "glu", "glu_grad_a"):
         compile_for_sm90(ek.ew_contig, (f"*{ty}:16", f"*{ty}:16", f"*{ty}:16", "i32", "i32"),
                          (op, 2, 1, 1, 0, 1024, False))
-    # binary cross-entropy's gradient: (grad, probabilities, targets)
-    compile_for_sm90(ek.ew_contig, (f"*{ty}:16",) * 4 + ("i32",), ("binary_cross_entropy_backward", 3, 1, 1, 1, 1024,
-                                                                   False))
+    # binary cross-entropy's gradient (grad, probabilities, targets) and glu's gate half (grad, first half, gate)
+    for op in ("binary_cross_entropy_backward", "glu_grad_b"):
+        compile_for_sm90(ek.ew_contig, (f"*{ty}:16",) * 4 + ("i32",), (op, 3, 1, 1, 1, 1024, False))
     if ty == "fp32":
         # Strided views (any layout) go through the 2-D tile kernel with the same op bodies.
         strided = (f"*{ty}:16", f"*{ty}:16", f"*{ty}:16", "i32", "i32", "i32:16", "i32", "i32", "i32",
@@ -405,6 +405,16 @@ ek.ew_contig[(4,)](out, g, p, t, 1000, OP="binary_cross_entropy_backward", NIN=3
                    I64=False)
 ref = torch.ops.aten.binary_cross_entropy_backward(g, p, t, None, 0)
 torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-12, msg="binary_cross_entropy_backward")
+# glu's gated half and the gradients of its two halves
+first, gate = torch.linspace(-8.0, 8.0, 1000, dtype=torch.float64), torch.linspace(9.0, -7.0, 1000, dtype=torch.float64)
+both = torch.cat([first, gate])
+ek.ew_contig[(4,)](out, first, gate, gate, 1000, OP="glu", NIN=2, M0=1, M1=1, M2=0, BLOCK=256, I64=False)
+torch.testing.assert_close(out, torch.nn.functional.glu(both, 0), rtol=1e-9, atol=1e-12, msg="glu")
+ref = torch.ops.aten.glu_backward(g, both, 0)
+ek.ew_contig[(4,)](out, g, gate, gate, 1000, OP="glu_grad_a", NIN=2, M0=1, M1=1, M2=0, BLOCK=256, I64=False)
+torch.testing.assert_close(out, ref[:1000], rtol=1e-9, atol=1e-12, msg="glu_grad_a")
+ek.ew_contig[(4,)](out, g, first, gate, 1000, OP="glu_grad_b", NIN=3, M0=1, M1=1, M2=1, BLOCK=256, I64=False)
+torch.testing.assert_close(out, ref[1000:], rtol=1e-9, atol=1e-12, msg="glu_grad_b")
 print("ok")
 """
 

@@ -239,6 +239,10 @@ PRIMITIVES: dict[str, str] = {
                   "order listed there; half precision computed in float32 and rounded once",
     "activation_backward": "(op, grad, x, params): grad * d activation(x) / dx (x: the activation's input, same "
                            "shape as grad); floating arrays",
+    "glu": "(x, dim): a * sigmoid(b) for the halves a, b of x along dim (even size), computed in float32 for half "
+           "precision and rounded once",
+    "glu_backward": "(grad, x, dim): the gradient for x, its halves (grad sigmoid(b), grad a sigmoid(b) "
+                    "(1 - sigmoid(b))) along dim",
     "binary_cross_entropy": "(p, t): unreduced -(t max(log p, -100) + (1 - t) max(log1p(-p), -100)) of probabilities "
                             "p and targets t (same shape, one floating dtype); RuntimeError 'all elements of input "
                             "(target) should be between 0 and 1' otherwise (CUDA: at the next synchronization)",

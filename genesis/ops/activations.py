@@ -1,8 +1,9 @@
 """Activations with Python-number parameters as one graph node each way, as torch's native kernels: ELU (and SELU,
-CELU), hardswish, hardsigmoid, hardtanh (relu6), softplus, softshrink, hardshrink, threshold, mish,
-log-sigmoid and logit. Forward is the backend's ``activation`` kernel, backward its ``activation_backward``; with
-``create_graph`` the gradient is recorded as ``ActivationBackward``, whose own derivative for the input follows
-torch's double-backward formulas, so gradient penalties through these layers see torch's values.
+CELU), hardswish, hardsigmoid, hardtanh (relu6), softplus, softshrink, hardshrink, threshold, mish, log-sigmoid
+and logit; and the gated linear unit (``Glu``). Forward is the backend's ``activation`` kernel, backward its
+``activation_backward``; with ``create_graph`` the gradient is recorded as ``ActivationBackward``, whose own
+derivative for the input follows torch's double-backward formulas, so gradient penalties through these layers see
+torch's values.
 
 ``activation(node, name, kernel, x, *params)`` runs one for a real floating ``x`` and raises torch's error for other
 dtypes (the functional layer computes hardtanh and threshold of integers with a clamp and a select).
@@ -14,6 +15,7 @@ from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
 from genesis.ops._args import check_floating_kernel, check_real_kernel, zeros_like_detached
 from genesis.ops.compare import where
+from genesis.ops.join import cat
 from genesis.tensor import Tensor
 
 
@@ -151,6 +153,28 @@ class Logit(Parametric):
         lo, hi = (0.0, 1.0) if eps < 0 else (eps, 1 - eps)
         q = x * (1 - x)
         return where((x >= lo) & (x <= hi), gx * (2 * x - 1) / (q * q), 0.0)
+
+
+class Glu(Primitive):
+    """The gated linear unit ``a * sigmoid(b)`` of the halves of ``x`` along ``dim``: the backend's ``glu`` kernel
+    each way (with ``create_graph``, tensor ops that can be differentiated again)."""
+
+    @staticmethod
+    def forward(ctx, x: NDArray, dim: int) -> NDArray:
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x)
+            ctx.dim = dim
+        return x.backend.glu(x, dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not is_grad_enabled():
+            (x,) = ctx.saved_arrays()
+            return x.backend.glu_backward(grad.ndarray, x, ctx.dim), None
+        (x,) = ctx.saved_tensors
+        a, b = x.chunk(2, ctx.dim)
+        s = b.sigmoid()
+        return cat([grad * s, grad * a * s * (1 - s)], ctx.dim), None
 
 
 def activation(node: type[Parametric], name: str, kernel: str, x: Tensor, *params: float) -> Tensor:

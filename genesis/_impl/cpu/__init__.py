@@ -247,6 +247,14 @@ def activation_backward(op: str, grad: NDArray, x: NDArray, params: tuple) -> ND
     return wrap(_ACTIVATIONS[op][1](native(grad), native(x), *params))
 
 
+def glu(x: NDArray, dim: int) -> NDArray:
+    return wrap(_aten.glu(native(x), dim))
+
+
+def glu_backward(grad: NDArray, x: NDArray, dim: int) -> NDArray:
+    return wrap(_aten.glu_backward(native(grad), native(x), dim))
+
+
 def binary_cross_entropy(p: NDArray, t: NDArray) -> NDArray:
     return wrap(_aten.binary_cross_entropy(native(p), native(t), None, 0))
 

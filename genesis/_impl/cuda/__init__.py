@@ -44,6 +44,8 @@ from genesis._impl.cuda.elementwise import (
     binary,
     clamp,
     clamp_backward,
+    glu,
+    glu_backward,
     leaky_relu,
     leaky_relu_backward,
     lerp,

@@ -123,6 +123,31 @@ def _activation(op: str, out: NDArray, x: NDArray, grad: NDArray | None, params:
     return out
 
 
+def _halves(x: NDArray, dim: int) -> tuple[NDArray, NDArray]:
+    """The two halves of ``x`` along ``dim``, as views."""
+    half = x.shape[dim] // 2
+    shape = x.shape[:dim] + (half,) + x.shape[dim + 1:]
+    return (NDArray(x.buffer, shape, x.strides, x.offset, x.dtype, x.device),
+            NDArray(x.buffer, shape, x.strides, x.offset + half * x.strides[dim], x.dtype, x.device))
+
+
+def glu(x: NDArray, dim: int) -> NDArray:
+    """One launch over the two halves (views of ``x``)."""
+    a, b = _halves(x, dim)
+    return _ew("glu", 2, _new(a.shape, x.dtype, x.device), (a, b), x.dtype)
+
+
+def glu_backward(grad: NDArray, x: NDArray, dim: int) -> NDArray:
+    """Two launches, each writing its half of the result in place."""
+    check_same_device("glu_backward", grad, x)
+    a, b = _halves(x, dim)
+    out = _new(x.shape, grad.dtype, x.device)
+    grad_a, grad_b = _halves(out, dim)
+    _ew("glu_grad_a", 2, grad_a, (grad, b), grad.dtype)
+    _ew("glu_grad_b", 3, grad_b, (grad, a, b), grad.dtype)
+    return out
+
+
 def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
     check_same_device("where", cond, a, b)
     shapes = [cond.shape] + [t.shape for t in (a, b) if isinstance(t, NDArray)]

@@ -10,7 +10,7 @@ from genesis import ops as T
 from genesis.autograd import is_grad_enabled
 from genesis.nn.functional._out import check_out
 from genesis.ops import activations as A
-from genesis.ops._args import check_floating_kernel
+from genesis.ops._args import check_floating_kernel, check_real_kernel
 from genesis.ops.activations import activation
 from genesis.ops.unary import Silu
 from genesis.ops.unary import hardshrink as hardshrink  # computed in the op layer: also Tensor.hardshrink
@@ -27,18 +27,6 @@ def _apply(x: Tensor, inplace: bool, fn: Callable[[Tensor], Tensor]) -> Tensor:
     if x.requires_grad and is_grad_enabled():
         return x.copy_(fn(x.clone()))
     return x.copy_(fn(x))
-
-
-def _rounded_once(fn: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
-    """``fn`` computed in float32 for a half-precision input and rounded once at the end, as torch's CPU kernels
-    compute the activations that take several steps."""
-
-    def call(x: Tensor) -> Tensor:
-        if x.dtype in (dtypes.float16, dtypes.bfloat16):
-            return fn(x.float()).to(x.dtype)
-        return fn(x)
-
-    return call
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -174,11 +162,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     check_floating_kernel("glu", "glu_cpu", input)
     if input.shape[dim] % 2:
         raise RuntimeError(f"glu: Halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
-    return _rounded_once(lambda x: _gated(*T.chunk(x, 2, dim)))(input)
-
-
-def _gated(a: Tensor, b: Tensor) -> Tensor:
-    return a * T.sigmoid(b)
+    check_real_kernel("glu", "glu_cpu", input)
+    return A.Glu.apply(input, dim % input.ndim)
 
 
 def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:

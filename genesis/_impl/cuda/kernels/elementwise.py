@@ -70,6 +70,17 @@ def _activation_backward(grad, x, OP: tl.constexpr):
 
 
 @triton.jit
+def _accurate_sigmoid(x):
+    # 1 / (1 + exp(-x)) with libdevice's exp and IEEE division in float32 too, as torch's glu kernels compute it.
+    e = libdevice.exp(x * -1.0)
+    if x.dtype.is_fp32():
+        y = tl.math.div_rn(tl.full(x.shape, 1.0, tl.float32), 1.0 + e)
+    else:
+        y = 1.0 / (1.0 + e)
+    return y
+
+
+@triton.jit
 def _digamma(x):
     # Reflection psi(x) = psi(1 - x) - pi / tan(pi x) below 1/2, then psi(z) = psi(z + 8) - sum 1/(z + k) and the
     # asymptotic series at w = z + 8 >= 8.5 (truncation error below 2e-13). Poles as torch: -inf/+inf at +0/-0,
@@ -356,6 +367,8 @@ def _binary(a, b, OP: tl.constexpr):
         else:
             y = libdevice.log1p(libdevice.exp2(gap)) * tl.full(a.shape, 1.4426950408889634, a.dtype)
         y = tl.where((a == b) & (tl.abs(a) == float("inf")), a, tl.maximum(a, b) + y)
+    elif OP == "glu" or OP == "glu_grad_a":  # a * sigmoid(b): the gated half, or the gradient of its first half
+        y = a * _accurate_sigmoid(b.to(a.dtype))
     elif OP == "binary_cross_entropy":  # a: probabilities, b: targets; logs clamped at -100, in torch's order
         if a.dtype.is_fp64():
             log_p = libdevice.log(a)
@@ -392,6 +405,10 @@ def _compute(a, b, c, OP: tl.constexpr, NIN: tl.constexpr):
     elif OP == "leaky_relu_backward":  # a: grad, b: leaky_relu's input, c: the negative slope
         a = _up(a)
         y = tl.where(_up(b) > 0, a, a * c.to(a.dtype))
+    elif OP == "glu_grad_b":  # a: grad, b: the first half, c: the gate half
+        a = _up(a)
+        s = _accurate_sigmoid(_up(c).to(a.dtype))
+        y = (1.0 - s) * s * a * _up(b).to(a.dtype)
     elif OP == "binary_cross_entropy_backward":  # a: grad, b: probabilities, c: targets
         a = _up(a)
         p = _up(b).to(a.dtype)
