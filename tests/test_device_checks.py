@@ -94,7 +94,13 @@ def _bernoulli(bad: int) -> genesis.Tensor:
     return genesis.bernoulli(genesis.tensor([0.5, float(bad)], device="cuda"))  # 9 is out of [0, 1]
 
 
+def _embedding_bag(bad: int) -> genesis.Tensor:
+    offsets = genesis.tensor([bad - 1, 2], device="cuda")  # the first bag must start at 0: bad = 9 starts it at 8
+    return F.embedding_bag(genesis.tensor([0, 2, 1, 3], device="cuda"), genesis.randn(4, 3, device="cuda"), offsets)
+
+
 CASES = [
+    (_embedding_bag, r"offsets\[0\] has to be 0, .* However, got 8"),
     (_multinomial, "multinomial: probability tensor contains either `inf`, `nan` or element < 0"),
     (_bernoulli, r"bernoulli: all probabilities must be in \[0, 1\]"),
     (_embedding, "embedding: index 9 is out of bounds for dimension 0 with size 4"),
@@ -234,6 +240,26 @@ def test_gan_step_does_not_synchronize(deferred: None) -> None:
     def step() -> genesis.Tensor:
         opt.zero_grad()
         loss = genesis.nn.BCELoss()(model(x).view(-1), label)
+        loss.backward()
+        opt.step()
+        return loss
+
+    _assert_steps_do_not_synchronize(step)
+
+
+@requires_cuda
+def test_text_classification_step_does_not_synchronize(deferred: None) -> None:
+    """The text-classification tutorial's step: EmbeddingBag over a flat batch of tokens with offsets, Linear,
+    cross-entropy, SGD; the offsets are checked on the device."""
+    bag = genesis.nn.EmbeddingBag(50, 8, mode="mean").to("cuda")
+    fc = genesis.nn.Linear(8, 4).to("cuda")
+    opt = genesis.optim.SGD([*bag.parameters(), *fc.parameters()], lr=0.5)
+    text = genesis.tensor([3, 7, 1, 4, 4, 9, 2], device="cuda")
+    offsets, label = genesis.tensor([0, 3, 5], device="cuda"), genesis.tensor([1, 0, 3], device="cuda")
+
+    def step() -> genesis.Tensor:
+        opt.zero_grad()
+        loss = F.cross_entropy(fc(bag(text, offsets)), label)
         loss.backward()
         opt.step()
         return loss

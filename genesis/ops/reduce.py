@@ -395,9 +395,16 @@ class Moments(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        x, out = ctx.saved_tensors
         dims, keepdim, denominator, root = ctx.meta
-        grad = _expand_back(grad, x.shape, dims, keepdim)
+        # Without a graph of the backward: the same steps on arrays (no Tensor per intermediate).
+        x, out = ctx.saved_tensors if is_grad_enabled() else ctx.saved_arrays()
+        grad = _expand_back(grad if x.__class__ is Tensor else grad.ndarray, x.shape, dims, keepdim)
+        if x.__class__ is NDArray:
+            if root:
+                std = _expand_back(out, x.shape, dims, keepdim)
+                zero = std.binary("eq", 0)
+                grad = zero.where(0.0, grad / (zero.where(1.0, std) * 2))
+            return grad * ((x - x.reduce("mean", dims, True)) * 2 / denominator), None, None, None, None
         if root:
             std = _expand_back(out, x.shape, dims, keepdim)
             zero = std == 0

@@ -94,6 +94,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     if per_sample_weights is not None and input.shape != per_sample_weights.shape:
         raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
                          f"must have the same shape as the input ({input.shape})")
+    given = input.ndim == 1  # 2-D input: the bags are its rows, offsets made here
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
@@ -125,10 +126,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                            f"for embedding_bag)")
     offsets = offsets.long()
     count = input.shape[0]
-    if offsets.numel():
-        if int(offsets[0].item()) != 0:
-            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
-                               f"position 0. However, got {int(offsets[0].item())}")
+    if given and offsets.numel():  # the caller's offsets, checked on the device (no host read on cuda)
+        T._check_range(offsets[:1], 0, 1, RuntimeError, "offsets[0] has to be 0, i.e., the first sequence in the "
+                       "mini-batch has to start from position 0. However, got {value}")
         check_all(offsets[1:] >= offsets[:-1], RuntimeError, "embedding_bag: offsets must be non-decreasing")
         T._check_range(offsets[-1:], 0, count + 1, RuntimeError, f"offsets[-1] can not be greater than input's "
                        f"length {count} but got offsets[-1] of {{value}}")
@@ -138,7 +138,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
             raise AssertionError("padding_idx must be within the number of embeddings")
         padding_idx = padding_idx % num
     starts = offsets[:-1] if include_last_offset else offsets
-    end = int(offsets[-1].item()) if include_last_offset and offsets.numel() else count
+    # Where the last bag ends: the input's length, or with include_last_offset the last offset (a 0-d tensor, kept
+    # on the device).
+    end = offsets[-1] if include_last_offset and offsets.numel() else count
     bags = starts.shape[0]
     if bags == 0:
         return zeros((0, weight.shape[1]), dtype=weight.dtype, device=weight.device)
@@ -166,10 +168,12 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     return out
 
 
-def _bag_max(rows: Tensor, starts: Tensor, end: int, keep: Tensor) -> Tensor:
-    """Per-bag maximum: each bag gathered as a (B, longest bag) block, padded by repeating its last index."""
+def _bag_max(rows: Tensor, starts: Tensor, end: int | Tensor, keep: Tensor) -> Tensor:
+    """Per-bag maximum: each bag gathered as a (B, longest bag) block, padded by repeating its last index (the
+    longest bag's length is read on the host: it shapes the block)."""
     bags, dim = starts.shape[0], rows.shape[1]
-    stops = T.cat([starts[1:], full((1,), end, dtype=starts.dtype, device=starts.device)], 0)
+    last = end.reshape(1) if isinstance(end, Tensor) else full((1,), end, dtype=starts.dtype, device=starts.device)
+    stops = T.cat([starts[1:], last], 0)
     lengths = T.clamp(stops - starts, min=0)
     longest = int(lengths.max().item())
     if longest == 0 or rows.shape[0] == 0:
