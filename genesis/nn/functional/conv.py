@@ -6,6 +6,7 @@ from typing import Sequence
 
 from genesis import amp, dtypes
 from genesis import ops as T
+from genesis.cuda.graphs import is_current_stream_capturing
 from genesis.memo import remember
 from genesis.memory_format import is_dense
 from genesis.nn.functional._out import check_out
@@ -277,17 +278,28 @@ def _pair(v: int | Sequence[int], n: int = 2) -> tuple[int, ...]:
     return v * n if len(v) == 1 else v
 
 
+# (h, w, kernel, dilation, stride, device) -> the window index: built once per layout (read-only: gathered and
+# scattered with, never written).
+_WINDOWS: dict[tuple, Tensor] = {}
+
+
 def _window_index(h: int, w: int, kernel: tuple[int, int], dilation: tuple[int, int], stride: tuple[int, int],
                   device: object) -> tuple[Tensor, int, int]:
     """Flat (h * w) positions of every (ki, kj, i, j) kernel tap, shape (kh * kw * oh * ow,), and (oh, ow)."""
     (kh, kw), (dh, dw), (sh, sw) = kernel, dilation, stride
     oh = (h - (dh * (kh - 1) + 1)) // sh + 1
     ow = (w - (dw * (kw - 1) + 1)) // sw + 1
-    ki = arange(kh, device=device).reshape(kh, 1, 1, 1)
-    kj = arange(kw, device=device).reshape(1, kw, 1, 1)
-    i = arange(oh, device=device).reshape(1, 1, oh, 1)
-    j = arange(ow, device=device).reshape(1, 1, 1, ow)
-    return ((i * sh + ki * dh) * w + (j * sw + kj * dw)).reshape(-1), oh, ow
+    key = (h, w, kernel, dilation, stride, device)
+    index = _WINDOWS.get(key)
+    if index is None:
+        ki = arange(kh, device=device).reshape(kh, 1, 1, 1)
+        kj = arange(kw, device=device).reshape(1, kw, 1, 1)
+        i = arange(oh, device=device).reshape(1, 1, oh, 1)
+        j = arange(ow, device=device).reshape(1, 1, 1, ow)
+        index = ((i * sh + ki * dh) * w + (j * sw + kj * dw)).reshape(-1)
+        if not is_current_stream_capturing():  # made inside a capture, its values exist only in the replays
+            remember(_WINDOWS, key, index, 256)
+    return index, oh, ow
 
 
 def _check_window_args(op: str, kernel: tuple, dilation: tuple, padding: tuple, stride: tuple) -> None:
