@@ -302,6 +302,18 @@ def test_backend_activations(op: str, dtype: torch.dtype) -> None:
         assert_same(got, ref, what=f"{op} gradient")
 
 
+@pytest.mark.parametrize("complete", [False, True])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 2)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_backend_qr(shape: tuple, complete: bool, dtype: torch.dtype) -> None:
+    # LAPACK's factors, signs included (cuSOLVER's geqrf and orgqr on cuda).
+    a = torch.randn(*shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64).to(dtype)
+    Q, R = _backend().qr(_nd(a), complete)
+    ref = torch.linalg.qr(a, mode="complete" if complete else "reduced")
+    assert_same(genesis.Tensor._wrap(Q), ref.Q, what="Q")
+    assert_same(genesis.Tensor._wrap(R), ref.R, what="R")
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("dim", [0, 1])
 def test_backend_glu(dim: int, dtype: torch.dtype) -> None:

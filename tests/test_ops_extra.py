@@ -686,14 +686,19 @@ def test_qr(shape):
 
 
 def test_qr_wide_and_errors():
-    check(lambda lib, a: tuple(lib.linalg.qr(a)), rand(3, 5, seed=7), backward=False)
-    check(lambda lib, a: tuple(lib.linalg.qr(a, mode="complete")), rand(3, 5, seed=7), backward=False)
-    # A column already zero below the diagonal is not reflected (LAPACK's tau = 0): same factors as torch; the
-    # gradient there differs (documented), so values only.
-    check(lambda lib, a: tuple(lib.linalg.qr(a)), torch.tensor([[1.0, 2.0], [0.0, 3.0]], dtype=torch.float64),
-          backward=False)
+    # One library call each way for float32 / float64 (torch's linalg_qr_backward): wide matrices, batches and a
+    # column already zero below the diagonal (LAPACK's tau = 0) have torch's gradients too.
+    check(lambda lib, a: tuple(lib.linalg.qr(a)), rand(3, 5, seed=7))
+    check(lambda lib, a: tuple(lib.linalg.qr(a, mode="complete")), rand(2, 3, 5, seed=7))
+    check(lambda lib, a: tuple(lib.linalg.qr(a)), torch.tensor([[1.0, 2.0], [0.0, 3.0]], dtype=torch.float64))
+    check(lambda lib, a: tuple(lib.linalg.qr(a)), rand(6, 4, seed=3, dtype=torch.float32))
     check_error(RuntimeError, lambda lib, a: lib.linalg.qr(a, mode="full"), rand(3, 3))
     check_error(RuntimeError, lambda lib, a: lib.linalg.qr(a), rand(3))
+    # torch's gradient errors: a complete Q of a tall matrix, and mode "r" (no Q).
+    check_error(RuntimeError, lambda lib, a: lib.linalg.qr(a, mode="complete")[0].sum().backward(), rand(5, 3),
+                match="not differentiable when mode='complete' and nrows > ncols")
+    check_error(RuntimeError, lambda lib, a: lib.linalg.qr(a, mode="r")[1].sum().backward(), rand(3, 3),
+                match="which is not computed when mode='r'")
 
 
 @pytest.mark.parametrize("upper", [True, False])

@@ -134,6 +134,9 @@ PRIMITIVES: dict[str, str] = {
             "float32 or float64, as LAPACK's syevd (each eigenvector's sign is the library's)",
     "svd": "(A): (U (..., m, n), S (..., n), Vh (..., n, n)) the reduced SVD of tall (m >= n) (..., m, n) A of "
            "float32 or float64, singular values descending, as LAPACK's gesvd (the vectors' signs are the library's)",
+    "qr": "(A, complete): (Q, R), the Householder QR of (..., m, n) A of float32 or float64 with min(m, n) > 0, as "
+          "LAPACK's geqrf + orgqr (their signs): Q (..., m, k) and R (..., k, n) with k = min(m, n), or with "
+          "complete Q (..., m, m) and R (..., m, n)",
     "lu_factor": "(A): (LU, pivots, info) of LAPACK getrf (partial pivoting) on square (..., n, n) A of float32 or "
                  "float64: U on and above LU's diagonal, L's multipliers below it, pivots int32 (..., n) 1-based "
                  "(row i swapped with row pivots[i] at step i), info int32 (...,), 0 or the 1-based index of the "

@@ -18,6 +18,7 @@ TORCH_NAMES: dict[str, str] = {
     "genesis.autograd.function.Overwrite": "FillBackward0",
     "genesis.autograd.function._DelayedError": "DelayedError",
     "genesis.linalg.solvers._CholeskySolve": "CholeskySolveBackward0",
+    "genesis.linalg.solvers._Qr": "LinalgQrBackward0",
     "genesis.linalg.spectral._Eigh": "LinalgEighBackward0",
     "genesis.linalg.spectral._Svd": "LinalgSvdBackward0",
     "genesis.nn.functional.sync_batch_norm._SyncBatchNorm": "SyncBatchNormBackward",

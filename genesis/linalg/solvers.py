@@ -417,9 +417,9 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     convention (so the factors equal torch's): ``R[j, j] = -sign(x0) * |x|`` for the column x being reflected.
 
     mode "reduced": Q (..., m, k), R (..., k, n) with k = min(m, n); "complete": Q (..., m, m), R (..., m, n);
-    "r": Q empty and R as "reduced". Differentiable through the reflections; torch's gradient agrees except at a
-    column already zero below its diagonal (no reflection there, LAPACK's tau = 0), where torch differentiates the
-    smooth branch of the factorization and Genesis treats the missing reflection as constant.
+    "r": Q empty and R as "reduced". float32 and float64 matrices are factored by the backend's library in one call,
+    with torch's gradient (not defined for mode "r", nor for a complete Q of a tall matrix, as torch's); other dtypes
+    (complex ones) by Householder steps in tensor ops, differentiable through them.
     """
     _check_float("linalg.qr", A)
     if A.ndim < 2:
@@ -428,6 +428,9 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
                            "'complete'")
     m, k = A.shape[-2], min(A.shape[-2], A.shape[-1])
+    if A.dtype in native.DTYPES and k:
+        Q, R = _Qr.apply(A, mode)
+        return QRResult(F.zeros_like_detached(A).reshape(-1)[:0], R) if mode == "r" else QRResult(Q, R)
     R, vectors, taus = _householder_reflections(A)
     rows = F.arange_like(m, A)
     Q = (rows.unsqueeze(1) == rows.unsqueeze(0)).to(A.dtype).expand((*A.shape[:-2], m, m))
@@ -439,6 +442,49 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     if mode == "r":
         return QRResult(F.zeros_like_detached(A).reshape(-1)[:0], R[..., :k, :])
     return QRResult(Q[..., :, :k], R[..., :k, :])
+
+
+class _Qr(Function):
+    """QR by the backend's library (LAPACK on the CPU, cuSOLVER on cuda) with torch's analytic gradient
+    (``linalg_qr_backward``): for m >= n, ``(gQ + Q syminvadj(triu(gR R^T - Q^T gQ))) R^-T``; for m < n the
+    strictly lower part of the skew part over the leading square block of R, plus ``Q gR``."""
+
+    @staticmethod
+    def forward(ctx: Any, A: Tensor, mode: str) -> tuple[Tensor, Tensor]:
+        nd = A.ndarray
+        Q, R = (Tensor._wrap(v) for v in nd.backend.qr(nd, mode == "complete"))
+        ctx.save_for_backward(Q, R)
+        ctx.mode = mode
+        return Q, R
+
+    @staticmethod
+    def backward(ctx: Any, gQ: Tensor | None, gR: Tensor | None) -> tuple[Tensor | None, None]:
+        Q, R = ctx.saved_tensors
+        m, n = Q.shape[-2], R.shape[-1]
+        if ctx.mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
+                               "use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+        if ctx.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        if gQ is None and gR is None:
+            return None, None
+        if gQ is None:
+            M = gR @ R.mT
+        else:
+            M = -(Q.mT @ gQ) if gR is None else gR @ R.mT - Q.mT @ gQ
+        if m >= n:
+            # syminvadj(triu(M)): the upper triangle mirrored below, its diagonal once.
+            b = Q @ (F.triu(M) + F.triu(M, 1).mT)
+            if gQ is not None:
+                b = b + gQ
+            return solve_triangular(R.mT, b, upper=False, left=False), None
+        X = -M
+        b = Q @ F.tril(X - X.mT)
+        gA = solve_triangular(R[..., :m].mT, b, upper=False, left=False)
+        gA = F.cat([gA, F.zeros_like_detached(R[..., m:])], -1)
+        if gR is not None:
+            gA = gA + Q @ gR
+        return gA, None
 
 
 def _lu_steps(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:

@@ -247,6 +247,11 @@ def activation_backward(op: str, grad: NDArray, x: NDArray, params: tuple) -> ND
     return wrap(_ACTIVATIONS[op][1](native(grad), native(x), *params))
 
 
+def qr(A: NDArray, complete: bool) -> tuple[NDArray, NDArray]:
+    Q, R = torch.linalg.qr(native(A), mode="complete" if complete else "reduced")
+    return wrap(Q), wrap(R)
+
+
 def glu(x: NDArray, dim: int) -> NDArray:
     return wrap(_aten.glu(native(x), dim))
 

@@ -116,6 +116,6 @@ from genesis._impl.cuda.random import dropout, normal, randint, uniform
 from genesis._impl.cuda.reductions import arg_reduce, cumulative, logsumexp, reduce, softmax, variance
 from genesis._impl.cuda.rnn_cudnn import rnn_layer, rnn_layer_backward
 from genesis._impl.cuda.sdpa import attention, attention_backward
-from genesis._impl.cuda.solvers import cholesky, eigh, lu_factor, pivot_order, svd, triangular_solve
+from genesis._impl.cuda.solvers import cholesky, eigh, lu_factor, pivot_order, qr, svd, triangular_solve
 from genesis._impl.cuda.storage import record_stream, storage_nbytes
 

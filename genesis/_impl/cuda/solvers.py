@@ -1,5 +1,6 @@
-"""The ``cholesky``, ``triangular_solve``, ``lu_factor``, ``pivot_order``, ``eigh`` and ``svd`` primitives of the
-CUDA backend: cuSOLVER's ``potrf``, ``getrf``, ``syevd`` and ``gesvd`` and cuBLAS's ``trsm`` (``nvmath.bindings``,
+"""The ``cholesky``, ``triangular_solve``, ``lu_factor``, ``pivot_order``, ``eigh``, ``svd`` and ``qr`` primitives
+of the CUDA backend: cuSOLVER's ``potrf``, ``getrf``, ``syevd``, ``gesvd``, ``geqrf`` and ``orgqr`` and cuBLAS's
+``trsm`` (``nvmath.bindings``,
 plain int pointers), queued on Genesis's current stream with no host wait.
 
 Genesis arrays are row-major and these libraries column-major: a row-major matrix read column-major is its
@@ -22,8 +23,8 @@ from genesis import dtypes
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import storage
 from genesis._impl.cuda import triton_driver as td
-from genesis._impl.cuda.creation import arange, contiguous
-from genesis._impl.cuda.elementwise import binary, where
+from genesis._impl.cuda.creation import arange, contiguous, copy_, full
+from genesis._impl.cuda.elementwise import binary, triangle, where
 from genesis._impl.cuda.kernels import index as ik
 from genesis._impl.cuda.launch import _contig, _new, _next_pow2, _psig, _ptr, _stream
 from genesis._impl.cuda.reductions import arg_reduce, reduce
@@ -150,6 +151,39 @@ def svd(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
                   _ptr(U) + i * m * n * item, m, _ptr(Vt) + i * n * n * item, n, work.ptr, size, unconverged.ptr,
                   _ptr(info) + 4 * i)
     return contiguous(U.transpose(-2, -1)), S, contiguous(Vt.transpose(-2, -1))
+
+
+def qr(A: NDArray, complete: bool) -> tuple[NDArray, NDArray]:
+    """``geqrf`` on a column-major copy of A (R above its diagonal, the reflectors below), then ``orgqr`` on a copy
+    of the reflectors' columns (zero columns appended for a complete Q of a tall A) builds Q."""
+    _check_real("qr", A)
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    cols = m if complete else k  # Q's columns; R has as many rows
+    batch = A.shape[:-2]
+    count = math.prod(batch)
+    item = A.dtype.itemsize
+    factors = contiguous(A.transpose(-2, -1))  # (..., n, m) row-major: A column-major, factored in place
+    tau = _new((*batch, k), A.dtype, A.device)
+    info = _new((max(count, 1),), dtypes.int32, A.device)
+    if count:
+        solver, geqrf, size, work = _routine(A, "geqrf", m, n, _ptr(factors), m)
+        for i in range(count):
+            geqrf(solver, m, n, _ptr(factors) + i * m * n * item, m, _ptr(tau) + i * k * item, work.ptr, size,
+                  _ptr(info) + 4 * i)
+    fact = factors.transpose(-2, -1)  # (..., m, n) row-major view of the factored matrix
+    R = triangle(fact.narrow(-2, 0, cols) if cols < m else fact, 0, True)
+    if cols <= n:
+        Q = contiguous(factors.narrow(-2, 0, cols))  # the first cols columns, column-major
+    else:
+        Q = full((*batch, cols, m), 0.0, A.dtype, A.device)
+        copy_(Q.narrow(-2, 0, n), factors)
+    if count:
+        solver, orgqr, size, work = _routine(A, "orgqr", m, cols, k, _ptr(Q), m, _ptr(tau))
+        for i in range(count):
+            orgqr(solver, m, cols, k, _ptr(Q) + i * m * cols * item, m, _ptr(tau) + i * k * item, work.ptr, size,
+                  _ptr(info) + 4 * i)
+    return contiguous(Q.transpose(-2, -1)), R
 
 
 def lu_factor(A: NDArray) -> tuple[NDArray, NDArray, NDArray]:
