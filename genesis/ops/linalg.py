@@ -12,6 +12,7 @@ from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.memo import remember
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
+from genesis.ndarray import cat as ndarray_cat
 from genesis.ops._args import _check_tensor, ones_like_bool
 from genesis.ops.autocast import autocast_args, one_op
 from genesis.ops.compare import where
@@ -499,9 +500,46 @@ def _cross(op: str, input: Tensor, other: Tensor, dim: int | None) -> Tensor:
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"{op}: inputs dimension {dim if dim is not None else d} must have length 3. Got "
                            f"{input.shape[d]} and {other.shape[d]}")
+    if input.dtype is other.dtype and not input.dtype.is_complex:
+        return LinalgCross.apply(input, other, d)
     a, b = input.expand(shape), other.expand(shape)
     next_, after = input.new_tensor([1, 2, 0], dtype=dtypes.int64), input.new_tensor([2, 0, 1], dtype=dtypes.int64)
     return a.index_select(d, next_) * b.index_select(d, after) - a.index_select(d, after) * b.index_select(d, next_)
+
+
+def _rolled(x: NDArray, d: int, shift: int) -> NDArray:
+    """``x`` rolled along its size-3 dim ``d`` so that element i holds element i + shift: one cat of two views."""
+    return ndarray_cat([x.narrow(d, shift, 3 - shift), x.narrow(d, 0, shift)], d)
+
+
+def _cross_arrays(a: NDArray, b: NDArray, d: int) -> NDArray:
+    """``a x b`` along ``d`` (broadcasting), in torch's order: ``a[i+1] b[i+2] - a[i+2] b[i+1]``."""
+    shape = a.shape if a.shape == b.shape else broadcast_shapes("linalg.cross", a.shape, b.shape)
+    a, b = a.expand(shape), b.expand(shape)
+    return _rolled(a, d, 1) * _rolled(b, d, 2) - _rolled(a, d, 2) * _rolled(b, d, 1)
+
+
+class LinalgCross(Primitive):
+    """The cross product of real 3-vectors along ``d``, one node: four rolled copies, two products and a difference
+    each way; the gradients are torch's ``other x grad`` and ``grad x input`` (summed back over broadcast dims)."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray, d: int) -> NDArray:
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+            ctx.d = d
+        return _cross_arrays(a, b, d)
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs, d = ctx.needs_input_grad, ctx.d
+        if is_grad_enabled():
+            a, b = ctx.saved_tensors
+            return (LinalgCross.apply(b, grad, d) if needs[0] else None,
+                    LinalgCross.apply(grad, a, d) if needs[1] else None, None)
+        a, b = ctx.saved_arrays()
+        g = grad.ndarray
+        return _cross_arrays(b, g, d) if needs[0] else None, _cross_arrays(g, a, d) if needs[1] else None, None
 
 
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
