@@ -238,6 +238,18 @@ def test_cdist_dist(p):
     check(lambda lib, a, b: a.dist(b, p), rand(3, 4), rand(4, seed=1), backward=p != 0)
 
 
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist"])
+def test_cdist_through_a_matrix_product(mode):
+    # torch's p = 2 choice with more than 25 rows on a side (always with use_mm_for_euclid_dist): distances from one
+    # padded product, values as torch's; a zero distance has a zero gradient.
+    a, b = rand(2, 30, 4), rand(1, 7, 4, seed=1)
+    b.data[0, 0] = a.data[1, 2]
+    check(lambda lib, a, b: lib.cdist(a, b, compute_mode=mode), a, b)
+    check(lambda lib, a, b: lib.cdist(a, b, compute_mode=mode), rand(3, 4), rand(40, 4, seed=2))
+    y = genesis.cdist(to_genesis(rand(3, 4)), to_genesis(rand(5, 4, seed=3)), compute_mode="use_mm_for_euclid_dist")
+    assert type(y.grad_fn).__name__ == "EuclideanDistBackward0"
+
+
 def test_cdist_pdist_infinity_norm_ties_and_no_coordinates():
     # torch's cdist and pdist give every coordinate at the maximum the whole gradient (dist and norm share it).
     a = torch.tensor([[0.0, 1.0], [3.0, 4.0], [1.0, 0.0]], dtype=torch.float64, requires_grad=True)

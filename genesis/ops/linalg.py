@@ -9,18 +9,19 @@ import math
 from typing import Any
 
 from genesis import dtypes
-from genesis.autograd import Primitive, is_grad_enabled
+from genesis.autograd import Function, Primitive, is_grad_enabled
 from genesis.memo import remember
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
 from genesis.ndarray import cat as ndarray_cat
 from genesis.ops._args import _check_tensor, ones_like_bool
 from genesis.ops.autocast import autocast_args, one_op
 from genesis.ops.compare import where
+from genesis.ops.join import cat
 from genesis.ops.nn import Linear
 from genesis.ops.reduce import amax, norm, sum
 from genesis.ops.sparse import SparseTensor, sparse_matmul
 from genesis.ops.sparse_csr import SparseCsrTensor
-from genesis.tensor import Tensor
+from genesis.tensor import Tensor, ones_like
 
 _HALF = (dtypes.bfloat16, dtypes.float16)
 
@@ -594,9 +595,33 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
                             "donot_use_mm_for_euclid_dist"):
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     batch = broadcast_shapes("cdist", x1.shape[:-2], x2.shape[:-2])
-    a = x1.expand((*batch, *x1.shape[-2:])).unsqueeze(-2)  # (..., P, 1, M)
-    b = x2.expand((*batch, *x2.shape[-2:])).unsqueeze(-3)  # (..., 1, R, M)
-    return distance_norm(a - b, p)
+    x1, x2 = x1.expand((*batch, *x1.shape[-2:])), x2.expand((*batch, *x2.shape[-2:]))
+    if p == 2 and (compute_mode == "use_mm_for_euclid_dist" or compute_mode == "use_mm_for_euclid_dist_if_necessary"
+                   and (x1.shape[-2] > 25 or x2.shape[-2] > 25)):
+        return EuclideanDist.apply(x1, x2)
+    return distance_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)  # (..., P, 1, M) - (..., 1, R, M)
+
+
+class EuclideanDist(Function):
+    """Euclidean distances through one matrix product, as torch's ``_euclidean_dist`` (cdist's choice for p = 2
+    when a side has more than 25 rows): ``sqrt(max(0, |a|^2 + |b|^2 - 2 a.b))`` from padded operands, so the values
+    equal torch's; the gradient is torch's ``_euclidean_dist_backward`` (zero where a distance is zero)."""
+
+    @staticmethod
+    def forward(ctx, x1: Tensor, x2: Tensor) -> Tensor:
+        n1, n2 = sum(x1 * x1, -1, keepdim=True), sum(x2 * x2, -1, keepdim=True)
+        a = cat([x1 * -2, n1, ones_like(n1)], -1)
+        b = cat([x2, ones_like(n2), n2], -1)
+        res = matmul(a, b.mT).clamp(min=0).sqrt()
+        ctx.save_for_backward(x1, x2, res)
+        return res
+
+    @staticmethod
+    def backward(ctx, grad):
+        x1, x2, res = ctx.saved_tensors
+        ratio = where(res == 0, 0.0, grad / res)
+        return (x1 * sum(ratio, -1, keepdim=True) - matmul(ratio, x2) if ctx.needs_input_grad[0] else None,
+                x2 * sum(ratio, -2).unsqueeze(-1) - matmul(ratio.mT, x1) if ctx.needs_input_grad[1] else None)
 
 
 def distance_norm(diff: Tensor, p: float) -> Tensor:
