@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from genesis import amp, linalg
 from genesis import ops as T
 from genesis.autograd import no_grad
-from genesis.dtypes import SCALAR_TYPE_NAMES, int64, promote_types
+from genesis.cuda.graphs import is_current_stream_capturing
+from genesis.dtypes import SCALAR_TYPE_NAMES, promote_types
+from genesis.memo import remember
 from genesis.ops.autocast import one_op
 from genesis.ops.linalg import distance_norm
 from genesis.tensor import Tensor, tensor
@@ -49,9 +53,19 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    n = input.shape[0]
-    first = [i for i in range(n) for _ in range(i + 1, n)]
-    second = [j for i in range(n) for j in range(i + 1, n)]
-    rows_i = T.index_select(input, 0, tensor(first, dtype=int64, device=input.device))
-    rows_j = T.index_select(input, 0, tensor(second, dtype=int64, device=input.device))
-    return distance_norm(rows_i - rows_j, p)
+    first, second = _pairs(input.shape[0], input.device)
+    return distance_norm(T.index_select(input, 0, first) - T.index_select(input, 0, second), p)
+
+
+# (rows, device) -> the row indices (i, j) of every pair i < j in row-major order, made once (read-only).
+_PAIRS: dict[tuple, tuple[Tensor, Tensor]] = {}
+
+
+def _pairs(n: int, device: object) -> tuple[Tensor, Tensor]:
+    pairs = _PAIRS.get((n, device))
+    if pairs is None:
+        first, second = np.triu_indices(n, 1)
+        pairs = (tensor(first.astype(np.int64), device=device), tensor(second.astype(np.int64), device=device))
+        if not is_current_stream_capturing():  # made inside a capture, its values exist only in the replays
+            remember(_PAIRS, (n, device), pairs, 64)
+    return pairs
