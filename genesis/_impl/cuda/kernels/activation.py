@@ -8,6 +8,8 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
+from genesis._impl.cuda.kernels.elementwise import block_offsets
+
 
 @triton.jit
 def _exp(x):
@@ -112,12 +114,7 @@ def activation_kernel(out, x, g, n, p0, p1, p2, OP: tl.constexpr, BACKWARD: tl.c
                       BLOCK: tl.constexpr, I64: tl.constexpr):
     """``out = activation(x)``, or with ``BACKWARD`` ``out = g * activation'(x)``, over ``n`` elements laid out
     alike (``g`` unused forward; with ``G_ONE`` one element broadcast, the gradient of a sum)."""
-    pid = tl.program_id(0)
-    if I64:
-        offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    else:
-        offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
+    offs, mask = block_offsets(n, BLOCK, I64)
     v = tl.load(x + offs, mask=mask)
     if v.dtype.is_fp16() or v.dtype.is_bf16():
         v = v.to(tl.float32)

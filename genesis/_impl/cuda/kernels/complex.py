@@ -15,6 +15,8 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
+from genesis._impl.cuda.kernels.elementwise import block_offsets
+
 
 @triton.jit
 def _load_pair(p, offs, mask, M: tl.constexpr):
@@ -76,12 +78,7 @@ def complex_ew(out, a, b, b_re, b_im, n,
                I64: tl.constexpr):
     # out, a, b: pointers to the real dtype of contiguous interleaved complex arrays; b_re, b_im: b's parts in
     # mode 2; n: complex elements. BLOCK elements per program.
-    pid = tl.program_id(0)
-    if I64:
-        offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    else:
-        offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
+    offs, mask = block_offsets(n, BLOCK, I64)
     ar, ai = _load_pair(a, offs, mask, MA)
     if NIN == 2:
         if MB == 2:

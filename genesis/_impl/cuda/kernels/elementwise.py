@@ -440,14 +440,20 @@ def _compute(a, b, c, OP: tl.constexpr, NIN: tl.constexpr):
 
 
 @triton.jit
-def ew_contig(out, x0, x1, x2, n, OP: tl.constexpr, NIN: tl.constexpr, M0: tl.constexpr, M1: tl.constexpr,
-              M2: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
+def block_offsets(n, BLOCK: tl.constexpr, I64: tl.constexpr):
+    """The offsets of this program's BLOCK elements (64-bit where n may pass 2^31) and the mask of those below n."""
     pid = tl.program_id(0)
     if I64:
         offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     else:
         offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
+    return offs, offs < n
+
+
+@triton.jit
+def ew_contig(out, x0, x1, x2, n, OP: tl.constexpr, NIN: tl.constexpr, M0: tl.constexpr, M1: tl.constexpr,
+              M2: tl.constexpr, BLOCK: tl.constexpr, I64: tl.constexpr):
+    offs, mask = block_offsets(n, BLOCK, I64)
     a = _operand(x0, offs, mask, M0)
     b = _operand(x1, offs, mask, M1)
     c = _operand(x2, offs, mask, M2)
