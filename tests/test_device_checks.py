@@ -269,6 +269,19 @@ def test_text_classification_step_does_not_synchronize(deferred: None) -> None:
 
 
 @requires_cuda
+def test_median_of_all_elements_does_not_synchronize(deferred: None) -> None:
+    """``median()``'s NaN rule (a NaN anywhere makes it NaN) is decided on the device, forward and backward."""
+    x = genesis.randn(100, device="cuda", requires_grad=True)
+
+    def step() -> genesis.Tensor:
+        m = x.median()
+        m.backward()
+        return m.detach()
+
+    _assert_steps_do_not_synchronize(step)
+
+
+@requires_cuda
 def test_policy_gradient_step_does_not_synchronize(deferred: None) -> None:
     """A REINFORCE step (actions drawn with multinomial, log_softmax, gather, Adam) and Bernoulli sampling: the
     weights' checks run on the device."""

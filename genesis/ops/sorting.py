@@ -120,14 +120,16 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
         if flat.shape[0] == 0 and floating:
             return _full((), math.nan, input.dtype, input)  # torch: the median of nothing is NaN
         value = sort(flat.detach())[0][(flat.shape[0] - 1) // 2]  # NaN sorts last
+        # A NaN anywhere makes the median NaN, decided on the device (no host read).
         nans = isnan(flat.detach()) if floating else None
-        if nans is not None and bool(nans.any()):
-            value = flat.detach()[nans][0]
+        any_nan = nans.any() if floating else None
+        if floating:
+            value = where(any_nan, math.nan, value)
         if not flat.requires_grad:
             return value
         # As torch, the gradient is shared evenly by the elements equal to the median (the NaNs when it is NaN);
         # the sum adds exact zeros.
-        ties = nans if nans is not None and bool(nans.any()) else flat == value
+        ties = where(any_nan, nans, flat == value) if floating else flat == value
         return value + where(ties, flat - value, 0.0).sum() / ties.sum()
     d = normalize_dim("median", dim, input.ndim)
     if input.ndim and input.shape[d] == 0:
