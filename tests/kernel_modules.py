@@ -25,6 +25,70 @@ def bare_cuda_package(root: str) -> types.ModuleType:
     return pkg
 
 
+# ``tl`` stand-ins for the libdevice functions the kernels call, for scripts under ``run_interpreted`` (the Triton
+# interpreter runs no libdevice): looser than libdevice, exact enough to check a formula's logic. A script starts with
+# this source and sets ``<kernel module>.libdevice = LIBDEVICE`` before it launches.
+LIBDEVICE_STANDINS = r"""
+import types
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _exp(x):
+    return tl.exp(x)
+
+
+@triton.jit
+def _exp2(x):
+    return tl.exp(x * 0.6931471805599453)
+
+
+@triton.jit
+def _expm1(x):
+    return tl.exp(x) - 1.0
+
+
+@triton.jit
+def _log(x):
+    return tl.log(x)
+
+
+@triton.jit
+def _log1p(x):
+    return tl.log(1.0 + x)
+
+
+@triton.jit
+def _tanh(x):
+    return 1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0)
+
+
+@triton.jit
+def _sin(x):
+    return tl.sin(x)
+
+
+@triton.jit
+def _tan(x):
+    return tl.sin(x) / tl.cos(x)
+
+
+@triton.jit
+def _floor(x):
+    return tl.floor(x)
+
+
+@triton.jit
+def _signbit(x):
+    return (x < 0) | ((x == 0) & (1.0 / x < 0))
+
+
+LIBDEVICE = types.SimpleNamespace(exp=_exp, exp2=_exp2, expm1=_expm1, log=_log, log1p=_log1p, tanh=_tanh, sin=_sin,
+                                  tan=_tan, floor=_floor, signbit=_signbit)
+"""
+
+
 def run_interpreted(script: str, *args: str) -> None:
     """Run ``script`` (Python source) in a subprocess under the Triton interpreter, with the repository importable,
     and check that it ends by printing ``ok`` (``TRITON_INTERPRET`` must be set before any kernel is created)."""

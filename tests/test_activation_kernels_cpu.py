@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kernel_modules import ROOT, compile_for_sm90, kernel_modules, run_interpreted
+from tests.kernel_modules import LIBDEVICE_STANDINS, ROOT, compile_for_sm90, kernel_modules, run_interpreted
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton): kernel checks skipped")
 
@@ -29,42 +29,13 @@ def test_activation_kernel_compiles_for_sm90(op: str, backward: bool) -> None:
         compile_for_sm90(kernel, ("*fp32:16",) * 3 + ("i32", "fp32", "fp32", "fp32"), (op, True, True, 1024, False))
 
 
-_INTERPRETED = r"""
-import importlib, sys, types
+_INTERPRETED = LIBDEVICE_STANDINS + r"""
+import importlib, sys
 import torch
-import triton
-import triton.language as tl
 from tests.kernel_modules import bare_cuda_package
 bare_cuda_package(sys.argv[1])
 ak = importlib.import_module("genesis._impl.cuda.kernels.activation")
-
-
-@triton.jit
-def _exp(x):
-    return tl.exp(x)
-
-
-@triton.jit
-def _expm1(x):
-    return tl.exp(x) - 1.0
-
-
-@triton.jit
-def _log1p(x):
-    return tl.log(1.0 + x)
-
-
-@triton.jit
-def _tanh(x):
-    return 1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0)
-
-
-@triton.jit
-def _log(x):
-    return tl.log(x)
-
-
-ak.libdevice = types.SimpleNamespace(exp=_exp, expm1=_expm1, log1p=_log1p, tanh=_tanh, log=_log)
+ak.libdevice = LIBDEVICE
 F = torch.nn.functional
 CASES = [
     ("elu", (0.7, 1.0, 1.0), lambda x: F.elu(x, 0.7)),

@@ -10,7 +10,7 @@ import torch
 
 import genesis
 from tests.helpers import DEVICE, check, check_error, rand, to_genesis, to_torch
-from tests.kernel_modules import ROOT, run_interpreted
+from tests.kernel_modules import LIBDEVICE_STANDINS, ROOT, run_interpreted
 
 INF, NAN = math.inf, math.nan
 
@@ -322,59 +322,13 @@ def test_new_cuda_ops_compile_for_sm90(ty: str, ops: tuple[str, ...]) -> None:
 # digamma and trigamma are series written in the kernel (libdevice has neither): their math is checked against torch
 # in float64 under the Triton interpreter, with tl stand-ins for the few libdevice calls (the interpreter has none).
 # neg must give -0.0 for +0.0 (signbit and copysign see the difference).
-_INTERPRETED_GAMMA = r"""
-import importlib, os, sys, types
+_INTERPRETED_GAMMA = LIBDEVICE_STANDINS + r"""
+import importlib, sys
 import torch
-import triton
-import triton.language as tl
-root = sys.argv[1]
 from tests.kernel_modules import bare_cuda_package
-bare_cuda_package(root)
+bare_cuda_package(sys.argv[1])
 ek = importlib.import_module("genesis._impl.cuda.kernels.elementwise")
-
-
-@triton.jit
-def _log(x):
-    return tl.log(x)
-
-
-@triton.jit
-def _sin(x):
-    return tl.sin(x)
-
-
-@triton.jit
-def _tan(x):
-    return tl.sin(x) / tl.cos(x)
-
-
-@triton.jit
-def _floor(x):
-    return tl.floor(x)
-
-
-@triton.jit
-def _signbit(x):
-    return (x < 0) | ((x == 0) & (1.0 / x < 0))
-
-
-@triton.jit
-def _log1p(x):
-    return tl.log(1.0 + x)
-
-
-@triton.jit
-def _exp(x):
-    return tl.exp(x)
-
-
-@triton.jit
-def _exp2(x):
-    return tl.exp(x * 0.6931471805599453)
-
-
-ek.libdevice = types.SimpleNamespace(log=_log, sin=_sin, tan=_tan, floor=_floor, signbit=_signbit, log1p=_log1p,
-                                     exp=_exp, exp2=_exp2)
+ek.libdevice = LIBDEVICE
 x = torch.cat([torch.linspace(-7.7, 12.3, 995, dtype=torch.float64), torch.tensor([0.0, -0.0, -3.0, 1e-9, 250.5])])
 out = torch.empty_like(x)
 for op, ref in (("digamma", torch.digamma(x)), ("trigamma", torch.polygamma(1, x))):
