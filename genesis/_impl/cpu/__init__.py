@@ -340,9 +340,11 @@ def ctc_loss(log_probs: NDArray, targets: NDArray, input_lengths: tuple[int, ...
              blank: int) -> tuple[NDArray, NDArray]:
     t = native(targets)
     used = t[torch.arange(t.shape[1]) < torch.tensor(target_lengths).unsqueeze(1)] if t.ndim == 2 else t
-    if used.numel() and (int(used.min()) < 0 or int(used.max()) >= log_probs.shape[2]):  # torch reads past the row
-        bad = int(used.min()) if int(used.min()) < 0 else int(used.max())
-        raise RuntimeError(f"ctc_loss: target {bad} is out of range for {log_probs.shape[2]} classes")
+    if used.numel():
+        low, high = (int(v) for v in torch.aminmax(used))
+        if low < 0 or high >= log_probs.shape[2]:  # torch's kernel would read past the row
+            raise RuntimeError(f"ctc_loss: target {low if low < 0 else high} is out of range for "
+                               f"{log_probs.shape[2]} classes")
     nll, log_alpha = torch._ctc_loss(native(log_probs), t, list(input_lengths), list(target_lengths), blank, False)
     return wrap(nll), wrap(log_alpha)
 
