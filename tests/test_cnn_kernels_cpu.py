@@ -77,6 +77,13 @@ def _specs() -> list[tuple]:
          (True, True, False, 2048)),
         ("group norm bwd bf16", bk.gn_bwd, (bf, bf, bf, f32, f32, bf, f32, "i32", "i32", "i32", "i32"),
          (True, False, 2048, 1024)),
+        ("group norm split partials bf16", bk.gn_partials, (bf, bf, f32, f32, f32, "i32", "i32", "i32"),
+         (False, False, 1024)),
+        ("group norm split bwd partials fp64", bk.gn_partials, (f64,) * 5 + ("i32", "i32", "i32"), (True, True, 1024)),
+        ("group norm split apply bf16", bk.gn_apply, (bf, bf, bf, bf, bf, f32, f32, f32, f32) + ("i32",) * 5
+         + ("fp32",), (False, True, True, False, False, 8, 1024)),
+        ("group norm split bwd apply fp32", bk.gn_apply, (f32,) * 9 + ("i32",) * 5 + ("fp32",),
+         (True, True, False, True, False, 16, 1024)),
         ("upsample bilinear bf16", uk.upsample_fwd, (bf, bf, i32, i32, f32, i32, i32, f32, "i64", "i32", "i32",
                                                      "i32") + ("i64",) * 4, (False, False, False, 512)),
         ("upsample nearest fp32", uk.upsample_fwd, (f32, f32, i32, i32, f32, i32, i32, f32, "i64", "i32", "i32",

@@ -29,13 +29,16 @@ def _specs() -> list[tuple]:
     pk = kernel_modules(("nn_pad",))["nn_pad"]
     i32 = "*i32:16"
     sizes = ("i64",) + ("i32",) * 5 + ("i64",) * 6
+    axes = ("i32",) * 6  # the forward's input sizes and amounts in front
     return [
-        ("pad fwd fp32", pk.pad_fwd, ("*fp32:16", "*fp32:16", i32, i32, i32) + sizes, (False, 512)),
-        ("pad fwd bf16 wide", pk.pad_fwd, ("*bf16:16", "*bf16:16", i32, i32, i32) + sizes, (True, 512)),
-        ("pad fwd int64", pk.pad_fwd, ("*i64:16", "*i64:16", i32, i32, i32) + sizes, (False, 512)),
-        ("pad bwd fp32", pk.pad_bwd, ("*fp32:16", "*fp32:16") + (i32,) * 9 + sizes, (1, 2, 2, False, False, 256)),
-        ("pad bwd fp16", pk.pad_bwd, ("*fp16:16", "*fp16:16") + (i32,) * 9 + sizes, (1, 5, 5, False, False, 256)),
-        ("pad bwd fp64 wide", pk.pad_bwd, ("*fp64:16", "*fp64:16") + (i32,) * 9 + sizes, (3, 3, 3, True, True, 256)),
+        ("pad fwd fp32 reflect", pk.pad_fwd, ("*fp32:16", "*fp32:16") + sizes + axes, (0, True, False, 32, 64)),
+        ("pad fwd bf16 replicate wide", pk.pad_fwd, ("*bf16:16", "*bf16:16") + sizes + axes, (1, False, True, 16, 128)),
+        ("pad fwd int64 circular channels_last", pk.pad_fwd, ("*i64:16", "*i64:16") + sizes + axes,
+         (2, False, False, 8, 256)),
+        ("pad bwd fp32", pk.pad_bwd, ("*fp32:16", "*fp32:16") + (i32,) * 9 + sizes, (True, False, False, 16, 64)),
+        ("pad bwd fp16 channels_last", pk.pad_bwd, ("*fp16:16", "*fp16:16") + (i32,) * 9 + sizes,
+         (False, False, False, 4, 256)),
+        ("pad bwd fp64 wide", pk.pad_bwd, ("*fp64:16", "*fp64:16") + (i32,) * 9 + sizes, (True, True, True, 32, 32)),
     ]
 
 
@@ -125,24 +128,29 @@ except NotImplementedError as e:
     assert "reflection_pad1d" in str(e) and "Bool" in str(e), e
 print("pad ok")
 
-# instance norm: group norm's kernels with one channel per group, planes longer than one block; channels_last input
-instance_cases = (((2, 3, 2500), None), ((2, 4, 5, 6), torch.channels_last), ((1, 2, 3, 1, 7), None))
-for shape, fmt in instance_cases[1:2] if wide else instance_cases:
+# instance norm: group norm's kernels with one channel per group, planes longer than one block; channels_last input;
+# planes split over several programs (fewer planes than 2 per multiprocessor, the stand-in runtime's 3); and group
+# norm with two channels per group split the same way (its backward is not split)
+instance_cases = (((2, 3, 2500), None, 3), ((2, 4, 5, 6), torch.channels_last, 4), ((1, 2, 3, 1, 7), None, 2),
+                  ((1, 2, 9000), None, 2), ((1, 4, 2100), None, 2))
+for shape, fmt, G in instance_cases[1:2] if wide else instance_cases:
     C = shape[1]
+    K = C // G * torch.Size(shape[2:]).numel()  # elements per group
+    assert (layers._gn_split(shape[0] * G, K, 0) is not None) == (K >= 8192), shape
     x = torch.randn(*shape, generator=g) * 2 + 1
     x = x.to(memory_format=fmt) if fmt is not None else x
     w, b = torch.randn(C, generator=g), torch.randn(C, generator=g)
     for W, B in ((nd(w), nd(b)), (None, None)):
-        got = layers.group_norm(nd(x), W, B, C, 1e-5)
+        got = layers.group_norm(nd(x), W, B, G, 1e-5)
         W64, B64 = (nd(w.double()), nd(b.double())) if W is not None else (None, None)
-        ref = cpu.group_norm(nd(x.double()), W64, B64, C, 1e-5)
+        ref = cpu.group_norm(nd(x.double()), W64, B64, G, 1e-5)
         for a, r, name in zip(got, ref, ("out", "mean", "rstd")):
             torch.testing.assert_close(cpu.native(a).double(), cpu.native(r), rtol=1e-4, atol=1e-5,
                                        msg=lambda m: f"instance norm {name} {shape}: {m}")
         dy = torch.randn(*shape, generator=g)
         mask = (True, W is not None, W is not None)
-        for a, r, name in zip(layers.group_norm_backward(nd(dy), nd(x), W, got[1], got[2], C, mask),
-                              cpu.group_norm_backward(nd(dy.double()), nd(x.double()), W64, ref[1], ref[2], C, mask),
+        for a, r, name in zip(layers.group_norm_backward(nd(dy), nd(x), W, got[1], got[2], G, mask),
+                              cpu.group_norm_backward(nd(dy.double()), nd(x.double()), W64, ref[1], ref[2], G, mask),
                               ("dx", "dw", "db")):
             assert (a is None) == (r is None), name
             if a is not None:

@@ -492,12 +492,52 @@ def batch_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, runni
 
 _GN_FWD = td.Kernel(bk.gn_fwd)
 _GN_BWD = td.Kernel(bk.gn_bwd)
+_GN_PARTIALS = td.Kernel(bk.gn_partials)
+_GN_APPLY = td.Kernel(bk.gn_apply)
+# Fewer groups than this many per multiprocessor leave the device idle with one program per group: their rows are
+# then split over several programs (statistics, then the mapping pass, which merges them).
+_GN_SPLIT_PER_SM = 2
+_GN_SPLIT_BLOCK = 1024
 
 
 def _gn_blocks(C: int, S: int, G: int) -> tuple[int, int, int]:
     """(BLOCK over a group, BLOCK_S over one channel's S elements, num_warps)."""
     block = min(max(_next_pow2(C // G * S), 16), 2048)
     return block, min(max(_next_pow2(S), 16), 2048), 4 if block <= 1024 else 8
+
+
+@functools.lru_cache(maxsize=1024)
+def _gn_split(R: int, K: int, device: int) -> tuple[int, int] | None:
+    """(programs P per row, elements per program) splitting R group rows of K elements, or None when the rows
+    alone fill the device (or are too short to split)."""
+    sms = rt.multiprocessor_count(device)
+    if R >= _GN_SPLIT_PER_SM * sms or K < 8 * _GN_SPLIT_BLOCK or _cdiv(K, _GN_SPLIT_BLOCK) > 65535:
+        return None
+    P = min(_cdiv(8 * sms, R), _cdiv(K, 4 * _GN_SPLIT_BLOCK), 64)
+    chunk = _cdiv(_cdiv(K, P), _GN_SPLIT_BLOCK) * _GN_SPLIT_BLOCK
+    return _cdiv(K, chunk), chunk
+
+
+def _gn_split_pass(x: NDArray, g: NDArray, weight: NDArray | None, bias: NDArray | None, out: NDArray,
+                   mean: NDArray, rstd: NDArray, gpart: NDArray, C: int, S: int, G: int, split: tuple[int, int],
+                   eps: float, backward: bool) -> None:
+    """Group norm (or its backward, one channel per group) over rows split into P programs each: ``gn_partials``
+    then ``gn_apply``."""
+    P, chunk = split
+    R, K = mean.size, x.size // mean.size
+    acc = mean.dtype
+    f64 = acc is _F64
+    part = _new((3, R, P), acc, x.device)
+    ptrs, sig = _pointers((x, g, mean, rstd, part))
+    go = _GN_PARTIALS.launcher(sig + ("i32", "i32", "i32"), (backward, f64, _GN_SPLIT_BLOCK), 8)
+    go(R, P, 1, *ptrs, K, chunk, P)
+    arrays = (x, g, weight if weight is not None else x, bias if bias is not None else x, out, mean, rstd, part,
+              gpart)
+    ptrs, sig = _pointers(arrays)
+    go = _GN_APPLY.launcher(sig + ("i32",) * 5 + ("fp64" if f64 else "fp32",),
+                            (backward, weight is not None, bias is not None, C == G, f64, max(_next_pow2(P), 2),
+                             _GN_SPLIT_BLOCK), 4)
+    go(R, _cdiv(K, _GN_SPLIT_BLOCK), 1, *ptrs, C, S, G, K, P, eps)
 
 
 def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_groups: int,
@@ -510,8 +550,13 @@ def group_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, num_gro
     mean, rstd = _new((N, num_groups), acc, x.device), _new((N, num_groups), acc, x.device)
     if N and C:
         rt.ensure_device(x.device.index)
-        arrays = (xc, _dense(weight) if weight is not None else xc, _dense(bias) if bias is not None else xc, y,
-                  mean, rstd)
+        weight = _dense(weight) if weight is not None else None
+        bias = _dense(bias) if bias is not None else None
+        split = _gn_split(N * num_groups, C // num_groups * S, x.device.index)
+        if split is not None:
+            _gn_split_pass(xc, xc, weight, bias, y, mean, rstd, xc, C, S, num_groups, split, eps, False)
+            return y, mean, rstd
+        arrays = (xc, weight if weight is not None else xc, bias if bias is not None else xc, y, mean, rstd)
         ptrs, sig = _pointers(arrays)
         block, _, warps = _gn_blocks(C, S, num_groups)
         go = _GN_FWD.launcher(sig + ("i32", "i32", "i32", "fp64" if acc is _F64 else "fp32"),
@@ -529,12 +574,18 @@ def group_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
     part = _new((2, N, C), acc, x.device)
     if N and C:
         rt.ensure_device(x.device.index)
-        arrays = (g, xc, _dense(weight) if weight is not None else xc, _dense(mean), _dense(rstd), dx, part)
-        ptrs, sig = _pointers(arrays)
-        block, block_s, warps = _gn_blocks(C, S, num_groups)
-        go = _GN_BWD.launcher(sig + ("i32",) * 4,
-                              (weight is not None, acc is _F64, block, block_s), warps)
-        go(N * num_groups, 1, 1, *ptrs, N, C, S, num_groups)
+        weight = _dense(weight) if weight is not None else None
+        mean, rstd = _dense(mean), _dense(rstd)
+        split = _gn_split(N * num_groups, C // num_groups * S, x.device.index) if C == num_groups else None
+        if split is not None:
+            _gn_split_pass(xc, g, weight, None, dx, mean, rstd, part, C, S, num_groups, split, 0.0, True)
+        else:
+            arrays = (g, xc, weight if weight is not None else xc, mean, rstd, dx, part)
+            ptrs, sig = _pointers(arrays)
+            block, block_s, warps = _gn_blocks(C, S, num_groups)
+            go = _GN_BWD.launcher(sig + ("i32",) * 4,
+                                  (weight is not None, acc is _F64, block, block_s), warps)
+            go(N * num_groups, 1, 1, *ptrs, N, C, S, num_groups)
     wdt = weight.dtype if weight is not None else x.dtype
     sums = reduce("sum", part, (1,), False) if N else full((2, C), 0.0, acc, x.device)  # (2, C), batch order fixed
     gw = sums.narrow(0, 0, 1).reshape((C,)).astype(wdt) if output_mask[1] else None

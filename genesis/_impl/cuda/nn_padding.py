@@ -17,23 +17,25 @@ from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import from_numpy
 from genesis._impl.cuda.kernels import nn_pad as pk
-from genesis._impl.cuda.launch import _new, _new_channels_last, _pointers
+from genesis._impl.cuda.launch import _new, _new_channels_last, _next_pow2, _pointers
 from genesis.memo import remember
 from genesis.memory_format import channels_last, channels_last_3d, suggest
 from genesis.ndarray import NDArray
 
 _FWD = td.Kernel(pk.pad_fwd)
 _BWD = td.Kernel(pk.pad_bwd)
-_BLOCK = 512
+# Elements per program of both kernels and the widest tile row, chosen with benchmark/sweep_cnn_tiles.py on an H200.
+_TILE, _TILE_WIDTH = 2048, 256
 _TABLES: dict[tuple, tuple] = {}
+_MODES = {"reflect": 0, "replicate": 1, "circular": 2}
 # Launch plans per operand layout and padding (a network pads the same shapes at every step).
 _PLANS: dict[tuple, tuple] = {}
 _BACKWARD_PLANS: dict[tuple, tuple] = {}
-_ARG_TYPES = ("i64",) + ("i32",) * 5 + ("i64",) * 6  # total, the iteration space's sizes and strides
+_ARG_TYPES = ("i64",) + ("i32",) * 5 + ("i64",) * 6  # rows, the iteration space's sizes and strides
 
 
 def _axis_tables(size: int, before: int, after: int, mode: str, device: object) -> tuple:
-    """Device tables of one axis, cached: (src, first, count, outs, longest list)."""
+    """The backward's device tables of one axis, cached: (first, count, outs, longest list)."""
     key = (size, before, after, mode, device.index)
     hit = _TABLES.get(key)
     if hit is None:
@@ -48,8 +50,7 @@ def _axis_tables(size: int, before: int, after: int, mode: str, device: object) 
         count = np.bincount(src, minlength=size)
         first = np.cumsum(count) - count
         outs = np.argsort(src, kind="stable")  # the outputs reading each input position, in output order
-        arrays = tuple(from_numpy(a.astype(np.int32), dtypes.int32, device) for a in (src, first, count, outs))
-        hit = _TABLES[key] = arrays + (int(count.max()),)
+        hit = _TABLES[key] = tuple(from_numpy(a.astype(np.int32), dtypes.int32, device) for a in (first, count, outs))
     return hit
 
 
@@ -86,17 +87,29 @@ def _wide(*sizes: int) -> bool:
     return max(sizes) >= 2 ** 31
 
 
+def _tiles(rows: int, cols: int) -> tuple[int, int, int]:
+    """(BR, BW, programs) of the (rows, cols) tiles of both kernels: ``_TILE`` elements in rows of up to
+    ``_TILE_WIDTH`` columns (a 264-wide row takes two 256-wide tiles: narrower ones that waste fewer masked lanes
+    measured slower)."""
+    bw = min(max(4, _next_pow2(cols)), _TILE_WIDTH)
+    br = min(max(1, _TILE // bw), max(1, _next_pow2(rows)))
+    return br, bw, -(-rows // br) * -(-cols // bw)
+
+
 def _forward_plan(x: NDArray, pad: tuple, mode: str) -> tuple:
     """(output layout and shape, launch arguments) of padding arrays of x's shape and strides: worked out once."""
     padded = len(pad) // 2
     last = _channels_last(x, padded)
     sizes, strides = _space(x, padded, last)
     amounts = _amounts(pad)
-    axes = tuple(_axis_tables(n, b, a, mode, x.device)[0] for n, (b, a) in zip(sizes[2:5], amounts))
     out_sizes = sizes[:2] + [n + b + a for n, (b, a) in zip(sizes[2:5], amounts)] + sizes[5:]
     shape = tuple(x.shape[:x.ndim - padded]) + tuple(out_sizes[5 - padded:5])
     total = math.prod(shape)
-    return last, shape, total, axes, (_wide(x.size, total), _BLOCK), (total, *out_sizes[1:], *strides)
+    rows = math.prod(out_sizes[:4])
+    br, bw, programs = _tiles(rows, out_sizes[4] * out_sizes[5])
+    consts = (_MODES[mode], out_sizes[5] == 1, _wide(x.size, total), br, bw)
+    args = (rows, *out_sizes[1:], *strides, *sizes[2:5], *(b for b, _ in amounts))
+    return last, shape, programs if total else 0, consts, args
 
 
 def pad(x: NDArray, pad: tuple, mode: str) -> NDArray:
@@ -108,13 +121,13 @@ def pad(x: NDArray, pad: tuple, mode: str) -> NDArray:
             name = "reflection" if mode == "reflect" else "replication"
             raise NotImplementedError(f"\"{name}_pad{padded}d\" not implemented for 'Bool'")
         plan = remember(_PLANS, key, _forward_plan(x, pad, mode))
-    last, shape, total, axes, consts, args = plan
+    last, shape, programs, consts, args = plan
     y = _alloc(shape, x.dtype, x.device, last)
-    if total:
+    if programs:
         rt.ensure_device(x.device.index)
-        ptrs, sig = _pointers((x, y) + axes)
-        go = _FWD.launcher(sig + _ARG_TYPES, consts, 4)
-        go(-(-total // _BLOCK), 1, 1, *ptrs, *args)
+        ptrs, sig = _pointers((x, y))
+        go = _FWD.launcher(sig + _ARG_TYPES + ("i32",) * 6, consts, 4)
+        go(programs, 1, 1, *ptrs, *args)
     return y
 
 
@@ -124,11 +137,12 @@ def _backward_plan(grad: NDArray, dx: NDArray, pad: tuple, mode: str, last: bool
     padded = len(pad) // 2
     _, strides = _space(grad, padded, last)
     sizes, _ = _space(dx, padded, last)
-    total = dx.size
     axes = [_axis_tables(n, b, a, mode, grad.device) for n, (b, a) in zip(sizes[2:5], _amounts(pad))]
-    tables = tuple(t for axis in axes for t in axis[1:4])
-    consts = (*(axis[4] for axis in axes), grad.dtype is dtypes.float64, _wide(total, grad.size), _BLOCK // 2)
-    return last, dx.shape, total, tables, consts, (total, *sizes[1:], *strides)
+    tables = tuple(t for axis in axes for t in axis)
+    rows = math.prod(sizes[:4])
+    br, bw, programs = _tiles(rows, sizes[4] * sizes[5])
+    consts = (sizes[5] == 1, grad.dtype is dtypes.float64, _wide(dx.size, grad.size), br, bw)
+    return last, dx.shape, programs if dx.size else 0, tables, consts, (rows, *sizes[1:], *strides)
 
 
 def pad_backward(grad: NDArray, input_shape: tuple, pad: tuple, mode: str) -> NDArray:
@@ -142,10 +156,10 @@ def pad_backward(grad: NDArray, input_shape: tuple, pad: tuple, mode: str) -> ND
         plan = remember(_BACKWARD_PLANS, key, _backward_plan(grad, dx, pad, mode, last))
     else:
         dx = _alloc(plan[1], grad.dtype, grad.device, plan[0])
-    _, _, total, tables, consts, args = plan
-    if total:
+    _, _, programs, tables, consts, args = plan
+    if programs:
         rt.ensure_device(grad.device.index)
         ptrs, sig = _pointers((grad, dx) + tables)
         go = _BWD.launcher(sig + _ARG_TYPES, consts, 4)
-        go(-(-total // (_BLOCK // 2)), 1, 1, *ptrs, *args)
+        go(programs, 1, 1, *ptrs, *args)
     return dx

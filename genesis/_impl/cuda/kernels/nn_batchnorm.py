@@ -411,3 +411,104 @@ def gn_bwd(
             gv = gv * _acc(tl.load(w + c0 + k // S, mask=m, other=0.0), F64)
         xh = (_acc(tl.load(x + base + k, mask=m, other=0.0), F64) - mu) * r
         tl.store(dx + base + k, (r * (gv - wb - xh * wa)).to(dx.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def gn_partials(
+    x, g, mean, rstd, part,                # pointers: x, g (R, K) rows (g, mean, rstd: backward only); part (3, R, P)
+    K, chunk, P,                           # row length; elements of a row per program; programs per row
+    BACKWARD: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Program (row, p) reduces elements [p chunk, (p + 1) chunk) of one group's contiguous row, for groups too few
+    to fill the device one program each. Forward: (count, mean, M2) with Welford lanes. Backward (one channel per
+    group): ``sum(dy * xhat)`` and ``sum(dy)``."""
+    row = tl.program_id(0)
+    p = tl.program_id(1)
+    R = tl.num_programs(0)
+    base = row.to(tl.int64) * K
+    if F64:
+        zeros = tl.zeros([BLOCK], tl.float64)
+    else:
+        zeros = tl.zeros([BLOCK], tl.float32)
+    cnt, mu_l, m2, s_g, s_gx = zeros, zeros, zeros, zeros, zeros
+    mu = 0.0
+    r = 1.0
+    if BACKWARD:
+        mu = _acc(tl.load(mean + row), F64)
+        r = _acc(tl.load(rstd + row), F64)
+    lanes = tl.arange(0, BLOCK)
+    for k0 in range(p * chunk, tl.minimum(p * chunk + chunk, K), BLOCK):
+        m = k0 + lanes < K
+        v = tl.load(x + base + k0 + lanes, mask=m, other=0.0)
+        gv = v
+        if BACKWARD:
+            gv = tl.load(g + base + k0 + lanes, mask=m, other=0.0)
+        cnt, mu_l, m2, s_g, s_gx = _lanes(cnt, mu_l, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
+    a0, a1, a2 = _merge_lanes(cnt, mu_l, m2, s_g, s_gx, BACKWARD)
+    if BACKWARD:  # sum(dy (x - mean)) rstd = sum(dy xhat)
+        a0, a1 = a1 * r, a0
+    o = row * P + p
+    tl.store(part + o, a0)
+    tl.store(part + R * P + o, a1)
+    tl.store(part + 2 * R * P + o, a2)
+
+
+@triton.jit
+def gn_apply(
+    x, g, w, b, y, mean, rstd, part, gpart,  # x, g, y (R, K) rows; w, b (C,); mean, rstd (R,); part (3, R, P);
+    C, S, G, K, P, eps,                    # gpart (2, N, C): backward's per-(sample, channel) sums
+    BACKWARD: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, ONE: tl.constexpr, F64: tl.constexpr,
+    BLOCK_P: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Program (row, block) merges its row's P partials of ``gn_partials`` (every program of the row the same way),
+    then maps one block of the row. Forward: ``y = (x - mean) rstd w[c] + b[c]``, block 0 storing the row's mean and
+    rstd. Backward (``ONE`` channel per group): ``dx = rstd (dy w - mean(dy) w - xhat mean(dy xhat) w)``, block 0
+    storing the row's two sums for the weight and bias gradients."""
+    row = tl.program_id(0)
+    blk = tl.program_id(1)
+    base = row.to(tl.int64) * K
+    c0 = (row % G) * (C // G)
+    ps = tl.arange(0, BLOCK_P)
+    mp = ps < P
+    a0 = _acc(tl.load(part + row * P + ps, mask=mp, other=0.0), F64)
+    a1 = _acc(tl.load(part + (tl.num_programs(0) + row) * P + ps, mask=mp, other=0.0), F64)
+    k = blk * BLOCK + tl.arange(0, BLOCK)
+    m = k < K
+    v = _acc(tl.load(x + base + k, mask=m, other=0.0), F64)
+    if ONE:
+        c = c0
+        mc = True
+    else:
+        c = c0 + k // S
+        mc = m
+    if BACKWARD:
+        mu = _acc(tl.load(mean + row), F64)
+        r = _acc(tl.load(rstd + row), F64)
+        sxh = tl.sum(a0, 0)
+        sg = tl.sum(a1, 0)
+        if blk == 0:
+            n = row // G
+            tl.store(gpart + n * C + c0, sxh)
+            tl.store(gpart + (tl.num_programs(0) // G + n) * C + c0, sg)
+        gv = _acc(tl.load(g + base + k, mask=m, other=0.0), F64)
+        if HAS_W:
+            wc = _acc(tl.load(w + c0), F64)
+            gv = gv * wc
+            sxh = sxh * wc
+            sg = sg * wc
+        out = r * (gv - sg / K - (v - mu) * r * (sxh / K))
+    else:
+        a2 = _acc(tl.load(part + (2 * tl.num_programs(0) + row) * P + ps, mask=mp, other=0.0), F64)
+        n = tl.sum(a0, 0)
+        mu = tl.sum(a0 * a1, 0) / n
+        d = a1 - mu
+        r = _rsqrt((tl.sum(a2, 0) + tl.sum(a0 * d * d, 0)) / n + eps)
+        if blk == 0:
+            tl.store(mean + row, mu.to(mean.dtype.element_ty))
+            tl.store(rstd + row, r.to(rstd.dtype.element_ty))
+        out = (v - mu) * r
+        if HAS_W:
+            out = out * _acc(tl.load(w + c, mask=mc, other=0.0), F64)
+        if HAS_B:
+            out = out + _acc(tl.load(b + c, mask=mc, other=0.0), F64)
+    tl.store(y + base + k, out.to(y.dtype.element_ty), mask=m)
