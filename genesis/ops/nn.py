@@ -349,7 +349,13 @@ class BatchNorm(Primitive):
                 running_var: NDArray | None, *, training: bool, momentum: float, eps: float) -> NDArray:
         out, save_mean, save_invstd = x.backend.batch_norm(x, weight, bias, running_mean, running_var, training,
                                                            momentum, eps)
-        ctx.save_for_backward(x, weight, running_mean, running_var, save_mean, save_invstd)
+        # The running statistics normalize only in eval (then a later in-place change of them is caught); the batch
+        # statistics are this op's own arrays, which nothing else can change.
+        if training:
+            ctx.save_for_backward(x, weight)
+        else:
+            ctx.save_for_backward(x, weight, running_mean, running_var)
+        ctx.stats = (save_mean, save_invstd)
         ctx.params = (training, eps)
         ctx.bias_dtype = bias.dtype if bias is not None else None
         return out
@@ -358,15 +364,20 @@ class BatchNorm(Primitive):
     def backward(ctx, grad):
         need = ctx.needs_input_grad
         if is_grad_enabled():
-            x, weight, running_mean, running_var, _, _ = ctx.saved_tensors
+            x, weight, running_mean, running_var = _batch_norm_saved(ctx.saved_tensors)
             mask = (bool(need[0]), weight is not None and bool(need[1]), bool(need[2]))
             grads = batch_norm_grads(grad, x, weight, running_mean, running_var, *ctx.params, ctx.bias_dtype, mask)
         else:
-            x, weight, running_mean, running_var, save_mean, save_invstd = ctx.saved_arrays()
+            x, weight, running_mean, running_var = _batch_norm_saved(ctx.saved_arrays())
             mask = (bool(need[0]), weight is not None and bool(need[1]), bool(need[2]))
-            grads = x.backend.batch_norm_backward(grad.ndarray, x, weight, running_mean, running_var, save_mean,
-                                                  save_invstd, *ctx.params, mask)
+            grads = x.backend.batch_norm_backward(grad.ndarray, x, weight, running_mean, running_var, *ctx.stats,
+                                                  *ctx.params, mask)
         return tuple(grads) + (None, None)
+
+
+def _batch_norm_saved(saved: tuple) -> tuple:
+    """(x, weight, running_mean, running_var) of a ``BatchNorm`` node (no running statistics in training)."""
+    return saved if len(saved) == 4 else (*saved, None, None)
 
 
 def check_all(ok: Tensor | NDArray, error: type[Exception], message: str) -> None:
