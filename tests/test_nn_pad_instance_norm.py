@@ -128,6 +128,28 @@ def test_instance_norm_modules_and_channels_last() -> None:
     check(lambda lib, x: lib.nn.functional.instance_norm(x), t)
 
 
+def test_norm_planes_split_over_programs() -> None:
+    """Planes too few for the device and long enough (8192 elements or more) are split over several programs on
+    cuda (statistics merged from chunks): instance norm with running statistics, in float64 and float32, and group
+    norm with two channels per group."""
+    x = rand(2, 3, 96, 96) * 3 + 1
+    w, b = rand(3, seed=1), rand(3, seed=2)
+    rm, rv = rand(3, requires_grad=False, seed=3), rand(3, requires_grad=False, seed=4).abs() + 0.5
+    grm, grv = to_genesis(rm), to_genesis(rv)
+
+    def run(lib, x, w, b):
+        mean, var = (grm, grv) if lib is genesis else (rm, rv)
+        return lib.nn.functional.instance_norm(x, mean, var, w, b, momentum=0.2)
+
+    check(run, x, w, b)
+    torch.testing.assert_close(to_torch(grm), rm)
+    torch.testing.assert_close(to_torch(grv), rv)
+    single = [t.detach().to(F32).requires_grad_() for t in (x, w, b)]
+    check(lambda lib, x, w, b: lib.nn.functional.instance_norm(x, weight=w, bias=b), *single)
+    check(lambda lib, x, w, b: lib.nn.functional.group_norm(x, 2, w, b), rand(1, 4, 64, 64) * 2 - 1,
+          rand(4, seed=5), rand(4, seed=6))
+
+
 def test_instance_norm_errors() -> None:
     check_error(ValueError, lambda lib, x: lib.nn.functional.instance_norm(x), rand(1, 3, 1))
     check_error(RuntimeError, lambda lib, x, w: lib.nn.functional.instance_norm(x, weight=w), rand(2, 3, 4),
