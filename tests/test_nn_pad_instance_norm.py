@@ -62,16 +62,33 @@ def test_pad_integers_and_double_backward(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_pad_channels_last(mode: str) -> None:
-    t = rand(2, 3, 4, 5).to(memory_format=torch.channels_last).detach().requires_grad_()
+def test_pad_many_tiles(mode: str) -> None:
+    """Rows wider than one tile of the cuda kernels and more rows than one tile holds (partly masked tiles both
+    ways), channels_last rows of channels, and replicate's long edge lists inside wide rows."""
+    check(lambda lib, x: lib.nn.functional.pad(x, (4, 5, 2, 3), mode=mode), rand(2, 3, 20, 300))
+    _check_channels_last(mode, (2, 40, 9, 30), (1, 1, 1, 1))
+    wide = 9 if mode == "reflect" else 10
+    check(lambda lib, x: lib.nn.functional.pad(x, (wide, 7, 3, 2), mode=mode), rand(1, 2, 10, 290))
+
+
+def _check_channels_last(mode: str, shape: tuple, pad: tuple) -> None:
+    """Padding of channels_last input against torch: values, the output's layout and the input gradient."""
+    t = rand(*shape).to(memory_format=torch.channels_last).detach().requires_grad_()
     g = to_genesis(t).contiguous(memory_format=genesis.channels_last).detach().requires_grad_()
-    out = genesis.nn.functional.pad(g, (1, 2, 2, 1), mode=mode)
-    tout = torch.nn.functional.pad(t, (1, 2, 2, 1), mode=mode)
+    out = genesis.nn.functional.pad(g, pad, mode=mode)
+    tout = torch.nn.functional.pad(t, pad, mode=mode)
     torch.testing.assert_close(to_torch(out), tout)
+    layout = tout.is_contiguous(memory_format=torch.channels_last)
+    assert out.is_contiguous(memory_format=genesis.channels_last) == layout, "the output's layout differs from torch's"
     dy = rand(*tout.shape, requires_grad=False, seed=3)
     out.backward(to_genesis(dy))
     tout.backward(dy)
     torch.testing.assert_close(to_torch(g.grad), t.grad)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pad_channels_last(mode: str) -> None:
+    _check_channels_last(mode, (2, 3, 4, 5), (1, 2, 2, 1))
 
 
 def test_pad_errors() -> None:
