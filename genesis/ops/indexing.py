@@ -45,10 +45,12 @@ class IndexPut(Primitive):
     @staticmethod
     def forward(ctx, x: NDArray, indices: tuple, values: NDArray, accumulate: bool) -> NDArray:
         out = x.backend.contiguous(x) if not x.is_contiguous() else x.backend.cast(x, x.dtype)
-        target_shape = x.backend.index(x, indices).shape if values.ndim else None
-        if target_shape is not None and values.shape != target_shape:
-            values = values.expand(target_shape, "index_put_")
-        x.backend.index_put_(out, full_indices(x.shape, indices), values.astype(x.dtype), accumulate)
+        full = full_indices(x.shape, indices)
+        if values.ndim:  # the indexed region's shape, from the indices alone (nothing is gathered to learn it)
+            target_shape = broadcast_shapes("index_put_", *(i.shape for i in full))
+            if values.shape != target_shape:
+                values = values.expand(target_shape, "index_put_")
+        x.backend.index_put_(out, full, values.astype(x.dtype), accumulate)
         ctx.meta = (indices, accumulate, values.shape)
         return out
 

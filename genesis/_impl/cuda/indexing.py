@@ -158,6 +158,13 @@ def index(x: NDArray, indices: tuple) -> NDArray:
     check_same_device("index", x, *[i for i in indices if i is not None])
     if x.dtype.category == 3:  # complex: index the real view, taking both parts of each element
         return complex_view(index(real_view(x), tuple(indices) + (None,)))
+    advanced = [d for d, i in enumerate(indices) if i is not None]
+    if len(advanced) == 1:
+        # One index tensor (x[idx], x[:, idx]): its dims take its place, as index_select's dim does, so no offset
+        # per element is built (that array would be as large as the result).
+        d = advanced[0]
+        ix = indices[d]
+        return index_select(x, d, ix).reshape(x.shape[:d] + ix.shape + x.shape[d + 1:])
     full_ix = full_indices(x.shape, indices)
     shape = broadcast_shapes("index", *[i.shape for i in full_ix])
     off = _flat_offsets(x, full_ix, shape)
