@@ -875,6 +875,34 @@ def test_backend_scatter_writes_in_place(dtype):
             assert_same(x, expected)
 
 
+def test_inplace_scatter_without_a_graph_writes_through_views() -> None:
+    """``scatter_``/``scatter_add_`` with nothing recorded write straight into the tensor's memory: through a strided
+    view into its base, as a one-hot encoder and a message-passing sum do; the version moves on (a node that saved
+    the tensor refuses its backward); a source sharing the tensor's memory reads its old values (the general path)."""
+    labels = torch.tensor([3, 0, 2])
+    rows = torch.tensor([[0, 1, 0, 2, 1, 0]])
+    results = {}
+    for lib in (torch, genesis):
+        kw = {} if lib is torch else {"device": DEVICE}
+        t = (lambda a: a) if lib is torch else to_genesis
+        base = lib.zeros(3, 8, dtype=lib.float64, **kw)
+        base[:, ::2].scatter_(1, t(labels)[:, None], 1.0)
+        msgs = lib.zeros(3, 6, dtype=lib.float64, **kw)
+        msgs.scatter_add_(0, t(rows), lib.arange(6, dtype=lib.float64, **kw)[None, :] + 1)
+        results[lib] = (base, msgs)
+        w = lib.zeros(3, dtype=lib.float64, **kw)
+        leaf = lib.ones(3, dtype=lib.float64, requires_grad=True, **kw)
+        y = (leaf * w).sum()  # saves w for leaf's gradient
+        w.scatter_(0, t(torch.tensor([1])), 5.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+    for g, r in zip(results[genesis], results[torch]):
+        assert_same(g, r)
+    x = to_genesis(torch.arange(6, dtype=torch.float64).reshape(2, 3))
+    x.scatter_add_(1, to_genesis(torch.tensor([[2, 1, 0], [0, 0, 1]])), x)
+    assert x.tolist() == [[2.0, 2.0, 2.0], [10.0, 9.0, 5.0]]
+
+
 def test_fills_take_numpy_scalars_with_and_without_grad() -> None:
     """``masked_fill`` / ``fill_`` of a numpy scalar (a replay buffer's reward): the number it holds, also on a
     tensor that requires grad."""

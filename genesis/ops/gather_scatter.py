@@ -173,6 +173,30 @@ def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: st
     return Scatter.apply(input, d, index, src, mode)
 
 
+def scatter_into(input: Tensor, dim: int, index: Tensor, src: Any = None, value: Any = None,
+                 reduce: str | None = None) -> bool:
+    """``input.scatter_(...)`` written by the backend straight into ``input``'s memory (no graph recorded); False
+    (the general path) with ``reduce``, or where ``src`` or ``index`` shares ``input``'s memory."""
+    return reduce is None and _scatter_direct("scatter", input, dim, index, value if src is None else src, "set")
+
+
+def scatter_add_into(input: Tensor, dim: int, index: Tensor, src: Tensor) -> bool:
+    """``input.scatter_add_(...)`` written straight into ``input``'s memory (no graph recorded); see
+    :func:`scatter_into`."""
+    return _scatter_direct("scatter_add", input, dim, index, src, "add")
+
+
+def _scatter_direct(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: str) -> bool:
+    buffer = input.ndarray.buffer
+    if any(isinstance(t, Tensor) and t.ndarray.buffer is buffer for t in (index, src)):
+        return False  # read while written: the general path reads a copy
+    d = normalize_dim(op, dim, input.ndim)
+    index, src = _scatter_operands(op, input, d, index, src)
+    nd = input.ndarray
+    nd.backend.scatter_(nd, d, index.ndarray, src.ndarray if isinstance(src, Tensor) else src, mode)
+    return True
+
+
 def _scatter_operands(op: str, input: Tensor, d: int, index: Tensor, src: Any) -> tuple[Tensor, Any]:
     """The index of a scatter along ``d`` checked (an int64 tensor in range) and ``src`` (a tensor, or a number)
     checked against it and cut to its shape."""

@@ -265,11 +265,21 @@ def kernel_method(name: str, kernel: str, fn: Callable, writer: Any = None) -> C
     return method
 
 
-def general_method(name: str, fn: Callable) -> Callable:
-    """``t.name_(*args)`` of any op: the out-of-place op, written back (reading a copy when a graph records it)."""
+def general_method(name: str, fn: Callable, direct: Callable | None = None) -> Callable:
+    """``t.name_(*args)`` of any op: the out-of-place op, written back (reading a copy when a graph records it).
+
+    ``direct(t, *args, **kwargs)``, where given, writes the result straight into ``t``'s memory when no graph or
+    tangent is recorded (one backend write instead of a new result and its copy back); it returns False for the
+    arguments it leaves to the general path."""
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        operands = (*args, *kwargs.values())
         recording = is_grad_enabled() and (self.requires_grad or any(
-            isinstance(a, Tensor) and a.requires_grad for a in (*args, *kwargs.values())))
+            isinstance(a, Tensor) and a.requires_grad for a in operands))
+        if direct is not None and not recording and not forward_ad.involves_dual(self, *operands):
+            check_no_internal_overlap(self)
+            if direct(self, *args, **kwargs):
+                self._bump_version()
+                return self
         return assign_inplace(self, fn(inplace_source(self) if recording else self, *args, **kwargs))
 
     method.__name__ = f"{name}_"

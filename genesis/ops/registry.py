@@ -764,12 +764,16 @@ def autocast_policy() -> dict[str, dict[str, str]]:
     return policy
 
 
+# In-place variants of GENERAL ops that the backend writes straight into memory when nothing is recorded.
+DIRECT_WRITERS = {"scatter": gather_scatter.scatter_into, "scatter_add": gather_scatter.scatter_add_into}
+
+
 def _inplace_method(op: Op, output_saving: dict[str, type]) -> Callable:
     if op.inplace == BINARY:
         return inplace.binary_method(op.name, op.fn, arithmetic.IN_PLACE_WRITERS.get(op.name))
     if op.inplace == KERNEL:
         return inplace.kernel_method(op.name, op.kernel, op.fn, output_saving.get(op.kernel))
-    return inplace.general_method(op.name, op.fn)
+    return inplace.general_method(op.name, op.fn, DIRECT_WRITERS.get(op.name))
 
 
 def bind(tensor_type: type = Tensor) -> None:

@@ -210,9 +210,11 @@ def nan_to_num(x: NDArray, nan: float | NDArray, posinf: float | NDArray, neginf
 
 
 def triangle(x: NDArray, k: int, upper: bool) -> NDArray:
-    """A select through a mask of the last two dims (column - row against k), broadcast over the leading ones."""
+    """A select through a mask of the last two dims (column - row against k), broadcast over the leading ones.
+
+    ``col - row >= k`` is compared as ``col - k >= row`` between two broadcast vectors, so the mask is the only
+    array of the matrix's size made before the select."""
     rows, cols = x.shape[-2], x.shape[-1]
-    offset = binary("sub", arange(0, cols, 1, dtypes.int64, x.device),
-                    arange(0, rows, 1, dtypes.int64, x.device).reshape((rows, 1)))
-    keep = binary("ge" if upper else "le", offset, k)
+    shifted = arange(-k, cols - k, 1, dtypes.int64, x.device)  # col - k
+    keep = binary("ge" if upper else "le", shifted, arange(0, rows, 1, dtypes.int64, x.device).reshape((rows, 1)))
     return where(keep, x, full((), False if x.dtype is dtypes.bool_ else 0, x.dtype, x.device))
