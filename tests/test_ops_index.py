@@ -903,6 +903,33 @@ def test_inplace_scatter_without_a_graph_writes_through_views() -> None:
     assert x.tolist() == [[2.0, 2.0, 2.0], [10.0, 9.0, 5.0]]
 
 
+def test_inplace_masked_fill_without_a_graph() -> None:
+    """``masked_fill_`` with nothing recorded writes straight into the tensor: a broadcast mask, a strided view of
+    a larger tensor, integer and bool tensors, the version moving on; a mask larger than the tensor is torch's
+    error."""
+    mask = torch.tensor([[True, False, False, True]])
+    for dtype, value in ((torch.float32, float("-inf")), (torch.int64, 7), (torch.bool, True)):
+        results = []
+        for lib in (torch, genesis):
+            kw = {} if lib is torch else {"device": DEVICE}
+            m = mask if lib is torch else to_genesis(mask)
+            base = lib.zeros(3, 8, dtype=getattr(lib, str(dtype).split(".")[1]), **kw)
+            view = base[:, 1::2]  # (3, 4), strided
+            view.masked_fill_(m, value)
+            results.append(base)
+        assert_same(results[1], results[0])
+    for lib in (torch, genesis):
+        kw = {} if lib is torch else {"device": DEVICE}
+        w = lib.zeros(4, dtype=lib.float64, **kw)
+        leaf = lib.ones(4, dtype=lib.float64, requires_grad=True, **kw)
+        y = (leaf * w).sum()
+        w.masked_fill_(w == 0, 2.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+    check_error(RuntimeError, lambda lib, x, m: x.masked_fill_(m, 1.0), torch.zeros(4),
+                torch.ones(2, 4, dtype=torch.bool))
+
+
 def test_fills_take_numpy_scalars_with_and_without_grad() -> None:
     """``masked_fill`` / ``fill_`` of a numpy scalar (a replay buffer's reward): the number it holds, also on a
     tensor that requires grad."""

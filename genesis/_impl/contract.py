@@ -89,6 +89,8 @@ PRIMITIVES: dict[str, str] = {
     "binary": "(op, a, b, out): op in BINARY_OPS, result dtype of a (bool for comparisons); the activation gradients "
               "(gelu_backward ...) take the gradient a and the activation's input b, both arrays",
     "where": "(cond, a, b): cond bool; a, b same dtype, broadcastable",
+    "masked_fill_": "(x, mask, value): in place x = where(mask, value, x), mask bool broadcastable to x's shape, "
+                    "value a Python number; returns x",
     "triangle": "(x, k, upper): x (at least 2-d) with the elements of its last two dims below diagonal k (upper) "
                 "or above it (lower) set to zero, as torch's triu / tril",
     "nan_to_num": "(x, nan, posinf, neginf): floating x with NaN, +inf and -inf replaced by the given values (Python "

@@ -330,6 +330,11 @@ def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
     return wrap(torch.where(native(cond), _arg(a), _arg(b)))
 
 
+def masked_fill_(x: NDArray, mask: NDArray, value: float | int | bool) -> NDArray:
+    native(x).masked_fill_(native(mask), value)
+    return x
+
+
 # ---------------------------------------------------------------- reductions
 
 def variance(x: NDArray, dims: tuple[int, ...], correction: float, keepdim: bool, root: bool) -> NDArray:

@@ -49,6 +49,7 @@ from genesis._impl.cuda.elementwise import (
     leaky_relu,
     leaky_relu_backward,
     lerp,
+    masked_fill_,
     nan_to_num,
     triangle,
     unary,

@@ -12,7 +12,7 @@ from genesis._impl.contract import COMPARISON_OPS
 from genesis._impl.cuda import complex as cx
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
-from genesis._impl.cuda.creation import arange, contiguous, full, to_numpy
+from genesis._impl.cuda.creation import arange, contiguous, copy_, full, to_numpy
 from genesis._impl.cuda.kernels import activation as ak
 from genesis._impl.cuda.launch import _CONTIG_CFG, _contig, _dense_layout, _ew, _new, _new_like, _psig, _ptr
 from genesis._impl.cuda.reductions import reduce
@@ -156,6 +156,14 @@ def where(cond: NDArray, a: NDArray | float, b: NDArray | float) -> NDArray:
     if dt.category == 3:
         return cx.where(cond, a, b)
     return _ew("where", 3, _new(shape, dt, cond.device), (cond, a, b), dt)
+
+
+def masked_fill_(x: NDArray, mask: NDArray, value: float | int | bool) -> NDArray:
+    """``x = where(mask, value, x)`` in x's own memory: one select kernel (each element read, then written)."""
+    check_same_device("masked_fill_", x, mask)
+    if x.dtype.category == 3:
+        return copy_(x, cx.where(mask, value, x))
+    return _ew("where", 3, x, (mask, value, x), x.dtype)
 
 
 def add_scaled(a: NDArray, b: NDArray, alpha: float, out: NDArray | None = None) -> NDArray:
