@@ -903,6 +903,29 @@ def test_inplace_scatter_without_a_graph_writes_through_views() -> None:
     assert x.tolist() == [[2.0, 2.0, 2.0], [10.0, 9.0, 5.0]]
 
 
+def test_inplace_index_add_without_a_graph() -> None:
+    """``index_add_`` with nothing recorded adds straight into the tensor: through a strided view into its base,
+    with repeated indices and alpha (an integer tensor reads alpha as an integer), the version moving on."""
+    index = torch.tensor([2, 0, 2])
+    results = []
+    for lib in (torch, genesis):
+        kw = {} if lib is torch else {"device": DEVICE}
+        ix = index if lib is torch else to_genesis(index)
+        base = lib.zeros(4, 6, dtype=lib.float64, **kw)
+        base[:, ::2].index_add_(0, ix, lib.arange(9, dtype=lib.float64, **kw).reshape(3, 3), alpha=0.5)
+        counts = lib.zeros(3, dtype=lib.int64, **kw)
+        counts.index_add_(0, ix, lib.ones(3, dtype=lib.int64, **kw), alpha=2.7)
+        results.append((base, counts))
+        w = lib.zeros(3, dtype=lib.float64, **kw)
+        leaf = lib.ones(3, dtype=lib.float64, requires_grad=True, **kw)
+        y = (leaf * w).sum()
+        w.index_add_(0, ix, lib.ones(3, dtype=lib.float64, **kw))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+    for g, t in zip(results[1], results[0]):
+        assert_same(g, t)
+
+
 def test_inplace_masked_fill_without_a_graph() -> None:
     """``masked_fill_`` with nothing recorded writes straight into the tensor: a broadcast mask, a strided view of
     a larger tensor, integer and bool tensors, the version moving on; a mask larger than the tensor is torch's

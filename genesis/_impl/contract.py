@@ -161,6 +161,8 @@ PRIMITIVES: dict[str, str] = {
     "gather": "(x, dim, index): torch.gather",
     "scatter": "(x, dim, index, src, mode): out-of-place torch.scatter; mode 'set' or 'add'",
     "scatter_": "(out, dim, index, src, mode): scatter into out itself (no copy of it); returns out",
+    "index_add_": "(x, dim, index, src): in place x.index_select(dim, index) += src, index 1-d int64 in range, src "
+                  "of x's dtype and shape but index.size along dim (repeated indices add up); returns x",
     "scatter_reduce": "(x, dim, index, src, reduce, include_self): out-of-place torch.scatter_reduce; reduce sum, "
                       "mean (integers rounded down), prod, amax or amin (NaN propagates); src at least index's "
                       "shape (its leading part is read)",

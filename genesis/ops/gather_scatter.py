@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
-from genesis.ndarray import NDArray, broadcast_shapes, full_indices, normalize_dim
+from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
 from genesis.ops._args import (
     _check_range,
     _check_same_dtype,
@@ -83,11 +83,7 @@ class IndexAdd(Primitive):
         ctx.meta = (dim, alpha)
         ctx.save_for_backward(index)
         out = x.backend.contiguous(x) if not x.is_contiguous() else x.backend.cast(x, x.dtype)
-        # One index array at `dim`: the indexed dim stays in place, so `src` already has the indexed shape.
-        indices = tuple(index if d == dim else None for d in range(x.ndim))
-        values = src.astype(x.dtype) if alpha == 1 else src.astype(x.dtype) * alpha
-        x.backend.index_put_(out, full_indices(x.shape, indices), values, True)
-        return out
+        return _index_add_arrays(out, dim, index, src, alpha)
 
     @staticmethod
     def backward(ctx, grad):
@@ -95,6 +91,13 @@ class IndexAdd(Primitive):
         dim, alpha = ctx.meta
         grad_src = grad.index_select(dim, index) * alpha if ctx.needs_input_grad[3] else None
         return grad, None, None, grad_src, None
+
+
+def _index_add_arrays(out: NDArray, dim: int, index: NDArray, src: NDArray, alpha: float) -> NDArray:
+    """``out.index_select(dim, index) += alpha * src`` in ``out``'s memory (the backend's ``index_add_``); returns
+    ``out``."""
+    values = src.astype(out.dtype) if alpha == 1 else src.astype(out.dtype) * alpha
+    return out.backend.index_add_(out, dim, index, values)
 
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
@@ -254,6 +257,24 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1) -> Tensor:
+    """``input`` with ``alpha * source`` added to the slices at ``index`` along ``dim`` (repeated indices add up)."""
+    return IndexAdd.apply(input, *_index_add_operands(input, dim, index, source, alpha))
+
+
+def index_add_into(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1) -> bool:
+    """``input.index_add_(...)`` written straight into ``input``'s memory (no graph recorded); False (the general
+    path) where ``source`` shares ``input``'s memory."""
+    buffer = input.ndarray.buffer
+    if not isinstance(source, Tensor) or any(isinstance(t, Tensor) and t.ndarray.buffer is buffer
+                                             for t in (index, source)):
+        return False
+    d, index, source, alpha = _index_add_operands(input, dim, index, source, alpha)
+    _index_add_arrays(input.ndarray, d, index.ndarray, source.ndarray, alpha)
+    return True
+
+
+def _index_add_operands(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float) -> tuple:
+    """index_add's checks: (dim, the index in range, source, alpha in the input's kind of number)."""
     d = normalize_dim("index_add", dim, input.ndim)
     index = _to_index_tensor("index_add", index, input)
     # torch's class: IndexError for a vector (its 1-d kernel), RuntimeError for higher ranks.
@@ -267,7 +288,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: flo
     _check_same_dtype("index_add", input, source)
     if input.dtype.category < 2:  # torch's kernel reads alpha in the integer (or bool) dtype: 0.5 adds nothing
         alpha = bool(alpha) if input.dtype is dtypes.bool_ else int(alpha)
-    return IndexAdd.apply(input, d, index, source, alpha)
+    return d, index, source, alpha
 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:

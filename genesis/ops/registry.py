@@ -766,7 +766,7 @@ def autocast_policy() -> dict[str, dict[str, str]]:
 
 # In-place variants of GENERAL ops that the backend writes straight into memory when nothing is recorded.
 DIRECT_WRITERS = {"scatter": gather_scatter.scatter_into, "scatter_add": gather_scatter.scatter_add_into,
-                  "masked_fill": gather_scatter.masked_fill_into}
+                  "masked_fill": gather_scatter.masked_fill_into, "index_add": gather_scatter.index_add_into}
 
 
 def _inplace_method(op: Op, output_saving: dict[str, type]) -> Callable:

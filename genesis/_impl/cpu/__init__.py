@@ -513,6 +513,11 @@ def scatter_(out: NDArray, dim: int, index: NDArray, src: NDArray | float, mode:
     return out
 
 
+def index_add_(x: NDArray, dim: int, index: NDArray, src: NDArray) -> NDArray:
+    native(x).index_add_(dim, native(index), native(src))
+    return x
+
+
 def scatter_reduce(x: NDArray, dim: int, index: NDArray, src: NDArray, reduce: str, include_self: bool) -> NDArray:
     return wrap(torch.scatter_reduce(native(x), dim, native(index), native(src), reduce, include_self=include_self))
 

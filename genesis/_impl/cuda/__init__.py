@@ -59,6 +59,7 @@ from genesis._impl.cuda.indexing import (
     check_index,
     gather,
     index,
+    index_add_,
     index_put_,
     index_select,
     nonzero,

@@ -278,6 +278,26 @@ def _scatter_into(out: NDArray, dim: int, index: NDArray, src: NDArray | float, 
     return out
 
 
+def index_add_(x: NDArray, dim: int, index: NDArray, src: NDArray) -> NDArray:
+    """``x.index_select(dim, index) += src`` in x's memory: the scatter kernel with the index broadcast along the
+    other dims (the mirror of ``index_select``), adding with atomics; no offset array is built."""
+    check_same_device("index_add_", x, index, src)
+    if not _contig(x):
+        return copy_(x, index_add_(contiguous(x), dim, index, src))
+    if x.ndim == 0 or x.dtype not in _ATOMIC_DTYPES:
+        indices = tuple(index if d == dim else None for d in range(x.ndim))
+        return index_put_(x, full_indices(x.shape, indices), src, True)
+    if src.buffer is x.buffer:
+        src = contiguous(src)
+    flat = index.reshape((index.size,))
+    istr = [0] * src.ndim
+    istr[dim] = flat.strides[0]
+    dst_pos = [0 if d == dim else x.strides[d] for d in range(src.ndim)]
+    _index_launch(_SCATTER, src.shape, x, dst_pos, src, list(src.strides), flat, istr, x.strides[dim], (1, 1),
+                  x.dtype)
+    return x
+
+
 def _scatter_host(out: NDArray, dim: int, index: NDArray, src: NDArray | float, add: bool) -> NDArray:
     """The scatter on the host, for dtypes without device atomics, written back into ``out``."""
     host = to_numpy(out).copy()
