@@ -36,6 +36,15 @@ class Index(Primitive):
     @staticmethod
     def backward(ctx, grad):
         shape, dtype, indices = ctx.meta
+        advanced = [d for d, i in enumerate(indices) if i is not None]
+        if len(advanced) == 1 and not is_grad_enabled():
+            # One index tensor: its gradient rows add into zeros along its dim (the backend's index_add_, no index
+            # as large as the gradient); under create_graph the differentiable index_put below.
+            d = advanced[0]
+            flat = indices[d].reshape((indices[d].size,))
+            g = grad.ndarray
+            out = g.backend.full(shape, 0, g.dtype, g.device)
+            return g.backend.index_add_(out, d, flat, g.reshape(shape[:d] + flat.shape + shape[d + 1:])), None
         return index_put(_zeros(shape, grad.dtype, grad), indices, grad, accumulate=True), None
 
 
