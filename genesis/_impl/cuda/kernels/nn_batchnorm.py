@@ -62,12 +62,12 @@ def _merge(count, mean, m2, v, m, F64: tl.constexpr):
 
 
 @triton.jit
-def _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD: tl.constexpr, F64: tl.constexpr):
-    """One element per lane into the lanes' running sums: Welford's (count, mean, M2) forward, or sum(dy) and
-    sum(dy * (x - mean)) backward."""
-    v = _acc(v, F64)
+def _lanes(cnt, mean, m2, s_g, s_gx, x, g, addr, m, mu, BACKWARD: tl.constexpr, F64: tl.constexpr):
+    """The elements ``x[addr]`` (and ``g[addr]`` backward), one per lane, into the lanes' running sums: Welford's
+    (count, mean, M2) forward, or sum(dy) and sum(dy * (x - mean)) backward."""
+    v = _acc(tl.load(x + addr, mask=m, other=0.0), F64)
     if BACKWARD:
-        gv = _acc(gv, F64)
+        gv = _acc(tl.load(g + addr, mask=m, other=0.0), F64)
         s_g += gv
         s_gx += tl.where(m, gv * (v - mu), 0.0)
     else:
@@ -92,6 +92,15 @@ def _merge_lanes(cnt, mean, m2, s_g, s_gx, BACKWARD: tl.constexpr):
         d = tl.where(cnt > 0, mean - a1, 0.0)
         a2 = tl.sum(m2, 0) + tl.sum(cnt * d * d, 0)
     return a0, a1, a2
+
+
+@triton.jit
+def _store_partials(part, plane, o, a0, a1, a2, mask):
+    """A program's partial (a0, a1, a2) at ``o`` of the three planes of ``part``, ``plane`` elements apart (``mask``:
+    None, or which lanes store)."""
+    tl.store(part + o, a0, mask=mask)
+    tl.store(part + plane + o, a1, mask=mask)
+    tl.store(part + 2 * plane + o, a2, mask=mask)
 
 
 @triton.jit
@@ -122,11 +131,8 @@ def bn_partials(
             base = (n * C + c) * S
             for s0 in range(0, S, BLOCK):
                 m = s0 + lanes < S
-                v = tl.load(x + base + s0 + lanes, mask=m, other=0.0)
-                gv = v
-                if BACKWARD:
-                    gv = tl.load(g + base + s0 + lanes, mask=m, other=0.0)
-                cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
+                cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, x, g, base + s0 + lanes, m, mu, BACKWARD,
+                                                  F64)
     else:
         NS = N * S
         for k0 in range(0, chunk, BLOCK):
@@ -134,16 +140,9 @@ def bn_partials(
             m = (e < NS) & (k0 + lanes < chunk)
             n = e // S
             addr = (n * C + c) * S + (e - n * S)
-            v = tl.load(x + addr, mask=m, other=0.0)
-            gv = v
-            if BACKWARD:
-                gv = tl.load(g + addr, mask=m, other=0.0)
-            cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
+            cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, x, g, addr, m, mu, BACKWARD, F64)
     a0, a1, a2 = _merge_lanes(cnt, mean, m2, s_g, s_gx, BACKWARD)
-    o = c * P + p
-    tl.store(part + o, a0)
-    tl.store(part + C * P + o, a1)
-    tl.store(part + 2 * C * P + o, a2)
+    _store_partials(part, C * P, c * P + p, a0, a1, a2, None)
 
 
 @triton.jit
@@ -293,19 +292,10 @@ def bn_partials_cl(
         if I64:
             r = r.to(tl.int64)
         m = (r < r_hi) & cm
-        offs = r * C + c
-        v = tl.load(x + offs, mask=m, other=0.0)
-        gv = v
-        if BACKWARD:
-            gv = tl.load(g + offs, mask=m, other=0.0)
-        cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
+        cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, x, g, r * C + c, m, mu, BACKWARD, F64)
     a0, a1, a2 = _merge_lanes(cnt, mean, m2, s_g, s_gx, BACKWARD)
     c1 = tl.program_id(0) * BK + tl.arange(0, BK)
-    cm1 = c1 < C
-    o = c1 * P + p
-    tl.store(part + o, a0, mask=cm1)
-    tl.store(part + C * P + o, a1, mask=cm1)
-    tl.store(part + 2 * C * P + o, a2, mask=cm1)
+    _store_partials(part, C * P, c1 * P + p, a0, a1, a2, c1 < C)
 
 
 @triton.jit
@@ -439,18 +429,11 @@ def gn_partials(
     lanes = tl.arange(0, BLOCK)
     for k0 in range(p * chunk, tl.minimum(p * chunk + chunk, K), BLOCK):
         m = k0 + lanes < K
-        v = tl.load(x + base + k0 + lanes, mask=m, other=0.0)
-        gv = v
-        if BACKWARD:
-            gv = tl.load(g + base + k0 + lanes, mask=m, other=0.0)
-        cnt, mu_l, m2, s_g, s_gx = _lanes(cnt, mu_l, m2, s_g, s_gx, v, gv, m, mu, BACKWARD, F64)
+        cnt, mu_l, m2, s_g, s_gx = _lanes(cnt, mu_l, m2, s_g, s_gx, x, g, base + k0 + lanes, m, mu, BACKWARD, F64)
     a0, a1, a2 = _merge_lanes(cnt, mu_l, m2, s_g, s_gx, BACKWARD)
     if BACKWARD:  # sum(dy (x - mean)) rstd = sum(dy xhat)
         a0, a1 = a1 * r, a0
-    o = row * P + p
-    tl.store(part + o, a0)
-    tl.store(part + R * P + o, a1)
-    tl.store(part + 2 * R * P + o, a2)
+    _store_partials(part, R * P, row * P + p, a0, a1, a2, None)
 
 
 @triton.jit
