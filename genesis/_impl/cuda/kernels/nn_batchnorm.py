@@ -62,6 +62,16 @@ def _merge(count, mean, m2, v, m, F64: tl.constexpr):
 
 
 @triton.jit
+def _lane_zeros(BLOCK: tl.constexpr, F64: tl.constexpr):
+    """BLOCK lanes of zeros in the accumulation dtype (float64 for float64 input, else float32)."""
+    if F64:
+        z = tl.zeros([BLOCK], tl.float64)
+    else:
+        z = tl.zeros([BLOCK], tl.float32)
+    return z
+
+
+@triton.jit
 def _lanes(cnt, mean, m2, s_g, s_gx, x, g, addr, m, mu, BACKWARD: tl.constexpr, F64: tl.constexpr):
     """The elements ``x[addr]`` (and ``g[addr]`` backward), one per lane, into the lanes' running sums: Welford's
     (count, mean, M2) forward, or sum(dy) and sum(dy * (x - mean)) backward."""
@@ -117,10 +127,7 @@ def bn_partials(
     if I64:
         c = c.to(tl.int64)
         p = p.to(tl.int64)
-    if F64:
-        zeros = tl.zeros([BLOCK], tl.float64)
-    else:
-        zeros = tl.zeros([BLOCK], tl.float32)
+    zeros = _lane_zeros(BLOCK, F64)
     cnt, mean, m2, s_g, s_gx = zeros, zeros, zeros, zeros, zeros
     mu = 0.0
     if BACKWARD:
@@ -416,10 +423,7 @@ def gn_partials(
     p = tl.program_id(1)
     R = tl.num_programs(0)
     base = row.to(tl.int64) * K
-    if F64:
-        zeros = tl.zeros([BLOCK], tl.float64)
-    else:
-        zeros = tl.zeros([BLOCK], tl.float32)
+    zeros = _lane_zeros(BLOCK, F64)
     cnt, mu_l, m2, s_g, s_gx = zeros, zeros, zeros, zeros, zeros
     mu = 0.0
     r = 1.0
