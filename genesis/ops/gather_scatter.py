@@ -178,21 +178,17 @@ def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: st
 
 def scatter_into(input: Tensor, dim: int, index: Tensor, src: Any = None, value: Any = None,
                  reduce: str | None = None) -> bool:
-    """``input.scatter_(...)`` written by the backend straight into ``input``'s memory (no graph recorded); False
-    (the general path) with ``reduce``, or where ``src`` or ``index`` shares ``input``'s memory."""
+    """``input.scatter_(...)`` written by the backend straight into ``input``'s memory (``general_method``'s
+    direct writer); False (the general path) with ``reduce``."""
     return reduce is None and _scatter_direct("scatter", input, dim, index, value if src is None else src, "set")
 
 
 def scatter_add_into(input: Tensor, dim: int, index: Tensor, src: Tensor) -> bool:
-    """``input.scatter_add_(...)`` written straight into ``input``'s memory (no graph recorded); see
-    :func:`scatter_into`."""
+    """``input.scatter_add_(...)`` written straight into ``input``'s memory; see :func:`scatter_into`."""
     return _scatter_direct("scatter_add", input, dim, index, src, "add")
 
 
 def _scatter_direct(op: str, input: Tensor, dim: int, index: Tensor, src: Any, mode: str) -> bool:
-    buffer = input.ndarray.buffer
-    if any(isinstance(t, Tensor) and t.ndarray.buffer is buffer for t in (index, src)):
-        return False  # read while written: the general path reads a copy
     d = normalize_dim(op, dim, input.ndim)
     index, src = _scatter_operands(op, input, d, index, src)
     nd = input.ndarray
@@ -262,12 +258,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: flo
 
 
 def index_add_into(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1) -> bool:
-    """``input.index_add_(...)`` written straight into ``input``'s memory (no graph recorded); False (the general
-    path) where ``source`` shares ``input``'s memory."""
-    buffer = input.ndarray.buffer
-    if not isinstance(source, Tensor) or any(isinstance(t, Tensor) and t.ndarray.buffer is buffer
-                                             for t in (index, source)):
-        return False
+    """``input.index_add_(...)`` written straight into ``input``'s memory (``general_method``'s direct writer)."""
     d, index, source, alpha = _index_add_operands(input, dim, index, source, alpha)
     _index_add_arrays(input.ndarray, d, index.ndarray, source.ndarray, alpha)
     return True
@@ -343,12 +334,12 @@ def _masked_fill_value(input: Tensor, mask: Tensor, value: Any) -> Any:
 
 
 def masked_fill_into(input: Tensor, mask: Tensor, value: Any) -> bool:
-    """``input.masked_fill_(mask, value)`` written by the backend straight into ``input``'s memory (no graph
-    recorded); False (the general path) for a tensor value, a mask that does not broadcast to the input's own shape
-    or shares its memory, and complex input."""
+    """``input.masked_fill_(mask, value)`` written by the backend straight into ``input``'s memory
+    (``general_method``'s direct writer); False (the general path) for a tensor value, a mask that does not broadcast
+    to the input's own shape, and complex input."""
     value = _masked_fill_value(input, mask, value)
     nd, m = input.ndarray, mask.ndarray
-    if (isinstance(value, Tensor) or nd.dtype.is_complex or m.buffer is nd.buffer
+    if (isinstance(value, Tensor) or nd.dtype.is_complex
             or broadcast_shapes("masked_fill_", nd.shape, m.shape) != nd.shape):
         return False
     nd.backend.masked_fill_(nd, m, value)

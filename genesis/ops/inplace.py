@@ -269,13 +269,16 @@ def general_method(name: str, fn: Callable, direct: Callable | None = None) -> C
     """``t.name_(*args)`` of any op: the out-of-place op, written back (reading a copy when a graph records it).
 
     ``direct(t, *args, **kwargs)``, where given, writes the result straight into ``t``'s memory when no graph or
-    tangent is recorded (one backend write instead of a new result and its copy back); it returns False for the
+    tangent is recorded and no tensor argument shares ``t``'s memory (it would be read while written: the general
+    path reads a copy); one backend write instead of a new result and its copy back. It returns False for the
     arguments it leaves to the general path."""
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         operands = (*args, *kwargs.values())
         recording = is_grad_enabled() and (self.requires_grad or any(
             isinstance(a, Tensor) and a.requires_grad for a in operands))
-        if direct is not None and not recording and not forward_ad.involves_dual(self, *operands):
+        buffer = self.ndarray.buffer
+        if (direct is not None and not recording and not forward_ad.involves_dual(self, *operands)
+                and not any(isinstance(a, Tensor) and a.ndarray.buffer is buffer for a in operands)):
             check_no_internal_overlap(self)
             if direct(self, *args, **kwargs):
                 self._bump_version()

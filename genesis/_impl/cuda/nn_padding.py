@@ -32,6 +32,7 @@ _MODES = {"reflect": 0, "replicate": 1, "circular": 2}
 _PLANS: dict[tuple, tuple] = {}
 _BACKWARD_PLANS: dict[tuple, tuple] = {}
 _ARG_TYPES = ("i64",) + ("i32",) * 5 + ("i64",) * 6  # rows, the iteration space's sizes and strides
+_FWD_ARG_TYPES = _ARG_TYPES + ("i32",) * 6  # ... and the forward's input sizes and amounts in front
 
 
 def _axis_tables(size: int, before: int, after: int, mode: str, device: object) -> tuple:
@@ -126,7 +127,7 @@ def pad(x: NDArray, pad: tuple, mode: str) -> NDArray:
     if programs:
         rt.ensure_device(x.device.index)
         ptrs, sig = _pointers((x, y))
-        go = _FWD.launcher(sig + _ARG_TYPES + ("i32",) * 6, consts, 4)
+        go = _FWD.launcher(sig + _FWD_ARG_TYPES, consts, 4)
         go(programs, 1, 1, *ptrs, *args)
     return y
 
