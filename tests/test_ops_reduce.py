@@ -281,6 +281,21 @@ def test_half_precision_var_and_std_round_once(dtype):
     check(lambda lib, x: lib.var_mean(x, 1)[0], h, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_long_reductions_split_over_programs(dtype):
+    # Few outputs over long rows, or columns over a long outer dim: on cuda the variance and the sum of squares of a
+    # 2-norm split each row over several programs and merge their partials. Values of mean 4 and deviation 1.
+    tol = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-10, 1e-12), torch.bfloat16: (8e-3, 1e-2)}[dtype]
+    rows = (rand(3, 40000, seed=5, dtype=torch.float32, requires_grad=False) * 1.7 + 4).to(dtype).requires_grad_()
+    cols = (rand(40000, 3, seed=6, dtype=torch.float32, requires_grad=False) * 1.7 + 4).to(dtype).requires_grad_()
+    check(lambda lib, x: x.var(1), rows, rtol=tol[0], atol=tol[1])
+    check(lambda lib, x: x.std(), rows, rtol=tol[0], atol=tol[1])
+    check(lambda lib, x: x.var(0, correction=0), cols, rtol=tol[0], atol=tol[1])
+    check(lambda lib, x: lib.linalg.vector_norm(x, dim=1), rows, rtol=tol[0], atol=tol[1])
+    check(lambda lib, x: lib.linalg.vector_norm(x, dim=0), cols, rtol=tol[0], atol=tol[1])
+    check(lambda lib, x: x.norm(), cols, rtol=tol[0], atol=tol[1])
+
+
 def test_count_nonzero_and_var_mean():
     x = torch.tensor([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0]], dtype=torch.float64, requires_grad=True)
     check(lambda lib, x: lib.count_nonzero(x), x)

@@ -524,12 +524,11 @@ class LinalgVectorNorm(Primitive):
 
     @staticmethod
     def forward(ctx, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
-        wide = x.astype(dtypes.float32) if x.dtype.itemsize == 2 else x
-        out = wide.binary("mul", wide).sum(dims, True).unary("sqrt")
+        out = x.reduce("sumsq", dims, True).unary("sqrt")  # half types: float32 squares and sum, one pass
         ctx.meta = dims
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, out)
-        out = out if wide is x else out.astype(x.dtype)
+        out = out if out.dtype is x.dtype else out.astype(x.dtype)
         return out if keepdim else out.squeeze(dims)
 
     @staticmethod

@@ -386,6 +386,9 @@ def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray
         return wrap(torch.sum(t, dim=dims, keepdim=keepdim, dtype=t.dtype))
     if op == "mean":
         return wrap(torch.mean(t, dim=dims, keepdim=keepdim))
+    if op == "sumsq":  # half types squared and summed in float32 (the result's dtype)
+        t = t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+        return wrap(torch.sum(t * t, dim=dims, keepdim=keepdim))
     if op == "amax":
         return wrap(torch.amax(t, dim=dims, keepdim=keepdim))
     if op == "amin":

@@ -36,7 +36,7 @@ _TILE_COLS = 8192  # elements per program of a column reduction (8192 beats 4096
 
 
 def _identity(op: str, dtype: dtypes.dtype) -> int | float:
-    if op in ("sum", "mean", "any"):
+    if op in ("sum", "mean", "any", "sumsq"):
         return 0
     if op in ("prod", "all"):
         return 1
@@ -69,6 +69,38 @@ def _as_2d(x: NDArray, kept: list[int], red: list[int]) -> tuple[NDArray, int, i
     return x, M, K, ms[0] if M > 1 else K, ks[0] if K > 1 else 1
 
 
+def _i32(v: int) -> str:
+    """An int32 argument's type, marked a multiple of 16 when it is one: a mask against such a bound is constant over
+    16 lanes, so masked loads stay vectorized."""
+    return "i32:16" if v % 16 == 0 else "i32"
+
+
+def _col_blocks(M: int, K: int, itemsize: int, sms: int, tile: int = _TILE_COLS) -> tuple[int, int, int, int, int]:
+    """Tiles of ``tile`` elements for a column reduction of a (K, M) view: ``(block_n, block_k, programs along M,
+    splits of K, elements of K per split)``, K split over programs when the columns are too few to fill the
+    device."""
+    block_n = min(_next_pow2(M), 256 if itemsize >= 4 else 512)
+    block_k = min(max(1, tile // block_n), _next_pow2(K))
+    grid_n = (M + block_n - 1) // block_n
+    n_split = max(1, min((K + block_k - 1) // block_k, (4 * sms + grid_n - 1) // grid_n))
+    kps = ((K + n_split - 1) // n_split + block_k - 1) // block_k * block_k
+    return block_n, block_k, grid_n, (K + kps - 1) // kps, kps
+
+
+def _row_blocks(M: int, K: int, sms: int, tile: int = _TILE) -> tuple[int, int, int, int, int]:
+    """Tiles of ``tile`` elements for a row reduction of an (M, K) view: ``(block_m, block_k, programs along M,
+    splits of K, elements of K per split)``, long rows split over programs when the rows are too few to fill the
+    device."""
+    block_k = min(_next_pow2(K), tile)
+    block_m = min(max(1, tile // block_k), _next_pow2(M))
+    grid_m = (M + block_m - 1) // block_m
+    n_split = 1
+    if grid_m < 2 * sms and K >= 8 * block_k:
+        n_split = min((K + block_k - 1) // block_k, (4 * sms + grid_m - 1) // grid_m)
+    kps = ((K + n_split - 1) // n_split + block_k - 1) // block_k * block_k
+    return block_m, block_k, grid_m, (K + kps - 1) // kps, kps
+
+
 def _plan_2d(op: str, dtype: dtypes.dtype, out_dtype: dtypes.dtype, M: int, K: int, sm: int, sk: int,
              x_aligned: bool, scale: float | None = None) -> tuple:
     """The launches of ``out[m] = op over k of x[m*sm + k*sk]`` (x of ``dtype``, out of ``out_dtype``, contiguous, M
@@ -86,31 +118,19 @@ def _plan_2d(op: str, dtype: dtypes.dtype, out_dtype: dtypes.dtype, M: int, K: i
     xsig = _PTR16[dtype] if x_aligned else _PTR[dtype]
     if sk != 1 and sm == 1 and M > 1:
         # Reduced axis outer, kept axis contiguous: column reduction, split over K when the columns are few.
-        block_n = min(_next_pow2(M), 256 if dtype.itemsize >= 4 else 512)
-        block_k = min(max(1, _TILE_COLS // block_n), _next_pow2(K))
-        grid_n = (M + block_n - 1) // block_n
-        n_split = max(1, min((K + block_k - 1) // block_k, (4 * sms + grid_n - 1) // grid_n))
-        kps = ((K + n_split - 1) // n_split + block_k - 1) // block_k * block_k
-        n_split = (K + kps - 1) // kps
+        block_n, block_k, grid_n, n_split, kps = _col_blocks(M, K, dtype.itemsize, sms)
         dst_dtype = out_dtype if n_split == 1 else _acc_dtype(op, dtype)
         kop = op if n_split == 1 or op != "mean" else "sum"  # partial sums; the merge applies the scale
-        go = _RCOLS.launcher((xsig, _PTR16[dst_dtype], "i32", "i32:16" if M % 16 == 0 else "i32", _istr(sk),
+        go = _RCOLS.launcher((xsig, _PTR16[dst_dtype], "i32", _i32(M), _istr(sk),
                               "1", "i32", ity, sty), (kop, block_k, block_n), 4)
         partials = None if n_split == 1 else \
             ((n_split, M), dst_dtype, _plan_2d(_merge_op(op), dst_dtype, out_dtype, M, n_split, 1, M, True, scale))
         return go, grid_n, n_split, (K, M, sk, 1, kps, ival, sval), partials
-    block_k = min(_next_pow2(K), _TILE)
-    block_m = min(max(1, _TILE // block_k), _next_pow2(M))
-    grid_m = (M + block_m - 1) // block_m
-    n_split = 1
-    if grid_m < 2 * sms and K >= 8 * block_k:
-        n_split = min((K + block_k - 1) // block_k, (4 * sms + grid_m - 1) // grid_m)
-    kps = ((K + n_split - 1) // n_split + block_k - 1) // block_k * block_k
-    n_split = (K + kps - 1) // kps
+    block_m, block_k, grid_m, n_split, kps = _row_blocks(M, K, sms)
     dst_dtype = out_dtype if n_split == 1 else _acc_dtype(op, dtype)
     kop = op if n_split == 1 or op != "mean" else "sum"
     warps = 8 if block_m * block_k >= 4096 else 4
-    go = _RROWS.launcher((xsig, _PTR16[dst_dtype], "i32", "i32", _istr(sm), _istr(sk), "i32", "i32", ity, sty),
+    go = _RROWS.launcher((xsig, _PTR16[dst_dtype], "i32", _i32(K), _istr(sm), _istr(sk), _i32(kps), "i32", ity, sty),
                          (kop, block_m, block_k), warps)
     partials = None if n_split == 1 else \
         ((M, n_split), dst_dtype, _plan_2d(_merge_op(op), dst_dtype, out_dtype, M, n_split, n_split, 1, True, scale))
@@ -130,20 +150,85 @@ def _run_2d(plan: tuple, p: int, out: NDArray) -> None:
 
 
 def _merge_op(op: str) -> str:
-    return {"any": "amax", "all": "amin"}.get(op, op)
+    return {"any": "amax", "all": "amin", "sumsq": "sum"}.get(op, op)
 
 
 _PLANS: dict[tuple, tuple | None] = {}
 
 
+_VROWS = td.Kernel(rk.var_rows)
+_VCOLS = td.Kernel(rk.var_cols)
+_VMERGE = td.Kernel(rk.var_merge)
+
+
 def variance(x: NDArray, dims: tuple[int, ...], correction: float, keepdim: bool, root: bool) -> NDArray:
-    """Two passes over the array: the mean, then the centered squares' sum (half precision in float32, rounded
-    once, after the square root for the standard deviation)."""
-    n = math.prod(x.shape[d] for d in dims)
-    work = x.astype(dtypes.float32) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
-    centered = work - work.sum(dims, True) / n
-    out = (centered * centered).sum(dims, keepdim) / max(0, n - correction)
-    return (out.unary("sqrt") if root else out).astype(x.dtype)
+    """Welford's variance (or with ``root`` the standard deviation) over ``dims`` in one pass over the array, half
+    types accumulated in float32 and rounded once; long rows split over programs and merged by a second launch."""
+    key = ("var", x.dtype, x.shape, x.strides, dims, keepdim, correction, root, _ptr(x) & 15, x.device.index)
+    plan = _PLANS.get(key, False)
+    if plan is False:
+        plan = remember(_PLANS, key, _variance_plan(x, dims, correction, keepdim, root))
+    if plan is None:  # no dims or an empty array: the two-pass arithmetic gives torch's nan / empty results
+        n = math.prod(x.shape[d] for d in dims)
+        work = x.astype(dtypes.float32) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+        centered = work - work.sum(dims, True) / n
+        out = (centered * centered).sum(dims, keepdim) / max(0, n - correction)
+        return (out.unary("sqrt") if root else out).astype(x.dtype)
+    shape, order, go, grid, args, merge = plan
+    out = _new(shape, x.dtype, x.device)
+    if rt.state.device != x.device.index:
+        rt.set_device(x.device.index)
+    if order is not None:
+        x = contiguous(x.permute(order))
+    if merge is None:
+        go(grid[0], grid[1], 1, _ptr(x), _ptr(out), 0, *args)
+        return out
+    part_shape, merge_go, merge_grid, merge_args = merge
+    part = _new(part_shape, dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32, x.device)
+    go(grid[0], grid[1], 1, _ptr(x), 0, _ptr(part), *args)
+    merge_go(merge_grid, 1, 1, _ptr(part), _ptr(out), *merge_args)
+    return out
+
+
+def _variance_plan(x: NDArray, dims: tuple[int, ...], correction: float, keepdim: bool, root: bool) -> tuple | None:
+    """``(out shape, permutation to copy x into first or None, launcher, grid, arguments after the three pointers,
+    merge)``; ``merge`` is None or ``(partials' shape, launcher, grid, arguments after the two pointers)``."""
+    kept = [d for d in range(x.ndim) if d not in dims]
+    M = math.prod(x.shape[d] for d in kept)
+    K = math.prod(x.shape[d] for d in dims)
+    if not dims or M == 0 or K == 0:
+        return None
+    ms = view_strides(tuple(x.shape[d] for d in kept), tuple(x.strides[d] for d in kept), (M,)) if kept else (0,)
+    ks = view_strides(tuple(x.shape[d] for d in dims), tuple(x.strides[d] for d in dims), (K,))
+    order = None
+    if ms is None or ks is None:
+        order, aligned, sm, sk = kept + list(dims), True, K, 1
+    else:
+        aligned, sm, sk = _ptr(x) % 16 == 0, ms[0] if M > 1 else K, ks[0] if K > 1 else 1
+    f64 = x.dtype is dtypes.float64
+    fty = "fp64" if f64 else "fp32"
+    acc = dtypes.float64 if f64 else dtypes.float32
+    den = float(max(0, K - correction))
+    sms = rt.multiprocessor_count()
+    xsig = _PTR16[x.dtype] if aligned else _PTR[x.dtype]
+    if sk != 1 and sm == 1 and M > 1:
+        # Three accumulators per lane: tiles of half a plain sum's.
+        block_n, block_k, gx, n_split, kps = _col_blocks(M, K, x.dtype.itemsize, sms, _TILE_COLS // 2)
+        go = _VCOLS.launcher((xsig, _PTR16[x.dtype], _PTR16[acc], "i32", _i32(M), _istr(sk), "i32", "i32", fty),
+                             (root, n_split > 1, f64, block_k, block_n), 4)
+        args = (K, M, sk, kps, n_split, den)
+    else:
+        block_m, block_k, gx, n_split, kps = _row_blocks(M, K, sms, _TILE // 2)
+        go = _VROWS.launcher((xsig, _PTR16[x.dtype], _PTR16[acc], "i32", _i32(K), _istr(sm), _istr(sk), _i32(kps),
+                              "i32", fty), (root, n_split > 1, f64, block_m, block_k), 8)
+        args = (M, K, sm, sk, kps, n_split, den)
+    merge = None
+    if n_split > 1:
+        block_p = _next_pow2(n_split)
+        block_mm = max(1, min(_next_pow2(M), 2048 // block_p))
+        merge_go = _VMERGE.launcher((_PTR16[acc], _PTR16[x.dtype], "i32", "i32", fty), (root, block_mm, block_p), 4)
+        merge = ((3, M, n_split), merge_go, (M + block_mm - 1) // block_mm, (M, n_split, den))
+    return _out_shape(x, dims, keepdim), order, go, (gx, n_split), args, merge
 
 
 def reduce(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
@@ -180,7 +265,7 @@ def _out_shape(x: NDArray, dims: tuple[int, ...], keepdim: bool) -> tuple[int, .
 def _reduce_plan(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> tuple | None:
     """``(out shape, out dtype, permutation to copy x into first or None, _plan_2d's plan)``, or None for the cases
     ``_reduce_edge`` runs: no dims, an empty output or an empty reduction."""
-    out_dtype = dtypes.bool_ if op in ("any", "all") and x.dtype is not dtypes.uint8 else x.dtype
+    out_dtype = _out_dtype(op, x.dtype)
     shape = _out_shape(x, dims, keepdim)
     kept = [d for d in range(x.ndim) if d not in dims]
     red = list(dims)
@@ -198,10 +283,18 @@ def _reduce_plan(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> t
     return shape, out_dtype, order, _plan_2d(op, x.dtype, out_dtype, M, K, sm, sk, aligned)
 
 
+def _out_dtype(op: str, dtype: dtypes.dtype) -> dtypes.dtype:
+    """A reduction's result dtype: bool for any/all (uint8 stays), the accumulation dtype for sumsq (float32 for
+    half types), else the input's."""
+    if op in ("any", "all"):
+        return dtype if dtype is dtypes.uint8 else dtypes.bool_
+    return _acc_dtype(op, dtype) if op == "sumsq" else dtype
+
+
 def _reduce_edge(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
-    out_dtype = dtypes.bool_ if op in ("any", "all") and x.dtype is not dtypes.uint8 else x.dtype
+    out_dtype = _out_dtype(op, x.dtype)
     if not dims:
-        return cast(x, out_dtype)
+        return cast(x, out_dtype) if op != "sumsq" else cast(x, out_dtype).binary("mul", cast(x, out_dtype))
     out = _new(_out_shape(x, dims, keepdim), out_dtype, x.device)
     if out.size == 0:
         return out

@@ -1,10 +1,12 @@
-"""Reduction Triton kernels: sum/mean/prod/amax/amin/any/all, argmax/argmin, cumsum/cumprod, softmax.
+"""Reduction Triton kernels: sum/mean/prod/amax/amin/any/all/sumsq, variance, argmax/argmin, cumsum/cumprod, softmax.
 
 Every reduction sees its input as a strided (M, K) matrix (M kept rows, K reduced), or (K, N) when the reduced
 axis is the outer one: ``reduce_rows`` walks K inside each row (unit K stride: wide loads), ``reduce_cols`` walks K
 across rows with N contiguous. Both can split K over several programs (a second launch then reduces the partials),
 so short outputs still fill the GPU. ``mean`` is the sum times ``scale`` (1 / the reduced count) in the accumulation
-dtype, rounded once; when K is split, the partials are plain sums and the second launch applies the scale.
+dtype, rounded once; when K is split, the partials are plain sums and the second launch applies the scale. ``sumsq``
+sums the squares (a 2-norm's reduction). The variance kernels walk the same (M, K) / (K, N) views with Welford's
+(mean, M2, count) per lane, merged at the end; when K is split, ``var_merge`` merges the partials of each row.
 """
 
 import triton
@@ -42,6 +44,8 @@ def _acc_type(x, OP: tl.constexpr):
 def _combine(acc, v, OP: tl.constexpr):
     if OP == "sum" or OP == "mean":
         r = acc + v
+    elif OP == "sumsq":
+        r = acc + v * v
     elif OP == "prod":
         r = acc * v
     elif OP == "amax":
@@ -63,7 +67,7 @@ def _combine(acc, v, OP: tl.constexpr):
 
 @triton.jit
 def _finish(acc, axis: tl.constexpr, OP: tl.constexpr):
-    if OP == "sum" or OP == "mean":
+    if OP == "sum" or OP == "mean" or OP == "sumsq":
         r = tl.sum(acc, axis)
     elif OP == "prod":
         r = tl.reduce(acc, axis, _mul)
@@ -126,6 +130,120 @@ def reduce_cols(x, out, K, N, sk, sn, k_per_split, identity, scale,
     if OP == "mean":
         r = r * scale
     tl.store(out + pid_s.to(tl.int64) * N + cols, r.to(out.dtype.element_ty), mask=cmask)
+
+
+@triton.jit
+def _welford_merge(mean1, m2_1, n1, mean2, m2_2, n2):
+    """Two sets' (mean, M2, count) merged (Chan et al.); an empty set (count 0) leaves the other as it is."""
+    n = n1 + n2
+    d = mean2 - mean1
+    f = tl.where(n > 0, n2 / tl.maximum(n, 1.0), 0.0)
+    return mean1 + d * f, m2_1 + m2_2 + d * d * n1 * f, n
+
+
+@triton.jit
+def _welford_step(mean, m2, cnt, v, m):
+    """The valid lanes ``m`` of ``v`` into the lanes' running (mean, M2, count)."""
+    cnt += m.to(mean.dtype)
+    delta = tl.where(m, v - mean, 0.0)
+    mean += delta / tl.maximum(cnt, 1.0)
+    m2 += delta * tl.where(m, v - mean, 0.0)
+    return mean, m2, cnt
+
+
+@triton.jit
+def _var_out(m2, den, ROOT: tl.constexpr):
+    """M2 over the denominator (inf or nan for a zero one, as torch), or its square root, correctly rounded."""
+    if m2.dtype.is_fp64():
+        r = m2 / den
+        if ROOT:
+            r = libdevice.sqrt(r)
+    else:
+        r = tl.div_rn(m2, den)
+        if ROOT:
+            r = tl.sqrt_rn(r)
+    return r
+
+
+@triton.jit
+def _var_store(out, part, o, plane, mean, m2, cnt, den, mask, SPLIT: tl.constexpr, ROOT: tl.constexpr):
+    """A finished row's variance at ``out + o``, or with ``SPLIT`` its partial (count, mean, M2) at ``o`` of the
+    three planes of ``part``."""
+    if SPLIT:
+        tl.store(part + o, cnt, mask=mask)
+        tl.store(part + plane + o, mean, mask=mask)
+        tl.store(part + 2 * plane + o, m2, mask=mask)
+    else:
+        tl.store(out + o, _var_out(m2, den, ROOT).to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def var_rows(x, out, part, M, K, sm, sk, k_per_split, n_split, den,
+             ROOT: tl.constexpr, SPLIT: tl.constexpr, F64: tl.constexpr, BLOCK_M: tl.constexpr,
+             BLOCK_K: tl.constexpr):
+    """The variance of each row of a strided (M, K) view over elements [pid_s k_per_split, ...) of the row: the
+    result (``out``, M elements), or with ``SPLIT`` the partials (``part``: 3 planes of (M, n_split))."""
+    pid_m = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rmask = rows < M
+    base = rows.to(tl.int64) * sm
+    k_begin = pid_s * k_per_split
+    k_end = tl.minimum(k_begin + k_per_split, K)
+    if F64:
+        mean = tl.zeros([BLOCK_M, BLOCK_K], tl.float64)
+    else:
+        mean = tl.zeros([BLOCK_M, BLOCK_K], tl.float32)
+    m2, cnt = mean, mean
+    for k0 in range(k_begin, k_end, BLOCK_K):
+        cols = k0 + tl.arange(0, BLOCK_K)
+        m = rmask[:, None] & (cols < k_end)[None, :]
+        v = tl.load(x + base[:, None] + cols[None, :].to(tl.int64) * sk, mask=m, other=0.0).to(mean.dtype)
+        mean, m2, cnt = _welford_step(mean, m2, cnt, v, m)
+    mean_r, m2_r, cnt_r = tl.reduce((mean, m2, cnt), 1, _welford_merge)
+    _var_store(out, part, rows * n_split + pid_s, M * n_split, mean_r, m2_r, cnt_r, den, rmask, SPLIT, ROOT)
+
+
+@triton.jit
+def var_cols(x, out, part, K, N, sk, k_per_split, n_split, den,
+             ROOT: tl.constexpr, SPLIT: tl.constexpr, F64: tl.constexpr, BLOCK_K: tl.constexpr,
+             BLOCK_N: tl.constexpr):
+    """``var_rows`` for a reduced axis outer to N contiguous kept columns (column c is row c of the result)."""
+    pid_n = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    cmask = cols < N
+    k_begin = pid_s * k_per_split
+    k_end = tl.minimum(k_begin + k_per_split, K)
+    if F64:
+        mean = tl.zeros([BLOCK_K, BLOCK_N], tl.float64)
+    else:
+        mean = tl.zeros([BLOCK_K, BLOCK_N], tl.float32)
+    m2, cnt = mean, mean
+    for k0 in range(k_begin, k_end, BLOCK_K):
+        rows = k0 + tl.arange(0, BLOCK_K)
+        m = (rows < k_end)[:, None] & cmask[None, :]
+        v = tl.load(x + rows[:, None].to(tl.int64) * sk + cols[None, :], mask=m, other=0.0).to(mean.dtype)
+        mean, m2, cnt = _welford_step(mean, m2, cnt, v, m)
+    mean_r, m2_r, cnt_r = tl.reduce((mean, m2, cnt), 0, _welford_merge)
+    _var_store(out, part, cols * n_split + pid_s, N * n_split, mean_r, m2_r, cnt_r, den, cmask, SPLIT, ROOT)
+
+
+@triton.jit
+def var_merge(part, out, M, P, den, ROOT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_P: tl.constexpr):
+    """Each row's P partials of ``var_rows`` / ``var_cols`` merged in one fixed order (deterministic), then its
+    variance."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rmask = rows < M
+    ps = tl.arange(0, BLOCK_P)
+    m = rmask[:, None] & (ps < P)[None, :]
+    o = rows[:, None].to(tl.int64) * P + ps[None, :]
+    plane = M * P
+    cnt = tl.load(part + o, mask=m, other=0.0)
+    mean = tl.load(part + plane + o, mask=m, other=0.0)
+    m2 = tl.load(part + 2 * plane + o, mask=m, other=0.0)
+    _, m2_r, _ = tl.reduce((mean, m2, cnt), 1, _welford_merge)
+    tl.store(out + rows, _var_out(m2_r, den, ROOT).to(out.dtype.element_ty), mask=rmask)
 
 
 _BIG = tl.constexpr(1 << 62)  # index of a lane that has seen no element: loses to every real element
