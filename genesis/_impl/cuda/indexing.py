@@ -468,10 +468,13 @@ _SORT_ROW = 4096  # the longest row that sort_rows_kernel sorts on the GPU
 
 
 def topk(x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArray]:
-    """The first ``k`` along ``dim`` of a stable sort (ties: the lower index first). Rows longer than the GPU sort
-    takes, with ``k`` at most half of that, stay on the GPU in rounds: each round sorts the row in chunks and keeps
+    """The first ``k`` along ``dim`` of a stable sort (ties: the lower index first). For ``k`` up to 32 in rows the
+    GPU sort takes, ``k`` selections of the smallest sort key (no sort). Rows longer than the GPU sort takes, with
+    ``k`` at most half of that, stay on the GPU in rounds: each round sorts the row in chunks and keeps
     each chunk's first ``k`` (a vocabulary of 150k and k = 50 leaves 1,900 candidates after one round)."""
     K = x.shape[dim]
+    if 0 < k <= _SELECT_K and K <= _SORT_ROW and x.dtype.itemsize <= 4 and x.size:
+        return _select(x, k, dim, largest)
     if K > _SORT_ROW and 2 * k <= _SORT_ROW and x.dtype.itemsize <= 4 and x.size:
         last = x.ndim - 1
         moved = contiguous(x.transpose(dim, last)) if dim != last else x
@@ -487,6 +490,29 @@ def topk(x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArray]
     return contiguous(values.narrow(dim, 0, k)), contiguous(indices.narrow(dim, 0, k))
 
 
+_TOPK = td.Kernel(ik.topk_rows_kernel)
+_SELECT_K = 32  # the largest k that topk selects one by one (rows of up to _SORT_ROW elements) instead of sorting
+
+
+def _select(x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArray]:
+    """topk of rows that fit one program, as ``k`` selections of the first key of the sort (one row per program)."""
+    last = x.ndim - 1
+    xt = x if dim == last else x.transpose(dim, last)
+    xt = xt if _contig(xt) else contiguous(xt)
+    K = xt.shape[-1]
+    shape = xt.shape[:-1] + (k,)
+    values, order = _new(shape, x.dtype, x.device), _new(shape, dtypes.int64, x.device)
+    p, q, r = _ptr(xt), _ptr(values), _ptr(order)
+    block = _next_pow2(K)
+    go = _TOPK.launcher((_psig(xt, p), _psig(values, q), _psig(order, r), "i32", "i32"), (bool(largest), block),
+                        4 if block <= 1024 else 8)
+    rt.ensure_device(x.device.index)
+    go(xt.size // K, 1, 1, p, q, r, K, k)
+    if dim != last:
+        values, order = contiguous(values.transpose(dim, last)), contiguous(order.transpose(dim, last))
+    return values, order
+
+
 def _topk_rows(x: NDArray, k: int, largest: bool) -> tuple[NDArray, NDArray]:
     """topk along the last dim of the contiguous (R, K) ``x``, K > _SORT_ROW >= 2k: one round of chunk sorts, then
     the same over the candidates (or one sort once they fit a row). The padding sorts after every element, and
@@ -500,13 +526,18 @@ def _topk_rows(x: NDArray, k: int, largest: bool) -> tuple[NDArray, NDArray]:
         pad = int(info.min if largest else info.max)
     padded = full((R, n * _SORT_ROW), pad, x.dtype, x.device)
     copy_(padded.narrow(1, 0, K), x)
-    values, order = sort(padded.reshape((R * n, _SORT_ROW)), 1, largest, True)
+    if k <= _SELECT_K:
+        values, order = _select(padded.reshape((R * n, _SORT_ROW)), k, 1, largest)
+    else:
+        values, order = sort(padded.reshape((R * n, _SORT_ROW)), 1, largest, True)
     starts = binary("mul", arange(0, n, 1, dtypes.int64, x.device), _SORT_ROW).reshape((1, n, 1))
     positions = binary("add", order.narrow(1, 0, k).reshape((R, n, k)), starts)  # indices into the row
     values = contiguous(values.narrow(1, 0, k)).reshape((R, n * k))
     positions = contiguous(positions).reshape((R, n * k))
     if n * k > _SORT_ROW:
         values, picked = _topk_rows(values, k, largest)
+    elif k <= _SELECT_K:
+        values, picked = _select(values, k, 1, largest)
     else:
         values, picked = sort(values, 1, largest, True)
         values, picked = contiguous(values.narrow(1, 0, k)), contiguous(picked.narrow(1, 0, k))

@@ -143,14 +143,10 @@ def searchsorted_kernel(seq, values, out, n_values, K, rows_per_seq, v_per_row, 
 
 
 @triton.jit
-def sort_rows_kernel(x, values, indices, K, DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
-    # One contiguous row per program, sorted stably in registers: each element becomes a 64-bit key (an
-    # order-preserving 32-bit image of its value, then its position), so one bitonic sort orders values and breaks
-    # ties by position. NaN sorts as the largest value and -0.0 equals 0.0, as in torch.
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    m = cols < K
-    v = tl.load(x + row * K + cols, mask=m)
+def _sort_keys(v, cols, m, DESCENDING: tl.constexpr):
+    """Each element as a 64-bit key: an order-preserving 32-bit image of its value (complemented for a descending
+    order), then its position, so that ordering the keys orders the values and breaks ties by position. NaN counts
+    as the largest value and -0.0 equals 0.0, as in torch; lanes past the row sort after every element."""
     if v.dtype.is_floating():
         f = v.to(tl.float32)
         f = tl.where(f == 0, 0.0, f)
@@ -164,8 +160,33 @@ def sort_rows_kernel(x, values, indices, K, DESCENDING: tl.constexpr, BLOCK: tl.
     if DESCENDING:
         key = ~key
     key = tl.where(m, key, 0xFFFFFFFF).to(tl.uint32)
-    packed = (key.to(tl.uint64) << 32) | cols.to(tl.uint64)
-    packed = tl.sort(packed)
+    return (key.to(tl.uint64) << 32) | cols.to(tl.uint64)
+
+
+@triton.jit
+def sort_rows_kernel(x, values, indices, K, DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
+    # One contiguous row per program, sorted stably in registers: one bitonic sort of the rows' keys.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    m = cols < K
+    packed = tl.sort(_sort_keys(tl.load(x + row * K + cols, mask=m), cols, m, DESCENDING))
     order = (packed & 0xFFFFFFFF).to(tl.int64)
     tl.store(indices + row * K + cols, order, mask=m)
     tl.store(values + row * K + cols, tl.load(x + row * K + order, mask=m), mask=m)
+
+
+@triton.jit
+def topk_rows_kernel(x, values, indices, K, k, DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
+    # The first k of each contiguous row's stable sort, by k selections of the smallest key (each taken key is
+    # then replaced by the largest one): k reductions cost less than the bitonic sort when k is small.
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    m = cols < K
+    packed = _sort_keys(tl.load(x + row * K + cols, mask=m), cols, m, DESCENDING)
+    taken = ~(packed ^ packed)  # all ones
+    for j in range(0, k):
+        best = tl.min(packed, 0)
+        pos = (best & 0xFFFFFFFF).to(tl.int64)
+        tl.store(indices + row * k + j, pos)
+        tl.store(values + row * k + j, tl.load(x + row * K + pos))
+        packed = tl.where(packed == best, taken, packed)
