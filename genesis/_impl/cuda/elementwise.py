@@ -12,12 +12,14 @@ from genesis._impl.contract import COMPARISON_OPS
 from genesis._impl.cuda import complex as cx
 from genesis._impl.cuda import runtime as rt
 from genesis._impl.cuda import triton_driver as td
-from genesis._impl.cuda.creation import arange, contiguous, copy_, full, to_numpy
+from genesis._impl.cuda.creation import contiguous, copy_, to_numpy
 from genesis._impl.cuda.kernels import activation as ak
-from genesis._impl.cuda.launch import _CONTIG_CFG, _contig, _dense_layout, _ew, _new, _new_like, _psig, _ptr
+from genesis._impl.cuda.kernels import elementwise as ek
+from genesis._impl.cuda.launch import _CONTIG_CFG, _contig, _dense_layout, _ew, _new, _new_like, _psig, _ptr, _tile
 from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray, broadcast_shapes, check_same_device
 
+_TRIANGLE = td.Kernel(ek.triangle_kernel)
 _BOOL_UNARY = frozenset(("isnan", "isinf", "logical_not", "signbit"))
 # Gradient ops whose result torch lays out as the saved tensor (their second operand), not as the gradient.
 _SAVED_FIRST = frozenset(("relu_backward",))
@@ -218,11 +220,18 @@ def nan_to_num(x: NDArray, nan: float | NDArray, posinf: float | NDArray, neginf
 
 
 def triangle(x: NDArray, k: int, upper: bool) -> NDArray:
-    """A select through a mask of the last two dims (column - row against k), broadcast over the leading ones.
-
-    ``col - row >= k`` is compared as ``col - k >= row`` between two broadcast vectors, so the mask is the only
-    array of the matrix's size made before the select."""
-    rows, cols = x.shape[-2], x.shape[-1]
-    shifted = arange(-k, cols - k, 1, dtypes.int64, x.device)  # col - k
-    keep = binary("ge" if upper else "le", shifted, arange(0, rows, 1, dtypes.int64, x.device).reshape((rows, 1)))
-    return where(keep, x, full((), False if x.dtype is dtypes.bool_ else 0, x.dtype, x.device))
+    """tril / triu of the last two dims, broadcast over the leading ones: one pass that reads only the kept
+    elements (a non-contiguous input is made contiguous first; the result is contiguous, as torch's)."""
+    xc = x if _contig(x) else contiguous(x)
+    out = _new(x.shape, x.dtype, x.device)
+    R, C = x.shape[-2], x.shape[-1]
+    n_rows = x.size // C if C else 0
+    if n_rows:
+        block_r, block_c, warps = _tile(n_rows, C, x.dtype.itemsize)
+        n_cblocks = (C + block_c - 1) // block_c
+        p, q = _ptr(xc), _ptr(out)
+        go = _TRIANGLE.launcher((_psig(xc, p), _psig(out, q), "i32", "i32:16" if C % 16 == 0 else "i32", "i32",
+                                 "i64", "i32"), (upper, block_r, block_c), warps)
+        rt.ensure_device(x.device.index)
+        go((n_rows + block_r - 1) // block_r * n_cblocks, 1, 1, p, q, n_rows, C, R, k, n_cblocks)
+    return out

@@ -545,3 +545,23 @@ def cat_rows(out, s0, s1, s2, s3, w0, w1, w2, w3, a0, a1, a2, a3, b0, b1, b2, b3
     mask = (rows < n_rows) & (cols < width)
     v = tl.load(src + start + cols, mask=mask)
     tl.store(out + rows * out_row + col + cols, v, mask=mask)
+
+
+@triton.jit
+def triangle_kernel(x, out, n_rows, C, R, k, n_cblocks, UPPER: tl.constexpr, BLOCK_R: tl.constexpr,
+                    BLOCK_C: tl.constexpr):
+    # Contiguous matrices of R rows and C columns stacked as n_rows rows: an element is kept where its column minus
+    # its row (within the matrix) is >= k (UPPER) or <= k, else zero; the dropped elements are never read.
+    pid = tl.program_id(0)
+    pr = pid // n_cblocks
+    pc = pid - pr * n_cblocks
+    rows = pr * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = pc * BLOCK_C + tl.arange(0, BLOCK_C)
+    m = (rows < n_rows)[:, None] & (cols < C)[None, :]
+    d = cols[None, :].to(tl.int64) - (rows % R)[:, None].to(tl.int64)
+    if UPPER:
+        keep = d >= k
+    else:
+        keep = d <= k
+    offs = rows[:, None].to(tl.int64) * C + cols[None, :]
+    tl.store(out + offs, tl.load(x + offs, mask=m & keep, other=0), mask=m)
