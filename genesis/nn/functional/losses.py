@@ -10,7 +10,7 @@ import numpy as np
 
 from genesis import amp, dtypes
 from genesis import ops as T
-from genesis.autograd import Primitive
+from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
 from genesis.nn.functional.activations import logsigmoid
 from genesis.nn.functional.distance import pairwise_distance
@@ -387,6 +387,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, re
     _check_floating_loss("mse_loss", "mse_cpu", input, target)
     _warn_broadcast(input, target)
     reduction = _reduction("mse_loss", size_average, reduce, reduction)
+    if weight is None and reduction != "none" and _fused_pair(input, target):
+        return MseLoss.apply(input, target, reduction)
     diff = input - target
     loss = diff * diff
     if weight is not None:
@@ -458,6 +460,36 @@ def _fused_pair(input: Tensor, target: Tensor) -> bool:
     (torch's kernel rounds half types otherwise, which the step-by-step composite follows)."""
     return input.dtype is target.dtype and input.dtype in (dtypes.float32, dtypes.float64) and \
         input.device == target.device
+
+
+class MseLoss(Primitive):
+    """The mean or the sum of ``(input - target)^2`` as one node: the difference, then one reduction of its squares
+    (``sumsq``: no array of squares is made); the gradient ``2 (input - target) grad`` (over the count for the
+    mean), negated for the target."""
+
+    @staticmethod
+    def forward(ctx, a: NDArray, b: NDArray, reduction: str) -> NDArray:
+        d = a.binary("sub", b)
+        ctx.save_for_backward(a, b)
+        ctx.diff = d
+        ctx.meta = reduction
+        total = d.reduce("sumsq", tuple(range(d.ndim)), False)
+        if reduction == "mean":  # an empty input's mean is nan (0 / 0), as torch's
+            total = total.binary("mul", 1.0 / d.size) if d.size else total.binary("div", 0)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        d = ctx.diff
+        scale = 2.0 / d.size if ctx.meta == "mean" and d.size else 2.0
+        if is_grad_enabled():  # a graph of the backward: from the saved inputs, so that it reaches them
+            a, b = ctx.saved_tensors
+            g = (a - b) * (grad * scale)
+        else:
+            ctx.saved_arrays()  # raises if an input changed in place since the forward
+            g = Tensor._wrap(d.binary("mul", grad.ndarray.binary("mul", scale)))
+        needs = ctx.needs_input_grad
+        return g if needs[0] else None, -g if needs[1] else None, None
 
 
 class _SmoothPointwiseLoss(Primitive):
