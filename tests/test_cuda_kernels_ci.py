@@ -54,6 +54,8 @@ def _specs() -> list[tuple]:
          ("where", 3, 1, 1, 3, 1024, True)),
         ("strided add", ek.ew_strided, (*ptr3, "i32", "i32", "i32:16", "i32", "i32", "i32", *ST4 * 4),
          ("add", 2, 1, 1, 0, 2, 1024)),
+        ("triu bf16", ek.triangle_kernel, ("*bf16:16", "*bf16:16", "i32", "i32:16", "i32", "i64", "i32"),
+         (True, 4, 1024)),
         ("arange", ek.arange_kernel, ("*fp32:16", "fp64", "fp64", "i32"), (1024,)),
         ("sum rows", rk.reduce_rows, ("*fp32:16", "*fp32:16", "i32", "i32", "i64", "1", "i32", "i32", "fp32", "fp32"),
          ("sum", 1, 2048)),
@@ -97,6 +99,8 @@ def _specs() -> list[tuple]:
                                                                                     64, 16)),
         ("pivot order", ik.pivot_order_kernel, ("*i32:16", "*i64:16", "i32", "i32"), (64,)),
         ("sort", ik.sort_rows_kernel, ("*fp32:16", "*fp32:16", "*i64:16", "i32"), (False, 64)),
+        ("topk bf16", ik.topk_rows_kernel, ("*bf16:16", "*bf16:16", "*i64:16", "i32", "i32"), (True, 4096)),
+        ("topk smallest int32", ik.topk_rows_kernel, ("*i32:16", "*i32:16", "*i64:16", "i32", "i32"), (False, 64)),
         ("normal", rnd.random_kernel, ("*bf16:16", "i64", "u64", "i64", "*i64", "i64", "u64"),
          ("normal", 0.99609375, False, 1024)),
         ("uniform graph", rnd.random_kernel, ("*fp32:16", "i64", "u64", "i64", "*i64:16", "i64", "u64"),
@@ -214,6 +218,21 @@ for bad in (-1e-7, 1.0000001, float("nan")):
     ik.unit_interval_kernel[(2,)](probabilities, flag, 6, 9, BLOCK=4)
     assert flag[0] == 9, (bad, flag)
     flag.zero_()
+# tril / triu of a batch of 3 x 5 matrices in tiles of 2 rows x 4 columns, diagonals below, on and above the main one
+tri = torch.randn(2, 3, 5, generator=g)
+for upper in (False, True):
+    for kk in (-1, 0, 2):
+        got = torch.full((2, 3, 5), 9.0)
+        ek.triangle_kernel[(3 * 2,)](tri, got, 6, 5, 3, kk, 2, UPPER=upper, BLOCK_R=2, BLOCK_C=4)
+        assert torch.equal(got, tri.triu(kk) if upper else tri.tril(kk)), (upper, kk)
+# topk by selection: the first k of a stable sort (ties by position, NaN the largest), largest and smallest
+vals = torch.tensor([[3.0, float("nan"), 3.0, -1.0, 7.0, 3.0, 0.0], [1.0, 1.0, 1.0, 1.0, 2.0, -5.0, -0.0]])
+for largest in (True, False):
+    tv, ti = torch.empty(2, 4), torch.empty(2, 4, dtype=torch.int64)
+    ik.topk_rows_kernel[(2,)](vals, tv, ti, 7, 4, DESCENDING=largest, BLOCK=8)
+    rv, ri = torch.sort(vals, dim=1, descending=largest, stable=True)
+    assert torch.equal(ti, ri[:, :4]), (largest, ti, ri)
+    torch.testing.assert_close(tv, rv[:, :4], equal_nan=True)
 # complex products and quotients on interleaved parts (exp calls libdevice: GPU only); divisors with a larger real
 # or imaginary part take the two branches of Smith's algorithm, 0 gives infinities and NaN as torch
 ck = importlib.import_module("genesis._impl.cuda.kernels.complex")

@@ -70,7 +70,7 @@ def softmax_backward(grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArra
         rt.ensure_device(out.device.index)
         p, q, r = _ptr(g), _ptr(y), _ptr(dx)
         block, one_pass, warps = _row_tile(K, out.dtype.itemsize)
-        go = _SOFTMAX_BWD.launcher((_psig(g, p), _psig(y, q), _psig(dx, r), "i32"), (log, block, one_pass), warps)
+        go = _SOFTMAX_BWD.launcher((_psig(g, p), _psig(y, q), _psig(dx, r), _ndiv(K)), (log, block, one_pass), warps)
         go(M, 1, 1, p, q, r, K)
     return dx if dim == last else contiguous(dx.transpose(dim, last))
 

@@ -325,7 +325,7 @@ def arg_reduce(op: str, x: NDArray, dim: int, keepdim: bool) -> NDArray:
     block_m = min(max(1, tile // block_k), _next_pow2(M))
     p, op_ = _ptr(xx), _ptr(out)
     warps = big_warps if block_m * block_k >= 2048 else 4
-    go = _ARG.launcher((_psig(xx, p), _psig(out, op_), "i32", "i32", _istr(sm), _istr(sk)),
+    go = _ARG.launcher((_psig(xx, p), _psig(out, op_), "i32", _i32(K), _istr(sm), _istr(sk)),
                        (op == "argmax", block_m, block_k), warps)
     go((M + block_m - 1) // block_m, 1, 1, p, op_, M, K, sm, sk)
     return out
@@ -351,12 +351,12 @@ def cumulative(op: str, x: NDArray, dim: int) -> NDArray:
     if inner == 1:
         block_k = min(_next_pow2(K), 1024)
         block_m = min(max(1, 1024 // block_k), _next_pow2(outer))
-        go = _SCAN_ROWS.launcher((_psig(x, p), _psig(out, q), "i32", "i32"), (op, block_m, block_k), 4)
+        go = _SCAN_ROWS.launcher((_psig(x, p), _psig(out, q), "i32", _i32(K)), (op, block_m, block_k), 4)
         go((outer + block_m - 1) // block_m, 1, 1, p, q, outer, K)
     else:
         block_n = min(_next_pow2(inner), 512)
         n_blocks = (inner + block_n - 1) // block_n
-        go = _SCAN_COLS.launcher((_psig(x, p), _psig(out, q), "i32", "i32", "i32"), (op, block_n), 4)
+        go = _SCAN_COLS.launcher((_psig(x, p), _psig(out, q), "i32", _i32(inner), "i32"), (op, block_n), 4)
         go(n_blocks * outer, 1, 1, p, q, K, inner, n_blocks)
     return out
 
@@ -377,7 +377,7 @@ def softmax(x: NDArray, dim: int, log: bool, safe: bool) -> NDArray:
     if M and K:
         rt.ensure_device(x.device.index)
         p, q = _ptr(xt), _ptr(out)
-        sig = (_psig(xt, p), _psig(out, q), "i32", "i32")
+        sig = (_psig(xt, p), _psig(out, q), "i32", _i32(K))
         if x.dtype is dtypes.float64:
             go = _SOFTMAX64.launcher(sig, (log, min(_next_pow2(K), 1024), safe), 4)
         elif K <= 8192:
