@@ -152,13 +152,13 @@ def _sort_keys(v, cols, m, DESCENDING: tl.constexpr):
         f = tl.where(f == 0, 0.0, f)
         bits = f.to(tl.uint32, bitcast=True)
         bits = tl.where(f != f, 0x7FC00000, bits).to(tl.uint32)
-        key = tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+        key = tl.where((bits >> 31) != 0, bits ^ 0xFFFFFFFF, bits | 0x80000000)
     elif v.dtype.is_int_signed():
         key = (v.to(tl.int32) ^ -2147483648).to(tl.uint32, bitcast=True)
     else:
         key = v.to(tl.uint32)
     if DESCENDING:
-        key = ~key
+        key = key ^ 0xFFFFFFFF  # (xor rather than ~: the same bits, and Triton's interpreter inverts no unsigned)
     key = tl.where(m, key, 0xFFFFFFFF).to(tl.uint32)
     return (key.to(tl.uint64) << 32) | cols.to(tl.uint64)
 
@@ -183,7 +183,7 @@ def topk_rows_kernel(x, values, indices, K, k, DESCENDING: tl.constexpr, BLOCK: 
     cols = tl.arange(0, BLOCK)
     m = cols < K
     packed = _sort_keys(tl.load(x + row * K + cols, mask=m), cols, m, DESCENDING)
-    taken = ~(packed ^ packed)  # all ones
+    taken = packed | 0xFFFFFFFFFFFFFFFF  # all ones
     for j in range(0, k):
         best = tl.min(packed, 0)
         pos = (best & 0xFFFFFFFF).to(tl.int64)
