@@ -15,7 +15,18 @@ from genesis._impl.cuda import triton_driver as td
 from genesis._impl.cuda.creation import contiguous, copy_, to_numpy
 from genesis._impl.cuda.kernels import activation as ak
 from genesis._impl.cuda.kernels import elementwise as ek
-from genesis._impl.cuda.launch import _CONTIG_CFG, _contig, _dense_layout, _ew, _new, _new_like, _psig, _ptr, _tile
+from genesis._impl.cuda.launch import (
+    _CONTIG_CFG,
+    _contig,
+    _dense_layout,
+    _ew,
+    _i32,
+    _new,
+    _new_like,
+    _psig,
+    _ptr,
+    _tile,
+)
 from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray, broadcast_shapes, check_same_device
 
@@ -230,7 +241,7 @@ def triangle(x: NDArray, k: int, upper: bool) -> NDArray:
         block_r, block_c, warps = _tile(n_rows, C, x.dtype.itemsize)
         n_cblocks = (C + block_c - 1) // block_c
         p, q = _ptr(xc), _ptr(out)
-        go = _TRIANGLE.launcher((_psig(xc, p), _psig(out, q), "i32", "i32:16" if C % 16 == 0 else "i32", "i32",
+        go = _TRIANGLE.launcher((_psig(xc, p), _psig(out, q), "i32", _i32(C), "i32",
                                  "i64", "i32"), (upper, block_r, block_c), warps)
         rt.ensure_device(x.device.index)
         go((n_rows + block_r - 1) // block_r * n_cblocks, 1, 1, p, q, n_rows, C, R, k, n_cblocks)

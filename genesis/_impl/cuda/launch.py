@@ -195,6 +195,12 @@ def _tile(n_rows: int, C: int, itemsize: int) -> tuple[int, int, int]:
     return block_r, block_c, warps
 
 
+def _i32(v: int) -> str:
+    """An int32 argument's type (a row length, a bound), marked a multiple of 16 when it is one: a mask against such
+    a bound is constant over 16 lanes and rows start 16-byte aligned (given an aligned base), so loads vectorize."""
+    return "i32:16" if v % 16 == 0 else "i32"
+
+
 def _istr(v: int) -> str:
     if v == 1:
         return "1"
@@ -404,7 +410,7 @@ def _ew_plan(op: str, nin: int, out: NDArray, ins: tuple, vals: list, scalar_dty
             offsets.append(0)
             modes.append(0)
             op_strides.append([0, 0, 0, 0])
-        types += ["i32", "i32:16" if C % 16 == 0 else "i32", "i32", "i32", "i32"]
+        types += ["i32", _i32(C), "i32", "i32", "i32"]
         tail = [n_rows, C, R1, R2, n_cblocks]
         for st in [strides4[0]] + op_strides:
             types += [_istr(s) for s in st]

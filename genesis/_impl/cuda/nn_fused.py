@@ -21,7 +21,7 @@ from genesis._impl.cuda.kernels import nn_cross_entropy as cek
 from genesis._impl.cuda.kernels import nn_norm as nk
 from genesis._impl.cuda.kernels import nn_rope_swiglu as rsk
 from genesis._impl.cuda.kernels import nn_softmax as sk
-from genesis._impl.cuda.launch import _contig, _ew, _new, _new_like, _next_pow2, _pointers, _psig, _ptr
+from genesis._impl.cuda.launch import _contig, _ew, _i32, _new, _new_like, _next_pow2, _pointers, _psig, _ptr
 from genesis._impl.cuda.reductions import reduce
 from genesis.ndarray import NDArray, check_same_device, check_tensor_lists
 
@@ -70,7 +70,7 @@ def softmax_backward(grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArra
         rt.ensure_device(out.device.index)
         p, q, r = _ptr(g), _ptr(y), _ptr(dx)
         block, one_pass, warps = _row_tile(K, out.dtype.itemsize)
-        go = _SOFTMAX_BWD.launcher((_psig(g, p), _psig(y, q), _psig(dx, r), _ndiv(K)), (log, block, one_pass), warps)
+        go = _SOFTMAX_BWD.launcher((_psig(g, p), _psig(y, q), _psig(dx, r), _i32(K)), (log, block, one_pass), warps)
         go(M, 1, 1, p, q, r, K)
     return dx if dim == last else contiguous(dx.transpose(dim, last))
 
@@ -80,12 +80,6 @@ def softmax_backward(grad: NDArray, out: NDArray, dim: int, log: bool) -> NDArra
 _NORM_FWD = td.Kernel(nk.norm_fwd)
 _NORM_BWD = td.Kernel(nk.norm_bwd)
 _NORM_REDUCE = td.Kernel(nk.norm_bwd_reduce)
-
-
-def _ndiv(n: int) -> str:
-    """Signature type of a row length: marked a multiple of 16 when it is one, so that rows start 16-byte aligned
-    (given an aligned base pointer) and loads vectorize."""
-    return "i32:16" if n % 16 == 0 else "i32"
 
 
 def _norm_defaults() -> dict[tuple[str, int], tuple[int, ...]]:
@@ -132,7 +126,7 @@ def layer_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, eps: fl
         w = _dense(weight) if weight is not None else xc
         b = _dense(bias) if bias is not None else xc
         ptrs, sig = _pointers((xc, w, b, y, mean, rstd))
-        sig = sig + ("i32", _ndiv(N), "fp32")
+        sig = sig + ("i32", _i32(N), "fp32")
         block_n, one_pass = _norm_block(N, x.dtype.itemsize)
         block_m, warps = NORM_CONFIGS[("fwd", block_n)] if one_pass else (1, 8)
         go = _NORM_FWD.launcher(sig, (rms, weight is not None, bias is not None, block_m, block_n, one_pass), warps)
@@ -163,7 +157,7 @@ def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
     w = _dense(weight) if weight is not None else xc
     arrays = (g, xc, w, mean, rstd, dx, dx if dw_part is None else dw_part, dx if db_part is None else db_part)
     ptrs, sig = _pointers(arrays)
-    sig = sig + ("i32", _ndiv(N))
+    sig = sig + ("i32", _i32(N))
     go = _NORM_BWD.launcher(sig, (rms, weight is not None, need_dw, need_db, block_m, block_n, one_pass), warps)
     go(programs, 1, 1, *ptrs, M, N)
     if need_dw or need_db:
@@ -171,7 +165,7 @@ def layer_norm_backward(grad: NDArray, x: NDArray, weight: NDArray | None, mean:
         parts = (dw_part if need_dw else db_part, db_part if need_db else dw_part,
                  grad_w if need_dw else grad_b, grad_b if need_db else grad_w)
         ptrs, sig = _pointers(parts)
-        sig = sig + ("i32", _ndiv(N))
+        sig = sig + ("i32", _i32(N))
         # Narrow column strips (16 floats) give many programs: the sum over P rows is latency-bound otherwise.
         go = _NORM_REDUCE.launcher(sig, (need_dw, need_db, 128, 16), 4)
         go((N + 15) // 16, 1, 1, *ptrs, programs, N)
@@ -210,7 +204,7 @@ def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothin
     if M:
         flag = device_checks.flag_pointer()
         ptrs, sig = _pointers((xc, t, rows, lse))
-        sig = sig + ("*i64", _ndiv(V), "i64", "fp32", "i64")
+        sig = sig + ("*i64", _i32(V), "i64", "fp32", "i64")
         block, warps = _ce_cfg("fwd", V, x.dtype.itemsize)
         go = _CE_FWD.launcher(sig, (block, label_smoothing > 0), warps)
         go(M, 1, 1, *ptrs, flag, V, ignore_index, label_smoothing, device_checks.code(*check))
@@ -236,7 +230,7 @@ def cross_entropy_backward(grad: NDArray, x: NDArray, target: NDArray, lse: NDAr
         rt.ensure_device(x.device.index)
         divide = count is not None
         ptrs, sig = _pointers((xc, t, lse, grad, count if divide else lse, dx))
-        sig = sig + (_ndiv(V), "i64", "fp32", "i64")
+        sig = sig + (_i32(V), "i64", "fp32", "i64")
         block, warps = _ce_cfg("bwd", V, x.dtype.itemsize)
         go = _CE_BWD.launcher(sig, (block, divide), warps)
         go(M, (V + block - 1) // block, 1, *ptrs, V, ignore_index, label_smoothing,
@@ -317,7 +311,7 @@ def swiglu(gate: NDArray, up: NDArray) -> NDArray:
         rt.ensure_device(gate.device.index)
         ptrs, sig = _pointers((g, u, out))
         block, warps = _swiglu_cfg("fwd", H)
-        sig = sig + tuple(_ndiv(v) for v in (H, sg, su, H))
+        sig = sig + tuple(_i32(v) for v in (H, sg, su, H))
         go = _SWIGLU_FWD.launcher(sig, (block,), warps)
         go(M, (H + block - 1) // block, 1, *ptrs, H, sg, su, H)
     return out
@@ -335,7 +329,7 @@ def swiglu_backward(grad: NDArray, gate: NDArray, up: NDArray) -> tuple[NDArray,
         arrays = (d, g, u, dg, du)
         ptrs, sig = _pointers(arrays)
         block, warps = _swiglu_cfg("bwd", H)
-        sig = sig + tuple(_ndiv(v) for v in (H, sg, su))
+        sig = sig + tuple(_i32(v) for v in (H, sg, su))
         go = _SWIGLU_BWD.launcher(sig, (block,), warps)
         go(M, (H + block - 1) // block, 1, *ptrs, H, sg, su)
     return dg, du
