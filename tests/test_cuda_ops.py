@@ -53,7 +53,7 @@ def test_argmax_picks_the_first_nan_and_the_first_max() -> None:
 
 @pytest.mark.parametrize("k", [7, 5000])
 @pytest.mark.parametrize("descending", [False, True])
-def test_sort_gpu_rows_and_host_fallback(k: int, descending: bool) -> None:
+def test_sort_gpu_short_and_long_rows(k: int, descending: bool) -> None:
     t = torch.randint(-5, 5, (3, k)).float()
     t[0, 1], t[1, 2], t[2, 0] = float("nan"), -0.0, float("nan")
     g = to_genesis(t, requires_grad=False, device="cuda")

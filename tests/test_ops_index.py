@@ -623,6 +623,30 @@ def test_sort_0d_empty_and_nan():
     check(lambda lib, x: tuple(x.sort()), torch.tensor([True, False, True]))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bfloat16, torch.int16, torch.float64,
+                                   torch.int64])
+def test_sort_rows_longer_than_one_tile(dtype):
+    # Rows past 4096 elements (on cuda: tiles sorted, then merged in global memory; 64-bit types as two sorts of
+    # 32-bit words). Few distinct values make many ties (a stable sort keeps them by position), NaN sorts last; both
+    # orders, the last and a leading dim, a long 1-d row, and unique over it.
+    gen = torch.Generator().manual_seed(27)
+    rows = torch.randint(-50, 50, (3, 20000), generator=gen).to(dtype)
+    if dtype.is_floating_point:
+        rows[0, 7] = rows[2, 19000] = float("nan")
+    for descending in (False, True):
+        check(lambda lib, x, d=descending: tuple(x.sort(dim=-1, descending=d, stable=True)), rows)
+    check(lambda lib, x: tuple(x.sort(dim=0, descending=True, stable=True)), rows[:, :4500].T.contiguous())
+    flat = torch.randint(-1000, 1000, (70000,), generator=gen).to(dtype)
+    check(lambda lib, x: x.argsort(stable=True), flat)
+    many = torch.randint(-1000, 1000, (70, 9000), generator=gen).to(dtype)  # rows enough for the largest tiles
+    check(lambda lib, x: x.argsort(dim=1, descending=True, stable=True), many)
+    check(lambda lib, x: tuple(lib.unique(x, return_inverse=True, return_counts=True)), flat)
+
+
+def test_sort_of_long_rows_gradient():
+    check(lambda lib, x: x.sort(-1, descending=True).values * 2, rand(2, 5000, dtype=torch.float32, seed=28))
+
+
 @pytest.mark.parametrize("largest", [True, False])
 @pytest.mark.parametrize("dim", [0, -1])
 def test_topk(largest, dim):

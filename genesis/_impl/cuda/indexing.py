@@ -20,6 +20,7 @@ from genesis._impl.cuda.launch import (
     _contig,
     _dense_layout,
     _ew,
+    _i32,
     _istr,
     _new,
     _next_pow2,
@@ -98,7 +99,7 @@ def _index_plan(kernel: td.Kernel, shape: tuple[int, ...], first: NDArray, first
             stype = _scalar_sig(second, second_dtype)[0]
         # A row length known to be a multiple of 16 keeps the column mask constant over 16 lanes, so the loads and
         # stores stay vectorized (without it every bf16 element was a load of its own).
-        types = [_psig(first, fp), stype, _psig(idx, ip), "i32", "i32:16" if C % 16 == 0 else "i32", "i32", "i32",
+        types = [_psig(first, fp), stype, _psig(idx, ip), "i32", _i32(C), "i32", "i32",
                  "i32"]
         tail = [n_rows, C, R1, R2, n_cblocks]
         for st in (fs, ss, is_):
@@ -429,42 +430,125 @@ _SORT = td.Kernel(ik.sort_rows_kernel)
 
 
 def sort(x: NDArray, dim: int, descending: bool, stable: bool) -> tuple[NDArray, NDArray]:
-    """Stable sort along ``dim``: rows of up to 4096 elements of 32-bit or narrower types sort on the GPU (one row
-    per program); longer rows and 64-bit types sort on the host (numpy, stable)."""
-    K = x.shape[dim] if x.ndim else 1
-    if x.ndim and x.size and x.dtype.itemsize <= 4 and K <= 4096:
-        last = x.ndim - 1
-        xt = x if dim == last else x.transpose(dim, last)
-        xt = xt if _contig(xt) else contiguous(xt)
-        values, order = _new(xt.shape, x.dtype, x.device), _new(xt.shape, dtypes.int64, x.device)
-        p, q, r = _ptr(xt), _ptr(values), _ptr(order)
-        block = _next_pow2(K)
-        go = _SORT.launcher((_psig(xt, p), _psig(values, q), _psig(order, r), "i32"), (bool(descending), block),
-                            4 if block <= 1024 else 8)
-        rt.ensure_device(x.device.index)
-        go(xt.size // K, 1, 1, p, q, r, K)
-        if dim != last:
-            values, order = contiguous(values.transpose(dim, last)), contiguous(order.transpose(dim, last))
-        return values, order
-    host = to_numpy(x)
-    if host.ndim == 0:
-        return from_numpy(host, x.dtype, x.device), full((), 0, dtypes.int64, x.device)
-    key = host.astype(np.float32) if x.dtype is dtypes.bfloat16 else host
-    if descending:
-        if x.dtype.category == 2:
-            order = np.flip(np.argsort(np.flip(key, dim), axis=dim, kind="stable"), dim)
-            order = key.shape[dim] - 1 - order
-        elif x.dtype is dtypes.bool_:
-            order = np.argsort(~key, axis=dim, kind="stable")
-        else:
-            order = np.argsort(-key.astype(np.int64) if x.dtype.itemsize < 8 else ~key, axis=dim, kind="stable")
-    else:
-        order = np.argsort(key, axis=dim, kind="stable")
-    values = np.take_along_axis(host, order, dim)
-    return from_numpy(values, x.dtype, x.device), from_numpy(order.astype(np.int64), dtypes.int64, x.device)
+    """Stable sort along ``dim``, on the GPU. Rows of types of 32 bits or narrower sort by 64-bit keys (the value's
+    order image, then the position): rows of up to 4096 elements in registers (one row per program), longer rows
+    by a bitonic sort in global memory (``_sort_long``). 64-bit types sort as two such sorts (``_sort_wide``)."""
+    if x.dtype.category == 3:
+        raise RuntimeError("Sort does not support complex dtypes on CUDA")
+    if not x.ndim or not x.size:
+        values = _new(x.shape, x.dtype, x.device)
+        copy_(values, x)
+        return values, full(x.shape, 0, dtypes.int64, x.device)
+    xt = _dim_last(x, dim)
+    values, order = _sort_wide(xt, descending) if x.dtype.itemsize == 8 else _sort_rows(xt, descending)
+    return _dim_back(values, dim), _dim_back(order, dim)
 
 
-_SORT_ROW = 4096  # the longest row that sort_rows_kernel sorts on the GPU
+def _sort_rows(xt: NDArray, descending: bool) -> tuple[NDArray, NDArray]:
+    """Stable sort of the contiguous rows of ``xt`` (a type of 32 bits or narrower): values and positions. Rows
+    that fit one tile sort one per program; others, and rows too few to occupy the GPU, merge sorted tiles."""
+    K = xt.shape[-1]
+    R = xt.size // K
+    P = _next_pow2(K)
+    tile = _sort_tile(R, P, xt.device.index)
+    if tile < P:
+        return _sort_long(xt, descending, tile)
+    values, order = _new(xt.shape, xt.dtype, xt.device), _new(xt.shape, dtypes.int64, xt.device)
+    p, q, r = _ptr(xt), _ptr(values), _ptr(order)
+    go = _SORT.launcher((_psig(xt, p), _psig(values, q), _psig(order, r), "i32"), (bool(descending), P),
+                        _tile_warps(P))
+    rt.ensure_device(xt.device.index)
+    go(R, 1, 1, p, q, r, K)
+    return values, order
+
+
+def _sort_tile(R: int, P: int, device: int) -> int:
+    """The keys a program sorts in registers for ``R`` rows of ``P`` (a power of two) keys: at most ``_SORT_ROW``,
+    halved down to ``_SORT_MIN_TILE`` while the tiles are too few to give every processor two (one program sorting
+    4096 keys takes about 100 us on an H200: a few such rows alone would leave the GPU idle that long)."""
+    tile = min(P, _SORT_ROW)
+    sms = rt.multiprocessor_count(device)
+    while tile > _SORT_MIN_TILE and R * P // tile < 2 * sms:
+        tile //= 2
+    return tile
+
+
+def _tile_warps(tile: int) -> int:
+    return 8 if tile > 1024 else 4 if tile > 256 else 2
+
+
+def _sort_wide(xt: NDArray, descending: bool) -> tuple[NDArray, NDArray]:
+    """Stable sort of the contiguous rows of ``xt`` of a 64-bit type, as a radix sort of two 32-bit digits: the
+    rows' order by the low words of their keys (``split_keys64_kernel``), then that order stably re-sorted by the
+    high words."""
+    n = xt.size
+    hi, lo = _new(xt.shape, dtypes.int32, xt.device), _new(xt.shape, dtypes.int32, xt.device)
+    p, q, r = _ptr(xt), _ptr(hi), _ptr(lo)
+    go = _SPLIT64.launcher((_psig(xt, p), _psig(hi, q), _psig(lo, r), "i64"), (bool(descending), 1024), 4)
+    rt.ensure_device(xt.device.index)
+    go((n + 1023) // 1024, 1, 1, p, q, r, n)
+    last = xt.ndim - 1
+    by_low = _sort_rows(lo, False)[1]
+    by_high = _sort_rows(gather(hi, last, by_low), False)[1]
+    order = gather(by_low, last, by_high)
+    return gather(xt, last, order), order
+
+
+_SORT_ROW = 4096  # the longest row that sort_rows_kernel sorts (and the largest tile of longer rows' sort)
+_SORT_MIN_TILE = 1024  # the smallest tile that few rows are split into (below it the merges' launches cost more)
+_SPLIT64 = td.Kernel(ik.split_keys64_kernel)
+_SORT_TILES = td.Kernel(ik.sort_tiles_kernel)
+_BITONIC = td.Kernel(ik.bitonic_stage_kernel)
+_SORT_TILE_KEYS = td.Kernel(ik.sort_tile_keys_kernel)
+_STAGE_BLOCK = 1024  # pairs per program of a bitonic stage
+
+
+def _dim_last(x: NDArray, dim: int) -> NDArray:
+    """``x`` with ``dim`` moved last, contiguous: the rows that sort and topk work on."""
+    xt = x if dim == x.ndim - 1 else x.transpose(dim, x.ndim - 1)
+    return xt if _contig(xt) else contiguous(xt)
+
+
+def _dim_back(y: NDArray, dim: int) -> NDArray:
+    """The rows made by ``_dim_last`` put back with their last dim at ``dim`` (contiguous)."""
+    return y if dim == y.ndim - 1 else contiguous(y.transpose(dim, y.ndim - 1))
+
+
+def _sort_long(xt: NDArray, descending: bool, tile: int) -> tuple[NDArray, NDArray]:
+    """Stable sort of the contiguous rows of ``xt`` by merging sorted tiles of ``tile`` keys (a power of two below
+    the padded row length P): a bitonic sort of the rows' 64-bit keys (the value's order image, then the position:
+    unique keys, so the order is stable), padded to P with keys that sort last. Tiles are first sorted in
+    registers; each merge of two sorted runs into one of length L then takes one stage per halving from L down to
+    twice the tile in global memory, and the stages within a tile in registers. A row of 150k elements (P = 2^18)
+    in tiles of 4096 takes 28 launches."""
+    K = xt.shape[-1]
+    R = xt.size // K
+    P = _next_pow2(K)
+    dev = xt.device
+    keys = _new((R * P,), dtypes.int64, dev)  # read by the kernels as unsigned 64-bit integers
+    values, order = _new(xt.shape, xt.dtype, dev), _new(xt.shape, dtypes.int64, dev)
+    p, kp, q, r = _ptr(xt), _ptr(keys), _ptr(values), _ptr(order)
+    xsig = _psig(xt, p)
+    tiles, pairs = R * P // tile, R * P // 2
+    grid = (pairs + _STAGE_BLOCK - 1) // _STAGE_BLOCK
+    stage = ("*u64:16", "i64", "i64")
+    flip = _BITONIC.launcher(stage, (True, _STAGE_BLOCK), 4)
+    half = _BITONIC.launcher(stage, (False, _STAGE_BLOCK), 4)
+    finish = ("*u64:16", xsig, _psig(values, q), _psig(order, r), "i32", "i64")
+    warps = _tile_warps(tile)
+    rt.ensure_device(dev.index)
+    _SORT_TILES.launcher((xsig, "*u64:16", "i32", "i64"), (bool(descending), tile), warps)(tiles, 1, 1, p, kp, K, P)
+    run = 2 * tile  # the length of the runs the next merge makes
+    while run <= P:
+        flip(grid, 1, 1, kp, pairs, run // 2)
+        j = run // 4
+        while j >= tile:
+            half(grid, 1, 1, kp, pairs, j)
+            j //= 2
+        go = _SORT_TILE_KEYS.launcher(finish, (run == P, tile), warps)
+        go(tiles, 1, 1, kp, p, q, r, K, P)
+        run *= 2
+    return values, order
 
 
 def topk(x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArray]:
@@ -476,14 +560,10 @@ def topk(x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArray]
     if 0 < k <= _SELECT_K and K <= _SORT_ROW and x.dtype.itemsize <= 4 and x.size:
         return _select(x, k, dim, largest)
     if K > _SORT_ROW and 2 * k <= _SORT_ROW and x.dtype.itemsize <= 4 and x.size:
-        last = x.ndim - 1
-        moved = contiguous(x.transpose(dim, last)) if dim != last else x
+        moved = _dim_last(x, dim)
         values, indices = _topk_rows(moved.reshape((moved.size // K, K)), k, largest)
         shape = moved.shape[:-1] + (k,)
-        values, indices = values.reshape(shape), indices.reshape(shape)
-        if dim != last:
-            values, indices = contiguous(values.transpose(dim, last)), contiguous(indices.transpose(dim, last))
-        return values, indices
+        return _dim_back(values.reshape(shape), dim), _dim_back(indices.reshape(shape), dim)
     values, indices = sort(x, dim, largest, True)
     if k == K:
         return values, indices
@@ -496,9 +576,7 @@ _SELECT_K = 32  # the largest k that topk selects one by one (rows of up to _SOR
 
 def _select(x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArray]:
     """topk of rows that fit one program, as ``k`` selections of the first key of the sort (one row per program)."""
-    last = x.ndim - 1
-    xt = x if dim == last else x.transpose(dim, last)
-    xt = xt if _contig(xt) else contiguous(xt)
+    xt = _dim_last(x, dim)
     K = xt.shape[-1]
     shape = xt.shape[:-1] + (k,)
     values, order = _new(shape, x.dtype, x.device), _new(shape, dtypes.int64, x.device)
@@ -508,9 +586,7 @@ def _select(x: NDArray, k: int, dim: int, largest: bool) -> tuple[NDArray, NDArr
                         4 if block <= 1024 else 8)
     rt.ensure_device(x.device.index)
     go(xt.size // K, 1, 1, p, q, r, K, k)
-    if dim != last:
-        values, order = contiguous(values.transpose(dim, last)), contiguous(order.transpose(dim, last))
-    return values, order
+    return _dim_back(values, dim), _dim_back(order, dim)
 
 
 def _topk_rows(x: NDArray, k: int, largest: bool) -> tuple[NDArray, NDArray]:
@@ -545,10 +621,12 @@ def _topk_rows(x: NDArray, k: int, largest: bool) -> tuple[NDArray, NDArray]:
 
 
 def unique(x: NDArray, return_inverse: bool, return_counts: bool) -> tuple[NDArray, NDArray | None, NDArray | None]:
-    """Sorted unique values: on the GPU when the flattened array sorts in one row (see ``sort``), else on the host.
-    NaNs count as one value (as numpy and the CPU path)."""
+    """Sorted unique values, on the GPU (one read of the number of values found sizes the result). NaNs count as one
+    value (as numpy and the CPU path)."""
     n = x.size
-    if 1 < n <= 4096 and x.dtype.itemsize <= 4:
+    if x.dtype.category == 3:
+        raise NotImplementedError(f"\"unique\" not implemented for '{x.dtype.name}' on cuda")
+    if n > 1:
         return _unique_gpu(x, n, return_inverse, return_counts)
     host = to_numpy(x).reshape(-1)
     key = host.astype(np.float32) if x.dtype is dtypes.bfloat16 else host

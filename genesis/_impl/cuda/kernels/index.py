@@ -176,6 +176,82 @@ def sort_rows_kernel(x, values, indices, K, DESCENDING: tl.constexpr, BLOCK: tl.
 
 
 @triton.jit
+def split_keys64_kernel(x, hi, lo, n, DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
+    # 64-bit elements as two int32 sort keys: the high and low words of the value's order-preserving 64-bit image
+    # (complemented for a descending order; NaN the largest, -0.0 equal to 0.0), each with its top bit flipped so
+    # that signed int32 order is the words' unsigned order. Sorting stably by the low words, then by the high
+    # ones, sorts the values. Bytes: 8 read and 8 written per element.
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m)
+    if v.dtype.is_floating():
+        v = tl.where(v == 0, 0.0, v)
+        bits = v.to(tl.uint64, bitcast=True)
+        bits = tl.where(v != v, 0x7FF8000000000000, bits).to(tl.uint64)
+        key = tl.where((bits >> 63) != 0, bits ^ 0xFFFFFFFFFFFFFFFF, bits | 0x8000000000000000)
+    else:
+        key = v.to(tl.uint64, bitcast=True) ^ 0x8000000000000000
+    if DESCENDING:
+        key = key ^ 0xFFFFFFFFFFFFFFFF
+    high = ((key >> 32).to(tl.uint32) ^ 0x80000000).to(tl.int32, bitcast=True)
+    low = ((key & 0xFFFFFFFF).to(tl.uint32) ^ 0x80000000).to(tl.int32, bitcast=True)
+    tl.store(hi + offs, high, mask=m)
+    tl.store(lo + offs, low, mask=m)
+
+
+@triton.jit
+def sort_tiles_kernel(x, keys, K, P, DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
+    # The first pass of a long row's sort: the row's keys (see _sort_keys), padded to P (a power of two) with keys
+    # that sort after every element, sorted ascending in tiles of BLOCK. Bytes: the row read, 8 P written.
+    pid = tl.program_id(0).to(tl.int64)
+    tiles = P // BLOCK
+    row = pid // tiles
+    cols = (pid - row * tiles) * BLOCK + tl.arange(0, BLOCK)
+    m = cols < K
+    tl.store(keys + row * P + cols, tl.sort(_sort_keys(tl.load(x + row * K + cols, mask=m), cols, m, DESCENDING)))
+
+
+@triton.jit
+def bitonic_stage_kernel(keys, n_pairs, J, FLIP: tl.constexpr, BLOCK: tl.constexpr):
+    # One compare-exchange stage of a bitonic merge over blocks of 2 J keys: each key of a block's lower half meets
+    # the key J further (a half-cleaner) or, with FLIP, its mirror in the upper half (the stage that merges two
+    # ascending runs); the lesser key goes first. Bytes: 16 read and 16 written per pair.
+    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = p < n_pairs
+    block = p // J
+    t = p - block * J
+    lo = block * 2 * J + t
+    if FLIP:
+        hi = block * 2 * J + 2 * J - 1 - t
+    else:
+        hi = lo + J
+    a = tl.load(keys + lo, mask=m)
+    b = tl.load(keys + hi, mask=m)
+    tl.store(keys + lo, tl.minimum(a, b), mask=m)
+    tl.store(keys + hi, tl.maximum(a, b), mask=m)
+
+
+@triton.jit
+def sort_tile_keys_kernel(keys, x, values, indices, K, P, LAST: tl.constexpr, BLOCK: tl.constexpr):
+    # A merge's stages across tiles leave each tile of BLOCK keys holding its final keys as a bitonic sequence: the
+    # merge's remaining stages, all within the tile, run in registers. After the last merge the keys become the
+    # outputs: each key's position (its low 32 bits) to indices and the element there to values, for the first K of
+    # each row (the padding sorts last).
+    pid = tl.program_id(0).to(tl.int64)
+    tiles = P // BLOCK
+    row = pid // tiles
+    cols = (pid - row * tiles) * BLOCK + tl.arange(0, BLOCK)
+    packed = tl.bitonic_merge(tl.load(keys + row * P + cols))
+    if LAST:
+        m = cols < K
+        order = (packed & 0xFFFFFFFF).to(tl.int64)
+        tl.store(indices + row * K + cols, order, mask=m)
+        tl.store(values + row * K + cols, tl.load(x + row * K + order, mask=m), mask=m)
+    else:
+        tl.store(keys + row * P + cols, packed)
+
+
+@triton.jit
 def topk_rows_kernel(x, values, indices, K, k, DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
     # The first k of each contiguous row's stable sort, by k selections of the smallest key (each taken key is
     # then replaced by the largest one): k reductions cost less than the bitonic sort when k is small.
