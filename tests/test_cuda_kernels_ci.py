@@ -72,7 +72,10 @@ def _specs() -> list[tuple]:
         ("var cols fp64", rk.var_cols, ("*fp64:16", "*fp64:16", "*fp64:16", "i32", "i32", "i64", "i32", "i32", "fp64"),
          (False, False, True, 16, 256)),
         ("std merge fp64", rk.var_merge, ("*fp64:16", "*fp64:16", "i32", "i32", "fp64"), (True, 64, 32)),
-        ("argmax", rk.arg_reduce_rows, ("*fp32:16", "*i64:16", "i32", "i32", "i64", "1"), (True, 1, 2048)),
+        ("argmax", rk.arg_reduce_rows, ("*fp32:16", "*i64:16", "*i64", "i32", "i32", "i64", "1"),
+         (True, False, 1, 2048)),
+        ("min with index bf16", rk.arg_reduce_rows,
+         ("*bf16:16", "*i64:16", "*bf16:16", "i32", "i32:16", "i64:16", "1"), (False, True, 4, 256)),
         ("cumsum rows", rk.scan_rows, ("*fp32:16", "*fp32:16", "i32", "i32"), ("cumsum", 1, 1024)),
         ("cumprod cols", rk.scan_cols, ("*fp16:16", "*fp16:16", "i32", "i32", "i32"), ("cumprod", 256)),
         ("softmax", rk.softmax_rows, ("*fp32:16", "*fp32:16", "i32", "i32"), (False, 1024, True, False)),
@@ -99,6 +102,11 @@ def _specs() -> list[tuple]:
                                                                                     64, 16)),
         ("pivot order", ik.pivot_order_kernel, ("*i32:16", "*i64:16", "i32", "i32"), (64,)),
         ("sort", ik.sort_rows_kernel, ("*fp32:16", "*fp32:16", "*i64:16", "i32"), (False, 64)),
+        ("split 64-bit sort keys", ik.split_keys64_kernel, ("*fp64:16", "*i32:16", "*i32:16", "i64"), (True, 1024)),
+        ("sort tiles bf16", ik.sort_tiles_kernel, ("*bf16:16", "*u64:16", "i32", "i64"), (True, 4096)),
+        ("bitonic flip", ik.bitonic_stage_kernel, ("*u64:16", "i64", "i64"), (True, 1024)),
+        ("sort tile keys, last", ik.sort_tile_keys_kernel,
+         ("*u64:16", "*i32:16", "*i32:16", "*i64:16", "i32", "i64"), (True, 4096)),
         ("topk bf16", ik.topk_rows_kernel, ("*bf16:16", "*bf16:16", "*i64:16", "i32", "i32"), (True, 4096)),
         ("topk smallest int32", ik.topk_rows_kernel, ("*i32:16", "*i32:16", "*i64:16", "i32", "i32"), (False, 64)),
         ("normal", rnd.random_kernel, ("*bf16:16", "i64", "u64", "i64", "*i64", "i64", "u64"),
@@ -225,6 +233,20 @@ for upper in (False, True):
         got = torch.full((2, 3, 5), 9.0)
         ek.triangle_kernel[(3 * 2,)](tri, got, 6, 5, 3, kk, 2, UPPER=upper, BLOCK_R=2, BLOCK_C=4)
         assert torch.equal(got, tri.triu(kk) if upper else tri.tril(kk)), (upper, kk)
+# max / min along rows with the first extremum's position: ties to the first, NaN the extremum, rows shorter and
+# longer than the lanes (a lane that sees no element loses), strided rows
+ext = torch.tensor([[3.0, 1.0, 3.0, float("nan"), 2.0, float("nan")], [-1.0, -5.0, 4.0, -5.0, 4.0, 0.0],
+                    [float("-inf")] * 6])
+for is_max in (True, False):
+    for lanes in (4, 8):
+        pos, best = torch.empty(3, dtype=torch.int64), torch.empty(3)
+        rk.arg_reduce_rows[(3,)](ext, pos, best, 3, 6, 6, 1, IS_MAX=is_max, VALUES=True, BLOCK_M=1, BLOCK_K=lanes)
+        ref = ext.max(1) if is_max else ext.min(1)
+        assert torch.equal(pos, ref.indices), (is_max, lanes, pos)
+        torch.testing.assert_close(best, ref.values, equal_nan=True)
+    pos = torch.empty(6, dtype=torch.int64)
+    rk.arg_reduce_rows[(3,)](ext, pos, pos, 6, 3, 1, 6, IS_MAX=is_max, VALUES=False, BLOCK_M=2, BLOCK_K=2)
+    assert torch.equal(pos, ext.argmax(0) if is_max else ext.argmin(0)), (is_max, pos)
 # topk by selection: the first k of a stable sort (ties by position, NaN the largest), largest and smallest
 vals = torch.tensor([[3.0, float("nan"), 3.0, -1.0, 7.0, 3.0, 0.0], [1.0, 1.0, 1.0, 1.0, 2.0, -5.0, -0.0]])
 for largest in (True, False):
@@ -233,6 +255,39 @@ for largest in (True, False):
     rv, ri = torch.sort(vals, dim=1, descending=largest, stable=True)
     assert torch.equal(ti, ri[:, :4]), (largest, ti, ri)
     torch.testing.assert_close(tv, rv[:, :4], equal_nan=True)
+# sort of rows longer than a tile: tiles of 8 keys sorted, then bitonic merges (a flip stage, half-cleaners across
+# tiles, tiles sorted again), as indexing._sort_long runs them; ties by position, NaN the largest, both orders
+rows = torch.randint(-4, 5, (3, 37), generator=g).float()
+rows[1, 5], rows[2, :20] = float("nan"), 2.0
+P, tile = 64, 8
+for descending in (False, True):
+    keys = torch.empty(3 * P, dtype=torch.uint64)  # unsigned, as the launcher declares them on the GPU
+    sv, si = torch.empty(3, 37), torch.empty(3, 37, dtype=torch.int64)
+    ik.sort_tiles_kernel[(3 * P // tile,)](rows, keys, 37, P, DESCENDING=descending, BLOCK=tile)
+    run = 2 * tile
+    while run <= P:
+        ik.bitonic_stage_kernel[(3 * P // 2 // 16,)](keys, 3 * P // 2, run // 2, FLIP=True, BLOCK=16)
+        j = run // 4
+        while j >= tile:
+            ik.bitonic_stage_kernel[(3 * P // 2 // 16,)](keys, 3 * P // 2, j, FLIP=False, BLOCK=16)
+            j //= 2
+        ik.sort_tile_keys_kernel[(3 * P // tile,)](keys, rows, sv, si, 37, P, LAST=run == P, BLOCK=tile)
+        run *= 2
+    rv, ri = torch.sort(rows, dim=1, descending=descending, stable=True)
+    assert torch.equal(si, ri), (descending, si, ri)
+    torch.testing.assert_close(sv, rv, equal_nan=True)
+# 64-bit values as two int32 keys: sorting stably by the low words, then by the high ones, sorts the values (ties
+# by position, NaN the largest, -0.0 equal to 0.0, integers to their extremes)
+wide = [torch.tensor([3.5, float("nan"), -0.0, 0.0, float("-inf"), 3.5, -2.0, 1e300, float("inf"), -1e-300] * 3,
+                     dtype=torch.float64),
+        torch.tensor([5, -1, 2**62, -2**63, 2**63 - 1, 0, 5, -1, 2**32, 2**32 - 1] * 3, dtype=torch.int64)]
+for xw in wide:
+    for descending in (False, True):
+        hi, lo = torch.empty(30, dtype=torch.int32), torch.empty(30, dtype=torch.int32)
+        ik.split_keys64_kernel[(2,)](xw, hi, lo, 30, DESCENDING=descending, BLOCK=16)
+        by_low = torch.sort(lo, stable=True).indices
+        order = by_low[torch.sort(hi[by_low], stable=True).indices]
+        assert torch.equal(order, torch.sort(xw, descending=descending, stable=True).indices), (xw.dtype, descending)
 # complex products and quotients on interleaved parts (exp calls libdevice: GPU only); divisors with a larger real
 # or imaginary part take the two branches of Smith's algorithm, 0 gives infinities and NaN as torch
 ck = importlib.import_module("genesis._impl.cuda.kernels.complex")

@@ -115,6 +115,8 @@ PRIMITIVES: dict[str, str] = {
                 "squared deviations divided by max(0, n - correction)), with root its square root (the standard "
                 "deviation); half precision accumulates in float32 and rounds once",
     "arg_reduce": "(op, x, dim, keepdim): 'argmax' / 'argmin' (first occurrence), int64",
+    "extremum_with_index": "(op, x, dim, keepdim): 'max' / 'min' along dim -> (values, int64 positions of the "
+                           "first extremum; NaN is the extremum)",
     "cumulative": "(op, x, dim): 'cumsum' / 'cumprod'",
     "softmax": "(x, dim, log, safe): softmax or log_softmax over one dim; safe: a row of -inf only gives zeros "
                "(torch's safe softmax), not NaN",

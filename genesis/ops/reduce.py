@@ -114,13 +114,12 @@ class MaxWithIndices(Primitive):
     def forward(ctx, x: NDArray, dim: int, keepdim: bool, op: str) -> tuple[NDArray, NDArray]:
         if x.ndim and x.shape[dim] == 0:
             raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size (input shape {x.shape})")
-        # Bool has no order in every backend's arg-reduction; uint8 orders False < True the same way.
-        keys = x.astype(dtypes.uint8) if x.dtype is dtypes.bool_ else x
-        indices = x.backend.arg_reduce("argmax" if op == "max" else "argmin", keys, dim, True)
-        values = x.backend.gather(x, dim, indices) if x.ndim else x.backend.cast(x, x.dtype)
+        if x.dtype is dtypes.bool_:  # bool has no order in every backend's reductions; uint8 orders it the same way
+            values, indices = x.backend.extremum_with_index(op, x.astype(dtypes.uint8), dim, keepdim)
+            values = values.astype(dtypes.bool_)
+        else:
+            values, indices = x.backend.extremum_with_index(op, x, dim, keepdim)
         ctx.meta = (x.shape, dim, keepdim)
-        if not keepdim and x.ndim:
-            values, indices = values.squeeze((dim,)), indices.squeeze((dim,))
         ctx.save_for_backward(indices)
         ctx.mark_non_differentiable(indices)
         return values, indices

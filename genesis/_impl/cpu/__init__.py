@@ -409,6 +409,11 @@ def arg_reduce(op: str, x: NDArray, dim: int, keepdim: bool) -> NDArray:
     return wrap(fn(native(x), dim=dim, keepdim=keepdim))
 
 
+def extremum_with_index(op: str, x: NDArray, dim: int, keepdim: bool) -> tuple[NDArray, NDArray]:
+    values, indices = (torch.max if op == "max" else torch.min)(native(x), dim=dim, keepdim=keepdim)
+    return wrap(values), wrap(indices)
+
+
 def cumulative(op: str, x: NDArray, dim: int) -> NDArray:
     fn = torch.cumsum if op == "cumsum" else torch.cumprod
     t = native(x)

@@ -115,7 +115,15 @@ from genesis._impl.cuda.nn_layers import (
 from genesis._impl.cuda.nn_padding import pad, pad_backward
 from genesis._impl.cuda.nn_rnn import rnn_cell_, rnn_cell_backward_
 from genesis._impl.cuda.random import dropout, normal, randint, uniform
-from genesis._impl.cuda.reductions import arg_reduce, cumulative, logsumexp, reduce, softmax, variance
+from genesis._impl.cuda.reductions import (
+    arg_reduce,
+    cumulative,
+    extremum_with_index,
+    logsumexp,
+    reduce,
+    softmax,
+    variance,
+)
 from genesis._impl.cuda.rnn_cudnn import rnn_layer, rnn_layer_backward
 from genesis._impl.cuda.sdpa import attention, attention_backward
 from genesis._impl.cuda.solvers import cholesky, eigh, lu_factor, pivot_order, qr, svd, triangular_solve

@@ -16,6 +16,7 @@ from genesis._impl.cuda.launch import (
     _PTR16,
     _contig,
     _ew,
+    _i32,
     _istr,
     _new,
     _next_pow2,
@@ -55,24 +56,6 @@ def _acc_dtype(op: str, dtype: dtypes.dtype) -> dtypes.dtype:
     if dtype in (dtypes.float16, dtypes.bfloat16):
         return dtypes.float32
     return dtype
-
-
-def _as_2d(x: NDArray, kept: list[int], red: list[int]) -> tuple[NDArray, int, int, int, int]:
-    """View x as (M kept, K reduced) with strides (sm, sk); copy to contiguous when the dims do not merge."""
-    M = math.prod(x.shape[d] for d in kept)
-    K = math.prod(x.shape[d] for d in red)
-    ms = view_strides(tuple(x.shape[d] for d in kept), tuple(x.strides[d] for d in kept), (M,)) if kept else (0,)
-    ks = view_strides(tuple(x.shape[d] for d in red), tuple(x.strides[d] for d in red), (K,)) if red else (0,)
-    if ms is None or ks is None:
-        x = contiguous(x.permute(kept + red))
-        return x, M, K, K, 1
-    return x, M, K, ms[0] if M > 1 else K, ks[0] if K > 1 else 1
-
-
-def _i32(v: int) -> str:
-    """An int32 argument's type, marked a multiple of 16 when it is one: a mask against such a bound is constant over
-    16 lanes, so masked loads stay vectorized."""
-    return "i32:16" if v % 16 == 0 else "i32"
 
 
 def _col_blocks(M: int, K: int, itemsize: int, sms: int, tile: int = _TILE_COLS) -> tuple[int, int, int, int, int]:
@@ -294,7 +277,8 @@ def _out_dtype(op: str, dtype: dtypes.dtype) -> dtypes.dtype:
 def _reduce_edge(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> NDArray:
     out_dtype = _out_dtype(op, x.dtype)
     if not dims:
-        return cast(x, out_dtype) if op != "sumsq" else cast(x, out_dtype).binary("mul", cast(x, out_dtype))
+        wide = cast(x, out_dtype)
+        return wide if op != "sumsq" else wide.binary("mul", wide)
     out = _new(_out_shape(x, dims, keepdim), out_dtype, x.device)
     if out.size == 0:
         return out
@@ -308,27 +292,58 @@ _ARG_CFG = (1024, 8)  # (elements per program, warps) of arg-reductions (1024 be
 
 
 def arg_reduce(op: str, x: NDArray, dim: int, keepdim: bool) -> NDArray:
+    return _arg_reduce(op, x, dim, keepdim, False)[1]
+
+
+def extremum_with_index(op: str, x: NDArray, dim: int, keepdim: bool) -> tuple[NDArray, NDArray]:
+    """``max``/``min`` along ``dim`` with the position of the first extremum (NaN the extremum), in one pass."""
+    return _arg_reduce("argmax" if op == "max" else "argmin", x, dim, keepdim, True)
+
+
+def _arg_reduce(op: str, x: NDArray, dim: int, keepdim: bool, values: bool) -> tuple[NDArray | None, NDArray]:
+    """(the extrema when ``values``, else None; their positions) along ``dim``, with a launch plan cached per
+    layout."""
     if x.ndim == 0:
-        return full((), 0, dtypes.int64, x.device)
+        return (cast(x, x.dtype) if values else None), full((), 0, dtypes.int64, x.device)
     if x.shape[dim] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size.")
+    p = _ptr(x)
+    key = ("arg", op, values, x.dtype, x.shape, x.strides, dim, keepdim, p & 15, x.device.index)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = remember(_PLANS, key, _arg_plan(op, x, dim, keepdim, values, p))
+    shape, order, go, grid, tail = plan
+    out = _new(shape, dtypes.int64, x.device)
+    best = _new(shape, x.dtype, x.device) if values else None
+    if out.size == 0:
+        return best, out
+    if order is not None:
+        x = contiguous(x.permute(order))
+        p = _ptr(x)
+    rt.ensure_device(x.device.index)
+    q = _ptr(out)
+    go(grid, 1, 1, p, q, _ptr(best) if values else q, *tail)
+    return best, out
+
+
+def _arg_plan(op: str, x: NDArray, dim: int, keepdim: bool, values: bool, p: int) -> tuple:
+    """``(out shape, permutation to copy x into first or None, launcher, grid, arguments after the pointers)``."""
     kept = [d for d in range(x.ndim) if d != dim]
     shape = tuple(1 if d == dim else n for d, n in enumerate(x.shape)) if keepdim else \
         tuple(x.shape[d] for d in kept)
-    out = _new(shape, dtypes.int64, x.device)
-    if out.size == 0:
-        return out
-    rt.ensure_device(x.device.index)
-    xx, M, K, sm, sk = _as_2d(x, kept, [dim])
+    M, K = math.prod(x.shape[d] for d in kept), x.shape[dim]
+    ms = view_strides(tuple(x.shape[d] for d in kept), tuple(x.strides[d] for d in kept), (M,)) if kept else (0,)
+    if ms is None:  # the kept dims do not merge: reduce a contiguous copy with the reduced dim last
+        order, xsig, sm, sk = kept + [dim], _PTR16[x.dtype], K, 1
+    else:
+        order, xsig, sm, sk = None, _psig(x, p), ms[0] if M > 1 else K, x.strides[dim] if K > 1 else 1
     tile, big_warps = _ARG_CFG
     block_k = min(_next_pow2(K), tile)
     block_m = min(max(1, tile // block_k), _next_pow2(M))
-    p, op_ = _ptr(xx), _ptr(out)
     warps = big_warps if block_m * block_k >= 2048 else 4
-    go = _ARG.launcher((_psig(xx, p), _psig(out, op_), "i32", _i32(K), _istr(sm), _istr(sk)),
-                       (op == "argmax", block_m, block_k), warps)
-    go((M + block_m - 1) // block_m, 1, 1, p, op_, M, K, sm, sk)
-    return out
+    go = _ARG.launcher((xsig, "*i64:16", _PTR16[x.dtype] if values else "*i64:16", "i32", _i32(K), _istr(sm),
+                        _istr(sk)), (op == "argmax", values, block_m, block_k), warps)
+    return shape, order, go, (M + block_m - 1) // block_m, (M, K, sm, sk)
 
 
 _SCAN_ROWS = td.Kernel(rk.scan_rows)

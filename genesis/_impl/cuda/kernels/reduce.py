@@ -247,6 +247,7 @@ def var_merge(part, out, M, P, den, ROOT: tl.constexpr, BLOCK_M: tl.constexpr, B
 
 
 _BIG = tl.constexpr(1 << 62)  # index of a lane that has seen no element: loses to every real element
+_NONE32 = tl.constexpr(2**31 - 1)  # the same in the int32 positions of arg_reduce_rows' lanes
 
 
 @triton.jit
@@ -268,28 +269,42 @@ def _argmin_combine(v1, i1, v2, i2):
 
 
 @triton.jit
-def arg_reduce_rows(x, out, M, K, sm, sk, IS_MAX: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
-    # NaN counts as the largest (argmax) or smallest (argmin) value, the first occurrence wins (torch semantics).
+def _arg_step(best_v, best_i, v, idx, m, IS_MAX: tl.constexpr):
+    # One more column in each lane, in increasing position: it wins if strictly better (so the first occurrence
+    # stays), if it is NaN and the best is not, or if it is the lane's first element.
+    if IS_MAX:
+        better = v > best_v
+    else:
+        better = v < best_v
+    take = m & ((best_i == _NONE32) | better | ((v != v) & (best_v == best_v)))
+    return tl.where(take, v, best_v), tl.where(take, idx, best_i)
+
+
+@triton.jit
+def arg_reduce_rows(x, out, vals, M, K, sm, sk, IS_MAX: tl.constexpr, VALUES: tl.constexpr, BLOCK_M: tl.constexpr,
+                    BLOCK_K: tl.constexpr):
+    # The position of each row's extremum, and with VALUES the extremum itself. NaN counts as the largest (argmax)
+    # or smallest (argmin) value, the first occurrence wins (torch semantics). Each lane keeps its best in a cheap
+    # step per column (int32 positions); the lanes are combined once at the end. Bytes: the rows read once.
     pid = tl.program_id(0)
     rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
     base = rows.to(tl.int64) * sm
     best_v = _acc_type(tl.zeros([BLOCK_M, BLOCK_K], x.dtype.element_ty), "sum")
-    best_i = tl.zeros([BLOCK_M, BLOCK_K], tl.int64) + _BIG
+    best_i = tl.zeros([BLOCK_M, BLOCK_K], tl.int32) + _NONE32
     for k0 in range(0, K, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
         m = rmask[:, None] & (cols < K)[None, :]
         v = _acc_type(tl.load(x + base[:, None] + cols[None, :].to(tl.int64) * sk, mask=m), "sum")
-        idx = tl.where(m, cols[None, :].to(tl.int64), _BIG)
-        if IS_MAX:
-            best_v, best_i = _argmax_combine(best_v, best_i, v, idx)
-        else:
-            best_v, best_i = _argmin_combine(best_v, best_i, v, idx)
+        best_v, best_i = _arg_step(best_v, best_i, v, cols[None, :], m, IS_MAX)
+    lanes_i = tl.where(best_i == _NONE32, _BIG, best_i.to(tl.int64))
     if IS_MAX:
-        _, r = tl.reduce((best_v, best_i), 1, _argmax_combine)
+        v, r = tl.reduce((best_v, lanes_i), 1, _argmax_combine)
     else:
-        _, r = tl.reduce((best_v, best_i), 1, _argmin_combine)
+        v, r = tl.reduce((best_v, lanes_i), 1, _argmin_combine)
     tl.store(out + rows, r, mask=rmask)
+    if VALUES:
+        tl.store(vals + rows, v.to(vals.dtype.element_ty), mask=rmask)
 
 
 @triton.jit
