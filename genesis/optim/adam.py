@@ -70,11 +70,12 @@ class Adam(Optimizer):
         batches: dict[tuple, list[Tensor]] = {}
         capturable = group.get("capturable", False)
         # The CPU backend's fused step takes host scalars: device-side step counts and tensor learning rates take
-        # the per-parameter path there.
+        # the per-parameter path there, as does maximize unless fused=True asked for the fused kernel.
         host_only = capturable or isinstance(group["lr"], Tensor)
+        per_parameter = host_only or (group["maximize"] and not group.get("fused"))
         new_steps: dict[tuple, Tensor] = {}
         for p in params:
-            if p.device.type == "cpu" and (group.get("fused") is None or host_only):
+            if p.device.type == "cpu" and per_parameter:
                 rest.append(p)
                 continue
             state = self.state.setdefault(p, {})

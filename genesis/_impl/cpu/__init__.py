@@ -602,6 +602,14 @@ def adam_multi_step_(params: list[NDArray], grads: list[NDArray], exp_avgs: list
                      exp_avg_sqs: list[NDArray], masters: list[NDArray] | None, lr: float, beta1: float, beta2: float,
                      eps: float, weight_decay: float, decoupled: bool, step: int, maximize: bool) -> None:
     check_tensor_lists("adam_multi_step_", _ADAM_NAMES, params, grads, exp_avgs, exp_avg_sqs, masters)
+    dtype = params[0].dtype
+    if masters is None and all(x.dtype is dtype for lst in (params, grads, exp_avgs, exp_avg_sqs) for x in lst):
+        # One call of torch's fused kernel over the whole lists (the same arithmetic as one call per parameter).
+        fused = torch._fused_adamw_ if decoupled else torch._fused_adam_
+        lists = [[native(x) for x in lst] for lst in (params, grads, exp_avgs, exp_avg_sqs)]
+        fused(*lists, [], [_step_tensor(step)] * len(params), lr=lr, beta1=beta1, beta2=beta2,
+              weight_decay=weight_decay, eps=eps, amsgrad=False, maximize=maximize)
+        return
     for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
         target = masters[i] if masters is not None else p
         grad = wrap(-native(g)) if maximize else g
