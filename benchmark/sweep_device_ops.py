@@ -76,6 +76,8 @@ def cases() -> list[tuple[str, Callable[[Any, dict], Any]]]:
         ("embedding bf16", lambda L, d: F(L).embedding(d["TOK"], d["EMB"])),
         ("topk 10 dim 1", lambda L, d: L.topk(d["ROWS"], 10, 1)[0]),
         ("sort dim 1", lambda L, d: L.sort(d["ROWS"], 1)[0]),
+        ("sort vocabulary rows bf16", lambda L, d: L.sort(d["LOGITS"][:8], 1, descending=True)[0]),
+        ("argsort int64", lambda L, d: L.argsort(d["IDX"])),
         ("bmm fp32", lambda L, d: L.bmm(d["A3"], d["B3"])), ("matmul bf16", lambda L, d: d["XB"] @ d["YB"]),
         ("cross_entropy bf16", lambda L, d: F(L).cross_entropy(d["LOGITS"], d["TARGET"])),
         ("mse_loss", lambda L, d: F(L).mse_loss(d["X"], d["Y"])),
