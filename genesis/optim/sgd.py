@@ -48,7 +48,7 @@ class SGD(Optimizer):
         rest = []
         batches: dict[tuple, list[Tensor]] = {}
         for p in params:
-            if group.get("fused") is None and p.device.type == "cpu":
+            if p.device.type == "cpu" and isinstance(group["lr"], Tensor):  # the CPU backend takes a host lr
                 rest.append(p)
                 continue
             buf = self.state.get(p, {}).get("momentum_buffer") if momentum != 0 else None

@@ -623,7 +623,21 @@ def sgd_multi_step_(params: list[NDArray], grads: list[NDArray], bufs: list[NDAr
                     first: bool) -> None:
     check_tensor_lists("sgd_multi_step_", ("params", "grads", "bufs"), params, grads, bufs)
     for i, (param, grad) in enumerate(zip(params, grads)):
-        p = native(param)
+        p, g = native(param), native(grad)
+        b = native(bufs[i]) if bufs is not None else None
+        if p.dtype in (torch.float32, torch.float64) and g.dtype == p.dtype and (b is None or b.dtype == p.dtype):
+            # torch.optim.SGD's own arithmetic on the CPU (its single-tensor loop), in place: the same roundings.
+            d = -g if maximize else g
+            if weight_decay != 0:
+                d = d.add(p, alpha=weight_decay)
+            if b is not None:
+                if first:
+                    b.copy_(d)
+                else:
+                    b.mul_(momentum).add_(d, alpha=1 - dampening)
+                d = d.add(b, alpha=momentum) if nesterov else b
+            p.add_(d, alpha=-lr)
+            continue
         acc = torch.float64 if p.dtype == torch.float64 else torch.float32  # half precision rounds once
         g = native(grad).to(acc) * (-1.0 if maximize else 1.0) + weight_decay * p.to(acc)
         if bufs is not None:
