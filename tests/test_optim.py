@@ -197,6 +197,29 @@ def test_sgd_without_momentum_keeps_no_state_as_torch(foreach: bool | None) -> N
     assert seen[0][2] == pytest.approx(seen[1][2])
 
 
+@pytest.mark.skipif(DEVICE != "cpu", reason="on the CPU the update is torch's own arithmetic; GPU kernels round in "
+                                           "their own order")
+@pytest.mark.parametrize("kwargs", [{"momentum": 0.9, "nesterov": True, "weight_decay": 1e-4},
+                                    {"momentum": 0.9, "dampening": 0.1, "maximize": True}, {"weight_decay": 0.01},
+                                    {"momentum": 0.5, "fused": True}])
+def test_sgd_on_the_cpu_gives_torchs_bits(kwargs: dict) -> None:
+    # float32 parameters, four steps of given gradients: the same bits as torch.optim.SGD's default.
+    gen = torch.Generator().manual_seed(5)
+    init = [torch.randn(64, 32, generator=gen), torch.randn(32, generator=gen)]
+    steps = [[torch.randn(t.shape, generator=gen) for t in init] for _ in range(4)]
+    t_params = [t.clone().requires_grad_() for t in init]
+    g_params = [to_genesis(t, requires_grad=True) for t in init]
+    t_opt = torch.optim.SGD(t_params, lr=0.1, **{k: v for k, v in kwargs.items() if k != "fused"})
+    g_opt = optim.SGD(g_params, lr=0.1, **kwargs)
+    for grads in steps:
+        for t, g, grad in zip(t_params, g_params, grads):
+            t.grad, g.grad = grad.clone(), to_genesis(grad)
+        t_opt.step()
+        g_opt.step()
+    for t, g in zip(t_params, g_params):
+        assert torch.equal(to_torch(g).detach(), t.detach())
+
+
 def test_load_state_dict_casts_to_param_and_checks_groups() -> None:
     params = _make_params(genesis)
     opt = optim.Adam(params, lr=0.1)
