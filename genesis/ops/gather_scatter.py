@@ -314,9 +314,10 @@ class MaskedFillTensor(Where):
     """``masked_fill`` with a 0-d tensor value (MaskedFillBackward1)."""
 
 
-def _masked_fill_value(input: Tensor, mask: Tensor, value: Any) -> Any:
-    """``masked_fill``'s checks (a bool mask broadcastable with the input, a 0-d value that fits its dtype); the
-    value as a Python number, or as a tensor of the input's dtype when it stays on the device."""
+def _masked_fill_value(input: Tensor, mask: Tensor, value: Any) -> tuple[Any, tuple[int, ...]]:
+    """``masked_fill``'s checks (a bool mask broadcastable with the input, a 0-d value that fits its dtype): the
+    value as a Python number, or as a tensor of the input's dtype when it stays on the device, and the shape the
+    input and the mask broadcast to."""
     if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
         raise RuntimeError(f"masked_fill: expected a bool mask, got "
                            f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
@@ -329,25 +330,23 @@ def _masked_fill_value(input: Tensor, mask: Tensor, value: Any) -> Any:
     if not isinstance(value, Tensor):
         value = python_number(value)  # numpy scalars as the numbers they hold
         check_scalar_fits(value, input.dtype)
-    broadcast_shapes("masked_fill", input.shape, mask.shape)
-    return value
+    return value, broadcast_shapes("masked_fill", input.shape, mask.shape)
 
 
 def masked_fill_into(input: Tensor, mask: Tensor, value: Any) -> bool:
     """``input.masked_fill_(mask, value)`` written by the backend straight into ``input``'s memory
     (``general_method``'s direct writer); False (the general path) for a tensor value, a mask that does not broadcast
     to the input's own shape, and complex input."""
-    value = _masked_fill_value(input, mask, value)
-    nd, m = input.ndarray, mask.ndarray
-    if (isinstance(value, Tensor) or nd.dtype.is_complex
-            or broadcast_shapes("masked_fill_", nd.shape, m.shape) != nd.shape):
+    value, shape = _masked_fill_value(input, mask, value)
+    nd = input.ndarray
+    if isinstance(value, Tensor) or nd.dtype.is_complex or shape != nd.shape:
         return False
-    nd.backend.masked_fill_(nd, m, value)
+    nd.backend.masked_fill_(nd, mask.ndarray, value)
     return True
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
-    value = _masked_fill_value(input, mask, value)
+    value, _ = _masked_fill_value(input, mask, value)
     # Out of place, the input and the mask broadcast together, as torch's (in place, the result must keep the input's
     # shape: the in-place machinery refuses a larger one). The result is contiguous whatever the input's layout, as
     # torch's (a clone filled in place), so a caller may view() it.

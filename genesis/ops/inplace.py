@@ -276,9 +276,8 @@ def general_method(name: str, fn: Callable, direct: Callable | None = None) -> C
         operands = (*args, *kwargs.values())
         recording = is_grad_enabled() and (self.requires_grad or any(
             isinstance(a, Tensor) and a.requires_grad for a in operands))
-        buffer = self.ndarray.buffer
         if (direct is not None and not recording and not forward_ad.involves_dual(self, *operands)
-                and not any(isinstance(a, Tensor) and a.ndarray.buffer is buffer for a in operands)):
+                and not any(isinstance(a, Tensor) and a.ndarray.buffer is self.ndarray.buffer for a in operands)):
             check_no_internal_overlap(self)
             if direct(self, *args, **kwargs):
                 self._bump_version()
