@@ -2,9 +2,11 @@
 adaptive pooling of (N, C, H, W) input (windows from host tables, ``start = floor(i * in / out)``,
 ``end = ceil((i + 1) * in / out)``).
 
-One program computes ``BLOCK`` outputs (forward) or ``BLOCK`` input gradients (backward). The backward kernels
-gather: each input element visits the windows that can contain it (at most ``KD * KH * KW`` of them) in a fixed
-order and sums their contributions, so the gradient is bitwise reproducible and needs no atomics.
+One program computes ``BLOCK`` outputs (forward) or ``BLOCK`` input gradients (backward). 2-d max pooling into
+contiguous output runs ``max_pool2d_planes_fwd``: programs over (plane, block of the plane), so an output finds its
+plane without dividing. The backward kernels gather: each input element visits the windows that can contain it (at
+most ``KD * KH * KW`` of them) in a fixed order and sums their contributions, so the gradient is bitwise
+reproducible and needs no atomics.
 
 Max: padding is implicit -inf (the lowest value for integers); the first maximum wins, NaN propagates (torch's
 rule); the index is the flat position in the (D, H, W) plane. Average: sums and divisors in float32 (float64 for
@@ -72,6 +74,37 @@ def _grad_positions(offs, C, D, H, W, OD, OH, OW, CL: tl.constexpr):
 
 
 @triton.jit
+def _window_max(base, od, oh, ow, m, D, H, W, sD, sH, sW,
+                KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
+                SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
+                DH: tl.constexpr, DW: tl.constexpr, LOWEST: tl.constexpr, I64: tl.constexpr, DEPTH: tl.constexpr,
+                BLOCK: tl.constexpr):
+    """The maximum of each output's window in the plane at ``base`` (strides sD, sH, sW) and its flat position in
+    the (D, H, W) plane (-1 where the window is empty). Without ``DEPTH`` the plane is 2-d (od, D, sD unused)."""
+    best = tl.full([BLOCK], LOWEST, base.dtype.element_ty)
+    arg = tl.full([BLOCK], -1, tl.int64 if I64 else tl.int32)  # widened to int64 by the store
+    for a in range(KD):
+        if DEPTH:
+            iz = od * SD - PD + a * DD
+            okd = m & (iz >= 0) & (iz < D)
+        else:
+            iz = 0
+            okd = m
+        for i in range(KH):
+            ih = oh * SH - PH + i * DH
+            okh = okd & (ih >= 0) & (ih < H)
+            for j in range(KW):
+                iw = ow * SW - PW + j * DW
+                ok = okh & (iw >= 0) & (iw < W)
+                v = tl.load(base + iz * sD + ih * sH + iw * sW, mask=ok, other=LOWEST)
+                # First maximum wins; a NaN replaces any value (torch's rule); the first valid element seeds.
+                take = ok & ((v > best) | (v != v) | (arg < 0))
+                best = tl.where(take, v, best)
+                arg = tl.where(take, (iz * H + ih) * W + iw, arg)
+    return best, arg
+
+
+@triton.jit
 def max_pool_fwd(
     x, y, idx,                                   # pointers: x (N, C, D, H, W) strided; y, idx dense outputs
     total, C, D, H, W, OD, OH, OW,               # sizes (total = N * C * OD * OH * OW)
@@ -88,26 +121,37 @@ def max_pool_fwd(
         n, c, od, oh, ow = _out_coords_cl(offs, C, OD, OH, OW)
     else:
         n, c, od, oh, ow = _out_coords(offs, C, OD, OH, OW)
-    base = x + n * sN + c * sC
-    best = tl.full([BLOCK], LOWEST, x.dtype.element_ty)
-    arg = tl.full([BLOCK], -1, tl.int64 if I64 else tl.int32)  # widened to int64 by the store
-    for a in range(KD):
-        iz = od * SD - PD + a * DD
-        okd = m & (iz >= 0) & (iz < D)
-        for i in range(KH):
-            ih = oh * SH - PH + i * DH
-            okh = okd & (ih >= 0) & (ih < H)
-            for j in range(KW):
-                iw = ow * SW - PW + j * DW
-                ok = okh & (iw >= 0) & (iw < W)
-                v = tl.load(base + iz * sD + ih * sH + iw * sW, mask=ok, other=LOWEST)
-                # First maximum wins; a NaN replaces any value (torch's rule); the first valid element seeds.
-                take = ok & ((v > best) | (v != v) | (arg < 0))
-                best = tl.where(take, v, best)
-                arg = tl.where(take, (iz * H + ih) * W + iw, arg)
+    best, arg = _window_max(x + n * sN + c * sC, od, oh, ow, m, D, H, W, sD, sH, sW, KD, KH, KW, SD, SH, SW, PD,
+                            PH, PW, DD, DH, DW, LOWEST, I64, True, BLOCK)
     tl.store(y + offs, best, mask=m)
     if INDICES:
         tl.store(idx + offs, arg, mask=m)
+
+
+@triton.jit
+def max_pool2d_planes_fwd(
+    x, y, idx,                                   # pointers: x (N, C, H, W) strided; y, idx (N, C, OH, OW) contiguous
+    C, H, W, OH, OW,                             # sizes
+    sN, sC, sH, sW,                              # x strides in elements
+    KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
+    DH: tl.constexpr, DW: tl.constexpr,
+    LOWEST: tl.constexpr, I64: tl.constexpr, INDICES: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """2-d ``max_pool_fwd`` into contiguous output: program (p, i) computes outputs [i BLOCK, (i + 1) BLOCK) of plane
+    p = (n, c), whose start in x it finds once; each output divides once (its row and column)."""
+    p = tl.program_id(0)
+    if I64:
+        p = p.to(tl.int64)
+    r = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = r < OH * OW
+    oh = r // OW
+    ow = r - oh * OW
+    best, arg = _window_max(x + (p // C) * sN + (p % C) * sC, 0, oh, ow, m, 1, H, W, 0, sH, sW, 1, KH, KW, 1, SH,
+                            SW, 0, PH, PW, 1, DH, DW, LOWEST, I64, False, BLOCK)
+    o = p * (OH * OW) + r
+    tl.store(y + o, best, mask=m)
+    if INDICES:
+        tl.store(idx + o, arg, mask=m)
 
 
 @triton.jit
