@@ -1,7 +1,8 @@
 """Time tile configurations of Genesis's batch-norm, pooling, resampling and padding kernels on one CUDA GPU.
 
-Each sweep sets module-level knobs of ``genesis/_impl/cuda/nn_layers.py`` (batch norm: ``_BN_ROW_BLOCK`` and
-``_BN_PROGRAMS_PER_SM``; pooling: ``_POOL_BLOCK`` and ``_POOL_WARPS``; resampling: ``_UP_BLOCK`` and ``_UP_WARPS``)
+Each sweep sets module-level knobs of ``genesis/_impl/cuda/nn_layers.py`` (batch norm: ``_BN_BLOCK``, ``_BN_WARPS``,
+``_BN_APPLY_WARPS`` and ``_BN_PROGRAMS_PER_SM``; pooling: ``_POOL_PLANE_BLOCK`` for 2-d max pooling, ``_POOL_BLOCK``
+and ``_POOL_WARPS`` for the rest; resampling: ``_UP_BLOCK`` and ``_UP_WARPS``)
 or ``nn_padding.py`` (``_TILE`` and ``_TILE_WIDTH``) to every combination of its candidates, forgets the launch
 plans made with the old values, and times the op's forward and forward+backward through ``nn.functional``, torch's
 times beside them when torch can use the GPU; the fastest configurations print first. The knobs are restored
@@ -25,10 +26,11 @@ from genesis._impl.cuda.triton_driver import do_bench
 
 BLOCKS = [256, 512, 1024, 2048]
 SWEEPS: list[tuple[str, Any, dict[str, list[int]], list[tuple[int, ...]], Callable[[Any, Any], Any]]] = [
-    ("batch_norm train", nn_layers, {"_BN_ROW_BLOCK": BLOCKS, "_BN_PROGRAMS_PER_SM": [4, 8, 16]},
+    ("batch_norm train", nn_layers, {"_BN_BLOCK": [512, 1024, 2048], "_BN_WARPS": [4, 8], "_BN_APPLY_WARPS": [4, 8],
+                                     "_BN_PROGRAMS_PER_SM": [4, 8, 16]},
      [(32, 128, 56, 56), (64, 256, 56, 56), (64, 64, 112, 112), (64, 2048, 7, 7)],
      lambda lib, x: lib.nn.functional.batch_norm(x, None, None, training=True)),
-    ("max_pool2d 3x3 s2 p1", nn_layers, {"_POOL_BLOCK": BLOCKS, "_POOL_WARPS": [4, 8]},
+    ("max_pool2d 3x3 s2 p1", nn_layers, {"_POOL_PLANE_BLOCK": [64, 128, 256, 512]},
      [(32, 128, 56, 56), (64, 64, 112, 112)], lambda lib, x: lib.nn.functional.max_pool2d(x, 3, 2, 1)),
     ("interpolate nearest x2", nn_layers, {"_UP_BLOCK": BLOCKS, "_UP_WARPS": [4, 8]},
      [(32, 128, 56, 56)], lambda lib, x: lib.nn.functional.interpolate(x, scale_factor=2)),
@@ -40,7 +42,7 @@ SWEEPS: list[tuple[str, Any, dict[str, list[int]], list[tuple[int, ...]], Callab
 
 def forget_plans() -> None:
     """Drop the launch plans and tile choices cached with the knobs' previous values."""
-    nn_layers._bn_row_tiles.cache_clear()
+    nn_layers._bn_chunks.cache_clear()
     nn_padding._PLANS.clear()
     nn_padding._BACKWARD_PLANS.clear()
 

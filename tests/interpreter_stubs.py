@@ -47,6 +47,17 @@ def launcher(self: Any, types: tuple, consts: tuple, num_warps: int = 4, num_sta
     return go
 
 
+def _new_channels_last(shape: tuple, dtype: Any, device: Any) -> Any:
+    """A CPU array laid out channels_last (channels_last_3d for 5-d)."""
+    import torch
+
+    import genesis._impl.cpu as cpu
+    from genesis._impl.cpu.tensors import wrap
+
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    return wrap(torch.empty(shape, dtype=cpu.TORCH_DTYPE[dtype], memory_format=fmt))
+
+
 def install(module: Any) -> None:
     """Point ``module``'s allocation, pointer and launch helpers at CPU arrays and the interpreter."""
     import genesis._impl.cpu as cpu
@@ -55,6 +66,7 @@ def install(module: Any) -> None:
     td.Kernel.launcher = launcher
     module.rt = Runtime()
     module._new = lambda shape, dtype, device: cpu.empty(shape, dtype, device)
+    module._new_channels_last = _new_channels_last
     module._ptr = cpu.native
     module._psig = lambda x, p: "*fp32"
     module._pointers = lambda arrays: ([cpu.native(a) for a in arrays], ("*fp32",) * len(arrays))

@@ -36,6 +36,10 @@ def _specs() -> list[tuple]:
          pool2d + (1, 1, 1, float("-inf"), False, False, False, 512)),
         ("max pool fwd fp32 3d dilated", pk.max_pool_fwd, (f32, f32, i64, "i64") + ("i32",) * 7 + ("i64",) * 5,
          (2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, float("-inf"), True, True, False, 512)),
+        ("max pool 2d planes fwd fp32", pk.max_pool2d_planes_fwd, (f32, f32, i64) + ("i32",) * 9,
+         (3, 3, 2, 2, 1, 1, 1, 1, float("-inf"), False, True, 128)),
+        ("max pool 2d planes fwd bf16 64-bit, no indices", pk.max_pool2d_planes_fwd,
+         (bf, bf, bf) + ("i32",) * 5 + ("i64",) * 4, (2, 2, 2, 2, 0, 0, 1, 1, float("-inf"), True, False, 64)),
         ("max pool fwd int64", pk.max_pool_fwd, (i64, i64, i64, "i64") + ("i32",) * 7 + ("i32",) * 5,
          pool2d + (1, 1, 1, -2 ** 63, False, True, False, 512)),
         ("max pool fwd bf16 channels_last", pk.max_pool_fwd, (bf, bf, i64, "i64") + ("i32",) * 7 + ("i32",) * 5,
@@ -58,17 +62,20 @@ def _specs() -> list[tuple]:
          + ("i64",) * 4, (True, 3, 4, float("-inf"), False, False, 512)),
         ("adaptive avg pool bwd fp32", pk.adaptive_pool_bwd, (f32, f32, f32) + (i32,) * 8 + ("i64",) + ("i32",) * 6,
          (False, False, False, 512)),
-        ("batch norm partials bf16 rows", bk.bn_partials, (bf, bf, f32, f32, "i32", "i32", "i32", "i64", "i32"),
+        ("batch norm partials bf16 straddle", bk.bn_partials, (bf, bf, f32, f32) + ("i32",) * 5,
          (False, True, False, False, 256)),
-        ("batch norm bwd partials fp32 flat", bk.bn_partials, (f32, f32, f32, f32, "i32", "i32", "i32", "i64", "i32"),
-         (True, False, False, True, 1024)),
+        ("batch norm bwd partials fp32 flat 64-bit", bk.bn_partials,
+         (f32, f32, f32, f32, "i64", "i32", "i32", "i64", "i32"), (True, False, False, True, 1024)),
+        ("batch norm partials fp64 straddle 64-bit", bk.bn_partials,
+         (f64, f64, f64, f64, "i64", "i32", "i32", "i64", "i32"), (False, True, True, True, 1024)),
         ("batch norm finalize", bk.bn_finalize, (f32,) * 8 + ("i32", "i32", "fp32", "fp32"),
          (True, True, True, True, False, 256)),
         ("batch norm finalize fp64 eval", bk.bn_finalize, (f64,) * 8 + ("i32", "i32", "fp64", "fp64"),
          (False, True, True, True, True, 256)),
         ("group norm fwd fp64", bk.gn_fwd, (f64,) * 4 + (f64, f64, "i32", "i32", "i32", "fp64"),
          (True, True, True, 1024)),
-        ("batch norm apply bf16 rows", bk.bn_apply, (bf, bf, f32, bf, "i32", "i32", "i64"), (False, True, False, 256)),
+        ("batch norm apply bf16 straddle", bk.bn_apply, (bf, bf, f32, bf, "i32", "i32", "i64"),
+         (False, True, False, 256)),
         ("batch norm bwd apply fp64 flat", bk.bn_apply, (f64, f64, f64, f64, "i32", "i32", "i64"),
          (True, False, True, 1024)),
         ("batch norm bwd finalize", bk.bn_bwd_finalize, (f32,) * 7 + ("i32", "i32", "fp32", "fp32"),
@@ -190,7 +197,7 @@ for shape, out in (((2, 3, 7, 9), (3, 4)), ((1, 2, 5, 5), (5, 2)), ((1, 1, 1, 1)
 print("pool ok")
 
 # batch norm: training (running stats updated) and eval, with and without affine, 2-d and 4-d input
-for shape in ((5, 3), (2, 3, 5, 7), (1, 4, 1, 33), (3, 2, 17, 16)):
+for shape in ((5, 3), (2, 3, 5, 7), (1, 4, 1, 33), (3, 2, 17, 16), (6, 3, 20, 30)):
     C = shape[1]
     x = randn(*shape) * 3 + 2
     w, b = randn(C), randn(C)
@@ -213,6 +220,26 @@ for shape in ((5, 3), (2, 3, 5, 7), (1, 4, 1, 33), (3, 2, 17, 16)):
             rr = cpu.batch_norm_backward(dy, nd(x), W, nd(rm), nd(rv), ref[1], ref[2], training, 1e-5, mask)
             for a, r, name in zip(gr, rr, ("dx", "dw", "db")):
                 close(a, r, f"bn {name} {shape} training={training} affine={affine}")
+for shape in ((3, 5, 4, 6), (2, 40, 3, 3, 2)):  # channels_last input: read in place, results in its layout
+    C = shape[1]
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    x = (randn(*shape) * 3 + 2).contiguous(memory_format=fmt)
+    dy = randn(*shape).contiguous(memory_format=fmt)
+    w, b, rm, rv = randn(C), randn(C), randn(C), randn(C).abs() + 0.5
+    rm2, rv2 = rm.clone(), rv.clone()
+    got = nl.batch_norm(nd(x), nd(w), nd(b), nd(rm), nd(rv), True, 0.1, 1e-5)
+    ref = cpu.batch_norm(nd(x), nd(w), nd(b), nd(rm2), nd(rv2), True, 0.1, 1e-5)
+    assert cpu.native(got[0]).is_contiguous(memory_format=fmt)
+    for a, r, name in zip(got, ref, ("out", "mean", "invstd")):
+        close(a, r, f"bn channels_last {name} {shape}")
+    torch.testing.assert_close(rm, rm2)
+    torch.testing.assert_close(rv, rv2)
+    for training in (True, False):
+        gr = nl.batch_norm_backward(nd(dy), nd(x), nd(w), nd(rm), nd(rv), got[1], got[2], training, 1e-5, (True,) * 3)
+        rr = cpu.batch_norm_backward(nd(dy), nd(x), nd(w), nd(rm), nd(rv), ref[1], ref[2], training, 1e-5,
+                                     (True,) * 3)
+        for a, r, name in zip(gr, rr, ("dx", "dw", "db")):
+            close(a, r, f"bn channels_last {name} {shape} training={training}")
 x = (randn(4, 3, 5, 6) * 2 + 1).half()  # half-precision input, float32 parameters and running statistics
 w, b, rm, rv = randn(3), randn(3), randn(3), randn(3).abs() + 0.5
 rm2, rv2 = rm.clone(), rv.clone()

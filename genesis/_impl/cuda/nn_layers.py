@@ -33,6 +33,9 @@ _ACC_KIND = {dtypes.float64: 1, dtypes.int64: 2}  # accumulator of average pooli
 _BLOCK = 512  # elements per program of the elementwise-shaped kernels (adaptive pooling, apply passes)
 # Outputs per program and warps of the pooling and resampling kernels (benchmark/sweep_cnn_tiles.py times them).
 _POOL_BLOCK, _POOL_WARPS = 256, 4
+# Outputs per program of 2-d max pooling into contiguous output (programs over planes), at most: smaller planes take
+# the next power of two of their size; one warp per 32 outputs, at most four.
+_POOL_PLANE_BLOCK = 128
 _UP_BLOCK, _UP_WARPS = 512, 4
 
 
@@ -59,6 +62,7 @@ def _lowest(dtype: dtypes.dtype) -> float | int:
 
 # ---------------------------------------------------------------- pooling
 
+_MAX_PLANES_FWD = td.Kernel(pk.max_pool2d_planes_fwd)
 _MAX_FWD = td.Kernel(pk.max_pool_fwd)
 _MAX_BWD = td.Kernel(pk.max_pool_bwd)
 _AVG_FWD = td.Kernel(pk.avg_pool_fwd)
@@ -91,9 +95,13 @@ def _div_mode(count_include_pad: bool, divisor_override: int | None) -> int:
     return 0 if divisor_override else 1 if count_include_pad else 2
 
 
-def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
-         count_include_pad: bool, divisor_override: int | None, indices: bool = True) -> tuple[NDArray, NDArray | None]:
-    check_same_device("pool", x)
+_POOL_PLANS: dict[tuple, tuple] = {}
+
+
+def _pool_plan(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
+               ceil_mode: bool, count_include_pad: bool, divisor_override: int | None, indices: bool) -> tuple:
+    """How to pool arrays of x's shape, strides and dtype, worked out once: (kernel, channels_last output, output
+    shape, whether indices are written, grid, argument types, constexprs, warps, scalar arguments, batched)."""
     nd = len(kernel)
     if x.dtype is dtypes.bool_ or (mode == "avg" and x.dtype.category != 2 and x.dtype is not dtypes.int64):
         raise NotImplementedError(f"\"{mode}_pool{nd}d\" not implemented for '{x.dtype.name}'")
@@ -104,36 +112,57 @@ def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, di
     size = x.shape[2:]
     out_size = _pool_out(size, kernel, stride, padding, dilation, ceil_mode)
     cl = _pool_cl(x, mode, nd)
+    shape = (N, C) + out_size
+    with_idx = mode == "max" and indices
+    total = math.prod(shape)
+    D, H, W = _three(size, 1)
+    OD, OH, OW = _three(out_size, 1)
+    sN, sC = x.strides[:2]
+    sD, sH, sW = (0, *x.strides[2:]) if nd == 2 else x.strides[2:]
+    scalars = (total, C, D, H, W, OD, OH, OW)
+    strides = (sN, sC, sD, sH, sW)
+    consts = _pool_consts(mode, kernel, stride, padding, dilation)
+    grid = (_cdiv(total, _POOL_BLOCK), 1)
+    if mode == "avg":
+        return (_AVG_FWD, cl, shape, False, grid, ("i64",) + ("i32",) * 8 + ("i64",) * 5,
+                consts + (_div_mode(count_include_pad, divisor_override), _ACC_KIND.get(x.dtype, 0),
+                          _wide(x.size, total), cl, _POOL_BLOCK), _POOL_WARPS,
+                scalars + (divisor_override or 0,) + strides, batched)
+    # 32-bit index arithmetic unless an offset into x or y can pass 2**31.
+    span = 1 + sum((n - 1) * abs(s) for n, s in zip(x.shape, x.strides))
+    wide = _wide(span, total)
+    block = min(_POOL_PLANE_BLOCK, _next_pow2(OH * OW))
+    if nd == 2 and not cl and _cdiv(OH * OW, block) < 65536:
+        index = "i64" if wide else "i32"
+        return (_MAX_PLANES_FWD, cl, shape, with_idx, (N * C, _cdiv(OH * OW, block)), ("i32",) * 5 + (index,) * 4,
+                consts[1:3] + consts[4:6] + consts[7:9] + consts[10:] + (_lowest(x.dtype), wide, with_idx, block),
+                max(1, min(4, block // 32)), (C, H, W, OH, OW, sN, sC, sH, sW), batched)
+    return (_MAX_FWD, cl, shape, with_idx, grid, ("i64",) + ("i32",) * 7 + ("i64" if wide else "i32",) * 5,
+            consts + (_lowest(x.dtype), wide, with_idx, cl, _POOL_BLOCK), _POOL_WARPS, scalars + strides, batched)
+
+
+def pool(x: NDArray, mode: str, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool,
+         count_include_pad: bool, divisor_override: int | None, indices: bool = True) -> tuple[NDArray, NDArray | None]:
+    key = (x.shape, x.strides, x.dtype, mode, kernel, stride, padding, dilation, ceil_mode, count_include_pad,
+           divisor_override, indices, x.device.index)
+    plan = _POOL_PLANS.get(key)
+    if plan is None:
+        plan = remember(_POOL_PLANS, key, _pool_plan(x, mode, kernel, stride, padding, dilation, ceil_mode,
+                                                     count_include_pad, divisor_override, indices))
+    kern, cl, shape, with_idx, grid, types, consts, warps, args, batched = plan
     new = _new_channels_last if cl else _new
-    y = new((N, C) + out_size, x.dtype, x.device)
-    idx = new(y.shape, dtypes.int64, x.device) if mode == "max" and indices else None
-    total = y.size
-    if total:
+    y = new(shape, x.dtype, x.device)
+    idx = new(shape, dtypes.int64, x.device) if with_idx else None
+    if grid[0] * grid[1]:
         rt.ensure_device(x.device.index)
-        D, H, W = _three(size, 1)
-        OD, OH, OW = _three(out_size, 1)
-        sN, sC = x.strides[:2]
-        sD, sH, sW = (0, *x.strides[2:]) if nd == 2 else x.strides[2:]
-        scalars = (total, C, D, H, W, OD, OH, OW)
-        strides = (sN, sC, sD, sH, sW)
-        consts = _pool_consts(mode, kernel, stride, padding, dilation)
-        if mode == "max":
-            # 32-bit index arithmetic unless an offset into x or y can pass 2**31.
-            span = 1 + sum((n - 1) * abs(s) for n, s in zip(x.shape, x.strides))
-            wide = _wide(span, total)
-            arrays = (x, y, idx if idx is not None else y)
-            ptrs, sig = _pointers(arrays)
-            go = _MAX_FWD.launcher(sig + ("i64",) + ("i32",) * 7 + ("i64" if wide else "i32",) * 5,
-                                   consts + (_lowest(x.dtype), wide, idx is not None, cl, _POOL_BLOCK), _POOL_WARPS)
-            go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, *strides)
-        else:
-            arrays = (x, y)
-            ptrs, sig = _pointers(arrays)
-            go = _AVG_FWD.launcher(sig + ("i64",) + ("i32",) * 8 + ("i64",) * 5,
-                                   consts + (_div_mode(count_include_pad, divisor_override),
-                                             _ACC_KIND.get(x.dtype, 0), _wide(x.size, total), cl, _POOL_BLOCK),
-                                   _POOL_WARPS)
-            go(_cdiv(total, _POOL_BLOCK), 1, 1, *ptrs, *scalars, divisor_override or 0, *strides)
+        # x stands for its batched view (the same memory) when unbatched
+        ptrs, sig = _pointers((x, y) if kern is _AVG_FWD else (x, y, idx if idx is not None else y))
+        kern.launcher(sig + types, consts, warps)(*grid, 1, *ptrs, *args)
+    return _unbatch(y, idx, batched)
+
+
+def _unbatch(y: NDArray, idx: NDArray | None, batched: bool) -> tuple[NDArray, NDArray | None]:
+    """Pooling's (values, indices) without the batch axis added to unbatched input."""
     if not batched:
         y = y.squeeze((0,))
         idx = idx.squeeze((0,)) if idx is not None else None
@@ -266,17 +295,22 @@ def _wide(*sizes: int) -> bool:
     return max(sizes) >= 2 ** 31
 
 
-# Tiles of the row-major batch-norm kernels: BLOCK for rows of up to 4096 elements, and programs per
-# multiprocessor of the statistics pass, chosen with benchmark/sweep_cnn_tiles.py on an H100 (among the fastest for
-# every shape it times).
-_BN_ROW_BLOCK = 1024
+# Tiles of the row-major batch-norm kernels, chosen with benchmark/sweep_cnn_tiles.py on an H200: BLOCK elements per
+# step and num_warps of the statistics pass (``_BN_WARPS``) and the elementwise pass (``_BN_APPLY_WARPS``), and
+# programs per multiprocessor of the statistics pass.
+_BN_BLOCK = 1024
+_BN_WARPS = 4
+_BN_APPLY_WARPS = 8
 _BN_PROGRAMS_PER_SM = 8
 
 
-def _rows_block(S: int) -> int | None:
-    """BLOCK for walking (N, C, S) data row by row (S elements per row, no per-element division), or None for
-    short rows, which are walked as flat blocks instead."""
-    return None if S < 256 else _BN_ROW_BLOCK if S <= 4096 else 1024
+def _bn_block(S: int, count: int) -> tuple[bool, int]:
+    """(straddle, BLOCK) of the row-major batch-norm kernels over rows of S elements, ``count`` in all. Rows of 256
+    elements or more take blocks no longer than a row, so a block spans at most two rows (no per-element division);
+    shorter rows take flat blocks whose elements each divide by S."""
+    if S >= 256:
+        return True, min(_BN_BLOCK, 1 << (S.bit_length() - 1))
+    return False, min(max(_next_pow2(count), 16), _BN_BLOCK)
 
 
 def _rows_layout(x: NDArray) -> tuple[NDArray, int, int, int]:
@@ -371,34 +405,30 @@ def _bn_apply_cl(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, R: int, C:
 
 
 @functools.lru_cache(maxsize=1024)
-def _bn_row_tiles(N: int, C: int, S: int, device: int) -> tuple[int | None, int, int, int]:
-    """(row BLOCK or None, BLOCK, chunk, programs P per channel) of ``_bn_partials``."""
-    target = max(1, _cdiv(_BN_PROGRAMS_PER_SM * rt.multiprocessor_count(device), C))
-    rows = _rows_block(S)
-    if rows is not None:
-        chunk = _cdiv(N, max(1, min(target, N, 1024)))
-        return rows, rows, chunk, (_cdiv(N, chunk) if N else 1)
+def _bn_chunks(N: int, C: int, S: int, device: int) -> tuple[bool, int, int, int]:
+    """(straddle, BLOCK, chunk, programs P per channel) of ``_bn_partials``: each channel's N * S elements in P
+    chunks of whole blocks, about ``_BN_PROGRAMS_PER_SM`` programs per multiprocessor in all."""
     count = N * S
-    block = min(max(_next_pow2(count), 16), 1024)
+    straddle, block = _bn_block(S, count)
+    target = max(1, _cdiv(_BN_PROGRAMS_PER_SM * rt.multiprocessor_count(device), C))
     chunk = _cdiv(_cdiv(count, max(1, min(target, _cdiv(count, block), 1024))), block) * block
-    return None, block, chunk, (_cdiv(count, chunk) if count else 1)
+    return straddle, block, chunk, (_cdiv(count, chunk) if count else 1)
 
 
 def _bn_partials(xc: NDArray, g: NDArray, mean: NDArray, acc: dtypes.dtype, backward: bool, N: int, C: int,
                  S: int, coef_rows: int) -> tuple[NDArray, int, NDArray]:
-    """Per-(channel, program) partial statistics, about four programs per multiprocessor: each program takes
-    ``chunk`` whole rows of S elements (long rows) or ``chunk`` flat elements of the channel (short rows). Returns
-    (partials (3, C, P), P, a (coef_rows, C) array for the coefficients made from them)."""
-    rows, block, chunk, P = _bn_row_tiles(N, C, S, xc.device.index)
+    """Per-(channel, program) partial statistics: program (c, p) takes ``chunk`` elements of channel c's N * S.
+    Returns (partials (3, C, P), P, a (coef_rows, C) array for the coefficients made from them)."""
+    straddle, block, chunk, P = _bn_chunks(N, C, S, xc.device.index)
     part, coef = _scratch(C, P, coef_rows, acc, xc.device)
     if not backward:  # the forward reads no gradient or mean
         g = mean = xc
-    arrays = (xc, g, mean, part)
-    ptrs, sig = _pointers(arrays)
-    go = _BN_PARTIALS.launcher(sig + ("i32", "i32", "i32", "i64", "i32"),
-                               (backward, rows is not None, acc is _F64, _wide(xc.size), block),
-                               4 if block <= 512 else 8)
-    go(C, P, 1, *ptrs, N, C, S, chunk, P)
+    ptrs, sig = _pointers((xc, g, mean, part))
+    wide = _wide(xc.size)
+    index = "i64" if wide else "i32"
+    go = _BN_PARTIALS.launcher(sig + (index, "i32", "i32", index, "i32"),
+                               (backward, straddle, acc is _F64, wide, block), _BN_WARPS)
+    go(C, P, 1, *ptrs, N * S, C, S, chunk, P)
     return part, P, coef
 
 
@@ -408,12 +438,12 @@ def _bn_apply(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, C: int, S: in
         return
     arrays = (x, g, coef, out)
     ptrs, sig = _pointers(arrays)
-    rows = _rows_block(S)
-    block = rows or _BLOCK * 2
-    go = _BN_APPLY.launcher(sig + ("i32", "i32", "i64"), (backward, rows is not None, _wide(total),
-                                                                         block), 4)
-    grid = (total // S, _cdiv(S, block)) if rows else (_cdiv(total, block), 1)
-    go(*grid, 1, *ptrs, C, S, total)
+    straddle, block = _bn_block(S, total)
+    if not straddle:
+        block = _BLOCK * 2
+    go = _BN_APPLY.launcher(sig + ("i32", "i32", "i64"), (backward, straddle, _wide(total), block),
+                            _BN_APPLY_WARPS)
+    go(_cdiv(total, block), 1, 1, *ptrs, C, S, total)
 
 
 def batch_norm(x: NDArray, weight: NDArray | None, bias: NDArray | None, running_mean: NDArray | None,

@@ -2,13 +2,16 @@
 also on channels_last ones).
 
 Batch norm (statistics per channel over N * S elements) runs in three launches each way:
-  1. ``bn_partials``: program (c, p) reduces one chunk of channel c. Forward: the chunk's count, mean and sum of
-     squared deviations (Welford per lane, lanes merged with Chan et al.'s parallel-variance formula, which stays
-     accurate where ``E[x^2] - E[x]^2`` cancels). Backward: ``sum(dy)`` and ``sum(dy * (x - mean))``.
+  1. ``bn_partials``: program (c, p) reduces one chunk of channel c (the chunk runs over the channel's N * S elements
+     in blocks that span at most two rows of S, so no element divides). Forward: the chunk's count, mean and sum of
+     squared deviations (Welford per lane with one count for all lanes, lanes merged with Chan et al.'s
+     parallel-variance formula, which stays accurate where ``E[x^2] - E[x]^2`` cancels). Backward: ``sum(dy)`` and
+     ``sum(dy * (x - mean))``.
   2. ``bn_finalize`` / ``bn_bwd_finalize``: one program per channel merges its P partials in a fixed order (no atomics,
      so every statistic and the weight/bias gradients are bitwise reproducible), updates the running statistics and
      writes per-channel coefficients.
-  3. ``bn_apply`` (forward and backward): one elementwise pass with the per-channel coefficients.
+  3. ``bn_apply`` (forward and backward): one elementwise pass with the per-channel coefficients, from the last
+     block to the first (the L2 cache still holds what the statistics pass read last).
 channels_last input (and (N, C) input) is read in place as N * S rows of C channels by ``bn_partials_cl`` and
 ``bn_apply_cl``: (rows, channels) tiles whose columns are channels, so a program loads its coefficients once and
 nothing is divided; the result keeps the input's layout.
@@ -114,41 +117,78 @@ def _store_partials(part, plane, o, a0, a1, a2, mask):
 
 
 @triton.jit
+def _channel_addr(c, e0, lanes, C, S, STRADDLE: tl.constexpr):
+    """Where elements ``e0 + lanes`` of channel c's N * S (flat over (n, s)) lie in (N, C, S) memory. ``STRADDLE``
+    (BLOCK <= S): the block covers at most two rows, so a lane is in the first row or the next one, with no
+    division; else every lane divides by S."""
+    if STRADDLE:
+        n0 = e0 // S
+        a0 = (n0 * C + c) * S + (e0 - n0 * S)
+        addr = tl.where(lanes < (n0 + 1) * S - e0, a0 + lanes, a0 + (C - 1) * S + lanes)
+    else:
+        e = e0 + lanes
+        n = e // S
+        addr = (n * C + c) * S + (e - n * S)
+    return addr
+
+
+@triton.jit
+def _chunk_sums(x, g, mu, c, p, NS, C, S, chunk, BACKWARD: tl.constexpr, STRADDLE: tl.constexpr,
+                F64: tl.constexpr, BLOCK: tl.constexpr):
+    """Elements [p chunk, (p + 1) chunk) of channel c's N * S (chunk: a multiple of BLOCK) reduced to (count, mean,
+    M2) forward or (sum dy, sum dy (x - mu), 0) backward. Every block but the last is full, so all lanes share one
+    count: the forward's Welford update divides by that count once per block, not per element. The last block is
+    reduced as one tile and merged with Chan's formula; the lanes are merged once."""
+    lanes = tl.arange(0, BLOCK)
+    zeros = _lane_zeros(BLOCK, F64)
+    mean, m2, s_g, s_gx = zeros, zeros, zeros, zeros
+    k = tl.sum(zeros, 0)  # the count every lane has seen
+    start = p * chunk
+    stop = tl.minimum(start + chunk, NS)
+    full = start + (stop - start) // BLOCK * BLOCK
+    for e0 in range(start, full, BLOCK):
+        addr = _channel_addr(c, e0, lanes, C, S, STRADDLE)
+        v = _acc(tl.load(x + addr), F64)
+        if BACKWARD:
+            gv = _acc(tl.load(g + addr), F64)
+            s_g += gv
+            s_gx += gv * (v - mu)
+        else:
+            k += 1.0
+            d = v - mean
+            mean += d * (1.0 / k)
+            m2 += d * (v - mean)
+    m = full + lanes < stop
+    addr = _channel_addr(c, full, lanes, C, S, STRADDLE)
+    v = _acc(tl.load(x + addr, mask=m, other=0.0), F64)
+    if BACKWARD:
+        gv = _acc(tl.load(g + addr, mask=m, other=0.0), F64)
+        a0 = tl.sum(s_g + gv, 0)
+        a1 = tl.sum(s_gx + gv * (v - mu), 0)
+        a2 = a0 * 0.0
+    else:
+        lmean = tl.sum(mean, 0) / BLOCK
+        d = mean - lmean
+        a0, a1, a2 = _merge(k * BLOCK, lmean, tl.sum(m2, 0) + k * tl.sum(d * d, 0), v, m, F64)
+    return a0, a1, a2
+
+
+@triton.jit
 def bn_partials(
     x, g, mean_in, part,                   # pointers: x, g (N, C, S) contiguous; mean_in (C,); part (3, C, P)
-    N, C, S, chunk, P,                     # sizes; chunk: rows (ROWS) or flat elements of the channel per program
-    BACKWARD: tl.constexpr, ROWS: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
+    NS, C, S, chunk, P,                    # NS = N * S elements per channel; chunk: a multiple of BLOCK
+    BACKWARD: tl.constexpr, STRADDLE: tl.constexpr, F64: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    """Program (c, p) reduces rows [p chunk, (p + 1) chunk) of channel c (``ROWS``: S elements each, no division),
-    or flat elements [p chunk, (p + 1) chunk) of the channel's N * S (small S). Lanes accumulate separately and are
-    merged once at the end."""
+    """Program (c, p) stores the partial of chunk p of channel c (``_chunk_sums``)."""
     c = tl.program_id(0)
     p = tl.program_id(1)
     if I64:
         c = c.to(tl.int64)
         p = p.to(tl.int64)
-    zeros = _lane_zeros(BLOCK, F64)
-    cnt, mean, m2, s_g, s_gx = zeros, zeros, zeros, zeros, zeros
     mu = 0.0
     if BACKWARD:
         mu = _acc(tl.load(mean_in + c), F64)
-    lanes = tl.arange(0, BLOCK)
-    if ROWS:
-        for n in range(p * chunk, tl.minimum(p * chunk + chunk, N)):
-            base = (n * C + c) * S
-            for s0 in range(0, S, BLOCK):
-                m = s0 + lanes < S
-                cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, x, g, base + s0 + lanes, m, mu, BACKWARD,
-                                                  F64)
-    else:
-        NS = N * S
-        for k0 in range(0, chunk, BLOCK):
-            e = p * chunk + k0 + lanes
-            m = (e < NS) & (k0 + lanes < chunk)
-            n = e // S
-            addr = (n * C + c) * S + (e - n * S)
-            cnt, mean, m2, s_g, s_gx = _lanes(cnt, mean, m2, s_g, s_gx, x, g, addr, m, mu, BACKWARD, F64)
-    a0, a1, a2 = _merge_lanes(cnt, mean, m2, s_g, s_gx, BACKWARD)
+    a0, a1, a2 = _chunk_sums(x, g, mu, c, p, NS, C, S, chunk, BACKWARD, STRADDLE, F64, BLOCK)
     _store_partials(part, C * P, c * P + p, a0, a1, a2, None)
 
 
@@ -212,27 +252,26 @@ def _apply_store(x, g, coef, y, offs, m, c, mc, C, BACKWARD: tl.constexpr):
 def bn_apply(
     x, g, coef, y,                         # pointers: x, g, y (N, C, S) contiguous; coef (K, C)
     C, S, total,                           # sizes (total = N * C * S)
-    BACKWARD: tl.constexpr, ROWS: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
+    BACKWARD: tl.constexpr, STRADDLE: tl.constexpr, I64: tl.constexpr, BLOCK: tl.constexpr,
 ):
     """Forward: ``y = x * scale[c] + shift[c]``. Backward: ``dx = a[c] * (dy - k1[c] - (x - mean[c]) * k2[c])``.
 
-    ``ROWS``: program (row of N * C, block of S) with the channel's coefficients as scalars; else flat blocks
-    (small S) with a per-element channel."""
-    if ROWS:
-        r = tl.program_id(0)
-        s = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-        if I64:
-            r = r.to(tl.int64)
-        m = s < S
-        offs = r * S + s
-        c = r % C
+    Program i maps one block of BLOCK flat elements, from the last block to the first: the statistics pass read the
+    end last, so this pass starts on what the L2 cache still holds. ``STRADDLE`` (BLOCK <= S): a block lies in at
+    most two rows of S, whose two channels come from one division per program; else each element's channel is
+    ``(offs // S) % C``."""
+    pid = tl.num_programs(0) - 1 - tl.program_id(0)
+    if I64:
+        pid = pid.to(tl.int64)
+    lanes = tl.arange(0, BLOCK)
+    e0 = pid * BLOCK
+    offs = e0 + lanes
+    m = offs < total
+    if STRADDLE:
+        r0 = e0 // S
+        c = tl.where(lanes < (r0 + 1) * S - e0, r0 % C, (r0 + 1) % C)
         mc = True
     else:
-        pid = tl.program_id(0)
-        if I64:
-            pid = pid.to(tl.int64)
-        offs = pid * BLOCK + tl.arange(0, BLOCK)
-        m = offs < total
         c = (offs // S) % C
         mc = m
     _apply_store(x, g, coef, y, offs, m, c, mc, C, BACKWARD)

@@ -62,5 +62,6 @@ def embedding_segment_sum(
         pos = tl.load(order + s + t, mask=mt, other=0).to(tl.int64)
         rows = tl.load(g + pos[:, None] * stride_g + cols[None, :], mask=mt[:, None] & mc[None, :], other=0.0)
         acc += tl.sum(rows.to(acc.dtype), 0)
-    key = tl.load(idx + tl.load(order + s).to(tl.int64))
-    tl.store(dw + key * D + cols, acc.to(dw.dtype.element_ty), mask=mc & (length > 0))
+    if length > 0:
+        key = tl.load(idx + tl.load(order + s).to(tl.int64))
+        tl.store(dw + key * D + cols, acc.to(dw.dtype.element_ty), mask=mc)
