@@ -12,14 +12,35 @@ from typing import Sequence
 
 from genesis import amp, dtypes, random
 from genesis import ops as T
+from genesis.memo import remember
 from genesis.nn.functional.conv import ntuple
 from genesis.ops._args import check_floating_kernel, keep_memory_format
 from genesis.ops.nn import AdaptivePool, Pool
 from genesis.tensor import Tensor, arange, tensor, zeros
 
 
+_POOL_ARGS: dict[tuple, tuple] = {}
+
+
 def _pool_args(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None,
                padding: int | Sequence[int], dilation: int | Sequence[int]) -> tuple:
+    """(kernel, stride, padding, dilation) as n-tuples, checked as torch checks them; remembered per arguments
+    (hashable ones: ints and tuples) and their types (``2.0`` and ``True`` are not ``2`` and ``1`` here), so a layer
+    called again skips the checks."""
+    key = (op, input.ndim, kernel_size, stride, padding, dilation, type(kernel_size), type(stride), type(padding),
+           type(dilation))
+    try:
+        hit = _POOL_ARGS.get(key)
+    except TypeError:  # a list among the arguments
+        return _check_pool_args(op, n, input, kernel_size, stride, padding, dilation)
+    if hit is None:
+        hit = remember(_POOL_ARGS, key, _check_pool_args(op, n, input, kernel_size, stride, padding, dilation))
+    return hit
+
+
+def _check_pool_args(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int],
+                     stride: int | Sequence[int] | None, padding: int | Sequence[int],
+                     dilation: int | Sequence[int]) -> tuple:
     if input.ndim not in (n + 1, n + 2):
         raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D input, but got input of size {list(input.shape)}")
     kernel = ntuple(op, "kernel_size", kernel_size, n)
