@@ -28,6 +28,7 @@ def inputs() -> dict[str, torch.Tensor]:
     torch.manual_seed(0)
     x, y = torch.randn(N, N, device="cuda"), torch.randn(N, N, device="cuda")
     img = torch.randn(32, 64, 56, 56, device="cuda")
+    img128 = torch.randn(32, 128, 56, 56, device="cuda")
     return {
         "X": x, "Y": y, "XB": x.bfloat16(), "YB": y.bfloat16(), "V": torch.randn(N, device="cuda"),
         "MASK": x > 0, "IDX": torch.randint(0, N, (N,), device="cuda"),
@@ -37,7 +38,8 @@ def inputs() -> dict[str, torch.Tensor]:
         "LOGITS": torch.randn(8192, 32000, device="cuda", dtype=torch.bfloat16),
         "TARGET": torch.randint(0, 32000, (8192,), device="cuda"),
         "A3": torch.randn(64, 256, 256, device="cuda"), "B3": torch.randn(64, 256, 256, device="cuda"),
-        "IMG": img, "IMGB": img.bfloat16(),
+        "IMG": img, "IMGB": img.bfloat16(), "IMG128": img128,
+        "IMGCL": img128.bfloat16().contiguous(memory_format=torch.channels_last),
         "WB": torch.randn(64, 64, 3, 3, device="cuda", dtype=torch.bfloat16) * 0.05,
         "ROWS": torch.randn(64, 4096, device="cuda"),
     }
@@ -84,6 +86,9 @@ def cases() -> list[tuple[str, Callable[[Any, dict], Any]]]:
         ("layer_norm", lambda L, d: F(L).layer_norm(d["X"], (N,))),
         ("conv2d 3x3 bf16", lambda L, d: F(L).conv2d(d["IMGB"], d["WB"], padding=1)),
         ("max_pool2d", lambda L, d: F(L).max_pool2d(d["IMG"], 2)),
+        ("max_pool2d 3x3 s2 p1", lambda L, d: F(L).max_pool2d(d["IMG128"], 3, 2, 1)),
+        ("batch_norm train", lambda L, d: F(L).batch_norm(d["IMG128"], None, None, training=True)),
+        ("batch_norm train bf16 channels_last", lambda L, d: F(L).batch_norm(d["IMGCL"], None, None, training=True)),
         ("interpolate bilinear", lambda L, d: F(L).interpolate(d["IMG"], scale_factor=2, mode="bilinear")),
         ("group_norm", lambda L, d: F(L).group_norm(d["IMG"], 8)),
     ]
