@@ -5,6 +5,8 @@ every input rank as torch draws and warns."""
 from __future__ import annotations
 
 import collections
+import subprocess
+import sys
 import typing
 import warnings
 
@@ -425,6 +427,17 @@ def test_cuda_queries_that_cpu_programs_make() -> None:
     assert not isinstance(genesis.ones(1), cuda.Stream) and cuda.Event is cuda.Event
     with pytest.raises(RuntimeError, match="CUDA is not available"):
         cuda.Stream()
+
+
+def test_cuda_memory_statistics_read_zero_until_a_device_context_exists() -> None:
+    # Importing the GPU backend (as kernel checks do on a machine with the GPU packages and no GPU) starts nothing:
+    # the statistics still read 0 (they raised "CUDA is not available" before).
+    pytest.importorskip("cuda.bindings", reason="the GPU packages are not installed")
+    code = ("import genesis, genesis._impl.cuda.runtime; c = genesis.cuda; "
+            "print(c.is_initialized(), c.memory_allocated(), c.max_memory_allocated(), c.memory_stats())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "0", "0", "{}"]
 
 
 def test_cuda_seeding_rng_states_and_nvtx_ranges() -> None:

@@ -225,7 +225,8 @@ class stream:  # torch's name
 def is_initialized() -> bool:
     """Whether this process has started the CUDA runtime (a tensor on a GPU or a call that needs the device did);
     never starts it. Before that the memory statistics read 0 and ``empty_cache`` does nothing, as torch's."""
-    return "genesis._impl.cuda.runtime" in sys.modules
+    runtime = sys.modules.get("genesis._impl.cuda.runtime")
+    return runtime is not None and runtime.started()
 
 
 def memory_allocated(device: object = None) -> int:

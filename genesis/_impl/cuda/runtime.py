@@ -69,6 +69,11 @@ def _context(index: int) -> Any:
     return ctx
 
 
+def started() -> bool:
+    """Whether this process has made a device context (importing this module alone makes none)."""
+    return bool(_contexts)
+
+
 def set_device(index: int) -> None:
     """Make ``index`` the current device of this thread (its primary context becomes current)."""
     n = device_count()
