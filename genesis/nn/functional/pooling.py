@@ -18,7 +18,6 @@ from genesis.ops._args import check_floating_kernel, keep_memory_format
 from genesis.ops.nn import AdaptivePool, Pool
 from genesis.tensor import Tensor, arange, tensor, zeros
 
-
 _POOL_ARGS: dict[tuple, tuple] = {}
 
 
