@@ -620,3 +620,23 @@ def test_group_and_instance_norm_of_strided_inputs():
     check(lambda lib, x, w, b: lib.nn.functional.group_norm(x.transpose(2, 3), 2, w, b), rand(2, 4, 3, 5),
           rand(4), rand(4))
     check(lambda lib, x: lib.nn.functional.instance_norm(x.transpose(2, 3)), rand(2, 4, 3, 5))
+
+
+@pytest.mark.parametrize("kernel", [np.int64(2), (np.int32(2), 2), 2, (2, 2)], ids=["numpy int", "numpy in tuple",
+                                                                                 "int", "tuple"])
+def test_pooling_and_convolution_take_numpy_integers_as_torch(kernel):
+    x = rand(2, 3, 6, 6)
+    check(lambda lib, a: lib.nn.functional.max_pool2d(a, kernel, padding=1), x)
+    check(lambda lib, a: lib.nn.functional.avg_pool2d(a, kernel), x)
+    check(lambda lib, a, w: lib.nn.functional.conv2d(a, w, stride=kernel), x, rand(4, 3, 3, 3), rtol=1e-4, atol=1e-5)
+    check(lambda lib, a: lib.nn.MaxPool2d(kernel)(a), x)
+    check(lambda lib, a: lib.nn.AvgPool2d(kernel, stride=kernel)(a), x)
+
+
+@pytest.mark.parametrize("kernel", [2.0, True, (2, 2.0), (True, 2), "ab", None])
+def test_pooling_rejects_float_and_bool_sizes_as_torch(kernel):
+    x = rand(1, 2, 4, 4)
+    for _ in range(2):  # the second call meets the remembered checks of an equal int call
+        check_error(TypeError, lambda lib, a: lib.nn.functional.max_pool2d(a, kernel), x, match="kernel_size")
+        genesis.nn.functional.max_pool2d(to_genesis(to_torch(x)), 2)
+        genesis.nn.functional.max_pool2d(to_genesis(to_torch(x)), (2, 2))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Sequence
 
 from genesis import amp, dtypes
@@ -17,16 +18,43 @@ from genesis.tensor import Tensor, arange, zeros
 
 
 def ntuple(op: str, name: str, value: int | Sequence[int], n: int) -> tuple[int, ...]:
-    """``value`` as an n-tuple of ints (an int is repeated), checking the length."""
-    if isinstance(value, int):
+    """``value`` as an n-tuple of ints (an int is repeated), checking the length. As torch's integer-list
+    arguments: ints, numpy integers and one-element integer tensors are taken, alone or in a sequence; a bool, a
+    float or anything else raises TypeError naming the op and the argument."""
+    if value.__class__ is int:
         return (value,) * n
-    value = tuple(int(v) for v in value)
+    single = _as_int(value)
+    if single is not None:
+        return (single,) * n
+    if isinstance(value, (bool, float, str)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(value).__name__}")
+    items = []
+    for i, v in enumerate(value):
+        item = _as_int(v)
+        if item is None:
+            raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, but found element of type "
+                            f"{type(v).__name__} at pos {i}")
+        items.append(item)
+    value = tuple(items)
     if len(value) == 1:
         return value * n
     if len(value) != n:
         raise RuntimeError(f"{op}: expected {name} to be a single integer value or a list of {n} values to match "
                            f"the convolution dimensions, but got {name}={list(value)}")
     return value
+
+
+def _as_int(v: object) -> int | None:
+    """``v`` as an int where torch takes it for one (an int, a numpy integer, a one-element integer tensor), else
+    None (a bool, a float, a sequence)."""
+    if v.__class__ is int:
+        return v
+    if isinstance(v, (bool, float)) or not hasattr(v, "__index__"):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
 
 
 def _same_padding(op: str, w_shape: tuple, stride: tuple, dilation: tuple, n: int) -> tuple[tuple, tuple | None]:

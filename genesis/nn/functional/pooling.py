@@ -23,18 +23,17 @@ _POOL_ARGS: dict[tuple, tuple] = {}
 
 def _pool_args(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] | None,
                padding: int | Sequence[int], dilation: int | Sequence[int]) -> tuple:
-    """(kernel, stride, padding, dilation) as n-tuples, checked as torch checks them; remembered per arguments
-    (hashable ones: ints and tuples) and their types (``2.0`` and ``True`` are not ``2`` and ``1`` here), so a layer
-    called again skips the checks."""
-    key = (op, input.ndim, kernel_size, stride, padding, dilation, type(kernel_size), type(stride), type(padding),
-           type(dilation))
-    try:
+    """(kernel, stride, padding, dilation) as n-tuples, checked as torch checks them. Int arguments (the common call;
+    the pooling modules keep them as given) are remembered, so a layer called again skips the checks; other kinds
+    are checked every time (``(2, 2.0)`` equals ``(2, 2)`` as a key but must raise)."""
+    if kernel_size.__class__ is int and padding.__class__ is int and dilation.__class__ is int and (
+            stride is None or stride.__class__ is int or stride.__class__ is tuple and not stride):
+        key = (op, input.ndim, kernel_size, stride, padding, dilation)
         hit = _POOL_ARGS.get(key)
-    except TypeError:  # a list among the arguments
-        return _check_pool_args(op, n, input, kernel_size, stride, padding, dilation)
-    if hit is None:
-        hit = remember(_POOL_ARGS, key, _check_pool_args(op, n, input, kernel_size, stride, padding, dilation))
-    return hit
+        if hit is None:
+            hit = remember(_POOL_ARGS, key, _check_pool_args(op, n, input, kernel_size, stride, padding, dilation))
+        return hit
+    return _check_pool_args(op, n, input, kernel_size, stride, padding, dilation)
 
 
 def _check_pool_args(op: str, n: int, input: Tensor, kernel_size: int | Sequence[int],
@@ -43,7 +42,7 @@ def _check_pool_args(op: str, n: int, input: Tensor, kernel_size: int | Sequence
     if input.ndim not in (n + 1, n + 2):
         raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D input, but got input of size {list(input.shape)}")
     kernel = ntuple(op, "kernel_size", kernel_size, n)
-    stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else ntuple(
+    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else ntuple(
         op, "stride", stride, n)
     padding = ntuple(op, "padding", padding, n)
     dilation = ntuple(op, "dilation", dilation, n)
