@@ -9,6 +9,7 @@ device checks and dim normalization. NDArray knows nothing about autograd.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Sequence
 
 from genesis import dtypes
@@ -32,7 +33,10 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
 
 
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
-    """Map a possibly negative dim into ``[0, ndim)``; IndexError naming the op otherwise (torch semantics)."""
+    """Map a possibly negative dim into ``[0, ndim)``; IndexError naming the op otherwise (torch semantics). A numpy
+    integer or a one-element integer tensor is a dim too."""
+    if dim.__class__ is not int:
+        dim = operator.index(dim)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"{op}: Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
@@ -43,7 +47,7 @@ def normalize_dims(op: str, dim: int | Sequence[int] | None, ndim: int) -> tuple
     """Normalize a reduction's dim argument (None: all dims) into a sorted tuple without repeats."""
     if dim is None:
         return tuple(range(ndim))
-    if isinstance(dim, int):
+    if isinstance(dim, int) or not isinstance(dim, (tuple, list)) and hasattr(dim, "__index__"):
         d = normalize_dim(op, dim, ndim)
         return (d,) if ndim else ()
     dims = tuple(normalize_dim(op, d, ndim) for d in dim)

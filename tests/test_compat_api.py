@@ -10,6 +10,7 @@ import sys
 import typing
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -695,3 +696,31 @@ def test_out_argument_of_namespace_functions() -> None:
             lib.mul(a.requires_grad_(), 2, out=lib.empty(2, 3, device=dev))
         with lib.no_grad():
             assert lib.exp(a, out=a) is a
+
+
+_N, _M = np.int64(2), np.int32(3)
+_NUMPY_INT_ARGS = {
+    "sum dim": lambda L, x: x.sum(dim=np.int64(1)),
+    "mean dims": lambda L, x: x.mean(dim=(np.int64(0), 1)),
+    "narrow": lambda L, x: x.narrow(0, np.int64(1), _N),
+    "diagonal": lambda L, x: x.diagonal(np.int64(1)),
+    "unfold": lambda L, x: x.unfold(1, _N, np.int64(1)),
+    "chunk": lambda L, x: x.chunk(_N, 1)[0],
+    "roll": lambda L, x: x.roll(np.int64(2)),
+    "roll dims": lambda L, x: x.roll(_N, np.int64(1)),
+    "softmax": lambda L, x: x.softmax(np.int64(1)),
+    "F.unfold": lambda L, x: L.nn.functional.unfold(x.reshape(1, 1, 4, 5), kernel_size=_N),
+    "LayerNorm": lambda L, x: L.nn.LayerNorm(np.int64(5)).to(x.device)(x),
+}
+
+
+@pytest.mark.parametrize("name", list(_NUMPY_INT_ARGS))
+def test_numpy_integers_are_ints_in_size_and_dim_arguments(name):
+    # A size or dim computed with numpy (a config array, np.prod) is an int to torch: the result, and its shape as
+    # Python ints, are torch's.
+    fn = _NUMPY_INT_ARGS[name]
+    x = torch.randn(4, 5)
+    expected = fn(torch, x)
+    got = fn(genesis, to_genesis(x))
+    assert all(type(n) is int for n in got.shape), got.shape
+    assert_same(got, expected, rtol=1e-5, atol=1e-6)

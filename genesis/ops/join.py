@@ -5,6 +5,7 @@ atleast_*d promotions, and split, chunk, tensor_split, unbind with their h/v/d v
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import Any, Sequence
 
 from genesis import dtypes
@@ -271,6 +272,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     shape = input.ndarray.shape
     if not shape:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    chunks = operator.index(chunks)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = shape[normalize_dim("chunk", dim, len(shape))]

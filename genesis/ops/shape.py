@@ -148,11 +148,11 @@ def flipud(input: Tensor) -> Tensor:
 
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """Rotate elements by ``shifts`` along ``dims`` (the flattened tensor when dims is None)."""
+    shifts = _shape_args("roll", (shifts,))
     if dims is None:
-        if not isinstance(shifts, int) and len(shifts) != 1:
+        if len(shifts) != 1:
             raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
         return roll(input.reshape(-1), shifts, 0).reshape(input.shape)
-    shifts = _shape_args("roll", (shifts,))
     dims = _shape_args("roll", (dims,))
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")

@@ -6,6 +6,7 @@ the input's memory, and their gradient is written back through the same view.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Callable, Sequence
 
 from genesis import dtypes
@@ -428,6 +429,7 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     """The view of ``length`` elements from ``start`` along ``dim``."""
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    length = operator.index(length)
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     d = normalize_dim("narrow", dim, input.ndim)
@@ -474,11 +476,13 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int], storag
 
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    offset = operator.index(offset)
     return view_of(input, lambda x: x.diagonal(offset, dim1, dim2), Diagonal)
 
 
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """Sliding windows of ``size`` with ``step`` along ``dimension`` as a new last dim (Tensor.unfold)."""
+    size, step = operator.index(size), operator.index(step)
     return view_of(input, lambda x: x.unfold(dimension, size, step), Unfold)
 
 

@@ -300,8 +300,9 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
 
 
 def _pair(v: int | Sequence[int], n: int = 2) -> tuple[int, ...]:
-    if isinstance(v, int):
-        return (v,) * n
+    single = _as_int(v)
+    if single is not None:
+        return (single,) * n
     v = tuple(int(i) for i in v)
     return v * n if len(v) == 1 else v
 

@@ -3,6 +3,7 @@ LocalResponseNorm."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 from genesis import dtypes
@@ -14,7 +15,9 @@ from genesis.tensor import Tensor, empty, ones, tensor, zeros
 
 
 def _shape(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
-    return (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if isinstance(normalized_shape, (tuple, list)) or not hasattr(normalized_shape, "__index__"):
+        return tuple(normalized_shape)
+    return (operator.index(normalized_shape),)  # an int, a numpy integer
 
 
 def _register_affine(module: Module, shape: tuple[int, ...], affine: bool, bias: bool, device: Any,
