@@ -740,7 +740,8 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, de
     _mf.check_strided("arange", layout)
     if end is None:
         start, end = 0, start
-    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    # tensors and numpy scalars (np.float32 is no Python float) as the Python numbers torch reads them as
+    start, end, step = (v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end, step))
     is_float = any(isinstance(v, float) for v in (start, end, step))
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype() if is_float else dtypes.int64
     if d is dtypes.bool_:
