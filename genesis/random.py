@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import operator
 import time
 import warnings
 from typing import Any, Iterator, Sequence
@@ -95,7 +96,7 @@ class Generator:
     def next_stream(self, numel: int) -> tuple[int, int]:
         """Reserve ``numel`` numbers: returns (seed, offset) for the backend and advances the offset."""
         offset = self._offset
-        self._offset += max(numel, 1)
+        self._offset += max(int(numel), 1)  # a Python int: a numpy count here would overflow every later draw
         return self._seed, offset
 
 
@@ -378,6 +379,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, gene
     """
     if input.ndim not in (1, 2):
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {input.ndim}")
+    num_samples = operator.index(num_samples)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype.name}")
     probs = input.ndarray.astype(dtypes.float64)

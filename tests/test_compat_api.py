@@ -712,7 +712,25 @@ _NUMPY_INT_ARGS = {
     "F.unfold": lambda L, x: L.nn.functional.unfold(x.reshape(1, 1, 4, 5), kernel_size=_N),
     "LayerNorm": lambda L, x: L.nn.LayerNorm(np.int64(5)).to(x.device)(x),
     "arange of numpy floats": lambda L, x: L.arange(np.float32(0), np.float32(1), np.float32(0.25), device=x.device),
+    "movedim": lambda L, x: x.movedim(np.int64(0), np.int64(1)),
+    "tensor_split": lambda L, x: x.tensor_split(np.int64(2), dim=1)[1],
+    "index": lambda L, x: x[np.int64(1), np.int32(2):],
 }
+
+
+def test_numpy_integer_index_is_a_view_as_torchs():
+    # x[np.int64(i)] is basic indexing in torch (a view): an in-place op on it writes into x. It was a copy, so
+    # nn.Embedding(..., padding_idx=np.int64(0)) left its padding row random.
+    for lib in (torch, genesis):
+        w = lib.ones(4, 3, device=DEVICE if lib is genesis else "cpu")
+        w[np.int64(0)].fill_(0)
+        w[np.int32(1), :].mul_(2)
+        w[:, np.int64(2)].add_(5)
+        if lib is torch:
+            expected = w
+    assert_same(w, expected)
+    emb = genesis.nn.Embedding(4, 2, padding_idx=np.int64(0))
+    assert emb.weight[0].tolist() == [0.0, 0.0]
 
 
 @pytest.mark.parametrize("name", list(_NUMPY_INT_ARGS))
@@ -725,3 +743,18 @@ def test_numpy_integers_are_ints_in_size_and_dim_arguments(name):
     got = fn(genesis, to_genesis(x))
     assert all(type(n) is int for n in got.shape), got.shape
     assert_same(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_numpy_counts_in_random_draws_leave_the_generator_usable():
+    # A draw sized by numpy integers advanced the generator's offset by a numpy integer; every later draw then
+    # overflowed ("Python int too large to convert to C long").
+    genesis.manual_seed(0)
+    genesis.multinomial(genesis.ones(3, device=DEVICE), np.int64(2), replacement=True)
+    genesis.randn(np.int64(2), np.int32(3), device=DEVICE)
+    genesis.randint(0, 5, (np.int64(4),), device=DEVICE)
+    after = genesis.rand(3, device=DEVICE)
+    genesis.manual_seed(0)
+    genesis.multinomial(genesis.ones(3, device=DEVICE), 2, replacement=True)
+    genesis.randn(2, 3, device=DEVICE)
+    genesis.randint(0, 5, (4,), device=DEVICE)
+    assert genesis.equal(after, genesis.rand(3, device=DEVICE))  # numpy counts draw exactly as ints do

@@ -109,8 +109,8 @@ def _is_basic(key: tuple) -> bool:
     for k in key:
         if k is None or k is Ellipsis or isinstance(k, slice):
             continue
-        if isinstance(k, int) and not isinstance(k, bool) or _selects(k):
-            continue
+        if isinstance(k, int) and not isinstance(k, bool) or _selects(k) or isinstance(k, np.integer):
+            continue  # a numpy integer is an int to torch: x[np.int64(0)] is a view
         if hasattr(k, "__index__") and not isinstance(k, (Tensor, bool, list)) and not hasattr(k, "shape"):
             continue
         return False

@@ -288,8 +288,8 @@ def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple
     n = input.shape[d]
     if isinstance(indices_or_sections, Tensor):
         indices_or_sections = indices_or_sections.tolist()
-    if isinstance(indices_or_sections, int):
-        sections = indices_or_sections
+    if not isinstance(indices_or_sections, (tuple, list)):  # a number of sections (an int, a numpy integer)
+        sections = operator.index(indices_or_sections)
         if sections <= 0:
             raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {sections}")
         base, extra = divmod(n, sections)

@@ -360,8 +360,8 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """The dims ``source`` moved to the positions ``destination``, the others keeping their order."""
-    given_src = [source] if isinstance(source, int) else list(source)
-    given_dst = [destination] if isinstance(destination, int) else list(destination)
+    given_src = list(source) if isinstance(source, (tuple, list)) else [source]
+    given_dst = list(destination) if isinstance(destination, (tuple, list)) else [destination]
     if len(given_src) != len(given_dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({given_src} dims) should contain the "
                            f"same number of dims as destination ({given_dst} dims)")
