@@ -726,6 +726,7 @@ def test_numpy_integer_index_is_a_view_as_torchs():
         w[np.int64(0)].fill_(0)
         w[np.int32(1), :].mul_(2)
         w[:, np.int64(2)].add_(5)
+        w[np.array(3)].sub_(1)
         if lib is torch:
             expected = w
     assert_same(w, expected)

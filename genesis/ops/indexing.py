@@ -109,8 +109,9 @@ def _is_basic(key: tuple) -> bool:
     for k in key:
         if k is None or k is Ellipsis or isinstance(k, slice):
             continue
-        if isinstance(k, int) and not isinstance(k, bool) or _selects(k) or isinstance(k, np.integer):
-            continue  # a numpy integer is an int to torch: x[np.int64(0)] is a view
+        if isinstance(k, int) and not isinstance(k, bool) or _selects(k) or isinstance(k, np.integer) or (
+                isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu" and k.dtype != np.uint8):
+            continue  # a numpy integer (or 0-d integer array) is an int to torch: x[np.int64(0)] is a view
         if hasattr(k, "__index__") and not isinstance(k, (Tensor, bool, list)) and not hasattr(k, "shape"):
             continue
         return False
