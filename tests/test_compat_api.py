@@ -715,6 +715,7 @@ _NUMPY_INT_ARGS = {
     "movedim": lambda L, x: x.movedim(np.int64(0), np.int64(1)),
     "tensor_split": lambda L, x: x.tensor_split(np.int64(2), dim=1)[1],
     "index": lambda L, x: x[np.int64(1), np.int32(2):],
+    "slice with a numpy step": lambda L, x: x[::np.int64(2), np.int32(1):np.int64(4)],
 }
 
 

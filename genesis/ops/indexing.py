@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
+import operator
 import warnings
 from typing import Any, Callable
 
@@ -116,6 +117,13 @@ def _is_basic(key: tuple) -> bool:
             continue
         return False
     return True
+
+
+def _int_slice(k: slice) -> slice:
+    """``k`` with Python int bounds (numpy integers in a slice would leak into the result's shape)."""
+    if all(b is None or b.__class__ is int for b in (k.start, k.stop, k.step)):
+        return k
+    return slice(*(b if b is None else operator.index(b) for b in (k.start, k.stop, k.step)))
 
 
 def _byte_masks_as_bool(key: tuple) -> tuple:
@@ -359,8 +367,8 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     _refuse_scalar_key(x, key)
     key = _normalize_key(key)
     if _is_basic(key):
-        key = tuple(k.__index__() if not isinstance(k, (int, slice)) and k is not None and k is not Ellipsis else k
-                    for k in key)
+        key = tuple(_int_slice(k) if isinstance(k, slice) else k.__index__()
+                    if not isinstance(k, int) and k is not None and k is not Ellipsis else k for k in key)
         return view_of(x, lambda a: a.basic_index(key), basic_view_kind(key, x.ndarray.shape))
     basic, advanced = _split_key(x, _byte_masks_as_bool(key))
     # A basic part of whole-dim slices selects x itself: no view node (torch's graph has none either).
