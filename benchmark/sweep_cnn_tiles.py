@@ -43,6 +43,7 @@ SWEEPS: list[tuple[str, Any, dict[str, list[int]], list[tuple[int, ...]], Callab
 def forget_plans() -> None:
     """Drop the launch plans and tile choices cached with the knobs' previous values."""
     nn_layers._bn_chunks.cache_clear()
+    nn_layers._POOL_PLANS.clear()
     nn_padding._PLANS.clear()
     nn_padding._BACKWARD_PLANS.clear()
 
