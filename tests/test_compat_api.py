@@ -711,6 +711,7 @@ _NUMPY_INT_ARGS = {
     "softmax": lambda L, x: x.softmax(np.int64(1)),
     "F.unfold": lambda L, x: L.nn.functional.unfold(x.reshape(1, 1, 4, 5), kernel_size=_N),
     "LayerNorm": lambda L, x: L.nn.LayerNorm(np.int64(5)).to(x.device)(x),
+    "LayerNorm of a numpy shape": lambda L, x: L.nn.LayerNorm(np.array([4, 5])).to(x.device)(x),
     "arange of numpy floats": lambda L, x: L.arange(np.float32(0), np.float32(1), np.float32(0.25), device=x.device),
     "movedim": lambda L, x: x.movedim(np.int64(0), np.int64(1)),
     "tensor_split": lambda L, x: x.tensor_split(np.int64(2), dim=1)[1],

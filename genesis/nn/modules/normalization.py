@@ -3,6 +3,7 @@ LocalResponseNorm."""
 
 from __future__ import annotations
 
+import numbers
 import operator
 from typing import Any, Sequence
 
@@ -15,9 +16,11 @@ from genesis.tensor import Tensor, empty, ones, tensor, zeros
 
 
 def _shape(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
-    if isinstance(normalized_shape, (tuple, list)) or not hasattr(normalized_shape, "__index__"):
-        return tuple(normalized_shape)
-    return (operator.index(normalized_shape),)  # an int, a numpy integer
+    """torch's reading: an integer (a numpy one too) is one trailing dim, anything else an iterable of integers (a
+    list, a Size, a numpy array; a bool or a float raises TypeError); the sizes are kept as Python ints."""
+    if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
+        return (operator.index(normalized_shape),)
+    return tuple(operator.index(n) for n in normalized_shape)
 
 
 def _register_affine(module: Module, shape: tuple[int, ...], affine: bool, bias: bool, device: Any,
