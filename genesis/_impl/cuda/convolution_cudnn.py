@@ -21,6 +21,7 @@ takes less than 20 µs. The C++ graph is an internal API of cudnn-frontend, so t
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 from genesis import backends, dtypes
@@ -45,22 +46,36 @@ def _deterministic() -> bool:
 
 
 class _Plan:
-    """A built cuDNN graph, the plan to run (-1: the heuristic's choice) and its workspace size."""
+    """A built cuDNN graph, the plan to run (-1: the heuristic's choice) and its workspace size.
 
-    __slots__ = ("graph", "index", "workspace")
+    The three operands go to the frontend as an array of pointers in the graph's operand order (its uids 1, 2, 3
+    ascending): no uid map is built, converted and searched per call, which saved 1-5 us of a 8-22 us execute on
+    an H200. A graph whose operand order is not that one takes the uid map."""
+
+    __slots__ = ("graph", "index", "workspace", "raw")
 
     def __init__(self, graph: Any, index: int, workspace: int) -> None:
         self.graph = graph
         self.index = index
         self.workspace = workspace
+        try:  # the operand order, which C++ otherwise works out at the first run
+            graph._prepare_variant_pack_template()
+            self.raw = list(graph._get_variant_pack_uids_sorted()) == list(_UIDS)
+        except Exception:  # a frontend that cannot tell the order: the plan takes the uid map
+            self.raw = False
 
-    def run(self, pointers: dict[int, int]) -> None:
+    def run(self, a: int, b: int, out: int) -> None:
+        """Execute on the operands at device addresses ``a``, ``b`` (the inputs) and ``out``."""
         ws = cudnn.workspace(self.workspace) if self.workspace else None  # held until the call is enqueued
         scratch = 0 if ws is None else ws.ptr
-        if self.index < 0:
-            self.graph._execute(pointers, scratch, cudnn.handle())
+        if self.raw:
+            # A new array per call (0.4 us): a plan shared by two threads never hands one the other's pointers.
+            ptrs = array("Q", (a, b, out))
+            self.graph._execute_with_raw_ptrs(ptrs.buffer_info()[0], 3, scratch, cudnn.handle(), self.index)
+        elif self.index < 0:
+            self.graph._execute(dict(zip(_UIDS, (a, b, out))), scratch, cudnn.handle())
         else:
-            self.graph._execute_plan_at_index(pointers, scratch, self.index, cudnn.handle())
+            self.graph._execute_plan_at_index(dict(zip(_UIDS, (a, b, out))), scratch, self.index, cudnn.handle())
 
 
 _plans: dict[tuple, _Plan | None] = {}  # None: cuDNN declined this configuration
@@ -137,7 +152,7 @@ def _geometry(nd: int, padding: tuple, stride: tuple, dilation: tuple) -> tuple[
 
 
 def _build(kind: str, dtype: dtypes.dtype, descs: tuple, padding: tuple, stride: tuple,
-           dilation: tuple, pointers: dict[int, int]) -> _Plan | None:
+           dilation: tuple, pointers: tuple[int, int, int]) -> _Plan | None:
     """Build the graph and choose its plan (timing every plan in benchmark mode); None if cuDNN declines."""
     mod = cudnn.module()
     dt = {dtypes.float32: mod.data_type.FLOAT, dtypes.float16: mod.data_type.HALF,
@@ -181,7 +196,7 @@ def _build(kind: str, dtype: dtypes.dtype, descs: tuple, padding: tuple, stride:
         if not flags.benchmark:
             g.build_plans(mod.build_plan_policy.HEURISTICS_CHOICE)
             plan = _Plan(g, -1, int(g.get_workspace_size()))
-            plan.run(pointers)  # a plan that cannot run is found here, not in the middle of training
+            plan.run(*pointers)  # a plan that cannot run is found here, not in the middle of training
             return plan
         g.build_plans(mod.build_plan_policy.ALL)
         return _fastest(g, pointers)
@@ -190,13 +205,13 @@ def _build(kind: str, dtype: dtypes.dtype, descs: tuple, padding: tuple, stride:
         return None
 
 
-def _fastest(g: Any, pointers: dict[int, int]) -> _Plan:
+def _fastest(g: Any, pointers: tuple[int, int, int]) -> _Plan:
     """The plan with the lowest median time over a few runs on the actual operands."""
     best: tuple[float, int, int] | None = None
     for i in range(g.get_execution_plan_count()):
         try:
             plan = _Plan(g, i, int(g.get_workspace_size_plan_at_index(i)))
-            plan.run(pointers)  # a plan that was not built (unsupported or deselected) raises here
+            plan.run(*pointers)  # a plan that was not built (unsupported or deselected) raises here
         except Exception:  # skip plans cuDNN cannot run
             continue
         times = []
@@ -205,7 +220,7 @@ def _fastest(g: Any, pointers: dict[int, int]) -> _Plan:
             start, end = rt.Event(enable_timing=True), rt.Event(enable_timing=True)
             start.record()
             for _ in range(_BENCH_REPS):
-                plan.run(pointers)
+                plan.run(*pointers)
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
@@ -232,16 +247,16 @@ def _run(kind: str, a: NDArray, a_cl: bool, b: NDArray, b_cl: bool, out_shape: t
     padding, stride, dilation = _geometry(len(out_shape) - 2, padding, stride, dilation)
     key = (kind, a.dtype, descs, padding, stride, dilation, a.dtype is dtypes.float32 and flags.allow_tf32,
            _deterministic(), flags.benchmark, a.device.index)
-    pointers = {_UIDS[0]: _ptr(a), _UIDS[1]: _ptr(b), _UIDS[2]: _ptr(out)}
+    pointers = (_ptr(a), _ptr(b), _ptr(out))
     rt.ensure_device(a.device.index)
     if key in _plans:
         plan = _plans[key]
         if plan is not None:
-            plan.run(pointers)
+            plan.run(*pointers)
     else:
         plan = _plans[key] = _build(kind, a.dtype, descs, padding, stride, dilation, pointers)
         if plan is not None and plan.index >= 0:
-            plan.run(pointers)  # benchmark mode timed other plans last: the output must come from the chosen one
+            plan.run(*pointers)  # benchmark mode timed other plans last: the output must come from the chosen one
     return (out, plan) if plan is not None else (None, None)
 
 
@@ -269,7 +284,7 @@ class _Call:
             out = into
         else:
             out = NDArray(storage.alloc(self.nbytes, a.device.index), self.shape, self.strides, 0, a.dtype, a.device)
-        self.plan.run({_UIDS[0]: pa, _UIDS[1]: pb, _UIDS[2]: _ptr(out)})
+        self.plan.run(pa, pb, _ptr(out))
         return out
 
 
