@@ -115,19 +115,31 @@ def check_tensor_lists(op: str, names: tuple[str, ...], *lists: list[NDArray] | 
     A foreign kernel trusts these facts for every address it computes, so they are checked before the call.
     """
     first = lists[0]
-    check_same_device(op, *(a for lst in lists if lst is not None for a in lst))
+    device = first[0].device if first else None
     for name, lst in zip(names, lists):
         if lst is None:
             continue
         if len(lst) != len(first):
             raise RuntimeError(f"{op}: Tensor lists must have the same number of tensors, got {len(first)} "
                                f"{names[0]} and {len(lst)} {name}")
-        for i, (ref, a) in enumerate(zip(first, lst)):
-            if a.shape != ref.shape:
-                raise RuntimeError(f"{op}: {name}[{i}] has shape {tuple(a.shape)}, but {names[0]}[{i}] has shape "
-                                   f"{tuple(ref.shape)}")
-            if same_dtype and a.dtype is not lst[0].dtype:
-                raise RuntimeError(f"{op}: {name} must have one dtype, got {lst[0].dtype} and {a.dtype}")
+        dtype = lst[0].dtype if lst else None
+        # One pass per list (an optimizer step checks hundreds of arrays): the messages are built only on failure.
+        for ref, a in zip(first, lst):
+            if a.device is not device or a.shape != ref.shape or same_dtype and a.dtype is not dtype:
+                _list_mismatch(op, names, lists, name, lst, same_dtype)
+
+
+def _list_mismatch(op: str, names: tuple[str, ...], lists: tuple, name: str, lst: list[NDArray],
+                   same_dtype: bool) -> None:
+    """Raise ``check_tensor_lists``'s error for ``lst``, the first list that breaks a rule."""
+    check_same_device(op, *(a for other in lists if other is not None for a in other))
+    first = lists[0]
+    for i, (ref, a) in enumerate(zip(first, lst)):
+        if a.shape != ref.shape:
+            raise RuntimeError(f"{op}: {name}[{i}] has shape {tuple(a.shape)}, but {names[0]}[{i}] has shape "
+                               f"{tuple(ref.shape)}")
+        if same_dtype and a.dtype is not lst[0].dtype:
+            raise RuntimeError(f"{op}: {name} must have one dtype, got {lst[0].dtype} and {a.dtype}")
 
 
 def view_strides(shape: Shape, strides: tuple[int, ...], new_shape: Shape) -> tuple[int, ...] | None:

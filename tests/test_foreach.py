@@ -313,3 +313,33 @@ def test_foreach_copy_into_an_expanded_tensor_raises_as_torch():
         genesis._foreach_copy_([dst], [genesis.ones(3, 2, device=DEVICE)])
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         torch._foreach_copy_([torch.zeros(3).unsqueeze(1).expand(3, 2)], [torch.ones(3, 2)])
+
+
+def test_multi_tensor_steps_check_their_lists_before_any_write():
+    """The backends' multi-tensor optimizer steps refuse lists that do not line up (length, shape, dtype, device)
+    with torch's RuntimeError naming the list and position, and leave every tensor unchanged."""
+    def arrays(*shapes, dtype=genesis.float32):
+        return [genesis.ones(*s, dtype=dtype, device=DEVICE).ndarray for s in shapes]
+
+    backend = genesis.ones(1, device=DEVICE).ndarray.backend
+    params = arrays((2,), (3,))
+
+    def step(grads, bufs):
+        backend.sgd_multi_step_(params, grads, bufs, 0.1, 0.9, 0.0, 0.0, False, False, False)
+
+    cases = [(arrays((2,)), None, "Tensor lists must have the same number of tensors, got 2 params and 1 grads"),
+             (arrays((2,), (4,)), None, r"grads\[1\] has shape \(4,\), but params\[1\] has shape \(3,\)"),
+             (arrays((2,), (3,)), arrays((2,), (2,)), r"bufs\[1\] has shape \(2,\), but params\[1\] has shape")]
+    for grads, bufs, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            step(grads, bufs)
+    assert all(bool((genesis.Tensor._wrap(p) == 1).all()) for p in params)
+
+
+@requires_cuda
+def test_multi_tensor_step_refuses_lists_on_two_devices():
+    params = [genesis.ones(2, device="cuda").ndarray]
+    grads = [genesis.ones(2).ndarray]
+    backend = params[0].backend
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        backend.sgd_multi_step_(params, grads, None, 0.1, 0.0, 0.0, 0.0, False, False, False)

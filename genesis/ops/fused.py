@@ -25,6 +25,7 @@ from __future__ import annotations
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.backends import cuda as sdp
+from genesis.memo import remember
 from genesis.memory_format import is_dense
 from genesis.ndarray import NDArray
 from genesis.ops._args import zeros_like_detached
@@ -398,17 +399,26 @@ def fused_adam_step_(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: T
 def _multi_applies(lists: list[list[Tensor] | None]) -> bool:
     """Lists of dense tensors on one device, each list one kernel dtype (CUDA) or one floating dtype (CPU), the
     tensors at one position laid out alike (row-major, channels_last ...: the kernels walk each as flat memory)."""
-    device = lists[0][0].device
+    device = lists[0][0].ndarray.device
     contiguous = True
     for tensors in lists:
         if tensors is None:
             continue
-        dtype = tensors[0].dtype
+        dtype = tensors[0].ndarray.dtype
         if device.type == "cuda" and dtype not in _KERNEL_DTYPES or not dtype.is_floating_point:
             return False
-        if any(t.device != device or t.dtype is not dtype for t in tensors):
-            return False
-        contiguous = contiguous and all(t.is_contiguous() for t in tensors)
+        # On the arrays, and contiguity known per (shape, strides): an optimizer step asks this of every parameter,
+        # gradient and moment.
+        for t in tensors:
+            nd = t.ndarray
+            if nd.device is not device or nd.dtype is not dtype:
+                return False
+            if contiguous:
+                key = (nd.shape, nd.strides)
+                c = _ROW_MAJOR.get(key)
+                if c is None:
+                    c = remember(_ROW_MAJOR, key, nd.is_contiguous())
+                contiguous = c
     if contiguous:  # the common case, checked cheaply
         return True
     present = [tensors for tensors in lists if tensors is not None]
@@ -416,6 +426,9 @@ def _multi_applies(lists: list[list[Tensor] | None]) -> bool:
     if not all(is_dense(t.ndarray.shape, s) for t, s in zip(present[0], layouts)):
         return False
     return all([t.ndarray.strides for t in tensors] == layouts for tensors in present[1:])
+
+
+_ROW_MAJOR: dict[tuple, bool] = {}  # (shape, strides) -> row-major contiguous
 
 
 def _bump(*lists: list[Tensor] | None) -> None:

@@ -74,13 +74,18 @@ class Adam(Optimizer):
         host_only = capturable or isinstance(group["lr"], Tensor)
         per_parameter = host_only or (group["maximize"] and not group.get("fused"))
         new_steps: dict[tuple, Tensor] = {}
+        all_states = self.state
         for p in params:
-            if p.device.type == "cpu" and per_parameter:
+            nd = p.ndarray
+            if per_parameter and nd.device.type == "cpu":
                 rest.append(p)
                 continue
-            state = self.state.setdefault(p, {})
-            self._init_state(p, state, group)
-            key = (p.device, p.dtype, p.grad.dtype, state["exp_avg"].dtype, "master_param" in state)
+            state = all_states.get(p)
+            if state is None:
+                state = all_states[p] = {}
+            if "exp_avg" not in state:
+                self._init_state(p, state, group)
+            key = (nd.device, nd.dtype, p.grad.dtype, state["exp_avg"].dtype, "master_param" in state)
             if capturable:
                 # Parameters updated by one launch share one step tensor (created together, counted together).
                 step = state.get("step")

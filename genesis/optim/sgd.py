@@ -47,12 +47,14 @@ class SGD(Optimizer):
         momentum = group["momentum"]
         rest = []
         batches: dict[tuple, list[Tensor]] = {}
+        tensor_lr = isinstance(group["lr"], Tensor)
         for p in params:
-            if p.device.type == "cpu" and isinstance(group["lr"], Tensor):  # the CPU backend takes a host lr
+            nd = p.ndarray
+            if tensor_lr and nd.device.type == "cpu":  # the CPU backend takes a host lr
                 rest.append(p)
                 continue
             buf = self.state.get(p, {}).get("momentum_buffer") if momentum != 0 else None
-            key = (p.device, p.dtype, p.grad.dtype, None if buf is None else buf.dtype, momentum != 0 and buf is None)
+            key = (nd.device, nd.dtype, p.grad.dtype, None if buf is None else buf.dtype, momentum != 0 and buf is None)
             batches.setdefault(key, []).append(p)
         for (*_, first), ps in batches.items():
             bufs = None

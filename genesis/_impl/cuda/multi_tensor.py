@@ -84,14 +84,18 @@ def _first(arrays: list[NDArray]) -> NDArray:
     return next((a for a in arrays if a.size), arrays[0])
 
 
-def _mt_offsets(lists: list[list[NDArray]], device: object) -> tuple[NDArray, tuple[int, ...]]:
+def _mt_offsets(lists: list[list[NDArray]], sizes: tuple[int, ...], device: object
+                ) -> tuple[NDArray, tuple[int, ...]]:
     """(int64 (len(lists), T) element offsets of every tensor from its list's first, per-list alignment constexprs).
 
-    A list's alignment is its elements per 16 bytes when every address in it is 16-byte aligned, else 1. Empty
-    arrays get offset 0.
+    ``sizes`` are the element counts of each position. A list's alignment is its elements per 16 bytes when every
+    address in it is 16-byte aligned, else 1. Empty arrays get offset 0.
     """
-    key = (device.index,) + tuple((arrays[0].dtype.itemsize, tuple(_ptr(a) if a.size else 0 for a in arrays))
-                                  for arrays in lists)
+    # The addresses in line (no call per array): this key is made at every step for every parameter.
+    key = (device.index,) + tuple(
+        (arrays[0].dtype.itemsize, tuple(a.buffer.ptr + a.offset * a.dtype.itemsize if n else 0
+                                         for a, n in zip(arrays, sizes)))
+        for arrays in lists)
 
     def build() -> tuple:
         rows, aligns = [], []
@@ -111,13 +115,13 @@ def _mt_launch(kernel: td.Kernel, lists: list[list[NDArray]], extra: tuple, scal
                consts: tuple) -> None:
     """Launch a multi-tensor kernel over ``lists`` (first list: the sizes); ``extra`` pointers follow the firsts,
     ``scalars`` follow the tensor count (an NDArray among them is passed as its pointer, its type ``None``)."""
-    sizes = tuple(a.size for a in lists[0])
+    sizes = tuple([math.prod(a.shape) for a in lists[0]])
     device = lists[0][0].device
     rt.ensure_device(device.index)
     size_t, owner_t, first_t, programs = _mt_tables(sizes, device)
     if not programs:
         return
-    offsets, aligns = _mt_offsets(lists, device)
+    offsets, aligns = _mt_offsets(lists, sizes, device)
     arrays = tuple(_first(a) for a in lists) + extra + (offsets, size_t, owner_t, first_t)
     ptrs, sig = _pointers(arrays)
     values = tuple(_ptr(x) if isinstance(x, NDArray) else x for x in scalars)
@@ -129,7 +133,9 @@ def _mt_launch(kernel: td.Kernel, lists: list[list[NDArray]], extra: tuple, scal
 
 def _nonempty(*lists: list | None) -> list:
     """The lists with every position whose first-list tensor is empty dropped (None lists stay None)."""
-    keep = [i for i, a in enumerate(lists[0]) if a.size]
+    keep = [i for i, a in enumerate(lists[0]) if 0 not in a.shape]
+    if len(keep) == len(lists[0]):
+        return list(lists)  # the common case: nothing to drop, no list copied
     return [None if lst is None else [lst[i] for i in keep] for lst in lists]
 
 
