@@ -304,13 +304,11 @@ _BN_APPLY_WARPS = 8
 _BN_PROGRAMS_PER_SM = 8
 
 
-def _bn_block(S: int, count: int) -> tuple[bool, int]:
-    """(straddle, BLOCK) of the row-major batch-norm kernels over rows of S elements, ``count`` in all. Rows of 256
-    elements or more take blocks no longer than a row, so a block spans at most two rows (no per-element division);
-    shorter rows take flat blocks whose elements each divide by S."""
-    if S >= 256:
-        return True, min(_BN_BLOCK, 1 << (S.bit_length() - 1))
-    return False, min(max(_next_pow2(count), 16), _BN_BLOCK)
+def _bn_row_block(S: int) -> int | None:
+    """The BLOCK of the row-major batch-norm kernels over rows of S elements where a block spans at most two rows
+    (no per-element division): rows of 256 elements or more take blocks no longer than a row. None for shorter
+    rows, which take flat blocks whose elements each divide by S."""
+    return min(_BN_BLOCK, 1 << (S.bit_length() - 1)) if S >= 256 else None
 
 
 def _rows_layout(x: NDArray) -> tuple[NDArray, int, int, int]:
@@ -409,7 +407,10 @@ def _bn_chunks(N: int, C: int, S: int, device: int) -> tuple[bool, int, int, int
     """(straddle, BLOCK, chunk, programs P per channel) of ``_bn_partials``: each channel's N * S elements in P
     chunks of whole blocks, about ``_BN_PROGRAMS_PER_SM`` programs per multiprocessor in all."""
     count = N * S
-    straddle, block = _bn_block(S, count)
+    block = _bn_row_block(S)
+    straddle = block is not None
+    if not straddle:
+        block = min(max(_next_pow2(count), 16), _BN_BLOCK)
     target = max(1, _cdiv(_BN_PROGRAMS_PER_SM * rt.multiprocessor_count(device), C))
     chunk = _cdiv(_cdiv(count, max(1, min(target, _cdiv(count, block), 1024))), block) * block
     return straddle, block, chunk, (_cdiv(count, chunk) if count else 1)
@@ -438,7 +439,8 @@ def _bn_apply(x: NDArray, g: NDArray, coef: NDArray, out: NDArray, C: int, S: in
         return
     arrays = (x, g, coef, out)
     ptrs, sig = _pointers(arrays)
-    straddle, block = _bn_block(S, total)
+    block = _bn_row_block(S)
+    straddle = block is not None
     if not straddle:
         block = _BLOCK * 2
     go = _BN_APPLY.launcher(sig + ("i32", "i32", "i64"), (backward, straddle, _wide(total), block),
