@@ -505,6 +505,26 @@ def test_like_functions_preserve_the_layout(name):
             assert got.stride() == getattr(torch, name)(t, *args, memory_format=getattr(torch, fmt)).stride()
 
 
+@pytest.mark.parametrize("name", ["clone", "to(float64)", "to(copy)", "double", "half", "to(cpu, copy)"])
+def test_copies_preserve_the_layout(name):
+    """clone and the conversions keep the layout under preserve_format, as torch's (one copy, no row-major copy
+    after it): a dense input's strides, dense strides in the dim order of a strided slice; values and the
+    gradient through the copy as torch's."""
+    copy = {"clone": lambda lib, x: x.clone(), "to(float64)": lambda lib, x: x.to(lib.float64),
+            "to(copy)": lambda lib, x: x.to(x.dtype, copy=True), "double": lambda lib, x: x.double(),
+            "half": lambda lib, x: x.half(), "to(cpu, copy)": lambda lib, x: x.to("cpu", copy=True)}[name]
+    for g, t in zip(_layouts(genesis), _layouts(torch)):
+        got, want = copy(genesis, g), copy(torch, t)
+        assert got.stride() == want.stride(), (g.shape, g.stride(), got.stride(), want.stride())
+        assert_same(got, copy(torch, to_torch(g)))
+    base_g = genesis.randn(4, 6, 3, requires_grad=True)
+    base_t = torch.tensor(base_g.detach().cpu().numpy(), requires_grad=True)
+    for lib, base in ((genesis, base_g), (torch, base_t)):
+        out = copy(lib, base.transpose(0, 2)[:, ::2])
+        (out.float() * lib.arange(out.numel(), dtype=lib.float32).reshape(out.shape)).sum().backward()
+    assert_same(base_g.grad, base_t.grad)
+
+
 def test_empty_takes_a_memory_format() -> None:
     for shape, fmt in (((2, 3, 4, 5), "channels_last"), ((2, 3, 4, 5, 6), "channels_last_3d"),
                        ((2, 3), "contiguous_format")):

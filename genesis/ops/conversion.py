@@ -22,18 +22,18 @@ from genesis.tensor import Tensor, from_numpy, parse_to_args
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``.
 
-    ``memory_format`` (default ``preserve_format``) sets the result's layout; a conversion keeps a
-    channels_last source channels_last. ``non_blocking`` (keyword, or the first positional bool as in torch's
-    ``to(device, dtype, non_blocking, copy)``): a copy from pinned host memory to the GPU is queued on the current
-    stream and the call returns at once; from pageable memory the copy is synchronous, as in torch.
+    ``memory_format`` (default ``preserve_format``) sets the result's layout; a conversion keeps the source's
+    layout (its strides where it is dense: channels_last, a transpose), as torch.
+
+    ``non_blocking`` (keyword, or the first positional bool as in torch's ``to(device, dtype, non_blocking,
+    copy)``): a copy from pinned host memory to the GPU is queued on the current stream and the call returns at
+    once; from pageable memory the copy is synchronous, as in torch.
     """
     if not kwargs and len(args) == 1 and args[0].__class__ is dtypes.dtype:
         # ``to(dtype)``, the autocast and gradient casts: the same result as the general path below, without parsing.
         if args[0] is self.dtype:
             return self
-        nd = self.ndarray
-        fmt = _mf.suggest(nd.shape, nd.strides) if nd.ndim >= 4 else _mf.contiguous_format
-        return views.contiguous(Cast.apply(self, args[0]), fmt)
+        return views.keep_layout(Cast.apply(self, args[0]), self.ndarray)
     fmt = _mf.check("to", kwargs.pop("memory_format", _mf.preserve_format))
     flags = [a for a in args if isinstance(a, bool)]
     non_blocking = bool(kwargs.pop("non_blocking", flags[0] if flags else False))
@@ -46,11 +46,9 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         out = Cast.apply(out, dtype)
     if copy and out is self:
         out = views.clone(self)
-    if fmt is _mf.preserve_format:
-        fmt = _mf.suggest(self.ndarray.shape, self.ndarray.strides) if out is not self else None
-    if fmt is not None:
-        out = views.contiguous(out, fmt)
-    return out
+    if fmt is not _mf.preserve_format:
+        return views.contiguous(out, fmt)
+    return out if out is self else views.keep_layout(out, self.ndarray)
 
 
 class PinMemory(Primitive):

@@ -234,10 +234,8 @@ class ToMemoryFormat(Primitive):
 
     @staticmethod
     def forward(ctx, x: NDArray, *, strides: tuple[int, ...]) -> NDArray:
-        order = sorted(range(x.ndim), key=lambda d: -strides[d])  # dims from outermost to innermost in memory
-        stored = NDArray.empty(tuple(x.shape[d] for d in order), x.dtype, x.device)
-        out = stored.permute(tuple(order.index(d) for d in range(x.ndim)))
-        return out.copy_(x)
+        stored = NDArray.empty((x.size,), x.dtype, x.device)  # dense strides span exactly the elements
+        return stored.as_strided(x.shape, strides, 0).copy_(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -500,10 +498,26 @@ def contiguous(input: Tensor, memory_format: _mf.memory_format = _mf.contiguous_
 
 
 def clone(input: Tensor, memory_format: _mf.memory_format = _mf.preserve_format) -> Tensor:
-    """A copy of ``input``; ``preserve_format`` keeps a channels_last layout, other formats set the copy's layout."""
+    """A copy of ``input``. ``preserve_format`` (the default) keeps the layout, as torch: a dense ``input`` (row-major,
+    channels_last, a transpose or permutation) is copied with its own strides, a strided slice into dense strides in
+    its dims' memory order; other formats set the copy's layout."""
     fmt = _mf.check("clone", memory_format)
+    nd = input.ndarray
     if fmt is _mf.preserve_format:
-        fmt = _mf.suggest(tuple(input.shape), input.stride())
+        if nd.is_contiguous():
+            return Clone.apply(input)
+        return ToMemoryFormat.apply(input, strides=_mf.preserved_strides(nd.shape, nd.strides))
     if fmt is _mf.contiguous_format:
         return Clone.apply(input)
-    return ToMemoryFormat.apply(input, strides=_mf.strides(tuple(input.shape), fmt))
+    return ToMemoryFormat.apply(input, strides=_mf.strides(nd.shape, fmt))
+
+
+def keep_layout(copy: Tensor, source: NDArray) -> Tensor:
+    """``copy`` (a new tensor of ``source``'s values) laid out as ``preserve_format`` asks of a conversion: with
+    ``source``'s strides where it is dense, else densely in the memory order of its dims (torch's ``_to_copy``); a
+    copy already laid out so is returned as it is."""
+    have = copy.ndarray.strides
+    if have == source.strides:
+        return copy
+    want = _mf.preserved_strides(source.shape, source.strides)
+    return copy if have == want else ToMemoryFormat.apply(copy, strides=want)
