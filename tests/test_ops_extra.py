@@ -835,6 +835,13 @@ def test_pinv_rank_cond():
     check(lambda lib, a: lib.linalg.matrix_rank(a), low_rank)
     check(lambda lib, a: lib.linalg.pinv(a), low_rank, backward=False)
     check(lambda lib, a: lib.linalg.matrix_rank(a, atol=0.5, rtol=0.0), rand(3, 3, seed=6))
+    # The older positional thresholds: pinv's rcond (relative), matrix_rank's tol (absolute).
+    # With a singular value cut, torch's gradient disagrees with finite differences (Genesis's agrees to 1e-9):
+    # values only there.
+    check(lambda lib, a: lib.linalg.pinv(a, 0.05), rand(4, 3, seed=4))
+    check(lambda lib, a: lib.linalg.pinv(a, 0.5), rand(4, 3, seed=4), backward=False)
+    for tol in (0.05, 0.5, 1.0):
+        check(lambda lib, a, tol=tol: lib.linalg.matrix_rank(a, tol), rand(4, 3, seed=4))
     # torch's own cond backward fails for matrix-norm orders (an in-place op on its saved inverse).
     check(lambda lib, a: lib.linalg.cond(a, "fro"), _well_conditioned(3, 3), backward=False)
     check(lambda lib, a: lib.linalg.cond(a, -2), rand(3, 3, seed=6))
@@ -997,3 +1004,27 @@ def test_half_precision_log_sums_and_renorm_round_as_torch(dtype):
     check_bits(lambda lib, x: lib.logaddexp(x, x.flip(1)), x)
     check_bits(lambda lib, x: lib.renorm(x, 2, 0, 5), x)
     check_bits(lambda lib, x: lib.renorm(x, 1.5, 1, 2), x)
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, x, i, b: lib.all(x[1, 2]), lambda lib, x, i, b: lib.any(x[1, 2] * 0, 0),
+    lambda lib, x, i, b: lib.all(i[0, 3]), lambda lib, x, i, b: x[0, 0].any(),
+    lambda lib, x, i, b: lib.all(i.to(lib.uint8)[0, 0], 0),
+    lambda lib, x, i, b: lib.isin(i, 0.5), lambda lib, x, i, b: lib.isin(i, 1),
+    lambda lib, x, i, b: lib.isin(2.0, i), lambda lib, x, i, b: lib.isin(x, 2),
+    lambda lib, x, i, b: lib.copysign(b, -1), lambda lib, x, i, b: lib.copysign(b, x[:, :1]),
+    lambda lib, x, i, b: lib.xlogy(b, 2), lambda lib, x, i, b: lib.xlogy(b, b),
+    lambda lib, x, i, b: lib.fmod(b, 2), lambda lib, x, i, b: lib.fmod(b, 0.5), lambda lib, x, i, b: lib.fmod(b, x),
+    lambda lib, x, i, b: lib.fmod(i, lib.tensor(2.5, device=i.device)),
+    lambda lib, x, i, b: i.clone().logical_and_(x), lambda lib, x, i, b: b.clone().logical_or_(x),
+    lambda lib, x, i, b: i.clone().eq_(0.5), lambda lib, x, i, b: i.clone().lt_(x),
+    lambda lib, x, i, b: x[0, 0].broadcast_to(3), lambda lib, x, i, b: lib.broadcast_to(x[:1], [2, 4]),
+    lambda lib, x, i, b: lib.histogram(x.float().cpu()), lambda lib, x, i, b: lib.histogram(x.float().cpu()[:0], 2),
+])
+def test_results_of_mixed_dtypes_and_zero_dim_inputs(case):
+    """Cases where the result's dtype or values depend on promotion or on a 0-d input, as torch's: all/any of a 0-d
+    tensor are bool, a number tested by isin compares in the promoted dtype, bool tensors promote in copysign, xlogy
+    and fmod, in-place comparisons write their bool result into any dtype."""
+    x = torch.tensor([[0.5, -1.25, 2.0, 0.0], [3.5, -0.75, 1.0, -2.5], [0.25, 4.0, -3.0, 1.5]], dtype=torch.float64)
+    i = torch.tensor([[1, -2, 3, 0], [4, 5, -6, 2], [0, 7, 1, -1]])
+    check(case, x, i, i > 0, backward=False)

@@ -330,9 +330,16 @@ def _cutoff(op: str, S: Tensor, m: int, n: int, atol: Any, rtol: Any) -> Tensor:
 
 
 @one_op("linalg_pinv")
-def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
+def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: float | None = None,
+         rtol: float | None = None) -> Tensor:
     """Moore-Penrose pseudo-inverse through the SVD: singular values at or below max(atol, rtol * S_max) count as
-    zero (rtol defaults to eps * max(m, n)). Differentiable where the kept singular values are distinct."""
+    zero (rtol defaults to eps * max(m, n)). Differentiable where the kept singular values are distinct.
+
+    ``rcond`` is torch's older name for ``rtol`` (``pinv(A, 1e-5)``)."""
+    if rcond is not None:
+        if rtol is not None:
+            raise RuntimeError("linalg.pinv: rcond and rtol cannot both be given (rcond is the older name of rtol)")
+        rtol = rcond
     _check_float("linalg.pinv", A)
     if A.ndim < 2:
         raise RuntimeError(f"linalg.pinv(A): The input tensor A must have at least 2 dimensions, got {A.ndim}")
@@ -342,9 +349,16 @@ def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, her
     return (Vh.mT * inverse.unsqueeze(-2)) @ U.mT
 
 
-def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False
-                ) -> Tensor:
-    """Number of singular values above max(atol, rtol * S_max), int64."""
+def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: float | None = None,
+                rtol: float | None = None) -> Tensor:
+    """Number of singular values above max(atol, rtol * S_max), int64.
+
+    ``tol`` is torch's older absolute threshold (``matrix_rank(A, 1e-5)``: ``atol=tol, rtol=0``)."""
+    if tol is not None:
+        if atol is not None or rtol is not None:
+            raise RuntimeError("linalg.matrix_rank: tol cannot be given with atol or rtol (tol is the older name of "
+                               "an absolute threshold)")
+        atol, rtol = tol, 0.0
     _check_float("linalg.matrix_rank", A)
     if A.ndim < 2:
         raise RuntimeError(f"linalg.matrix_rank: The input tensor A must have at least 2 dimensions, got {A.ndim}")

@@ -538,7 +538,10 @@ def fmod(input: Tensor, other: Any) -> Tensor:
     other = _as_operand("fmod", other, input)
     if isinstance(other, Tensor):  # checked as fmod: the integer path computes it from other ops
         broadcast_shapes("fmod", input.shape, other.shape)
-    if _result_dtype(input, other).category < 2:
+    dt = _result_dtype(input, other)
+    if input.dtype is not dt:  # a bool or integer dividend computes in the promoted dtype
+        input = input.to(dt)
+    if dt.category < 2:
         return input - div(input, other, rounding_mode="trunc") * other
     return Fmod.apply(input, other)
 

@@ -138,6 +138,9 @@ def _check_fits(op: str, t: Tensor, other: Tensor) -> None:
         raise RuntimeError(f"{op}: output with shape {list(t.shape)} doesn't match the broadcast shape {list(shape)}")
 
 
+#: Binary ops whose result is bool whatever their operands' dtypes (comparisons and logical ops).
+_BOOL_RESULTS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
+
 #: The backend's binary primitive behind each alias with an in-place method (``subtract_`` writes as ``sub_``).
 _PRIMITIVE_OF = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div"}
 
@@ -173,6 +176,8 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
         return inplace_binary(t, op, fn, tensor(other, device=t.device))
     if kernel == "div" and target.category < 2:
         target = dtypes.get_default_dtype()
+    elif kernel in _BOOL_RESULTS:
+        target = dtypes.bool_  # compared in the promoted dtype; the bool result fits any tensor, as in torch
     if target.category > t.dtype.category:
         raise RuntimeError(f"{op}_: result type {dtypes.SCALAR_TYPE_NAMES[target]} can't be cast to the desired "
                            f"output type {dtypes.SCALAR_TYPE_NAMES[t.dtype]}")

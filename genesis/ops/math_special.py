@@ -420,7 +420,7 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
 
 def xlogy(input: Any, other: Any) -> Tensor:
     """``input * log(other)``, 0 where ``input == 0`` unless ``other`` is NaN (the entropy convention)."""
-    check_real_kernel("xlogy", "xlogy_cpu", input, other)
+    check_real_kernel("xlogy", "xlogy_cpu", input, other, bools=True)
     input, other = _float_operands("xlogy", input, other)
     return Xlogy.apply(input, other, False)
 
@@ -445,7 +445,7 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
 def copysign(input: Tensor, other: Any) -> Tensor:
     """``|input|`` with the sign bit of ``other`` (so -0.0 and -NaN count as negative); integers promote to float."""
     _check_tensor("copysign", input)
-    check_real_kernel("copysign", "copysign_cpu", input, other)
+    check_real_kernel("copysign", "copysign_cpu", input, other, bools=True)
     input, other = _float_operands("copysign", input, other)
     return Copysign.apply(input, other)
 

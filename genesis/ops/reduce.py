@@ -617,14 +617,23 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     return LogSoftmax.apply(input, d, True)
 
 
+def _truth(op: str, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    """``all``/``any``: bool results (uint8 for uint8 input, as torch); a 0-d input gives whether it is nonzero."""
+    nd = input.ndarray
+    dims = normalize_dims(op, dim, nd.ndim)
+    out = nd.reduce(op, dims, keepdim) if nd.ndim else nd.binary("ne", 0)
+    want = dtypes.uint8 if nd.dtype is dtypes.uint8 else dtypes.bool_
+    return Tensor._wrap(out if out.dtype is want else out.astype(want))
+
+
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    dims = normalize_dims("all", dim, input.ndim)
-    return Tensor._wrap(input.ndarray.reduce("all", dims, keepdim))
+    """Whether every element (along ``dim``) is nonzero."""
+    return _truth("all", input, dim, keepdim)
 
 
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    dims = normalize_dims("any", dim, input.ndim)
-    return Tensor._wrap(input.ndarray.reduce("any", dims, keepdim))
+    """Whether some element (along ``dim``) is nonzero."""
+    return _truth("any", input, dim, keepdim)
 
 
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:

@@ -269,10 +269,11 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, inve
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin(): at least one of elements and test_elements must be a Tensor")
     like = elements if isinstance(elements, Tensor) else test_elements
+    # A number compares in the dtype torch promotes it to with the tensor (2.5 against an integer tensor as a float).
     if not isinstance(elements, Tensor):
-        elements = like.new_tensor(elements)
+        elements = like.new_tensor(elements, dtype=dtypes.result_type_scalar(like.dtype, elements))
     if not isinstance(test_elements, Tensor):
-        test_elements = like.new_tensor(test_elements)
+        test_elements = like.new_tensor(test_elements, dtype=dtypes.result_type_scalar(like.dtype, test_elements))
     common = dtypes.promote_types(elements.dtype, test_elements.dtype)
     values = elements.detach().to(common)
     pool = sort(test_elements.detach().to(common).reshape(-1)).values

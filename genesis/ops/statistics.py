@@ -226,8 +226,8 @@ class HistogramResult(NamedTuple):
     bin_edges: Tensor
 
 
-def histogram(input: Tensor, bins: Any, *, range: tuple[float, float] | None = None, weight: Tensor | None = None,
-              density: bool = False) -> HistogramResult:
+def histogram(input: Tensor, bins: Any = 100, *, range: tuple[float, float] | None = None,
+              weight: Tensor | None = None, density: bool = False) -> HistogramResult:
     """Histogram of ``input`` over ``bins`` equal bins of ``range`` (the data's range by default) or over the given
     monotonic edges; each bin is [left, right) except the last, which includes its right edge. ``weight`` sums
     weights instead of counting; ``density`` normalizes to a unit integral. Not differentiable."""
@@ -248,7 +248,7 @@ def histogram(input: Tensor, bins: Any, *, range: tuple[float, float] | None = N
         elif x.numel():
             low, high = float(x.min().item()), float(x.max().item())
         else:
-            low, high = 0.0, 0.0
+            low, high = 0.0, 1.0  # torch's range for no data
         if low == high:
             low, high = low - 0.5, high + 0.5
         edges = linspace(low, high, bins + 1, dtype=input.dtype, device=input.device)

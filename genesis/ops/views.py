@@ -408,8 +408,9 @@ def expand(input: Tensor, *shape: Any) -> Tensor:
     return Expand.apply(input, _shape_args("expand", shape))
 
 
-def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
-    return Expand.apply(input, tuple(shape), "broadcast_to")
+def broadcast_to(input: Tensor, shape: Sequence[int] | int) -> Tensor:
+    """``input`` expanded to ``shape`` (a sequence of sizes, or one size), as a view."""
+    return Expand.apply(input, _shape_args("broadcast_to", (shape,)), "broadcast_to")
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:

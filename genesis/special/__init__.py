@@ -81,7 +81,7 @@ modified_bessel_i1 = i1
 
 def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
     """``input * log1p(other)``, 0 where ``input == 0`` unless ``other`` is NaN."""
-    check_real_kernel("xlog1py", "xlog1py_cpu", input, other)
+    check_real_kernel("xlog1py", "xlog1py_cpu", input, other, bools=True)
     input, other = _float_operands("xlog1py", input, other)
     return Xlogy.apply(input, other, True)
 
