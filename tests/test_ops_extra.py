@@ -825,6 +825,11 @@ def test_svd_errors():
     check_error(RuntimeError, lambda lib, a: lib.linalg.svdvals(a), ints(1, 2, 3, 4).reshape(2, 2))
 
 
+def test_integer_atan2_in_place_is_refused():
+    check_error(RuntimeError, lambda lib: lib.tensor([1, 2], device=DEVICE if lib is genesis else "cpu").atan2_(
+        lib.tensor([1, 1], device=DEVICE if lib is genesis else "cpu")), match="can't be cast")
+
+
 def test_pinv_rank_cond():
     for shape in ((4, 3), (3, 5), (2, 3, 3)):
         a = rand(*shape, seed=4)
@@ -1020,6 +1025,13 @@ def test_half_precision_log_sums_and_renorm_round_as_torch(dtype):
     lambda lib, x, i, b: i.clone().eq_(0.5), lambda lib, x, i, b: i.clone().lt_(x),
     lambda lib, x, i, b: x[0, 0].broadcast_to(3), lambda lib, x, i, b: lib.broadcast_to(x[:1], [2, 4]),
     lambda lib, x, i, b: lib.histogram(x.float().cpu()), lambda lib, x, i, b: lib.histogram(x.float().cpu()[:0], 2),
+    lambda lib, x, i, b: lib.atan2(i, i), lambda lib, x, i, b: lib.atan2(b, b), lambda lib, x, i, b: lib.atan2(i, x),
+    lambda lib, x, i, b: x.clone().atan2_(i),
+    lambda lib, x, i, b: x[:0].mean(), lambda lib, x, i, b: x[:, :0].mean(1),
+    lambda lib, x, i, b: lib.nn.functional.huber_loss(x[:0], x[:0]),
+    lambda lib, x, i, b: lib.nn.functional.smooth_l1_loss(x[:0], x[:0]),
+    lambda lib, x, i, b: lib.linalg.matrix_rank(x[:, :3].reshape(1, 3, 3).expand(2, 3, 3),
+                                                x.new_tensor([0.5, 3.0])),
 ])
 def test_results_of_mixed_dtypes_and_zero_dim_inputs(case):
     """Cases where the result's dtype or values depend on promotion or on a 0-d input, as torch's: all/any of a 0-d

@@ -322,11 +322,19 @@ def svdvals(A: Tensor) -> Tensor:
 
 def _cutoff(op: str, S: Tensor, m: int, n: int, atol: Any, rtol: Any) -> Tensor:
     """torch's threshold below which singular values count as zero: max(atol, rtol * S_max)."""
+    # Tensor thresholds hold one value per matrix of the batch: a trailing dim to compare with the row of values.
+    if isinstance(atol, Tensor):
+        atol = atol.unsqueeze(-1)
+    if isinstance(rtol, Tensor):
+        rtol = rtol.unsqueeze(-1)
     if rtol is None:
         eps = 2.220446049250313e-16 if S.dtype is dtypes.float64 else 1.1920928955078125e-07
-        rtol = 0.0 if atol is not None and atol > 0 else eps * max(m, n)
+        if isinstance(atol, Tensor):
+            rtol = F.where(atol > 0, 0.0, eps * max(m, n))
+        else:
+            rtol = 0.0 if atol is not None and atol > 0 else eps * max(m, n)
     largest = S[..., :1] if S.shape[-1] else F.zeros_like_detached(S[..., :0]).sum(-1, keepdim=True)
-    return F.maximum(largest.detach() * rtol, F.zeros_like_detached(largest) + (atol or 0.0))
+    return F.maximum(largest.detach() * rtol, F.zeros_like_detached(largest) + (0.0 if atol is None else atol))
 
 
 @one_op("linalg_pinv")

@@ -586,6 +586,11 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 
 
 def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point (other, input), elementwise; integer and bool tensors give the default float dtype."""
+    dt = _result_dtype(input, other)
+    if dt.category < 2:
+        dt = dtypes.get_default_dtype()
+        input, other = input.to(dt), other.to(dt) if isinstance(other, Tensor) else float(other)
     return Atan2.apply(input, other)
 
 

@@ -174,7 +174,7 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
         other_nd = other
     else:
         return inplace_binary(t, op, fn, tensor(other, device=t.device))
-    if kernel == "div" and target.category < 2:
+    if kernel in ("div", "atan2") and target.category < 2:  # integer operands give a float
         target = dtypes.get_default_dtype()
     elif kernel in _BOOL_RESULTS:
         target = dtypes.bool_  # compared in the promoted dtype; the bool result fits any tensor, as in torch

@@ -284,7 +284,8 @@ def _reduce_edge(op: str, x: NDArray, dims: tuple[int, ...], keepdim: bool) -> N
         return out
     if op in ("amax", "amin"):
         raise IndexError(f"{op}(): Expected reduction dim {dims[0]} to have non-zero size.")
-    return _ew("copy", 1, out, (_identity(op, out_dtype),), out_dtype)
+    fill = math.nan if op == "mean" else _identity(op, out_dtype)  # the mean of nothing is 0 / 0, as torch's
+    return _ew("copy", 1, out, (fill,), out_dtype)
 
 
 _ARG = td.Kernel(rk.arg_reduce_rows)
