@@ -19,8 +19,18 @@ from genesis.autograd.grad_mode import _state as _grad_state
 from genesis.device import cpu as _cpu
 from genesis.device import device as Device
 from genesis.device import factory_device, to_device
-from genesis.ndarray import NDArray
+from genesis.ndarray import NDArray, normalize_dim
 from genesis.tensor_data import infer_dtype, nested_to_numpy, plain, scalars_to_numpy
+
+
+def _dim_of_shape(op: str, dim: Any, ndim: int) -> int:
+    """``dim`` of ``size(dim)`` / ``stride(dim)`` checked as torch: an int (TypeError for a bool or a float), in
+    range, and no dim at all of a 0-d tensor."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+    if ndim == 0:
+        raise IndexError(f"{op}: Dimension specified as {dim} but tensor has no dimensions")
+    return normalize_dim(op, int(dim), ndim)
 
 
 class Tensor:
@@ -142,11 +152,13 @@ class Tensor:
         return Size(self.ndarray.shape)
 
     def size(self, dim: int | None = None) -> Any:
+        """The shape as a ``Size``, or the length of dim ``dim``."""
+        shape = self.ndarray.shape
         if dim is None:
-            return Size(self.ndarray.shape)
-        from genesis.ndarray import normalize_dim
-
-        return self.ndarray.shape[normalize_dim("size", dim, self.ndim)]
+            return Size(shape)
+        if dim.__class__ is int and -len(shape) <= dim < len(shape):  # the common case, checked in place
+            return shape[dim]
+        return shape[_dim_of_shape("size", dim, len(shape))]
 
     @property
     def dtype(self) -> dtypes.dtype:
@@ -182,11 +194,13 @@ class Tensor:
         return self.numel() * self.dtype.itemsize
 
     def stride(self, dim: int | None = None) -> Any:
+        """The strides in elements, or the stride of dim ``dim``."""
+        strides = self.ndarray.strides
         if dim is None:
-            return tuple(self.ndarray.strides)
-        from genesis.ndarray import normalize_dim
-
-        return self.ndarray.strides[normalize_dim("stride", dim, self.ndim)]
+            return tuple(strides)
+        if dim.__class__ is int and -len(strides) <= dim < len(strides):
+            return strides[dim]
+        return strides[_dim_of_shape("stride", dim, len(strides))]
 
     def storage_offset(self) -> int:
         return self.ndarray.offset
