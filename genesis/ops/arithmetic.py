@@ -1,10 +1,9 @@
 """Binary arithmetic: add, sub, mul, div (true, floor, trunc), remainder, pow, maximum/minimum, atan2, clamp
 and the fused-looking composites (lerp, addcmul, addcdiv), with the primitives behind them.
 
-Forward works on NDArrays (type promotion and broadcasting happen in the NDArray layer); backward
-works on Tensors so it is differentiable again (mul and sub compute on arrays when no graph of the backward is
-recorded). Gradients of broadcast inputs are summed back to the input shape by ``Function.apply``'s bookkeeping,
-never here.
+Forward works on NDArrays (type promotion and broadcasting happen in the NDArray layer); backward works on Tensors
+so it is differentiable again (mul and sub compute on arrays when no graph of the backward is recorded). Gradients
+of broadcast inputs are summed back to the input shape by ``Function.apply``'s bookkeeping, never here.
 """
 
 from __future__ import annotations
@@ -539,8 +538,7 @@ def fmod(input: Tensor, other: Any) -> Tensor:
     if isinstance(other, Tensor):  # checked as fmod: the integer path computes it from other ops
         broadcast_shapes("fmod", input.shape, other.shape)
     dt = _result_dtype(input, other)
-    if input.dtype is not dt:  # a bool or integer dividend computes in the promoted dtype
-        input = input.to(dt)
+    input = input if input.dtype is dt else input.to(dt)  # a bool or integer dividend computes in the promoted dtype
     if dt.category < 2:
         return input - div(input, other, rounding_mode="trunc") * other
     return Fmod.apply(input, other)
@@ -587,8 +585,7 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input), elementwise; integer and bool tensors give the default float dtype."""
-    dt = _result_dtype(input, other)
-    if dt.category < 2:
+    if _result_dtype(input, other).category < 2:
         dt = dtypes.get_default_dtype()
         input, other = input.to(dt), other.to(dt) if isinstance(other, Tensor) else float(other)
     return Atan2.apply(input, other)
