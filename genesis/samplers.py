@@ -9,6 +9,7 @@ from typing import Callable
 from genesis import dtypes, random
 from genesis.distributions.counts import _binomial, _poisson
 from genesis.ops import ones_like_bool, where
+from genesis.ops._args import check_tensors
 from genesis.tensor import Tensor
 
 
@@ -36,6 +37,7 @@ def binomial(count: Tensor, prob: Tensor, generator: random.Generator | None = N
     """Binomial draws of ``count`` trials (floats) with success probabilities ``prob``, in ``count``'s dtype
     (``genesis.distributions.Binomial``'s sampler). ``generator`` supplies the numbers (the device's default generator
     otherwise) and advances. No gradient flows to either input."""
+    check_tensors("binomial", count=count, prob=prob)
     if not count.dtype.is_floating_point:
         raise ValueError("binomial only supports floating-point dtypes for count, got: "
                          f"{dtypes.SCALAR_TYPE_NAMES[count.dtype]}")

@@ -1040,3 +1040,20 @@ def test_results_of_mixed_dtypes_and_zero_dim_inputs(case):
     x = torch.tensor([[0.5, -1.25, 2.0, 0.0], [3.5, -0.75, 1.0, -2.5], [0.25, 4.0, -3.0, 1.5]], dtype=torch.float64)
     i = torch.tensor([[1, -2, 3, 0], [4, 5, -6, 2], [0, 7, 1, -1]])
     check(case, x, i, i > 0, backward=False)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.mm(x, 2), lambda lib, x: lib.mm(2, x), lambda lib, x: lib.bmm(x, 2), lambda lib, x: lib.mv(x, 2),
+    lambda lib, x: lib.dot(x, 2.0), lambda lib, x: lib.vdot(x, 1), lambda lib, x: lib.outer(x, 2),
+    lambda lib, x: lib.inner(x, 2), lambda lib, x: lib.kron(x, 2), lambda lib, x: lib.cross(x, 2),
+    lambda lib, x: lib.cdist(x, 2), lambda lib, x: lib.isclose(x, 2), lambda lib, x: lib.allclose(x, 2),
+    lambda lib, x: lib.equal(x, 2), lambda lib, x: lib.is_same_size(x, [2]), lambda lib, x: lib.prelu(x, 2),
+    lambda lib, x: lib.take_along_dim(x, 2), lambda lib, x: lib.slice_scatter(x, 2),
+    lambda lib, x: lib.diagonal_scatter(x, 2), lambda lib, x: lib.cholesky_solve(x, 2),
+    lambda lib, x: lib.triangular_solve(x, 2), lambda lib, x: x.view_as(2), lambda lib, x: x.reshape_as([2]),
+    lambda lib, x: x.expand_as(2), lambda lib, x: lib.binomial(x, 2), lambda lib, x: x.mm(2.5),
+    lambda lib, x: lib.nn.functional.cosine_similarity(x, 2),
+])
+def test_a_number_where_a_tensor_is_required(call):
+    """torch's TypeError naming the argument, not an AttributeError from inside the op."""
+    check_error(TypeError, call, rand(3, 3), match="must be Tensor")

@@ -23,6 +23,7 @@ from genesis.linalg.solvers import qr as _qr
 from genesis.linalg.spectral import svd as _svd
 from genesis.linalg.spectral import svdvals
 from genesis.ndarray import broadcast_shapes
+from genesis.ops._args import check_tensors
 from genesis.ops.autocast import one_op
 from genesis.tensor import Tensor
 
@@ -127,6 +128,7 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     """X with ``A X = b`` (``A^T X = b`` with ``transpose``) for triangular A (..., m, m) and b (..., m, k), batch
     dims broadcast; only the ``upper`` (or lower) triangle of A is read, its diagonal taken as ones when
     ``unitriangular``. Returns (X, a copy of A broadcast to the batch); deprecated in torch."""
+    check_tensors("triangular_solve", input=b, A=A)
     _deprecated("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will be removed "
                 "in a future PyTorch release.\ntorch.linalg.solve_triangular has its arguments reversed and does not "
                 "return a copy of one of the inputs.\nX = torch.triangular_solve(B, A).solution\nshould be replaced "

@@ -16,6 +16,7 @@ from genesis import ops as F
 from genesis.autograd import Function
 from genesis.linalg import native
 from genesis.ndarray import broadcast_shapes
+from genesis.ops._args import check_tensors
 from genesis.ops.autocast import one_op
 from genesis.tensor import Tensor
 
@@ -650,6 +651,7 @@ def _lu_substitute(LU: Tensor, pivots: Tensor, B: Tensor, adjoint: bool) -> Tens
 @one_op("cholesky_solve")
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """X with ``A X = B`` for ``A = L L^T`` given its Cholesky factor L (``U^T U`` when upper), B (..., n, k)."""
+    check_tensors("cholesky_solve", input=B, input2=L)
     _check_float("cholesky_solve", L)
     _check_square("cholesky_solve", L)
     if B.ndim < 2:

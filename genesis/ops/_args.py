@@ -22,6 +22,15 @@ def _check_tensor(op: str, x: Any) -> None:
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
 
 
+def check_tensors(op: str, **arguments: Any) -> None:
+    """torch's TypeError where an argument that must be a tensor is something else (a Python number, a list):
+    ``arguments`` are the op's tensor parameters by torch's names, in signature order (positions count from 1)."""
+    for position, (name, value) in enumerate(arguments.items(), 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
+                            f"{type(value).__name__}")
+
+
 #: torch's C++ names of the element types, as its overflow errors print them.
 _OVERFLOW_NAMES = {
     **dtypes.CPP_TYPE_NAMES, dtypes.uint8: "uint8_t", dtypes.int8: "int8_t", dtypes.int16: "int16_t",

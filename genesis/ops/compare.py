@@ -11,7 +11,7 @@ from typing import Any
 from genesis import dtypes
 from genesis.autograd import Primitive
 from genesis.ndarray import NDArray, broadcast_shapes
-from genesis.ops._args import _as_operand, _result_dtype, ones_like_bool, python_number
+from genesis.ops._args import _as_operand, _result_dtype, check_tensors, ones_like_bool, python_number
 from genesis.tensor import Tensor
 
 
@@ -220,6 +220,7 @@ def isneginf(input: Tensor) -> Tensor:
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """True if both tensors have the same shape and elements."""
+    check_tensors("equal", input=input, other=other)
     if input.shape != other.shape:
         return False
     return bool(eq(input, other).all().item())
@@ -228,6 +229,7 @@ def equal(input: Tensor, other: Tensor) -> bool:
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """``input == other`` or ``|input - other| <= atol + |rtol * other|`` with a finite difference, elementwise (torch's
     formula, integers included: large integers a tolerance apart count as close)."""
+    check_tensors("isclose", input=input, other=other)
     broadcast_shapes("isclose", input.shape, other.shape)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose: {dtypes.SCALAR_TYPE_NAMES[input.dtype]} did not match "
@@ -248,6 +250,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    check_tensors("allclose", input=input, other=other)
     return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
 
 
@@ -280,6 +283,7 @@ def argwhere(input: Tensor) -> Tensor:
 
 def is_same_size(input: Tensor, other: Tensor) -> bool:
     """Whether both tensors have the same shape."""
+    check_tensors("is_same_size", input=input, other=other)
     return tuple(input.shape) == tuple(other.shape)
 
 

@@ -18,6 +18,7 @@ from genesis.ops._args import (
     _zeros,
     arange_like,
     check_scalar_fits,
+    check_tensors,
     ones_like_bool,
     python_number,
 )
@@ -121,6 +122,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    check_tensors("take_along_dim", input=input, indices=indices)
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     d = normalize_dim("take_along_dim", dim, input.ndim)
@@ -403,6 +405,7 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
 def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
                   step: int = 1) -> Tensor:
     """A copy of ``input`` with ``src`` written into ``input[start:end:step]`` along ``dim``."""
+    check_tensors("slice_scatter", input=input, src=src)
     d = normalize_dim("slice_scatter", dim, input.ndim)
     return _scatter_into("slice_scatter", input, src, (slice(None),) * d + (slice(start, end, step),))
 
@@ -422,6 +425,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: 
 
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """A copy of ``input`` with ``src`` written onto the diagonal ``offset`` of dims ``dim1``, ``dim2``."""
+    check_tensors("diagonal_scatter", input=input, src=src)
     target = input.diagonal(offset, dim1, dim2)
     if tuple(src.shape) != tuple(target.shape):
         raise RuntimeError(f"diagonal_scatter: expected src to have a size equal to the slice of self. src size = "

@@ -13,7 +13,7 @@ from genesis.autograd import Function, Primitive, is_grad_enabled
 from genesis.memo import remember
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
 from genesis.ndarray import cat as ndarray_cat
-from genesis.ops._args import _check_tensor, ones_like_bool
+from genesis.ops._args import _check_tensor, check_tensors, ones_like_bool
 from genesis.ops.autocast import autocast_args, one_op
 from genesis.ops.compare import where
 from genesis.ops.join import cat
@@ -110,6 +110,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.__class__ is not Tensor or mat2.__class__ is not Tensor:  # a Parameter, or no tensor at all
+        check_tensors("mm", input=input, mat2=mat2)
     if input.__class__ in _SPARSE or mat2.__class__ in _SPARSE:
         return sparse_matmul(_as_coo(input), _as_coo(mat2), "mm")
     if input.ndim != 2 or mat2.ndim != 2:
@@ -118,6 +120,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.__class__ is not Tensor or mat2.__class__ is not Tensor:  # a Parameter, or no tensor at all
+        check_tensors("bmm", input=input, mat2=mat2)
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
     if input.shape[0] != mat2.shape[0]:
@@ -127,6 +131,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 @one_op("mv")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
+    check_tensors("mv", input=input, vec=vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"mv: expected a 2D matrix and a 1D vector, got {input.ndim}D and {vec.ndim}D")
     return matmul(input, vec)
@@ -134,6 +139,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     """Inner product of two 1-D tensors."""
+    check_tensors("dot", input=input, tensor=tensor)
     if input.ndim != 1 or tensor.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
     if input.shape[0] != tensor.shape[0]:
@@ -148,6 +154,7 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
 def inner(input: Tensor, other: Tensor) -> Tensor:
     """Inner product over the last dim: ``out[i..., j...] = sum_k input[i..., k] * other[j..., k]`` (``dot`` for two
     1-D tensors); a 0-D operand scales the other one."""
+    check_tensors("inner", input=input, other=other)
     if input.ndim == 0 or other.ndim == 0:
         return input * other
     if input.shape[-1] != other.shape[-1]:
@@ -159,6 +166,7 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    check_tensors("outer", input=input, vec2=vec2)
     if input.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"outer: expected 1D tensors, got {input.ndim}D and {vec2.ndim}D")
     return input.unsqueeze(1) * vec2.unsqueeze(0)
@@ -545,11 +553,13 @@ class LinalgCross(Primitive):
 
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """Cross product of 3-vectors along ``dim`` (the first dim of size 3 when None), broadcasting the rest."""
+    check_tensors("cross", input=input, other=other)
     return _cross("cross", input, other, dim)
 
 
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """Dot product of two 1-D tensors, the first conjugated: ``sum(conj(input) * other)``."""
+    check_tensors("vdot", input=input, other=other)
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if input.dtype is not other.dtype:
@@ -560,6 +570,7 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
 
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """Kronecker product: block ``(i, j, ...)`` of the result is ``input[i, j, ...] * other``."""
+    check_tensors("kron", input=input, other=other)
     ndim = builtins.max(input.ndim, other.ndim)
     a_shape = (1,) * (ndim - input.ndim) + tuple(input.shape)
     b_shape = (1,) * (ndim - other.ndim) + tuple(other.shape)
@@ -577,6 +588,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     Computed from the differences directly (no matrix-product shortcut), so every ``compute_mode`` gives the
     exact distances; the gradient is zero where a distance is zero, as torch's.
     """
+    check_tensors("cdist", x1=x1, x2=x2)
     if x1.ndim < 2 or x2.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
     if x1.shape[-1] != x2.shape[-1]:

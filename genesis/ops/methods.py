@@ -18,22 +18,25 @@ from genesis import memory_format as _mf
 from genesis.autograd import no_grad
 from genesis.ndarray import NDArray
 from genesis.ops import arithmetic, compare, complex, join, math_special, reduce, unary, views
-from genesis.ops._args import python_number
+from genesis.ops._args import check_tensors, python_number
 from genesis.tensor import Size, Tensor
 
 
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
     """``self`` expanded to ``other``'s shape."""
+    check_tensors("expand_as", other=other)
     return views.expand(self, other.shape)
 
 
 def view_as(self: Tensor, other: Tensor) -> Tensor:
     """A view of ``self`` with ``other``'s shape."""
+    check_tensors("view_as", other=other)
     return views.view(self, other.shape)
 
 
 def reshape_as(self: Tensor, other: Tensor) -> Tensor:
     """``self`` reshaped to ``other``'s shape."""
+    check_tensors("reshape_as", other=other)
     return views.reshape(self, other.shape)
 
 

@@ -12,7 +12,7 @@ from typing import Callable
 from genesis import dtypes
 from genesis.autograd import Primitive, is_grad_enabled
 from genesis.ndarray import NDArray
-from genesis.ops._args import _reject_integers, check_floating_kernel, zeros_like_detached
+from genesis.ops._args import _reject_integers, check_floating_kernel, check_tensors, zeros_like_detached
 from genesis.ops.activations import Hardshrink, Softplus, activation
 from genesis.ops.arithmetic import Mul, negated
 from genesis.ops.autocast import autocast_args
@@ -327,6 +327,7 @@ def leaky_relu(x: Tensor, negative_slope: float) -> Tensor:
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """Leaky ReLU with a learned slope per channel (dim 1) or a single one (``nn.functional.prelu``); the input and
     the weight of one floating dtype, as torch's kernel."""
+    check_tensors("prelu", input=input, weight=weight)
     input, weight = autocast_args("prelu", input, weight)
     if weight.dtype is not input.dtype:
         raise RuntimeError(f"prelu: Type promoting not supported. Got {dtypes.SCALAR_TYPE_NAMES[input.dtype]} and "

@@ -10,6 +10,7 @@ from genesis.autograd import no_grad
 from genesis.cuda.graphs import is_current_stream_capturing
 from genesis.dtypes import SCALAR_TYPE_NAMES, promote_types
 from genesis.memo import remember
+from genesis.ops._args import check_tensors
 from genesis.ops.autocast import one_op
 from genesis.ops.linalg import distance_norm
 from genesis.tensor import Tensor, tensor
@@ -24,6 +25,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     """``(x1 / max(||x1||, eps)) . (x2 / max(||x2||, eps))`` along ``dim`` (inputs broadcast), as torch: each vector
     divided by its own norm first (the result stays within [-1, 1]), each norm clamped on its own. As torch's, the
     clamp does not cut the gradient: it flows through the norm as if unclamped."""
+    check_tensors("cosine_similarity", x1=x1, x2=x2)
     x1, x2 = amp.autocast_args("cosine_similarity", x1, x2)
     common = promote_types(x1.dtype, x2.dtype)
     if common.category < 2:
