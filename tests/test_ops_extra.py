@@ -1057,3 +1057,15 @@ def test_results_of_mixed_dtypes_and_zero_dim_inputs(case):
 def test_a_number_where_a_tensor_is_required(call):
     """torch's TypeError naming the argument, not an AttributeError from inside the op."""
     check_error(TypeError, call, rand(3, 3), match="must be Tensor")
+
+
+def test_dims_of_zero_dim_tensors():
+    """A 0-d tensor takes dims -1 and 0 only, as torch (IndexError beyond); kthvalue of it is its value at 0."""
+    x = rand(seed=3)
+    for call in (lambda lib, x: lib.flatten(x, 2), lambda lib, x: lib.mode(x, 2),
+                 lambda lib, x: lib.logcumsumexp(x, 2), lambda lib, x: lib.kthvalue(x, 1, 1)):
+        check_error(IndexError, call, x)
+    check(lambda lib, x: lib.kthvalue(x, 1), x)
+    check(lambda lib, x: lib.kthvalue(x, 1, 0, True), x)
+    check(lambda lib, x: lib.flatten(x, -1, 0), x)
+    check_error(RuntimeError, lambda lib, x: lib.kthvalue(x, 2), x)

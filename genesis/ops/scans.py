@@ -130,11 +130,12 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """``log(cumsum(exp(x)))`` along ``dim``, computed stably by a scan of pairwise log-add-exp."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"logcumsumexp: not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
+    d = normalize_dim("logcumsumexp", dim, input.ndim)
     if input.ndim == 0:
         return input.clone()
     if input.dtype in (dtypes.float16, dtypes.bfloat16):  # accumulated in float32 and rounded once, as torch's kernel
-        return logcumsumexp(input.float(), dim).to(input.dtype)
-    return _scan(input, normalize_dim("logcumsumexp", dim, input.ndim), _shifted_logaddexp)
+        return logcumsumexp(input.float(), d).to(input.dtype)
+    return _scan(input, d, _shifted_logaddexp)
 
 
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,

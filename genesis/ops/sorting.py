@@ -101,6 +101,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Val
     check_real_kernel("kthvalue", "kthvalue_cpu", input)
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {d} of size {size}")
+    if input.ndim == 0:  # the one value, at index 0
+        return values_indices("kthvalue", input.clone(), zeros_like_detached(input).long())
     values, indices = sort(input, d, stable=True)
     v, i = select(values, d, k - 1).contiguous(), select(indices, d, k - 1).contiguous()
     return values_indices("kthvalue", v.unsqueeze(d), i.unsqueeze(d)) if keepdim else values_indices("kthvalue", v, i)

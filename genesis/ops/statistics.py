@@ -57,9 +57,9 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """Most frequent value along ``dim`` (the smallest among equally frequent ones) and its last index."""
     check_real_kernel("mode", "mode_cpu", input, bools=True)
+    d = normalize_dim("mode", dim, input.ndim)
     if input.ndim == 0:
         return values_indices("mode", input.clone(), _zeros((), dtypes.int64, input))
-    d = normalize_dim("mode", dim, input.ndim)
     if input.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     x = movedim(input.detach(), d, -1)
