@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -26,11 +27,15 @@ from genesis.tensor_data import infer_dtype, nested_to_numpy, plain, scalars_to_
 def _dim_of_shape(op: str, dim: Any, ndim: int) -> int:
     """``dim`` of ``size(dim)`` / ``stride(dim)`` checked as torch: an int (TypeError for a bool or a float), in
     range, and no dim at all of a 0-d tensor."""
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+    try:
+        index = operator.index(dim)  # ints, numpy ints, 0-d integer tensors
+    except TypeError:
+        index = None
+    if index is None or isinstance(dim, bool):
         raise TypeError(f"{op}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
     if ndim == 0:
-        raise IndexError(f"{op}: Dimension specified as {dim} but tensor has no dimensions")
-    return normalize_dim(op, int(dim), ndim)
+        raise IndexError(f"{op}: Dimension specified as {index} but tensor has no dimensions")
+    return normalize_dim(op, index, ndim)
 
 
 class Tensor:

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -1069,3 +1070,16 @@ def test_dims_of_zero_dim_tensors():
     check(lambda lib, x: lib.kthvalue(x, 1, 0, True), x)
     check(lambda lib, x: lib.flatten(x, -1, 0), x)
     check_error(RuntimeError, lambda lib, x: lib.kthvalue(x, 2), x)
+
+
+def test_size_and_stride_of_one_dim():
+    """size(dim) / stride(dim) as torch: an int, a numpy int or a 0-d integer tensor; TypeError for a bool or a
+    float, IndexError out of range and for any dim of a 0-d tensor."""
+    g, t = genesis.randn(2, 3, device=DEVICE).t(), torch.randn(2, 3).t()
+    for dim in (0, -1, np.int64(1)):
+        assert g.size(dim) == t.size(dim) and g.stride(dim) == t.stride(dim)
+    assert g.size(genesis.tensor(1)) == t.size(torch.tensor(1))
+    for dim, error in ((True, TypeError), (1.0, TypeError), (2, IndexError), (-3, IndexError)):
+        check_error(error, lambda lib, x, dim=dim: x.size(dim), rand(2, 3))
+        check_error(error, lambda lib, x, dim=dim: x.stride(dim), rand(2, 3))
+    check_error(IndexError, lambda lib, x: x.size(0), rand())
