@@ -672,7 +672,8 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True, *, mm
             ``save(model, ...)``) loads only with ``weights_only=False``, which imports the module's class and any
             function it names (nothing is unpickled: the file holds names, attributes and tensors). PyTorch pickles
             are restricted to tensors, containers and the globals marked safe; ``weights_only=False`` also lets
-            them hold numpy arrays and scalars (data only), never other classes or functions.
+            them hold numpy arrays and scalars (data only) and ``argparse.Namespace`` / ``types.SimpleNamespace``
+            attribute bags, never other classes or functions.
         mmap: accepted for torch compatibility and ignored: the file is read into memory either way (tensors are
             checksummed, and converted where their format differs). As torch, ``mmap=True`` needs a path (ValueError
             for a file object).

@@ -16,11 +16,13 @@ The unpickled tree holds :class:`TensorRecord` leaves; :func:`records_to_tensors
 
 from __future__ import annotations
 
+import argparse
 import collections
 import io
 import os
 import pickle
 import struct
+import types
 import zipfile
 from typing import Any, BinaryIO, Callable
 
@@ -145,8 +147,11 @@ def _encode(text: Any, encoding: Any = "latin1") -> bytes:
 
 def _allowed(numpy_arrays: bool = False) -> dict[tuple[str, str], Any]:
     """The globals a pickle may ask for, made fresh for each file, so that one file cannot alter what the next
-    one gets (functions come as bound methods, whose attributes a pickle cannot set). ``numpy_arrays`` adds numpy's
-    array, dtype and scalar rebuilders (data only: an object array's elements still pass this table)."""
+    one gets (functions come as bound methods, whose attributes a pickle cannot set). ``numpy_arrays``
+    (``load(..., weights_only=False)``) adds numpy's array, dtype and scalar rebuilders and the two attribute bags
+    that training scripts save beside their weights, ``argparse.Namespace`` and ``types.SimpleNamespace`` (data
+    only: an object array's elements and a bag's attributes still pass this table). Each bag is handed out as a
+    subclass made for this file, so that a pickle setting attributes on the class it gets changes only that one."""
     helpers = _Helpers()
     numpy_globals = {}
     if numpy_arrays:
@@ -155,6 +160,8 @@ def _allowed(numpy_arrays: bool = False) -> dict[tuple[str, str], Any]:
             numpy_globals[(core, "scalar")] = _multiarray.scalar
         numpy_globals[("numpy", "ndarray")] = np.ndarray
         numpy_globals[("numpy", "dtype")] = np.dtype
+        numpy_globals[("argparse", "Namespace")] = type("Namespace", (argparse.Namespace,), {})
+        numpy_globals[("types", "SimpleNamespace")] = type("SimpleNamespace", (types.SimpleNamespace,), {})
     return {
         **numpy_globals,
         ("torch._utils", "_rebuild_tensor_v2"): helpers.rebuild_tensor,
@@ -343,6 +350,11 @@ def _map(tree: Any, leaf: Callable[[TensorRecord], Any]) -> Any:
         return [_map(v, leaf) for v in tree]
     if isinstance(tree, tuple):
         return tuple(_map(v, leaf) for v in tree)
+    for bag in (argparse.Namespace, types.SimpleNamespace):  # rebuilt as the library's own class, attributes mapped
+        if isinstance(tree, bag):
+            out = bag()
+            out.__dict__.update({k: _map(v, leaf) for k, v in vars(tree).items()})
+            return out
     if isinstance(tree, Storage):
         raise CheckpointError("load: a bare storage outside a tensor is not supported")
     return tree

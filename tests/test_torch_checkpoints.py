@@ -171,6 +171,35 @@ def test_numpy_arrays_load_with_weights_only_false(tmp_path) -> None:
             genesis.load(hand, weights_only=False)
 
 
+def test_namespaces_load_with_weights_only_false(tmp_path) -> None:
+    """A checkpoint holding the parsed command line (argparse.Namespace) or a SimpleNamespace loads with
+    weights_only=False as those classes, tensors inside them loaded too; weights_only=True refuses them, as torch.
+    A pickle setting attributes on the class it is given changes only a class made for that file."""
+    import argparse
+    import types
+
+    path = tmp_path / "run.pt"
+    torch.save({"args": argparse.Namespace(lr=0.1, name="run", sizes=[1, 2], w=torch.arange(3.0)),
+                "extra": types.SimpleNamespace(step=7, t=torch.ones(2))}, path)
+    with pytest.raises(CheckpointError, match="argparse.Namespace'"):
+        genesis.load(path)
+    loaded = genesis.load(path, weights_only=False)
+    args, extra = loaded["args"], loaded["extra"]
+    assert type(args) is argparse.Namespace and type(extra) is types.SimpleNamespace
+    assert (args.lr, args.name, args.sizes, extra.step) == (0.1, "run", [1, 2], 7)
+    assert isinstance(args.w, genesis.Tensor) and args.w.tolist() == [0.0, 1.0, 2.0]
+    assert extra.t.tolist() == [1.0, 1.0]
+    before = argparse.Namespace.__repr__
+    for program in (b"cargparse\nNamespace\n(N(S'__repr__'\nI1\ndtb.",
+                    b"ctypes\nSimpleNamespace\n(N(S'__init__'\nI1\ndtb."):
+        hand = tmp_path / "build.pt"
+        with zipfile.ZipFile(hand, "w") as archive:
+            archive.writestr("build/data.pkl", program)
+        genesis.load(hand, weights_only=False)
+    assert argparse.Namespace.__repr__ is before and repr(argparse.Namespace(a=1)) == "Namespace(a=1)"
+    assert types.SimpleNamespace(a=1).a == 1
+
+
 def test_whole_modules_and_other_globals_are_refused(tmp_path) -> None:
     path = tmp_path / "module.pt"
     torch.save(torch.nn.Linear(2, 2), path)
