@@ -12,6 +12,7 @@ import operator
 from typing import Any, Callable
 
 from genesis import autograd, dtypes
+from genesis._impl.contract import COMPARISON_OPS
 from genesis.autograd import Overwrite, forward_ad, is_grad_enabled, is_inference_mode_enabled
 from genesis.ndarray import broadcast_shapes, check_same_device
 from genesis.ops import _args, arithmetic, compare, views
@@ -138,9 +139,6 @@ def _check_fits(op: str, t: Tensor, other: Tensor) -> None:
         raise RuntimeError(f"{op}: output with shape {list(t.shape)} doesn't match the broadcast shape {list(shape)}")
 
 
-#: Binary ops whose result is bool whatever their operands' dtypes (comparisons and logical ops).
-_BOOL_RESULTS = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
-
 #: The backend's binary primitive behind each alias with an in-place method (``subtract_`` writes as ``sub_``).
 _PRIMITIVE_OF = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div"}
 
@@ -176,7 +174,7 @@ def inplace_binary(t: Tensor, op: str, fn: Callable, other: Any, writer: Any = N
         return inplace_binary(t, op, fn, tensor(other, device=t.device))
     if kernel in ("div", "atan2") and target.category < 2:  # integer operands give a float
         target = dtypes.get_default_dtype()
-    elif kernel in _BOOL_RESULTS:
+    elif kernel in COMPARISON_OPS:
         target = dtypes.bool_  # compared in the promoted dtype; the bool result fits any tensor, as in torch
     if target.category > t.dtype.category:
         raise RuntimeError(f"{op}_: result type {dtypes.SCALAR_TYPE_NAMES[target]} can't be cast to the desired "
