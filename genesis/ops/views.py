@@ -310,7 +310,8 @@ def view_dtype(input: Tensor, dtype: dtypes.dtype) -> Tensor:
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if input.ndim == 0:
-        normalize_dim("flatten", start_dim, 0), normalize_dim("flatten", end_dim, 0)  # dims in [-1, 0], as torch
+        normalize_dim("flatten", start_dim, 0)  # a 0-d tensor takes dims in [-1, 0], as torch
+        normalize_dim("flatten", end_dim, 0)
         return reshape(input, 1)
     s = normalize_dim("flatten", start_dim, input.ndim)
     e = normalize_dim("flatten", end_dim, input.ndim)
