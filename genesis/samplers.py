@@ -20,8 +20,7 @@ def poisson(input: Tensor, generator: random.Generator | None = None) -> Tensor:
     ``generator`` supplies the numbers (the device's default generator otherwise) and advances. The result carries a
     zero gradient, as torch's. Infinite rates give infinity (torch's kernel returns an undefined integer there).
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    check_tensors("poisson", input=input)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"poisson: not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}' (floating "
                                   "rates only)")

@@ -1053,7 +1053,10 @@ def test_results_of_mixed_dtypes_and_zero_dim_inputs(case):
     lambda lib, x: lib.diagonal_scatter(x, 2), lambda lib, x: lib.cholesky_solve(x, 2),
     lambda lib, x: lib.triangular_solve(x, 2), lambda lib, x: x.view_as(2), lambda lib, x: x.reshape_as([2]),
     lambda lib, x: x.expand_as(2), lambda lib, x: lib.binomial(x, 2), lambda lib, x: x.mm(2.5),
-    lambda lib, x: lib.nn.functional.cosine_similarity(x, 2),
+    lambda lib, x: lib.nn.functional.cosine_similarity(x, 2), lambda lib, x: lib.maximum(2, x),
+    lambda lib, x: lib.minimum(x, 2), lambda lib, x: lib.matmul(2, x), lambda lib, x: lib.lerp(x, 2, 0.5),
+    lambda lib, x: lib.heaviside(x, 2), lambda lib, x: lib.hypot(2, x), lambda lib, x: lib.poisson(2),
+    lambda lib, x: lib.polygamma(1, 2),
 ])
 def test_a_number_where_a_tensor_is_required(call):
     """torch's TypeError naming the argument, not an AttributeError from inside the op."""

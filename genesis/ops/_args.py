@@ -17,11 +17,6 @@ from genesis.tensor import tensor as _from_data
 Number = (int, float, bool)
 
 
-def _check_tensor(op: str, x: Any) -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
-
-
 def check_tensors(op: str, **arguments: Any) -> None:
     """torch's TypeError where an argument that must be a tensor is something else (a Python number, a list):
     ``arguments`` are the op's tensor parameters by torch's names, in signature order (positions count from 1)."""

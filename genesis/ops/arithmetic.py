@@ -20,8 +20,8 @@ from genesis.ops._args import (
     Number,
     _as_operand,
     _check_range,
-    _check_tensor,
     _result_dtype,
+    check_tensors,
     python_number,
     zeros_like_detached,
 )
@@ -570,14 +570,14 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:
-    _check_tensor("maximum", other)
+    check_tensors("maximum", input=input, other=other)
     if input.dtype.category < 2 and other.dtype.category < 2:
         return NoGradBinary.apply(input, other, "maximum")
     return Maximum.apply(input, other)
 
 
 def minimum(input: Tensor, other: Tensor) -> Tensor:
-    _check_tensor("minimum", other)
+    check_tensors("minimum", input=input, other=other)
     if input.dtype.category < 2 and other.dtype.category < 2:
         return NoGradBinary.apply(input, other, "minimum")
     return Minimum.apply(input, other)
@@ -741,7 +741,7 @@ class LerpScalar(Primitive):
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """``input + weight * (end - input)``; floating (or complex) tensors of one dtype, as torch (a 0-d tensor weight
     may have another dtype)."""
-    _check_tensor("lerp", end)
+    check_tensors("lerp", input=input, end=end)
     broadcast_shapes("lerp", input.shape, end.shape, *((weight.shape,) if isinstance(weight, Tensor) else ()))
     dt = input.dtype
     for name, other in (("end", end), ("weight", weight)):  # torch checks the dtypes first, then its kernel's

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from genesis import dtypes
 from genesis.autograd import Function
-from genesis.ops._args import _check_tensor, _result_dtype, zeros_like_detached
+from genesis.ops._args import _result_dtype, check_tensors, zeros_like_detached
 from genesis.ops.arithmetic import clamp
 from genesis.ops.compare import where
 from genesis.ops.math_special import _tensor_pair
@@ -63,7 +63,7 @@ class FrexpMantissa(Function):
 def frexp(input: Tensor) -> FrexpResult:
     """Mantissa and exponent with ``input = mantissa * 2^exponent``: ``|mantissa|`` in [0.5, 1) (the input itself for
     zero, inf and NaN, whose exponent is 0), ``exponent`` int32. Floating inputs only, as torch."""
-    _check_tensor("frexp", input)
+    check_tensors("frexp", input=input)
     if not input.dtype.is_floating_point:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     exponent = _exponent(input.detach().to(dtypes.float64))

@@ -13,7 +13,7 @@ from genesis.autograd import Function, Primitive, is_grad_enabled
 from genesis.memo import remember
 from genesis.ndarray import NDArray, broadcast_shapes, normalize_dim
 from genesis.ndarray import cat as ndarray_cat
-from genesis.ops._args import _check_tensor, check_tensors, ones_like_bool
+from genesis.ops._args import check_tensors, ones_like_bool
 from genesis.ops.autocast import autocast_args, one_op
 from genesis.ops.compare import where
 from genesis.ops.join import cat
@@ -102,7 +102,8 @@ def _as_coo(x: Tensor) -> Tensor:
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
-    _check_tensor("matmul", other)
+    if input.__class__ is not Tensor or other.__class__ is not Tensor:  # a Parameter, or no tensor at all
+        check_tensors("matmul", input=input, other=other)
     if input.__class__ in _SPARSE or other.__class__ in _SPARSE:
         return sparse_matmul(_as_coo(input), _as_coo(other), "matmul")
     input, other = autocast_args("matmul", input, other)

@@ -15,11 +15,11 @@ from genesis import dtypes
 from genesis.autograd import Function, Primitive, is_grad_enabled
 from genesis.ndarray import NDArray, broadcast_shapes
 from genesis.ops._args import (
-    _check_tensor,
     _float_operands,
     _reject_integers,
     _result_dtype,
     check_real_kernel,
+    check_tensors,
     zeros_like_detached,
 )
 from genesis.ops.activations import Logit, activation
@@ -369,7 +369,8 @@ def polygamma(n: int, input: Tensor) -> Tensor:
     inputs promote to the default float dtype. Poles at the non-positive integers give +-inf, as torch."""
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
-    _check_tensor("polygamma", input)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"polygamma(): argument 'input' (position 2) must be Tensor, not {type(input).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     if not input.dtype.is_floating_point:
@@ -388,7 +389,7 @@ def i0(input: Tensor) -> Tensor:
 
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """Multivariate log-gamma of dimension ``p``: ``sum_i lgamma(x - i / 2) + p (p - 1) / 4 log(pi)``, i < p."""
-    _check_tensor("mvlgamma", input)
+    check_tensors("mvlgamma", input=input)
     if p < 1:
         raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1 (got {p})")
     out = Lgamma.apply(input)
@@ -428,9 +429,7 @@ def xlogy(input: Any, other: Any) -> Tensor:
 def _tensor_pair(op: str, input: Tensor, other: Any) -> None:
     """Ops that take two tensors only (torch rejects a Python number as the second argument), of shapes that
     broadcast (checked under the op's name, not those of the ops that compute it)."""
-    _check_tensor(op, input)
-    if not isinstance(other, Tensor):
-        raise TypeError(f"{op}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    check_tensors(op, input=input, other=other)
     broadcast_shapes(op, input.shape, other.shape)
 
 
@@ -444,7 +443,7 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
 
 def copysign(input: Tensor, other: Any) -> Tensor:
     """``|input|`` with the sign bit of ``other`` (so -0.0 and -NaN count as negative); integers promote to float."""
-    _check_tensor("copysign", input)
+    check_tensors("copysign", input=input)
     check_real_kernel("copysign", "copysign_cpu", input, other, bools=True)
     input, other = _float_operands("copysign", input, other)
     return Copysign.apply(input, other)
@@ -520,9 +519,7 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """Step function: 0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0`` (no
     gradient, as in torch)."""
-    _check_tensor("heaviside", input)
-    if not isinstance(values, Tensor):
-        raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    check_tensors("heaviside", input=input, values=values)
     if input.dtype.is_complex or values.dtype.is_complex:
         raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     broadcast_shapes("heaviside", input.shape, values.shape)

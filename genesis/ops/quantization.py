@@ -18,7 +18,7 @@ import numpy as np
 
 from genesis import dtypes
 from genesis.autograd import Function, no_grad
-from genesis.ops._args import _check_tensor
+from genesis.ops._args import check_tensors
 from genesis.ops.nn import check_all
 from genesis.tensor import Tensor, tensor
 
@@ -72,7 +72,7 @@ def fake_quantize_per_tensor_affine(input: Tensor, scale: Any, zero_point: Any, 
                                     quant_max: int) -> Tensor:
     """``input`` rounded to the grid ``scale * (q - zero_point)``, ``q`` in ``[quant_min, quant_max]`` (see the
     module docstring); ``scale``/``zero_point`` are numbers or one-element tensors."""
-    _check_tensor("fake_quantize_per_tensor_affine", input)
+    check_tensors("fake_quantize_per_tensor_affine", input=input)
     _check_range(zero_point.detach() if isinstance(zero_point, Tensor) else zero_point, quant_min, quant_max)
     inv, s, z = _qparams(scale, zero_point, input)
     return FakeQuantize.apply(input, inv, s, z.to(dtypes.float32), False, quant_min, quant_max)
@@ -82,7 +82,7 @@ def fake_quantize_per_channel_affine(input: Tensor, scale: Tensor, zero_point: T
                                      quant_max: int) -> Tensor:
     """Per-channel fake quantization: ``scale`` (float32 or bfloat16) and ``zero_point`` (int32, float32 or float16)
     hold one value per slice of ``input`` along ``axis``."""
-    _check_tensor("fake_quantize_per_channel_affine", input)
+    check_tensors("fake_quantize_per_channel_affine", input=input)
     if scale.dtype not in (dtypes.float32, dtypes.bfloat16):
         raise RuntimeError(f"Scale must be Float or BFloat16, found {dtypes.SCALAR_TYPE_NAMES[scale.dtype]}")
     if zero_point.dtype not in (dtypes.int32, dtypes.float32, dtypes.float16):

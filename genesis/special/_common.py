@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from genesis import dtypes
 from genesis import ops as F
-from genesis.ops._args import _check_tensor, _float_operands
+from genesis.ops._args import _float_operands, check_tensors
 from genesis.tensor import Tensor
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
@@ -16,7 +16,7 @@ _HALF = (dtypes.float16, dtypes.bfloat16)
 def _float_input(op: str, input: Tensor, half: bool = False) -> Tensor:
     """``input`` as floating point: integers and bool promote to the default float dtype. Complex inputs, and
     float16 and bfloat16 unless ``half`` (the few kernels torch has for them), raise NotImplementedError as torch's."""
-    _check_tensor(op, input)
+    check_tensors(op, input=input)
     if input.dtype.is_complex or (input.dtype in _HALF and not half):
         raise NotImplementedError(f"\"{op}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input.dtype]}'")
     return input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
